@@ -1,0 +1,17 @@
+"""Golden fixture cases for the suite, read from the shipped ``fixtures/`` directory."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from kstate_conformance.data import fixtures_dir
+
+
+@lru_cache(maxsize=1)
+def all_cases() -> tuple[dict[str, Any], ...]:
+    cases: list[dict[str, Any]] = []
+    for path in sorted(fixtures_dir().glob("*/*.json")):
+        cases.extend(json.loads(path.read_text(encoding="utf-8"))["cases"])
+    return tuple(cases)

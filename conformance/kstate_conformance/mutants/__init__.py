@@ -1,0 +1,68 @@
+"""Deliberately broken implementations: the suite proves its worth by failing every one.
+
+A mutant is the reference adapter with a few operations replaced by a realistic bug. Family modules
+register theirs with :func:`mutant`; ``kstate conformance --impl mutant:NAME`` runs the suite on one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kstate_conformance.adapter import CodecAdapter, Handler, OverrideAdapter, ReferenceAdapter
+
+_FAMILY_MODULES = (
+    "kstate_conformance.mutants.primitives_mutants",
+    "kstate_conformance.mutants.record_headers_mutants",
+    "kstate_conformance.mutants.timestamped_mutants",
+    "kstate_conformance.mutants.header_values_mutants",
+    "kstate_conformance.mutants.versioned_mutants",
+    "kstate_conformance.mutants.window_mutants",
+    "kstate_conformance.mutants.session_mutants",
+    "kstate_conformance.mutants.offsets_mutants",
+    "kstate_conformance.mutants.changelog_mutants",
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    description: str
+    family: str
+    overrides: dict[str, Handler]
+
+    def adapter(self) -> CodecAdapter:
+        return OverrideAdapter(f"mutant:{self.name}", ReferenceAdapter(), self.overrides)
+
+
+MUTANTS: dict[str, Mutant] = {}
+
+
+def mutant(name: str, description: str, family: str) -> Callable[[Callable[[], dict[str, Handler]]], Callable[[], dict[str, Handler]]]:
+    """Register a mutant; the decorated function returns ``{operation: broken handler}``."""
+
+    def register(build: Callable[[], dict[str, Handler]]) -> Callable[[], dict[str, Handler]]:
+        if name in MUTANTS:
+            raise ValueError(f"mutant {name!r} registered twice")
+        MUTANTS[name] = Mutant(name, description, family, build())
+        return build
+
+    return register
+
+
+def all_mutants() -> dict[str, Mutant]:
+    for module in _FAMILY_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    return dict(sorted(MUTANTS.items()))
+
+
+def get_mutant(name: str) -> Mutant:
+    mutants = all_mutants()
+    if name not in mutants:
+        raise LookupError(f"no mutant named {name!r}; known: {', '.join(mutants)}")
+    return mutants[name]

@@ -1,0 +1,34 @@
+"""The typed error family raised by every kstate codec and store.
+
+Decoding hostile bytes never raises anything but a :class:`DecodeError`; invalid arguments to an
+encoder raise :class:`EncodeError`. Both name the format, and a decode error names the byte offset.
+"""
+
+from __future__ import annotations
+
+
+class KStateError(Exception):
+    """Base of every error kstate raises on purpose."""
+
+
+class CodecError(KStateError):
+    """A codec refused its input; ``fmt`` names the format (for example ``"varint"``)."""
+
+    def __init__(self, fmt: str, reason: str, offset: int | None = None) -> None:
+        self.fmt = fmt
+        self.reason = reason
+        self.offset = offset
+        where = f" at byte {offset}" if offset is not None else ""
+        super().__init__(f"{fmt}: {reason}{where}")
+
+
+class DecodeError(CodecError):
+    """Bytes that do not decode as ``fmt``: truncated, out of range, or malformed."""
+
+
+class EncodeError(CodecError):
+    """A value that ``fmt`` cannot encode (a null where Kafka requires a value, an out-of-range int)."""
+
+
+class NullKeyError(KStateError, ValueError):
+    """A null key was given where Kafka Streams throws ``NullPointerException``."""

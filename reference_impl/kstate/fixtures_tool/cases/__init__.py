@@ -1,0 +1,1 @@
+"""Reference fixture cases, one module per family; each exposes ``cases() -> list[CaseSpec]``."""

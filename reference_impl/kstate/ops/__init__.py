@@ -1,0 +1,167 @@
+"""The implementation-neutral operation vocabulary: JSON in, JSON out, over the pure codecs.
+
+Every operation has a dotted name (``varint.write_varint``), the spec rules it exercises, and a
+handler taking and returning JSON-shaped dicts. Conventions (spec/ops.md, OPS-*):
+
+* byte strings are lowercase hex, ``""`` is zero bytes, ``None`` is a null;
+* integers are plain ints covering the signed 64-bit range;
+* headers are lists of ``[key, hex-or-None]`` pairs;
+* a refused input is ``{"error": {...}}`` in place of the output (or of a sub-output), possibly
+  beside other fields the operation always reports.
+
+The same vocabulary is what golden fixtures, recorded Kafka vectors and out-of-process testees speak.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kstate.errors import CodecError, KStateError
+
+JsonDict = dict[str, Any]
+Handler = Callable[[JsonDict], JsonDict]
+LeniencyCheck = Callable[[JsonDict], "str | None"]
+
+LEVELS = ("required", "recommended", "tentative")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One operation: its name, family, spec rules, handler and the Kafka methods it mirrors."""
+
+    name: str
+    family: str
+    rules: tuple[str, ...]
+    handler: Handler
+    java_ops: tuple[str, ...] = ()
+    level: str = "required"
+    lenient: LeniencyCheck | None = None
+    doc: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+REGISTRY: dict[str, OpSpec] = {}
+
+# Modules that register operations; importing them fills REGISTRY.
+_FAMILY_MODULES = (
+    "kstate.ops.primitives_ops",
+    "kstate.ops.record_headers_ops",
+    "kstate.ops.timestamped_ops",
+    "kstate.ops.header_values_ops",
+    "kstate.ops.versioned_ops",
+    "kstate.ops.window_ops",
+    "kstate.ops.session_ops",
+    "kstate.ops.offsets_ops",
+    "kstate.ops.changelog_ops",
+)
+
+
+def op(
+    name: str,
+    *,
+    rules: tuple[str, ...] | list[str],
+    java: tuple[str, ...] | list[str] = (),
+    level: str = "required",
+    lenient: LeniencyCheck | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register ``handler`` as operation ``name``; the family is the part before the first dot."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}")
+
+    def register(handler: Handler) -> Handler:
+        if name in REGISTRY:
+            raise ValueError(f"operation {name!r} registered twice")
+        REGISTRY[name] = OpSpec(
+            name=name,
+            family=name.split(".", 1)[0],
+            rules=tuple(rules),
+            handler=handler,
+            java_ops=tuple(java),
+            level=level,
+            lenient=lenient,
+            doc=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else "",
+        )
+        return handler
+
+    return register
+
+
+def load_all() -> dict[str, OpSpec]:
+    """Import every family module that exists and return the filled registry."""
+    for module in _FAMILY_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+    return REGISTRY
+
+
+def error_of(exc: KStateError) -> JsonDict:
+    """The JSON form of a typed error (OPS-3)."""
+    body: JsonDict = {"type": type(exc).__name__, "message": str(exc)}
+    if isinstance(exc, CodecError):
+        body["format"] = exc.fmt
+        body["reason"] = exc.reason
+        if exc.offset is not None:
+            body["offset"] = exc.offset
+    return {"error": body}
+
+
+def capture(compute: Callable[[], JsonDict]) -> JsonDict:
+    """Run ``compute``; a typed error becomes ``{"error": ...}`` (for sub-outputs of composite ops)."""
+    try:
+        return compute()
+    except KStateError as exc:
+        return error_of(exc)
+
+
+def call(name: str, payload: JsonDict) -> JsonDict:
+    """Run the reference handler of ``name`` on ``payload``; typed errors become ``{"error": ...}``."""
+    spec = load_all().get(name)
+    if spec is None:
+        raise KeyError(f"unknown operation {name!r}")
+    return capture(lambda: spec.handler(payload))
+
+
+# --- JSON helpers shared by the family modules ------------------------------------------------------
+
+
+def unhex(value: str | None, fmt: str = "hex") -> bytes | None:
+    """Hex (or None) to bytes (or None)."""
+    if value is None:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except (ValueError, TypeError) as exc:
+        raise CodecError(fmt, f"not a hex string: {value!r}") from exc
+
+
+def unhex_required(value: str | None, fmt: str = "hex") -> bytes:
+    """Hex to bytes, refusing None."""
+    data = unhex(value, fmt)
+    if data is None:
+        raise CodecError(fmt, "expected bytes, got null")
+    return data
+
+
+def tohex(value: bytes | None) -> str | None:
+    """Bytes (or None) to lowercase hex (or None)."""
+    return None if value is None else value.hex()
+
+
+def headers_from_json(value: list[list[Any]] | None) -> list[tuple[str, bytes | None]] | None:
+    """``[[key, hex-or-None], ...]`` to ``[(key, bytes-or-None), ...]``; None stays None."""
+    if value is None:
+        return None
+    return [(str(k), unhex(v)) for k, v in value]
+
+
+def headers_to_json(value: list[tuple[str, bytes | None]] | None) -> list[list[Any]] | None:
+    """``[(key, bytes-or-None), ...]`` to ``[[key, hex-or-None], ...]``; None stays None."""
+    if value is None:
+        return None
+    return [[k, tohex(v)] for k, v in value]
