@@ -42,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run rules up to this level (required < recommended < tentative)")
     group.addoption("--kstate-profile", default=None, choices=sorted(PROFILES),
                     help="hypothesis effort: quick, default or thorough")
+    group.addoption("--kstate-report", default=None,
+                    help="directory for report.md, report.html and results.json")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -70,6 +72,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+class _ReportCollector:
+    """Records each conformance test's outcome with its rules and level, for the reports."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from kstate_conformance.report import RunReport
+
+        self.config = config
+        impl = config.getoption("--kstate-impl") or os.environ.get("KSTATE_IMPL") or "reference"
+        self.report = RunReport(implementation=impl)
+        self._meta: dict[str, tuple[list[str], str]] = {}
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            marker = item.get_closest_marker("rules")
+            level = item.get_closest_marker("kstate_level")
+            self._meta[item.nodeid] = (list(marker.args) if marker else [], level.args[0] if level else "required")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from kstate_conformance.report import TestOutcome
+
+        if report.nodeid not in self._meta:
+            return
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            rules, level = self._meta[report.nodeid]
+            detail = str(report.longrepr) if report.outcome != "passed" and report.longrepr else ""
+            self.report.outcomes.append(TestOutcome(report.nodeid, report.outcome, rules, level, detail))
+
+    def pytest_sessionfinish(self) -> None:
+        from pathlib import Path
+
+        from kstate_conformance.report import write_reports
+        from kstate_conformance.spec_rules import load_rules
+
+        titles = {r.id: (r.title, r.level) for r in load_rules().values()}
+        write_reports(self.report, Path(self.config.getoption("--kstate-report")), titles)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.getoption("--kstate-report"):
+        session.config.pluginmanager.register(_ReportCollector(session.config), "kstate-report-collector")
 
 
 @pytest.fixture(scope="session")

@@ -104,3 +104,22 @@ def increment(payload: JsonDict) -> JsonDict:
 def compare(payload: JsonDict) -> JsonDict:
     """Unsigned lexicographic comparison of ``a`` and ``b``: -1, 0 or 1."""
     return {"result": p.compare_unsigned(unhex_required(payload["a"]), unhex_required(payload["b"]))}
+
+
+@op("primitives.encode_int64", rules=["PRIM-1"])
+def encode_int64(payload: JsonDict) -> JsonDict:
+    """Big-endian two's complement int64."""
+    return {"bytes": tohex(p.encode_int64(payload["value"]))}
+
+
+@op("primitives.read_int64", rules=["PRIM-1", "PRIM-8"])
+def read_int64(payload: JsonDict) -> JsonDict:
+    """Read a big-endian int64 at ``offset`` of ``bytes``."""
+    value, _ = p.read_int64(unhex_required(payload["bytes"]), payload.get("offset", 0))
+    return {"value": value}
+
+
+@op("primitives.encode_int32", rules=["PRIM-1"])
+def encode_int32(payload: JsonDict) -> JsonDict:
+    """Big-endian two's complement int32."""
+    return {"bytes": tohex(p.encode_int32(payload["value"]))}

@@ -16,4 +16,15 @@ def cases() -> list[CaseSpec]:
     for a, b in [("", ""), ("", "00"), ("01", "ff"), ("ff", "01"), ("0100", "01"), ("7f", "80"),
                  ("ffffffff", "00000001")]:
         out.append(CaseSpec(f"compare_{a or 'empty'}_{b or 'empty'}", "primitives.compare", {"a": a, "b": b}))
+    return out + int_cases()
+
+
+def int_cases() -> list[CaseSpec]:
+    out = [CaseSpec(f"int64_{v}", "primitives.encode_int64", {"value": v})
+           for v in (0, 1, -1, 255, -256, (1 << 63) - 1, -(1 << 63), 1700000000000)]
+    out += [CaseSpec(f"int32_{v}", "primitives.encode_int32", {"value": v}) for v in (0, 1, -1, (1 << 31) - 1, -(1 << 31))]
+    out += [CaseSpec("int64_out_of_range", "primitives.encode_int64", {"value": 1 << 63})]
+    out += [CaseSpec(f"read_int64_{name}", "primitives.read_int64", {"bytes": data, "offset": off})
+            for name, data, off in [("minus_one", "ffffffffffffffff", 0), ("at_offset", "00000000000000000105", 2),
+                                    ("truncated", "00000000000000", 0), ("empty", "", 0)]]
     return out

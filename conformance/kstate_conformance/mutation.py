@@ -1,0 +1,62 @@
+"""Mutation analysis: run the suite against every mutant; a surviving mutant is a hole in the suite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from kstate_conformance.mutants import Mutant, all_mutants
+from kstate_conformance.pytest_args import suite_args
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    name: str
+    family: str
+    description: str
+    killed: bool
+    seconds: float
+    first_failure: str
+
+
+def _suite_command(impl: str, extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "-x", "--no-header", *suite_args(),
+            "--kstate-impl", impl, "--kstate-profile", "quick", *extra]
+
+
+def run_one(mutant: Mutant, extra: list[str] | None = None, timeout: float = 600) -> MutantResult:
+    """Run the suite on one mutant in a child process; killed means the suite failed."""
+    start = time.monotonic()
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    try:
+        proc = subprocess.run(_suite_command(f"mutant:{mutant.name}", extra or []), capture_output=True,
+                              text=True, timeout=timeout, env=env, check=False)
+        killed = proc.returncode == 1
+        failure = next((line for line in proc.stdout.splitlines() if line.startswith("FAILED")), "")
+        if proc.returncode not in (0, 1):
+            failure = f"suite did not run (exit {proc.returncode}): {proc.stdout[-400:]}{proc.stderr[-400:]}"
+    except subprocess.TimeoutExpired:
+        killed, failure = False, f"timed out after {timeout:.0f} s"
+    return MutantResult(mutant.name, mutant.family, mutant.description, killed, time.monotonic() - start, failure)
+
+
+def run_all(
+    names: list[str] | None = None,
+    workers: int = 2,
+    on_result: Callable[[MutantResult], None] | None = None,
+) -> list[MutantResult]:
+    """Run every mutant (or the named ones), ``workers`` at a time."""
+    mutants = all_mutants()
+    chosen = [mutants[n] for n in names] if names else list(mutants.values())
+    results: list[MutantResult] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for result in pool.map(run_one, chosen):
+            results.append(result)
+            if on_result:
+                on_result(result)
+    return results

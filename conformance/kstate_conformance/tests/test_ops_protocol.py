@@ -1,0 +1,52 @@
+"""The operation protocol itself: unsupported is explicit, null is not empty, refusal is an output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kstate_conformance import rules
+
+INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+
+
+@rules("OPS-1")
+def test_an_unknown_operation_is_not_claimed(codec: Any) -> None:
+    assert codec.supports("no_such_family.no_such_operation") is False
+    assert codec.supports("varint.write_varint") is True
+
+
+@rules("OPS-2", "PRIM-1")
+@given(INT64)
+def test_int64_is_hex_of_eight_big_endian_bytes(codec: Any, value: int) -> None:
+    out = codec.call("primitives.encode_int64", {"value": value})
+    assert out == {"bytes": value.to_bytes(8, "big", signed=True).hex()}
+    assert codec.call("primitives.read_int64", {"bytes": out["bytes"]}) == {"value": value}
+
+
+@rules("OPS-3", "PRIM-8")
+@given(st.binary(max_size=7))
+def test_truncated_input_is_refused_as_an_output(codec: Any, data: bytes) -> None:
+    out = codec.call("primitives.read_int64", {"bytes": data.hex()})
+    assert set(out) == {"error"}
+
+
+@rules("OPS-3", "PRIM-7", "PRIM-8")
+@given(st.binary(min_size=1, max_size=16).map(lambda b: bytes(x | 0x80 for x in b)))
+def test_a_varint_that_never_ends_is_refused(codec: Any, data: bytes) -> None:
+    assert "error" in codec.call("varint.read_varint", {"bytes": data.hex()})
+    assert "error" in codec.call("varint.read_varlong", {"bytes": data.hex()})
+
+
+@rules("PRIM-7")
+def test_kafka_leniency_on_non_minimal_and_overlong_varints(codec: Any) -> None:
+    assert codec.call("varint.read_unsigned_varint", {"bytes": "8000"}) == {"value": 0, "bytes_consumed": 2}
+    assert codec.call("varint.read_unsigned_varint", {"bytes": "ffffffff7f"}) == {"value": -1, "bytes_consumed": 5}
+
+
+@rules("OPS-4")
+def test_outputs_carry_exactly_the_documented_fields(codec: Any) -> None:
+    assert set(codec.call("varint.write_varint", {"value": 300})) == {"bytes", "size"}
+    assert set(codec.call("varint.read_varint", {"bytes": "d804"})) == {"value", "bytes_consumed"}

@@ -1,0 +1,237 @@
+"""The ``kstate`` command: vector replay, fixtures, conformance runs, mutation analysis, spec checks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_VECTORS = REPO_ROOT.parent / "shared" / "jvm-vectors" / "kafka-jvm-vectors.json"
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err_console, transient=True, disable=not err_console.is_terminal)
+
+
+# --- vectors --------------------------------------------------------------------------------------------
+
+
+def cmd_vectors_check(args: argparse.Namespace) -> int:
+    from kstate.vectors import VectorFileError, check, load_vector_file
+
+    try:
+        document = load_vector_file(args.file)
+    except VectorFileError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        return 2
+    vectors = document["vectors"]
+    with _progress() as progress:
+        task = progress.add_task("replaying vectors", total=len(vectors))
+        report = check(vectors, progress=lambda: progress.advance(task))
+    table = Table(title=f"Kafka JVM vectors: {args.file}")
+    for column in ("group", "op", "checked", "matched", "lenient", "mismatched", "unsupported"):
+        table.add_column(column, justify="right" if column not in ("group", "op") else "left")
+    for (group, java_op), row in report.counts().items():
+        style = "red" if row["mismatched"] or row["unsupported"] else None
+        table.add_row(group, java_op, *(str(row[k]) for k in ("checked", "matched", "lenient", "mismatched", "unsupported")),
+                      style=style)
+    table.add_row("total", "", str(len(report.results)), *(str(report.total(s)) for s in
+                                                          ("matched", "lenient", "mismatched", "unsupported")),
+                  style="bold")
+    console.print(table)
+    bad = [r for r in report.results if r.status in ("mismatched", "unsupported")]
+    for result in bad[: args.show]:
+        console.print(f"[red]{result.status}[/red] {result.group}/{result.case} ({result.java_op}): {result.detail}")
+    if args.show_lenient:
+        for result in (r for r in report.results if r.status == "lenient"):
+            console.print(f"[yellow]lenient[/yellow] {result.group}/{result.case}: {result.detail}")
+    if args.junit:
+        _write_vector_junit(report, Path(args.junit))
+    return 0 if report.ok else 1
+
+
+def _write_vector_junit(report: object, path: Path) -> None:
+    from xml.etree import ElementTree as ET
+
+    from kstate.vectors import VectorReport
+
+    assert isinstance(report, VectorReport)
+    suite = ET.Element("testsuite", name="kafka-jvm-vectors", tests=str(len(report.results)),
+                       failures=str(report.total("mismatched")), skipped=str(report.total("unsupported")))
+    for result in report.results:
+        case = ET.SubElement(suite, "testcase", classname=f"vectors.{result.group}", name=result.case)
+        if result.status == "mismatched":
+            ET.SubElement(case, "failure", message=result.detail[:500]).text = result.detail
+        elif result.status == "unsupported":
+            ET.SubElement(case, "skipped", message=result.detail)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+
+
+# --- fixtures -------------------------------------------------------------------------------------------
+
+
+def _fixtures_root(args: argparse.Namespace) -> Path:
+    if args.root:
+        return Path(args.root)
+    from kstate_conformance.data import fixtures_dir
+
+    return fixtures_dir()
+
+
+def cmd_fixtures_generate(args: argparse.Namespace) -> int:
+    from kstate.fixtures_tool import jvm_fixture_documents, reference_fixture_documents, stale_documents, write_documents
+
+    root = _fixtures_root(args)
+    documents = reference_fixture_documents()
+    vectors = Path(args.vectors) if args.vectors else DEFAULT_VECTORS
+    if vectors.exists():
+        documents.update(jvm_fixture_documents(vectors))
+    elif args.vectors:
+        err_console.print(f"[red]error:[/red] vector file {vectors} not found")
+        return 2
+    else:
+        err_console.print(f"[yellow]note:[/yellow] {vectors} not found; kafka-jvm fixtures left as they are")
+    if args.check:
+        stale = stale_documents(documents, root)
+        for rel in stale:
+            console.print(f"[red]would change:[/red] {rel}")
+        console.print(f"{len(documents)} fixture files regenerated in memory, {len(stale)} differ from {root}")
+        return 1 if stale else 0
+    changed = write_documents(documents, root)
+    console.print(f"{len(documents)} fixture files, {len(changed)} written: {', '.join(changed) or 'none changed'}")
+    return 0
+
+
+def cmd_fixtures_verify(args: argparse.Namespace) -> int:
+    from kstate.fixtures_tool import fixture_files, verify
+
+    root = _fixtures_root(args)
+    with _progress() as progress:
+        task = progress.add_task("verifying fixtures", total=len(fixture_files(root)))
+        checked, failures = verify(root, progress=lambda _n: progress.advance(task))
+    for failure in failures[: args.show]:
+        console.print(f"[red]FAIL[/red] {failure.file} {failure.case_id}: {failure.detail}")
+    console.print(f"{checked} fixture cases checked against the reference, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+# --- conformance, mutants, spec -------------------------------------------------------------------------
+
+
+def cmd_conformance(args: argparse.Namespace) -> int:
+    import pytest
+    from kstate_conformance.pytest_args import suite_args
+
+    pytest_args = [*suite_args(), "--kstate-impl", args.impl, "--kstate-level", args.level, "-q"]
+    profile = "quick" if args.quick else "thorough" if args.thorough else args.profile
+    if profile:
+        pytest_args += ["--kstate-profile", profile]
+    if args.report:
+        report_dir = Path(args.report)
+        report_dir.mkdir(parents=True, exist_ok=True)
+        pytest_args += ["--junitxml", str(report_dir / "junit.xml"), "--kstate-report", str(report_dir)]
+    return int(pytest.main(pytest_args + list(args.pytest_args)))
+
+
+def cmd_mutants(args: argparse.Namespace) -> int:
+    from kstate_conformance.mutants import all_mutants
+    from kstate_conformance.mutation import run_all
+
+    names = args.names or None
+    total = len(names) if names else len(all_mutants())
+    with _progress() as progress:
+        task = progress.add_task("running the suite on mutants", total=total)
+        results = run_all(names, workers=args.workers, on_result=lambda _r: progress.advance(task))
+    table = Table(title="Mutation analysis")
+    for column in ("mutant", "family", "verdict", "seconds", "first failing test"):
+        table.add_column(column)
+    for r in sorted(results, key=lambda r: (r.family, r.name)):
+        table.add_row(r.name, r.family, "[green]killed[/green]" if r.killed else "[red]SURVIVED[/red]",
+                      f"{r.seconds:.1f}", r.first_failure[:90])
+    console.print(table)
+    killed = sum(r.killed for r in results)
+    console.print(f"mutation score: {killed}/{len(results)} killed")
+    return 0 if killed == len(results) else 1
+
+
+def cmd_spec_check(args: argparse.Namespace) -> int:
+    from kstate_conformance.traceability import analyse
+
+    trace = analyse()
+    console.print(f"{len(trace.rules)} rules, {len(trace.rules) - len(trace.uncovered)} cited by a test")
+    for rule in trace.uncovered:
+        console.print(f"[red]no test cites[/red] {rule}")
+    for rule, ids in sorted(trace.unknown.items()):
+        console.print(f"[red]unknown rule[/red] {rule} cited by {', '.join(sorted(ids)[:3])}")
+    for test in trace.untagged_tests:
+        console.print(f"[red]test cites no rule[/red] {test}")
+    return 0 if trace.ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kstate", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    vectors = sub.add_parser("vectors", help="replay recorded Kafka vectors").add_subparsers(dest="action", required=True)
+    check = vectors.add_parser("check", help="replay every vector of FILE against the reference codecs")
+    check.add_argument("file")
+    check.add_argument("--junit", help="write a JUnit XML report here")
+    check.add_argument("--show", type=int, default=20, help="mismatches to print (default 20)")
+    check.add_argument("--show-lenient", action="store_true", help="list the vectors Kafka accepted leniently")
+    check.set_defaults(func=cmd_vectors_check)
+
+    fixtures = sub.add_parser("fixtures", help="golden fixtures").add_subparsers(dest="action", required=True)
+    generate = fixtures.add_parser("generate", help="rebuild the fixtures deterministically")
+    generate.add_argument("--root", help="fixtures directory (default: the repository's fixtures/)")
+    generate.add_argument("--vectors", help=f"Kafka vector file to import (default {DEFAULT_VECTORS})")
+    generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
+    generate.set_defaults(func=cmd_fixtures_generate)
+    verify = fixtures.add_parser("verify", help="validate every fixture and check it against the reference")
+    verify.add_argument("--root")
+    verify.add_argument("--show", type=int, default=20)
+    verify.set_defaults(func=cmd_fixtures_verify)
+
+    conformance = sub.add_parser("conformance", help="run the conformance suite against an implementation")
+    conformance.add_argument("--impl", default="reference", help="reference, mutant:NAME or module:factory")
+    conformance.add_argument("--report", help="write reports (JUnit XML, Markdown, HTML) into this directory")
+    conformance.add_argument("--level", default="tentative", choices=["required", "recommended", "tentative"])
+    conformance.add_argument("--profile", choices=["quick", "default", "thorough"])
+    conformance.add_argument("--quick", action="store_true", help="the quick hypothesis profile")
+    conformance.add_argument("--thorough", action="store_true", help="the thorough hypothesis profile")
+    conformance.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
+    conformance.set_defaults(func=cmd_conformance)
+
+    mutants = sub.add_parser("mutants", help="mutation analysis: the suite must fail every mutant")
+    mutants.add_argument("names", nargs="*", help="mutants to run (default all)")
+    mutants.add_argument("--workers", type=int, default=2)
+    mutants.set_defaults(func=cmd_mutants)
+
+    spec = sub.add_parser("spec", help="the normative spec").add_subparsers(dest="action", required=True)
+    spec_check = spec.add_parser("check", help="every rule cited by a test; every citation names a rule")
+    spec_check.set_defaults(func=cmd_spec_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kstate.errors import KStateError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except KStateError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

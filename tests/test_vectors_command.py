@@ -1,0 +1,54 @@
+"""``kstate vectors check``: the recorded Kafka vectors all replay; bad files and mismatches are reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kstate.cli import main
+
+
+def test_every_recorded_kafka_vector_matches(shared_vectors: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "vectors.xml"
+    assert main(["vectors", "check", str(shared_vectors), "--junit", str(junit)]) == 0
+    assert "<testsuite" in junit.read_text()
+
+
+def _vector_file(tmp_path: Path, vectors: list[dict[str, object]]) -> Path:
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({"schema_version": 1, "vectors": vectors}))
+    return path
+
+
+def test_a_wrong_output_is_a_mismatch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _vector_file(tmp_path, [{"group": "varint", "case": "c", "op": "ByteUtils.writeVarint",
+                                    "input": {"value": 1}, "output": {"bytes": "01", "size": 1}}])
+    assert main(["vectors", "check", str(path)]) == 1
+    assert "mismatched" in capsys.readouterr().out
+
+
+def test_an_unknown_java_method_is_unsupported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _vector_file(tmp_path, [{"group": "x", "case": "c", "op": "Nope.nothing", "input": {}, "output": {}}])
+    assert main(["vectors", "check", str(path)]) == 1
+    assert "unsupported" in capsys.readouterr().out
+
+
+def test_an_expected_exception_matches_a_typed_refusal(tmp_path: Path) -> None:
+    path = _vector_file(tmp_path, [{"group": "varint", "case": "c", "op": "ByteUtils.readVarint",
+                                    "input": {"bytes": "80"}, "output": {"exception": "java.nio.BufferUnderflowException"}}])
+    assert main(["vectors", "check", str(path)]) == 0
+
+
+def test_a_reference_crash_is_reported_not_raised(tmp_path: Path) -> None:
+    path = _vector_file(tmp_path, [{"group": "varint", "case": "c", "op": "ByteUtils.writeVarint",
+                                    "input": {"wrong_field": 1}, "output": {"bytes": "02", "size": 1}}])
+    assert main(["vectors", "check", str(path)]) == 1
+
+
+@pytest.mark.parametrize("content", ["not json", "[]", '{"vectors": [{"group": "g"}]}'])
+def test_a_malformed_vector_file_is_a_clear_error(tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    assert main(["vectors", "check", str(path)]) == 2
+    assert "error" in capsys.readouterr().err
