@@ -15,8 +15,9 @@ def test_the_suite_kills_every_mutant() -> None:
 
 def test_the_reference_itself_passes_the_suite() -> None:
     # The control: the same harness on the unmutated reference must pass, or "killed" means nothing.
-    from kstate_conformance.mutation import _suite_command
     import subprocess
+
+    from kstate_conformance.mutation import _suite_command
 
     proc = subprocess.run(_suite_command("reference", []), capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:]

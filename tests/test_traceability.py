@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kstate_conformance.spec_rules import SpecFormatError, load_rules, parse_document
 from kstate_conformance.traceability import analyse
 

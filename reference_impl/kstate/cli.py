@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -10,8 +11,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_VECTORS = REPO_ROOT.parent / "shared" / "jvm-vectors" / "kafka-jvm-vectors.json"
+# Run from a checkout, the shared material sits beside the repository.
+DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
 
 console = Console()
 err_console = Console(stderr=True)
@@ -89,9 +90,18 @@ def _fixtures_root(args: argparse.Namespace) -> Path:
 
 
 def cmd_fixtures_generate(args: argparse.Namespace) -> int:
-    from kstate.fixtures_tool import jvm_fixture_documents, reference_fixture_documents, stale_documents, write_documents
+    from kstate.fixtures_tool import (
+        jvm_fixture_documents,
+        reference_fixture_documents,
+        stale_documents,
+        write_documents,
+    )
 
-    root = _fixtures_root(args)
+    # Generation writes into a checkout, never into an installed package's data.
+    root = Path(args.root or "fixtures")
+    if not (root / "fixture.schema.json").exists():
+        err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
+        return 2
     documents = reference_fixture_documents()
     vectors = Path(args.vectors) if args.vectors else DEFAULT_VECTORS
     if vectors.exists():
@@ -130,6 +140,7 @@ def cmd_fixtures_verify(args: argparse.Namespace) -> int:
 
 def cmd_conformance(args: argparse.Namespace) -> int:
     import pytest
+
     from kstate_conformance.pytest_args import suite_args
 
     pytest_args = [*suite_args(), "--kstate-impl", args.impl, "--kstate-level", args.level, "-q"]
@@ -192,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fixtures = sub.add_parser("fixtures", help="golden fixtures").add_subparsers(dest="action", required=True)
     generate = fixtures.add_parser("generate", help="rebuild the fixtures deterministically")
-    generate.add_argument("--root", help="fixtures directory (default: the repository's fixtures/)")
+    generate.add_argument("--root", help="fixtures directory (default: ./fixtures)")
     generate.add_argument("--vectors", help=f"Kafka vector file to import (default {DEFAULT_VECTORS})")
     generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
     generate.set_defaults(func=cmd_fixtures_generate)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from kstate.ops import JsonDict
-
 from kstate_conformance.adapter import Handler
-
 from kstate_conformance.mutants import mutant
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kstate.ops.compare import differences
 
+from kstate.ops.compare import differences
 from kstate_conformance import rules
 from kstate_conformance.fixtures import all_cases
 
