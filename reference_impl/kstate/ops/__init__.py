@@ -56,6 +56,7 @@ _FAMILY_MODULES = (
     "kstate.ops.session_ops",
     "kstate.ops.offsets_ops",
     "kstate.ops.changelog_ops",
+    "kstate.ops.store_ops",
 )
 
 

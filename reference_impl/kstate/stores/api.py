@@ -1,0 +1,91 @@
+"""The interfaces every store layer implements: Kafka's ``KeyValueStore<Bytes, byte[]>`` contract.
+
+Spec: spec/kv-stores.md (KV-*), spec/offsets.md (OFF-*), spec/changelog.md (CL-*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+from kstate.errors import KStateError
+
+
+class StoreType(str, Enum):
+    """The key-value store types of the family (KV-1)."""
+
+    KEY_VALUE = "kv"
+    TIMESTAMPED = "timestamped_kv"
+    TIMESTAMPED_WITH_HEADERS = "timestamped_kv_headers"
+
+
+class Backend(str, Enum):
+    ROCKSDB = "rocksdb"
+    MEMORY = "memory"
+
+
+class InvalidStateStoreError(KStateError):
+    """Use of a closed store or a closed iterator (Kafka: ``InvalidStateStoreException``)."""
+
+
+class ProcessorStateError(KStateError):
+    """A store that cannot be opened as asked (Kafka: ``ProcessorStateException``): unknown column
+    families (a downgrade), plain and timestamped data together, or an unclean shutdown (OFF-*)."""
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """What Kafka's ``ProcessorContext`` supplies to a write: the current record's timestamp and headers."""
+
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    offset: int = -1
+    topic: str = ""
+    partition: int = -1
+
+
+class KeyValueIterator(Protocol):
+    """Kafka's ``KeyValueIterator``: ``peek_next_key``, iteration, ``close`` (reads after close fail)."""
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]: ...
+    def __next__(self) -> tuple[bytes, bytes]: ...
+    def peek_next_key(self) -> bytes | None: ...
+    def close(self) -> None: ...
+
+
+class KeyValueBytesStore(Protocol):
+    """A store of byte keys and byte values; values are already in the store type's layout."""
+
+    name: str
+
+    def put(self, key: bytes, value: bytes | None) -> None: ...
+    def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None: ...
+    def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None: ...
+    def delete(self, key: bytes) -> bytes | None: ...
+    def get(self, key: bytes) -> bytes | None: ...
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator: ...
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator: ...
+    def all(self) -> KeyValueIterator: ...
+    def reverse_all(self) -> KeyValueIterator: ...
+    def prefix_scan(self, prefix: bytes) -> KeyValueIterator: ...
+    def approximate_num_entries(self) -> int: ...
+    def close(self) -> None: ...
+    @property
+    def is_open(self) -> bool: ...
+    # KIP-1035: store-managed offsets (in-memory stores return False / None and ignore commit).
+    def manages_offsets(self) -> bool: ...
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None: ...
+    def committed_offset(self, partition: TopicPartition) -> int | None: ...
+    # Restore: one batch of (key, value-in-store-layout) pairs, written atomically (CL-*).
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None: ...
