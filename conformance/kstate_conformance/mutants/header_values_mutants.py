@@ -1,0 +1,188 @@
+"""Mutants of KIP-1271 header-aware values: realistic misreadings of the layout and of header bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kstate.codecs import header_values as hv
+from kstate.codecs.primitives import encode_int64, read_varint, take, write_varint
+from kstate.ops import JsonDict, capture, headers_from_json, headers_to_json, tohex, unhex
+from kstate_conformance.adapter import Handler
+from kstate_conformance.mutants import mutant
+
+FAMILY = "header_values"
+Pairs = list[tuple[str, bytes | None]]
+
+
+def _leb128(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _header_ops(encode_headers: Callable[[Pairs | None], bytes]) -> dict[str, Handler]:
+    """Every writing operation rebuilt over a broken header-bytes encoder."""
+
+    def prefixed(headers: Pairs | None) -> bytes:
+        section = encode_headers(headers)
+        return write_varint(len(section)) + section
+
+    def serialize_headers(payload: JsonDict) -> JsonDict:
+        return {"bytes": encode_headers(headers_from_json(payload["headers"])).hex()}
+
+    def serialize(payload: JsonDict) -> JsonDict:
+        value = unhex(payload["value"])
+        if value is None:
+            return {"bytes": None}
+        headers = headers_from_json(payload["headers"])
+        return {"bytes": (prefixed(headers) + encode_int64(payload["timestamp"]) + value).hex()}
+
+    def serialize_aggregation(payload: JsonDict) -> JsonDict:
+        agg = unhex(payload["aggregation"])
+        return {"bytes": None if agg is None else (prefixed(headers_from_json(payload["headers"])) + agg).hex()}
+
+    def restore(payload: JsonDict) -> JsonDict:
+        value = unhex(payload["record_value"])
+        headers = headers_from_json(payload["record_headers"])
+        data = None if value is None else prefixed(headers) + encode_int64(payload["record_timestamp"]) + value
+        return {"value": tohex(data), "timestamp": payload["record_timestamp"], "headers": headers_to_json(headers)}
+
+    return {"header_values.serialize_headers": serialize_headers, "header_values.serialize": serialize,
+            "header_values.serialize_aggregation": serialize_aggregation,
+            "header_values.raw_value_to_headers_value": restore}
+
+
+@mutant("headers-after-timestamp", "ValueTimestampHeaders written as [ts][headersSize][headers][value], record-like", FAMILY)
+def _headers_after_timestamp() -> dict[str, Handler]:
+    def serialize(payload: JsonDict) -> JsonDict:
+        value = unhex(payload["value"])
+        if value is None:
+            return {"bytes": None}
+        section = hv.encode_headers(headers_from_json(payload["headers"]))
+        return {"bytes": (encode_int64(payload["timestamp"]) + write_varint(len(section)) + section + value).hex()}
+
+    return {"header_values.serialize": serialize}
+
+
+@mutant("headers-empty-count-written", "no headers written as a count byte 00 (pre-PR #21419), so values start 02 00", FAMILY)
+def _empty_count_written() -> dict[str, Handler]:
+    def encode(headers: Pairs | None) -> bytes:
+        return hv.encode_headers(headers) or write_varint(0)
+
+    return _header_ops(encode)
+
+
+@mutant("headers-unsigned-varints", "header counts and lengths written as unsigned LEB128, not zig-zag", FAMILY)
+def _unsigned_varints() -> dict[str, Handler]:
+    def encode(headers: Pairs | None) -> bytes:
+        if not headers:
+            return b""
+        out = bytearray(_leb128(len(headers)))
+        for key, value in headers:
+            key_bytes = key.encode("utf-8", "replace")
+            out += _leb128(len(key_bytes)) + key_bytes
+            out += _leb128(0xFFFFFFFF) if value is None else _leb128(len(value)) + value
+        return bytes(out)
+
+    return _header_ops(encode)
+
+
+@mutant("headers-null-value-as-empty", "a null header value written as an empty one (length 0)", FAMILY)
+def _null_as_empty() -> dict[str, Handler]:
+    def encode(headers: Pairs | None) -> bytes:
+        return hv.encode_headers(None if headers is None else [(k, v or b"") for k, v in headers])
+
+    return _header_ops(encode)
+
+
+@mutant("headers-null-value-dropped", "headers with a null value left out of the header bytes", FAMILY)
+def _null_dropped() -> dict[str, Handler]:
+    def encode(headers: Pairs | None) -> bytes:
+        return hv.encode_headers(None if headers is None else [(k, v) for k, v in headers if v is not None])
+
+    return _header_ops(encode)
+
+
+@mutant("headers-eager-decoding", "reading value and timestamp parses the header bytes first (no lazy decoding)", FAMILY)
+def _eager() -> dict[str, Handler]:
+    def deserialize_lazy(payload: JsonDict) -> JsonDict:
+        decoded = hv.decode_value_timestamp_headers(unhex(payload["bytes"]))
+        if decoded is None:
+            return {"result": None, "headers": None}
+        headers = decoded.headers  # parsed up front: malformed header bytes fail the whole read
+        return {"result": {"value": decoded.value.hex(), "timestamp": decoded.timestamp,
+                           "raw_headers": decoded.raw_headers.hex()},
+                "headers": {"headers": headers_to_json(headers)}}
+
+    def deserialize(payload: JsonDict) -> JsonDict:
+        data = unhex(payload["bytes"])
+
+        def full() -> JsonDict:
+            decoded = hv.decode_value_timestamp_headers(data)
+            if decoded is None:
+                return {"result": None}
+            headers = headers_to_json(decoded.headers)
+            return {"result": {"value": decoded.value.hex(), "timestamp": decoded.timestamp, "headers": headers}}
+
+        def static_value() -> JsonDict:
+            hv.headers_of(data)
+            return {"value": tohex(hv.raw_value_of(data))}
+
+        def static_timestamp() -> JsonDict:
+            hv.headers_of(data)
+            return {"timestamp": hv.timestamp_of_headers_value(data)}
+
+        return {"deserialize": capture(full), "static_value": capture(static_value),
+                "static_timestamp": capture(static_timestamp),
+                "static_headers": capture(lambda: {"headers": headers_to_json(hv.headers_of(data))})}
+
+    return {"header_values.deserialize_lazy": deserialize_lazy, "header_values.deserialize": deserialize}
+
+
+@mutant("headers-python-utf8-replace", "header keys decoded with Python's errors='replace' instead of the JDK's rules", FAMILY)
+def _python_replace() -> dict[str, Handler]:
+    def deserialize_headers(payload: JsonDict) -> JsonDict:
+        data = unhex(payload["bytes"])
+        headers = hv.decode_headers(data)
+        if data and any("\ufffd" in key for key, _ in headers):
+            # Re-decode each key the Python way: walk the same structure, keep the raw key bytes.
+            count, pos = read_varint(data, 0)
+            rebuilt: Pairs = []
+            for _ in range(count):
+                length, pos = read_varint(data, pos)
+                key_bytes, pos = take(data, pos, length, "header-bytes")
+                value_length, pos = read_varint(data, pos)
+                value = None
+                if value_length >= 0:
+                    value, pos = take(data, pos, value_length, "header-bytes")
+                rebuilt.append((key_bytes.decode("utf-8", "replace"), value))
+            headers = rebuilt
+        return {"headers": headers_to_json(headers)}
+
+    return {"header_values.deserialize_headers": deserialize_headers}
+
+
+@mutant("headers-plain-conversion-timestamp-zero", "convertFromPlainToHeaderFormat writes timestamp 0, not -1", FAMILY)
+def _plain_ts_zero() -> dict[str, Handler]:
+    def convert(payload: JsonDict) -> JsonDict:
+        plain = unhex(payload["plain_value"])
+        if plain is None:
+            return {"bytes": None}
+        data = b"\x00" + bytes(8) + plain
+        return {"bytes": data.hex(), "deserialized": {"value": plain.hex(), "timestamp": 0, "headers": []}}
+
+    return {"header_values.convert_from_plain_to_header_format": convert}
+
+
+@mutant("headers-restore-drops-consistency", "restore filters the internal v/c consistency headers out of the value", FAMILY)
+def _restore_filters() -> dict[str, Handler]:
+    def restore(payload: JsonDict) -> JsonDict:
+        headers = headers_from_json(payload["record_headers"]) or []
+        kept = [(k, v) for k, v in headers if k not in ("v", "c")]
+        value = hv.raw_value_to_headers_value(unhex(payload["record_value"]), payload["record_timestamp"], kept)
+        return {"value": tohex(value), "timestamp": payload["record_timestamp"], "headers": headers_to_json(headers)}
+
+    return {"header_values.raw_value_to_headers_value": restore}
