@@ -42,9 +42,13 @@ class Headers:
         self._read_only = False
 
     def add(self, key: str, value: bytes | None) -> Headers:
-        """Append a header at the end (HDR-1); refused once read-only (HDR-6)."""
+        """Append a header at the end (HDR-1); refused once read-only (HDR-6).
+
+        As ``add(new RecordHeader(key, value))``, a null key is refused before the read-only check.
+        """
+        header = Header(key, value)
         self._check_writable()
-        self._items.append(Header(key, value))
+        self._items.append(header)
         return self
 
     def remove(self, key: str) -> Headers:
