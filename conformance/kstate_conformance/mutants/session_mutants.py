@@ -1,0 +1,111 @@
+"""Mutants of the session store keys: each a bug a port of the session key schemas could plausibly have."""
+
+from __future__ import annotations
+
+import struct
+
+from kstate.codecs import primitives as p
+from kstate.codecs import session_keys as sk
+from kstate.errors import DecodeError, EncodeError, NullKeyError
+from kstate.ops import JsonDict, call, capture, tohex, unhex
+from kstate_conformance.adapter import Handler
+from kstate_conformance.mutants import mutant
+
+
+@mutant("session-start-before-end", "plain session keys written and read as [key][start][end] (the natural order)", "session")
+def _start_before_end() -> dict[str, Handler]:
+    def encode(payload: JsonDict) -> JsonDict:
+        key = unhex(payload["key"])
+        if key is None:
+            raise NullKeyError("null key")
+        return {"bytes": (key + struct.pack(">qq", payload["start"], payload["end"])).hex()}
+
+    def decode(payload: JsonDict) -> JsonDict:
+        data = bytes.fromhex(payload["bytes"])
+        if len(data) < 16:
+            raise DecodeError("session-key", "short", 0)
+        start, end = struct.unpack_from(">qq", data, len(data) - 16)
+
+        def window() -> JsonDict:
+            sk.validate_session_window(start, end)
+            return {"start": start, "end": end}
+
+        return {"key": data[:-16].hex(), "start": start, "end": end, "window": capture(window)}
+
+    return {"session.key_schema.to_binary": encode, "session.key_schema.extract": decode}
+
+
+@mutant("session-time-first-null-key-refused", "the time-first schema refuses a null key like the other two", "session")
+def _time_first_null_key_refused() -> dict[str, Handler]:
+    def encode(payload: JsonDict) -> JsonDict:
+        if payload["key"] is None:
+            raise NullKeyError("null key")
+        return call("session.time_first.to_binary", payload)
+
+    def ranges(payload: JsonDict) -> JsonDict:
+        out = call("session.time_first.ranges", payload)
+        if payload["key"] is None:
+            refused = {"error": {"type": "NullKeyError"}}
+            out["lower_range_fixed_size"] = refused
+            out["upper_range_fixed_size"] = refused
+        return out
+
+    return {"session.time_first.to_binary": encode, "session.time_first.ranges": ranges}
+
+
+@mutant("session-segment-by-start", "a session key's segment chosen by its start instead of its end", "session")
+def _segment_by_start() -> dict[str, Handler]:
+    def segment_for(schema: sk.SessionSchema) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            decoded = sk.decode(schema, bytes.fromhex(payload["bytes"]))
+            interval = payload["segment_interval"]
+            if interval < 1:
+                raise EncodeError("session-store", "bad interval")
+            return {"segment_timestamp": decoded.start, "segment_id": p.segment_id(decoded.start, interval)}
+
+        return handler
+
+    return {f"session.{s.value}.segment_id": segment_for(s) for s in sk.SessionSchema}
+
+
+@mutant("session-upper-range-keeps-key", "upperRange appends [MAX][to] to the whole key (no OrderedBytes truncation)", "session")
+def _upper_range_keeps_key() -> dict[str, Handler]:
+    def ranges_for(schema: sk.SessionSchema) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(f"session.{schema.value}.ranges", payload)
+            key = unhex(payload["key"])
+            if key is not None:
+                whole = key + p.encode_int64(p.INT64_MAX) + p.encode_int64(payload["time"])
+                prefix = b"" if schema is sk.SessionSchema.PLAIN else b"\x01"
+                out["upper_range"] = {"bytes": tohex(prefix + whole)}
+            return out
+
+        return handler
+
+    return {f"session.{s.value}.ranges": ranges_for(s) for s in (sk.SessionSchema.PLAIN, sk.SessionSchema.KEY_FIRST)}
+
+
+@mutant("session-window-like-time-window", "session windows validated like TimeWindow: start == end refused", "session")
+def _window_like_time_window() -> dict[str, Handler]:
+    def extract_for(schema: sk.SessionSchema) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(f"session.{schema.value}.extract", payload)
+            if "window" in out and out["start"] == out["end"]:
+                out["window"] = {"error": {"type": "DecodeError"}}
+            return out
+
+        return handler
+
+    return {f"session.{s.value}.extract": extract_for(s) for s in sk.SessionSchema}
+
+
+@mutant("session-fixed-upper-unchecked", "upperRangeFixedSize of the plain schema skips the SessionWindow(to, MAX) check", "session")
+def _fixed_upper_unchecked() -> dict[str, Handler]:
+    def ranges(payload: JsonDict) -> JsonDict:
+        out = call("session.key_schema.ranges", payload)
+        key = unhex(payload["key"])
+        out["upper_range_fixed_size"] = capture(
+            lambda: {"bytes": tohex(sk.to_binary(sk.SessionSchema.PLAIN, key, payload["time"], p.INT64_MAX))})
+        return out
+
+    return {"session.key_schema.ranges": ranges}
