@@ -42,6 +42,8 @@ def test_every_recorded_vector_is_imported(repo_root: Path, shared_vectors: Path
 
 def test_generate_check_reports_a_changed_byte(repo_root: Path, tmp_path: Path, shared_vectors: Path) -> None:
     root = tmp_path / "fixtures"
+    root.mkdir()
+    (root / "fixture.schema.json").write_text((repo_root / "fixtures" / "fixture.schema.json").read_text())
     assert main(["fixtures", "generate", "--root", str(root), "--vectors", str(shared_vectors)]) == 0
     assert main(["fixtures", "generate", "--root", str(root), "--vectors", str(shared_vectors), "--check"]) == 0
     victim = next(root.glob("reference/*.json"))
