@@ -35,6 +35,24 @@ class ProcessorStateError(KStateError):
     families (a downgrade), plain and timestamped data together, or an unclean shutdown (OFF-*)."""
 
 
+class UnknownColumnFamilyError(ProcessorStateError):
+    """A store directory holding column families this store type does not know: a downgrade (UPG-1).
+
+    ``unknown_column_families`` names them, sorted (Kafka: RocksDB's "Column families not opened: ...").
+    """
+
+    def __init__(self, message: str, unknown_column_families: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.unknown_column_families = unknown_column_families
+
+
+class InvalidPrefixError(KStateError, IndexError):
+    """A prefix scan the in-memory store cannot bound: an empty or all-``FF`` prefix (KV-14).
+
+    Kafka's ``InMemoryKeyValueStore.prefixScan`` throws ``IndexOutOfBoundsException`` from ``Bytes.increment``.
+    """
+
+
 @dataclass(frozen=True, order=True)
 class TopicPartition:
     topic: str

@@ -1,0 +1,563 @@
+"""Storage engines with column families: RocksDB through ``rocksdict`` (raw bytes only) and a sorted map.
+
+Both order keys unsigned-lexicographically (PRIM-2), apply a :class:`WriteBatch` atomically across
+column families, and iterate a column family forward or in reverse between optional bounds, each
+inclusive or exclusive. Stores (``kv``, ``timestamped``, ``headers``) hold all of Kafka's semantics;
+the engines only store bytes. The RocksDB engine writes stores that the RocksDB versions Kafka ships
+can open (block-based table ``format_version`` 5, KV-21) and releases the ``LOCK`` file on close.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import gc
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from kstate.codecs.primitives import INT64_MAX
+from kstate.stores.api import InvalidStateStoreError, ProcessorStateError
+
+DEFAULT_CF = "default"
+#: The block-based table format written; RocksDB before 8.6 (Kafka 3.x ships 7.9.2) cannot read 6 (KV-21).
+TABLE_FORMAT_VERSION = 5
+
+
+class WriteBatch:
+    """Writes to apply at once: per column family, key -> value (None deletes); the last write to a key wins.
+
+    Writes to distinct keys commute, so one map per column family is an exact record of a batch.
+    """
+
+    __slots__ = ("ops",)
+
+    def __init__(self) -> None:
+        self.ops: dict[str, dict[bytes, bytes | None]] = {}
+
+    def put(self, cf: str, key: bytes, value: bytes | None) -> None:
+        ops = self.ops.get(cf)
+        if ops is None:
+            ops = self.ops[cf] = {}
+        ops[key] = value
+
+    def delete(self, cf: str, key: bytes) -> None:
+        self.put(cf, key, None)
+
+    def column_family(self, cf: str) -> dict[bytes, bytes | None]:
+        """The pending writes of ``cf`` (a live view; empty when there are none)."""
+        ops = self.ops.get(cf)
+        if ops is None:
+            ops = self.ops[cf] = {}
+        return ops
+
+    def lookup(self, cf: str, key: bytes) -> tuple[bool, bytes | None]:
+        """``(True, value-or-None)`` when the batch writes ``key`` in ``cf``, else ``(False, None)``."""
+        ops = self.ops.get(cf)
+        if ops is None or key not in ops:
+            return False, None
+        return True, ops[key]
+
+    def __len__(self) -> int:
+        return sum(len(ops) for ops in self.ops.values())
+
+    def clear(self) -> None:
+        self.ops.clear()
+
+
+class EngineCursor(Iterator[tuple[bytes, bytes]]):
+    """An ordered iteration over one column family; ``close`` releases it (and is idempotent)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Engine(ABC):
+    """Column-family key-value storage: the operations Kafka's stores need from RocksDB."""
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+    @abstractmethod
+    def column_families(self) -> list[str]:
+        """Every column family, ``default`` included."""
+
+    def has_column_family(self, cf: str) -> bool:
+        return cf in self.column_families()
+
+    @abstractmethod
+    def create_column_family(self, cf: str) -> None:
+        """Create ``cf`` if missing (no-op when it exists)."""
+
+    @abstractmethod
+    def drop_column_family(self, cf: str) -> None: ...
+
+    @abstractmethod
+    def get(self, cf: str, key: bytes) -> bytes | None: ...
+
+    def getter(self, cf: str) -> Callable[[bytes], bytes | None]:
+        """A reader of ``cf`` bound once (the hot path of ``get``); drop it before :meth:`close`."""
+        return lambda key: self.get(cf, key)
+
+    @abstractmethod
+    def put(self, cf: str, key: bytes, value: bytes) -> None: ...
+
+    @abstractmethod
+    def delete(self, cf: str, key: bytes) -> None: ...
+
+    @abstractmethod
+    def write(self, batch: WriteBatch) -> None:
+        """Apply every write of ``batch`` atomically (all column families or none)."""
+
+    @abstractmethod
+    def iterate(
+        self,
+        cf: str,
+        lower: bytes | None = None,
+        upper: bytes | None = None,
+        *,
+        lower_inclusive: bool = True,
+        upper_inclusive: bool = True,
+        reverse: bool = False,
+    ) -> EngineCursor:
+        """Entries of ``cf`` with ``lower <= key <= upper`` (bounds None = open), ascending or descending."""
+
+    def is_empty(self, cf: str) -> bool:
+        cursor = self.iterate(cf)
+        try:
+            return next(cursor, None) is None
+        finally:
+            cursor.close()
+
+    @abstractmethod
+    def approximate_count(self, cf: str) -> int:
+        """The engine's estimate of the number of keys in ``cf``, at most ``INT64_MAX``."""
+
+    @abstractmethod
+    def flush(self) -> None:
+        """Persist memory buffers (no-op where there are none)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine; open cursors are closed first. Idempotent."""
+
+
+# --- memory -----------------------------------------------------------------------------------------
+
+
+class _SortedMap:
+    __slots__ = ("data", "keys")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []
+        self.data: dict[bytes, bytes] = {}
+
+    def put(self, key: bytes, value: bytes) -> None:
+        if key not in self.data:
+            bisect.insort(self.keys, key)
+        self.data[key] = value
+
+    def delete(self, key: bytes) -> None:
+        if self.data.pop(key, None) is not None:
+            del self.keys[bisect.bisect_left(self.keys, key)]
+
+    def key_slice(
+        self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool
+    ) -> list[bytes]:
+        """The sorted keys between the bounds, copied (Python's bytes order is unsigned lexicographic)."""
+        keys = self.keys
+        if lower is None:
+            start = 0
+        else:
+            start = bisect.bisect_left(keys, lower) if lower_inclusive else bisect.bisect_right(keys, lower)
+        if upper is None:
+            stop = len(keys)
+        else:
+            stop = bisect.bisect_right(keys, upper) if upper_inclusive else bisect.bisect_left(keys, upper)
+        return keys[start:stop] if start < stop else []
+
+
+class _SnapshotCursor(EngineCursor):
+    """Iterates a list of entries taken when the cursor was created (RocksDB's implicit snapshot)."""
+
+    def __init__(self, entries: list[tuple[bytes, bytes]], owner: MemoryEngine | None) -> None:
+        self._entries: Iterator[tuple[bytes, bytes]] | None = iter(entries)
+        self._owner = owner
+
+    def __next__(self) -> tuple[bytes, bytes]:
+        if self._entries is None:
+            raise StopIteration
+        try:
+            return next(self._entries)
+        except StopIteration:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._entries = None
+        if self._owner is not None:
+            self._owner._cursors.discard(self)
+            self._owner = None
+
+
+class MemoryEngine(Engine):
+    """A sorted map per column family; cursors iterate a copy taken at creation, as RocksDB's do."""
+
+    def __init__(self, column_families: Iterable[str] = ()) -> None:
+        self._cfs: dict[str, _SortedMap] = {DEFAULT_CF: _SortedMap()}
+        for cf in column_families:
+            self._cfs.setdefault(cf, _SortedMap())
+        self._open = True
+        self._cursors: weakref.WeakSet[_SnapshotCursor] = weakref.WeakSet()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError("the memory engine is closed")
+
+    def _cf(self, cf: str) -> _SortedMap:
+        self._check()
+        try:
+            return self._cfs[cf]
+        except KeyError:
+            raise ProcessorStateError(f"unknown column family {cf!r}") from None
+
+    def column_families(self) -> list[str]:
+        return list(self._cfs)
+
+    def create_column_family(self, cf: str) -> None:
+        self._check()
+        self._cfs.setdefault(cf, _SortedMap())
+
+    def drop_column_family(self, cf: str) -> None:
+        self._check()
+        if cf == DEFAULT_CF:
+            raise ProcessorStateError("the default column family cannot be dropped")
+        self._cfs.pop(cf, None)
+
+    def get(self, cf: str, key: bytes) -> bytes | None:
+        return self._cf(cf).data.get(key)
+
+    def getter(self, cf: str) -> Callable[[bytes], bytes | None]:
+        getter: Callable[[bytes], bytes | None] = self._cf(cf).data.get
+        return getter
+
+    def put(self, cf: str, key: bytes, value: bytes) -> None:
+        self._cf(cf).put(bytes(key), bytes(value))
+
+    def delete(self, cf: str, key: bytes) -> None:
+        self._cf(cf).delete(key)
+
+    def write(self, batch: WriteBatch) -> None:
+        targets = [(self._cf(cf), ops) for cf, ops in batch.ops.items()]  # unknown CFs fail before any write
+        for target, ops in targets:
+            for key, value in ops.items():
+                if value is None:
+                    target.delete(key)
+                else:
+                    target.put(bytes(key), bytes(value))
+
+    def iterate(
+        self,
+        cf: str,
+        lower: bytes | None = None,
+        upper: bytes | None = None,
+        *,
+        lower_inclusive: bool = True,
+        upper_inclusive: bool = True,
+        reverse: bool = False,
+    ) -> EngineCursor:
+        target = self._cf(cf)
+        keys = target.key_slice(lower, upper, lower_inclusive, upper_inclusive)
+        if reverse:
+            keys.reverse()
+        data = target.data
+        cursor = _SnapshotCursor([(k, data[k]) for k in keys], self)
+        self._cursors.add(cursor)
+        return cursor
+
+    def is_empty(self, cf: str) -> bool:
+        return not self._cf(cf).keys
+
+    def approximate_count(self, cf: str) -> int:
+        return len(self._cf(cf).keys)
+
+    def key_range(
+        self,
+        cf: str,
+        lower: bytes | None = None,
+        upper: bytes | None = None,
+        *,
+        lower_inclusive: bool = True,
+        upper_inclusive: bool = True,
+    ) -> list[bytes]:
+        """A copy of the sorted keys of ``cf`` between the bounds (the in-memory store's key-set snapshot)."""
+        return self._cf(cf).key_slice(lower, upper, lower_inclusive, upper_inclusive)
+
+    def live_map(self, cf: str) -> dict[bytes, bytes]:
+        """The live key -> value map of ``cf``: later writes show through it, :meth:`clear` empties it."""
+        return self._cf(cf).data
+
+    def contents(self, cf: str) -> dict[bytes, bytes]:
+        """A sorted copy of ``cf``, readable even after :meth:`close` (for inspecting what a store left)."""
+        target = self._cfs.get(cf)
+        return {} if target is None else {k: target.data[k] for k in target.keys}
+
+    def clear(self) -> None:
+        """Empty every column family in place (Kafka's ``map.clear()`` on close)."""
+        for target in self._cfs.values():
+            target.keys.clear()
+            target.data.clear()
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+    def close(self) -> None:
+        for cursor in list(self._cursors):
+            cursor.close()
+        self._open = False
+
+
+# --- RocksDB ----------------------------------------------------------------------------------------
+
+
+def _rocksdict() -> Any:
+    import rocksdict
+
+    return rocksdict
+
+
+def rocksdb_options() -> Any:
+    """The options of every column family: raw bytes, table ``format_version`` 5, Kafka's shape (KV-21).
+
+    Kafka's ``RocksDBStore`` uses no compression and universal compaction; neither changes a byte of the
+    keys or values, but matching them keeps the files close to what Kafka writes.
+    """
+    rd = _rocksdict()
+    options = rd.Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    table = rd.BlockBasedOptions()
+    table.set_format_version(TABLE_FORMAT_VERSION)
+    options.set_block_based_table_factory(table)
+    options.set_compression_type(rd.DBCompressionType.none())
+    options.set_compaction_style(rd.DBCompactionStyle.universal())
+    # Cross-CF atomicity of memtable flushes, as Kafka 4.3 configures it for the offsets CF.
+    options.set_atomic_flush(True)
+    return options
+
+
+def list_column_families(path: str | Path) -> list[str]:
+    """The column families of the RocksDB at ``path``; empty if there is no database there."""
+    if not (Path(path) / "CURRENT").exists():
+        return []
+    try:
+        return [str(cf) for cf in _rocksdict().Rdict.list_cf(str(path))]
+    except Exception as exc:  # rocksdict raises a bare Exception for I/O and corruption errors
+        raise ProcessorStateError(f"cannot list the column families of {path}: {exc}") from exc
+
+
+class _RocksCursor(EngineCursor):
+    """Wraps ``Rdict.items``; bounds are enforced here because rocksdict's ReadOptions bounds are not raw."""
+
+    __slots__ = ("_items", "_lower", "_lower_inclusive", "_owner", "_reverse", "_upper", "_upper_inclusive")
+
+    def __init__(
+        self,
+        owner: RocksDBEngine,
+        items: Any,
+        lower: bytes | None,
+        upper: bytes | None,
+        lower_inclusive: bool,
+        upper_inclusive: bool,
+        reverse: bool,
+    ) -> None:
+        self._owner: RocksDBEngine | None = owner
+        self._items: Any = items
+        self._lower = lower
+        self._upper = upper
+        self._lower_inclusive = lower_inclusive
+        self._upper_inclusive = upper_inclusive
+        self._reverse = reverse
+
+    def __next__(self) -> tuple[bytes, bytes]:
+        items = self._items
+        if items is None:
+            raise StopIteration
+        for key, value in items:
+            if self._reverse:
+                upper = self._upper
+                if upper is not None and not self._upper_inclusive and key == upper:
+                    continue  # seek_for_prev lands on an exclusive upper bound itself
+                lower = self._lower
+                if lower is not None and (key < lower or (not self._lower_inclusive and key == lower)):
+                    break
+            else:
+                lower = self._lower
+                if lower is not None and not self._lower_inclusive and key == lower:
+                    continue
+                upper = self._upper
+                if upper is not None and (key > upper or (not self._upper_inclusive and key == upper)):
+                    break
+            return key, value
+        self.close()
+        raise StopIteration
+
+    def close(self) -> None:
+        self._items = None
+        if self._owner is not None:
+            self._owner._cursors.discard(self)
+            self._owner = None
+
+
+class RocksDBEngine(Engine):
+    """A RocksDB database through rocksdict in raw mode, every existing column family opened.
+
+    ``close`` closes cursors, column-family objects and handles before the database, then collects
+    garbage: rocksdict keeps the ``LOCK`` while anything refers to the database (runtime-notes §4).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        rd = _rocksdict()
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        existing = list_column_families(self.path) or [DEFAULT_CF]
+        try:
+            self._db: Any = rd.Rdict(
+                str(self.path), rocksdb_options(), column_families={cf: rocksdb_options() for cf in existing}
+            )
+        except Exception as exc:  # the LOCK held by another process, corruption, unreadable options
+            raise ProcessorStateError(f"Error opening store at location {self.path}: {exc}") from exc
+        self._cf_objects: dict[str, Any] = {}
+        self._handles: dict[str, Any] = {}
+        for cf in existing:
+            self._cf_objects[cf] = self._db.get_column_family(cf)
+        # Weak: a cursor nobody holds is collected with its native iterator; close() closes the live ones.
+        self._cursors: weakref.WeakSet[_RocksCursor] = weakref.WeakSet()
+        self._write_options = rd.WriteOptions()
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def _check(self) -> Any:
+        if self._db is None:
+            raise InvalidStateStoreError(f"RocksDB at {self.path} is closed")
+        return self._db
+
+    def _cf(self, cf: str) -> Any:
+        self._check()
+        try:
+            return self._cf_objects[cf]
+        except KeyError:
+            raise ProcessorStateError(f"unknown column family {cf!r} in {self.path}") from None
+
+    def _handle(self, cf: str) -> Any:
+        handle = self._handles.get(cf)
+        if handle is None:
+            self._cf(cf)
+            handle = self._handles[cf] = self._db.get_column_family_handle(cf)
+        return handle
+
+    def column_families(self) -> list[str]:
+        self._check()
+        return list(self._cf_objects)
+
+    def create_column_family(self, cf: str) -> None:
+        db = self._check()
+        if cf not in self._cf_objects:
+            self._cf_objects[cf] = db.create_column_family(cf, rocksdb_options())
+
+    def drop_column_family(self, cf: str) -> None:
+        db = self._check()
+        if cf == DEFAULT_CF:
+            raise ProcessorStateError("the default column family cannot be dropped")
+        if cf not in self._cf_objects:
+            return
+        # Dropped CF objects cannot be closed (rocksdict raises "Column family dropped"): forget them first.
+        del self._cf_objects[cf]
+        self._handles.pop(cf, None)
+        gc.collect()
+        db.drop_column_family(cf)
+
+    def get(self, cf: str, key: bytes) -> bytes | None:
+        value: bytes | None = self._cf(cf).get(key)
+        return value
+
+    def getter(self, cf: str) -> Callable[[bytes], bytes | None]:
+        # The column family's own bound method: it references the database, so holders must drop it.
+        getter: Callable[[bytes], bytes | None] = self._cf(cf).get
+        return getter
+
+    def put(self, cf: str, key: bytes, value: bytes) -> None:
+        self._cf(cf).put(key, value, self._write_options)
+
+    def delete(self, cf: str, key: bytes) -> None:
+        self._cf(cf).delete(key, self._write_options)
+
+    def write(self, batch: WriteBatch) -> None:
+        db = self._check()
+        if not len(batch):
+            return
+        native = _rocksdict().WriteBatch(raw_mode=True)
+        for cf, ops in batch.ops.items():
+            handle = self._handle(cf)
+            put = native.put
+            delete = native.delete
+            for key, value in ops.items():
+                if value is None:
+                    delete(key, handle)
+                else:
+                    put(key, value, handle)
+        db.write(native, self._write_options)
+
+    def iterate(
+        self,
+        cf: str,
+        lower: bytes | None = None,
+        upper: bytes | None = None,
+        *,
+        lower_inclusive: bool = True,
+        upper_inclusive: bool = True,
+        reverse: bool = False,
+    ) -> EngineCursor:
+        target = self._cf(cf)
+        # from_key seeks (forward) or seeks-for-prev (reverse): never rely on ReadOptions lower bounds.
+        items = target.items(backwards=True, from_key=upper) if reverse else target.items(from_key=lower)
+        cursor = _RocksCursor(self, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
+        self._cursors.add(cursor)
+        return cursor
+
+    def approximate_count(self, cf: str) -> int:
+        estimate = self._cf(cf).property_int_value("rocksdb.estimate-num-keys")
+        if estimate is None:
+            return 0
+        # RocksDB reports an unsigned 64-bit value; Kafka maps a negative long (overflow) to Long.MAX_VALUE.
+        return INT64_MAX if estimate > INT64_MAX or estimate < 0 else int(estimate)
+
+    def flush(self) -> None:
+        self._check().flush()
+
+    def close(self) -> None:
+        db = self._db
+        if db is None:
+            return
+        for cursor in list(self._cursors):
+            cursor.close()
+        self._handles.clear()
+        for cf_object in self._cf_objects.values():
+            with contextlib.suppress(Exception):  # a CF object that refuses to close must not keep the LOCK
+                cf_object.close()
+        self._cf_objects.clear()
+        self._db = None
+        try:
+            db.close()
+        finally:
+            del db
+            gc.collect()

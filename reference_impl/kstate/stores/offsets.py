@@ -1,0 +1,223 @@
+"""KIP-1035 store-managed offsets of a RocksDB store: the ``offsets`` column family (spec/kv-stores.md KV-50..KV-57).
+
+The entry encodings and the commit/open/close rules are the pure functions of
+:mod:`kstate.codecs.offsets` (OFF-*), which work on an image of the column family; this module keeps
+that image for an open store and turns each change into writes of a :class:`WriteBatch` that the
+store applies **together with its staged data** (KV-50). Only ``open``'s status write is applied on
+its own, at once, so that a crash before the first commit is still detected (KV-52).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Protocol
+
+from kstate.codecs.offsets import (
+    OFFSET_UNKNOWN,
+    OFFSETS_COLUMN_FAMILY,
+    POSITION_KEY,
+    STATUS_KEY,
+    UncleanShutdownError,
+    close_offsets,
+    commit_offsets,
+    commit_position,
+    committed_offset,
+    decode_offset_value,
+    migrate_checkpoint_offsets,
+    open_offsets,
+)
+from kstate.codecs.position import Position, decode_position, merge_positions
+from kstate.errors import DecodeError
+from kstate.storage_files import (
+    position_file_path,
+    read_checkpoint_file,
+    read_position_file,
+    task_checkpoint_path,
+    write_checkpoint_file,
+    write_position_file,
+)
+from kstate.stores.api import ProcessorStateError, TopicPartition
+from kstate.stores.engine import Engine, WriteBatch
+
+LOG = logging.getLogger("kstate.stores")
+
+CodecTopicPartition = tuple[str, int]
+OffsetsImage = dict[bytes, bytes]
+
+
+class _NamedStore(Protocol):
+    name: str
+
+
+def diff_batch(before: Mapping[bytes, bytes], after: Mapping[bytes, bytes]) -> WriteBatch:
+    """The writes that turn the ``before`` image of the offsets family into ``after``."""
+    batch = WriteBatch()
+    for key, value in after.items():
+        if before.get(key) != value:
+            batch.put(OFFSETS_COLUMN_FAMILY, key, value)
+    for key in before:
+        if key not in after:
+            batch.delete(OFFSETS_COLUMN_FAMILY, key)
+    return batch
+
+
+def _parse_topic_partition_key(key: bytes) -> CodecTopicPartition | None:
+    # "<topic>-<partition>": Kafka never parses these back; the last '-' splits, as a topic may contain '-'.
+    text = key.decode("utf-8", "replace")
+    topic, sep, partition = text.rpartition("-")
+    if not sep:
+        return None
+    try:
+        return topic, int(partition)
+    except ValueError:
+        return None
+
+
+class StoreOffsets:
+    """The ``offsets`` column family of one open store: status, position and committed changelog offsets."""
+
+    def __init__(self, store: _NamedStore, engine: Engine) -> None:
+        self._store = store
+        self._engine = engine
+        self._image: OffsetsImage = self._read_image()
+        self._opened = False
+
+    def _read_image(self) -> OffsetsImage:
+        cursor = self._engine.iterate(OFFSETS_COLUMN_FAMILY)
+        try:
+            return dict(cursor)
+        finally:
+            cursor.close()
+
+    @property
+    def image(self) -> OffsetsImage:
+        """A copy of the family's committed content, key -> value bytes."""
+        return dict(self._image)
+
+    def open(self, ignore_invalid_state: bool) -> Position:
+        """Refuse a status left OPEN (an unclean shutdown) unless asked to ignore it, write OPEN at once,
+        and return the stored position (KV-52, OFF-6)."""
+        try:
+            after, position = open_offsets(self._image, ignore_invalid_state)
+        except UncleanShutdownError as exc:
+            raise ProcessorStateError(str(exc)) from exc
+        except DecodeError as exc:
+            raise ProcessorStateError(f"corrupt offsets column family in store {self._store.name}: {exc}") from exc
+        self._engine.write(diff_batch(self._image, after))
+        self._image = after
+        self._opened = True
+        return position
+
+    def commit_batch(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> WriteBatch:
+        """The offsets-family writes of ``commit(offsets)``: the offsets (None removes one) and the position;
+        an empty map wipes both (OFF-4, OFF-5, KV-53). The caller applies them with its staged data (KV-50)."""
+        after = commit_offsets(self._image, offsets)
+        if offsets:
+            # An empty commit takes the wipe path: the position goes with the offsets (OFF-4, OFF-5).
+            after = commit_position(after, position)
+        batch = diff_batch(self._image, after)
+        self._image = after
+        return batch
+
+    def position_batch(self, position: Position) -> WriteBatch:
+        """Only the ``position`` entry (a flush without an offsets commit)."""
+        after = commit_position(self._image, position)
+        batch = diff_batch(self._image, after)
+        self._image = after
+        return batch
+
+    def close_batch(self, position: Position) -> WriteBatch:
+        """The writes of a clean close: the position, and CLOSED if this instance opened the store (OFF-7)."""
+        after = close_offsets(commit_position(self._image, position), self._opened)
+        batch = diff_batch(self._image, after)
+        self._image = after
+        self._opened = False
+        return batch
+
+    def committed_offset(self, partition: CodecTopicPartition) -> int | None:
+        """``committedOffset(tp)`` (OFF-3)."""
+        return committed_offset(self._image, partition[0], partition[1])
+
+    def all_committed(self) -> dict[CodecTopicPartition, int]:
+        """Every ``<topic>-<partition>`` entry, parsed at its last ``-``."""
+        out: dict[CodecTopicPartition, int] = {}
+        for key, value in self._image.items():
+            if key in (STATUS_KEY, POSITION_KEY):
+                continue
+            tp = _parse_topic_partition_key(key)
+            if tp is not None:
+                out[tp] = decode_offset_value(value)
+        return out
+
+    # legacy files -------------------------------------------------------------------------------------------
+
+    def migrate_legacy_files(self, task_dir: Path, changelog_partitions: Iterable[TopicPartition]) -> Position | None:
+        """Import the task's ``.checkpoint`` entries for this store's changelog partitions (-4 skipped) and a
+        ``<store>.position`` file into the family, then remove what was imported (KV-55, OFF-19).
+
+        Kafka migrates a whole task at once and deletes ``.checkpoint``; per store, the entries of the other
+        stores stay in the file until their stores migrate them. Returns the merged position if a position
+        file was imported, else None. The writes are applied at once, in one batch.
+        """
+        partitions = [(tp.topic, tp.partition) for tp in changelog_partitions]
+        checkpoint_path = task_checkpoint_path(task_dir)
+        batch = WriteBatch()
+        remaining: dict[CodecTopicPartition, int | None] | None = None
+        try:
+            checkpoint = read_checkpoint_file(checkpoint_path)
+        except DecodeError as exc:
+            raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
+        mine = {tp: off for tp, off in checkpoint.items() if tp in partitions and off is not None}
+        if mine:
+            after = migrate_checkpoint_offsets(self._image, {tp: off for tp, off in mine.items() if off is not None}, partitions)
+            batch = diff_batch(self._image, after)
+            self._image = after
+            remaining = {tp: off for tp, off in checkpoint.items() if tp not in mine}
+            LOG.info("Migrated legacy checkpoint offsets %s into store %s", sorted(mine), self._store.name)
+
+        migrated_position: Position | None = None
+        position_path = position_file_path(task_dir, self._store.name)
+        if position_path.exists():
+            try:
+                file_position = read_position_file(task_dir, self._store.name)
+            except DecodeError as exc:
+                raise ProcessorStateError(f"Error migrating position file of store {self._store.name}: {exc}") from exc
+            stored = self._image.get(POSITION_KEY)
+            base: Position = decode_position(stored)[0] if stored is not None else {}
+            migrated_position = merge_positions(base, file_position)
+            after = commit_position(self._image, migrated_position)
+            for cf, ops in diff_batch(self._image, after).ops.items():
+                batch.column_family(cf).update(ops)
+            self._image = after
+
+        if len(batch):
+            self._engine.write(batch)
+        # Files are removed only once the family holds their content.
+        if remaining is not None:
+            write_checkpoint_file(
+                checkpoint_path, {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in remaining.items()}
+            )
+        if migrated_position is not None:
+            position_path.unlink(missing_ok=True)
+        return migrated_position
+
+    def write_legacy_files(
+        self, task_dir: Path, position: Position, changelog_partitions: Iterable[TopicPartition]
+    ) -> None:
+        """For a downgrade below 4.3: merge this store's committed offsets into the task ``.checkpoint``
+        (a changelog partition without one written as -4) and write ``<store>.position`` (UPG-4, OFF-20)."""
+        checkpoint_path = task_checkpoint_path(task_dir)
+        try:
+            existing = read_checkpoint_file(checkpoint_path)
+        except DecodeError:
+            existing = {}
+        merged: dict[CodecTopicPartition, int] = {
+            tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in existing.items()
+        }
+        for tp in changelog_partitions:
+            merged[(tp.topic, tp.partition)] = OFFSET_UNKNOWN
+        merged.update(self.all_committed())
+        write_checkpoint_file(checkpoint_path, merged)
+        write_position_file(task_dir, self._store.name, position)

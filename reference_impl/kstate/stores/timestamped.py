@@ -1,0 +1,38 @@
+"""KIP-258 timestamped key-value stores: values ``[timestamp int64 BE][raw value]`` (spec/kv-stores.md).
+
+``RocksDBTimestampedStore`` keeps its data in column family ``keyValueWithTimestamp``; a directory
+whose ``default`` family still holds plain values opens in upgrade mode, migrating lazily
+(KV-30..KV-37, UPG-5). The in-memory variant holds the timestamped layout directly (KV-45).
+"""
+
+from __future__ import annotations
+
+from kstate.codecs.changelog import StoreType as LayoutStoreType
+from kstate.codecs.layout import TIMESTAMPED_CF, ColumnFamilyPlan
+from kstate.stores.api import StoreType
+from kstate.stores.engine import DEFAULT_CF
+from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
+
+TIMESTAMPED_VALUES_COLUMN_FAMILY = TIMESTAMPED_CF
+
+
+class RocksDBTimestampedStore(RocksDBStore):
+    """Kafka's ``RocksDBTimestampedStore`` (KV-30..KV-37): ``keyValueWithTimestamp``, lazy upgrade from ``default``.
+
+    Same constructor as :class:`~kstate.stores.kv.RocksDBStore`; ``mode`` is ``"upgrade"`` when the
+    ``default`` family held data at open, else ``"regular"``.
+    """
+
+    store_type = StoreType.TIMESTAMPED
+    LAYOUT_TYPE = LayoutStoreType.TIMESTAMPED_KV
+    DATA_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY)
+
+    def _mode_message(self, plan: ColumnFamilyPlan) -> str | None:
+        return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
+
+
+class InMemoryTimestampedKeyValueStore(InMemoryKeyValueStore):
+    """Kafka's ``InMemoryTimestampedKeyValueStoreMarker`` over ``InMemoryKeyValueStore``: values held as
+    ``[ts][value]`` (KV-45)."""
+
+    store_type = StoreType.TIMESTAMPED
