@@ -147,11 +147,36 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     profile = "quick" if args.quick else "thorough" if args.thorough else args.profile
     if profile:
         pytest_args += ["--kstate-profile", profile]
-    if args.report:
-        report_dir = Path(args.report)
+    if args.timeout is not None:
+        pytest_args += ["--kstate-testee-timeout", str(args.timeout)]
+    if args.validate_protocol:
+        pytest_args.append("--kstate-testee-validate")
+    if args.expected_failures:
+        pytest_args += ["--kstate-expected-failures", args.expected_failures]
+    if args.fix:
+        if not args.expected_failures:
+            err_console.print("[red]error:[/red] --fix needs --expected-failures FILE")
+            return 2
+        pytest_args.append("--kstate-fix")
+    report_dir = Path(args.report) if args.report else None
+    if args.compare and report_dir is None:
+        err_console.print("[red]error:[/red] --compare needs --report DIR (the verdicts are read from results.json)")
+        return 2
+    if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
         pytest_args += ["--junitxml", str(report_dir / "junit.xml"), "--kstate-report", str(report_dir)]
-    return int(pytest.main(pytest_args + list(args.pytest_args)))
+    if err_console.is_terminal and not args.no_progress:
+        pytest_args += ["--kstate-progress", "-o", "console_output_style=classic"]
+    status = int(pytest.main(pytest_args + list(args.pytest_args)))
+    if args.compare and report_dir is not None:
+        from kstate_conformance.differential import compare_runs
+
+        diff = compare_runs(Path(args.compare), report_dir / "results.json")
+        for line in diff.describe():
+            console.print(line)
+        if not diff.identical:
+            return status or 1
+    return status
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
@@ -175,6 +200,12 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     return 0 if killed == len(results) else 1
 
 
+def cmd_testee(args: argparse.Namespace) -> int:
+    from kstate.testee import main as testee_main
+
+    return testee_main([])
+
+
 def cmd_spec_check(args: argparse.Namespace) -> int:
     from kstate_conformance.traceability import analyse
 
@@ -187,6 +218,54 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
     for test in trace.untagged_tests:
         console.print(f"[red]test cites no rule[/red] {test}")
     return 0 if trace.ok else 1
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    """Compare the instances' stores with the state the Spark oracle computes from the changelog topic."""
+    from rich.progress import SpinnerColumn
+
+    from kstate.app.dump import dump_store_dir
+    from kstate.codecs.changelog import changelog_topic_name
+    from kstate.codecs.layout import parse_task_dir_name
+    from kstate.spark.oracle import LegacyBoundary, audit
+    from kstate.stores.api import StoreType
+
+    store_type = StoreType(args.store_type)
+    topic = changelog_topic_name(args.application_id, args.store)
+    boundaries: dict[int, LegacyBoundary] = {}
+    for item in args.legacy:
+        partition, offset, legacy_type = item.split(":")
+        boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), StoreType(legacy_type))
+    steps = ["dumping stores", "starting Spark", "reading the changelog", "computing the expected state", "comparing"]
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console)
+    with progress:
+        task = progress.add_task(steps[0], total=len(steps))
+        actual: dict[int, dict[bytes, bytes]] = {}
+        for state_dir in args.state_dir:
+            app_dir = Path(state_dir) / args.application_id
+            for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
+                parsed = parse_task_dir_name(task_dir.name)
+                store_dir = task_dir / "rocksdb" / args.store
+                if parsed is not None and store_dir.is_dir():
+                    actual.setdefault(parsed[1], {}).update(dump_store_dir(store_dir).logical_view(store_type))
+        progress.update(task, advance=1, description=steps[1])
+        spark = None
+        if args.engine == "spark":
+            from kstate.spark.session import spark_session
+
+            spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
+        progress.update(task, advance=1, description=steps[2])
+
+        def step(message: str) -> None:
+            if message != steps[2]:
+                progress.update(task, advance=1, description=message)
+
+        report = audit(args.bootstrap, topic, store_type, actual, spark=spark, boundaries=boundaries, progress=step)
+        progress.update(task, completed=len(steps), description="done")
+    console.print(f"{topic}: {len(actual)} partitions dumped from {len(args.state_dir)} state directories")
+    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
+    return 0 if report.ok else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,12 +292,22 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(func=cmd_fixtures_verify)
 
     conformance = sub.add_parser("conformance", help="run the conformance suite against an implementation")
-    conformance.add_argument("--impl", default="reference", help="reference, mutant:NAME or module:factory")
+    conformance.add_argument("--impl", default="reference",
+                             help="reference, mutant:NAME, module:factory, or cmd:COMMAND for an out-of-process testee")
     conformance.add_argument("--report", help="write reports (JUnit XML, Markdown, HTML) into this directory")
     conformance.add_argument("--level", default="tentative", choices=["required", "recommended", "tentative"])
     conformance.add_argument("--profile", choices=["quick", "default", "thorough"])
     conformance.add_argument("--quick", action="store_true", help="the quick hypothesis profile")
     conformance.add_argument("--thorough", action="store_true", help="the thorough hypothesis profile")
+    conformance.add_argument("--timeout", type=float, help="seconds a testee has to answer one request (default 10)")
+    conformance.add_argument("--validate-protocol", action="store_true",
+                             help="check every testee answer against spec/testee-protocol.schema.json")
+    conformance.add_argument("--expected-failures", metavar="FILE",
+                             help="strict expected-failure list (text: one test id a line, '#' comments; or JSON)")
+    conformance.add_argument("--fix", action="store_true", help="rewrite the expected-failure list with this run's failures")
+    conformance.add_argument("--compare", metavar="RESULTS",
+                             help="results.json (or its directory) of another run: fail unless verdicts are identical")
+    conformance.add_argument("--no-progress", action="store_true", help="no progress display, even on a terminal")
     conformance.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
     conformance.set_defaults(func=cmd_conformance)
 
@@ -227,9 +316,24 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--workers", type=int, default=2)
     mutants.set_defaults(func=cmd_mutants)
 
+    testee = sub.add_parser("testee", help="serve the reference implementation as a testee on stdin/stdout")
+    testee.set_defaults(func=cmd_testee)
+
     spec = sub.add_parser("spec", help="the normative spec").add_subparsers(dest="action", required=True)
     spec_check = spec.add_parser("check", help="every rule cited by a test; every citation names a rule")
     spec_check.set_defaults(func=cmd_spec_check)
+
+    audit = sub.add_parser("audit", help="compare instances' stores with the Spark changelog oracle")
+    audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address")
+    audit.add_argument("--application-id", required=True)
+    audit.add_argument("--store", required=True, help="the store name (changelog <application-id>-<store>-changelog)")
+    audit.add_argument("--store-type", required=True, choices=["kv", "timestamped_kv", "timestamped_kv_headers"])
+    audit.add_argument("--state-dir", action="append", required=True, help="an instance's state.dir (repeatable)")
+    audit.add_argument("--master", default="local[2]", help="Spark master: local[N] or a cluster URL")
+    audit.add_argument("--engine", choices=["spark", "python"], default="spark")
+    audit.add_argument("--legacy", action="append", default=[], metavar="P:OFFSET:TYPE",
+                       help="partition P was upgraded in place from TYPE; records before OFFSET are legacy")
+    audit.set_defaults(func=cmd_audit)
     return parser
 
 

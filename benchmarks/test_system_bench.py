@@ -1,0 +1,142 @@
+"""System benchmarks on a real broker (embedded Tansu), measured side by side in one run.
+
+- ``restore``: restoring a changelog partition into a RocksDB timestamped (and timestamped-with-headers) store (read by fetch
+  to EOF, converted, written batch by batch with its offsets, KV-50) against the raw confluent-kafka consume
+  rate of the same partition from the same broker; target ratio >= 0.5.
+- ``spark oracle``: changelog records per second of the Spark audit (read, latest per key, convert, full
+  outer join with the stores' state) on ``local[1]`` and ``local[2]``, and the scaling from 1 to 2 cores.
+
+Wall-clock rounds; the ratios are printed at the end of the module. Measurements, not timed tests: a ratio
+under its target is reported, never failed. ``KSTATE_BENCH_RECORDS`` sets the restore size (default 200 000).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kstate.app.restore_io import restore_from_changelog
+from kstate.codecs import changelog as cl
+from kstate.kafka.broker import TansuBroker
+from kstate.kafka.changelog_topics import create_changelog_topic, iter_batches, produce
+from kstate.stores.api import Backend, StoreType, TopicPartition
+from kstate.stores.factory import open_kv_store
+
+RESTORE_RECORDS = int(os.environ.get("KSTATE_BENCH_RECORDS", "200000"))
+SPARK_RECORDS = int(os.environ.get("KSTATE_BENCH_SPARK_RECORDS", "100000"))
+RESULTS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def bench_broker() -> Iterator[TansuBroker]:
+    broker = TansuBroker.start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+def _changelog(broker: TansuBroker, app: str, records: int, partitions: int) -> str:
+    topic = create_changelog_topic(broker, app, "s", cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS, partitions)
+    rng = random.Random(1)
+    for partition in range(partitions):
+        produce(broker, topic, ((b"%016d" % rng.randrange(records // 4), rng.randbytes(100), 1_700_000_000_000 + n,
+                                 [("h", b"%d" % n)]) for n in range(records // partitions)), partition=partition,
+                timeout=120)
+    return topic
+
+
+@pytest.fixture(scope="module")
+def restore_topic(bench_broker: TansuBroker) -> str:
+    return _changelog(bench_broker, "bench-restore", RESTORE_RECORDS, 1)
+
+
+def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, restore_topic: str) -> None:
+    def consume() -> int:
+        return sum(len(batch) for batch in iter_batches(bench_broker.bootstrap, restore_topic, 0))
+
+    count = benchmark.pedantic(consume, rounds=3, iterations=1, warmup_rounds=1)
+    assert count == RESTORE_RECORDS
+    RESULTS["raw consume records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
+
+
+@pytest.mark.parametrize("store_type", [StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS], ids=lambda t: t.value)
+def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore_topic: str,
+                              store_type: StoreType) -> None:
+    directories: list[str] = []
+
+    def restore() -> int:
+        state_dir = tempfile.mkdtemp(prefix="kstate-bench-")
+        directories.append(state_dir)
+        store = open_kv_store(store_type, Backend.ROCKSDB, name="s", state_dir=state_dir,
+                              application_id="bench-restore")
+        try:
+            outcome = restore_from_changelog(store, store_type, bench_broker.bootstrap,
+                                             TopicPartition(restore_topic, 0))
+        finally:
+            store.close()
+        return outcome.records
+
+    try:
+        count = benchmark.pedantic(restore, rounds=3, iterations=1, warmup_rounds=1)
+    finally:
+        for directory in directories:
+            shutil.rmtree(directory, ignore_errors=True)
+    assert count == RESTORE_RECORDS
+    RESULTS[f"restore {store_type.value} records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
+
+
+@pytest.fixture(scope="module")
+def spark_topic(bench_broker: TansuBroker) -> str:
+    return _changelog(bench_broker, "bench-spark", SPARK_RECORDS, 4)
+
+
+@pytest.mark.parametrize("master", ["local[1]", "local[2]"])
+def test_spark_oracle(benchmark: Any, bench_broker: TansuBroker, spark_topic: str, master: str) -> None:
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from kstate.spark.oracle import audit, python_kv_state, read_changelog_rows
+    from kstate.spark.session import spark_session
+
+    topic_name = spark_topic
+    expected = python_kv_state(read_changelog_rows(bench_broker.bootstrap, topic_name, range(4)),
+                               StoreType.TIMESTAMPED_WITH_HEADERS)
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false"})
+    try:
+        def run() -> int:
+            report = audit(bench_broker.bootstrap, topic_name, StoreType.TIMESTAMPED_WITH_HEADERS, expected, spark=spark)
+            assert report.ok, report.summary()
+            return report.records_read
+
+        count = benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=1)
+    finally:
+        spark.stop()
+    assert count == SPARK_RECORDS
+    RESULTS[f"spark oracle {master} records/s"] = SPARK_RECORDS / benchmark.stats.stats.min
+
+
+def teardown_module() -> None:
+    lines = []
+    raw = RESULTS.get("raw consume records/s")
+    for store_type in (StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS):
+        restored = RESULTS.get(f"restore {store_type.value} records/s")
+        if raw and restored:
+            lines.append(f"restore into {store_type.value} {restored:,.0f} records/s vs raw consume {raw:,.0f} "
+                         f"records/s: ratio {restored / raw:.2f} (target >= 0.5)")
+    one, two = RESULTS.get("spark oracle local[1] records/s"), RESULTS.get("spark oracle local[2] records/s")
+    if one and two:
+        lines.append(f"spark oracle local[1] {one:,.0f} records/s, local[2] {two:,.0f} records/s: "
+                     f"scaling {two / one:.2f}x")
+    if lines:
+        print("\n" + "\n".join(lines) + f"\n(measured {time.strftime('%Y-%m-%d %H:%M')})")

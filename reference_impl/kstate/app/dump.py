@@ -1,0 +1,104 @@
+"""Read a store's RocksDB without opening it for writing: every column family, the offsets, the logical view.
+
+Opening a store through :mod:`kstate.stores.factory` writes its status (OFF-6) and may migrate or drop
+families, so a crashed or running instance's directory is read here in RocksDB's read-only mode instead.
+The logical view is what the store's iterators return: the data family, plus in upgrade mode every legacy
+entry converted, the new family winning on equal keys (KV-30, KV-31, KV-35).
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.layout import column_family_plan
+from kstate.codecs.offsets import OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, STATUS_OPEN, decode_offset_value
+from kstate.stores.api import StoreType
+from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.stores.engine import list_column_families, rocksdb_options
+from kstate.stores.factory import store_directory
+from kstate.stores.kv import CONVERTERS
+
+ColumnFamilies = dict[str, dict[bytes, bytes]]
+
+
+@dataclass(frozen=True)
+class StoreDump:
+    """Every column family of one store directory, key -> value bytes, and its ``offsets`` entries decoded."""
+
+    path: Path
+    column_families: ColumnFamilies
+
+    @property
+    def offsets(self) -> dict[bytes, bytes]:
+        return self.column_families.get(OFFSETS_COLUMN_FAMILY, {})
+
+    @property
+    def status_open(self) -> bool | None:
+        """True if the store was left OPEN (unclean shutdown, KV-52), False if CLOSED, None if never opened."""
+        status = self.offsets.get(STATUS_KEY)
+        return None if status is None else decode_offset_value(status) == STATUS_OPEN
+
+    def committed_offset(self, topic: str, partition: int) -> int | None:
+        value = self.offsets.get(f"{topic}-{partition}".encode())
+        return None if value is None else decode_offset_value(value)
+
+    def data_families(self) -> ColumnFamilies:
+        """Every family but ``offsets``; empty families are left out, as they hold no data to compare."""
+        return {cf: entries for cf, entries in self.column_families.items()
+                if cf != OFFSETS_COLUMN_FAMILY and entries}
+
+    def logical_view(self, store_type: StoreType) -> dict[bytes, bytes]:
+        """What ``all()`` of a ``store_type`` store over this directory returns, without migrating anything."""
+        return logical_view(store_type, self.column_families)
+
+    def offsets_without_position(self) -> dict[bytes, bytes]:
+        return {k: v for k, v in self.offsets.items() if k != POSITION_KEY}
+
+
+def dump_store_dir(path: str | Path) -> StoreDump:
+    """Every column family of the RocksDB at ``path``, read in RocksDB's read-only mode (no LOCK taken)."""
+    import rocksdict
+
+    path = Path(path)
+    families = list_column_families(path)
+    if not families:
+        return StoreDump(path, {})
+    db: Any = rocksdict.Rdict(str(path), rocksdb_options(), column_families={cf: rocksdb_options() for cf in families},
+                              access_type=rocksdict.AccessType.read_only())
+    out: ColumnFamilies = {}
+    try:
+        for cf in families:
+            handle = db.get_column_family(cf)
+            out[cf] = {bytes(k): bytes(v) for k, v in handle.items()}
+            handle.close()
+            del handle
+    finally:
+        db.close()
+        del db
+        gc.collect()
+    return StoreDump(path, out)
+
+
+def dump_store(state_dir: str | Path, application_id: str, task_id: str, store_name: str) -> StoreDump:
+    return dump_store_dir(store_directory(state_dir, application_id, task_id, store_name))
+
+
+def logical_view(store_type: StoreType, column_families: ColumnFamilies) -> dict[bytes, bytes]:
+    """The data family, plus each legacy entry converted when the store would open in upgrade mode (KV-31, KV-35).
+
+    Raises :class:`kstate.codecs.layout.LayoutError` for a directory the store type refuses (UPG-1, UPG-7).
+    """
+    layout_type: cl.StoreType = CHANGELOG_STORE_TYPES[StoreType(store_type)]
+    existing = {cf: bool(entries) for cf, entries in column_families.items()}
+    plan = column_family_plan(layout_type, existing)
+    view = dict(column_families.get(plan.data_cf, {}))
+    if plan.legacy_cf is not None and plan.conversion is not None:
+        convert = CONVERTERS[plan.conversion]
+        for key, value in column_families.get(plan.legacy_cf, {}).items():
+            if key not in view:
+                view[key] = convert(value)
+    return view

@@ -1,0 +1,116 @@
+"""A broker that dies or cannot be reached fails clearly, naming provider and address, within a bounded time;
+nothing is left running. Changelog topics get Kafka Streams' configuration per store type (CL-15 to CL-17)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kstate.codecs import changelog as cl
+from kstate.kafka.broker import Broker, BrokerUnavailable, ExternalBroker, TansuBroker, ensure_reachable
+from kstate.kafka.changelog_topics import (
+    consume_all,
+    create_changelog_topic,
+    create_topic,
+    describe_topic_config,
+    produce,
+)
+
+BOUND_S = 15.0
+
+
+@pytest.fixture
+def doomed_broker() -> Iterator[TansuBroker]:
+    """A private broker a test may kill."""
+    broker = TansuBroker.start()
+    try:
+        yield broker
+    finally:
+        broker.close()
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _address_pattern(broker: TansuBroker) -> str:
+    return rf"tansu.*127\.0\.0\.1:{broker.port}"
+
+
+@pytest.mark.parametrize("operation", ["consume", "produce", "create_topic", "ensure_reachable"])
+def test_a_broker_killed_mid_test_is_a_clear_bounded_error(doomed_broker: TansuBroker, operation: str) -> None:
+    create_topic(doomed_broker, "t", 1)
+    produce(doomed_broker, "t", [(b"k", b"v", 1, [])])
+    doomed_broker.kill()
+    started = time.monotonic()
+    with pytest.raises(BrokerUnavailable, match=_address_pattern(doomed_broker)):
+        if operation == "consume":
+            consume_all(doomed_broker, "t", start_offset=1)
+        elif operation == "produce":
+            produce(doomed_broker, "t", [(b"k", b"v", 2, [])], timeout=BOUND_S)
+        elif operation == "create_topic":
+            create_topic(doomed_broker, "u", 1, timeout=5)
+        else:
+            ensure_reachable(doomed_broker)
+    assert time.monotonic() - started < BOUND_S
+
+
+def test_an_unreachable_external_cluster_is_named() -> None:
+    external = ExternalBroker("127.0.0.1:1")
+    started = time.monotonic()
+    with pytest.raises(BrokerUnavailable, match=r"external broker at 127\.0\.0\.1:1"):
+        ensure_reachable(external, timeout=3)
+    assert time.monotonic() - started < BOUND_S
+
+
+def test_a_killed_test_process_leaves_no_broker_behind() -> None:
+    """The broker dies with the process that started it, even when that process is SIGKILLed."""
+    script = ("import sys, time\nfrom kstate.kafka.broker import TansuBroker\n"
+              "b = TansuBroker.start()\nprint(b.pid, flush=True)\ntime.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env={**os.environ,
+                             "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+    try:
+        assert child.stdout is not None
+        broker_pid = int(child.stdout.readline())
+        child.kill()
+        child.wait(10)
+        assert _gone(broker_pid), f"broker {broker_pid} outlived the process that started it"
+    finally:
+        child.kill()
+        child.wait(10)
+
+
+STORE_TOPIC_CASES = [
+    (cl.StoreType.KV, {}, {"cleanup.policy": "compact"}),
+    (cl.StoreType.TIMESTAMPED_KV, {}, {"cleanup.policy": "compact"}),
+    (cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS, {}, {"cleanup.policy": "compact"}),
+    (cl.StoreType.VERSIONED_KV, {"history_retention_ms": 3_600_000},
+     {"cleanup.policy": "compact", "min.compaction.lag.ms": str(3_600_000 + 86_400_000)}),
+    (cl.StoreType.TIMESTAMPED_WINDOW, {"retention_ms": 600_000},
+     {"cleanup.policy": "compact,delete", "retention.ms": str(600_000 + 86_400_000)}),
+    (cl.StoreType.SESSION, {"retention_ms": 60_000},
+     {"cleanup.policy": "compact,delete", "retention.ms": str(60_000 + 86_400_000)}),
+]
+
+
+@pytest.mark.parametrize(("store_type", "retention", "expected"), STORE_TOPIC_CASES, ids=lambda c: getattr(c, "value", ""))
+def test_changelog_topics_get_kafka_streams_config(broker: Broker, app_name: str, store_type: cl.StoreType,
+                                                    retention: dict[str, int], expected: dict[str, str]) -> None:
+    """CL-14 to CL-17 on a real broker: the name, and the configuration the broker reports back."""
+    topic = create_changelog_topic(broker, app_name, "s", store_type, 2, **retention)
+    assert topic == f"{app_name}-s-changelog"
+    config = describe_topic_config(broker, topic)
+    for key, value in {"message.timestamp.type": "CreateTime", **expected}.items():
+        assert config.get(key) == value, (key, config)
