@@ -131,8 +131,14 @@ def write_unsigned_varlong(value: int) -> bytes:
     return _write_unsigned(value & 0xFFFFFFFFFFFFFFFF)
 
 
+_SINGLE_BYTE_VARINTS = tuple(bytes((((v << 1) ^ (v >> 31)) & 0xFFFFFFFF,)) for v in range(-64, 64))
+
+
 def write_varint(value: int) -> bytes:
     """``ByteUtils.writeVarint``: zig-zag ``(v << 1) ^ (v >> 31)`` then LEB128 (PRIM-6)."""
+    # Header counts and lengths are nearly always small: one table lookup instead of the loop.
+    if type(value) is int and -64 <= value < 64:
+        return _SINGLE_BYTE_VARINTS[value + 64]
     _check_range("varint", value, INT32_MIN, INT32_MAX)
     return _write_unsigned(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
