@@ -83,10 +83,25 @@ class OverrideAdapter:
             return error_of(exc)
 
 
-def load_implementation(spec: str) -> CodecAdapter:
-    """Resolve ``reference``, ``mutant:NAME`` or ``module:factory`` to an adapter."""
+TESTEE_PREFIXES = ("cmd:", "testee:")
+
+
+def load_implementation(spec: str, *, timeout: float | None = None, validate: bool = False) -> CodecAdapter:
+    """Resolve ``reference``, ``mutant:NAME``, ``cmd:COMMAND`` (a testee) or ``module:factory`` to an adapter.
+
+    ``timeout`` (seconds per request) and ``validate`` (check every answer against the protocol schema)
+    apply to out-of-process testees only (spec/testee-protocol.md).
+    """
     if spec == "reference":
         return ReferenceAdapter()
+    if spec.startswith(TESTEE_PREFIXES):
+        from kstate_conformance.testee import DEFAULT_TIMEOUT, SubprocessAdapter
+
+        command = spec.split(":", 1)[1].strip()
+        if not command:
+            raise ImplementationNotFound(f"{spec!r} names no command")
+        return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                                 validate=validate, label=spec)
     if spec.startswith("mutant:"):
         from kstate_conformance.mutants import get_mutant
 
@@ -101,4 +116,5 @@ def load_implementation(spec: str) -> CodecAdapter:
         if not isinstance(adapter, CodecAdapter):
             raise ImplementationNotFound(f"{spec!r} did not give an object with name, supports() and call()")
         return adapter
-    raise ImplementationNotFound(f"unknown implementation {spec!r}: use reference, mutant:NAME or module:factory")
+    raise ImplementationNotFound(
+        f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND or module:factory")

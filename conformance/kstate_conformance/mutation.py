@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from kstate_conformance.mutants import Mutant, all_mutants
 from kstate_conformance.pytest_args import suite_args
@@ -60,3 +62,19 @@ def run_all(
             if on_result:
                 on_result(result)
     return results
+
+
+def write_mutation_report(results: list[MutantResult], directory: Path) -> None:
+    """``mutation.md`` and ``mutation.json``: each mutant, whether the suite killed it, and the mutation score."""
+    directory.mkdir(parents=True, exist_ok=True)
+    killed = sum(r.killed for r in results)
+    score = f"{killed}/{len(results)} mutants killed ({100 * killed / len(results):.0f}%)" if results else "no mutants"
+    lines = ["# Mutation analysis", "", f"Mutation score: {score}.", "",
+             "| mutant | family | verdict | seconds | description | first failing test |", "|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: (r.family, r.name)):
+        lines.append(f"| {r.name} | {r.family} | {'killed' if r.killed else '**SURVIVED**'} | {r.seconds:.1f} "
+                     f"| {r.description.replace('|', '/')} | {r.first_failure.replace('|', '/')[:120]} |")
+    (directory / "mutation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (directory / "mutation.json").write_text(
+        json.dumps({"killed": killed, "total": len(results), "mutants": [asdict(r) for r in results]}, indent=1),
+        encoding="utf-8")

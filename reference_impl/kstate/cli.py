@@ -152,7 +152,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     if args.validate_protocol:
         pytest_args.append("--kstate-testee-validate")
     if args.expected_failures:
-        pytest_args += ["--kstate-expected-failures", args.expected_failures]
+        pytest_args.append(f"--kstate-expected-failures={args.expected_failures}")
     if args.fix:
         if not args.expected_failures:
             err_console.print("[red]error:[/red] --fix needs --expected-failures FILE")
@@ -164,7 +164,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         return 2
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
-        pytest_args += ["--junitxml", str(report_dir / "junit.xml"), "--kstate-report", str(report_dir)]
+        # "--opt=path" forms: pytest would take a separate path token for a test path and move its rootdir.
+        pytest_args += [f"--junitxml={report_dir / 'junit.xml'}", f"--kstate-report={report_dir}"]
     if err_console.is_terminal and not args.no_progress:
         pytest_args += ["--kstate-progress", "-o", "console_output_style=classic"]
     status = int(pytest.main(pytest_args + list(args.pytest_args)))
@@ -173,7 +174,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
         diff = compare_runs(Path(args.compare), report_dir / "results.json")
         for line in diff.describe():
-            console.print(line)
+            console.print(line, soft_wrap=True, markup=False)
         if not diff.identical:
             return status or 1
     return status
@@ -197,6 +198,11 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     console.print(table)
     killed = sum(r.killed for r in results)
     console.print(f"mutation score: {killed}/{len(results)} killed")
+    if args.report:
+        from kstate_conformance.mutation import write_mutation_report
+
+        write_mutation_report(results, Path(args.report))
+        console.print(f"mutation report written to {args.report}/mutation.md")
     return 0 if killed == len(results) else 1
 
 
@@ -314,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     mutants = sub.add_parser("mutants", help="mutation analysis: the suite must fail every mutant")
     mutants.add_argument("names", nargs="*", help="mutants to run (default all)")
     mutants.add_argument("--workers", type=int, default=2)
+    mutants.add_argument("--report", help="write mutation.md and mutation.json into this directory")
     mutants.set_defaults(func=cmd_mutants)
 
     testee = sub.add_parser("testee", help="serve the reference implementation as a testee on stdin/stdout")

@@ -1,0 +1,123 @@
+"""Expected-failure files, strict as protobuf's failure lists: stable test ids, comments, wildcards.
+
+A text file holds one test id per line; ``#`` starts a comment (a whole line, or after an id: the
+reason). A ``.json`` file holds a list of ids, or of ``{"id": ..., "reason": ...}`` objects. ``*`` in an
+id matches any run of characters (the only wildcard: brackets in test ids are literal). Ids are the
+stable ids of :func:`stable_test_id`, e.g. ``test_golden.py::test_golden[reference.primitives.int64_0]``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SUITE_PACKAGE_DIR = "kstate_conformance/tests/"
+
+
+def stable_test_id(nodeid: str) -> str:
+    """A test's id independent of where the suite is installed or run from: ``test_x.py::test_y[params]``."""
+    normalized = nodeid.replace("\\", "/")
+    index = normalized.find(SUITE_PACKAGE_DIR)
+    return normalized[index + len(SUITE_PACKAGE_DIR):] if index >= 0 else normalized
+
+
+@dataclass
+class Entry:
+    pattern: str
+    reason: str = ""
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile("^" + ".*".join(re.escape(part) for part in self.pattern.split("*")) + "$")
+
+
+@dataclass
+class ExpectedFailures:
+    """The entries of one expected-failure file, and what this run made of them."""
+
+    path: Path
+    entries: list[Entry]
+    header: list[str] = field(default_factory=list)
+    fmt: str = "text"
+
+    @classmethod
+    def load(cls, path: Path) -> ExpectedFailures:
+        """Read ``path``; a missing file is an empty list (so ``--fix`` can create it)."""
+        if not path.exists():
+            return cls(path, [], fmt="json" if path.suffix == ".json" else "text")
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json" or text.lstrip().startswith(("[", "{")):
+            return cls(path, _parse_json(text, path), fmt="json")
+        entries: list[Entry] = []
+        header: list[str] = []
+        for line in text.splitlines():
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#"):
+                if not entries:
+                    header.append(line)
+                continue
+            pattern, _, reason = stripped.partition(" #")
+            entries.append(Entry(pattern.strip(), reason.strip()))
+        return cls(path, entries, header)
+
+    def match(self, test_id: str) -> Entry | None:
+        for entry in self.entries:
+            if entry.pattern == test_id or ("*" in entry.pattern and entry.regex.match(test_id)):
+                return entry
+        return None
+
+    def unmatched(self, test_ids: set[str]) -> list[Entry]:
+        """Entries that name no test of this run (stale, or outside a narrowed run)."""
+        return [e for e in self.entries if not any(
+            e.pattern == t or ("*" in e.pattern and e.regex.match(t)) for t in test_ids)]
+
+    def fixed(self, failed: set[str], ran: set[str]) -> ExpectedFailures:
+        """The list this run says it should be: its failures, plus entries for tests it did not run.
+
+        Entries matching tests that ran and did not fail are dropped; a wildcard is kept while any test it
+        matches still fails, else dropped; every failure no entry covers is added with an empty reason.
+        """
+        kept: list[Entry] = []
+        for entry in self.entries:
+            matched_ran = {t for t in ran if entry.pattern == t or ("*" in entry.pattern and entry.regex.match(t))}
+            if not matched_ran or matched_ran & failed:
+                kept.append(entry)
+        covered = {t for t in failed if any(e.pattern == t or ("*" in e.pattern and e.regex.match(t)) for e in kept)}
+        added = [Entry(t) for t in sorted(failed - covered)]
+        return ExpectedFailures(self.path, sorted(kept + added, key=lambda e: e.pattern), self.header, self.fmt)
+
+    def write(self) -> None:
+        if self.fmt == "json":
+            body = [{"id": e.pattern, "reason": e.reason} if e.reason else e.pattern for e in self.entries]
+            self.path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
+            return
+        header = self.header or ["# Expected failures (kstate conformance --expected-failures); rewritten by --fix.",
+                                 "# One stable test id per line; '# reason' after an id; '*' matches anything."]
+        lines = [*header, *(f"{e.pattern}  # {e.reason}" if e.reason else e.pattern for e in self.entries)]
+        self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+class ExpectationFileError(ValueError):
+    """An expected-failure file that cannot be read."""
+
+
+def _parse_json(text: str, path: Path) -> list[Entry]:
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ExpectationFileError(f"{path}: not JSON: {exc}") from exc
+    if isinstance(data, dict):
+        data = data.get("expected_failures")
+    if not isinstance(data, list):
+        raise ExpectationFileError(f"{path}: expected a list of test ids")
+    entries: list[Entry] = []
+    for item in data:
+        if isinstance(item, str):
+            entries.append(Entry(item))
+        elif isinstance(item, dict) and isinstance(item.get("id"), str):
+            entries.append(Entry(item["id"], str(item.get("reason", ""))))
+        else:
+            raise ExpectationFileError(f"{path}: not a test id: {item!r}")
+    return entries

@@ -1,0 +1,57 @@
+"""Run the shipped conformance suite in a child process, as a third party would, and read its results."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kstate_conformance.pytest_args import suite_args
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class SuiteRun:
+    returncode: int
+    stdout: str
+    report_dir: Path
+
+    @property
+    def outcomes(self) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = json.loads((self.report_dir / "results.json").read_text())["outcomes"]
+        return data
+
+    def by_outcome(self, outcome: str) -> list[dict[str, Any]]:
+        return [o for o in self.outcomes if o["outcome"] == outcome]
+
+
+def suite_command(impl: str, report_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE", *suite_args(), "--kstate-impl", impl,
+            f"--kstate-report={report_dir}", *extra]
+
+
+def child_env(*extra_paths: Path) -> dict[str, str]:
+    paths = [str(p) for p in extra_paths] + [str(REPO_ROOT / "reference_impl"), str(REPO_ROOT / "conformance")]
+    existing = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + ([existing] if existing else [])),
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def start_suite(impl: str, report_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(suite_command(impl, report_dir, *extra), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env or child_env(), cwd=REPO_ROOT)
+
+
+def finish(proc: subprocess.Popen[str], report_dir: Path, timeout: float = 900) -> SuiteRun:
+    stdout, _ = proc.communicate(timeout=timeout)
+    return SuiteRun(proc.returncode, stdout, report_dir)
+
+
+def run_suite(impl: str, report_dir: Path, *extra: str, env: dict[str, str] | None = None,
+              timeout: float = 900) -> SuiteRun:
+    return finish(start_suite(impl, report_dir, *extra, env=env), report_dir, timeout)

@@ -1,0 +1,58 @@
+"""The examples of third-party implementations run through the suite: what they implement passes, and
+everything else is reported as skipped (unsupported), never as failed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from suite_runner import REPO_ROOT, SuiteRun, child_env, run_suite
+
+rules = pytest.mark.rules
+EXAMPLES = REPO_ROOT / "examples"
+OPERATIONS = {"varint.write_varint", "varint.read_varint", "varint.write_varlong", "varint.read_varlong",
+              "timestamped.serialize", "timestamped.deserialize"}
+MUST_PASS = [
+    "test_primitives_properties.py::test_varint_round_trips",
+    "test_primitives_properties.py::test_varlong_round_trips",
+    "test_primitives_properties.py::test_zigzag_keeps_small_magnitudes_short",
+    "test_timestamped_properties.py::test_layout_is_big_endian_timestamp_then_value",
+    "test_timestamped_properties.py::test_null_is_null_and_empty_is_eight_bytes",
+    "test_ops_protocol.py::test_a_varint_that_never_ends_is_refused",
+]
+
+
+def check_example_run(run: SuiteRun) -> None:
+    assert run.returncode == 0, run.stdout[-3000:]
+    outcomes = run.outcomes
+    assert not run.by_outcome("failed")
+    passed = {o["test_id"] for o in run.by_outcome("passed")}
+    assert set(MUST_PASS) <= passed, sorted(set(MUST_PASS) - passed)
+    for outcome in run.by_outcome("skipped"):
+        assert "support" in outcome["detail"] or "offers no" in outcome["detail"] or "testee" in outcome["detail"], \
+            outcome
+    golden = [o for o in outcomes if o["test_id"].startswith("test_golden.py::")]
+    from kstate_conformance.fixtures import all_cases
+
+    op_of = {case["id"]: case["op"] for case in all_cases()}
+    for outcome in golden:
+        case_op = op_of[outcome["test_id"].split("[", 1)[1].rstrip("]")]
+        assert outcome["outcome"] == ("passed" if case_op in OPERATIONS else "skipped"), outcome
+    assert len(run.by_outcome("skipped")) > len(passed)
+
+
+def test_the_in_process_example_adapter(tmp_path: Path) -> None:
+    run = run_suite("mini_codecs:create", tmp_path / "report", "--kstate-profile", "quick",
+                    env=child_env(EXAMPLES / "inprocess_adapter"))
+    check_example_run(run)
+
+
+@rules("TP-3", "TP-5", "TP-7", "TP-8")
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_node_testee(tmp_path: Path) -> None:
+    run = run_suite(f"cmd:node {EXAMPLES / 'node_testee' / 'testee.js'}", tmp_path / "report",
+                    "--kstate-profile", "quick", "--kstate-testee-validate")
+    check_example_run(run)
+    protocol = {o["test_id"]: o["outcome"] for o in run.outcomes if o["test_id"].startswith("test_testee_protocol")}
+    assert protocol and all(v == "passed" for t, v in protocol.items() if "store_handles" not in t), protocol

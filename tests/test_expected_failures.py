@@ -1,0 +1,102 @@
+"""Strict expected-failure files (as protobuf's failure lists): listed failures are xfail, listed passes
+fail the run, ``--kstate-fix`` rewrites the list; plus reports with minimal failing examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from suite_runner import run_suite
+
+from kstate_conformance.expectations import Entry, ExpectedFailures, stable_test_id
+from kstate_conformance.report import minimal_example
+
+MUTANT = "mutant:unsigned-varints"
+SUBSET = ("-k", "test_primitives_properties", "--kstate-profile", "quick")
+FAILING = [
+    "test_primitives_properties.py::test_varint_round_trips",
+    "test_primitives_properties.py::test_varlong_round_trips",
+    "test_primitives_properties.py::test_zigzag_keeps_small_magnitudes_short",
+]
+PASSING = "test_primitives_properties.py::test_segment_id_truncates_toward_zero"
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return run_suite(MUTANT, tmp_path_factory.mktemp("plain"), *SUBSET)
+
+
+def test_the_mutant_fails_exactly_the_listed_tests(plain_run: object) -> None:
+    failed = sorted(o["test_id"] for o in plain_run.by_outcome("failed"))  # type: ignore[attr-defined]
+    assert failed == FAILING
+    passed = {o["test_id"] for o in plain_run.by_outcome("passed")}  # type: ignore[attr-defined]
+    assert PASSING in passed
+
+
+def test_listed_failures_are_expected_and_the_run_passes(tmp_path: Path) -> None:
+    listing = tmp_path / "mutant.txt"
+    listing.write_text("# failures of the unsigned-varints mutant\n\n" + "\n".join(
+        f"{t}  # writes LEB128 without zig-zag" for t in FAILING) + "\n")
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert sorted(o["test_id"] for o in run.by_outcome("xfailed")) == FAILING
+    assert all(o["expected_failure"] for o in run.by_outcome("xfailed"))
+    markdown = (tmp_path / "report" / "report.md").read_text()
+    assert "3 failed as expected" in markdown and "xfail" in markdown
+
+
+def test_a_listed_test_that_passes_fails_the_run(tmp_path: Path) -> None:
+    listing = tmp_path / "mutant.json"
+    listing.write_text(json.dumps([*FAILING, {"id": PASSING, "reason": "stale"}]))
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    assert run.returncode == 1
+    assert f"UNEXPECTED PASS {PASSING}" in run.stdout
+    assert [o["test_id"] for o in run.by_outcome("failed")] == [PASSING]
+    assert "unexpected pass" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_an_unlisted_failure_still_fails_the_run_and_wildcards_match(tmp_path: Path) -> None:
+    listing = tmp_path / "mutant.txt"
+    listing.write_text("test_primitives_properties.py::test_var*_round_trips\n")
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    assert run.returncode == 1
+    assert len(run.by_outcome("xfailed")) == 2
+    assert [o["test_id"] for o in run.by_outcome("failed")] == [FAILING[2]]
+
+
+def test_fix_rewrites_the_list_with_the_actual_failures(tmp_path: Path) -> None:
+    listing = tmp_path / "mutant.txt"
+    listing.write_text(f"# my header\n{FAILING[0]}  # known\n{PASSING}\ntest_golden.py::test_golden[not.run]\n")
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), "--kstate-fix")
+    assert "rewrote" in run.stdout
+    fixed = ExpectedFailures.load(listing)
+    # Failures in, the passing entry out, the entry for a test this narrowed run did not run kept.
+    assert [e.pattern for e in fixed.entries] == sorted([*FAILING, "test_golden.py::test_golden[not.run]"])
+    assert fixed.match(FAILING[0]) == Entry(FAILING[0], "known")
+    assert listing.read_text().startswith("# my header\n")
+    rerun = run_suite(MUTANT, tmp_path / "again", *SUBSET, "--kstate-expected-failures", str(listing))
+    assert rerun.returncode == 0, rerun.stdout[-2000:]
+
+
+def test_the_report_shows_the_minimal_failing_example(plain_run: object) -> None:
+    failure = next(o for o in plain_run.by_outcome("failed")  # type: ignore[attr-defined]
+                   if o["test_id"] == FAILING[0])
+    assert failure["example"].startswith("Falsifying example: test_varint_round_trips(")
+    assert "value=" in failure["example"] and "codec=" not in failure["example"]
+    markdown = (plain_run.report_dir / "report.md").read_text()  # type: ignore[attr-defined]
+    assert "Minimal failing example:" in markdown and "Falsifying example: test_varint_round_trips(" in markdown
+
+
+def test_stable_ids_do_not_depend_on_where_the_suite_lives() -> None:
+    expected = "test_golden.py::test_golden[reference.primitives.int64_0]"
+    for prefix in ("conformance/kstate_conformance/tests/", "/usr/lib/python3/site-packages/kstate_conformance/tests/",
+                   "..\\venv\\Lib\\site-packages\\kstate_conformance\\tests\\"):
+        assert stable_test_id(prefix + expected) == expected
+
+
+def test_minimal_example_extraction_of_a_stateful_test() -> None:
+    detail = ("E       AssertionError: differs\nE       Falsifying example:\nE       state = Machine()\n"
+              "E       state.put(key='00', value=None)\nE       state.teardown()\n\nfile.py:3: AssertionError")
+    assert minimal_example(detail) == "Falsifying example:\nstate = Machine()\nstate.put(key='00', value=None)\nstate.teardown()"
+    assert minimal_example("E   assert 1 == 2") == ""
