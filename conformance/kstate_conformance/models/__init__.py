@@ -1,0 +1,6 @@
+"""Executable models of the spec, written independently of the reference implementation.
+
+A model predicts, from the neutral JSON vocabulary alone, what a conforming implementation answers:
+the state machines drive the implementation and the model side by side and compare after every step.
+Models never import ``kstate``.
+"""

@@ -1,0 +1,802 @@
+"""An executable model of the key-value store family (spec/kv-stores.md, changelog.md, caching.md, restore.md).
+
+Written from the spec, independently of the reference implementation, and speaking only the neutral
+vocabulary's values (bytes, ints, header pairs). It predicts, for a store of one of the three types on
+RocksDB or in memory, with or without change-logging and the record cache:
+
+* what every read returns (``get``, ranges in both directions, prefix scans, live iterators);
+* the changelog records every write produces, in order;
+* what a RocksDB store's data column families hold (the lazy dual-column-family upgrade included);
+* what survives a clean close, what a crash may leave behind, and what a restore rebuilds.
+
+The model is a dict-and-list program: no clever data structures, so that it is easy to check by eye.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+PLAIN = "kv"
+TIMESTAMPED = "timestamped_kv"
+HEADERS = "timestamped_kv_headers"
+STORE_TYPES = (PLAIN, TIMESTAMPED, HEADERS)
+ROCKSDB = "rocksdb"
+MEMORY = "memory"
+BACKENDS = (ROCKSDB, MEMORY)
+
+CF_DEFAULT = "default"
+CF_TIMESTAMPED = "keyValueWithTimestamp"
+CF_HEADERS = "keyValueWithTimestampAndHeaders"
+CF_OFFSETS = "offsets"
+DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_TIMESTAMPED, CF_HEADERS)
+#: The column family each store type keeps its own data in.
+HOME_CF = {PLAIN: CF_DEFAULT, TIMESTAMPED: CF_TIMESTAMPED, HEADERS: CF_HEADERS}
+#: The key of an in-memory store's single map in this model (it has no column families).
+MEMORY_MAP = "memory"
+NO_TIMESTAMP = b"\xff" * 8
+#: ``statestore.cache.max.bytes`` default.
+DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
+
+HeaderPairs = tuple[tuple[str, "bytes | None"], ...]
+Image = dict[str, dict[bytes, bytes]]
+
+
+class Refused(Exception):
+    """The implementation must refuse this call: its answer is ``{"error": ...}``."""
+
+
+# --- value bytes -------------------------------------------------------------------------------------------
+
+
+def zigzag_varint(n: int) -> bytes:
+    """A Java int as a zig-zag LEB128 varint (``ByteUtils.writeVarint``)."""
+    u = ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF
+    out = bytearray()
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+    return bytes(out)
+
+
+def _read_zigzag(data: bytes, pos: int) -> tuple[int, int]:
+    u = shift = 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        u |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (u >> 1) ^ -(u & 1), pos
+        shift += 7
+
+
+def encode_header_bytes(headers: HeaderPairs) -> bytes:
+    """KIP-1271 header bytes: nothing for no headers, else count then (key, value-or-null) in order."""
+    if not headers:
+        return b""
+    out = bytearray(zigzag_varint(len(headers)))
+    for key, value in headers:
+        key_bytes = key.encode("utf-8")
+        out += zigzag_varint(len(key_bytes)) + key_bytes
+        out += zigzag_varint(-1) if value is None else zigzag_varint(len(value)) + value
+    return bytes(out)
+
+
+def decode_header_bytes(data: bytes) -> HeaderPairs:
+    if not data:
+        return ()
+    count, pos = _read_zigzag(data, 0)
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        key_length, pos = _read_zigzag(data, pos)
+        key = data[pos : pos + key_length].decode("utf-8")
+        pos += key_length
+        value_length, pos = _read_zigzag(data, pos)
+        if value_length < 0:
+            headers.append((key, None))
+        else:
+            headers.append((key, data[pos : pos + value_length]))
+            pos += value_length
+    return tuple(headers)
+
+
+def int64(value: int) -> bytes:
+    return value.to_bytes(8, "big", signed=True)
+
+
+def timestamped_value(raw: bytes, timestamp: int) -> bytes:
+    """``[timestamp int64 BE][raw]``."""
+    return int64(timestamp) + raw
+
+
+def headers_value(raw: bytes, timestamp: int, headers: HeaderPairs) -> bytes:
+    """``[varint size][header bytes][timestamp][raw]``."""
+    header_bytes = encode_header_bytes(headers)
+    return zigzag_varint(len(header_bytes)) + header_bytes + int64(timestamp) + raw
+
+
+def split_timestamped(value: bytes) -> tuple[bytes, int]:
+    return value[8:], int.from_bytes(value[:8], "big", signed=True)
+
+
+def split_headers_value(value: bytes) -> tuple[bytes, int, HeaderPairs]:
+    size, pos = _read_zigzag(value, 0)
+    headers = decode_header_bytes(value[pos : pos + size])
+    pos += size
+    return value[pos + 8 :], int.from_bytes(value[pos : pos + 8], "big", signed=True), headers
+
+
+#: In-place upgrade of a legacy value, by (from type, to type).
+LEGACY_CONVERSIONS: dict[tuple[str, str], Callable[[bytes], bytes]] = {
+    (PLAIN, TIMESTAMPED): lambda v: NO_TIMESTAMP + v,
+    (TIMESTAMPED, HEADERS): lambda v: b"\x00" + v,
+    (PLAIN, HEADERS): lambda v: b"\x00" + NO_TIMESTAMP + v,
+}
+
+
+# --- records and contexts ----------------------------------------------------------------------------------
+
+
+def _hex(value: bytes | None) -> str | None:
+    return None if value is None else value.hex()
+
+
+def _unhex(value: str | None) -> bytes | None:
+    return None if value is None else bytes.fromhex(value)
+
+
+def headers_to_json(headers: HeaderPairs) -> list[list[Any]]:
+    return [[k, _hex(v)] for k, v in headers]
+
+
+def headers_from_json(headers: Iterable[Iterable[Any]] | None) -> HeaderPairs:
+    return tuple((str(k), _unhex(v)) for k, v in (headers or ()))
+
+
+@dataclass(frozen=True)
+class Context:
+    """The record being processed: what a store's layers see of ``ProcessorContext``."""
+
+    timestamp: int = 0
+    headers: HeaderPairs = ()
+    offset: int = -1
+    topic: str = ""
+    partition: int = -1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "timestamp": self.timestamp,
+            "headers": headers_to_json(self.headers),
+            "offset": self.offset,
+            "topic": self.topic,
+            "partition": self.partition,
+        }
+
+
+@dataclass(frozen=True)
+class Record:
+    """A changelog record: key, value (None = tombstone), record timestamp, record headers."""
+
+    key: bytes
+    value: bytes | None
+    timestamp: int
+    headers: HeaderPairs = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key.hex(), "value": _hex(self.value), "timestamp": self.timestamp,
+                "headers": headers_to_json(self.headers)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Record:
+        return cls(bytes.fromhex(data["key"]), _unhex(data["value"]), int(data["timestamp"]),
+                   headers_from_json(data.get("headers")))
+
+
+def _checked(record: Record) -> Record:
+    if record.timestamp < 0:
+        raise Refused(f"a changelog record cannot have the negative timestamp {record.timestamp}")
+    return record
+
+
+def record_for_put(store_type: str, key: bytes, stored: bytes | None, context: Context) -> Record:
+    """The changelog record of writing ``stored`` (the store-layout bytes, None = tombstone) under ``key``."""
+    if stored is None:
+        headers = context.headers if store_type == HEADERS else ()
+        return _checked(Record(key, None, context.timestamp, headers))
+    if store_type == PLAIN:
+        return _checked(Record(key, stored, context.timestamp))
+    if store_type == TIMESTAMPED:
+        raw, timestamp = split_timestamped(stored)
+        return _checked(Record(key, raw, timestamp))
+    raw, timestamp, headers = split_headers_value(stored)
+    return _checked(Record(key, raw, timestamp, headers))
+
+
+def record_for_delete(store_type: str, key: bytes, context: Context) -> Record:
+    return record_for_put(store_type, key, None, context)
+
+
+def restored_value(store_type: str, record: Record) -> bytes | None:
+    """What a store of ``store_type`` stores when it restores ``record``."""
+    if record.value is None:
+        return None
+    if store_type == PLAIN:
+        return record.value
+    if store_type == TIMESTAMPED:
+        return timestamped_value(record.value, record.timestamp)
+    return headers_value(record.value, record.timestamp, record.headers)
+
+
+def replay(store_type: str, records: Iterable[Record], into: dict[bytes, bytes] | None = None) -> dict[bytes, bytes]:
+    """The map a store of ``store_type`` holds after restoring ``records`` in order over ``into``."""
+    state = dict(into or {})
+    for record in records:
+        value = restored_value(store_type, record)
+        if value is None:
+            state.pop(record.key, None)
+        else:
+            state[record.key] = value
+    return state
+
+
+def _in_range(key: bytes, lower: bytes | None, upper: bytes | None, upper_inclusive: bool = True) -> bool:
+    if lower is not None and key < lower:
+        return False
+    return upper is None or key < upper or (upper_inclusive and key == upper)
+
+
+def prefix_upper_bound(prefix: bytes) -> bytes | None:
+    """``Bytes.increment(prefix)``; None when the carry overflows (empty or all-FF)."""
+    if not prefix or all(b == 0xFF for b in prefix):
+        return None
+    number = int.from_bytes(prefix, "big") + 1
+    return number.to_bytes(len(prefix), "big")
+
+
+# --- the innermost store -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Layout:
+    """Where a store keeps its data: the home column family and, in upgrade mode, the legacy one."""
+
+    home: str
+    legacy: str | None = None
+    convert: Callable[[bytes], bytes] | None = None
+
+
+def open_layout(store_type: str, image: Image) -> Layout:
+    """Decide, from the column families on disk, how a RocksDB store of ``store_type`` opens; mutates ``image``
+    (families created or dropped at open). Raises :class:`Refused` where Kafka refuses to open."""
+    default = image.setdefault(CF_DEFAULT, {})
+    if store_type == PLAIN:
+        unknown = [cf for cf in (CF_TIMESTAMPED, CF_HEADERS) if cf in image]
+        if unknown:
+            raise Refused(f"column families not opened: {unknown}")
+        return Layout(CF_DEFAULT)
+    if store_type == TIMESTAMPED:
+        if CF_HEADERS in image:
+            raise Refused("column family keyValueWithTimestampAndHeaders not opened")
+        image.setdefault(CF_TIMESTAMPED, {})
+        if default:
+            return Layout(CF_TIMESTAMPED, CF_DEFAULT, LEGACY_CONVERSIONS[(PLAIN, TIMESTAMPED)])
+        return Layout(CF_TIMESTAMPED)
+    image.setdefault(CF_HEADERS, {})
+    if CF_TIMESTAMPED in image:
+        if default:
+            raise Refused("Cannot have both plain (DEFAULT) and timestamped data")
+        if image[CF_TIMESTAMPED]:
+            return Layout(CF_HEADERS, CF_TIMESTAMPED, LEGACY_CONVERSIONS[(TIMESTAMPED, HEADERS)])
+        del image[CF_TIMESTAMPED]  # an empty legacy family is dropped
+        return Layout(CF_HEADERS)
+    if default:
+        return Layout(CF_HEADERS, CF_DEFAULT, LEGACY_CONVERSIONS[(PLAIN, HEADERS)])
+    return Layout(CF_HEADERS)
+
+
+class BytesStore:
+    """The innermost store: RocksDB column families with the lazy upgrade, or an in-memory map."""
+
+    def __init__(self, store_type: str, backend: str, image: Image) -> None:
+        self.store_type = store_type
+        self.backend = backend
+        self.image = image
+        if backend == MEMORY:
+            self.layout = Layout(MEMORY_MAP)
+            image.setdefault(MEMORY_MAP, {})
+        else:
+            self.layout = open_layout(store_type, image)
+        self.on_write: Callable[[], None] = lambda: None
+
+    @property
+    def home(self) -> dict[bytes, bytes]:
+        return self.image[self.layout.home]
+
+    def _legacy(self) -> dict[bytes, bytes]:
+        return self.image[self.layout.legacy] if self.layout.legacy else {}
+
+    def view(self, key: bytes) -> bytes | None:
+        """The value of ``key`` without migrating it (``getOnly``)."""
+        if key in self.home:
+            return self.home[key]
+        legacy = self._legacy()
+        if key in legacy:
+            assert self.layout.convert is not None
+            return self.layout.convert(legacy[key])
+        return None
+
+    def get(self, key: bytes) -> bytes | None:
+        """``get``: a legacy entry is migrated into the home family (converted) on the way."""
+        value = self.view(key)
+        if value is not None and key not in self.home:
+            self.write(key, value)
+        return value
+
+    def write(self, key: bytes, value: bytes | None) -> None:
+        self._legacy().pop(key, None)
+        if value is None:
+            self.home.pop(key, None)
+        else:
+            self.home[key] = value
+        self.on_write()
+
+    def write_batch(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        on_write, self.on_write = self.on_write, lambda: None
+        try:
+            for key, value in entries:
+                self.write(key, value)
+        finally:
+            self.on_write = on_write
+        self.on_write()
+
+    def merged(self) -> dict[bytes, bytes]:
+        """Every entry as reads see it: legacy entries converted, the home family winning."""
+        out = {}
+        if self.layout.legacy:
+            assert self.layout.convert is not None
+            out = {k: self.layout.convert(v) for k, v in self._legacy().items()}
+        out.update(self.home)
+        return out
+
+    def entries(self, lower: bytes | None, upper: bytes | None, reverse: bool, upper_inclusive: bool = True) -> list[tuple[bytes, bytes]]:
+        selected = sorted((k, v) for k, v in self.merged().items() if _in_range(k, lower, upper, upper_inclusive))
+        return selected[::-1] if reverse else selected
+
+    def count(self) -> int:
+        return len(self.home) + len(self._legacy())
+
+
+# --- the record cache --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Slot:
+    value: bytes | None
+    context: Context | None
+    dirty: bool
+    size: int
+    used: int = 0
+    written: int = 0
+
+
+def _utf16_units(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def slot_size(key: bytes, value: bytes | None, context: Context | None) -> int:
+    """The bytes the cache counts for an entry (CACHE-6)."""
+    size = len(key) + 24 + 1 + 8 + 8 + 4 + (len(value) if value is not None else 0)
+    if context is not None:
+        size += _utf16_units(context.topic)
+        size += sum(_utf16_units(k) + (len(v) if v is not None else 0) for k, v in context.headers)
+    return size
+
+
+class RecordCache:
+    """The cache of one store: slots with a use tick (eviction takes the smallest) and a write tick (flush order)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.slots: dict[bytes, Slot] = {}
+        self.tick = 0
+
+    def _next_tick(self) -> int:
+        self.tick += 1
+        return self.tick
+
+    def size(self) -> int:
+        return sum(slot.size for slot in self.slots.values())
+
+    def lookup(self, key: bytes) -> Slot | None:
+        slot = self.slots.get(key)
+        if slot is not None:
+            slot.used = self._next_tick()
+        return slot
+
+    def store(self, key: bytes, slot: Slot) -> None:
+        slot.used = self._next_tick()
+        if slot.dirty:
+            slot.written = slot.used
+        self.slots[key] = slot
+
+    def eldest(self) -> bytes:
+        return min(self.slots, key=lambda k: self.slots[k].used)
+
+    def dirty_in_order(self) -> list[bytes]:
+        return sorted((k for k, s in self.slots.items() if s.dirty), key=lambda k: self.slots[k].written)
+
+
+# --- iterators ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class IteratorModel:
+    """A live iterator: RocksDB iterates a snapshot taken at creation; memory copies the keys and reads values
+    live, skipping keys deleted since (and yields nothing once its store closed)."""
+
+    backend: str
+    snapshot: list[tuple[bytes, bytes]] = field(default_factory=list)
+    keys: list[bytes] = field(default_factory=list)
+    live: dict[bytes, bytes] | None = None
+    closed: bool = False
+    store_closed: bool = False
+
+    def next(self, count: int) -> list[tuple[bytes, bytes]]:
+        if self.closed or (self.store_closed and self.backend == ROCKSDB):
+            raise Refused("iterator closed")
+        out: list[tuple[bytes, bytes]] = []
+        if self.backend == ROCKSDB:
+            out, self.snapshot = self.snapshot[:count], self.snapshot[count:]
+            return out
+        live = self.live if self.live is not None else {}
+        while self.keys and len(out) < count:
+            key = self.keys.pop(0)
+            if key in live:
+                out.append((key, live[key]))
+        return out
+
+
+# --- the whole store ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    logging: bool = True
+    caching: bool = False
+    cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
+    cache_flush_listener: bool = False
+
+
+class KVModel:
+    """One logical store across its lifetime: opens, writes, commits, closes, crashes, upgrades and restores.
+
+    ``image`` is the store's column families as the open store presents them (for RocksDB, what a clean
+    close persists); ``changelog`` every record ever logged; ``crash_candidates`` the images a crash may
+    leave behind (the last commit or close, then after every later write of the store).
+    """
+
+    def __init__(self, store_type: str, backend: str, options: Options | None = None) -> None:
+        self.store_type = store_type
+        self.backend = backend
+        self.options = options or Options()
+        self.image: Image = {}
+        self.changelog: list[Record] = []
+        self.pending: list[Record] = []
+        self.committed: int | None = None
+        self.crash_candidates: list[Image] = []
+        self.context = Context()
+        self.store: BytesStore | None = None
+        self.cache: RecordCache | None = None
+        self.iterators: list[IteratorModel] = []
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self.store is not None
+
+    def open(self, store_type: str | None = None) -> None:
+        """Open (or reopen, possibly as a newer store type) the store; Refused where Kafka refuses."""
+        store_type = store_type or self.store_type
+        attempt = {} if self.backend == MEMORY else copy.deepcopy(self.image)
+        store = BytesStore(store_type, self.backend, attempt)
+        self.store_type = store_type
+        self.image = attempt
+        self.store = store
+        store.on_write = self._note_write
+        self.cache = RecordCache(self.options.cache_max_bytes) if self.options.caching else None
+        self.crash_candidates = [copy.deepcopy(self.image)]
+
+    def _note_write(self) -> None:
+        self.crash_candidates.append(copy.deepcopy(self.image))
+
+    def _require_open(self) -> BytesStore:
+        if self.store is None:
+            raise Refused("store closed")
+        return self.store
+
+    def _close_iterators(self) -> None:
+        for it in self.iterators:
+            it.store_closed = True
+        self.iterators = []
+
+    def close(self) -> None:
+        """A clean close: the cache is flushed first; an in-memory store's contents are gone."""
+        if self.store is None:
+            return
+        if self.cache is not None:
+            self._flush_cache()
+        self._close_iterators()
+        if self.backend == MEMORY:
+            self.store.home.clear()
+        self.store = None
+        self.cache = None
+        self.crash_candidates = [copy.deepcopy(self.image)]
+
+    def crash(self) -> None:
+        """The process dies: dirty cache entries are lost; which writes since the last commit survive is open."""
+        if self.store is None:
+            return
+        self._close_iterators()
+        if self.backend == MEMORY:
+            self.store.home.clear()
+            self.image = {}
+            self.crash_candidates = [{}]
+        self.store = None
+        self.cache = None
+
+    def adopt_image(self, observed: Image) -> bool:
+        """After a crash: accept ``observed`` if it is one of the images the crash may leave. Empty families are
+        ignored on both sides."""
+        wanted = _nonempty(observed)
+        for candidate in self.crash_candidates:
+            if _nonempty(candidate) == wanted:
+                self.image = copy.deepcopy(candidate)
+                self.crash_candidates = [copy.deepcopy(candidate)]
+                return True
+        return False
+
+    def candidate_views(self) -> list[dict[bytes, bytes]]:
+        """The logical contents (``all()``) of every image a crash may leave behind."""
+        views = []
+        for candidate in self.crash_candidates:
+            try:
+                views.append(BytesStore(self.store_type, self.backend, copy.deepcopy(candidate)).merged())
+            except Refused:
+                continue
+        return views
+
+    def adopt_view(self, observed: dict[bytes, bytes]) -> bool:
+        """After a crash, when the column families cannot be dumped: accept the first image whose logical
+        contents are ``observed``."""
+        for candidate in self.crash_candidates:
+            try:
+                view = BytesStore(self.store_type, self.backend, copy.deepcopy(candidate)).merged()
+            except Refused:
+                continue
+            if view == observed:
+                self.image = copy.deepcopy(candidate)
+                self.crash_candidates = [copy.deepcopy(candidate)]
+                return True
+        return False
+
+    def commit(self, offset: int | None) -> None:
+        """``commit({changelog: offset})`` after a flush: the image so far is durable."""
+        self._require_open()
+        if self.cache is not None:
+            self._flush_cache()
+        # In-memory stores keep no offsets: their committed offset stays unknown.
+        self.committed = offset if self.backend == ROCKSDB else None
+        self.crash_candidates = [copy.deepcopy(self.image)]
+
+    def flush(self) -> None:
+        self._require_open()
+        if self.cache is not None:
+            self._flush_cache()
+
+    def take_pending(self) -> list[Record]:
+        out, self.pending = self.pending, []
+        return out
+
+    def set_context(self, context: Context) -> None:
+        self.context = context
+
+    # --- writes below the cache ---------------------------------------------------------------------------
+
+    def _log(self, record: Record) -> None:
+        if self.options.logging:
+            self.changelog.append(record)
+            self.pending.append(record)
+
+    def _below_put(self, key: bytes, value: bytes | None, context: Context) -> None:
+        store = self._require_open()
+        store.write(key, value)
+        if self.options.logging:
+            self._log(record_for_put(self.store_type, key, value, context))
+
+    # --- the cache ----------------------------------------------------------------------------------------
+
+    def _cache_insert(self, key: bytes, value: bytes | None, context: Context | None) -> None:
+        cache = self.cache
+        assert cache is not None
+        cache.store(key, Slot(value, context, context is not None, slot_size(key, value, context)))
+        while cache.slots and cache.size() > cache.max_bytes:
+            eldest = cache.eldest()
+            slot = cache.slots.pop(eldest)
+            if slot.dirty:
+                self._flush_cache(evicted=(eldest, slot))
+
+    def _flush_cache(self, evicted: tuple[bytes, Slot] | None = None) -> None:
+        cache = self.cache
+        assert cache is not None
+        order = cache.dirty_in_order()
+        if evicted is None and not order:
+            return
+        batch = ([evicted] if evicted is not None else []) + [(k, cache.slots[k]) for k in order]
+        for _, slot in batch:
+            slot.dirty = False
+        for key, slot in batch:
+            assert slot.context is not None
+            if self.options.cache_flush_listener and slot.value is None and self._require_open().get(key) is None:
+                continue
+            self._below_put(key, slot.value, slot.context)
+        for key in order:
+            if cache.slots[key].value is None:
+                del cache.slots[key]
+
+    def _read(self, key: bytes) -> bytes | None:
+        store = self._require_open()
+        if self.cache is None:
+            return store.get(key)
+        slot = self.cache.lookup(key)
+        if slot is not None:
+            return slot.value
+        value = store.get(key)
+        if value is not None:
+            self._cache_insert(key, value, None)
+        return value
+
+    def _write(self, key: bytes, value: bytes | None) -> None:
+        if self.cache is None:
+            self._below_put(key, value, self.context)
+        else:
+            self._cache_insert(key, value, self.context)
+
+    # --- the KeyValueStore operations ------------------------------------------------------------------------
+
+    def put(self, key: bytes | None, value: bytes | None) -> None:
+        if key is None:
+            raise Refused("null key")
+        self._require_open()
+        self._write(key, value)
+
+    def put_if_absent(self, key: bytes | None, value: bytes | None) -> bytes | None:
+        if key is None:
+            raise Refused("null key")
+        previous = self._read(key)
+        if previous is None:
+            self._write(key, value)
+        return previous
+
+    def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        if any(key is None for key, _ in entries):
+            raise Refused("null key")
+        store = self._require_open()
+        if self.cache is not None:
+            for key, value in entries:
+                self._cache_insert(key, value, self.context)
+            return
+        store.write_batch(list(entries))
+        for key, value in entries:
+            if self.options.logging:
+                self._log(record_for_put(self.store_type, key, value, self.context))
+
+    def delete(self, key: bytes | None) -> bytes | None:
+        if key is None:
+            raise Refused("null key")
+        store = self._require_open()
+        if self.cache is not None:
+            previous = self._read(key)
+            self._cache_insert(key, None, self.context)
+            return previous
+        previous = store.view(key)
+        store.write(key, None)
+        if self.options.logging:
+            self._log(record_for_delete(self.store_type, key, self.context))
+        return previous
+
+    def get(self, key: bytes | None) -> bytes | None:
+        if key is None:
+            raise Refused("null key")
+        return self._read(key)
+
+    def _scan(self, lower: bytes | None, upper: bytes | None, reverse: bool, upper_inclusive: bool = True) -> list[tuple[bytes, bytes]]:
+        store = self._require_open()
+        below = dict(store.entries(lower, upper, reverse, upper_inclusive))
+        if self.cache is None:
+            return list(below.items())
+        cached_keys = sorted(k for k in self.cache.slots if _in_range(k, lower, upper, upper_inclusive))
+        merged = dict(below)
+        for key in (cached_keys[::-1] if reverse else cached_keys):
+            slot = self.cache.lookup(key)
+            assert slot is not None
+            if slot.value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = slot.value
+        return sorted(merged.items(), reverse=reverse)
+
+    def range(self, lower: bytes | None, upper: bytes | None, reverse: bool = False) -> list[tuple[bytes, bytes]]:
+        if lower is not None and upper is not None and lower > upper:
+            return []
+        return self._scan(lower, upper, reverse)
+
+    def all(self, reverse: bool = False) -> list[tuple[bytes, bytes]]:
+        return self._scan(None, None, reverse)
+
+    def prefix_scan(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
+        self._require_open()
+        upper = prefix_upper_bound(prefix)
+        if upper is None and (self.cache is not None or self.backend == MEMORY):
+            raise Refused("Bytes.increment overflows for an empty or all-FF prefix")
+        if upper is None:
+            return self._scan(prefix, None, False)
+        return self._scan(prefix, upper, False, upper_inclusive=False)
+
+    def approximate_num_entries(self) -> int:
+        return self._require_open().count()
+
+    # --- iterators (uncached stores) ----------------------------------------------------------------------
+
+    def open_iterator(self, lower: bytes | None, upper: bytes | None, reverse: bool, upper_inclusive: bool = True) -> IteratorModel:
+        store = self._require_open()
+        assert self.cache is None, "live iterators are modelled without the cache"
+        entries = store.entries(lower, upper, reverse, upper_inclusive)
+        if self.backend == ROCKSDB:
+            it = IteratorModel(ROCKSDB, snapshot=entries)
+        else:
+            it = IteratorModel(MEMORY, keys=[k for k, _ in entries], live=store.home)
+        self.iterators.append(it)
+        return it
+
+    # --- restore ---------------------------------------------------------------------------------------------
+
+    def restore(self, records: list[Record], batch_size: int) -> None:
+        """Restore ``records`` into the store below, batch by batch; nothing logged, the cache untouched."""
+        store = self._require_open()
+        for start in range(0, len(records), batch_size):
+            batch = records[start : start + batch_size]
+            store.write_batch([(r.key, restored_value(self.store_type, r)) for r in batch])
+
+    def records_after(self, offset: int | None) -> list[Record]:
+        """The changelog records after ``offset`` (all of them for None)."""
+        return self.changelog[(offset + 1 if offset is not None else 0):]
+
+    # --- views for comparison ----------------------------------------------------------------------------------
+
+    def logical(self) -> dict[bytes, bytes]:
+        """What ``all()`` returns now, without touching the cache's recency."""
+        store = self._require_open()
+        merged = store.merged()
+        if self.cache is not None:
+            for key, slot in self.cache.slots.items():
+                if slot.value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = slot.value
+        return merged
+
+    def below(self) -> dict[bytes, bytes]:
+        """What the store below the cache holds (the changelog's view)."""
+        return self._require_open().merged()
+
+    def data_column_families(self) -> Image:
+        """The non-empty data column families (RocksDB), as a dump shows them."""
+        return _nonempty(self.image)
+
+
+def _nonempty(image: Image) -> Image:
+    return {cf: dict(entries) for cf, entries in image.items() if entries and cf != CF_OFFSETS}

@@ -1,0 +1,579 @@
+"""The neutral ``store.*`` operations: drive a key-value store of any implementation through JSON.
+
+``store.open`` builds a store as Kafka's builders do (the bytes store, then change-logging, then the
+record cache) and answers a handle; every other operation names the handle. Bytes are hex, values are
+in the store type's layout (plain value, ``[ts][value]``, or ``[hsize][headers][ts][value]``), headers
+are ``[[key, hex-or-null], ...]``, changelog records are ``{key, value, timestamp, headers}``
+(spec/ops.md, OPS-*; spec/kv-stores.md, changelog.md, caching.md, restore.md).
+
+Handles and open iterators live in registries inside this module. Mutants reuse every handler but
+``store.open``, which they replace with :func:`make_open_handler` over a :class:`StoreBuilder` whose
+layers carry one bug.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kstate.codecs import changelog as cl
+from kstate.errors import KStateError
+from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex, unhex
+from kstate.stores.api import (
+    Backend,
+    InvalidStateStoreError,
+    KeyValueBytesStore,
+    KeyValueIterator,
+    ProcessorStateError,
+    RecordContext,
+    StoreType,
+    TopicPartition,
+)
+from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
+from kstate.stores.changelogging import ChangelogSink, RecordContextHolder, changelogging_store
+from kstate.stores.engine import RocksDBEngine, list_column_families
+from kstate.stores.factory import open_kv_store, store_directory
+from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
+
+STORE_TYPES = tuple(t.value for t in StoreType)
+BACKENDS = tuple(b.value for b in Backend)
+
+OpenBytesStore = Callable[..., KeyValueBytesStore]
+LoggingLayer = Callable[[KeyValueBytesStore, StoreType, RecordContextHolder, ChangelogSink], KeyValueBytesStore]
+CachingLayer = Callable[[KeyValueBytesStore, RecordContextHolder, int, "FlushListener | None"], CachingKeyValueStore]
+Restorer = Callable[[KeyValueBytesStore, StoreType, Sequence[cl.ChangelogRecord], int], RestoreResult]
+
+
+def _caching_layer(
+    inner: KeyValueBytesStore, context: RecordContextHolder, max_bytes: int, listener: FlushListener | None
+) -> CachingKeyValueStore:
+    return CachingKeyValueStore(inner, context, max_bytes=max_bytes, flush_listener=listener)
+
+
+def _restorer(
+    store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int
+) -> RestoreResult:
+    return restore(store, store_type, records, batch_size=batch_size)
+
+
+@dataclass(frozen=True)
+class StoreBuilder:
+    """The layers ``store.open`` stacks, as Kafka's ``KeyValueStoreBuilder`` family does; mutants swap one."""
+
+    open_bytes_store: OpenBytesStore = open_kv_store
+    logging_layer: LoggingLayer = changelogging_store
+    caching_layer: CachingLayer = _caching_layer
+    restorer: Restorer = _restorer
+
+
+DEFAULT_BUILDER = StoreBuilder()
+
+
+@dataclass
+class StoreHandle:
+    """One open (or closed) store and what surrounds it: its context, its changelog sink, its layers."""
+
+    id: str
+    store_type: StoreType
+    backend: Backend
+    name: str
+    state_dir: str | None
+    application_id: str
+    task_id: str
+    builder: StoreBuilder
+    context: RecordContextHolder
+    bytes_store: KeyValueBytesStore
+    store: KeyValueBytesStore
+    caching: CachingKeyValueStore | None
+    changelog: list[cl.ChangelogRecord] = field(default_factory=list)
+    forwarded: list[FlushedEntry] = field(default_factory=list)
+    iterators: set[str] = field(default_factory=set)
+    closed: bool = False
+
+    @property
+    def changelog_partition(self) -> TopicPartition:
+        """``<application.id>-<store>-changelog``, the task's partition."""
+        try:
+            partition = int(self.task_id.rsplit("_", 1)[1])
+        except (IndexError, ValueError):
+            partition = 0
+        return TopicPartition(cl.changelog_topic_name(self.application_id, self.name), partition)
+
+    def store_path(self) -> Path | None:
+        if self.backend is not Backend.ROCKSDB or self.state_dir is None:
+            return None
+        return store_directory(self.state_dir, self.application_id, self.task_id, self.name)
+
+
+_HANDLES: dict[str, StoreHandle] = {}
+_ITERATORS: dict[str, tuple[str, KeyValueIterator]] = {}
+_IDS = itertools.count(1)
+
+
+def _handle(payload: JsonDict) -> StoreHandle:
+    handle_id = payload.get("handle")
+    handle = _HANDLES.get(str(handle_id))
+    if handle is None:
+        raise InvalidStateStoreError(f"no store handle {handle_id!r}")
+    return handle
+
+
+def _open(payload: JsonDict) -> tuple[StoreHandle, KeyValueBytesStore]:
+    handle = _handle(payload)
+    return handle, handle.store
+
+
+def _key(payload: JsonDict, field_name: str = "key") -> bytes:
+    # A null key reaches the store, which refuses it as Kafka does (NullKeyError).
+    return unhex(payload.get(field_name))  # type: ignore[return-value]
+
+
+def context_from_json(data: JsonDict | None) -> RecordContext:
+    """``{timestamp, headers, offset, topic, partition}`` (all optional) to a :class:`RecordContext`."""
+    data = data or {}
+    headers = headers_from_json(data.get("headers")) or []
+    return RecordContext(
+        timestamp=int(data.get("timestamp", 0)),
+        headers=tuple(headers),
+        offset=int(data.get("offset", -1)),
+        topic=str(data.get("topic", "")),
+        partition=int(data.get("partition", -1)),
+    )
+
+
+def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
+    return {
+        "key": record.key.hex(),
+        "value": tohex(record.value),
+        "timestamp": record.timestamp,
+        "headers": headers_to_json(list(record.headers)),
+    }
+
+
+def record_from_json(data: JsonDict) -> cl.ChangelogRecord:
+    key = unhex(data.get("key"))
+    if key is None:
+        raise ProcessorStateError("a changelog record of a key-value store has a key")
+    headers = headers_from_json(data.get("headers")) or []
+    return cl.ChangelogRecord(key, unhex(data.get("value")), int(data.get("timestamp", 0)), tuple(headers))
+
+
+def _entries(iterator: KeyValueIterator, limit: int | None = None) -> list[list[str]]:
+    out: list[list[str]] = []
+    for key, value in iterator:
+        out.append([key.hex(), value.hex()])
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def _drain(iterator: KeyValueIterator) -> JsonDict:
+    try:
+        return {"entries": _entries(iterator)}
+    finally:
+        iterator.close()
+
+
+# --- opening and closing -----------------------------------------------------------------------------------------
+
+
+def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> JsonDict:
+    """``store.open`` over ``builder``'s layers (see the module docstring for the fields)."""
+    store_type = StoreType(payload.get("store_type", StoreType.KEY_VALUE.value))
+    backend = Backend(payload.get("backend", Backend.ROCKSDB.value))
+    name = str(payload.get("name", "store"))
+    state_dir = payload.get("state_dir")
+    application_id = str(payload.get("application_id", "app"))
+    task_id = str(payload.get("task_id", "0_0"))
+    bytes_store = builder.open_bytes_store(
+        store_type,
+        backend,
+        name=name,
+        state_dir=state_dir,
+        application_id=application_id,
+        task_id=task_id,
+        ignore_invalid_state=bool(payload.get("ignore_invalid_state", False)),
+    )
+    context = RecordContextHolder(context_from_json(payload.get("context")))
+    set_record_context = getattr(bytes_store, "set_record_context", None)
+    if set_record_context is not None:
+        context.subscribe(set_record_context)
+    handle_id = f"h{next(_IDS)}"
+    sink: list[cl.ChangelogRecord] = []
+    store: KeyValueBytesStore = bytes_store
+    if payload.get("logging", True):
+        store = builder.logging_layer(store, store_type, context, sink)
+    caching: CachingKeyValueStore | None = None
+    forwarded: list[FlushedEntry] = []
+    if payload.get("caching", False):
+        listener: FlushListener | None = forwarded.append if payload.get("cache_flush_listener", False) else None
+        caching = builder.caching_layer(
+            store, context, int(payload.get("cache_max_bytes", DEFAULT_CACHE_MAX_BYTES)), listener
+        )
+        store = caching
+    handle = StoreHandle(
+        id=handle_id, store_type=store_type, backend=backend, name=name,
+        state_dir=None if state_dir is None else str(state_dir), application_id=application_id, task_id=task_id,
+        builder=builder, context=context, bytes_store=bytes_store, store=store, caching=caching,
+        changelog=sink, forwarded=forwarded,
+    )
+    _HANDLES[handle_id] = handle
+    partition = handle.changelog_partition
+    return {
+        "handle": handle_id,
+        "manages_offsets": bytes_store.manages_offsets(),
+        "mode": getattr(bytes_store, "mode", None),
+        "changelog_topic": partition.topic,
+        "changelog_partition": partition.partition,
+    }
+
+
+def make_open_handler(builder: StoreBuilder) -> Callable[[JsonDict], JsonDict]:
+    """A ``store.open`` handler building its stores with ``builder`` (how mutants plug a broken layer in)."""
+    return lambda payload: open_store(payload, builder)
+
+
+@op("store.open", rules=["CACHE-2", "RST-4"])
+def store_open(payload: JsonDict) -> JsonDict:
+    """Open a key-value store (type, backend, location, logging, caching, context); answers a handle."""
+    return open_store(payload)
+
+
+def _forget_iterators(handle: StoreHandle) -> None:
+    for iterator_id in list(handle.iterators):
+        entry = _ITERATORS.get(iterator_id)
+        if entry is not None and handle.backend is Backend.ROCKSDB:
+            entry[1].close()  # RocksDB closes open iterators with the store; in-memory ones just end
+
+
+@op("store.close", rules=["CACHE-9"])
+def store_close(payload: JsonDict) -> JsonDict:
+    """Close cleanly: flush the cache, commit what the store stages, release it."""
+    handle = _handle(payload)
+    try:
+        handle.store.close()
+    finally:
+        handle.closed = True
+        _forget_iterators(handle)
+    return {}
+
+
+@op("store.crash", rules=["CACHE-9"])
+def store_crash(payload: JsonDict) -> JsonDict:
+    """Abandon the store as a killed process would: no cache flush, no clean close."""
+    handle = _handle(payload)
+    if handle.caching is not None:
+        handle.caching.drop_cache()
+    crash: Callable[[], None] | None = getattr(handle.bytes_store, "simulate_crash", None)
+    if crash is None:
+        raise InvalidStateStoreError(f"store {handle.name} cannot simulate a crash")
+    try:
+        crash()
+    finally:
+        handle.closed = True
+        _forget_iterators(handle)
+    return {}
+
+
+@op("store.capabilities", rules=["OPS-1"])
+def store_capabilities(payload: JsonDict) -> JsonDict:
+    """What this implementation offers: store types, backends, layers and lifecycle operations."""
+    return {
+        "store_types": list(STORE_TYPES),
+        "backends": list(BACKENDS),
+        "logging": True,
+        "caching": True,
+        "cache_flush_listener": True,
+        "crash": True,
+        "dump": [Backend.ROCKSDB.value],
+        "offsets": [Backend.ROCKSDB.value],
+        "iterators": True,
+        "upgrade": [Backend.ROCKSDB.value, Backend.MEMORY.value],
+    }
+
+
+# --- context, changelog, commit ---------------------------------------------------------------------------------
+
+
+@op("store.set_context", rules=["CACHE-2"])
+def store_set_context(payload: JsonDict) -> JsonDict:
+    """Make ``{timestamp, headers, offset, topic, partition}`` the current record context."""
+    _handle(payload).context.current = context_from_json(payload)
+    return {}
+
+
+@op("store.changelog", rules=["CACHE-3", "CACHE-4"])
+def store_changelog(payload: JsonDict) -> JsonDict:
+    """The changelog records sent since the previous call, in order (also after close or crash)."""
+    handle = _handle(payload)
+    records = [record_to_json(r) for r in handle.changelog]
+    handle.changelog.clear()
+    partition = handle.changelog_partition
+    return {"topic": partition.topic, "partition": partition.partition, "records": records}
+
+
+@op("store.flush", rules=["CACHE-9"])
+def store_flush(payload: JsonDict) -> JsonDict:
+    """Flush the cache into the store (and the changelog), then the store itself."""
+    handle, store = _open(payload)
+    flush: Callable[[], None] | None = getattr(store, "flush", None)
+    if flush is None:
+        raise InvalidStateStoreError(f"store {handle.name} cannot be flushed")
+    flush()
+    return {}
+
+
+@op("store.flush_cache", rules=["CACHE-3", "CACHE-9"])
+def store_flush_cache(payload: JsonDict) -> JsonDict:
+    """``flushCache``: write the cache's dirty entries through (and to the changelog), nothing more; a no-op
+    without a cache. A task does this before it commits."""
+    handle = _handle(payload)
+    if handle.caching is not None:
+        handle.caching.flush_cache()
+    elif handle.closed or not handle.store.is_open:
+        raise InvalidStateStoreError(f"Store {handle.name} is currently closed.")
+    return {}
+
+
+def _offsets_from_json(entries: list[list[Any]] | None) -> dict[TopicPartition, int | None]:
+    out: dict[TopicPartition, int | None] = {}
+    for topic, partition, offset in entries or []:
+        out[TopicPartition(str(topic), int(partition))] = None if offset is None else int(offset)
+    return out
+
+
+@op("store.commit", rules=["CACHE-9"])
+def store_commit(payload: JsonDict) -> JsonDict:
+    """``commit(changelog_offsets)``: ``[[topic, partition, offset-or-null], ...]``; the cache is flushed first."""
+    _, store = _open(payload)
+    store.commit(_offsets_from_json(payload.get("changelog_offsets")))
+    return {}
+
+
+@op("store.committed_offset", rules=["KV-50", "KV-44"])
+def store_committed_offset(payload: JsonDict) -> JsonDict:
+    """``committedOffset(topic-partition)``; null when none is stored (always for in-memory stores)."""
+    _, store = _open(payload)
+    return {"offset": store.committed_offset(TopicPartition(str(payload["topic"]), int(payload["partition"])))}
+
+
+# --- writes -----------------------------------------------------------------------------------------------------
+
+
+@op("store.put", rules=["CACHE-2"])
+def store_put(payload: JsonDict) -> JsonDict:
+    """``put(key, value)``; a null value deletes."""
+    _, store = _open(payload)
+    store.put(_key(payload), unhex(payload.get("value")))
+    return {}
+
+
+@op("store.put_if_absent", rules=["CACHE-2"])
+def store_put_if_absent(payload: JsonDict) -> JsonDict:
+    """``putIfAbsent(key, value)``: answers the previous value."""
+    _, store = _open(payload)
+    return {"previous": tohex(store.put_if_absent(_key(payload), unhex(payload.get("value"))))}
+
+
+@op("store.put_all", rules=["CACHE-2"])
+def store_put_all(payload: JsonDict) -> JsonDict:
+    """``putAll([[key, value], ...])``."""
+    _, store = _open(payload)
+    entries = [(unhex(k), unhex(v)) for k, v in payload.get("entries") or []]
+    store.put_all(entries)  # type: ignore[arg-type]
+    return {}
+
+
+@op("store.delete", rules=["CACHE-2"])
+def store_delete(payload: JsonDict) -> JsonDict:
+    """``delete(key)``: answers the previous value."""
+    _, store = _open(payload)
+    return {"previous": tohex(store.delete(_key(payload)))}
+
+
+# --- reads ------------------------------------------------------------------------------------------------------
+
+
+@op("store.get", rules=["CACHE-1"])
+def store_get(payload: JsonDict) -> JsonDict:
+    """``get(key)``."""
+    _, store = _open(payload)
+    return {"value": tohex(store.get(_key(payload)))}
+
+
+@op("store.range", rules=["CACHE-7"])
+def store_range(payload: JsonDict) -> JsonDict:
+    """``range(from, to)``, both inclusive, null unbounded: ``{"entries": [[key, value], ...]}``."""
+    _, store = _open(payload)
+    return _drain(store.range(unhex(payload.get("from")), unhex(payload.get("to"))))
+
+
+@op("store.reverse_range", rules=["CACHE-7"])
+def store_reverse_range(payload: JsonDict) -> JsonDict:
+    """``reverseRange(from, to)``."""
+    _, store = _open(payload)
+    return _drain(store.reverse_range(unhex(payload.get("from")), unhex(payload.get("to"))))
+
+
+@op("store.all", rules=["CACHE-7"])
+def store_all(payload: JsonDict) -> JsonDict:
+    """``all()``."""
+    _, store = _open(payload)
+    return _drain(store.all())
+
+
+@op("store.reverse_all", rules=["CACHE-7"])
+def store_reverse_all(payload: JsonDict) -> JsonDict:
+    """``reverseAll()``."""
+    _, store = _open(payload)
+    return _drain(store.reverse_all())
+
+
+@op("store.prefix_scan", rules=["CACHE-8"])
+def store_prefix_scan(payload: JsonDict) -> JsonDict:
+    """``prefixScan(prefix)`` with the bytes serializer."""
+    _, store = _open(payload)
+    return _drain(store.prefix_scan(_key(payload, "prefix")))
+
+
+@op("store.approximate_num_entries", rules=["CACHE-10"])
+def store_approximate_num_entries(payload: JsonDict) -> JsonDict:
+    """``approximateNumEntries()``: ``{"count": n}``."""
+    _, store = _open(payload)
+    return {"count": store.approximate_num_entries()}
+
+
+# --- live iterators ----------------------------------------------------------------------------------------------
+
+
+@op("store.iterator_open", rules=["CACHE-7"])
+def store_iterator_open(payload: JsonDict) -> JsonDict:
+    """Open an iterator: ``kind`` range, reverse_range, all, reverse_all or prefix_scan (``from``, ``to``, ``prefix``)."""
+    handle, store = _open(payload)
+    kind = payload.get("kind", "all")
+    iterator: KeyValueIterator
+    if kind == "range":
+        iterator = store.range(unhex(payload.get("from")), unhex(payload.get("to")))
+    elif kind == "reverse_range":
+        iterator = store.reverse_range(unhex(payload.get("from")), unhex(payload.get("to")))
+    elif kind == "all":
+        iterator = store.all()
+    elif kind == "reverse_all":
+        iterator = store.reverse_all()
+    elif kind == "prefix_scan":
+        iterator = store.prefix_scan(_key(payload, "prefix"))
+    else:
+        raise InvalidStateStoreError(f"unknown iterator kind {kind!r}")
+    iterator_id = f"{handle.id}-i{next(_IDS)}"
+    _ITERATORS[iterator_id] = (handle.id, iterator)
+    handle.iterators.add(iterator_id)
+    return {"iterator": iterator_id}
+
+
+def _iterator(payload: JsonDict) -> KeyValueIterator:
+    entry = _ITERATORS.get(str(payload.get("iterator")))
+    if entry is None:
+        raise InvalidStateStoreError(f"no iterator {payload.get('iterator')!r}")
+    return entry[1]
+
+
+@op("store.iterator_next", rules=["CACHE-7"])
+def store_iterator_next(payload: JsonDict) -> JsonDict:
+    """Up to ``max`` (default 1) more entries; fewer at the end; an error once the iterator is closed."""
+    iterator = _iterator(payload)
+    return {"entries": _entries(iterator, int(payload.get("max", 1)))}
+
+
+@op("store.iterator_peek_next_key", rules=["CACHE-7"])
+def store_iterator_peek_next_key(payload: JsonDict) -> JsonDict:
+    """The next key without consuming it (null at the end)."""
+    return {"key": tohex(_iterator(payload).peek_next_key())}
+
+
+@op("store.iterator_close", rules=["CACHE-7"])
+def store_iterator_close(payload: JsonDict) -> JsonDict:
+    """Close the iterator; later reads of it are refused."""
+    _iterator(payload).close()
+    return {}
+
+
+# --- restore and dump -------------------------------------------------------------------------------------------
+
+
+@op("store.restore", rules=["RST-1", "RST-2", "RST-3", "RST-4"])
+def store_restore(payload: JsonDict) -> JsonDict:
+    """Restore changelog records ``[{key, value, timestamp, headers}, ...]`` in batches of ``batch_size``."""
+    handle = _handle(payload)
+    records = [record_from_json(r) for r in payload.get("records") or []]
+    batch_size = int(payload.get("batch_size", DEFAULT_RESTORE_BATCH_SIZE))
+    if batch_size < 1:
+        raise ProcessorStateError("a restore batch holds at least one record")
+    result = handle.builder.restorer(handle.store, handle.store_type, records, batch_size)
+    return {"restored": result.records, "batches": result.batches}
+
+
+def _dump_open(store: KeyValueBytesStore) -> dict[str, list[list[str]]]:
+    # The column families as the open store presents them: what it has written plus what it has staged.
+    engine = getattr(store, "engine", None)
+    staged = getattr(store, "_staged", None)
+    if engine is None or staged is None:
+        raise InvalidStateStoreError("this store has no column families to dump")
+    out: dict[str, list[list[str]]] = {}
+    for cf in engine.column_families():
+        source, cursor = staged.scan(cf, None, None, True, True, False)
+        try:
+            out[cf] = [[k.hex(), v.hex()] for k, v in source]
+        finally:
+            cursor.close()
+    return out
+
+
+def _dump_path(path: Path) -> dict[str, list[list[str]]]:
+    if not list_column_families(path):
+        raise InvalidStateStoreError(f"no RocksDB store at {path}")
+    engine = RocksDBEngine(path)
+    try:
+        out: dict[str, list[list[str]]] = {}
+        for cf in engine.column_families():
+            cursor = engine.iterate(cf)
+            try:
+                out[cf] = [[k.hex(), v.hex()] for k, v in cursor]
+            finally:
+                cursor.close()
+        return out
+    finally:
+        engine.close()
+
+
+@op("store.dump", rules=["KV-20", "RST-5"])
+def store_dump(payload: JsonDict) -> JsonDict:
+    """Every column family's raw entries: of an open handle as it presents them, of a closed one as on disk."""
+    if "handle" in payload:
+        handle = _handle(payload)
+        if handle.backend is not Backend.ROCKSDB:
+            raise InvalidStateStoreError("an in-memory store has no column families")
+        if not handle.closed and handle.bytes_store.is_open:
+            return {"column_families": _dump_open(handle.bytes_store)}
+        path = handle.store_path()
+    else:
+        path = store_directory(
+            str(payload["state_dir"]), str(payload.get("application_id", "app")),
+            str(payload.get("task_id", "0_0")), str(payload["name"]),
+        )
+    if path is None:
+        raise InvalidStateStoreError("the store has no directory")
+    return {"column_families": _dump_path(path)}
+
+
+def reset() -> None:
+    """Forget every handle and iterator, closing what is still open (test isolation)."""
+    for handle in list(_HANDLES.values()):
+        if not handle.closed:
+            with contextlib.suppress(KStateError):
+                handle.store.close()
+    _HANDLES.clear()
+    _ITERATORS.clear()

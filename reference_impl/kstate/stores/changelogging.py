@@ -1,0 +1,180 @@
+"""The change-logging layer: every write to a key-value bytes store also sends the changelog record Kafka would.
+
+Kafka's ``ChangeLoggingKeyValueBytesStore``, ``ChangeLoggingTimestampedKeyValueBytesStore`` and
+``ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders`` (spec/changelog.md, CL-*): the inner store is
+written first, then the record built by :mod:`kstate.codecs.changelog` from the written value and the
+current :class:`~kstate.stores.api.RecordContext` is appended to a :class:`ChangelogSink`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from kstate.codecs import changelog as cl
+from kstate.stores.api import KeyValueBytesStore, KeyValueIterator, RecordContext, StoreType, TopicPartition
+
+#: The changelog codec's name for each key-value store type.
+CHANGELOG_STORE_TYPES: dict[StoreType, cl.StoreType] = {
+    StoreType.KEY_VALUE: cl.StoreType.KV,
+    StoreType.TIMESTAMPED: cl.StoreType.TIMESTAMPED_KV,
+    StoreType.TIMESTAMPED_WITH_HEADERS: cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS,
+}
+
+
+class ChangelogSink(Protocol):
+    """Where changelog records go: Kafka's record collector; a ``list`` will do."""
+
+    def append(self, record: cl.ChangelogRecord, /) -> None: ...
+
+
+class RecordContextHolder:
+    """The record context the layers of one store share, as Kafka's ``InternalProcessorContext`` is shared.
+
+    The caching layer swaps in each cached entry's own context while it flushes it (CACHE-3).
+    """
+
+    __slots__ = ("_current", "_subscribers")
+
+    def __init__(self, context: RecordContext | None = None) -> None:
+        self._current = context if context is not None else RecordContext(timestamp=0)
+        self._subscribers: list[Callable[[RecordContext], None]] = []
+
+    @property
+    def current(self) -> RecordContext:
+        return self._current
+
+    @current.setter
+    def current(self, context: RecordContext) -> None:
+        self._current = context
+        for subscriber in self._subscribers:
+            subscriber(context)
+
+    def subscribe(self, subscriber: Callable[[RecordContext], None]) -> None:
+        """Call ``subscriber`` with every new context, and now with the current one (a store's position tracking)."""
+        self._subscribers.append(subscriber)
+        subscriber(self._current)
+
+    def codec_context(self) -> cl.RecordContext:
+        return cl.RecordContext(self.current.timestamp, tuple(self.current.headers))
+
+
+class ChangeLoggingKeyValueBytesStore:
+    """Logs ``put``, ``putIfAbsent`` (only when absent), ``putAll`` (per entry) and ``delete`` (always) (CL-3, CL-4, CL-8).
+
+    One class serves the three store types: what differs (raw value, stored or context timestamp,
+    stored or context headers) is decided by the changelog codec from the store type.
+    """
+
+    def __init__(
+        self,
+        inner: KeyValueBytesStore,
+        store_type: StoreType,
+        context: RecordContextHolder,
+        sink: ChangelogSink,
+    ) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.store_type = StoreType(store_type)
+        self.context = context
+        self.sink = sink
+        self._codec_type = CHANGELOG_STORE_TYPES[self.store_type]
+
+    # --- writes: the inner store first, then the log, as Kafka does -----------------------------------
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.inner.put(key, value)
+        self.sink.append(cl.kv_put_record(self._codec_type, key, value, self.context.codec_context()))
+
+    def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
+        previous = self.inner.put_if_absent(key, value)
+        record = cl.kv_put_if_absent_record(self._codec_type, key, value, previous, self.context.codec_context())
+        if record is not None:
+            self.sink.append(record)
+        return previous
+
+    def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        entries = list(entries)
+        self.inner.put_all(entries)
+        context = self.context.codec_context()
+        for key, value in entries:
+            self.sink.append(cl.kv_put_record(self._codec_type, key, value, context))
+
+    def delete(self, key: bytes) -> bytes | None:
+        previous = self.inner.delete(key)
+        self.sink.append(cl.kv_delete_record(self._codec_type, key, self.context.codec_context()))
+        return previous
+
+    # --- everything else is the inner store's ---------------------------------------------------------
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.inner.get(key)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
+        return self.inner.range(from_key, to_key)
+
+    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
+        return self.inner.reverse_range(from_key, to_key)
+
+    def all(self) -> KeyValueIterator:
+        return self.inner.all()
+
+    def reverse_all(self) -> KeyValueIterator:
+        return self.inner.reverse_all()
+
+    def prefix_scan(self, prefix: bytes) -> KeyValueIterator:
+        return self.inner.prefix_scan(prefix)
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self.inner.is_open
+
+    def manages_offsets(self) -> bool:
+        return self.inner.manages_offsets()
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        self.inner.commit(changelog_offsets)
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        return self.inner.committed_offset(partition)
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        # Restored records are not logged again (RST-4).
+        self.inner.restore_batch(entries)
+
+    def flush(self) -> None:
+        flush: Callable[[], None] | None = getattr(self.inner, "flush", None)
+        if flush is not None:
+            flush()
+
+
+class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore):
+    """Logs the raw value at the value's own timestamp; a tombstone at the context timestamp (CL-4)."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
+        super().__init__(inner, StoreType.TIMESTAMPED, context, sink)
+
+
+class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(ChangeLoggingKeyValueBytesStore):
+    """Logs the raw value at the value's timestamp with the value's headers; a tombstone with the context's (CL-8)."""
+
+    def __init__(self, inner: KeyValueBytesStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
+        super().__init__(inner, StoreType.TIMESTAMPED_WITH_HEADERS, context, sink)
+
+
+def changelogging_store(
+    inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink
+) -> ChangeLoggingKeyValueBytesStore:
+    """The change-logging layer Kafka's builder for ``store_type`` puts around ``inner``."""
+    store_type = StoreType(store_type)
+    if store_type is StoreType.TIMESTAMPED:
+        return ChangeLoggingTimestampedKeyValueBytesStore(inner, context, sink)
+    if store_type is StoreType.TIMESTAMPED_WITH_HEADERS:
+        return ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(inner, context, sink)
+    return ChangeLoggingKeyValueBytesStore(inner, store_type, context, sink)

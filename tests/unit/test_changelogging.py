@@ -1,0 +1,186 @@
+"""The change-logging layer of the reference (spec/changelog.md CL-1..CL-4, CL-8; kv-stores.md KV-3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.header_values import encode_value_timestamp_headers
+from kstate.codecs.timestamped import encode_value_and_timestamp
+from kstate.errors import EncodeError, NullKeyError
+from kstate.stores.api import Backend, KeyValueBytesStore, RecordContext, StoreType
+from kstate.stores.changelogging import (
+    CHANGELOG_STORE_TYPES,
+    ChangeLoggingKeyValueBytesStore,
+    ChangeLoggingTimestampedKeyValueBytesStore,
+    ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders,
+    RecordContextHolder,
+    changelogging_store,
+)
+from kstate.stores.factory import open_kv_store
+from kstate.stores.kv import RocksDBStore
+
+Record = cl.ChangelogRecord
+COMBOS = [(t, b) for t in StoreType for b in Backend]
+
+
+@pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0].value}-{c[1].value}")
+def logged(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]]:
+    store_type, backend = request.param
+    inner = open_kv_store(store_type, backend, name="s", state_dir=tmp_path)
+    sink: list[Record] = []
+    context = RecordContextHolder(RecordContext(timestamp=42, headers=(("ctx", b"\x01"),)))
+    store = changelogging_store(inner, store_type, context, sink)
+    yield store, sink, context
+    store.close()
+
+
+def value_of(store_type: StoreType, raw: bytes, ts: int = 7, headers: list[tuple[str, bytes | None]] | None = None) -> bytes:
+    if store_type is StoreType.KEY_VALUE:
+        return raw
+    if store_type is StoreType.TIMESTAMPED:
+        value = encode_value_and_timestamp(raw, ts)
+    else:
+        value = encode_value_timestamp_headers(raw, ts, headers)
+    assert value is not None
+    return value
+
+
+def expected_record(store_type: StoreType, key: bytes, raw: bytes | None, ts: int = 7,
+                    headers: tuple[tuple[str, bytes | None], ...] = ()) -> Record:
+    """The record Kafka sends for a write: hand-built from CL-3, CL-4, CL-8 (context ts 42, headers ctx=01)."""
+    if raw is None:
+        tomb_headers = (("ctx", b"\x01"),) if store_type is StoreType.TIMESTAMPED_WITH_HEADERS else ()
+        return Record(key, None, 42, tomb_headers)
+    if store_type is StoreType.KEY_VALUE:
+        return Record(key, raw, 42)
+    if store_type is StoreType.TIMESTAMPED:
+        return Record(key, raw, ts)
+    return Record(key, raw, ts, headers)
+
+
+def test_factory_picks_kafkas_class_per_store_type() -> None:
+    inner = open_kv_store(StoreType.KEY_VALUE, Backend.MEMORY, name="s")
+    context, sink = RecordContextHolder(), []  # type: ignore[var-annotated]
+    assert type(changelogging_store(inner, StoreType.KEY_VALUE, context, sink)) is ChangeLoggingKeyValueBytesStore
+    assert isinstance(changelogging_store(inner, StoreType.TIMESTAMPED, context, sink), ChangeLoggingTimestampedKeyValueBytesStore)
+    assert isinstance(changelogging_store(inner, StoreType.TIMESTAMPED_WITH_HEADERS, context, sink),
+                      ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders)
+    assert set(CHANGELOG_STORE_TYPES) == set(StoreType)
+
+
+def test_put_and_delete_log_kafkas_records(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    store, sink, _ = logged
+    t = store.store_type
+    headers = [("a", b"x"), ("n", None)]
+    store.put(b"k1", value_of(t, b"v1", 1000, headers))
+    store.put(b"k2", None)
+    assert store.delete(b"k1") == value_of(t, b"v1", 1000, headers)
+    assert store.delete(b"absent") is None
+    assert sink == [
+        expected_record(t, b"k1", b"v1", 1000, tuple(headers) if t is StoreType.TIMESTAMPED_WITH_HEADERS else ()),
+        expected_record(t, b"k2", None),
+        expected_record(t, b"k1", None),
+        expected_record(t, b"absent", None),
+    ]
+
+
+def test_put_if_absent_logs_only_when_absent(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    store, sink, _ = logged
+    t = store.store_type
+    assert store.put_if_absent(b"k", value_of(t, b"a")) is None
+    assert store.put_if_absent(b"k", value_of(t, b"b")) == value_of(t, b"a")
+    assert store.put_if_absent(b"z", None) is None
+    assert sink == [expected_record(t, b"k", b"a"), expected_record(t, b"z", None)]
+    assert store.get(b"k") == value_of(t, b"a") and store.get(b"z") is None
+
+
+def test_put_all_logs_every_entry_in_order(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    store, sink, _ = logged
+    t = store.store_type
+    store.put_all([(b"a", value_of(t, b"1")), (b"b", None), (b"a", value_of(t, b"2"))])
+    assert sink == [expected_record(t, b"a", b"1"), expected_record(t, b"b", None), expected_record(t, b"a", b"2")]
+    assert store.get(b"a") == value_of(t, b"2")
+
+
+def test_a_null_key_writes_and_logs_nothing(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    store, sink, _ = logged
+    t = store.store_type
+    with pytest.raises(NullKeyError):
+        store.put(None, value_of(t, b"1"))  # type: ignore[arg-type]
+    with pytest.raises(NullKeyError):
+        store.put_all([(b"a", value_of(t, b"1")), (None, value_of(t, b"2"))])  # type: ignore[list-item]
+    with pytest.raises(NullKeyError):
+        store.delete(None)  # type: ignore[arg-type]
+    assert sink == []
+    assert list(store.all()) == []
+
+
+def test_the_store_is_written_before_a_refused_log(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    """Kafka writes the inner store, then ``logChange`` throws for a negative timestamp (CL-2)."""
+    store, sink, context = logged
+    t = store.store_type
+    context.current = RecordContext(timestamp=-1)
+    with pytest.raises(EncodeError):
+        store.put(b"k", value_of(t, b"v", ts=-1) if t is not StoreType.KEY_VALUE else b"v")
+    assert store.get(b"k") is not None
+    assert sink == []
+
+
+def test_the_context_in_force_at_each_write_is_logged(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    store, sink, context = logged
+    t = store.store_type
+    context.current = RecordContext(timestamp=5, headers=(("h", None),))
+    store.delete(b"a")
+    context.current = RecordContext(timestamp=6)
+    store.delete(b"b")
+    tomb5 = (("h", None),) if t is StoreType.TIMESTAMPED_WITH_HEADERS else ()
+    assert sink == [Record(b"a", None, 5, tomb5), Record(b"b", None, 6, ())]
+
+
+def test_restore_batches_are_not_logged(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    store, sink, _ = logged
+    store.restore_batch([(b"a", value_of(store.store_type, b"1")), (b"b", None)])
+    assert sink == []
+    assert store.get(b"a") == value_of(store.store_type, b"1")
+
+
+def test_context_subscribers_follow_the_current_context() -> None:
+    seen: list[RecordContext] = []
+    holder = RecordContextHolder(RecordContext(timestamp=1))
+    holder.subscribe(seen.append)
+    holder.current = RecordContext(timestamp=2, topic="in", offset=9, partition=0)
+    assert [c.timestamp for c in seen] == [1, 2]
+    assert holder.codec_context() == cl.RecordContext(2, ())
+
+
+def test_the_store_position_tracks_the_context(tmp_path: Path) -> None:
+    inner = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    assert isinstance(inner, RocksDBStore)
+    holder = RecordContextHolder()
+    holder.subscribe(inner.set_record_context)
+    store = changelogging_store(inner, StoreType.KEY_VALUE, holder, [])
+    holder.current = RecordContext(timestamp=3, topic="in", partition=2, offset=17)
+    store.put(b"k", b"v")
+    assert inner.position == {"in": {2: 17}}
+    store.close()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([b"a", b"b", b"c"]), st.none() | st.binary(max_size=3),
+                          st.integers(min_value=0, max_value=1 << 40)), max_size=12))
+def test_replaying_the_log_rebuilds_a_timestamped_store(writes: list[tuple[bytes, bytes | None, int]]) -> None:
+    """The records of any write sequence, restored, give back the store (RST-6 at the unit level)."""
+    inner: KeyValueBytesStore = open_kv_store(StoreType.TIMESTAMPED, Backend.MEMORY, name="s")
+    sink: list[Record] = []
+    store = changelogging_store(inner, StoreType.TIMESTAMPED, RecordContextHolder(RecordContext(timestamp=1)), sink)
+    for key, raw, ts in writes:
+        store.put(key, encode_value_and_timestamp(raw, ts))
+    rebuilt = open_kv_store(StoreType.TIMESTAMPED, Backend.MEMORY, name="r")
+    rebuilt.restore_batch([(r.key, cl.restore_value(cl.StoreType.TIMESTAMPED_KV, r)) for r in sink])
+    assert list(rebuilt.all()) == list(store.all())

@@ -1,0 +1,166 @@
+"""Restore of the reference stores from changelog records (spec/restore.md RST-1..RST-7, changelog.md CL-9..CL-11)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.header_values import encode_value_timestamp_headers
+from kstate.errors import NullKeyError
+from kstate.stores.api import Backend, KeyValueBytesStore, StoreType
+from kstate.stores.changelogging import RecordContextHolder, changelogging_store
+from kstate.stores.factory import open_kv_store
+from kstate.stores.kv import RocksDBStore
+from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, batches_of, convert, converter_for, restore
+
+Record = cl.ChangelogRecord
+COMBOS = [(t, b) for t in StoreType for b in Backend]
+FF8 = b"\xff" * 8
+
+
+def ts8(value: int) -> bytes:
+    return value.to_bytes(8, "big", signed=True)
+
+
+class SpyStore:
+    """Records the batches it is given."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[tuple[bytes, bytes | None]]] = []
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        self.batches.append(list(entries))
+
+
+def test_converters_are_kafkas_per_store_type() -> None:
+    record = Record(b"k", b"v", 77, (("a", b"x"), ("v", b"\x00"), ("a", None)))
+    assert converter_for(StoreType.KEY_VALUE)(record) == b"v"
+    assert converter_for(StoreType.TIMESTAMPED)(record) == ts8(77) + b"v"
+    expected = encode_value_timestamp_headers(b"v", 77, [("a", b"x"), ("v", b"\x00"), ("a", None)])
+    assert converter_for(StoreType.TIMESTAMPED_WITH_HEADERS)(record) == expected
+    for store_type in StoreType:
+        assert converter_for(store_type)(Record(b"k", None, 5)) is None
+        assert convert(store_type, record) == converter_for(store_type)(record)
+
+
+def test_empty_values_and_no_headers() -> None:
+    record = Record(b"k", b"", 0)
+    assert convert(StoreType.TIMESTAMPED, record) == ts8(0)
+    assert convert(StoreType.TIMESTAMPED_WITH_HEADERS, record) == b"\x00" + ts8(0)
+
+
+def test_batches_keep_changelog_order() -> None:
+    records = [Record(bytes([i]), b"v", i) for i in range(7)]
+    assert [[r.timestamp for r in b] for b in batches_of(records, 3)] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(batches_of([], 3)) == []
+    with pytest.raises(ValueError):
+        list(batches_of(records, 0))
+
+
+def test_restore_hands_each_batch_to_the_store_once() -> None:
+    spy = SpyStore()
+    records = [Record(b"a", b"1", 5), Record(b"b", None, 6), Record(b"a", b"2", 7)]
+    result = restore(spy, StoreType.TIMESTAMPED, records, batch_size=2)  # type: ignore[arg-type]
+    assert result == RestoreResult(records=3, batches=2)
+    assert spy.batches == [[(b"a", ts8(5) + b"1"), (b"b", None)], [(b"a", ts8(7) + b"2")]]
+    assert DEFAULT_RESTORE_BATCH_SIZE == 1000
+
+
+@pytest.mark.parametrize(("store_type", "backend"), COMBOS, ids=[f"{t.value}-{b.value}" for t, b in COMBOS])
+def test_restore_applies_records_in_order(store_type: StoreType, backend: Backend, tmp_path: Path) -> None:
+    store = open_kv_store(store_type, backend, name="s", state_dir=tmp_path)
+    records = [Record(b"1", b"a", 1), Record(b"2", b"b", 2), Record(b"1", None, 3), Record(b"3", b"c", 4),
+               Record(b"3", None, 5), Record(b"3", b"d", 6), Record(b"4", None, 7)]
+    assert restore(store, store_type, records, batch_size=3) == RestoreResult(7, 3)
+    assert list(store.all()) == [(b"2", convert(store_type, records[1])), (b"3", convert(store_type, records[5]))]
+    store.close()
+
+
+def test_restore_refuses_a_batch_with_a_null_key() -> None:
+    store = open_kv_store(StoreType.KEY_VALUE, Backend.MEMORY, name="s")
+    with pytest.raises(NullKeyError):
+        restore(store, StoreType.KEY_VALUE, [Record(b"a", b"1", 0), Record(None, b"2", 0)])  # type: ignore[arg-type]
+    assert list(store.all()) == []
+
+
+def test_restore_goes_below_the_changelog(tmp_path: Path) -> None:
+    inner = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    sink: list[Record] = []
+    logged = changelogging_store(inner, StoreType.KEY_VALUE, RecordContextHolder(), sink)
+    restore(logged, StoreType.KEY_VALUE, [Record(b"a", b"1", 3)])
+    assert sink == [] and logged.get(b"a") == b"1"
+    logged.close()
+
+
+def _rocksdb(store_type: StoreType, path: Path, *, ignore_invalid_state: bool = False) -> RocksDBStore:
+    store = open_kv_store(store_type, Backend.ROCKSDB, name="s", state_dir=path, ignore_invalid_state=ignore_invalid_state)
+    assert isinstance(store, RocksDBStore)
+    return store
+
+
+def test_restore_batches_are_atomic_with_the_next_commit(tmp_path: Path) -> None:
+    """A restored batch is staged and becomes durable, all of it, with the commit that follows (RST-3, KV-50)."""
+    store = _rocksdb(StoreType.KEY_VALUE, tmp_path)
+    restore(store, StoreType.KEY_VALUE, [Record(b"a", b"1", 0), Record(b"b", b"2", 0)])
+    store.simulate_crash()
+    store = _rocksdb(StoreType.KEY_VALUE, tmp_path, ignore_invalid_state=True)
+    assert list(store.all()) == []
+    restore(store, StoreType.KEY_VALUE, [Record(b"a", b"1", 0), Record(b"b", b"2", 0)])
+    store.commit({})
+    store.simulate_crash()
+    store = _rocksdb(StoreType.KEY_VALUE, tmp_path, ignore_invalid_state=True)
+    assert list(store.all()) == [(b"a", b"1"), (b"b", b"2")]
+    store.close()
+
+
+def test_restore_into_upgrade_mode_moves_keys_to_the_new_family(tmp_path: Path) -> None:
+    plain = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    plain.put_all([(b"1", b"a"), (b"2", b"b"), (b"3", b"c")])
+    plain.close()
+    store = _rocksdb(StoreType.TIMESTAMPED, tmp_path)
+    assert store.mode == "upgrade"
+    restore(store, StoreType.TIMESTAMPED, [Record(b"1", b"a2", 9), Record(b"2", None, 9)])
+    assert list(store.all()) == [(b"1", ts8(9) + b"a2"), (b"3", FF8 + b"c")]
+    store.close()
+    from kstate.stores.engine import RocksDBEngine
+
+    engine = RocksDBEngine(tmp_path / "app" / "0_0" / "rocksdb" / "s")
+    try:
+        assert list(engine.iterate("default")) == [(b"3", b"c")]
+        assert list(engine.iterate("keyValueWithTimestamp")) == [(b"1", ts8(9) + b"a2")]
+    finally:
+        engine.close()
+
+
+RECORDS = st.lists(
+    st.builds(
+        Record,
+        st.sampled_from([b"", b"a", b"ab", b"b"]),
+        st.none() | st.binary(max_size=3),
+        st.integers(min_value=0, max_value=(1 << 63) - 1),
+        st.lists(st.tuples(st.sampled_from(["h", "v", "c"]), st.none() | st.binary(max_size=2)), max_size=2).map(tuple),
+    ),
+    max_size=15,
+)
+
+
+@pytest.mark.parametrize("store_type", list(StoreType), ids=lambda t: t.value)
+@settings(max_examples=30, deadline=None)
+@given(records=RECORDS, batch_size=st.integers(min_value=1, max_value=5))
+def test_restore_equals_a_replay_into_a_dict(store_type: StoreType, records: list[Record], batch_size: int) -> None:
+    """Whatever the batch size, the store ends as a dict replaying the converted records (RST-1, RST-3)."""
+    expected: dict[bytes, bytes] = {}
+    for record in records:
+        value = convert(store_type, record)
+        if value is None:
+            expected.pop(record.key, None)
+        else:
+            expected[record.key] = value
+    store: KeyValueBytesStore = open_kv_store(store_type, Backend.MEMORY, name="s")
+    restore(store, store_type, records, batch_size=batch_size)
+    assert list(store.all()) == sorted(expected.items())
