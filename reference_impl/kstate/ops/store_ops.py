@@ -36,7 +36,8 @@ from kstate.stores.api import (
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder, changelogging_store
 from kstate.stores.engine import RocksDBEngine, list_column_families
-from kstate.stores.factory import open_kv_store, store_directory
+from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
 
 STORE_TYPES = tuple(t.value for t in StoreType)
@@ -197,6 +198,8 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
         application_id=application_id,
         task_id=task_id,
         ignore_invalid_state=bool(payload.get("ignore_invalid_state", False)),
+        # A pre-4.3 reader knows no ``offsets`` family (UPG-2).
+        **({"manage_offsets": False} if payload.get("pre_4_3_reader") else {}),
     )
     context = RecordContextHolder(context_from_json(payload.get("context")))
     set_record_context = getattr(bytes_store, "set_record_context", None)
@@ -255,11 +258,24 @@ def store_close(payload: JsonDict) -> JsonDict:
     """Close cleanly: flush the cache, commit what the store stages, release it."""
     handle = _handle(payload)
     try:
-        handle.store.close()
+        if payload.get("downgrade"):
+            _close_for_downgrade(handle)
+        else:
+            handle.store.close()
     finally:
         handle.closed = True
         _forget_iterators(handle)
     return {}
+
+
+def _close_for_downgrade(handle: StoreHandle) -> None:
+    # UPG-4: the layers above flush first, then the bytes store writes the legacy files as it closes.
+    if handle.caching is not None:
+        handle.caching.flush()
+    close_for_downgrade: Callable[[], None] | None = getattr(handle.bytes_store, "close_for_downgrade", None)
+    if close_for_downgrade is None:
+        raise InvalidStateStoreError(f"store {handle.name} does not support a downgrade close")
+    close_for_downgrade()
 
 
 @op("store.crash", rules=["CACHE-9"])
@@ -577,3 +593,95 @@ def reset() -> None:
                 handle.store.close()
     _HANDLES.clear()
     _ITERATORS.clear()
+
+
+# --- task files, table options, value facades ---------------------------------------------------------------
+
+_TASK_FILE_NAMES = (".checkpoint",)
+
+
+def _task_dir(payload: JsonDict) -> Path:
+    if "handle" in payload:
+        handle = _handle(payload)
+        if handle.state_dir is None:
+            raise InvalidStateStoreError("the store has no state directory")
+        return task_directory(handle.state_dir, handle.application_id, handle.task_id)
+    return task_directory(str(payload["state_dir"]), str(payload.get("application_id", "app")),
+                          str(payload.get("task_id", "0_0")))
+
+
+def _check_task_file_name(name: str) -> None:
+    if not (name in _TASK_FILE_NAMES or (name.endswith(".position") and "/" not in name and name != ".position")):
+        raise InvalidStateStoreError(f"not a legacy task file name: {name!r} (.checkpoint or <store>.position)")
+
+
+@op("store.task_files", rules=["KV-55", "UPG-4", "LAY-1"])
+def store_task_files(payload: JsonDict) -> JsonDict:
+    """The task directory's entries, with the text of its ``.checkpoint`` and ``<store>.position`` files."""
+    directory = _task_dir(payload)
+    names = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+    texts = {n: (directory / n).read_text(encoding="utf-8") for n in names
+             if n == ".checkpoint" or (n.endswith(".position") and (directory / n).is_file())}
+    return {"entries": names, "files": texts}
+
+
+@op("store.write_task_file", rules=["KV-55"])
+def store_write_task_file(payload: JsonDict) -> JsonDict:
+    """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open)."""
+    name = str(payload["file"])
+    _check_task_file_name(name)
+    directory = _task_dir(payload)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(str(payload["text"]), encoding="utf-8")
+    return {}
+
+
+@op("store.table_options", rules=["KV-21", "LAY-9"])
+def store_table_options(payload: JsonDict) -> JsonDict:
+    """Per column family, the block-based table ``format_version`` and comparator of a closed RocksDB store."""
+    handle = _handle(payload)
+    path = handle.store_path()
+    if path is None or not handle.closed:
+        raise InvalidStateStoreError("table options are read from a closed RocksDB store's OPTIONS file")
+    options = sorted(path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-", 1)[1]))
+    if not options:
+        raise InvalidStateStoreError(f"no OPTIONS file in {path}")
+    families: dict[str, dict[str, str]] = {}
+    section = ""
+    for line in options[-1].read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+            continue
+        key, _, value = line.partition("=")
+        name = section.split('"')[1] if '"' in section else ""
+        if section.startswith("[TableOptions/BlockBasedTable") and key == "format_version":
+            families.setdefault(name, {})["format_version"] = value
+        elif section.startswith("[CFOptions") and key == "comparator":
+            families.setdefault(name, {})["comparator"] = value
+    return {"column_families": families}
+
+
+@op("store.get_typed", rules=["KV-60", "KV-61", "KV-62"])
+def store_get_typed(payload: JsonDict) -> JsonDict:
+    """``get`` through the store type's value facade; only the ``fields`` asked for are decoded."""
+    handle = _handle(payload)
+    fields = list(payload.get("fields") or ["value", "timestamp", "headers"])
+    key = _key(payload)
+    if handle.store_type is StoreType.KEY_VALUE:
+        value = KeyValueStore(handle.store).get(key)
+        return {"found": value is not None, "value": tohex(value)}
+    if handle.store_type is StoreType.TIMESTAMPED:
+        pair = TimestampedKeyValueStore(handle.store).get(key)
+        return {"found": False} if pair is None else {"found": True, "value": tohex(pair[0]), "timestamp": pair[1]}
+    vth = TimestampedKeyValueStoreWithHeaders(handle.store).get(key)
+    if vth is None:
+        return {"found": False}
+    out: JsonDict = {"found": True}
+    if "value" in fields:
+        out["value"] = tohex(vth.value)
+    if "timestamp" in fields:
+        out["timestamp"] = vth.timestamp
+    if "headers" in fields:
+        out["headers"] = headers_to_json(list(vth.headers))
+    return out
