@@ -1,0 +1,361 @@
+"""Changelog records per store type and the restore conversions back (spec/changelog.md, CL-*).
+
+Pure functions: given what a bytes store was asked to write and the current record context, the
+changelog record Kafka Streams sends (key, value, timestamp, headers); given a changelog record, the
+value a store writes on restore. Also the changelog topic's name and configuration.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kstate.codecs.header_values import (
+    HeaderInput,
+    decode_aggregation_with_headers,
+    decode_headers,
+    raw_headers_of,
+    raw_value_of,
+    raw_value_to_headers_value,
+    raw_value_to_session_headers_value,
+    timestamp_of_headers_value,
+)
+from kstate.codecs.position import Position, PositionInput, decode_position, encode_position, merge_positions
+from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, encode_int32, encode_int64
+from kstate.codecs.record_headers import Header
+from kstate.codecs.timestamped import raw_value, raw_value_to_timestamped_value, timestamp_of
+from kstate.errors import DecodeError, EncodeError
+
+FORMAT = "changelog-record"
+TOPIC_FORMAT = "changelog-topic"
+
+#: ``ChangelogRecordDeserializationHelper``: the consistency headers' keys and the v0 version value (CL-12).
+VERSION_HEADER = "v"
+POSITION_HEADER = "c"
+VERSION_0 = b"\x00"
+#: ``windowstore.changelog.additional.retention.ms`` default, and the versioned store's fixed lag (CL-16, CL-17).
+DEFAULT_ADDITIONAL_RETENTION_MS = 86_400_000
+VERSIONED_ADDITIONAL_COMPACTION_LAG_MS = 86_400_000
+CHANGELOG_SUFFIX = "-changelog"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+class StoreType(enum.Enum):
+    """The store types whose changelog and restore behaviour differ (CL-1)."""
+
+    KV = "kv"
+    TIMESTAMPED_KV = "timestamped_kv"
+    VERSIONED_KV = "versioned_kv"
+    WINDOW = "window"
+    TIMESTAMPED_WINDOW = "timestamped_window"
+    SESSION = "session"
+    TIMESTAMPED_KV_WITH_HEADERS = "timestamped_kv_with_headers"
+    TIMESTAMPED_WINDOW_WITH_HEADERS = "timestamped_window_with_headers"
+    SESSION_WITH_HEADERS = "session_with_headers"
+    #: Only a column-family layout (LAY-*); its changelog is not specified here.
+    TIME_ORDERED_WINDOW_WITH_HEADERS = "time_ordered_window_with_headers"
+
+    @classmethod
+    def parse(cls, name: str) -> StoreType:
+        try:
+            return cls(name)
+        except ValueError as exc:
+            raise EncodeError(FORMAT, f"unknown store type {name!r}") from exc
+
+
+KV_TYPES = frozenset({StoreType.KV, StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS})
+WINDOW_TYPES = frozenset({StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS})
+SESSION_TYPES = frozenset({StoreType.SESSION, StoreType.SESSION_WITH_HEADERS})
+WINDOWED_TOPIC_TYPES = WINDOW_TYPES | SESSION_TYPES
+_TIMESTAMPED = frozenset({StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_WINDOW})
+_TIMESTAMPED_WITH_HEADERS = frozenset({StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS})
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """The record being processed when a store writes: its timestamp and headers."""
+
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class ChangelogRecord:
+    """One record sent to the changelog topic; no headers is the empty tuple (CL-2)."""
+
+    key: bytes
+    value: bytes | None
+    timestamp: int
+    headers: tuple[tuple[str, bytes | None], ...] = field(default=())
+
+
+def _headers(headers: HeaderInput) -> tuple[tuple[str, bytes | None], ...]:
+    if headers is None:
+        return ()
+    out: list[tuple[str, bytes | None]] = []
+    for item in headers:
+        key, value = (item.key, item.value) if isinstance(item, Header) else item
+        out.append((key, None if value is None else bytes(value)))
+    return tuple(out)
+
+
+def consistency_headers(position: PositionInput) -> tuple[tuple[str, bytes | None], ...]:
+    """The IQ consistency headers, in order: ``v`` = ``00`` then ``c`` = padded ``PositionSerde`` bytes (CL-12)."""
+    return ((VERSION_HEADER, VERSION_0), (POSITION_HEADER, encode_position(position)))
+
+
+def _finish(key: bytes, value: bytes | None, timestamp: int, headers: HeaderInput, position: PositionInput | None) -> ChangelogRecord:
+    if not isinstance(timestamp, int) or not INT64_MIN <= timestamp <= INT64_MAX:
+        raise EncodeError(FORMAT, f"timestamp {timestamp!r} is not a Java long")
+    if timestamp < 0:
+        # ProducerRecord's constructor throws IllegalArgumentException("Invalid timestamp").
+        raise EncodeError(FORMAT, f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or null.")
+    record_headers = _headers(headers)
+    if position is not None:
+        record_headers += consistency_headers(position)
+    return ChangelogRecord(bytes(key), None if value is None else bytes(value), timestamp, record_headers)
+
+
+def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordContext) -> tuple[bytes | None, int, HeaderInput]:
+    """What a change-logging layer sends for one stored value: raw value, timestamp, headers (CL-3 to CL-8)."""
+    if store_type in (StoreType.KV, StoreType.WINDOW, StoreType.SESSION):
+        return stored, context.timestamp, None
+    if store_type in _TIMESTAMPED:
+        if stored is None:
+            return None, context.timestamp, None
+        return raw_value(stored), timestamp_of(stored), None
+    if store_type in _TIMESTAMPED_WITH_HEADERS:
+        if stored is None:
+            return None, context.timestamp, context.headers
+        raw_headers = raw_headers_of(stored)
+        return raw_value_of(stored), timestamp_of_headers_value(stored), decode_headers(raw_headers)
+    if store_type is StoreType.SESSION_WITH_HEADERS:
+        if stored is None:
+            return None, context.timestamp, context.headers
+        decoded = decode_aggregation_with_headers(stored)
+        if decoded is None:  # only a None input decodes to None, handled above
+            raise DecodeError(FORMAT, "aggregation with headers did not decode")
+        return decoded.aggregation, context.timestamp, decoded.headers
+    raise EncodeError(FORMAT, f"no changelog rule for store type {store_type.value}")
+
+
+# --- keys -----------------------------------------------------------------------------------------
+
+
+def window_changelog_key(key: bytes, window_start: int, seqnum: int) -> bytes:
+    """``WindowKeySchema.toStoreKeyBinary``: ``[key][windowStart int64][seqnum int32]`` (CL-6)."""
+    return bytes(key) + encode_int64(window_start) + encode_int32(seqnum)
+
+
+def session_changelog_key(key: bytes, start: int, end: int) -> bytes:
+    """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7)."""
+    return bytes(key) + encode_int64(end) + encode_int64(start)
+
+
+def next_seqnum(seqnum: int, retain_duplicates: bool) -> int:
+    """The change-logging window layer's own counter: ``(seqnum + 1) & 0x7FFFFFFF`` per put when duplicates are kept (CL-6)."""
+    if not INT32_MIN <= seqnum <= INT32_MAX:
+        raise EncodeError(FORMAT, f"seqnum {seqnum} is not a Java int")
+    return (seqnum + 1) & 0x7FFFFFFF if retain_duplicates else seqnum
+
+
+# --- records per write ----------------------------------------------------------------------------
+
+
+def kv_put_record(store_type: StoreType, key: bytes, stored: bytes | None, context: RecordContext,
+                  position: PositionInput | None = None) -> ChangelogRecord:
+    """``put``/``putAll`` entry on a key-value store; a None value is a tombstone (CL-3, CL-4, CL-8)."""
+    _require(store_type, KV_TYPES)
+    value, timestamp, headers = _logged_value(store_type, stored, context)
+    return _finish(key, value, timestamp, headers, position)
+
+
+def kv_put_if_absent_record(store_type: StoreType, key: bytes, stored: bytes | None, previous: bytes | None,
+                            context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord | None:
+    """``putIfAbsent``: logged only when the previous value was null, even when the new one is null (CL-3)."""
+    _require(store_type, KV_TYPES)
+    if previous is not None:
+        return None
+    return kv_put_record(store_type, key, stored, context, position)
+
+
+def kv_delete_record(store_type: StoreType, key: bytes, context: RecordContext,
+                     position: PositionInput | None = None) -> ChangelogRecord:
+    """``delete``: always a tombstone with the context timestamp, even for an absent key (CL-3, CL-4, CL-8)."""
+    _require(store_type, KV_TYPES)
+    headers = context.headers if store_type is StoreType.TIMESTAMPED_KV_WITH_HEADERS else None
+    return _finish(key, None, context.timestamp, headers, position)
+
+
+def versioned_record(key: bytes, value: bytes | None, timestamp: int,
+                     position: PositionInput | None = None) -> ChangelogRecord:
+    """``put(k, v, ts)`` and ``delete(k, ts)`` on a versioned store: raw bytes at the version timestamp, always (CL-5)."""
+    return _finish(key, value, timestamp, None, position)
+
+
+def window_put_record(store_type: StoreType, key: bytes, window_start: int, seqnum: int, stored: bytes | None,
+                      context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord:
+    """``put(k, v, windowStart)``: the store key with the layer's seqnum; the value as for KV stores (CL-6)."""
+    _require(store_type, WINDOW_TYPES)
+    value, timestamp, headers = _logged_value(store_type, stored, context)
+    return _finish(window_changelog_key(key, window_start, seqnum), value, timestamp, headers, position)
+
+
+def session_put_record(store_type: StoreType, key: bytes, start: int, end: int, stored: bytes | None,
+                       context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord:
+    """``put(session, agg)`` (None for ``remove``): the session key, the raw aggregate, the context timestamp (CL-7)."""
+    _require(store_type, SESSION_TYPES)
+    value, timestamp, headers = _logged_value(store_type, stored, context)
+    return _finish(session_changelog_key(key, start, end), value, timestamp, headers, position)
+
+
+def _require(store_type: StoreType, allowed: frozenset[StoreType]) -> None:
+    if store_type not in allowed:
+        raise EncodeError(FORMAT, f"operation not defined for store type {store_type.value}")
+
+
+# --- restore --------------------------------------------------------------------------------------
+
+
+def restore_value(store_type: StoreType, record: ChangelogRecord) -> bytes | None:
+    """The value a store writes for a changelog record (``StateManagerUtil.converterForStore``) (CL-9 to CL-11).
+
+    Header-aware stores embed *all* record headers, the consistency headers ``v``/``c`` included.
+    """
+    value = record.value
+    if store_type in (StoreType.KV, StoreType.WINDOW, StoreType.SESSION, StoreType.VERSIONED_KV):
+        return value
+    if store_type in _TIMESTAMPED:
+        return raw_value_to_timestamped_value(value, record.timestamp)
+    if store_type in _TIMESTAMPED_WITH_HEADERS:
+        return raw_value_to_headers_value(value, record.timestamp, list(record.headers))
+    if store_type is StoreType.SESSION_WITH_HEADERS:
+        return raw_value_to_session_headers_value(value, list(record.headers))
+    raise EncodeError(FORMAT, f"no restore rule for store type {store_type.value}")
+
+
+def apply_consistency(position: PositionInput, headers: Iterable[tuple[str, bytes | None]], enabled: bool = True) -> Position:
+    """``applyChecksAndUpdatePosition``: merge the ``c`` position of a v0 record into ``position`` (CL-13).
+
+    Disabled, no ``v`` header, or a version other than 0: unchanged. A null or empty ``v`` value, or a
+    v0 record without a usable ``c``, is refused as Kafka refuses it.
+    """
+    current = merge_positions(position, {})
+    if not enabled:
+        return current
+    pairs = list(headers)
+    version = _last_header(pairs, VERSION_HEADER)
+    if version is None:
+        return current
+    version_value = version[1]
+    if not version_value:
+        raise DecodeError(FORMAT, "consistency version header has no first byte", 0)
+    if version_value[0] != 0:
+        return current  # Kafka logs a warning and ignores the record's position
+    vector = _last_header(pairs, POSITION_HEADER)
+    if vector is None or vector[1] is None:
+        raise DecodeError(FORMAT, "consistency is enabled but the changelog record has no position header")
+    return merge_positions(current, decode_position(vector[1])[0])
+
+
+def _last_header(pairs: list[tuple[str, bytes | None]], key: str) -> tuple[str, bytes | None] | None:
+    for pair in reversed(pairs):
+        if pair[0] == key:
+            return pair
+    return None
+
+
+# --- topic ----------------------------------------------------------------------------------------
+
+
+def validate_topic_name(name: str) -> str:
+    """``Topic.validate``: non-empty, not ``.``/``..``, at most 249 chars of ``[a-zA-Z0-9._-]`` (CL-14)."""
+    if not name:
+        raise EncodeError(TOPIC_FORMAT, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise EncodeError(TOPIC_FORMAT, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise EncodeError(TOPIC_FORMAT, f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.fullmatch(name):
+        raise EncodeError(TOPIC_FORMAT, f"topic name {name!r} contains a character outside [a-zA-Z0-9._-]")
+    return name
+
+
+def changelog_topic_name(application_id: str, store_name: str, named_topology: str | None = None) -> str:
+    """``storeChangelogTopic``: ``<applicationId>-[<namedTopology>-]<store>-changelog``, validated (CL-14)."""
+    middle = f"{named_topology}-" if named_topology is not None else ""
+    return validate_topic_name(f"{application_id}-{middle}{store_name}{CHANGELOG_SUFFIX}")
+
+
+def _saturating_add(a: int, b: int) -> int:
+    # Math.addExact overflow is swallowed and replaced by Long.MAX_VALUE, in either direction.
+    total = a + b
+    return total if INT64_MIN <= total <= INT64_MAX else INT64_MAX
+
+
+def changelog_topic_config(
+    store_type: StoreType,
+    *,
+    retention_ms: int | None = None,
+    history_retention_ms: int | None = None,
+    retain_duplicates: bool = False,
+    additional_retention_ms: int = DEFAULT_ADDITIONAL_RETENTION_MS,
+    topic_defaults: Mapping[str, str] | None = None,
+    log_config: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The changelog topic's properties: library overrides < ``topic.*`` defaults < the store's log config (CL-15 to CL-17).
+
+    ``log_config`` None stands for a builder whose ``withLoggingEnabled`` map was never replaced; a
+    plain window store keeping duplicates then carries ``cleanup.policy=delete`` (CL-16).
+    """
+    config: dict[str, str] = {"message.timestamp.type": "CreateTime"}
+    store_config: dict[str, str]
+    if log_config is not None:
+        store_config = dict(log_config)
+    elif retain_duplicates and store_type is StoreType.WINDOW:
+        store_config = {"cleanup.policy": "delete"}
+    else:
+        store_config = {}
+    if store_type is StoreType.VERSIONED_KV:
+        config["cleanup.policy"] = "compact"
+    elif store_type in WINDOWED_TOPIC_TYPES:
+        config["cleanup.policy"] = "compact,delete"
+    elif store_type in KV_TYPES:
+        config["cleanup.policy"] = "compact"
+    else:
+        raise EncodeError(TOPIC_FORMAT, f"no changelog topic rule for store type {store_type.value}")
+    config.update(topic_defaults or {})
+    config.update(store_config)
+    if store_type is StoreType.VERSIONED_KV and "min.compaction.lag.ms" not in store_config:
+        if history_retention_ms is None:
+            raise EncodeError(TOPIC_FORMAT, "a versioned store needs its history retention")
+        config["min.compaction.lag.ms"] = str(_saturating_add(history_retention_ms, VERSIONED_ADDITIONAL_COMPACTION_LAG_MS))
+    if store_type in WINDOWED_TOPIC_TYPES and "retention.ms" not in store_config:
+        if retention_ms is None:
+            raise EncodeError(TOPIC_FORMAT, "a window or session store needs its retention period")
+        config["retention.ms"] = str(_saturating_add(retention_ms, additional_retention_ms))
+    return config
+
+
+__all__ = [
+    "ChangelogRecord",
+    "RecordContext",
+    "StoreType",
+    "apply_consistency",
+    "changelog_topic_config",
+    "changelog_topic_name",
+    "consistency_headers",
+    "kv_delete_record",
+    "kv_put_if_absent_record",
+    "kv_put_record",
+    "next_seqnum",
+    "restore_value",
+    "session_changelog_key",
+    "session_put_record",
+    "versioned_record",
+    "window_changelog_key",
+    "window_put_record",
+]

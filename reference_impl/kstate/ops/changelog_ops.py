@@ -1,0 +1,229 @@
+"""Operations over changelog records, restore conversions, changelog topics and the state layout.
+
+A changelog record is ``{"key": hex, "value": hex|null, "timestamp": int, "headers": [[key, hex|null], ...]}``
+(spec/changelog.md); store types are the :class:`StoreType` values (``kv``, ``timestamped_kv``, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kstate.codecs import changelog as cl
+from kstate.codecs import layout as lay
+from kstate.errors import EncodeError
+from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex, unhex, unhex_required
+from kstate.ops.offsets_ops import position_from_json, position_to_json
+
+_OPERATIONS = {
+    **dict.fromkeys(cl.KV_TYPES, ("put", "put_if_absent", "delete")),
+    cl.StoreType.VERSIONED_KV: ("put", "delete"),
+    **dict.fromkeys(cl.WINDOW_TYPES, ("put",)),
+    **dict.fromkeys(cl.SESSION_TYPES, ("put", "remove")),
+}
+
+
+def _record_to_json(record: cl.ChangelogRecord | None) -> JsonDict | None:
+    if record is None:
+        return None
+    return {
+        "key": record.key.hex(),
+        "value": tohex(record.value),
+        "timestamp": record.timestamp,
+        "headers": headers_to_json(list(record.headers)),
+    }
+
+
+def _record_from_json(value: JsonDict) -> cl.ChangelogRecord:
+    headers = headers_from_json(value.get("headers")) or []
+    return cl.ChangelogRecord(
+        unhex_required(value["key"], cl.FORMAT), unhex(value.get("value"), cl.FORMAT), value["timestamp"], tuple(headers)
+    )
+
+
+def _context(payload: JsonDict) -> cl.RecordContext:
+    context = payload.get("context") or {}
+    if "timestamp" not in context:
+        raise EncodeError(cl.FORMAT, "a record context with a timestamp is required")
+    return cl.RecordContext(context["timestamp"], tuple(headers_from_json(context.get("headers")) or []))
+
+
+@op(
+    "changelog.record_for_write",
+    rules=["CL-1", "CL-2", "CL-3", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-12"],
+)
+def record_for_write(payload: JsonDict) -> JsonDict:
+    """The changelog record one store write sends (``record`` null: nothing logged); window writes report the layer's seqnum."""
+    store_type = cl.StoreType.parse(payload["store_type"])
+    operation = payload["operation"]
+    if operation not in _OPERATIONS.get(store_type, ()):
+        raise EncodeError(cl.FORMAT, f"operation {operation!r} is not defined for {store_type.value}")
+    key = unhex_required(payload["key"], cl.FORMAT)
+    value = unhex(payload.get("value"), cl.FORMAT)
+    position = position_from_json(payload["consistency_position"]) if payload.get("consistency_position") is not None else None
+    if store_type is cl.StoreType.VERSIONED_KV:
+        logged = None if operation == "delete" else value
+        return {"record": _record_to_json(cl.versioned_record(key, logged, payload["timestamp"], position))}
+    context = _context(payload)
+    if store_type in cl.KV_TYPES:
+        if operation == "delete":
+            record = cl.kv_delete_record(store_type, key, context, position)
+        elif operation == "put_if_absent":
+            previous = unhex(payload.get("previous"), cl.FORMAT)
+            return {"record": _record_to_json(cl.kv_put_if_absent_record(store_type, key, value, previous, context, position))}
+        else:
+            record = cl.kv_put_record(store_type, key, value, context, position)
+        return {"record": _record_to_json(record)}
+    if store_type in cl.WINDOW_TYPES:
+        seqnum = cl.next_seqnum(payload.get("seqnum", 0), bool(payload.get("retain_duplicates", False)))
+        record = cl.window_put_record(store_type, key, payload["window_start"], seqnum, value, context, position)
+        return {"record": _record_to_json(record), "seqnum": seqnum}
+    stored = None if operation == "remove" else value
+    record = cl.session_put_record(store_type, key, payload["start"], payload["end"], stored, context, position)
+    return {"record": _record_to_json(record)}
+
+
+@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18"])
+def restore_value(payload: JsonDict) -> JsonDict:
+    """The key and value a store writes when restoring ``record``; versioned stores also report the put timestamp."""
+    store_type = cl.StoreType.parse(payload["store_type"])
+    record = _record_from_json(payload["record"])
+    out: JsonDict = {"key": record.key.hex(), "value": tohex(cl.restore_value(store_type, record))}
+    if store_type is cl.StoreType.VERSIONED_KV:
+        out["timestamp"] = record.timestamp
+    return out
+
+
+@op("changelog.consistency_headers", rules=["CL-12"])
+def consistency_headers(payload: JsonDict) -> JsonDict:
+    """The ``v`` and ``c`` headers a changelog record carries when IQ consistency is enabled."""
+    return {"headers": headers_to_json(list(cl.consistency_headers(position_from_json(payload["position"]))))}
+
+
+@op("changelog.apply_consistency", rules=["CL-13"])
+def apply_consistency(payload: JsonDict) -> JsonDict:
+    """The store position after restoring a record with ``headers``."""
+    headers = headers_from_json(payload.get("headers")) or []
+    merged = cl.apply_consistency(position_from_json(payload["position"]), headers, bool(payload.get("enabled", True)))
+    return {"position": position_to_json(merged)}
+
+
+@op("changelog.topic_name", rules=["CL-14"])
+def topic_name(payload: JsonDict) -> JsonDict:
+    """``<applicationId>-[<namedTopology>-]<store>-changelog``; an illegal topic name is refused."""
+    return {"topic": cl.changelog_topic_name(payload["application_id"], payload["store_name"], payload.get("named_topology"))}
+
+
+@op("changelog.topic_config", rules=["CL-15", "CL-16", "CL-17"])
+def topic_config(payload: JsonDict) -> JsonDict:
+    """The changelog topic's properties for a store."""
+    config = cl.changelog_topic_config(
+        cl.StoreType.parse(payload["store_type"]),
+        retention_ms=payload.get("retention_ms"),
+        history_retention_ms=payload.get("history_retention_ms"),
+        retain_duplicates=bool(payload.get("retain_duplicates", False)),
+        additional_retention_ms=payload.get("additional_retention_ms", cl.DEFAULT_ADDITIONAL_RETENTION_MS),
+        topic_defaults=payload.get("topic_defaults"),
+        log_config=payload.get("log_config"),
+    )
+    return {"config": dict(sorted(config.items()))}
+
+
+# --- layout -----------------------------------------------------------------------------------------
+
+
+@op("layout.task_dir", rules=["LAY-1"])
+def task_dir(payload: JsonDict) -> JsonDict:
+    """The task directory relative to ``state.dir``, and its own name."""
+    sub, part = payload["subtopology"], payload["partition"]
+    return {
+        "task_dir": lay.task_dir(payload["application_id"], sub, part, payload.get("named_topology")),
+        "name": lay.task_dir_name(sub, part),
+    }
+
+
+@op("layout.parse_task_dir_name", rules=["LAY-1"])
+def parse_task_dir_name(payload: JsonDict) -> JsonDict:
+    """``[subtopology, partition]`` of a task directory name, or null for a name that is not a task's."""
+    parsed = lay.parse_task_dir_name(payload["name"])
+    return {"task": None if parsed is None else list(parsed)}
+
+
+@op("layout.store_paths", rules=["LAY-2", "LAY-3", "LAY-4"])
+def store_paths(payload: JsonDict) -> JsonDict:
+    """A store's paths relative to the task directory (``segment_dir`` when a segment id and interval are given)."""
+    store_type = cl.StoreType.parse(payload["store_type"])
+    name = payload["store_name"]
+    out: JsonDict = {
+        "store_dir": lay.store_dir(store_type, name),
+        "position_file": lay.position_file_name(name),
+        "task_checkpoint_file": lay.CHECKPOINT_FILE,
+        "legacy_store_checkpoint_file": lay.legacy_store_checkpoint_name(name),
+    }
+    if "segment_id" in payload:
+        if out["store_dir"] != name:
+            raise EncodeError(lay.FORMAT, f"a {store_type.value} store has no segments")
+        out["segment_dir"] = lay.segment_dir(name, payload["segment_id"], payload["segment_interval"])
+    return out
+
+
+@op("layout.segment_dir_name", rules=["LAY-3"])
+def segment_dir_name(payload: JsonDict) -> JsonDict:
+    """``<store>.<segmentId * segmentInterval>``."""
+    return {"name": lay.segment_dir_name(payload["store_name"], payload["segment_id"], payload["segment_interval"])}
+
+
+@op("layout.parse_segment_name", rules=["LAY-3"])
+def parse_segment_name(payload: JsonDict) -> JsonDict:
+    """The segment id of a directory entry (-1: skipped) and the name Kafka renames it to (null: kept)."""
+    parsed = lay.parse_segment_name(payload["store_name"], payload["segment_name"], payload["segment_interval"])
+    return {"segment_id": parsed.segment_id, "rename_to": parsed.rename_to}
+
+
+@op("layout.column_families", rules=["LAY-5", "LAY-6", "LAY-7", "LAY-8"])
+def column_families(payload: JsonDict) -> JsonDict:
+    """How a store opens a RocksDB whose families are ``existing`` (``{name: has data}``)."""
+    plan = lay.column_family_plan(cl.StoreType.parse(payload["store_type"]), payload.get("existing") or {})
+    return {
+        "open": list(plan.open),
+        "data_cf": plan.data_cf,
+        "mode": plan.mode,
+        "legacy_cf": plan.legacy_cf,
+        "conversion": plan.conversion,
+        "dropped": list(plan.dropped),
+    }
+
+
+_TABLE_SECTION = re.compile(r'^\[TableOptions/BlockBasedTable "(?P<cf>.*)"\]\s*$')
+_FORMAT_VERSION = re.compile(r"^\s*format_version\s*=\s*(?P<v>-?[0-9]+)\s*$")
+
+
+@op("layout.options_format_versions", rules=["LAY-9"])
+def options_format_versions(payload: JsonDict) -> JsonDict:
+    """The block-based table ``format_version`` per column family of a RocksDB ``OPTIONS`` file, and whether Kafka 3.x can read them."""
+    versions: dict[str, int] = {}
+    current: str | None = None
+    for line in str(payload["options_text"]).splitlines():
+        if line.startswith("["):
+            section = _TABLE_SECTION.match(line)
+            current = section.group("cf") if section else None
+            continue
+        found = _FORMAT_VERSION.match(line)
+        if current is not None and found:
+            versions[current] = int(found.group("v"))
+    return {
+        "format_versions": dict(sorted(versions.items())),
+        "readable_before_rocksdb_8_6": bool(versions) and all(v <= lay.TABLE_FORMAT_VERSION for v in versions.values()),
+    }
+
+
+_ROCKSDB_FILE = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|(MANIFEST|OPTIONS)-[0-9]+|[0-9]+\.(sst|log|blob)")
+
+
+@op("layout.classify_store_file", rules=["LAY-10"])
+def classify_store_file(payload: JsonDict) -> JsonDict:
+    """Whether a file in a store directory belongs to the layout: ``rocksdb``, ``not_layout`` (binding sidecars) or ``unknown``."""
+    name: Any = payload["name"]
+    if name == lay.ROCKSDICT_SIDECAR:
+        return {"kind": "not_layout"}
+    return {"kind": "rocksdb" if _ROCKSDB_FILE.fullmatch(name) else "unknown"}
