@@ -37,8 +37,8 @@ from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore,
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder, changelogging_store
 from kstate.stores.engine import RocksDBEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, task_directory
-from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
+from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
 STORE_TYPES = tuple(t.value for t in StoreType)
 BACKENDS = tuple(b.value for b in Backend)
