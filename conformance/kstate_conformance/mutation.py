@@ -26,18 +26,48 @@ class MutantResult:
     first_failure: str
 
 
-def _suite_command(impl: str, extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "-x", "--no-header", *suite_args(),
+TESTS_PACKAGE = "kstate_conformance.tests"
+TESTS_DIR = Path(__file__).resolve().parent / "tests"
+
+# Which test modules speak to a family first: a mutant killed by a subset of the suite is killed by the
+# whole suite (same tests, -x), and most mutants fall to their own family's tests within seconds.
+_FAMILY_KEYWORDS = {
+    "varint": ("primitives", "ops_protocol"), "primitives": ("primitives", "ops_protocol"),
+    "record_v2": ("record_headers",), "headers": ("record_headers",),
+    "layout": ("layout",), "offsets": ("offsets", "kv_files"), "changelog": ("changelog", "kv_contract"),
+    "kv": ("kv_contract", "kv_files", "kv_state_machine"),
+}
+
+
+def family_modules(family: str) -> list[str]:
+    """The shipped test modules most likely to catch a mutant of ``family``, then the golden fixtures."""
+    keywords = _FAMILY_KEYWORDS.get(family, (family,))
+    names = sorted(p.stem for p in TESTS_DIR.glob("test_*.py"))
+    chosen = [n for k in keywords for n in names if k in n]
+    return [f"{TESTS_PACKAGE}.{n}" for n in dict.fromkeys([*chosen, "test_golden"])]
+
+
+def _suite_command(impl: str, extra: list[str], modules: list[str] | None = None) -> list[str]:
+    args = suite_args()
+    if modules:
+        args = [*args[: args.index(TESTS_PACKAGE)], *modules, *args[args.index(TESTS_PACKAGE) + 1:]]
+    return [sys.executable, "-m", "pytest", "-q", "-x", "--no-header", *args,
             "--kstate-impl", impl, "--kstate-profile", "quick", *extra]
 
 
 def run_one(mutant: Mutant, extra: list[str] | None = None, timeout: float = 600) -> MutantResult:
-    """Run the suite on one mutant in a child process; killed means the suite failed."""
+    """Run the suite on one mutant in a child process; killed means the suite failed.
+
+    The family's own modules run first; only a mutant they do not kill is run against the whole suite.
+    """
     start = time.monotonic()
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     try:
-        proc = subprocess.run(_suite_command(f"mutant:{mutant.name}", extra or []), capture_output=True,
-                              text=True, timeout=timeout, env=env, check=False)
+        proc = subprocess.run(_suite_command(f"mutant:{mutant.name}", extra or [], family_modules(mutant.family)),
+                              capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        if proc.returncode == 0:
+            proc = subprocess.run(_suite_command(f"mutant:{mutant.name}", extra or []), capture_output=True,
+                                  text=True, timeout=timeout, env=env, check=False)
         killed = proc.returncode == 1
         failure = next((line for line in proc.stdout.splitlines() if line.startswith("FAILED")), "")
         if proc.returncode not in (0, 1):

@@ -115,14 +115,18 @@ def _strip_marker(line: str) -> str:
     return line[8:] if line.startswith("E       ") else line[2:] if line.startswith("E ") else line[1:]
 
 
+_EXAMPLE_HEADINGS = ("Falsifying example", "Falsifying explicit example", "Failing test case")
+
+
 def minimal_example(detail: str) -> str:
     """Hypothesis's ``Falsifying example`` block from a failure's text (the implementation object left out)."""
     lines = detail.splitlines()
     for index, line in enumerate(lines):
         body = _strip_marker(line) if line.startswith("E") else line
-        if not body.lstrip().startswith(("Falsifying example", "Falsifying explicit example")):
+        if not body.lstrip().startswith(_EXAMPLE_HEADINGS):
             continue
-        block = [body.strip()]
+        # Hypothesis 6.16x says "Failing test case:" where earlier releases said "Falsifying example:".
+        block = [body.strip().replace("Failing test case", "Falsifying example", 1)]
         for follow in lines[index + 1:]:
             if not follow.startswith("E"):
                 break
@@ -143,7 +147,7 @@ def failure_message(detail: str, max_lines: int = 8) -> str:
         if not line.startswith("E "):
             continue
         text = _strip_marker(line)
-        if text.lstrip().startswith(("Falsifying", "Explanation:")):
+        if text.lstrip().startswith((*_EXAMPLE_HEADINGS, "Explanation:")):
             break
         if text.strip():
             picked.append(text.rstrip())

@@ -465,8 +465,8 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
     profile = settings()  # the loaded profile's values
     examples = max(4, profile.max_examples // 2)
     phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
-    run_state_machine_as_test(  # type: ignore[no-untyped-call]
-        lambda: KeyValueStoreMachine(codec, store_type, backend, base, caps),
+    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
+        lambda: KeyValueStoreMachine(codec, store_type, backend, base, caps),  # type: ignore[arg-type,unused-ignore]
         settings=settings(
             max_examples=examples,
             stateful_step_count=30,
