@@ -286,7 +286,8 @@ def test_changelog_topic_name(codec: Any, app: str, store: str, topology: str | 
 
 
 @rules("CL-14")
-@pytest.mark.parametrize("app", ["my app", "app/1", "app\u00e9", "a" * 240])
+@pytest.mark.parametrize("app", ["my app", "app/1", "app\u00e9", "a" * 240],
+                         ids=["space", "slash", "non-ascii", "too-long"])
 def test_illegal_changelog_topic_names_are_refused(codec: Any, app: str) -> None:
     assert "error" in codec.call("changelog.topic_name", {"application_id": app, "store_name": "s"})
 

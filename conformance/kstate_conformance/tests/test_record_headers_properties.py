@@ -181,7 +181,8 @@ def test_null_and_empty_stay_distinct(codec: Any, key: str, in_header: bool) -> 
 
 
 @rules("HDR-11", "HDR-12")
-@pytest.mark.parametrize("headers", [None, [["a", "01"], [None, "02"]], [[None, None]]])
+@pytest.mark.parametrize("headers", [None, [["a", "01"], [None, "02"]], [[None, None]]],
+                         ids=["null-headers", "second-key-null", "only-key-null"])
 def test_null_headers_and_null_header_keys_are_refused(codec: Any, headers: Any) -> None:
     payload = {"offset_delta": 0, "timestamp_delta": 0, "key": None, "value": None, "headers": headers}
     assert is_error(codec.call("record_v2.write", payload))
