@@ -482,3 +482,23 @@ def test_engines_agree(tmp_path: Path) -> None:
     finally:
         for engine in engines:
             engine.close()
+
+
+def test_in_memory_iterator_reads_a_peeked_value_live() -> None:
+    """KV-41: after ``peek_next_key``, ``next`` still reads the value live and skips a key deleted since."""
+    from kstate.stores.api import Backend, StoreType
+    from kstate.stores.factory import open_kv_store
+
+    store = open_kv_store(StoreType.KEY_VALUE, Backend.MEMORY, name="peek")
+    for key in (b"a", b"b", b"c"):
+        store.put(key, b"old-" + key)
+    iterator = store.all()
+    assert iterator.peek_next_key() == b"a"
+    store.delete(b"a")
+    store.put(b"b", b"new-b")
+    assert next(iterator) == (b"b", b"new-b")
+    assert iterator.peek_next_key() == b"c"
+    store.put(b"c", b"new-c")
+    assert next(iterator) == (b"c", b"new-c")
+    iterator.close()
+    store.close()

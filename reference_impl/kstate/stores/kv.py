@@ -150,8 +150,11 @@ class StoreIterator:
         cursors: Sequence[EngineCursor] = (),
         on_close: Callable[[StoreIterator], None] | None = None,
         closed_message: str | None = None,
+        reread: Callable[[bytes], bytes | None] | None = None,
     ) -> None:
         self._store_name = store_name
+        # In memory, values are read live when ``next`` hands them out, even after a peek (KV-41).
+        self._reread = reread
         self._source: Iterator[Entry] | None = source
         self._cursors = list(cursors)
         self._on_close = on_close
@@ -171,7 +174,11 @@ class StoreIterator:
         peeked = self._peeked
         if peeked is not None:
             self._peeked = None
-            return peeked
+            if self._reread is None:
+                return peeked
+            value = self._reread(peeked[0])
+            if value is not None:
+                return peeked[0], value
         return next(source)
 
     def has_next(self) -> bool:
@@ -960,6 +967,7 @@ class InMemoryKeyValueStore(_KeyValueOperations):
             self.name,
             self._live_values(keys),
             closed_message=f"Iterator for store {self.name} has already been closed.",
+            reread=self._map.live_map(DEFAULT_CF).get,
         )
 
     def _live_values(self, keys: list[bytes]) -> Iterator[Entry]:
