@@ -10,14 +10,19 @@ from dataclasses import dataclass
 from enum import Enum
 
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, java_div, read_int64, segment_id
-from kstate.codecs.window_keys import MIN_SEGMENT_INTERVAL_DEFAULT, ordered_lower_range, ordered_upper_range
+from kstate.codecs.window_keys import (
+    KEY_FIRST_PREFIX,
+    MIN_SEGMENT_INTERVAL_DEFAULT,
+    PREFIX_SIZE,
+    TIME_FIRST_PREFIX,
+    TIMESTAMP_SIZE,
+    ordered_lower_range,
+    ordered_upper_range,
+)
 from kstate.errors import CodecError, DecodeError, EncodeError, NullKeyError
 
-TIMESTAMP_SIZE = 8
+# Window and session keys share the one-byte schema prefixes (WIN-2, WIN-3, SESS-2, SESS-3).
 SUFFIX_SIZE = 2 * TIMESTAMP_SIZE
-PREFIX_SIZE = 1
-TIME_FIRST_PREFIX = 0x00
-KEY_FIRST_PREFIX = 0x01
 
 FMT = "session-key"
 

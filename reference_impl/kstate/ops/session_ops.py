@@ -7,6 +7,7 @@ Each Kafka schema class gets its own operation prefix: ``session.key_schema`` (`
 from __future__ import annotations
 
 from kstate.codecs import session_keys as sk
+from kstate.codecs.window_keys import KEY_FIRST_PREFIX, TIME_FIRST_PREFIX
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex, unhex, unhex_required
 
@@ -20,7 +21,7 @@ _LAYOUT_RULE = {
     sk.SessionSchema.TIME_FIRST: "SESS-2",
     sk.SessionSchema.KEY_FIRST: "SESS-3",
 }
-_EXPECTED_PREFIX = {sk.SessionSchema.TIME_FIRST: sk.TIME_FIRST_PREFIX, sk.SessionSchema.KEY_FIRST: sk.KEY_FIRST_PREFIX}
+_EXPECTED_PREFIX = {sk.SessionSchema.TIME_FIRST: TIME_FIRST_PREFIX, sk.SessionSchema.KEY_FIRST: KEY_FIRST_PREFIX}
 
 
 def _lenient_unvalidated_window(schema: sk.SessionSchema) -> LeniencyCheck:
