@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
+from kstate.codecs import header_values as hv
 from kstate.codecs import layout as lay
 from kstate.codecs.header_values import encode_aggregation_with_headers, encode_value_timestamp_headers
 from kstate.codecs.position import encode_position
@@ -95,6 +97,48 @@ def test_restore_values() -> None:
     assert cl.restore_value(T.TIMESTAMPED_KV_WITH_HEADERS, record) == encode_value_timestamp_headers(b"v", 5, [("a", b"x")])
     assert cl.restore_value(T.SESSION_WITH_HEADERS, record) == encode_aggregation_with_headers(b"v", [("a", b"x")])
     assert cl.restore_value(T.SESSION_WITH_HEADERS, cl.ChangelogRecord(b"k", None, 5)) is None
+
+
+_HEADER_LISTS = st.lists(st.tuples(st.text(max_size=70), st.one_of(st.none(), st.binary(max_size=80))), max_size=70)
+_ROWS = st.lists(st.tuples(st.binary(min_size=1, max_size=8), st.one_of(st.none(), st.binary(max_size=40)),
+                           st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1),
+                           st.one_of(st.none(), _HEADER_LISTS, _HEADER_LISTS.map(tuple))), max_size=6)
+
+
+@given(st.sampled_from(list(T)), _ROWS)
+def test_batch_restore_equals_record_by_record(store_type: cl.StoreType, rows: list[cl.RestoreRow]) -> None:
+    """``restore_entries``' one-loop paths give the bytes of ``restore_value`` for every row (CL-9 to CL-11)."""
+    try:
+        cl.record_converter(store_type)  # a store type without a restore rule is refused even for no rows
+        expected = [(key, cl.restore_value(store_type, cl.ChangelogRecord(key, value, timestamp, tuple(headers or ()))))
+                    for key, value, timestamp, headers in rows]
+    except EncodeError:
+        with pytest.raises(EncodeError):
+            cl.restore_entries(store_type, rows)
+        return
+    assert cl.restore_entries(store_type, rows) == expected
+
+
+@given(_HEADER_LISTS)
+def test_header_fast_path_matches_the_checked_encoder(headers: list[tuple[str, bytes | None]]) -> None:
+    """Plain pairs take the fast path; its bytes are the checked encoder's, and decode back (HV-1, HV-2)."""
+    encoded = hv.encode_headers(headers)
+    assert encoded == hv._encode_checked(headers)
+    assert hv.decode_headers(encoded) == [(hv.decode_utf8_java(hv.encode_utf8_java(k)), v) for k, v in headers]
+
+
+@pytest.mark.parametrize(("store_type", "row", "message"), [
+    (T.TIMESTAMPED_KV, (b"k", "text", 1, None), "the value must be bytes"),
+    (T.TIMESTAMPED_KV, (b"k", b"v", 1 << 63, None), "outside"),
+    (T.TIMESTAMPED_KV_WITH_HEADERS, (b"k", b"v", 1, [("a",)]), "a header is a (key, value) pair"),
+    (T.TIMESTAMPED_KV_WITH_HEADERS, (b"k", b"v", 1, [(None, b"x")]), "null header key"),
+    (T.TIMESTAMPED_KV_WITH_HEADERS, (b"k", b"v", 1, [("a", "x")]), "header value must be bytes"),
+    (T.TIMESTAMPED_KV_WITH_HEADERS, (b"k", 7, 1, None), "the value must be bytes"),
+    (T.SESSION_WITH_HEADERS, (b"k", 10**9, 1, None), "the aggregation must be bytes"),
+], ids=lambda p: p if isinstance(p, str) else None)
+def test_bad_restore_rows_give_typed_errors(store_type: cl.StoreType, row: cl.RestoreRow, message: str) -> None:
+    with pytest.raises(EncodeError, match=re.escape(message)):
+        cl.restore_entries(store_type, [row])
 
 
 @given(st.sampled_from([T.TIMESTAMPED_KV, T.TIMESTAMPED_WINDOW, T.TIMESTAMPED_KV_WITH_HEADERS,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kstate.kafka.changelog_topics import iter_changelog
+from kstate.codecs import changelog as cl
+from kstate.kafka.changelog_topics import iter_batches
 from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition
-from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, converter_for
+from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -38,20 +40,31 @@ def restore_from_changelog(
     """
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
     start = 0 if committed is None else committed + 1
-    convert = converter_for(store_type)
+    codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
+    identity = codec_type is cl.StoreType.KV
+    # The client builds a message's header list on first access: skipped where the store keeps no headers.
+    with_headers = cl.restore_reads_headers(codec_type)
     records = batches = 0
     first: int | None = None
     last: int | None = None
-    for first_offset, last_offset, batch in iter_changelog(bootstrap, changelog.topic, changelog.partition, start,
-                                             batch_size=batch_size, liveness=liveness, timeout=timeout,
-                                             what=f"restoring {store.name}"):
+    # Messages go straight to (key, stored value) entries, a batch per call, no record objects (RST-2).
+    for batch in iter_batches(bootstrap, changelog.topic, changelog.partition, start, batch_size=batch_size,
+                              liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
         if first is None:
-            first = first_offset
-        store.restore_batch([(record.key, convert(record)) for record in batch])
+            first = batch[0].offset()
+        if identity:
+            entries = [(message.key(), message.value()) for message in batch]
+        elif with_headers:
+            entries = cl.restore_entries(codec_type, [
+                (message.key(), message.value(), message.timestamp()[1], message.headers()) for message in batch])
+        else:
+            entries = cl.restore_entries(codec_type, [
+                (message.key(), message.value(), message.timestamp()[1], None) for message in batch])
+        store.restore_batch(entries)
+        last = batch[-1].offset()
         if after_batch is not None:
-            after_batch(last_offset)
-        store.commit({changelog: last_offset})
+            after_batch(last)
+        store.commit({changelog: last})
         records += len(batch)
         batches += 1
-        last = last_offset
     return RestoreOutcome(records, batches, first, last)

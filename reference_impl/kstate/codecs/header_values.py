@@ -14,10 +14,20 @@ what Kafka accepted, and ``strict=True`` refuses it.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 
 from kstate.codecs.java_text import decode_utf8_java, encode_utf8_java
-from kstate.codecs.primitives import encode_int64, read_int64, read_varint, take, write_varint
+from kstate.codecs.primitives import (
+    INT64_MAX,
+    INT64_MIN,
+    bytes_of,
+    encode_int64,
+    read_int64,
+    read_varint,
+    take,
+    write_varint,
+)
 from kstate.codecs.record_headers import Header
 from kstate.errors import DecodeError, EncodeError
 
@@ -25,6 +35,7 @@ HEADERS_FORMAT = "header-bytes"
 VTH_FORMAT = "value-timestamp-headers"
 AGG_FORMAT = "aggregation-with-headers"
 NO_TIMESTAMP = -1
+_INT64 = struct.Struct(">q")
 #: The one-byte prefix meaning "headersSize 0, no header bytes" (HV-8).
 EMPTY_HEADERS_PREFIX = b"\x00"
 
@@ -40,7 +51,12 @@ def _pairs(headers: HeaderInput) -> HeaderList:
         return []
     out: HeaderList = []
     for item in headers:
-        key, value = (item.key, item.value) if isinstance(item, Header) else item
+        if isinstance(item, Header):
+            key, value = item.key, item.value
+        elif isinstance(item, (tuple, list)) and len(item) == 2:
+            key, value = item
+        else:
+            raise EncodeError(HEADERS_FORMAT, f"a header is a (key, value) pair, got {type(item).__name__}")
         if key is None:
             raise EncodeError(HEADERS_FORMAT, "null header key")
         if value is not None and not isinstance(value, (bytes, bytearray, memoryview)):
@@ -49,8 +65,7 @@ def _pairs(headers: HeaderInput) -> HeaderList:
     return out
 
 
-def encode_headers(headers: HeaderInput) -> bytes:
-    """``HeadersSerializer.serialize``: empty for null or no headers, else count + headers in order (HV-1, HV-2)."""
+def _encode_checked(headers: HeaderInput) -> bytes:
     pairs = _pairs(headers)
     if not pairs:
         return b""
@@ -65,6 +80,59 @@ def encode_headers(headers: HeaderInput) -> bytes:
             out += write_varint(len(value))
             out += value
     return bytes(out)
+
+
+#: ``[varint n]`` for 0 <= n < 64, the lengths nearly every header has (PRIM-6).
+_SHORT_LENGTHS = tuple(write_varint(n) for n in range(64))
+_NULL_VALUE_LENGTH = write_varint(-1)
+#: Header key -> ``[varint keyLen][key UTF-8]``: changelog headers reuse a handful of keys.
+_KEY_BYTES: dict[str, bytes] = {}
+_KEY_BYTES_LIMIT = 1024
+
+
+def _encoded_key(key: str) -> bytes:
+    key_bytes = encode_utf8_java(key)
+    encoded = write_varint(len(key_bytes)) + key_bytes
+    if len(_KEY_BYTES) < _KEY_BYTES_LIMIT:
+        _KEY_BYTES[key] = encoded
+    return encoded
+
+
+def _encode_pairs_fast(headers: list[tuple[str, bytes | None]] | tuple[tuple[str, bytes | None], ...]) -> bytes | None:
+    """The bytes of ``(str, bytes | None)`` pairs, or None if any item needs :func:`_encode_checked`."""
+    count = len(headers)
+    parts = [_SHORT_LENGTHS[count] if count < 64 else write_varint(count)]
+    append = parts.append
+    keys = _KEY_BYTES
+    short = _SHORT_LENGTHS
+    try:
+        for key, value in headers:
+            if type(key) is not str:
+                return None
+            append(keys.get(key) or _encoded_key(key))
+            if value is None:
+                append(_NULL_VALUE_LENGTH)
+            elif type(value) is bytes:
+                size = len(value)
+                append(short[size] if size < 64 else write_varint(size))
+                append(value)
+            else:
+                return None
+    except (TypeError, ValueError):  # not a pair: the checked path names the problem
+        return None
+    return b"".join(parts)
+
+
+def encode_headers(headers: HeaderInput) -> bytes:
+    """``HeadersSerializer.serialize``: empty for null or no headers, else count + headers in order (HV-1, HV-2)."""
+    if not headers:
+        return b""
+    if type(headers) is list or type(headers) is tuple:
+        # Restore converts every changelog record: plain pairs skip the per-item checks and copies.
+        fast = _encode_pairs_fast(headers)
+        if fast is not None:
+            return fast
+    return _encode_checked(headers)
 
 
 def _read_varint_noting(data: bytes, pos: int, what: str, notes: list[str] | None) -> tuple[int, int]:
@@ -133,7 +201,8 @@ def header_bytes_leniencies(data: bytes | None) -> list[str]:
 
 
 def _with_headers_prefix(header_bytes: bytes) -> bytes:
-    return write_varint(len(header_bytes)) + header_bytes
+    size = len(header_bytes)
+    return (_SHORT_LENGTHS[size] if size < 64 else write_varint(size)) + header_bytes
 
 
 # --- ValueTimestampHeaders --------------------------------------------------------------------------
@@ -197,7 +266,10 @@ def encode_value_timestamp_headers(value: bytes | None, timestamp: int, headers:
     """``ValueTimestampHeadersSerializer.serialize``: headers first, then timestamp, then value; null stays null (HV-6, HV-7)."""
     if value is None:
         return None
-    return _with_headers_prefix(encode_headers(headers)) + encode_int64(timestamp) + bytes(value)
+    header_bytes = encode_headers(headers)
+    size = len(header_bytes)
+    return b"".join((_SHORT_LENGTHS[size] if size < 64 else write_varint(size), header_bytes,
+                     encode_int64(timestamp), bytes_of(VTH_FORMAT, "the value", value)))
 
 
 def _read_headers_size(data: bytes) -> tuple[int, int]:
@@ -283,7 +355,7 @@ def encode_aggregation_with_headers(aggregation: bytes | None, headers: HeaderIn
     """``AggregationWithHeadersSerializer.serialize``: headers then aggregation, no timestamp (HV-11)."""
     if aggregation is None:
         return None
-    return _with_headers_prefix(encode_headers(headers)) + bytes(aggregation)
+    return _with_headers_prefix(encode_headers(headers)) + bytes_of(AGG_FORMAT, "the aggregation", aggregation)
 
 
 def decode_aggregation_with_headers(data: bytes | None) -> AggregationWithHeaders | None:
@@ -327,7 +399,60 @@ def convert_from_plain_to_header_format(data: bytes | None) -> bytes | None:
 
 def raw_value_to_headers_value(record_value: bytes | None, record_timestamp: int, record_headers: HeaderInput) -> bytes | None:
     """``RecordConverters.rawValueToHeadersValue``: every record header, the record timestamp, the value (HV-12)."""
+    # Restore calls this once per changelog record: the common shapes skip two calls and the checks.
+    if type(record_value) is bytes and type(record_timestamp) is int and INT64_MIN <= record_timestamp <= INT64_MAX:
+        if not record_headers:
+            return b"".join((EMPTY_HEADERS_PREFIX, _INT64.pack(record_timestamp), record_value))
+        if type(record_headers) is list or type(record_headers) is tuple:
+            header_bytes = _encode_pairs_fast(record_headers)
+            if header_bytes is not None:
+                size = len(header_bytes)
+                return b"".join((_SHORT_LENGTHS[size] if size < 64 else write_varint(size), header_bytes,
+                                 _INT64.pack(record_timestamp), record_value))
     return encode_value_timestamp_headers(record_value, record_timestamp, record_headers)
+
+
+def raw_rows_to_headers_values(
+    rows: Iterable[tuple[bytes, bytes | None, int, HeaderInput]],
+) -> list[tuple[bytes, bytes | None]]:
+    """``(key, value, timestamp, headers)`` changelog rows to ``(key, rawValueToHeadersValue)`` entries (HV-12).
+
+    The same bytes as :func:`raw_value_to_headers_value` per row, in one loop: restore converts whole batches.
+    """
+    out: list[tuple[bytes, bytes | None]] = []
+    append = out.append
+    keys = _KEY_BYTES
+    short = _SHORT_LENGTHS
+    pack = _INT64.pack
+    for key, value, timestamp, headers in rows:
+        if type(value) is bytes and type(timestamp) is int and INT64_MIN <= timestamp <= INT64_MAX:
+            if not headers:
+                append((key, b"".join((EMPTY_HEADERS_PREFIX, pack(timestamp), value))))
+                continue
+            if type(headers) is list and len(headers) < 64:
+                parts = [short[len(headers)]]
+                for header in headers:
+                    if type(header) is not tuple or len(header) != 2:
+                        break
+                    name, header_value = header
+                    if type(name) is not str:
+                        break
+                    parts.append(keys.get(name) or _encoded_key(name))
+                    if header_value is None:
+                        parts.append(_NULL_VALUE_LENGTH)
+                    elif type(header_value) is bytes and len(header_value) < 64:
+                        parts.append(short[len(header_value)])
+                        parts.append(header_value)
+                    else:
+                        break
+                else:
+                    header_bytes = b"".join(parts)
+                    size = len(header_bytes)
+                    append((key, b"".join((short[size] if size < 64 else write_varint(size), header_bytes,
+                                           pack(timestamp), value))))
+                    continue
+        append((key, raw_value_to_headers_value(value, timestamp, headers)))  # the checked path
+    return out
 
 
 def raw_value_to_session_headers_value(record_value: bytes | None, record_headers: HeaderInput) -> bytes | None:

@@ -27,8 +27,19 @@ def _check_range(fmt: str, value: int, lo: int, hi: int) -> None:
         raise EncodeError(fmt, f"{value} is outside [{lo}, {hi}]")
 
 
+def bytes_of(fmt: str, what: str, value: object) -> bytes:
+    """``value`` as bytes if it is bytes-like; anything else is an :class:`EncodeError` naming ``what``."""
+    if type(value) is bytes:
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise EncodeError(fmt, f"{what} must be bytes, got {type(value).__name__}")
+
+
 def encode_int64(value: int) -> bytes:
     """Eight bytes, big-endian two's complement (PRIM-1)."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:  # the hot path: one check, no call
+        return _INT64.pack(value)
     _check_range("int64", value, INT64_MIN, INT64_MAX)
     return _INT64.pack(value)
 

@@ -6,7 +6,7 @@ and ``RecordConverters.rawValueToTimestampedValue``. A null value is a null (a d
 
 from __future__ import annotations
 
-from kstate.codecs.primitives import encode_int64, read_int64
+from kstate.codecs.primitives import bytes_of, encode_int64, read_int64
 from kstate.errors import DecodeError
 
 FORMAT = "value-and-timestamp"
@@ -19,7 +19,7 @@ def encode_value_and_timestamp(value: bytes | None, timestamp: int) -> bytes | N
     """``[timestamp][value]``; a null value gives null, an empty value gives the 8 timestamp bytes (TSKV-1, TSKV-2)."""
     if value is None:
         return None
-    return encode_int64(timestamp) + bytes(value)
+    return encode_int64(timestamp) + bytes_of(FORMAT, "the value", value)
 
 
 def _require_timestamp(data: bytes) -> None:

@@ -128,12 +128,20 @@ def iter_batches(bootstrap: str, topic: str, partition: int, start_offset: int =
     """Batches of confluent-kafka messages from ``start_offset`` to the end of the partition, read by fetch
     until partition EOF (never ListOffsets). ``liveness`` is called about once a second while waiting and
     raises if the broker died; no progress for ``timeout`` seconds is an error naming ``what``."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
     what = what or f"broker at {bootstrap}"
     consumer = Consumer({**CLIENT_DEFAULTS, **FAST_FETCH, "bootstrap.servers": bootstrap,
                          "group.id": f"kstate-read-{topic}"})
     try:
+        # Metadata first: assigned before the partition's leader is known, librdkafka waits 500 ms before it
+        # asks where BEGINNING is (its offset-query retry timer), a fixed delay on every read.
+        try:
+            consumer.list_topics(topic, timeout=min(timeout, 10.0))
+        except KafkaException as exc:
+            if liveness is not None:
+                liveness()
+            raise ChangelogIOError(f"{what}: no metadata for {topic}: {exc}") from exc
         consumer.assign([TopicPartition(topic, partition, start_offset if start_offset > 0 else OFFSET_BEGINNING)])
         last_progress = last_check = time.monotonic()
         while True:

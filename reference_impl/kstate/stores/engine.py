@@ -333,11 +333,18 @@ def _rocksdict() -> Any:
     return rocksdict
 
 
+#: ``RocksDBStore``'s memtable and block settings (``WRITE_BUFFER_SIZE``, ``MAX_WRITE_BUFFERS``, ``BLOCK_SIZE``).
+WRITE_BUFFER_SIZE = 16 * 1024 * 1024
+MAX_WRITE_BUFFERS = 3
+BLOCK_SIZE = 4096
+
+
 def rocksdb_options() -> Any:
     """The options of every column family: raw bytes, table ``format_version`` 5, Kafka's shape (KV-21).
 
-    Kafka's ``RocksDBStore`` uses no compression and universal compaction; neither changes a byte of the
-    keys or values, but matching them keeps the files close to what Kafka writes.
+    Kafka's ``RocksDBStore`` uses no compression, universal compaction, 16 MiB write buffers (3 at most)
+    and 4 KiB blocks; none changes a byte of the keys or values, but matching them keeps the files close
+    to what Kafka writes, and small memtables make restore's inserts cheaper than RocksDB's 64 MiB default.
     """
     rd = _rocksdict()
     options = rd.Options(raw_mode=True)
@@ -345,9 +352,12 @@ def rocksdb_options() -> Any:
     options.create_missing_column_families(True)
     table = rd.BlockBasedOptions()
     table.set_format_version(TABLE_FORMAT_VERSION)
+    table.set_block_size(BLOCK_SIZE)
     options.set_block_based_table_factory(table)
     options.set_compression_type(rd.DBCompressionType.none())
     options.set_compaction_style(rd.DBCompactionStyle.universal())
+    options.set_write_buffer_size(WRITE_BUFFER_SIZE)
+    options.set_max_write_buffer_number(MAX_WRITE_BUFFERS)
     # Cross-CF atomicity of memtable flushes, as Kafka 4.3 configures it for the offsets CF.
     options.set_atomic_flush(True)
     return options
