@@ -9,7 +9,7 @@ from kstate.codecs import changelog as cl
 from kstate.kafka.changelog_topics import iter_batches
 from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
-from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE
+from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, gc_paused
 
 
 @dataclass(frozen=True)
@@ -48,23 +48,24 @@ def restore_from_changelog(
     first: int | None = None
     last: int | None = None
     # Messages go straight to (key, stored value) entries, a batch per call, no record objects (RST-2).
-    for batch in iter_batches(bootstrap, changelog.topic, changelog.partition, start, batch_size=batch_size,
-                              liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
-        if first is None:
-            first = batch[0].offset()
-        if identity:
-            entries = [(message.key(), message.value()) for message in batch]
-        elif with_headers:
-            entries = cl.restore_entries(codec_type, [
-                (message.key(), message.value(), message.timestamp()[1], message.headers()) for message in batch])
-        else:
-            entries = cl.restore_entries(codec_type, [
-                (message.key(), message.value(), message.timestamp()[1], None) for message in batch])
-        store.restore_batch(entries)
-        last = batch[-1].offset()
-        if after_batch is not None:
-            after_batch(last)
-        store.commit({changelog: last})
-        records += len(batch)
-        batches += 1
+    with gc_paused():
+        for batch in iter_batches(bootstrap, changelog.topic, changelog.partition, start, batch_size=batch_size,
+                                  liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
+            if first is None:
+                first = batch[0].offset()
+            if identity:
+                entries = [(message.key(), message.value()) for message in batch]
+            elif with_headers:
+                entries = cl.restore_entries(codec_type, [
+                    (message.key(), message.value(), message.timestamp()[1], message.headers()) for message in batch])
+            else:
+                entries = cl.restore_entries(codec_type, [
+                    (message.key(), message.value(), message.timestamp()[1], None) for message in batch])
+            store.restore_batch(entries)
+            last = batch[-1].offset()
+            if after_batch is not None:
+                after_batch(last)
+            store.commit({changelog: last})
+            records += len(batch)
+            batches += 1
     return RestoreOutcome(records, batches, first, last)

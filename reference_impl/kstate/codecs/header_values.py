@@ -429,7 +429,7 @@ def raw_rows_to_headers_values(
             if not headers:
                 append((key, b"".join((EMPTY_HEADERS_PREFIX, pack(timestamp), value))))
                 continue
-            if type(headers) is list and len(headers) < 64:
+            if (type(headers) is list or type(headers) is tuple) and len(headers) < 64:
                 parts = [short[len(headers)]]
                 for header in headers:
                     if type(header) is not tuple or len(header) != 2:

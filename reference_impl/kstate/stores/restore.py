@@ -8,6 +8,9 @@ Restore writes the innermost store: nothing is logged and the cache is not invol
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +44,33 @@ class RestoreResult:
     batches: int
 
 
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off while restore runs, back as it was after (also across threads).
+
+    Restore allocates only acyclic objects (tuples, lists, bytes), which reference counting frees; the
+    collector would still walk them, and every live object, over and over: 15-20 % of a restore's time.
+    """
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 def batches_of(records: Iterable[cl.ChangelogRecord], batch_size: int) -> Iterator[list[cl.ChangelogRecord]]:
     """Consecutive batches of at most ``batch_size`` records, in changelog order (RST-1)."""
     if batch_size < 1:
@@ -64,17 +94,19 @@ def restore(
     ``after_batch`` runs after each batch with the totals so far: Kafka records the changelog offset
     restored there (with store-managed offsets, a ``commit`` that makes the batch durable with it).
     """
-    to_value = converter or converter_for(store_type)
-    # A plain store's converter is the identity (CL-9): skip a call per record.
-    identity = converter is None and StoreType(store_type) is StoreType.KEY_VALUE
+    codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
     count = batches = 0
-    for batch in batches_of(records, batch_size):
-        if identity:
-            store.restore_batch([(record.key, record.value) for record in batch])
-        else:
-            store.restore_batch([(record.key, to_value(record)) for record in batch])
-        count += len(batch)
-        batches += 1
-        if after_batch is not None:
-            after_batch(RestoreResult(count, batches))
+    with gc_paused():
+        for batch in batches_of(records, batch_size):
+            if converter is not None:
+                store.restore_batch([(record.key, converter(record)) for record in batch])
+            elif codec_type is cl.StoreType.KV:  # the identity (CL-9): no call per record
+                store.restore_batch([(record.key, record.value) for record in batch])
+            else:
+                store.restore_batch(cl.restore_entries(codec_type, [
+                    (record.key, record.value, record.timestamp, record.headers) for record in batch]))
+            count += len(batch)
+            batches += 1
+            if after_batch is not None:
+                after_batch(RestoreResult(count, batches))
     return RestoreResult(count, batches)
