@@ -164,3 +164,52 @@ def test_restore_equals_a_replay_into_a_dict(store_type: StoreType, records: lis
     store: KeyValueBytesStore = open_kv_store(store_type, Backend.MEMORY, name="s")
     restore(store, store_type, records, batch_size=batch_size)
     assert list(store.all()) == sorted(expected.items())
+
+
+def test_the_collector_is_paused_during_restore_and_restored_after() -> None:
+    """Nested and concurrent pauses keep the collector off until the last ends; its prior state returns."""
+    import gc
+    import threading
+
+    from kstate.stores.restore import gc_paused
+
+    was_enabled = gc.isenabled()
+    try:
+        for initial in (True, False):
+            (gc.enable if initial else gc.disable)()
+            inner_started, release = threading.Event(), threading.Event()
+
+            def other_thread(started: threading.Event = inner_started, done: threading.Event = release) -> None:
+                with gc_paused():
+                    started.set()
+                    done.wait(5)
+
+            with gc_paused():
+                assert not gc.isenabled()
+                worker = threading.Thread(target=other_thread)
+                worker.start()
+                assert inner_started.wait(5)
+            assert not gc.isenabled()  # the other thread's pause is still on
+            release.set()
+            worker.join(5)
+            assert gc.isenabled() is initial
+            with pytest.raises(RuntimeError), gc_paused():
+                raise RuntimeError("a failing restore")
+            assert gc.isenabled() is initial
+    finally:
+        (gc.enable if was_enabled else gc.disable)()
+
+
+def test_restore_pauses_the_collector() -> None:
+    import gc
+
+    seen: list[bool] = []
+
+    class Probe(SpyStore):
+        def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+            seen.append(gc.isenabled())
+            super().restore_batch(entries)
+
+    restore(Probe(), StoreType.KEY_VALUE, [cl.ChangelogRecord(b"k", b"v", 1)])  # type: ignore[arg-type]
+    assert seen == [False]
+    assert gc.isenabled()
