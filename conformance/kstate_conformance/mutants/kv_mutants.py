@@ -14,13 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import changelog as cl
+from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
+from kstate.stores.engine import RocksDBEngine, rocksdb_options
 from kstate.stores.factory import open_kv_store, task_directory
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
-from kstate.stores.kv import DualColumnFamilyAccessor, InMemoryKeyValueStore, RocksDBStore, StoreIterator
+from kstate.stores.kv import ROCKSDB_DIR, DualColumnFamilyAccessor, InMemoryKeyValueStore, RocksDBStore, StoreIterator
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
@@ -269,3 +271,97 @@ def _tombstone_skipping_caching(inner: KeyValueBytesStore, context: RecordContex
         FAMILY)
 def _cache_drops_absent_tombstones() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, caching_layer=_tombstone_skipping_caching))
+
+
+# --- store directories and value facades ------------------------------------------------------------------------
+
+_ROCKSDB_CLASSES: dict[StoreType, type[RocksDBStore]] = {
+    StoreType.KEY_VALUE: RocksDBStore,
+    StoreType.TIMESTAMPED: RocksDBTimestampedStore,
+    StoreType.TIMESTAMPED_WITH_HEADERS: RocksDBTimestampedStoreWithHeaders,
+}
+
+
+def _newest_table_format() -> Any:
+    """Kafka's options but RocksDB 8.6+'s default table ``format_version`` 6, which RocksDB 7.x cannot read."""
+    import rocksdict
+
+    options = rocksdb_options()
+    table = rocksdict.BlockBasedOptions()
+    table.set_format_version(6)
+    options.set_block_based_table_factory(table)
+    return options
+
+
+def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: str,
+                              state_dir: str | Path | None = None, application_id: str = "app",
+                              task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
+    if Backend(backend) is Backend.MEMORY:
+        return open_kv_store(store_type, backend, name=name, **options)
+    task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
+    engine = RocksDBEngine(task_dir / ROCKSDB_DIR / name, options=_newest_table_format)
+    return _ROCKSDB_CLASSES[StoreType(store_type)](name, task_dir, engine=engine, **options)
+
+
+@mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY)
+def _tables_newest_format() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_newest_table_format))
+
+
+def _open_without_migration(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
+    return open_kv_store(store_type, backend, **{**options, "migrate_legacy_files": False})
+
+
+@mutant("kv-legacy-checkpoint-ignored", "a task's pre-4.3 .checkpoint is left unread at open (KV-55)", FAMILY)
+def _legacy_checkpoint_ignored() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_without_migration))
+
+
+def _open_as_current_reader(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
+    options.pop("manage_offsets", None)  # every reader opens the offsets family
+    return open_kv_store(store_type, backend, **options)
+
+
+@mutant("kv-old-reader-opens-offsets", "a pre-4.3 reader opens a store holding the offsets family (UPG-2)", FAMILY)
+def _old_reader_opens_offsets() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_as_current_reader))
+
+
+class _PlainDowngradeClose:
+    """A downgrade close that is an ordinary close: no legacy files, the offsets family stays (UPG-4)."""
+
+    def close_for_downgrade(self) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+
+class _PlainDowngradeStore(_PlainDowngradeClose, RocksDBStore):
+    pass
+
+
+class _PlainDowngradeTimestampedStore(_PlainDowngradeClose, RocksDBTimestampedStore):
+    pass
+
+
+class _PlainDowngradeHeadersStore(_PlainDowngradeClose, RocksDBTimestampedStoreWithHeaders):
+    pass
+
+
+@mutant("kv-downgrade-close-plain", "closing for a downgrade writes no .checkpoint and keeps the offsets family",
+        FAMILY)
+def _downgrade_close_plain() -> dict[str, Handler]:
+    classes: StoreClasses = {(StoreType.KEY_VALUE, Backend.ROCKSDB): _PlainDowngradeStore,
+                             (StoreType.TIMESTAMPED, Backend.ROCKSDB): _PlainDowngradeTimestampedStore,
+                             (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _PlainDowngradeHeadersStore}
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+
+
+@mutant("kv-facade-eager-headers", "the headers facade parses the header bytes on every read (KV-62, HV-10)", FAMILY)
+def _facade_eager_headers() -> dict[str, Handler]:
+    def get_typed(payload: JsonDict) -> JsonDict:
+        out = call("store.get_typed", {**payload, "fields": ["value", "timestamp", "headers"]})
+        if "error" in out or not out.get("found"):
+            return out
+        asked = payload.get("fields")
+        return out if not asked else {"found": True, **{f: out[f] for f in asked if f in out}}
+
+    return {"store.get_typed": get_typed}

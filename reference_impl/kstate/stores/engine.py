@@ -433,14 +433,15 @@ class RocksDBEngine(Engine):
     garbage: rocksdict keeps the ``LOCK`` while anything refers to the database (runtime-notes §4).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, options: Callable[[], Any] | None = None) -> None:
         rd = _rocksdict()
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
+        self._options = options or rocksdb_options
         existing = list_column_families(self.path) or [DEFAULT_CF]
         try:
             self._db: Any = rd.Rdict(
-                str(self.path), rocksdb_options(), column_families={cf: rocksdb_options() for cf in existing}
+                str(self.path), self._options(), column_families={cf: self._options() for cf in existing}
             )
         except Exception as exc:  # the LOCK held by another process, corruption, unreadable options
             raise ProcessorStateError(f"Error opening store at location {self.path}: {exc}") from exc
@@ -482,7 +483,7 @@ class RocksDBEngine(Engine):
     def create_column_family(self, cf: str) -> None:
         db = self._check()
         if cf not in self._cf_objects:
-            self._cf_objects[cf] = db.create_column_family(cf, rocksdb_options())
+            self._cf_objects[cf] = db.create_column_family(cf, self._options())
 
     def drop_column_family(self, cf: str) -> None:
         db = self._check()
