@@ -13,6 +13,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kstate.codecs import session_keys, window_keys
 from kstate.codecs.header_values import (
     HeaderInput,
     decode_aggregation_with_headers,
@@ -25,7 +26,7 @@ from kstate.codecs.header_values import (
     timestamp_of_headers_value,
 )
 from kstate.codecs.position import Position, PositionInput, decode_position, encode_position, merge_positions
-from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, encode_int32, encode_int64
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN
 from kstate.codecs.record_headers import Header
 from kstate.codecs.timestamped import raw_value, raw_value_to_timestamped_value, timestamp_of
 from kstate.errors import DecodeError, EncodeError
@@ -149,20 +150,17 @@ def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordCo
 
 
 def window_changelog_key(key: bytes, window_start: int, seqnum: int) -> bytes:
-    """``WindowKeySchema.toStoreKeyBinary``: ``[key][windowStart int64][seqnum int32]`` (CL-6)."""
-    return bytes(key) + encode_int64(window_start) + encode_int32(seqnum)
+    """``WindowKeySchema.toStoreKeyBinary``: ``[key][windowStart int64][seqnum int32]`` (CL-6, WIN-1)."""
+    return window_keys.to_store_key_binary(window_keys.WindowSchema.PLAIN, bytes(key), window_start, seqnum)
 
 
 def session_changelog_key(key: bytes, start: int, end: int) -> bytes:
-    """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7)."""
-    return bytes(key) + encode_int64(end) + encode_int64(start)
+    """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7, SESS-1)."""
+    return session_keys.to_binary(session_keys.SessionSchema.PLAIN, bytes(key), start, end)
 
 
-def next_seqnum(seqnum: int, retain_duplicates: bool) -> int:
-    """The change-logging window layer's own counter: ``(seqnum + 1) & 0x7FFFFFFF`` per put when duplicates are kept (CL-6)."""
-    if not INT32_MIN <= seqnum <= INT32_MAX:
-        raise EncodeError(FORMAT, f"seqnum {seqnum} is not a Java int")
-    return (seqnum + 1) & 0x7FFFFFFF if retain_duplicates else seqnum
+#: The change-logging window layer's own counter, ``(seqnum + 1) & 0x7FFFFFFF`` per put with duplicates (CL-6).
+next_seqnum = window_keys.next_seqnum
 
 
 # --- records per write ----------------------------------------------------------------------------
