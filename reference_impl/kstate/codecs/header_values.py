@@ -399,16 +399,6 @@ def convert_from_plain_to_header_format(data: bytes | None) -> bytes | None:
 
 def raw_value_to_headers_value(record_value: bytes | None, record_timestamp: int, record_headers: HeaderInput) -> bytes | None:
     """``RecordConverters.rawValueToHeadersValue``: every record header, the record timestamp, the value (HV-12)."""
-    # Restore calls this once per changelog record: the common shapes skip two calls and the checks.
-    if type(record_value) is bytes and type(record_timestamp) is int and INT64_MIN <= record_timestamp <= INT64_MAX:
-        if not record_headers:
-            return b"".join((EMPTY_HEADERS_PREFIX, _INT64.pack(record_timestamp), record_value))
-        if type(record_headers) is list or type(record_headers) is tuple:
-            header_bytes = _encode_pairs_fast(record_headers)
-            if header_bytes is not None:
-                size = len(header_bytes)
-                return b"".join((_SHORT_LENGTHS[size] if size < 64 else write_varint(size), header_bytes,
-                                 _INT64.pack(record_timestamp), record_value))
     return encode_value_timestamp_headers(record_value, record_timestamp, record_headers)
 
 
