@@ -20,9 +20,9 @@ from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicParti
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.engine import RocksDBEngine, rocksdb_options
-from kstate.stores.factory import open_kv_store, task_directory
+from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
-from kstate.stores.kv import ROCKSDB_DIR, DualColumnFamilyAccessor, InMemoryKeyValueStore, RocksDBStore, StoreIterator
+from kstate.stores.kv import DualColumnFamilyAccessor, InMemoryKeyValueStore, RocksDBStore, StoreIterator
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
@@ -275,13 +275,6 @@ def _cache_drops_absent_tombstones() -> dict[str, Handler]:
 
 # --- store directories and value facades ------------------------------------------------------------------------
 
-_ROCKSDB_CLASSES: dict[StoreType, type[RocksDBStore]] = {
-    StoreType.KEY_VALUE: RocksDBStore,
-    StoreType.TIMESTAMPED: RocksDBTimestampedStore,
-    StoreType.TIMESTAMPED_WITH_HEADERS: RocksDBTimestampedStoreWithHeaders,
-}
-
-
 def _newest_table_format() -> Any:
     """Kafka's options but RocksDB 8.6+'s default table ``format_version`` 6, which RocksDB 7.x cannot read."""
     import rocksdict
@@ -298,9 +291,10 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
                               task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
     if Backend(backend) is Backend.MEMORY:
         return open_kv_store(store_type, backend, name=name, **options)
-    task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-    engine = RocksDBEngine(task_dir / ROCKSDB_DIR / name, options=_newest_table_format)
-    return _ROCKSDB_CLASSES[StoreType(store_type)](name, task_dir, engine=engine, **options)
+    state_dir = state_dir or tempfile.mkdtemp(prefix="kstate-")
+    engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name), options=_newest_table_format)
+    return rocksdb_store_class(StoreType(store_type))(name, task_directory(state_dir, application_id, task_id),
+                                                      engine=engine, **options)
 
 
 @mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY)

@@ -41,7 +41,6 @@ def restore_from_changelog(
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
     start = 0 if committed is None else committed + 1
     codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
-    identity = codec_type is cl.StoreType.KV
     # The client builds a message's header list on first access: skipped where the store keeps no headers.
     with_headers = cl.restore_reads_headers(codec_type)
     records = batches = 0
@@ -53,15 +52,11 @@ def restore_from_changelog(
                                   liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
             if first is None:
                 first = batch[0].offset()
-            if identity:
-                entries = [(message.key(), message.value()) for message in batch]
-            elif with_headers:
-                entries = cl.restore_entries(codec_type, [
-                    (message.key(), message.value(), message.timestamp()[1], message.headers()) for message in batch])
+            if with_headers:
+                rows = [(message.key(), message.value(), message.timestamp()[1], message.headers()) for message in batch]
             else:
-                entries = cl.restore_entries(codec_type, [
-                    (message.key(), message.value(), message.timestamp()[1], None) for message in batch])
-            store.restore_batch(entries)
+                rows = [(message.key(), message.value(), message.timestamp()[1], None) for message in batch]
+            store.restore_batch(cl.restore_entries(codec_type, rows))
             last = batch[-1].offset()
             if after_batch is not None:
                 after_batch(last)

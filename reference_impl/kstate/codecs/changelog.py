@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import enum
 import re
-import struct
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -73,7 +72,8 @@ KV_TYPES = frozenset({StoreType.KV, StoreType.TIMESTAMPED_KV, StoreType.TIMESTAM
 WINDOW_TYPES = frozenset({StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS})
 SESSION_TYPES = frozenset({StoreType.SESSION, StoreType.SESSION_WITH_HEADERS})
 WINDOWED_TOPIC_TYPES = WINDOW_TYPES | SESSION_TYPES
-_pack_int64 = struct.Struct(">q").pack
+#: Store types whose restore converter is the identity (CL-9).
+_IDENTITY = frozenset({StoreType.KV, StoreType.WINDOW, StoreType.SESSION, StoreType.VERSIONED_KV})
 _TIMESTAMPED = frozenset({StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_WINDOW})
 _TIMESTAMPED_WITH_HEADERS = frozenset({StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS})
 
@@ -242,7 +242,7 @@ def record_converter(store_type: StoreType) -> RecordConverter:
 
     Header-aware stores embed *all* record headers, the consistency headers ``v``/``c`` included.
     """
-    if store_type in (StoreType.KV, StoreType.WINDOW, StoreType.SESSION, StoreType.VERSIONED_KV):
+    if store_type in _IDENTITY:
         return _identity
     if store_type in _TIMESTAMPED:
         return _timestamped
@@ -267,16 +267,12 @@ def restore_entries(store_type: StoreType, rows: Iterable[RestoreRow]) -> list[t
 
     One call per restore batch: the per-record work of the hot store types stays in one loop.
     """
+    if store_type in _IDENTITY:
+        return [(key, value) for key, value, _timestamp, _headers in rows]
+    if store_type in _TIMESTAMPED:
+        return [(key, raw_value_to_timestamped_value(value, timestamp)) for key, value, timestamp, _headers in rows]
     if store_type in _TIMESTAMPED_WITH_HEADERS:
         return raw_rows_to_headers_values(rows)
-    if store_type in _TIMESTAMPED:
-        rows = rows if isinstance(rows, list) else list(rows)
-        try:
-            # Record timestamps are longs: a value the packer refuses sends the batch to the checked path.
-            return [(key, None if value is None else _pack_int64(timestamp) + value)
-                    for key, value, timestamp, _headers in rows]
-        except (struct.error, TypeError):
-            pass
     convert = record_converter(store_type)
     return [(key, convert(value, timestamp, headers)) for key, value, timestamp, headers in rows]
 

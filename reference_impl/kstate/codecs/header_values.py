@@ -21,6 +21,7 @@ from kstate.codecs.java_text import decode_utf8_java, encode_utf8_java
 from kstate.codecs.primitives import (
     INT64_MAX,
     INT64_MIN,
+    SMALL_VARINTS,
     bytes_of,
     encode_int64,
     read_int64,
@@ -82,8 +83,6 @@ def _encode_checked(headers: HeaderInput) -> bytes:
     return bytes(out)
 
 
-#: ``[varint n]`` for 0 <= n < 64, the lengths nearly every header has (PRIM-6).
-_SHORT_LENGTHS = tuple(write_varint(n) for n in range(64))
 _NULL_VALUE_LENGTH = write_varint(-1)
 #: Header key -> ``[varint keyLen][key UTF-8]``: changelog headers reuse a handful of keys.
 _KEY_BYTES: dict[str, bytes] = {}
@@ -100,11 +99,10 @@ def _encoded_key(key: str) -> bytes:
 
 def _encode_pairs_fast(headers: list[tuple[str, bytes | None]] | tuple[tuple[str, bytes | None], ...]) -> bytes | None:
     """The bytes of ``(str, bytes | None)`` pairs, or None if any item needs :func:`_encode_checked`."""
-    count = len(headers)
-    parts = [_SHORT_LENGTHS[count] if count < 64 else write_varint(count)]
+    parts = [write_varint(len(headers))]
     append = parts.append
     keys = _KEY_BYTES
-    short = _SHORT_LENGTHS
+    short = SMALL_VARINTS
     try:
         for key, value in headers:
             if type(key) is not str:
@@ -201,8 +199,7 @@ def header_bytes_leniencies(data: bytes | None) -> list[str]:
 
 
 def _with_headers_prefix(header_bytes: bytes) -> bytes:
-    size = len(header_bytes)
-    return (_SHORT_LENGTHS[size] if size < 64 else write_varint(size)) + header_bytes
+    return write_varint(len(header_bytes)) + header_bytes
 
 
 # --- ValueTimestampHeaders --------------------------------------------------------------------------
@@ -266,10 +263,8 @@ def encode_value_timestamp_headers(value: bytes | None, timestamp: int, headers:
     """``ValueTimestampHeadersSerializer.serialize``: headers first, then timestamp, then value; null stays null (HV-6, HV-7)."""
     if value is None:
         return None
-    header_bytes = encode_headers(headers)
-    size = len(header_bytes)
-    return b"".join((_SHORT_LENGTHS[size] if size < 64 else write_varint(size), header_bytes,
-                     encode_int64(timestamp), bytes_of(VTH_FORMAT, "the value", value)))
+    return (_with_headers_prefix(encode_headers(headers)) + encode_int64(timestamp)
+            + bytes_of(VTH_FORMAT, "the value", value))
 
 
 def _read_headers_size(data: bytes) -> tuple[int, int]:
@@ -411,32 +406,16 @@ def raw_rows_to_headers_values(
     """
     out: list[tuple[bytes, bytes | None]] = []
     append = out.append
-    keys = _KEY_BYTES
-    short = _SHORT_LENGTHS
+    short = SMALL_VARINTS
     pack = _INT64.pack
     for key, value, timestamp, headers in rows:
         if type(value) is bytes and type(timestamp) is int and INT64_MIN <= timestamp <= INT64_MAX:
             if not headers:
                 append((key, b"".join((EMPTY_HEADERS_PREFIX, pack(timestamp), value))))
                 continue
-            if (type(headers) is list or type(headers) is tuple) and len(headers) < 64:
-                parts = [short[len(headers)]]
-                for header in headers:
-                    if type(header) is not tuple or len(header) != 2:
-                        break
-                    name, header_value = header
-                    if type(name) is not str:
-                        break
-                    parts.append(keys.get(name) or _encoded_key(name))
-                    if header_value is None:
-                        parts.append(_NULL_VALUE_LENGTH)
-                    elif type(header_value) is bytes and len(header_value) < 64:
-                        parts.append(short[len(header_value)])
-                        parts.append(header_value)
-                    else:
-                        break
-                else:
-                    header_bytes = b"".join(parts)
+            if type(headers) is list or type(headers) is tuple:
+                header_bytes = _encode_pairs_fast(headers)
+                if header_bytes is not None:
                     size = len(header_bytes)
                     append((key, b"".join((short[size] if size < 64 else write_varint(size), header_bytes,
                                            pack(timestamp), value))))

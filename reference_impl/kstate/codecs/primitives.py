@@ -143,6 +143,8 @@ def write_unsigned_varlong(value: int) -> bytes:
 
 
 _SINGLE_BYTE_VARINTS = tuple(bytes((((v << 1) ^ (v >> 31)) & 0xFFFFFFFF,)) for v in range(-64, 64))
+#: ``write_varint(n)`` for ``0 <= n < 64`` (lengths and counts), for loops that cannot afford a call per item.
+SMALL_VARINTS = _SINGLE_BYTE_VARINTS[64:]
 
 
 def write_varint(value: int) -> bytes:

@@ -186,18 +186,3 @@ def consume_all(broker: Broker, topic: str, partition: int = 0, start_offset: in
             records.append({"offset": message.offset(), "key": message.key(), "value": message.value(),
                             "timestamp": timestamp, "headers": list(message.headers() or [])})
     return records
-
-
-def iter_changelog(bootstrap: str, topic: str, partition: int, start_offset: int = 0, *, batch_size: int = 10_000,
-                   timeout: float = 60.0, liveness: Callable[[], None] | None = None,
-                   what: str = "") -> Iterator[tuple[int, int, list[cl.ChangelogRecord]]]:
-    """``(first offset, last offset, records)`` per fetched batch, as :class:`~kstate.codecs.changelog.ChangelogRecord` s."""
-    record = cl.ChangelogRecord
-    for batch in iter_batches(bootstrap, topic, partition, start_offset, batch_size=batch_size, timeout=timeout,
-                              liveness=liveness, what=what):
-        out = []
-        for message in batch:
-            headers = message.headers()
-            out.append(record(message.key(), message.value(), message.timestamp()[1],
-                              tuple(headers) if headers else ()))
-        yield batch[0].offset(), batch[-1].offset(), out

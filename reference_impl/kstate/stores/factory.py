@@ -14,9 +14,13 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kstate.codecs.layout import ROCKSDB_DIR
 from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+
+if TYPE_CHECKING:
+    from kstate.stores.kv import RocksDBStore
 
 
 def task_directory(state_dir: str | Path, application_id: str, task_id: str) -> Path:
@@ -59,18 +63,7 @@ def open_kv_store(
     if state_dir is None:
         state_dir = tempfile.mkdtemp(prefix="kstate-")
     task_dir = task_directory(state_dir, application_id, task_id)
-    from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
-    from kstate.stores.kv import RocksDBStore
-    from kstate.stores.timestamped import RocksDBTimestampedStore
-
-    cls: type[RocksDBStore]
-    if store_type is StoreType.KEY_VALUE:
-        cls = RocksDBStore
-    elif store_type is StoreType.TIMESTAMPED:
-        cls = RocksDBTimestampedStore
-    else:
-        cls = RocksDBTimestampedStoreWithHeaders
-    return cls(
+    return rocksdb_store_class(store_type)(
         name,
         task_dir,
         ignore_invalid_state=ignore_invalid_state,
@@ -78,6 +71,19 @@ def open_kv_store(
         manage_offsets=manage_offsets,
         changelog_partitions=changelog_partitions,
     )
+
+
+def rocksdb_store_class(store_type: StoreType) -> type[RocksDBStore]:
+    """The RocksDB store class of a key-value ``store_type``."""
+    from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
+    from kstate.stores.kv import RocksDBStore
+    from kstate.stores.timestamped import RocksDBTimestampedStore
+
+    if store_type is StoreType.KEY_VALUE:
+        return RocksDBStore
+    if store_type is StoreType.TIMESTAMPED:
+        return RocksDBTimestampedStore
+    return RocksDBTimestampedStoreWithHeaders
 
 
 def wipe_kv_store(state_dir: str | Path, *, name: str, application_id: str = "app", task_id: str = "0_0") -> None:

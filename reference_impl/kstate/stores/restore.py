@@ -100,8 +100,6 @@ def restore(
         for batch in batches_of(records, batch_size):
             if converter is not None:
                 store.restore_batch([(record.key, converter(record)) for record in batch])
-            elif codec_type is cl.StoreType.KV:  # the identity (CL-9): no call per record
-                store.restore_batch([(record.key, record.value) for record in batch])
             else:
                 store.restore_batch(cl.restore_entries(codec_type, [
                     (record.key, record.value, record.timestamp, record.headers) for record in batch]))
