@@ -213,3 +213,40 @@ def test_restore_pauses_the_collector() -> None:
     restore(Probe(), StoreType.KEY_VALUE, [cl.ChangelogRecord(b"k", b"v", 1)])  # type: ignore[arg-type]
     assert seen == [False]
     assert gc.isenabled()
+
+
+class _Message:
+    """The accessors of a confluent-kafka ``Message`` that restore reads; ``headers`` counts its calls."""
+
+    header_reads = 0
+
+    def __init__(self, key: bytes, value: bytes | None, timestamp: int, headers: list[tuple[str, bytes]] | None):
+        self._row = (key, value, timestamp, headers)
+
+    def key(self) -> bytes:
+        return self._row[0]
+
+    def value(self) -> bytes | None:
+        return self._row[1]
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._row[2])
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        _Message.header_reads += 1
+        return self._row[3]
+
+
+def test_restore_rows_read_each_message_once_and_headers_only_when_asked() -> None:
+    """Rows for ``restore_entries``: key, value, the timestamp's value, and headers for header stores only."""
+    from kstate.kafka.changelog_topics import restore_rows
+
+    batch = [_Message(b"a", b"1", 5, [("h", b"x")]), _Message(b"b", None, -1, None)]
+    _Message.header_reads = 0
+    assert list(restore_rows(batch, with_headers=False)) == [(b"a", b"1", 5, None), (b"b", None, -1, None)]
+    assert _Message.header_reads == 0
+    assert list(restore_rows(batch, with_headers=True)) == [(b"a", b"1", 5, [("h", b"x")]), (b"b", None, -1, None)]
+    assert _Message.header_reads == 2
+    assert list(restore_rows([], with_headers=True)) == []
+    entries = cl.restore_entries(cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS, restore_rows(batch, with_headers=True))
+    assert entries == [(b"a", encode_value_timestamp_headers(b"1", 5, [("h", b"x")])), (b"b", None)]

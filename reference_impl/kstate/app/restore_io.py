@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kstate.codecs import changelog as cl
-from kstate.kafka.changelog_topics import iter_batches
+from kstate.kafka.changelog_topics import iter_batches, restore_rows
 from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, gc_paused
@@ -41,7 +41,6 @@ def restore_from_changelog(
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
     start = 0 if committed is None else committed + 1
     codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
-    # The client builds a message's header list on first access: skipped where the store keeps no headers.
     with_headers = cl.restore_reads_headers(codec_type)
     records = batches = 0
     first: int | None = None
@@ -52,11 +51,7 @@ def restore_from_changelog(
                                   liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
             if first is None:
                 first = batch[0].offset()
-            if with_headers:
-                rows = [(message.key(), message.value(), message.timestamp()[1], message.headers()) for message in batch]
-            else:
-                rows = [(message.key(), message.value(), message.timestamp()[1], None) for message in batch]
-            store.restore_batch(cl.restore_entries(codec_type, rows))
+            store.restore_batch(cl.restore_entries(codec_type, restore_rows(batch, with_headers)))
             last = batch[-1].offset()
             if after_batch is not None:
                 after_batch(last)

@@ -27,7 +27,12 @@ from kstate.codecs.header_values import (
 from kstate.codecs.position import Position, PositionInput, decode_position, encode_position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN
 from kstate.codecs.record_headers import Header
-from kstate.codecs.timestamped import raw_value, raw_value_to_timestamped_value, timestamp_of
+from kstate.codecs.timestamped import (
+    raw_rows_to_timestamped_values,
+    raw_value,
+    raw_value_to_timestamped_value,
+    timestamp_of,
+)
 from kstate.errors import DecodeError, EncodeError
 
 FORMAT = "changelog-record"
@@ -270,7 +275,7 @@ def restore_entries(store_type: StoreType, rows: Iterable[RestoreRow]) -> list[t
     if store_type in _IDENTITY:
         return [(key, value) for key, value, _timestamp, _headers in rows]
     if store_type in _TIMESTAMPED:
-        return [(key, raw_value_to_timestamped_value(value, timestamp)) for key, value, timestamp, _headers in rows]
+        return raw_rows_to_timestamped_values(rows)
     if store_type in _TIMESTAMPED_WITH_HEADERS:
         return raw_rows_to_headers_values(rows)
     convert = record_converter(store_type)

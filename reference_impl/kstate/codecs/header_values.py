@@ -84,6 +84,7 @@ def _encode_checked(headers: HeaderInput) -> bytes:
 
 
 _NULL_VALUE_LENGTH = write_varint(-1)
+_ONE_HEADER = write_varint(1)
 #: Header key -> ``[varint keyLen][key UTF-8]``: changelog headers reuse a handful of keys.
 _KEY_BYTES: dict[str, bytes] = {}
 _KEY_BYTES_LIMIT = 1024
@@ -408,12 +409,24 @@ def raw_rows_to_headers_values(
     append = out.append
     short = SMALL_VARINTS
     pack = _INT64.pack
+    keys = _KEY_BYTES
     for key, value, timestamp, headers in rows:
         if type(value) is bytes and type(timestamp) is int and INT64_MIN <= timestamp <= INT64_MAX:
             if not headers:
-                append((key, b"".join((EMPTY_HEADERS_PREFIX, pack(timestamp), value))))
+                append((key, EMPTY_HEADERS_PREFIX + pack(timestamp) + value))
                 continue
             if type(headers) is list or type(headers) is tuple:
+                if len(headers) == 1 and type(headers[0]) is tuple and len(headers[0]) == 2:
+                    # A lone header skips the general encoder's part list and second join (HV-1, HV-2).
+                    header_key, header_value = headers[0]
+                    if type(header_key) is str and type(header_value) is bytes:
+                        key_bytes = keys.get(header_key) or _encoded_key(header_key)
+                        length = len(header_value)
+                        length_bytes = short[length] if length < 64 else write_varint(length)
+                        size = 1 + len(key_bytes) + len(length_bytes) + length
+                        append((key, b"".join((short[size] if size < 64 else write_varint(size), _ONE_HEADER,
+                                               key_bytes, length_bytes, header_value, pack(timestamp), value))))
+                        continue
                 header_bytes = _encode_pairs_fast(headers)
                 if header_bytes is not None:
                     size = len(header_bytes)
