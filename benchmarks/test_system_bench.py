@@ -4,11 +4,14 @@
   EOF, converted, written batch by batch with its offsets, KV-50) against two baselines from the same broker:
   ``raw consume``, confluent-kafka reading the same partition and doing nothing with the messages (the
   target is restore >= 0.5 of it), and ``consume + raw write``, the same reading plus the record keys
-  and values written unconverted with raw rocksdict write batches: the floor of any restore through
+  and values written unconverted with raw rocksdict write batches: the ceiling of any restore through
   rocksdict, which shows how much of the gap is the kit's own work. Restore pauses Python's cyclic
-  collector while it runs (``gc_paused``: it allocates nothing cyclic), and so does the floor; the raw
+  collector while it runs (``gc_paused``: it allocates nothing cyclic), and so does the ceiling; the raw
   consume is measured both ways, and restore's ratio is printed against both. Opening and closing the
   store are not timed (Kafka opens the store before restoring and keeps it open after).
+  Each restore round is also paired with a raw consume run just before it, and the median of those
+  per-round ratios is printed: on a shared 2-core machine, the machine's speed drifts more between tests
+  than between neighbouring rounds.
 - ``spark oracle``: changelog records per second of the Spark audit (read, latest per key, convert, full
   outer join with the stores' state) on ``local[1]`` and ``local[2]``, and the scaling from 1 to 2 cores.
 
@@ -22,6 +25,7 @@ import contextlib
 import os
 import random
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
@@ -38,8 +42,12 @@ from kstate.stores.factory import open_kv_store
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, gc_paused
 
 RESTORE_RECORDS = int(os.environ.get("KSTATE_BENCH_RECORDS", "200000"))
+#: Rounds per restore-side benchmark; the fastest is compared (a 2-core machine shared with the broker is noisy).
+ROUNDS = int(os.environ.get("KSTATE_BENCH_ROUNDS", "5"))
 SPARK_RECORDS = int(os.environ.get("KSTATE_BENCH_SPARK_RECORDS", "100000"))
 RESULTS: dict[str, float] = {}
+#: Per store type, the sorted ratios of each restore round to the raw consume run right before it.
+PAIRED: dict[str, list[float]] = {}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +74,14 @@ def restore_topic(bench_broker: TansuBroker) -> str:
     return _changelog(bench_broker, "bench-restore", RESTORE_RECORDS, 1)
 
 
+def _retire(databases: list[Any], directories: list[str]) -> None:
+    """Close and delete the previous round's database, so its background flushes do not run into this round."""
+    while databases:
+        databases.pop().close()
+    while directories:
+        shutil.rmtree(directories.pop(), ignore_errors=True)
+
+
 @pytest.mark.parametrize("collector", ["gc-on", "gc-paused"])
 def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, restore_topic: str, collector: str) -> None:
     """Reading the partition and nothing else; ``gc-paused`` as restore runs (``gc_paused``), for comparison."""
@@ -73,7 +89,7 @@ def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, restore_topic: s
         with gc_paused() if collector == "gc-paused" else contextlib.nullcontext():
             return sum(len(batch) for batch in iter_batches(bench_broker.bootstrap, restore_topic, 0))
 
-    count = benchmark.pedantic(consume, rounds=3, iterations=1, warmup_rounds=1)
+    count = benchmark.pedantic(consume, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     assert count == RESTORE_RECORDS
     RESULTS[f"raw consume {collector} records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
 
@@ -88,6 +104,7 @@ def test_consume_and_raw_write(benchmark: Any, bench_broker: TansuBroker, restor
     directories: list[str] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        _retire(databases, directories)
         directories.append(tempfile.mkdtemp(prefix="kstate-bench-"))
         databases.append(rocksdict.Rdict(directories[-1], rocksdb_options()))
         return (databases[-1],), {}
@@ -105,12 +122,9 @@ def test_consume_and_raw_write(benchmark: Any, bench_broker: TansuBroker, restor
         return count
 
     try:
-        count = benchmark.pedantic(load, setup=setup, rounds=3, iterations=1, warmup_rounds=1)
+        count = benchmark.pedantic(load, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     finally:
-        for db in databases:
-            db.close()
-        for directory in directories:
-            shutil.rmtree(directory, ignore_errors=True)
+        _retire(databases, directories)
     assert count == RESTORE_RECORDS
     RESULTS["consume + raw write records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
 
@@ -120,8 +134,11 @@ def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore
                               store_type: StoreType) -> None:
     stores: list[Any] = []
     directories: list[str] = []
+    raw_seconds: list[float] = []
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        _retire(stores, directories)
+        raw_seconds.append(_timed_raw_consume(bench_broker, restore_topic))
         directories.append(tempfile.mkdtemp(prefix="kstate-bench-"))
         stores.append(open_kv_store(store_type, Backend.ROCKSDB, name="s", state_dir=directories[-1],
                                     application_id="bench-restore"))
@@ -132,15 +149,22 @@ def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore
                                       TopicPartition(restore_topic, 0)).records
 
     try:
-        count = benchmark.pedantic(restore, setup=setup, rounds=3, iterations=1, warmup_rounds=1)
+        count = benchmark.pedantic(restore, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=1)
         assert stores[-1].committed_offset(TopicPartition(restore_topic, 0)) == RESTORE_RECORDS - 1
     finally:
-        for store in stores:
-            store.close()
-        for directory in directories:
-            shutil.rmtree(directory, ignore_errors=True)
+        _retire(stores, directories)
     assert count == RESTORE_RECORDS
     RESULTS[f"restore {store_type.value} records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
+    # Each round's restore against the raw consume timed just before it (the warm-up round's pair dropped).
+    paired = sorted(raw / restored for raw, restored in zip(raw_seconds[-ROUNDS:], benchmark.stats.stats.data, strict=True))
+    PAIRED[store_type.value] = paired
+
+
+def _timed_raw_consume(broker: TansuBroker, topic: str) -> float:
+    start = time.perf_counter()
+    count = sum(len(batch) for batch in iter_batches(broker.bootstrap, topic, 0))
+    assert count == RESTORE_RECORDS
+    return time.perf_counter() - start
 
 
 @pytest.fixture(scope="module")
@@ -194,6 +218,11 @@ def teardown_module() -> None:
                              if base)
             lines.append(f"restore into {store_type.value} {restored:,.0f} records/s vs raw consume: "
                          f"ratio {restored / raw:.2f} (target >= 0.5){others}")
+        paired = PAIRED.get(store_type.value)
+        if paired:
+            lines.append(f"  paired rounds (restore vs the raw consume just before it): median "
+                         f"{statistics.median(paired):.2f}, range {paired[0]:.2f} to {paired[-1]:.2f}, "
+                         f"{len(paired)} rounds")
     one, two = RESULTS.get("spark oracle local[1] records/s"), RESULTS.get("spark oracle local[2] records/s")
     if one and two:
         lines.append(f"spark oracle local[1] {one:,.0f} records/s, local[2] {two:,.0f} records/s: "
