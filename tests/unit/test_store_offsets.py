@@ -151,6 +151,99 @@ def test_unclean_shutdown_of_a_killed_process_is_detected(tmp_path: Path) -> Non
     store.close()
 
 
+# --- restore with the WAL off (RST-8) ------------------------------------------------------------------------
+
+
+def _wal_bytes(store: RocksDBStore) -> int:
+    return sum(f.stat().st_size for f in store.engine.path.glob("*.log"))  # type: ignore[attr-defined]
+
+
+def _active_memtable_entries(store: RocksDBStore) -> dict[str, int]:
+    families = store.engine._cf_objects  # type: ignore[attr-defined]
+    return {cf: families[cf].property_int_value("rocksdb.num-entries-active-mem-table") for cf in families}
+
+
+def test_restore_commits_skip_the_wal_and_are_flushed_when_restore_ends(tmp_path: Path) -> None:
+    """Inside ``restoring()`` the WAL does not grow; at its end no family keeps a memtable entry (RST-8)."""
+    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS)
+    before = _wal_bytes(store)
+    with store.restoring():
+        with store.restoring():  # nested: one flush, at the outer end
+            store.restore_batch([(b"%04d" % i, b"\x00" + bytes(8) + b"v" * 50) for i in range(100)])
+            store.commit({TP: 99})
+        assert _wal_bytes(store) == before
+        assert _active_memtable_entries(store)["offsets"] > 0
+    assert set(_active_memtable_entries(store).values()) == {0}
+    store.put(b"after", b"\x00" + bytes(8))
+    store.commit({TP: 100})
+    assert _wal_bytes(store) > before  # outside restore, commits go through the WAL again
+    store.close()
+
+
+def test_restoring_a_closed_store_is_refused(tmp_path: Path) -> None:
+    store = _open(tmp_path)
+    store.close()
+    with pytest.raises(Exception, match="closed"):
+        store.restoring()
+
+
+RESTORING_CHILD = textwrap.dedent(
+    """
+    import sys
+    from kstate.stores.api import Backend, StoreType, TopicPartition
+    from kstate.stores.factory import open_kv_store
+
+    state_dir, batches, ready_after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    store = open_kv_store(StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=state_dir)
+    tp = TopicPartition("app-s-changelog", 0)
+    with store.restoring():
+        for batch in range(batches):
+            store.restore_batch([(b"%08d-%d" % (batch, i), b"\\x00" + bytes(8) + b"v" * 10_000) for i in range(10)])
+            store.commit({tp: batch})
+            if batch == ready_after:
+                print("ready", flush=True)
+    print("restored", flush=True)
+    while True:
+        pass
+    """
+)
+
+
+def _kill_restoring_child(state_dir: Path, batches: int, ready_after: int, wait_for: bytes) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "reference_impl"), str(REPO / "conformance")]))
+    child = subprocess.Popen([sys.executable, "-c", RESTORING_CHILD, str(state_dir), str(batches), str(ready_after)],
+                             stdout=subprocess.PIPE, env=env)
+    try:
+        assert child.stdout is not None
+        while (line := child.stdout.readline()) and line.strip() != wait_for:
+            pass
+        assert line.strip() == wait_for
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+
+
+def test_a_process_killed_after_restore_keeps_all_of_it(tmp_path: Path) -> None:
+    """Restore's unlogged writes are on disk when it returns: a SIGKILL right after loses none (RST-8)."""
+    _kill_restoring_child(tmp_path, batches=20, ready_after=-1, wait_for=b"restored")
+    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS, ignore_invalid_state=True)
+    assert store.committed_offset(TP) == 19
+    assert sum(1 for _ in store.all()) == 200
+    store.close()
+
+
+def test_a_process_killed_during_restore_keeps_offsets_and_data_together(tmp_path: Path) -> None:
+    """Killed mid-restore past several memtable flushes: the offset covers exactly the data kept (RST-8, KV-50)."""
+    _kill_restoring_child(tmp_path, batches=100_000, ready_after=600, wait_for=b"ready")
+    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS, ignore_invalid_state=True)
+    committed = store.committed_offset(TP)
+    keys = [k for k, _ in store.all()]
+    assert committed is not None, "60 MB written through 16 MiB memtables: some flush must have persisted"
+    assert len(keys) == 10 * (committed + 1)
+    assert keys[-1] == b"%08d-9" % committed
+    store.close()
+
+
 # --- legacy files --------------------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ Spec: spec/kv-stores.md (KV-*), spec/offsets.md (OFF-*), spec/changelog.md (CL-*
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -107,3 +108,15 @@ class KeyValueBytesStore(Protocol):
     def committed_offset(self, partition: TopicPartition) -> int | None: ...
     # Restore: one batch of (key, value-in-store-layout) pairs, written atomically (CL-*).
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None: ...
+
+
+def restore_mode(store: object) -> contextlib.AbstractContextManager[None]:
+    """The store's ``restoring()`` if it has one, else nothing: RocksDB stores restore with the WAL off (RST-8).
+
+    Optional, so that stores written against the protocol above keep working unchanged.
+    """
+    restoring = getattr(store, "restoring", None)
+    if restoring is None:
+        return contextlib.nullcontext()
+    mode: contextlib.AbstractContextManager[None] = restoring()
+    return mode

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from kstate.codecs.primitives import increment
@@ -21,6 +22,7 @@ from kstate.stores.api import (
     KeyValueIterator,
     RecordContext,
     TopicPartition,
+    restore_mode,
 )
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.kv import INVALID_RANGE_WARNING
@@ -479,3 +481,6 @@ class CachingKeyValueStore:
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         # Restore goes to the store below, not through the cache (RST-4).
         self.inner.restore_batch(entries)
+
+    def restoring(self) -> AbstractContextManager[None]:
+        return restore_mode(self.inner)

@@ -9,10 +9,18 @@ current :class:`~kstate.stores.api.RecordContext` is appended to a :class:`Chang
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from kstate.codecs import changelog as cl
-from kstate.stores.api import KeyValueBytesStore, KeyValueIterator, RecordContext, StoreType, TopicPartition
+from kstate.stores.api import (
+    KeyValueBytesStore,
+    KeyValueIterator,
+    RecordContext,
+    StoreType,
+    TopicPartition,
+    restore_mode,
+)
 
 #: The changelog codec's name for each key-value store type.
 CHANGELOG_STORE_TYPES: dict[StoreType, cl.StoreType] = {
@@ -147,6 +155,9 @@ class ChangeLoggingKeyValueBytesStore:
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         # Restored records are not logged again (RST-4).
         self.inner.restore_batch(entries)
+
+    def restoring(self) -> AbstractContextManager[None]:
+        return restore_mode(self.inner)
 
     def flush(self) -> None:
         flush: Callable[[], None] | None = getattr(self.inner, "flush", None)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import shutil
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kstate.codecs.layout import OFFSETS_CF
 from kstate.codecs.primitives import INT64_MAX
 from kstate.stores.api import InvalidStateStoreError, ProcessorStateError
 
@@ -139,6 +141,14 @@ class Engine(ABC):
     @abstractmethod
     def flush(self) -> None:
         """Persist memory buffers (no-op where there are none)."""
+
+    def unlogged_writes(self) -> contextlib.AbstractContextManager[None]:
+        """Writes inside skip the write-ahead log and are made durable by a flush at exit (RST-8)."""
+        return contextlib.nullcontext()
+
+    def abandon(self) -> None:
+        """Stop as a killed process stops: nothing is flushed or written on the way out (KV-52)."""
+        self.close()
 
     @abstractmethod
     def close(self) -> None:
@@ -452,6 +462,7 @@ class RocksDBEngine(Engine):
         # Weak: a cursor nobody holds is collected with its native iterator; close() closes the live ones.
         self._cursors: weakref.WeakSet[_RocksCursor] = weakref.WeakSet()
         self._write_options = rd.WriteOptions()
+        self._unlogged_depth = 0
 
     @property
     def is_open(self) -> bool:
@@ -554,6 +565,44 @@ class RocksDBEngine(Engine):
 
     def flush(self) -> None:
         self._check().flush()
+
+    @contextlib.contextmanager
+    def unlogged_writes(self) -> Iterator[None]:
+        """WAL off, as Kafka writes every batch; at exit every family is flushed, offsets last (RST-8).
+
+        Nested uses flush once, at the outer exit. Data reaches disk before the offsets that cover it, and
+        before any later write goes through the WAL again.
+        """
+        self._check()
+        self._unlogged_depth += 1
+        self._write_options.disable_wal = True
+        try:
+            yield
+        finally:
+            self._unlogged_depth -= 1
+            if self._unlogged_depth == 0:
+                self._write_options.disable_wal = False
+                if self._db is not None:
+                    for cf in sorted(self._cf_objects, key=lambda name: name == OFFSETS_CF):
+                        self._cf_objects[cf].flush()
+
+    def abandon(self) -> None:
+        """Leave the directory as a SIGKILL would: the files as they are now, memtables lost (KV-52, RST-8).
+
+        RocksDB flushes unlogged memtables when it closes, so the files are copied first and put back after.
+        """
+        if self._db is None:
+            return
+        crashed = self.path.with_name(self.path.name + ".crashed")
+        shutil.rmtree(crashed, ignore_errors=True)
+        crashed.mkdir()
+        for file in self.path.iterdir():
+            if file.is_file():
+                with contextlib.suppress(FileNotFoundError):  # an obsolete file deleted meanwhile
+                    shutil.copy2(file, crashed / file.name)
+        self.close()
+        shutil.rmtree(self.path)
+        crashed.rename(self.path)
 
     def close(self) -> None:
         db = self._db

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 
@@ -820,6 +821,11 @@ class RocksDBStore(_KeyValueOperations):
             raise NullKeyError("key cannot be null")
         self._accessor.put_all(staged)
 
+    def restoring(self) -> AbstractContextManager[None]:
+        """Restore's commits skip the WAL, as Kafka writes, until a flush when restore ends (RST-8)."""
+        self._check_open()
+        return self._engine.unlogged_writes()
+
     # KIP-1035 ----------------------------------------------------------------------------------------------------
 
     def manages_offsets(self) -> bool:
@@ -912,7 +918,7 @@ class RocksDBStore(_KeyValueOperations):
         self._open = False
         self._staged.discard()
         self._accessor.release()
-        self._engine.close()
+        self._engine.abandon()
 
 
 # --- in memory ------------------------------------------------------------------------------------------------

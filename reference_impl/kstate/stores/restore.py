@@ -17,7 +17,7 @@ from functools import partial
 from itertools import islice
 
 from kstate.codecs import changelog as cl
-from kstate.stores.api import KeyValueBytesStore, StoreType
+from kstate.stores.api import KeyValueBytesStore, StoreType, restore_mode
 from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
 
 #: Kafka's restore consumer polls at most ``max.poll.records`` (default 1000) records per batch.
@@ -96,7 +96,7 @@ def restore(
     """
     codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
     count = batches = 0
-    with gc_paused():
+    with gc_paused(), restore_mode(store):
         for batch in batches_of(records, batch_size):
             if converter is not None:
                 store.restore_batch([(record.key, converter(record)) for record in batch])
