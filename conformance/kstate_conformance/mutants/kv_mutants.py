@@ -7,6 +7,7 @@ store, change-logging layer, cache or restorer is a subclass of the reference's 
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -180,11 +181,45 @@ def _offsets_outside_data_batch() -> dict[str, Handler]:
 # --- restore ---------------------------------------------------------------------------------------------------
 
 
+class _UnflushedRestore:
+    """``restoring()`` turns the WAL off and never flushes: restored batches live in memtables only (RST-8)."""
+
+    @contextlib.contextmanager
+    def restoring(self) -> Iterator[None]:
+        options = self._engine._write_options  # type: ignore[attr-defined]
+        options.disable_wal = True
+        try:
+            yield
+        finally:
+            options.disable_wal = False
+
+
+class _UnflushedRestoreStore(_UnflushedRestore, RocksDBStore):
+    pass
+
+
+class _UnflushedRestoreTimestampedStore(_UnflushedRestore, RocksDBTimestampedStore):
+    pass
+
+
+class _UnflushedRestoreHeadersStore(_UnflushedRestore, RocksDBTimestampedStoreWithHeaders):
+    pass
+
+
+@mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after it loses it", FAMILY)
+def _restore_unflushed() -> dict[str, Handler]:
+    classes: StoreClasses = {(StoreType.KEY_VALUE, Backend.ROCKSDB): _UnflushedRestoreStore,
+                             (StoreType.TIMESTAMPED, Backend.ROCKSDB): _UnflushedRestoreTimestampedStore,
+                             (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _UnflushedRestoreHeadersStore}
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+
+
+
 def _timestamp_blind_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
-                             batch_size: int) -> RestoreResult:
+                             batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """Restores as if every record had no timestamp (-1), the legacy conversion's value (RST-2)."""
     blind = [replace(r, timestamp=-1) for r in records]
-    return restore(store, store_type, blind, batch_size=batch_size)
+    return restore(store, store_type, blind, batch_size=batch_size, after_batch=after_batch)
 
 
 @mutant("kv-restore-ignores-record-timestamp", "restore stamps values with -1 instead of the record timestamp", FAMILY)

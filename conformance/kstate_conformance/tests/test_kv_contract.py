@@ -147,7 +147,9 @@ class Store:
         offset: int | None = self.ok("store.committed_offset", topic=TOPIC, partition=0)["offset"]
         return offset
 
-    def restore(self, records: list[dict[str, Any]], batch_size: int = 1000) -> dict[str, Any]:
+    def restore(self, records: list[dict[str, Any]], batch_size: int = 1000, commit_offsets: bool = False) -> dict[str, Any]:
+        if commit_offsets:
+            return self.ok("store.restore", records=records, batch_size=batch_size, commit_offsets=True)
         return self.ok("store.restore", records=records, batch_size=batch_size)
 
     def close(self) -> None:
@@ -1021,6 +1023,23 @@ def test_a_crash_keeps_what_was_committed(kit: Kit) -> None:
     assert contents.get("01") == "aa" and contents.get("02") == "bb"
     after.restore([record("03", "cc", 0)])
     assert after.all() == [("01", "aa"), ("02", "bb"), ("03", "cc")]
+
+
+@rules("RST-8", "RST-3", "KV-50")
+@pytest.mark.parametrize("store_type", [KV, TS, HDR])
+def test_a_crash_right_after_a_restore_keeps_all_of_it(kit: Kit, store_type: str) -> None:
+    """Each restored batch committed with its last offset; a crash as restore returns loses none of it."""
+    kit.require(store_type, ROCKSDB, "crash", "offsets")
+    store = kit.open(store_type, ROCKSDB)
+    records = [record(f"{i % 20:02d}", None if i % 7 == 6 else f"{i:04x}", i) for i in range(50)]
+    store.restore(records, batch_size=8, commit_offsets=True)
+    assert store.committed() == 49
+    expected = store.all()
+    assert len(expected) == 20 - sum(1 for i in range(30, 50) if i % 7 == 6)
+    store.crash()
+    after = kit.open(store_type, ROCKSDB, ignore_invalid_state=True)
+    assert after.committed() == 49
+    assert after.all() == expected
 
 
 @rules("KV-44")

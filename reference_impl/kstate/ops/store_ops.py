@@ -46,7 +46,8 @@ BACKENDS = tuple(b.value for b in Backend)
 OpenBytesStore = Callable[..., KeyValueBytesStore]
 LoggingLayer = Callable[[KeyValueBytesStore, StoreType, RecordContextHolder, ChangelogSink], KeyValueBytesStore]
 CachingLayer = Callable[[KeyValueBytesStore, RecordContextHolder, int, "FlushListener | None"], CachingKeyValueStore]
-Restorer = Callable[[KeyValueBytesStore, StoreType, Sequence[cl.ChangelogRecord], int], RestoreResult]
+AfterBatch = Callable[[RestoreResult], None] | None
+Restorer = Callable[[KeyValueBytesStore, StoreType, Sequence[cl.ChangelogRecord], int, AfterBatch], RestoreResult]
 
 
 def _caching_layer(
@@ -56,9 +57,10 @@ def _caching_layer(
 
 
 def _restorer(
-    store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int
+    store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int,
+    after_batch: AfterBatch,
 ) -> RestoreResult:
-    return restore(store, store_type, records, batch_size=batch_size)
+    return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
 
 
 @dataclass(frozen=True)
@@ -520,15 +522,26 @@ def store_iterator_close(payload: JsonDict) -> JsonDict:
 # --- restore and dump -------------------------------------------------------------------------------------------
 
 
-@op("store.restore", rules=["RST-1", "RST-2", "RST-3", "RST-4"])
+@op("store.restore", rules=["RST-1", "RST-2", "RST-3", "RST-4", "RST-8"])
 def store_restore(payload: JsonDict) -> JsonDict:
-    """Restore changelog records ``[{key, value, timestamp, headers}, ...]`` in batches of ``batch_size``."""
+    """Restore changelog records ``[{key, value, timestamp, headers}, ...]`` in batches of ``batch_size``.
+
+    With ``commit_offsets`` true each batch is committed as Kafka records a restored batch: the store's changelog
+    partition at the offset of the batch's last record, a record's offset being its index in ``records`` (RST-8).
+    """
     handle = _handle(payload)
     records = [record_from_json(r) for r in payload.get("records") or []]
     batch_size = int(payload.get("batch_size", DEFAULT_RESTORE_BATCH_SIZE))
     if batch_size < 1:
         raise ProcessorStateError("a restore batch holds at least one record")
-    result = handle.builder.restorer(handle.store, handle.store_type, records, batch_size)
+    after_batch: AfterBatch = None
+    if payload.get("commit_offsets"):
+        store, partition = handle.store, handle.changelog_partition
+
+        def after_batch(progress: RestoreResult) -> None:
+            store.commit({partition: progress.records - 1})
+
+    result = handle.builder.restorer(handle.store, handle.store_type, records, batch_size, after_batch)
     return {"restored": result.records, "batches": result.batches}
 
 
