@@ -114,3 +114,17 @@ def test_changelog_topics_get_kafka_streams_config(broker: Broker, app_name: str
     config = describe_topic_config(broker, topic)
     for key, value in {"message.timestamp.type": "CreateTime", **expected}.items():
         assert config.get(key) == value, (key, config)
+
+
+def test_reading_a_missing_topic_or_partition_names_it(broker: Broker) -> None:
+    """No waiting for progress that cannot come: the metadata says what is missing, within the timeout."""
+    from kstate.kafka.changelog_topics import ChangelogIOError, iter_batches
+
+    started = time.monotonic()
+    with pytest.raises(ChangelogIOError, match="topic kstate-no-such-topic does not exist"):
+        list(iter_batches(broker.bootstrap, "kstate-no-such-topic", 0, timeout=2.0))
+    topic = "kstate-one-partition"
+    create_topic(broker, topic, partitions=1)
+    with pytest.raises(ChangelogIOError, match=f"topic {topic} has no partition 3 \\(it has 1\\)"):
+        list(iter_batches(broker.bootstrap, topic, 3, timeout=2.0))
+    assert time.monotonic() - started < BOUND_S

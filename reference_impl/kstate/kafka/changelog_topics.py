@@ -141,13 +141,41 @@ def restore_rows(batch: list[Any], with_headers: bool) -> Iterator[cl.RestoreRow
 _SECOND = operator.itemgetter(1)
 
 
+def _await_partition(consumer: Any, topic: str, partition: int, timeout: float,
+                     liveness: Callable[[], None] | None, what: str) -> None:
+    """Wait until the broker's metadata knows ``topic`` and its ``partition``; if it never does within
+    ``timeout`` (a topic just created elsewhere may lag), fail naming what is missing."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            metadata = consumer.list_topics(topic, timeout=max(0.1, min(deadline - time.monotonic(), 10.0)))
+        except KafkaException as exc:
+            if liveness is not None:
+                liveness()
+            raise ChangelogIOError(f"{what}: no metadata for {topic}: {exc}") from exc
+        found = metadata.topics.get(topic)
+        if found is not None and found.error is None and partition in found.partitions:
+            return
+        if time.monotonic() >= deadline:
+            if liveness is not None:
+                liveness()
+            if found is None or found.error is not None or not found.partitions:
+                raise ChangelogIOError(f"{what}: topic {topic} does not exist"
+                                       + (f" ({found.error.str()})" if found is not None and found.error else ""))
+            raise ChangelogIOError(f"{what}: topic {topic} has no partition {partition} "
+                                   f"(it has {len(found.partitions)})")
+        time.sleep(0.2)
+
+
 def iter_batches(bootstrap: str, topic: str, partition: int, start_offset: int = 0, *, batch_size: int = 10_000,
                  timeout: float = 60.0, liveness: Callable[[], None] | None = None,
                  what: str = "") -> Iterator[list[Any]]:
     """Batches of confluent-kafka messages from ``start_offset`` to the end of the partition, read by fetch
     until partition EOF (never ListOffsets). ``liveness`` is called about once a second while waiting and
     raises if the broker died; no progress for ``timeout`` seconds is an error naming ``what``."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     what = what or f"broker at {bootstrap}"
     consumer = Consumer({**CLIENT_DEFAULTS, **FAST_FETCH, "bootstrap.servers": bootstrap,
@@ -155,12 +183,7 @@ def iter_batches(bootstrap: str, topic: str, partition: int, start_offset: int =
     try:
         # Metadata first: assigned before the partition's leader is known, librdkafka waits 500 ms before it
         # asks where BEGINNING is (its offset-query retry timer), a fixed delay on every read.
-        try:
-            consumer.list_topics(topic, timeout=min(timeout, 10.0))
-        except KafkaException as exc:
-            if liveness is not None:
-                liveness()
-            raise ChangelogIOError(f"{what}: no metadata for {topic}: {exc}") from exc
+        _await_partition(consumer, topic, partition, timeout, liveness, what)
         consumer.assign([TopicPartition(topic, partition, start_offset if start_offset > 0 else OFFSET_BEGINNING)])
         last_progress = last_check = time.monotonic()
         while True:
