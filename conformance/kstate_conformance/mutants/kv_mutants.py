@@ -23,7 +23,7 @@ from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, Changel
 from kstate.stores.engine import RocksDBEngine, rocksdb_options
 from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
-from kstate.stores.kv import DualColumnFamilyAccessor, InMemoryKeyValueStore, RocksDBStore, StoreIterator
+from kstate.stores.kv import DualColumnFamilyAccessor, InMemoryKeyValueStore, StoreIterator
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
@@ -49,6 +49,15 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
         return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state)
 
     return open_store
+
+
+def _rocksdb_classes_with(mixin: type) -> StoreClasses:
+    """Every RocksDB key-value store class with ``mixin`` in front of it: a mutant of one method for all three."""
+    classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
+    for store_type in StoreType:
+        base = rocksdb_store_class(store_type)
+        classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
+    return classes
 
 
 def _open_with(builder: StoreBuilder) -> dict[str, Handler]:
@@ -158,24 +167,9 @@ class _OffsetsFirst:
         self._engine.write(offsets_store.commit_batch(offsets, self._position))  # type: ignore[attr-defined]
 
 
-class _OffsetsFirstStore(_OffsetsFirst, RocksDBStore):
-    pass
-
-
-class _OffsetsFirstTimestampedStore(_OffsetsFirst, RocksDBTimestampedStore):
-    pass
-
-
-class _OffsetsFirstHeadersStore(_OffsetsFirst, RocksDBTimestampedStoreWithHeaders):
-    pass
-
-
 @mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data", FAMILY)
 def _offsets_outside_data_batch() -> dict[str, Handler]:
-    classes: StoreClasses = {(StoreType.KEY_VALUE, Backend.ROCKSDB): _OffsetsFirstStore,
-                             (StoreType.TIMESTAMPED, Backend.ROCKSDB): _OffsetsFirstTimestampedStore,
-                             (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _OffsetsFirstHeadersStore}
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_OffsetsFirst))))
 
 
 # --- restore ---------------------------------------------------------------------------------------------------
@@ -194,24 +188,9 @@ class _UnflushedRestore:
             options.disable_wal = False
 
 
-class _UnflushedRestoreStore(_UnflushedRestore, RocksDBStore):
-    pass
-
-
-class _UnflushedRestoreTimestampedStore(_UnflushedRestore, RocksDBTimestampedStore):
-    pass
-
-
-class _UnflushedRestoreHeadersStore(_UnflushedRestore, RocksDBTimestampedStoreWithHeaders):
-    pass
-
-
 @mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after it loses it", FAMILY)
 def _restore_unflushed() -> dict[str, Handler]:
-    classes: StoreClasses = {(StoreType.KEY_VALUE, Backend.ROCKSDB): _UnflushedRestoreStore,
-                             (StoreType.TIMESTAMPED, Backend.ROCKSDB): _UnflushedRestoreTimestampedStore,
-                             (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _UnflushedRestoreHeadersStore}
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_UnflushedRestore))))
 
 
 
@@ -363,25 +342,10 @@ class _PlainDowngradeClose:
         self.close()  # type: ignore[attr-defined]
 
 
-class _PlainDowngradeStore(_PlainDowngradeClose, RocksDBStore):
-    pass
-
-
-class _PlainDowngradeTimestampedStore(_PlainDowngradeClose, RocksDBTimestampedStore):
-    pass
-
-
-class _PlainDowngradeHeadersStore(_PlainDowngradeClose, RocksDBTimestampedStoreWithHeaders):
-    pass
-
-
 @mutant("kv-downgrade-close-plain", "closing for a downgrade writes no .checkpoint and keeps the offsets family",
         FAMILY)
 def _downgrade_close_plain() -> dict[str, Handler]:
-    classes: StoreClasses = {(StoreType.KEY_VALUE, Backend.ROCKSDB): _PlainDowngradeStore,
-                             (StoreType.TIMESTAMPED, Backend.ROCKSDB): _PlainDowngradeTimestampedStore,
-                             (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _PlainDowngradeHeadersStore}
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_PlainDowngradeClose))))
 
 
 @mutant("kv-facade-eager-headers", "the headers facade parses the header bytes on every read (KV-62, HV-10)", FAMILY)

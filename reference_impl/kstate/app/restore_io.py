@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from kstate.codecs import changelog as cl
 from kstate.kafka.changelog_topics import iter_batches, restore_rows
-from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition, restore_mode
+from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
-from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, gc_paused
+from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, restoring
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def restore_from_changelog(
     first: int | None = None
     last: int | None = None
     # Messages go straight to (key, stored value) entries, a batch per call, no record objects (RST-2).
-    with gc_paused(), restore_mode(store):
+    with restoring(store):
         for batch in iter_batches(bootstrap, changelog.topic, changelog.partition, start, batch_size=batch_size,
                                   liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
             if first is None:

@@ -14,7 +14,6 @@ what Kafka accepted, and ``strict=True`` refuses it.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 
 from kstate.codecs.java_text import decode_utf8_java, encode_utf8_java
@@ -24,6 +23,7 @@ from kstate.codecs.primitives import (
     SMALL_VARINTS,
     bytes_of,
     encode_int64,
+    pack_int64,
     read_int64,
     read_varint,
     take,
@@ -36,7 +36,6 @@ HEADERS_FORMAT = "header-bytes"
 VTH_FORMAT = "value-timestamp-headers"
 AGG_FORMAT = "aggregation-with-headers"
 NO_TIMESTAMP = -1
-_INT64 = struct.Struct(">q")
 #: The one-byte prefix meaning "headersSize 0, no header bytes" (HV-8).
 EMPTY_HEADERS_PREFIX = b"\x00"
 
@@ -408,7 +407,7 @@ def raw_rows_to_headers_values(
     out: list[tuple[bytes, bytes | None]] = []
     append = out.append
     short = SMALL_VARINTS
-    pack = _INT64.pack
+    pack = pack_int64
     keys = _KEY_BYTES
     for key, value, timestamp, headers in rows:
         if type(value) is bytes and type(timestamp) is int and INT64_MIN <= timestamp <= INT64_MAX:

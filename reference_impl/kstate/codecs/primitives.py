@@ -17,6 +17,8 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
 _INT64 = struct.Struct(">q")
+#: ``struct`` packing of an int64 already known to be in range, for loops that check it themselves (PRIM-1).
+pack_int64 = _INT64.pack
 _INT32 = struct.Struct(">i")
 
 

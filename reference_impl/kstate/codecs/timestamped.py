@@ -6,18 +6,16 @@ and ``RecordConverters.rawValueToTimestampedValue``. A null value is a null (a d
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable
 from typing import Any
 
-from kstate.codecs.primitives import INT64_MAX, INT64_MIN, bytes_of, encode_int64, read_int64
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, bytes_of, encode_int64, pack_int64, read_int64
 from kstate.errors import DecodeError
 
 FORMAT = "value-and-timestamp"
 TIMESTAMP_SIZE = 8
 #: ``ConsumerRecord.NO_TIMESTAMP``: the timestamp given to legacy values without one (TSKV-5).
 NO_TIMESTAMP = -1
-_PACK_INT64 = struct.Struct(">q").pack
 
 
 def encode_value_and_timestamp(value: bytes | None, timestamp: int) -> bytes | None:
@@ -70,7 +68,7 @@ def raw_rows_to_timestamped_values(
 
     The bytes of :func:`raw_value_to_timestamped_value` per row, in one pass: restore converts whole batches.
     """
-    pack = _PACK_INT64
+    pack = pack_int64
     checked = raw_value_to_timestamped_value  # anything but an int64 and bytes: it converts or names the problem
     return [(key, None if value is None else pack(timestamp) + value
              if type(timestamp) is int and type(value) is bytes and INT64_MIN <= timestamp <= INT64_MAX

@@ -71,6 +71,13 @@ def gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
+@contextlib.contextmanager
+def restoring(store: KeyValueBytesStore) -> Iterator[None]:
+    """What every restore runs under: the collector paused and the store's restore mode (RST-8)."""
+    with gc_paused(), restore_mode(store):
+        yield
+
+
 def batches_of(records: Iterable[cl.ChangelogRecord], batch_size: int) -> Iterator[list[cl.ChangelogRecord]]:
     """Consecutive batches of at most ``batch_size`` records, in changelog order (RST-1)."""
     if batch_size < 1:
@@ -96,7 +103,7 @@ def restore(
     """
     codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
     count = batches = 0
-    with gc_paused(), restore_mode(store):
+    with restoring(store):
         for batch in batches_of(records, batch_size):
             if converter is not None:
                 store.restore_batch([(record.key, converter(record)) for record in batch])
