@@ -32,6 +32,8 @@ class Mutant:
     description: str
     family: str
     overrides: dict[str, Handler]
+    # The spec rules this mutant breaks (and nothing else): the evidence that a citation of them is checked.
+    rules: tuple[str, ...] = ()
 
     def adapter(self) -> CodecAdapter:
         return OverrideAdapter(f"mutant:{self.name}", ReferenceAdapter(), self.overrides)
@@ -40,13 +42,15 @@ class Mutant:
 MUTANTS: dict[str, Mutant] = {}
 
 
-def mutant(name: str, description: str, family: str) -> Callable[[Callable[[], dict[str, Handler]]], Callable[[], dict[str, Handler]]]:
-    """Register a mutant; the decorated function returns ``{operation: broken handler}``."""
+def mutant(
+    name: str, description: str, family: str, rules: tuple[str, ...] | list[str] = (),
+) -> Callable[[Callable[[], dict[str, Handler]]], Callable[[], dict[str, Handler]]]:
+    """Register a mutant breaking ``rules``; the decorated function returns ``{operation: broken handler}``."""
 
     def register(build: Callable[[], dict[str, Handler]]) -> Callable[[], dict[str, Handler]]:
         if name in MUTANTS:
             raise ValueError(f"mutant {name!r} registered twice")
-        MUTANTS[name] = Mutant(name, description, family, build())
+        MUTANTS[name] = Mutant(name, description, family, build(), tuple(rules))
         return build
 
     return register
