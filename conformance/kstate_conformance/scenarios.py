@@ -1,0 +1,34 @@
+"""``store.scenario`` fixture cases, expanded by the harness into the implementation's own ``store.*`` calls.
+
+An implementation under test answers single ``store.*`` operations only; it is never sent
+``store.scenario`` (spec/ops.md, OPS-5). A scenario without a backend runs on every backend the
+implementation's ``store.capabilities`` offers, and those must answer alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario
+
+__all__ = ["SCENARIO_OP", "run_for"]
+
+
+def run_for(codec: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """The scenario's answer from ``codec``; skips when it lacks the store type, backend or caching asked for."""
+    caps: dict[str, Any] = codec.call("store.capabilities", {})
+    store_type = payload.get("store_type", "kv")
+    if store_type not in caps.get("store_types", []):
+        pytest.skip(f"{codec.name} has no {store_type} store")
+    options = payload.get("options") or {}
+    if options.get("caching") and not caps.get("caching"):
+        pytest.skip(f"{codec.name} offers no record cache")
+    offered = [b for b in ALL_BACKENDS if b in caps.get("backends", [])]
+    backend = payload.get("backend")
+    if backend is not None and backend not in offered:
+        pytest.skip(f"{codec.name} has no {backend} backend")
+    if not offered:
+        pytest.skip(f"{codec.name} offers no store backend")
+    return run_scenario(codec.call, payload, None if backend is not None else offered)
