@@ -8,10 +8,13 @@ input is merged over the scenario's type and options, and later steps use the ne
 naming a handle gets the current one; ``store.iterator_open`` answers the step's ``as`` name (default
 ``it1``, ``it2``, ...) in place of the implementation's id, and iterator steps name it so. A
 ``store.dump`` step with ``keep`` (column family names) answers those families' entries and the sorted
-names of all families (``families``).
+names of all families (``families``). A step with ``by_location`` true names the store by its state
+directory, application, task and store name instead of the handle (so does every step after a refused
+open).
 
-Output: ``{"open": <first open's answer>, "steps": [<each step's answer>]}``, handles left out; without a
-named backend an open answers ``{}`` (or its refusal), since backends differ in what an open reports.
+Output: ``{"open": <first open's answer>, "steps": [<each step's answer>]}``. A step's ``fields`` (the
+scenario's ``open_fields`` for the first open) keeps only those answer fields; an open keeps none unless
+asked (its handle is the implementation's own), a refusal is kept whole.
 
 :func:`run_scenario` takes the ``call`` to expand into, so the conformance harness runs a scenario
 through the tested implementation's own ``store.*`` operations; the registered operation is the
@@ -62,11 +65,13 @@ def _steps(payload: JsonDict) -> list[JsonDict]:
     return steps
 
 
-def _open_answer(output: JsonDict, full: bool) -> JsonDict:
-    # Backends differ in what an open reports (offsets, mode); a scenario for every backend keeps the refusal only.
+def _project(output: JsonDict, fields: Any) -> JsonDict:
+    # Only the answer fields a step asks for (an open answers none by default); a refusal stays whole.
     if "error" in output:
         return output
-    return {k: v for k, v in output.items() if k != "handle"} if full else {}
+    if not isinstance(fields, list):
+        raise ScenarioError("store.scenario: a step's fields must be a list of answer field names")
+    return {k: v for k, v in output.items() if k in fields}
 
 
 def _keep_families(out: JsonDict, keep: Any) -> JsonDict:
@@ -77,7 +82,7 @@ def _keep_families(out: JsonDict, keep: Any) -> JsonDict:
     return {"families": sorted(families), "column_families": {cf: families[cf] for cf in keep if cf in families}}
 
 
-def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str, full_open: bool = True) -> JsonDict:
+def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) -> JsonDict:
     """Run the scenario on one backend in ``state_dir`` through ``call_op``; closes what it opened."""
     store_type = payload.get("store_type", "kv")
     options = _object(payload.get("options"), "options")
@@ -87,27 +92,30 @@ def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str, 
     iterators: dict[str, str] = {}
     current: str | None = None
 
-    def open_store(overrides: JsonDict) -> JsonDict:
+    def open_store(overrides: JsonDict, fields: Any) -> JsonDict:
         nonlocal current
+        if "name" in overrides:  # a second store beside the first, in the same task directory
+            location["name"] = str(overrides["name"])
         out = call_op("store.open", {**base, **overrides, **location, "backend": backend})
         current = None if "error" in out else str(out.get("handle"))
         if current is not None:
             handles.append(current)
-        return _open_answer(out, full_open)
+        return _project(out, fields or [])
 
     try:
-        first = open_store({})
+        first = open_store({}, payload.get("open_fields"))
         answers: list[JsonDict] = []
         for step in _steps(payload):
             name, given = step["op"], dict(_object(step.get("input"), "input"))
             if name == "store.open":
-                answers.append(open_store(given))
+                answers.append(open_store(given, step.get("fields")))
                 continue
             if name in _ITERATOR_OPS:
                 label = str(given.get("iterator"))
                 given["iterator"] = iterators.get(label, label)
             elif name not in _NO_HANDLE:
-                given = {**given, "handle": current} if current is not None else {**location, **given}
+                by_location = current is None or bool(step.get("by_location"))
+                given = {**location, **given} if by_location else {**given, "handle": current}
             out = call_op(name, given)
             if name == "store.dump" and "keep" in step and "error" not in out:
                 out = _keep_families(out, step["keep"])
@@ -115,7 +123,7 @@ def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str, 
                 label = str(step.get("as") or f"it{len(iterators) + 1}")
                 iterators[label] = str(out.get("iterator"))
                 out = {**out, "iterator": label}
-            answers.append(out)
+            answers.append(_project(out, step["fields"]) if "fields" in step else out)
         return {"open": first, "steps": answers}
     finally:
         for handle in handles:
@@ -135,7 +143,7 @@ def run_scenario(call_op: Call, payload: JsonDict, backends: Sequence[str] | Non
     answers: dict[str, JsonDict] = {}
     for name in chosen:
         with tempfile.TemporaryDirectory(prefix="kstate-scenario-") as state_dir:
-            answers[name] = run_backend(call_op, payload, name, state_dir, full_open=backend is not None)
+            answers[name] = run_backend(call_op, payload, name, state_dir)
     first_name, first = next(iter(answers.items()))
     for name, answer in answers.items():
         if answer != first:
