@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,44 @@ def test_a_duplicate_rule_id_is_refused(tmp_path: Path) -> None:
         (tmp_path / name).write_text("### XX-1: a rule\nlevel: required | source: s | kafka: 4.3\n\ntext\n")
     with pytest.raises(SpecFormatError, match="XX-1"):
         load_rules(tmp_path)
+
+
+# Store-level families whose required rules each need a case with an expected output not produced by the
+# reference: worked out from the rule text (evidence ``spec``) or recorded from Kafka (``kafka-jvm``).
+HAND_CHECKED_STORE_PREFIXES = ("KV", "UPG", "CACHE", "RST")
+
+
+def independent_citations(root: Path | None = None) -> dict[str, set[str]]:
+    """``{rule: {case ids}}`` over fixture cases whose evidence is ``spec`` or ``kafka-jvm``."""
+    from kstate_conformance.data import fixtures_dir
+
+    cited: dict[str, set[str]] = {}
+    for path in sorted((root or fixtures_dir()).glob("*/*.json")):
+        for case in json.loads(path.read_text(encoding="utf-8"))["cases"]:
+            if case["evidence"] in ("spec", "kafka-jvm"):
+                for rule in case["rules"]:
+                    cited.setdefault(rule, set()).add(case["id"])
+    return cited
+
+
+def required_without_independent_case(prefixes: tuple[str, ...], root: Path | None = None) -> list[str]:
+    cited = independent_citations(root)
+    return sorted(r.id for r in load_rules().values()
+                  if r.id.split("-")[0] in prefixes and r.level == "required" and not cited.get(r.id))
+
+
+def test_every_required_store_rule_has_a_spec_or_kafka_case() -> None:
+    missing = required_without_independent_case(HAND_CHECKED_STORE_PREFIXES)
+    assert missing == [], f"required rules with no spec or kafka-jvm fixture case: {missing}"
+
+
+def test_reference_cases_do_not_count_as_independent(tmp_path: Path) -> None:
+    from kstate_conformance.data import fixtures_dir
+
+    for path in fixtures_dir().glob("*/*.json"):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        for case in document["cases"]:
+            case["evidence"] = "reference"
+        (tmp_path / path.parent.name).mkdir(exist_ok=True)
+        (tmp_path / path.parent.name / path.name).write_text(json.dumps(document), encoding="utf-8")
+    assert "KV-1" in required_without_independent_case(HAND_CHECKED_STORE_PREFIXES, tmp_path)
