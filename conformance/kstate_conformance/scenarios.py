@@ -21,14 +21,14 @@ def run_for(codec: Any, payload: dict[str, Any]) -> dict[str, Any]:
     caps: dict[str, Any] = codec.call("store.capabilities", {})
     store_type = payload.get("store_type", "kv")
     if store_type not in caps.get("store_types", []):
-        pytest.skip(f"{codec.name} has no {store_type} store")
+        pytest.skip(f"{codec.name} does not support the {store_type} store")
     options = payload.get("options") or {}
     if options.get("caching") and not caps.get("caching"):
         pytest.skip(f"{codec.name} offers no record cache")
     offered = [b for b in ALL_BACKENDS if b in caps.get("backends", [])]
     backend = payload.get("backend")
     if backend is not None and backend not in offered:
-        pytest.skip(f"{codec.name} has no {backend} backend")
+        pytest.skip(f"{codec.name} does not support the {backend} backend")
     if not offered:
         pytest.skip(f"{codec.name} offers no store backend")
     return run_scenario(codec.call, payload, None if backend is not None else offered)
