@@ -10,7 +10,7 @@ _TIMESTAMPED = {"timestamped_kv", "timestamped_window", "timestamped_kv_with_hea
 _HEADERS = {"timestamped_kv_with_headers", "timestamped_window_with_headers", "session_with_headers"}
 
 
-@mutant("changelog-processing-time", "timestamped stores log at the record context's timestamp, not the stored one", "changelog")
+@mutant("changelog-processing-time", "timestamped stores log at the record context's timestamp, not the stored one", "changelog", rules=("CL-4", "CL-8"))
 def _processing_time() -> dict[str, Handler]:
     def record_for_write(payload: JsonDict) -> JsonDict:
         out = call("changelog.record_for_write", payload)
@@ -22,7 +22,7 @@ def _processing_time() -> dict[str, Handler]:
     return {"changelog.record_for_write": record_for_write}
 
 
-@mutant("changelog-header-value-kept", "header-aware stores log the stored value, headers prefix included", "changelog")
+@mutant("changelog-header-value-kept", "header-aware stores log the stored value, headers prefix included", "changelog", rules=("CL-8",))
 def _header_value_kept() -> dict[str, Handler]:
     def record_for_write(payload: JsonDict) -> JsonDict:
         out = call("changelog.record_for_write", payload)
@@ -34,7 +34,7 @@ def _header_value_kept() -> dict[str, Handler]:
     return {"changelog.record_for_write": record_for_write}
 
 
-@mutant("restore-drops-timestamp", "restore of timestamped stores writes the changelog value as is", "changelog")
+@mutant("restore-drops-timestamp", "restore of timestamped stores writes the changelog value as is", "changelog", rules=("CL-10", "RST-2", "TSKV-6"))
 def _restore_drops_timestamp() -> dict[str, Handler]:
     def restore_value(payload: JsonDict) -> JsonDict:
         if payload.get("store_type") in ("timestamped_kv", "timestamped_window"):
@@ -45,7 +45,7 @@ def _restore_drops_timestamp() -> dict[str, Handler]:
     return {"changelog.restore_value": restore_value}
 
 
-@mutant("put-if-absent-always-logs", "putIfAbsent logs a record even when the key was present", "changelog")
+@mutant("put-if-absent-always-logs", "putIfAbsent logs a record even when the key was present", "changelog", rules=("CL-3",))
 def _put_if_absent_always_logs() -> dict[str, Handler]:
     def record_for_write(payload: JsonDict) -> JsonDict:
         if payload.get("operation") == "put_if_absent":
@@ -55,7 +55,7 @@ def _put_if_absent_always_logs() -> dict[str, Handler]:
     return {"changelog.record_for_write": record_for_write}
 
 
-@mutant("segment-dir-by-id", "segment directories are named by segment id instead of id * interval", "layout")
+@mutant("segment-dir-by-id", "segment directories are named by segment id instead of id * interval", "layout", rules=("LAY-3",))
 def _segment_dir_by_id() -> dict[str, Handler]:
     def segment_dir_name(payload: JsonDict) -> JsonDict:
         return {"name": f"{payload['store_name']}.{payload['segment_id']}"}
@@ -70,7 +70,7 @@ def _segment_dir_by_id() -> dict[str, Handler]:
     return {"layout.segment_dir_name": segment_dir_name, "layout.store_paths": store_paths}
 
 
-@mutant("window-seqnum-unmasked", "the logging layer's duplicate counter is not masked to 31 bits", "changelog")
+@mutant("window-seqnum-unmasked", "the logging layer's duplicate counter is not masked to 31 bits", "changelog", rules=("CL-6",))
 def _seqnum_unmasked() -> dict[str, Handler]:
     def record_for_write(payload: JsonDict) -> JsonDict:
         seqnum = payload.get("seqnum", 0)

@@ -55,7 +55,7 @@ def _header_ops(encode_headers: Callable[[Pairs | None], bytes]) -> dict[str, Ha
             "header_values.raw_value_to_headers_value": restore}
 
 
-@mutant("headers-after-timestamp", "ValueTimestampHeaders written as [ts][headersSize][headers][value], record-like", FAMILY)
+@mutant("headers-after-timestamp", "ValueTimestampHeaders written as [ts][headersSize][headers][value], record-like", FAMILY, rules=("HV-6",))
 def _headers_after_timestamp() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         value = unhex(payload["value"])
@@ -67,7 +67,7 @@ def _headers_after_timestamp() -> dict[str, Handler]:
     return {"header_values.serialize": serialize}
 
 
-@mutant("headers-empty-count-written", "no headers written as a count byte 00 (pre-PR #21419), so values start 02 00", FAMILY)
+@mutant("headers-empty-count-written", "no headers written as a count byte 00 (pre-PR #21419), so values start 02 00", FAMILY, rules=("HV-1",))
 def _empty_count_written() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         return hv.encode_headers(headers) or write_varint(0)
@@ -75,7 +75,7 @@ def _empty_count_written() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-unsigned-varints", "header counts and lengths written as unsigned LEB128, not zig-zag", FAMILY)
+@mutant("headers-unsigned-varints", "header counts and lengths written as unsigned LEB128, not zig-zag", FAMILY, rules=("HV-2",))
 def _unsigned_varints() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         if not headers:
@@ -90,7 +90,7 @@ def _unsigned_varints() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-null-value-as-empty", "a null header value written as an empty one (length 0)", FAMILY)
+@mutant("headers-null-value-as-empty", "a null header value written as an empty one (length 0)", FAMILY, rules=("HV-2",))
 def _null_as_empty() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         return hv.encode_headers(None if headers is None else [(k, v or b"") for k, v in headers])
@@ -98,7 +98,7 @@ def _null_as_empty() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-null-value-dropped", "headers with a null value left out of the header bytes", FAMILY)
+@mutant("headers-null-value-dropped", "headers with a null value left out of the header bytes", FAMILY, rules=("HV-2",))
 def _null_dropped() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         return hv.encode_headers(None if headers is None else [(k, v) for k, v in headers if v is not None])
@@ -106,7 +106,7 @@ def _null_dropped() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-eager-decoding", "reading value and timestamp parses the header bytes first (no lazy decoding)", FAMILY)
+@mutant("headers-eager-decoding", "reading value and timestamp parses the header bytes first (no lazy decoding)", FAMILY, rules=("HV-10",))
 def _eager() -> dict[str, Handler]:
     def deserialize_lazy(payload: JsonDict) -> JsonDict:
         decoded = hv.decode_value_timestamp_headers(unhex(payload["bytes"]))
@@ -142,7 +142,7 @@ def _eager() -> dict[str, Handler]:
     return {"header_values.deserialize_lazy": deserialize_lazy, "header_values.deserialize": deserialize}
 
 
-@mutant("headers-python-utf8-replace", "header keys decoded with Python's errors='replace' instead of the JDK's rules", FAMILY)
+@mutant("headers-python-utf8-replace", "header keys decoded with Python's errors='replace' instead of the JDK's rules", FAMILY, rules=("HV-5",))
 def _python_replace() -> dict[str, Handler]:
     def deserialize_headers(payload: JsonDict) -> JsonDict:
         data = unhex(payload["bytes"])
@@ -165,7 +165,7 @@ def _python_replace() -> dict[str, Handler]:
     return {"header_values.deserialize_headers": deserialize_headers}
 
 
-@mutant("headers-plain-conversion-timestamp-zero", "convertFromPlainToHeaderFormat writes timestamp 0, not -1", FAMILY)
+@mutant("headers-plain-conversion-timestamp-zero", "convertFromPlainToHeaderFormat writes timestamp 0, not -1", FAMILY, rules=("HV-8",))
 def _plain_ts_zero() -> dict[str, Handler]:
     def convert(payload: JsonDict) -> JsonDict:
         plain = unhex(payload["plain_value"])
@@ -177,7 +177,7 @@ def _plain_ts_zero() -> dict[str, Handler]:
     return {"header_values.convert_from_plain_to_header_format": convert}
 
 
-@mutant("headers-restore-drops-consistency", "restore filters the internal v/c consistency headers out of the value", FAMILY)
+@mutant("headers-restore-drops-consistency", "restore filters the internal v/c consistency headers out of the value", FAMILY, rules=("HV-12", "CL-11"))
 def _restore_filters() -> dict[str, Handler]:
     def restore(payload: JsonDict) -> JsonDict:
         headers = headers_from_json(payload["record_headers"]) or []

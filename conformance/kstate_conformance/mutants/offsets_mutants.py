@@ -19,7 +19,7 @@ def _position_without_padding(payload: JsonDict) -> str:
     return out.hex()
 
 
-@mutant("position-unpadded", "PositionSerde writes only the meaningful bytes (ByteBuffer sized in bytes, not bits)", "offsets")
+@mutant("position-unpadded", "PositionSerde writes only the meaningful bytes (ByteBuffer sized in bytes, not bits)", "offsets", rules=("OFF-9",))
 def _position_unpadded() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         return {"bytes": _position_without_padding(payload)}
@@ -32,7 +32,7 @@ def _position_unpadded() -> dict[str, Handler]:
     return {"position.serialize": serialize, "offsets.encode_entry": encode_entry}
 
 
-@mutant("checkpoint-unknown-as-minus-one", "the checkpoint writer stores an unknown offset as -1 instead of -4", "offsets")
+@mutant("checkpoint-unknown-as-minus-one", "the checkpoint writer stores an unknown offset as -1 instead of -4", "offsets", rules=("OFF-14",))
 def _unknown_as_minus_one() -> dict[str, Handler]:
     def write(payload: JsonDict) -> JsonDict:
         entries = [[t, p, -1 if o == -4 else o] for t, p, o in payload["entries_in_map_order"]]
@@ -48,7 +48,7 @@ def _unknown_as_minus_one() -> dict[str, Handler]:
     return {"checkpoint.write": write}
 
 
-@mutant("checkpoint-ignores-count", "the checkpoint reader trusts the lines and never checks the entry count", "offsets")
+@mutant("checkpoint-ignores-count", "the checkpoint reader trusts the lines and never checks the entry count", "offsets", rules=("OFF-17",))
 def _ignores_count() -> dict[str, Handler]:
     def read(payload: JsonDict) -> JsonDict:
         data = payload.get("file")
@@ -65,7 +65,7 @@ def _ignores_count() -> dict[str, Handler]:
 
 
 @mutant("checkpoint-python-split", "the checkpoint reader splits lines with Python's str.split() (Unicode whitespace, no empty field)",
-        "offsets")
+        "offsets", rules=("OFF-16",))
 def _python_split() -> dict[str, Handler]:
     def read(payload: JsonDict) -> JsonDict:
         data = payload.get("file")
@@ -93,7 +93,7 @@ def _python_split() -> dict[str, Handler]:
     return {"checkpoint.read": read}
 
 
-@mutant("empty-commit-keeps-offsets", "commit with an empty map writes nothing instead of wiping the committed offsets", "offsets")
+@mutant("empty-commit-keeps-offsets", "commit with an empty map writes nothing instead of wiping the committed offsets", "offsets", rules=("OFF-4",))
 def _empty_commit_noop() -> dict[str, Handler]:
     def commit(payload: JsonDict) -> JsonDict:
         if not payload["offsets"]:
@@ -103,7 +103,7 @@ def _empty_commit_noop() -> dict[str, Handler]:
     return {"offsets.commit": commit}
 
 
-@mutant("open-ignores-unclean-status", "open overwrites an OPEN status instead of reporting an unclean shutdown", "offsets")
+@mutant("open-ignores-unclean-status", "open overwrites an OPEN status instead of reporting an unclean shutdown", "offsets", rules=("OFF-6",))
 def _open_ignores_status() -> dict[str, Handler]:
     def open_(payload: JsonDict) -> JsonDict:
         return call("offsets.open", {**payload, "ignore_invalid_state": True})

@@ -16,7 +16,7 @@ def _leb128(value: int) -> bytes:
     return bytes(out)
 
 
-@mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint")
+@mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint", rules=("PRIM-6",))
 def _unsigned_varints() -> dict[str, Handler]:
     def write_varint(payload: JsonDict) -> JsonDict:
         data = _leb128(payload["value"] & 0xFFFFFFFF)
@@ -29,7 +29,7 @@ def _unsigned_varints() -> dict[str, Handler]:
     return {"varint.write_varint": write_varint, "varint.write_varlong": write_varlong}
 
 
-@mutant("floor-segment-ids", "segment ids computed with Python floor division instead of Java truncation", "primitives")
+@mutant("floor-segment-ids", "segment ids computed with Python floor division instead of Java truncation", "primitives", rules=("PRIM-4",))
 def _floor_segment_ids() -> dict[str, Handler]:
     def segment_id(payload: JsonDict) -> JsonDict:
         return {"segment_id": payload["timestamp"] // payload["segment_interval"]}

@@ -25,12 +25,12 @@ def _with_headers(op: str, change: Any) -> Handler:
     return handler
 
 
-@mutant("reversed-header-order", "headers written last-added first (iterating the list backwards)", "record_v2")
+@mutant("reversed-header-order", "headers written last-added first (iterating the list backwards)", "record_v2", rules=("HDR-1",))
 def _reversed_header_order() -> dict[str, Handler]:
     return {op: _with_headers(op, lambda headers: list(reversed(headers))) for op in WRITE_OPS}
 
 
-@mutant("null-header-value-as-empty", "a null header value written as length 0 instead of -1", "record_v2")
+@mutant("null-header-value-as-empty", "a null header value written as length 0 instead of -1", "record_v2", rules=("HDR-3", "HDR-12"))
 def _null_header_value_as_empty() -> dict[str, Handler]:
     def drop_nulls(headers: list[list[Any]]) -> list[list[Any]]:
         return [[key, "" if value is None else value] for key, value in headers]
@@ -40,7 +40,7 @@ def _null_header_value_as_empty() -> dict[str, Handler]:
 
 @mutant("header-count-omitted-when-empty",
         "no header count written for a record without headers (KIP-1271's empty header bytes), "
-        "and a body that ends before the count read as no headers", "record_v2")
+        "and a body that ends before the count read as no headers", "record_v2", rules=("HDR-11",))
 def _header_count_omitted_when_empty() -> dict[str, Handler]:
     def write(payload: JsonDict) -> JsonDict:
         out = call("record_v2.write", payload)
@@ -92,18 +92,18 @@ class _NeverReadOnly(Headers):
         pass
 
 
-@mutant("remove-first-match-only", "remove(key) removes only the first header with that key", "headers")
+@mutant("remove-first-match-only", "remove(key) removes only the first header with that key", "headers", rules=("HDR-4",))
 def _remove_first_match_only() -> dict[str, Handler]:
     return {"headers.semantics": lambda payload: run_semantics(payload, _RemoveFirstOnly)}
 
 
-@mutant("read-only-not-enforced", "add and remove still work after setReadOnly", "headers")
+@mutant("read-only-not-enforced", "add and remove still work after setReadOnly", "headers", rules=("HDR-6",))
 def _read_only_not_enforced() -> dict[str, Handler]:
     return {"headers.semantics": lambda payload: run_semantics(payload, _NeverReadOnly)}
 
 
 @mutant("negative-header-count-as-none",
-        "a negative header count read as no headers (KIP-1271's lenient HeadersDeserializer reused)", "record_v2")
+        "a negative header count read as no headers (KIP-1271's lenient HeadersDeserializer reused)", "record_v2", rules=("HDR-13",))
 def _negative_header_count_as_none() -> dict[str, Handler]:
     def tolerate(op: str) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
