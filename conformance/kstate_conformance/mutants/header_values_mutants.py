@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from kstate.codecs import header_values as hv
 from kstate.codecs.primitives import encode_int64, read_varint, take, write_varint
-from kstate.ops import JsonDict, capture, headers_from_json, headers_to_json, tohex, unhex
+from kstate.ops import JsonDict, call, capture, headers_from_json, headers_to_json, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -186,3 +186,105 @@ def _restore_filters() -> dict[str, Handler]:
         return {"value": tohex(value), "timestamp": payload["record_timestamp"], "headers": headers_to_json(headers)}
 
     return {"header_values.raw_value_to_headers_value": restore}
+
+
+def _zigzag(value: int) -> bytes:
+    return _leb128(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def _encode_with(key_bytes: Callable[[str], bytes], count: Callable[[int], bytes]) -> Callable[[Pairs | None], bytes]:
+    def encode(headers: Pairs | None) -> bytes:
+        if not headers:
+            return b""
+        out = bytearray(count(len(headers)))
+        for key, value in headers:
+            raw = key_bytes(key)
+            out += _zigzag(len(raw)) + raw
+            out += _zigzag(-1) if value is None else _zigzag(len(value)) + value
+        return bytes(out)
+
+    return encode
+
+
+def _cesu8(key: str) -> bytes:
+    out = bytearray()
+    for ch in key:
+        if ord(ch) > 0xFFFF:
+            units = ch.encode("utf-16-be")
+            for i in (0, 2):
+                out += chr(int.from_bytes(units[i:i + 2], "big")).encode("utf-8", "surrogatepass")
+        else:
+            out += ch.encode("utf-8", "surrogatepass")
+    return bytes(out)
+
+
+@mutant("headers-modified-utf8-keys", "header keys written in Java's modified UTF-8 (DataOutput.writeUTF), not UTF-8",
+        FAMILY, rules=("HV-4",))
+def _modified_utf8_keys() -> dict[str, Handler]:
+    return _header_ops(_encode_with(lambda k: _cesu8(k).replace(b"\x00", b"\xc0\x80"), _zigzag))
+
+
+@mutant("headers-count-int32", "the header count written as a 4-byte int (DataOutput.writeInt), not a varint", FAMILY,
+        rules=("HV-3",))
+def _count_int32() -> dict[str, Handler]:
+    return _header_ops(_encode_with(lambda k: k.encode("utf-8", "surrogatepass"), lambda n: n.to_bytes(4, "big")))
+
+
+@mutant("headers-null-value-serialized", "ValueTimestampHeaders of a null value serialized as headers and timestamp",
+        FAMILY, rules=("HV-7",))
+def _null_value_serialized() -> dict[str, Handler]:
+    def serialize(payload: JsonDict) -> JsonDict:
+        if payload.get("value") is None:
+            section = hv.encode_headers(headers_from_json(payload.get("headers")))
+            return {"bytes": (write_varint(len(section)) + section + encode_int64(payload["timestamp"])).hex()}
+        return call("header_values.serialize", payload)
+
+    return {"header_values.serialize": serialize}
+
+
+@mutant("headers-static-timestamp-skips-one-byte", "the static timestamp helper reads at offset 1, as if the header "
+        "bytes were always empty", FAMILY, rules=("HV-9",))
+def _static_timestamp_skips_one_byte() -> dict[str, Handler]:
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("header_values.deserialize", payload)
+        data = unhex(payload.get("bytes"))
+        if data is not None and len(data) >= 9 and "error" not in out:
+            out["static_timestamp"] = {"timestamp": int.from_bytes(data[1:9], "big", signed=True)}
+        return out
+
+    return {"header_values.deserialize": deserialize}
+
+
+@mutant("aggregation-headers-after", "AggregationWithHeaders written as [aggregation][headersSize][headers]", FAMILY,
+        rules=("HV-11",))
+def _aggregation_headers_after() -> dict[str, Handler]:
+    def serialize_aggregation(payload: JsonDict) -> JsonDict:
+        agg = unhex(payload["aggregation"])
+        if agg is None:
+            return {"bytes": None}
+        section = hv.encode_headers(headers_from_json(payload.get("headers")))
+        return {"bytes": (agg + write_varint(len(section)) + section).hex()}
+
+    return {"header_values.serialize_aggregation": serialize_aggregation}
+
+
+@mutant("headers-negative-size-as-empty", "a negative headersSize read as no header bytes instead of refused", FAMILY,
+        rules=("HV-13",))
+def _negative_size_as_empty() -> dict[str, Handler]:
+    def patched(op: str) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(op, payload)
+            data = unhex(payload.get("bytes"))
+            if data is None or not data:
+                return out
+            try:
+                size, at = read_varint(data, 0)
+            except Exception:
+                return out
+            if size >= 0:
+                return out
+            return call(op, {**payload, "bytes": ("00" + data[at:].hex())})
+
+        return handler
+
+    return {op: patched(op) for op in ("header_values.deserialize_lazy", "header_values.deserialize_aggregation")}

@@ -111,3 +111,111 @@ def _open_ignores_status() -> dict[str, Handler]:
     return {"offsets.open": open_}
 
 
+
+
+@mutant("offset-key-dotted", "offset keys written as <topic>.<partition> instead of TopicPartition.toString()",
+        "offsets", rules=("OFF-2",))
+def _offset_key_dotted() -> dict[str, Handler]:
+    def encode_entry(payload: JsonDict) -> JsonDict:
+        out = call("offsets.encode_entry", payload)
+        if "topic" in payload and "error" not in out:
+            out["key"] = f"{payload['topic']}.{payload['partition']}".encode("utf-8", "surrogatepass").hex()
+        return out
+
+    return {"offsets.encode_entry": encode_entry}
+
+
+@mutant("offset-value-little-endian", "offset and status values written as little-endian longs", "offsets",
+        rules=("OFF-3",))
+def _offset_value_little_endian() -> dict[str, Handler]:
+    def encode_entry(payload: JsonDict) -> JsonDict:
+        out = call("offsets.encode_entry", payload)
+        if "position" not in payload and "error" not in out:
+            out["value"] = bytes.fromhex(out["value"])[::-1].hex()
+        return out
+
+    return {"offsets.encode_entry": encode_entry}
+
+
+@mutant("position-version-one", "PositionSerde writes version byte 1", "offsets", rules=("OFF-8",))
+def _position_version_one() -> dict[str, Handler]:
+    def serialize(payload: JsonDict) -> JsonDict:
+        out = call("position.serialize", payload)
+        return out if "error" in out else {"bytes": "01" + out["bytes"][2:]}
+
+    return {"position.serialize": serialize}
+
+
+@mutant("position-strict-length", "PositionSerde refuses bytes after the last partition (the zero padding)", "offsets",
+        rules=("OFF-10",))
+def _position_strict_length() -> dict[str, Handler]:
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("position.deserialize", payload)
+        if "error" not in out and out["bytes_consumed"] * 2 < len(payload["bytes"]):
+            return {"error": {"type": "DecodeError", "message": "trailing bytes after the position"}}
+        return out
+
+    return {"position.deserialize": deserialize}
+
+
+@mutant("position-merge-other-wins", "Position.merge takes the other position's offset, not the larger", "offsets",
+        rules=("OFF-11",))
+def _position_merge_other_wins() -> dict[str, Handler]:
+    def merge(payload: JsonDict) -> JsonDict:
+        merged: dict[str, dict[int, int]] = {}
+        for topic, partitions in [*payload["base"], *payload["other"]]:
+            merged.setdefault(topic, {}).update({p: o for p, o in partitions})
+        out = call("position.merge", {"base": [[t, sorted(ps.items())] for t, ps in merged.items()], "other": []})
+        return out
+
+    return {"position.merge": merge}
+
+
+@mutant("checkpoint-no-final-newline", "the checkpoint's lines joined with newlines, the last one unterminated",
+        "offsets", rules=("OFF-13",))
+def _checkpoint_no_final_newline() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        out = call("checkpoint.write", payload)
+        if out.get("file_exists") and out.get("file_text", "").endswith("\n"):
+            text = out["file_text"][:-1]
+            out = {**out, "file": text.encode("utf-8").hex(), "file_text": text}
+        return out
+
+    return {"checkpoint.write": write}
+
+
+@mutant("checkpoint-empty-map-writes-file", "writing an empty map writes a file holding 0 entries instead of deleting",
+        "offsets", rules=("OFF-15",))
+def _checkpoint_empty_map_writes_file() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        if not payload.get("entries_in_map_order"):
+            data = b"0\n0\n"
+            return {"file_exists": True, "file": data.hex(), "file_text": data.decode(),
+                    "read_back": call("checkpoint.read", {"file": data.hex()})}
+        return call("checkpoint.write", payload)
+
+    return {"checkpoint.write": write}
+
+
+@mutant("position-file-as-position-bytes", "<store>.position holds PositionSerde bytes, not checkpoint text", "offsets",
+        rules=("OFF-18",))
+def _position_file_as_position_bytes() -> dict[str, Handler]:
+    def to_checkpoint(payload: JsonDict) -> JsonDict:
+        if not payload.get("position"):
+            return call("position.to_checkpoint", payload)
+        return {"file": call("position.serialize", payload)["bytes"]}
+
+    return {"position.to_checkpoint": to_checkpoint}
+
+
+@mutant("segments-without-offsets", "segment databases of window and session stores get no offsets family", "offsets",
+        rules=("OFF-1", "LAY-6"))
+def _segments_without_offsets() -> dict[str, Handler]:
+    def column_families(payload: JsonDict) -> JsonDict:
+        out = call("layout.column_families", payload)
+        segmented = "window" in str(payload.get("store_type")) or "session" in str(payload.get("store_type"))
+        if segmented and "open" in out:
+            out["open"] = [cf for cf in out["open"] if cf != "offsets"]
+        return out
+
+    return {"layout.column_families": column_families}
