@@ -190,9 +190,12 @@ def _window_retention_wraps() -> dict[str, Handler]:
         rules=("CL-17",))
 def _versioned_lag_without_day() -> dict[str, Handler]:
     def topic_config(payload: JsonDict) -> JsonDict:
-        if payload.get("store_type") == "versioned_kv":
-            return call("changelog.topic_config", {**payload, "additional_retention_ms": 0})
-        return call("changelog.topic_config", payload)
+        out = call("changelog.topic_config", payload)
+        config = out.get("config")
+        history = payload.get("history_retention_ms")
+        if isinstance(config, dict) and "min.compaction.lag.ms" in config and isinstance(history, int):
+            config["min.compaction.lag.ms"] = str(history)
+        return out
 
     return {"changelog.topic_config": topic_config}
 

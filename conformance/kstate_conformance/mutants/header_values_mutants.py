@@ -287,4 +287,10 @@ def _negative_size_as_empty() -> dict[str, Handler]:
 
         return handler
 
-    return {op: patched(op) for op in ("header_values.deserialize_lazy", "header_values.deserialize_aggregation")}
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("header_values.deserialize", payload)
+        fixed = patched("header_values.deserialize")(payload)
+        return {**out, "deserialize": fixed["deserialize"], "static_headers": fixed["static_headers"]}
+
+    return {"header_values.deserialize": deserialize,
+            **{op: patched(op) for op in ("header_values.deserialize_lazy", "header_values.deserialize_aggregation")}}
