@@ -219,3 +219,15 @@ def _segments_without_offsets() -> dict[str, Handler]:
         return out
 
     return {"layout.column_families": column_families}
+
+
+@mutant("position-drops-empty-topics", "a decoded position leaves out topics with no partitions", "offsets",
+        rules=("OFF-12",))
+def _position_drops_empty_topics() -> dict[str, Handler]:
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("position.deserialize", payload)
+        if "position" in out:
+            out["position"] = [[topic, partitions] for topic, partitions in out["position"] if partitions]
+        return out
+
+    return {"position.deserialize": deserialize}

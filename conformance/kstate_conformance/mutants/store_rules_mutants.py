@@ -24,6 +24,7 @@ from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListene
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.engine import RocksDBEngine, WriteBatch
 from kstate.stores.factory import open_kv_store, rocksdb_store_class, task_directory
+from kstate.stores.kv import DualColumnFamilyAccessor
 from kstate.stores.restore import RestoreResult, restore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -661,3 +662,58 @@ def _put_all_once_logging(inner: KeyValueBytesStore, store_type: StoreType, cont
         rules=("CL-1",))
 def _changelog_put_all_once_per_key() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=_put_all_once_logging))
+
+
+# --- CACHE-3, RST-5, RST-6 -------------------------------------------------------------------------------------
+
+
+class _FirstWriteOrderCache(NamedCache):
+    """A rewritten dirty key keeps its place in the dirty order (``OrderedDict`` assignment does not move it)."""
+
+    def put(self, key: bytes, entry: CacheEntry) -> None:
+        position = list(self._dirty)
+        super().put(key, entry)
+        if entry.dirty and key in position and key in self._dirty:
+            order = [k for k in position if k in self._dirty]
+            order += [k for k in self._dirty if k not in order]
+            self._dirty.clear()
+            for k in order:
+                self._dirty[k] = None
+
+
+@mutant("cache-flush-in-first-write-order", "dirty entries flush in the order of their first write, not their latest",
+        FAMILY, rules=("CACHE-3",))
+def _cache_flush_in_first_write_order() -> dict[str, Handler]:
+    return _caching_with(_FirstWriteOrderCache)
+
+
+class _RestoreIntoNewFamilyOnly:
+    """Restore in upgrade mode writes the new family directly, leaving the legacy entry of the key behind."""
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        accessor = getattr(self, "_accessor", None)
+        if isinstance(accessor, DualColumnFamilyAccessor):
+            self._check_open()  # type: ignore[attr-defined]
+            accessor.staged.staged(accessor.new_cf).update(dict(entries))
+            return
+        super().restore_batch(entries)  # type: ignore[misc]
+
+
+@mutant("restore-upgrade-keeps-legacy-entry", "restore into a store in upgrade mode leaves the key's legacy entry",
+        FAMILY, rules=("RST-5",))
+def _restore_upgrade_keeps_legacy_entry() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreIntoNewFamilyOnly)
+
+
+def _headerless_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                        batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """A header-aware store restored as if its changelog records carried no headers."""
+    if StoreType(store_type) is StoreType.TIMESTAMPED_WITH_HEADERS:
+        records = [replace(r, headers=()) for r in records]
+    return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
+
+
+@mutant("restore-headers-store-without-headers", "a header-aware store restores its changelog without the record "
+        "headers", FAMILY, rules=("RST-6", "RST-2"))
+def _restore_headers_store_without_headers() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_headerless_restore))
