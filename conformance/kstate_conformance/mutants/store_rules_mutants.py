@@ -8,8 +8,9 @@ operations (``tests/test_store_rules.py`` first, then the whole suite).
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -717,3 +718,21 @@ def _headerless_restore(store: KeyValueBytesStore, store_type: StoreType, record
         "headers", FAMILY, rules=("RST-6", "RST-2"))
 def _restore_headers_store_without_headers() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, restorer=_headerless_restore))
+
+
+class _WalLeftOff:
+    """Restore turns the WAL off and flushes at its end, but never turns the WAL back on."""
+
+    @contextlib.contextmanager
+    def restoring(self) -> Iterator[None]:
+        with super().restoring():  # type: ignore[misc]
+            yield
+        engine = getattr(self, "_engine", None)
+        options = getattr(engine, "_write_options", None)
+        if options is not None:
+            options.disable_wal = True
+
+
+@mutant("restore-leaves-wal-off", "after a restore the store keeps writing with the WAL off", FAMILY, rules=("RST-8",))
+def _restore_leaves_wal_off() -> dict[str, Handler]:
+    return _rocksdb_with(_WalLeftOff)

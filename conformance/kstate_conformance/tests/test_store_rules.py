@@ -115,6 +115,21 @@ def test_commit_without_an_explicit_flush_covers_the_cached_writes(kit: Kit) -> 
     assert after.all() == [("01", "01"), ("02", "02")]
 
 
+@rules("RST-8", "KV-50")
+def test_writes_after_a_restore_are_durable_again(kit: Kit) -> None:
+    """The WAL is off only while restoring: a write committed after the restore survives a crash."""
+    kit.require(KV, ROCKSDB, "crash", "offsets")
+    store = kit.open(KV, ROCKSDB)
+    store.restore([record("01", "01", 0), record("02", "02", 0)], commit_offsets=True)
+    assert store.committed() == 1
+    _fill(store, "03")
+    store.commit(2)
+    store.crash()
+    after = kit.open(KV, ROCKSDB, ignore_invalid_state=True)
+    assert after.committed() == 2
+    assert after.all() == [("01", "01"), ("02", "02"), ("03", "03")]
+
+
 # --- OFF-5, OFF-6, OFF-7 at the store ---------------------------------------------------------------------------
 
 
