@@ -736,3 +736,16 @@ class _WalLeftOff:
 @mutant("restore-leaves-wal-off", "after a restore the store keeps writing with the WAL off", FAMILY, rules=("RST-8",))
 def _restore_leaves_wal_off() -> dict[str, Handler]:
     return _rocksdb_with(_WalLeftOff)
+
+
+def _whole_batches_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                           batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """Restores ``len(records) // batch_size`` full batches: a last, partial batch is never written."""
+    whole = len(records) - len(records) % batch_size
+    return restore(store, store_type, list(records)[:whole], batch_size=batch_size, after_batch=after_batch)
+
+
+@mutant("restore-drops-partial-batch", "restore writes only full batches, so the result depends on the batch size",
+        FAMILY, rules=("RST-3",))
+def _restore_drops_partial_batch() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_whole_batches_restore))
