@@ -479,7 +479,7 @@ class _RefusedOpenClosesCleanly:
 
     def __init__(self, name: str, task_dir: Any = None, **kwargs: Any) -> None:
         try:
-            super().__init__(name, task_dir, **kwargs)
+            super().__init__(name, task_dir, **kwargs)  # type: ignore[call-arg]
         except KStateError:
             path = getattr(self, "path", None)
             if path is not None and Path(path).is_dir():

@@ -134,7 +134,8 @@ def test_writes_after_a_restore_are_durable_again(kit: Kit) -> None:
 
 
 def _offsets_family(store: Any) -> dict[str, str]:
-    return store.dump()["offsets"]
+    family: dict[str, str] = store.dump()["offsets"]
+    return family
 
 
 def _position_bytes(topic: str, partition: int, offset: int) -> str:
