@@ -117,6 +117,22 @@ def _cache_sizes_text_in_utf8() -> dict[str, Handler]:
     return _caching_with(store_class=_Utf8SizedStore)
 
 
+class _CodePointSizedStore(CachingKeyValueStore):
+    """Counts the topic and header keys in code points (Python's ``len(str)``), not UTF-16 units."""
+
+    def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        context = self.context.current
+        size = entry_size(key, value, None) + len(context.topic)
+        size += sum(len(k) + (0 if v is None else len(v)) for k, v in context.headers)
+        self.cache.put(key, CacheEntry(value, context, True, size))
+
+
+@mutant("cache-sizes-text-in-code-points", "the cache counts the topic and header keys in code points, not Java chars",
+        FAMILY, rules=("CACHE-6",))
+def _cache_sizes_text_in_code_points() -> dict[str, Handler]:
+    return _caching_with(store_class=_CodePointSizedStore)
+
+
 class _CleanEntriesWithContextStore(CachingKeyValueStore):
     """A value read from below is cached (clean) and sized with the reader's current record context."""
 
