@@ -36,6 +36,7 @@ _FAMILY_KEYWORDS = {
     "record_v2": ("record_headers",), "headers": ("record_headers",),
     "layout": ("layout",), "offsets": ("offsets", "kv_files"), "changelog": ("changelog", "kv_contract"),
     "kv": ("kv_contract", "kv_files", "kv_state_machine"),
+    "store_rules": ("store_rules", "kv_contract", "kv_files"),
 }
 
 

@@ -23,6 +23,7 @@ _FAMILY_MODULES = (
     "kstate_conformance.mutants.offsets_mutants",
     "kstate_conformance.mutants.changelog_mutants",
     "kstate_conformance.mutants.kv_mutants",
+    "kstate_conformance.mutants.store_rules_mutants",
 )
 
 

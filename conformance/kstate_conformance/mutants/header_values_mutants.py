@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from kstate.codecs import header_values as hv
 from kstate.codecs.primitives import encode_int64, read_varint, take, write_varint
-from kstate.ops import JsonDict, capture, headers_from_json, headers_to_json, tohex, unhex
+from kstate.ops import JsonDict, call, capture, headers_from_json, headers_to_json, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -55,7 +55,7 @@ def _header_ops(encode_headers: Callable[[Pairs | None], bytes]) -> dict[str, Ha
             "header_values.raw_value_to_headers_value": restore}
 
 
-@mutant("headers-after-timestamp", "ValueTimestampHeaders written as [ts][headersSize][headers][value], record-like", FAMILY)
+@mutant("headers-after-timestamp", "ValueTimestampHeaders written as [ts][headersSize][headers][value], record-like", FAMILY, rules=("HV-6",))
 def _headers_after_timestamp() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         value = unhex(payload["value"])
@@ -67,7 +67,7 @@ def _headers_after_timestamp() -> dict[str, Handler]:
     return {"header_values.serialize": serialize}
 
 
-@mutant("headers-empty-count-written", "no headers written as a count byte 00 (pre-PR #21419), so values start 02 00", FAMILY)
+@mutant("headers-empty-count-written", "no headers written as a count byte 00 (pre-PR #21419), so values start 02 00", FAMILY, rules=("HV-1",))
 def _empty_count_written() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         return hv.encode_headers(headers) or write_varint(0)
@@ -75,7 +75,7 @@ def _empty_count_written() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-unsigned-varints", "header counts and lengths written as unsigned LEB128, not zig-zag", FAMILY)
+@mutant("headers-unsigned-varints", "header counts and lengths written as unsigned LEB128, not zig-zag", FAMILY, rules=("HV-2",))
 def _unsigned_varints() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         if not headers:
@@ -90,7 +90,7 @@ def _unsigned_varints() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-null-value-as-empty", "a null header value written as an empty one (length 0)", FAMILY)
+@mutant("headers-null-value-as-empty", "a null header value written as an empty one (length 0)", FAMILY, rules=("HV-2",))
 def _null_as_empty() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         return hv.encode_headers(None if headers is None else [(k, v or b"") for k, v in headers])
@@ -98,7 +98,7 @@ def _null_as_empty() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-null-value-dropped", "headers with a null value left out of the header bytes", FAMILY)
+@mutant("headers-null-value-dropped", "headers with a null value left out of the header bytes", FAMILY, rules=("HV-2",))
 def _null_dropped() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         return hv.encode_headers(None if headers is None else [(k, v) for k, v in headers if v is not None])
@@ -106,7 +106,7 @@ def _null_dropped() -> dict[str, Handler]:
     return _header_ops(encode)
 
 
-@mutant("headers-eager-decoding", "reading value and timestamp parses the header bytes first (no lazy decoding)", FAMILY)
+@mutant("headers-eager-decoding", "reading value and timestamp parses the header bytes first (no lazy decoding)", FAMILY, rules=("HV-10",))
 def _eager() -> dict[str, Handler]:
     def deserialize_lazy(payload: JsonDict) -> JsonDict:
         decoded = hv.decode_value_timestamp_headers(unhex(payload["bytes"]))
@@ -142,7 +142,7 @@ def _eager() -> dict[str, Handler]:
     return {"header_values.deserialize_lazy": deserialize_lazy, "header_values.deserialize": deserialize}
 
 
-@mutant("headers-python-utf8-replace", "header keys decoded with Python's errors='replace' instead of the JDK's rules", FAMILY)
+@mutant("headers-python-utf8-replace", "header keys decoded with Python's errors='replace' instead of the JDK's rules", FAMILY, rules=("HV-5",))
 def _python_replace() -> dict[str, Handler]:
     def deserialize_headers(payload: JsonDict) -> JsonDict:
         data = unhex(payload["bytes"])
@@ -165,7 +165,7 @@ def _python_replace() -> dict[str, Handler]:
     return {"header_values.deserialize_headers": deserialize_headers}
 
 
-@mutant("headers-plain-conversion-timestamp-zero", "convertFromPlainToHeaderFormat writes timestamp 0, not -1", FAMILY)
+@mutant("headers-plain-conversion-timestamp-zero", "convertFromPlainToHeaderFormat writes timestamp 0, not -1", FAMILY, rules=("HV-8",))
 def _plain_ts_zero() -> dict[str, Handler]:
     def convert(payload: JsonDict) -> JsonDict:
         plain = unhex(payload["plain_value"])
@@ -177,7 +177,7 @@ def _plain_ts_zero() -> dict[str, Handler]:
     return {"header_values.convert_from_plain_to_header_format": convert}
 
 
-@mutant("headers-restore-drops-consistency", "restore filters the internal v/c consistency headers out of the value", FAMILY)
+@mutant("headers-restore-drops-consistency", "restore filters the internal v/c consistency headers out of the value", FAMILY, rules=("HV-12", "CL-11"))
 def _restore_filters() -> dict[str, Handler]:
     def restore(payload: JsonDict) -> JsonDict:
         headers = headers_from_json(payload["record_headers"]) or []
@@ -186,3 +186,111 @@ def _restore_filters() -> dict[str, Handler]:
         return {"value": tohex(value), "timestamp": payload["record_timestamp"], "headers": headers_to_json(headers)}
 
     return {"header_values.raw_value_to_headers_value": restore}
+
+
+def _zigzag(value: int) -> bytes:
+    return _leb128(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def _encode_with(key_bytes: Callable[[str], bytes], count: Callable[[int], bytes]) -> Callable[[Pairs | None], bytes]:
+    def encode(headers: Pairs | None) -> bytes:
+        if not headers:
+            return b""
+        out = bytearray(count(len(headers)))
+        for key, value in headers:
+            raw = key_bytes(key)
+            out += _zigzag(len(raw)) + raw
+            out += _zigzag(-1) if value is None else _zigzag(len(value)) + value
+        return bytes(out)
+
+    return encode
+
+
+def _cesu8(key: str) -> bytes:
+    out = bytearray()
+    for ch in key:
+        if ord(ch) > 0xFFFF:
+            units = ch.encode("utf-16-be")
+            for i in (0, 2):
+                out += chr(int.from_bytes(units[i:i + 2], "big")).encode("utf-8", "surrogatepass")
+        else:
+            out += ch.encode("utf-8", "surrogatepass")
+    return bytes(out)
+
+
+@mutant("headers-modified-utf8-keys", "header keys written in Java's modified UTF-8 (DataOutput.writeUTF), not UTF-8",
+        FAMILY, rules=("HV-4",))
+def _modified_utf8_keys() -> dict[str, Handler]:
+    return _header_ops(_encode_with(lambda k: _cesu8(k).replace(b"\x00", b"\xc0\x80"), _zigzag))
+
+
+@mutant("headers-count-int32", "the header count written as a 4-byte int (DataOutput.writeInt), not a varint", FAMILY,
+        rules=("HV-3",))
+def _count_int32() -> dict[str, Handler]:
+    return _header_ops(_encode_with(lambda k: k.encode("utf-8", "surrogatepass"), lambda n: n.to_bytes(4, "big")))
+
+
+@mutant("headers-null-value-serialized", "ValueTimestampHeaders of a null value serialized as headers and timestamp",
+        FAMILY, rules=("HV-7",))
+def _null_value_serialized() -> dict[str, Handler]:
+    def serialize(payload: JsonDict) -> JsonDict:
+        if payload.get("value") is None:
+            section = hv.encode_headers(headers_from_json(payload.get("headers")))
+            return {"bytes": (write_varint(len(section)) + section + encode_int64(payload["timestamp"])).hex()}
+        return call("header_values.serialize", payload)
+
+    return {"header_values.serialize": serialize}
+
+
+@mutant("headers-static-timestamp-skips-one-byte", "the static timestamp helper reads at offset 1, as if the header "
+        "bytes were always empty", FAMILY, rules=("HV-9",))
+def _static_timestamp_skips_one_byte() -> dict[str, Handler]:
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("header_values.deserialize", payload)
+        data = unhex(payload.get("bytes"))
+        if data is not None and len(data) >= 9 and "error" not in out:
+            out["static_timestamp"] = {"timestamp": int.from_bytes(data[1:9], "big", signed=True)}
+        return out
+
+    return {"header_values.deserialize": deserialize}
+
+
+@mutant("aggregation-headers-after", "AggregationWithHeaders written as [aggregation][headersSize][headers]", FAMILY,
+        rules=("HV-11",))
+def _aggregation_headers_after() -> dict[str, Handler]:
+    def serialize_aggregation(payload: JsonDict) -> JsonDict:
+        agg = unhex(payload["aggregation"])
+        if agg is None:
+            return {"bytes": None}
+        section = hv.encode_headers(headers_from_json(payload.get("headers")))
+        return {"bytes": (agg + write_varint(len(section)) + section).hex()}
+
+    return {"header_values.serialize_aggregation": serialize_aggregation}
+
+
+@mutant("headers-negative-size-as-empty", "a negative headersSize read as no header bytes instead of refused", FAMILY,
+        rules=("HV-13",))
+def _negative_size_as_empty() -> dict[str, Handler]:
+    def patched(op: str) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(op, payload)
+            data = unhex(payload.get("bytes"))
+            if data is None or not data:
+                return out
+            try:
+                size, at = read_varint(data, 0)
+            except Exception:
+                return out
+            if size >= 0:
+                return out
+            return call(op, {**payload, "bytes": ("00" + data[at:].hex())})
+
+        return handler
+
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("header_values.deserialize", payload)
+        fixed = patched("header_values.deserialize")(payload)
+        return {**out, "deserialize": fixed["deserialize"], "static_headers": fixed["static_headers"]}
+
+    return {"header_values.deserialize": deserialize,
+            **{op: patched(op) for op in ("header_values.deserialize_lazy", "header_values.deserialize_aggregation")}}

@@ -19,7 +19,7 @@ def _position_without_padding(payload: JsonDict) -> str:
     return out.hex()
 
 
-@mutant("position-unpadded", "PositionSerde writes only the meaningful bytes (ByteBuffer sized in bytes, not bits)", "offsets")
+@mutant("position-unpadded", "PositionSerde writes only the meaningful bytes (ByteBuffer sized in bytes, not bits)", "offsets", rules=("OFF-9",))
 def _position_unpadded() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         return {"bytes": _position_without_padding(payload)}
@@ -32,7 +32,7 @@ def _position_unpadded() -> dict[str, Handler]:
     return {"position.serialize": serialize, "offsets.encode_entry": encode_entry}
 
 
-@mutant("checkpoint-unknown-as-minus-one", "the checkpoint writer stores an unknown offset as -1 instead of -4", "offsets")
+@mutant("checkpoint-unknown-as-minus-one", "the checkpoint writer stores an unknown offset as -1 instead of -4", "offsets", rules=("OFF-14",))
 def _unknown_as_minus_one() -> dict[str, Handler]:
     def write(payload: JsonDict) -> JsonDict:
         entries = [[t, p, -1 if o == -4 else o] for t, p, o in payload["entries_in_map_order"]]
@@ -48,7 +48,7 @@ def _unknown_as_minus_one() -> dict[str, Handler]:
     return {"checkpoint.write": write}
 
 
-@mutant("checkpoint-ignores-count", "the checkpoint reader trusts the lines and never checks the entry count", "offsets")
+@mutant("checkpoint-ignores-count", "the checkpoint reader trusts the lines and never checks the entry count", "offsets", rules=("OFF-17",))
 def _ignores_count() -> dict[str, Handler]:
     def read(payload: JsonDict) -> JsonDict:
         data = payload.get("file")
@@ -65,7 +65,7 @@ def _ignores_count() -> dict[str, Handler]:
 
 
 @mutant("checkpoint-python-split", "the checkpoint reader splits lines with Python's str.split() (Unicode whitespace, no empty field)",
-        "offsets")
+        "offsets", rules=("OFF-16",))
 def _python_split() -> dict[str, Handler]:
     def read(payload: JsonDict) -> JsonDict:
         data = payload.get("file")
@@ -93,7 +93,7 @@ def _python_split() -> dict[str, Handler]:
     return {"checkpoint.read": read}
 
 
-@mutant("empty-commit-keeps-offsets", "commit with an empty map writes nothing instead of wiping the committed offsets", "offsets")
+@mutant("empty-commit-keeps-offsets", "commit with an empty map writes nothing instead of wiping the committed offsets", "offsets", rules=("OFF-4",))
 def _empty_commit_noop() -> dict[str, Handler]:
     def commit(payload: JsonDict) -> JsonDict:
         if not payload["offsets"]:
@@ -103,7 +103,7 @@ def _empty_commit_noop() -> dict[str, Handler]:
     return {"offsets.commit": commit}
 
 
-@mutant("open-ignores-unclean-status", "open overwrites an OPEN status instead of reporting an unclean shutdown", "offsets")
+@mutant("open-ignores-unclean-status", "open overwrites an OPEN status instead of reporting an unclean shutdown", "offsets", rules=("OFF-6",))
 def _open_ignores_status() -> dict[str, Handler]:
     def open_(payload: JsonDict) -> JsonDict:
         return call("offsets.open", {**payload, "ignore_invalid_state": True})
@@ -111,3 +111,123 @@ def _open_ignores_status() -> dict[str, Handler]:
     return {"offsets.open": open_}
 
 
+
+
+@mutant("offset-key-dotted", "offset keys written as <topic>.<partition> instead of TopicPartition.toString()",
+        "offsets", rules=("OFF-2",))
+def _offset_key_dotted() -> dict[str, Handler]:
+    def encode_entry(payload: JsonDict) -> JsonDict:
+        out = call("offsets.encode_entry", payload)
+        if "topic" in payload and "error" not in out:
+            out["key"] = f"{payload['topic']}.{payload['partition']}".encode("utf-8", "surrogatepass").hex()
+        return out
+
+    return {"offsets.encode_entry": encode_entry}
+
+
+@mutant("offset-value-little-endian", "offset and status values written as little-endian longs", "offsets",
+        rules=("OFF-3",))
+def _offset_value_little_endian() -> dict[str, Handler]:
+    def encode_entry(payload: JsonDict) -> JsonDict:
+        out = call("offsets.encode_entry", payload)
+        if "position" not in payload and "error" not in out:
+            out["value"] = bytes.fromhex(out["value"])[::-1].hex()
+        return out
+
+    return {"offsets.encode_entry": encode_entry}
+
+
+@mutant("position-version-one", "PositionSerde writes version byte 1", "offsets", rules=("OFF-8",))
+def _position_version_one() -> dict[str, Handler]:
+    def serialize(payload: JsonDict) -> JsonDict:
+        out = call("position.serialize", payload)
+        return out if "error" in out else {"bytes": "01" + out["bytes"][2:]}
+
+    return {"position.serialize": serialize}
+
+
+@mutant("position-strict-length", "PositionSerde refuses bytes after the last partition (the zero padding)", "offsets",
+        rules=("OFF-10",))
+def _position_strict_length() -> dict[str, Handler]:
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("position.deserialize", payload)
+        if "error" not in out and out["bytes_consumed"] * 2 < len(payload["bytes"]):
+            return {"error": {"type": "DecodeError", "message": "trailing bytes after the position"}}
+        return out
+
+    return {"position.deserialize": deserialize}
+
+
+@mutant("position-merge-other-wins", "Position.merge takes the other position's offset, not the larger", "offsets",
+        rules=("OFF-11",))
+def _position_merge_other_wins() -> dict[str, Handler]:
+    def merge(payload: JsonDict) -> JsonDict:
+        merged: dict[str, dict[int, int]] = {}
+        for topic, partitions in [*payload["base"], *payload["other"]]:
+            merged.setdefault(topic, {}).update({p: o for p, o in partitions})
+        out = call("position.merge", {"base": [[t, sorted(ps.items())] for t, ps in merged.items()], "other": []})
+        return out
+
+    return {"position.merge": merge}
+
+
+@mutant("checkpoint-no-final-newline", "the checkpoint's lines joined with newlines, the last one unterminated",
+        "offsets", rules=("OFF-13",))
+def _checkpoint_no_final_newline() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        out = call("checkpoint.write", payload)
+        if out.get("file_exists") and out.get("file_text", "").endswith("\n"):
+            text = out["file_text"][:-1]
+            out = {**out, "file": text.encode("utf-8").hex(), "file_text": text}
+        return out
+
+    return {"checkpoint.write": write}
+
+
+@mutant("checkpoint-empty-map-writes-file", "writing an empty map writes a file holding 0 entries instead of deleting",
+        "offsets", rules=("OFF-15",))
+def _checkpoint_empty_map_writes_file() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        if not payload.get("entries_in_map_order"):
+            data = b"0\n0\n"
+            return {"file_exists": True, "file": data.hex(), "file_text": data.decode(),
+                    "read_back": call("checkpoint.read", {"file": data.hex()})}
+        return call("checkpoint.write", payload)
+
+    return {"checkpoint.write": write}
+
+
+@mutant("position-file-as-position-bytes", "<store>.position holds PositionSerde bytes, not checkpoint text", "offsets",
+        rules=("OFF-18",))
+def _position_file_as_position_bytes() -> dict[str, Handler]:
+    def to_checkpoint(payload: JsonDict) -> JsonDict:
+        if not payload.get("position"):
+            return call("position.to_checkpoint", payload)
+        return {"file": call("position.serialize", payload)["bytes"]}
+
+    return {"position.to_checkpoint": to_checkpoint}
+
+
+@mutant("segments-without-offsets", "segment databases of window and session stores get no offsets family", "offsets",
+        rules=("OFF-1", "LAY-6"))
+def _segments_without_offsets() -> dict[str, Handler]:
+    def column_families(payload: JsonDict) -> JsonDict:
+        out = call("layout.column_families", payload)
+        segmented = "window" in str(payload.get("store_type")) or "session" in str(payload.get("store_type"))
+        if segmented and "open" in out:
+            out["open"] = [cf for cf in out["open"] if cf != "offsets"]
+        return out
+
+    return {"layout.column_families": column_families}
+
+
+@mutant("position-drops-empty-topics", "a decoded position leaves out topics with no partitions", "offsets",
+        rules=("OFF-12",))
+def _position_drops_empty_topics() -> dict[str, Handler]:
+    def deserialize(payload: JsonDict) -> JsonDict:
+        out = call("position.deserialize", payload)
+        if "position" in out:
+            out["position"] = [[topic, partitions] for topic, partitions in out["position"] if partitions]
+        return out
+
+    return {"position.deserialize": deserialize}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kstate.ops import JsonDict
+from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -16,7 +16,7 @@ def _leb128(value: int) -> bytes:
     return bytes(out)
 
 
-@mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint")
+@mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint", rules=("PRIM-6",))
 def _unsigned_varints() -> dict[str, Handler]:
     def write_varint(payload: JsonDict) -> JsonDict:
         data = _leb128(payload["value"] & 0xFFFFFFFF)
@@ -29,9 +29,79 @@ def _unsigned_varints() -> dict[str, Handler]:
     return {"varint.write_varint": write_varint, "varint.write_varlong": write_varlong}
 
 
-@mutant("floor-segment-ids", "segment ids computed with Python floor division instead of Java truncation", "primitives")
+@mutant("floor-segment-ids", "segment ids computed with Python floor division instead of Java truncation", "primitives", rules=("PRIM-4",))
 def _floor_segment_ids() -> dict[str, Handler]:
     def segment_id(payload: JsonDict) -> JsonDict:
         return {"segment_id": payload["timestamp"] // payload["segment_interval"]}
 
     return {"primitives.segment_id": segment_id}
+
+
+@mutant("int64-little-endian", "fixed-width integers written and read little-endian (struct '<q')", "primitives",
+        rules=("PRIM-1",))
+def _int64_little_endian() -> dict[str, Handler]:
+    def encode_int64(payload: JsonDict) -> JsonDict:
+        return {"bytes": payload["value"].to_bytes(8, "little", signed=True).hex()}
+
+    def encode_int32(payload: JsonDict) -> JsonDict:
+        return {"bytes": payload["value"].to_bytes(4, "little", signed=True).hex()}
+
+    def read_int64(payload: JsonDict) -> JsonDict:
+        out = call("primitives.read_int64", payload)
+        if "error" in out:
+            return out
+        at = payload.get("offset", 0)
+        return {"value": int.from_bytes(bytes.fromhex(payload["bytes"])[at:at + 8], "little", signed=True)}
+
+    return {"primitives.encode_int64": encode_int64, "primitives.encode_int32": encode_int32,
+            "primitives.read_int64": read_int64}
+
+
+@mutant("signed-byte-compare", "keys compared as Java's signed bytes (0x80 sorts before 0x00)", "primitives",
+        rules=("PRIM-2",))
+def _signed_byte_compare() -> dict[str, Handler]:
+    def compare(payload: JsonDict) -> JsonDict:
+        a = [b - 256 if b > 127 else b for b in bytes.fromhex(payload["a"])]
+        b = [x - 256 if x > 127 else x for x in bytes.fromhex(payload["b"])]
+        return {"result": (a > b) - (a < b)}
+
+    return {"primitives.compare": compare}
+
+
+@mutant("increment-wraps", "Bytes.increment of all-FF bytes wraps to zeros instead of failing", "primitives",
+        rules=("PRIM-3",))
+def _increment_wraps() -> dict[str, Handler]:
+    def increment(payload: JsonDict) -> JsonDict:
+        out = call("primitives.increment", payload)
+        data = bytes.fromhex(payload["bytes"])
+        if "error" in out and data and set(data) == {0xFF}:
+            return {"bytes": bytes(len(data)).hex()}
+        return out
+
+    return {"primitives.increment": increment}
+
+
+@mutant("unsigned-varint-as-long", "an unsigned varint of a negative int written over 64 bits, not 32", "varint",
+        rules=("PRIM-5",))
+def _unsigned_varint_as_long() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        data = _leb128(payload["value"] & 0xFFFFFFFFFFFFFFFF)
+        return {"bytes": data.hex(), "size": len(data)}
+
+    return {"varint.write_unsigned_varint": write}
+
+
+@mutant("read-int64-short-input-padded", "an int64 read past the end of the input is zero-padded, not refused",
+        "primitives", rules=("PRIM-8",))
+def _read_int64_short_input_padded() -> dict[str, Handler]:
+    def read_int64(payload: JsonDict) -> JsonDict:
+        out = call("primitives.read_int64", payload)
+        if "error" not in out:
+            return out
+        at = payload.get("offset", 0)
+        if not isinstance(at, int) or at < 0:
+            return out
+        chunk = bytes.fromhex(payload["bytes"])[at:at + 8]
+        return {"value": int.from_bytes(chunk.ljust(8, b"\x00"), "big", signed=True)}
+
+    return {"primitives.read_int64": read_int64}

@@ -25,12 +25,12 @@ def _with_headers(op: str, change: Any) -> Handler:
     return handler
 
 
-@mutant("reversed-header-order", "headers written last-added first (iterating the list backwards)", "record_v2")
+@mutant("reversed-header-order", "headers written last-added first (iterating the list backwards)", "record_v2", rules=("HDR-1",))
 def _reversed_header_order() -> dict[str, Handler]:
     return {op: _with_headers(op, lambda headers: list(reversed(headers))) for op in WRITE_OPS}
 
 
-@mutant("null-header-value-as-empty", "a null header value written as length 0 instead of -1", "record_v2")
+@mutant("null-header-value-as-empty", "a null header value written as length 0 instead of -1", "record_v2", rules=("HDR-3", "HDR-12"))
 def _null_header_value_as_empty() -> dict[str, Handler]:
     def drop_nulls(headers: list[list[Any]]) -> list[list[Any]]:
         return [[key, "" if value is None else value] for key, value in headers]
@@ -40,7 +40,7 @@ def _null_header_value_as_empty() -> dict[str, Handler]:
 
 @mutant("header-count-omitted-when-empty",
         "no header count written for a record without headers (KIP-1271's empty header bytes), "
-        "and a body that ends before the count read as no headers", "record_v2")
+        "and a body that ends before the count read as no headers", "record_v2", rules=("HDR-11",))
 def _header_count_omitted_when_empty() -> dict[str, Handler]:
     def write(payload: JsonDict) -> JsonDict:
         out = call("record_v2.write", payload)
@@ -92,18 +92,18 @@ class _NeverReadOnly(Headers):
         pass
 
 
-@mutant("remove-first-match-only", "remove(key) removes only the first header with that key", "headers")
+@mutant("remove-first-match-only", "remove(key) removes only the first header with that key", "headers", rules=("HDR-4",))
 def _remove_first_match_only() -> dict[str, Handler]:
     return {"headers.semantics": lambda payload: run_semantics(payload, _RemoveFirstOnly)}
 
 
-@mutant("read-only-not-enforced", "add and remove still work after setReadOnly", "headers")
+@mutant("read-only-not-enforced", "add and remove still work after setReadOnly", "headers", rules=("HDR-6",))
 def _read_only_not_enforced() -> dict[str, Handler]:
     return {"headers.semantics": lambda payload: run_semantics(payload, _NeverReadOnly)}
 
 
 @mutant("negative-header-count-as-none",
-        "a negative header count read as no headers (KIP-1271's lenient HeadersDeserializer reused)", "record_v2")
+        "a negative header count read as no headers (KIP-1271's lenient HeadersDeserializer reused)", "record_v2", rules=("HDR-13",))
 def _negative_header_count_as_none() -> dict[str, Handler]:
     def tolerate(op: str) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -123,3 +123,97 @@ def _negative_header_count_as_none() -> dict[str, Handler]:
         return handler
 
     return {op: tolerate(op) for op in ("record_v2.read", "record_v2.read_headers")}
+
+
+def _semantics_with_null_keys_as_empty(payload: JsonDict) -> JsonDict:
+    steps = payload.get("steps")
+    if isinstance(steps, list):
+        steps = [{**s, "key": ""} if isinstance(s, dict) and s.get("op") == "add" and s.get("key") is None else s
+                 for s in steps]
+    return run_semantics({**payload, "steps": steps})
+
+
+@mutant("null-header-key-as-empty", "a null header key is added as an empty key instead of refused", "headers",
+        rules=("HDR-2",))
+def _null_header_key_as_empty() -> dict[str, Handler]:
+    return {"headers.semantics": _semantics_with_null_keys_as_empty}
+
+
+class _UnorderedEquality(Headers):
+    """``equals`` that compares the headers as a multiset (sorted), ignoring order."""
+
+    def __eq__(self, other: object) -> bool:
+        def canon(h: Headers) -> list[tuple[str, bool, bytes]]:
+            return sorted((k, v is None, v or b"") for k, v in h.to_list())
+
+        return isinstance(other, Headers) and canon(self) == canon(other)
+
+    __hash__ = Headers.__hash__
+
+
+@mutant("header-equality-ignores-order", "headers compared as a multiset: order does not matter", "headers",
+        rules=("HDR-5",))
+def _header_equality_ignores_order() -> dict[str, Handler]:
+    return {"headers.semantics": lambda payload: run_semantics(payload, _UnorderedEquality)}
+
+
+@mutant("record-size-without-length-prefix", "sizeInBytes reports the body size without its varint length", "record_v2",
+        rules=("HDR-7",))
+def _record_size_without_length_prefix() -> dict[str, Handler]:
+    def size(payload: JsonDict) -> JsonDict:
+        out = call("record_v2.size", payload)
+        if "error" in out:
+            return out
+        return {**out, "size_in_bytes": out["size_of_body_in_bytes"]}
+
+    def write(payload: JsonDict) -> JsonDict:
+        out = call("record_v2.write", payload)
+        if "error" in out:
+            return out
+        record = bytes.fromhex(out["record"])
+        return {**out, "size_in_bytes": len(record) - read_varint(record, 0)[1]}
+
+    return {"record_v2.size": size, "record_v2.write": write}
+
+
+@mutant("record-attributes-set", "the record attributes byte written as 1 (the batch's compression bits copied)",
+        "record_v2", rules=("HDR-8",))
+def _record_attributes_set() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        out = call("record_v2.write", payload)
+        if "error" in out:
+            return out
+        record = bytearray(bytes.fromhex(out["record"]))
+        record[read_varint(bytes(record), 0)[1]] = 1
+        return {**out, "record": record.hex()}
+
+    return {"record_v2.write": write}
+
+
+@mutant("record-timestamp-not-delta", "the reader returns the timestamp delta as the record timestamp", "record_v2",
+        rules=("HDR-9",))
+def _record_timestamp_not_delta() -> dict[str, Handler]:
+    def fix(out: JsonDict) -> JsonDict:
+        if isinstance(out, dict) and "timestamp" in out and "base_timestamp" in out:
+            return {**out, "timestamp": out["timestamp"] - out["base_timestamp"]}
+        return out
+
+    def read(payload: JsonDict) -> JsonDict:
+        return fix(call("record_v2.read", payload))
+
+    def write(payload: JsonDict) -> JsonDict:
+        out = call("record_v2.write", payload)
+        return {**out, "decoded": fix(out["decoded"])} if "decoded" in out else out
+
+    return {"record_v2.read": read, "record_v2.write": write}
+
+
+@mutant("record-null-key-as-empty", "a null record key written with length 0 instead of -1", "record_v2",
+        rules=("HDR-10",))
+def _record_null_key_as_empty() -> dict[str, Handler]:
+    def write(payload: JsonDict) -> JsonDict:
+        if payload.get("key", "") is None:
+            return call("record_v2.write", {**payload, "key": ""})
+        return call("record_v2.write", payload)
+
+    return {"record_v2.write": write}

@@ -12,7 +12,7 @@ from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
 
-@mutant("session-start-before-end", "plain session keys written and read as [key][start][end] (the natural order)", "session")
+@mutant("session-start-before-end", "plain session keys written and read as [key][start][end] (the natural order)", "session", rules=("SESS-1",))
 def _start_before_end() -> dict[str, Handler]:
     def encode(payload: JsonDict) -> JsonDict:
         key = unhex(payload["key"])
@@ -35,7 +35,7 @@ def _start_before_end() -> dict[str, Handler]:
     return {"session.key_schema.to_binary": encode, "session.key_schema.extract": decode}
 
 
-@mutant("session-time-first-null-key-refused", "the time-first schema refuses a null key like the other two", "session")
+@mutant("session-time-first-null-key-refused", "the time-first schema refuses a null key like the other two", "session", rules=("SESS-6",))
 def _time_first_null_key_refused() -> dict[str, Handler]:
     def encode(payload: JsonDict) -> JsonDict:
         if payload["key"] is None:
@@ -53,7 +53,7 @@ def _time_first_null_key_refused() -> dict[str, Handler]:
     return {"session.time_first.to_binary": encode, "session.time_first.ranges": ranges}
 
 
-@mutant("session-segment-by-start", "a session key's segment chosen by its start instead of its end", "session")
+@mutant("session-segment-by-start", "a session key's segment chosen by its start instead of its end", "session", rules=("SESS-11",))
 def _segment_by_start() -> dict[str, Handler]:
     def segment_for(schema: sk.SessionSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -68,7 +68,7 @@ def _segment_by_start() -> dict[str, Handler]:
     return {f"session.{s.value}.segment_id": segment_for(s) for s in sk.SessionSchema}
 
 
-@mutant("session-upper-range-keeps-key", "upperRange appends [MAX][to] to the whole key (no OrderedBytes truncation)", "session")
+@mutant("session-upper-range-keeps-key", "upperRange appends [MAX][to] to the whole key (no OrderedBytes truncation)", "session", rules=("SESS-8",))
 def _upper_range_keeps_key() -> dict[str, Handler]:
     def ranges_for(schema: sk.SessionSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -85,7 +85,7 @@ def _upper_range_keeps_key() -> dict[str, Handler]:
     return {f"session.{s.value}.ranges": ranges_for(s) for s in (sk.SessionSchema.PLAIN, sk.SessionSchema.KEY_FIRST)}
 
 
-@mutant("session-window-like-time-window", "session windows validated like TimeWindow: start == end refused", "session")
+@mutant("session-window-like-time-window", "session windows validated like TimeWindow: start == end refused", "session", rules=("SESS-4",))
 def _window_like_time_window() -> dict[str, Handler]:
     def extract_for(schema: sk.SessionSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -99,7 +99,7 @@ def _window_like_time_window() -> dict[str, Handler]:
     return {f"session.{s.value}.extract": extract_for(s) for s in sk.SessionSchema}
 
 
-@mutant("session-fixed-upper-unchecked", "upperRangeFixedSize of the plain schema skips the SessionWindow(to, MAX) check", "session")
+@mutant("session-fixed-upper-unchecked", "upperRangeFixedSize of the plain schema skips the SessionWindow(to, MAX) check", "session", rules=("SESS-7",))
 def _fixed_upper_unchecked() -> dict[str, Handler]:
     def ranges(payload: JsonDict) -> JsonDict:
         out = call("session.key_schema.ranges", payload)

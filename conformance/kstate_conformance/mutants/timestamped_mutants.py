@@ -19,7 +19,7 @@ def _hex(value: bytes | None) -> str | None:
     return None if value is None else value.hex()
 
 
-@mutant("timestamped-little-endian", "timestamps written and read little-endian (struct '<q')", FAMILY)
+@mutant("timestamped-little-endian", "timestamps written and read little-endian (struct '<q')", FAMILY, rules=("TSKV-1",))
 def _little_endian() -> dict[str, Handler]:
     def encode(value: bytes | None, ts: int) -> bytes | None:
         return None if value is None else struct.pack("<q", ts) + value
@@ -43,7 +43,7 @@ def _little_endian() -> dict[str, Handler]:
             "timestamped.raw_value_to_timestamped_value": restore}
 
 
-@mutant("timestamped-legacy-timestamp-zero", "legacy plain values converted with timestamp 0 instead of -1", FAMILY)
+@mutant("timestamped-legacy-timestamp-zero", "legacy plain values converted with timestamp 0 instead of -1", FAMILY, rules=("TSKV-5",))
 def _legacy_zero() -> dict[str, Handler]:
     def convert(payload: JsonDict) -> JsonDict:
         plain = _unhex(payload["plain_value"])
@@ -52,7 +52,7 @@ def _legacy_zero() -> dict[str, Handler]:
     return {"timestamped.convert_to_timestamped_format": convert}
 
 
-@mutant("timestamped-empty-is-null", "an empty value serialized as null (a delete) like a null value", FAMILY)
+@mutant("timestamped-empty-is-null", "an empty value serialized as null (a delete) like a null value", FAMILY, rules=("TSKV-2",))
 def _empty_is_null() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         value = _unhex(payload["value"])
@@ -63,7 +63,7 @@ def _empty_is_null() -> dict[str, Handler]:
     return {"timestamped.serialize": serialize}
 
 
-@mutant("timestamped-equal-time-is-increasing", "valuesAreSameAndTimeIsIncreasing with >= instead of >", FAMILY)
+@mutant("timestamped-equal-time-is-increasing", "valuesAreSameAndTimeIsIncreasing with >= instead of >", FAMILY, rules=("TSKV-4",))
 def _equal_time_increasing() -> dict[str, Handler]:
     def compare(payload: JsonDict) -> JsonDict:
         old, new = _unhex(payload["old"]), _unhex(payload["new"])
@@ -80,7 +80,7 @@ def _equal_time_increasing() -> dict[str, Handler]:
     return {"timestamped.values_are_same_and_time_is_increasing": compare}
 
 
-@mutant("timestamped-tombstone-restored-as-value", "restore turns a null changelog value into 8 timestamp bytes", FAMILY)
+@mutant("timestamped-tombstone-restored-as-value", "restore turns a null changelog value into 8 timestamp bytes", FAMILY, rules=("TSKV-6", "CL-10"))
 def _tombstone_restored() -> dict[str, Handler]:
     def restore(payload: JsonDict) -> JsonDict:
         value = _unhex(payload["record_value"]) or b""
@@ -90,7 +90,7 @@ def _tombstone_restored() -> dict[str, Handler]:
     return {"timestamped.raw_value_to_timestamped_value": restore}
 
 
-@mutant("timestamped-short-input-zero-padded", "values shorter than 8 bytes decoded with a zero-padded timestamp", FAMILY)
+@mutant("timestamped-short-input-zero-padded", "values shorter than 8 bytes decoded with a zero-padded timestamp", FAMILY, rules=("TSKV-3",))
 def _short_padded() -> dict[str, Handler]:
     def deserialize(payload: JsonDict) -> JsonDict:
         data = _unhex(payload["bytes"])

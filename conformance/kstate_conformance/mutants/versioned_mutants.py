@@ -30,7 +30,7 @@ def _segment_ops(segment_class: type[v.SegmentValue]) -> dict[str, Handler]:
 
 
 @mutant("versioned-tombstone-size-zero", "segment rows write a tombstone with value_size 0, so it reads back as an "
-        "empty value", "versioned")
+        "empty value", "versioned", rules=("VER-8",))
 def _tombstone_size_zero() -> dict[str, Handler]:
     class EmptyTombstones(v.SegmentValue):
         @staticmethod
@@ -41,7 +41,7 @@ def _tombstone_size_zero() -> dict[str, Handler]:
 
 
 @mutant("versioned-no-gap-tombstone", "insertAsLatest past next_timestamp stretches the newest version over the gap "
-        "instead of inserting a tombstone", "versioned")
+        "instead of inserting a tombstone", "versioned", rules=("VER-15",))
 def _no_gap_tombstone() -> dict[str, Handler]:
     class NoGapTombstone(v.SegmentValue):
         def insert_as_latest(self, valid_from: int, valid_to: int, value: bytes | None) -> None:
@@ -54,7 +54,7 @@ def _no_gap_tombstone() -> dict[str, Handler]:
 
 
 @mutant("versioned-valid-to-from-older-neighbour", "a version's validTo is taken from the next entry in the index "
-        "(the older version) instead of the previous one", "versioned")
+        "(the older version) instead of the previous one", "versioned", rules=("VER-7",))
 def _valid_to_from_older_neighbour() -> dict[str, Handler]:
     def corrected(row: v.SegmentValue, result: v.SegmentSearchResult) -> v.SegmentSearchResult:
         everything = v.SegmentValue.versions(row)
@@ -110,7 +110,7 @@ def _entries(row: bytes) -> list[_Entry]:
 
 
 @mutant("versioned-values-newest-first", "segment rows store the values region newest first (reading it back the "
-        "same way)", "versioned")
+        "same way)", "versioned", rules=("VER-6",))
 def _values_newest_first() -> dict[str, Handler]:
     class NewestFirstValues(v.SegmentValue):
         @classmethod
@@ -124,7 +124,7 @@ def _values_newest_first() -> dict[str, Handler]:
 
 
 @mutant("versioned-latest-segment-zero", "the latest-value store uses the segment prefix 0 instead of the reserved "
-        "-1", "versioned")
+        "-1", "versioned", rules=("VER-2",))
 def _latest_segment_zero() -> dict[str, Handler]:
     class LatestAtZero(v.KeyVersions):
         def physical_rows(self, key: bytes) -> list[tuple[bytes, bytes]]:
@@ -142,7 +142,7 @@ def _latest_segment_zero() -> dict[str, Handler]:
 
 
 @mutant("versioned-grace-inclusive", "a put or delete exactly at observedStreamTime - gracePeriod is rejected as "
-        "expired", "versioned")
+        "expired", "versioned", rules=("VER-26",))
 def _grace_inclusive() -> dict[str, Handler]:
     class InclusiveGrace(v.KeyVersions):
         def put(self, value: bytes | None, timestamp: int) -> int:
@@ -159,7 +159,7 @@ def _grace_inclusive() -> dict[str, Handler]:
 
 
 @mutant("versioned-latest-tombstone-accepted", "the latest-value row of a tombstone is written as the bare "
-        "timestamp, like an empty value", "versioned")
+        "timestamp, like an empty value", "versioned", rules=("VER-3",))
 def _latest_tombstone_accepted() -> dict[str, Handler]:
     def latest_from(payload: JsonDict) -> JsonDict:
         return {"bytes": (struct.pack(">q", payload["timestamp"]) + (unhex(payload["value"]) or b"")).hex()}

@@ -12,7 +12,7 @@ from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
 
-@mutant("window-seqnum-int64", "the window store key's seqnum written and read as an 8-byte long", "window")
+@mutant("window-seqnum-int64", "the window store key's seqnum written and read as an 8-byte long", "window", rules=("WIN-1",))
 def _seqnum_int64() -> dict[str, Handler]:
     def encode(payload: JsonDict) -> JsonDict:
         key = unhex(payload["key"])
@@ -30,7 +30,7 @@ def _seqnum_int64() -> dict[str, Handler]:
     return {"window.key_schema.to_store_key_binary": encode, "window.key_schema.extract_store_key": decode}
 
 
-@mutant("window-start-little-endian", "the window start of plain store keys written and read little-endian", "window")
+@mutant("window-start-little-endian", "the window start of plain store keys written and read little-endian", "window", rules=("WIN-1",))
 def _start_little_endian() -> dict[str, Handler]:
     def encode(payload: JsonDict) -> JsonDict:
         key = unhex(payload["key"])
@@ -49,7 +49,7 @@ def _start_little_endian() -> dict[str, Handler]:
     return {"window.key_schema.to_store_key_binary": encode, "window.key_schema.extract_store_key": decode}
 
 
-@mutant("window-prefixes-swapped", "time-first keys prefixed 0x01 and key-first keys 0x00", "window")
+@mutant("window-prefixes-swapped", "time-first keys prefixed 0x01 and key-first keys 0x00", "window", rules=("WIN-2", "WIN-3"))
 def _prefixes_swapped() -> dict[str, Handler]:
     def swap_first(data_hex: str) -> str:
         data = bytes.fromhex(data_hex)
@@ -77,7 +77,7 @@ def _prefixes_swapped() -> dict[str, Handler]:
     }
 
 
-@mutant("window-upper-range-keeps-key", "upperRange appends the suffix to the whole key (no OrderedBytes truncation)", "window")
+@mutant("window-upper-range-keeps-key", "upperRange appends the suffix to the whole key (no OrderedBytes truncation)", "window", rules=("WIN-11",))
 def _upper_range_keeps_key() -> dict[str, Handler]:
     def ranges_for(schema: wk.WindowSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -94,7 +94,7 @@ def _upper_range_keeps_key() -> dict[str, Handler]:
     return {f"window.{s.value}.ranges": ranges_for(s) for s in (wk.WindowSchema.PLAIN, wk.WindowSchema.KEY_FIRST)}
 
 
-@mutant("window-end-overflow-refused", "start + size overflowing a long is refused instead of capped at Long.MAX", "window")
+@mutant("window-end-overflow-refused", "start + size overflowing a long is refused instead of capped at Long.MAX", "window", rules=("WIN-9",))
 def _end_overflow_refused() -> dict[str, Handler]:
     def window_for(schema: wk.WindowSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -109,7 +109,7 @@ def _end_overflow_refused() -> dict[str, Handler]:
     return {f"window.{s.value}.extract_store_window": window_for(s) for s in wk.WindowSchema}
 
 
-@mutant("window-seqnum-wraps-negative", "the duplicate seqnum overflows to Integer.MIN_VALUE (no & 0x7FFFFFFF)", "window")
+@mutant("window-seqnum-wraps-negative", "the duplicate seqnum overflows to Integer.MIN_VALUE (no & 0x7FFFFFFF)", "window", rules=("WIN-6",))
 def _seqnum_wraps_negative() -> dict[str, Handler]:
     def next_seqnum(payload: JsonDict) -> JsonDict:
         seq = payload["seqnum"]
@@ -120,7 +120,7 @@ def _seqnum_wraps_negative() -> dict[str, Handler]:
     return {"window.next_seqnum": next_seqnum}
 
 
-@mutant("window-fixed-lower-unclamped", "lowerRangeFixedSize writes a negative from instead of max(0, from)", "window")
+@mutant("window-fixed-lower-unclamped", "lowerRangeFixedSize writes a negative from instead of max(0, from)", "window", rules=("WIN-10",))
 def _fixed_lower_unclamped() -> dict[str, Handler]:
     def ranges_for(schema: wk.WindowSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:

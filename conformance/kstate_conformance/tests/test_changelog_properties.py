@@ -302,6 +302,16 @@ def test_key_value_changelogs_are_compacted_create_time_topics(codec: Any, store
         "cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
 
 
+@rules("CL-15")
+@pytest.mark.parametrize("store_type", KV_TYPES)
+def test_the_stores_log_config_wins_over_the_applications_topic_defaults(codec: Any, store_type: str) -> None:
+    """Library defaults, then ``topic.*`` defaults, then the store's own log config: the last one set wins."""
+    out = codec.call("changelog.topic_config", {"store_type": store_type,
+                                                "topic_defaults": {"cleanup.policy": "delete", "segment.ms": "10"},
+                                                "log_config": {"segment.ms": "20"}})
+    assert out == {"config": {"cleanup.policy": "delete", "message.timestamp.type": "CreateTime", "segment.ms": "20"}}
+
+
 @rules("CL-16")
 @given(st.sampled_from(WINDOW_TYPES + SESSION_TYPES), INT64, st.integers(min_value=0, max_value=LONG_MAX))
 def test_windowed_changelog_retention_is_retention_plus_additional_saturating(codec: Any, store_type: str, retention: int,

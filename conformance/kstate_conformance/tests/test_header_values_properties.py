@@ -163,6 +163,18 @@ def test_a_value_cut_before_its_payload_is_refused(codec: Any, value: str, ts: i
     assert _is_error(out["static_timestamp"])
 
 
+@rules("HV-13")
+@pytest.mark.parametrize("size", ["01", "03", "ffffffff0f"], ids=["-1", "-2", "int-min"])
+def test_a_negative_headers_size_is_refused(codec: Any, size: str) -> None:
+    """A negative headersSize (zig-zag ``01`` is -1) is refused by the full decode, the headers read, the lazy
+    decode and the aggregation decode; it is never read as "no headers"."""
+    data = size + (7).to_bytes(8, "big").hex() + "aa"
+    out = codec.call("header_values.deserialize", {"bytes": data})
+    assert _is_error(out["deserialize"]) and _is_error(out["static_headers"]), out
+    assert _is_error(codec.call("header_values.deserialize_lazy", {"bytes": data}))
+    assert _is_error(codec.call("header_values.deserialize_aggregation", {"bytes": data}))
+
+
 # --- lazy decoding -----------------------------------------------------------------------------------
 
 GARBAGE_HEADER_BYTES = st.sampled_from(["0201", "020a61", "02026105", "020203", "0202610ff0"])

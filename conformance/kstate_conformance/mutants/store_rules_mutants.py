@@ -1,0 +1,767 @@
+"""Mutants of the store-level rules: the record cache, commit ordering, restore, store-managed offsets and
+legacy offset files, and the change-logging layer (CACHE-*, RST-*, OFF-*, CL-*).
+
+Each replaces ``store.open`` only, with a :class:`StoreBuilder` one of whose layers carries one realistic
+porting bug; the other ``store.*`` operations are the reference's. Their tests run through the neutral
+operations (``tests/test_store_rules.py`` first, then the whole suite).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.offsets import OFFSET_UNKNOWN, OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, encode_status
+from kstate.errors import KStateError
+from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
+from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file, write_position_file
+from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache, entry_size
+from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
+from kstate.stores.engine import RocksDBEngine, WriteBatch
+from kstate.stores.factory import open_kv_store, rocksdb_store_class, task_directory
+from kstate.stores.kv import DualColumnFamilyAccessor
+from kstate.stores.restore import RestoreResult, restore
+from kstate_conformance.adapter import Handler
+from kstate_conformance.mutants import mutant
+
+FAMILY = "store_rules"
+StoreClasses = Mapping[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]]
+
+
+def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
+    """``open_kv_store``, but the listed (type, backend) pairs get the mutant classes."""
+
+    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: str | Path | None = None,
+                   application_id: str = "app", task_id: str = "0_0", ignore_invalid_state: bool = False,
+                   **options: Any) -> KeyValueBytesStore:
+        cls = classes.get((StoreType(store_type), Backend(backend)))
+        if cls is None or options:
+            return open_kv_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
+                                 task_id=task_id, ignore_invalid_state=ignore_invalid_state, **options)
+        task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
+        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state)
+
+    return open_store
+
+
+def _rocksdb_with(mixin: type) -> dict[str, Handler]:
+    """``store.open`` whose RocksDB key-value stores of every type have ``mixin`` in front of their class."""
+    classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
+    for store_type in StoreType:
+        base = rocksdb_store_class(store_type)
+        classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+
+
+def _open_with(builder: StoreBuilder) -> dict[str, Handler]:
+    return {"store.open": make_open_handler(builder)}
+
+
+def _caching_with(cache_class: type[NamedCache] | None = None,
+                  store_class: type[CachingKeyValueStore] = CachingKeyValueStore) -> dict[str, Handler]:
+    """``store.open`` whose caching layer is ``store_class`` over a ``cache_class`` record cache."""
+
+    def layer(inner: KeyValueBytesStore, context: RecordContextHolder, max_bytes: int,
+              listener: FlushListener | None) -> CachingKeyValueStore:
+        store = store_class(inner, context, max_bytes=max_bytes, flush_listener=listener)
+        if cache_class is not None:
+            store.cache = cache_class(max_bytes, store._write_back)
+        return store
+
+    return _open_with(replace(DEFAULT_BUILDER, caching_layer=layer))
+
+
+# --- CACHE-6: size accounting and eviction ---------------------------------------------------------------------------
+
+
+class _EvictAtLimitCache(NamedCache):
+    """Evicts once the cache *reaches* its limit (``>=``): a cache filled exactly to its limit evicts."""
+
+    def put(self, key: bytes, entry: CacheEntry) -> None:
+        super().put(key, entry)
+        while self.size_bytes >= self.max_bytes and len(self):
+            self._evict_eldest()
+
+
+@mutant("cache-evicts-at-limit", "the cache evicts when its size reaches the limit, not when it exceeds it", FAMILY,
+        rules=("CACHE-6",))
+def _cache_evicts_at_limit() -> dict[str, Handler]:
+    return _caching_with(_EvictAtLimitCache)
+
+
+def _utf8_entry_size(key: bytes, value: bytes | None, context: Any) -> int:
+    """The entry size with the topic and header keys counted in UTF-8 bytes (Python's ``len(s.encode())``)."""
+    size = entry_size(key, value, None)
+    if context is not None:
+        size += len(context.topic.encode("utf-8"))
+        for header_key, header_value in context.headers:
+            size += len(header_key.encode("utf-8")) + (0 if header_value is None else len(header_value))
+    return size
+
+
+class _Utf8SizedStore(CachingKeyValueStore):
+    def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        context = self.context.current
+        self.cache.put(key, CacheEntry(value, context, True, _utf8_entry_size(key, value, context)))
+
+
+@mutant("cache-sizes-text-in-utf8", "the cache counts the topic and header keys in UTF-8 bytes, not Java chars", FAMILY,
+        rules=("CACHE-6",))
+def _cache_sizes_text_in_utf8() -> dict[str, Handler]:
+    return _caching_with(store_class=_Utf8SizedStore)
+
+
+class _CodePointSizedStore(CachingKeyValueStore):
+    """Counts the topic and header keys in code points (Python's ``len(str)``), not UTF-16 units."""
+
+    def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        context = self.context.current
+        size = entry_size(key, value, None) + len(context.topic)
+        size += sum(len(k) + (0 if v is None else len(v)) for k, v in context.headers)
+        self.cache.put(key, CacheEntry(value, context, True, size))
+
+
+@mutant("cache-sizes-text-in-code-points", "the cache counts the topic and header keys in code points, not Java chars",
+        FAMILY, rules=("CACHE-6",))
+def _cache_sizes_text_in_code_points() -> dict[str, Handler]:
+    return _caching_with(store_class=_CodePointSizedStore)
+
+
+class _CleanEntriesWithContextStore(CachingKeyValueStore):
+    """A value read from below is cached (clean) and sized with the reader's current record context."""
+
+    def _get_internal(self, key: bytes) -> bytes | None:
+        entry = self.cache.get(key)
+        if entry is not None:
+            return entry.value
+        value = self.inner.get(key)
+        if value is not None:
+            self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, self.context.current)))
+        return value
+
+
+@mutant("cache-clean-entry-sized-with-context", "a clean entry cached by a read is sized with the current context",
+        FAMILY, rules=("CACHE-6",))
+def _cache_clean_entry_sized_with_context() -> dict[str, Handler]:
+    return _caching_with(store_class=_CleanEntriesWithContextStore)
+
+
+class _HeaderBlindStore(CachingKeyValueStore):
+    """Sizes entries without the context's headers (only the topic is counted)."""
+
+    def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        context = self.context.current
+        size = entry_size(key, value, replace(context, headers=()))
+        self.cache.put(key, CacheEntry(value, context, True, size))
+
+
+@mutant("cache-ignores-context-headers", "the cache does not count the record context's headers in an entry's size",
+        FAMILY, rules=("CACHE-6",))
+def _cache_ignores_context_headers() -> dict[str, Handler]:
+    return _caching_with(store_class=_HeaderBlindStore)
+
+
+class _PayloadOnlyStore(CachingKeyValueStore):
+    """Counts only the key and value bytes: no node, entry or context overhead."""
+
+    def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        size = len(key) + (0 if value is None else len(value))
+        self.cache.put(key, CacheEntry(value, self.context.current, True, size))
+
+
+@mutant("cache-size-payload-only", "an entry's size is its key and value bytes only, without Kafka's overheads", FAMILY,
+        rules=("CACHE-6",))
+def _cache_size_payload_only() -> dict[str, Handler]:
+    return _caching_with(store_class=_PayloadOnlyStore)
+
+
+class _EvictOnlyTheEvictedCache(NamedCache):
+    """Writes back only the evicted dirty entry, not every dirty entry."""
+
+    def _evict_eldest(self) -> None:
+        key, _ = self._recency.popitem(last=False)
+        entry = self._entries.pop(key)
+        self.size_bytes -= entry.size
+        if entry.dirty:
+            self._dirty.pop(key, None)
+            entry.dirty = False
+            self._write_back([(key, entry)])
+
+
+@mutant("cache-eviction-writes-only-evicted", "evicting a dirty entry writes back that entry alone", FAMILY,
+        rules=("CACHE-6",))
+def _cache_eviction_writes_only_evicted() -> dict[str, Handler]:
+    return _caching_with(_EvictOnlyTheEvictedCache)
+
+
+# --- CACHE-1..5, 7..10 --------------------------------------------------------------------------------------------
+
+
+class _StoreFirstStore(CachingKeyValueStore):
+    """``get`` asks the store below first and the cache only when the store has nothing."""
+
+    def _get_internal(self, key: bytes) -> bytes | None:
+        value = self.inner.get(key)
+        if value is not None:
+            return value
+        entry = self.cache.get(key)
+        return None if entry is None else entry.value
+
+
+@mutant("cache-reads-store-first", "reads ask the store below before the cache", FAMILY, rules=("CACHE-1",))
+def _cache_reads_store_first() -> dict[str, Handler]:
+    return _caching_with(store_class=_StoreFirstStore)
+
+
+class _FlushTimeContextStore(CachingKeyValueStore):
+    """Entries are written back with the context current at flush time, not the one of their write."""
+
+    def _write_back(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
+        now = self.context.current
+        super()._write_back([(key, replace(entry, context=now)) for key, entry in batch])
+
+
+@mutant("cache-flush-time-context", "cached writes are logged with the context at flush time, not at write time",
+        FAMILY, rules=("CACHE-2",))
+def _cache_flush_time_context() -> dict[str, Handler]:
+    return _caching_with(store_class=_FlushTimeContextStore)
+
+
+class _NoCoalescingStore(CachingKeyValueStore):
+    """A second write to a dirty key first flushes the cache, so that no write is lost."""
+
+    def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        if key in self.cache.dirty_keys():
+            self.cache.flush()
+        super()._put_internal(key, value)
+
+
+@mutant("cache-no-coalescing", "a rewrite of a dirty key flushes the cache first instead of replacing the entry",
+        FAMILY, rules=("CACHE-4",))
+def _cache_no_coalescing() -> dict[str, Handler]:
+    return _caching_with(store_class=_NoCoalescingStore)
+
+
+class _ListenerBlindTombstonesStore(CachingKeyValueStore):
+    """With a flush listener, tombstones of keys absent below are still stored and forwarded."""
+
+    def _write_back(self, batch: list[tuple[bytes, CacheEntry]]) -> None:
+        listener = self.flush_listener
+        self.flush_listener = None
+        try:
+            super()._write_back(batch)
+        finally:
+            self.flush_listener = listener
+        if listener is not None:
+            from kstate.stores.caching import FlushedEntry
+
+            for key, entry in batch:
+                assert entry.context is not None
+                listener(FlushedEntry(key, entry.value, None, entry.context))
+
+
+@mutant("cache-listener-keeps-absent-tombstones", "with a flush listener, tombstones of absent keys are still written",
+        FAMILY, rules=("CACHE-5",))
+def _cache_listener_keeps_absent_tombstones() -> dict[str, Handler]:
+    return _caching_with(store_class=_ListenerBlindTombstonesStore)
+
+
+class _TombstonesShowStore(CachingKeyValueStore):
+    """Range iterators skip cached tombstones but let the store's value for that key through."""
+
+    def all(self) -> Any:
+        self._validate_open()
+        live = [k for k in self.cache.keys_between(None, None) if (e := self.cache.get(k)) and e.value is not None]
+        from kstate.stores.caching import MergedCacheStoreIterator
+
+        return MergedCacheStoreIterator(self.cache, live, self.inner.all(), False)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Any:
+        if self._invalid_range(from_key, to_key):
+            return super().range(from_key, to_key)
+        self._validate_open()
+        live = [k for k in self.cache.keys_between(from_key, to_key) if (e := self.cache.get(k)) and e.value is not None]
+        from kstate.stores.caching import MergedCacheStoreIterator
+
+        return MergedCacheStoreIterator(self.cache, live, self.inner.range(from_key, to_key), False)
+
+
+@mutant("cache-iterator-tombstones-show-store", "forward iterators drop cached tombstones instead of hiding the stored key",
+        FAMILY, rules=("CACHE-7",))
+def _cache_iterator_tombstones_show_store() -> dict[str, Handler]:
+    return _caching_with(store_class=_TombstonesShowStore)
+
+
+class _OverflowPrefixStore(CachingKeyValueStore):
+    """A cached prefix scan bounds the cache with ``incrementWithoutOverflow``: all-FF prefixes are accepted."""
+
+    def prefix_scan(self, prefix: bytes) -> Any:
+        from kstate.codecs.primitives import increment_without_overflow
+        from kstate.stores.caching import MergedCacheStoreIterator
+
+        self._validate_open()
+        upper = increment_without_overflow(prefix) if prefix else None
+        keys = self.cache.keys_between(prefix, upper, False) if upper is not None else self.cache.keys_between(prefix, None)
+        return MergedCacheStoreIterator(self.cache, keys, self.inner.prefix_scan(prefix), False)
+
+
+@mutant("cache-prefix-scan-without-overflow-check", "a cached prefix scan accepts prefixes Bytes.increment refuses",
+        FAMILY, rules=("CACHE-8",))
+def _cache_prefix_scan_without_overflow_check() -> dict[str, Handler]:
+    return _caching_with(store_class=_OverflowPrefixStore)
+
+
+class _CommitThenFlushStore(CachingKeyValueStore):
+    """``commit`` commits the offsets below first and flushes the cache afterwards."""
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        self.inner.commit(changelog_offsets)
+        self.flush_cache()
+
+
+@mutant("cache-commit-before-flush", "commit commits the store's offsets before flushing the cache", FAMILY,
+        rules=("CACHE-9",))
+def _cache_commit_before_flush() -> dict[str, Handler]:
+    return _caching_with(store_class=_CommitThenFlushStore)
+
+
+class _CommitWithoutFlushStore(CachingKeyValueStore):
+    """``commit`` relies on the task having flushed: the cache is not flushed first."""
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        self._validate_open()
+        self.inner.commit(changelog_offsets)
+
+
+@mutant("cache-commit-without-flush", "commit does not flush the cache (it expects an explicit flush first)", FAMILY,
+        rules=("CACHE-9",))
+def _cache_commit_without_flush() -> dict[str, Handler]:
+    return _caching_with(store_class=_CommitWithoutFlushStore)
+
+
+class _CountingCacheStore(CachingKeyValueStore):
+    """``approximateNumEntries`` adds the cached entries to the store's count."""
+
+    def approximate_num_entries(self) -> int:
+        return super().approximate_num_entries() + len(self.cache)
+
+
+@mutant("cache-counts-cached-entries", "approximateNumEntries adds the cache's entries to the store's", FAMILY,
+        rules=("CACHE-10",))
+def _cache_counts_cached_entries() -> dict[str, Handler]:
+    return _caching_with(store_class=_CountingCacheStore)
+
+
+# --- RST-* ------------------------------------------------------------------------------------------------------
+
+
+def _first_wins_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                        batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """Deduplicates each batch keeping a key's FIRST record ("already restored" check)."""
+    kept: list[cl.ChangelogRecord] = []
+    for start in range(0, len(records), batch_size):
+        seen: set[bytes] = set()
+        for record in records[start:start + batch_size]:
+            if record.key not in seen:
+                seen.add(record.key)
+                kept.append(record)
+    return restore(store, store_type, kept, batch_size=batch_size, after_batch=after_batch)
+
+
+@mutant("restore-first-record-wins", "restore keeps the first record of a key in each batch, not the last", FAMILY,
+        rules=("RST-1",))
+def _restore_first_record_wins() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_first_wins_restore))
+
+
+def _logged_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                    batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """Restores through the store's ordinary ``put`` (so through the cache and the change-logging layer)."""
+    result = RestoreResult(0, 0)
+    for start in range(0, len(records), batch_size):
+        batch = records[start:start + batch_size]
+        for record in batch:
+            store.put(record.key, cl.restore_value(cl.StoreType.parse(_CODEC_TYPES[store_type]), record))
+        result = RestoreResult(result.records + len(batch), result.batches + 1)
+        if after_batch is not None:
+            after_batch(result)
+    return result
+
+
+_CODEC_TYPES = {StoreType.KEY_VALUE: "kv", StoreType.TIMESTAMPED: "timestamped_kv",
+                StoreType.TIMESTAMPED_WITH_HEADERS: "timestamped_kv_with_headers"}
+
+
+@mutant("restore-through-put", "restore writes each record with put, through the cache and the changelog", FAMILY,
+        rules=("RST-4",))
+def _restore_through_put() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_logged_restore))
+
+
+def _legacy_stamped_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                            batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """A timestamped store rebuilt from a changelog gets the in-place conversion's -1, as if upgraded in place."""
+    if StoreType(store_type) is StoreType.TIMESTAMPED:
+        records = [replace(r, timestamp=-1) for r in records]
+    return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
+
+
+@mutant("restore-rebuild-as-in-place-upgrade", "a timestamped store rebuilt from the changelog gets timestamp -1 like "
+        "an in-place upgrade", FAMILY, rules=("RST-7", "RST-2"))
+def _restore_rebuild_as_in_place_upgrade() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_legacy_stamped_restore))
+
+
+# --- OFF-5, OFF-6, OFF-7: the offsets family of an open store -------------------------------------------------------
+
+
+class _PositionAtCloseOnly:
+    """``commit`` writes the offsets but leaves the position for ``close`` to write."""
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        offsets_store = getattr(self, "_offsets", None)
+        if offsets_store is None:
+            super().commit(changelog_offsets)  # type: ignore[misc]
+            return
+        self._check_open()  # type: ignore[attr-defined]
+        before = offsets_store.image.get(POSITION_KEY)
+        offsets = {(tp.topic, tp.partition): offset for tp, offset in changelog_offsets.items()}
+        batch = offsets_store.commit_batch(offsets, self._position)  # type: ignore[attr-defined]
+        batch.column_family(OFFSETS_COLUMN_FAMILY).pop(POSITION_KEY, None)
+        image = offsets_store._image
+        if before is None:
+            image.pop(POSITION_KEY, None)
+        else:
+            image[POSITION_KEY] = before
+        self._staged.apply(batch)  # type: ignore[attr-defined]
+
+
+@mutant("commit-without-position", "commit writes the offsets only; the position is written at close", FAMILY,
+        rules=("OFF-5",))
+def _commit_without_position() -> dict[str, Handler]:
+    return _rocksdb_with(_PositionAtCloseOnly)
+
+
+class _EmptyCommitKeepsPosition:
+    """An empty commit wipes the offsets but still writes the position (the non-empty path's habit)."""
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        super().commit(changelog_offsets)  # type: ignore[misc]
+        offsets_store = getattr(self, "_offsets", None)
+        if offsets_store is not None and not changelog_offsets:
+            self._staged.apply(offsets_store.position_batch(self._position))  # type: ignore[attr-defined]
+
+
+@mutant("empty-commit-writes-position", "an empty commit wipes the offsets but writes the position", FAMILY,
+        rules=("OFF-5",))
+def _empty_commit_writes_position() -> dict[str, Handler]:
+    return _rocksdb_with(_EmptyCommitKeepsPosition)
+
+
+class _OpenStatusWithFirstCommit:
+    """OPEN is persisted with the first commit instead of at open: a crash before it goes unnoticed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._status_pending = False
+        if getattr(self, "_offsets", None) is not None:
+            batch = WriteBatch()
+            batch.delete(OFFSETS_COLUMN_FAMILY, STATUS_KEY)
+            self._engine.write(batch)  # type: ignore[attr-defined]
+            self._status_pending = True
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        super().commit(changelog_offsets)  # type: ignore[misc]
+        if self._status_pending:
+            batch = WriteBatch()
+            batch.put(OFFSETS_COLUMN_FAMILY, STATUS_KEY, encode_status(True))
+            self._engine.write(batch)  # type: ignore[attr-defined]
+            self._status_pending = False
+
+
+@mutant("open-status-with-first-commit", "OPEN is written with the first commit, not at open", FAMILY, rules=("OFF-6",))
+def _open_status_with_first_commit() -> dict[str, Handler]:
+    return _rocksdb_with(_OpenStatusWithFirstCommit)
+
+
+class _RefusedOpenClosesCleanly:
+    """A refused open closes the store the ordinary way, which writes CLOSED although it never opened it."""
+
+    def __init__(self, name: str, task_dir: Any = None, **kwargs: Any) -> None:
+        try:
+            super().__init__(name, task_dir, **kwargs)  # type: ignore[call-arg]
+        except KStateError:
+            path = getattr(self, "path", None)
+            if path is not None and Path(path).is_dir():
+                engine = RocksDBEngine(path)
+                try:
+                    batch = WriteBatch()
+                    batch.put(OFFSETS_COLUMN_FAMILY, STATUS_KEY, encode_status(False))
+                    engine.write(batch)
+                finally:
+                    engine.close()
+            raise
+
+
+@mutant("refused-open-writes-closed", "a refused open closes the store and writes CLOSED, though it never opened it",
+        FAMILY, rules=("OFF-7",))
+def _refused_open_writes_closed() -> dict[str, Handler]:
+    return _rocksdb_with(_RefusedOpenClosesCleanly)
+
+
+# --- OFF-19: migrating a task's legacy .checkpoint ------------------------------------------------------------------
+
+
+class _Migration:
+    """Migrates ``.checkpoint`` itself (the reference's migration off), with one of three bugs."""
+
+    commit_when_none = False  # commit(mine) even when the file holds no offset of this store: an empty map wipes
+    unknown_as_null = False  # a -4 entry of this store is committed as a null offset, deleting what was committed
+    delete_whole_file = False  # the file is deleted, with the entries of the task's other stores
+
+    def __init__(self, name: str, task_dir: Any = None, **kwargs: Any) -> None:
+        super().__init__(name, task_dir, migrate_legacy_files=False, **kwargs)  # type: ignore[call-arg]
+        offsets_store = getattr(self, "_offsets", None)
+        if offsets_store is None or self.task_dir is None:  # type: ignore[attr-defined]
+            return
+        path = task_checkpoint_path(self.task_dir)  # type: ignore[attr-defined]
+        if not path.exists():
+            return
+        checkpoint = read_checkpoint_file(path, unknown_as_none=True)
+        own = {(tp.topic, tp.partition) for tp in self.changelog_partitions}  # type: ignore[attr-defined]
+        mine: dict[tuple[str, int], int | None] = {
+            tp: off for tp, off in checkpoint.items() if tp in own and (off is not None or self.unknown_as_null)}
+        if mine or self.commit_when_none:
+            self._staged.apply(offsets_store.commit_batch(mine, self._position))  # type: ignore[attr-defined]
+        rest = {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in checkpoint.items() if tp not in own}
+        write_checkpoint_file(path, {} if self.delete_whole_file else rest)
+
+
+class _MigrationCommitsNothing(_Migration):
+    commit_when_none = True
+
+
+class _MigrationUnknownAsNull(_Migration):
+    unknown_as_null = True
+
+
+class _MigrationDeletesFile(_Migration):
+    delete_whole_file = True
+
+
+@mutant("migration-empty-commit-wipes", "checkpoint migration commits an empty map for a store with no entry, wiping it",
+        FAMILY, rules=("OFF-19",))
+def _migration_empty_commit_wipes() -> dict[str, Handler]:
+    return _rocksdb_with(_MigrationCommitsNothing)
+
+
+@mutant("migration-unknown-offset-deletes", "checkpoint migration commits a -4 entry as a null offset", FAMILY,
+        rules=("OFF-19",))
+def _migration_unknown_offset_deletes() -> dict[str, Handler]:
+    return _rocksdb_with(_MigrationUnknownAsNull)
+
+
+@mutant("migration-drops-other-stores", "the first store to migrate deletes .checkpoint with the other stores' entries",
+        FAMILY, rules=("OFF-19",))
+def _migration_drops_other_stores() -> dict[str, Handler]:
+    return _rocksdb_with(_MigrationDeletesFile)
+
+
+# --- OFF-20: the downgrade .checkpoint ----------------------------------------------------------------------------
+
+
+class _DowngradeClose:
+    """Writes the downgrade files itself, with one of two bugs."""
+
+    skip_uncommitted = False  # a changelog partition without a committed offset is left out instead of -4
+    overwrite = False  # the file is rewritten with this store's entries only
+
+    def close_for_downgrade(self) -> None:
+        offsets_store = getattr(self, "_offsets", None)
+        task_dir = getattr(self, "task_dir", None)
+        if offsets_store is None or task_dir is None:
+            super().close_for_downgrade()  # type: ignore[misc]
+            return
+        self._check_open()  # type: ignore[attr-defined]
+        self._close_iterators()  # type: ignore[attr-defined]
+        self._staged.apply(offsets_store.close_batch(self._position))  # type: ignore[attr-defined]
+        path = task_checkpoint_path(task_dir)
+        merged: dict[tuple[str, int], int] = {}
+        if not self.overwrite:
+            merged = {tp: (OFFSET_UNKNOWN if off is None else off)
+                      for tp, off in read_checkpoint_file(path, unknown_as_none=True).items()}
+        if not self.skip_uncommitted:
+            for tp in self.changelog_partitions:  # type: ignore[attr-defined]
+                merged[(tp.topic, tp.partition)] = OFFSET_UNKNOWN
+        merged.update(offsets_store.all_committed())
+        write_checkpoint_file(path, merged)
+        write_position_file(task_dir, self.name, self._position)  # type: ignore[attr-defined]
+        self._open = False
+        self._accessor.release()  # type: ignore[attr-defined]
+        try:
+            self._engine.drop_column_family(OFFSETS_COLUMN_FAMILY)  # type: ignore[attr-defined]
+        finally:
+            self._engine.close()  # type: ignore[attr-defined]
+
+
+class _DowngradeSkipsUncommitted(_DowngradeClose):
+    skip_uncommitted = True
+
+
+class _DowngradeOverwrites(_DowngradeClose):
+    overwrite = True
+
+
+@mutant("downgrade-omits-uncommitted", "the downgrade .checkpoint leaves out partitions with no committed offset "
+        "instead of writing -4", FAMILY, rules=("OFF-20",))
+def _downgrade_omits_uncommitted() -> dict[str, Handler]:
+    return _rocksdb_with(_DowngradeSkipsUncommitted)
+
+
+@mutant("downgrade-overwrites-checkpoint", "each store's downgrade close rewrites .checkpoint with its own entries only",
+        FAMILY, rules=("OFF-20",))
+def _downgrade_overwrites_checkpoint() -> dict[str, Handler]:
+    return _rocksdb_with(_DowngradeOverwrites)
+
+
+# --- CL-2, CL-4: the change-logging layer ----------------------------------------------------------------------------
+
+
+class _NoTimestampAsContext(ChangeLoggingKeyValueBytesStore):
+    """A stored timestamp of -1 (Kafka's NO_TIMESTAMP) is logged at the context timestamp instead of refused."""
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        if self.store_type is StoreType.TIMESTAMPED and value is not None and value[:8] == b"\xff" * 8:
+            self.inner.put(key, value)
+            context = self.context.codec_context()
+            stamped = context.timestamp.to_bytes(8, "big", signed=True) + value[8:]
+            self.sink.append(cl.kv_put_record(self._codec_type, key, stamped, context))
+            return
+        super().put(key, value)
+
+
+def _no_timestamp_logging(inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder,
+                          sink: ChangelogSink) -> KeyValueBytesStore:
+    if StoreType(store_type) is StoreType.TIMESTAMPED:
+        return _NoTimestampAsContext(inner, store_type, context, sink)
+    return DEFAULT_BUILDER.logging_layer(inner, store_type, context, sink)
+
+
+@mutant("changelog-no-timestamp-as-context", "a stored timestamp of -1 is logged at the context timestamp, not refused",
+        FAMILY, rules=("CL-2", "CL-4"))
+def _changelog_no_timestamp_as_context() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_no_timestamp_logging))
+
+
+class _PutAllLogsOncePerKey(ChangeLoggingKeyValueBytesStore):
+    """``putAll`` logs each key once, with its last value in the batch."""
+
+    def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        entries = list(entries)
+        self.inner.put_all(entries)
+        context = self.context.codec_context()
+        for key, value in dict(entries).items():
+            self.sink.append(cl.kv_put_record(self._codec_type, key, value, context))
+
+
+def _put_all_once_logging(inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder,
+                          sink: ChangelogSink) -> KeyValueBytesStore:
+    return _PutAllLogsOncePerKey(inner, store_type, context, sink)
+
+
+@mutant("changelog-put-all-once-per-key", "putAll logs one record per distinct key instead of one per entry", FAMILY,
+        rules=("CL-1",))
+def _changelog_put_all_once_per_key() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_put_all_once_logging))
+
+
+# --- CACHE-3, RST-5, RST-6 -------------------------------------------------------------------------------------
+
+
+class _FirstWriteOrderCache(NamedCache):
+    """A rewritten dirty key keeps its place in the dirty order (``OrderedDict`` assignment does not move it)."""
+
+    def put(self, key: bytes, entry: CacheEntry) -> None:
+        position = list(self._dirty)
+        super().put(key, entry)
+        if entry.dirty and key in position and key in self._dirty:
+            order = [k for k in position if k in self._dirty]
+            order += [k for k in self._dirty if k not in order]
+            self._dirty.clear()
+            for k in order:
+                self._dirty[k] = None
+
+
+@mutant("cache-flush-in-first-write-order", "dirty entries flush in the order of their first write, not their latest",
+        FAMILY, rules=("CACHE-3",))
+def _cache_flush_in_first_write_order() -> dict[str, Handler]:
+    return _caching_with(_FirstWriteOrderCache)
+
+
+class _RestoreIntoNewFamilyOnly:
+    """Restore in upgrade mode writes the new family directly, leaving the legacy entry of the key behind."""
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        accessor = getattr(self, "_accessor", None)
+        if isinstance(accessor, DualColumnFamilyAccessor):
+            self._check_open()  # type: ignore[attr-defined]
+            accessor.staged.staged(accessor.new_cf).update(dict(entries))
+            return
+        super().restore_batch(entries)  # type: ignore[misc]
+
+
+@mutant("restore-upgrade-keeps-legacy-entry", "restore into a store in upgrade mode leaves the key's legacy entry",
+        FAMILY, rules=("RST-5",))
+def _restore_upgrade_keeps_legacy_entry() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreIntoNewFamilyOnly)
+
+
+def _headerless_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                        batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """A header-aware store restored as if its changelog records carried no headers."""
+    if StoreType(store_type) is StoreType.TIMESTAMPED_WITH_HEADERS:
+        records = [replace(r, headers=()) for r in records]
+    return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
+
+
+@mutant("restore-headers-store-without-headers", "a header-aware store restores its changelog without the record "
+        "headers", FAMILY, rules=("RST-6", "RST-2"))
+def _restore_headers_store_without_headers() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_headerless_restore))
+
+
+class _WalLeftOff:
+    """Restore turns the WAL off and flushes at its end, but never turns the WAL back on."""
+
+    @contextlib.contextmanager
+    def restoring(self) -> Iterator[None]:
+        with super().restoring():  # type: ignore[misc]
+            yield
+        engine = getattr(self, "_engine", None)
+        options = getattr(engine, "_write_options", None)
+        if options is not None:
+            options.disable_wal = True
+
+
+@mutant("restore-leaves-wal-off", "after a restore the store keeps writing with the WAL off", FAMILY, rules=("RST-8",))
+def _restore_leaves_wal_off() -> dict[str, Handler]:
+    return _rocksdb_with(_WalLeftOff)
+
+
+def _whole_batches_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
+                           batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
+    """Restores ``len(records) // batch_size`` full batches: a last, partial batch is never written."""
+    whole = len(records) - len(records) % batch_size
+    return restore(store, store_type, list(records)[:whole], batch_size=batch_size, after_batch=after_batch)
+
+
+@mutant("restore-drops-partial-batch", "restore writes only full batches, so the result depends on the batch size",
+        FAMILY, rules=("RST-3",))
+def _restore_drops_partial_batch() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, restorer=_whole_batches_restore))
