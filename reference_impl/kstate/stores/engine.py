@@ -436,17 +436,17 @@ def rocksdb_directory_state(path: str | Path, store: str | None = None) -> bool:
         if not names:
             return False
         current = path / "CURRENT"
-        text = current.read_text("latin-1") if current.is_file() else None
+        raw = current.read_bytes() if current.is_file() else None
     except OSError as exc:
         raise storage_error(store, f"inspecting the store directory {path}", exc) from exc
-    manifest = text[:-1] if text is not None and text.endswith("\n") else None
+    manifest = raw[:-1] if raw is not None and raw.endswith(b"\n") else None
     if (
         manifest is None
-        or not manifest.startswith("MANIFEST-")
-        or "/" in manifest
-        or not (path / manifest).is_file()
+        or not manifest.startswith(b"MANIFEST-")
+        or not manifest[9:].isdigit()
+        or not (path / manifest.decode("ascii")).is_file()
     ):
-        found = "no CURRENT file" if text is None else f"a CURRENT file naming no MANIFEST ({text[:40]!r})"
+        found = "no CURRENT file" if raw is None else f"a CURRENT file naming no MANIFEST ({raw[:40]!r})"
         raise StoreCorruptedError(
             store,
             f"Error opening store {store} at location {path}: the directory holds {', '.join(names[:8])}"

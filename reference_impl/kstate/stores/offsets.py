@@ -33,6 +33,7 @@ from kstate.codecs.offsets import (
 from kstate.codecs.position import Position, decode_position, merge_positions
 from kstate.errors import DecodeError
 from kstate.storage_files import (
+    legacy_file_exists,
     position_file_path,
     read_checkpoint_file,
     read_position_file,
@@ -136,11 +137,11 @@ def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterabl
     partitions = {(tp.topic, tp.partition) for tp in changelog_partitions}
     try:
         for path in (checkpoint_path, position_path):
-            if path.exists() and not path.is_file():
+            if legacy_file_exists(path) and not path.is_file():
                 raise StoreStorageError(store, f"Error opening store {store}: {path} is not a regular file")
         checkpoint = read_checkpoint_file(checkpoint_path)
         read_position_file(task_dir, store)
-        migrates = position_path.exists() or any(
+        migrates = legacy_file_exists(position_path) or any(
             tp in partitions and off is not None for tp, off in checkpoint.items()
         )
         if migrates and not os.access(task_dir, os.W_OK | os.X_OK):
@@ -255,7 +256,7 @@ class StoreOffsets:
 
         migrated_position: Position | None = None
         position_path = position_file_path(task_dir, self._store.name)
-        if position_path.exists():
+        if legacy_file_exists(position_path):
             try:
                 file_position = read_position_file(task_dir, self._store.name)
             except DecodeError as exc:
