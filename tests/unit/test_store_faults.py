@@ -28,8 +28,8 @@ from kstate.stores.api import (
     StoreType,
     TopicPartition,
 )
-from kstate.stores.engine import BLOCK_CACHE_SIZE, list_column_families
-from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_families
+from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
 from kstate.stores.kv import RocksDBStore
 
 TP = TopicPartition("app-s-changelog", 0)
@@ -189,6 +189,16 @@ def test_a_refused_upgrade_adds_no_column_family(tmp_path: Path) -> None:
     back.close()
 
 
+def test_a_refused_upgrade_over_any_engine_adds_no_column_family() -> None:
+    """The same order over an engine given to the store: the status is read before any family is created (KV-23)."""
+    engine = MemoryEngine(["keyValueWithTimestamp", "offsets"])
+    engine.put("keyValueWithTimestamp", b"k", bytes(8) + b"v")
+    engine.put("offsets", b"status", (1).to_bytes(8, "big"))
+    with pytest.raises(ProcessorStateError, match="Invalid state during store open"):
+        rocksdb_store_class(StoreType.TIMESTAMPED_WITH_HEADERS)("s", engine=engine)
+    assert sorted(engine.column_families()) == ["default", "keyValueWithTimestamp", "offsets"]
+
+
 # --- 5: paths of the wrong kind -------------------------------------------------------------------------------
 
 
@@ -241,7 +251,7 @@ def _open_as(uid: int | None, state_dir: Path) -> tuple[int, str]:
         code, message = 5, ""
         try:
             os.close(reader)
-            signal.alarm(60)
+            signal.alarm(20)
             if uid is not None:
                 os.setgroups([])
                 os.setgid(uid)
@@ -467,3 +477,20 @@ def test_table_options_are_kafkas(tmp_path: Path) -> None:
         cf_section = options.split(f'[CFOptions "{cf}"]')[1].split("[")[0]
         assert "  optimize_filters_for_hits=true\n" in cf_section
     assert "  atomic_flush=true\n" in options.split("[DBOptions]")[1].split("[")[0]
+
+
+def test_a_first_open_failing_after_the_database_was_created_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure that no check foresaw, after RocksDB created the store: the created directories go again (KV-23)."""
+    from kstate.stores.offsets import StoreOffsets
+
+    def fail(self: StoreOffsets, ignore_invalid_state: bool) -> None:
+        raise StoreStorageError("s", "injected failure after the database was created")
+
+    monkeypatch.setattr(StoreOffsets, "open", fail)
+    (tmp_path / "state").mkdir()
+    before = tree(tmp_path)
+    with pytest.raises(StoreStorageError, match="injected"):
+        _open(tmp_path / "state")
+    assert tree(tmp_path) == before
