@@ -748,6 +748,15 @@ class RocksDBEngine(Engine):
         finally:
             native = None
 
+    def unreferenced_table_files(self) -> list[str]:
+        """The ``*.sst`` files of the directory that the database does not list as live (KV-24)."""
+        db = self._check()
+        try:
+            live = {Path(str(file["name"])).name for file in db.live_files()}
+            return sorted(file.name for file in self.path.glob("*.sst") if file.name not in live)
+        except Exception as exc:
+            raise self._error("listing the table files", exc) from exc
+
     def approximate_count(self, cf: str) -> int:
         target = self._cf(cf)
         try:

@@ -765,6 +765,7 @@ class RocksDBStore(_KeyValueOperations):
             reader = RocksDBEngine(self.path, store_name=self.name, read_only=True)
             try:
                 self._check_open_allowed(reader, ignore_invalid_state)
+                self._check_table_files(reader)
             finally:
                 reader.close()
         created: Path | None = None
@@ -773,6 +774,23 @@ class RocksDBStore(_KeyValueOperations):
             created = candidate
             candidate = candidate.parent
         return created
+
+    def _check_table_files(self, reader: RocksDBEngine) -> None:
+        """Table files the database does not list, and no ``status`` entry: RocksDB's metadata lost edits (a
+        truncated ``MANIFEST`` reads as a shorter one), so the database would open without data it had (KV-24).
+
+        A crash in the middle of a flush also leaves an unlisted table file, but the status is then OPEN.
+        """
+        from kstate.codecs.offsets import STATUS_KEY
+        from kstate.stores.offsets import read_offsets_image
+
+        unlisted = reader.unreferenced_table_files()
+        if unlisted and STATUS_KEY not in read_offsets_image(reader):
+            raise StoreCorruptedError(
+                self.name,
+                f"Error opening store {self.name} at location {self.path}: table files {', '.join(unlisted[:5])} "
+                "are not in the database and the offsets status is missing: its metadata lost data",
+            )
 
     def _remove_created(self, created: Path | None) -> None:
         """Remove what a refused first open created: the directories that did not exist before it (KV-23)."""
