@@ -446,7 +446,7 @@ def _stores(tmp_path: Path) -> Iterator[Any]:
     ],
 )
 def test_wrong_argument_types_are_typed_errors_naming_the_argument(tmp_path: Path, call: Any, argument: str) -> None:
-    """Wrong Python types: an :class:`InvalidArgumentError` naming the argument, and the store unchanged (KV-57)."""
+    """Wrong Python types: an :class:`InvalidArgumentError` naming the argument, and the store unchanged (KV-26)."""
     for store in _stores(tmp_path):
         store.put(b"k", b"v")
         with pytest.raises(InvalidArgumentError) as info:
@@ -458,7 +458,7 @@ def test_wrong_argument_types_are_typed_errors_naming_the_argument(tmp_path: Pat
 
 @pytest.mark.parametrize(("kwargs", "argument"), [({"store_type": "kv2"}, "store_type"), ({"backend": "lmdb"}, "backend")])
 def test_unknown_factory_enums_name_the_argument(tmp_path: Path, kwargs: dict[str, str], argument: str) -> None:
-    """An unknown store type or backend string: a typed error naming the argument and the accepted values."""
+    """An unknown store type or backend string: a typed error naming the argument and the accepted values (KV-26)."""
     arguments: dict[str, Any] = {"store_type": "kv", "backend": "rocksdb", **kwargs}
     with pytest.raises(InvalidArgumentError, match="expected one of") as info:
         open_kv_store(arguments["store_type"], arguments["backend"], name="s", state_dir=tmp_path)
