@@ -156,7 +156,7 @@ def test_a_corrupt_table_file_fails_scans_and_gets_with_a_typed_error(tmp_path: 
     table.write_bytes(bytes(data))
     store = _open(tmp_path, store_type)
     for scan in (store.all, store.reverse_all):
-        with pytest.raises(StoreCorruptedError, match="Corruption.*store s|store s.*Corruption"):
+        with pytest.raises(StoreCorruptedError, match=r"Corruption.*store s|store s.*Corruption"):
             list(scan())
     failed = 0
     for i in range(2000):

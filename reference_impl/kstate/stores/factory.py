@@ -84,7 +84,7 @@ def _enum(cls: type[E], value: object, argument: str) -> E:
     try:
         return cls(value)
     except (ValueError, TypeError):
-        accepted = ", ".join(repr(member.value) for member in cls)  # type: ignore[attr-defined]
+        accepted = ", ".join(repr(member.value) for member in cls)
         raise InvalidArgumentError(argument, f"unknown {cls.__name__} {value!r:.80}; expected one of {accepted}") from None
 
 
