@@ -4,7 +4,9 @@ Both order keys unsigned-lexicographically (PRIM-2), apply a :class:`WriteBatch`
 column families, and iterate a column family forward or in reverse between optional bounds, each
 inclusive or exclusive. Stores (``kv``, ``timestamped``, ``headers``) hold all of Kafka's semantics;
 the engines only store bytes. The RocksDB engine writes stores that the RocksDB versions Kafka ships
-can open (block-based table ``format_version`` 5, KV-21) and releases the ``LOCK`` file on close.
+can open (block-based table ``format_version`` 5, KV-21) with Kafka's table options (KV-22), and releases
+the ``LOCK`` file on close. Every RocksDB error reaches the caller as a typed error naming the store, and
+an iteration that ends checks why it ended (KV-25); a directory whose metadata is lost is refused (KV-24).
 """
 
 from __future__ import annotations
@@ -359,21 +361,21 @@ def block_cache() -> Any:
     return _rocksdict().Cache(BLOCK_CACHE_SIZE)
 
 
-def rocksdb_options(cache: Any = None) -> Any:
+def rocksdb_options(cache: Any = None, *, format_version: int = TABLE_FORMAT_VERSION) -> Any:
     """The options of every column family: raw bytes, table ``format_version`` 5, Kafka's table options (KV-21, KV-22).
 
     Kafka's ``RocksDBStore.openDB``: a block-based table with an LRU block cache of 50 MiB, 4 KiB blocks and a
     10-bit bloom filter, ``optimizeFiltersForHits``, no compression, universal compaction, 16 MiB write buffers
     (3 at most), ``increaseParallelism(max(cpus, 2))``. None changes a byte of the keys or values. The reference's
     own choices are ``format_version`` 5 and atomic flush. ``cache`` is shared by the families of one store, as
-    Kafka shares one table config; None creates one.
+    Kafka shares one table config; None creates one. ``format_version`` other than 5 is for tests.
     """
     rd = _rocksdict()
     options = rd.Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     table = rd.BlockBasedOptions()
-    table.set_format_version(TABLE_FORMAT_VERSION)
+    table.set_format_version(format_version)
     table.set_block_size(BLOCK_SIZE)
     table.set_block_cache(cache if cache is not None else block_cache())
     table.set_bloom_filter(BLOOM_BITS_PER_KEY, False)
@@ -792,8 +794,11 @@ class RocksDBEngine(Engine):
             if self._unlogged_depth == 0:
                 self._write_options.disable_wal = False
                 if self._db is not None:
-                    for cf in sorted(self._cf_objects, key=lambda name: name == OFFSETS_CF):
-                        self._cf_objects[cf].flush()
+                    try:
+                        for cf in sorted(self._cf_objects, key=lambda name: name == OFFSETS_CF):
+                            self._cf_objects[cf].flush()
+                    except Exception as exc:
+                        raise self._error("flushing after restore", exc) from exc
 
     def abandon(self) -> None:
         """Leave the directory as a SIGKILL would: the files as they are now, memtables lost (KV-52, RST-8).
