@@ -32,3 +32,12 @@ class EncodeError(CodecError):
 
 class NullKeyError(KStateError, ValueError):
     """A null key was given where Kafka Streams throws ``NullPointerException``."""
+
+
+class InvalidArgumentError(KStateError, TypeError, ValueError):
+    """An argument of the wrong type or value; ``argument`` names it (a ``TypeError`` and a ``ValueError``)."""
+
+    def __init__(self, argument: str, reason: str) -> None:
+        self.argument = argument
+        self.reason = reason
+        super().__init__(f"{argument}: {reason}")

@@ -8,6 +8,7 @@ directory is fsynced so the rename survives a crash). Reading a missing file giv
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -62,12 +63,27 @@ def write_checkpoint_file(path: str | Path, entries: CheckpointInput) -> bool:
     return True
 
 
+def legacy_file_exists(path: str | Path) -> bool:
+    """Java's ``File.exists``: a name too long for the file system names no file (a 249-character store
+    name plus ``.position`` is over most systems' 255), it is not an error (KV-26)."""
+    try:
+        return Path(path).exists()
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return False
+        raise
+
+
 def read_checkpoint_file(path: str | Path, *, unknown_as_none: bool = False) -> dict[TopicPartition, int | None]:
     """``OffsetCheckpoint.read``: a missing file is an empty map (OFF-16)."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return {}
+        raise
     return read_checkpoint_text(data, unknown_as_none=unknown_as_none)
 
 

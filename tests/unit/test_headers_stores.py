@@ -12,7 +12,7 @@ from test_timestamped_stores import raw_column_families, write_raw
 
 from kstate.codecs.header_values import encode_value_timestamp_headers, raw_value_of, raw_value_to_headers_value
 from kstate.errors import DecodeError
-from kstate.stores.api import Backend, ProcessorStateError, StoreType
+from kstate.stores.api import Backend, ProcessorStateError, StoreCorruptedError, StoreType
 from kstate.stores.engine import list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, wipe_kv_store
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
@@ -204,8 +204,8 @@ def test_a_corrupt_offsets_family_is_a_typed_open_error(tmp_path: Path) -> None:
     write_raw(path, {"offsets": {b"position": b"\x00\x00\x00\x00\x07"}})
     with pytest.raises(ProcessorStateError, match="corrupt offsets column family"):
         _open_headers(tmp_path)
-    write_raw(path, {"offsets": {b"status": b"\x00", b"position": bytes(40)}})  # not CLOSED: refused as unclean
-    with pytest.raises(ProcessorStateError, match="Invalid state during store open"):
+    write_raw(path, {"offsets": {b"status": b"\x00", b"position": bytes(40)}})  # neither OPEN nor CLOSED (KV-57)
+    with pytest.raises(StoreCorruptedError, match="neither OPEN nor CLOSED"):
         _open_headers(tmp_path)
     _open_headers_ignoring = open_kv_store(
         StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=tmp_path, ignore_invalid_state=True

@@ -47,6 +47,25 @@ class UnknownColumnFamilyError(ProcessorStateError):
         self.unknown_column_families = unknown_column_families
 
 
+class StoreStorageError(ProcessorStateError):
+    """The store's files cannot be used: a path of the wrong kind, an I/O or permission error, or an error
+    RocksDB reported (KV-25). ``store`` names the store."""
+
+    def __init__(self, store: str, message: str) -> None:
+        super().__init__(message)
+        self.store = store
+
+
+class StoreCorruptedError(StoreStorageError):
+    """The store's files are damaged: RocksDB found corruption, its metadata is missing or unreadable, or the
+    ``offsets`` family holds values that cannot be decoded (KV-24, KV-25, KV-57)."""
+
+
+class InvalidStoreNameError(KStateError, ValueError):
+    """A store name Kafka would refuse: empty, ``.`` or ``..``, over 249 characters, or with a character
+    other than ASCII letters, digits, ``.``, ``_`` and ``-`` (KV-26)."""
+
+
 class InvalidPrefixError(KStateError, IndexError):
     """A prefix scan the in-memory store cannot bound: an empty or all-``FF`` prefix (KV-14).
 

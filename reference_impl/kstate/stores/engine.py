@@ -4,7 +4,9 @@ Both order keys unsigned-lexicographically (PRIM-2), apply a :class:`WriteBatch`
 column families, and iterate a column family forward or in reverse between optional bounds, each
 inclusive or exclusive. Stores (``kv``, ``timestamped``, ``headers``) hold all of Kafka's semantics;
 the engines only store bytes. The RocksDB engine writes stores that the RocksDB versions Kafka ships
-can open (block-based table ``format_version`` 5, KV-21) and releases the ``LOCK`` file on close.
+can open (block-based table ``format_version`` 5, KV-21) with Kafka's table options (KV-22), and releases
+the ``LOCK`` file on close. Every RocksDB error reaches the caller as a typed error naming the store, and
+an iteration that ends checks why it ended (KV-25); a directory whose metadata is lost is refused (KV-24).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import os
 import shutil
 import weakref
 from abc import ABC, abstractmethod
@@ -21,7 +24,8 @@ from typing import Any
 
 from kstate.codecs.layout import OFFSETS_CF
 from kstate.codecs.primitives import INT64_MAX
-from kstate.stores.api import InvalidStateStoreError, ProcessorStateError
+from kstate.errors import KStateError
+from kstate.stores.api import InvalidStateStoreError, ProcessorStateError, StoreCorruptedError, StoreStorageError
 
 DEFAULT_CF = "default"
 #: The block-based table format written; RocksDB before 8.6 (Kafka 3.x ships 7.9.2) cannot read 6 (KV-21).
@@ -343,27 +347,41 @@ def _rocksdict() -> Any:
     return rocksdict
 
 
-#: ``RocksDBStore``'s memtable and block settings (``WRITE_BUFFER_SIZE``, ``MAX_WRITE_BUFFERS``, ``BLOCK_SIZE``).
+#: ``RocksDBStore``'s constants: ``WRITE_BUFFER_SIZE``, ``MAX_WRITE_BUFFERS``, ``BLOCK_SIZE``, ``BLOCK_CACHE_SIZE``.
 WRITE_BUFFER_SIZE = 16 * 1024 * 1024
 MAX_WRITE_BUFFERS = 3
 BLOCK_SIZE = 4096
+BLOCK_CACHE_SIZE = 50 * 1024 * 1024
+#: RocksJava's ``new BloomFilter()``: 10 bits a key, a full (format) filter (RocksDB 7+ builds no other kind).
+BLOOM_BITS_PER_KEY = 10
 
 
-def rocksdb_options() -> Any:
-    """The options of every column family: raw bytes, table ``format_version`` 5, Kafka's shape (KV-21).
+def block_cache() -> Any:
+    """A fresh LRU block cache of Kafka's size (``new LRUCache(BLOCK_CACHE_SIZE)``), one per store (KV-22)."""
+    return _rocksdict().Cache(BLOCK_CACHE_SIZE)
 
-    Kafka's ``RocksDBStore`` uses no compression, universal compaction, 16 MiB write buffers (3 at most)
-    and 4 KiB blocks; none changes a byte of the keys or values, but matching them keeps the files close
-    to what Kafka writes, and small memtables make restore's inserts cheaper than RocksDB's 64 MiB default.
+
+def rocksdb_options(cache: Any = None, *, format_version: int = TABLE_FORMAT_VERSION) -> Any:
+    """The options of every column family: raw bytes, table ``format_version`` 5, Kafka's table options (KV-21, KV-22).
+
+    Kafka's ``RocksDBStore.openDB``: a block-based table with an LRU block cache of 50 MiB, 4 KiB blocks and a
+    10-bit bloom filter, ``optimizeFiltersForHits``, no compression, universal compaction, 16 MiB write buffers
+    (3 at most), ``increaseParallelism(max(cpus, 2))``. None changes a byte of the keys or values. The reference's
+    own choices are ``format_version`` 5 and atomic flush. ``cache`` is shared by the families of one store, as
+    Kafka shares one table config; None creates one. ``format_version`` other than 5 is for tests.
     """
     rd = _rocksdict()
     options = rd.Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
     table = rd.BlockBasedOptions()
-    table.set_format_version(TABLE_FORMAT_VERSION)
+    table.set_format_version(format_version)
     table.set_block_size(BLOCK_SIZE)
+    table.set_block_cache(cache if cache is not None else block_cache())
+    table.set_bloom_filter(BLOOM_BITS_PER_KEY, False)
     options.set_block_based_table_factory(table)
+    options.set_optimize_filters_for_hits(True)
+    options.increase_parallelism(max(os.cpu_count() or 1, 2))
     options.set_compression_type(rd.DBCompressionType.none())
     options.set_compaction_style(rd.DBCompactionStyle.universal())
     options.set_write_buffer_size(WRITE_BUFFER_SIZE)
@@ -373,24 +391,101 @@ def rocksdb_options() -> Any:
     return options
 
 
-def list_column_families(path: str | Path) -> list[str]:
+def storage_error(store: str, what: str, exc: BaseException) -> KStateError:
+    """A RocksDB or file-system error as a typed error naming the store; a kstate error is returned as is (KV-25).
+
+    rocksdict raises a bare ``Exception`` whose text starts with RocksDB's status ("Corruption: ...").
+    """
+    if isinstance(exc, KStateError):
+        return exc
+    text = str(exc) or type(exc).__name__
+    cls = StoreCorruptedError if "Corruption" in text else StoreStorageError
+    return cls(store, f"Error {what} (store {store}): {text}")
+
+
+def _kind(path: Path) -> str | None:
+    """None for a directory (or a link to one) or nothing at all; else what the path is instead."""
+    if path.is_symlink() and not path.exists():
+        return "a dangling symbolic link"
+    if path.exists() and not path.is_dir():
+        return "a file, not a directory"
+    return None
+
+
+def check_directory(path: Path, store: str, what: str) -> None:
+    """Refuse a directory the store needs that is a file or a dangling link, before anything is written (KV-25)."""
+    try:
+        kind = _kind(path)
+    except OSError as exc:
+        raise storage_error(store, f"inspecting the {what} {path}", exc) from exc
+    if kind is not None:
+        raise StoreStorageError(store, f"Error opening store {store}: the {what} {path} is {kind}")
+
+
+def rocksdb_directory_state(path: str | Path, store: str | None = None) -> bool:
+    """True when ``path`` holds a database, False when it is absent or empty; anything else is refused (KV-24).
+
+    A directory with entries but no ``CURRENT`` naming an existing ``MANIFEST`` has lost RocksDB's metadata:
+    opening it with ``create_if_missing`` would recreate it empty over its table files.
+    """
+    path = Path(path)
+    store = store or path.name
+    check_directory(path, store, "store directory")
+    try:
+        if not path.exists():
+            return False
+        names = sorted(entry.name for entry in path.iterdir())
+        if not names:
+            return False
+        current = path / "CURRENT"
+        raw = current.read_bytes() if current.is_file() else None
+    except OSError as exc:
+        raise storage_error(store, f"inspecting the store directory {path}", exc) from exc
+    manifest = raw[:-1] if raw is not None and raw.endswith(b"\n") else None
+    if (
+        manifest is None
+        or not manifest.startswith(b"MANIFEST-")
+        or not manifest[9:].isdigit()
+        or not (path / manifest.decode("ascii")).is_file()
+    ):
+        found = "no CURRENT file" if raw is None else f"a CURRENT file naming no MANIFEST ({raw[:40]!r})"
+        raise StoreCorruptedError(
+            store,
+            f"Error opening store {store} at location {path}: the directory holds {', '.join(names[:8])}"
+            f"{' ...' if len(names) > 8 else ''} but {found}; refused rather than recreated empty",
+        )
+    return True
+
+
+def list_column_families(path: str | Path, store: str | None = None) -> list[str]:
     """The column families of the RocksDB at ``path``; empty if there is no database there."""
     if not (Path(path) / "CURRENT").exists():
         return []
     try:
         return [str(cf) for cf in _rocksdict().Rdict.list_cf(str(path))]
     except Exception as exc:  # rocksdict raises a bare Exception for I/O and corruption errors
-        raise ProcessorStateError(f"cannot list the column families of {path}: {exc}") from exc
+        raise storage_error(store or Path(path).name, f"listing the column families of {path}", exc) from exc
 
 
 class _RocksCursor(EngineCursor):
     """Wraps ``Rdict.items``; bounds are enforced here because rocksdict's ReadOptions bounds are not raw."""
 
-    __slots__ = ("_items", "_lower", "_lower_inclusive", "_owner", "_reverse", "_upper", "_upper_inclusive")
+    __slots__ = (
+        "_cf",
+        "_items",
+        "_last",
+        "_lower",
+        "_lower_inclusive",
+        "_owner",
+        "_reverse",
+        "_upper",
+        "_upper_inclusive",
+    )
 
     def __init__(
         self,
         owner: RocksDBEngine,
+        cf: str,
         items: Any,
         lower: bytes | None,
         upper: bytes | None,
@@ -399,7 +494,9 @@ class _RocksCursor(EngineCursor):
         reverse: bool,
     ) -> None:
         self._owner: RocksDBEngine | None = owner
+        self._cf = cf
         self._items: Any = items
+        self._last: bytes | None = None
         self._lower = lower
         self._upper = upper
         self._lower_inclusive = lower_inclusive
@@ -410,23 +507,37 @@ class _RocksCursor(EngineCursor):
         items = self._items
         if items is None:
             raise StopIteration
-        for key, value in items:
-            if self._reverse:
-                upper = self._upper
-                if upper is not None and not self._upper_inclusive and key == upper:
-                    continue  # seek_for_prev lands on an exclusive upper bound itself
-                lower = self._lower
-                if lower is not None and (key < lower or (not self._lower_inclusive and key == lower)):
-                    break
-            else:
-                lower = self._lower
-                if lower is not None and not self._lower_inclusive and key == lower:
-                    continue
-                upper = self._upper
-                if upper is not None and (key > upper or (not self._upper_inclusive and key == upper)):
-                    break
-            return key, value
+        try:
+            for key, value in items:
+                self._last = key
+                if self._reverse:
+                    upper = self._upper
+                    if upper is not None and not self._upper_inclusive and key == upper:
+                        continue  # seek_for_prev lands on an exclusive upper bound itself
+                    lower = self._lower
+                    if lower is not None and (key < lower or (not self._lower_inclusive and key == lower)):
+                        self.close()
+                        raise StopIteration
+                else:
+                    lower = self._lower
+                    if lower is not None and not self._lower_inclusive and key == lower:
+                        continue
+                    upper = self._upper
+                    if upper is not None and (key > upper or (not self._upper_inclusive and key == upper)):
+                        self.close()
+                        raise StopIteration
+                return key, value
+        except StopIteration:
+            raise
+        except Exception as exc:
+            owner = self._owner
+            self.close()
+            raise storage_error(owner.store if owner else "?", f"iterating column family {self._cf}", exc) from exc
+        # rocksdict's items end silently when the native iterator fails: check why it ended (KV-25).
+        owner = self._owner
         self.close()
+        if owner is not None:
+            owner.check_iteration_end(self._cf, self._last, self._lower, self._upper, self._reverse)
         raise StopIteration
 
     def close(self) -> None:
@@ -443,18 +554,44 @@ class RocksDBEngine(Engine):
     garbage: rocksdict keeps the ``LOCK`` while anything refers to the database (runtime-notes §4).
     """
 
-    def __init__(self, path: str | Path, options: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        options: Callable[[], Any] | None = None,
+        *,
+        store_name: str | None = None,
+        read_only: bool = False,
+    ) -> None:
         rd = _rocksdict()
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-        self._options = options or rocksdb_options
-        existing = list_column_families(self.path) or [DEFAULT_CF]
+        self.store = store_name or self.path.name
+        self.read_only = read_only
+        exists = rocksdb_directory_state(self.path, self.store)
+        if read_only and not exists:
+            raise StoreStorageError(self.store, f"Error opening store {self.store}: no database at {self.path}")
+        if not read_only:
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise storage_error(self.store, f"creating the directory {self.path}", exc) from exc
+        if options is None:
+            cache = block_cache()  # one cache for every family of the store, as Kafka's one table config
+            self._options: Callable[[], Any] = lambda: rocksdb_options(cache)
+        else:
+            self._options = options
+        existing = list_column_families(self.path, self.store) or [DEFAULT_CF]
+        db_options = self._options()
+        if exists:
+            # Metadata lost between the check and here must fail the open, not create an empty database (KV-24).
+            db_options.create_if_missing(False)
+        extra: dict[str, Any] = {"access_type": rd.AccessType.read_only()} if read_only else {}
         try:
             self._db: Any = rd.Rdict(
-                str(self.path), self._options(), column_families={cf: self._options() for cf in existing}
+                str(self.path), db_options, column_families={cf: self._options() for cf in existing}, **extra
             )
         except Exception as exc:  # the LOCK held by another process, corruption, unreadable options
-            raise ProcessorStateError(f"Error opening store at location {self.path}: {exc}") from exc
+            cls = StoreCorruptedError if "Corruption" in str(exc) else StoreStorageError
+            raise cls(self.store, f"Error opening store {self.store} at location {self.path}: {exc}") from exc
         self._cf_objects: dict[str, Any] = {}
         self._handles: dict[str, Any] = {}
         for cf in existing:
@@ -491,10 +628,16 @@ class RocksDBEngine(Engine):
         self._check()
         return list(self._cf_objects)
 
+    def _error(self, what: str, exc: BaseException) -> KStateError:
+        return storage_error(self.store, what, exc)
+
     def create_column_family(self, cf: str) -> None:
         db = self._check()
         if cf not in self._cf_objects:
-            self._cf_objects[cf] = db.create_column_family(cf, self._options())
+            try:
+                self._cf_objects[cf] = db.create_column_family(cf, self._options())
+            except Exception as exc:
+                raise self._error(f"creating column family {cf}", exc) from exc
 
     def drop_column_family(self, cf: str) -> None:
         db = self._check()
@@ -506,22 +649,38 @@ class RocksDBEngine(Engine):
         del self._cf_objects[cf]
         self._handles.pop(cf, None)
         gc.collect()
-        db.drop_column_family(cf)
+        try:
+            db.drop_column_family(cf)
+        except Exception as exc:
+            raise self._error(f"dropping column family {cf}", exc) from exc
 
     def get(self, cf: str, key: bytes) -> bytes | None:
-        value: bytes | None = self._cf(cf).get(key)
+        target = self._cf(cf)
+        try:
+            value: bytes | None = target.get(key)
+        except Exception as exc:
+            raise self._error("getting a value", exc) from exc
         return value
 
     def getter(self, cf: str) -> Callable[[bytes], bytes | None]:
-        # The column family's own bound method: it references the database, so holders must drop it.
+        # The column family's own bound method (the hot path): it references the database, so holders must
+        # drop it, and it raises rocksdict's bare Exception, which holders translate with storage_error.
         getter: Callable[[bytes], bytes | None] = self._cf(cf).get
         return getter
 
     def put(self, cf: str, key: bytes, value: bytes) -> None:
-        self._cf(cf).put(key, value, self._write_options)
+        target = self._cf(cf)
+        try:
+            target.put(key, value, self._write_options)
+        except Exception as exc:
+            raise self._error("putting a value", exc) from exc
 
     def delete(self, cf: str, key: bytes) -> None:
-        self._cf(cf).delete(key, self._write_options)
+        target = self._cf(cf)
+        try:
+            target.delete(key, self._write_options)
+        except Exception as exc:
+            raise self._error("deleting a key", exc) from exc
 
     def write(self, batch: WriteBatch) -> None:
         db = self._check()
@@ -537,7 +696,10 @@ class RocksDBEngine(Engine):
                     delete(key, handle)
                 else:
                     put(key, value, handle)
-        db.write(native, self._write_options)
+        try:
+            db.write(native, self._write_options)
+        except Exception as exc:
+            raise self._error("writing a batch", exc) from exc
 
     def iterate(
         self,
@@ -551,20 +713,69 @@ class RocksDBEngine(Engine):
     ) -> EngineCursor:
         target = self._cf(cf)
         # from_key seeks (forward) or seeks-for-prev (reverse): never rely on ReadOptions lower bounds.
-        items = target.items(backwards=True, from_key=upper) if reverse else target.items(from_key=lower)
-        cursor = _RocksCursor(self, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
+        try:
+            items = target.items(backwards=True, from_key=upper) if reverse else target.items(from_key=lower)
+        except Exception as exc:
+            raise self._error(f"iterating column family {cf}", exc) from exc
+        cursor = _RocksCursor(self, cf, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
         self._cursors.add(cursor)
         return cursor
 
+    def check_iteration_end(
+        self, cf: str, last: bytes | None, lower: bytes | None, upper: bytes | None, reverse: bool
+    ) -> None:
+        """Raise a typed error if an iteration of ``cf`` that ran out after ``last`` ended on an error (KV-25).
+
+        A fresh iterator is placed just past ``last``: corruption there fails it again, with its status.
+        """
+        if self._db is None:
+            return
+        target = self._cf(cf)
+        try:
+            native = target.iter()
+            if reverse:
+                start = last if last is not None else upper
+                native.seek_for_prev(start) if start is not None else native.seek_to_last()
+                if last is not None and native.valid() and native.key() == last:
+                    native.prev()
+            else:
+                start = last if last is not None else lower
+                native.seek(start) if start is not None else native.seek_to_first()
+                if last is not None and native.valid() and native.key() == last:
+                    native.next()
+            if not native.valid():
+                native.status()
+        except Exception as exc:
+            raise self._error(f"iterating column family {cf}", exc) from exc
+        finally:
+            native = None
+
+    def unreferenced_table_files(self) -> list[str]:
+        """The ``*.sst`` files of the directory that the database does not list as live (KV-24)."""
+        db = self._check()
+        try:
+            live = {Path(str(file["name"])).name for file in db.live_files()}
+            return sorted(file.name for file in self.path.glob("*.sst") if file.name not in live)
+        except Exception as exc:
+            raise self._error("listing the table files", exc) from exc
+
     def approximate_count(self, cf: str) -> int:
-        estimate = self._cf(cf).property_int_value("rocksdb.estimate-num-keys")
+        target = self._cf(cf)
+        try:
+            estimate = target.property_int_value("rocksdb.estimate-num-keys")
+        except Exception as exc:
+            raise self._error("reading the entry count", exc) from exc
         if estimate is None:
             return 0
         # RocksDB reports an unsigned 64-bit value; Kafka maps a negative long (overflow) to Long.MAX_VALUE.
         return INT64_MAX if estimate > INT64_MAX or estimate < 0 else int(estimate)
 
     def flush(self) -> None:
-        self._check().flush()
+        db = self._check()
+        try:
+            db.flush()
+        except Exception as exc:
+            raise self._error("flushing", exc) from exc
 
     @contextlib.contextmanager
     def unlogged_writes(self) -> Iterator[None]:
@@ -583,8 +794,11 @@ class RocksDBEngine(Engine):
             if self._unlogged_depth == 0:
                 self._write_options.disable_wal = False
                 if self._db is not None:
-                    for cf in sorted(self._cf_objects, key=lambda name: name == OFFSETS_CF):
-                        self._cf_objects[cf].flush()
+                    try:
+                        for cf in sorted(self._cf_objects, key=lambda name: name == OFFSETS_CF):
+                            self._cf_objects[cf].flush()
+                    except Exception as exc:
+                        raise self._error("flushing after restore", exc) from exc
 
     def abandon(self) -> None:
         """Leave the directory as a SIGKILL would: the files as they are now, memtables lost (KV-52, RST-8).

@@ -14,10 +14,13 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kstate.codecs.layout import ROCKSDB_DIR
+from kstate.errors import InvalidArgumentError
 from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+
+E = TypeVar("E", StoreType, Backend)
 
 if TYPE_CHECKING:
     from kstate.stores.kv import RocksDBStore
@@ -56,8 +59,11 @@ def open_kv_store(
     defaults to ``<application_id>-<name>-changelog`` with the task's partition. Raises
     :class:`kstate.stores.api.ProcessorStateError` when the directory cannot be opened as asked.
     """
-    store_type = StoreType(store_type)
-    backend = Backend(backend)
+    store_type = _enum(StoreType, store_type, "store_type")
+    backend = _enum(Backend, backend, "backend")
+    from kstate.stores.kv import validate_store_name
+
+    validate_store_name(name)
     if backend is Backend.MEMORY:
         return _open_memory(store_type, name)
     if state_dir is None:
@@ -71,6 +77,15 @@ def open_kv_store(
         manage_offsets=manage_offsets,
         changelog_partitions=changelog_partitions,
     )
+
+
+def _enum(cls: type[E], value: object, argument: str) -> E:
+    """``cls(value)``, refused with a typed error naming ``argument`` and the accepted values."""
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        accepted = ", ".join(repr(member.value) for member in cls)
+        raise InvalidArgumentError(argument, f"unknown {cls.__name__} {value!r:.80}; expected one of {accepted}") from None
 
 
 def rocksdb_store_class(store_type: StoreType) -> type[RocksDBStore]:

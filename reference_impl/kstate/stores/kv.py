@@ -13,6 +13,7 @@ used by :mod:`kstate.stores.timestamped` and :mod:`kstate.stores.headers`.
 from __future__ import annotations
 
 import logging
+import shutil
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -25,13 +26,15 @@ from kstate.codecs.layout import ColumnFamilyPlan, LayoutError, column_family_pl
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, increment, increment_without_overflow
 from kstate.codecs.timestamped import convert_to_timestamped_format
-from kstate.errors import EncodeError, NullKeyError
+from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import (
     Backend,
     InvalidPrefixError,
     InvalidStateStoreError,
+    InvalidStoreNameError,
     ProcessorStateError,
     RecordContext,
+    StoreCorruptedError,
     StoreType,
     TopicPartition,
     UnknownColumnFamilyError,
@@ -43,7 +46,10 @@ from kstate.stores.engine import (
     MemoryEngine,
     RocksDBEngine,
     WriteBatch,
+    check_directory,
     list_column_families,
+    rocksdb_directory_state,
+    storage_error,
 )
 
 LOG = logging.getLogger("kstate.stores")
@@ -71,6 +77,30 @@ __all__ = [
 Entry = tuple[bytes, bytes]
 Converter = Callable[[bytes], bytes]
 
+#: ``Named.MAX_NAME_LENGTH``: the longest store name Kafka Streams accepts (KV-26).
+MAX_STORE_NAME_LENGTH = 249
+_STORE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def validate_store_name(name: object) -> str:
+    """Kafka's ``Named.validate``: non-empty, not ``.`` or ``..``, at most 249 characters, each an ASCII
+    letter or digit, ``.``, ``_`` or ``-`` (KV-26); so a name never leaves ``rocksdb/``."""
+    if not isinstance(name, str):
+        raise InvalidArgumentError("name", f"a store name is a str, got {type(name).__name__}")
+    if not name:
+        raise InvalidStoreNameError("Name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidStoreNameError('Name cannot be "." or ".."')
+    if len(name) > MAX_STORE_NAME_LENGTH:
+        raise InvalidStoreNameError(
+            f"Name is illegal, it can't be longer than {MAX_STORE_NAME_LENGTH} characters, name: {name}"
+        )
+    if not _STORE_NAME_CHARS.issuperset(name):
+        raise InvalidStoreNameError(
+            f'Name "{name}" is illegal, it contains a character other than ASCII alphanumerics, \'.\', \'_\' and \'-\''
+        )
+    return name
+
 
 def require_key(key: bytes | None) -> bytes:
     """Kafka's ``Objects.requireNonNull(key, "key cannot be null")`` (KV-3)."""
@@ -79,7 +109,7 @@ def require_key(key: bytes | None) -> bytes:
     if not isinstance(key, bytes):
         if isinstance(key, (bytearray, memoryview)):
             return bytes(key)
-        raise TypeError(f"keys are bytes, got {type(key).__name__}")
+        raise InvalidArgumentError("key", f"keys are bytes, got {type(key).__name__}")
     return key
 
 
@@ -88,7 +118,7 @@ def _value_bytes(value: bytes | None) -> bytes | None:
         return value
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise TypeError(f"values are bytes or None, got {type(value).__name__}")
+    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
 
 
 def in_bounds(key: bytes, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool) -> bool:
@@ -334,7 +364,10 @@ class SingleColumnFamilyAccessor:
         engine_get = self._engine_get
         if engine_get is None:
             raise InvalidStateStoreError("the store is closed")
-        return engine_get(key)
+        try:
+            return engine_get(key)
+        except Exception as exc:  # the engine's raw reader raises the binding's own errors (KV-25)
+            raise storage_error(getattr(self.staged.engine, "store", self.cf), "getting a value", exc) from exc
 
     def release(self) -> None:
         """Drop the engine reader, which would otherwise keep a closed RocksDB's ``LOCK``."""
@@ -447,11 +480,34 @@ def _converter(name: str | None) -> Converter:
     return CONVERTERS[name]
 
 
-def _to_codec_tp(tp: TopicPartition | tuple[str, int]) -> tuple[str, int]:
+def _to_codec_tp(tp: object, argument: str = "partition") -> tuple[str, int]:
+    """A ``TopicPartition`` or a ``(topic, partition)`` pair; anything else is refused naming ``argument``."""
     if isinstance(tp, TopicPartition):
-        return tp.topic, tp.partition
-    topic, partition = tp
+        topic, partition = tp.topic, tp.partition
+    elif isinstance(tp, tuple) and len(tp) == 2:
+        topic, partition = tp
+    else:
+        raise InvalidArgumentError(argument, f"expected a TopicPartition, got {type(tp).__name__} {tp!r:.80}")
+    if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(partition, bool):
+        raise InvalidArgumentError(argument, f"expected a str topic and an int partition, got {tp!r:.80}")
     return topic, partition
+
+
+def _changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], int | None]:
+    """``commit``'s argument checked: a mapping of partitions to int offsets or None."""
+    if not isinstance(changelog_offsets, Mapping):
+        raise InvalidArgumentError(
+            "changelog_offsets", f"expected a mapping of TopicPartition to offset, got {type(changelog_offsets).__name__}"
+        )
+    out: dict[tuple[str, int], int | None] = {}
+    for tp, offset in changelog_offsets.items():
+        key = _to_codec_tp(tp, "changelog_offsets")
+        if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
+            raise InvalidArgumentError(
+                "changelog_offsets", f"the offset of {key[0]}-{key[1]} is {type(offset).__name__}, not an int or None"
+            )
+        out[key] = offset
+    return out
 
 
 # --- the shared store surface ---------------------------------------------------------------------------
@@ -636,9 +692,9 @@ class RocksDBStore(_KeyValueOperations):
         changelog_partitions: Iterable[TopicPartition] | None = None,
         engine: Engine | None = None,
     ) -> None:
-        super().__init__(name)
+        super().__init__(validate_store_name(name))
         if task_dir is None and engine is None:
-            raise ValueError("a RocksDB store needs a task directory or an engine")
+            raise InvalidArgumentError("task_dir", "a RocksDB store needs a task directory or an engine")
         self.task_dir = Path(task_dir) if task_dir is not None else None
         self.path = self.task_dir / ROCKSDB_DIR / name if self.task_dir is not None else None
         self._manage_offsets = manage_offsets
@@ -648,18 +704,26 @@ class RocksDBStore(_KeyValueOperations):
         self._iterators: weakref.WeakSet[StoreIterator] = weakref.WeakSet()
         self._open = False
         self.mode = "regular"
+        from kstate.stores.offsets import StoreOffsets  # offsets.py builds on the stores' staging
+
+        # Every refusal is decided before anything is written: a refused open leaves the directory as it was (KV-23).
+        created: Path | None = None
         if engine is None:
             assert self.path is not None
-            self._check_known_column_families(list_column_families(self.path))
-            engine = RocksDBEngine(self.path)
+            created = self._preflight(ignore_invalid_state, migrate_legacy_files)
+            try:
+                engine = RocksDBEngine(self.path, store_name=name)
+            except BaseException:
+                self._remove_created(created)
+                raise
         else:
             self._check_known_column_families(engine.column_families())
         self._engine = engine
         self._staged = StagedEngine(engine)
-        from kstate.stores.offsets import StoreOffsets  # offsets.py builds on the stores' staging
 
         self._offsets: StoreOffsets | None = None
         try:
+            self._check_open_allowed(engine, ignore_invalid_state)
             self._accessor: Accessor = self._open_column_families()
             if manage_offsets:
                 engine.create_column_family(OFFSETS_CF)
@@ -677,9 +741,88 @@ class RocksDBStore(_KeyValueOperations):
             if accessor is not None:
                 accessor.release()
             engine.close()
+            self._remove_created(created)
             raise
 
     # opening ------------------------------------------------------------------------------------------------
+
+    def _preflight(self, ignore_invalid_state: bool, migrate_legacy_files: bool) -> Path | None:
+        """Every check of an open that needs no write: paths, RocksDB metadata, legacy files, and (through a
+        read-only open) the column families and the offsets status (KV-23..KV-25, KV-52, KV-57).
+
+        Returns the topmost directory the open will create (removed again if the open fails), or None.
+        """
+        assert self.path is not None and self.task_dir is not None
+        from kstate.stores.offsets import check_legacy_files
+
+        check_directory(self.task_dir, self.name, "task directory")
+        check_directory(self.task_dir / ROCKSDB_DIR, self.name, "rocksdb directory")
+        exists = rocksdb_directory_state(self.path, self.name)
+        if self._manage_offsets and migrate_legacy_files and self.task_dir.is_dir():
+            check_legacy_files(self.task_dir, self.name, self.changelog_partitions)
+        if exists:
+            self._check_known_column_families(list_column_families(self.path, self.name))
+            reader = RocksDBEngine(self.path, store_name=self.name, read_only=True)
+            try:
+                self._check_open_allowed(reader, ignore_invalid_state)
+                self._check_table_files(reader)
+            finally:
+                reader.close()
+        created: Path | None = None
+        candidate = self.path
+        while not candidate.exists() and not candidate.is_symlink() and candidate.parent != candidate:
+            created = candidate
+            candidate = candidate.parent
+        return created
+
+    def _check_table_files(self, reader: RocksDBEngine) -> None:
+        """Table files the database does not list, and no ``status`` entry: RocksDB's metadata lost edits (a
+        truncated ``MANIFEST`` reads as a shorter one), so the database would open without data it had (KV-24).
+
+        A crash in the middle of a flush also leaves an unlisted table file, but the status is then OPEN.
+        """
+        from kstate.codecs.offsets import STATUS_KEY
+        from kstate.stores.offsets import read_offsets_image
+
+        unlisted = reader.unreferenced_table_files()
+        if unlisted and STATUS_KEY not in read_offsets_image(reader):
+            raise StoreCorruptedError(
+                self.name,
+                f"Error opening store {self.name} at location {self.path}: table files {', '.join(unlisted[:5])} "
+                "are not in the database and the offsets status is missing: its metadata lost data",
+            )
+
+    def _remove_created(self, created: Path | None) -> None:
+        """Remove what a refused first open created: the directories that did not exist before it (KV-23)."""
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+
+    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
+        """The refusals that depend on the database's content, checked before any family is created or
+        any status written: the layout (LAY-7, LAY-8), the offsets family (KV-52, OFF-6) and offsets ahead
+        of data (KV-57)."""
+        from kstate.stores.offsets import check_offsets_image, has_committed_offsets, read_offsets_image
+
+        existing = {cf: not engine.is_empty(cf) for cf in engine.column_families()}
+        try:
+            plan = column_family_plan(self.LAYOUT_TYPE, existing)
+        except LayoutError as exc:
+            raise ProcessorStateError(self._layout_error_message(exc)) from exc
+        if not self._manage_offsets or OFFSETS_CF not in existing:
+            return
+        image = read_offsets_image(engine)
+        check_offsets_image(image, self.name, ignore_invalid_state)
+        if (
+            plan.data_cf not in existing
+            and has_committed_offsets(image)
+            and not any(has_data for cf, has_data in existing.items() if cf != OFFSETS_CF)
+        ):
+            raise StoreCorruptedError(
+                self.name,
+                f"Error opening store {self.name} at location {self.path}: the offsets family holds committed "
+                f"changelog offsets but the data column family {plan.data_cf} is missing and no family holds "
+                "data (offsets ahead of data)",
+            )
 
     def _default_changelog_partitions(self) -> tuple[TopicPartition, ...]:
         """``<application.id>-<store>-changelog``, partition = the task's partition (from the directory names)."""
@@ -837,11 +980,11 @@ class RocksDBStore(_KeyValueOperations):
 
         An empty mapping wipes every committed offset; a None value removes that partition's offset.
         """
+        offsets = _changelog_offsets(changelog_offsets)
         self._check_open()
         if self._offsets is None:
             self._staged.apply()
             return
-        offsets = {_to_codec_tp(tp): offset for tp, offset in changelog_offsets.items()}
         self._staged.apply(self._offsets.commit_batch(offsets, self._position))
 
     def flush(self) -> None:
@@ -854,10 +997,11 @@ class RocksDBStore(_KeyValueOperations):
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """The committed changelog offset of ``partition``, or None (OFF-3)."""
+        tp = _to_codec_tp(partition, "partition")
         self._check_open()
         if self._offsets is None:
             return None
-        return self._offsets.committed_offset(_to_codec_tp(partition))
+        return self._offsets.committed_offset(tp)
 
     def committed_offsets(self) -> dict[TopicPartition, int]:
         """Every committed changelog offset, by partition (parsed from the ``<topic>-<partition>`` keys)."""
@@ -1009,6 +1153,7 @@ class InMemoryKeyValueStore(_KeyValueOperations):
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Nothing to persist (KV-44)."""
+        _changelog_offsets(changelog_offsets)
         self._check_open()
 
     def flush(self) -> None:
@@ -1016,6 +1161,7 @@ class InMemoryKeyValueStore(_KeyValueOperations):
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """Always None: the offsets are not managed by an in-memory store (KV-44)."""
+        _to_codec_tp(partition, "partition")
         self._check_open()
         return None
 

@@ -10,6 +10,7 @@ its own, at once, so that a crash before the first commit is still detected (KV-
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Protocol
@@ -25,12 +26,14 @@ from kstate.codecs.offsets import (
     commit_position,
     committed_offset,
     decode_offset_value,
+    encode_status,
     migrate_checkpoint_offsets,
     open_offsets,
 )
 from kstate.codecs.position import Position, decode_position, merge_positions
 from kstate.errors import DecodeError
 from kstate.storage_files import (
+    legacy_file_exists,
     position_file_path,
     read_checkpoint_file,
     read_position_file,
@@ -38,8 +41,8 @@ from kstate.storage_files import (
     write_checkpoint_file,
     write_position_file,
 )
-from kstate.stores.api import ProcessorStateError, TopicPartition
-from kstate.stores.engine import Engine, WriteBatch
+from kstate.stores.api import ProcessorStateError, StoreCorruptedError, StoreStorageError, TopicPartition
+from kstate.stores.engine import Engine, WriteBatch, storage_error
 
 LOG = logging.getLogger("kstate.stores")
 
@@ -75,6 +78,84 @@ def _parse_topic_partition_key(key: bytes) -> CodecTopicPartition | None:
         return None
 
 
+def read_offsets_image(engine: Engine) -> OffsetsImage:
+    """The committed content of the engine's ``offsets`` family (empty when it has none)."""
+    if not engine.has_column_family(OFFSETS_COLUMN_FAMILY):
+        return {}
+    cursor = engine.iterate(OFFSETS_COLUMN_FAMILY)
+    try:
+        return dict(cursor)
+    finally:
+        cursor.close()
+
+
+def check_offsets_image(image: Mapping[bytes, bytes], store: str, ignore_invalid_state: bool) -> None:
+    """Refuse, before anything is written, an ``offsets`` family the store cannot open (KV-52, KV-57, OFF-6).
+
+    ``status`` OPEN is an unclean shutdown; any other value but CLOSED is a damaged status, refused with its
+    own message (both skipped under ``ignore_invalid_state``, as Kafka skips the comparison). A committed
+    offset that is not an 8-byte long and an undecodable ``position`` are refused in every case.
+    """
+    status = image.get(STATUS_KEY)
+    if not ignore_invalid_state and status is not None and status != encode_status(False):
+        if status == encode_status(True):
+            raise ProcessorStateError("Invalid state during store open. Expected state to be either empty or closed")
+        raise StoreCorruptedError(
+            store, f"Error opening store {store}: the offsets status {status[:16].hex()!r} is neither OPEN nor CLOSED"
+        )
+    for key, value in image.items():
+        if key in (STATUS_KEY, POSITION_KEY):
+            continue
+        if len(value) != 8:
+            raise StoreCorruptedError(
+                store,
+                f"Error opening store {store}: the committed offset of {key[:64].decode('utf-8', 'replace')!r} "
+                f"is {len(value)} bytes, not an 8-byte long",
+            )
+    raw_position = image.get(POSITION_KEY)
+    if raw_position is not None:
+        try:
+            decode_position(raw_position)
+        except DecodeError as exc:
+            raise StoreCorruptedError(store, f"corrupt offsets column family in store {store}: {exc}") from exc
+
+
+def has_committed_offsets(image: Mapping[bytes, bytes]) -> bool:
+    """Whether any changelog offset is committed (a key other than ``status`` and ``position``)."""
+    return any(key not in (STATUS_KEY, POSITION_KEY) for key in image)
+
+
+def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterable[TopicPartition]) -> None:
+    """Refuse, before anything is written, legacy files the store could not migrate (KV-25, KV-55, OFF-19).
+
+    A ``.checkpoint`` or ``<store>.position`` that is not a regular file, that cannot be read or parsed, or a
+    task directory that is not writable when there is something to migrate (the files could not be
+    rewritten or removed once the offsets were in the store).
+    """
+    checkpoint_path = task_checkpoint_path(task_dir)
+    position_path = position_file_path(task_dir, store)
+    partitions = {(tp.topic, tp.partition) for tp in changelog_partitions}
+    try:
+        for path in (checkpoint_path, position_path):
+            if legacy_file_exists(path) and not path.is_file():
+                raise StoreStorageError(store, f"Error opening store {store}: {path} is not a regular file")
+        checkpoint = read_checkpoint_file(checkpoint_path)
+        read_position_file(task_dir, store)
+        migrates = legacy_file_exists(position_path) or any(
+            tp in partitions and off is not None for tp, off in checkpoint.items()
+        )
+        if migrates and not os.access(task_dir, os.W_OK | os.X_OK):
+            raise StoreStorageError(
+                store,
+                f"Error opening store {store}: the task directory {task_dir} is not writable, so its legacy "
+                "offset files could not be migrated",
+            )
+    except DecodeError as exc:
+        raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
+    except OSError as exc:
+        raise storage_error(store, f"reading the legacy offset files of {task_dir}", exc) from exc
+
+
 class StoreOffsets:
     """The ``offsets`` column family of one open store: status, position and committed changelog offsets."""
 
@@ -85,11 +166,7 @@ class StoreOffsets:
         self._opened = False
 
     def _read_image(self) -> OffsetsImage:
-        cursor = self._engine.iterate(OFFSETS_COLUMN_FAMILY)
-        try:
-            return dict(cursor)
-        finally:
-            cursor.close()
+        return read_offsets_image(self._engine)
 
     @property
     def image(self) -> OffsetsImage:
@@ -179,7 +256,7 @@ class StoreOffsets:
 
         migrated_position: Position | None = None
         position_path = position_file_path(task_dir, self._store.name)
-        if position_path.exists():
+        if legacy_file_exists(position_path):
             try:
                 file_position = read_position_file(task_dir, self._store.name)
             except DecodeError as exc:
@@ -195,12 +272,15 @@ class StoreOffsets:
         if len(batch):
             self._engine.write(batch)
         # Files are removed only once the family holds their content.
-        if remaining is not None:
-            write_checkpoint_file(
-                checkpoint_path, {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in remaining.items()}
-            )
-        if migrated_position is not None:
-            position_path.unlink(missing_ok=True)
+        try:
+            if remaining is not None:
+                write_checkpoint_file(
+                    checkpoint_path, {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in remaining.items()}
+                )
+            if migrated_position is not None:
+                position_path.unlink(missing_ok=True)
+        except OSError as exc:
+            raise storage_error(self._store.name, f"rewriting the legacy offset files of {task_dir}", exc) from exc
         return migrated_position
 
     def write_legacy_files(

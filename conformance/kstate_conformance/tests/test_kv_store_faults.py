@@ -1,0 +1,230 @@
+"""Faults in a store's directory, through the neutral operations: refused opens change nothing, lost RocksDB
+metadata and paths of the wrong kind are refused, store names follow Kafka's rule, offsets the data does not
+back are refused, and the table options are Kafka's (KV-22..KV-26, KV-57).
+
+The tests edit the directory Kafka's layout puts the store in (KV-20), with RocksDB itself where needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstate_conformance import rules
+from kstate_conformance.tests.test_kv_contract import HDR, KV, ROCKSDB, TOPIC, TS, Kit, h, kit, value_for
+
+__all__ = ["kit"]
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every path under ``root``: a file's SHA-256, ``dir``, or a link's target."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _task(kit: Kit) -> Path:
+    return kit.state_dir / "app" / "0_0"
+
+
+def _store_dir(kit: Kit, name: str = "store") -> Path:
+    return _task(kit) / "rocksdb" / name
+
+
+def _committed_store(kit: Kit, store_type: str = KV, offset: int = 7, entries: int = 20) -> None:
+    kit.require(store_type, ROCKSDB, "offsets")
+    store = kit.open(store_type, ROCKSDB)
+    for i in range(entries):
+        store.call("store.put", key=h(f"k{i:04d}"), value=value_for(store_type, h("v" * 40)))
+    store.call("store.commit", changelog_offsets=[[TOPIC, 0, offset]])
+    store.call("store.close")
+
+
+def _refused_unchanged(kit: Kit, store_type: str = KV, **options: Any) -> dict[str, Any]:
+    before = _tree(kit.state_dir)
+    out = kit.open_refused(store_type, ROCKSDB, **options)
+    assert "error" in out, f"the open was not refused: {out}"
+    assert _tree(kit.state_dir) == before, "a refused open changed the state directory"
+    return out
+
+
+def _raw_put(path: Path, cf: str, entries: dict[bytes, bytes]) -> None:
+    import rocksdict
+
+    families = rocksdict.Rdict.list_cf(str(path))
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
+                         column_families={f: rocksdict.Options(raw_mode=True) for f in families})
+    try:
+        family = db.get_column_family(cf)
+        for key, value in entries.items():
+            family.put(key, value)
+        del family
+    finally:
+        db.close()
+
+
+def _raw_drop(path: Path, cf: str) -> None:
+    import rocksdict
+
+    families = rocksdict.Rdict.list_cf(str(path))
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
+                         column_families={f: rocksdict.Options(raw_mode=True) for f in families})
+    try:
+        db.drop_column_family(cf)
+    finally:
+        db.close()
+
+
+@rules("KV-23", "KV-55")
+def test_a_refused_open_changes_nothing_and_a_retry_opens(kit: Kit) -> None:
+    """An unreadable ``.checkpoint`` refuses the open and changes nothing; once removed, the store opens."""
+    _committed_store(kit)
+    checkpoint = _task(kit) / ".checkpoint"
+    checkpoint.write_bytes(b"")
+    _refused_unchanged(kit)
+    checkpoint.unlink()
+    store = kit.open(KV, ROCKSDB)
+    assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 7
+
+
+@rules("KV-23", "KV-52")
+@pytest.mark.parametrize("store_type", [KV, TS, HDR])
+def test_an_unclean_store_is_refused_without_a_write(kit: Kit, store_type: str) -> None:
+    """A store left OPEN is refused, by the same and by a newer store type, and nothing is written."""
+    kit.require(store_type, ROCKSDB, "offsets")
+    store = kit.open(store_type, ROCKSDB)
+    store.call("store.put", key=h("k"), value=value_for(store_type, h("v")))
+    store.call("store.commit", changelog_offsets=[[TOPIC, 0, 1]])
+    store.call("store.crash")
+    _refused_unchanged(kit, store_type)
+    if store_type == TS:
+        kit.require(HDR, ROCKSDB)
+        _refused_unchanged(kit, HDR)
+    back = kit.open(store_type, ROCKSDB, ignore_invalid_state=True)
+    assert back.call("store.get", key=h("k")) == {"value": value_for(store_type, h("v"))}
+
+
+@rules("KV-23", "KV-55")
+def test_a_refused_first_open_creates_no_directory(kit: Kit) -> None:
+    """A first open refused by the task's ``.checkpoint`` leaves no ``rocksdb/`` behind."""
+    kit.require(KV, ROCKSDB, "offsets")
+    _task(kit).mkdir(parents=True)
+    (_task(kit) / ".checkpoint").write_bytes(b"0\n1\n" + TOPIC.encode() + b" 0\n")
+    _refused_unchanged(kit)
+    assert not (_task(kit) / "rocksdb").exists()
+
+
+@rules("KV-24")
+def test_a_store_without_current_is_refused_not_recreated(kit: Kit) -> None:
+    """``CURRENT`` deleted: refused twice, no ``CURRENT`` or ``MANIFEST`` written."""
+    _committed_store(kit)
+    (_store_dir(kit) / "CURRENT").unlink()
+    _refused_unchanged(kit)
+    _refused_unchanged(kit)
+
+
+@rules("KV-24")
+def test_an_empty_store_directory_is_a_new_store(kit: Kit) -> None:
+    """An existing empty directory opens as a new store."""
+    kit.require(KV, ROCKSDB)
+    _store_dir(kit).mkdir(parents=True)
+    store = kit.open(KV, ROCKSDB)
+    assert store.call("store.all")["entries"] == []
+
+
+def _file(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"not a directory")
+
+
+def _dangling(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(path.parent / "nowhere")
+
+
+@rules("KV-25")
+@pytest.mark.parametrize(("where", "make"), [("app/0_0/rocksdb/store", _file), ("app/0_0/rocksdb/store", _dangling),
+                                             ("app/0_0", _file), ("app/0_0/rocksdb", _file)])
+def test_a_path_of_the_wrong_kind_is_refused(kit: Kit, where: str, make: Any) -> None:
+    """The store, ``rocksdb/`` or task directory a file or a dangling link: refused, nothing written."""
+    kit.require(KV, ROCKSDB)
+    make(kit.state_dir / where)
+    _refused_unchanged(kit)
+
+
+@rules("KV-25", "KV-23")
+@pytest.mark.parametrize("name", [".checkpoint", "store.position"])
+def test_a_legacy_file_that_is_a_directory_is_refused(kit: Kit, name: str) -> None:
+    """``.checkpoint`` or ``<store>.position`` a directory: refused before the status is touched."""
+    _committed_store(kit)
+    (_task(kit) / name).mkdir()
+    _refused_unchanged(kit)
+    (_task(kit) / name).rmdir()
+    kit.open(KV, ROCKSDB)  # still CLOSED: no unclean-shutdown refusal
+
+
+@rules("KV-26")
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "", ".", "..", "x" * 250, "a b"])
+def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
+    """A store name outside Kafka's rule is refused on RocksDB, and nothing is created."""
+    kit.require(KV, ROCKSDB)
+    before = _tree(kit.state_dir.parent)
+    out = kit.open_refused(KV, ROCKSDB, name=name)
+    assert "error" in out, f"the name {name!r} was accepted"
+    assert _tree(kit.state_dir.parent) == before
+
+
+@rules("KV-57", "OFF-3")
+def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(kit: Kit) -> None:
+    """A 3-byte committed offset in the ``offsets`` family: refused when the store opens."""
+    _committed_store(kit)
+    _raw_put(_store_dir(kit), "offsets", {f"{TOPIC}-0".encode(): b"\x00\x00\x63"})
+    _refused_unchanged(kit)
+
+
+@rules("KV-57", "OFF-6")
+def test_a_damaged_status_is_refused(kit: Kit) -> None:
+    """A ``status`` neither OPEN nor CLOSED: refused, nothing written."""
+    _committed_store(kit)
+    _raw_put(_store_dir(kit), "offsets", {b"status": b"\x07"})
+    _refused_unchanged(kit)
+
+
+@rules("KV-57")
+@pytest.mark.parametrize(("store_type", "data_cf"), [(TS, "keyValueWithTimestamp"),
+                                                     (HDR, "keyValueWithTimestampAndHeaders")])
+def test_offsets_ahead_of_data_are_refused(kit: Kit, store_type: str, data_cf: str) -> None:
+    """The data family dropped while offset 7 stays committed and no family holds data: refused."""
+    _committed_store(kit, store_type)
+    _raw_drop(_store_dir(kit), data_cf)
+    _refused_unchanged(kit, store_type)
+
+
+@rules("KV-22")
+def test_table_options_are_kafkas(kit: Kit) -> None:
+    """4 KiB blocks, a bloom filter and ``optimize_filters_for_hits`` in every family (the OPTIONS file)."""
+    _committed_store(kit)
+    options_files = sorted(_store_dir(kit).glob("OPTIONS-*"), key=lambda p: int(p.name.split("-", 1)[1]))
+    assert options_files, "no OPTIONS file"
+    text = options_files[-1].read_text(encoding="utf-8")
+    for cf in ("default", "offsets"):
+        table = text.split(f'[TableOptions/BlockBasedTable "{cf}"]')[1].split("\n[")[0]
+        settings = dict(line.strip().split("=", 1) for line in table.splitlines() if "=" in line)
+        assert settings.get("block_size") == "4096", (cf, settings.get("block_size"))
+        assert settings.get("filter_policy", "").startswith("bloomfilter"), (cf, settings.get("filter_policy"))
+        assert settings.get("no_block_cache") == "false", cf
+        family = text.split(f'[CFOptions "{cf}"]')[1].split("\n[")[0]
+        assert "optimize_filters_for_hits=true" in family, cf

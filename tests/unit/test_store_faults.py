@@ -1,0 +1,514 @@
+"""Fault injection into RocksDB stores: corrupt and missing RocksDB files, legacy files of the wrong kind,
+paths that are files, read-only directories with privileges dropped, offsets the data does not back, and
+refused opens hashed before and after (spec/kv-stores.md KV-22..KV-26, KV-52, KV-57; issue 15).
+
+Every refused open here is checked to leave the state directory byte for byte as it found it (KV-23).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstate.errors import InvalidArgumentError
+from kstate.stores.api import (
+    Backend,
+    InvalidStoreNameError,
+    ProcessorStateError,
+    StoreCorruptedError,
+    StoreStorageError,
+    StoreType,
+    TopicPartition,
+)
+from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_families
+from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
+from kstate.stores.kv import RocksDBStore
+
+TP = TopicPartition("app-s-changelog", 0)
+NOBODY = 65534
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every path under ``root`` with what it is: a file's SHA-256, ``dir``, or a link's target."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _open(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, **kwargs: Any) -> RocksDBStore:
+    store = open_kv_store(store_type, Backend.ROCKSDB, name="s", state_dir=state_dir, **kwargs)
+    assert isinstance(store, RocksDBStore)
+    return store
+
+
+def _value(store_type: StoreType, payload: bytes) -> bytes:
+    if store_type is StoreType.KEY_VALUE:
+        return payload
+    if store_type is StoreType.TIMESTAMPED:
+        return bytes(8) + payload
+    return b"\x00" + bytes(8) + payload  # no headers, timestamp 0
+
+
+def _filled(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, n: int = 10, offset: int = 99) -> Path:
+    """A store of ``n`` entries, committed at ``offset``, flushed to table files and closed cleanly."""
+    store = _open(state_dir, store_type)
+    for i in range(n):
+        store.put(b"k%05d" % i, _value(store_type, b"v" * 100))
+    store.commit({TP: offset})
+    store.engine.flush()
+    store.close()
+    return store_directory(state_dir, "app", "0_0", "s")
+
+
+def _raw(path: Path) -> Any:
+    import rocksdict
+
+    options = rocksdict.Options(raw_mode=True)
+    families = list_column_families(path)
+    return rocksdict.Rdict(str(path), options, column_families={cf: rocksdict.Options(raw_mode=True) for cf in families})
+
+
+def _write_raw(path: Path, cf: str, entries: dict[bytes, bytes]) -> None:
+    db = _raw(path)
+    try:
+        family = db.get_column_family(cf)
+        for key, value in entries.items():
+            family.put(key, value)
+        del family
+    finally:
+        db.close()
+
+
+def _refused(state_dir: Path, error: type[BaseException], match: str, **kwargs: Any) -> None:
+    """Open, expect ``error`` matching ``match``, and check that nothing under ``state_dir`` changed (KV-23)."""
+    before = tree(state_dir)
+    with pytest.raises(error, match=match):
+        _open(state_dir, **kwargs)
+    assert tree(state_dir) == before
+
+
+# --- 1: a refused open changes nothing ----------------------------------------------------------------------
+
+
+def test_a_refused_open_leaves_the_store_openable(tmp_path: Path) -> None:
+    """An unreadable ``.checkpoint`` refuses the open before OPEN is written; once it is gone the store opens (KV-23, KV-52)."""
+    _filled(tmp_path)
+    checkpoint = task_directory(tmp_path, "app", "0_0") / ".checkpoint"
+    checkpoint.write_bytes(b"")
+    _refused(tmp_path, ProcessorStateError, "Error migrating checkpoint file")
+    checkpoint.unlink()
+    store = _open(tmp_path)
+    assert store.committed_offset(TP) == 99
+    assert len(list(store.all())) == 10
+    store.close()
+
+
+def test_a_refused_unclean_open_changes_nothing(tmp_path: Path) -> None:
+    """A store left OPEN is refused by a read-only look: no file of the database is rewritten (KV-23, KV-52)."""
+    store = _open(tmp_path)
+    store.put(b"k", b"v")
+    store.commit({TP: 1})
+    store.simulate_crash()
+    _refused(tmp_path, ProcessorStateError, "Invalid state during store open")
+    recovered = _open(tmp_path, ignore_invalid_state=True)
+    assert recovered.get(b"k") == b"v"
+    recovered.close()
+
+
+def test_a_refused_first_open_creates_no_directory(tmp_path: Path) -> None:
+    """A first open refused by the task's legacy files leaves no ``rocksdb/`` behind (KV-23)."""
+    task = task_directory(tmp_path, "app", "0_0")
+    task.mkdir(parents=True)
+    (task / ".checkpoint").write_bytes(b"0\n1\napp-s-changelog 0\n")  # the entry is truncated
+    _refused(tmp_path, ProcessorStateError, "Error migrating checkpoint file")
+    assert not (task / "rocksdb").exists()
+
+
+# --- 2: corruption is a typed error, never a short answer ---------------------------------------------------
+
+
+@pytest.mark.parametrize("store_type", list(StoreType))
+def test_a_corrupt_table_file_fails_scans_and_gets_with_a_typed_error(tmp_path: Path, store_type: StoreType) -> None:
+    """64 flipped bytes in a table file: ``all`` and ``reverse_all`` raise, no scan returns fewer entries,
+    and every ``get`` either answers or raises a typed error naming the store (KV-25)."""
+    path = _filled(tmp_path, store_type, n=2000)
+    table = max(path.glob("*.sst"), key=lambda file: file.stat().st_size)
+    data = bytearray(table.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(b ^ 0xFF for b in data[middle : middle + 64])
+    table.write_bytes(bytes(data))
+    store = _open(tmp_path, store_type)
+    for scan in (store.all, store.reverse_all):
+        with pytest.raises(StoreCorruptedError, match=r"Corruption.*store s|store s.*Corruption"):
+            list(scan())
+    failed = 0
+    for i in range(2000):
+        try:
+            store.get(b"k%05d" % i)
+        except StoreCorruptedError as exc:
+            assert exc.store == "s" and "Corruption" in str(exc)
+            failed += 1
+    assert failed > 0
+    store.close()
+
+
+# --- 3: a refused upgrade adds no column family -------------------------------------------------------------
+
+
+def test_a_refused_upgrade_adds_no_column_family(tmp_path: Path) -> None:
+    """A timestamped store killed while open, opened as a header store: refused before any family is created,
+    so it still opens as a timestamped store (KV-23, KV-52, UPG-6)."""
+    store = _open(tmp_path, StoreType.TIMESTAMPED)
+    store.put(b"k", bytes(8) + b"v")
+    store.commit({TP: 1})
+    store.simulate_crash()
+    path = store_directory(tmp_path, "app", "0_0", "s")
+    families = sorted(list_column_families(path))
+    _refused(tmp_path, ProcessorStateError, "Invalid state during store open", store_type=StoreType.TIMESTAMPED_WITH_HEADERS)
+    assert sorted(list_column_families(path)) == families
+    _refused(tmp_path, ProcessorStateError, "Invalid state during store open", store_type=StoreType.TIMESTAMPED)
+    back = _open(tmp_path, StoreType.TIMESTAMPED, ignore_invalid_state=True)
+    assert back.get(b"k") == bytes(8) + b"v"
+    back.close()
+
+
+def test_a_refused_upgrade_over_any_engine_adds_no_column_family() -> None:
+    """The same order over an engine given to the store: the status is read before any family is created (KV-23)."""
+    engine = MemoryEngine(["keyValueWithTimestamp", "offsets"])
+    engine.put("keyValueWithTimestamp", b"k", bytes(8) + b"v")
+    engine.put("offsets", b"status", (1).to_bytes(8, "big"))
+    with pytest.raises(ProcessorStateError, match="Invalid state during store open"):
+        rocksdb_store_class(StoreType.TIMESTAMPED_WITH_HEADERS)("s", engine=engine)
+    assert sorted(engine.column_families()) == ["default", "keyValueWithTimestamp", "offsets"]
+
+
+# --- 5: paths of the wrong kind -------------------------------------------------------------------------------
+
+
+def _file(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"not a directory")
+
+
+def _dangling(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.symlink_to(path.parent / "nowhere")
+
+
+@pytest.mark.parametrize(
+    ("where", "make", "match"),
+    [
+        ("app/0_0/rocksdb/s", _file, "store directory .* is a file"),
+        ("app/0_0/rocksdb/s", _dangling, "store directory .* is a dangling symbolic link"),
+        ("app/0_0", _file, "task directory .* is a file"),
+        ("app/0_0/rocksdb", _file, "rocksdb directory .* is a file"),
+        ("app", _file, "creating the directory|is a file"),
+    ],
+)
+def test_a_path_of_the_wrong_kind_is_a_typed_error(tmp_path: Path, where: str, make: Any, match: str) -> None:
+    """A store, ``rocksdb/`` or task directory that is a file or a dangling link: a typed error, nothing written (KV-25)."""
+    make(tmp_path / where)
+    _refused(tmp_path, StoreStorageError, match)
+
+
+@pytest.mark.parametrize("name", [".checkpoint", "s.position"])
+def test_a_legacy_file_that_is_a_directory_is_refused_before_open_is_written(tmp_path: Path, name: str) -> None:
+    """``.checkpoint`` or ``<store>.position`` a directory: refused before the status is touched (KV-23, KV-25)."""
+    _filled(tmp_path)
+    (task_directory(tmp_path, "app", "0_0") / name).mkdir()
+    _refused(tmp_path, StoreStorageError, "is not a regular file")
+    shutil.rmtree(task_directory(tmp_path, "app", "0_0") / name)
+    _open(tmp_path).close()  # status still CLOSED: no unclean-shutdown refusal
+
+
+def _open_as(uid: int | None, state_dir: Path) -> tuple[int, str]:
+    """Open the store in a forked child, as ``uid`` (None: unchanged); the child's exit code and message.
+
+    Forked rather than executed: the dropped user may not be able to read the interpreter's installation.
+    """
+    import kstate.stores.offsets  # noqa: F401  (imported before the fork: the child may not read it)
+
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code, message = 5, ""
+        try:
+            os.close(reader)
+            signal.alarm(20)
+            if uid is not None:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+            try:
+                open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=state_dir).close()
+                code, message = 0, "opened"
+            except StoreStorageError as exc:
+                code, message = 3, f"refused: {exc}"
+            except BaseException as exc:
+                code, message = 4, f"untyped: {type(exc).__name__}: {exc}"
+        except BaseException as exc:
+            code, message = 6, f"cannot drop privileges: {exc}"
+        finally:
+            os.write(writer, message.encode("utf-8", "replace"))
+            os._exit(code)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as pipe:
+        message = pipe.read().decode()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), message
+
+
+def test_a_read_only_task_directory_refuses_migration_before_anything_moves(tmp_path: Path) -> None:
+    """Legacy offsets to migrate into a task directory the process cannot write: refused before the offsets
+    reach the store, the files untouched (KV-25, KV-55). Privileges are dropped, since root ignores modes."""
+    base = Path(tempfile.mkdtemp(prefix="kstate-ro-"))
+    try:
+        base.chmod(0o755)
+        _filled(base, offset=5)
+        task = task_directory(base, "app", "0_0")
+        (task / ".checkpoint").write_bytes(b"0\n1\napp-s-changelog 0 42\n")
+        uid: int | None = None
+        if os.geteuid() == 0:
+            # The database stays writable by the dropped user; the task directory (root's, 0755) does not.
+            uid = NOBODY
+            for dirpath, _, filenames in os.walk(task / "rocksdb"):
+                os.chown(dirpath, NOBODY, NOBODY)
+                for name in filenames:
+                    os.chown(os.path.join(dirpath, name), NOBODY, NOBODY)
+        else:
+            task.chmod(0o555)
+        before = tree(base)
+        code, message = _open_as(uid, base)
+        if code == 6:
+            pytest.skip(f"dropping privileges is impossible here: {message}")
+        assert code == 3, message
+        assert "not writable" in message
+        assert tree(base) == before
+    finally:
+        task = task_directory(base, "app", "0_0")
+        if task.exists():
+            task.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --- 6: RocksDB metadata lost ------------------------------------------------------------------------------
+
+
+def _lose_current(path: Path) -> None:
+    (path / "CURRENT").unlink()
+
+
+def _truncate_manifest(path: Path) -> None:
+    manifest = path / (path / "CURRENT").read_text().strip()
+    manifest.write_bytes(manifest.read_bytes()[:30])
+
+
+def _current_names_nothing(path: Path) -> None:
+    (path / "CURRENT").write_bytes(b"MANIFEST-999999\n")
+
+
+@pytest.mark.parametrize("damage", [_lose_current, _truncate_manifest, _current_names_nothing])
+def test_table_files_without_readable_metadata_are_refused_not_recreated(tmp_path: Path, damage: Any) -> None:
+    """No ``CURRENT``, a ``CURRENT`` naming no file, or a truncated ``MANIFEST`` beside table files: refused as
+    corrupt, twice, and neither open writes a new ``CURRENT`` or ``MANIFEST`` (KV-24)."""
+    path = _filled(tmp_path, n=500)
+    assert list(path.glob("*.sst"))
+    damage(path)
+    _refused(tmp_path, StoreCorruptedError, "store s")
+    _refused(tmp_path, StoreCorruptedError, "store s")
+
+
+@pytest.mark.parametrize("keep", [0.25, 0.5, 0.75, 0.97])
+def test_a_manifest_that_lost_its_tail_is_refused(tmp_path: Path, keep: float) -> None:
+    """A ``MANIFEST`` cut short reads as an older one (RocksDB takes a torn tail for the end): table files it
+    does not list and no offsets status are refused, not opened without their data (KV-24)."""
+    store = _open(tmp_path)
+    for flush in range(3):
+        for i in range(300):
+            store.put(b"k%d-%05d" % (flush, i), b"v" * 100)
+        store.commit({TP: flush})
+        store.engine.flush()
+    store.close()
+    path = store_directory(tmp_path, "app", "0_0", "s")
+    manifest = path / (path / "CURRENT").read_text().strip()
+    data = manifest.read_bytes()
+    manifest.write_bytes(data[: int(len(data) * keep)])
+    _refused(tmp_path, StoreCorruptedError, "store s")
+
+
+def test_an_empty_store_directory_is_created(tmp_path: Path) -> None:
+    """An existing but empty directory is a new store, as an absent one (KV-24)."""
+    store_directory(tmp_path, "app", "0_0", "s").mkdir(parents=True)
+    store = _open(tmp_path)
+    assert list(store.all()) == []
+    store.close()
+
+
+# --- 7: offsets the store cannot stand behind --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store_type", [StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS])
+def test_committed_offsets_without_their_data_family_are_refused(tmp_path: Path, store_type: StoreType) -> None:
+    """The data family dropped, the offset 99 still committed, no family holding data: refused (KV-57)."""
+    path = _filled(tmp_path, store_type)
+    data_cf = "keyValueWithTimestamp" if store_type is StoreType.TIMESTAMPED else "keyValueWithTimestampAndHeaders"
+    db = _raw(path)
+    db.drop_column_family(data_cf)
+    db.close()
+    _refused(tmp_path, StoreCorruptedError, "offsets ahead of data", store_type=store_type)
+
+
+def test_an_empty_store_with_committed_offsets_still_opens(tmp_path: Path) -> None:
+    """A store whose data family exists but is empty is not offsets ahead of data (KV-57)."""
+    store = _open(tmp_path, StoreType.TIMESTAMPED)
+    store.commit({TP: 99})
+    store.close()
+    store = _open(tmp_path, StoreType.TIMESTAMPED)
+    assert store.committed_offset(TP) == 99
+    store.close()
+
+
+def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(tmp_path: Path) -> None:
+    """A 3-byte committed offset: refused when the store opens, not when the offset is read (KV-57, OFF-3)."""
+    path = _filled(tmp_path)
+    _write_raw(path, "offsets", {b"app-s-changelog-0": b"\x00\x00\x63"})
+    _refused(tmp_path, StoreCorruptedError, "is 3 bytes, not an 8-byte long")
+    _refused(tmp_path, StoreCorruptedError, "is 3 bytes", ignore_invalid_state=True)
+
+
+@pytest.mark.parametrize("status", [b"\x07", (2).to_bytes(8, "big"), b""])
+def test_a_garbage_status_has_its_own_message(tmp_path: Path, status: bytes) -> None:
+    """A status neither OPEN nor CLOSED is refused as damaged, not as an unclean shutdown (KV-57, OFF-6)."""
+    path = _filled(tmp_path)
+    _write_raw(path, "offsets", {b"status": status})
+    before = tree(tmp_path)
+    with pytest.raises(StoreCorruptedError, match="neither OPEN nor CLOSED") as info:
+        _open(tmp_path)
+    assert "Invalid state" not in str(info.value)
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "name", ["../../escape", "a/b", "", ".", "..", "x" * 250, "caf\u00e9", "a b", "a\\b", "a:b", "a\x00b"]
+)
+@pytest.mark.parametrize("backend", list(Backend))
+def test_store_names_follow_kafkas_rule(tmp_path: Path, name: str, backend: Backend) -> None:
+    """Names Kafka's ``Named.validate`` refuses are refused, and nothing is created (KV-26)."""
+    before = tree(tmp_path)
+    with pytest.raises(InvalidStoreNameError):
+        open_kv_store(StoreType.KEY_VALUE, backend, name=name, state_dir=tmp_path)
+    assert tree(tmp_path) == before
+    assert not (tmp_path.parent / "escape").exists()
+
+
+@pytest.mark.parametrize("name", ["a.b_c-D9", "x" * 249, "...", "-"])
+def test_store_names_kafka_accepts_open(tmp_path: Path, name: str) -> None:
+    """ASCII letters, digits, ``.``, ``_`` and ``-`` up to 249 characters, ``.`` and ``..`` excepted (KV-26)."""
+    store = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name=name, state_dir=tmp_path)
+    store.close()
+    assert (tmp_path / "app" / "0_0" / "rocksdb" / name).is_dir()
+
+
+def _stores(tmp_path: Path) -> Iterator[Any]:
+    for backend in Backend:
+        yield open_kv_store(StoreType.KEY_VALUE, backend, name="s", state_dir=tmp_path / backend.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda s: s.commit({"t-0": 1}), "changelog_offsets"),
+        (lambda s: s.commit({TP: "1"}), "changelog_offsets"),
+        (lambda s: s.commit({TP: True}), "changelog_offsets"),
+        (lambda s: s.commit([(TP, 1)]), "changelog_offsets"),
+        (lambda s: s.commit({("t", "0"): 1}), "changelog_offsets"),
+        (lambda s: s.committed_offset(None), "partition"),
+        (lambda s: s.committed_offset("t-0"), "partition"),
+        (lambda s: s.put(1, b"v"), "key"),
+        (lambda s: s.put(b"k", "v"), "value"),
+    ],
+)
+def test_wrong_argument_types_are_typed_errors_naming_the_argument(tmp_path: Path, call: Any, argument: str) -> None:
+    """Wrong Python types: an :class:`InvalidArgumentError` naming the argument, and the store unchanged (KV-26)."""
+    for store in _stores(tmp_path):
+        store.put(b"k", b"v")
+        with pytest.raises(InvalidArgumentError) as info:
+            call(store)
+        assert info.value.argument == argument
+        assert list(store.all()) == [(b"k", b"v")]
+        store.close()
+
+
+@pytest.mark.parametrize(("kwargs", "argument"), [({"store_type": "kv2"}, "store_type"), ({"backend": "lmdb"}, "backend")])
+def test_unknown_factory_enums_name_the_argument(tmp_path: Path, kwargs: dict[str, str], argument: str) -> None:
+    """An unknown store type or backend string: a typed error naming the argument and the accepted values (KV-26)."""
+    arguments: dict[str, Any] = {"store_type": "kv", "backend": "rocksdb", **kwargs}
+    with pytest.raises(InvalidArgumentError, match="expected one of") as info:
+        open_kv_store(arguments["store_type"], arguments["backend"], name="s", state_dir=tmp_path)
+    assert info.value.argument == argument
+    assert tree(tmp_path) == {}
+
+
+# --- RocksDB options ------------------------------------------------------------------------------------------
+
+
+def test_table_options_are_kafkas(tmp_path: Path) -> None:
+    """A 50 MiB LRU block cache, 4 KiB blocks, a full 10-bit bloom filter, ``optimize_filters_for_hits``,
+    and the reference's own ``format_version`` 5 and atomic flush (KV-22, KV-21)."""
+    store = _open(tmp_path)
+    for i in range(3000):
+        store.put(b"k%05d" % i, b"v" * 50)
+    store.commit({})
+    store.engine.flush()
+    db = store.engine._db  # type: ignore[attr-defined]
+    assert int(db.property_value("rocksdb.block-cache-capacity")) == BLOCK_CACHE_SIZE
+    table = dict(
+        part.strip().split("=", 1) for part in db.property_value("rocksdb.aggregated-table-properties").split(";") if "=" in part
+    )
+    entries = int(table["# entries for filter"])
+    bits_per_key = int(table["filter block size"]) * 8 / entries
+    assert entries == 3000 and 9.5 <= bits_per_key <= 11, table
+    store.close()
+    path = store_directory(tmp_path, "app", "0_0", "s")
+    options = max(path.glob("OPTIONS-*"), key=lambda file: int(file.name.split("-")[1])).read_text()
+    for cf in ("default", "offsets"):
+        section = options.split(f'[TableOptions/BlockBasedTable "{cf}"]')[1].split("[")[0]
+        for setting in ("block_size=4096", "filter_policy=bloomfilter", "format_version=5", "partition_filters=false"):
+            assert f"  {setting}\n" in section, (cf, setting)
+        cf_section = options.split(f'[CFOptions "{cf}"]')[1].split("[")[0]
+        assert "  optimize_filters_for_hits=true\n" in cf_section
+    assert "  atomic_flush=true\n" in options.split("[DBOptions]")[1].split("[")[0]
+
+
+def test_a_first_open_failing_after_the_database_was_created_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure that no check foresaw, after RocksDB created the store: the created directories go again (KV-23)."""
+    from kstate.stores.offsets import StoreOffsets
+
+    def fail(self: StoreOffsets, ignore_invalid_state: bool) -> None:
+        raise StoreStorageError("s", "injected failure after the database was created")
+
+    monkeypatch.setattr(StoreOffsets, "open", fail)
+    (tmp_path / "state").mkdir()
+    before = tree(tmp_path)
+    with pytest.raises(StoreStorageError, match="injected"):
+        _open(tmp_path / "state")
+    assert tree(tmp_path) == before
