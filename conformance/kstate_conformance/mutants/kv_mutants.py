@@ -904,17 +904,15 @@ def _memory_rebuild_minus_one_mutant() -> dict[str, Handler]:
 
 
 class _CommittedReads:
-    """Reads go to the database only: writes staged since the last commit are invisible (KV-51)."""
+    """``get`` goes to the database only: writes staged since the last commit are invisible to it (KV-51)."""
 
-    def _open_column_families(self) -> Any:
-        from kstate.stores.kv import StagedEngine
+    def get(self, key: bytes) -> bytes | None:
+        from kstate.stores.kv import SingleColumnFamilyAccessor
 
-        class CommittedOnly(StagedEngine):
-            def read(self, cf: str, key: bytes) -> bytes | None:
-                return self.engine.get(cf, key)
-
-        self._staged.__class__ = CommittedOnly  # type: ignore[attr-defined]
-        return super()._open_column_families()  # type: ignore[misc]
+        accessor = self._accessor  # type: ignore[attr-defined]
+        if key is None or not isinstance(accessor, SingleColumnFamilyAccessor) or not self.is_open:  # type: ignore[attr-defined]
+            return super().get(key)  # type: ignore[misc,no-any-return]
+        return self._engine.get(accessor.cf, key)  # type: ignore[attr-defined,no-any-return]
 
 
 @mutant("kv-reads-miss-staged-writes", "get reads committed data only, not writes staged since the last commit",
@@ -1033,7 +1031,7 @@ def _open_committing_unknown(store_type: StoreType, backend: Backend, **options:
     before = read_checkpoint_file(path) if path is not None and path.is_file() else {}
     store = open_kv_store(store_type, backend, **options)
     unknown = {TopicPartition(t, p): -4 for (t, p), offset in before.items()
-               if offset is None and (t, p) in {(tp.topic, tp.partition) for tp in store.changelog_partitions}}  # type: ignore[attr-defined]
+               if offset in (None, -4) and (t, p) in {(tp.topic, tp.partition) for tp in store.changelog_partitions}}  # type: ignore[attr-defined]
     if unknown:
         store.commit(unknown)  # the -4 sentinel taken for an offset
     return store
@@ -1102,3 +1100,88 @@ def _no_headers_as_null(payload: JsonDict, out: JsonDict) -> JsonDict:
         FAMILY, rules=("KV-62", "HV-7"))
 def _facade_no_headers_null() -> dict[str, Handler]:
     return _answer("store.get_typed", _no_headers_as_null)
+
+
+# KV-17, UPG-3, UPG-4 -------------------------------------------------------------------------------------------------
+
+
+def _peek_by_next(payload: JsonDict) -> JsonDict:
+    out = call("store.iterator_next", {"iterator": payload.get("iterator"), "max": 1})
+    if "error" in out:
+        return out
+    entries = out["entries"]
+    return {"key": entries[0][0] if entries else None}
+
+
+@mutant("kv-peek-consumes", "peekNextKey is next() keeping only the key: the entry is consumed", FAMILY,
+        rules=("KV-17",))
+def _peek_consumes() -> dict[str, Handler]:
+    return {"store.iterator_peek_next_key": _peek_by_next}
+
+
+def _wipe_entries_only(payload: JsonDict) -> JsonDict:
+    from kstate.stores.engine import WriteBatch, list_column_families
+
+    path = store_directory(str(payload["state_dir"]), str(payload.get("application_id", "app")),
+                           str(payload.get("task_id", "0_0")), str(payload["name"]))
+    if not list_column_families(path):
+        return {}
+    engine = RocksDBEngine(path)
+    try:
+        batch = WriteBatch()
+        for cf in engine.column_families():
+            cursor = engine.iterate(cf)
+            try:
+                for key, _ in cursor:
+                    batch.delete(cf, key)
+            finally:
+                cursor.close()
+        engine.write(batch)
+    finally:
+        engine.close()
+    return {}
+
+
+@mutant("kv-wipe-keeps-column-families", "wiping a refused store deletes its entries but keeps the database", FAMILY,
+        rules=("UPG-3",))
+def _wipe_keeps_column_families() -> dict[str, Handler]:
+    return {"store.wipe": _wipe_entries_only}
+
+
+def _rewrite_checkpoint(store: Any, keep: Callable[[tuple[str, int], int | None], bool]) -> None:
+    from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file
+
+    if store.task_dir is None:
+        return
+    path = task_checkpoint_path(store.task_dir)
+    entries = read_checkpoint_file(path)
+    write_checkpoint_file(path, {tp: off for tp, off in entries.items() if keep((tp[0], tp[1]), off)})
+
+
+class _DowngradeOverwritesCheckpoint:
+    """The downgrade ``.checkpoint`` holds this store's partitions only: other stores' entries are lost (OFF-20)."""
+
+    def close_for_downgrade(self) -> None:
+        super().close_for_downgrade()  # type: ignore[misc]
+        mine = {(tp.topic, tp.partition) for tp in self.changelog_partitions}  # type: ignore[attr-defined]
+        _rewrite_checkpoint(self, lambda tp, _offset: tp in mine)
+
+
+@mutant("kv-downgrade-checkpoint-overwritten", "the downgrade .checkpoint drops the other stores' entries", FAMILY,
+        rules=("UPG-4", "OFF-20"))
+def _downgrade_checkpoint_overwritten() -> dict[str, Handler]:
+    return _stores_with(_DowngradeOverwritesCheckpoint, _ROCKSDB)
+
+
+class _DowngradeOmitsUncommitted:
+    """A partition without a committed offset is left out of the downgrade ``.checkpoint``, not written -4 (OFF-20)."""
+
+    def close_for_downgrade(self) -> None:
+        super().close_for_downgrade()  # type: ignore[misc]
+        _rewrite_checkpoint(self, lambda _tp, offset: offset not in (None, -4))
+
+
+@mutant("kv-downgrade-omits-uncommitted", "the downgrade .checkpoint leaves out partitions without an offset", FAMILY,
+        rules=("UPG-4", "OFF-20"))
+def _downgrade_omits_uncommitted() -> dict[str, Handler]:
+    return _stores_with(_DowngradeOmitsUncommitted, _ROCKSDB)
