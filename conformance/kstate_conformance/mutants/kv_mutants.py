@@ -832,10 +832,21 @@ def _plain_to_headers_as_timestamped() -> dict[str, Handler]:
 
 
 class _AllFamiliesOpened:
-    """Opens every column family on disk, so an older store type accepts a newer directory (UPG-1)."""
+    """Opens every column family on disk and plans with the ones it knows, ignoring the others: an older store
+    type accepts a newer directory (UPG-1)."""
 
     def _check_known_column_families(self, existing: Any) -> None:
         return None
+
+    def _open_column_families(self) -> Any:
+        engine = self._engine  # type: ignore[attr-defined]
+        known = self.known_column_families(self._manage_offsets)  # type: ignore[attr-defined]
+        every = engine.column_families
+        engine.column_families = lambda: [cf for cf in every() if cf in known]
+        try:
+            return super()._open_column_families()  # type: ignore[misc]
+        finally:
+            del engine.column_families
 
 
 @mutant("kv-older-type-opens-newer-directory", "an older store type opens a directory holding families it does not know",
@@ -950,7 +961,7 @@ class _PositionNotLoaded:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._position = {}
+        self._position: dict[str, dict[int, int]] = {}
 
 
 @mutant("kv-position-not-loaded", "the stored position is not loaded at open", FAMILY, rules=("KV-54",))
@@ -1155,7 +1166,8 @@ def _rewrite_checkpoint(store: Any, keep: Callable[[tuple[str, int], int | None]
         return
     path = task_checkpoint_path(store.task_dir)
     entries = read_checkpoint_file(path)
-    write_checkpoint_file(path, {tp: off for tp, off in entries.items() if keep((tp[0], tp[1]), off)})
+    write_checkpoint_file(path, {tp: -4 if off is None else off for tp, off in entries.items()
+                                 if keep((tp[0], tp[1]), off)})
 
 
 class _DowngradeOverwritesCheckpoint:
