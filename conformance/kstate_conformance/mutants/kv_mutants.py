@@ -1,8 +1,10 @@
 """Mutants of the key-value store family: the reference stores and layers, each with one realistic bug.
 
-Every mutant replaces ``store.open`` only: it builds its stores with a :class:`StoreBuilder` whose bytes
+Most mutants replace ``store.open`` only: it builds its stores with a :class:`StoreBuilder` whose bytes
 store, change-logging layer, cache or restorer is a subclass of the reference's with the bug. The other
-``store.*`` operations are the reference's, acting on whatever ``store.open`` registered.
+``store.*`` operations are the reference's, acting on whatever ``store.open`` registered. Bugs of an
+adapter's own translation (an answer or an argument mishandled) replace that one operation. Each mutant
+names the rules it breaks; every ``required`` KV and UPG rule has at least one (spec/README.md).
 """
 
 from __future__ import annotations

@@ -506,7 +506,7 @@ def store_iterator_next(payload: JsonDict) -> JsonDict:
     return {"entries": _entries(iterator, int(payload.get("max", 1)))}
 
 
-@op("store.iterator_peek_next_key", rules=["CACHE-7"])
+@op("store.iterator_peek_next_key", rules=["CACHE-7", "KV-17"])
 def store_iterator_peek_next_key(payload: JsonDict) -> JsonDict:
     """The next key without consuming it (null at the end)."""
     return {"key": tohex(_iterator(payload).peek_next_key())}
