@@ -747,7 +747,7 @@ def _writes_keep_legacy() -> dict[str, Handler]:
 class _PutIfAbsentWithoutMigration:
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
         if key is None:
-            return super().put_if_absent(key, value)  # type: ignore[misc,no-any-return]
+            return super().put_if_absent(key, value)
         self._check_open()  # type: ignore[attr-defined]
         original = self._get_only(key)  # type: ignore[attr-defined]
         if original is None:
