@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kstate_conformance.spec_rules import SpecFormatError, load_rules, parse_document
-from kstate_conformance.traceability import analyse
+from kstate_conformance.mutants import Mutant
+from kstate_conformance.spec_rules import Rule, SpecFormatError, load_rules, parse_document
+from kstate_conformance.traceability import MUTANT_COVERED_PREFIXES, analyse, mutant_coverage
 
 
 def test_every_rule_has_a_test_and_every_test_a_rule() -> None:
@@ -17,6 +18,26 @@ def test_every_rule_has_a_test_and_every_test_a_rule() -> None:
     assert trace.uncovered == [], f"rules no test cites: {trace.uncovered}"
     assert trace.unknown == {}, f"citations of rules that do not exist: {sorted(trace.unknown)}"
     assert trace.untagged_tests == [], f"conformance tests citing no rule: {trace.untagged_tests}"
+
+
+def test_every_required_rule_of_the_checked_families_is_broken_by_a_mutant() -> None:
+    # A citation proves nothing until a broken implementation fails it (issue 15); tests/test_mutants.py kills them.
+    trace = analyse()
+    assert trace.without_mutant == [], f"required rules no mutant breaks: {trace.without_mutant}"
+    assert trace.unknown_mutant_rules == {}, f"mutants citing rules that do not exist: {trace.unknown_mutant_rules}"
+
+
+def _rule(rule_id: str, level: str = "required") -> Rule:
+    return Rule(rule_id, "t", level, "s", "4.3", "x.md", "text")
+
+
+def test_mutant_coverage_names_uncovered_required_rules_and_unknown_citations() -> None:
+    assert "KV" in MUTANT_COVERED_PREFIXES and "UPG" in MUTANT_COVERED_PREFIXES
+    rules = {r.id: r for r in (_rule("KV-1"), _rule("KV-2"), _rule("KV-3", "tentative"), _rule("ZZ-1"))}
+    mutants = {"m": Mutant("m", "d", "kv", {}, ("KV-1", "KV-99"))}
+    without, unknown = mutant_coverage(rules, mutants)
+    assert without == ["KV-2"]  # KV-3 is not required, ZZ is not a checked family
+    assert unknown == {"m": ["KV-99"]}
 
 
 def test_every_rule_states_level_source_and_kafka_version() -> None:

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kstate_conformance.mutants import Mutant, all_mutants
@@ -24,6 +24,8 @@ class MutantResult:
     killed: bool
     seconds: float
     first_failure: str
+    # The spec rules the mutant breaks (Mutant.rules): what its death proves the suite checks.
+    rules: tuple[str, ...] = field(default=())
 
 
 TESTS_PACKAGE = "kstate_conformance.tests"
@@ -75,7 +77,8 @@ def run_one(mutant: Mutant, extra: list[str] | None = None, timeout: float = 600
             failure = f"suite did not run (exit {proc.returncode}): {proc.stdout[-400:]}{proc.stderr[-400:]}"
     except subprocess.TimeoutExpired:
         killed, failure = False, f"timed out after {timeout:.0f} s"
-    return MutantResult(mutant.name, mutant.family, mutant.description, killed, time.monotonic() - start, failure)
+    return MutantResult(mutant.name, mutant.family, mutant.description, killed, time.monotonic() - start, failure,
+                        mutant.rules)
 
 
 def run_all(
@@ -83,29 +86,48 @@ def run_all(
     workers: int = 2,
     on_result: Callable[[MutantResult], None] | None = None,
 ) -> list[MutantResult]:
-    """Run every mutant (or the named ones), ``workers`` at a time."""
+    """Run every mutant (or the named ones), ``workers`` at a time; ``on_result`` hears each one as it is
+    decided (in the calling thread), the results come back in the order asked."""
     mutants = all_mutants()
+    unknown = [n for n in names or [] if n not in mutants]
+    if unknown:
+        raise LookupError(f"no mutant named {', '.join(map(repr, unknown))}")
     chosen = [mutants[n] for n in names] if names else list(mutants.values())
-    results: list[MutantResult] = []
+    results: dict[str, MutantResult] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for result in pool.map(run_one, chosen):
-            results.append(result)
+        futures = [pool.submit(run_one, m) for m in chosen]
+        for future in as_completed(futures):
+            result = future.result()
+            results[result.name] = result
             if on_result:
                 on_result(result)
-    return results
+    return [results[m.name] for m in chosen]
 
 
-def write_mutation_report(results: list[MutantResult], directory: Path) -> None:
-    """``mutation.md`` and ``mutation.json``: each mutant, whether the suite killed it, and the mutation score."""
+def describe_result(result: MutantResult) -> str:
+    """One line for a decided mutant: verdict, time, the rules it breaks, and what killed it."""
+    verdict = "killed" if result.killed else "SURVIVED"
+    rules = f" [{', '.join(result.rules)}]" if result.rules else ""
+    line = f"mutant {result.name}{rules}: {verdict} in {result.seconds:.1f} s"
+    return f"{line} by {result.first_failure}" if result.first_failure else line
+
+
+def write_mutation_report(results: list[MutantResult], directory: Path, without_mutant: list[str] | None = None) -> None:
+    """``mutation.md`` and ``mutation.json``: each mutant, the rules it breaks, whether the suite killed it, the
+    mutation score, and the required rules no mutant breaks (``without_mutant``)."""
     directory.mkdir(parents=True, exist_ok=True)
     killed = sum(r.killed for r in results)
     score = f"{killed}/{len(results)} mutants killed ({100 * killed / len(results):.0f}%)" if results else "no mutants"
     lines = ["# Mutation analysis", "", f"Mutation score: {score}.", "",
-             "| mutant | family | verdict | seconds | description | first failing test |", "|---|---|---|---|---|---|"]
+             "| mutant | family | rules | verdict | seconds | description | first failing test |",
+             "|---|---|---|---|---|---|---|"]
     for r in sorted(results, key=lambda r: (r.family, r.name)):
-        lines.append(f"| {r.name} | {r.family} | {'killed' if r.killed else '**SURVIVED**'} | {r.seconds:.1f} "
-                     f"| {r.description.replace('|', '/')} | {r.first_failure.replace('|', '/')[:120]} |")
+        lines.append(f"| {r.name} | {r.family} | {', '.join(r.rules)} | {'killed' if r.killed else '**SURVIVED**'} "
+                     f"| {r.seconds:.1f} | {r.description.replace('|', '/')} | {r.first_failure.replace('|', '/')[:120]} |")
+    if without_mutant is not None:
+        lines += ["", f"Required rules no mutant breaks: {', '.join(without_mutant) or 'none'}."]
     (directory / "mutation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (directory / "mutation.json").write_text(
-        json.dumps({"killed": killed, "total": len(results), "mutants": [asdict(r) for r in results]}, indent=1),
-        encoding="utf-8")
+    document: dict[str, object] = {"killed": killed, "total": len(results), "mutants": [asdict(r) for r in results]}
+    if without_mutant is not None:
+        document["required_rules_without_mutant"] = without_mutant
+    (directory / "mutation.json").write_text(json.dumps(document, indent=1), encoding="utf-8")

@@ -1,20 +1,39 @@
 """Every spec rule is checked by a test, and every test names rules that exist (spec/README.md).
 
 Rule citations are read statically: ``@rules("ID", ...)`` markers in the shipped test modules, and
-the ``rules`` of every golden fixture case.
+the ``rules`` of every golden fixture case. A citation proves nothing until a broken implementation fails
+it: every ``required`` rule of the families in :data:`MUTANT_COVERED_PREFIXES` must also be broken by a
+mutant (``Mutant.rules``), which the mutation analysis proves the suite kills.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kstate_conformance.data import fixtures_dir
-from kstate_conformance.spec_rules import load_rules
+from kstate_conformance.mutants import Mutant, all_mutants
+from kstate_conformance.spec_rules import Rule, load_rules
 
 TESTS_DIR = Path(__file__).resolve().parent / "tests"
+
+#: The rule prefixes whose every ``required`` rule needs a mutant breaking it; one a line, so merges stay easy.
+MUTANT_COVERED_PREFIXES = (
+    "KV",
+    "UPG",
+    "CACHE",
+    "RST",
+    "OFF",
+    "CL",
+    "LAY",
+    "TSKV",
+    "HV",
+    "HDR",
+    "PRIM",
+)
 
 
 @dataclass
@@ -23,6 +42,9 @@ class Traceability:
     cited_by: dict[str, set[str]] = field(default_factory=dict)
     unknown: dict[str, set[str]] = field(default_factory=dict)
     untagged_tests: list[str] = field(default_factory=list)
+    # Required rules of MUTANT_COVERED_PREFIXES that no mutant breaks, and mutants citing rules that do not exist.
+    without_mutant: list[str] = field(default_factory=list)
+    unknown_mutant_rules: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def uncovered(self) -> list[str]:
@@ -30,7 +52,30 @@ class Traceability:
 
     @property
     def ok(self) -> bool:
-        return not self.uncovered and not self.unknown and not self.untagged_tests
+        return (not self.uncovered and not self.unknown and not self.untagged_tests
+                and not self.without_mutant and not self.unknown_mutant_rules)
+
+
+def rule_prefix(rule_id: str) -> str:
+    return rule_id.rsplit("-", 1)[0]
+
+
+def _rule_order(rule_id: str) -> tuple[str, int]:
+    prefix, _, number = rule_id.rpartition("-")
+    return prefix, int(number) if number.isdigit() else -1
+
+
+def mutant_coverage(
+    rules: Mapping[str, Rule] | None = None, mutants: Mapping[str, Mutant] | None = None,
+) -> tuple[list[str], dict[str, list[str]]]:
+    """The required rules of :data:`MUTANT_COVERED_PREFIXES` no mutant breaks, and ``{mutant: unknown rules}``."""
+    rules = load_rules() if rules is None else rules
+    mutants = all_mutants() if mutants is None else mutants
+    broken = {r for m in mutants.values() for r in m.rules}
+    without = sorted((r.id for r in rules.values() if r.level == "required"
+                      and rule_prefix(r.id) in MUTANT_COVERED_PREFIXES and r.id not in broken), key=_rule_order)
+    unknown = {m.name: sorted(set(m.rules) - set(rules)) for m in mutants.values() if set(m.rules) - set(rules)}
+    return without, unknown
 
 
 def _marker_rules(decorator: ast.expr) -> list[str] | None:
@@ -73,10 +118,13 @@ def fixture_citations(root: Path | None = None) -> dict[str, set[str]]:
 
 
 def analyse() -> Traceability:
-    rules = set(load_rules())
+    loaded = load_rules()
+    rules = set(loaded)
     cited, untagged = marker_citations()
     for rule, cases in fixture_citations().items():
         cited.setdefault(rule, set()).update(cases)
     unknown = {r: ids for r, ids in cited.items() if r not in rules}
+    without_mutant, unknown_mutant_rules = mutant_coverage(loaded)
     return Traceability(rules=rules, cited_by={r: ids for r, ids in cited.items() if r in rules},
-                        unknown=unknown, untagged_tests=untagged)
+                        unknown=unknown, untagged_tests=untagged, without_mutant=without_mutant,
+                        unknown_mutant_rules=unknown_mutant_rules)

@@ -182,26 +182,47 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
 def cmd_mutants(args: argparse.Namespace) -> int:
     from kstate_conformance.mutants import all_mutants
-    from kstate_conformance.mutation import run_all
+    from kstate_conformance.mutation import MutantResult, describe_result, run_all, write_mutation_report
+    from kstate_conformance.traceability import MUTANT_COVERED_PREFIXES, mutant_coverage
 
     names = args.names or None
-    total = len(names) if names else len(all_mutants())
+    known = all_mutants()
+    unknown = [n for n in names or [] if n not in known]
+    if unknown:
+        err_console.print(f"[red]error:[/red] no mutant named {', '.join(unknown)}")
+        return 2
+    total = len(names) if names else len(known)
     with _progress() as progress:
         task = progress.add_task("running the suite on mutants", total=total)
-        results = run_all(names, workers=args.workers, on_result=lambda _r: progress.advance(task))
+
+        def decided(result: MutantResult) -> None:
+            # Each mutant as it is decided: the analysis takes minutes and must not be silent.
+            style = "green" if result.killed else "red"
+            line = describe_result(result)
+            if err_console.is_terminal:
+                progress.console.print(f"[{style}]{line}[/{style}]", soft_wrap=True, highlight=False, markup=True)
+            else:
+                err_console.print(line, soft_wrap=True, highlight=False, markup=False)
+            progress.advance(task)
+
+        results = run_all(names, workers=args.workers, on_result=decided)
     table = Table(title="Mutation analysis")
-    for column in ("mutant", "family", "verdict", "seconds", "first failing test"):
+    for column in ("mutant", "family", "rules", "verdict", "seconds", "first failing test"):
         table.add_column(column)
     for r in sorted(results, key=lambda r: (r.family, r.name)):
-        table.add_row(r.name, r.family, "[green]killed[/green]" if r.killed else "[red]SURVIVED[/red]",
+        table.add_row(r.name, r.family, ", ".join(r.rules), "[green]killed[/green]" if r.killed else "[red]SURVIVED[/red]",
                       f"{r.seconds:.1f}", r.first_failure[:90])
     console.print(table)
     killed = sum(r.killed for r in results)
     console.print(f"mutation score: {killed}/{len(results)} killed")
+    without_mutant, unknown_rules = mutant_coverage()
+    console.print(f"required rules of {', '.join(MUTANT_COVERED_PREFIXES)} that no mutant breaks: "
+                  f"{len(without_mutant)}" + (f" ({', '.join(without_mutant)})" if without_mutant else ""),
+                  soft_wrap=True, markup=False)
+    for name, rules in sorted(unknown_rules.items()):
+        console.print(f"[red]mutant {name} cites rules that do not exist:[/red] {', '.join(rules)}")
     if args.report:
-        from kstate_conformance.mutation import write_mutation_report
-
-        write_mutation_report(results, Path(args.report))
+        write_mutation_report(results, Path(args.report), without_mutant)
         console.print(f"mutation report written to {args.report}/mutation.md")
     return 0 if killed == len(results) else 1
 
@@ -223,6 +244,10 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         console.print(f"[red]unknown rule[/red] {rule} cited by {', '.join(sorted(ids)[:3])}")
     for test in trace.untagged_tests:
         console.print(f"[red]test cites no rule[/red] {test}")
+    for rule in trace.without_mutant:
+        console.print(f"[red]no mutant breaks[/red] {rule} (required)")
+    for name, rules in sorted(trace.unknown_mutant_rules.items()):
+        console.print(f"[red]mutant cites unknown rules[/red] {name}: {', '.join(rules)}")
     return 0 if trace.ok else 1
 
 

@@ -1,8 +1,10 @@
 """Mutants of the key-value store family: the reference stores and layers, each with one realistic bug.
 
-Every mutant replaces ``store.open`` only: it builds its stores with a :class:`StoreBuilder` whose bytes
+Most mutants replace ``store.open`` only: it builds its stores with a :class:`StoreBuilder` whose bytes
 store, change-logging layer, cache or restorer is a subclass of the reference's with the bug. The other
-``store.*`` operations are the reference's, acting on whatever ``store.open`` registered.
+``store.*`` operations are the reference's, acting on whatever ``store.open`` registered. Bugs of an
+adapter's own translation (an answer or an argument mishandled) replace that one operation. Each mutant
+names the rules it breaks; every ``required`` KV and UPG rule has at least one (spec/README.md).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
         if Backend(backend) is Backend.MEMORY:
             return cls(name)
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state)
+        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **options)
 
     return open_store
 
@@ -90,7 +92,8 @@ class _MigratingHeadersStore(_MigratingIterators, RocksDBTimestampedStoreWithHea
     pass
 
 
-@mutant("kv-migrating-iterator", "dual-column-family iterators migrate the legacy entries they return", FAMILY)
+@mutant("kv-migrating-iterator", "dual-column-family iterators migrate the legacy entries they return", FAMILY,
+        rules=("KV-35",))
 def _migrating_iterator() -> dict[str, Handler]:
     classes: StoreClasses = {(StoreType.TIMESTAMPED, Backend.ROCKSDB): _MigratingTimestampedStore,
                              (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _MigratingHeadersStore}
@@ -110,7 +113,7 @@ class _DeleteSkipsAbsentTombstone(ChangeLoggingKeyValueBytesStore):
         return previous
 
 
-@mutant("kv-delete-skips-tombstone", "delete logs no tombstone when the key was absent", FAMILY)
+@mutant("kv-delete-skips-tombstone", "delete logs no tombstone when the key was absent", FAMILY, rules=("CL-3",))
 def _delete_skips_tombstone() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=_DeleteSkipsAbsentTombstone))
 
@@ -132,7 +135,7 @@ def _processing_time_logging(inner: KeyValueBytesStore, store_type: StoreType, c
 
 
 @mutant("kv-changelog-processing-time", "timestamped stores log the context timestamp instead of the stored one",
-        FAMILY)
+        FAMILY, rules=("CL-4",))
 def _changelog_processing_time() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=_processing_time_logging))
 
@@ -146,7 +149,8 @@ class _PutIfAbsentAlwaysLogs(ChangeLoggingKeyValueBytesStore):
         return previous
 
 
-@mutant("kv-put-if-absent-logs-when-present", "putIfAbsent logs the new value even when the key was present", FAMILY)
+@mutant("kv-put-if-absent-logs-when-present", "putIfAbsent logs the new value even when the key was present", FAMILY,
+        rules=("CL-3",))
 def _put_if_absent_always_logs() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=_PutIfAbsentAlwaysLogs))
 
@@ -167,7 +171,8 @@ class _OffsetsFirst:
         self._engine.write(offsets_store.commit_batch(offsets, self._position))  # type: ignore[attr-defined]
 
 
-@mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data", FAMILY)
+@mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data", FAMILY,
+        rules=("KV-50",))
 def _offsets_outside_data_batch() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_OffsetsFirst))))
 
@@ -188,7 +193,8 @@ class _UnflushedRestore:
             options.disable_wal = False
 
 
-@mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after it loses it", FAMILY)
+@mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after it loses it", FAMILY,
+        rules=("RST-8",))
 def _restore_unflushed() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_UnflushedRestore))))
 
@@ -201,7 +207,8 @@ def _timestamp_blind_restore(store: KeyValueBytesStore, store_type: StoreType, r
     return restore(store, store_type, blind, batch_size=batch_size, after_batch=after_batch)
 
 
-@mutant("kv-restore-ignores-record-timestamp", "restore stamps values with -1 instead of the record timestamp", FAMILY)
+@mutant("kv-restore-ignores-record-timestamp", "restore stamps values with -1 instead of the record timestamp", FAMILY,
+        rules=("RST-2",))
 def _restore_ignores_record_timestamp() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, restorer=_timestamp_blind_restore))
 
@@ -230,7 +237,8 @@ class _LiveKeysInMemoryStore(InMemoryKeyValueStore):
                 yield last, value
 
 
-@mutant("kv-memory-iterator-sees-inserts", "in-memory iterators walk the live map and see keys inserted later", FAMILY)
+@mutant("kv-memory-iterator-sees-inserts", "in-memory iterators walk the live map and see keys inserted later", FAMILY,
+        rules=("KV-41",))
 def _memory_iterator_sees_inserts() -> dict[str, Handler]:
     classes: StoreClasses = {(t, Backend.MEMORY): (lambda name, _t=t: _live_keys_store(name, _t)) for t in StoreType}
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
@@ -263,7 +271,8 @@ def _key_order_caching(inner: KeyValueBytesStore, context: RecordContextHolder, 
     return store
 
 
-@mutant("kv-cache-flush-in-key-order", "the cache flushes dirty entries in key order, not write order", FAMILY)
+@mutant("kv-cache-flush-in-key-order", "the cache flushes dirty entries in key order, not write order", FAMILY,
+        rules=("CACHE-3",))
 def _cache_flush_in_key_order() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, caching_layer=_key_order_caching))
 
@@ -282,7 +291,7 @@ def _tombstone_skipping_caching(inner: KeyValueBytesStore, context: RecordContex
 
 
 @mutant("kv-cache-drops-absent-tombstones", "without a flush listener, cached tombstones of absent keys are dropped",
-        FAMILY)
+        FAMILY, rules=("CACHE-5",))
 def _cache_drops_absent_tombstones() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, caching_layer=_tombstone_skipping_caching))
 
@@ -311,7 +320,8 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
                                                       engine=engine, **options)
 
 
-@mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY)
+@mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY,
+        rules=("KV-21", "LAY-9"))
 def _tables_newest_format() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_newest_table_format))
 
@@ -320,7 +330,8 @@ def _open_without_migration(store_type: StoreType, backend: Backend, **options: 
     return open_kv_store(store_type, backend, **{**options, "migrate_legacy_files": False})
 
 
-@mutant("kv-legacy-checkpoint-ignored", "a task's pre-4.3 .checkpoint is left unread at open (KV-55)", FAMILY)
+@mutant("kv-legacy-checkpoint-ignored", "a task's pre-4.3 .checkpoint is left unread at open (KV-55)", FAMILY,
+        rules=("KV-55", "OFF-19"))
 def _legacy_checkpoint_ignored() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_without_migration))
 
@@ -330,7 +341,8 @@ def _open_as_current_reader(store_type: StoreType, backend: Backend, **options: 
     return open_kv_store(store_type, backend, **options)
 
 
-@mutant("kv-old-reader-opens-offsets", "a pre-4.3 reader opens a store holding the offsets family (UPG-2)", FAMILY)
+@mutant("kv-old-reader-opens-offsets", "a pre-4.3 reader opens a store holding the offsets family (UPG-2)", FAMILY,
+        rules=("UPG-2",))
 def _old_reader_opens_offsets() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_as_current_reader))
 
@@ -343,12 +355,13 @@ class _PlainDowngradeClose:
 
 
 @mutant("kv-downgrade-close-plain", "closing for a downgrade writes no .checkpoint and keeps the offsets family",
-        FAMILY)
+        FAMILY, rules=("UPG-4", "OFF-20"))
 def _downgrade_close_plain() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_PlainDowngradeClose))))
 
 
-@mutant("kv-facade-eager-headers", "the headers facade parses the header bytes on every read (KV-62, HV-10)", FAMILY)
+@mutant("kv-facade-eager-headers", "the headers facade parses the header bytes on every read (KV-62, HV-10)", FAMILY,
+        rules=("KV-62", "HV-10"))
 def _facade_eager_headers() -> dict[str, Handler]:
     def get_typed(payload: JsonDict) -> JsonDict:
         out = call("store.get_typed", {**payload, "fields": ["value", "timestamp", "headers"]})
@@ -358,3 +371,833 @@ def _facade_eager_headers() -> dict[str, Handler]:
         return out if not asked else {"found": True, **{f: out[f] for f in asked if f in out}}
 
     return {"store.get_typed": get_typed}
+
+
+# --- one mutant per required KV / UPG rule (issue 15): each a realistic porting bug, each breaking one rule ----
+
+
+def _memory_store_class(store_type: StoreType) -> type[InMemoryKeyValueStore]:
+    from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders
+    from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore
+
+    return {StoreType.KEY_VALUE: InMemoryKeyValueStore, StoreType.TIMESTAMPED: InMemoryTimestampedKeyValueStore,
+            StoreType.TIMESTAMPED_WITH_HEADERS: InMemoryTimestampedKeyValueStoreWithHeaders}[store_type]
+
+
+def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
+                  store_types: Sequence[StoreType] = tuple(StoreType)) -> StoreClasses:
+    """The store classes of ``store_types`` on ``backends`` with ``mixin`` in front of them."""
+    classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
+    for store_type in store_types:
+        for backend in backends:
+            base: type = rocksdb_store_class(store_type) if backend is Backend.ROCKSDB else _memory_store_class(store_type)
+            classes[(store_type, backend)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
+    return classes
+
+
+def _stores_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
+                 store_types: Sequence[StoreType] = tuple(StoreType)) -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_classes_with(mixin, backends, store_types))))
+
+
+def _answer(op_name: str, change: Callable[[JsonDict, JsonDict], JsonDict]) -> dict[str, Handler]:
+    """The reference's ``op_name`` with its answer passed through ``change(payload, answer)`` (errors untouched)."""
+
+    def handler(payload: JsonDict) -> JsonDict:
+        out = call(op_name, payload)
+        return out if "error" in out else change(payload, out)
+
+    return {op_name: handler}
+
+
+def _asking(op_name: str, change: Callable[[JsonDict], JsonDict]) -> dict[str, Handler]:
+    """The reference's ``op_name`` called with ``change(payload)`` instead of the payload given."""
+    return {op_name: lambda payload: call(op_name, change(payload))}
+
+
+def _handle_of(payload: JsonDict) -> Any:
+    from kstate.ops import store_ops
+
+    return store_ops._HANDLES.get(str(payload.get("handle")))
+
+
+_ROCKSDB = (Backend.ROCKSDB,)
+_MEMORY = (Backend.MEMORY,)
+_UPGRADING = (StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS)
+
+
+# KV-1 ---------------------------------------------------------------------------------------------------------
+
+
+class _NoPutAll:
+    def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        from kstate.stores.api import ProcessorStateError
+
+        raise ProcessorStateError(f"putAll is not supported by store {self.name}")  # type: ignore[attr-defined]
+
+
+@mutant("kv-memory-headers-no-put-all", "the in-memory headers store leaves putAll unimplemented", FAMILY,
+        rules=("KV-1",))
+def _memory_headers_no_put_all() -> dict[str, Handler]:
+    return _stores_with(_NoPutAll, _MEMORY, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+
+
+# KV-2 ... KV-10: the operations -----------------------------------------------------------------------------------
+
+
+class _EmptyValueDeletes:
+    """``if not value: delete`` — Python's falsy empty bytes taken for null (KV-2)."""
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        super().put(key, value or None)  # type: ignore[misc]
+
+
+@mutant("kv-empty-value-deletes", "put of an empty value deletes the key (empty bytes taken for null)", FAMILY,
+        rules=("KV-2",))
+def _empty_value_deletes() -> dict[str, Handler]:
+    return _stores_with(_EmptyValueDeletes)
+
+
+@mutant("kv-put-all-skips-null-keys", "putAll skips entries with a null key and writes the others", FAMILY,
+        rules=("KV-3",))
+def _put_all_skips_null_keys() -> dict[str, Handler]:
+    return _asking("store.put_all", lambda p: {**p, "entries": [e for e in p.get("entries") or [] if e[0] is not None]})
+
+
+@mutant("kv-put-all-ignores-null-values", "putAll skips entries with a null value instead of deleting", FAMILY,
+        rules=("KV-4",))
+def _put_all_ignores_null_values() -> dict[str, Handler]:
+    return _asking("store.put_all", lambda p: {**p, "entries": [e for e in p.get("entries") or [] if e[1] is not None]})
+
+
+@mutant("kv-get-absent-empty", "get of an absent key answers an empty value instead of null", FAMILY, rules=("KV-5",))
+def _get_absent_empty() -> dict[str, Handler]:
+    return _answer("store.get", lambda _p, out: {**out, "value": "" if out.get("value") is None else out["value"]})
+
+
+@mutant("kv-put-if-absent-returns-null", "putIfAbsent answers null even when the key was present", FAMILY,
+        rules=("KV-6",))
+def _put_if_absent_returns_null() -> dict[str, Handler]:
+    return _answer("store.put_if_absent", lambda _p, out: {**out, "previous": None})
+
+
+def _first_entry_wins(payload: JsonDict) -> JsonDict:
+    seen: dict[Any, Any] = {}
+    for key, value in payload.get("entries") or []:
+        seen.setdefault(key, value)
+    return {**payload, "entries": [[k, v] for k, v in seen.items()]}
+
+
+@mutant("kv-put-all-first-wins", "putAll keeps the first entry of a key given twice, not the last", FAMILY,
+        rules=("KV-7",))
+def _put_all_first_wins() -> dict[str, Handler]:
+    return _asking("store.put_all", _first_entry_wins)
+
+
+@mutant("kv-delete-returns-null", "delete removes the key but answers null, not the old value", FAMILY,
+        rules=("KV-8",))
+def _delete_returns_null() -> dict[str, Handler]:
+    return _answer("store.delete", lambda _p, out: {**out, "previous": None})
+
+
+def _upper_exclusive(payload: JsonDict, out: JsonDict) -> JsonDict:
+    upper = payload.get("to")
+    return {**out, "entries": [e for e in out["entries"] if upper is None or e[0] != upper]}
+
+
+@mutant("kv-range-upper-exclusive", "range and reverseRange exclude the upper bound (a half-open range)", FAMILY,
+        rules=("KV-9",))
+def _range_upper_exclusive() -> dict[str, Handler]:
+    return {**_answer("store.range", _upper_exclusive), **_answer("store.reverse_range", _upper_exclusive)}
+
+
+def _swapped_bounds(payload: JsonDict) -> JsonDict:
+    lower, upper = payload.get("from"), payload.get("to")
+    if lower is not None and upper is not None and bytes.fromhex(lower) > bytes.fromhex(upper):
+        return {**payload, "from": upper, "to": lower}
+    return payload
+
+
+@mutant("kv-inverted-range-swapped", "a range with from > to is answered with its bounds swapped", FAMILY,
+        rules=("KV-10",))
+def _inverted_range_swapped() -> dict[str, Handler]:
+    return {**_asking("store.range", _swapped_bounds), **_asking("store.reverse_range", _swapped_bounds)}
+
+
+# KV-11, KV-12: iterators and closing ---------------------------------------------------------------------------
+
+
+class _LiveRocksDBIterators:
+    """Each step re-seeks the database after the last key returned: no snapshot, later writes are seen (KV-11)."""
+
+    def _iterator(self, lower: bytes | None, upper: bytes | None, upper_inclusive: bool, reverse: bool) -> StoreIterator:
+        accessor = self._accessor  # type: ignore[attr-defined]
+
+        def walk() -> Iterator[tuple[bytes, bytes]]:
+            last: bytes | None = None
+            while True:
+                if reverse:
+                    bounds = (lower, upper if last is None else last, True, upper_inclusive if last is None else False)
+                else:
+                    bounds = (lower if last is None else last, upper, last is None, upper_inclusive)
+                source, cursors = accessor.scan(*bounds, reverse)
+                entry = next(iter(source), None)
+                for cursor in cursors:
+                    cursor.close()
+                if entry is None:
+                    return
+                last = entry[0]
+                yield entry
+
+        iterator = StoreIterator(self.name, walk(), (), self._iterators.discard)  # type: ignore[attr-defined]
+        self._iterators.add(iterator)  # type: ignore[attr-defined]
+        return iterator
+
+
+@mutant("kv-rocksdb-iterator-live", "RocksDB iterators re-seek after every entry and see later writes", FAMILY,
+        rules=("KV-11",))
+def _rocksdb_iterator_live() -> dict[str, Handler]:
+    return _stores_with(_LiveRocksDBIterators, _ROCKSDB)
+
+
+class _SecondCloseRefused:
+    """``close`` checks the store is open first, as every other operation does (KV-12: closing twice is a no-op)."""
+
+    def close(self) -> None:
+        if not self.is_open:  # type: ignore[attr-defined]
+            from kstate.stores.api import InvalidStateStoreError
+
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")  # type: ignore[attr-defined]
+        super().close()  # type: ignore[misc]
+
+
+@mutant("kv-second-close-refused", "closing a closed store is refused instead of a no-op", FAMILY, rules=("KV-12",))
+def _second_close_refused() -> dict[str, Handler]:
+    return _stores_with(_SecondCloseRefused)
+
+
+# KV-13, KV-14: prefix scans ---------------------------------------------------------------------------------------
+
+
+class _PrefixUpperInclusive:
+    def _prefix_iterator(self, prefix: bytes) -> StoreIterator:
+        from kstate.codecs.primitives import increment_without_overflow
+
+        return self._iterator(prefix, increment_without_overflow(prefix), True, False)  # type: ignore[attr-defined,no-any-return]
+
+
+@mutant("kv-prefix-scan-upper-inclusive", "RocksDB prefixScan includes the incremented prefix itself", FAMILY,
+        rules=("KV-13",))
+def _prefix_scan_upper_inclusive() -> dict[str, Handler]:
+    return _stores_with(_PrefixUpperInclusive, _ROCKSDB)
+
+
+class _MemoryPrefixOpenEnded:
+    def _prefix_iterator(self, prefix: bytes) -> StoreIterator:
+        from kstate.codecs.primitives import increment_without_overflow
+
+        upper = increment_without_overflow(prefix)
+        return self._iterator(prefix, upper, upper is None, False)  # type: ignore[attr-defined,no-any-return]
+
+
+@mutant("kv-memory-prefix-scan-open-ended", "the in-memory prefixScan scans an unboundable prefix as RocksDB does",
+        FAMILY, rules=("KV-14",))
+def _memory_prefix_open_ended() -> dict[str, Handler]:
+    return _stores_with(_MemoryPrefixOpenEnded, _MEMORY)
+
+
+# KV-15, KV-16 ------------------------------------------------------------------------------------------------------
+
+
+class _CountNewFamilyOnly:
+    def approximate_num_entries(self) -> int:
+        accessor = self._accessor  # type: ignore[attr-defined]
+        if isinstance(accessor, DualColumnFamilyAccessor):
+            self._check_open()  # type: ignore[attr-defined]
+            return accessor.staged.count(accessor.new_cf)
+        return super().approximate_num_entries()  # type: ignore[misc,no-any-return]
+
+
+@mutant("kv-upgrade-count-new-family-only", "approximateNumEntries in upgrade mode counts the new family only",
+        FAMILY, rules=("KV-15",))
+def _upgrade_count_new_family_only() -> dict[str, Handler]:
+    return _stores_with(_CountNewFamilyOnly, _ROCKSDB, _UPGRADING)
+
+
+@mutant("kv-restore-skips-tombstones", "restore skips changelog tombstones (nothing to restore)", FAMILY,
+        rules=("KV-16",))
+def _restore_skips_tombstones() -> dict[str, Handler]:
+    return _asking("store.restore", lambda p: {**p, "records": [r for r in p.get("records") or []
+                                                                  if r.get("value") is not None]})
+
+
+# KV-20: where the store lives ---------------------------------------------------------------------------------------
+
+
+def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: str,
+                              state_dir: str | Path | None = None, application_id: str = "app",
+                              task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
+    if Backend(backend) is Backend.MEMORY:
+        return open_kv_store(store_type, backend, name=name, **options)
+    task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
+    engine = RocksDBEngine(task_dir / name)
+    return rocksdb_store_class(StoreType(store_type))(name, task_dir, engine=engine, **options)
+
+
+@mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level", FAMILY,
+        rules=("KV-20",))
+def _store_outside_rocksdb_dir() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_without_rocksdb_dir))
+
+
+# KV-30 .. KV-38, UPG-5 .. UPG-8: the dual column-family upgrade -----------------------------------------------------
+
+
+class _UpgradeWhenLegacyFamilyExists:
+    """Upgrade mode whenever the legacy family exists, not when it holds a key (KV-30)."""
+
+    def _open_column_families(self) -> Any:
+        accessor = super()._open_column_families()  # type: ignore[misc]
+        from kstate.stores.kv import SingleColumnFamilyAccessor
+
+        if isinstance(accessor, SingleColumnFamilyAccessor) and self.store_type is StoreType.TIMESTAMPED:  # type: ignore[attr-defined]
+            from kstate.stores.kv import CONVERTERS
+
+            self.mode = "upgrade"
+            return DualColumnFamilyAccessor(accessor.staged, "default", accessor.cf,
+                                            CONVERTERS["convert_to_timestamped_format"])
+        return accessor
+
+
+@mutant("kv-upgrade-mode-when-legacy-family-exists", "upgrade mode is chosen when the legacy family exists, even empty",
+        FAMILY, rules=("KV-30",))
+def _upgrade_mode_when_family_exists() -> dict[str, Handler]:
+    return _stores_with(_UpgradeWhenLegacyFamilyExists, _ROCKSDB, (StoreType.TIMESTAMPED,))
+
+
+def _accessor_mixin(accessor_class: type[DualColumnFamilyAccessor]) -> type:
+    """A store mixin putting ``accessor_class`` in place of the reference's dual accessor."""
+
+    class _WithAccessor:
+        def _open_column_families(self) -> Any:
+            accessor = super()._open_column_families()  # type: ignore[misc]
+            if isinstance(accessor, DualColumnFamilyAccessor):
+                accessor.__class__ = accessor_class
+            return accessor
+
+    _WithAccessor.__name__ = f"_With{accessor_class.__name__}"
+    return _WithAccessor
+
+
+class _UnconvertedScans(DualColumnFamilyAccessor):
+    """Iterators hand out legacy values as stored; only ``get`` converts (KV-31)."""
+
+    def scan(self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool,
+             reverse: bool) -> Any:
+        from kstate.stores.kv import merge_sorted
+
+        new_source, new_cursor = self.staged.scan(self.new_cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
+        old_source, old_cursor = self.staged.scan(self.old_cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
+        return merge_sorted(new_source, old_source, reverse), [new_cursor, old_cursor]
+
+
+@mutant("kv-iterators-skip-legacy-conversion", "iterators in upgrade mode return legacy values unconverted", FAMILY,
+        rules=("KV-31",))
+def _iterators_skip_conversion() -> dict[str, Handler]:
+    return _stores_with(_accessor_mixin(_UnconvertedScans), _ROCKSDB, _UPGRADING)
+
+
+class _GetWithoutMigration(DualColumnFamilyAccessor):
+    def get(self, key: bytes) -> bytes | None:
+        return self.get_only(key)
+
+
+@mutant("kv-get-does-not-migrate", "get converts a legacy value but leaves it in the legacy family", FAMILY,
+        rules=("KV-32", "KV-37"))
+def _get_does_not_migrate() -> dict[str, Handler]:
+    return _stores_with(_accessor_mixin(_GetWithoutMigration), _ROCKSDB, _UPGRADING)
+
+
+class _DeleteReadsRawLegacy(DualColumnFamilyAccessor):
+    def get_only(self, key: bytes) -> bytes | None:
+        value = self.staged.read(self.new_cf, key)
+        return value if value is not None else self.staged.read(self.old_cf, key)
+
+
+@mutant("kv-delete-returns-raw-legacy", "delete answers a legacy key's old value unconverted", FAMILY,
+        rules=("KV-33",))
+def _delete_returns_raw_legacy() -> dict[str, Handler]:
+    return _stores_with(_accessor_mixin(_DeleteReadsRawLegacy), _ROCKSDB, _UPGRADING)
+
+
+class _WritesKeepLegacy(DualColumnFamilyAccessor):
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self.staged.stage(self.new_cf, key, value)
+
+    def put_all(self, entries: Mapping[bytes, bytes | None]) -> None:
+        self.staged.staged(self.new_cf).update(entries)
+
+
+@mutant("kv-writes-keep-legacy-entry", "writes in upgrade mode leave the key's legacy entry in place", FAMILY,
+        rules=("KV-34", "KV-37"))
+def _writes_keep_legacy() -> dict[str, Handler]:
+    return _stores_with(_accessor_mixin(_WritesKeepLegacy), _ROCKSDB, _UPGRADING)
+
+
+class _PutIfAbsentWithoutMigration:
+    def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
+        if key is None:
+            return super().put_if_absent(key, value)
+        self._check_open()  # type: ignore[attr-defined]
+        original = self._get_only(key)  # type: ignore[attr-defined]
+        if original is None:
+            self._write(key, value)  # type: ignore[attr-defined]
+            self._update_position()  # type: ignore[attr-defined]
+        return original  # type: ignore[no-any-return]
+
+
+@mutant("kv-put-if-absent-does-not-migrate", "putIfAbsent reads a legacy key without migrating it", FAMILY,
+        rules=("KV-36", "KV-37"))
+def _put_if_absent_does_not_migrate() -> dict[str, Handler]:
+    return _stores_with(_PutIfAbsentWithoutMigration, _ROCKSDB, _UPGRADING)
+
+
+class _ZeroTimestampUpgrade:
+    """Legacy plain values get timestamp 0 instead of -1 (UPG-5)."""
+
+    def _open_column_families(self) -> Any:
+        accessor = super()._open_column_families()  # type: ignore[misc]
+        if isinstance(accessor, DualColumnFamilyAccessor):
+            accessor.convert = lambda value: bytes(8) + value
+        return accessor
+
+
+@mutant("kv-plain-upgrade-timestamp-zero", "a timestamped store over plain data reads legacy values with timestamp 0",
+        FAMILY, rules=("UPG-5",))
+def _plain_upgrade_timestamp_zero() -> dict[str, Handler]:
+    return _stores_with(_ZeroTimestampUpgrade, _ROCKSDB, (StoreType.TIMESTAMPED,))
+
+
+class _EmptyLegacyFamilyKept:
+    """The header store leaves an empty keyValueWithTimestamp family in the database (UPG-6)."""
+
+    def _open_column_families(self) -> Any:
+        engine = self._engine  # type: ignore[attr-defined]
+        engine.drop_column_family = lambda _cf: None
+        try:
+            return super()._open_column_families()  # type: ignore[misc]
+        finally:
+            del engine.drop_column_family
+
+
+@mutant("kv-empty-legacy-family-kept", "a header store keeps an empty keyValueWithTimestamp family", FAMILY,
+        rules=("UPG-6", "KV-38"))
+def _empty_legacy_family_kept() -> dict[str, Handler]:
+    return _stores_with(_EmptyLegacyFamilyKept, _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+
+
+class _MixedLegacyDataAccepted:
+    """Plain data beside timestamped data is ignored: the header store upgrades from the timestamped family (UPG-7)."""
+
+    def _open_column_families(self) -> Any:
+        engine = self._engine  # type: ignore[attr-defined]
+        if engine.has_column_family("keyValueWithTimestamp") and not engine.is_empty("keyValueWithTimestamp"):
+            real_is_empty = engine.is_empty
+            engine.is_empty = lambda cf: True if cf == "default" else real_is_empty(cf)
+            try:
+                return super()._open_column_families()  # type: ignore[misc]
+            finally:
+                del engine.is_empty
+        return super()._open_column_families()  # type: ignore[misc]
+
+
+@mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the plain",
+        FAMILY, rules=("UPG-7", "KV-38"))
+def _mixed_legacy_data_accepted() -> dict[str, Handler]:
+    return _stores_with(_MixedLegacyDataAccepted, _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+
+
+class _PlainToHeadersAsTimestamped:
+    """Plain legacy values are converted as if they were timestamped ones: ``00`` + value, no ``FF×8`` (UPG-8)."""
+
+    def _open_column_families(self) -> Any:
+        accessor = super()._open_column_families()  # type: ignore[misc]
+        if isinstance(accessor, DualColumnFamilyAccessor) and accessor.old_cf == "default":
+            from kstate.stores.kv import CONVERTERS
+
+            accessor.convert = CONVERTERS["convert_to_header_format"]
+        return accessor
+
+
+@mutant("kv-plain-to-headers-as-timestamped", "a header store converts plain legacy values as timestamped ones",
+        FAMILY, rules=("UPG-8", "KV-38"))
+def _plain_to_headers_as_timestamped() -> dict[str, Handler]:
+    return _stores_with(_PlainToHeadersAsTimestamped, _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+
+
+class _AllFamiliesOpened:
+    """Opens every column family on disk and plans with the ones it knows, ignoring the others: an older store
+    type accepts a newer directory (UPG-1)."""
+
+    def _check_known_column_families(self, existing: Any) -> None:
+        return None
+
+    def _open_column_families(self) -> Any:
+        engine = self._engine  # type: ignore[attr-defined]
+        known = self.known_column_families(self._manage_offsets)  # type: ignore[attr-defined]
+        every = engine.column_families
+        engine.column_families = lambda: [cf for cf in every() if cf in known]
+        try:
+            return super()._open_column_families()  # type: ignore[misc]
+        finally:
+            del engine.column_families
+
+
+@mutant("kv-older-type-opens-newer-directory", "an older store type opens a directory holding families it does not know",
+        FAMILY, rules=("UPG-1",))
+def _older_type_opens_newer_directory() -> dict[str, Handler]:
+    return _stores_with(_AllFamiliesOpened, _ROCKSDB, (StoreType.KEY_VALUE, StoreType.TIMESTAMPED))
+
+
+# KV-40 .. KV-45: in memory -------------------------------------------------------------------------------------------
+
+
+class _SignedByteOrder:
+    """Keys ordered as Java's signed ``byte`` compares them, not unsigned (KV-40)."""
+
+    def _iterator(self, lower: bytes | None, upper: bytes | None, upper_inclusive: bool, reverse: bool) -> StoreIterator:
+        keys = self._map.key_range("default", lower, upper, upper_inclusive=upper_inclusive)  # type: ignore[attr-defined]
+        keys.sort(key=lambda k: bytes(b ^ 0x80 for b in k), reverse=reverse)
+        return StoreIterator(self.name, self._live_values(keys))  # type: ignore[attr-defined]
+
+
+@mutant("kv-memory-signed-key-order", "in-memory stores order keys by signed bytes", FAMILY, rules=("KV-40",))
+def _memory_signed_key_order() -> dict[str, Handler]:
+    return _stores_with(_SignedByteOrder, _MEMORY)
+
+
+class _CloseKeepsMap:
+    def close(self) -> None:
+        self._open = False
+
+
+@mutant("kv-memory-close-keeps-data", "closing an in-memory store keeps its map; open iterators go on", FAMILY,
+        rules=("KV-43",))
+def _memory_close_keeps_data() -> dict[str, Handler]:
+    return _stores_with(_CloseKeepsMap, _MEMORY)
+
+
+class _RemembersOffsets:
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        super().commit(changelog_offsets)  # type: ignore[misc]
+        self.__dict__.setdefault("_remembered", {}).update(changelog_offsets)
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        super().committed_offset(partition)  # type: ignore[misc]
+        return self.__dict__.get("_remembered", {}).get(partition)  # type: ignore[no-any-return]
+
+
+@mutant("kv-memory-remembers-offsets", "in-memory stores answer the last committed offsets", FAMILY, rules=("KV-44",))
+def _memory_remembers_offsets() -> dict[str, Handler]:
+    return _stores_with(_RemembersOffsets, _MEMORY)
+
+
+def _memory_rebuild_minus_one(payload: JsonDict) -> JsonDict:
+    handle = _handle_of(payload)
+    if handle is None or handle.backend is not Backend.MEMORY or handle.store_type is StoreType.KEY_VALUE:
+        return payload
+    return {**payload, "records": [{**r, "timestamp": -1} for r in payload.get("records") or []]}
+
+
+@mutant("kv-memory-rebuild-timestamp-minus-one", "in-memory timestamped stores restore with -1, as a disk upgrade reads",
+        FAMILY, rules=("KV-45", "UPG-9"))
+def _memory_rebuild_minus_one_mutant() -> dict[str, Handler]:
+    return _asking("store.restore", _memory_rebuild_minus_one)
+
+
+# KV-50 .. KV-56: store-managed offsets ------------------------------------------------------------------------------
+
+
+class _CommittedReads:
+    """``get`` goes to the database only: writes staged since the last commit are invisible to it (KV-51)."""
+
+    def get(self, key: bytes) -> bytes | None:
+        from kstate.stores.kv import SingleColumnFamilyAccessor
+
+        accessor = self._accessor  # type: ignore[attr-defined]
+        if key is None or not isinstance(accessor, SingleColumnFamilyAccessor) or not self.is_open:  # type: ignore[attr-defined]
+            return super().get(key)  # type: ignore[misc,no-any-return]
+        return self._engine.get(accessor.cf, key)  # type: ignore[attr-defined,no-any-return]
+
+
+@mutant("kv-reads-miss-staged-writes", "get reads committed data only, not writes staged since the last commit",
+        FAMILY, rules=("KV-51",))
+def _reads_miss_staged_writes() -> dict[str, Handler]:
+    return _stores_with(_CommittedReads, _ROCKSDB)
+
+
+def _open_ignoring_invalid_state(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
+    return open_kv_store(store_type, backend, **{**options, "ignore_invalid_state": True})
+
+
+@mutant("kv-unclean-shutdown-ignored", "stores open as if ignore_invalid_state were always set", FAMILY,
+        rules=("KV-52",))
+def _unclean_shutdown_ignored() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_ignoring_invalid_state))
+
+
+class _EmptyCommitKeepsOffsets:
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        if changelog_offsets:
+            super().commit(changelog_offsets)  # type: ignore[misc]
+        else:
+            self.flush()  # type: ignore[attr-defined]
+
+
+@mutant("kv-empty-commit-keeps-offsets", "commit of an empty map writes the data and keeps every offset", FAMILY,
+        rules=("KV-53",))
+def _empty_commit_keeps_offsets() -> dict[str, Handler]:
+    return _stores_with(_EmptyCommitKeepsOffsets, _ROCKSDB)
+
+
+class _PositionNotLoaded:
+    """The position starts empty at every open; the stored one is overwritten by the next commit (KV-54)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._position: dict[str, dict[int, int]] = {}
+
+
+@mutant("kv-position-not-loaded", "the stored position is not loaded at open", FAMILY, rules=("KV-54",))
+def _position_not_loaded() -> dict[str, Handler]:
+    return _stores_with(_PositionNotLoaded, _ROCKSDB)
+
+
+class _OnlyPutAdvancesPosition:
+    """Only ``put`` advances the position; delete, putAll and putIfAbsent do not (KV-54)."""
+
+    @contextlib.contextmanager
+    def _no_position(self) -> Iterator[None]:
+        context = self._record_context  # type: ignore[has-type]
+        self._record_context = None
+        try:
+            yield
+        finally:
+            self._record_context = context
+
+    def delete(self, key: bytes) -> bytes | None:
+        with self._no_position():
+            return super().delete(key)  # type: ignore[misc,no-any-return]
+
+    def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        with self._no_position():
+            super().put_all(entries)  # type: ignore[misc]
+
+    def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
+        with self._no_position():
+            return super().put_if_absent(key, value)  # type: ignore[misc,no-any-return]
+
+
+@mutant("kv-position-advanced-by-put-only", "delete, putAll and putIfAbsent do not advance the position", FAMILY,
+        rules=("KV-54",))
+def _position_advanced_by_put_only() -> dict[str, Handler]:
+    return _stores_with(_OnlyPutAdvancesPosition, _ROCKSDB)
+
+
+class _EmptyCommitWritesPosition:
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        super().commit(changelog_offsets)  # type: ignore[misc]
+        if not changelog_offsets and self._position:  # type: ignore[attr-defined]
+            self.flush()  # type: ignore[attr-defined]
+
+
+@mutant("kv-empty-commit-writes-position", "an empty commit wipes the offsets but writes the position again", FAMILY,
+        rules=("KV-53", "KV-54"))
+def _empty_commit_writes_position() -> dict[str, Handler]:
+    return _stores_with(_EmptyCommitWritesPosition, _ROCKSDB)
+
+
+def _checkpoint_path(options: Mapping[str, Any]) -> Path | None:
+    if options.get("state_dir") is None:
+        return None
+    return task_directory(options["state_dir"], options.get("application_id", "app"),
+                          options.get("task_id", "0_0")) / ".checkpoint"
+
+
+def _open_deleting_whole_checkpoint(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
+    path = _checkpoint_path(options) if Backend(backend) is Backend.ROCKSDB else None
+    before = path.read_bytes() if path is not None and path.is_file() else None
+    store = open_kv_store(store_type, backend, **options)
+    if path is not None and before is not None and (not path.exists() or path.read_bytes() != before):
+        path.unlink(missing_ok=True)  # "Kafka deletes the file": but other stores' entries were in it
+    return store
+
+
+@mutant("kv-checkpoint-deleted-whole", "migrating a store's .checkpoint entries deletes the other stores' too", FAMILY,
+        rules=("KV-55",))
+def _checkpoint_deleted_whole() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_deleting_whole_checkpoint))
+
+
+def _open_committing_unknown(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
+    from kstate.storage_files import read_checkpoint_file
+
+    path = _checkpoint_path(options) if Backend(backend) is Backend.ROCKSDB else None
+    before = read_checkpoint_file(path) if path is not None and path.is_file() else {}
+    store = open_kv_store(store_type, backend, **options)
+    unknown = {TopicPartition(t, p): -4 for (t, p), offset in before.items()
+               if offset in (None, -4) and (t, p) in {(tp.topic, tp.partition) for tp in store.changelog_partitions}}  # type: ignore[attr-defined]
+    if unknown:
+        store.commit(unknown)  # the -4 sentinel taken for an offset
+    return store
+
+
+@mutant("kv-checkpoint-unknown-offset-committed", "a .checkpoint's -4 (unknown) offset is committed as -4", FAMILY,
+        rules=("KV-55", "OFF-19"))
+def _checkpoint_unknown_committed() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_committing_unknown))
+
+
+def _open_closing_on_refusal(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
+    from kstate.stores.api import ProcessorStateError
+
+    try:
+        return open_kv_store(store_type, backend, **options)
+    except ProcessorStateError:
+        if Backend(backend) is Backend.ROCKSDB and not options.get("ignore_invalid_state"):
+            # The error path's "finally: close()": it writes CLOSED for a store this instance never opened.
+            open_kv_store(store_type, backend, **{**options, "ignore_invalid_state": True}).close()
+        raise
+
+
+@mutant("kv-refused-open-writes-closed", "a refused open closes the store on its way out, writing CLOSED", FAMILY,
+        rules=("KV-56",))
+def _refused_open_writes_closed() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_closing_on_refusal))
+
+
+# KV-60 .. KV-62: the typed facades ---------------------------------------------------------------------------------
+
+
+def _plain_facade_as_timestamped(payload: JsonDict, out: JsonDict) -> JsonDict:
+    handle = _handle_of(payload)
+    value = out.get("value")
+    if handle is None or handle.store_type is not StoreType.KEY_VALUE or value is None or len(value) < 16:
+        return out
+    return {**out, "value": value[16:]}
+
+
+@mutant("kv-plain-facade-strips-timestamp", "the plain facade reads values of 8+ bytes as [ts][value]", FAMILY,
+        rules=("KV-60",))
+def _plain_facade_strips_timestamp() -> dict[str, Handler]:
+    return _answer("store.get_typed", _plain_facade_as_timestamped)
+
+
+def _timestamp_little_endian(payload: JsonDict, out: JsonDict) -> JsonDict:
+    handle = _handle_of(payload)
+    if handle is None or handle.store_type is not StoreType.TIMESTAMPED or not out.get("found"):
+        return out
+    raw = call("store.get", {"handle": payload.get("handle"), "key": payload.get("key")})["value"]
+    return {**out, "timestamp": int.from_bytes(bytes.fromhex(raw)[:8], "little", signed=True)}
+
+
+@mutant("kv-timestamp-facade-little-endian", "the timestamped facade decodes the timestamp little-endian", FAMILY,
+        rules=("KV-61",))
+def _timestamp_facade_little_endian() -> dict[str, Handler]:
+    return _answer("store.get_typed", _timestamp_little_endian)
+
+
+def _no_headers_as_null(payload: JsonDict, out: JsonDict) -> JsonDict:
+    return {**out, "headers": None} if out.get("headers") == [] else out
+
+
+@mutant("kv-facade-no-headers-null", "the headers facade answers null headers for a value stored without headers",
+        FAMILY, rules=("KV-62", "HV-7"))
+def _facade_no_headers_null() -> dict[str, Handler]:
+    return _answer("store.get_typed", _no_headers_as_null)
+
+
+# KV-17, UPG-3, UPG-4 -------------------------------------------------------------------------------------------------
+
+
+def _peek_by_next(payload: JsonDict) -> JsonDict:
+    out = call("store.iterator_next", {"iterator": payload.get("iterator"), "max": 1})
+    if "error" in out:
+        return out
+    entries = out["entries"]
+    return {"key": entries[0][0] if entries else None}
+
+
+@mutant("kv-peek-consumes", "peekNextKey is next() keeping only the key: the entry is consumed", FAMILY,
+        rules=("KV-17",))
+def _peek_consumes() -> dict[str, Handler]:
+    return {"store.iterator_peek_next_key": _peek_by_next}
+
+
+def _wipe_entries_only(payload: JsonDict) -> JsonDict:
+    from kstate.stores.engine import WriteBatch, list_column_families
+
+    path = store_directory(str(payload["state_dir"]), str(payload.get("application_id", "app")),
+                           str(payload.get("task_id", "0_0")), str(payload["name"]))
+    if not list_column_families(path):
+        return {}
+    engine = RocksDBEngine(path)
+    try:
+        batch = WriteBatch()
+        for cf in engine.column_families():
+            cursor = engine.iterate(cf)
+            try:
+                for key, _ in cursor:
+                    batch.delete(cf, key)
+            finally:
+                cursor.close()
+        engine.write(batch)
+    finally:
+        engine.close()
+    return {}
+
+
+@mutant("kv-wipe-keeps-column-families", "wiping a refused store deletes its entries but keeps the database", FAMILY,
+        rules=("UPG-3",))
+def _wipe_keeps_column_families() -> dict[str, Handler]:
+    return {"store.wipe": _wipe_entries_only}
+
+
+def _rewrite_checkpoint(store: Any, keep: Callable[[tuple[str, int], int | None], bool]) -> None:
+    from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file
+
+    if store.task_dir is None:
+        return
+    path = task_checkpoint_path(store.task_dir)
+    entries = read_checkpoint_file(path)
+    write_checkpoint_file(path, {tp: -4 if off is None else off for tp, off in entries.items()
+                                 if keep((tp[0], tp[1]), off)})
+
+
+class _DowngradeOverwritesCheckpoint:
+    """The downgrade ``.checkpoint`` holds this store's partitions only: other stores' entries are lost (OFF-20)."""
+
+    def close_for_downgrade(self) -> None:
+        super().close_for_downgrade()  # type: ignore[misc]
+        mine = {(tp.topic, tp.partition) for tp in self.changelog_partitions}  # type: ignore[attr-defined]
+        _rewrite_checkpoint(self, lambda tp, _offset: tp in mine)
+
+
+@mutant("kv-downgrade-checkpoint-overwritten", "the downgrade .checkpoint drops the other stores' entries", FAMILY,
+        rules=("UPG-4", "OFF-20"))
+def _downgrade_checkpoint_overwritten() -> dict[str, Handler]:
+    return _stores_with(_DowngradeOverwritesCheckpoint, _ROCKSDB)
+
+
+class _DowngradeOmitsUncommitted:
+    """A partition without a committed offset is left out of the downgrade ``.checkpoint``, not written -4 (OFF-20)."""
+
+    def close_for_downgrade(self) -> None:
+        super().close_for_downgrade()  # type: ignore[misc]
+        _rewrite_checkpoint(self, lambda _tp, offset: offset not in (None, -4))
+
+
+@mutant("kv-downgrade-omits-uncommitted", "the downgrade .checkpoint leaves out partitions without an offset", FAMILY,
+        rules=("UPG-4", "OFF-20"))
+def _downgrade_omits_uncommitted() -> dict[str, Handler]:
+    return _stores_with(_DowngradeOmitsUncommitted, _ROCKSDB)

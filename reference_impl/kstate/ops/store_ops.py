@@ -36,7 +36,7 @@ from kstate.stores.api import (
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder, changelogging_store
 from kstate.stores.engine import RocksDBEngine, list_column_families
-from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.factory import open_kv_store, store_directory, task_directory, wipe_kv_store
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
@@ -506,7 +506,7 @@ def store_iterator_next(payload: JsonDict) -> JsonDict:
     return {"entries": _entries(iterator, int(payload.get("max", 1)))}
 
 
-@op("store.iterator_peek_next_key", rules=["CACHE-7"])
+@op("store.iterator_peek_next_key", rules=["CACHE-7", "KV-17"])
 def store_iterator_peek_next_key(payload: JsonDict) -> JsonDict:
     """The next key without consuming it (null at the end)."""
     return {"key": tohex(_iterator(payload).peek_next_key())}
@@ -596,6 +596,20 @@ def store_dump(payload: JsonDict) -> JsonDict:
     if path is None:
         raise InvalidStateStoreError("the store has no directory")
     return {"column_families": _dump_path(path)}
+
+
+@op("store.wipe", rules=["UPG-3"])
+def store_wipe(payload: JsonDict) -> JsonDict:
+    """Delete a closed RocksDB store's directory and its ``<store>.position`` file, as Kafka wipes a refused
+    store before restoring it from the changelog (UPG-3); refused while a handle on it is open."""
+    state_dir, name = str(payload["state_dir"]), str(payload["name"])
+    application_id, task_id = str(payload.get("application_id", "app")), str(payload.get("task_id", "0_0"))
+    path = store_directory(state_dir, application_id, task_id, name)
+    for handle in _HANDLES.values():
+        if not handle.closed and handle.store_path() == path:
+            raise InvalidStateStoreError(f"store {name} is open (handle {handle.id}); close it before wiping it")
+    wipe_kv_store(state_dir, name=name, application_id=application_id, task_id=task_id)
+    return {}
 
 
 def reset() -> None:
