@@ -9,6 +9,7 @@ from typing import Any
 from kstate.codecs import versioned as v
 from kstate.errors import CodecError, KStateError
 from kstate.ops import JsonDict, error_of, op, tohex, unhex, unhex_required
+from kstate.ops.inputs import require_hex
 
 _SCENARIO = "versioned-scenario"
 
@@ -151,7 +152,7 @@ def segment_versions(payload: JsonDict) -> JsonDict:
 @op("versioned.latest_from", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.from"])
 def latest_from(payload: JsonDict) -> JsonDict:
     """``[timestamp][value]`` of a latest-value row; a null value is refused."""
-    return {"bytes": tohex(v.encode_latest_value(unhex(payload.get("value")), _int(payload, "timestamp")))}
+    return {"bytes": tohex(v.encode_latest_value(require_hex(payload, "value", None), _int(payload, "timestamp")))}
 
 
 @op("versioned.latest_decode", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.value+timestamp"])
