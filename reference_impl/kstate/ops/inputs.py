@@ -84,12 +84,18 @@ def field(payload: Mapping[str, Any], name: str, default: Any = _MISSING) -> Any
 # --- values ---------------------------------------------------------------------------------------------
 
 
-def as_int(value: Any, where: str, *, nullable: bool = False) -> Any:
-    """A JSON integer (never a boolean); range checks are the codecs' (they name the format)."""
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def as_int(value: Any, where: str, *, nullable: bool = False, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> Any:
+    """A JSON integer (never a boolean) in ``[minimum, maximum]``, by default the signed 64-bit range (OPS-2)."""
     if value is None and nullable:
         return None
     if type(value) is not int:
         raise _wrong(where, "an integer" + (" or null" if nullable else ""), value)
+    if not minimum <= value <= maximum:
+        raise InputError(where, f"{value} is outside [{minimum}, {maximum}]")
     return value
 
 
@@ -164,8 +170,10 @@ def as_headers(value: Any, where: str = "headers", *, nullable: bool = True) -> 
 # --- fields of the input object -------------------------------------------------------------------------
 
 
-def require_int(payload: Mapping[str, Any], name: str, default: Any = _MISSING, *, nullable: bool = False) -> Any:
-    return as_int(field(payload, name, default), name, nullable=nullable or default is None)
+def require_int(payload: Mapping[str, Any], name: str, default: Any = _MISSING, *, nullable: bool = False,
+                minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> Any:
+    return as_int(field(payload, name, default), name, nullable=nullable or default is None, minimum=minimum,
+                  maximum=maximum)
 
 
 def require_str(payload: Mapping[str, Any], name: str, default: Any = _MISSING, *, nullable: bool = False) -> Any:

@@ -82,7 +82,8 @@ def cf_from_json(value: Any, where: str = "cf") -> o.OffsetsCF:
     out: o.OffsetsCF = {}
     for i, item in enumerate(as_list(value, where, nullable=True) or []):
         key, val = as_tuple(item, 2, f"{where}[{i}]")
-        out[as_hex(key, f"{where}[{i}][0]", nullable=False)] = as_hex(val, f"{where}[{i}][1]", nullable=False)
+        key_bytes = as_hex(key, f"{where}[{i}][0]", nullable=False)
+        out[key_bytes] = as_hex(val, f"{where}[{i}][1]", nullable=False)
     return out
 
 
