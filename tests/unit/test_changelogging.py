@@ -272,3 +272,20 @@ def test_a_write_with_a_negative_logged_timestamp_changes_nothing(
     assert sink == []
     assert list(inner.all()) == [(b"k", good)]
     store.close()
+
+
+@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
+                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+def test_a_refused_put_through_the_neutral_operations_changes_nothing(
+        store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
+    """The same through ``store.*`` (spec/ops.md): the refusal is the put's answer, the flush finds nothing."""
+    from kstate.ops import call
+
+    handle = call("store.open", {"store_type": store_type.value, "backend": backend.value, "caching": caching,
+                                 "state_dir": str(tmp_path), "context": {"timestamp": 42}})["handle"]
+    for bad in MALFORMED[store_type]:
+        assert "error" in call("store.put", {"handle": handle, "key": "01", "value": bad.hex()})
+    assert call("store.flush", {"handle": handle}) == {}
+    assert call("store.get", {"handle": handle, "key": "01"}) == {"value": None}
+    assert call("store.changelog", {"handle": handle})["records"] == []
+    call("store.close", {"handle": handle})
