@@ -7,7 +7,9 @@ handler taking and returning JSON-shaped dicts. Conventions (spec/ops.md, OPS-*)
 * integers are plain ints covering the signed 64-bit range;
 * headers are lists of ``[key, hex-or-None]`` pairs;
 * a refused input is ``{"error": {...}}`` in place of the output (or of a sub-output), possibly
-  beside other fields the operation always reports.
+  beside other fields the operation always reports;
+* handlers read their input through :mod:`kstate.ops.inputs`, so a missing field or one of the wrong
+  JSON type is refused as an ``InputError`` naming the field, never raised as a ``TypeError``.
 
 The same vocabulary is what golden fixtures, recorded Kafka vectors and out-of-process testees speak.
 """
