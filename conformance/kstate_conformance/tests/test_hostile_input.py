@@ -64,9 +64,11 @@ PATH_FIELDS = ("state_dir",)
 
 
 def _codec_examples() -> dict[str, list[dict[str, Any]]]:
-    """Per operation, the first fixture input and the first one with another set of fields."""
+    """Per operation, the first valid fixture input (one that is answered, not refused) and the first
+    one with another set of fields; an operation whose every case is refused keeps its first case."""
     found: dict[str, list[dict[str, Any]]] = {}
-    for case in all_cases():
+    cases = all_cases()
+    for case in sorted(cases, key=lambda c: "error" in c["output"]):
         examples = found.setdefault(case["op"], [])
         if len(examples) < 2 and all(set(e) != set(case["input"]) for e in examples):
             examples.append(case["input"])
