@@ -59,7 +59,8 @@ def test_decoders_refuse_or_answer(codec: Any, op: str, data: bytes) -> None:
 CONFUSIONS: tuple[Any, ...] = (None, [], [None], {}, {"x": None}, "zz", "", True, 2**70, -(2**70), 1.5)
 #: Removal of the field, beside the replacements.
 MISSING = object()
-#: Fields that name a directory: a string there is a path relative to the testee's working directory.
+#: Fields that name a directory: a string there is a path relative to the testee's working directory, and
+#: without one (or with null) a store is made in a fresh temporary directory; neither is worth leaving behind.
 PATH_FIELDS = ("state_dir",)
 
 
@@ -81,7 +82,7 @@ HANDLE, ITERATOR, STATE_DIR = "$handle", "$iterator", "$state_dir"
 CONTEXT = {"timestamp": 1, "headers": [["h", "01"]], "offset": 0, "topic": "in", "partition": 0}
 #: Valid inputs of the ``store.*`` operations around a live in-memory key-value store (placeholders filled per call).
 STORE_EXAMPLES: dict[str, dict[str, Any]] = {
-    "store.open": {"store_type": "kv", "backend": "memory", "name": "s", "logging": True, "caching": True,
+    "store.open": {"store_type": "kv", "backend": "memory", "name": "s", "state_dir": STATE_DIR, "logging": True, "caching": True,
                    "cache_max_bytes": 1000, "cache_flush_listener": True, "context": CONTEXT,
                    "ignore_invalid_state": False, "application_id": "app", "task_id": "0_0"},
     "store.close": {"handle": HANDLE, "downgrade": False},
@@ -160,7 +161,7 @@ def _replaced(example: dict[str, Any], path: tuple[Any, ...], confusion: Any) ->
 def _confused(example: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for path in _paths(example):
         for confusion in (*CONFUSIONS, MISSING):
-            if path[-1] in PATH_FIELDS and isinstance(confusion, str):
+            if path[-1] in PATH_FIELDS and (isinstance(confusion, str) or confusion in (None, MISSING)):
                 continue
             shown = "removed" if confusion is MISSING else json.dumps(confusion)
             yield f"{'.'.join(map(str, path))} = {shown}", _replaced(example, path, confusion)
