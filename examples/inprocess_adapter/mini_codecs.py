@@ -20,6 +20,13 @@ class Refused(Exception):
     """Where Kafka throws: answered as ``{"error": ...}``."""
 
 
+def _field(payload: Json, name: str) -> Any:
+    # A missing field is bad input, refused like any other (OPS-3), not a KeyError.
+    if name not in payload:
+        raise Refused(f"missing field {name!r}")
+    return payload[name]
+
+
 def _bytes(value: Any) -> bytes:
     if not isinstance(value, str):
         raise Refused("expected a hex string")
@@ -62,28 +69,28 @@ def _read(data: bytes, bits: int) -> Json:
 
 
 def _serialize(payload: Json) -> Json:
-    timestamp = payload["timestamp"]
+    timestamp = _field(payload, "timestamp")
     if not isinstance(timestamp, int) or not -(1 << 63) <= timestamp < (1 << 63):
         raise Refused("timestamp out of range")
-    if payload["value"] is None:
+    if _field(payload, "value") is None:
         return {"bytes": None}
-    return {"bytes": timestamp.to_bytes(8, "big", signed=True).hex() + _bytes(payload["value"]).hex()}
+    return {"bytes": timestamp.to_bytes(8, "big", signed=True).hex() + _bytes(_field(payload, "value")).hex()}
 
 
 def _deserialize(payload: Json) -> Json:
-    if payload["bytes"] is None:
+    if _field(payload, "bytes") is None:
         return {"result": None}
-    data = _bytes(payload["bytes"])
+    data = _bytes(_field(payload, "bytes"))
     if len(data) < 8:
         raise Refused("fewer than 8 timestamp bytes")
     return {"result": {"value": data[8:].hex(), "timestamp": int.from_bytes(data[:8], "big", signed=True)}}
 
 
 OPERATIONS: dict[str, Callable[[Json], Json]] = {
-    "varint.write_varint": lambda p: _write(p["value"], 32),
-    "varint.write_varlong": lambda p: _write(p["value"], 64),
-    "varint.read_varint": lambda p: _read(_bytes(p["bytes"]), 32),
-    "varint.read_varlong": lambda p: _read(_bytes(p["bytes"]), 64),
+    "varint.write_varint": lambda p: _write(_field(p, "value"), 32),
+    "varint.write_varlong": lambda p: _write(_field(p, "value"), 64),
+    "varint.read_varint": lambda p: _read(_bytes(_field(p, "bytes")), 32),
+    "varint.read_varlong": lambda p: _read(_bytes(_field(p, "bytes")), 64),
     "timestamped.serialize": _serialize,
     "timestamped.deserialize": _deserialize,
 }

@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.header_values import encode_value_timestamp_headers
-from kstate.codecs.timestamped import encode_value_and_timestamp
-from kstate.errors import EncodeError, NullKeyError
+from kstate.codecs.header_values import decode_value_timestamp_headers, encode_value_timestamp_headers
+from kstate.codecs.timestamped import decode_value_and_timestamp, encode_value_and_timestamp
+from kstate.errors import EncodeError, KStateError, NullKeyError
 from kstate.stores.api import Backend, KeyValueBytesStore, RecordContext, StoreType
+from kstate.stores.caching import CachingKeyValueStore
 from kstate.stores.changelogging import (
     CHANGELOG_STORE_TYPES,
     ChangeLoggingKeyValueBytesStore,
@@ -121,14 +122,18 @@ def test_a_null_key_writes_and_logs_nothing(logged: tuple[ChangeLoggingKeyValueB
     assert list(store.all()) == []
 
 
-def test_the_store_is_written_before_a_refused_log(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
-    """Kafka writes the inner store, then ``logChange`` throws for a negative timestamp (CL-2)."""
+def test_a_write_refused_by_the_log_leaves_the_store_unchanged(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
+    """A negative logged timestamp is refused before the inner store is written (CL-1, CL-2); Kafka writes first."""
     store, sink, context = logged
     t = store.store_type
+    store.put(b"d", value_of(t, b"v"))
+    sink.clear()
     context.current = RecordContext(timestamp=-1)
     with pytest.raises(EncodeError):
         store.put(b"k", value_of(t, b"v", ts=-1) if t is not StoreType.KEY_VALUE else b"v")
-    assert store.get(b"k") is not None
+    with pytest.raises(EncodeError):
+        store.delete(b"d")
+    assert store.get(b"k") is None and store.get(b"d") == value_of(t, b"v")
     assert sink == []
 
 
@@ -184,3 +189,103 @@ def test_replaying_the_log_rebuilds_a_timestamped_store(writes: list[tuple[bytes
     rebuilt = open_kv_store(StoreType.TIMESTAMPED, Backend.MEMORY, name="r")
     rebuilt.restore_batch([(r.key, cl.restore_value(cl.StoreType.TIMESTAMPED_KV, r)) for r in sink])
     assert list(rebuilt.all()) == list(store.all())
+
+
+# --- a refused write reaches neither the store nor the changelog (issue 15, store fault 4) ----------------
+
+#: Stored values the change-logging layer cannot log: shorter than the 8-byte timestamp, or a headers
+#: value whose sections do not add up. Each is checked below to be refused by the value codec.
+MALFORMED = {
+    StoreType.TIMESTAMPED: [b"", b"\x01", b"\x01\x02\x03", b"\x00" * 7],
+    StoreType.TIMESTAMPED_WITH_HEADERS: [b"", b"\x00", b"\x00" + b"\x00" * 7, b"\x06\x00", b"\x01" + b"\x00" * 9],
+}
+REFUSAL_COMBOS = [(t, b, c) for t in MALFORMED for b in Backend for c in (False, True)]
+
+
+def _stack(store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path
+           ) -> tuple[KeyValueBytesStore, KeyValueBytesStore, list[Record], RecordContextHolder]:
+    inner = open_kv_store(store_type, backend, name="s", state_dir=tmp_path)
+    context = RecordContextHolder(RecordContext(timestamp=42))
+    sink: list[Record] = []
+    store: KeyValueBytesStore = changelogging_store(inner, store_type, context, sink)
+    if caching:
+        store = CachingKeyValueStore(store, context)
+    return store, inner, sink, context
+
+
+def _flushed(store: KeyValueBytesStore) -> None:
+    flush = getattr(store, "flush", None)
+    if flush is not None:
+        flush()
+
+
+@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
+                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+def test_a_refused_write_reaches_neither_the_store_nor_the_changelog(
+        store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
+    """A value the log cannot carry is refused at the write, before the cache or the store takes it (CL-1)."""
+    decode = decode_value_and_timestamp if store_type is StoreType.TIMESTAMPED else decode_value_timestamp_headers
+    store, inner, sink, _ = _stack(store_type, backend, caching, tmp_path)
+    good = value_of(store_type, b"v")
+    store.put(b"k", good)
+    _flushed(store)
+    sink.clear()
+    for bad in MALFORMED[store_type]:
+        with pytest.raises(KStateError):
+            decode(bad)  # the example really is malformed
+        with pytest.raises(KStateError):
+            store.put(b"n", bad)
+        with pytest.raises(KStateError):
+            store.put(b"k", bad)
+        with pytest.raises(KStateError):
+            store.put_all([(b"a", good), (b"b", bad)])
+        with pytest.raises(KStateError):
+            store.put_if_absent(b"n", bad)
+        # Kafka never reads the value of a putIfAbsent on a present key: nothing to refuse, nothing written.
+        assert store.put_if_absent(b"k", bad) == good
+    _flushed(store)  # the cache holds nothing that could fail or land now
+    assert sink == []
+    assert store.get(b"n") is None and store.get(b"a") is None and store.get(b"k") == good
+    assert list(inner.all()) == [(b"k", good)]
+    store.close()
+
+
+@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
+                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+def test_a_write_with_a_negative_logged_timestamp_changes_nothing(
+        store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
+    """ProducerRecord refuses a negative timestamp (CL-2): the write is refused before anything is stored."""
+    store, inner, sink, context = _stack(store_type, backend, caching, tmp_path)
+    good = value_of(store_type, b"v")
+    store.put(b"k", good)
+    _flushed(store)
+    sink.clear()
+    with pytest.raises(EncodeError):
+        store.put(b"n", value_of(store_type, b"v", ts=-1))
+    context.current = RecordContext(timestamp=-1)
+    with pytest.raises(EncodeError):
+        store.delete(b"k")  # a tombstone is logged at the context timestamp
+    with pytest.raises(EncodeError):
+        store.put(b"k", None)
+    context.current = RecordContext(timestamp=42)
+    _flushed(store)
+    assert sink == []
+    assert list(inner.all()) == [(b"k", good)]
+    store.close()
+
+
+@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
+                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+def test_a_refused_put_through_the_neutral_operations_changes_nothing(
+        store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
+    """The same through ``store.*`` (spec/ops.md): the refusal is the put's answer, the flush finds nothing."""
+    from kstate.ops import call
+
+    handle = call("store.open", {"store_type": store_type.value, "backend": backend.value, "caching": caching,
+                                 "state_dir": str(tmp_path), "context": {"timestamp": 42}})["handle"]
+    for bad in MALFORMED[store_type]:
+        assert "error" in call("store.put", {"handle": handle, "key": "01", "value": bad.hex()})
+    assert call("store.flush", {"handle": handle}) == {}
+    assert call("store.get", {"handle": handle, "key": "01"}) == {"value": None}
+    assert call("store.changelog", {"handle": handle})["records"] == []
+    call("store.close", {"handle": handle})

@@ -74,10 +74,16 @@ def test_short_values_in_the_comparison_follow_kafka() -> None:
         t.values_are_same_and_time_is_increasing(b"\x01\x02", b"\x01\x02", same_reference=False)
 
 
-def test_comparison_op_reads_equal_inputs_as_one_array_and_flags_short_ones() -> None:
+def test_comparison_op_reads_two_byte_strings_as_two_arrays_and_flags_short_ones() -> None:
+    """TSKV-4: distinct arrays unless ``same_reference`` says otherwise; an equal timestamp is not increasing."""
     op = "timestamped.values_are_same_and_time_is_increasing"
-    assert call(op, {"old": "000000000000000a76", "new": "000000000000000a76"}) == {"result": True}
+    assert call(op, {"old": "000000000000000a76", "new": "000000000000000a76"}) == {"result": False}
+    assert call(op, {"old": "000000000000000a76", "new": "000000000000000a76", "same_reference": True}) == {"result": True}
+    assert call(op, {"old": None, "new": None}) == {"result": True}  # two nulls are always one reference
+    assert call(op, {"old": None, "new": None, "same_reference": False}) == {"result": True}
     assert "error" in call(op, {"old": "00", "new": "01", "same_reference": True})
+    assert call(op, {"old": "000000000000000a76", "new": "000000000000000a76", "same_reference": "yes"})["error"]["field"] \
+        == "same_reference"
     from kstate.ops import load_all
 
     lenient = load_all()[op].lenient
@@ -85,3 +91,17 @@ def test_comparison_op_reads_equal_inputs_as_one_array_and_flags_short_ones() ->
     assert lenient({"old": "01", "new": "0203"}) is not None
     assert lenient({"old": "0102", "new": "0102", "same_reference": False}) is None  # refused, not lenient
     assert lenient({"old": "000000000000000a76", "new": "000000000000000b76"}) is None
+
+
+def test_a_recorded_comparison_of_equal_inputs_passed_one_array() -> None:
+    """The vector files cannot express identity: byte-equal recorded inputs stand for one array (TSKV-4 step 1)."""
+    from kstate.ops import vector_input
+
+    java = "ValueAndTimestampSerializer.valuesAreSameAndTimeIsIncreasing"
+    same = {"old": "000000000000000a76", "new": "000000000000000a76"}
+    assert vector_input(java, same) == {**same, "same_reference": True}
+    assert call("timestamped.values_are_same_and_time_is_increasing", vector_input(java, same)) == {"result": True}
+    other = {"old": "000000000000000a76", "new": "000000000000000b76"}
+    assert vector_input(java, other) == other
+    assert vector_input(java, {"old": None, "new": None}) == {"old": None, "new": None}
+    assert vector_input("ValueAndTimestampSerializer.serialize", same) == same

@@ -101,7 +101,8 @@ def test_plain_and_timestamped_facades_read_the_stored_layout(kit: Kit, backend:
     plain = kit.open(KV, backend, name="plain")
     plain.call("store.put", key=h("k"), value=i64(3) + h("v"))
     assert _typed(plain, h("k")) == {"found": True, "value": i64(3) + h("v")}
-    stamped = kit.open(TS, backend, name="stamped")
+    # Unlogged: a logged write at a negative timestamp is refused and stores nothing (CL-1, CL-2).
+    stamped = kit.open(TS, backend, name="stamped", logging=False)
     stamped.call("store.put", key=h("k"), value=i64(-2) + h("v"))
     assert _typed(stamped, h("k")) == {"found": True, "value": h("v"), "timestamp": -2}
     assert _typed(stamped, h("absent")) == {"found": False}
@@ -112,7 +113,8 @@ def test_plain_and_timestamped_facades_read_the_stored_layout(kit: Kit, backend:
 def test_the_headers_facade_parses_headers_only_when_asked(kit: Kit, backend: str) -> None:
     if not kit.codec.supports("store.get_typed"):
         pytest.skip("the implementation does not offer store.get_typed")
-    store = kit.open(HDR, backend)
+    # Unlogged: a logged write of header bytes the log cannot parse is refused and stores nothing (CL-1, CL-8).
+    store = kit.open(HDR, backend, logging=False)
     store.call("store.put", key=h("ok"), value=value_for(HDR, h("v"), 7, [("a", b"1"), ("n", None)]))
     assert _typed(store, h("ok")) == {"found": True, "value": h("v"), "timestamp": 7,
                                       "headers": [["a", h("1")], ["n", None]]}

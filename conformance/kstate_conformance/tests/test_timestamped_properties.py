@@ -112,9 +112,9 @@ def test_values_are_same_and_time_is_increasing(codec: Any, old: bytes | None, n
 def test_one_array_passed_twice_is_the_same(codec: Any, value: bytes) -> None:
     op = "timestamped.values_are_same_and_time_is_increasing"
     assert codec.call(op, {"old": value.hex(), "new": value.hex(), "same_reference": True}) == {"result": True}
-    # Recorded vectors cannot express identity: equal inputs without the flag stand for one array.
-    assert codec.call(op, {"old": value.hex(), "new": value.hex()}) == {"result": True}
-    # Equal copies have equal timestamps, and an equal timestamp is not increasing.
+    # Two byte strings are two arrays unless same_reference says otherwise; equal copies have equal
+    # timestamps, and an equal timestamp is not increasing (step 4).
+    assert codec.call(op, {"old": value.hex(), "new": value.hex()}) == {"result": False}
     assert codec.call(op, {"old": value.hex(), "new": value.hex(), "same_reference": False}) == {"result": False}
 
 

@@ -112,7 +112,9 @@ def java_div(dividend: int, divisor: int) -> int:
     if divisor == 0:
         raise EncodeError("segment-id", "division by zero")
     quotient = abs(dividend) // abs(divisor)
-    return quotient if (dividend >= 0) == (divisor > 0) else -quotient
+    quotient = quotient if (dividend >= 0) == (divisor > 0) else -quotient
+    # Long.MIN_VALUE / -1 overflows in Java and wraps back to Long.MIN_VALUE.
+    return quotient if quotient <= INT64_MAX else INT64_MIN
 
 
 def segment_id(timestamp: int, segment_interval: int) -> int:

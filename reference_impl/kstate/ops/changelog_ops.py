@@ -12,7 +12,20 @@ from typing import Any
 from kstate.codecs import changelog as cl
 from kstate.codecs import layout as lay
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex, unhex, unhex_required
+from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
+from kstate.ops.inputs import (
+    as_bool,
+    as_hex,
+    as_int,
+    as_object,
+    as_str,
+    field,
+    require_bool,
+    require_hex,
+    require_int,
+    require_object,
+    require_str,
+)
 from kstate.ops.offsets_ops import position_from_json, position_to_json
 
 _OPERATIONS = {
@@ -34,18 +47,25 @@ def _record_to_json(record: cl.ChangelogRecord | None) -> JsonDict | None:
     }
 
 
-def _record_from_json(value: JsonDict) -> cl.ChangelogRecord:
-    headers = headers_from_json(value.get("headers")) or []
+def _record_from_json(value: Any, where: str = "record") -> cl.ChangelogRecord:
+    record = as_object(value, where)
+    headers = headers_from_json(record.get("headers"), f"{where}.headers") or []
     return cl.ChangelogRecord(
-        unhex_required(value["key"], cl.FORMAT), unhex(value.get("value"), cl.FORMAT), value["timestamp"], tuple(headers)
+        as_hex(field(record, "key"), f"{where}.key", nullable=False), as_hex(record.get("value"), f"{where}.value"),
+        as_int(field(record, "timestamp"), f"{where}.timestamp"), tuple(headers),
     )
 
 
 def _context(payload: JsonDict) -> cl.RecordContext:
-    context = payload.get("context") or {}
+    context = require_object(payload, "context", None) or {}
     if "timestamp" not in context:
         raise EncodeError(cl.FORMAT, "a record context with a timestamp is required")
-    return cl.RecordContext(context["timestamp"], tuple(headers_from_json(context.get("headers")) or []))
+    return cl.RecordContext(as_int(context["timestamp"], "context.timestamp"),
+                            tuple(headers_from_json(context.get("headers"), "context.headers") or []))
+
+
+def _store_type(payload: JsonDict) -> cl.StoreType:
+    return cl.StoreType.parse(require_str(payload, "store_type"))
 
 
 @op(
@@ -54,40 +74,42 @@ def _context(payload: JsonDict) -> cl.RecordContext:
 )
 def record_for_write(payload: JsonDict) -> JsonDict:
     """The changelog record one store write sends (``record`` null: nothing logged); window writes report the layer's seqnum."""
-    store_type = cl.StoreType.parse(payload["store_type"])
-    operation = payload["operation"]
+    store_type = _store_type(payload)
+    operation = require_str(payload, "operation")
     if operation not in _OPERATIONS.get(store_type, ()):
         raise EncodeError(cl.FORMAT, f"operation {operation!r} is not defined for {store_type.value}")
-    key = unhex_required(payload["key"], cl.FORMAT)
-    value = unhex(payload.get("value"), cl.FORMAT)
-    position = position_from_json(payload["consistency_position"]) if payload.get("consistency_position") is not None else None
+    key = require_hex(payload, "key", nullable=False)
+    value = require_hex(payload, "value", None)
+    position_json = payload.get("consistency_position")
+    position = None if position_json is None else position_from_json(position_json, "consistency_position")
     if store_type is cl.StoreType.VERSIONED_KV:
         logged = None if operation == "delete" else value
-        return {"record": _record_to_json(cl.versioned_record(key, logged, payload["timestamp"], position))}
+        return {"record": _record_to_json(cl.versioned_record(key, logged, require_int(payload, "timestamp"), position))}
     context = _context(payload)
     if store_type in cl.KV_TYPES:
         if operation == "delete":
             record = cl.kv_delete_record(store_type, key, context, position)
         elif operation == "put_if_absent":
-            previous = unhex(payload.get("previous"), cl.FORMAT)
+            previous = require_hex(payload, "previous", None)
             return {"record": _record_to_json(cl.kv_put_if_absent_record(store_type, key, value, previous, context, position))}
         else:
             record = cl.kv_put_record(store_type, key, value, context, position)
         return {"record": _record_to_json(record)}
     if store_type in cl.WINDOW_TYPES:
-        seqnum = cl.next_seqnum(payload.get("seqnum", 0), bool(payload.get("retain_duplicates", False)))
-        record = cl.window_put_record(store_type, key, payload["window_start"], seqnum, value, context, position)
+        seqnum = cl.next_seqnum(require_int(payload, "seqnum", 0), require_bool(payload, "retain_duplicates", False))
+        record = cl.window_put_record(store_type, key, require_int(payload, "window_start"), seqnum, value, context, position)
         return {"record": _record_to_json(record), "seqnum": seqnum}
     stored = None if operation == "remove" else value
-    record = cl.session_put_record(store_type, key, payload["start"], payload["end"], stored, context, position)
+    record = cl.session_put_record(store_type, key, require_int(payload, "start"), require_int(payload, "end"), stored, context,
+                                  position)
     return {"record": _record_to_json(record)}
 
 
 @op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18"])
 def restore_value(payload: JsonDict) -> JsonDict:
     """The key and value a store writes when restoring ``record``; versioned stores also report the put timestamp."""
-    store_type = cl.StoreType.parse(payload["store_type"])
-    record = _record_from_json(payload["record"])
+    store_type = _store_type(payload)
+    record = _record_from_json(field(payload, "record"))
     out: JsonDict = {"key": record.key.hex(), "value": tohex(cl.restore_value(store_type, record))}
     if store_type is cl.StoreType.VERSIONED_KV:
         out["timestamp"] = record.timestamp
@@ -97,36 +119,49 @@ def restore_value(payload: JsonDict) -> JsonDict:
 @op("changelog.consistency_headers", rules=["CL-12"])
 def consistency_headers(payload: JsonDict) -> JsonDict:
     """The ``v`` and ``c`` headers a changelog record carries when IQ consistency is enabled."""
-    return {"headers": headers_to_json(list(cl.consistency_headers(position_from_json(payload["position"]))))}
+    return {"headers": headers_to_json(list(cl.consistency_headers(position_from_json(field(payload, "position")))))}
 
 
 @op("changelog.apply_consistency", rules=["CL-13"])
 def apply_consistency(payload: JsonDict) -> JsonDict:
     """The store position after restoring a record with ``headers``."""
     headers = headers_from_json(payload.get("headers")) or []
-    merged = cl.apply_consistency(position_from_json(payload["position"]), headers, bool(payload.get("enabled", True)))
+    merged = cl.apply_consistency(position_from_json(field(payload, "position")), headers, require_bool(payload, "enabled", True))
     return {"position": position_to_json(merged)}
 
 
 @op("changelog.topic_name", rules=["CL-14"])
 def topic_name(payload: JsonDict) -> JsonDict:
     """``<applicationId>-[<namedTopology>-]<store>-changelog``; an illegal topic name is refused."""
-    return {"topic": cl.changelog_topic_name(payload["application_id"], payload["store_name"], payload.get("named_topology"))}
+    return {"topic": cl.changelog_topic_name(require_str(payload, "application_id"), require_str(payload, "store_name"),
+                                              require_str(payload, "named_topology", None))}
 
 
 @op("changelog.topic_config", rules=["CL-15", "CL-16", "CL-17"])
 def topic_config(payload: JsonDict) -> JsonDict:
     """The changelog topic's properties for a store."""
     config = cl.changelog_topic_config(
-        cl.StoreType.parse(payload["store_type"]),
-        retention_ms=payload.get("retention_ms"),
-        history_retention_ms=payload.get("history_retention_ms"),
-        retain_duplicates=bool(payload.get("retain_duplicates", False)),
-        additional_retention_ms=payload.get("additional_retention_ms", cl.DEFAULT_ADDITIONAL_RETENTION_MS),
-        topic_defaults=payload.get("topic_defaults"),
-        log_config=payload.get("log_config"),
+        _store_type(payload),
+        retention_ms=require_int(payload, "retention_ms", None),
+        history_retention_ms=require_int(payload, "history_retention_ms", None),
+        retain_duplicates=require_bool(payload, "retain_duplicates", False),
+        additional_retention_ms=require_int(payload, "additional_retention_ms", cl.DEFAULT_ADDITIONAL_RETENTION_MS),
+        topic_defaults=_string_map(payload, "topic_defaults"),
+        log_config=_string_map(payload, "log_config"),
     )
     return {"config": dict(sorted(config.items()))}
+
+
+def _string_map(payload: JsonDict, name: str) -> dict[str, str] | None:
+    """A ``{config name: string value}`` object (null or absent: none)."""
+    value = require_object(payload, name, None)
+    return None if value is None else {str(k): as_str(v, f"{name}.{k}") for k, v in value.items()}
+
+
+def _existing(payload: JsonDict) -> dict[str, bool]:
+    """``{column family: has data}`` (null or absent: no families)."""
+    value = require_object(payload, "existing", None) or {}
+    return {str(k): as_bool(v, f"existing.{k}") for k, v in value.items()}
 
 
 # --- layout -----------------------------------------------------------------------------------------
@@ -135,9 +170,9 @@ def topic_config(payload: JsonDict) -> JsonDict:
 @op("layout.task_dir", rules=["LAY-1"])
 def task_dir(payload: JsonDict) -> JsonDict:
     """The task directory relative to ``state.dir``, and its own name."""
-    sub, part = payload["subtopology"], payload["partition"]
+    sub, part = require_int(payload, "subtopology"), require_int(payload, "partition")
     return {
-        "task_dir": lay.task_dir(payload["application_id"], sub, part, payload.get("named_topology")),
+        "task_dir": lay.task_dir(require_str(payload, "application_id"), sub, part, require_str(payload, "named_topology", None)),
         "name": lay.task_dir_name(sub, part),
     }
 
@@ -145,15 +180,15 @@ def task_dir(payload: JsonDict) -> JsonDict:
 @op("layout.parse_task_dir_name", rules=["LAY-1"])
 def parse_task_dir_name(payload: JsonDict) -> JsonDict:
     """``[subtopology, partition]`` of a task directory name, or null for a name that is not a task's."""
-    parsed = lay.parse_task_dir_name(payload["name"])
+    parsed = lay.parse_task_dir_name(require_str(payload, "name"))
     return {"task": None if parsed is None else list(parsed)}
 
 
 @op("layout.store_paths", rules=["LAY-2", "LAY-3", "LAY-4"])
 def store_paths(payload: JsonDict) -> JsonDict:
     """A store's paths relative to the task directory (``segment_dir`` when a segment id and interval are given)."""
-    store_type = cl.StoreType.parse(payload["store_type"])
-    name = payload["store_name"]
+    store_type = _store_type(payload)
+    name = require_str(payload, "store_name")
     out: JsonDict = {
         "store_dir": lay.store_dir(store_type, name),
         "position_file": lay.position_file_name(name),
@@ -163,27 +198,29 @@ def store_paths(payload: JsonDict) -> JsonDict:
     if "segment_id" in payload:
         if out["store_dir"] != name:
             raise EncodeError(lay.FORMAT, f"a {store_type.value} store has no segments")
-        out["segment_dir"] = lay.segment_dir(name, payload["segment_id"], payload["segment_interval"])
+        out["segment_dir"] = lay.segment_dir(name, require_int(payload, "segment_id"), require_int(payload, "segment_interval"))
     return out
 
 
 @op("layout.segment_dir_name", rules=["LAY-3"])
 def segment_dir_name(payload: JsonDict) -> JsonDict:
     """``<store>.<segmentId * segmentInterval>``."""
-    return {"name": lay.segment_dir_name(payload["store_name"], payload["segment_id"], payload["segment_interval"])}
+    return {"name": lay.segment_dir_name(require_str(payload, "store_name"), require_int(payload, "segment_id"),
+                                          require_int(payload, "segment_interval"))}
 
 
 @op("layout.parse_segment_name", rules=["LAY-3"])
 def parse_segment_name(payload: JsonDict) -> JsonDict:
     """The segment id of a directory entry (-1: skipped) and the name Kafka renames it to (null: kept)."""
-    parsed = lay.parse_segment_name(payload["store_name"], payload["segment_name"], payload["segment_interval"])
+    parsed = lay.parse_segment_name(require_str(payload, "store_name"), require_str(payload, "segment_name"),
+                                    require_int(payload, "segment_interval"))
     return {"segment_id": parsed.segment_id, "rename_to": parsed.rename_to}
 
 
 @op("layout.column_families", rules=["LAY-5", "LAY-6", "LAY-7", "LAY-8"])
 def column_families(payload: JsonDict) -> JsonDict:
     """How a store opens a RocksDB whose families are ``existing`` (``{name: has data}``)."""
-    plan = lay.column_family_plan(cl.StoreType.parse(payload["store_type"]), payload.get("existing") or {})
+    plan = lay.column_family_plan(_store_type(payload), _existing(payload))
     return {
         "open": list(plan.open),
         "data_cf": plan.data_cf,
@@ -203,7 +240,7 @@ def options_format_versions(payload: JsonDict) -> JsonDict:
     """The block-based table ``format_version`` per column family of a RocksDB ``OPTIONS`` file, and whether Kafka 3.x can read them."""
     versions: dict[str, int] = {}
     current: str | None = None
-    for line in str(payload["options_text"]).splitlines():
+    for line in require_str(payload, "options_text").splitlines():
         if line.startswith("["):
             section = _TABLE_SECTION.match(line)
             current = section.group("cf") if section else None
@@ -223,7 +260,7 @@ _ROCKSDB_FILE = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|(MANIFEST
 @op("layout.classify_store_file", rules=["LAY-10"])
 def classify_store_file(payload: JsonDict) -> JsonDict:
     """Whether a file in a store directory belongs to the layout: ``rocksdb``, ``not_layout`` (binding sidecars) or ``unknown``."""
-    name: Any = payload["name"]
+    name = require_str(payload, "name")
     if name == lay.ROCKSDICT_SIDECAR:
         return {"kind": "not_layout"}
     return {"kind": "rocksdb" if _ROCKSDB_FILE.fullmatch(name) else "unknown"}

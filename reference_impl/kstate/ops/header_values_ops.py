@@ -7,7 +7,8 @@ from collections.abc import Callable
 from kstate.codecs import header_values as hv
 from kstate.codecs.primitives import read_varint, write_varint
 from kstate.errors import CodecError
-from kstate.ops import JsonDict, capture, headers_from_json, headers_to_json, op, tohex, unhex
+from kstate.ops import JsonDict, capture, headers_from_json, headers_to_json, op, tohex
+from kstate.ops.inputs import require_hex, require_int
 
 # --- leniency predicates: malformed bytes that Kafka accepts -----------------------------------------
 
@@ -51,22 +52,22 @@ def _section_notes(data: bytes | None, *, static_helpers: bool) -> list[str]:
 
 def _lenient_header_bytes(payload: JsonDict) -> str | None:
     """HV-5: a negative count, trailing bytes, invalid UTF-8 or a non-canonical varint, accepted by Kafka."""
-    return "; ".join(hv.header_bytes_leniencies(unhex(payload.get("bytes")))) or None
+    return "; ".join(hv.header_bytes_leniencies(require_hex(payload, "bytes", None))) or None
 
 
 def _lenient_value_timestamp_headers(payload: JsonDict) -> str | None:
     """HV-5 inside the header section, and HV-9's static helpers accepting a negative headersSize."""
-    return "; ".join(_section_notes(unhex(payload.get("bytes")), static_helpers=True)) or None
+    return "; ".join(_section_notes(require_hex(payload, "bytes", None), static_helpers=True)) or None
 
 
 def _lenient_section(payload: JsonDict) -> str | None:
     """HV-5 inside the header section of a header-aware value."""
-    return "; ".join(_section_notes(unhex(payload.get("bytes")), static_helpers=False)) or None
+    return "; ".join(_section_notes(require_hex(payload, "bytes", None), static_helpers=False)) or None
 
 
 def _lenient_raw_aggregation(payload: JsonDict) -> str | None:
     """HV-14: ``rawAggregation`` skips backwards over a negative headersSize."""
-    data = unhex(payload.get("bytes"))
+    data = require_hex(payload, "bytes", None)
     parsed = _headers_size_notes(data) if data else None
     if parsed is None or data is None or data[0] == 0:
         return None
@@ -80,7 +81,7 @@ def _lenient_raw_aggregation(payload: JsonDict) -> str | None:
 
 
 def _headers_input(payload: JsonDict, field: str = "headers") -> list[tuple[str, bytes | None]] | None:
-    return headers_from_json(payload.get(field))
+    return headers_from_json(payload.get(field), field)
 
 
 @op("header_values.serialize_headers", rules=["HV-1", "HV-2", "HV-4"], java=["HeadersSerializer.serialize"])
@@ -97,7 +98,7 @@ def serialize_headers(payload: JsonDict) -> JsonDict:
 )
 def deserialize_headers(payload: JsonDict) -> JsonDict:
     """Decode header bytes (without a size prefix) as Kafka does."""
-    return {"headers": headers_to_json(hv.decode_headers(unhex(payload["bytes"])))}
+    return {"headers": headers_to_json(hv.decode_headers(require_hex(payload, "bytes")))}
 
 
 # --- ValueTimestampHeaders ------------------------------------------------------------------------------
@@ -106,7 +107,7 @@ def deserialize_headers(payload: JsonDict) -> JsonDict:
 @op("header_values.serialize", rules=["HV-6", "HV-7"], java=["ValueTimestampHeadersSerializer.serialize"])
 def serialize(payload: JsonDict) -> JsonDict:
     """``[varint headersSize][header bytes][timestamp][value]``; a null value gives null."""
-    data = hv.encode_value_timestamp_headers(unhex(payload["value"]), payload["timestamp"], _headers_input(payload))
+    data = hv.encode_value_timestamp_headers(require_hex(payload, "value"), require_int(payload, "timestamp"), _headers_input(payload))
     return {"bytes": tohex(data)}
 
 
@@ -124,7 +125,7 @@ def _vth_json(decoded: hv.ValueTimestampHeaders | None) -> JsonDict | None:
 )
 def deserialize(payload: JsonDict) -> JsonDict:
     """The full decode and, separately, Kafka's static ``value``/``timestamp``/``headers`` helpers."""
-    data = unhex(payload["bytes"])
+    data = require_hex(payload, "bytes")
     return {
         "deserialize": capture(lambda: {"result": _vth_json(hv.decode_value_timestamp_headers(data))}),
         "static_value": capture(lambda: {"value": tohex(hv.raw_value_of(data))}),
@@ -136,7 +137,7 @@ def deserialize(payload: JsonDict) -> JsonDict:
 @op("header_values.deserialize_lazy", rules=["HV-6", "HV-10", "HV-13"], lenient=_lenient_section)
 def deserialize_lazy(payload: JsonDict) -> JsonDict:
     """Decode value and timestamp without parsing the header bytes; ``headers`` is the later, separate parse."""
-    decoded = hv.decode_value_timestamp_headers(unhex(payload["bytes"]))
+    decoded = hv.decode_value_timestamp_headers(require_hex(payload, "bytes"))
     if decoded is None:
         return {"result": None, "headers": None}
     result = {"value": tohex(decoded.value), "timestamp": decoded.timestamp, "raw_headers": tohex(decoded.raw_headers)}
@@ -149,13 +150,13 @@ def deserialize_lazy(payload: JsonDict) -> JsonDict:
 @op("header_values.serialize_aggregation", rules=["HV-11"])
 def serialize_aggregation(payload: JsonDict) -> JsonDict:
     """``[varint headersSize][header bytes][aggregation]``; a null aggregation gives null."""
-    return {"bytes": tohex(hv.encode_aggregation_with_headers(unhex(payload["aggregation"]), _headers_input(payload)))}
+    return {"bytes": tohex(hv.encode_aggregation_with_headers(require_hex(payload, "aggregation"), _headers_input(payload)))}
 
 
 @op("header_values.deserialize_aggregation", rules=["HV-11", "HV-13"], lenient=_lenient_section)
 def deserialize_aggregation(payload: JsonDict) -> JsonDict:
     """Split an ``AggregationWithHeaders``; null gives a null result."""
-    decoded = hv.decode_aggregation_with_headers(unhex(payload["bytes"]))
+    decoded = hv.decode_aggregation_with_headers(require_hex(payload, "bytes"))
     if decoded is None:
         return {"result": None}
     return {"result": {"aggregation": tohex(decoded.aggregation), "headers": headers_to_json(decoded.headers)}}
@@ -164,7 +165,7 @@ def deserialize_aggregation(payload: JsonDict) -> JsonDict:
 @op("header_values.raw_aggregation", rules=["HV-10", "HV-11", "HV-14"], lenient=_lenient_raw_aggregation)
 def raw_aggregation(payload: JsonDict) -> JsonDict:
     """``AggregationWithHeadersDeserializer.rawAggregation``: the aggregation with header bytes skipped unparsed."""
-    return {"aggregation": tohex(hv.raw_aggregation_of(unhex(payload["bytes"])))}
+    return {"aggregation": tohex(hv.raw_aggregation_of(require_hex(payload, "bytes")))}
 
 
 # --- conversions ----------------------------------------------------------------------------------------
@@ -182,27 +183,27 @@ def _with_deserialized(data: bytes | None) -> JsonDict:
 @op("header_values.convert_to_header_format", rules=["HV-8"], java=["HeadersBytesStore.convertToHeaderFormat"])
 def convert_to_header_format(payload: JsonDict) -> JsonDict:
     """Prepend ``00``; ``deserialized`` is present when the result decodes as a ``ValueTimestampHeaders``."""
-    return _with_deserialized(hv.convert_to_header_format(unhex(payload["value_and_timestamp"])))
+    return _with_deserialized(hv.convert_to_header_format(require_hex(payload, "value_and_timestamp")))
 
 
 @op("header_values.convert_from_plain_to_header_format", rules=["HV-8"])
 def convert_from_plain_to_header_format(payload: JsonDict) -> JsonDict:
     """``00`` + ``FF``×8 + plain value; ``deserialized`` shows timestamp -1 and no headers."""
-    return _with_deserialized(hv.convert_from_plain_to_header_format(unhex(payload["plain_value"])))
+    return _with_deserialized(hv.convert_from_plain_to_header_format(require_hex(payload, "plain_value")))
 
 
 @op("header_values.raw_value_to_headers_value", rules=["HV-12"])
 def raw_value_to_headers_value(payload: JsonDict) -> JsonDict:
     """Restore of a timestamped KV or window store with headers from a changelog record."""
     headers = _headers_input(payload, "record_headers")
-    value = hv.raw_value_to_headers_value(unhex(payload["record_value"]), payload["record_timestamp"], headers)
-    return {"value": tohex(value), "timestamp": payload["record_timestamp"], "headers": headers_to_json(headers)}
+    value = hv.raw_value_to_headers_value(require_hex(payload, "record_value"), require_int(payload, "record_timestamp"), headers)
+    return {"value": tohex(value), "timestamp": require_int(payload, "record_timestamp"), "headers": headers_to_json(headers)}
 
 
 @op("header_values.raw_value_to_session_headers_value", rules=["HV-12"])
 def raw_value_to_session_headers_value(payload: JsonDict) -> JsonDict:
     """Restore of a session store with headers from a changelog record (no timestamp in the value)."""
     headers = _headers_input(payload, "record_headers")
-    value = hv.raw_value_to_session_headers_value(unhex(payload["record_value"]), headers)
+    value = hv.raw_value_to_session_headers_value(require_hex(payload, "record_value"), headers)
     return {"value": tohex(value), "headers": headers_to_json(headers)}
 

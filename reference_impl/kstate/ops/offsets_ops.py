@@ -13,18 +13,54 @@ from typing import Any
 from kstate.codecs import offsets as o
 from kstate.codecs import position as pos
 from kstate.errors import EncodeError, KStateError
-from kstate.ops import JsonDict, capture, error_of, op, tohex, unhex, unhex_required
+from kstate.ops import JsonDict, capture, error_of, op, tohex
+from kstate.ops.inputs import (
+    InputError,
+    as_hex,
+    as_int,
+    as_list,
+    as_object,
+    as_str,
+    as_tuple,
+    field,
+    require_bool,
+    require_hex,
+    require_int,
+    require_list,
+    require_str,
+)
 
 # --- JSON shapes ------------------------------------------------------------------------------------
 
 
-def position_from_json(value: Any) -> pos.Position:
+def position_from_json(value: Any, where: str = "position") -> pos.Position:
     """``[[topic, [[partition, offset], ...]], ...]`` to a Position; a mapping is accepted too."""
     if value is None:
         raise EncodeError(pos.FORMAT, "a position is required")
     if isinstance(value, Mapping):
-        return pos.to_position({t: {int(p): v for p, v in parts.items()} for t, parts in value.items()})
-    return pos.to_position([(t, [(p, v) for p, v in parts]) for t, parts in value])
+        return pos.to_position({
+            as_str(t, f"{where}.{t}"): {
+                _mapping_partition(p, f"{where}.{t}.{p}"): as_int(v, f"{where}.{t}.{p}")
+                for p, v in as_object(parts, f"{where}.{t}").items()
+            }
+            for t, parts in value.items()
+        })
+    topics = []
+    for i, item in enumerate(as_list(value, where)):
+        topic, parts = as_tuple(item, 2, f"{where}[{i}]")
+        partitions = []
+        for j, entry in enumerate(as_list(parts, f"{where}[{i}][1]")):
+            partition, offset = as_tuple(entry, 2, f"{where}[{i}][1][{j}]")
+            partitions.append((as_int(partition, f"{where}[{i}][1][{j}][0]"), as_int(offset, f"{where}[{i}][1][{j}][1]")))
+        topics.append((as_str(topic, f"{where}[{i}][0]"), partitions))
+    return pos.to_position(topics)
+
+
+def _mapping_partition(key: Any, where: str) -> int:
+    try:
+        return int(key)
+    except (TypeError, ValueError) as exc:
+        raise InputError(where, f"a partition key must be an integer, got {key!r}") from exc
 
 
 def position_to_json(value: pos.PositionInput) -> list[list[Any]]:
@@ -41,10 +77,13 @@ def sorted_entries(offsets: Mapping[o.TopicPartition, int | None]) -> list[list[
     return [[t, p, v] for (t, p), v in sorted(offsets.items(), key=lambda item: (_utf16(item[0][0]), item[0][1]))]
 
 
-def cf_from_json(value: Any) -> o.OffsetsCF:
+def cf_from_json(value: Any, where: str = "cf") -> o.OffsetsCF:
+    """``[[key hex, value hex], ...]`` to a column family image; null is an empty family."""
     out: o.OffsetsCF = {}
-    for key, val in value or []:
-        out[unhex_required(key, o.CF_FORMAT)] = unhex_required(val, o.CF_FORMAT)
+    for i, item in enumerate(as_list(value, where, nullable=True) or []):
+        key, val = as_tuple(item, 2, f"{where}[{i}]")
+        key_bytes = as_hex(key, f"{where}[{i}][0]", nullable=False)
+        out[key_bytes] = as_hex(val, f"{where}[{i}][1]", nullable=False)
     return out
 
 
@@ -52,10 +91,28 @@ def cf_to_json(cf: Mapping[bytes, bytes]) -> list[list[str | None]]:
     return [[tohex(k), tohex(v)] for k, v in sorted(cf.items())]
 
 
-def _offsets_map(value: Any) -> dict[o.TopicPartition, int | None]:
+def _entries_json(payload: JsonDict, name: str) -> list[tuple[Any, Any, Any]]:
+    """``[[topic, partition, offset-or-null], ...]``: shapes and JSON types checked; ranges are the codec's."""
+    out: list[tuple[Any, Any, Any]] = []
+    for i, item in enumerate(require_list(payload, name)):
+        topic, partition, offset = as_tuple(item, 3, f"{name}[{i}]")
+        out.append((as_str(topic, f"{name}[{i}][0]"), as_int(partition, f"{name}[{i}][1]"),
+                    as_int(offset, f"{name}[{i}][2]", nullable=True)))
+    return out
+
+
+def _offsets_map(payload: JsonDict, name: str) -> dict[o.TopicPartition, int | None]:
     out: dict[o.TopicPartition, int | None] = {}
-    for topic, partition, offset in value or []:
+    for topic, partition, offset in _entries_json(payload, name):
         out[(topic, partition)] = offset
+    return out
+
+
+def _partitions(payload: JsonDict, name: str) -> list[o.TopicPartition]:
+    out: list[o.TopicPartition] = []
+    for i, item in enumerate(require_list(payload, name)):
+        topic, partition = as_tuple(item, 2, f"{name}[{i}]")
+        out.append((as_str(topic, f"{name}[{i}][0]"), as_int(partition, f"{name}[{i}][1]")))
     return out
 
 
@@ -68,13 +125,18 @@ def _offsets_map(value: Any) -> dict[o.TopicPartition, int | None]:
     java=["OffsetCheckpoint.write"],
 )
 def checkpoint_write(payload: JsonDict) -> JsonDict:
-    """``OffsetCheckpoint.write`` then ``read``: whether a file exists, its bytes and text, and what reads back."""
+    """``OffsetCheckpoint.write`` then ``read``: whether a file exists, its bytes and text, and what reads back.
+
+    An empty map leaves no file (OFF-15): the output says so and has no ``file`` or ``file_text``, as a
+    refused write has none; reading back the missing file gives an empty map.
+    """
+    entries = _entries_json(payload, "entries_in_map_order")
     try:
-        data = o.write_checkpoint_text([tuple(e) for e in payload["entries_in_map_order"]])
+        data = o.write_checkpoint_text(entries)
     except KStateError as exc:
         return {**error_of(exc), "file_exists": False}
     if data is None:
-        return {"file_exists": False, "file": None, "file_text": None, "read_back": {"entries": []}}
+        return {"file_exists": False, "read_back": {"entries": []}}
     return {
         "file_exists": True,
         "file": data.hex(),
@@ -85,7 +147,7 @@ def checkpoint_write(payload: JsonDict) -> JsonDict:
 
 def _checkpoint_leniency(payload: JsonDict) -> str | None:
     try:
-        data = unhex(payload.get("file"))
+        data = require_hex(payload, "file", None)
     except KStateError:
         return None
     notes = o.checkpoint_text_leniencies(data)
@@ -100,14 +162,14 @@ def _checkpoint_leniency(payload: JsonDict) -> str | None:
 )
 def checkpoint_read(payload: JsonDict) -> JsonDict:
     """``OffsetCheckpoint.read`` of ``file`` (null: no file); entries sorted, -4 kept as written."""
-    data = unhex(payload.get("file"), o.CHECKPOINT_FORMAT)
+    data = require_hex(payload, "file", None)
     return {"entries": sorted_entries(o.read_checkpoint_text(data))}
 
 
 @op("checkpoint.write_downgrade", rules=["OFF-20", "OFF-14"])
 def checkpoint_write_downgrade(payload: JsonDict) -> JsonDict:
     """The ``.checkpoint`` written for a downgrade: committed offsets in order, null as -4; empty means no file."""
-    entries = [(t, p, v) for (t, p), v in o.downgrade_checkpoint_offsets(_offsets_map(payload["committed"])).items()]
+    entries = [(t, p, v) for (t, p), v in o.downgrade_checkpoint_offsets(_offsets_map(payload, "committed")).items()]
     return {"file": tohex(o.write_checkpoint_text(entries))}
 
 
@@ -117,34 +179,34 @@ def checkpoint_write_downgrade(payload: JsonDict) -> JsonDict:
 @op("position.serialize", rules=["OFF-8", "OFF-9"])
 def position_serialize(payload: JsonDict) -> JsonDict:
     """``PositionSerde.serialize(position).array()``, zero padding included, topics and partitions in input order."""
-    return {"bytes": pos.encode_position(position_from_json(payload["position"])).hex()}
+    return {"bytes": pos.encode_position(position_from_json(field(payload, "position"))).hex()}
 
 
 @op("position.deserialize", rules=["OFF-8", "OFF-10", "OFF-12"])
 def position_deserialize(payload: JsonDict) -> JsonDict:
     """``PositionSerde.deserialize``: the position (canonical order) and the bytes it used; the rest is ignored."""
-    decoded, used = pos.decode_position(unhex_required(payload["bytes"], pos.FORMAT))
+    decoded, used = pos.decode_position(require_hex(payload, "bytes", nullable=False))
     return {"position": position_to_json(decoded), "bytes_consumed": used}
 
 
 @op("position.merge", rules=["OFF-11", "OFF-12"])
 def position_merge(payload: JsonDict) -> JsonDict:
     """``Position.merge``: per partition the larger offset."""
-    merged = pos.merge_positions(position_from_json(payload["base"]), position_from_json(payload["other"]))
+    merged = pos.merge_positions(position_from_json(field(payload, "base"), "base"), position_from_json(field(payload, "other"), "other"))
     return {"position": position_to_json(merged)}
 
 
 @op("position.to_checkpoint", rules=["OFF-18"])
 def position_to_checkpoint(payload: JsonDict) -> JsonDict:
     """The ``<store>.position`` file of a position (entries in input order); an empty position writes no file."""
-    entries = o.position_to_checkpoint(position_from_json(payload["position"]))
+    entries = o.position_to_checkpoint(position_from_json(field(payload, "position")))
     return {"file": tohex(o.write_checkpoint_text(entries))}
 
 
 @op("position.from_checkpoint", rules=["OFF-18", "OFF-16"])
 def position_from_checkpoint(payload: JsonDict) -> JsonDict:
     """A ``<store>.position`` file read back as a position (null file: empty)."""
-    offsets = o.read_checkpoint_text(unhex(payload.get("file"), o.CHECKPOINT_FORMAT))
+    offsets = o.read_checkpoint_text(require_hex(payload, "file", None))
     return {"position": position_to_json(o.position_from_checkpoint(offsets))}
 
 
@@ -155,21 +217,21 @@ def position_from_checkpoint(payload: JsonDict) -> JsonDict:
 def offsets_encode_entry(payload: JsonDict) -> JsonDict:
     """One offsets-CF entry: ``{"status": "open"|"closed"}``, ``{"position": ...}`` or ``{"topic", "partition", "offset"}``."""
     if "status" in payload:
-        status = payload["status"]
+        status = require_str(payload, "status")
         if status not in ("open", "closed"):
             raise EncodeError(o.CF_FORMAT, f"status must be 'open' or 'closed', got {status!r}")
         return {"key": o.STATUS_KEY.hex(), "value": o.encode_status(status == "open").hex()}
     if "position" in payload:
-        return {"key": o.POSITION_KEY.hex(), "value": pos.encode_position(position_from_json(payload["position"])).hex()}
-    key = o.topic_partition_key(payload["topic"], payload["partition"])
-    offset = payload.get("offset")
+        return {"key": o.POSITION_KEY.hex(), "value": pos.encode_position(position_from_json(field(payload, "position"))).hex()}
+    key = o.topic_partition_key(require_str(payload, "topic"), require_int(payload, "partition"))
+    offset = require_int(payload, "offset", None)
     return {"key": key.hex(), "value": None if offset is None else o.encode_offset_value(offset).hex()}
 
 
 @op("offsets.decode_entry", rules=["OFF-2", "OFF-3", "OFF-10"])
 def offsets_decode_entry(payload: JsonDict) -> JsonDict:
     """Classify one offsets-CF entry; a committed offset's key is reported as text (``<topic>-<partition>``)."""
-    decoded = o.decode_entry(unhex_required(payload["key"], o.CF_FORMAT), unhex_required(payload["value"], o.CF_FORMAT))
+    decoded = o.decode_entry(require_hex(payload, "key", nullable=False), require_hex(payload, "value", nullable=False))
     if decoded["kind"] == "position":
         position = decoded["position"]
         assert isinstance(position, dict)
@@ -180,48 +242,48 @@ def offsets_decode_entry(payload: JsonDict) -> JsonDict:
 @op("offsets.commit", rules=["OFF-4"])
 def offsets_commit(payload: JsonDict) -> JsonDict:
     """``commit(Map)`` on a column family image: offsets ``[[topic, partition, offset|null], ...]``; empty wipes."""
-    return {"cf": cf_to_json(o.commit_offsets(cf_from_json(payload["cf"]), _offsets_map(payload["offsets"])))}
+    return {"cf": cf_to_json(o.commit_offsets(cf_from_json(field(payload, "cf")), _offsets_map(payload, "offsets")))}
 
 
 @op("offsets.commit_position", rules=["OFF-5", "OFF-9"])
 def offsets_commit_position(payload: JsonDict) -> JsonDict:
     """``commit(Position)`` on a column family image."""
-    return {"cf": cf_to_json(o.commit_position(cf_from_json(payload["cf"]), position_from_json(payload["position"])))}
+    return {"cf": cf_to_json(o.commit_position(cf_from_json(field(payload, "cf")), position_from_json(field(payload, "position"))))}
 
 
 @op("offsets.open", rules=["OFF-6"])
 def offsets_open(payload: JsonDict) -> JsonDict:
     """``open``: the image after open and the loaded position; an OPEN status is refused (unclean shutdown)."""
-    cf, position = o.open_offsets(cf_from_json(payload["cf"]), bool(payload.get("ignore_invalid_state", False)))
+    cf, position = o.open_offsets(cf_from_json(field(payload, "cf")), require_bool(payload, "ignore_invalid_state", False))
     return {"cf": cf_to_json(cf), "position": position_to_json(position)}
 
 
 @op("offsets.close", rules=["OFF-7"])
 def offsets_close(payload: JsonDict) -> JsonDict:
     """``close``: CLOSED is written only when ``opened``."""
-    return {"cf": cf_to_json(o.close_offsets(cf_from_json(payload["cf"]), bool(payload["opened"])))}
+    return {"cf": cf_to_json(o.close_offsets(cf_from_json(field(payload, "cf")), require_bool(payload, "opened")))}
 
 
 @op("offsets.committed_offset", rules=["OFF-2", "OFF-3"])
 def offsets_committed_offset(payload: JsonDict) -> JsonDict:
     """``committedOffset(tp)`` on a column family image (null when absent)."""
-    return {"offset": o.committed_offset(cf_from_json(payload["cf"]), payload["topic"], payload["partition"])}
+    return {"offset": o.committed_offset(cf_from_json(field(payload, "cf")), require_str(payload, "topic"), require_int(payload, "partition"))}
 
 
 @op("offsets.migrate_checkpoint", rules=["OFF-19"])
 def offsets_migrate_checkpoint(payload: JsonDict) -> JsonDict:
     """``migrateLegacyOffsets`` for one store: its ``.checkpoint`` entries (file bytes, null: none) into the image."""
-    checkpoint = o.read_checkpoint_text(unhex(payload.get("checkpoint"), o.CHECKPOINT_FORMAT))
+    checkpoint = o.read_checkpoint_text(require_hex(payload, "checkpoint", None))
     known = {tp: v for tp, v in checkpoint.items() if v is not None}
-    partitions = [(t, p) for t, p in payload["changelog_partitions"]]
-    return {"cf": cf_to_json(o.migrate_checkpoint_offsets(cf_from_json(payload["cf"]), known, partitions))}
+    partitions = _partitions(payload, "changelog_partitions")
+    return {"cf": cf_to_json(o.migrate_checkpoint_offsets(cf_from_json(field(payload, "cf")), known, partitions))}
 
 
 @op("offsets.migrate_position_file", rules=["OFF-22"], level="tentative")
 def offsets_migrate_position_file(payload: JsonDict) -> JsonDict:
     """A ``<store>.position`` file (bytes; null: none) merged into the image's ``position`` entry."""
-    data = unhex(payload.get("file"), o.CHECKPOINT_FORMAT)
-    cf = cf_from_json(payload["cf"])
+    data = require_hex(payload, "file", None)
+    cf = cf_from_json(field(payload, "cf"))
     if data is not None:
         cf = o.migrate_position_file(cf, o.position_from_checkpoint(o.read_checkpoint_text(data)))
     return {"cf": cf_to_json(cf)}

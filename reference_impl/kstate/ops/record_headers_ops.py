@@ -11,6 +11,7 @@ from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN,
 from kstate.codecs.record_headers import Header, Headers
 from kstate.errors import CodecError, DecodeError
 from kstate.ops import JsonDict, capture, op, tohex, unhex, unhex_required
+from kstate.ops.inputs import require_hex
 
 #: The batch base offset and base timestamp ``record_v2.write`` decodes its record with, as the vectors do.
 CHECK_BASE_OFFSET = 1000
@@ -78,8 +79,8 @@ def write(payload: JsonDict) -> JsonDict:
     record = rv2.write_record(
         _unchecked(payload, "offset_delta"),
         _unchecked(payload, "timestamp_delta"),
-        unhex(payload.get("key"), rv2.RECORD_FORMAT),
-        unhex(payload.get("value"), rv2.RECORD_FORMAT),
+        require_hex(payload, "key", None),
+        require_hex(payload, "value", None),
         _headers_input(payload.get("headers"), rv2.RECORD_FORMAT),
     )
     headers_at = _headers_section_start(record)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from kstate.codecs import session_keys as sk
 from kstate.codecs.window_keys import KEY_FIRST_PREFIX, TIME_FIRST_PREFIX
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex, unhex, unhex_required
+from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
+from kstate.ops.inputs import require_hex, require_int
 
 _JAVA_CLASS = {
     sk.SessionSchema.PLAIN: "SessionKeySchema",
@@ -26,7 +27,7 @@ _EXPECTED_PREFIX = {sk.SessionSchema.TIME_FIRST: TIME_FIRST_PREFIX, sk.SessionSc
 
 def _lenient_unvalidated_window(schema: sk.SessionSchema) -> LeniencyCheck:
     def check(payload: JsonDict) -> str | None:
-        start, end = payload["start"], payload["end"]
+        start, end = require_int(payload, "start"), require_int(payload, "end")
         refused_anyway = payload["key"] is None and schema is not sk.SessionSchema.TIME_FIRST
         if (start < 0 or end < start) and not refused_anyway:
             return f"Kafka writes the key of an invalid session window (start {start}, end {end}) without checking it"
@@ -60,8 +61,8 @@ def _register(schema: sk.SessionSchema) -> None:
 
     def to_binary(payload: JsonDict) -> JsonDict:
         """Session key of (key, start, end); the window is not validated."""
-        key = unhex(payload["key"], sk.FMT)
-        return {"bytes": tohex(sk.to_binary(schema, key, payload["start"], payload["end"]))}
+        key = require_hex(payload, "key")
+        return {"bytes": tohex(sk.to_binary(schema, key, require_int(payload, "start"), require_int(payload, "end")))}
 
     op(
         f"{name}.to_binary",
@@ -72,7 +73,7 @@ def _register(schema: sk.SessionSchema) -> None:
 
     def extract(payload: JsonDict) -> JsonDict:
         """Key, start and end of a session key, and its window or the window's refusal."""
-        decoded = sk.decode(schema, unhex_required(payload["bytes"], sk.FMT))
+        decoded = sk.decode(schema, require_hex(payload, "bytes", nullable=False))
 
         def window() -> JsonDict:
             sk.validate_session_window(decoded.start, decoded.end)
@@ -89,8 +90,8 @@ def _register(schema: sk.SessionSchema) -> None:
 
     def ranges(payload: JsonDict) -> JsonDict:
         """The four range bounds of (key, time); each is ``{bytes}`` or a refusal."""
-        key = unhex(payload["key"], sk.FMT)
-        time = payload["time"]
+        key = require_hex(payload, "key")
+        time = require_int(payload, "time")
         return {
             "lower_range": capture(lambda: {"bytes": tohex(sk.lower_range(schema, key, time))}),
             "upper_range": capture(lambda: {"bytes": tohex(sk.upper_range(schema, key, time))}),
@@ -107,10 +108,10 @@ def _register(schema: sk.SessionSchema) -> None:
 
     def key_segment_id(payload: JsonDict) -> JsonDict:
         """Segment timestamp (the session END) and segment id of a session key."""
-        data = unhex_required(payload["bytes"], sk.FMT)
+        data = require_hex(payload, "bytes", nullable=False)
         return {
             "segment_timestamp": sk.decode(schema, data).end,
-            "segment_id": sk.key_segment_id(schema, data, payload["segment_interval"]),
+            "segment_id": sk.key_segment_id(schema, data, require_int(payload, "segment_interval")),
         }
 
     op(f"{name}.segment_id", rules=[layout, "SESS-11"])(key_segment_id)
@@ -127,7 +128,7 @@ for _schema in sk.SessionSchema:
 )
 def extract_window_bytes_from_non_prefix_session_key(payload: JsonDict) -> JsonDict:
     """A plain session key rewritten in the time-first layout."""
-    data = unhex_required(payload["bytes"], sk.FMT)
+    data = require_hex(payload, "bytes", nullable=False)
     return {"bytes": tohex(sk.extract_window_bytes_from_non_prefix_session_key(data))}
 
 
@@ -139,7 +140,7 @@ def extract_window_bytes_from_non_prefix_session_key(payload: JsonDict) -> JsonD
 )
 def prefix_non_prefix_session_key(payload: JsonDict) -> JsonDict:
     """A plain session key rewritten in the key-first layout."""
-    return {"bytes": tohex(sk.prefix_non_prefix_session_key(unhex_required(payload["bytes"], sk.FMT)))}
+    return {"bytes": tohex(sk.prefix_non_prefix_session_key(require_hex(payload, "bytes", nullable=False)))}
 
 
 @op(
@@ -149,8 +150,8 @@ def prefix_non_prefix_session_key(payload: JsonDict) -> JsonDict:
 )
 def to_binary_windowed(payload: JsonDict) -> JsonDict:
     """The three schemas' bytes of a windowed key; a refused window refuses all three."""
-    key = unhex(payload["key"], sk.FMT)
-    start, end = payload["start"], payload["end"]
+    key = require_hex(payload, "key")
+    start, end = require_int(payload, "start"), require_int(payload, "end")
     sk.validate_session_window(start, end, error=EncodeError)
 
     def encoded(schema: sk.SessionSchema) -> JsonDict | str | None:
@@ -167,4 +168,4 @@ def to_binary_windowed(payload: JsonDict) -> JsonDict:
 @op("session.segment_interval", rules=["SESS-11"])
 def segment_interval(payload: JsonDict) -> JsonDict:
     """The default segment interval of a persistent session store with this retention."""
-    return {"segment_interval": sk.default_segment_interval(payload["retention"])}
+    return {"segment_interval": sk.default_segment_interval(require_int(payload, "retention"))}

@@ -22,7 +22,22 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.errors import KStateError
-from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex, unhex
+from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
+from kstate.ops.inputs import (
+    INT32_MAX,
+    INT32_MIN,
+    as_hex,
+    as_int,
+    as_object,
+    as_str,
+    as_tuple,
+    require_bool,
+    require_choice,
+    require_hex,
+    require_int,
+    require_list,
+    require_str,
+)
 from kstate.stores.api import (
     Backend,
     InvalidStateStoreError,
@@ -132,19 +147,20 @@ def _open(payload: JsonDict) -> tuple[StoreHandle, KeyValueBytesStore]:
 
 def _key(payload: JsonDict, field_name: str = "key") -> bytes:
     # A null key reaches the store, which refuses it as Kafka does (NullKeyError).
-    return unhex(payload.get(field_name))  # type: ignore[return-value]
+    return require_hex(payload, field_name, None)  # type: ignore[no-any-return]
 
 
-def context_from_json(data: JsonDict | None) -> RecordContext:
+def context_from_json(data: JsonDict | None, where: str = "context") -> RecordContext:
     """``{timestamp, headers, offset, topic, partition}`` (all optional) to a :class:`RecordContext`."""
-    data = data or {}
-    headers = headers_from_json(data.get("headers")) or []
+    data = as_object(data, where, nullable=True) or {}
+    prefix = "" if where == "" else f"{where}."
+    headers = headers_from_json(data.get("headers"), f"{prefix}headers") or []
     return RecordContext(
-        timestamp=int(data.get("timestamp", 0)),
+        timestamp=as_int(data.get("timestamp", 0), f"{prefix}timestamp"),
         headers=tuple(headers),
-        offset=int(data.get("offset", -1)),
-        topic=str(data.get("topic", "")),
-        partition=int(data.get("partition", -1)),
+        offset=as_int(data.get("offset", -1), f"{prefix}offset"),
+        topic=as_str(data.get("topic", ""), f"{prefix}topic"),
+        partition=as_int(data.get("partition", -1), f"{prefix}partition", minimum=INT32_MIN, maximum=INT32_MAX),
     )
 
 
@@ -157,12 +173,14 @@ def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
     }
 
 
-def record_from_json(data: JsonDict) -> cl.ChangelogRecord:
-    key = unhex(data.get("key"))
+def record_from_json(data: Any, where: str = "record") -> cl.ChangelogRecord:
+    data = as_object(data, where)
+    key = as_hex(data.get("key"), f"{where}.key")
     if key is None:
         raise ProcessorStateError("a changelog record of a key-value store has a key")
-    headers = headers_from_json(data.get("headers")) or []
-    return cl.ChangelogRecord(key, unhex(data.get("value")), int(data.get("timestamp", 0)), tuple(headers))
+    headers = headers_from_json(data.get("headers"), f"{where}.headers") or []
+    return cl.ChangelogRecord(key, as_hex(data.get("value"), f"{where}.value"),
+                              as_int(data.get("timestamp", 0), f"{where}.timestamp"), tuple(headers))
 
 
 def _entries(iterator: KeyValueIterator, limit: int | None = None) -> list[list[str]]:
@@ -186,12 +204,17 @@ def _drain(iterator: KeyValueIterator) -> JsonDict:
 
 def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> JsonDict:
     """``store.open`` over ``builder``'s layers (see the module docstring for the fields)."""
-    store_type = StoreType(payload.get("store_type", StoreType.KEY_VALUE.value))
-    backend = Backend(payload.get("backend", Backend.ROCKSDB.value))
-    name = str(payload.get("name", "store"))
-    state_dir = payload.get("state_dir")
-    application_id = str(payload.get("application_id", "app"))
-    task_id = str(payload.get("task_id", "0_0"))
+    store_type = StoreType(require_choice(payload, "store_type", STORE_TYPES, StoreType.KEY_VALUE.value))
+    backend = Backend(require_choice(payload, "backend", BACKENDS, Backend.ROCKSDB.value))
+    name = require_str(payload, "name", "store")
+    state_dir = require_str(payload, "state_dir", None)
+    application_id = require_str(payload, "application_id", "app")
+    task_id = require_str(payload, "task_id", "0_0")
+    logging = require_bool(payload, "logging", True)
+    caching_on = require_bool(payload, "caching", False)
+    flush_listener = require_bool(payload, "cache_flush_listener", False)
+    cache_max_bytes = require_int(payload, "cache_max_bytes", DEFAULT_CACHE_MAX_BYTES, minimum=0)
+    initial_context = context_from_json(payload.get("context"))
     bytes_store = builder.open_bytes_store(
         store_type,
         backend,
@@ -199,26 +222,24 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
         state_dir=state_dir,
         application_id=application_id,
         task_id=task_id,
-        ignore_invalid_state=bool(payload.get("ignore_invalid_state", False)),
+        ignore_invalid_state=require_bool(payload, "ignore_invalid_state", False),
         # A pre-4.3 reader knows no ``offsets`` family (UPG-2).
-        **({"manage_offsets": False} if payload.get("pre_4_3_reader") else {}),
+        **({"manage_offsets": False} if require_bool(payload, "pre_4_3_reader", False) else {}),
     )
-    context = RecordContextHolder(context_from_json(payload.get("context")))
+    context = RecordContextHolder(initial_context)
     set_record_context = getattr(bytes_store, "set_record_context", None)
     if set_record_context is not None:
         context.subscribe(set_record_context)
     handle_id = f"h{next(_IDS)}"
     sink: list[cl.ChangelogRecord] = []
     store: KeyValueBytesStore = bytes_store
-    if payload.get("logging", True):
+    if logging:
         store = builder.logging_layer(store, store_type, context, sink)
     caching: CachingKeyValueStore | None = None
     forwarded: list[FlushedEntry] = []
-    if payload.get("caching", False):
-        listener: FlushListener | None = forwarded.append if payload.get("cache_flush_listener", False) else None
-        caching = builder.caching_layer(
-            store, context, int(payload.get("cache_max_bytes", DEFAULT_CACHE_MAX_BYTES)), listener
-        )
+    if caching_on:
+        listener: FlushListener | None = forwarded.append if flush_listener else None
+        caching = builder.caching_layer(store, context, cache_max_bytes, listener)
         store = caching
     handle = StoreHandle(
         id=handle_id, store_type=store_type, backend=backend, name=name,
@@ -260,7 +281,7 @@ def store_close(payload: JsonDict) -> JsonDict:
     """Close cleanly: flush the cache, commit what the store stages, release it."""
     handle = _handle(payload)
     try:
-        if payload.get("downgrade"):
+        if require_bool(payload, "downgrade", False):
             _close_for_downgrade(handle)
         else:
             handle.store.close()
@@ -320,7 +341,8 @@ def store_capabilities(payload: JsonDict) -> JsonDict:
 @op("store.set_context", rules=["CACHE-2"])
 def store_set_context(payload: JsonDict) -> JsonDict:
     """Make ``{timestamp, headers, offset, topic, partition}`` the current record context."""
-    _handle(payload).context.current = context_from_json(payload)
+    handle = _handle(payload)
+    handle.context.current = context_from_json(payload, "")
     return {}
 
 
@@ -357,10 +379,13 @@ def store_flush_cache(payload: JsonDict) -> JsonDict:
     return {}
 
 
-def _offsets_from_json(entries: list[list[Any]] | None) -> dict[TopicPartition, int | None]:
+def _offsets_from_json(payload: JsonDict, name: str) -> dict[TopicPartition, int | None]:
+    """``[[topic, partition, offset-or-null], ...]`` (null or absent: an empty map)."""
     out: dict[TopicPartition, int | None] = {}
-    for topic, partition, offset in entries or []:
-        out[TopicPartition(str(topic), int(partition))] = None if offset is None else int(offset)
+    for i, item in enumerate(require_list(payload, name, None) or []):
+        topic, partition, offset = as_tuple(item, 3, f"{name}[{i}]")
+        out[TopicPartition(as_str(topic, f"{name}[{i}][0]"), as_int(partition, f"{name}[{i}][1]"))] = as_int(
+            offset, f"{name}[{i}][2]", nullable=True)
     return out
 
 
@@ -368,7 +393,7 @@ def _offsets_from_json(entries: list[list[Any]] | None) -> dict[TopicPartition, 
 def store_commit(payload: JsonDict) -> JsonDict:
     """``commit(changelog_offsets)``: ``[[topic, partition, offset-or-null], ...]``; the cache is flushed first."""
     _, store = _open(payload)
-    store.commit(_offsets_from_json(payload.get("changelog_offsets")))
+    store.commit(_offsets_from_json(payload, "changelog_offsets"))
     return {}
 
 
@@ -376,7 +401,7 @@ def store_commit(payload: JsonDict) -> JsonDict:
 def store_committed_offset(payload: JsonDict) -> JsonDict:
     """``committedOffset(topic-partition)``; null when none is stored (always for in-memory stores)."""
     _, store = _open(payload)
-    return {"offset": store.committed_offset(TopicPartition(str(payload["topic"]), int(payload["partition"])))}
+    return {"offset": store.committed_offset(TopicPartition(require_str(payload, "topic"), require_int(payload, "partition")))}
 
 
 # --- writes -----------------------------------------------------------------------------------------------------
@@ -386,7 +411,7 @@ def store_committed_offset(payload: JsonDict) -> JsonDict:
 def store_put(payload: JsonDict) -> JsonDict:
     """``put(key, value)``; a null value deletes."""
     _, store = _open(payload)
-    store.put(_key(payload), unhex(payload.get("value")))
+    store.put(_key(payload), require_hex(payload, "value", None))
     return {}
 
 
@@ -394,15 +419,18 @@ def store_put(payload: JsonDict) -> JsonDict:
 def store_put_if_absent(payload: JsonDict) -> JsonDict:
     """``putIfAbsent(key, value)``: answers the previous value."""
     _, store = _open(payload)
-    return {"previous": tohex(store.put_if_absent(_key(payload), unhex(payload.get("value"))))}
+    return {"previous": tohex(store.put_if_absent(_key(payload), require_hex(payload, "value", None)))}
 
 
 @op("store.put_all", rules=["CACHE-2"])
 def store_put_all(payload: JsonDict) -> JsonDict:
     """``putAll([[key, value], ...])``."""
     _, store = _open(payload)
-    entries = [(unhex(k), unhex(v)) for k, v in payload.get("entries") or []]
-    store.put_all(entries)  # type: ignore[arg-type]
+    entries = []
+    for i, item in enumerate(require_list(payload, "entries", None) or []):
+        key, value = as_tuple(item, 2, f"entries[{i}]")
+        entries.append((as_hex(key, f"entries[{i}][0]"), as_hex(value, f"entries[{i}][1]")))
+    store.put_all(entries)
     return {}
 
 
@@ -427,14 +455,14 @@ def store_get(payload: JsonDict) -> JsonDict:
 def store_range(payload: JsonDict) -> JsonDict:
     """``range(from, to)``, both inclusive, null unbounded: ``{"entries": [[key, value], ...]}``."""
     _, store = _open(payload)
-    return _drain(store.range(unhex(payload.get("from")), unhex(payload.get("to"))))
+    return _drain(store.range(require_hex(payload, "from", None), require_hex(payload, "to", None)))
 
 
 @op("store.reverse_range", rules=["CACHE-7"])
 def store_reverse_range(payload: JsonDict) -> JsonDict:
     """``reverseRange(from, to)``."""
     _, store = _open(payload)
-    return _drain(store.reverse_range(unhex(payload.get("from")), unhex(payload.get("to"))))
+    return _drain(store.reverse_range(require_hex(payload, "from", None), require_hex(payload, "to", None)))
 
 
 @op("store.all", rules=["CACHE-7"])
@@ -468,16 +496,19 @@ def store_approximate_num_entries(payload: JsonDict) -> JsonDict:
 # --- live iterators ----------------------------------------------------------------------------------------------
 
 
+_ITERATOR_KINDS = ("range", "reverse_range", "all", "reverse_all", "prefix_scan")
+
+
 @op("store.iterator_open", rules=["CACHE-7"])
 def store_iterator_open(payload: JsonDict) -> JsonDict:
     """Open an iterator: ``kind`` range, reverse_range, all, reverse_all or prefix_scan (``from``, ``to``, ``prefix``)."""
     handle, store = _open(payload)
-    kind = payload.get("kind", "all")
+    kind = require_choice(payload, "kind", _ITERATOR_KINDS, "all")
     iterator: KeyValueIterator
     if kind == "range":
-        iterator = store.range(unhex(payload.get("from")), unhex(payload.get("to")))
+        iterator = store.range(require_hex(payload, "from", None), require_hex(payload, "to", None))
     elif kind == "reverse_range":
-        iterator = store.reverse_range(unhex(payload.get("from")), unhex(payload.get("to")))
+        iterator = store.reverse_range(require_hex(payload, "from", None), require_hex(payload, "to", None))
     elif kind == "all":
         iterator = store.all()
     elif kind == "reverse_all":
@@ -503,7 +534,8 @@ def _iterator(payload: JsonDict) -> KeyValueIterator:
 def store_iterator_next(payload: JsonDict) -> JsonDict:
     """Up to ``max`` (default 1) more entries; fewer at the end; an error once the iterator is closed."""
     iterator = _iterator(payload)
-    return {"entries": _entries(iterator, int(payload.get("max", 1)))}
+    limit = require_int(payload, "max", 1, minimum=1, maximum=INT32_MAX)
+    return {"entries": _entries(iterator, limit)}
 
 
 @op("store.iterator_peek_next_key", rules=["CACHE-7", "KV-17"])
@@ -530,12 +562,12 @@ def store_restore(payload: JsonDict) -> JsonDict:
     partition at the offset of the batch's last record, a record's offset being its index in ``records`` (RST-8).
     """
     handle = _handle(payload)
-    records = [record_from_json(r) for r in payload.get("records") or []]
-    batch_size = int(payload.get("batch_size", DEFAULT_RESTORE_BATCH_SIZE))
+    records = [record_from_json(r, f"records[{i}]") for i, r in enumerate(require_list(payload, "records", None) or [])]
+    batch_size = require_int(payload, "batch_size", DEFAULT_RESTORE_BATCH_SIZE, maximum=INT32_MAX)
     if batch_size < 1:
         raise ProcessorStateError("a restore batch holds at least one record")
     after_batch: AfterBatch = None
-    if payload.get("commit_offsets"):
+    if require_bool(payload, "commit_offsets", False):
         store, partition = handle.store, handle.changelog_partition
 
         def after_batch(progress: RestoreResult) -> None:
@@ -590,8 +622,8 @@ def store_dump(payload: JsonDict) -> JsonDict:
         path = handle.store_path()
     else:
         path = store_directory(
-            str(payload["state_dir"]), str(payload.get("application_id", "app")),
-            str(payload.get("task_id", "0_0")), str(payload["name"]),
+            require_str(payload, "state_dir"), require_str(payload, "application_id", "app"),
+            require_str(payload, "task_id", "0_0"), require_str(payload, "name"),
         )
     if path is None:
         raise InvalidStateStoreError("the store has no directory")
@@ -633,8 +665,8 @@ def _task_dir(payload: JsonDict) -> Path:
         if handle.state_dir is None:
             raise InvalidStateStoreError("the store has no state directory")
         return task_directory(handle.state_dir, handle.application_id, handle.task_id)
-    return task_directory(str(payload["state_dir"]), str(payload.get("application_id", "app")),
-                          str(payload.get("task_id", "0_0")))
+    return task_directory(require_str(payload, "state_dir"), require_str(payload, "application_id", "app"),
+                          require_str(payload, "task_id", "0_0"))
 
 
 def _check_task_file_name(name: str) -> None:
@@ -655,11 +687,12 @@ def store_task_files(payload: JsonDict) -> JsonDict:
 @op("store.write_task_file", rules=["KV-55"])
 def store_write_task_file(payload: JsonDict) -> JsonDict:
     """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open)."""
-    name = str(payload["file"])
+    name = require_str(payload, "file")
     _check_task_file_name(name)
+    text = require_str(payload, "text")
     directory = _task_dir(payload)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / name).write_text(str(payload["text"]), encoding="utf-8")
+    (directory / name).write_text(text, encoding="utf-8")
     return {}
 
 
@@ -693,7 +726,8 @@ def store_table_options(payload: JsonDict) -> JsonDict:
 def store_get_typed(payload: JsonDict) -> JsonDict:
     """``get`` through the store type's value facade; only the ``fields`` asked for are decoded."""
     handle = _handle(payload)
-    fields = list(payload.get("fields") or ["value", "timestamp", "headers"])
+    fields = [as_str(f, f"fields[{i}]") for i, f in enumerate(require_list(payload, "fields", None)
+                                                                  or ["value", "timestamp", "headers"])]
     key = _key(payload)
     if handle.store_type is StoreType.KEY_VALUE:
         value = KeyValueStore(handle.store).get(key)

@@ -9,6 +9,7 @@ from typing import Any
 from kstate.codecs import versioned as v
 from kstate.errors import CodecError, KStateError
 from kstate.ops import JsonDict, error_of, op, tohex, unhex, unhex_required
+from kstate.ops.inputs import as_bool, require_bool, require_hex
 
 _SCENARIO = "versioned-scenario"
 
@@ -60,7 +61,7 @@ def _run_step(state: v.SegmentValue | None, step: JsonDict,
         state.update_record(_int(step, "timestamp"), unhex(step.get("value")), _int(step, "index"))
         return state, {}
     if kind == "find":
-        include_value = bool(step.get("include_value"))
+        include_value = as_bool(step.get("include_value", False), "include_value")
         found = state.find(_int(step, "timestamp"), include_value)
         return state, {"result": _result_json(found, include_value)}
     if kind == "find_all":
@@ -151,7 +152,7 @@ def segment_versions(payload: JsonDict) -> JsonDict:
 @op("versioned.latest_from", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.from"])
 def latest_from(payload: JsonDict) -> JsonDict:
     """``[timestamp][value]`` of a latest-value row; a null value is refused."""
-    return {"bytes": tohex(v.encode_latest_value(unhex(payload.get("value")), _int(payload, "timestamp")))}
+    return {"bytes": tohex(v.encode_latest_value(require_hex(payload, "value", None), _int(payload, "timestamp")))}
 
 
 @op("versioned.latest_decode", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.value+timestamp"])
@@ -193,7 +194,7 @@ def segment_name(payload: JsonDict) -> JsonDict:
 def version_segment(payload: JsonDict) -> JsonDict:
     """Segment id holding a version (-1 = latest-value store); ``valid_to`` null means the latest version."""
     sid = v.version_segment_id(_int(payload, "valid_from"), _optional_int(payload, "valid_to"),
-                               bool(payload.get("tombstone")), _int(payload, "segment_interval"))
+                               require_bool(payload, "tombstone", False), _int(payload, "segment_interval"))
     return {"segment_id": sid}
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from kstate.codecs import window_keys as wk
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex, unhex, unhex_required
+from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
+from kstate.ops.inputs import require_bool, require_hex, require_int
 
 _JAVA_CLASS = {
     wk.WindowSchema.PLAIN: "WindowKeySchema",
@@ -48,8 +49,8 @@ def _register(schema: wk.WindowSchema) -> None:
 
     def to_store_key_binary(payload: JsonDict) -> JsonDict:
         """Store key of (key, window start, seqnum)."""
-        key = unhex(payload["key"], wk.FMT)
-        return {"bytes": tohex(wk.to_store_key_binary(schema, key, payload["timestamp"], payload["seqnum"]))}
+        key = require_hex(payload, "key")
+        return {"bytes": tohex(wk.to_store_key_binary(schema, key, require_int(payload, "timestamp"), require_int(payload, "seqnum")))}
 
     op(f"{name}.to_store_key_binary", rules=[layout, "WIN-6", "WIN-7"], java=[f"{java}.toStoreKeyBinary"])(
         to_store_key_binary
@@ -57,7 +58,7 @@ def _register(schema: wk.WindowSchema) -> None:
 
     def extract_store_key(payload: JsonDict) -> JsonDict:
         """Key bytes, window start and seqnum of a store key."""
-        data = unhex_required(payload["bytes"], wk.FMT)
+        data = require_hex(payload, "bytes", nullable=False)
         decoded = wk.decode_store_key(schema, data)
         out: JsonDict = {"key": tohex(decoded.key), "timestamp": decoded.timestamp, "seqnum": decoded.seqnum}
         if schema is not wk.WindowSchema.PLAIN:
@@ -73,7 +74,7 @@ def _register(schema: wk.WindowSchema) -> None:
 
     def extract_store_window(payload: JsonDict) -> JsonDict:
         """Time window of a store key for a fixed window size."""
-        window = wk.extract_store_window(schema, unhex_required(payload["bytes"], wk.FMT), payload["window_size"])
+        window = wk.extract_store_window(schema, require_hex(payload, "bytes", nullable=False), require_int(payload, "window_size"))
         return {"start": window.start, "end": window.end}
 
     op(
@@ -85,8 +86,8 @@ def _register(schema: wk.WindowSchema) -> None:
 
     def ranges(payload: JsonDict) -> JsonDict:
         """The four range bounds of (key, time); each is ``{bytes}`` or a refusal."""
-        key = unhex(payload["key"], wk.FMT)
-        time = payload["time"]
+        key = require_hex(payload, "key")
+        time = require_int(payload, "time")
         return {
             "lower_range": capture(lambda: {"bytes": tohex(wk.lower_range(schema, key, time))}),
             "upper_range": capture(lambda: {"bytes": tohex(wk.upper_range(schema, key, time))}),
@@ -103,8 +104,8 @@ def _register(schema: wk.WindowSchema) -> None:
 
     def store_key_segment_id(payload: JsonDict) -> JsonDict:
         """Segment timestamp (window start) and segment id of a store key."""
-        data = unhex_required(payload["bytes"], wk.FMT)
-        interval = payload["segment_interval"]
+        data = require_hex(payload, "bytes", nullable=False)
+        interval = require_int(payload, "segment_interval")
         return {
             "segment_timestamp": wk.extract_store_timestamp(schema, data),
             "segment_id": wk.store_key_segment_id(schema, data, interval),
@@ -116,7 +117,7 @@ def _register(schema: wk.WindowSchema) -> None:
 
         def from_non_prefix_window_key(payload: JsonDict) -> JsonDict:
             """A plain store key rewritten in this prefixed layout."""
-            return {"bytes": tohex(wk.from_non_prefix_window_key(schema, unhex_required(payload["bytes"], wk.FMT)))}
+            return {"bytes": tohex(wk.from_non_prefix_window_key(schema, require_hex(payload, "bytes", nullable=False)))}
 
         op(
             f"{name}.from_non_prefix_window_key",
@@ -133,32 +134,32 @@ for _schema in wk.WindowSchema:
 @op("window.key_schema.to_binary", rules=["WIN-5", "WIN-8", "WIN-7"], java=["WindowKeySchema.toBinary"])
 def to_binary(payload: JsonDict) -> JsonDict:
     """Pipe-serde bytes ``[key][start]`` of a windowed key whose ``TimeWindow(start, end)`` is valid."""
-    start, end = payload["window_start"], payload["window_end"]
+    start, end = require_int(payload, "window_start"), require_int(payload, "window_end")
     wk.validate_window(start, end, time_window=True, error=EncodeError)
-    return {"bytes": tohex(wk.to_binary(unhex(payload["key"], wk.FMT), start))}
+    return {"bytes": tohex(wk.to_binary(require_hex(payload, "key"), start))}
 
 
 @op("window.key_schema.from_binary", rules=["WIN-5", "WIN-8", "WIN-9"], java=["WindowKeySchema.from"])
 def from_binary(payload: JsonDict) -> JsonDict:
     """Key and time window of pipe-serde bytes, for a fixed window size."""
-    key, window = wk.from_binary(unhex_required(payload["bytes"], wk.FMT), payload["window_size"])
+    key, window = wk.from_binary(require_hex(payload, "bytes", nullable=False), require_int(payload, "window_size"))
     return {"key": tohex(key), "start": window.start, "end": window.end}
 
 
 @op("window.is_time_first_schema_key", rules=["WIN-2"])
 def is_time_first_schema_key(payload: JsonDict) -> JsonDict:
     """Whether a prefixed store key carries the time-first prefix."""
-    return {"result": wk.is_time_first_schema_key(unhex_required(payload["bytes"], wk.FMT))}
+    return {"result": wk.is_time_first_schema_key(require_hex(payload, "bytes", nullable=False))}
 
 
 @op("window.next_seqnum", rules=["WIN-6"])
 def next_seqnum(payload: JsonDict) -> JsonDict:
     """The seqnum the next put uses, given the current one."""
-    return {"seqnum": wk.next_seqnum(payload["seqnum"], bool(payload["retain_duplicates"]))}
+    return {"seqnum": wk.next_seqnum(require_int(payload, "seqnum"), require_bool(payload, "retain_duplicates"))}
 
 
 @op("window.segment_interval", rules=["WIN-16"])
 def segment_interval(payload: JsonDict) -> JsonDict:
     """Checked store parameters: the segment interval in use (the default when none is given)."""
-    interval = wk.validate_store_params(payload["retention"], payload["window_size"], payload.get("segment_interval"))
+    interval = wk.validate_store_params(require_int(payload, "retention"), require_int(payload, "window_size"), require_int(payload, "segment_interval", None))
     return {"segment_interval": interval}

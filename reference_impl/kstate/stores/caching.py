@@ -350,7 +350,15 @@ class CachingKeyValueStore:
 
     # --- writes -----------------------------------------------------------------------------------------
 
+    def _check_write(self, key: bytes, value: bytes | None) -> None:
+        # A write the layer below would refuse at flush is refused now, before the cache takes it, so
+        # that it reaches neither the store nor the changelog (CL-1): the flush runs with this context.
+        check: Callable[[bytes, bytes | None], None] | None = getattr(self.inner, "check_write", None)
+        if check is not None:
+            check(key, value)
+
     def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        self._check_write(key, value)
         context = self.context.current
         self.cache.put(key, CacheEntry(value, context, True, entry_size(key, value, context)))
 
@@ -371,6 +379,8 @@ class CachingKeyValueStore:
         # Every key is checked before any is cached, as the metered layer above does (KV-3).
         checked = [(self._require_key(key), value) for key, value in entries]
         self._validate_open()
+        for key, value in checked:
+            self._check_write(key, value)  # all before any is cached: a refused putAll caches nothing
         for key, value in checked:
             self._put_internal(key, value)
 

@@ -1,9 +1,11 @@
 """The change-logging layer: every write to a key-value bytes store also sends the changelog record Kafka would.
 
 Kafka's ``ChangeLoggingKeyValueBytesStore``, ``ChangeLoggingTimestampedKeyValueBytesStore`` and
-``ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders`` (spec/changelog.md, CL-*): the inner store is
-written first, then the record built by :mod:`kstate.codecs.changelog` from the written value and the
-current :class:`~kstate.stores.api.RecordContext` is appended to a :class:`ChangelogSink`.
+``ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders`` (spec/changelog.md, CL-*): the record is built
+by :mod:`kstate.codecs.changelog` from the value and the current :class:`~kstate.stores.api.RecordContext`,
+then the inner store is written, then the record is appended to a :class:`ChangelogSink`. Building the
+record first means a write the log would refuse (a value of the wrong layout, a negative timestamp)
+changes nothing (CL-1); Kafka writes the inner store first and then throws.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Protocol
 
 from kstate.codecs import changelog as cl
+from kstate.errors import KStateError, NullKeyError
 from kstate.stores.api import (
     KeyValueBytesStore,
     KeyValueIterator,
@@ -88,29 +91,53 @@ class ChangeLoggingKeyValueBytesStore:
         self.sink = sink
         self._codec_type = CHANGELOG_STORE_TYPES[self.store_type]
 
-    # --- writes: the inner store first, then the log, as Kafka does -----------------------------------
+    # --- writes: the record first (a refusal changes nothing), then the inner store, then the log ---------
+
+    def _record(self, key: bytes | None, value: bytes | None) -> cl.ChangelogRecord:
+        if key is None:
+            raise NullKeyError("key cannot be null")
+        return cl.kv_put_record(self._codec_type, key, value, self.context.codec_context())
+
+    def check_write(self, key: bytes | None, value: bytes | None) -> None:
+        """Refuse, as :meth:`put` would, a write whose changelog record cannot be built (CL-1, CL-2).
+
+        The caching layer above calls it when it accepts a write, so that the refusal comes at the put
+        rather than at a later flush (CACHE-2).
+        """
+        self._record(key, value)
 
     def put(self, key: bytes, value: bytes | None) -> None:
+        record = self._record(key, value)
         self.inner.put(key, value)
-        self.sink.append(cl.kv_put_record(self._codec_type, key, value, self.context.codec_context()))
+        self.sink.append(record)
 
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
+        try:
+            record = self._record(key, value)
+        except KStateError:
+            # Kafka never reads the value when the key is present: the put is a no-op, not a refusal.
+            previous = None if key is None else self.inner.get(key)
+            if previous is None:
+                raise
+            return previous
         previous = self.inner.put_if_absent(key, value)
-        record = cl.kv_put_if_absent_record(self._codec_type, key, value, previous, self.context.codec_context())
-        if record is not None:
-            self.sink.append(record)
+        if previous is None:
+            self.sink.append(record)  # logged only when absent, even a null value (CL-3)
         return previous
 
     def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         entries = list(entries)
+        records = [self._record(key, value) for key, value in entries]
         self.inner.put_all(entries)
-        context = self.context.codec_context()
-        for key, value in entries:
-            self.sink.append(cl.kv_put_record(self._codec_type, key, value, context))
+        for record in records:
+            self.sink.append(record)
 
     def delete(self, key: bytes) -> bytes | None:
+        if key is None:
+            raise NullKeyError("key cannot be null")
+        record = cl.kv_delete_record(self._codec_type, key, self.context.codec_context())
         previous = self.inner.delete(key)
-        self.sink.append(cl.kv_delete_record(self._codec_type, key, self.context.codec_context()))
+        self.sink.append(record)
         return previous
 
     # --- everything else is the inner store's ---------------------------------------------------------

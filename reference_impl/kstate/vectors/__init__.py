@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kstate.errors import KStateError
-from kstate.ops import REGISTRY, JsonDict, OpSpec, call, load_all
+from kstate.ops import REGISTRY, JsonDict, OpSpec, call, load_all, vector_input
 from kstate.ops.compare import differences
 
 STATUSES = ("matched", "lenient", "mismatched", "unsupported")
@@ -98,14 +98,15 @@ def replay(vector: JsonDict, index: dict[str, OpSpec] | None = None) -> VectorRe
     spec = index.get(java_op)
     if spec is None:
         return VectorResult(group, case, java_op, "unsupported", "no operation mirrors this Java method")
+    payload = vector_input(java_op, vector["input"])
     try:
-        actual = call(spec.name, vector["input"])
+        actual = call(spec.name, payload)
     except Exception as exc:  # a crash of the reference is a finding, never a crash of the checker
         return VectorResult(group, case, java_op, "mismatched", f"reference crashed: {exc!r}", spec.name)
     diffs = differences(neutralize(vector["output"]), actual)
     if diffs:
         return VectorResult(group, case, java_op, "mismatched", "; ".join(diffs[:5]), spec.name)
-    reason = spec.lenient(vector["input"]) if spec.lenient else None
+    reason = spec.lenient(payload) if spec.lenient else None
     if reason:
         return VectorResult(group, case, java_op, "lenient", reason, spec.name)
     return VectorResult(group, case, java_op, "matched", "", spec.name)
