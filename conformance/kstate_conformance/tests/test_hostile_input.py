@@ -116,6 +116,7 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
     "store.write_task_file": {"handle": HANDLE, "file": ".checkpoint", "text": "0\n0\n"},
     "store.table_options": {"handle": HANDLE},
     "store.get_typed": {"handle": HANDLE, "key": "01", "fields": ["value"]},
+    "store.wipe": {"state_dir": STATE_DIR, "name": "closed", "application_id": "app", "task_id": "0_0"},
 }
 #: The same on a RocksDB store, for the operations that reach its files.
 ROCKSDB_EXAMPLES: dict[str, dict[str, Any]] = {

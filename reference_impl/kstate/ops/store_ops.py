@@ -634,8 +634,8 @@ def store_dump(payload: JsonDict) -> JsonDict:
 def store_wipe(payload: JsonDict) -> JsonDict:
     """Delete a closed RocksDB store's directory and its ``<store>.position`` file, as Kafka wipes a refused
     store before restoring it from the changelog (UPG-3); refused while a handle on it is open."""
-    state_dir, name = str(payload["state_dir"]), str(payload["name"])
-    application_id, task_id = str(payload.get("application_id", "app")), str(payload.get("task_id", "0_0"))
+    state_dir, name = require_str(payload, "state_dir"), require_str(payload, "name")
+    application_id, task_id = require_str(payload, "application_id", "app"), require_str(payload, "task_id", "0_0")
     path = store_directory(state_dir, application_id, task_id, name)
     for handle in _HANDLES.values():
         if not handle.closed and handle.store_path() == path:

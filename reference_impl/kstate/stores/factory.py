@@ -104,6 +104,10 @@ def rocksdb_store_class(store_type: StoreType) -> type[RocksDBStore]:
 def wipe_kv_store(state_dir: str | Path, *, name: str, application_id: str = "app", task_id: str = "0_0") -> None:
     """Delete a RocksDB store's directory and its ``<store>.position`` file: the wipe before a rebuild from
     the changelog that Kafka does after a refused open (UPG-3). The store must be closed."""
+    from kstate.stores.kv import validate_store_name
+
+    # A name that is not a store name (KV-26) could point the delete outside the task directory.
+    validate_store_name(name)
     shutil.rmtree(store_directory(state_dir, application_id, task_id, name), ignore_errors=True)
     (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
 
