@@ -206,6 +206,48 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     return 0 if killed == len(results) else 1
 
 
+def _ops_index_file(args: argparse.Namespace) -> Path:
+    if args.file:
+        return Path(args.file)
+    from kstate_conformance.data import spec_dir
+
+    return spec_dir() / "ops-index.md"
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    """The operation index (spec/ops-index.md): fields, types, rules, Kafka methods, leniency, an example."""
+    from kstate.ops import load_all
+    from kstate.ops.index import build_index, render_json, render_markdown
+
+    unknown = [name for name in args.names if name not in load_all()]
+    if unknown:
+        err_console.print(f"[red]error:[/red] unknown operation(s): {', '.join(unknown)} (kstate ops lists them all)")
+        return 2
+    if (args.write or args.check) and (args.names or args.json):
+        err_console.print("[red]error:[/red] --write and --check cover the whole index in Markdown: no names, no --json")
+        return 2
+    index = build_index(_fixtures_root(args), args.names or None)
+    if args.json:
+        sys.stdout.write(render_json(index))
+        return 0
+    text = render_markdown(index)
+    if args.write or args.check:
+        target = _ops_index_file(args)
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if args.check:
+            if current == text:
+                console.print(f"{target} is up to date ({len(index)} operations)")
+                return 0
+            err_console.print(f"[red]stale:[/red] {target} differs from the registry and fixtures; run kstate ops --write")
+            return 1
+        if current != text:
+            target.write_text(text, encoding="utf-8")
+        console.print(f"{target}: {len(index)} operations, {'written' if current != text else 'unchanged'}")
+        return 0
+    sys.stdout.write(text)
+    return 0
+
+
 def cmd_testee(args: argparse.Namespace) -> int:
     from kstate.testee import main as testee_main
 
@@ -322,6 +364,16 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--workers", type=int, default=2)
     mutants.add_argument("--report", help="write mutation.md and mutation.json into this directory")
     mutants.set_defaults(func=cmd_mutants)
+
+    ops = sub.add_parser("ops", help="the operation index: every operation's fields, types, rules and an example")
+    ops.add_argument("names", nargs="*", metavar="OP", help="operations to show (default all)")
+    ops.add_argument("--json", action="store_true", help="print the index as JSON instead of Markdown")
+    ops.add_argument("--write", action="store_true", help="write the Markdown index to spec/ops-index.md")
+    ops.add_argument("--check", action="store_true",
+                     help="change nothing; exit 1 if spec/ops-index.md differs from the generated index")
+    ops.add_argument("--file", help="the index file for --write and --check (default spec/ops-index.md)")
+    ops.add_argument("--root", help="fixtures directory the field types and examples are read from (default: shipped)")
+    ops.set_defaults(func=cmd_ops)
 
     testee = sub.add_parser("testee", help="serve the reference implementation as a testee on stdin/stdout")
     testee.set_defaults(func=cmd_testee)
