@@ -15,8 +15,19 @@ from rich.table import Table
 # Run from a checkout, the shared material sits beside the repository.
 DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
 
-console = Console()
-err_console = Console(stderr=True)
+#: Outside a terminal (CI logs, pipes) rich would cut tables at 80 columns; a log has room for whole rows.
+LOG_WIDTH = 200
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, width=LOG_WIDTH)
+    return console
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 def _progress() -> Progress:
@@ -36,6 +47,10 @@ def cmd_vectors_check(args: argparse.Namespace) -> int:
         err_console.print(f"[red]error:[/red] {exc}")
         return 2
     vectors = document["vectors"]
+    if not vectors:
+        # Zero checked is not a pass: the file is empty, or it is not the file that was meant.
+        err_console.print(f"[red]error:[/red] {escape(str(args.file))} holds no vectors: nothing to check", soft_wrap=True)
+        return 2
     with _progress() as progress:
         task = progress.add_task("replaying vectors", total=len(vectors))
         report = check(vectors, progress=lambda: progress.advance(task))
