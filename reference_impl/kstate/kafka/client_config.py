@@ -70,13 +70,13 @@ def check_reachable(bootstrap: str, config: Mapping[str, Any], topic: str, timeo
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    # librdkafka's own log lines (one per failed connect, many a second) go to a logger that keeps the last.
-    log = _LastLine()
+    # librdkafka's own log lines (one per failed connect, many a second) would bury the one-line error.
     logger = logging.getLogger("kstate.kafka.client_check")
     logger.propagate = False
-    logger.handlers[:] = [log]
+    logger.handlers[:] = [logging.NullHandler()]
+    client: dict[str, Any] = {**config, "bootstrap.servers": bootstrap, "logger": logger}
     try:
-        admin = AdminClient({**config, "bootstrap.servers": bootstrap, "logger": logger})
+        admin = AdminClient(client)
     except (KafkaException, ValueError, TypeError) as exc:
         given = ", ".join(sorted(config)) or "none"
         raise ClientConfigError(f"the client configuration is refused: {_kafka_message(exc)} "
@@ -85,24 +85,14 @@ def check_reachable(bootstrap: str, config: Mapping[str, Any], topic: str, timeo
     try:
         metadata = admin.list_topics(topic, timeout=timeout)
     except KafkaException as exc:
-        last = f"; last client log: {log.last}" if log.last else ""
         raise BrokerUnreachableError(
-            f"no broker answered at {bootstrap} within {time.monotonic() - started:.0f} s ({_kafka_message(exc)}{last}); "
+            f"no broker answered at {bootstrap} within {time.monotonic() - started:.0f} s ({_kafka_message(exc)}); "
             "check the address and the security settings (--security-protocol, SASL, TLS, -X)") from None
     found = metadata.topics.get(topic)
     if found is None or found.error is not None or not found.partitions:
         reason = f" ({found.error.str()})" if found is not None and found.error is not None else ""
         raise BrokerUnreachableError(f"the broker at {bootstrap} has no topic {topic}{reason}")
     return sorted(found.partitions)
-
-
-class _LastLine(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__()
-        self.last = ""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.last = record.getMessage()
 
 
 def _kafka_message(exc: BaseException) -> str:
