@@ -115,3 +115,24 @@ def test_every_option_of_every_subcommand_has_help() -> None:
     # ``kstate conformance``'s options belong to the conformance-runner work (issue 14, fail fast and exit codes).
     missing = [m for m in missing if not m.startswith("kstate conformance ")]
     assert not missing, f"options without help text: {missing}"
+
+
+def test_the_oracle_hands_the_client_configuration_to_the_spark_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    from kstate.spark import kafka_source
+    from kstate.spark.oracle import audit
+    from kstate.stores.api import StoreType
+
+    seen: dict[str, str] = {}
+
+    class Stop(Exception):
+        pass
+
+    def read_topic(spark: object, bootstrap: str, topic: str, **options: str) -> None:
+        seen.update(options)
+        raise Stop
+
+    monkeypatch.setattr(kafka_source, "read_topic", read_topic)
+    with pytest.raises(Stop):
+        audit("b:1", "t", StoreType.KEY_VALUE, {}, spark=object(), client_config={"client.id": "auditor"})
+    assert seen == {"kafka.client.id": "auditor"}
