@@ -86,3 +86,10 @@ def test_kstate_ops_json_and_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["ops", "--write", "--file", str(stale)]) == 0
     assert main(["ops", "--check", "--file", str(stale)]) == 0
     assert main(["ops", "no.such_op"]) == 2
+    capsys.readouterr()
+    assert main(["ops"]) == 0
+    overview = capsys.readouterr().out
+    assert f"{len(load_all())} operations" in overview and "store.put_if_absent" in overview
+    assert main(["ops", "store.get"]) == 0
+    detail = capsys.readouterr().out
+    assert "### `store.get`" in detail and "ReadOnlyKeyValueStore.get" in detail and "### `store.put`" not in detail

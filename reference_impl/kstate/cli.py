@@ -252,16 +252,39 @@ def cmd_ops(args: argparse.Namespace) -> int:
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if args.check:
             if current == text:
-                console.print(f"{target} is up to date ({len(index)} operations)")
+                console.print(f"{target} is up to date ({len(index)} operations)", markup=False, highlight=False)
                 return 0
-            err_console.print(f"[red]stale:[/red] {target} differs from the registry and fixtures; run kstate ops --write")
+            err_console.print(f"[red]stale:[/red] {escape(str(target))} differs from the registry and fixtures; "
+                              "run kstate ops --write", soft_wrap=True)
             return 1
         if current != text:
             target.write_text(text, encoding="utf-8")
-        console.print(f"{target}: {len(index)} operations, {'written' if current != text else 'unchanged'}")
+        console.print(f"{target}: {len(index)} operations, {'written' if current != text else 'unchanged'}",
+                      markup=False, highlight=False)
         return 0
-    sys.stdout.write(text)
+    if args.names or args.markdown:
+        sys.stdout.write(text if args.markdown else render_markdown(index, preamble=False))
+        return 0
+    _print_ops_overview(index)
     return 0
+
+
+def _print_ops_overview(index: list[dict[str, object]]) -> None:
+    """One row an operation: its fields (``?`` optional), rules, Kafka method, leniency."""
+    table = Table(title=f"{len(index)} operations (kstate ops NAME for fields, types and an example)")
+    for column in ("operation", "input", "output", "rules", "Kafka", "lenient"):
+        table.add_column(column, overflow="fold")
+
+    def names(fields: object) -> str:
+        assert isinstance(fields, list)
+        return ", ".join(f"{f['name']}{'' if f['required'] else '?'}" for f in fields)
+
+    for entry in index:
+        rules, kafka = entry["rules"], entry["kafka"]
+        assert isinstance(rules, list) and isinstance(kafka, list)
+        table.add_row(str(entry["name"]), names(entry["inputs"]), names(entry["outputs"]), ", ".join(rules),
+                      ", ".join(kafka), "yes" if entry["lenient"] else "")
+    console.print(table, markup=False, highlight=False)
 
 
 def cmd_testee(args: argparse.Namespace) -> int:
@@ -473,9 +496,12 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("--report", help="write mutation.md and mutation.json into this directory")
     mutants.set_defaults(func=cmd_mutants)
 
-    ops = sub.add_parser("ops", help="the operation index: every operation's fields, types, rules and an example")
+    ops = sub.add_parser("ops", help="the operation index: every operation's fields, types, rules and an example",
+                         description="Without OP: one line an operation. With OP: its fields, their types, rules, "
+                                     "Kafka method, leniency and an example, in Markdown.")
     ops.add_argument("names", nargs="*", metavar="OP", help="operations to show (default all)")
-    ops.add_argument("--json", action="store_true", help="print the index as JSON instead of Markdown")
+    ops.add_argument("--json", action="store_true", help="print the index as JSON (every field of every operation)")
+    ops.add_argument("--markdown", action="store_true", help="print the whole index as Markdown (spec/ops-index.md)")
     ops.add_argument("--write", action="store_true", help="write the Markdown index to spec/ops-index.md")
     ops.add_argument("--check", action="store_true",
                      help="change nothing; exit 1 if spec/ops-index.md differs from the generated index")

@@ -474,19 +474,23 @@ def _field_rows(fields: list[JsonDict]) -> list[str]:
             f"{f.get('note', '').replace('|', '/')} |" for f in fields]
 
 
-def render_markdown(index: list[JsonDict]) -> str:
-    """spec/ops-index.md: a summary table per family, then every operation in full."""
-    lines = [_PREAMBLE]
+def render_markdown(index: list[JsonDict], preamble: bool = True) -> str:
+    """spec/ops-index.md: a summary table, then every operation in full by family (without ``preamble``: only
+    the operations, as ``kstate ops NAME`` shows them)."""
+    lines = []
     families: dict[str, list[JsonDict]] = {}
     for entry in index:
         families.setdefault(entry["family"], []).append(entry)
-    lines += ["## Summary", "", "| operation | rules | Kafka | level | lenient | fixture cases |", "|---|---|---|---|---|---|"]
-    for entry in index:
-        lines.append(f"| [`{entry['name']}`](#{_anchor(entry['name'])}) | {', '.join(entry['rules'])} | "
-                     f"{', '.join(entry['kafka']) or '—'} | {entry['level']} | {'yes' if entry['lenient'] else 'no'} | "
-                     f"{entry['fixture_cases']} |")
+    if preamble:
+        lines += [_PREAMBLE, "## Summary", "", "| operation | rules | Kafka | level | lenient | fixture cases |",
+                  "|---|---|---|---|---|---|"]
+        for entry in index:
+            lines.append(f"| [`{entry['name']}`](#{_anchor(entry['name'])}) | {', '.join(entry['rules'])} | "
+                         f"{', '.join(entry['kafka']) or '—'} | {entry['level']} | "
+                         f"{'yes' if entry['lenient'] else 'no'} | {entry['fixture_cases']} |")
     for family, entries in families.items():
-        lines += ["", f"## {family}"]
+        if preamble:
+            lines += ["", f"## {family}"]
         for entry in entries:
             lines += ["", f"### `{entry['name']}`", "", entry["doc"] or "(no description)", ""]
             lines.append(f"rules: {', '.join(entry['rules'])} | level: {entry['level']} | "
