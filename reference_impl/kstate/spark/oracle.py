@@ -140,7 +140,10 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
         return expected(Type(type_name), None if legacy is None else Type(legacy), bytes(key), bytes(value),
                         timestamp, pairs)
 
-    to_value = F.udf(convert, BinaryType())
+    # A plain (pickled) Python UDF, said explicitly: left to infer, pyspark reads the type hints as a pandas UDF's
+    # and warns that it cannot, and with Arrow on by default it warns when pandas is missing. Bytes in, bytes out
+    # gain nothing from Arrow here, and the benchmarks were measured this way.
+    to_value = F.udf(convert, BinaryType(), useArrow=False)
     return latest.select("partition", "key", to_value("key", "value", "timestamp", "headers", legacy_column).alias("value"))
 
 
