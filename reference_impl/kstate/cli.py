@@ -403,6 +403,11 @@ def cmd_audit(args: argparse.Namespace) -> int:
         progress.update(task, completed=len(steps), description="done")
     console.print(f"{topic}: {len(actual)} partitions dumped from {len(args.state_dir)} state directories",
                   markup=False, highlight=False, soft_wrap=True)
+    if not actual:
+        # Every changelog key will read as missing; most likely the names do not match what is on disk.
+        err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
+                          f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
+                          "(<state-dir>/<application-id>/<task>/rocksdb/<store>)", soft_wrap=True)
     console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
     return 0 if report.ok else 1
 
