@@ -136,3 +136,15 @@ def test_the_oracle_hands_the_client_configuration_to_the_spark_source(monkeypat
     with pytest.raises(Stop):
         audit("b:1", "t", StoreType.KEY_VALUE, {}, spark=object(), client_config={"client.id": "auditor"})
     assert seen == {"kafka.client.id": "auditor"}
+
+
+def test_state_directories_without_the_store_are_warned_about(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from kstate.spark.oracle import AuditReport
+
+    monkeypatch.setattr("kstate.kafka.client_config.check_reachable", lambda *a, **k: [0])
+    monkeypatch.setattr("kstate.spark.oracle.audit", lambda *a, **k: AuditReport("python", 0, 0, 0))
+    assert main(_audit(tmp_path)) == 0
+    captured = capsys.readouterr()
+    assert "0 partitions dumped" in captured.out
+    assert "warning: no store s of application app under" in captured.err
