@@ -504,7 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
     ops = sub.add_parser("ops", help="the operation index: every operation's fields, types, rules and an example",
                          description="Without OP: one line an operation. With OP: its fields, their types, rules, "
                                      "Kafka method, leniency and an example, in Markdown.")
-    ops.add_argument("names", nargs="*", metavar="OP", help="operations to show (default all)")
+    ops.add_argument("names", nargs="*", metavar="OP", help="operations to show in full (default: one line each)")
     ops.add_argument("--json", action="store_true", help="print the index as JSON (every field of every operation)")
     ops.add_argument("--markdown", action="store_true", help="print the whole index as Markdown (spec/ops-index.md)")
     ops.add_argument("--write", action="store_true", help="write the Markdown index to spec/ops-index.md")
