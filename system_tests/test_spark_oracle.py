@@ -98,3 +98,31 @@ def test_kstate_audit_command(spark: Any, make_cluster: Callable[..., AppCluster
     assert main(args) == 1
     out = capsys.readouterr().out
     assert "1 differences" in out and b"lost-update".hex() in out
+
+
+@pytest.mark.parametrize("engine", ["spark", "python"])
+def test_kstate_audit_with_a_non_default_client_configuration(
+        spark: Any, make_cluster: Callable[..., AppCluster], tmp_path: Any, capsys: pytest.CaptureFixture[str],
+        engine: str) -> None:
+    """The audit as an operator runs it against a real cluster: client properties from a file, shortcut options
+    and ``-X`` settings reach every client (the broker check, the Python reader, the Spark source)."""
+    from kstate.cli import main
+
+    cluster = make_cluster(StoreType.KEY_VALUE, partitions=2)
+    cluster.produce_batch(per_partition=120, keys=40, rng=random.Random(5))
+    instance = cluster.instance("a", [0, 1]).start()
+    instance.wait_caught_up(cluster.input_end())
+    assert instance.stop() == 0
+    properties = tmp_path / "client.properties"
+    properties.write_text("# as an operator would keep it\nclient.id=kstate-auditor\nfetch.min.bytes=1\n"
+                          "socket.keepalive.enable=true\n")
+    args = ["audit", "--bootstrap", cluster.broker.bootstrap, "--application-id", cluster.application_id,
+            "--store", cluster.store_name, "--store-type", "kv", "--state-dir", instance.config.state_dir,
+            "--engine", engine, "--master", "local[2]", "--client-config", str(properties),
+            "--security-protocol", "PLAINTEXT", "-X", "fetch.wait.max.ms=50", "-X", "client.id=kstate-audit-x"]
+    assert main(args) == 0
+    assert "0 differences" in capsys.readouterr().out
+    # The configuration is really used: asking for TLS from a plaintext broker finds no broker, in one line.
+    assert main([*args, "-X", "security.protocol=SSL", "--connect-timeout", "3"]) == 2
+    err = capsys.readouterr().err
+    assert f"no broker answered at {cluster.broker.bootstrap}" in err and "Traceback" not in err

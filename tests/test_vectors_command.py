@@ -53,3 +53,23 @@ def test_a_malformed_vector_file_is_a_clear_error(tmp_path: Path, content: str, 
     path.write_text(content)
     assert main(["vectors", "check", str(path)]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_a_file_without_vectors_is_a_setup_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _vector_file(tmp_path, [])
+    assert main(["vectors", "check", str(path)]) == 2
+    assert "holds no vectors" in capsys.readouterr().err
+
+
+def test_the_table_is_not_cut_outside_a_terminal(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _vector_file(tmp_path, [{"group": "a-rather-long-group-name-for-a-narrow-log", "case": "c",
+                                    "op": "ByteUtils.writeUnsignedVarlong", "input": {"value": 1},
+                                    "output": {"bytes": "01", "size": 1}}])
+    env = {k: v for k, v in __import__("os").environ.items() if k != "COLUMNS"}
+    result = subprocess.run([sys.executable, "-m", "kstate.cli", "vectors", "check", str(path)], capture_output=True,
+                            text=True, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "a-rather-long-group-name-for-a-narrow-log" in result.stdout and "ByteUtils.writeUnsignedVarlong" in result.stdout

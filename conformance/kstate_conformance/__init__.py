@@ -2,6 +2,11 @@
 
 Implementations plug in through :mod:`kstate_conformance.adapter`; tests speak only the neutral
 operation vocabulary (spec/ops.md), never the reference implementation's internals.
+
+PYTEST_DONT_REWRITE: ``kstate conformance`` imports this package before pytest starts, and pytest marks an
+installed plugin's packages for assertion rewriting; this package body asserts nothing, so it opts out
+(without the marker pytest warns "Module already imported so cannot be rewritten"). The test modules
+under ``kstate_conformance.tests`` are still rewritten.
 """
 
 from __future__ import annotations

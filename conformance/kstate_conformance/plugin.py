@@ -9,7 +9,6 @@ implementation; without ``--kstate-impl`` (or ``KSTATE_IMPL``) the reference imp
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -89,7 +88,9 @@ def pytest_configure(config: pytest.Config) -> None:
     elif config.getoption("--kstate-fix"):
         raise pytest.UsageError("--kstate-fix needs --kstate-expected-failures FILE")
     if config.getoption("--kstate-progress"):
-        config.pluginmanager.register(_ProgressDisplay(), "kstate-progress")
+        from kstate_conformance.progress import ProgressDisplay
+
+        config.pluginmanager.register(ProgressDisplay(), "kstate-progress")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -293,56 +294,3 @@ class _ReportCollector:
 def pytest_sessionstart(session: pytest.Session) -> None:
     if session.config.getoption("--kstate-report"):
         session.config.pluginmanager.register(_ReportCollector(session.config), "kstate-report-collector")
-
-
-# --- progress ------------------------------------------------------------------------------------------------
-
-
-class _ProgressDisplay:
-    """A rich progress bar on stderr while the suite runs; pytest's per-test letters are silenced meanwhile."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[counts]}"),
-                                 console=Console(stderr=True), transient=True)
-        self.task: Any = None
-        self.counts: Counter[str] = Counter()
-        self.active = False
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.task = self.progress.add_task("conformance", total=len(session.items), counts="")
-        self.progress.start()
-        self.active = True
-
-    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
-        if self.active:
-            self.progress.update(self.task, description=Path(location[0]).stem[:40])
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.active:
-            return
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            self.counts["xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome] += 1
-        if report.when == "teardown":
-            counts = ", ".join(f"{n} {k}" for k, n in sorted(self.counts.items()))
-            self.progress.update(self.task, advance=1, counts=counts)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Generator[None, Any, Any]:
-        result = yield
-        if self.active and isinstance(result, tuple) and len(result) == 3:
-            return (result[0], "", result[2])
-        return result
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        try:
-            return (yield)
-        finally:
-            if self.active:
-                self.progress.stop()
-                self.active = False

@@ -8,14 +8,26 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 # Run from a checkout, the shared material sits beside the repository.
 DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
 
-console = Console()
-err_console = Console(stderr=True)
+#: Outside a terminal (CI logs, pipes) rich would cut tables at 80 columns; a log has room for whole rows.
+LOG_WIDTH = 200
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, width=LOG_WIDTH)
+    return console
+
+
+console = _console()
+err_console = _console(stderr=True)
 
 
 def _progress() -> Progress:
@@ -35,6 +47,10 @@ def cmd_vectors_check(args: argparse.Namespace) -> int:
         err_console.print(f"[red]error:[/red] {exc}")
         return 2
     vectors = document["vectors"]
+    if not vectors:
+        # Zero checked is not a pass: the file is empty, or it is not the file that was meant.
+        err_console.print(f"[red]error:[/red] {escape(str(args.file))} holds no vectors: nothing to check", soft_wrap=True)
+        return 2
     with _progress() as progress:
         task = progress.add_task("replaying vectors", total=len(vectors))
         report = check(vectors, progress=lambda: progress.advance(task))
@@ -227,6 +243,71 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     return 0 if killed == len(results) else 1
 
 
+def _ops_index_file(args: argparse.Namespace) -> Path:
+    if args.file:
+        return Path(args.file)
+    from kstate_conformance.data import spec_dir
+
+    return spec_dir() / "ops-index.md"
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    """The operation index (spec/ops-index.md): fields, types, rules, Kafka methods, leniency, an example."""
+    from kstate.ops import load_all
+    from kstate.ops.index import build_index, render_json, render_markdown
+
+    unknown = [name for name in args.names if name not in load_all()]
+    if unknown:
+        err_console.print(f"[red]error:[/red] unknown operation(s): {', '.join(unknown)} (kstate ops lists them all)")
+        return 2
+    if (args.write or args.check) and (args.names or args.json):
+        err_console.print("[red]error:[/red] --write and --check cover the whole index in Markdown: no names, no --json")
+        return 2
+    index = build_index(_fixtures_root(args), args.names or None)
+    if args.json:
+        sys.stdout.write(render_json(index))
+        return 0
+    text = render_markdown(index)
+    if args.write or args.check:
+        target = _ops_index_file(args)
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if args.check:
+            if current == text:
+                console.print(f"{target} is up to date ({len(index)} operations)", markup=False, highlight=False)
+                return 0
+            err_console.print(f"[red]stale:[/red] {escape(str(target))} differs from the registry and fixtures; "
+                              "run kstate ops --write", soft_wrap=True)
+            return 1
+        if current != text:
+            target.write_text(text, encoding="utf-8")
+        console.print(f"{target}: {len(index)} operations, {'written' if current != text else 'unchanged'}",
+                      markup=False, highlight=False)
+        return 0
+    if args.names or args.markdown:
+        sys.stdout.write(text if args.markdown else render_markdown(index, preamble=False))
+        return 0
+    _print_ops_overview(index)
+    return 0
+
+
+def _print_ops_overview(index: list[dict[str, object]]) -> None:
+    """One row an operation: its fields (``?`` optional), rules, Kafka method, leniency."""
+    table = Table(title=f"{len(index)} operations (kstate ops NAME for fields, types and an example)")
+    for column in ("operation", "input", "output", "rules", "Kafka", "lenient"):
+        table.add_column(column, overflow="fold")
+
+    def names(fields: object) -> str:
+        assert isinstance(fields, list)
+        return ", ".join(f"{f['name']}{'' if f['required'] else '?'}" for f in fields)
+
+    for entry in index:
+        rules, kafka = entry["rules"], entry["kafka"]
+        assert isinstance(rules, list) and isinstance(kafka, list)
+        table.add_row(str(entry["name"]), names(entry["inputs"]), names(entry["outputs"]), ", ".join(rules),
+                      ", ".join(kafka), "yes" if entry["lenient"] else "")
+    console.print(table, markup=False, highlight=False)
+
+
 def cmd_testee(args: argparse.Namespace) -> int:
     from kstate.testee import main as testee_main
 
@@ -251,6 +332,37 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
     return 0 if trace.ok else 1
 
 
+#: What each extra brings, for the message when one is missing.
+_EXTRAS = {"confluent_kafka": ("kafka", "confluent-kafka"), "pyspark": ("spark", "pyspark, pandas and pyarrow"),
+           "pandas": ("spark", "pyspark, pandas and pyarrow"), "pyarrow": ("spark", "pyspark, pandas and pyarrow")}
+
+
+def _missing_extra(exc: ModuleNotFoundError, what: str) -> int:
+    root = (exc.name or "").split(".")[0]
+    extra, packages = _EXTRAS.get(root, ("", root))
+    hint = (f"pip install 'kstate-kit[{extra}]' (or the wheel with [{extra}])" if extra
+            else f"install the Python package {root}")
+    err_console.print(f"[red]error:[/red] {escape(f'{what} needs {packages}, which is not installed: {hint}')}",
+                      soft_wrap=True)
+    return 2
+
+
+def _audit_client_config(args: argparse.Namespace) -> dict[str, str]:
+    from kstate.kafka.client_config import build_client_config
+
+    password = os.environ.get(args.sasl_password_env) if args.sasl_password_env else None
+    if args.sasl_password_env and password is None:
+        from kstate.kafka.client_config import ClientConfigError
+
+        raise ClientConfigError(f"--sasl-password-env: the environment variable {args.sasl_password_env} is not set")
+    shortcuts = {
+        "security.protocol": args.security_protocol, "sasl.mechanism": args.sasl_mechanism,
+        "sasl.username": args.sasl_username, "sasl.password": password, "ssl.ca.location": args.ssl_ca,
+        "ssl.certificate.location": args.ssl_cert, "ssl.key.location": args.ssl_key,
+    }
+    return build_client_config(file=args.client_config, shortcuts=shortcuts, settings=args.client_property)
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Compare the instances' stores with the state the Spark oracle computes from the changelog topic."""
     from rich.progress import SpinnerColumn
@@ -265,11 +377,30 @@ def cmd_audit(args: argparse.Namespace) -> int:
     topic = changelog_topic_name(args.application_id, args.store)
     boundaries: dict[int, LegacyBoundary] = {}
     for item in args.legacy:
-        partition, offset, legacy_type = item.split(":")
-        boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), StoreType(legacy_type))
+        try:
+            partition, offset, legacy_type = item.split(":")
+            boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), StoreType(legacy_type))
+        except ValueError:
+            err_console.print(f"[red]error:[/red] --legacy {item!r}: expected PARTITION:OFFSET:TYPE, TYPE one of "
+                              f"{', '.join(t.value for t in StoreType)}", soft_wrap=True)
+            return 2
+    missing = [d for d in args.state_dir if not Path(d).is_dir()]
+    if missing:
+        err_console.print(f"[red]error:[/red] no such state directory: {', '.join(missing)}", soft_wrap=True)
+        return 2
+    client_config = _audit_client_config(args)
+    # Fail fast, before Spark starts: the extras are there, the configuration is accepted, the broker answers.
+    try:
+        from kstate.kafka.client_config import check_reachable
+
+        check_reachable(args.bootstrap, client_config, topic, args.connect_timeout)
+        if args.engine == "spark":
+            import pyspark  # noqa: F401
+    except ModuleNotFoundError as exc:
+        return _missing_extra(exc, f"kstate audit --engine {args.engine}")
     steps = ["dumping stores", "starting Spark", "reading the changelog", "computing the expected state", "comparing"]
     progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err_console)
+                        TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
     with progress:
         task = progress.add_task(steps[0], total=len(steps))
         actual: dict[int, dict[bytes, bytes]] = {}
@@ -292,20 +423,67 @@ def cmd_audit(args: argparse.Namespace) -> int:
             if message != steps[2]:
                 progress.update(task, advance=1, description=message)
 
-        report = audit(args.bootstrap, topic, store_type, actual, spark=spark, boundaries=boundaries, progress=step)
+        report = audit(args.bootstrap, topic, store_type, actual, spark=spark, boundaries=boundaries, progress=step,
+                       client_config=client_config)
         progress.update(task, completed=len(steps), description="done")
-    console.print(f"{topic}: {len(actual)} partitions dumped from {len(args.state_dir)} state directories")
+    console.print(f"{topic}: {len(actual)} partitions dumped from {len(args.state_dir)} state directories",
+                  markup=False, highlight=False, soft_wrap=True)
+    if not actual:
+        # Every changelog key will read as missing; most likely the names do not match what is on disk.
+        err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
+                          f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
+                          "(<state-dir>/<application-id>/<task>/rocksdb/<store>)", soft_wrap=True)
     console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
     return 0 if report.ok else 1
 
 
+AUDIT_EPILOG = """\
+output (stdout): "<topic>: N partitions dumped from M state directories", then "<engine> oracle:
+R changelog records, E expected keys, A actual keys, D differences in S s", then one line per
+difference (the first 50): "partition P key <hex> (missing|unexpected|different): expected <hex or
+absent>, actual <hex or absent>". Errors and progress go to stderr.
+
+exit codes: 0 the stores hold exactly the state the changelog implies; 1 differences were found;
+2 a usage or setup error (a missing extra, a refused client configuration, no broker answering at
+--bootstrap, no changelog topic, a missing state directory), reported in one line.
+
+client configuration: --client-config FILE is read first, then the shortcut options, then every
+-X key=value in order; the last setting of a property wins. Properties are librdkafka's
+(https://github.com/confluentinc/librdkafka/blob/master/CONFIGURATION.md), not the Java client's.
+"""
+
+
+MAIN_DESCRIPTION = """\
+The kit for Kafka Streams state stores: replay Kafka's recorded vectors, rebuild and verify the golden
+fixtures, run the conformance suite against an implementation, list the operations, check the spec,
+and audit a running application's stores against its changelog topic."""
+MAIN_EPILOG = """\
+Run 'kstate COMMAND --help' for a command's options. The operation vocabulary a port implements is
+listed by 'kstate ops' (spec/ops-index.md); the spec is in spec/, the README says how to start.
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kstate-kit")
+    except PackageNotFoundError:
+        import kstate
+
+        return str(getattr(kstate, "__version__", "unknown"))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kstate", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="kstate", description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the kstate-kit version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
     vectors = sub.add_parser("vectors", help="replay recorded Kafka vectors").add_subparsers(dest="action", required=True)
     check = vectors.add_parser("check", help="replay every vector of FILE against the reference codecs")
-    check.add_argument("file")
+    check.add_argument("file", help="a vector file in the jvm-vectors layout (e.g. ../shared/jvm-vectors/kafka-jvm-vectors.json)")
     check.add_argument("--junit", help="write a JUnit XML report here")
     check.add_argument("--show", type=int, default=20, help="mismatches to print (default 20)")
     check.add_argument("--show-lenient", action="store_true", help="list the vectors Kafka accepted leniently")
@@ -318,8 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
     generate.set_defaults(func=cmd_fixtures_generate)
     verify = fixtures.add_parser("verify", help="validate every fixture and check it against the reference")
-    verify.add_argument("--root")
-    verify.add_argument("--show", type=int, default=20)
+    verify.add_argument("--root", help="fixtures directory (default: the shipped fixtures)")
+    verify.add_argument("--show", type=int, default=20, help="failures to print (default 20)")
     verify.set_defaults(func=cmd_fixtures_verify)
 
     conformance = sub.add_parser("conformance", help="run the conformance suite against an implementation")
@@ -344,9 +522,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     mutants = sub.add_parser("mutants", help="mutation analysis: the suite must fail every mutant")
     mutants.add_argument("names", nargs="*", help="mutants to run (default all)")
-    mutants.add_argument("--workers", type=int, default=2)
+    mutants.add_argument("--workers", type=int, default=2, help="mutants run in parallel (default 2)")
     mutants.add_argument("--report", help="write mutation.md and mutation.json into this directory")
     mutants.set_defaults(func=cmd_mutants)
+
+    ops = sub.add_parser("ops", help="the operation index: every operation's fields, types, rules and an example",
+                         description="Without OP: one line an operation. With OP: its fields, their types, rules, "
+                                     "Kafka method, leniency and an example, in Markdown.")
+    ops.add_argument("names", nargs="*", metavar="OP", help="operations to show in full (default: one line each)")
+    ops.add_argument("--json", action="store_true", help="print the index as JSON (every field of every operation)")
+    ops.add_argument("--markdown", action="store_true", help="print the whole index as Markdown (spec/ops-index.md)")
+    ops.add_argument("--write", action="store_true", help="write the Markdown index to spec/ops-index.md")
+    ops.add_argument("--check", action="store_true",
+                     help="change nothing; exit 1 if spec/ops-index.md differs from the generated index")
+    ops.add_argument("--file", help="the index file for --write and --check (default spec/ops-index.md)")
+    ops.add_argument("--root", help="fixtures directory the field types and examples are read from (default: shipped)")
+    ops.set_defaults(func=cmd_ops)
 
     testee = sub.add_parser("testee", help="serve the reference implementation as a testee on stdin/stdout")
     testee.set_defaults(func=cmd_testee)
@@ -355,16 +546,35 @@ def build_parser() -> argparse.ArgumentParser:
     spec_check = spec.add_parser("check", help="every rule cited by a test; every citation names a rule")
     spec_check.set_defaults(func=cmd_spec_check)
 
-    audit = sub.add_parser("audit", help="compare instances' stores with the Spark changelog oracle")
-    audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address")
-    audit.add_argument("--application-id", required=True)
+    audit = sub.add_parser("audit", help="compare instances' stores with the Spark changelog oracle",
+                           description=cmd_audit.__doc__, epilog=AUDIT_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address (host:port[,host:port...])")
+    audit.add_argument("--application-id", required=True, help="the Kafka Streams application.id")
     audit.add_argument("--store", required=True, help="the store name (changelog <application-id>-<store>-changelog)")
-    audit.add_argument("--store-type", required=True, choices=["kv", "timestamped_kv", "timestamped_kv_headers"])
+    audit.add_argument("--store-type", required=True, choices=["kv", "timestamped_kv", "timestamped_kv_headers"],
+                       help="the store's type, which fixes its value layout")
     audit.add_argument("--state-dir", action="append", required=True, help="an instance's state.dir (repeatable)")
     audit.add_argument("--master", default="local[2]", help="Spark master: local[N] or a cluster URL")
-    audit.add_argument("--engine", choices=["spark", "python"], default="spark")
+    audit.add_argument("--engine", choices=["spark", "python"], default="spark",
+                       help="compute the expected state with Spark (default) or in this process")
     audit.add_argument("--legacy", action="append", default=[], metavar="P:OFFSET:TYPE",
                        help="partition P was upgraded in place from TYPE; records before OFFSET are legacy")
+    client = audit.add_argument_group("Kafka client configuration (for a secured cluster)")
+    client.add_argument("-X", dest="client_property", action="append", default=[], metavar="KEY=VALUE",
+                        help="a librdkafka property, e.g. -X client.id=auditor (repeatable)")
+    client.add_argument("--client-config", metavar="FILE", help="a properties file of librdkafka properties (key=value)")
+    client.add_argument("--security-protocol", choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"],
+                        help="security.protocol")
+    client.add_argument("--sasl-mechanism", metavar="MECHANISM", help="sasl.mechanism: PLAIN, SCRAM-SHA-256, ...")
+    client.add_argument("--sasl-username", metavar="USER", help="sasl.username")
+    client.add_argument("--sasl-password-env", metavar="VAR",
+                        help="the environment variable holding sasl.password (kept off the command line)")
+    client.add_argument("--ssl-ca", metavar="FILE", help="ssl.ca.location: the CA certificate(s), PEM")
+    client.add_argument("--ssl-cert", metavar="FILE", help="ssl.certificate.location: the client certificate, PEM")
+    client.add_argument("--ssl-key", metavar="FILE", help="ssl.key.location: the client key, PEM")
+    client.add_argument("--connect-timeout", type=float, default=15.0, metavar="SECONDS",
+                        help="seconds to wait for the broker's first answer (default 15)")
     audit.set_defaults(func=cmd_audit)
     return parser
 
@@ -376,7 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except KStateError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
         return 2
 
 

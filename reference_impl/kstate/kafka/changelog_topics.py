@@ -171,15 +171,17 @@ def _await_partition(consumer: Any, topic: str, partition: int, timeout: float,
 
 def iter_batches(bootstrap: str, topic: str, partition: int, start_offset: int = 0, *, batch_size: int = 10_000,
                  timeout: float = 60.0, liveness: Callable[[], None] | None = None,
-                 what: str = "") -> Iterator[list[Any]]:
+                 what: str = "", config: Mapping[str, Any] | None = None) -> Iterator[list[Any]]:
     """Batches of confluent-kafka messages from ``start_offset`` to the end of the partition, read by fetch
     until partition EOF (never ListOffsets). ``liveness`` is called about once a second while waiting and
-    raises if the broker died; no progress for ``timeout`` seconds is an error naming ``what``."""
+    raises if the broker died; no progress for ``timeout`` seconds is an error naming ``what``. ``config``
+    (librdkafka properties: security, SASL, TLS, ...) overrides the defaults."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     what = what or f"broker at {bootstrap}"
-    consumer = Consumer({**CLIENT_DEFAULTS, **FAST_FETCH, "bootstrap.servers": bootstrap,
-                         "group.id": f"kstate-read-{topic}"})
+    # Reading to the end needs partition EOF events, whatever the caller's configuration says.
+    consumer = Consumer({**CLIENT_DEFAULTS, **FAST_FETCH, "group.id": f"kstate-read-{topic}", **(config or {}),
+                         "enable.partition.eof": True, "bootstrap.servers": bootstrap})
     try:
         # Metadata first: assigned before the partition's leader is known, librdkafka waits 500 ms before it
         # asks where BEGINNING is (its offset-query retry timer), a fixed delay on every read.

@@ -4,7 +4,8 @@ One Spark partition per Kafka partition (or per ``start``-offset range given as 
 from its start to the end of the partition by fetching until partition EOF, never by ListOffsets (Tansu's
 ListOffsets latest is wrong). Options: ``bootstrap`` (required), ``topic`` (required; comma-separated for
 several), ``partitions`` (comma-separated subset), ``offsets`` (``p:start,...``), ``timeout`` (seconds
-without progress before failing, default 60).
+without progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security,
+SASL, TLS, ...) to every client the source creates.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+#: Options with this prefix are librdkafka properties for the source's clients (``kafka.security.protocol``).
+CLIENT_OPTION_PREFIX = "kafka."
 
 SCHEMA = ("topic string, partition int, offset long, timestamp long, timestampType int, key binary, value binary, "
           "headers array<struct<key:string,value:binary>>")
@@ -39,11 +43,13 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
         self.wanted = None if not wanted else {int(p) for p in wanted.split(",")}
         self.starts = {int(p): int(o) for p, o in (item.split(":") for item in options.get("offsets", "").split(",") if item)}
         self.timeout = float(options.get("timeout", "60"))
+        self.client_config = {k[len(CLIENT_OPTION_PREFIX):]: v for k, v in options.items()
+                              if k.startswith(CLIENT_OPTION_PREFIX)}
 
     def partitions(self) -> list[KafkaInputPartition]:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = AdminClient({**self.client_config, "bootstrap.servers": self.bootstrap})
         metadata = admin.list_topics(timeout=15)
         out = []
         for topic in self.topics:
@@ -62,7 +68,7 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
 
         topic, number = partition.topic, partition.partition
         for batch in iter_batches(self.bootstrap, topic, number, partition.start, timeout=self.timeout,
-                                  what=f"spark source, broker at {self.bootstrap}"):
+                                  what=f"spark source, broker at {self.bootstrap}", config=self.client_config):
             for message in batch:
                 timestamp_type, timestamp = message.timestamp()
                 headers = message.headers()

@@ -99,13 +99,14 @@ def python_kv_state(rows: Iterable[ChangelogRow], store_type: StoreType,
     return state
 
 
-def read_changelog_rows(bootstrap: str, topic: str, partitions: Iterable[int]) -> list[ChangelogRow]:
+def read_changelog_rows(bootstrap: str, topic: str, partitions: Iterable[int],
+                        client_config: Mapping[str, Any] | None = None) -> list[ChangelogRow]:
     """Every record of ``topic``'s ``partitions``, read to the end by fetch (the Python engine's input)."""
     from kstate.kafka.changelog_topics import iter_batches
 
     rows: list[ChangelogRow] = []
     for partition in partitions:
-        for batch in iter_batches(bootstrap, topic, partition, 0):
+        for batch in iter_batches(bootstrap, topic, partition, 0, config=client_config):
             for m in batch:
                 rows.append(ChangelogRow(partition, m.offset(), m.key(), m.value(), m.timestamp()[1],
                                          tuple(m.headers() or ())))
@@ -139,7 +140,10 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
         return expected(Type(type_name), None if legacy is None else Type(legacy), bytes(key), bytes(value),
                         timestamp, pairs)
 
-    to_value = F.udf(convert, BinaryType())
+    # A plain (pickled) Python UDF, said explicitly: left to infer, pyspark reads the type hints as a pandas UDF's
+    # and warns that it cannot, and with Arrow on by default it warns when pandas is missing. Bytes in, bytes out
+    # gain nothing from Arrow here, and the benchmarks were measured this way.
+    to_value = F.udf(convert, BinaryType(), useArrow=False)
     return latest.select("partition", "key", to_value("key", "value", "timestamp", "headers", legacy_column).alias("value"))
 
 
@@ -213,12 +217,14 @@ def compare_states(expected: State, actual: State) -> list[Difference]:
 
 def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, spark: Any = None,
           partitions: Iterable[int] | None = None, boundaries: Mapping[int, LegacyBoundary] | None = None,
-          progress: Progress | None = None) -> AuditReport:
+          progress: Progress | None = None, client_config: Mapping[str, Any] | None = None) -> AuditReport:
     """Compute the expected state of ``topic`` for ``store_type`` and compare it with ``actual``.
 
     With ``spark`` the Spark job does the work (the comparison too, as a full outer join); without it, the
     Python engine. ``partitions`` limits the changelog partitions read (default: all of the topic's).
+    ``client_config`` (librdkafka properties: security, SASL, TLS, ...) goes to every Kafka client.
     """
+    client_config = dict(client_config or {})
     store_type = StoreType(store_type)
     step = progress or (lambda _msg: None)
     started = time.monotonic()
@@ -227,10 +233,10 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
         from confluent_kafka.admin import AdminClient
 
         if partitions is None:
-            metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
+            metadata = AdminClient({**client_config, "bootstrap.servers": bootstrap}).list_topics(topic, timeout=15)
             partitions = sorted(metadata.topics[topic].partitions)
         step("reading the changelog")
-        rows = read_changelog_rows(bootstrap, topic, partitions)
+        rows = read_changelog_rows(bootstrap, topic, partitions, client_config)
         step("computing the expected state")
         expected = python_builder(rows, store_type, boundaries)
         step("comparing")
@@ -239,9 +245,10 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
                            differences, time.monotonic() - started)
     from pyspark.sql import functions as F
 
-    from kstate.spark.kafka_source import read_topic
+    from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
 
     options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
+    options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in client_config.items()})
     step("reading the changelog")
     changelog = read_topic(spark, bootstrap, topic, **options).persist()
     try:

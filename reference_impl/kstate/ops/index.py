@@ -1,0 +1,518 @@
+"""The operation index for porters (spec/ops-index.md, ``kstate ops``): every operation with its fields.
+
+Field names and types of an operation are derived from its golden fixture cases (every case's input
+and output, merged into one shape); an example is one of those cases. Stateful ``store.*`` operations
+have no fixtures: their fields are declared below and their examples come from running
+:data:`STORE_SESSION` against the reference, so every example in the index is a real answer (OPS-1..4).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kstate.ops import JsonDict, OpSpec, call, load_all
+
+_HEX = re.compile(r"^(?:[0-9a-f]{2})*$")
+#: Objects with more keys than this, or nested deeper, are shown as ``object`` (the example shows them).
+_MAX_KEYS = 12
+_MAX_DEPTH = 4
+#: A text field with at most this many distinct values in the fixtures lists them.
+_MAX_VALUES = 8
+#: The text fields that are enumerations (a scenario step's ``op``, a store type, ...); others are free text.
+ENUM_FIELDS = frozenset({"op", "kind", "operation", "store_type", "status", "mode", "conversion", "data_cf",
+                         "legacy_cf", "backend"})
+
+# --- shapes: the merged JSON type of every value a field took -----------------------------------------------------
+
+
+@dataclass
+class Shape:
+    """The union of the JSON values seen at one place: scalar kinds, a list element, object fields."""
+
+    seen: int = 0
+    kinds: set[str] = field(default_factory=set)
+    element: Shape | None = None
+    lengths: set[int] = field(default_factory=set)
+    items: list[Shape] = field(default_factory=list)
+    objects: int = 0
+    fields: dict[str, Shape] = field(default_factory=dict)
+    field_counts: Counter[str] = field(default_factory=Counter)
+    texts: set[str] = field(default_factory=set)
+
+    def add(self, value: Any) -> None:
+        self.seen += 1
+        if value is None:
+            self.kinds.add("null")
+        elif isinstance(value, bool):
+            self.kinds.add("bool")
+        elif isinstance(value, int):
+            self.kinds.add("int")
+        elif isinstance(value, float):
+            self.kinds.add("number")
+        elif isinstance(value, str):
+            self.kinds.add("hex" if _HEX.match(value) else "string")
+            if len(self.texts) <= _MAX_VALUES:
+                self.texts.add(value)
+        elif isinstance(value, list):
+            self.kinds.add("list")
+            self.lengths.add(len(value))
+            self.element = self.element or Shape()
+            for position, item in enumerate(value):
+                self.element.add(item)
+                while len(self.items) <= position:
+                    self.items.append(Shape())
+                self.items[position].add(item)
+        elif isinstance(value, dict) and set(value) == {"error"}:
+            self.kinds.add("error")
+        elif isinstance(value, dict):
+            self.kinds.add("object")
+            self.objects += 1
+            for key, item in value.items():
+                self.field_counts[key] += 1
+                self.fields.setdefault(key, Shape()).add(item)
+
+    def render(self, depth: int = 0, in_list: bool = False, name: str = "") -> str:
+        """A compact type: ``hex | null``, ``list[[string, hex | null]]``, ``{key: hex, seqnum?: int}``."""
+        kinds = set(self.kinds)
+        if {"hex", "string"} <= kinds:
+            kinds.discard("hex")  # a field that also holds non-hex text is text that sometimes looks like hex
+        parts: list[str] = []
+        for kind in ("hex", "string", "int", "number", "bool"):
+            if kind == "string" and kind in kinds and depth > 0 and self.values_note(name):
+                parts += [json.dumps(text) for text in sorted(self.texts)]  # an enumeration inside a structure
+            elif kind in kinds:
+                parts.append(kind)
+        if "list" in kinds:
+            parts.append(self._render_list(depth, in_list))
+        if "object" in kinds:
+            parts.append(self._render_object(depth))
+        if "error" in kinds:
+            parts.append("error")
+        if "null" in kinds:
+            parts.append("null")
+        return " | ".join(parts) or "unknown"
+
+    def _render_list(self, depth: int, in_list: bool) -> str:
+        if depth >= _MAX_DEPTH:
+            return "list"
+        # A list of fixed small length inside a list is a tuple: [topic, partition, offset], [key, value].
+        if in_list and len(self.lengths) == 1 and 2 <= next(iter(self.lengths)) <= 4:
+            return "[" + ", ".join(item.render(depth + 1) for item in self.items) + "]"
+        if self.element is None or not self.element.seen:
+            return "list"
+        return f"list[{self.element.render(depth + 1, in_list=True)}]"
+
+    def _render_object(self, depth: int) -> str:
+        if depth >= _MAX_DEPTH or len(self.fields) > _MAX_KEYS:
+            return "object"
+        if not self.fields:
+            return "{}"
+        inner = ", ".join(
+            f"{key}{'' if self.field_counts[key] == self.objects else '?'}: {self.fields[key].render(depth + 1, name=key)}"
+            for key in sorted(self.fields)
+        )
+        return "{" + inner + "}"
+
+    def values_note(self, name: str) -> str:
+        """``values seen: a, b`` for an enumeration field (:data:`ENUM_FIELDS`) with few distinct values."""
+        if name not in ENUM_FIELDS or "string" not in self.kinds or len(self.texts) > _MAX_VALUES or any(len(t) > 40 for t in self.texts):
+            return ""
+        return "values seen: " + ", ".join(sorted(self.texts))
+
+
+# --- the stateful store operations: declared fields, a real session for examples ----------------------------------
+
+#: ``store.*`` fields: name -> "type; meaning". A field whose meaning starts with "optional" may be left out.
+_HANDLE = "string; the handle store.open answered"
+_KEY = "hex | null; the key (a null key is refused as Kafka does)"
+_RANGE = {"handle": _HANDLE, "from": "hex | null; lower bound, inclusive; null is unbounded",
+          "to": "hex | null; upper bound, inclusive; null is unbounded"}
+_ENTRIES = {"entries": "list[[hex, hex]]; [key, value] pairs in iteration order"}
+_RECORD = "{key: hex, value: hex | null, timestamp: int, headers: list[[string, hex | null]]}"
+_LOCATION = {"state_dir": "string; optional (with no handle) the instances' state.dir",
+             "application_id": "string; optional, default \"app\"",
+             "task_id": "string; optional, default \"0_0\""}
+
+STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "store.capabilities": ({}, {
+        "store_types": "list[string]; store types it can open", "backends": "list[string]; rocksdb and/or memory",
+        "logging": "bool", "caching": "bool", "cache_flush_listener": "bool", "crash": "bool",
+        "dump": "list[string]; backends store.dump works on", "offsets": "list[string]; backends that manage offsets",
+        "iterators": "bool", "upgrade": "list[string]; backends that upgrade in place",
+    }),
+    "store.open": ({
+        "store_type": "string; optional, kv (default), timestamped_kv or timestamped_kv_headers",
+        "backend": "string; optional, rocksdb (default) or memory",
+        "name": "string; optional, the store name, default \"store\"",
+        **_LOCATION,
+        "logging": "bool; optional, default true: write a changelog",
+        "caching": "bool; optional, default false: put the record cache on top",
+        "cache_max_bytes": "int; optional, the cache size",
+        "cache_flush_listener": "bool; optional, record what the cache forwards",
+        "context": "{timestamp?: int, headers?: list[[string, hex | null]], offset?: int, topic?: string, "
+                   "partition?: int}; optional, the first record context",
+        "ignore_invalid_state": "bool; optional, open a store whose offsets say it is corrupt",
+        "pre_4_3_reader": "bool; optional, open as a Kafka before 4.3 would (no offsets column family)",
+    }, {
+        "handle": "string; names the store in every later operation",
+        "manages_offsets": "bool; the store keeps its changelog offsets itself (KIP-1035)",
+        "mode": "string | null; how the column families were opened (regular, upgrade, ...)",
+        "changelog_topic": "string", "changelog_partition": "int",
+    }),
+    "store.close": ({"handle": _HANDLE, "downgrade": "bool; optional, close writing the files an older Kafka reads"},
+                    {}),
+    "store.crash": ({"handle": _HANDLE}, {}),
+    "store.set_context": ({"handle": _HANDLE, "timestamp": "int; optional", "headers": "list[[string, hex | null]]; optional",
+                           "offset": "int; optional", "topic": "string; optional", "partition": "int; optional"}, {}),
+    "store.changelog": ({"handle": _HANDLE}, {"topic": "string", "partition": "int",
+                                              "records": f"list[{_RECORD}]; sent since the last call, in order"}),
+    "store.flush": ({"handle": _HANDLE}, {}),
+    "store.flush_cache": ({"handle": _HANDLE}, {}),
+    "store.commit": ({"handle": _HANDLE, "changelog_offsets": "list[[string, int, int | null]]; [topic, partition, offset]"},
+                     {}),
+    "store.committed_offset": ({"handle": _HANDLE, "topic": "string", "partition": "int"}, {"offset": "int | null"}),
+    "store.put": ({"handle": _HANDLE, "key": _KEY, "value": "hex | null; in the store type's layout; null deletes"}, {}),
+    "store.put_if_absent": ({"handle": _HANDLE, "key": _KEY, "value": "hex | null"},
+                            {"previous": "hex | null; the value before, null if none"}),
+    "store.put_all": ({"handle": _HANDLE, "entries": "list[[hex, hex | null]]; [key, value] pairs"}, {}),
+    "store.delete": ({"handle": _HANDLE, "key": _KEY}, {"previous": "hex | null"}),
+    "store.get": ({"handle": _HANDLE, "key": _KEY}, {"value": "hex | null"}),
+    "store.get_typed": ({"handle": _HANDLE, "key": _KEY,
+                         "fields": "list[string]; optional, of value, timestamp, headers (default all)"},
+                        {"found": "bool", "value": "hex | null; optional, when asked for and found",
+                         "timestamp": "int; optional, timestamped stores", "headers": "list[[string, hex | null]]; optional"}),
+    "store.range": (_RANGE, _ENTRIES),
+    "store.reverse_range": (_RANGE, _ENTRIES),
+    "store.all": ({"handle": _HANDLE}, _ENTRIES),
+    "store.reverse_all": ({"handle": _HANDLE}, _ENTRIES),
+    "store.prefix_scan": ({"handle": _HANDLE, "prefix": "hex"}, _ENTRIES),
+    "store.approximate_num_entries": ({"handle": _HANDLE}, {"count": "int"}),
+    "store.iterator_open": ({**_RANGE, "kind": "string; optional, range, reverse_range, all (default), reverse_all or "
+                                               "prefix_scan", "from": "hex | null; optional", "to": "hex | null; optional",
+                             "prefix": "hex; optional, for prefix_scan"}, {"iterator": "string; names the iterator"}),
+    "store.iterator_next": ({"iterator": "string", "max": "int; optional, default 1"}, _ENTRIES),
+    "store.iterator_peek_next_key": ({"iterator": "string"}, {"key": "hex | null; null at the end"}),
+    "store.iterator_close": ({"iterator": "string"}, {}),
+    "store.restore": ({"handle": _HANDLE, "records": f"list[{_RECORD}]; changelog records, offset = index",
+                       "batch_size": "int; optional", "commit_offsets": "bool; optional, commit each batch"},
+                      {"restored": "int", "batches": "int"}),
+    "store.dump": ({"handle": "string; optional (or name the store by location)", "name": "string; optional",
+                    **_LOCATION},
+                   {"column_families": "object; column family name -> list[[hex, hex]] raw entries"}),
+    "store.task_files": ({"handle": "string; optional (or name the task by location)", **_LOCATION},
+                         {"entries": "list[string]; the task directory's entries",
+                          "files": "object; .checkpoint and <store>.position file name -> text"}),
+    "store.write_task_file": ({"handle": "string; optional (or name the task by location)", **_LOCATION,
+                               "file": "string; .checkpoint or <store>.position", "text": "string"}, {}),
+    "store.table_options": ({"handle": "string; a closed RocksDB store"},
+                            {"column_families": "object; name -> {format_version: string, comparator: string}"}),
+}
+
+#: The Kafka methods of operations recorded vectors do not name (``java`` in the registry names those).
+KAFKA_METHODS: dict[str, tuple[str, ...]] = {
+    "store.open": ("KeyValueStoreBuilder.build", "StateStore.init"),
+    "store.close": ("StateStore.close",),
+    "store.flush": ("StateStore.flush",),
+    "store.flush_cache": ("CachingKeyValueStore.flushCache",),
+    "store.commit": ("StateStore.commit",),
+    "store.committed_offset": ("StateStore.committedOffset",),
+    "store.put": ("KeyValueStore.put",),
+    "store.put_if_absent": ("KeyValueStore.putIfAbsent",),
+    "store.put_all": ("KeyValueStore.putAll",),
+    "store.delete": ("KeyValueStore.delete",),
+    "store.get": ("ReadOnlyKeyValueStore.get",),
+    "store.get_typed": ("TimestampedKeyValueStoreWithHeaders.get", "TimestampedKeyValueStore.get"),
+    "store.range": ("ReadOnlyKeyValueStore.range",),
+    "store.reverse_range": ("ReadOnlyKeyValueStore.reverseRange",),
+    "store.all": ("ReadOnlyKeyValueStore.all",),
+    "store.reverse_all": ("ReadOnlyKeyValueStore.reverseAll",),
+    "store.prefix_scan": ("ReadOnlyKeyValueStore.prefixScan",),
+    "store.approximate_num_entries": ("ReadOnlyKeyValueStore.approximateNumEntries",),
+    "store.iterator_next": ("KeyValueIterator.next",),
+    "store.iterator_peek_next_key": ("KeyValueIterator.peekNextKey",),
+    "store.iterator_close": ("KeyValueIterator.close",),
+    "store.restore": ("RocksDBStore.restoreBatch",),
+    "primitives.increment": ("Bytes.increment",),
+    "primitives.compare": ("Bytes.BYTES_LEXICO_COMPARATOR",),
+    "primitives.segment_id": ("Segments.segmentId",),
+    "changelog.topic_name": ("ProcessorStateManager.storeChangelogTopic",),
+    "position.serialize": ("PositionSerde.serialize",),
+    "position.deserialize": ("PositionSerde.deserialize",),
+    "position.merge": ("Position.merge",),
+}
+
+#: Placeholders in :data:`STORE_SESSION`, replaced by the real values when the session runs.
+STATE_DIR = "/tmp/kstate-state"
+
+#: A session over the reference that exercises every ``store.*`` operation once; ``$h1``, ``$h1-i1`` name the
+#: handles and iterators opened earlier. Its answers are the examples of the index.
+STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
+    ("store.capabilities", {}),
+    ("store.open", {"store_type": "timestamped_kv", "backend": "memory", "name": "counts", "application_id": "app",
+                    "task_id": "0_1", "caching": True}),
+    ("store.set_context", {"handle": "$h1", "timestamp": 42, "headers": [["source", "01"]], "offset": 7,
+                           "topic": "input", "partition": 1}),
+    ("store.put", {"handle": "$h1", "key": "6b31", "value": "000000000000002a7631"}),
+    ("store.put_if_absent", {"handle": "$h1", "key": "6b31", "value": "000000000000002b7632"}),
+    ("store.put_all", {"handle": "$h1", "entries": [["6b32", "000000000000002a7632"], ["6b33", "000000000000002a7633"]]}),
+    ("store.delete", {"handle": "$h1", "key": "6b33"}),
+    ("store.get", {"handle": "$h1", "key": "6b31"}),
+    ("store.get_typed", {"handle": "$h1", "key": "6b31", "fields": ["value", "timestamp"]}),
+    ("store.range", {"handle": "$h1", "from": "6b31", "to": "6b32"}),
+    ("store.reverse_range", {"handle": "$h1", "from": "6b31", "to": None}),
+    ("store.all", {"handle": "$h1"}),
+    ("store.reverse_all", {"handle": "$h1"}),
+    ("store.prefix_scan", {"handle": "$h1", "prefix": "6b"}),
+    ("store.approximate_num_entries", {"handle": "$h1"}),
+    ("store.iterator_open", {"handle": "$h1", "kind": "range", "from": "6b31", "to": None}),
+    ("store.iterator_peek_next_key", {"iterator": "$h1-i1"}),
+    ("store.iterator_next", {"iterator": "$h1-i1", "max": 1}),
+    ("store.iterator_close", {"iterator": "$h1-i1"}),
+    ("store.flush_cache", {"handle": "$h1"}),
+    ("store.changelog", {"handle": "$h1"}),
+    ("store.flush", {"handle": "$h1"}),
+    ("store.close", {"handle": "$h1"}),
+    ("store.write_task_file", {"state_dir": STATE_DIR, "application_id": "app", "task_id": "0_0", "file": ".checkpoint",
+                               "text": "0\n1\napp-orders-changelog 0 41\n"}),
+    ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
+                    "application_id": "app", "task_id": "0_0"}),
+    ("store.committed_offset", {"handle": "$h2", "topic": "app-orders-changelog", "partition": 0}),
+    ("store.restore", {"handle": "$h2", "records": [
+        {"key": "6f31", "value": "01", "timestamp": 10, "headers": []},
+        {"key": "6f32", "value": "02", "timestamp": 11, "headers": [["h", None]]},
+        {"key": "6f31", "value": None, "timestamp": 12, "headers": []}], "batch_size": 2, "commit_offsets": True}),
+    ("store.commit", {"handle": "$h2", "changelog_offsets": [["app-orders-changelog", 0, 44]]}),
+    ("store.dump", {"handle": "$h2"}),
+    ("store.task_files", {"handle": "$h2"}),
+    ("store.close", {"handle": "$h2"}),
+    ("store.table_options", {"handle": "$h2"}),
+    ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
+                    "application_id": "app", "task_id": "0_0"}),
+    ("store.crash", {"handle": "$h3"}),
+)
+
+
+def _substitute(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, list):
+        return [_substitute(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, names) for k, v in value.items()}
+    return value
+
+
+def run_store_session() -> list[tuple[str, JsonDict, JsonDict]]:
+    """Run :data:`STORE_SESSION` on the reference in a fresh state directory; answers in canonical names."""
+    steps: list[tuple[str, JsonDict, JsonDict]] = []
+    with tempfile.TemporaryDirectory(prefix="kstate-ops-index-") as state_dir:
+        real = {STATE_DIR: state_dir}  # placeholder -> the value this run produced
+        canonical = {state_dir: STATE_DIR}  # the value this run produced -> its name in the index
+        handles = 0
+        iterators: Counter[str] = Counter()
+        for name, template in STORE_SESSION:
+            payload = _substitute(template, real)
+            output = call(name, payload)
+            if isinstance(output.get("handle"), str):
+                handles += 1
+                alias = f"h{handles}"
+            elif isinstance(output.get("iterator"), str):
+                owner = canonical[payload["handle"]]
+                iterators[owner] += 1
+                alias = f"{owner}-i{iterators[owner]}"
+            else:
+                alias = ""
+            if alias:
+                produced = output.get("handle") or output["iterator"]
+                real[f"${alias}"] = produced
+                canonical[produced] = alias
+            steps.append((name, _substitute(payload, canonical), _substitute(output, canonical)))
+    return steps
+
+
+# --- the index -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    name: str
+    type: str
+    required: bool
+    note: str = ""
+
+    def to_json(self) -> JsonDict:
+        out: JsonDict = {"name": self.name, "type": self.type, "required": self.required}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def _derived_fields(shape: Shape, cases: int) -> list[FieldInfo]:
+    return [FieldInfo(name, shape.fields[name].render(), shape.field_counts[name] == cases,
+                      shape.fields[name].values_note(name)) for name in sorted(shape.fields)]
+
+
+def _declared_fields(declared: dict[str, str]) -> list[FieldInfo]:
+    out: list[FieldInfo] = []
+    for name, text in declared.items():
+        type_, _, note = (part.strip() for part in text.partition(";"))
+        out.append(FieldInfo(name, type_, not note.startswith("optional"), note))
+    return out
+
+
+def _example_rank(case: JsonDict) -> tuple[int, int, int, str]:
+    # A case that answers (not refuses), shows the most fields, and is short; ties broken by id for stability.
+    refused = int("error" in case["output"]) * 2 + int('"error"' in json.dumps(case["output"]))
+    fields = len(case["input"]) + len(case["output"])
+    return (refused, -fields, len(json.dumps(case, sort_keys=True)), str(case.get("id", "")))
+
+
+def _fixture_cases(fixtures_root: Path | None) -> dict[str, list[JsonDict]]:
+    cases: dict[str, list[JsonDict]] = {}
+    if fixtures_root is None:
+        return cases
+    for path in sorted(fixtures_root.glob("*/*.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        for case in document.get("cases", []):
+            cases.setdefault(case["op"], []).append(case)
+    return cases
+
+
+def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDict, JsonDict]]) -> JsonDict:
+    entry: JsonDict = {
+        "name": spec.name,
+        "family": spec.family,
+        "doc": spec.doc,
+        "level": spec.level,
+        "rules": list(spec.rules),
+        "kafka": list(spec.java_ops or KAFKA_METHODS.get(spec.name, ())),
+        "lenient": None,
+        "fixture_cases": len(cases),
+    }
+    if spec.lenient is not None:
+        entry["lenient"] = (spec.lenient.__doc__ or "Kafka accepts some malformed input").strip().splitlines()[0]
+    if spec.name in STORE_FIELDS:
+        inputs, outputs = STORE_FIELDS[spec.name]
+        entry["inputs"] = [f.to_json() for f in _declared_fields(inputs)]
+        entry["outputs"] = [f.to_json() for f in _declared_fields(outputs)]
+        entry["refuses"] = "when Kafka throws (closed store, unknown handle, null key, ...)"
+    elif cases:
+        in_shape, out_shape = Shape(), Shape()
+        for case in cases:
+            in_shape.add(case["input"])
+        # Which output fields an answer always has is read from the answers, not from the refusals.
+        answered = [c for c in cases if "error" not in c["output"]] or cases
+        for case in answered:
+            out_shape.add({k: v for k, v in case["output"].items() if k != "error"})
+        refusals = sum(1 for c in cases if "error" in c["output"])
+        entry["inputs"] = [f.to_json() for f in _derived_fields(in_shape, len(cases))]
+        entry["outputs"] = [f.to_json() for f in _derived_fields(out_shape, len(answered))]
+        entry["refuses"] = f"{refusals} of {len(cases)} fixture cases" if refusals else None
+    else:
+        entry["inputs"], entry["outputs"], entry["refuses"] = [], [], None
+    if cases:
+        best = min(cases, key=_example_rank)
+        entry["example"] = {"case": best.get("id"), "input": best["input"], "output": best["output"]}
+    elif spec.name in session:
+        example_in, example_out = session[spec.name]
+        entry["example"] = {"case": "store session", "input": example_in, "output": example_out}
+    else:
+        entry["example"] = None
+    return entry
+
+
+def build_index(fixtures_root: Path | None, ops: Iterable[str] | None = None) -> list[JsonDict]:
+    """One entry per registered operation, sorted by name (fields from fixtures or declarations, one example)."""
+    registry = load_all()
+    cases = _fixture_cases(fixtures_root)
+    session: dict[str, tuple[JsonDict, JsonDict]] = {}
+    for name, payload, output in run_store_session():
+        session.setdefault(name, (payload, output))
+    names = sorted(registry) if ops is None else sorted(ops)
+    return [_entry(registry[name], cases.get(name, []), session) for name in names]
+
+
+# --- rendering -------------------------------------------------------------------------------------------------
+
+_PREAMBLE = """\
+# Operation index (generated)
+
+<!-- Generated by `kstate ops --write` from the operation registry and the golden fixtures; do not edit.
+     tests/test_ops_index.py fails when this file and the registry disagree. -->
+
+Every operation of the neutral vocabulary ([ops.md](ops.md)): its input and output fields with their
+JSON types, the rules it serves, the Kafka method it mirrors, whether Kafka is lenient with malformed
+input (OPS-4), and one example input with the reference's output. A testee ([testee-protocol.md](testee-protocol.md))
+lists the operations it implements in `hello` and answers each request with the output object.
+
+Types: `hex` is lowercase hex of bytes (`""` is zero bytes), `null` is a Java null kept apart from
+`""`, `int` is a signed 64-bit integer, `[a, b]` is a fixed-length JSON array, `list[T]` a JSON array,
+`{k: T, k2?: T}` an object (`?`: not always present), `error` an `{"error": {...}}` refusal in place of
+a sub-output (OPS-3). A required input field is in every fixture case; an output field marked
+optional is left out in some answers. Any operation may answer `{"error": {...}}` where Kafka throws;
+"refuses" says how often the fixtures expect that. Field types of operations with fixtures are
+derived from every case; the `store.*` operations are declared, and their examples come from one
+session run against the reference (handles `h1`, `h2`, ... are whatever `store.open` answered).
+"""
+
+
+def _code(value: Any) -> str:
+    return "`" + str(value).replace("|", "\\|") + "`"
+
+
+def _field_rows(fields: list[JsonDict]) -> list[str]:
+    if not fields:
+        return ["| (none) | | | |"]
+    return [f"| `{f['name']}` | {_code(f['type'])} | {'yes' if f['required'] else 'optional'} | "
+            f"{f.get('note', '').replace('|', '/')} |" for f in fields]
+
+
+def render_markdown(index: list[JsonDict], preamble: bool = True) -> str:
+    """spec/ops-index.md: a summary table, then every operation in full by family (without ``preamble``: only
+    the operations, as ``kstate ops NAME`` shows them)."""
+    lines = []
+    families: dict[str, list[JsonDict]] = {}
+    for entry in index:
+        families.setdefault(entry["family"], []).append(entry)
+    if preamble:
+        lines += [_PREAMBLE, "## Summary", "", "| operation | rules | Kafka | level | lenient | fixture cases |",
+                  "|---|---|---|---|---|---|"]
+        for entry in index:
+            lines.append(f"| [`{entry['name']}`](#{_anchor(entry['name'])}) | {', '.join(entry['rules'])} | "
+                         f"{', '.join(entry['kafka']) or '—'} | {entry['level']} | "
+                         f"{'yes' if entry['lenient'] else 'no'} | {entry['fixture_cases']} |")
+    for family, entries in families.items():
+        if preamble:
+            lines += ["", f"## {family}"]
+        for entry in entries:
+            lines += ["", f"### `{entry['name']}`", "", entry["doc"] or "(no description)", ""]
+            lines.append(f"rules: {', '.join(entry['rules'])} | level: {entry['level']} | "
+                         f"Kafka: {', '.join(entry['kafka']) or '—'}")
+            if entry["lenient"]:
+                lines += ["", f"lenient: {entry['lenient']}"]
+            if entry["refuses"]:
+                lines += ["", f"refuses: {entry['refuses']}"]
+            for title, key in (("input", "inputs"), ("output", "outputs")):
+                lines += ["", f"| {title} field | type | required | note |", "|---|---|---|---|", *_field_rows(entry[key])]
+            example = entry["example"]
+            if example is not None:
+                lines += ["", f"Example ({example['case']}):", "", "```json",
+                          json.dumps({"input": example["input"]}, sort_keys=True),
+                          json.dumps({"output": example["output"]}, sort_keys=True), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _anchor(name: str) -> str:
+    # GitHub's heading anchors: lowercase, punctuation other than - and _ dropped.
+    return re.sub(r"[^a-z0-9_\- ]", "", name.lower()).replace(" ", "-")
+
+
+def render_json(index: list[JsonDict]) -> str:
+    return json.dumps({"format": 1, "operations": index}, indent=1, sort_keys=True) + "\n"

@@ -1,0 +1,150 @@
+"""``kstate audit`` without a cluster: the client configuration it builds, and setup errors in one line, fast.
+
+The end-to-end run against the embedded broker with a non-default configuration is in
+system_tests/test_spark_oracle.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kstate.cli import build_parser, main
+from kstate.kafka.client_config import ClientConfigError, build_client_config, read_properties
+
+
+def _audit(tmp_path: Path, *extra: str) -> list[str]:
+    state = tmp_path / "state"
+    state.mkdir(exist_ok=True)
+    return ["audit", "--bootstrap", "127.0.0.1:1", "--application-id", "app", "--store", "s", "--store-type", "kv",
+            "--state-dir", str(state), "--engine", "python", "--connect-timeout", "1", *extra]
+
+
+def test_properties_file_shortcuts_and_settings_in_that_order(tmp_path: Path) -> None:
+    file = tmp_path / "client.properties"
+    file.write_text("# a comment\n! another\nclient.id = from-file\nsecurity.protocol: SSL\n\nfetch.wait.max.ms=7\n")
+    assert read_properties(file) == {"client.id": "from-file", "security.protocol": "SSL", "fetch.wait.max.ms": "7"}
+    config = build_client_config(file=file, shortcuts={"security.protocol": "PLAINTEXT", "sasl.username": None},
+                                 settings=["client.id=from-x", "fetch.wait.max.ms=9", "client.id=last"])
+    assert config == {"client.id": "last", "security.protocol": "PLAINTEXT", "fetch.wait.max.ms": "9"}
+
+
+@pytest.mark.parametrize("settings", [["client.id"], ["=x"]])
+def test_a_setting_without_key_or_value_is_refused(settings: list[str]) -> None:
+    with pytest.raises(ClientConfigError, match="key=value"):
+        build_client_config(settings=settings)
+
+
+def test_bootstrap_comes_from_the_option_only() -> None:
+    with pytest.raises(ClientConfigError, match=r"bootstrap\.servers"):
+        build_client_config(settings=["bootstrap.servers=elsewhere:9092"])
+
+
+def test_an_unreachable_broker_is_named_in_one_line_within_the_timeout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    started = time.monotonic()
+    assert main(_audit(tmp_path, "-X", "client.id=auditor")) == 2
+    assert time.monotonic() - started < 10
+    err = capsys.readouterr().err
+    assert "no broker answered at 127.0.0.1:1" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_property_librdkafka_does_not_know_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_audit(tmp_path, "-X", "sasl.jaas.config=java-only")) == 2
+    assert "sasl.jaas.config" in capsys.readouterr().err
+
+
+def test_a_missing_config_file_or_state_dir_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_audit(tmp_path, "--client-config", str(tmp_path / "absent.properties"))) == 2
+    assert "absent.properties" in capsys.readouterr().err
+    args = _audit(tmp_path)
+    args[args.index("--state-dir") + 1] = str(tmp_path / "no-such-dir")
+    assert main(args) == 2
+    assert "no-such-dir" in capsys.readouterr().err
+
+
+def test_a_missing_password_variable_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KSTATE_TEST_NO_SUCH_VAR", raising=False)
+    assert main(_audit(tmp_path, "--sasl-password-env", "KSTATE_TEST_NO_SUCH_VAR")) == 2
+    assert "KSTATE_TEST_NO_SUCH_VAR" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("module", "engine", "extra"), [("confluent_kafka", "python", "kafka"),
+                                                         ("pyspark", "spark", "spark")])
+def test_a_missing_extra_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch, module: str, engine: str, extra: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # importing it now raises ModuleNotFoundError
+    if engine == "spark":
+        # The broker check passes so that the Spark check is reached.
+        monkeypatch.setattr("kstate.kafka.client_config.check_reachable", lambda *a, **k: [0])
+    args = _audit(tmp_path)
+    args[args.index("--engine") + 1] = engine
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"kstate-kit[{extra}]" in err and "Traceback" not in err
+
+
+def test_the_spark_source_passes_kafka_options_to_its_clients() -> None:
+    pytest.importorskip("pyspark")
+    from kstate.spark.kafka_source import KafkaTopicReader
+
+    reader = KafkaTopicReader({"bootstrap": "b:1", "topic": "t", "kafka.client.id": "auditor",
+                               "kafka.security.protocol": "PLAINTEXT", "timeout": "5"})
+    assert reader.client_config == {"client.id": "auditor", "security.protocol": "PLAINTEXT"}
+
+
+def test_every_option_of_every_subcommand_has_help() -> None:
+    import argparse
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, f"{path} {name}")
+            elif not isinstance(action, argparse._HelpAction) and not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), "kstate")
+    # ``kstate conformance``'s options belong to the conformance-runner work (issue 14, fail fast and exit codes).
+    missing = [m for m in missing if not m.startswith("kstate conformance ")]
+    assert not missing, f"options without help text: {missing}"
+
+
+def test_the_oracle_hands_the_client_configuration_to_the_spark_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyspark")
+    from kstate.spark import kafka_source
+    from kstate.spark.oracle import audit
+    from kstate.stores.api import StoreType
+
+    seen: dict[str, str] = {}
+
+    class Stop(Exception):
+        pass
+
+    def read_topic(spark: object, bootstrap: str, topic: str, **options: str) -> None:
+        seen.update(options)
+        raise Stop
+
+    monkeypatch.setattr(kafka_source, "read_topic", read_topic)
+    with pytest.raises(Stop):
+        audit("b:1", "t", StoreType.KEY_VALUE, {}, spark=object(), client_config={"client.id": "auditor"})
+    assert seen == {"kafka.client.id": "auditor"}
+
+
+def test_state_directories_without_the_store_are_warned_about(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from kstate.spark.oracle import AuditReport
+
+    monkeypatch.setattr("kstate.kafka.client_config.check_reachable", lambda *a, **k: [0])
+    monkeypatch.setattr("kstate.spark.oracle.audit", lambda *a, **k: AuditReport("python", 0, 0, 0))
+    assert main(_audit(tmp_path)) == 0
+    captured = capsys.readouterr()
+    assert "0 partitions dumped" in captured.out
+    assert "warning: no store s of application app under" in captured.err

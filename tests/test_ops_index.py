@@ -1,0 +1,95 @@
+"""The operation index (spec/ops-index.md, ``kstate ops``): in sync with the registry, complete, and true."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstate.cli import main
+from kstate.ops import call, load_all
+from kstate.ops.compare import differences
+from kstate.ops.index import STORE_FIELDS, Shape, build_index, render_markdown, run_store_session
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def index() -> list[dict[str, Any]]:
+    return build_index(ROOT / "fixtures")
+
+
+def test_the_spec_index_is_what_the_registry_and_fixtures_generate(index: list[dict[str, Any]]) -> None:
+    assert (ROOT / "spec" / "ops-index.md").read_text(encoding="utf-8") == render_markdown(index), (
+        "spec/ops-index.md is stale: run kstate ops --write"
+    )
+
+
+def test_every_operation_has_fields_and_an_example(index: list[dict[str, Any]]) -> None:
+    assert [entry["name"] for entry in index] == sorted(load_all())
+    bare = [e["name"] for e in index if e["example"] is None or not (e["inputs"] or e["outputs"] or e["fixture_cases"])]
+    assert not bare, f"operations a porter could not write from the index: {bare}"
+    assert not [n for n in load_all() if n.startswith("store.") and n not in STORE_FIELDS]
+
+
+def test_store_examples_use_only_declared_fields() -> None:
+    session = run_store_session()
+    assert {op for op, _, _ in session} == set(STORE_FIELDS), "the session shows every store operation"
+    for name, payload, output in session:
+        inputs, outputs = STORE_FIELDS[name]
+        assert set(payload) <= set(inputs), f"{name}: undeclared input fields {set(payload) - set(inputs)}"
+        assert set(output) <= set(outputs), f"{name}: undeclared output fields {set(output) - set(outputs)}"
+        required = {k for k, v in outputs.items() if not v.partition(";")[2].strip().startswith("optional")}
+        assert required <= set(output), f"{name}: declared output fields missing {required - set(output)}"
+
+
+def test_fixture_examples_replay_against_the_reference(index: list[dict[str, Any]]) -> None:
+    for entry in index:
+        if entry["fixture_cases"]:
+            example = entry["example"]
+            actual = call(entry["name"], example["input"])
+            assert not differences(example["output"], actual), (entry["name"], example["case"])
+
+
+def test_types_are_derived_from_the_cases(index: list[dict[str, Any]]) -> None:
+    by_name = {e["name"]: e for e in index}
+    assert by_name["varint.write_varint"]["inputs"] == [{"name": "value", "type": "int", "required": True}]
+    assert by_name["varint.write_varint"]["outputs"] == [{"name": "bytes", "type": "hex", "required": True},
+                                                         {"name": "size", "type": "int", "required": True}]
+    headers = {f["name"]: f for f in by_name["header_values.serialize"]["inputs"]}
+    assert headers["headers"]["type"] == "list[[string, hex | null]] | null"
+    assert headers["value"]["type"] == "hex | null"
+    assert by_name["varint.read_varint"]["lenient"] and not by_name["varint.write_varint"]["lenient"]
+    assert by_name["varint.write_varint"]["kafka"] == ["ByteUtils.writeVarint"]
+
+
+def test_shapes() -> None:
+    shape = Shape()
+    for value in ({"a": "00", "b": 1}, {"a": None, "c": [["k", "01"], ["j", None]]}, {"a": "xyz"}):
+        shape.add(value)
+    assert shape.render() == "{a: string | null, b?: int, c?: list[[string, hex | null]]}"
+    refusal = Shape()
+    refusal.add({"error": {"type": "X"}})
+    refusal.add("ff")
+    assert refusal.render() == "hex | error"
+
+
+def test_kstate_ops_json_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ops", "--json", "varint.write_varint"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [op["name"] for op in document["operations"]] == ["varint.write_varint"]
+    stale = tmp_path / "ops-index.md"
+    stale.write_text("old\n")
+    assert main(["ops", "--check", "--file", str(stale)]) == 1
+    assert main(["ops", "--write", "--file", str(stale)]) == 0
+    assert main(["ops", "--check", "--file", str(stale)]) == 0
+    assert main(["ops", "no.such_op"]) == 2
+    capsys.readouterr()
+    assert main(["ops"]) == 0
+    overview = capsys.readouterr().out
+    assert f"{len(load_all())} operations" in overview and "store.put_if_absent" in overview
+    assert main(["ops", "store.get"]) == 0
+    detail = capsys.readouterr().out
+    assert "### `store.get`" in detail and "ReadOnlyKeyValueStore.get" in detail and "### `store.put`" not in detail
