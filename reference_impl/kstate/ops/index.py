@@ -211,6 +211,15 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                           "files": "object; .checkpoint and <store>.position file name -> text"}),
     "store.write_task_file": ({"handle": "string; optional (or name the task by location)", **_LOCATION,
                                "file": "string; .checkpoint or <store>.position", "text": "string"}, {}),
+    "store.scenario": ({"store_type": "string; optional, default kv",
+                        "backend": "string | null; optional, memory or rocksdb; omitted, every backend must answer the same",
+                        "options": "object; optional, the other store.open fields", "open_fields": "list[string]; optional",
+                        "steps": "list[{op: string, input: object, as?: string, fields?: list[string], keep?: list[string], "
+                                 "by_location?: bool}]; store.* calls, the handle filled in"},
+                       {"open": "object; the first open's answer, reduced to open_fields",
+                        "steps": "list[object]; each step's answer, reduced to its fields"}),
+    "store.wipe": ({"state_dir": "string", "name": "string; a closed store's name",
+                    "application_id": "string; optional, default app", "task_id": "string; optional, default 0_0"}, {}),
     "store.table_options": ({"handle": "string; a closed RocksDB store"},
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
 }
@@ -239,6 +248,7 @@ KAFKA_METHODS: dict[str, tuple[str, ...]] = {
     "store.iterator_peek_next_key": ("KeyValueIterator.peekNextKey",),
     "store.iterator_close": ("KeyValueIterator.close",),
     "store.restore": ("RocksDBStore.restoreBatch",),
+    "store.wipe": ("StateManagerUtil.wipeStateStores",),
     "primitives.increment": ("Bytes.increment",),
     "primitives.compare": ("Bytes.BYTES_LEXICO_COMPARATOR",),
     "primitives.segment_id": ("Segments.segmentId",),
@@ -296,6 +306,9 @@ STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
     ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
                     "application_id": "app", "task_id": "0_0"}),
     ("store.crash", {"handle": "$h3"}),
+    ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
+        {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
+    ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
 )
 
 
