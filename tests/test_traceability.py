@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kstate_conformance.spec_rules import SpecFormatError, load_rules, parse_document
-from kstate_conformance.traceability import analyse
+from kstate_conformance.traceability import analyse, rules_without_independent_evidence
 
 
 def test_every_rule_has_a_test_and_every_test_a_rule() -> None:
@@ -16,6 +16,21 @@ def test_every_rule_has_a_test_and_every_test_a_rule() -> None:
     assert trace.uncovered == [], f"rules no test cites: {trace.uncovered}"
     assert trace.unknown == {}, f"citations of rules that do not exist: {sorted(trace.unknown)}"
     assert trace.untagged_tests == [], f"conformance tests citing no rule: {trace.untagged_tests}"
+
+
+def test_every_required_codec_rule_has_a_case_not_computed_by_the_reference() -> None:
+    missing = analyse().without_independent_evidence
+    assert missing == [], f"required rules with no kafka-jvm or spec fixture case: {missing}"
+
+
+def test_a_rule_cited_only_by_reference_cases_is_listed() -> None:
+    levels = {"PRIM-1": "required", "PRIM-2": "required", "PRIM-3": "recommended", "PRIM-4": "required",
+              "TP-1": "required"}
+    cited = {"PRIM-1": {"reference.primitives.a", "spec.primitives.b"}, "PRIM-2": {"reference.primitives.c"},
+             "PRIM-4": {"kafka-jvm.varint.d"}}
+    # PRIM-2 only by the reference, PRIM-3 not required, TP outside the prefixes, PRIM-4 from Kafka.
+    assert rules_without_independent_evidence(levels, cited) == ["PRIM-2"]
+    assert rules_without_independent_evidence(levels, cited, prefixes=("TP",)) == ["TP-1"]
 
 
 def test_every_rule_states_level_source_and_kafka_version() -> None:

@@ -1,7 +1,9 @@
 """Every spec rule is checked by a test, and every test names rules that exist (spec/README.md).
 
 Rule citations are read statically: ``@rules("ID", ...)`` markers in the shipped test modules, and
-the ``rules`` of every golden fixture case.
+the ``rules`` of every golden fixture case. Every ``required`` rule of the families below must also be
+checked by a case whose expected output does not come from the reference: recorded from Kafka
+(``kafka-jvm``) or worked out by hand from the rule text (``spec``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,24 @@ from kstate_conformance.spec_rules import load_rules
 
 TESTS_DIR = Path(__file__).resolve().parent / "tests"
 
+#: Evidence levels whose expected outputs a bug in the reference cannot have produced.
+INDEPENDENT_EVIDENCE = ("kafka-jvm", "spec")
+
+#: Rule prefixes whose every ``required`` rule needs a case of independent evidence (one prefix a line).
+INDEPENDENT_EVIDENCE_PREFIXES: tuple[str, ...] = (
+    "PRIM",
+    "HDR",
+    "TSKV",
+    "HV",
+    "VER",
+    "WIN",
+    "SESS",
+    "OFF",
+    "CL",
+    "LAY",
+    "OPS",
+)
+
 
 @dataclass
 class Traceability:
@@ -23,6 +43,8 @@ class Traceability:
     cited_by: dict[str, set[str]] = field(default_factory=dict)
     unknown: dict[str, set[str]] = field(default_factory=dict)
     untagged_tests: list[str] = field(default_factory=list)
+    #: ``required`` rules of INDEPENDENT_EVIDENCE_PREFIXES with no ``kafka-jvm`` or ``spec`` case.
+    without_independent_evidence: list[str] = field(default_factory=list)
 
     @property
     def uncovered(self) -> list[str]:
@@ -30,7 +52,8 @@ class Traceability:
 
     @property
     def ok(self) -> bool:
-        return not self.uncovered and not self.unknown and not self.untagged_tests
+        return (not self.uncovered and not self.unknown and not self.untagged_tests
+                and not self.without_independent_evidence)
 
 
 def _marker_rules(decorator: ast.expr) -> list[str] | None:
@@ -72,11 +95,32 @@ def fixture_citations(root: Path | None = None) -> dict[str, set[str]]:
     return cited
 
 
-def analyse() -> Traceability:
-    rules = set(load_rules())
+def rules_without_independent_evidence(levels: dict[str, str], fixture_cited: dict[str, set[str]],
+                                       prefixes: tuple[str, ...] = INDEPENDENT_EVIDENCE_PREFIXES) -> list[str]:
+    """``required`` rules of ``prefixes`` that no ``kafka-jvm`` or ``spec`` fixture case cites.
+
+    ``levels`` maps rule IDs to levels; a case's evidence is its id's first segment (``verify`` checks
+    that the two agree).
+    """
+    def independent(case_ids: set[str]) -> bool:
+        return any(case_id.split(".", 1)[0] in INDEPENDENT_EVIDENCE for case_id in case_ids)
+
+    return sorted(
+        (rule for rule, level in levels.items()
+         if level == "required" and rule.split("-", 1)[0] in prefixes
+         and not independent(fixture_cited.get(rule, set()))),
+        key=lambda r: (r.split("-", 1)[0], int(r.split("-", 1)[1])),
+    )
+
+
+def analyse(fixtures_root: Path | None = None) -> Traceability:
+    spec = load_rules()
+    rules = set(spec)
     cited, untagged = marker_citations()
-    for rule, cases in fixture_citations().items():
+    from_fixtures = fixture_citations(fixtures_root)
+    for rule, cases in from_fixtures.items():
         cited.setdefault(rule, set()).update(cases)
     unknown = {r: ids for r, ids in cited.items() if r not in rules}
+    weak = rules_without_independent_evidence({r.id: r.level for r in spec.values()}, from_fixtures)
     return Traceability(rules=rules, cited_by={r: ids for r, ids in cited.items() if r in rules},
-                        unknown=unknown, untagged_tests=untagged)
+                        unknown=unknown, untagged_tests=untagged, without_independent_evidence=weak)

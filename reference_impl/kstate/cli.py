@@ -223,6 +223,10 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         console.print(f"[red]unknown rule[/red] {rule} cited by {', '.join(sorted(ids)[:3])}")
     for test in trace.untagged_tests:
         console.print(f"[red]test cites no rule[/red] {test}")
+    if trace.without_independent_evidence:
+        console.print(f"[red]{len(trace.without_independent_evidence)} required rules have no kafka-jvm or spec "
+                      f"case[/red] (expected outputs only from the reference): "
+                      f"{', '.join(trace.without_independent_evidence)}")
     return 0 if trace.ok else 1
 
 
