@@ -9,6 +9,7 @@ import pytest
 
 from kstate.cli import main
 from kstate.fixtures_tool import (
+    HAND_WRITTEN_DIRS,
     FixtureError,
     jvm_fixture_documents,
     load_fixture_file,
@@ -26,10 +27,53 @@ def test_regeneration_changes_no_byte(repo_root: Path, shared_vectors: Path) -> 
     documents = reference_fixture_documents()
     documents.update(jvm_fixture_documents(shared_vectors))
     assert stale_documents(documents, repo_root / "fixtures") == []
-    # fixtures/spec/ is written by hand from the rule text (evidence spec); no generator produces it.
     on_disk = {str(p.relative_to(repo_root / "fixtures")) for p in (repo_root / "fixtures").glob("*/*.json")
-               if p.parent.name != "spec"}
+               if p.parent.name not in HAND_WRITTEN_DIRS}
     assert on_disk == set(documents), "fixture files exist that no generator produces"
+    assert not any(rel.split("/", 1)[0] in HAND_WRITTEN_DIRS for rel in documents), "a generator writes spec/"
+
+
+def _spec_case(**overrides: object) -> dict[str, object]:
+    case: dict[str, object] = {
+        "id": "spec.primitives.int32_one", "op": "primitives.encode_int32", "rules": ["PRIM-1"],
+        "level": "required", "evidence": "spec", "input": {"value": 1}, "output": {"bytes": "00000001"},
+        "note": "PRIM-1: four bytes, big-endian",
+    }
+    case.update(overrides)
+    return case
+
+
+def _spec_file(root: Path, *cases: dict[str, object]) -> Path:
+    path = root / "spec" / "primitives.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"fixture_format": 1, "evidence": "spec", "family": "primitives",
+                                "description": "hand-derived", "cases": list(cases)}))
+    return path
+
+
+def test_generate_leaves_hand_written_files_alone(repo_root: Path, tmp_path: Path, shared_vectors: Path) -> None:
+    root = tmp_path / "fixtures"
+    root.mkdir()
+    (root / "fixture.schema.json").write_text((repo_root / "fixtures" / "fixture.schema.json").read_text())
+    spec_file = _spec_file(root, _spec_case())
+    before = spec_file.read_bytes()
+    assert main(["fixtures", "generate", "--root", str(root), "--vectors", str(shared_vectors)]) == 0
+    assert spec_file.read_bytes() == before
+    assert main(["fixtures", "generate", "--root", str(root), "--vectors", str(shared_vectors), "--check"]) == 0
+    assert main(["fixtures", "verify", "--root", str(root)]) == 0
+
+
+@pytest.mark.parametrize("bad", [
+    {"output": {"bytes": "01000000"}},  # a wrong hand derivation is replayed and reported
+    {"evidence": "reference"},  # a spec file's case claiming another evidence
+    {"id": "reference.primitives.int32_one"},
+])
+def test_verify_replays_and_checks_hand_written_cases(repo_root: Path, tmp_path: Path, bad: dict[str, object]) -> None:
+    root = tmp_path / "fixtures"
+    root.mkdir()
+    (root / "fixture.schema.json").write_text((repo_root / "fixtures" / "fixture.schema.json").read_text())
+    _spec_file(root, _spec_case(**bad))
+    assert main(["fixtures", "verify", "--root", str(root)]) == 1
 
 
 def test_generation_is_deterministic() -> None:

@@ -3,7 +3,10 @@
 Rule citations are read statically: ``@rules("ID", ...)`` markers in the shipped test modules, and
 the ``rules`` of every golden fixture case. A citation proves nothing until a broken implementation fails
 it: every ``required`` rule of the families in :data:`MUTANT_COVERED_PREFIXES` must also be broken by a
-mutant (``Mutant.rules``), which the mutation analysis proves the suite kills.
+mutant (``Mutant.rules``), which the mutation analysis proves the suite kills. Every ``required`` rule of
+the families in :data:`INDEPENDENT_EVIDENCE_PREFIXES` must also be checked by a case whose expected output
+does not come from the reference: recorded from Kafka (``kafka-jvm``) or worked out by hand from the rule
+text (``spec``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,28 @@ MUTANT_COVERED_PREFIXES = (
     "PRIM",
 )
 
+#: Evidence levels whose expected outputs a bug in the reference cannot have produced.
+INDEPENDENT_EVIDENCE = ("kafka-jvm", "spec")
+
+#: Rule prefixes whose every ``required`` rule needs a case of independent evidence (one prefix a line).
+INDEPENDENT_EVIDENCE_PREFIXES: tuple[str, ...] = (
+    "PRIM",
+    "HDR",
+    "TSKV",
+    "HV",
+    "VER",
+    "WIN",
+    "SESS",
+    "OFF",
+    "CL",
+    "LAY",
+    "OPS",
+    "KV",
+    "UPG",
+    "CACHE",
+    "RST",
+)
+
 
 @dataclass
 class Traceability:
@@ -45,6 +70,8 @@ class Traceability:
     # Required rules of MUTANT_COVERED_PREFIXES that no mutant breaks, and mutants citing rules that do not exist.
     without_mutant: list[str] = field(default_factory=list)
     unknown_mutant_rules: dict[str, list[str]] = field(default_factory=dict)
+    #: ``required`` rules of INDEPENDENT_EVIDENCE_PREFIXES with no ``kafka-jvm`` or ``spec`` case.
+    without_independent_evidence: list[str] = field(default_factory=list)
 
     @property
     def uncovered(self) -> list[str]:
@@ -53,7 +80,8 @@ class Traceability:
     @property
     def ok(self) -> bool:
         return (not self.uncovered and not self.unknown and not self.untagged_tests
-                and not self.without_mutant and not self.unknown_mutant_rules)
+                and not self.without_mutant and not self.unknown_mutant_rules
+                and not self.without_independent_evidence)
 
 
 def rule_prefix(rule_id: str) -> str:
@@ -117,14 +145,34 @@ def fixture_citations(root: Path | None = None) -> dict[str, set[str]]:
     return cited
 
 
-def analyse() -> Traceability:
+def rules_without_independent_evidence(levels: dict[str, str], fixture_cited: dict[str, set[str]],
+                                       prefixes: tuple[str, ...] = INDEPENDENT_EVIDENCE_PREFIXES) -> list[str]:
+    """``required`` rules of ``prefixes`` that no ``kafka-jvm`` or ``spec`` fixture case cites.
+
+    ``levels`` maps rule IDs to levels; a case's evidence is its id's first segment (``verify`` checks
+    that the two agree).
+    """
+    def independent(case_ids: set[str]) -> bool:
+        return any(case_id.split(".", 1)[0] in INDEPENDENT_EVIDENCE for case_id in case_ids)
+
+    return sorted(
+        (rule for rule, level in levels.items()
+         if level == "required" and rule.split("-", 1)[0] in prefixes
+         and not independent(fixture_cited.get(rule, set()))),
+        key=lambda r: (r.split("-", 1)[0], int(r.split("-", 1)[1])),
+    )
+
+
+def analyse(fixtures_root: Path | None = None) -> Traceability:
     loaded = load_rules()
     rules = set(loaded)
     cited, untagged = marker_citations()
-    for rule, cases in fixture_citations().items():
+    from_fixtures = fixture_citations(fixtures_root)
+    for rule, cases in from_fixtures.items():
         cited.setdefault(rule, set()).update(cases)
     unknown = {r: ids for r, ids in cited.items() if r not in rules}
     without_mutant, unknown_mutant_rules = mutant_coverage(loaded)
+    weak = rules_without_independent_evidence({r.id: r.level for r in loaded.values()}, from_fixtures)
     return Traceability(rules=rules, cited_by={r: ids for r, ids in cited.items() if r in rules},
                         unknown=unknown, untagged_tests=untagged, without_mutant=without_mutant,
-                        unknown_mutant_rules=unknown_mutant_rules)
+                        unknown_mutant_rules=unknown_mutant_rules, without_independent_evidence=weak)

@@ -329,6 +329,10 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         console.print(f"[red]no mutant breaks[/red] {rule} (required)")
     for name, rules in sorted(trace.unknown_mutant_rules.items()):
         console.print(f"[red]mutant cites unknown rules[/red] {name}: {', '.join(rules)}")
+    if trace.without_independent_evidence:
+        console.print(f"[red]{len(trace.without_independent_evidence)} required rules have no kafka-jvm or spec "
+                      f"case[/red] (expected outputs only from the reference): "
+                      f"{', '.join(trace.without_independent_evidence)}")
     return 0 if trace.ok else 1
 
 
