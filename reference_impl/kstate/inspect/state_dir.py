@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import shutil
 import tempfile
@@ -287,11 +288,11 @@ def detect_segmented_type(segments: list[tuple[int, dict[str, list[tuple[bytes, 
         return StoreType.TIMESTAMPED_WINDOW, f"column family {TIMESTAMPED_CF}"
     # Plain window and session keys differ in their suffix: [ts][seqnum] against [end][start]; the
     # timestamp read under each reading must fall inside the segment it is filed in.
-    starts = sorted(start for start, _ in segments)
+    # The interval divides every segment start, so the gcd of the starts bounds each segment's end.
+    spacing = math.gcd(*(start for start, _ in segments)) if segments else 0
     window_votes = session_votes = 0
     for start, rows in segments:
-        later = [s for s in starts if s > start]
-        high = later[0] if later else None
+        high = start + spacing if spacing else None
         for key, _ in rows.get(DEFAULT_CF, []):
             window_votes += _plausible_window(key, start, high)
             session_votes += _plausible_session(key, start, high)
