@@ -372,9 +372,11 @@ def decode_row(store_type: StoreType, cf: str, key: bytes, value: bytes) -> dict
 
 
 class _Walker:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, keep_rows: bool = False) -> None:
         self.root = root
+        self.keep_rows = keep_rows
         self.report = Report(str(root))
+        self.rows: dict[str, dict[str, list[tuple[bytes, bytes]]]] = {}
 
     def rel(self, path: Path) -> str:
         return str(path.relative_to(self.root)) if path != self.root else "."
@@ -386,6 +388,8 @@ class _Walker:
                  rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[DatabaseReport, str | None]:
         """Counts, offsets and the rule checks of one database; returns the open mode Kafka would choose."""
         db = DatabaseReport(self.rel(db_dir), segment_start, {cf: len(r) for cf, r in rows.items()})
+        if self.keep_rows:
+            self.rows[db.path] = rows
         for cf in rows:
             if cf not in KNOWN_COLUMN_FAMILIES:
                 self.violate("LAY-5", "unknown-column-family", db_dir, f"column family {cf!r} is not one Kafka opens")
@@ -604,26 +608,37 @@ def inspect_state_dir(path: str | Path) -> Report:
 
 def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
     """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
-    report = inspect_state_dir(path)
     root = Path(path)
-    matches = [(t, s) for t in report.tasks for s in t.stores if s.name == store and (task is None or t.task == task)]
-    if not matches:
-        raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
-    for task_report, store_report in matches:
-        if store_report.store_type == "unknown":
-            raise InspectError(f"{store_report.path}: store type unknown ({store_report.evidence}); cannot decode")
-        store_type = StoreType(store_report.store_type)
-        for db in store_report.databases:
-            if db.error is not None:
+    if not root.is_dir():
+        raise NotAStateDirectoryError(f"{root} is not a directory")
+    walker = _Walker(root, keep_rows=True)
+    found = False
+    for task_dir, name in _task_dirs(root):
+        if task is not None and name != task:
+            continue
+        if (task_dir / ROCKSDB_DIR / store).is_dir():
+            report = walker.kv_store(task_dir, task_dir / ROCKSDB_DIR / store)
+        elif (task_dir / store).is_dir() and store != ROCKSDB_DIR:
+            report = walker.segmented_store(task_dir / store)
+        else:
+            continue
+        found = True
+        if report.store_type == "unknown":
+            raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
+        store_type = StoreType(report.store_type)
+        for db in report.databases:
+            rows = walker.rows.get(db.path)
+            if rows is None:
                 continue
-            rows = read_database(root / db.path if db.path != "." else root)
             for cf, cf_rows in rows.items():
                 if cf == OFFSETS_CF:
                     continue
                 for key, value in cf_rows:
-                    base: dict[str, Any] = {"task": task_report.task, "store": store, "segment_start": db.segment_start}
+                    base: dict[str, Any] = {"task": name, "store": store, "segment_start": db.segment_start}
                     try:
                         base.update(decode_row(store_type, cf, key, value))
                     except (KStateError, AssertionError) as exc:
                         base.update(cf=cf, key_hex=key.hex(), value_hex=value.hex(), error=str(exc))
                     yield base
+    if not found:
+        raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
