@@ -322,7 +322,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 offsets.update(db.committed_offsets)
             segments = [str(db.segment_start) for db in store.databases if db.segment_start is not None]
             status = "unclean shutdown" if any(db.unclean for db in store.databases) else ", ".join(
-                sorted({db.error and "unreadable" or db.status or "no status" for db in store.databases}))
+                sorted({"unreadable" if db.error else db.status or "no status" for db in store.databases}))
             table.add_row(task.task, store.name, store.store_type, store.mode or "", ", ".join(segments),
                           ", ".join(f"{cf} ({n})" for cf, n in families.items()), str(store.rows),
                           ", ".join(f"{tp}={o}" for tp, o in offsets.items()), status)
