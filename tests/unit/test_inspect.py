@@ -321,3 +321,18 @@ def test_dump_json_lines_and_table(all_types: Path, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "timestamp" in out and "keyValueWithTimestamp" in out
     assert main(["inspect", str(all_types), "--dump", "nope"]) == 2
+
+
+def test_global_stores_named_topologies_and_legacy_segment_names(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """LAY-1: global/ and __topology__/ task directories are walked; LAY-3: a date-form segment is a note."""
+    write_db(tmp_path / "app" / "global" / "rocksdb" / "g", {"default": {b"k": b"v"}})
+    write_db(tmp_path / "app" / "__t__" / "1_2" / "rocksdb" / "n", {"default": {b"k": b"v"}})
+    write_db(task_dir(tmp_path) / "w" / "w-202601010000", {"default": {}})
+    report = inspect_state_dir(tmp_path)
+    assert {(t.task, s.name) for t in report.tasks for s in t.stores} == {("global", "g"), ("1_2", "n"), ("0_0", "w")}
+    assert any("w-202601010000" in note and "renames" in note for note in report.notes)
+    assert report.clean
+    assert main(["inspect", str(tmp_path), "--dump", "n", "--task", "0_0"]) == 2
+    assert main(["inspect", str(tmp_path), "--dump", "n", "--task", "1_2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["value"] == "v"
