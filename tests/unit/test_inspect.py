@@ -336,3 +336,15 @@ def test_global_stores_named_topologies_and_legacy_segment_names(tmp_path: Path,
     assert main(["inspect", str(tmp_path), "--dump", "n", "--task", "0_0"]) == 2
     assert main(["inspect", str(tmp_path), "--dump", "n", "--task", "1_2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[-1])["value"] == "v"
+
+
+def test_plain_time_ordered_window_store(tmp_path: Path) -> None:
+    """LAY-3, LAY-5: a default-only window store with time-first base and key-first index rows (WIN-2, WIN-3)."""
+    base = window_keys.to_store_key_binary(window_keys.WindowSchema.TIME_FIRST, b"key", 180_001, 0)
+    index = window_keys.to_store_key_binary(window_keys.WindowSchema.KEY_FIRST, b"key", 180_001, 0)
+    window_dir(tmp_path, "o", {3: {"default": {base: b"v", index: b""}}})
+    report = inspect_state_dir(tmp_path)
+    assert by_name(report)["o"].store_type == "time_ordered_window" and report.clean
+    rows = list(dump_store(tmp_path, "o"))
+    assert [(r["key"], r["window"], r["value"]) for r in rows] == [("key", {"start": 180_001}, "v"),
+                                                                    ("key", {"start": 180_001}, "")]

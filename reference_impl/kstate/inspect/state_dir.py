@@ -24,6 +24,7 @@ from kstate.codecs.changelog import StoreType
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
     DEFAULT_CF,
+    GLOBAL_DIR,
     KNOWN_COLUMN_FAMILIES,
     LOCK_FILE,
     OFFSETS_CF,
@@ -50,6 +51,8 @@ _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OP
 # A placeholder interval for parsing segment names: only the separator and the number are wanted.
 _NAME_INTERVAL = 1
 _LATEST_PREFIX = versioned.LATEST_VALUE_PREFIX
+#: A plain time-ordered window store (LAY-5 counts it as a plain window store); reported by this name.
+TIME_ORDERED = "time_ordered_window"
 
 
 class InspectError(KStateError):
@@ -268,6 +271,21 @@ def _plausible_window(key: bytes, low: int, high: int | None) -> bool:
     return ts >= low and (high is None or ts < high)
 
 
+def _plausible_time_ordered_window(key: bytes, low: int, high: int | None) -> bool:
+    if len(key) < window_keys.PREFIX_SIZE + window_keys.SUFFIX_SIZE or key[0] not in (
+            window_keys.TIME_FIRST_PREFIX, window_keys.KEY_FIRST_PREFIX):
+        return False
+    ts = window_keys.decode_store_key(_window_schema(key), key).timestamp
+    return ts >= low and (high is None or ts < high)
+
+
+def _window_schema(key: bytes) -> window_keys.WindowSchema:
+    """Time-ordered window stores keep time-first base rows and key-first index rows in one database (WIN-2, WIN-3)."""
+    if key[:1] == bytes([window_keys.KEY_FIRST_PREFIX]):
+        return window_keys.WindowSchema.KEY_FIRST
+    return window_keys.WindowSchema.TIME_FIRST
+
+
 def _plausible_session(key: bytes, low: int, high: int | None) -> bool:
     if len(key) < session_keys.SUFFIX_SIZE:
         return False
@@ -275,32 +293,35 @@ def _plausible_session(key: bytes, low: int, high: int | None) -> bool:
     return 0 <= decoded.start <= decoded.end and decoded.end >= low and (high is None or decoded.end < high)
 
 
-def detect_segmented_type(segments: list[tuple[int, dict[str, list[tuple[bytes, bytes]]]]]) -> tuple[StoreType | None, str]:
+def detect_segmented_type(segments: list[tuple[int, dict[str, list[tuple[bytes, bytes]]]]]) -> tuple[str | None, str]:
     """The type of a ``<store>/`` segment directory from its segments' families and plain keys (LAY-3, LAY-5)."""
     families = {cf for _, rows in segments for cf in rows}
     if WINDOW_HEADERS_CF in families:
-        return StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS, f"column family {WINDOW_HEADERS_CF}"
+        return StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS.value, f"column family {WINDOW_HEADERS_CF}"
     if SESSION_HEADERS_CF in families:
-        return StoreType.SESSION_WITH_HEADERS, f"column family {SESSION_HEADERS_CF}"
+        return StoreType.SESSION_WITH_HEADERS.value, f"column family {SESSION_HEADERS_CF}"
     if TIMESTAMPED_HEADERS_CF in families:
-        return StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS, f"column family {TIMESTAMPED_HEADERS_CF}"
+        return StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS.value, f"column family {TIMESTAMPED_HEADERS_CF}"
     if TIMESTAMPED_CF in families:
-        return StoreType.TIMESTAMPED_WINDOW, f"column family {TIMESTAMPED_CF}"
+        return StoreType.TIMESTAMPED_WINDOW.value, f"column family {TIMESTAMPED_CF}"
     # Plain window and session keys differ in their suffix: [ts][seqnum] against [end][start]; the
     # timestamp read under each reading must fall inside the segment it is filed in.
     # The interval divides every segment start, so the gcd of the starts bounds each segment's end.
     spacing = math.gcd(*(start for start, _ in segments)) if segments else 0
-    window_votes = session_votes = 0
+    votes = {TIME_ORDERED: 0, StoreType.WINDOW.value: 0, StoreType.SESSION.value: 0}
     for start, rows in segments:
         high = start + spacing if spacing else None
         for key, _ in rows.get(DEFAULT_CF, []):
-            window_votes += _plausible_window(key, start, high)
-            session_votes += _plausible_session(key, start, high)
-    if window_votes > session_votes:
-        return StoreType.WINDOW, f"default only; {window_votes} keys read as [key][ts][seqnum] within their segment"
-    if session_votes > window_votes:
-        return StoreType.SESSION, f"default only; {session_votes} keys read as [key][end][start] within their segment"
-    return None, "default only; window or session (keys do not tell)"
+            votes[StoreType.WINDOW.value] += _plausible_window(key, start, high)
+            votes[StoreType.SESSION.value] += _plausible_session(key, start, high)
+            votes[TIME_ORDERED] += _plausible_time_ordered_window(key, start, high)
+    ranked = sorted(votes.items(), key=lambda kv: -kv[1])
+    if ranked[0][1] == ranked[1][1]:
+        return None, "default only; window, time-ordered window or session (keys do not tell)"
+    winner, count = ranked[0]
+    how = {TIME_ORDERED: "[00][ts][key][seqnum] or [01][key][ts][seqnum]", StoreType.WINDOW.value: "[key][ts][seqnum]",
+           StoreType.SESSION.value: "[key][end][start]"}[winner]
+    return winner, f"default only; {count} keys read as {how} within their segment"
 
 
 # --- row decoding -----------------------------------------------------------------------------------
@@ -321,8 +342,10 @@ def _headers(pairs: list[tuple[str, bytes | None]]) -> list[list[str | None]]:
     return [[k, _text(v)] for k, v in pairs]
 
 
-def decode_row(store_type: StoreType, cf: str, key: bytes, value: bytes) -> dict[str, Any]:
+def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -> dict[str, Any]:
     """One stored row decoded by the codec of its store type and column family; raises DecodeError on bad bytes."""
+    time_ordered = store_type == TIME_ORDERED
+    store_type = StoreType.WINDOW if time_ordered else StoreType(store_type)
     row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex()}
     window = store_type in (StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS)
     session = store_type in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS)
@@ -337,10 +360,8 @@ def decode_row(store_type: StoreType, cf: str, key: bytes, value: bytes) -> dict
             row["versions"] = [{"valid_from": v.valid_from, "valid_to": v.valid_to, "value": _text(v.value)}
                                for v in versioned.deserialize_segment_value(value).versions()]
         return row
-    if store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
-        schema = window_keys.WindowSchema.KEY_FIRST if key[:1] == bytes([window_keys.KEY_FIRST_PREFIX]) \
-            else window_keys.WindowSchema.TIME_FIRST
-        decoded = window_keys.decode_store_key(schema, key)
+    if time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
+        decoded = window_keys.decode_store_key(_window_schema(key), key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
     elif window:
         decoded = window_keys.decode_store_key(window_keys.WindowSchema.PLAIN, key)
@@ -384,7 +405,7 @@ class _Walker:
     def violate(self, rule: str, kind: str, path: Path, message: str) -> None:
         self.report.violations.append(Violation(rule, kind, self.rel(path), message))
 
-    def database(self, db_dir: Path, store_type: StoreType | None, segment_start: int | None,
+    def database(self, db_dir: Path, kind: str | None, segment_start: int | None,
                  rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[DatabaseReport, str | None]:
         """Counts, offsets and the rule checks of one database; returns the open mode Kafka would choose."""
         db = DatabaseReport(self.rel(db_dir), segment_start, {cf: len(r) for cf, r in rows.items()})
@@ -408,14 +429,15 @@ class _Walker:
             else:
                 db.committed_offsets[str(entry["topic_partition"])] = int(entry["offset"])  # type: ignore[call-overload]
         mode = None
-        if store_type is not None:
+        if kind is not None:
+            store_type = StoreType.WINDOW if kind == TIME_ORDERED else StoreType(kind)
             known = {cf: bool(r) for cf, r in rows.items() if cf in KNOWN_COLUMN_FAMILIES}
             try:
                 plan = column_family_plan(store_type, known)
                 mode = plan.mode
             except LayoutError as exc:
-                kind = "mixed-plain-and-timestamped" if "both plain" in str(exc) else "column-family-not-opened"
-                self.violate("LAY-8", kind, db_dir, f"Kafka would refuse to open this {store_type.value} store: {exc}")
+                what = "mixed-plain-and-timestamped" if "both plain" in str(exc) else "column-family-not-opened"
+                self.violate("LAY-8", what, db_dir, f"Kafka would refuse to open this {kind} store: {exc}")
             for cf, cf_rows in rows.items():
                 if cf == OFFSETS_CF or cf not in KNOWN_COLUMN_FAMILIES:
                     continue
@@ -423,13 +445,13 @@ class _Walker:
                 first = ""
                 for key, value in cf_rows:
                     try:
-                        decode_row(store_type, cf, key, value)
+                        decode_row(kind, cf, key, value)
                     except (KStateError, AssertionError) as exc:
                         bad += 1
                         first = first or f"{key!r}: {exc}"
                 if bad:
                     self.violate("LAY-5", "undecodable-row", db_dir,
-                                 f"{bad} rows of {cf} do not decode as {store_type.value} (first: {first})")
+                                 f"{bad} rows of {cf} do not decode as {kind} (first: {first})")
         return db, mode
 
     def kv_store(self, task: Path, store_dir: Path) -> StoreReport:
@@ -442,7 +464,7 @@ class _Walker:
         store_type, evidence = detect_kv_type(rows)
         if store_type is None:
             self.violate("LAY-2", "wrong-place", store_dir, evidence)
-        db, mode = self.database(store_dir, store_type, None, rows)
+        db, mode = self.database(store_dir, store_type.value if store_type else None, None, rows)
         self._stray_files(store_dir)
         return StoreReport(store_dir.name, self.rel(store_dir), store_type.value if store_type else "unknown",
                            evidence, mode, [db])
@@ -472,7 +494,7 @@ class _Walker:
                 self.violate("LAY-3", "unreadable-store", entry, str(exc))
                 errors.append(DatabaseReport(self.rel(entry), parsed.segment_id, error=str(exc)))
         store_type, evidence = detect_segmented_type([(start, rows) for _, start, rows in loaded])
-        report = StoreReport(name, self.rel(store_dir), store_type.value if store_type else "unknown", evidence)
+        report = StoreReport(name, self.rel(store_dir), store_type or "unknown", evidence)
         modes = set()
         for entry, start, rows in loaded:
             db, mode = self.database(entry, store_type, start, rows)
@@ -563,6 +585,9 @@ def _task_dirs(root: Path) -> Iterator[tuple[Path, str]]:
         for entry in sorted(directory.iterdir()):
             if not entry.is_dir():
                 continue
+            if entry.name == GLOBAL_DIR:
+                found.append((entry, GLOBAL_DIR))  # global stores keep the task layout (LAY-1, LAY-4)
+                continue
             if entry.name.startswith("__") and entry.name.endswith("__") and len(entry.name) > 4:
                 found.extend(tasks_in(entry))  # a named topology's tasks (LAY-1)
                 continue
@@ -625,7 +650,7 @@ def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterato
         found = True
         if report.store_type == "unknown":
             raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
-        store_type = StoreType(report.store_type)
+        store_type = report.store_type
         for db in report.databases:
             rows = walker.rows.get(db.path)
             if rows is None:
