@@ -302,7 +302,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             console.print(table)
             return 0
         report = inspect_state_dir(args.state_dir)
-    except InspectError as exc:
+    except (InspectError, OSError) as exc:  # OSError: a directory the walk cannot list
         err_console.print(f"[red]error:[/red] {exc}")
         return 2
     if args.json:
