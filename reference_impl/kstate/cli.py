@@ -478,6 +478,71 @@ def _version() -> str:
         return str(getattr(kstate, "__version__", "unknown"))
 
 
+# --- inspect --------------------------------------------------------------------------------------------
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    """Read-only inspection of a state directory (LAY-*, OFF-*): 0 clean, 1 violations, 2 usage/not a state dir."""
+    import json
+
+    from kstate.inspect import InspectError, dump_store, inspect_state_dir
+
+    try:
+        if args.dump:
+            rows = dump_store(args.state_dir, args.dump, task=args.task)
+            if args.json:
+                for row in rows:
+                    print(json.dumps(row, sort_keys=True))
+                return 0
+            table = Table(title=f"{args.dump}: decoded rows")
+            columns = ("task", "segment_start", "cf", "key", "value", "timestamp", "headers", "window", "session",
+                       "versions", "error")
+            materialized = list(rows)
+            shown = [c for c in columns if any(c in r for r in materialized)]
+            for column in shown:
+                table.add_column(column)
+            for row in materialized:
+                table.add_row(*("" if row.get(c) is None else str(row[c]) for c in shown))
+            console.print(table)
+            return 0
+        report = inspect_state_dir(args.state_dir)
+    except (InspectError, OSError) as exc:  # OSError: a directory the walk cannot list
+        err_console.print(f"[red]error:[/red] {exc}")
+        return 2
+    if args.json:
+        print(json.dumps(report.to_json(), sort_keys=True))
+        return 0 if report.clean else 1
+    table = Table(title=f"state directory {report.root}")
+    for column in ("task", "store", "type", "mode", "segments", "column families (rows)", "rows", "offsets",
+                   "status"):
+        table.add_column(column)
+    for task in report.tasks:
+        for store in task.stores:
+            families: dict[str, int] = {}
+            offsets: dict[str, int] = {}
+            for db in store.databases:
+                for cf, n in db.column_families.items():
+                    families[cf] = families.get(cf, 0) + n
+                offsets.update(db.committed_offsets)
+            segments = [str(db.segment_start) for db in store.databases if db.segment_start is not None]
+            status = "unclean shutdown" if any(db.unclean for db in store.databases) else ", ".join(
+                sorted({"unreadable" if db.error else db.status or "no status" for db in store.databases}))
+            table.add_row(task.task, store.name, store.store_type, store.mode or "", ", ".join(segments),
+                          ", ".join(f"{cf} ({n})" for cf, n in families.items()), str(store.rows),
+                          ", ".join(f"{tp}={o}" for tp, o in offsets.items()), status)
+        if task.checkpoint:
+            table.add_row(task.task, ".checkpoint", "", "", "", "", "",
+                          ", ".join(f"{tp}={o}" for tp, o in task.checkpoint.items()), "")
+    console.print(table)
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {note}", markup=True, highlight=False)
+    for v in report.violations:
+        console.print(f"[red]{v.rule} {v.kind}[/red] {v.path}: {v.message}", highlight=False)
+    console.print(f"{len(report.tasks)} tasks, {sum(len(t.stores) for t in report.tasks)} stores, "
+                  f"{len(report.violations)} violations")
+    return 0 if report.clean else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kstate", description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -580,6 +645,13 @@ def build_parser() -> argparse.ArgumentParser:
     client.add_argument("--connect-timeout", type=float, default=15.0, metavar="SECONDS",
                         help="seconds to wait for the broker's first answer (default 15)")
     audit.set_defaults(func=cmd_audit)
+
+    inspect = sub.add_parser("inspect", help="read-only inspection of a Kafka Streams state directory")
+    inspect.add_argument("state_dir", help="a state.dir, an application directory or a task directory")
+    inspect.add_argument("--dump", metavar="STORE", help="print the decoded rows of STORE")
+    inspect.add_argument("--task", help="with --dump: only this task (for example 0_1)")
+    inspect.add_argument("--json", action="store_true", help="machine output: one JSON document (JSON lines with --dump)")
+    inspect.set_defaults(func=cmd_inspect)
     return parser
 
 

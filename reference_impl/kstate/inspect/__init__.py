@@ -1,0 +1,25 @@
+"""``kstate inspect``: an offline, read-only inspector of a Kafka Streams state directory (spec/layout.md, LAY-*)."""
+
+from kstate.inspect.state_dir import (
+    DatabaseReport,
+    InspectError,
+    NotAStateDirectoryError,
+    Report,
+    StoreReport,
+    TaskReport,
+    Violation,
+    dump_store,
+    inspect_state_dir,
+)
+
+__all__ = [
+    "DatabaseReport",
+    "InspectError",
+    "NotAStateDirectoryError",
+    "Report",
+    "StoreReport",
+    "TaskReport",
+    "Violation",
+    "dump_store",
+    "inspect_state_dir",
+]

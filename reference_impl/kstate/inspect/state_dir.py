@@ -1,0 +1,669 @@
+"""Read a Kafka Streams state directory without writing to it: tasks, stores, types, offsets, violations (LAY-*, OFF-*).
+
+Every RocksDB is opened from a scratch copy in a temporary directory (immutable ``*.sst``/``*.blob``
+files are symlinked, the rest copied), read-only, so neither RocksDB nor the binding can touch the
+inspected directory (rocksdict rewrites its ``rocksdict-config.json`` even on a read-only open).
+Store types are detected as spec/layout.md "Detecting a store's type" describes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
+from kstate.codecs.changelog import StoreType
+from kstate.codecs.layout import (
+    CHECKPOINT_FILE,
+    DEFAULT_CF,
+    GLOBAL_DIR,
+    KNOWN_COLUMN_FAMILIES,
+    LOCK_FILE,
+    OFFSETS_CF,
+    POSITION_SUFFIX,
+    PROCESS_METADATA_FILE,
+    ROCKSDB_DIR,
+    ROCKSDICT_SIDECAR,
+    SESSION_HEADERS_CF,
+    TIMESTAMPED_CF,
+    TIMESTAMPED_HEADERS_CF,
+    WINDOW_HEADERS_CF,
+    LayoutError,
+    column_family_plan,
+    parse_segment_name,
+    parse_task_dir_name,
+)
+from kstate.codecs.offsets import decode_entry, read_checkpoint_text
+from kstate.codecs.primitives import read_int64
+from kstate.errors import KStateError
+
+# Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
+_IMMUTABLE_SUFFIXES = (".sst", ".blob")
+_ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-")
+# A placeholder interval for parsing segment names: only the separator and the number are wanted.
+_NAME_INTERVAL = 1
+_LATEST_PREFIX = versioned.LATEST_VALUE_PREFIX
+#: A plain time-ordered window store (LAY-5 counts it as a plain window store); reported by this name.
+TIME_ORDERED = "time_ordered_window"
+
+
+class InspectError(KStateError):
+    """The inspector could not do what was asked."""
+
+
+class NotAStateDirectoryError(InspectError):
+    """The path holds no task directory of the LAY-1 layout."""
+
+
+@dataclass
+class Violation:
+    """A rule the directory breaks: the rule ID, a kind, the path (relative to the root) and what was found."""
+
+    rule: str
+    kind: str
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"rule": self.rule, "kind": self.kind, "path": self.path, "message": self.message}
+
+
+@dataclass
+class DatabaseReport:
+    """One RocksDB database: a key-value store's, or one segment's (LAY-2, LAY-3, LAY-5, OFF-1)."""
+
+    path: str
+    segment_start: int | None = None
+    column_families: dict[str, int] = field(default_factory=dict)
+    committed_offsets: dict[str, int] = field(default_factory=dict)
+    status: str | None = None
+    position: dict[str, dict[int, int]] | None = None
+    error: str | None = None
+
+    @property
+    def unclean(self) -> bool:
+        """A ``status`` other than CLOSED: the last instance did not close the store (OFF-6)."""
+        return self.status is not None and self.status != "closed"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "segment_start": self.segment_start,
+            "column_families": self.column_families,
+            "committed_offsets": self.committed_offsets,
+            "status": self.status,
+            "unclean_shutdown": self.unclean,
+            "position": {t: {str(p): o for p, o in ps.items()} for t, ps in self.position.items()}
+            if self.position is not None else None,
+            "error": self.error,
+        }
+
+
+@dataclass
+class StoreReport:
+    """A store of a task: its detected type, how it was detected, its databases and legacy files."""
+
+    name: str
+    path: str
+    store_type: str
+    evidence: str
+    mode: str | None = None
+    databases: list[DatabaseReport] = field(default_factory=list)
+    position_file: dict[str, dict[int, int]] | None = None
+    legacy_checkpoint: dict[str, int] | None = None
+
+    @property
+    def rows(self) -> int:
+        return sum(n for db in self.databases for cf, n in db.column_families.items() if cf != OFFSETS_CF)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": self.path,
+            "type": self.store_type,
+            "evidence": self.evidence,
+            "mode": self.mode,
+            "rows": self.rows,
+            "unclean_shutdown": any(db.unclean for db in self.databases),
+            "databases": [db.to_json() for db in self.databases],
+            "position_file": {t: {str(p): o for p, o in ps.items()} for t, ps in self.position_file.items()}
+            if self.position_file is not None else None,
+            "legacy_checkpoint": self.legacy_checkpoint,
+        }
+
+
+@dataclass
+class TaskReport:
+    """A task directory (LAY-1): its stores and its ``.checkpoint`` (LAY-4, OFF-13)."""
+
+    path: str
+    task: str
+    checkpoint: dict[str, int] | None = None
+    stores: list[StoreReport] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "task": self.task, "checkpoint": self.checkpoint,
+                "stores": [s.to_json() for s in self.stores]}
+
+
+@dataclass
+class Report:
+    """The whole inspection: every task found and every violation."""
+
+    root: str
+    tasks: list[TaskReport] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        return not self.violations
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": self.root, "clean": self.clean, "tasks": [t.to_json() for t in self.tasks],
+                "violations": [v.to_json() for v in self.violations], "notes": self.notes}
+
+
+# --- reading RocksDB without writing ----------------------------------------------------------------
+
+
+def _rocksdict() -> Any:
+    import rocksdict
+
+    return rocksdict
+
+
+@contextlib.contextmanager
+def _scratch_copy(db_dir: Path) -> Iterator[Path]:
+    """A private copy of a RocksDB directory: immutable table files symlinked, the rest copied."""
+    with tempfile.TemporaryDirectory(prefix="kstate-inspect-") as tmp:
+        copy = Path(tmp) / "db"
+        copy.mkdir()
+        for entry in db_dir.iterdir():
+            if entry.is_dir():
+                continue
+            if entry.name.endswith(_IMMUTABLE_SUFFIXES):
+                os.symlink(entry.resolve(), copy / entry.name)
+            else:
+                shutil.copyfile(entry, copy / entry.name)
+        yield copy
+
+
+def read_database(db_dir: Path) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Every column family of the RocksDB at ``db_dir`` with its rows in key order; the directory is not touched."""
+    if not (db_dir / "CURRENT").is_file():
+        raise InspectError(f"{db_dir} is not a RocksDB database (no CURRENT file)")
+    rd = _rocksdict()
+    with _scratch_copy(db_dir) as copy:
+        db: Any = None
+        try:
+            families = [str(cf) for cf in rd.Rdict.list_cf(str(copy))]
+            options = rd.Options(raw_mode=True)
+            db = rd.Rdict(str(copy), options, column_families={cf: rd.Options(raw_mode=True) for cf in families},
+                          access_type=rd.AccessType.read_only())
+            rows: dict[str, list[tuple[bytes, bytes]]] = {}
+            for cf in families:
+                handle = db.get_column_family(cf)
+                rows[cf] = [(bytes(k), bytes(v)) for k, v in handle.items()]
+                del handle
+            return rows
+        except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
+            raise InspectError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
+        finally:
+            if db is not None:
+                db.close()
+                del db
+            gc.collect()  # rocksdict keeps files open while anything refers to the database
+
+
+# --- detection --------------------------------------------------------------------------------------
+
+
+def _is_versioned(rows: list[tuple[bytes, bytes]]) -> bool:
+    """Every key a segment id (-1 or >= 0) and a row that decodes as VER-3 or VER-4..9; at least one latest row."""
+    seen_latest = False
+    for key, value in rows:
+        if len(key) < 8:
+            return False
+        if key.startswith(_LATEST_PREFIX):
+            seen_latest = True
+            if len(value) < 8:
+                return False
+            continue
+        if read_int64(key, 0, "versioned")[0] < 0:
+            return False
+        try:
+            versioned.deserialize_segment_value(value).versions()
+        except (KStateError, IndexError):
+            return False
+    return seen_latest
+
+
+def detect_kv_type(rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[StoreType | None, str]:
+    """The type of a ``rocksdb/<store>`` database from its column families and, for ``default`` alone, its rows."""
+    families = set(rows)
+    if TIMESTAMPED_HEADERS_CF in families:
+        return StoreType.TIMESTAMPED_KV_WITH_HEADERS, f"column family {TIMESTAMPED_HEADERS_CF}"
+    if TIMESTAMPED_CF in families:
+        return StoreType.TIMESTAMPED_KV, f"column family {TIMESTAMPED_CF}"
+    if SESSION_HEADERS_CF in families or WINDOW_HEADERS_CF in families:
+        return None, "a segmented store's column family in a key-value database"
+    data = rows.get(DEFAULT_CF, [])
+    if data and _is_versioned(data):
+        return StoreType.VERSIONED_KV, "default only; every key a segment-id prefix, rows decode as versioned (VER-1..3)"
+    if not data:
+        return StoreType.KV, "default only and empty (a versioned store would look the same)"
+    return StoreType.KV, "default only; rows are not versioned rows"
+
+
+def _plausible_window(key: bytes, low: int, high: int | None) -> bool:
+    if len(key) < window_keys.SUFFIX_SIZE:
+        return False
+    ts = window_keys.decode_store_key(window_keys.WindowSchema.PLAIN, key).timestamp
+    return ts >= low and (high is None or ts < high)
+
+
+def _plausible_time_ordered_window(key: bytes, low: int, high: int | None) -> bool:
+    if len(key) < window_keys.PREFIX_SIZE + window_keys.SUFFIX_SIZE or key[0] not in (
+            window_keys.TIME_FIRST_PREFIX, window_keys.KEY_FIRST_PREFIX):
+        return False
+    ts = window_keys.decode_store_key(_window_schema(key), key).timestamp
+    return ts >= low and (high is None or ts < high)
+
+
+def _window_schema(key: bytes) -> window_keys.WindowSchema:
+    """Time-ordered window stores keep time-first base rows and key-first index rows in one database (WIN-2, WIN-3)."""
+    if key[:1] == bytes([window_keys.KEY_FIRST_PREFIX]):
+        return window_keys.WindowSchema.KEY_FIRST
+    return window_keys.WindowSchema.TIME_FIRST
+
+
+def _plausible_session(key: bytes, low: int, high: int | None) -> bool:
+    if len(key) < session_keys.SUFFIX_SIZE:
+        return False
+    decoded = session_keys.decode(session_keys.SessionSchema.PLAIN, key)
+    return 0 <= decoded.start <= decoded.end and decoded.end >= low and (high is None or decoded.end < high)
+
+
+def detect_segmented_type(segments: list[tuple[int, dict[str, list[tuple[bytes, bytes]]]]]) -> tuple[str | None, str]:
+    """The type of a ``<store>/`` segment directory from its segments' families and plain keys (LAY-3, LAY-5)."""
+    families = {cf for _, rows in segments for cf in rows}
+    if WINDOW_HEADERS_CF in families:
+        return StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS.value, f"column family {WINDOW_HEADERS_CF}"
+    if SESSION_HEADERS_CF in families:
+        return StoreType.SESSION_WITH_HEADERS.value, f"column family {SESSION_HEADERS_CF}"
+    if TIMESTAMPED_HEADERS_CF in families:
+        return StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS.value, f"column family {TIMESTAMPED_HEADERS_CF}"
+    if TIMESTAMPED_CF in families:
+        return StoreType.TIMESTAMPED_WINDOW.value, f"column family {TIMESTAMPED_CF}"
+    # Plain window and session keys differ in their suffix: [ts][seqnum] against [end][start]; the
+    # timestamp read under each reading must fall inside the segment it is filed in.
+    # The interval divides every segment start, so the gcd of the starts bounds each segment's end.
+    spacing = math.gcd(*(start for start, _ in segments)) if segments else 0
+    votes = {TIME_ORDERED: 0, StoreType.WINDOW.value: 0, StoreType.SESSION.value: 0}
+    for start, rows in segments:
+        high = start + spacing if spacing else None
+        for key, _ in rows.get(DEFAULT_CF, []):
+            votes[StoreType.WINDOW.value] += _plausible_window(key, start, high)
+            votes[StoreType.SESSION.value] += _plausible_session(key, start, high)
+            votes[TIME_ORDERED] += _plausible_time_ordered_window(key, start, high)
+    ranked = sorted(votes.items(), key=lambda kv: -kv[1])
+    if ranked[0][1] == ranked[1][1]:
+        return None, "default only; window, time-ordered window or session (keys do not tell)"
+    winner, count = ranked[0]
+    how = {TIME_ORDERED: "[00][ts][key][seqnum] or [01][key][ts][seqnum]", StoreType.WINDOW.value: "[key][ts][seqnum]",
+           StoreType.SESSION.value: "[key][end][start]"}[winner]
+    return winner, f"default only; {count} keys read as {how} within their segment"
+
+
+# --- row decoding -----------------------------------------------------------------------------------
+
+
+def _text(data: bytes | None) -> str | None:
+    """Bytes for display: the UTF-8 text when printable, else ``0x`` and hex."""
+    if data is None:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "0x" + data.hex()
+    return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
+
+
+def _headers(pairs: list[tuple[str, bytes | None]]) -> list[list[str | None]]:
+    return [[k, _text(v)] for k, v in pairs]
+
+
+def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -> dict[str, Any]:
+    """One stored row decoded by the codec of its store type and column family; raises DecodeError on bad bytes."""
+    time_ordered = store_type == TIME_ORDERED
+    store_type = StoreType.WINDOW if time_ordered else StoreType(store_type)
+    row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex()}
+    window = store_type in (StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS)
+    session = store_type in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS)
+    if store_type is StoreType.VERSIONED_KV:
+        segment, raw_key = versioned.split_segment_key(key)
+        row["key"] = _text(raw_key)
+        if segment == versioned.LATEST_VALUE_SEGMENT_ID:
+            latest, ts = versioned.decode_latest_value(value)
+            row.update(segment="latest", value=_text(latest), timestamp=ts)
+        else:
+            row["segment"] = segment
+            row["versions"] = [{"valid_from": v.valid_from, "valid_to": v.valid_to, "value": _text(v.value)}
+                               for v in versioned.deserialize_segment_value(value).versions()]
+        return row
+    if time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
+        decoded = window_keys.decode_store_key(_window_schema(key), key)
+        row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
+    elif window:
+        decoded = window_keys.decode_store_key(window_keys.WindowSchema.PLAIN, key)
+        row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
+    elif session:
+        skey = session_keys.decode(session_keys.SessionSchema.PLAIN, key)
+        session_keys.validate_session_window(skey.start, skey.end)
+        row.update(key=_text(skey.key), session={"start": skey.start, "end": skey.end})
+    else:
+        row["key"] = _text(key)
+    if cf in (TIMESTAMPED_HEADERS_CF,):
+        vth = header_values.decode_value_timestamp_headers(value)
+        assert vth is not None
+        row.update(value=_text(vth.value), timestamp=vth.timestamp, headers=_headers(vth.headers))
+    elif cf in (SESSION_HEADERS_CF, WINDOW_HEADERS_CF):
+        agg = header_values.decode_aggregation_with_headers(value)
+        assert agg is not None
+        row.update(value=_text(agg.aggregation), headers=_headers(agg.headers))
+    elif cf == TIMESTAMPED_CF:
+        decoded_ts = timestamped.decode_value_and_timestamp(value)
+        assert decoded_ts is not None
+        row.update(value=_text(decoded_ts[0]), timestamp=decoded_ts[1])
+    else:
+        row["value"] = _text(value)
+    return row
+
+
+# --- the walk ---------------------------------------------------------------------------------------
+
+
+class _Walker:
+    def __init__(self, root: Path, keep_rows: bool = False) -> None:
+        self.root = root
+        self.keep_rows = keep_rows
+        self.report = Report(str(root))
+        self.rows: dict[str, dict[str, list[tuple[bytes, bytes]]]] = {}
+
+    def rel(self, path: Path) -> str:
+        return str(path.relative_to(self.root)) if path != self.root else "."
+
+    def violate(self, rule: str, kind: str, path: Path, message: str) -> None:
+        self.report.violations.append(Violation(rule, kind, self.rel(path), message))
+
+    def database(self, db_dir: Path, kind: str | None, segment_start: int | None,
+                 rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[DatabaseReport, str | None]:
+        """Counts, offsets and the rule checks of one database; returns the open mode Kafka would choose."""
+        db = DatabaseReport(self.rel(db_dir), segment_start, {cf: len(r) for cf, r in rows.items()})
+        if self.keep_rows:
+            self.rows[db.path] = rows
+        for cf in rows:
+            if cf not in KNOWN_COLUMN_FAMILIES:
+                self.violate("LAY-5", "unknown-column-family", db_dir, f"column family {cf!r} is not one Kafka opens")
+        for key, value in rows.get(OFFSETS_CF, []):
+            try:
+                entry = decode_entry(key, value)
+            except KStateError as exc:
+                self.violate("OFF-3", "bad-offsets-entry", db_dir, f"offsets entry {key!r}: {exc}")
+                continue
+            if entry["kind"] == "status":
+                db.status = str(entry["status"])
+                if db.status == "unknown":
+                    self.violate("OFF-3", "bad-offsets-entry", db_dir, f"status value {entry['value']} is neither 0 nor 1")
+            elif entry["kind"] == "position":
+                db.position = entry["position"]  # type: ignore[assignment]
+            else:
+                db.committed_offsets[str(entry["topic_partition"])] = int(entry["offset"])  # type: ignore[call-overload]
+        mode = None
+        if kind is not None:
+            store_type = StoreType.WINDOW if kind == TIME_ORDERED else StoreType(kind)
+            known = {cf: bool(r) for cf, r in rows.items() if cf in KNOWN_COLUMN_FAMILIES}
+            try:
+                plan = column_family_plan(store_type, known)
+                mode = plan.mode
+            except LayoutError as exc:
+                what = "mixed-plain-and-timestamped" if "both plain" in str(exc) else "column-family-not-opened"
+                self.violate("LAY-8", what, db_dir, f"Kafka would refuse to open this {kind} store: {exc}")
+            for cf, cf_rows in rows.items():
+                if cf == OFFSETS_CF or cf not in KNOWN_COLUMN_FAMILIES:
+                    continue
+                bad = 0
+                first = ""
+                for key, value in cf_rows:
+                    try:
+                        decode_row(kind, cf, key, value)
+                    except (KStateError, AssertionError) as exc:
+                        bad += 1
+                        first = first or f"{key!r}: {exc}"
+                if bad:
+                    self.violate("LAY-5", "undecodable-row", db_dir,
+                                 f"{bad} rows of {cf} do not decode as {kind} (first: {first})")
+        return db, mode
+
+    def kv_store(self, task: Path, store_dir: Path) -> StoreReport:
+        try:
+            rows = read_database(store_dir)
+        except InspectError as exc:
+            self.violate("LAY-2", "unreadable-store", store_dir, str(exc))
+            return StoreReport(store_dir.name, self.rel(store_dir), "unknown", "unreadable",
+                               databases=[DatabaseReport(self.rel(store_dir), error=str(exc))])
+        store_type, evidence = detect_kv_type(rows)
+        if store_type is None:
+            self.violate("LAY-2", "wrong-place", store_dir, evidence)
+        db, mode = self.database(store_dir, store_type.value if store_type else None, None, rows)
+        self._stray_files(store_dir)
+        return StoreReport(store_dir.name, self.rel(store_dir), store_type.value if store_type else "unknown",
+                           evidence, mode, [db])
+
+    def segmented_store(self, store_dir: Path) -> StoreReport:
+        name = store_dir.name
+        loaded: list[tuple[Path, int, dict[str, list[tuple[bytes, bytes]]]]] = []
+        errors: list[DatabaseReport] = []
+        for entry in sorted(store_dir.iterdir()):
+            if not entry.is_dir():
+                self.violate("LAY-3", "stray-file", entry, "a segmented store's directory holds only segment databases")
+                continue
+            try:
+                parsed = parse_segment_name(name, entry.name, _NAME_INTERVAL)
+            except KStateError as exc:
+                self.violate("LAY-3", "bad-segment-name", entry, f"not a segment name of store {name!r}: {exc}")
+                continue
+            if parsed.segment_id < 0:
+                self.violate("LAY-3", "bad-segment-name", entry, f"Kafka skips segment {entry.name!r}")
+                continue
+            if parsed.rename_to is not None:
+                self.report.notes.append(f"{self.rel(entry)}: legacy segment name; Kafka renames it to "
+                                         f"{parsed.rename_to!r} on open (LAY-3)")
+            try:
+                loaded.append((entry, parsed.segment_id, read_database(entry)))
+            except InspectError as exc:
+                self.violate("LAY-3", "unreadable-store", entry, str(exc))
+                errors.append(DatabaseReport(self.rel(entry), parsed.segment_id, error=str(exc)))
+        store_type, evidence = detect_segmented_type([(start, rows) for _, start, rows in loaded])
+        report = StoreReport(name, self.rel(store_dir), store_type or "unknown", evidence)
+        modes = set()
+        for entry, start, rows in loaded:
+            db, mode = self.database(entry, store_type, start, rows)
+            self._stray_files(entry)
+            report.databases.append(db)
+            modes.add(mode)
+        report.databases.extend(errors)
+        report.databases.sort(key=lambda d: d.segment_start if d.segment_start is not None else -1)
+        report.mode = "/".join(sorted(m for m in modes if m)) or None
+        return report
+
+    def _stray_files(self, db_dir: Path) -> None:
+        for entry in db_dir.iterdir():
+            n = entry.name
+            ok = n.startswith(_ROCKSDB_FILE_PREFIXES) or n.endswith((".sst", ".log", ".blob")) or n == ROCKSDICT_SIDECAR
+            if not ok:
+                self.violate("LAY-10", "stray-file", entry, "not a RocksDB file")
+
+    def task(self, task_dir: Path, task_name: str) -> TaskReport:
+        task = TaskReport(self.rel(task_dir), task_name)
+        checkpoint = task_dir / CHECKPOINT_FILE
+        if checkpoint.is_file():
+            task.checkpoint = self._checkpoint(checkpoint, "OFF-16")
+        rocks = task_dir / ROCKSDB_DIR
+        if rocks.is_dir():
+            for store_dir in sorted(rocks.iterdir()):
+                if store_dir.is_dir():
+                    task.stores.append(self.kv_store(task_dir, store_dir))
+                else:
+                    self.violate("LAY-2", "stray-file", store_dir, "rocksdb/ holds only store directories")
+        for entry in sorted(task_dir.iterdir()):
+            if entry.is_dir() and entry.name != ROCKSDB_DIR:
+                task.stores.append(self.segmented_store(entry))
+        by_name = {s.name: s for s in task.stores}
+        for entry in sorted(task_dir.iterdir()):
+            if entry.is_dir() or entry.name == CHECKPOINT_FILE:
+                continue
+            n = entry.name
+            if n == LOCK_FILE:
+                self.violate("LAY-1", "stale-legacy-file", entry, "task-level .lock is a legacy file Kafka deletes")
+            elif n.endswith(POSITION_SUFFIX):
+                self._position_file(entry, by_name.get(n[: -len(POSITION_SUFFIX)]))
+            elif n.startswith(CHECKPOINT_FILE + "_"):
+                store = by_name.get(n[len(CHECKPOINT_FILE) + 1:])
+                offsets = self._checkpoint(entry, "OFF-16")
+                if store is not None:
+                    store.legacy_checkpoint = offsets
+                    if any(OFFSETS_CF in db.column_families for db in store.databases):
+                        self.violate("LAY-4", "stale-legacy-file", entry,
+                                     "a per-store checkpoint beside a store that keeps its offsets in 'offsets'")
+        if task.checkpoint is not None and task.stores and all(
+                OFFSETS_CF in db.column_families for s in task.stores for db in s.databases if db.error is None):
+            self.report.notes.append(f"{task.path}: .checkpoint beside stores with 'offsets' families: a downgrade "
+                                     "checkpoint (OFF-20) or one not yet migrated (OFF-19)")
+        return task
+
+    def _checkpoint(self, path: Path, rule: str) -> dict[str, int] | None:
+        try:
+            offsets = read_checkpoint_text(path.read_bytes())
+        except (KStateError, OSError) as exc:
+            self.violate(rule, "bad-checkpoint", path, str(exc))
+            return None
+        return {f"{t}-{p}": o for (t, p), o in offsets.items() if o is not None}
+
+    def _position_file(self, path: Path, store: StoreReport | None) -> None:
+        try:
+            entries = read_checkpoint_text(path.read_bytes())
+        except (KStateError, OSError) as exc:
+            self.violate("OFF-18", "bad-checkpoint", path, str(exc))
+            return
+        position: dict[str, dict[int, int]] = {}
+        for (topic, partition), offset in entries.items():
+            if offset is not None:
+                position.setdefault(topic, {})[partition] = offset
+        if store is None:
+            self.violate("LAY-4", "stale-legacy-file", path, "a position file of no store in this task")
+            return
+        store.position_file = position
+        if any(OFFSETS_CF in db.column_families for db in store.databases):
+            self.violate("OFF-22", "stale-legacy-file", path,
+                         "a position file beside a store with an 'offsets' family, which migrates and deletes it")
+
+
+def _task_dirs(root: Path) -> Iterator[tuple[Path, str]]:
+    """Task directories under ``root``: a state.dir, an application directory, or one task directory (LAY-1)."""
+    def tasks_in(directory: Path) -> list[tuple[Path, str]]:
+        found: list[tuple[Path, str]] = []
+        for entry in sorted(directory.iterdir()):
+            if not entry.is_dir():
+                continue
+            if entry.name == GLOBAL_DIR:
+                found.append((entry, GLOBAL_DIR))  # global stores keep the task layout (LAY-1, LAY-4)
+                continue
+            if entry.name.startswith("__") and entry.name.endswith("__") and len(entry.name) > 4:
+                found.extend(tasks_in(entry))  # a named topology's tasks (LAY-1)
+                continue
+            try:
+                parsed = parse_task_dir_name(entry.name)
+            except KStateError:
+                continue
+            if parsed is not None:
+                found.append((entry, entry.name))
+        return found
+
+    try:
+        if parse_task_dir_name(root.name) is not None:
+            yield root, root.name
+            return
+    except KStateError:
+        pass
+    direct = tasks_in(root)
+    if direct:
+        yield from direct
+        return
+    for app in sorted(root.iterdir()):
+        if app.is_dir():
+            yield from tasks_in(app)
+
+
+def inspect_state_dir(path: str | Path) -> Report:
+    """Inspect a state directory (state.dir, an application directory or a task directory) without writing to it."""
+    root = Path(path)
+    if not root.is_dir():
+        raise NotAStateDirectoryError(f"{root} is not a directory")
+    walker = _Walker(root)
+    tasks = list(_task_dirs(root))
+    if not tasks:
+        raise NotAStateDirectoryError(f"{root} holds no task directory <subtopology>_<partition> (LAY-1)")
+    for task_dir, name in tasks:
+        walker.report.tasks.append(walker.task(task_dir, name))
+    for app in {t.parent for t, _ in tasks}:
+        if (app / LOCK_FILE).exists() or (app / PROCESS_METADATA_FILE).exists():
+            walker.report.notes.append(f"{walker.rel(app)}: application directory")
+    return walker.report
+
+
+def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
+    root = Path(path)
+    if not root.is_dir():
+        raise NotAStateDirectoryError(f"{root} is not a directory")
+    walker = _Walker(root, keep_rows=True)
+    found = False
+    for task_dir, name in _task_dirs(root):
+        if task is not None and name != task:
+            continue
+        if (task_dir / ROCKSDB_DIR / store).is_dir():
+            report = walker.kv_store(task_dir, task_dir / ROCKSDB_DIR / store)
+        elif (task_dir / store).is_dir() and store != ROCKSDB_DIR:
+            report = walker.segmented_store(task_dir / store)
+        else:
+            continue
+        found = True
+        if report.store_type == "unknown":
+            raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
+        store_type = report.store_type
+        for db in report.databases:
+            rows = walker.rows.get(db.path)
+            if rows is None:
+                continue
+            for cf, cf_rows in rows.items():
+                if cf == OFFSETS_CF:
+                    continue
+                for key, value in cf_rows:
+                    base: dict[str, Any] = {"task": name, "store": store, "segment_start": db.segment_start}
+                    try:
+                        base.update(decode_row(store_type, cf, key, value))
+                    except (KStateError, AssertionError) as exc:
+                        base.update(cf=cf, key_hex=key.hex(), value_hex=value.hex(), error=str(exc))
+                    yield base
+    if not found:
+        raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
