@@ -77,6 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="strict expected-failure list: listed failures are xfail, listed passes fail the run")
     group.addoption("--kstate-fix", action="store_true",
                     help="rewrite the expected-failure file with this run's actual failures")
+    group.addoption("--kstate-grouped-failures", action="store_true",
+                    help="show failures only grouped by rule and operation (with input, expected and actual output), "
+                         "not as one pytest traceback each")
     group.addoption("--kstate-progress", action="store_true",
                     help="show a progress display on stderr instead of pytest's per-test letters")
 
@@ -414,6 +417,9 @@ class _ReportCollector:
         from kstate_conformance.report import write_reports
         from kstate_conformance.spec_rules import load_rules
 
+        if self.config.getoption("--kstate-grouped-failures"):
+            # Failures were recorded with full detail; only pytest's per-test traceback sections are left out.
+            self.config.option.tbstyle = "no"
         directory = self.config.getoption("--kstate-report")
         if not directory:
             return
@@ -443,6 +449,40 @@ class _ReportCollector:
         line = closing_line(self.report, self.report_dir)
         if terminal is not None:
             terminal.write_line(line, bold=True)
+
+
+# --- JUnit XML ----------------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # After pytest's junitxml plugin has written its file (trylast): tidy it for CI dashboards.
+    xmlpath = getattr(session.config.option, "xmlpath", None)
+    if xmlpath and is_suite_run(session.config) and Path(xmlpath).exists():
+        tidy_junit(Path(xmlpath))
+
+
+def tidy_junit(path: Path) -> None:
+    """Drop hypothesis's base64 statistics properties; name each test class by its module
+    (``kstate_conformance.tests.test_golden``), not by where the suite is installed."""
+    import xml.etree.ElementTree as ET
+
+    tree = ET.parse(path)
+    for properties in tree.iter("properties"):
+        for prop in list(properties):
+            if prop.get("name", "").startswith("hypothesis-statistics"):
+                properties.remove(prop)
+    for parent in tree.iter():
+        for child in list(parent):
+            if child.tag == "properties" and not len(child):
+                parent.remove(child)
+    marker = "kstate_conformance.tests."
+    for case in tree.iter("testcase"):
+        classname = case.get("classname", "")
+        index = classname.find(marker)
+        if index > 0:
+            case.set("classname", classname[index:])
+    tree.write(path, encoding="utf-8", xml_declaration=True)
 
 
 # --- progress ------------------------------------------------------------------------------------------------

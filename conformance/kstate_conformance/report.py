@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -288,8 +289,8 @@ def failure_lines(outcome: TestOutcome) -> list[str]:
         lines.append(f"actual:    {_json_text(outcome.actual)}")
     if outcome.example:
         lines += outcome.example.splitlines()
-    lines += [f"message:   {line}" if i == 0 else f"           {line}"
-              for i, line in enumerate(failure_message(outcome.detail, max_lines=4).splitlines())]
+    message = textwrap.dedent(failure_message(outcome.detail, max_lines=4)).strip().splitlines()
+    lines += [f"message:   {line}" if i == 0 else f"           {line}" for i, line in enumerate(message)]
     return lines
 
 
@@ -308,8 +309,9 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
                 lines += [f"      {line}" for line in failure_lines(outcome)]
             rest = group.outcomes[shown_per_group:]
             if rest:
-                names = ", ".join(o.test_id.split("::", 1)[-1] for o in rest[:10])
-                lines.append(f"    ... and {len(rest)} more: {names}" + (", ..." if len(rest) > 10 else ""))
+                names = ", ".join(o.test_id.split("::", 1)[-1] for o in rest[:4])
+                lines.append(f"    ... and {len(rest)} more: {names}" + (", ..." if len(rest) > 4 else "")
+                             + " (all in the reports)")
     unsupported = report.unsupported_operations()
     if unsupported:
         lines.append(f"=== {len(unsupported)} operations not supported by {report.implementation} "

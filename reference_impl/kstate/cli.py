@@ -158,9 +158,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 
     from kstate_conformance.pytest_args import suite_args
 
-    # Tracebacks off: the plugin prints each failure grouped by rule and operation, with its input, expected and
-    # actual output (pytest arguments after -- can turn them back on, e.g. -- --tb=short).
-    pytest_args = [*suite_args(), "--kstate-impl", args.impl, "--kstate-level", args.level, "-q", "--tb=no", "-rE"]
+    # Failures grouped by rule and operation with their input, expected and actual output, not one traceback
+    # each (pytest's FAILED lines and tracebacks come back with: -- -rfE --tb=short).
+    pytest_args = [*suite_args(), "--kstate-impl", args.impl, "--kstate-level", args.level, "-q", "-rE"]
+    if not any(a.startswith("--tb") for a in args.pytest_args):
+        pytest_args.append("--kstate-grouped-failures")
     profile = "quick" if args.quick else "thorough" if args.thorough else args.profile
     if profile:
         pytest_args += ["--kstate-profile", profile]
