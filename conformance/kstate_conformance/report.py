@@ -28,6 +28,8 @@ _UNSUPPORTED_PATTERNS = (
 
 @dataclass
 class TestOutcome:
+    __test__ = False  # a name starting with "Test" is not a pytest test class
+
     nodeid: str
     outcome: str
     rules: list[str]
@@ -288,7 +290,7 @@ def failure_lines(outcome: TestOutcome) -> list[str]:
     if outcome.input is not None or outcome.expected is not None:
         lines.append(f"actual:    {_json_text(outcome.actual)}")
     if outcome.example:
-        lines += outcome.example.splitlines()
+        lines += ["Minimal failing example:", *outcome.example.splitlines()]
     message = textwrap.dedent(failure_message(outcome.detail, max_lines=4)).strip().splitlines()
     lines += [f"message:   {line}" if i == 0 else f"           {line}" for i, line in enumerate(message)]
     return lines

@@ -179,7 +179,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         expected = Path(args.expected_failures)
         if not expected.exists() and not args.fix:
             err_console.print(f"[red]error:[/red] the expected-failure file {expected} does not exist "
-                              "(give --fix to create it from this run's failures)")
+                              "(give --fix to create it from this run's failures)", soft_wrap=True, highlight=False)
             return 2
         pytest_args.append(f"--kstate-expected-failures={expected}")
     if args.fix:
