@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -327,7 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
         "conformance", help="run the conformance suite against an implementation",
         description="Run the conformance suite against an implementation. The implementation is loaded (or the "
                     "testee started and its handshake completed) before any test is collected.",
-        epilog="exit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in CONFORMANCE_EXIT_CODES.items()),
+        epilog="exit codes:\n" + "\n".join(textwrap.fill(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
+                                             for code, text in CONFORMANCE_EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     conformance.add_argument("--impl", default="reference",
                              help="reference, mutant:NAME, module:factory, or cmd:COMMAND for an out-of-process testee")
