@@ -363,6 +363,7 @@ class _ReportCollector:
         self._outcomes: dict[str, Any] = {}
         self._context: dict[str, tuple[str, Any, Any, Any]] = {}
         self.report_dir: Path | None = None
+        self.exit_status = 0
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -413,9 +414,12 @@ class _ReportCollector:
             self._outcomes[report.nodeid] = outcome_record
             self.report.outcomes.append(outcome_record)
 
-    def pytest_sessionfinish(self) -> None:
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from kstate_conformance.report import write_reports
         from kstate_conformance.spec_rules import load_rules
+
+        self.exit_status = int(session.exitstatus)
 
         if self.config.getoption("--kstate-grouped-failures"):
             # Failures were recorded with full detail; only pytest's per-test traceback sections are left out.
@@ -443,10 +447,10 @@ class _ReportCollector:
         # The last line of the run, after pytest's own counts (as protobuf's conformance runner ends).
         from kstate_conformance.report import closing_line
 
-        if not self._meta:
-            return
+        if not self.report.outcomes and self.exit_status == 0:
+            return  # nothing ran (--collect-only, --help): nothing to close
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        line = closing_line(self.report, self.report_dir)
+        line = closing_line(self.report, self.report_dir, self.exit_status)
         if terminal is not None:
             terminal.write_line(line, bold=True)
 

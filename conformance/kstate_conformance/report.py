@@ -260,9 +260,19 @@ def counts_line(report: RunReport) -> str:
             f"{len(report.unsupported_operations())} unsupported operations")
 
 
-def closing_line(report: RunReport, report_dir: Path | None) -> str:
-    """The run's last line, as protobuf's conformance runner ends: the verdict, the counts, where the reports are."""
-    verdict = "PASSED" if report.ok() else "FAILED"
+def closing_line(report: RunReport, report_dir: Path | None, exit_status: int = 0) -> str:
+    """The run's last line, as protobuf's conformance runner ends: the verdict, the counts, where the reports are.
+
+    ``exit_status`` is pytest's: a run that was interrupted or broke (2, 3, 4) did not pass, whatever it counted.
+    """
+    if not report.ok():
+        verdict = "FAILED"
+    elif exit_status == 5 or not report.outcomes:
+        verdict = "RAN NO TESTS"
+    elif exit_status in (0, 1):
+        verdict = "PASSED"
+    else:
+        verdict = f"DID NOT COMPLETE (pytest exit status {exit_status})"
     where = f"reports written to {report_dir}" if report_dir is not None else "no reports written (--report DIR)"
     return f"CONFORMANCE SUITE {verdict} for {report.implementation}: {counts_line(report)}; {where}"
 
