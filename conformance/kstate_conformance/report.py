@@ -284,7 +284,7 @@ def _summary(report: RunReport, rows: dict[str, Counter[str]]) -> str:
 
 
 def _json_text(value: Any, limit: int = 400) -> str:
-    text = json.dumps(value, sort_keys=True) if value is not None else "(not recorded)"
+    text = json.dumps(value, sort_keys=True, default=repr) if value is not None else "(not recorded)"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -313,7 +313,8 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
     groups = report.failure_groups()
     if groups:
         failed = sum(len(g.outcomes) for g in groups)
-        lines.append(f"=== failures by rule and operation: {failed} failed tests in {len(groups)} groups ===")
+        lines.append(f"=== failures by rule and operation: {failed} failed tests in {len(groups)} "
+                     f"group{'s' if len(groups) != 1 else ''} ===")
         for number, group in enumerate(groups, 1):
             lines.append(f"[{number}] {group.title}")
             for outcome in group.outcomes[:shown_per_group]:
@@ -355,7 +356,7 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     (directory / "report.html").write_text(render_html(report, rule_titles), encoding="utf-8")
     (directory / "results.json").write_text(
         json.dumps({"implementation": report.implementation, "expected_failures_file": report.expected_failures_file,
-                    "outcomes": [asdict(o) for o in report.outcomes]}, indent=1),
+                    "outcomes": [asdict(o) for o in report.outcomes]}, indent=1, default=repr),
         encoding="utf-8",
     )
 
