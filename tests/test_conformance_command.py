@@ -110,7 +110,8 @@ def test_ops1_does_not_fail_an_implementation_without_varints(impl_dir: Path, tm
 
 def test_unsupported_and_failed_runs_read_as_such(impl_dir: Path, tmp_path: Path) -> None:
     run = run_suite("tiny_impl:timestamped_only", tmp_path / "r", "-k", "test_timestamped_properties or test_golden",
-                    "--kstate-profile", "quick", "--kstate-grouped-failures", env=child_env(impl_dir))
+                    "--kstate-profile", "quick", "--kstate-grouped-failures", f"--junitxml={tmp_path / 'j.xml'}",
+                    env=child_env(impl_dir))
     assert run.returncode == 0, run.stdout[-2000:]
     last = run.stdout.strip().splitlines()[-1]
     assert last.startswith("CONFORMANCE SUITE PASSED for tiny_impl:timestamped_only: ")
@@ -119,6 +120,9 @@ def test_unsupported_and_failed_runs_read_as_such(impl_dir: Path, tmp_path: Path
     markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "| TSKV-1 | required |" in markdown and "| partial |" in markdown
     assert "## Unsupported operations" in markdown and "| `timestamped.raw_value` |" in markdown
+    junit = (tmp_path / "j.xml").read_text(encoding="utf-8")
+    assert 'classname="kstate_conformance.tests.test_timestamped_properties"' in junit
+    assert "hypothesis-statistics" not in junit and 'classname="conformance.' not in junit
 
 
 def outcome(test_id: str, result: str, rules: list[str], detail: str = "", **extra: object) -> TestOutcome:

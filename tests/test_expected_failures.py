@@ -32,6 +32,9 @@ def test_the_mutant_fails_exactly_the_listed_tests(plain_run: object) -> None:
     assert failed == FAILING
     passed = {o["test_id"] for o in plain_run.by_outcome("passed")}  # type: ignore[attr-defined]
     assert PASSING in passed
+    stdout = plain_run.stdout  # type: ignore[attr-defined]
+    assert "failures by rule and operation: 3 failed tests in" in stdout
+    assert stdout.strip().splitlines()[-1].startswith("CONFORMANCE SUITE FAILED for mutant:unsigned-varints: ")
 
 
 def test_listed_failures_are_expected_and_the_run_passes(tmp_path: Path) -> None:
