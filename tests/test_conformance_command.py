@@ -23,6 +23,8 @@ from kstate_conformance.report import (
     classify_skip,
     closing_line,
     console_summary,
+    render_html,
+    render_markdown,
 )
 
 MODULE = '''
@@ -161,6 +163,10 @@ def test_one_bug_failing_sixteen_cases_is_one_group() -> None:
     assert any('input:     {"timestamp": 0}' in line for line in lines)
     assert any('expected:  {"bytes": "00"}' in line for line in lines)
     assert any('actual:    {"bytes": "01"}' in line for line in lines)
+    markdown = render_markdown(report, {})
+    assert markdown.count("\n### ") == 2 and "### 1. rules TSKV-1 · operation timestamped.serialize · 16 failed" in markdown
+    assert markdown.count("| `test_golden[c") == 16 and markdown.count("#### `test_golden.py::") == 5
+    assert render_html(report, {}).count("<div class='group'>") == 2
     line = closing_line(report, None)
     assert line.startswith("CONFORMANCE SUITE FAILED for m: 0 passed, 17 failed, 0 expected failures, "
                            "1 unexpected passes, 0 skipped")

@@ -15,6 +15,8 @@ from typing import Any
 OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass")
 ANY = "any"
 UNSUPPORTED = "unsupported"
+#: Failures of one group shown in full in the reports; the rest of the group is a table of cases.
+DETAILED_PER_GROUP = 5
 NOT_APPLICABLE = "not applicable"
 #: Skip messages that say the implementation lacks something (the rest say the test does not apply to it).
 _UNSUPPORTED_PATTERNS = (
@@ -412,7 +414,14 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
         md.append("None.")
     for number, group in enumerate(groups, 1):
         md += [f"### {number}. {group.title}", ""]
-        for failure in group.outcomes:
+        if len(group.outcomes) > DETAILED_PER_GROUP:
+            md += [f"All {len(group.outcomes)} cases (the first {DETAILED_PER_GROUP} in detail below):", "",
+                   "| case | input | expected | actual |", "|---|---|---|---|"]
+            md += ["| " + " | ".join(f"`{cell}`".replace("|", "\\|").replace("\n", " ") for cell in (
+                o.test_id.split("::", 1)[-1], _json_text(o.input, 120), _json_text(o.expected, 120),
+                _json_text(o.actual, 120))) + " |" for o in group.outcomes]
+            md.append("")
+        for failure in group.outcomes[:DETAILED_PER_GROUP]:
             where = ", ".join(x for x in (failure.store_type, failure.backend) if x)
             md += [f"#### `{failure.test_id}`", f"rules: {', '.join(failure.rules) or '(none)'}"
                    + (f"; on {where}" if where else ""), "", "```", *failure_lines(failure), "```", "",
@@ -462,7 +471,14 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
             + (f"; on {e(', '.join(x for x in (f.store_type, f.backend) if x))}" if f.store_type or f.backend else "")
             + f"</p><pre class='example'>{e(chr(10).join(failure_lines(f)))}</pre>"
             f"<details><summary>full output</summary><pre>{e(f.detail[:8000])}</pre></details></div>"
-            for f in group.outcomes) + "</div>"
+            for f in group.outcomes[:DETAILED_PER_GROUP])
+        + (f"<p>All {len(group.outcomes)} cases:</p><table><tr><th>case</th><th>input</th><th>expected</th>"
+           "<th>actual</th></tr>" + "".join(
+               f"<tr><td><code>{e(o.test_id.split('::', 1)[-1])}</code></td><td><code>{e(_json_text(o.input, 200))}"
+               f"</code></td><td><code>{e(_json_text(o.expected, 200))}</code></td><td><code>"
+               f"{e(_json_text(o.actual, 200))}</code></td></tr>" for o in group.outcomes) + "</table>"
+           if len(group.outcomes) > DETAILED_PER_GROUP else "")
+        + "</div>"
         for number, group in enumerate(report.failure_groups(), 1)
     )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>kstate conformance: {e(report.implementation)}</title>
