@@ -73,11 +73,12 @@ class ExpectedFailures:
         return [e for e in self.entries if not any(
             e.pattern == t or ("*" in e.pattern and e.regex.match(t)) for t in test_ids)]
 
-    def fixed(self, failed: set[str], ran: set[str]) -> ExpectedFailures:
+    def fixed(self, failed: set[str], ran: set[str], reasons: dict[str, str] | None = None) -> ExpectedFailures:
         """The list this run says it should be: its failures, plus entries for tests it did not run.
 
         Entries matching tests that ran and did not fail are dropped; a wildcard is kept while any test it
-        matches still fails, else dropped; every failure no entry covers is added with an empty reason.
+        matches still fails, else dropped; every failure no entry covers is added, its reason taken from
+        ``reasons`` (the failure's first line) for the porter to edit.
         """
         kept: list[Entry] = []
         for entry in self.entries:
@@ -85,17 +86,20 @@ class ExpectedFailures:
             if not matched_ran or matched_ran & failed:
                 kept.append(entry)
         covered = {t for t in failed if any(e.pattern == t or ("*" in e.pattern and e.regex.match(t)) for e in kept)}
-        added = [Entry(t) for t in sorted(failed - covered)]
+        added = [Entry(t, (reasons or {}).get(t, "") or "failed when added by --fix")
+                 for t in sorted(failed - covered)]
         return ExpectedFailures(self.path, sorted(kept + added, key=lambda e: e.pattern), self.header, self.fmt)
 
     def write(self) -> None:
         if self.fmt == "json":
-            body = [{"id": e.pattern, "reason": e.reason} if e.reason else e.pattern for e in self.entries]
+            body = [{"id": e.pattern, "reason": e.reason} for e in self.entries]
             self.path.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
             return
         header = self.header or ["# Expected failures (kstate conformance --expected-failures); rewritten by --fix.",
-                                 "# One stable test id per line; '# reason' after an id; '*' matches anything."]
-        lines = [*header, *(f"{e.pattern}  # {e.reason}" if e.reason else e.pattern for e in self.entries)]
+                                 "# Columns: the stable test id ('*' matches anything), then '# ' and the reason."]
+        width = max((len(e.pattern) for e in self.entries), default=0)
+        lines = [*header, *(f"{e.pattern.ljust(width)}  # {e.reason}" if e.reason else e.pattern
+                            for e in self.entries)]
         self.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 

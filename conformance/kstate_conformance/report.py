@@ -6,16 +6,32 @@ from __future__ import annotations
 import html
 import json
 import re
+import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-OUTCOMES = ("passed", "failed", "skipped", "xfailed")
+OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass")
 ANY = "any"
+UNSUPPORTED = "unsupported"
+#: Failures of one group shown in full in the reports; the rest of the group is a table of cases.
+DETAILED_PER_GROUP = 5
+NOT_APPLICABLE = "not applicable"
+#: Skip messages that say the implementation lacks something (the rest say the test does not apply to it).
+_UNSUPPORTED_PATTERNS = (
+    re.compile(r"does not support operation (?P<what>\S+)"),
+    re.compile(r"offers no (?P<what>.+)"),
+    re.compile(r"does not offer (?P<what>.+)"),
+    re.compile(r"has no (?P<what>.+)"),
+    re.compile(r"implements (?:none of the|no) (?P<what>.+)"),
+)
 
 
 @dataclass
 class TestOutcome:
+    __test__ = False  # a name starting with "Test" is not a pytest test class
+
     nodeid: str
     outcome: str
     rules: list[str]
@@ -29,6 +45,15 @@ class TestOutcome:
     #: The minimal failing example (hypothesis's ``Falsifying example`` block), when there is one.
     example: str = ""
     seconds: float = 0.0
+    #: For a skip: ``unsupported`` (the implementation lacks what the test needs) or ``not applicable``.
+    skip_kind: str = ""
+    #: For an unsupported skip: the operation (or capability) that is missing.
+    unsupported: str = ""
+    #: For a failure: the operation it is about, its input, the expected output (golden cases) and the actual one.
+    op: str = ""
+    input: Any = None
+    expected: Any = None
+    actual: Any = None
 
     def __post_init__(self) -> None:
         if not self.test_id:
@@ -47,7 +72,7 @@ class RunReport:
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
             for rule in outcome.rules or ["(none)"]:
-                table.setdefault(rule, Counter())[outcome.outcome] += 1
+                _count(table.setdefault(rule, Counter()), outcome)
         return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
 
     def totals(self) -> Counter[str]:
@@ -71,11 +96,71 @@ class RunReport:
         for o in self.outcomes:
             column = self.column_of(o)
             for rule in o.rules or ["(none)"]:
-                table.setdefault(rule, {}).setdefault(column, Counter())[o.outcome] += 1
+                _count(table.setdefault(rule, {}).setdefault(column, Counter()), o)
         return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
 
     def unexpected_passes(self) -> list[TestOutcome]:
-        return [o for o in self.outcomes if o.outcome == "failed" and o.detail.startswith("[unexpected pass]")]
+        return [o for o in self.outcomes if o.outcome == "unexpected_pass"]
+
+    def unsupported_operations(self) -> dict[str, int]:
+        """Each operation (or capability) the implementation lacks, with how many tests it skipped, most first."""
+        counts = Counter(o.unsupported for o in self.outcomes if o.skip_kind == UNSUPPORTED)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def not_applicable(self) -> dict[str, int]:
+        """Why tests did not apply to this implementation (not a shortfall of it), with how many each."""
+        counts = Counter(_skip_text(o.detail) for o in self.outcomes if o.skip_kind == NOT_APPLICABLE)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def failure_groups(self) -> list[FailureGroup]:
+        """Failures grouped by their rules and operation: one bug failing many cases is one group."""
+        groups: dict[tuple[tuple[str, ...], str], FailureGroup] = {}
+        for o in self.outcomes:
+            if o.outcome != "failed":
+                continue
+            key = (tuple(o.rules), o.op or o.test_id.split("[", 1)[0])
+            groups.setdefault(key, FailureGroup(list(key[0]), key[1])).outcomes.append(o)
+        return sorted(groups.values(), key=lambda g: (-len(g.outcomes), [_rule_key(r) for r in g.rules], g.op))
+
+    def ok(self) -> bool:
+        totals = self.totals()
+        return not totals["failed"] and not totals["unexpected_pass"]
+
+
+@dataclass
+class FailureGroup:
+    """The failures that share their rules and operation."""
+
+    rules: list[str]
+    op: str
+    outcomes: list[TestOutcome] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        tests = Counter(o.test_id.split("::", 1)[-1].split("[", 1)[0] for o in self.outcomes)
+        which = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in tests.items())
+        return (f"rules {', '.join(self.rules) or '(none)'} · operation {self.op} · "
+                f"{len(self.outcomes)} failed ({which})")
+
+
+def _count(counter: Counter[str], outcome: TestOutcome) -> None:
+    counter[outcome.outcome] += 1
+    if outcome.skip_kind:
+        counter[outcome.skip_kind] += 1
+
+
+def _skip_text(detail: str) -> str:
+    return detail.removeprefix("Skipped: ").strip()
+
+
+def classify_skip(detail: str) -> tuple[str, str]:
+    """(``unsupported``, what is missing) or (``not applicable``, "") for a skipped test's reason."""
+    text = _skip_text(detail)
+    for pattern in _UNSUPPORTED_PATTERNS:
+        found = pattern.search(text)
+        if found:
+            return UNSUPPORTED, found.group("what").strip().rstrip(".")
+    return NOT_APPLICABLE, ""
 
 
 def _rule_key(rule: str) -> tuple[str, int]:
@@ -84,13 +169,17 @@ def _rule_key(rule: str) -> tuple[str, int]:
 
 
 def _verdict(counts: Counter[str]) -> str:
-    if counts["failed"]:
+    """A rule's verdict: ``pass`` only when no case was skipped for want of an operation (else ``partial``);
+    cases that do not apply to this kind of implementation (``n/a``) are no shortfall."""
+    if counts["failed"] or counts["unexpected_pass"]:
         return "FAIL"
     if counts["xfailed"]:
         return "xfail"
     if counts["passed"]:
-        return "pass"
-    return "skip"
+        return "partial" if counts[UNSUPPORTED] else "pass"
+    if counts[UNSUPPORTED]:
+        return "unsupported"
+    return "n/a"
 
 
 def _cell(counts: Counter[str] | None) -> str:
@@ -99,12 +188,16 @@ def _cell(counts: Counter[str] | None) -> str:
     total = sum(counts.values())
     verdict = _verdict(counts)
     if verdict == "FAIL":
-        return f"FAIL {counts['failed']}/{total}"
+        return f"FAIL {counts['failed'] + counts['unexpected_pass']}/{total}"
     if verdict == "xfail":
         return f"xfail {counts['xfailed']}/{total}"
+    if verdict == "partial":
+        return f"partial {counts['passed']}/{total} ({counts[UNSUPPORTED]} unsupported)"
     if verdict == "pass":
-        return f"pass {counts['passed']}" + (f" (+{counts['skipped']} skip)" if counts["skipped"] else "")
-    return f"skip {counts['skipped']}"
+        return f"pass {counts['passed']}" + (f" (+{counts[NOT_APPLICABLE]} n/a)" if counts[NOT_APPLICABLE] else "")
+    if verdict == "unsupported":
+        return f"unsupported {counts[UNSUPPORTED]}"
+    return f"n/a {counts[NOT_APPLICABLE]}"
 
 
 def _column_label(column: tuple[str, str]) -> str:
@@ -159,10 +252,103 @@ def failure_message(detail: str, max_lines: int = 8) -> str:
     return tail[-1] if tail else ""
 
 
-def _summary(report: RunReport, rows: dict[str, Counter[str]]) -> str:
+def counts_line(report: RunReport) -> str:
+    """passed, failed, expected failures, unexpected passes, skipped (why), unsupported operations."""
     totals = report.totals()
-    return (f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped, "
-            f"{totals['xfailed']} expected failures ({len(report.outcomes)} tests, {len(rows)} rules).")
+    skipped = Counter(o.skip_kind for o in report.outcomes if o.outcome == "skipped")
+    return (f"{totals['passed']} passed, {totals['failed']} failed, {totals['xfailed']} expected failures, "
+            f"{totals['unexpected_pass']} unexpected passes, {totals['skipped']} skipped "
+            f"({skipped[UNSUPPORTED]} unsupported, {skipped[NOT_APPLICABLE]} not applicable), "
+            f"{len(report.unsupported_operations())} unsupported operations")
+
+
+def closing_line(report: RunReport, report_dir: Path | None, exit_status: int = 0) -> str:
+    """The run's last line, as protobuf's conformance runner ends: the verdict, the counts, where the reports are.
+
+    ``exit_status`` is pytest's: a run that was interrupted or broke (2, 3, 4) did not pass, whatever it counted.
+    """
+    if not report.ok():
+        verdict = "FAILED"
+    elif exit_status == 5 or not report.outcomes:
+        verdict = "RAN NO TESTS"
+    elif exit_status in (0, 1):
+        verdict = "PASSED"
+    else:
+        verdict = f"DID NOT COMPLETE (pytest exit status {exit_status})"
+    where = f"reports written to {report_dir}" if report_dir is not None else "no reports written (--report DIR)"
+    return f"CONFORMANCE SUITE {verdict} for {report.implementation}: {counts_line(report)}; {where}"
+
+
+def _summary(report: RunReport, rows: dict[str, Counter[str]]) -> str:
+    verdicts = Counter(_verdict(c) for c in rows.values())
+    return (f"{counts_line(report)}. {len(report.outcomes)} tests, {len(rows)} rules: "
+            + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) + ".")
+
+
+def _json_text(value: Any, limit: int = 400) -> str:
+    text = json.dumps(value, sort_keys=True, default=repr) if value is not None else "(not recorded)"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def failure_lines(outcome: TestOutcome) -> list[str]:
+    """What a failed case was given, what was expected, what came back, and what was asserted."""
+    lines = []
+    if outcome.op:
+        lines.append(f"operation: {outcome.op}")
+    if outcome.input is not None:
+        lines.append(f"input:     {_json_text(outcome.input)}")
+    if outcome.expected is not None:
+        lines.append(f"expected:  {_json_text(outcome.expected)}")
+    if outcome.input is not None or outcome.expected is not None:
+        lines.append(f"actual:    {_json_text(outcome.actual)}")
+    if outcome.example:
+        lines += ["Minimal failing example:", *outcome.example.splitlines()]
+    message = textwrap.dedent(failure_message(outcome.detail, max_lines=4)).strip().splitlines()
+    lines += [f"message:   {line}" if i == 0 else f"           {line}" for i, line in enumerate(message)]
+    return lines
+
+
+def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
+    """The end-of-run summary: failures grouped by rule and operation, the unsupported operations, the
+    tests that do not apply. (Lines starting ``=== `` are section headings.)"""
+    lines: list[str] = []
+    groups = report.failure_groups()
+    if groups:
+        failed = sum(len(g.outcomes) for g in groups)
+        lines.append(f"=== failures by rule and operation: {failed} failed tests in {len(groups)} "
+                     f"group{'s' if len(groups) != 1 else ''} ===")
+        for number, group in enumerate(groups, 1):
+            lines.append(f"[{number}] {group.title}")
+            for outcome in group.outcomes[:shown_per_group]:
+                lines.append(f"    {outcome.test_id}")
+                lines += [f"      {line}" for line in failure_lines(outcome)]
+            rest = group.outcomes[shown_per_group:]
+            if rest:
+                names = ", ".join(o.test_id.split("::", 1)[-1] for o in rest[:4])
+                lines.append(f"    ... and {len(rest)} more: {names}" + (", ..." if len(rest) > 4 else "")
+                             + " (all in the reports)")
+    unsupported = report.unsupported_operations()
+    if unsupported:
+        lines.append(f"=== {len(unsupported)} operations not supported by {report.implementation} "
+                     f"(tests skipped, not failed) ===")
+        lines += _wrapped([f"{op} ({n})" for op, n in unsupported.items()])
+    not_applicable = report.not_applicable()
+    if not_applicable:
+        lines.append(f"=== {sum(not_applicable.values())} tests not applicable to this implementation "
+                     "(no shortfall) ===")
+        lines += [f"{n:>5}  {why}" for why, n in not_applicable.items()]
+    return lines
+
+
+def _wrapped(items: list[str], width: int = 110) -> list[str]:
+    lines: list[str] = []
+    current = ""
+    for item in items:
+        if current and len(current) + len(item) + 2 > width:
+            lines.append(current + ",")
+            current = ""
+        current = f"{current}, {item}" if current else item
+    return [*lines, current] if current else lines
 
 
 def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tuple[str, str]]) -> None:
@@ -172,7 +358,7 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     (directory / "report.html").write_text(render_html(report, rule_titles), encoding="utf-8")
     (directory / "results.json").write_text(
         json.dumps({"implementation": report.implementation, "expected_failures_file": report.expected_failures_file,
-                    "outcomes": [asdict(o) for o in report.outcomes]}, indent=1),
+                    "outcomes": [asdict(o) for o in report.outcomes]}, indent=1, default=repr),
         encoding="utf-8",
     )
 
@@ -180,20 +366,40 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
 def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> str:
     rows = report.by_rule()
     columns = report.columns()
-    failures = [o for o in report.outcomes if o.outcome == "failed"]
     xfailed = [o for o in report.outcomes if o.outcome == "xfailed"]
     md = [f"# Conformance report: `{report.implementation}`", "", _summary(report, rows), "",
+          "Verdicts: `pass` every case passed; `partial` some cases passed and others were skipped because the "
+          "implementation does not support their operation; `unsupported` no case could run; `n/a` the rule's "
+          "tests do not apply to this kind of implementation (no shortfall); `FAIL`; `xfail` listed failures.", "",
           "## Rules", "",
-          "| rule | level | title | verdict | passed | failed | skipped | xfailed |", "|---|---|---|---|---|---|---|---|"]
+          "| rule | level | title | verdict | passed | failed | unsupported | n/a | xfailed |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for rule, counts in rows.items():
         title, level = rule_titles.get(rule, ("", ""))
-        md.append(f"| {rule} | {level} | {title} | {_verdict(counts)} | {counts['passed']} | {counts['failed']} "
-                  f"| {counts['skipped']} | {counts['xfailed']} |")
+        md.append(f"| {rule} | {level} | {title} | {_verdict(counts)} | {counts['passed']} "
+                  f"| {counts['failed'] + counts['unexpected_pass']} | {counts[UNSUPPORTED]} "
+                  f"| {counts[NOT_APPLICABLE]} | {counts['xfailed']} |")
     md += ["", "## Rules × store types × backends", "",
            "| rule | " + " | ".join(_column_label(c) for c in columns) + " |",
            "|---|" + "---|" * len(columns)]
     for rule, cells in report.matrix().items():
         md.append(f"| {rule} | " + " | ".join(_cell(cells.get(c)) for c in columns) + " |")
+    md += ["", "## Unsupported operations", ""]
+    unsupported = report.unsupported_operations()
+    if unsupported:
+        md += [f"{len(unsupported)} operations (or capabilities) the implementation does not support; "
+               "their tests were skipped, not failed.", "", "| operation | tests skipped |", "|---|---|"]
+        md += [f"| `{op}` | {n} |" for op, n in unsupported.items()]
+    else:
+        md.append("None: the implementation supports every operation the suite uses.")
+    not_applicable = report.not_applicable()
+    md += ["", "## Not applicable", ""]
+    if not_applicable:
+        md += ["Tests that do not apply to this kind of implementation (no shortfall).", "",
+               "| reason | tests |", "|---|---|"]
+        md += [f"| {why.replace('|', '/')} | {n} |" for why, n in not_applicable.items()]
+    else:
+        md.append("None.")
     md += ["", "## Expected failures", ""]
     if report.expected_failures_file:
         md.append(f"List: `{report.expected_failures_file}`; {len(xfailed)} failed as expected, "
@@ -202,17 +408,25 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
         md += [f"- `{o.test_id}` (**unexpected pass**)" for o in report.unexpected_passes()]
     else:
         md.append("No expected-failure list was given.")
-    md += ["", "## Failures", ""]
-    if not failures:
+    groups = report.failure_groups()
+    md += ["", "## Failures by rule and operation", ""]
+    if not groups:
         md.append("None.")
-    for failure in failures:
-        where = ", ".join(x for x in (failure.store_type, failure.backend) if x)
-        md += [f"### `{failure.test_id}`", f"rules: {', '.join(failure.rules) or '(none)'}"
-               + (f"; on {where}" if where else ""), ""]
-        if failure.example:
-            md += ["Minimal failing example:", "", "```", failure.example, "```", ""]
-        md += ["```", failure_message(failure.detail), "```", "",
-               "<details><summary>full output</summary>", "", "```", failure.detail[:4000], "```", "", "</details>", ""]
+    for number, group in enumerate(groups, 1):
+        md += [f"### {number}. {group.title}", ""]
+        if len(group.outcomes) > DETAILED_PER_GROUP:
+            md += [f"All {len(group.outcomes)} cases (the first {DETAILED_PER_GROUP} in detail below):", "",
+                   "| case | input | expected | actual |", "|---|---|---|---|"]
+            md += ["| " + " | ".join(f"`{cell}`".replace("|", "\\|").replace("\n", " ") for cell in (
+                o.test_id.split("::", 1)[-1], _json_text(o.input, 120), _json_text(o.expected, 120),
+                _json_text(o.actual, 120))) + " |" for o in group.outcomes]
+            md.append("")
+        for failure in group.outcomes[:DETAILED_PER_GROUP]:
+            where = ", ".join(x for x in (failure.store_type, failure.backend) if x)
+            md += [f"#### `{failure.test_id}`", f"rules: {', '.join(failure.rules) or '(none)'}"
+                   + (f"; on {where}" if where else ""), "", "```", *failure_lines(failure), "```", "",
+                   "<details><summary>full output</summary>", "", "```", failure.detail[:4000], "```", "",
+                   "</details>", ""]
     return "\n".join(md) + "\n"
 
 
@@ -220,21 +434,29 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
     e = html.escape
     rows = report.by_rule()
     columns = report.columns()
-    failures = [o for o in report.outcomes if o.outcome == "failed"]
     xfailed = [o for o in report.outcomes if o.outcome == "xfailed"]
     rule_rows = "".join(
-        f"<tr class='{_verdict(c).lower()}'><td>{e(r)}</td><td>{e(rule_titles.get(r, ('', ''))[1])}</td>"
+        f"<tr class='{_css(_verdict(c))}'><td>{e(r)}</td><td>{e(rule_titles.get(r, ('', ''))[1])}</td>"
         f"<td>{e(rule_titles.get(r, ('', ''))[0])}</td><td>{_verdict(c)}</td><td>{c['passed']}</td>"
-        f"<td>{c['failed']}</td><td>{c['skipped']}</td><td>{c['xfailed']}</td></tr>"
+        f"<td>{c['failed'] + c['unexpected_pass']}</td><td>{c[UNSUPPORTED]}</td><td>{c[NOT_APPLICABLE]}</td>"
+        f"<td>{c['xfailed']}</td></tr>"
         for r, c in rows.items()
     )
     matrix_head = "".join(f"<th>{e(_column_label(c))}</th>" for c in columns)
     matrix_rows = "".join(
         f"<tr><td>{e(rule)}</td>" + "".join(
-            f"<td class='{_verdict(cells[c]).lower() if c in cells else 'none'}'>{e(_cell(cells.get(c)))}</td>"
+            f"<td class='{_css(_verdict(cells[c])) if c in cells else 'none'}'>{e(_cell(cells.get(c)))}</td>"
             for c in columns) + "</tr>"
         for rule, cells in report.matrix().items()
     )
+    unsupported = report.unsupported_operations()
+    unsupported_html = ("<table><tr><th>operation</th><th>tests skipped</th></tr>" + "".join(
+        f"<tr><td><code>{e(op)}</code></td><td>{n}</td></tr>" for op, n in unsupported.items()) + "</table>"
+        if unsupported else "<p>None: the implementation supports every operation the suite uses.</p>")
+    not_applicable = report.not_applicable()
+    na_html = ("<table><tr><th>reason</th><th>tests</th></tr>" + "".join(
+        f"<tr><td>{e(why)}</td><td>{n}</td></tr>" for why, n in not_applicable.items()) + "</table>"
+        if not_applicable else "<p>None.</p>")
     if report.expected_failures_file:
         expected_html = (f"<p>List <code>{e(report.expected_failures_file)}</code>: {len(xfailed)} failed as expected, "
                          f"{len(report.unexpected_passes())} passed unexpectedly.</p><ul>"
@@ -244,25 +466,40 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
     else:
         expected_html = "<p>No expected-failure list was given.</p>"
     failure_html = "".join(
-        f"<div class='failure'><h3><code>{e(f.test_id)}</code></h3><p>rules: {e(', '.join(f.rules))}"
-        + (f"; on {e(', '.join(x for x in (f.store_type, f.backend) if x))}" if f.store_type or f.backend else "")
-        + "</p>"
-        + (f"<p>Minimal failing example:</p><pre class='example'>{e(f.example)}</pre>" if f.example else "")
-        + f"<pre>{e(failure_message(f.detail))}</pre>"
-        f"<details><summary>full output</summary><pre>{e(f.detail[:8000])}</pre></details></div>"
-        for f in failures
+        f"<div class='group'><h3>{number}. {e(group.title)}</h3>" + "".join(
+            f"<div class='failure'><h4><code>{e(f.test_id)}</code></h4><p>rules: {e(', '.join(f.rules))}"
+            + (f"; on {e(', '.join(x for x in (f.store_type, f.backend) if x))}" if f.store_type or f.backend else "")
+            + f"</p><pre class='example'>{e(chr(10).join(failure_lines(f)))}</pre>"
+            f"<details><summary>full output</summary><pre>{e(f.detail[:8000])}</pre></details></div>"
+            for f in group.outcomes[:DETAILED_PER_GROUP])
+        + (f"<p>All {len(group.outcomes)} cases:</p><table><tr><th>case</th><th>input</th><th>expected</th>"
+           "<th>actual</th></tr>" + "".join(
+               f"<tr><td><code>{e(o.test_id.split('::', 1)[-1])}</code></td><td><code>{e(_json_text(o.input, 200))}"
+               f"</code></td><td><code>{e(_json_text(o.expected, 200))}</code></td><td><code>"
+               f"{e(_json_text(o.actual, 200))}</code></td></tr>" for o in group.outcomes) + "</table>"
+           if len(group.outcomes) > DETAILED_PER_GROUP else "")
+        + "</div>"
+        for number, group in enumerate(report.failure_groups(), 1)
     )
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>kstate conformance: {e(report.implementation)}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1em}}
 td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}.fail{{background:#fdd}}.pass{{background:#dfd}}
-.skip{{background:#eee}}.xfail{{background:#ffd}}pre{{white-space:pre-wrap;background:#f6f6f6;padding:6px}}
-pre.example{{background:#eef}}</style></head><body>
+.partial{{background:#efe8c8}}.unsupported,.na{{background:#eee}}.xfail{{background:#ffd}}
+pre{{white-space:pre-wrap;background:#f6f6f6;padding:6px}}pre.example{{background:#eef}}</style></head><body>
 <h1>Conformance report: {e(report.implementation)}</h1>
 <p>{e(_summary(report, rows))}</p>
+<p>Verdicts: pass, partial (some cases skipped: operation not supported), unsupported, n/a (does not apply to this
+kind of implementation; no shortfall), FAIL, xfail.</p>
 <h2>Rules</h2>
-<table><tr><th>rule</th><th>level</th><th>title</th><th>verdict</th><th>passed</th><th>failed</th><th>skipped</th><th>xfailed</th></tr>{rule_rows}</table>
+<table><tr><th>rule</th><th>level</th><th>title</th><th>verdict</th><th>passed</th><th>failed</th><th>unsupported</th><th>n/a</th><th>xfailed</th></tr>{rule_rows}</table>
 <h2>Rules × store types × backends</h2>
 <table><tr><th>rule</th>{matrix_head}</tr>{matrix_rows}</table>
+<h2>Unsupported operations</h2>{unsupported_html}
+<h2>Not applicable</h2>{na_html}
 <h2>Expected failures</h2>{expected_html}
-<h2>Failures</h2>{failure_html or '<p>none</p>'}</body></html>
+<h2>Failures by rule and operation</h2>{failure_html or '<p>none</p>'}</body></html>
 """
+
+
+def _css(verdict: str) -> str:
+    return {"FAIL": "fail", "n/a": "na"}.get(verdict, verdict)

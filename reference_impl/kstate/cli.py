@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from rich.console import Console
@@ -154,25 +155,51 @@ def cmd_fixtures_verify(args: argparse.Namespace) -> int:
 # --- conformance, mutants, spec -------------------------------------------------------------------------
 
 
+#: ``kstate conformance`` exit codes (documented in its --help and the README), and pytest's they come from.
+CONFORMANCE_EXIT_CODES = {
+    0: "conforming: every selected test passed, was skipped (unsupported or not applicable) or failed as listed "
+       "in the expected-failure file",
+    1: "not conforming: a test failed, or a test listed as an expected failure passed",
+    2: "usage or setup error: a bad option; an implementation that cannot be imported, built or started, or a "
+       "testee that fails its handshake (reported before any test runs); a missing or unreadable expected-failure "
+       "file (without --fix)",
+    3: "internal error of the suite or of pytest",
+    4: "interrupted, or errors while collecting the suite",
+    5: "no tests selected (for example a -k expression that matches nothing)",
+}
+_PYTEST_TO_CONFORMANCE = {0: 0, 1: 1, 2: 4, 3: 3, 4: 2, 5: 5}
+
+
 def cmd_conformance(args: argparse.Namespace) -> int:
     import pytest
 
     from kstate_conformance.pytest_args import suite_args
 
-    pytest_args = [*suite_args(), "--kstate-impl", args.impl, "--kstate-level", args.level, "-q"]
+    # Failures grouped by rule and operation with their input, expected and actual output, not one traceback
+    # each (pytest's FAILED lines and tracebacks come back with: -- -rfE --tb=short).
+    pytest_args = [*suite_args(), "--kstate-impl", args.impl, "--kstate-level", args.level, "-q", "-rE"]
+    if not any(a.startswith("--tb") for a in args.pytest_args):
+        pytest_args.append("--kstate-grouped-failures")
     profile = "quick" if args.quick else "thorough" if args.thorough else args.profile
     if profile:
         pytest_args += ["--kstate-profile", profile]
     if args.timeout is not None:
         pytest_args += ["--kstate-testee-timeout", str(args.timeout)]
+    if args.start_timeout is not None:
+        pytest_args += ["--kstate-testee-start-timeout", str(args.start_timeout)]
     if args.validate_protocol:
         pytest_args.append("--kstate-testee-validate")
+    if args.fix and not args.expected_failures:
+        err_console.print("[red]error:[/red] --fix needs --expected-failures FILE")
+        return 2
     if args.expected_failures:
-        pytest_args.append(f"--kstate-expected-failures={args.expected_failures}")
-    if args.fix:
-        if not args.expected_failures:
-            err_console.print("[red]error:[/red] --fix needs --expected-failures FILE")
+        expected = Path(args.expected_failures)
+        if not expected.exists() and not args.fix:
+            err_console.print(f"[red]error:[/red] the expected-failure file {expected} does not exist "
+                              "(give --fix to create it from this run's failures)", soft_wrap=True, highlight=False)
             return 2
+        pytest_args.append(f"--kstate-expected-failures={expected}")
+    if args.fix:
         pytest_args.append("--kstate-fix")
     report_dir = Path(args.report) if args.report else None
     if args.compare and report_dir is None:
@@ -184,8 +211,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         pytest_args += [f"--junitxml={report_dir / 'junit.xml'}", f"--kstate-report={report_dir}"]
     if err_console.is_terminal and not args.no_progress:
         pytest_args += ["--kstate-progress", "-o", "console_output_style=classic"]
-    status = int(pytest.main(pytest_args + list(args.pytest_args)))
-    if args.compare and report_dir is not None:
+    status = _PYTEST_TO_CONFORMANCE.get(int(pytest.main(pytest_args + list(args.pytest_args))), 3)
+    if args.compare and report_dir is not None and status in (0, 1):
         from kstate_conformance.differential import compare_runs
 
         diff = compare_runs(Path(args.compare), report_dir / "results.json")
@@ -569,7 +596,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--show", type=int, default=20, help="failures to print (default 20)")
     verify.set_defaults(func=cmd_fixtures_verify)
 
-    conformance = sub.add_parser("conformance", help="run the conformance suite against an implementation")
+    conformance = sub.add_parser(
+        "conformance", help="run the conformance suite against an implementation",
+        description="Run the conformance suite against an implementation. The implementation is loaded (or the "
+                    "testee started and its handshake completed) before any test is collected.",
+        epilog="exit codes:\n" + "\n".join(textwrap.fill(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
+                                             for code, text in CONFORMANCE_EXIT_CODES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     conformance.add_argument("--impl", default="reference",
                              help="reference, mutant:NAME, module:factory, or cmd:COMMAND for an out-of-process testee")
     conformance.add_argument("--report", help="write reports (JUnit XML, Markdown, HTML) into this directory")
@@ -578,11 +611,15 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--quick", action="store_true", help="the quick hypothesis profile")
     conformance.add_argument("--thorough", action="store_true", help="the thorough hypothesis profile")
     conformance.add_argument("--timeout", type=float, help="seconds a testee has to answer one request (default 10)")
+    conformance.add_argument("--start-timeout", type=float,
+                             help="seconds a testee has to start and answer the hello (default 30)")
     conformance.add_argument("--validate-protocol", action="store_true",
                              help="check every testee answer against spec/testee-protocol.schema.json")
     conformance.add_argument("--expected-failures", metavar="FILE",
                              help="strict expected-failure list (text: one test id a line, '#' comments; or JSON)")
-    conformance.add_argument("--fix", action="store_true", help="rewrite the expected-failure list with this run's failures")
+    conformance.add_argument("--fix", action="store_true",
+                             help="rewrite (or create) the expected-failure list with this run's failures, each "
+                                  "with its reason, say what changed, and exit 0")
     conformance.add_argument("--compare", metavar="RESULTS",
                              help="results.json (or its directory) of another run: fail unless verdicts are identical")
     conformance.add_argument("--no-progress", action="store_true", help="no progress display, even on a terminal")
