@@ -209,8 +209,11 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         report_dir.mkdir(parents=True, exist_ok=True)
         # "--opt=path" forms: pytest would take a separate path token for a test path and move its rootdir.
         pytest_args += [f"--junitxml={report_dir / 'junit.xml'}", f"--kstate-report={report_dir}"]
-    if err_console.is_terminal and not args.no_progress:
-        pytest_args += ["--kstate-progress", "-o", "console_output_style=classic"]
+    if not args.no_progress:
+        # Outside a terminal (CI logs) the display prints a heartbeat line naming the running test instead.
+        pytest_args += ["--kstate-progress"]
+        if err_console.is_terminal:
+            pytest_args += ["-o", "console_output_style=classic"]
     status = _PYTEST_TO_CONFORMANCE.get(int(pytest.main(pytest_args + list(args.pytest_args))), 3)
     if args.compare and report_dir is not None and status in (0, 1):
         from kstate_conformance.differential import compare_runs
@@ -606,8 +609,12 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--impl", default="reference",
                              help="reference, mutant:NAME, module:factory, or cmd:COMMAND for an out-of-process testee")
     conformance.add_argument("--report", help="write reports (JUnit XML, Markdown, HTML) into this directory")
-    conformance.add_argument("--level", default="tentative", choices=["required", "recommended", "tentative"])
-    conformance.add_argument("--profile", choices=["quick", "default", "thorough"])
+    conformance.add_argument("--level", default="tentative", choices=["required", "recommended", "tentative"],
+                             help="run the cases up to this level: required only, required and recommended, or all "
+                                  "(default tentative: all)")
+    conformance.add_argument("--profile", choices=["quick", "default", "thorough"],
+                             help="hypothesis profile: quick (few examples), default (derandomized, no deadline) or "
+                                  "thorough (many examples); --quick is the same as --profile quick")
     conformance.add_argument("--quick", action="store_true", help="the quick hypothesis profile")
     conformance.add_argument("--thorough", action="store_true", help="the thorough hypothesis profile")
     conformance.add_argument("--timeout", type=float, help="seconds a testee has to answer one request (default 10)")
