@@ -218,7 +218,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                                  "by_location?: bool}]; store.* calls, the handle filled in; or fs.* steps the harness "
                                  "runs itself on the state directory (paths relative to it, a * in the last part: the "
                                  "largest matching file): fs.write {path, hex | text}, fs.mkdir {path}, fs.symlink "
-                                 "{path, target}, fs.delete {path}, fs.truncate {path, size}, fs.corrupt {path, "
+                                 "{path, target}, fs.delete {path}, fs.truncate {path, size (negative: cut from the end)}, fs.corrupt {path, "
                                  "offset?, length?} (XOR FF; default the middle, 64 bytes), fs.rocksdb_put {path, "
                                  "family, key, value}, fs.rocksdb_drop_family {path, family} (a closed database), "
                                  "fs.snapshot {as?}, fs.changed {since?} -> {changed: [paths]}"},

@@ -15,7 +15,7 @@ open).
 A step whose ``op`` starts with ``fs.`` is run by the scenario itself on the state directory, never sent
 to the implementation (the layout is the LAY rules'): ``fs.write`` (``path``, ``hex`` or ``text``),
 ``fs.mkdir``, ``fs.symlink`` (``target``), ``fs.delete`` (a file, link or tree), ``fs.truncate``
-(``size``), ``fs.corrupt`` (``offset``, default the middle, negative from the end; ``length``, default 64:
+(``size``; negative: cut from the end), ``fs.corrupt`` (``offset``, default the middle, negative from the end; ``length``, default 64:
 those bytes XOR FF), ``fs.rocksdb_put`` (``family``, ``key``, ``value`` hex: a raw write into a closed
 database), ``fs.rocksdb_drop_family`` (``family``), ``fs.snapshot`` (``as``, default ``s``) and
 ``fs.changed`` (``since``): the sorted paths added, removed or changed since that snapshot. Paths are
@@ -182,8 +182,9 @@ def run_fs_step(root: Path, name: str, given: JsonDict, snapshots: dict[str, dic
         else:
             path.unlink()
     elif name == "fs.truncate":
+        size = _int(given, "size")
         with open(path, "r+b") as file:
-            file.truncate(_int(given, "size"))
+            file.truncate(max(0, size + path.stat().st_size) if size < 0 else size)  # negative: cut from the end
     elif name == "fs.corrupt":
         data = bytearray(path.read_bytes())
         start = _int(given, "offset", len(data) // 2)
