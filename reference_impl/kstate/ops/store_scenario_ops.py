@@ -15,8 +15,8 @@ open).
 A step whose ``op`` starts with ``fs.`` is run by the scenario itself on the state directory, never sent
 to the implementation (the layout is the LAY rules'): ``fs.write`` (``path``, ``hex`` or ``text``),
 ``fs.mkdir``, ``fs.symlink`` (``target``), ``fs.delete`` (a file, link or tree), ``fs.truncate``
-(``size``; negative: cut from the end), ``fs.corrupt`` (``offset``, default the middle, negative from the end; ``length``, default 64:
-those bytes XOR FF), ``fs.rocksdb_put`` (``family``, ``key``, ``value`` hex: a raw write into a closed
+(``size``; negative: cut from the end), ``fs.corrupt`` (``offset``, default the middle, negative from
+the end; ``length``, default 64: those bytes XOR FF), ``fs.rocksdb_put`` (``family``, ``key``, ``value`` hex: a raw write into a closed
 database), ``fs.rocksdb_drop_family`` (``family``), ``fs.snapshot`` (``as``, default ``s``) and
 ``fs.changed`` (``since``): the sorted paths added, removed or changed since that snapshot. Paths are
 relative to the state directory; a ``*`` in the last part picks the largest matching file. Each answers
