@@ -53,3 +53,34 @@ def test_a_refused_open_names_the_store_by_location() -> None:
 def test_malformed_scenarios_are_refused(steps: Any) -> None:
     with pytest.raises(ScenarioError):
         run_scenario(call, {"store_type": "kv", "backend": "memory", "steps": steps})
+
+
+def test_fs_steps_run_on_the_state_directory_and_are_never_sent() -> None:
+    """``fs.*`` steps act on the scenario's state directory itself; the implementation never sees them (OPS-5)."""
+    sent: list[str] = []
+
+    def recording(op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        sent.append(op)
+        return call(op, payload)
+
+    steps = [{"op": "fs.snapshot", "input": {}},
+             {"op": "fs.write", "input": {"path": "app/0_0/x", "hex": "00ff00"}},
+             {"op": "fs.corrupt", "input": {"path": "app/0_0/*", "offset": -1, "length": 5}},
+             {"op": "fs.changed", "input": {}},
+             {"op": "fs.truncate", "input": {"path": "app/0_0/x", "size": 0}},
+             {"op": "fs.delete", "input": {"path": "app/0_0/x"}},
+             {"op": "fs.changed", "input": {}}]
+    out = run_scenario(recording, {"store_type": "kv", "backend": "rocksdb", "steps": steps})
+    assert out["steps"] == [{}, {}, {}, {"changed": ["app/0_0/x"]}, {}, {}, {"changed": []}]
+    assert not any(op.startswith("fs.") for op in sent)
+
+
+@pytest.mark.parametrize("step", [
+    {"op": "fs.write", "input": {"path": "../outside", "text": "x"}},
+    {"op": "fs.delete", "input": {"path": "app/0_0/absent"}},
+    {"op": "fs.changed", "input": {"since": "never-taken"}},
+    {"op": "fs.truncate", "input": {"path": "app/0_0/rocksdb/store/CURRENT", "size": "3"}},
+])
+def test_malformed_fs_steps_are_refused(step: dict[str, Any]) -> None:
+    with pytest.raises(ScenarioError):
+        run_scenario(call, {"store_type": "kv", "backend": "rocksdb", "steps": [step]})

@@ -215,7 +215,13 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                         "backend": "string | null; optional, memory or rocksdb; omitted, every backend must answer the same",
                         "options": "object; optional, the other store.open fields", "open_fields": "list[string]; optional",
                         "steps": "list[{op: string, input: object, as?: string, fields?: list[string], keep?: list[string], "
-                                 "by_location?: bool}]; store.* calls, the handle filled in"},
+                                 "by_location?: bool}]; store.* calls, the handle filled in; or fs.* steps the harness "
+                                 "runs itself on the state directory (paths relative to it, a * in the last part: the "
+                                 "largest matching file): fs.write {path, hex | text}, fs.mkdir {path}, fs.symlink "
+                                 "{path, target}, fs.delete {path}, fs.truncate {path, size (negative: cut from the end)}, fs.corrupt {path, "
+                                 "offset?, length?} (XOR FF; default the middle, 64 bytes), fs.rocksdb_put {path, "
+                                 "family, key, value}, fs.rocksdb_drop_family {path, family} (a closed database), "
+                                 "fs.snapshot {as?}, fs.changed {since?} -> {changed: [paths]}"},
                        {"open": "object; the first open's answer, reduced to open_fields",
                         "steps": "list[object]; each step's answer, reduced to its fields"}),
     "store.wipe": ({"state_dir": "string", "name": "string; a closed store's name",

@@ -12,6 +12,16 @@ names of all families (``families``). A step with ``by_location`` true names the
 directory, application, task and store name instead of the handle (so does every step after a refused
 open).
 
+A step whose ``op`` starts with ``fs.`` is run by the scenario itself on the state directory, never sent
+to the implementation (the layout is the LAY rules'): ``fs.write`` (``path``, ``hex`` or ``text``),
+``fs.mkdir``, ``fs.symlink`` (``target``), ``fs.delete`` (a file, link or tree), ``fs.truncate``
+(``size``; negative: cut from the end), ``fs.corrupt`` (``offset``, default the middle, negative from
+the end; ``length``, default 64: those bytes XOR FF), ``fs.rocksdb_put`` (``family``, ``key``, ``value`` hex: a raw write into a closed
+database), ``fs.rocksdb_drop_family`` (``family``), ``fs.snapshot`` (``as``, default ``s``) and
+``fs.changed`` (``since``): the sorted paths added, removed or changed since that snapshot. Paths are
+relative to the state directory; a ``*`` in the last part picks the largest matching file. Each answers
+``{}`` (``fs.changed``: ``{"changed": [...]}``).
+
 Output: ``{"open": <first open's answer>, "steps": [<each step's answer>]}``. A step's ``fields`` (the
 scenario's ``open_fields`` for the first open) keeps only those answer fields; an open keeps none unless
 asked (its handle is the implementation's own), a refusal is kept whole.
@@ -23,8 +33,12 @@ reference's expansion, used by ``kstate fixtures verify``.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from kstate.errors import KStateError
@@ -54,14 +68,20 @@ def _object(value: Any, what: str) -> JsonDict:
     return value
 
 
+FS_OPS = frozenset({"fs.write", "fs.mkdir", "fs.symlink", "fs.delete", "fs.truncate", "fs.corrupt",
+                    "fs.rocksdb_put", "fs.rocksdb_drop_family", "fs.snapshot", "fs.changed"})
+
+
 def _steps(payload: JsonDict) -> list[JsonDict]:
     steps = payload.get("steps")
     if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
         raise ScenarioError("store.scenario: steps must be a list of {op, input} objects")
     for i, step in enumerate(steps):
         name = step.get("op")
-        if not isinstance(name, str) or not name.startswith("store.") or name == SCENARIO_OP:
-            raise ScenarioError(f"store.scenario: step {i} names no store.* operation: {name!r}")
+        if name in FS_OPS:
+            pass
+        elif not isinstance(name, str) or not name.startswith("store.") or name == SCENARIO_OP:
+            raise ScenarioError(f"store.scenario: step {i} names no store.* or fs.* operation: {name!r}")
         _object(step.get("input"), f"step {i} input")
     return steps
 
@@ -83,6 +103,110 @@ def _keep_families(out: JsonDict, keep: Any) -> JsonDict:
     return {"families": sorted(families), "column_families": {cf: families[cf] for cf in keep if cf in families}}
 
 
+def _tree(root: Path) -> dict[str, str]:
+    """Every path under ``root``: a file's SHA-256, ``dir``, or a link's target (KV-23)."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for entry in dirnames + filenames:
+            path = Path(dirpath) / entry
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def _path(root: Path, given: JsonDict, exists: bool = False) -> Path:
+    rel = given.get("path")
+    if not isinstance(rel, str) or not rel or Path(rel).is_absolute() or ".." in Path(rel).parts:
+        raise ScenarioError(f"store.scenario: an fs step needs a relative path inside the state directory: {rel!r}")
+    path = root / rel
+    if "*" in path.name:
+        matches = sorted((p for p in path.parent.glob(path.name) if p.is_file()), key=lambda p: (-p.stat().st_size, p.name))
+        if not matches:
+            raise ScenarioError(f"store.scenario: no file matches {rel!r}")
+        path = matches[0]
+    if exists and not (path.exists() or path.is_symlink()):
+        raise ScenarioError(f"store.scenario: {rel!r} does not exist")
+    return path
+
+
+def _int(given: JsonDict, field: str, default: int | None = None) -> int:
+    value = given.get(field, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ScenarioError(f"store.scenario: an fs step's {field} must be an integer, got {value!r}")
+    return value
+
+
+def _rocksdb(path: Path) -> Any:
+    import rocksdict
+
+    from kstate.stores.engine import list_column_families
+
+    families = list_column_families(path)
+    if not families:
+        raise ScenarioError(f"store.scenario: no RocksDB database at {path}")
+    return rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
+                           column_families={cf: rocksdict.Options(raw_mode=True) for cf in families})
+
+
+def run_fs_step(root: Path, name: str, given: JsonDict, snapshots: dict[str, dict[str, str]]) -> JsonDict:
+    """One ``fs.*`` step on the state directory ``root``, done by the scenario itself (OPS-5)."""
+    if name == "fs.snapshot":
+        snapshots[str(given.get("as", "s"))] = _tree(root)
+        return {}
+    if name == "fs.changed":
+        label = str(given.get("since", "s"))
+        if label not in snapshots:
+            raise ScenarioError(f"store.scenario: fs.changed since an unknown snapshot {label!r}")
+        before, after = snapshots[label], _tree(root)
+        return {"changed": sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))}
+    path = _path(root, given, exists=name not in ("fs.write", "fs.mkdir", "fs.symlink"))
+    if name == "fs.write":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if "hex" in given:
+            path.write_bytes(bytes.fromhex(str(given["hex"])))
+        else:
+            path.write_text(str(given.get("text", "")))
+    elif name == "fs.mkdir":
+        path.mkdir(parents=True, exist_ok=True)
+    elif name == "fs.symlink":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(str(given.get("target", "")))
+    elif name == "fs.delete":
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    elif name == "fs.truncate":
+        size = _int(given, "size")
+        with open(path, "r+b") as file:
+            file.truncate(max(0, size + path.stat().st_size) if size < 0 else size)  # negative: cut from the end
+    elif name == "fs.corrupt":
+        data = bytearray(path.read_bytes())
+        start = _int(given, "offset", len(data) // 2)
+        start = start + len(data) if start < 0 else start
+        stop = min(len(data), start + _int(given, "length", 64))
+        data[start:stop] = bytes(b ^ 0xFF for b in data[start:stop])
+        path.write_bytes(bytes(data))
+    else:  # fs.rocksdb_put, fs.rocksdb_drop_family: raw edits of a closed database
+        db = _rocksdb(path)
+        try:
+            family = str(given.get("family"))
+            if name == "fs.rocksdb_drop_family":
+                db.drop_column_family(family)
+            else:
+                cf = db.get_column_family(family)
+                cf.put(bytes.fromhex(str(given.get("key"))), bytes.fromhex(str(given.get("value"))))
+                del cf
+        finally:
+            db.close()
+    return {}
+
+
 def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) -> JsonDict:
     """Run the scenario on one backend in ``state_dir`` through ``call_op``; closes what it opened."""
     store_type = payload.get("store_type", "kv")
@@ -92,6 +216,7 @@ def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) 
     handles: list[str] = []
     iterators: dict[str, str] = {}
     current: str | None = None
+    snapshots: dict[str, dict[str, str]] = {}
 
     def open_store(overrides: JsonDict, fields: Any) -> JsonDict:
         nonlocal current
@@ -108,6 +233,9 @@ def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) 
         answers: list[JsonDict] = []
         for step in _steps(payload):
             name, given = step["op"], dict(_object(step.get("input"), "input"))
+            if name in FS_OPS:
+                answers.append(run_fs_step(Path(state_dir), name, given, snapshots))
+                continue
             if name == "store.open":
                 answers.append(open_store(given, step.get("fields")))
                 continue
