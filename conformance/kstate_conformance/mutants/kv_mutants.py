@@ -791,18 +791,32 @@ def _empty_legacy_family_kept() -> dict[str, Handler]:
 
 
 class _MixedLegacyDataAccepted:
-    """Plain data beside timestamped data is ignored: the header store upgrades from the timestamped family (UPG-7)."""
+    """Plain data beside timestamped data is ignored: the header store upgrades from the timestamped family (UPG-7).
+
+    Both places that plan the column families see the plain family as empty: the checks before anything is
+    written (on the read-only and on the writable database) and the choice of the accessor.
+    """
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _plain_family_looks_empty(engine: Any) -> Iterator[None]:
+        if not (engine.has_column_family("keyValueWithTimestamp") and not engine.is_empty("keyValueWithTimestamp")):
+            yield
+            return
+        real_is_empty = engine.is_empty
+        engine.is_empty = lambda cf: True if cf == "default" else real_is_empty(cf)
+        try:
+            yield
+        finally:
+            del engine.is_empty
+
+    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
+        with self._plain_family_looks_empty(engine):
+            super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
 
     def _open_column_families(self) -> Any:
-        engine = self._engine  # type: ignore[attr-defined]
-        if engine.has_column_family("keyValueWithTimestamp") and not engine.is_empty("keyValueWithTimestamp"):
-            real_is_empty = engine.is_empty
-            engine.is_empty = lambda cf: True if cf == "default" else real_is_empty(cf)
-            try:
-                return super()._open_column_families()  # type: ignore[misc]
-            finally:
-                del engine.is_empty
-        return super()._open_column_families()  # type: ignore[misc]
+        with self._plain_family_looks_empty(self._engine):  # type: ignore[attr-defined]
+            return super()._open_column_families()  # type: ignore[misc]
 
 
 @mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the plain",
