@@ -37,7 +37,7 @@ _FAMILY_KEYWORDS = {
     "varint": ("primitives", "ops_protocol"), "primitives": ("primitives", "ops_protocol"),
     "record_v2": ("record_headers",), "headers": ("record_headers",),
     "layout": ("layout",), "offsets": ("offsets", "kv_files"), "changelog": ("changelog", "kv_contract"),
-    "kv": ("kv_contract", "kv_files", "kv_state_machine"),
+    "kv": ("kv_contract", "kv_files", "kv_store_faults", "kv_state_machine"),
     "store_rules": ("store_rules", "kv_contract", "kv_files"),
 }
 

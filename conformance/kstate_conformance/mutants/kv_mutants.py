@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.layout import OFFSETS_CF
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
-from kstate.stores.engine import RocksDBEngine, rocksdb_options
+from kstate.stores.engine import RocksDBEngine, _SnapshotCursor, block_cache, rocksdb_options, storage_error
 from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import DualColumnFamilyAccessor, InMemoryKeyValueStore, StoreIterator
@@ -298,24 +299,17 @@ def _cache_drops_absent_tombstones() -> dict[str, Handler]:
 
 # --- store directories and value facades ------------------------------------------------------------------------
 
-def _newest_table_format() -> Any:
-    """Kafka's options but RocksDB 8.6+'s default table ``format_version`` 6, which RocksDB 7.x cannot read."""
-    import rocksdict
-
-    options = rocksdb_options()
-    table = rocksdict.BlockBasedOptions()
-    table.set_format_version(6)
-    options.set_block_based_table_factory(table)
-    return options
-
-
 def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: str,
                               state_dir: str | Path | None = None, application_id: str = "app",
                               task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
+    """Kafka's options in every family, but RocksDB 8.6+'s default table ``format_version`` 6, which RocksDB 7.x
+    cannot read (KV-21, LAY-9); one block cache for the store, as the reference shares it."""
     if Backend(backend) is Backend.MEMORY:
         return open_kv_store(store_type, backend, name=name, **options)
     state_dir = state_dir or tempfile.mkdtemp(prefix="kstate-")
-    engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name), options=_newest_table_format)
+    cache = block_cache()
+    engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name),
+                           options=lambda: rocksdb_options(cache, format_version=6), store_name=name)
     return rocksdb_store_class(StoreType(store_type))(name, task_directory(state_dir, application_id, task_id),
                                                       engine=engine, **options)
 
@@ -797,18 +791,32 @@ def _empty_legacy_family_kept() -> dict[str, Handler]:
 
 
 class _MixedLegacyDataAccepted:
-    """Plain data beside timestamped data is ignored: the header store upgrades from the timestamped family (UPG-7)."""
+    """Plain data beside timestamped data is ignored: the header store upgrades from the timestamped family (UPG-7).
+
+    Both places that plan the column families see the plain family as empty: the checks before anything is
+    written (on the read-only and on the writable database) and the choice of the accessor.
+    """
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _plain_family_looks_empty(engine: Any) -> Iterator[None]:
+        if not (engine.has_column_family("keyValueWithTimestamp") and not engine.is_empty("keyValueWithTimestamp")):
+            yield
+            return
+        real_is_empty = engine.is_empty
+        engine.is_empty = lambda cf: True if cf == "default" else real_is_empty(cf)
+        try:
+            yield
+        finally:
+            del engine.is_empty
+
+    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
+        with self._plain_family_looks_empty(engine):
+            super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
 
     def _open_column_families(self) -> Any:
-        engine = self._engine  # type: ignore[attr-defined]
-        if engine.has_column_family("keyValueWithTimestamp") and not engine.is_empty("keyValueWithTimestamp"):
-            real_is_empty = engine.is_empty
-            engine.is_empty = lambda cf: True if cf == "default" else real_is_empty(cf)
-            try:
-                return super()._open_column_families()  # type: ignore[misc]
-            finally:
-                del engine.is_empty
-        return super()._open_column_families()  # type: ignore[misc]
+        with self._plain_family_looks_empty(self._engine):  # type: ignore[attr-defined]
+            return super()._open_column_families()  # type: ignore[misc]
 
 
 @mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the plain",
@@ -1201,3 +1209,116 @@ class _DowngradeOmitsUncommitted:
         rules=("UPG-4", "OFF-20"))
 def _downgrade_omits_uncommitted() -> dict[str, Handler]:
     return _stores_with(_DowngradeOmitsUncommitted, _ROCKSDB)
+
+
+# KV-23 .. KV-26, KV-57: store faults (issue 15) ----------------------------------------------------------------------
+
+
+class _ChecksOnWritableDatabase:
+    """No read-only pass: the open's checks run once the database is open for writing, its offsets family
+    created first, as a port of Kafka's open sequence does; a refused open has already rewritten RocksDB's
+    files (KV-23). The same refusals, the same messages."""
+
+    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
+        if getattr(engine, "read_only", False):
+            return  # "checked below, on the open store"
+        if self._manage_offsets:  # type: ignore[attr-defined]
+            engine.create_column_family(OFFSETS_CF)
+        super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
+
+
+@mutant("kv-refused-open-writes-database", "the open's checks run after the database is opened for writing", FAMILY,
+        rules=("KV-23",))
+def _refused_open_writes_database() -> dict[str, Handler]:
+    return _stores_with(_ChecksOnWritableDatabase, _ROCKSDB)
+
+
+class _RecreatesLostMetadata:
+    """A store directory without ``CURRENT`` is opened with ``create_if_missing``, as Kafka's options say:
+    RocksDB writes a fresh ``CURRENT`` and ``MANIFEST`` beside the table files it no longer knows (KV-24)."""
+
+    def _preflight(self, ignore_invalid_state: bool, migrate_legacy_files: bool) -> Path | None:
+        import gc
+
+        import rocksdict
+
+        path: Path = self.path  # type: ignore[attr-defined]
+        if path.is_dir() and not path.is_symlink() and any(path.iterdir()) and not (path / "CURRENT").exists():
+            try:
+                db = rocksdict.Rdict(str(path), rocksdb_options())
+            except Exception as exc:  # "wal_dir contains existing log file": typed, as the engine types it
+                raise storage_error(self.name, f"opening {path}", exc) from exc  # type: ignore[attr-defined]
+            db.close()
+            del db
+            gc.collect()  # rocksdict keeps the LOCK while the object lives
+        return super()._preflight(ignore_invalid_state, migrate_legacy_files)  # type: ignore[misc,no-any-return]
+
+
+@mutant("kv-lost-metadata-recreated", "a store directory without CURRENT is recreated by create_if_missing", FAMILY,
+        rules=("KV-24",))
+def _lost_metadata_recreated() -> dict[str, Handler]:
+    return _stores_with(_RecreatesLostMetadata, _ROCKSDB)
+
+
+class _IterationEndUnchecked:
+    """Iterators stop where rocksdict's iteration stops, without asking RocksDB why: a read error ends a scan
+    early and silently (KV-25)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._engine.check_iteration_end = lambda *_args: None  # type: ignore[attr-defined]
+
+
+@mutant("kv-scan-stops-silently-at-read-error", "a scan ends silently at a damaged table block", FAMILY,
+        rules=("KV-25",))
+def _scan_stops_silently() -> dict[str, Handler]:
+    return _stores_with(_IterationEndUnchecked, _ROCKSDB)
+
+
+def _file_name_safe(payload: JsonDict) -> JsonDict:
+    name = payload.get("name")
+    if not isinstance(name, str) or name in ("", ".", ".."):
+        return payload
+    return {**payload, "name": "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in name)}
+
+
+@mutant("kv-store-name-sanitized", "a store name Kafka refuses is made file-name safe (a/b -> a_b) and opened",
+        FAMILY, rules=("KV-26",))
+def _store_name_sanitized() -> dict[str, Handler]:
+    return _asking("store.open", _file_name_safe)
+
+
+class _LongOffsetsView:
+    """An engine whose ``offsets`` family shows only the committed offsets that are 8 bytes long."""
+
+    def __init__(self, engine: Any) -> None:
+        self._engine = engine
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._engine, attr)
+
+    def iterate(self, cf: str, *args: Any, **kwargs: Any) -> Any:
+        from kstate.codecs.offsets import POSITION_KEY, STATUS_KEY
+
+        cursor = self._engine.iterate(cf, *args, **kwargs)
+        if cf != OFFSETS_CF:
+            return cursor
+        try:
+            entries = [(k, v) for k, v in cursor if k in (STATUS_KEY, POSITION_KEY) or len(v) == 8]
+        finally:
+            cursor.close()
+        return _SnapshotCursor(entries, None)
+
+
+class _OffsetsDecodedLazily:
+    """Committed offsets are decoded when asked for, as Kafka's ``committedOffset`` does: one that is not
+    8 bytes long opens, and the store then cannot answer for it (KV-57)."""
+
+    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
+        super()._check_open_allowed(_LongOffsetsView(engine), ignore_invalid_state)  # type: ignore[misc]
+
+
+@mutant("kv-short-offset-accepted-at-open", "a committed offset that is not 8 bytes long is not refused at open",
+        FAMILY, rules=("KV-57",))
+def _short_offset_accepted_at_open() -> dict[str, Handler]:
+    return _stores_with(_OffsetsDecodedLazily, _ROCKSDB)

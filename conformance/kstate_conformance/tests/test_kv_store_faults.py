@@ -176,6 +176,44 @@ def test_a_legacy_file_that_is_a_directory_is_refused(kit: Kit, name: str) -> No
     kit.open(KV, ROCKSDB)  # still CLOSED: no unclean-shutdown refusal
 
 
+def _raw_flush(path: Path) -> None:
+    import rocksdict
+
+    families = rocksdict.Rdict.list_cf(str(path))
+    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
+                         column_families={f: rocksdict.Options(raw_mode=True) for f in families})
+    try:
+        db.flush()
+    finally:
+        db.close()
+
+
+@rules("KV-25")
+def test_a_damaged_table_file_fails_scans_instead_of_shortening_them(kit: Kit) -> None:
+    """64 flipped bytes in the middle of the largest table file: ``all`` and ``reverse_all`` are refused, never
+    answered with fewer entries, and every ``get`` answers its value or a typed error (KV-25)."""
+    _committed_store(kit, entries=2000)
+    path = _store_dir(kit)
+    _raw_flush(path)
+    table = max(path.glob("*.sst"), key=lambda file: file.stat().st_size)
+    data = bytearray(table.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 64] = bytes(b ^ 0xFF for b in data[middle:middle + 64])
+    table.write_bytes(bytes(data))
+    store = kit.open(KV, ROCKSDB)
+    for op in ("store.all", "store.reverse_all"):
+        out = store.call(op)
+        assert "error" in out, f"{op} over a damaged table answered {len(out['entries'])} of 2000 entries, no error"
+    failed = 0
+    for i in range(2000):
+        out = store.call("store.get", key=h(f"k{i:04d}"))  # an untyped error fails the test as an internal error
+        if "error" in out:
+            failed += 1
+        else:
+            assert out == {"value": h("v" * 40)}, (i, out)
+    assert failed, "no get met the damaged block: the damage missed the data"
+
+
 @rules("KV-26")
 @pytest.mark.parametrize("name", ["../../escape", "a/b", "", ".", "..", "x" * 250, "a b"])
 def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
