@@ -215,7 +215,8 @@ def test_a_damaged_table_file_fails_scans_instead_of_shortening_them(kit: Kit) -
 
 
 @rules("KV-26")
-@pytest.mark.parametrize("name", ["../../escape", "a/b", "", ".", "..", "x" * 250, "a b"])
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "", ".", "..", "x" * 250, "a b"],
+                         ids=["parent-escape", "slash", "empty", "dot", "dot-dot", "250-chars", "space"])
 def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
     """A store name outside Kafka's rule is refused on RocksDB, and nothing is created."""
     kit.require(KV, ROCKSDB)
