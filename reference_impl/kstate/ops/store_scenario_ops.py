@@ -78,7 +78,7 @@ def _steps(payload: JsonDict) -> list[JsonDict]:
         raise ScenarioError("store.scenario: steps must be a list of {op, input} objects")
     for i, step in enumerate(steps):
         name = step.get("op")
-        if name in FS_OPS:
+        if isinstance(name, str) and name in FS_OPS:
             pass
         elif not isinstance(name, str) or not name.startswith("store.") or name == SCENARIO_OP:
             raise ScenarioError(f"store.scenario: step {i} names no store.* or fs.* operation: {name!r}")
@@ -234,7 +234,11 @@ def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) 
         for step in _steps(payload):
             name, given = step["op"], dict(_object(step.get("input"), "input"))
             if name in FS_OPS:
-                answers.append(run_fs_step(Path(state_dir), name, given, snapshots))
+                try:
+                    answers.append(run_fs_step(Path(state_dir), name, given, snapshots))
+                except (OSError, ValueError, TypeError) as exc:
+                    # The harness's own file edit could not be done as written: the scenario is malformed.
+                    raise ScenarioError(f"store.scenario: {name} step could not run: {exc}") from exc
                 continue
             if name == "store.open":
                 answers.append(open_store(given, step.get("fields")))
