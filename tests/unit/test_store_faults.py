@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from kstate.codecs.offsets import UncleanShutdownError
 from kstate.errors import InvalidArgumentError
 from kstate.stores.api import (
     Backend,
@@ -127,6 +128,10 @@ def test_a_refused_unclean_open_changes_nothing(tmp_path: Path) -> None:
     store.commit({TP: 1})
     store.simulate_crash()
     _refused(tmp_path, ProcessorStateError, "Invalid state during store open")
+    # The refusal names its cause, so an application host can apply its unclean-shutdown policy (KV-52).
+    with pytest.raises(ProcessorStateError) as refused:
+        _open(tmp_path)
+    assert isinstance(refused.value.__cause__, UncleanShutdownError)
     recovered = _open(tmp_path, ignore_invalid_state=True)
     assert recovered.get(b"k") == b"v"
     recovered.close()

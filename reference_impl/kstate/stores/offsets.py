@@ -99,7 +99,9 @@ def check_offsets_image(image: Mapping[bytes, bytes], store: str, ignore_invalid
     status = image.get(STATUS_KEY)
     if not ignore_invalid_state and status is not None and status != encode_status(False):
         if status == encode_status(True):
-            raise ProcessorStateError("Invalid state during store open. Expected state to be either empty or closed")
+            # The cause says which refusal this is: the host's unclean-shutdown policy (KV-52) acts on it.
+            message = "Invalid state during store open. Expected state to be either empty or closed"
+            raise ProcessorStateError(message) from UncleanShutdownError(message)
         raise StoreCorruptedError(
             store, f"Error opening store {store}: the offsets status {status[:16].hex()!r} is neither OPEN nor CLOSED"
         )
