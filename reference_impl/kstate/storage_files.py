@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -115,3 +116,19 @@ def read_position_file(task_dir: str | Path, store_name: str) -> Position:
 def write_downgrade_checkpoint(task_dir: str | Path, committed: Mapping[TopicPartition, int | None]) -> bool:
     """``maybeDowngradeOffsets``: the consolidated per-task ``.checkpoint``, null offsets as -4 (OFF-20)."""
     return write_checkpoint_file(task_checkpoint_path(task_dir), downgrade_checkpoint_offsets(committed))
+
+
+def directory_digest(root: Path) -> dict[str, str]:
+    """Every path under ``root``: a file's SHA-256, ``dir``, or a link's target; equal digests, nothing changed (KV-23)."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for entry in dirnames + filenames:
+            path = Path(dirpath) / entry
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                out[rel] = "link:" + os.readlink(path)
+            elif path.is_dir():
+                out[rel] = "dir"
+            else:
+                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out

@@ -7,7 +7,6 @@ Every refused open here is checked to leave the state directory byte for byte as
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -20,6 +19,7 @@ import pytest
 
 from kstate.codecs.offsets import UncleanShutdownError
 from kstate.errors import InvalidArgumentError
+from kstate.storage_files import directory_digest
 from kstate.stores.api import (
     Backend,
     InvalidStoreNameError,
@@ -36,21 +36,6 @@ from kstate.stores.kv import RocksDBStore
 TP = TopicPartition("app-s-changelog", 0)
 NOBODY = 65534
 
-
-def tree(root: Path) -> dict[str, str]:
-    """Every path under ``root`` with what it is: a file's SHA-256, ``dir``, or a link's target."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = "link:" + os.readlink(path)
-            elif path.is_dir():
-                out[rel] = "dir"
-            else:
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
 
 
 def _open(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, **kwargs: Any) -> RocksDBStore:
@@ -99,10 +84,10 @@ def _write_raw(path: Path, cf: str, entries: dict[bytes, bytes]) -> None:
 
 def _refused(state_dir: Path, error: type[BaseException], match: str, **kwargs: Any) -> None:
     """Open, expect ``error`` matching ``match``, and check that nothing under ``state_dir`` changed (KV-23)."""
-    before = tree(state_dir)
+    before = directory_digest(state_dir)
     with pytest.raises(error, match=match):
         _open(state_dir, **kwargs)
-    assert tree(state_dir) == before
+    assert directory_digest(state_dir) == before
 
 
 # --- 1: a refused open changes nothing ----------------------------------------------------------------------
@@ -299,13 +284,13 @@ def test_a_read_only_task_directory_refuses_migration_before_anything_moves(tmp_
                     os.chown(os.path.join(dirpath, name), NOBODY, NOBODY)
         else:
             task.chmod(0o555)
-        before = tree(base)
+        before = directory_digest(base)
         code, message = _open_as(uid, base)
         if code == 6:
             pytest.skip(f"dropping privileges is impossible here: {message}")
         assert code == 3, message
         assert "not writable" in message
-        assert tree(base) == before
+        assert directory_digest(base) == before
     finally:
         task = task_directory(base, "app", "0_0")
         if task.exists():
@@ -403,11 +388,11 @@ def test_a_garbage_status_has_its_own_message(tmp_path: Path, status: bytes) -> 
     """A status neither OPEN nor CLOSED is refused as damaged, not as an unclean shutdown (KV-57, OFF-6)."""
     path = _filled(tmp_path)
     _write_raw(path, "offsets", {b"status": status})
-    before = tree(tmp_path)
+    before = directory_digest(tmp_path)
     with pytest.raises(StoreCorruptedError, match="neither OPEN nor CLOSED") as info:
         _open(tmp_path)
     assert "Invalid state" not in str(info.value)
-    assert tree(tmp_path) == before
+    assert directory_digest(tmp_path) == before
 
 
 @pytest.mark.parametrize(
@@ -416,10 +401,10 @@ def test_a_garbage_status_has_its_own_message(tmp_path: Path, status: bytes) -> 
 @pytest.mark.parametrize("backend", list(Backend))
 def test_store_names_follow_kafkas_rule(tmp_path: Path, name: str, backend: Backend) -> None:
     """Names Kafka's ``Named.validate`` refuses are refused, and nothing is created (KV-26)."""
-    before = tree(tmp_path)
+    before = directory_digest(tmp_path)
     with pytest.raises(InvalidStoreNameError):
         open_kv_store(StoreType.KEY_VALUE, backend, name=name, state_dir=tmp_path)
-    assert tree(tmp_path) == before
+    assert directory_digest(tmp_path) == before
     assert not (tmp_path.parent / "escape").exists()
 
 
@@ -468,7 +453,7 @@ def test_unknown_factory_enums_name_the_argument(tmp_path: Path, kwargs: dict[st
     with pytest.raises(InvalidArgumentError, match="expected one of") as info:
         open_kv_store(arguments["store_type"], arguments["backend"], name="s", state_dir=tmp_path)
     assert info.value.argument == argument
-    assert tree(tmp_path) == {}
+    assert directory_digest(tmp_path) == {}
 
 
 # --- RocksDB options ------------------------------------------------------------------------------------------
@@ -513,7 +498,7 @@ def test_a_first_open_failing_after_the_database_was_created_removes_it(
 
     monkeypatch.setattr(StoreOffsets, "open", fail)
     (tmp_path / "state").mkdir()
-    before = tree(tmp_path)
+    before = directory_digest(tmp_path)
     with pytest.raises(StoreStorageError, match="injected"):
         _open(tmp_path / "state")
-    assert tree(tmp_path) == before
+    assert directory_digest(tmp_path) == before

@@ -7,33 +7,17 @@ The tests edit the directory Kafka's layout puts the store in (KV-20), with Rock
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kstate.storage_files import directory_digest
 from kstate_conformance import rules
 from kstate_conformance.tests.test_kv_contract import HDR, KV, ROCKSDB, TOPIC, TS, Kit, h, kit, value_for
 
 __all__ = ["kit"]
 
-
-def _tree(root: Path) -> dict[str, str]:
-    """Every path under ``root``: a file's SHA-256, ``dir``, or a link's target."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = "link:" + os.readlink(path)
-            elif path.is_dir():
-                out[rel] = "dir"
-            else:
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
 
 
 def _task(kit: Kit) -> Path:
@@ -54,10 +38,10 @@ def _committed_store(kit: Kit, store_type: str = KV, offset: int = 7, entries: i
 
 
 def _refused_unchanged(kit: Kit, store_type: str = KV, **options: Any) -> dict[str, Any]:
-    before = _tree(kit.state_dir)
+    before = directory_digest(kit.state_dir)
     out = kit.open_refused(store_type, ROCKSDB, **options)
     assert "error" in out, f"the open was not refused: {out}"
-    assert _tree(kit.state_dir) == before, "a refused open changed the state directory"
+    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
     return out
 
 
@@ -220,10 +204,10 @@ def test_a_damaged_table_file_fails_scans_instead_of_shortening_them(kit: Kit) -
 def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
     """A store name outside Kafka's rule is refused on RocksDB, and nothing is created."""
     kit.require(KV, ROCKSDB)
-    before = _tree(kit.state_dir.parent)
+    before = directory_digest(kit.state_dir.parent)
     out = kit.open_refused(KV, ROCKSDB, name=name)
     assert "error" in out, f"the name {name!r} was accepted"
-    assert _tree(kit.state_dir.parent) == before
+    assert directory_digest(kit.state_dir.parent) == before
 
 
 @rules("KV-57", "OFF-3")

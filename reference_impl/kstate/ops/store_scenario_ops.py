@@ -33,8 +33,6 @@ reference's expansion, used by ``kstate fixtures verify``.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -44,6 +42,7 @@ from typing import Any
 from kstate.errors import KStateError
 from kstate.ops import JsonDict, call, op
 from kstate.ops.compare import differences
+from kstate.storage_files import directory_digest
 
 SCENARIO_OP = "store.scenario"
 ALL_BACKENDS = ("memory", "rocksdb")
@@ -103,21 +102,6 @@ def _keep_families(out: JsonDict, keep: Any) -> JsonDict:
     return {"families": sorted(families), "column_families": {cf: families[cf] for cf in keep if cf in families}}
 
 
-def _tree(root: Path) -> dict[str, str]:
-    """Every path under ``root``: a file's SHA-256, ``dir``, or a link's target (KV-23)."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for entry in dirnames + filenames:
-            path = Path(dirpath) / entry
-            rel = str(path.relative_to(root))
-            if path.is_symlink():
-                out[rel] = "link:" + os.readlink(path)
-            elif path.is_dir():
-                out[rel] = "dir"
-            else:
-                out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
-
 
 def _path(root: Path, given: JsonDict, exists: bool = False) -> Path:
     rel = given.get("path")
@@ -156,13 +140,13 @@ def _rocksdb(path: Path) -> Any:
 def run_fs_step(root: Path, name: str, given: JsonDict, snapshots: dict[str, dict[str, str]]) -> JsonDict:
     """One ``fs.*`` step on the state directory ``root``, done by the scenario itself (OPS-5)."""
     if name == "fs.snapshot":
-        snapshots[str(given.get("as", "s"))] = _tree(root)
+        snapshots[str(given.get("as", "s"))] = directory_digest(root)
         return {}
     if name == "fs.changed":
         label = str(given.get("since", "s"))
         if label not in snapshots:
             raise ScenarioError(f"store.scenario: fs.changed since an unknown snapshot {label!r}")
-        before, after = snapshots[label], _tree(root)
+        before, after = snapshots[label], directory_digest(root)
         return {"changed": sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))}
     path = _path(root, given, exists=name not in ("fs.write", "fs.mkdir", "fs.symlink"))
     if name == "fs.write":
