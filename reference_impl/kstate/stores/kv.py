@@ -816,6 +816,8 @@ class RocksDBStore(_KeyValueOperations):
             plan.data_cf not in existing
             and has_committed_offsets(image)
             and not any(has_data for cf, has_data in existing.items() if cf != OFFSETS_CF)
+            # An older type's own family, even emptied by deletes, is an upgrade Kafka opens (KV-57, UPG-*).
+            and not any(cf not in (OFFSETS_CF, "default") for cf in existing)
         ):
             raise StoreCorruptedError(
                 self.name,
