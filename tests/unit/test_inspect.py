@@ -94,16 +94,16 @@ def build_all_types(root: Path) -> None:
     key.put(b"v1", 100)
     key.put(b"v2", 2_500)
     write_db(task_dir(root) / "rocksdb" / "ver", {"default": dict(key.physical_rows(b"k")), "offsets": CLOSED})
-    plain_window = window_keys.to_store_key_binary(window_keys.WindowSchema.PLAIN, b"k", 60_500, 0)
+    plain_window = window_keys.PLAIN.to_store_key(b"k", 60_500, 0)
     window_dir(root, "win", {1: {"default": {plain_window: b"w"}, "offsets": CLOSED}})
     window_dir(root, "twin", {1: {"keyValueWithTimestamp": {
         plain_window: timestamped.encode_value_and_timestamp(b"w", 60_500) or b""}, "offsets": CLOSED}})
     window_dir(root, "hwin", {1: {"keyValueWithTimestampAndHeaders": {
         plain_window: header_values.encode_value_timestamp_headers(b"w", 60_500, [("h", b"y")]) or b""}}})
-    ordered = window_keys.to_store_key_binary(window_keys.WindowSchema.TIME_FIRST, b"k", 60_500, 0)
+    ordered = window_keys.TIME_FIRST.to_store_key(b"k", 60_500, 0)
     window_dir(root, "owin", {1: {"windowKeyValueWithHeaders": {
         ordered: header_values.encode_aggregation_with_headers(b"w", [("h", None)]) or b""}}})
-    session = session_keys.to_binary(session_keys.SessionSchema.PLAIN, b"k", 60_100, 61_000)
+    session = session_keys.PLAIN.to_store_key(b"k", 60_100, 61_000)
     window_dir(root, "sess", {1: {"default": {session: b"agg"}, "offsets": CLOSED}})
     window_dir(root, "hsess", {1: {"sessionKeyValueWithHeaders": {
         session: header_values.encode_aggregation_with_headers(b"agg", [("h", b"z")]) or b""}}})
@@ -166,10 +166,10 @@ def test_never_writes_to_the_directory(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_plain_window_and_session_are_told_apart_by_their_keys(tmp_path: Path) -> None:
     """LAY-3: [key][ts][seqnum] against [key][end][start], each read inside its segment's range."""
-    keys = [window_keys.to_store_key_binary(window_keys.WindowSchema.PLAIN, b"key%d" % i, 120_000 + i, 1)
+    keys = [window_keys.PLAIN.to_store_key(b"key%d" % i, 120_000 + i, 1)
             for i in range(3)]
     window_dir(tmp_path, "a", {2: {"default": dict.fromkeys(keys, b"v")}})
-    sessions = [session_keys.to_binary(session_keys.SessionSchema.PLAIN, b"key%d" % i, 100 + i, 120_000 + i)
+    sessions = [session_keys.PLAIN.to_store_key(b"key%d" % i, 100 + i, 120_000 + i)
                 for i in range(3)]
     window_dir(tmp_path, "b", {2: {"default": dict.fromkeys(sessions, b"v")}})
     stores = by_name(inspect_state_dir(tmp_path))
@@ -340,8 +340,8 @@ def test_global_stores_named_topologies_and_legacy_segment_names(tmp_path: Path,
 
 def test_plain_time_ordered_window_store(tmp_path: Path) -> None:
     """LAY-3, LAY-5: a default-only window store with time-first base and key-first index rows (WIN-2, WIN-3)."""
-    base = window_keys.to_store_key_binary(window_keys.WindowSchema.TIME_FIRST, b"key", 180_001, 0)
-    index = window_keys.to_store_key_binary(window_keys.WindowSchema.KEY_FIRST, b"key", 180_001, 0)
+    base = window_keys.TIME_FIRST.to_store_key(b"key", 180_001, 0)
+    index = window_keys.KEY_FIRST.to_store_key(b"key", 180_001, 0)
     window_dir(tmp_path, "o", {3: {"default": {base: b"v", index: b""}}})
     report = inspect_state_dir(tmp_path)
     assert by_name(report)["o"].store_type == "time_ordered_window" and report.clean

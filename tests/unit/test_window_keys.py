@@ -1,15 +1,17 @@
-"""Unit tests of the reference window key codec (kstate.codecs.window_keys) and its operations."""
+"""Unit tests of the reference window key codec (kstate.codecs.window_keys) and its operations.
+
+What every window and session schema shares is tested once per schema in test_key_schemas.py.
+"""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kstate.codecs import key_schemas as ks
 from kstate.codecs import window_keys as wk
 from kstate.errors import DecodeError, EncodeError, NullKeyError
 from kstate.ops import call
@@ -19,70 +21,45 @@ LONG_MAX = (1 << 63) - 1
 LONG_MIN = -(1 << 63)
 INT64 = st.integers(min_value=LONG_MIN, max_value=LONG_MAX)
 INT32 = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
-PLAIN, TIME_FIRST, KEY_FIRST = wk.WindowSchema.PLAIN, wk.WindowSchema.TIME_FIRST, wk.WindowSchema.KEY_FIRST
+PLAIN, TIME_FIRST, KEY_FIRST = wk.PLAIN, wk.TIME_FIRST, wk.KEY_FIRST
 
 
 def test_layouts_of_the_three_schemas() -> None:
-    assert wk.to_store_key_binary(PLAIN, b"k", 1, 2).hex() == "6b" + "0000000000000001" + "00000002"
-    assert wk.to_store_key_binary(TIME_FIRST, b"k", 1, 2).hex() == "00" + "0000000000000001" + "6b" + "00000002"
-    assert wk.to_store_key_binary(KEY_FIRST, b"k", 1, 2).hex() == "01" + "6b" + "0000000000000001" + "00000002"
-    assert wk.to_store_key_binary(PLAIN, b"", -1, -1) == b"\xff" * 12
+    assert PLAIN.to_store_key(b"k", 1, 2).hex() == "6b" + "0000000000000001" + "00000002"
+    assert TIME_FIRST.to_store_key(b"k", 1, 2).hex() == "00" + "0000000000000001" + "6b" + "00000002"
+    assert KEY_FIRST.to_store_key(b"k", 1, 2).hex() == "01" + "6b" + "0000000000000001" + "00000002"
+    assert PLAIN.to_store_key(b"", -1, -1) == b"\xff" * 12
 
 
-@pytest.mark.parametrize("schema", list(wk.WindowSchema))
+@pytest.mark.parametrize("schema", wk.SCHEMAS, ids=repr)
 @given(key=st.binary(max_size=20), ts=INT64, seq=INT32)
 def test_round_trip(schema: wk.WindowSchema, key: bytes, ts: int, seq: int) -> None:
-    data = wk.to_store_key_binary(schema, key, ts, seq)
-    assert wk.decode_store_key(schema, data) == wk.WindowStoreKey(key, ts, seq)
-    assert len(data) == len(key) + wk.min_store_key_length(schema)
+    data = schema.to_store_key(key, ts, seq)
+    assert schema.decode(data) == wk.WindowStoreKey(key, ts, seq)
+    assert len(data) == len(key) + schema.min_key_length
 
 
-@pytest.mark.parametrize("schema", list(wk.WindowSchema))
+@pytest.mark.parametrize("schema", wk.SCHEMAS, ids=repr)
 def test_null_key_and_out_of_range_arguments_are_refused(schema: wk.WindowSchema) -> None:
     with pytest.raises(NullKeyError):
-        wk.to_store_key_binary(schema, None, 0, 0)
+        schema.to_store_key(None, 0, 0)
     with pytest.raises(EncodeError):
-        wk.to_store_key_binary(schema, b"", 1 << 63, 0)
+        schema.to_store_key(b"", 1 << 63, 0)
     with pytest.raises(EncodeError):
-        wk.to_store_key_binary(schema, b"", 0, 1 << 31)
+        schema.to_store_key(b"", 0, 1 << 31)
     with pytest.raises(NullKeyError):
-        wk.lower_range_fixed_size(schema, None, 0)
-
-
-@pytest.mark.parametrize("schema", list(wk.WindowSchema))
-@given(data=st.binary(max_size=40))
-def test_hostile_bytes_raise_only_decode_errors(schema: wk.WindowSchema, data: bytes) -> None:
-    decoders: list[Callable[[], object]] = [
-        lambda: wk.decode_store_key(schema, data),
-        lambda: wk.extract_store_window(schema, data, 10),
-        lambda: wk.store_key_segment_id(schema, data, 7),
-        lambda: wk.from_binary(data, 10),
-    ]
-    if schema is not PLAIN:
-        decoders.append(lambda: wk.from_non_prefix_window_key(schema, data))
-    for decode in decoders:
-        with contextlib.suppress(DecodeError):
-            decode()
-
-
-@pytest.mark.parametrize("schema", list(wk.WindowSchema))
-def test_short_input_is_refused_with_the_offset(schema: wk.WindowSchema) -> None:
-    need = wk.min_store_key_length(schema)
-    with pytest.raises(DecodeError) as info:
-        wk.decode_store_key(schema, bytes(need - 1))
-    assert info.value.offset == 0
-    wk.decode_store_key(schema, bytes(need))
+        schema.lower_range_fixed_size(None, 0)
 
 
 def test_no_length_field_so_a_long_key_is_sliced_not_allocated() -> None:
     # Window keys carry no length field: a 1 MiB key decodes in one slice of exactly that size.
     key = b"\xab" * (1 << 20)
-    decoded = wk.decode_store_key(PLAIN, key + bytes(12))
+    decoded = PLAIN.decode(key + bytes(12))
     assert decoded.key == key and decoded.timestamp == 0
 
 
 def test_prefix_byte_is_not_checked() -> None:
-    decoded = wk.decode_store_key(TIME_FIRST, bytes.fromhex("07" + "0000000000000001" + "aa" + "00000002"))
+    decoded = TIME_FIRST.decode(bytes.fromhex("07" + "0000000000000001" + "aa" + "00000002"))
     assert decoded == wk.WindowStoreKey(b"\xaa", 1, 2)
     assert not wk.is_time_first_schema_key(bytes.fromhex("07"))
     assert wk.is_time_first_schema_key(b"\x00") and not wk.is_time_first_schema_key(b"")
@@ -115,36 +92,36 @@ def test_time_window_for_size_uses_java_long_arithmetic() -> None:
 
 def test_ordered_upper_range() -> None:
     suffix = bytes.fromhex("80") + bytes(11)
-    assert wk.ordered_upper_range(bytes.fromhex("807f00ff"), suffix) == b"\x80" + suffix
-    assert wk.ordered_upper_range(bytes.fromhex("7f80ff"), suffix) == bytes.fromhex("7f80ff") + suffix
-    assert wk.ordered_upper_range(bytes.fromhex("7f80"), b"\x00" + bytes(11)) == bytes.fromhex("7f80") + bytes(12)
-    assert wk.ordered_upper_range(b"", suffix) == suffix
-    assert wk.ordered_upper_range(b"\x00", suffix) == b"\x00" + suffix  # the first byte is always kept
+    assert ks.ordered_upper_range(bytes.fromhex("807f00ff"), suffix) == b"\x80" + suffix
+    assert ks.ordered_upper_range(bytes.fromhex("7f80ff"), suffix) == bytes.fromhex("7f80ff") + suffix
+    assert ks.ordered_upper_range(bytes.fromhex("7f80"), b"\x00" + bytes(11)) == bytes.fromhex("7f80") + bytes(12)
+    assert ks.ordered_upper_range(b"", suffix) == suffix
+    assert ks.ordered_upper_range(b"\x00", suffix) == b"\x00" + suffix  # the first byte is always kept
 
 
 def test_range_bounds_for_null_keys() -> None:
-    assert wk.lower_range(PLAIN, None, 5) is None and wk.upper_range(PLAIN, None, 5) is None
-    assert wk.lower_range(TIME_FIRST, None, 5) == b"\x00" + (5).to_bytes(8, "big")
-    assert wk.upper_range(TIME_FIRST, None, 5) == b"\x01"
-    assert wk.lower_range(KEY_FIRST, None, 5) == b"\x01"
-    assert wk.upper_range(KEY_FIRST, None, 5) == b"\x02"
+    assert PLAIN.lower_range(None, 5) is None and PLAIN.upper_range(None, 5) is None
+    assert TIME_FIRST.lower_range(None, 5) == b"\x00" + (5).to_bytes(8, "big")
+    assert TIME_FIRST.upper_range(None, 5) == b"\x01"
+    assert KEY_FIRST.lower_range(None, 5) == b"\x01"
+    assert KEY_FIRST.upper_range(None, 5) == b"\x02"
 
 
 def test_fixed_size_bounds_clamp_only_the_lower_time() -> None:
-    assert wk.lower_range_fixed_size(PLAIN, b"k", -5) == wk.to_store_key_binary(PLAIN, b"k", 0, 0)
-    assert wk.upper_range_fixed_size(PLAIN, b"k", -5) == wk.to_store_key_binary(PLAIN, b"k", -5, (1 << 31) - 1)
-    assert wk.lower_range(TIME_FIRST, b"k", -5) == b"\x00" + (-5).to_bytes(8, "big", signed=True) + b"k"
+    assert PLAIN.lower_range_fixed_size(b"k", -5) == PLAIN.to_store_key(b"k", 0, 0)
+    assert PLAIN.upper_range_fixed_size(b"k", -5) == PLAIN.to_store_key(b"k", -5, (1 << 31) - 1)
+    assert TIME_FIRST.lower_range(b"k", -5) == b"\x00" + (-5).to_bytes(8, "big", signed=True) + b"k"
 
 
 def test_from_non_prefix_window_key() -> None:
-    plain = wk.to_store_key_binary(PLAIN, b"key", 9, 3)
-    assert wk.from_non_prefix_window_key(TIME_FIRST, plain) == wk.to_store_key_binary(TIME_FIRST, b"key", 9, 3)
-    assert wk.from_non_prefix_window_key(KEY_FIRST, plain) == wk.to_store_key_binary(KEY_FIRST, b"key", 9, 3)
-    assert wk.from_non_prefix_window_key(KEY_FIRST, b"") == b"\x01"  # Kafka prefixes anything
+    plain = PLAIN.to_store_key(b"key", 9, 3)
+    assert TIME_FIRST.from_non_prefix_key(plain) == TIME_FIRST.to_store_key(b"key", 9, 3)
+    assert KEY_FIRST.from_non_prefix_key(plain) == KEY_FIRST.to_store_key(b"key", 9, 3)
+    assert KEY_FIRST.from_non_prefix_key(b"") == b"\x01"  # Kafka prefixes anything
     with pytest.raises(DecodeError):
-        wk.from_non_prefix_window_key(TIME_FIRST, bytes(11))
+        TIME_FIRST.from_non_prefix_key(bytes(11))
     with pytest.raises(EncodeError):
-        wk.from_non_prefix_window_key(PLAIN, plain)
+        PLAIN.from_non_prefix_key(plain)
 
 
 def test_pipe_serde() -> None:
@@ -168,13 +145,13 @@ def test_segments_and_store_parameters() -> None:
     assert wk.default_segment_interval(0) == 60000
     assert wk.default_segment_interval(120003) == 60001
     assert wk.validate_store_params(100, 100, None) == 60000
-    assert wk.store_key_segment_id(PLAIN, wk.to_store_key_binary(PLAIN, b"", -1, 0), 10) == 0
-    assert wk.store_key_segment_id(TIME_FIRST, wk.to_store_key_binary(TIME_FIRST, b"k", -11, 0), 10) == -1
+    assert PLAIN.segment_id(PLAIN.to_store_key(b"", -1, 0), 10) == 0
+    assert TIME_FIRST.segment_id(TIME_FIRST.to_store_key(b"k", -11, 0), 10) == -1
     for retention, size, interval in [(-1, 0, None), (10, -1, None), (10, 11, None), (10, 1, 0)]:
         with pytest.raises(EncodeError):
             wk.validate_store_params(retention, size, interval)
     with pytest.raises(EncodeError):
-        wk.store_key_segment_id(PLAIN, bytes(12), 0)
+        PLAIN.segment_id(bytes(12), 0)
 
 
 def test_operations_report_refusals_per_sub_output() -> None:

@@ -156,12 +156,12 @@ def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordCo
 
 def window_changelog_key(key: bytes, window_start: int, seqnum: int) -> bytes:
     """``WindowKeySchema.toStoreKeyBinary``: ``[key][windowStart int64][seqnum int32]`` (CL-6, WIN-1)."""
-    return window_keys.to_store_key_binary(window_keys.WindowSchema.PLAIN, bytes(key), window_start, seqnum)
+    return window_keys.PLAIN.to_store_key(bytes(key), window_start, seqnum)
 
 
 def session_changelog_key(key: bytes, start: int, end: int) -> bytes:
     """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7, SESS-1)."""
-    return session_keys.to_binary(session_keys.SessionSchema.PLAIN, bytes(key), start, end)
+    return session_keys.PLAIN.to_store_key(bytes(key), start, end)
 
 
 #: The change-logging window layer's own counter, ``(seqnum + 1) & 0x7FFFFFFF`` per put with duplicates (CL-6).

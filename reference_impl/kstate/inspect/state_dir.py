@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
+from kstate.codecs import header_values, key_schemas, session_keys, timestamped, versioned, window_keys
 from kstate.codecs.changelog import StoreType
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
@@ -267,29 +267,29 @@ def detect_kv_type(rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[StoreTyp
 def _plausible_window(key: bytes, low: int, high: int | None) -> bool:
     if len(key) < window_keys.SUFFIX_SIZE:
         return False
-    ts = window_keys.decode_store_key(window_keys.WindowSchema.PLAIN, key).timestamp
+    ts = window_keys.PLAIN.decode(key).timestamp
     return ts >= low and (high is None or ts < high)
 
 
 def _plausible_time_ordered_window(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < window_keys.PREFIX_SIZE + window_keys.SUFFIX_SIZE or key[0] not in (
-            window_keys.TIME_FIRST_PREFIX, window_keys.KEY_FIRST_PREFIX):
+    if len(key) < window_keys.TIME_FIRST.min_key_length or key[0] not in (
+            key_schemas.TIME_FIRST_PREFIX, key_schemas.KEY_FIRST_PREFIX):
         return False
-    ts = window_keys.decode_store_key(_window_schema(key), key).timestamp
+    ts = _window_schema(key).decode(key).timestamp
     return ts >= low and (high is None or ts < high)
 
 
 def _window_schema(key: bytes) -> window_keys.WindowSchema:
     """Time-ordered window stores keep time-first base rows and key-first index rows in one database (WIN-2, WIN-3)."""
-    if key[:1] == bytes([window_keys.KEY_FIRST_PREFIX]):
-        return window_keys.WindowSchema.KEY_FIRST
-    return window_keys.WindowSchema.TIME_FIRST
+    if key[:1] == bytes([key_schemas.KEY_FIRST_PREFIX]):
+        return window_keys.KEY_FIRST
+    return window_keys.TIME_FIRST
 
 
 def _plausible_session(key: bytes, low: int, high: int | None) -> bool:
     if len(key) < session_keys.SUFFIX_SIZE:
         return False
-    decoded = session_keys.decode(session_keys.SessionSchema.PLAIN, key)
+    decoded = session_keys.PLAIN.decode(key)
     return 0 <= decoded.start <= decoded.end and decoded.end >= low and (high is None or decoded.end < high)
 
 
@@ -361,13 +361,13 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
                                for v in versioned.deserialize_segment_value(value).versions()]
         return row
     if time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
-        decoded = window_keys.decode_store_key(_window_schema(key), key)
+        decoded = _window_schema(key).decode(key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
     elif window:
-        decoded = window_keys.decode_store_key(window_keys.WindowSchema.PLAIN, key)
+        decoded = window_keys.PLAIN.decode(key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
     elif session:
-        skey = session_keys.decode(session_keys.SessionSchema.PLAIN, key)
+        skey = session_keys.PLAIN.decode(key)
         session_keys.validate_session_window(skey.start, skey.end)
         row.update(key=_text(skey.key), session={"start": skey.start, "end": skey.end})
     else:

@@ -7,28 +7,22 @@ Each Kafka schema class gets its own operation prefix: ``session.key_schema`` (`
 from __future__ import annotations
 
 from kstate.codecs import session_keys as sk
-from kstate.codecs.window_keys import KEY_FIRST_PREFIX, TIME_FIRST_PREFIX
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
 from kstate.ops.inputs import require_hex, require_int
+from kstate.ops.key_schema_ops import lenient_prefix, orders_by_key, register_from_non_prefix_key, register_ranges
 
-_JAVA_CLASS = {
-    sk.SessionSchema.PLAIN: "SessionKeySchema",
-    sk.SessionSchema.TIME_FIRST: "TimeFirstSessionKeySchema",
-    sk.SessionSchema.KEY_FIRST: "KeyFirstSessionKeySchema",
+#: The Kafka method and operation that rewrite a plain session key in each prefixed layout (SESS-9).
+_FROM_NON_PREFIX = {
+    sk.TIME_FIRST: ("extract_window_bytes_from_non_prefix_session_key", "extractWindowBytesFromNonPrefixSessionKey"),
+    sk.KEY_FIRST: ("prefix_non_prefix_session_key", "prefixNonPrefixSessionKey"),
 }
-_LAYOUT_RULE = {
-    sk.SessionSchema.PLAIN: "SESS-1",
-    sk.SessionSchema.TIME_FIRST: "SESS-2",
-    sk.SessionSchema.KEY_FIRST: "SESS-3",
-}
-_EXPECTED_PREFIX = {sk.SessionSchema.TIME_FIRST: TIME_FIRST_PREFIX, sk.SessionSchema.KEY_FIRST: KEY_FIRST_PREFIX}
 
 
 def _lenient_unvalidated_window(schema: sk.SessionSchema) -> LeniencyCheck:
     def check(payload: JsonDict) -> str | None:
         start, end = require_int(payload, "start"), require_int(payload, "end")
-        refused_anyway = payload["key"] is None and schema is not sk.SessionSchema.TIME_FIRST
+        refused_anyway = payload["key"] is None and not schema.accepts_null_key
         if (start < 0 or end < start) and not refused_anyway:
             return f"Kafka writes the key of an invalid session window (start {start}, end {end}) without checking it"
         return None
@@ -36,33 +30,15 @@ def _lenient_unvalidated_window(schema: sk.SessionSchema) -> LeniencyCheck:
     return check
 
 
-def _lenient_prefix(schema: sk.SessionSchema) -> LeniencyCheck:
-    def check(payload: JsonDict) -> str | None:
-        data = bytes.fromhex(payload.get("bytes") or "")
-        expected = _EXPECTED_PREFIX[schema]
-        if len(data) >= sk.min_key_length(schema) and data[0] != expected:
-            return f"Kafka does not check the prefix byte: {data[0]:#04x} decoded as {schema.value} (0x{expected:02x})"
-        return None
-
-    return check
-
-
-def _lenient_short_plain_key(payload: JsonDict) -> str | None:
-    data = bytes.fromhex(payload.get("bytes") or "")
-    if len(data) < sk.SUFFIX_SIZE:
-        return f"Kafka prefixes {len(data)} bytes, shorter than a plain session key's 16-byte suffix"
-    return None
-
-
 def _register(schema: sk.SessionSchema) -> None:
-    name = f"session.{schema.value}"
-    java = _JAVA_CLASS[schema]
-    layout = _LAYOUT_RULE[schema]
+    name = f"session.{schema.name}"
+    java = schema.kafka_class
+    layout = schema.layout_rule
 
     def to_binary(payload: JsonDict) -> JsonDict:
         """Session key of (key, start, end); the window is not validated."""
         key = require_hex(payload, "key")
-        return {"bytes": tohex(sk.to_binary(schema, key, require_int(payload, "start"), require_int(payload, "end")))}
+        return {"bytes": tohex(schema.to_store_key(key, require_int(payload, "start"), require_int(payload, "end")))}
 
     op(
         f"{name}.to_binary",
@@ -73,7 +49,7 @@ def _register(schema: sk.SessionSchema) -> None:
 
     def extract(payload: JsonDict) -> JsonDict:
         """Key, start and end of a session key, and its window or the window's refusal."""
-        decoded = sk.decode(schema, require_hex(payload, "bytes", nullable=False))
+        decoded = schema.decode(require_hex(payload, "bytes", nullable=False))
 
         def window() -> JsonDict:
             sk.validate_session_window(decoded.start, decoded.end)
@@ -85,62 +61,29 @@ def _register(schema: sk.SessionSchema) -> None:
         f"{name}.extract",
         rules=[layout, "SESS-4"],
         java=[f"{java}.extractKeyBytes+extractStartTimestamp+extractEndTimestamp+extractWindow"],
-        lenient=None if schema is sk.SessionSchema.PLAIN else _lenient_prefix(schema),
+        lenient=lenient_prefix(schema),
     )(extract)
 
-    def ranges(payload: JsonDict) -> JsonDict:
-        """The four range bounds of (key, time); each is ``{bytes}`` or a refusal."""
-        key = require_hex(payload, "key")
-        time = require_int(payload, "time")
-        return {
-            "lower_range": capture(lambda: {"bytes": tohex(sk.lower_range(schema, key, time))}),
-            "upper_range": capture(lambda: {"bytes": tohex(sk.upper_range(schema, key, time))}),
-            "lower_range_fixed_size": capture(lambda: {"bytes": tohex(sk.lower_range_fixed_size(schema, key, time))}),
-            "upper_range_fixed_size": capture(lambda: {"bytes": tohex(sk.upper_range_fixed_size(schema, key, time))}),
-        }
-
-    range_rules = ["SESS-7", "SESS-6"] + (["SESS-8"] if schema is not sk.SessionSchema.TIME_FIRST else [])
-    op(
-        f"{name}.ranges",
-        rules=range_rules,
-        java=[f"{java}.lowerRange+upperRange+lowerRangeFixedSize+upperRangeFixedSize"],
-    )(ranges)
+    register_ranges(schema, ["SESS-7", "SESS-6"] + (["SESS-8"] if orders_by_key(schema) else []))
 
     def key_segment_id(payload: JsonDict) -> JsonDict:
         """Segment timestamp (the session END) and segment id of a session key."""
         data = require_hex(payload, "bytes", nullable=False)
-        return {
-            "segment_timestamp": sk.decode(schema, data).end,
-            "segment_id": sk.key_segment_id(schema, data, require_int(payload, "segment_interval")),
-        }
+        # The END is decoded before the interval is read, so a bad key is refused first.
+        segment_timestamp = schema.segment_timestamp(data)
+        return {"segment_timestamp": segment_timestamp,
+                "segment_id": schema.segment_id(data, require_int(payload, "segment_interval"))}
 
     op(f"{name}.segment_id", rules=[layout, "SESS-11"])(key_segment_id)
 
 
-for _schema in sk.SessionSchema:
+for _schema in sk.SCHEMAS:
     _register(_schema)
 
-
-@op(
-    "session.time_first.extract_window_bytes_from_non_prefix_session_key",
-    rules=["SESS-2", "SESS-9"],
-    java=["TimeFirstSessionKeySchema.extractWindowBytesFromNonPrefixSessionKey"],
-)
-def extract_window_bytes_from_non_prefix_session_key(payload: JsonDict) -> JsonDict:
-    """A plain session key rewritten in the time-first layout."""
-    data = require_hex(payload, "bytes", nullable=False)
-    return {"bytes": tohex(sk.extract_window_bytes_from_non_prefix_session_key(data))}
-
-
-@op(
-    "session.key_first.prefix_non_prefix_session_key",
-    rules=["SESS-3", "SESS-9"],
-    java=["KeyFirstSessionKeySchema.prefixNonPrefixSessionKey"],
-    lenient=_lenient_short_plain_key,
-)
-def prefix_non_prefix_session_key(payload: JsonDict) -> JsonDict:
-    """A plain session key rewritten in the key-first layout."""
-    return {"bytes": tohex(sk.prefix_non_prefix_session_key(require_hex(payload, "bytes", nullable=False)))}
+for _schema, (_name, _java_method) in _FROM_NON_PREFIX.items():
+    register_from_non_prefix_key(
+        _schema, _name, _java_method, "SESS-9",
+        f"A plain session key rewritten in the {_schema.name.replace('_', '-')} layout.")
 
 
 @op(
@@ -155,14 +98,11 @@ def to_binary_windowed(payload: JsonDict) -> JsonDict:
     sk.validate_session_window(start, end, error=EncodeError)
 
     def encoded(schema: sk.SessionSchema) -> JsonDict | str | None:
-        result = capture(lambda: {"bytes": tohex(sk.to_binary_windowed(schema, key, start, end))})
+        result = capture(lambda: {"bytes": tohex(schema.to_binary_windowed(key, start, end))})
         return result if "error" in result else result["bytes"]
 
-    return {
-        "session_key_schema": encoded(sk.SessionSchema.PLAIN),
-        "time_first": encoded(sk.SessionSchema.TIME_FIRST),
-        "key_first": encoded(sk.SessionSchema.KEY_FIRST),
-    }
+    # The plain schema's field is named after its class, SessionKeySchema.
+    return {("session_key_schema" if schema is sk.PLAIN else schema.name): encoded(schema) for schema in sk.SCHEMAS}
 
 
 @op("session.segment_interval", rules=["SESS-11"])

@@ -8,49 +8,20 @@ from __future__ import annotations
 
 from kstate.codecs import window_keys as wk
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
+from kstate.ops import JsonDict, op, tohex
 from kstate.ops.inputs import require_bool, require_hex, require_int
-
-_JAVA_CLASS = {
-    wk.WindowSchema.PLAIN: "WindowKeySchema",
-    wk.WindowSchema.TIME_FIRST: "TimeFirstWindowKeySchema",
-    wk.WindowSchema.KEY_FIRST: "KeyFirstWindowKeySchema",
-}
-_LAYOUT_RULE = {
-    wk.WindowSchema.PLAIN: "WIN-1",
-    wk.WindowSchema.TIME_FIRST: "WIN-2",
-    wk.WindowSchema.KEY_FIRST: "WIN-3",
-}
-_EXPECTED_PREFIX = {wk.WindowSchema.TIME_FIRST: wk.TIME_FIRST_PREFIX, wk.WindowSchema.KEY_FIRST: wk.KEY_FIRST_PREFIX}
-
-
-def _lenient_prefix(schema: wk.WindowSchema) -> LeniencyCheck:
-    def check(payload: JsonDict) -> str | None:
-        data = bytes.fromhex(payload.get("bytes") or "")
-        expected = _EXPECTED_PREFIX[schema]
-        if len(data) >= wk.min_store_key_length(schema) and data[0] != expected:
-            return f"Kafka does not check the prefix byte: {data[0]:#04x} decoded as {schema.value} (0x{expected:02x})"
-        return None
-
-    return check
-
-
-def _lenient_short_plain_key(payload: JsonDict) -> str | None:
-    data = bytes.fromhex(payload.get("bytes") or "")
-    if len(data) < wk.SUFFIX_SIZE:
-        return f"Kafka prefixes {len(data)} bytes, shorter than a plain store key's 12-byte suffix"
-    return None
+from kstate.ops.key_schema_ops import lenient_prefix, orders_by_key, register_from_non_prefix_key, register_ranges
 
 
 def _register(schema: wk.WindowSchema) -> None:
-    name = f"window.{schema.value}"
-    java = _JAVA_CLASS[schema]
-    layout = _LAYOUT_RULE[schema]
+    name = f"window.{schema.name}"
+    java = schema.kafka_class
+    layout = schema.layout_rule
 
     def to_store_key_binary(payload: JsonDict) -> JsonDict:
         """Store key of (key, window start, seqnum)."""
         key = require_hex(payload, "key")
-        return {"bytes": tohex(wk.to_store_key_binary(schema, key, require_int(payload, "timestamp"), require_int(payload, "seqnum")))}
+        return {"bytes": tohex(schema.to_store_key(key, require_int(payload, "timestamp"), require_int(payload, "seqnum")))}
 
     op(f"{name}.to_store_key_binary", rules=[layout, "WIN-6", "WIN-7"], java=[f"{java}.toStoreKeyBinary"])(
         to_store_key_binary
@@ -59,9 +30,9 @@ def _register(schema: wk.WindowSchema) -> None:
     def extract_store_key(payload: JsonDict) -> JsonDict:
         """Key bytes, window start and seqnum of a store key."""
         data = require_hex(payload, "bytes", nullable=False)
-        decoded = wk.decode_store_key(schema, data)
+        decoded = schema.decode(data)
         out: JsonDict = {"key": tohex(decoded.key), "timestamp": decoded.timestamp, "seqnum": decoded.seqnum}
-        if schema is not wk.WindowSchema.PLAIN:
+        if schema.prefix is not None:
             out["is_time_first"] = wk.is_time_first_schema_key(data)
         return out
 
@@ -69,65 +40,38 @@ def _register(schema: wk.WindowSchema) -> None:
         f"{name}.extract_store_key",
         rules=[layout, "WIN-4"],
         java=[f"{java}.extractStoreKeyBytes+extractStoreTimestamp+extractStoreSequence"],
-        lenient=None if schema is wk.WindowSchema.PLAIN else _lenient_prefix(schema),
+        lenient=lenient_prefix(schema),
     )(extract_store_key)
 
     def extract_store_window(payload: JsonDict) -> JsonDict:
         """Time window of a store key for a fixed window size."""
-        window = wk.extract_store_window(schema, require_hex(payload, "bytes", nullable=False), require_int(payload, "window_size"))
+        window = schema.extract_store_window(require_hex(payload, "bytes", nullable=False), require_int(payload, "window_size"))
         return {"start": window.start, "end": window.end}
 
     op(
         f"{name}.extract_store_window",
         rules=[layout, "WIN-8", "WIN-9"],
         java=[f"{java}.extractStoreWindow"],
-        lenient=None if schema is wk.WindowSchema.PLAIN else _lenient_prefix(schema),
+        lenient=lenient_prefix(schema),
     )(extract_store_window)
 
-    def ranges(payload: JsonDict) -> JsonDict:
-        """The four range bounds of (key, time); each is ``{bytes}`` or a refusal."""
-        key = require_hex(payload, "key")
-        time = require_int(payload, "time")
-        return {
-            "lower_range": capture(lambda: {"bytes": tohex(wk.lower_range(schema, key, time))}),
-            "upper_range": capture(lambda: {"bytes": tohex(wk.upper_range(schema, key, time))}),
-            "lower_range_fixed_size": capture(lambda: {"bytes": tohex(wk.lower_range_fixed_size(schema, key, time))}),
-            "upper_range_fixed_size": capture(lambda: {"bytes": tohex(wk.upper_range_fixed_size(schema, key, time))}),
-        }
-
-    range_rules = ["WIN-10", "WIN-7"] + (["WIN-11"] if schema is not wk.WindowSchema.TIME_FIRST else [])
-    op(
-        f"{name}.ranges",
-        rules=range_rules,
-        java=[f"{java}.lowerRange+upperRange+lowerRangeFixedSize+upperRangeFixedSize"],
-    )(ranges)
+    register_ranges(schema, ["WIN-10", "WIN-7"] + (["WIN-11"] if orders_by_key(schema) else []))
 
     def store_key_segment_id(payload: JsonDict) -> JsonDict:
         """Segment timestamp (window start) and segment id of a store key."""
         data = require_hex(payload, "bytes", nullable=False)
         interval = require_int(payload, "segment_interval")
-        return {
-            "segment_timestamp": wk.extract_store_timestamp(schema, data),
-            "segment_id": wk.store_key_segment_id(schema, data, interval),
-        }
+        return {"segment_timestamp": schema.segment_timestamp(data), "segment_id": schema.segment_id(data, interval)}
 
     op(f"{name}.segment_id", rules=[layout, "WIN-15"])(store_key_segment_id)
 
-    if schema is not wk.WindowSchema.PLAIN:
-
-        def from_non_prefix_window_key(payload: JsonDict) -> JsonDict:
-            """A plain store key rewritten in this prefixed layout."""
-            return {"bytes": tohex(wk.from_non_prefix_window_key(schema, require_hex(payload, "bytes", nullable=False)))}
-
-        op(
-            f"{name}.from_non_prefix_window_key",
-            rules=[layout, "WIN-12"],
-            java=[f"{java}.fromNonPrefixWindowKey"],
-            lenient=_lenient_short_plain_key if schema is wk.WindowSchema.KEY_FIRST else None,
-        )(from_non_prefix_window_key)
+    if schema.prefix is not None:
+        register_from_non_prefix_key(
+            schema, "from_non_prefix_window_key", "fromNonPrefixWindowKey", "WIN-12",
+            "A plain store key rewritten in this prefixed layout.")
 
 
-for _schema in wk.WindowSchema:
+for _schema in wk.SCHEMAS:
     _register(_schema)
 
 

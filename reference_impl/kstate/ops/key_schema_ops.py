@@ -1,0 +1,84 @@
+"""The operations every window and session key schema shares, registered from the schema objects (WIN-*, SESS-*).
+
+The family modules (:mod:`kstate.ops.window_ops`, :mod:`kstate.ops.session_ops`) call these once per schema
+of their :data:`SCHEMAS`; an operation is named ``<family>.<schema name>.<operation>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kstate.codecs.key_schemas import KeyFirstLayout, KeySchema, TimeFirstLayout
+from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
+from kstate.ops.inputs import require_hex, require_int
+
+AnySchema = KeySchema[Any]
+
+
+def lenient_prefix(schema: AnySchema) -> LeniencyCheck | None:
+    """Kafka decodes a prefixed key without checking its prefix byte, which the spec only recommends (WIN-4, SESS-4)."""
+    expected = schema.prefix
+    if expected is None:
+        return None
+
+    def check(payload: JsonDict) -> str | None:
+        data = bytes.fromhex(payload.get("bytes") or "")
+        if len(data) >= schema.min_key_length and data[0] != expected:
+            return f"Kafka does not check the prefix byte: {data[0]:#04x} decoded as {schema.name} (0x{expected:02x})"
+        return None
+
+    return check
+
+
+def lenient_short_plain_key(schema: AnySchema) -> LeniencyCheck:
+    """The key-first conversion prefixes any bytes in Kafka, which the spec only recommends (WIN-12, SESS-9)."""
+    suffix_size = schema.suffix_size
+
+    def check(payload: JsonDict) -> str | None:
+        data = bytes.fromhex(payload.get("bytes") or "")
+        if len(data) < suffix_size:
+            return f"Kafka prefixes {len(data)} bytes, shorter than a plain {schema.noun}'s {suffix_size}-byte suffix"
+        return None
+
+    return check
+
+
+def register_ranges(schema: AnySchema, rules: list[str]) -> None:
+    """``<family>.<schema>.ranges``: the four range bounds of (key, time)."""
+
+    def ranges(payload: JsonDict) -> JsonDict:
+        """The four range bounds of (key, time); each is ``{bytes}`` or a refusal."""
+        key = require_hex(payload, "key")
+        time = require_int(payload, "time")
+        return {
+            "lower_range": capture(lambda: {"bytes": tohex(schema.lower_range(key, time))}),
+            "upper_range": capture(lambda: {"bytes": tohex(schema.upper_range(key, time))}),
+            "lower_range_fixed_size": capture(lambda: {"bytes": tohex(schema.lower_range_fixed_size(key, time))}),
+            "upper_range_fixed_size": capture(lambda: {"bytes": tohex(schema.upper_range_fixed_size(key, time))}),
+        }
+
+    op(
+        f"{schema.family}.{schema.name}.ranges",
+        rules=rules,
+        java=[f"{schema.kafka_class}.lowerRange+upperRange+lowerRangeFixedSize+upperRangeFixedSize"],
+    )(ranges)
+
+
+def register_from_non_prefix_key(schema: AnySchema, name: str, java_method: str, rule: str, doc: str) -> None:
+    """``<family>.<schema>.<name>``: a plain store key rewritten in the prefixed layout of ``schema``."""
+
+    def from_non_prefix_key(payload: JsonDict) -> JsonDict:
+        return {"bytes": tohex(schema.from_non_prefix_key(require_hex(payload, "bytes", nullable=False)))}
+
+    from_non_prefix_key.__doc__ = doc
+    op(
+        f"{schema.family}.{schema.name}.{name}",
+        rules=[schema.layout_rule, rule],
+        java=[f"{schema.kafka_class}.{java_method}"],
+        lenient=lenient_short_plain_key(schema) if isinstance(schema, KeyFirstLayout) else None,
+    )(from_non_prefix_key)
+
+
+def orders_by_key(schema: AnySchema) -> bool:
+    """Whether the schema's upper bound is ``OrderedBytes.upperRange`` of the key (WIN-11, SESS-8): not time-first."""
+    return not isinstance(schema, TimeFirstLayout)
