@@ -6,33 +6,28 @@ import struct
 
 from kstate.codecs import primitives as p
 from kstate.codecs import session_keys as sk
-from kstate.errors import DecodeError, EncodeError, NullKeyError
+from kstate.errors import EncodeError, NullKeyError
 from kstate.ops import JsonDict, call, capture, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants.key_schema_bugs import upper_range_keeps_whole_key, wrong_plain_suffix
 
 
 @mutant("session-start-before-end", "plain session keys written and read as [key][start][end] (the natural order)", "session", rules=("SESS-1",))
 def _start_before_end() -> dict[str, Handler]:
-    def encode(payload: JsonDict) -> JsonDict:
-        key = unhex(payload["key"])
-        if key is None:
-            raise NullKeyError("null key")
-        return {"bytes": (key + struct.pack(">qq", payload["start"], payload["end"])).hex()}
-
-    def decode(payload: JsonDict) -> JsonDict:
-        data = bytes.fromhex(payload["bytes"])
-        if len(data) < 16:
-            raise DecodeError("session-key", "short", 0)
-        start, end = struct.unpack_from(">qq", data, len(data) - 16)
+    def fields(suffix: bytes) -> JsonDict:
+        start, end = struct.unpack(">qq", suffix)
 
         def window() -> JsonDict:
             sk.validate_session_window(start, end)
             return {"start": start, "end": end}
 
-        return {"key": data[:-16].hex(), "start": start, "end": end, "window": capture(window)}
+        return {"start": start, "end": end, "window": capture(window)}
 
-    return {"session.key_schema.to_binary": encode, "session.key_schema.extract": decode}
+    return wrong_plain_suffix(
+        "session-key", 16, "session.key_schema.to_binary", "session.key_schema.extract",
+        lambda payload: struct.pack(">qq", payload["start"], payload["end"]), fields,
+    )
 
 
 @mutant("session-time-first-null-key-refused", "the time-first schema refuses a null key like the other two", "session", rules=("SESS-6",))
@@ -57,7 +52,7 @@ def _time_first_null_key_refused() -> dict[str, Handler]:
 def _segment_by_start() -> dict[str, Handler]:
     def segment_for(schema: sk.SessionSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
-            decoded = sk.decode(schema, bytes.fromhex(payload["bytes"]))
+            decoded = schema.decode(bytes.fromhex(payload["bytes"]))
             interval = payload["segment_interval"]
             if interval < 1:
                 raise EncodeError("session-store", "bad interval")
@@ -65,38 +60,26 @@ def _segment_by_start() -> dict[str, Handler]:
 
         return handler
 
-    return {f"session.{s.value}.segment_id": segment_for(s) for s in sk.SessionSchema}
+    return {f"session.{s.name}.segment_id": segment_for(s) for s in sk.SCHEMAS}
 
 
 @mutant("session-upper-range-keeps-key", "upperRange appends [MAX][to] to the whole key (no OrderedBytes truncation)", "session", rules=("SESS-8",))
 def _upper_range_keeps_key() -> dict[str, Handler]:
-    def ranges_for(schema: sk.SessionSchema) -> Handler:
-        def handler(payload: JsonDict) -> JsonDict:
-            out = call(f"session.{schema.value}.ranges", payload)
-            key = unhex(payload["key"])
-            if key is not None:
-                whole = key + p.encode_int64(p.INT64_MAX) + p.encode_int64(payload["time"])
-                prefix = b"" if schema is sk.SessionSchema.PLAIN else b"\x01"
-                out["upper_range"] = {"bytes": tohex(prefix + whole)}
-            return out
-
-        return handler
-
-    return {f"session.{s.value}.ranges": ranges_for(s) for s in (sk.SessionSchema.PLAIN, sk.SessionSchema.KEY_FIRST)}
+    return upper_range_keeps_whole_key(sk.SCHEMAS)
 
 
 @mutant("session-window-like-time-window", "session windows validated like TimeWindow: start == end refused", "session", rules=("SESS-4",))
 def _window_like_time_window() -> dict[str, Handler]:
     def extract_for(schema: sk.SessionSchema) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
-            out = call(f"session.{schema.value}.extract", payload)
+            out = call(f"session.{schema.name}.extract", payload)
             if "window" in out and out["start"] == out["end"]:
                 out["window"] = {"error": {"type": "DecodeError"}}
             return out
 
         return handler
 
-    return {f"session.{s.value}.extract": extract_for(s) for s in sk.SessionSchema}
+    return {f"session.{s.name}.extract": extract_for(s) for s in sk.SCHEMAS}
 
 
 @mutant("session-fixed-upper-unchecked", "upperRangeFixedSize of the plain schema skips the SessionWindow(to, MAX) check", "session", rules=("SESS-7",))
@@ -104,8 +87,7 @@ def _fixed_upper_unchecked() -> dict[str, Handler]:
     def ranges(payload: JsonDict) -> JsonDict:
         out = call("session.key_schema.ranges", payload)
         key = unhex(payload["key"])
-        out["upper_range_fixed_size"] = capture(
-            lambda: {"bytes": tohex(sk.to_binary(sk.SessionSchema.PLAIN, key, payload["time"], p.INT64_MAX))})
+        out["upper_range_fixed_size"] = capture(lambda: {"bytes": tohex(sk.PLAIN.to_store_key(key, payload["time"], p.INT64_MAX))})
         return out
 
     return {"session.key_schema.ranges": ranges}

@@ -64,6 +64,8 @@ class KeySchema(Protocol[StoreKeyT_co]):
 
     def upper_range_fixed_size(self, key: bytes | None, time_to: int) -> bytes: ...
 
+    def max_suffix(self, time_to: int) -> bytes: ...
+
     def from_non_prefix_key(self, data: bytes) -> bytes: ...
 
 
@@ -185,7 +187,7 @@ class KeyFirstLayout(KeySchemaBase[StoreKeyT]):
     """``[01][key][suffix]``: the plain layout behind the key-first prefix (WIN-3, SESS-3)."""
 
     name = "key_first"
-    prefix = KEY_FIRST_PREFIX
+    prefix: int | None = KEY_FIRST_PREFIX
 
     def split(self, data: bytes) -> tuple[bytes, bytes]:
         self.check_length(data)
@@ -214,7 +216,7 @@ class TimeFirstLayout(KeySchemaBase[StoreKeyT]):
     """``[00][suffix head][key][suffix tail]``: the times a scan orders by before the key (WIN-2, SESS-2)."""
 
     name = "time_first"
-    prefix = TIME_FIRST_PREFIX
+    prefix: int | None = TIME_FIRST_PREFIX
 
     def split(self, data: bytes) -> tuple[bytes, bytes]:
         self.check_length(data)

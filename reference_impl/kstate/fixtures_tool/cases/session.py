@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from kstate.codecs import session_keys as sk
 from kstate.fixtures_tool import CaseSpec
+from kstate.fixtures_tool.key_schema_cases import schema_cases, short_input_cases, store_key_hex
 
 LONG_MAX = (1 << 63) - 1
 LONG_MIN = -(1 << 63)
-SCHEMAS = ("key_schema", "time_first", "key_first")
+END_10_START_5 = "000000000000000a" + "0000000000000005"
 
 
 def cases() -> list[CaseSpec]:
@@ -17,48 +19,39 @@ def _encoding() -> list[CaseSpec]:
     # Keys of invalid windows are left to the recorded vectors (marked lenient there): SESS-5 only
     # recommends writing them. A null key with an invalid window is refused by two schemas regardless.
     out: list[CaseSpec] = []
-    for schema in SCHEMAS:
-        op = f"session.{schema}.to_binary"
-        for name, key, start, end in [
+    for schema in sk.SCHEMAS:
+        out += schema_cases(schema, "to_binary", "encode", ("key", "start", "end"), [
             ("end_before_start_in_bytes", "6b6579", 5, 10),
             ("single_record_session", "6b", 7, 7),
             ("empty_key", "", 0, LONG_MAX),
             ("null_key", None, 5, 10),
-        ]:
-            out.append(CaseSpec(f"{schema}.encode.{name}", op, {"key": key, "start": start, "end": end}))
-        if schema != "time_first":
-            out.append(CaseSpec(f"{schema}.encode.null_key_invalid_window", op, {"key": None, "start": 10, "end": 5},
-                                ("SESS-6",)))
+        ])
+        if not schema.accepts_null_key:
+            out += schema_cases(schema, "to_binary", "encode", ("key", "start", "end"),
+                                [("null_key_invalid_window", None, 10, 5)], ("SESS-6",))
     return out
 
 
 def _decoding() -> list[CaseSpec]:
     out: list[CaseSpec] = []
-    suffix = "000000000000000a" + "0000000000000005"  # end 10, start 5
-    for schema, prefix in (("key_schema", ""), ("time_first", "00"), ("key_first", "01")):
-        op = f"session.{schema}.extract"
-        exact = prefix + suffix
-        out.append(CaseSpec(f"{schema}.decode.exact_fixed_part", op, {"bytes": exact}, ("SESS-4",)))
-        out.append(CaseSpec(f"{schema}.decode.one_byte_short", op, {"bytes": exact[2:]}, ("SESS-4",)))
-        out.append(CaseSpec(f"{schema}.decode.empty", op, {"bytes": ""}, ("SESS-4",)))
-        swapped = prefix + "0000000000000005" + "000000000000000a"
-        out.append(CaseSpec(f"{schema}.decode.start_after_end_window_refused", op, {"bytes": swapped}, ("SESS-4",)))
-        equal = prefix + "0000000000000007" + "0000000000000007"
-        out.append(CaseSpec(f"{schema}.decode.start_equals_end_valid", op, {"bytes": equal}, ("SESS-4",)))
-        negative = prefix + "0000000000000000" + "ffffffffffffffff"
-        out.append(CaseSpec(f"{schema}.decode.negative_start_window_refused", op, {"bytes": negative}, ("SESS-4",)))
+    for schema in sk.SCHEMAS:
+        out += short_input_cases(schema, "extract", _key_hex(schema, "", 5, 10), ("SESS-4",))
+        out += schema_cases(schema, "extract", "decode", ("bytes",), [
+            ("start_after_end_window_refused", _key_hex(schema, "", 10, 5)),
+            ("start_equals_end_valid", _key_hex(schema, "", 7, 7)),
+            ("negative_start_window_refused", _key_hex(schema, "", -1, 0)),
+        ], ("SESS-4",))
     out.append(CaseSpec("key_schema.decode.key_from_the_end", "session.key_schema.extract",
-                        {"bytes": "6b6579" + suffix}, ("SESS-1", "SESS-4")))
+                        {"bytes": "6b6579" + END_10_START_5}, ("SESS-1", "SESS-4")))
     out.append(CaseSpec("time_first.decode.key_at_the_end", "session.time_first.extract",
-                        {"bytes": "00" + suffix + "6b6579"}, ("SESS-2", "SESS-4")))
+                        {"bytes": "00" + END_10_START_5 + "6b6579"}, ("SESS-2", "SESS-4")))
     return out
 
 
 def _ranges() -> list[CaseSpec]:
     out: list[CaseSpec] = []
-    for schema in SCHEMAS:
-        op = f"session.{schema}.ranges"
-        for name, key, time in [
+    for schema in sk.SCHEMAS:
+        out += schema_cases(schema, "ranges", "ranges", ("key", "time"), [
             ("null_key", None, 10),
             ("null_key_negative_time", None, -1),
             ("empty_key", "", 10),
@@ -67,8 +60,7 @@ def _ranges() -> list[CaseSpec]:
             ("negative_time", "6b6579", -5),
             ("time_max", "6b6579", LONG_MAX),
             ("time_min", "6b6579", LONG_MIN),
-        ]:
-            out.append(CaseSpec(f"{schema}.ranges.{name}", op, {"key": key, "time": time}))
+        ])
     return out
 
 
@@ -105,11 +97,16 @@ def _segments() -> list[CaseSpec]:
     out: list[CaseSpec] = []
     for name, retention in [("zero", 0), ("small", 100000), ("day", 86400000), ("odd", 120003), ("negative", -1)]:
         out.append(CaseSpec(f"segment_interval.{name}", "session.segment_interval", {"retention": retention}))
-    for schema, prefix in (("key_schema", ""), ("time_first", "00"), ("key_first", "01")):
-        for name, start, end, interval in [("by_end_not_start", 5, 25, 10), ("end_on_segment_edge", 0, 30, 10),
-                                           ("long_session", 0, 1700000000000, 43200000)]:
-            times = end.to_bytes(8, "big").hex() + start.to_bytes(8, "big").hex()
-            data = (prefix + times + "6b") if schema == "time_first" else (prefix + "6b" + times)
-            out.append(CaseSpec(f"{schema}.segment_id.{name}", f"session.{schema}.segment_id",
-                                {"bytes": data, "segment_interval": interval}))
+    for schema in sk.SCHEMAS:
+        out += schema_cases(schema, "segment_id", "segment_id", ("bytes", "segment_interval"), [
+            (name, _key_hex(schema, "6b", start, end), interval)
+            for name, start, end, interval in [("by_end_not_start", 5, 25, 10), ("end_on_segment_edge", 0, 30, 10),
+                                               ("long_session", 0, 1700000000000, 43200000)]
+        ])
     return out
+
+
+def _key_hex(schema: sk.SessionSchema, key: str, start: int, end: int) -> str:
+    # Built by hand from the layouts, end first (SESS-1..3), so that a case's input does not depend on the reference.
+    return store_key_hex(schema, key, (end & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex()
+                         + (start & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex())

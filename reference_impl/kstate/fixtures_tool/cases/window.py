@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from kstate.codecs import window_keys as wk
 from kstate.fixtures_tool import CaseSpec
+from kstate.fixtures_tool.key_schema_cases import schema_cases, short_input_cases, store_key_hex
 
 LONG_MAX = (1 << 63) - 1
 LONG_MIN = -(1 << 63)
 INT_MAX = (1 << 31) - 1
 INT_MIN = -(1 << 31)
-SCHEMAS = ("key_schema", "time_first", "key_first")
 
 
 def cases() -> list[CaseSpec]:
@@ -18,31 +19,25 @@ def cases() -> list[CaseSpec]:
 
 def _store_keys() -> list[CaseSpec]:
     out: list[CaseSpec] = []
-    for schema in SCHEMAS:
-        op = f"window.{schema}.to_store_key_binary"
-        for name, key, ts, seq in [
+    for schema in wk.SCHEMAS:
+        out += schema_cases(schema, "to_store_key_binary", "encode", ("key", "timestamp", "seqnum"), [
             ("empty_key", "", 0, 0),
             ("key_ts_seq", "6b6579", 1700000000000, 1),
             ("ts_minus_one", "01", -1, 0),
             ("ts_extremes_min", "ff", LONG_MIN, INT_MIN),
             ("ts_extremes_max", "ff", LONG_MAX, INT_MAX),
             ("negative_seq_bit_pattern", "00", 5, -1),
-        ]:
-            out.append(CaseSpec(f"{schema}.encode.{name}", op, {"key": key, "timestamp": ts, "seqnum": seq}))
-        out.append(CaseSpec(f"{schema}.encode.null_key", op, {"key": None, "timestamp": 0, "seqnum": 0}, ("WIN-7",)))
+        ])
+        out += schema_cases(schema, "to_store_key_binary", "encode", ("key", "timestamp", "seqnum"),
+                            [("null_key", None, 0, 0)], ("WIN-7",))
     return out
 
 
 def _decoding() -> list[CaseSpec]:
     # Wrong prefix bytes are left out: Kafka accepts them, the spec only recommends doing the same (WIN-4).
     out: list[CaseSpec] = []
-    plain_min = "0000000000000005" + "00000002"
-    for schema, prefix in (("key_schema", ""), ("time_first", "00"), ("key_first", "01")):
-        op = f"window.{schema}.extract_store_key"
-        exact = prefix + plain_min
-        out.append(CaseSpec(f"{schema}.decode.exact_fixed_part", op, {"bytes": exact}, ("WIN-4",)))
-        out.append(CaseSpec(f"{schema}.decode.one_byte_short", op, {"bytes": exact[2:]}, ("WIN-4",)))
-        out.append(CaseSpec(f"{schema}.decode.empty", op, {"bytes": ""}, ("WIN-4",)))
+    for schema in wk.SCHEMAS:
+        out += short_input_cases(schema, "extract_store_key", _store_key_hex(schema, "", 5, 2), ("WIN-4",))
     # A key whose bytes look like a timestamp: only the positions decide.
     out.append(CaseSpec("key_schema.decode.key_from_the_end", "window.key_schema.extract_store_key",
                         {"bytes": "7fffffffffffffff" + "0000018bcfe56800" + "7fffffff"}, ("WIN-1", "WIN-4")))
@@ -66,18 +61,17 @@ def _windows() -> list[CaseSpec]:
         ("long_min_size", 0, LONG_MIN),
         ("plain", 1700000000000, 60000),
     ]:
-        for schema in SCHEMAS:
+        for schema in wk.SCHEMAS:
             key = _store_key_hex(schema, "6b", start, 7)
-            out.append(CaseSpec(f"{schema}.window.{name}", f"window.{schema}.extract_store_window",
-                                {"bytes": key, "window_size": size}, ("WIN-8", "WIN-9")))
+            out += schema_cases(schema, "extract_store_window", "window", ("bytes", "window_size"), [(name, key, size)],
+                                ("WIN-8", "WIN-9"))
     return out
 
 
 def _ranges() -> list[CaseSpec]:
     out: list[CaseSpec] = []
-    for schema in SCHEMAS:
-        op = f"window.{schema}.ranges"
-        for name, key, time in [
+    for schema in wk.SCHEMAS:
+        out += schema_cases(schema, "ranges", "ranges", ("key", "time"), [
             ("null_key", None, 10),
             ("empty_key", "", 10),
             ("key_bytes_below_first_ts_byte", "807f00ff", LONG_MIN),
@@ -85,20 +79,17 @@ def _ranges() -> list[CaseSpec]:
             ("key_bytes_equal_first_ts_byte", "0101010001", 1 << 56),
             ("negative_time", "6b6579", -5),
             ("time_max", "6b6579", LONG_MAX),
-        ]:
-            out.append(CaseSpec(f"{schema}.ranges.{name}", op, {"key": key, "time": time}))
+        ])
     return out
 
 
 def _conversions() -> list[CaseSpec]:
     out: list[CaseSpec] = []
-    for schema in ("time_first", "key_first"):
-        op = f"window.{schema}.from_non_prefix_window_key"
-        for name, data in [
+    for schema in (wk.TIME_FIRST, wk.KEY_FIRST):
+        out += schema_cases(schema, "from_non_prefix_window_key", "from_non_prefix", ("bytes",), [
             ("empty_key", "0000000000000005" + "00000001"),
             ("with_key", "6b6579" + "0000018bcfe56800" + "7fffffff"),
-        ]:
-            out.append(CaseSpec(f"{schema}.from_non_prefix.{name}", op, {"bytes": data}, ("WIN-12",)))
+        ], ("WIN-12",))
     # Short input: time-first must refuse it. (Key-first prefixes anything in Kafka, which the spec only
     # recommends, so those cases stay with the recorded vectors where they are marked lenient.)
     for name, data in [("eleven_bytes", "0000000000000005" + "000000"), ("empty", "")]:
@@ -149,20 +140,16 @@ def _seqnums_and_segments() -> list[CaseSpec]:
         if interval is not None:
             payload["segment_interval"] = interval
         out.append(CaseSpec(f"segment_interval.{name}", "window.segment_interval", payload))
-    for schema in SCHEMAS:
-        for name, start, interval in [("positive", 25, 10), ("boundary", 20, 10), ("negative_truncates", -1, 10),
-                                      ("negative_past_interval", -11, 10), ("big", 1700000000000, 43200000)]:
-            out.append(CaseSpec(f"{schema}.segment_id.{name}", f"window.{schema}.segment_id",
-                                {"bytes": _store_key_hex(schema, "6b", start, 0), "segment_interval": interval}))
+    for schema in wk.SCHEMAS:
+        out += schema_cases(schema, "segment_id", "segment_id", ("bytes", "segment_interval"), [
+            (name, _store_key_hex(schema, "6b", start, 0), interval)
+            for name, start, interval in [("positive", 25, 10), ("boundary", 20, 10), ("negative_truncates", -1, 10),
+                                          ("negative_past_interval", -11, 10), ("big", 1700000000000, 43200000)]
+        ])
     return out
 
 
-def _store_key_hex(schema: str, key: str, start: int, seq: int) -> str:
+def _store_key_hex(schema: wk.WindowSchema, key: str, start: int, seq: int) -> str:
     # Built by hand from the layouts (WIN-1..3), so that a case's input does not depend on the reference.
-    ts = (start & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex()
-    sq = (seq & 0xFFFFFFFF).to_bytes(4, "big").hex()
-    if schema == "key_schema":
-        return key + ts + sq
-    if schema == "time_first":
-        return "00" + ts + key + sq
-    return "01" + key + ts + sq
+    return store_key_hex(schema, key, (start & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex(),
+                         (seq & 0xFFFFFFFF).to_bytes(4, "big").hex())

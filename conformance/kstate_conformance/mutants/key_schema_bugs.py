@@ -1,0 +1,55 @@
+"""Bugs a port of any window or session key schema could have, built from the reference's schema objects.
+
+The family modules (``window_mutants``, ``session_mutants``) register mutants from these builders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kstate.codecs.key_schemas import KeySchema, TimeFirstLayout
+from kstate.errors import DecodeError, NullKeyError
+from kstate.ops import JsonDict, call, tohex, unhex
+from kstate_conformance.adapter import Handler
+
+AnySchema = KeySchema[Any]
+
+
+def wrong_plain_suffix(
+    fmt: str, size: int, encode_op: str, decode_op: str,
+    write: Callable[[JsonDict], bytes], read: Callable[[bytes], JsonDict],
+) -> dict[str, Handler]:
+    """A plain layout whose ``size``-byte suffix is written from the input by ``write`` and read into fields by ``read``."""
+
+    def encode(payload: JsonDict) -> JsonDict:
+        key = unhex(payload["key"])
+        if key is None:
+            raise NullKeyError("null key")
+        return {"bytes": (key + write(payload)).hex()}
+
+    def decode(payload: JsonDict) -> JsonDict:
+        data = bytes.fromhex(payload["bytes"])
+        if len(data) < size:
+            raise DecodeError(fmt, "short", 0)
+        return {"key": data[: len(data) - size].hex(), **read(data[len(data) - size :])}
+
+    return {encode_op: encode, decode_op: decode}
+
+
+def upper_range_keeps_whole_key(schemas: Iterable[AnySchema]) -> dict[str, Handler]:
+    """``upperRange`` appends the maximal suffix to the whole key, without ``OrderedBytes`` truncation."""
+
+    def ranges_for(schema: AnySchema) -> Handler:
+        prefix = b"" if schema.prefix is None else bytes([schema.prefix])
+
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(f"{schema.family}.{schema.name}.ranges", payload)
+            key = unhex(payload["key"])
+            if key is not None:
+                out["upper_range"] = {"bytes": tohex(prefix + key + schema.max_suffix(payload["time"]))}
+            return out
+
+        return handler
+
+    return {f"{s.family}.{s.name}.ranges": ranges_for(s) for s in schemas if not isinstance(s, TimeFirstLayout)}
