@@ -16,6 +16,11 @@ from kstate.codecs.key_schemas import KeySchema
 from kstate.errors import DecodeError
 
 SCHEMAS: tuple[KeySchema[Any], ...] = (*wk.SCHEMAS, *sk.SCHEMAS)
+INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+INT32 = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
+#: Each family's decoded store key and the ranges of its two times: (start, seqnum) or (start, end).
+STORE_KEY: dict[str, Callable[[bytes, int, int], object]] = {"window": wk.WindowStoreKey, "session": sk.SessionStoreKey}
+TIMES = {"window": (INT64, INT32), "session": (INT64, INT64)}
 #: What the fixed part alone, all zero bytes, decodes to.
 ZERO_KEY: dict[str, object] = {"window": wk.WindowStoreKey(b"", 0, 0), "session": sk.SessionStoreKey(b"", 0, 0)}
 
@@ -25,6 +30,15 @@ def _family_decoders(schema: KeySchema[Any], data: bytes) -> list[Callable[[], o
         return [lambda: schema.extract_store_window(data, 10), lambda: wk.from_binary(data, 10)]
     assert isinstance(schema, sk.SessionSchema)
     return [lambda: schema.extract_window(data), lambda: sk.TIME_FIRST.from_non_prefix_key(data)]
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: f"{s.family}.{s.name}")
+@given(key=st.binary(max_size=20), draw=st.data())
+def test_round_trip(schema: KeySchema[Any], key: bytes, draw: st.DataObject) -> None:
+    first, second = (draw.draw(times) for times in TIMES[schema.family])
+    data = schema.to_store_key(key, first, second)
+    assert schema.decode(data) == STORE_KEY[schema.family](key, first, second)
+    assert len(data) == len(key) + schema.min_key_length
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: f"{s.family}.{s.name}")

@@ -6,7 +6,8 @@ The family modules (``window_mutants``, ``session_mutants``) register mutants fr
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from kstate.codecs.key_schemas import KeySchema, TimeFirstLayout
 from kstate.errors import DecodeError, NullKeyError
@@ -14,13 +15,21 @@ from kstate.ops import JsonDict, call, tohex, unhex
 from kstate_conformance.adapter import Handler
 
 AnySchema = KeySchema[Any]
+SchemaT = TypeVar("SchemaT", bound=AnySchema)
+
+
+def each_schema(
+    schemas: Iterable[SchemaT], op: str, handler: Callable[[SchemaT, JsonDict], JsonDict],
+) -> dict[str, Handler]:
+    """Override ``<family>.<schema>.<op>`` of every schema with ``handler``, given the schema."""
+    return {f"{s.family}.{s.name}.{op}": partial(handler, s) for s in schemas}
 
 
 def wrong_plain_suffix(
     fmt: str, size: int, encode_op: str, decode_op: str,
     write: Callable[[JsonDict], bytes], read: Callable[[bytes], JsonDict],
 ) -> dict[str, Handler]:
-    """A plain layout whose ``size``-byte suffix is written from the input by ``write`` and read into fields by ``read``."""
+    """A plain layout whose ``size``-byte suffix is written from the input by ``write`` and read back by ``read``."""
 
     def encode(payload: JsonDict) -> JsonDict:
         key = unhex(payload["key"])
@@ -40,16 +49,12 @@ def wrong_plain_suffix(
 def upper_range_keeps_whole_key(schemas: Iterable[AnySchema]) -> dict[str, Handler]:
     """``upperRange`` appends the maximal suffix to the whole key, without ``OrderedBytes`` truncation."""
 
-    def ranges_for(schema: AnySchema) -> Handler:
-        prefix = b"" if schema.prefix is None else bytes([schema.prefix])
+    def ranges(schema: AnySchema, payload: JsonDict) -> JsonDict:
+        out = call(f"{schema.family}.{schema.name}.ranges", payload)
+        key = unhex(payload["key"])
+        if key is not None:
+            prefix = b"" if schema.prefix is None else bytes([schema.prefix])
+            out["upper_range"] = {"bytes": tohex(prefix + key + schema.max_suffix(payload["time"]))}
+        return out
 
-        def handler(payload: JsonDict) -> JsonDict:
-            out = call(f"{schema.family}.{schema.name}.ranges", payload)
-            key = unhex(payload["key"])
-            if key is not None:
-                out["upper_range"] = {"bytes": tohex(prefix + key + schema.max_suffix(payload["time"]))}
-            return out
-
-        return handler
-
-    return {f"{s.family}.{s.name}.ranges": ranges_for(s) for s in schemas if not isinstance(s, TimeFirstLayout)}
+    return each_schema([s for s in schemas if not isinstance(s, TimeFirstLayout)], "ranges", ranges)

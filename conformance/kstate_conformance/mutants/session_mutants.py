@@ -10,7 +10,7 @@ from kstate.errors import EncodeError, NullKeyError
 from kstate.ops import JsonDict, call, capture, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
-from kstate_conformance.mutants.key_schema_bugs import upper_range_keeps_whole_key, wrong_plain_suffix
+from kstate_conformance.mutants.key_schema_bugs import each_schema, upper_range_keeps_whole_key, wrong_plain_suffix
 
 
 @mutant("session-start-before-end", "plain session keys written and read as [key][start][end] (the natural order)", "session", rules=("SESS-1",))
@@ -50,36 +50,29 @@ def _time_first_null_key_refused() -> dict[str, Handler]:
 
 @mutant("session-segment-by-start", "a session key's segment chosen by its start instead of its end", "session", rules=("SESS-11",))
 def _segment_by_start() -> dict[str, Handler]:
-    def segment_for(schema: sk.SessionSchema) -> Handler:
-        def handler(payload: JsonDict) -> JsonDict:
-            decoded = schema.decode(bytes.fromhex(payload["bytes"]))
-            interval = payload["segment_interval"]
-            if interval < 1:
-                raise EncodeError("session-store", "bad interval")
-            return {"segment_timestamp": decoded.start, "segment_id": p.segment_id(decoded.start, interval)}
+    def segment_id(schema: sk.SessionSchema, payload: JsonDict) -> JsonDict:
+        decoded = schema.decode(bytes.fromhex(payload["bytes"]))
+        interval = payload["segment_interval"]
+        if interval < 1:
+            raise EncodeError("session-store", "bad interval")
+        return {"segment_timestamp": decoded.start, "segment_id": p.segment_id(decoded.start, interval)}
 
-        return handler
-
-    return {f"session.{s.name}.segment_id": segment_for(s) for s in sk.SCHEMAS}
+    return each_schema(sk.SCHEMAS, "segment_id", segment_id)
 
 
-@mutant("session-upper-range-keeps-key", "upperRange appends [MAX][to] to the whole key (no OrderedBytes truncation)", "session", rules=("SESS-8",))
-def _upper_range_keeps_key() -> dict[str, Handler]:
-    return upper_range_keeps_whole_key(sk.SCHEMAS)
+mutant("session-upper-range-keeps-key", "upperRange appends [MAX][to] to the whole key (no OrderedBytes truncation)", "session", rules=("SESS-8",))(
+    lambda: upper_range_keeps_whole_key(sk.SCHEMAS))
 
 
 @mutant("session-window-like-time-window", "session windows validated like TimeWindow: start == end refused", "session", rules=("SESS-4",))
 def _window_like_time_window() -> dict[str, Handler]:
-    def extract_for(schema: sk.SessionSchema) -> Handler:
-        def handler(payload: JsonDict) -> JsonDict:
-            out = call(f"session.{schema.name}.extract", payload)
-            if "window" in out and out["start"] == out["end"]:
-                out["window"] = {"error": {"type": "DecodeError"}}
-            return out
+    def extract(schema: sk.SessionSchema, payload: JsonDict) -> JsonDict:
+        out = call(f"session.{schema.name}.extract", payload)
+        if "window" in out and out["start"] == out["end"]:
+            out["window"] = {"error": {"type": "DecodeError"}}
+        return out
 
-        return handler
-
-    return {f"session.{s.name}.extract": extract_for(s) for s in sk.SCHEMAS}
+    return each_schema(sk.SCHEMAS, "extract", extract)
 
 
 @mutant("session-fixed-upper-unchecked", "upperRangeFixedSize of the plain schema skips the SessionWindow(to, MAX) check", "session", rules=("SESS-7",))

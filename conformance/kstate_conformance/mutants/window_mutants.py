@@ -11,7 +11,7 @@ from kstate.errors import DecodeError
 from kstate.ops import JsonDict, call, capture, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
-from kstate_conformance.mutants.key_schema_bugs import upper_range_keeps_whole_key, wrong_plain_suffix
+from kstate_conformance.mutants.key_schema_bugs import each_schema, upper_range_keeps_whole_key, wrong_plain_suffix
 
 _PREFIXED = [s for s in wk.SCHEMAS if s.prefix is not None]
 
@@ -63,24 +63,20 @@ def _prefixes_swapped() -> dict[str, Handler]:
     return {**{op: rewritten(op) for op in ops}, "window.is_time_first_schema_key": is_time_first}
 
 
-@mutant("window-upper-range-keeps-key", "upperRange appends the suffix to the whole key (no OrderedBytes truncation)", "window", rules=("WIN-11",))
-def _upper_range_keeps_key() -> dict[str, Handler]:
-    return upper_range_keeps_whole_key(wk.SCHEMAS)
+mutant("window-upper-range-keeps-key", "upperRange appends the suffix to the whole key (no OrderedBytes truncation)", "window", rules=("WIN-11",))(
+    lambda: upper_range_keeps_whole_key(wk.SCHEMAS))
 
 
 @mutant("window-end-overflow-refused", "start + size overflowing a long is refused instead of capped at Long.MAX", "window", rules=("WIN-9",))
 def _end_overflow_refused() -> dict[str, Handler]:
-    def window_for(schema: wk.WindowSchema) -> Handler:
-        def handler(payload: JsonDict) -> JsonDict:
-            start = schema.segment_timestamp(bytes.fromhex(payload["bytes"]))
-            end = start + payload["window_size"]
-            if not 0 <= start < end <= p.INT64_MAX:
-                raise DecodeError("window", f"invalid window [{start}, {end})")
-            return {"start": start, "end": end}
+    def extract_store_window(schema: wk.WindowSchema, payload: JsonDict) -> JsonDict:
+        start = schema.segment_timestamp(bytes.fromhex(payload["bytes"]))
+        end = start + payload["window_size"]
+        if not 0 <= start < end <= p.INT64_MAX:
+            raise DecodeError("window", f"invalid window [{start}, {end})")
+        return {"start": start, "end": end}
 
-        return handler
-
-    return {f"window.{s.name}.extract_store_window": window_for(s) for s in wk.SCHEMAS}
+    return each_schema(wk.SCHEMAS, "extract_store_window", extract_store_window)
 
 
 @mutant("window-seqnum-wraps-negative", "the duplicate seqnum overflows to Integer.MIN_VALUE (no & 0x7FFFFFFF)", "window", rules=("WIN-6",))
@@ -96,13 +92,10 @@ def _seqnum_wraps_negative() -> dict[str, Handler]:
 
 @mutant("window-fixed-lower-unclamped", "lowerRangeFixedSize writes a negative from instead of max(0, from)", "window", rules=("WIN-10",))
 def _fixed_lower_unclamped() -> dict[str, Handler]:
-    def ranges_for(schema: wk.WindowSchema) -> Handler:
-        def handler(payload: JsonDict) -> JsonDict:
-            out = call(f"window.{schema.name}.ranges", payload)
-            key = unhex(payload["key"])
-            out["lower_range_fixed_size"] = capture(lambda: {"bytes": tohex(schema.to_store_key(key, payload["time"], 0))})
-            return out
+    def ranges(schema: wk.WindowSchema, payload: JsonDict) -> JsonDict:
+        out = call(f"window.{schema.name}.ranges", payload)
+        key = unhex(payload["key"])
+        out["lower_range_fixed_size"] = capture(lambda: {"bytes": tohex(schema.to_store_key(key, payload["time"], 0))})
+        return out
 
-        return handler
-
-    return {f"window.{s.name}.ranges": ranges_for(s) for s in wk.SCHEMAS}
+    return each_schema(wk.SCHEMAS, "ranges", ranges)

@@ -13,22 +13,16 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Generic, Protocol, TypeVar
 
-from kstate.codecs.primitives import (
-    INT32_MAX,
-    INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
-    encode_int32,
-    encode_int64,
-    java_div,
-    segment_id,
-)
+from kstate.codecs import primitives
+from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, encode_int32, encode_int64
 from kstate.errors import CodecError, DecodeError, EncodeError
 
 TIMESTAMP_SIZE = 8
 PREFIX_SIZE = 1
 TIME_FIRST_PREFIX = 0x00
 KEY_FIRST_PREFIX = 0x01
+TIME_FIRST_BYTE = bytes([TIME_FIRST_PREFIX])
+KEY_FIRST_BYTE = bytes([KEY_FIRST_PREFIX])
 #: ``max(retention / 2, 60000)`` is the default segment interval of both families (WIN-16, SESS-11).
 MIN_SEGMENT_INTERVAL_DEFAULT = 60_000
 
@@ -80,13 +74,14 @@ class KeySchemaBase(ABC, Generic[StoreKeyT]):
     #: Suffix bytes the time-first layout writes before the key (the times it orders by).
     time_first_head: int
     store_fmt: str
-    # The layout's: operation prefix, Kafka class, spec rule, prefix byte.
+    # The layout's: operation prefix, spec rule, prefix byte.
     name: str
-    kafka_class: str
     layout_rule: str
     prefix: int | None = None
 
     def __init__(self) -> None:
+        # Each concrete schema class is named after the Kafka class it ports.
+        self.kafka_class = type(self).__name__
         self.min_key_length = self.suffix_size + (0 if self.prefix is None else PREFIX_SIZE)
 
     def __repr__(self) -> str:
@@ -136,7 +131,7 @@ class KeySchemaBase(ABC, Generic[StoreKeyT]):
         """The segment of a store key: its segment timestamp / interval with Java truncation (WIN-15, SESS-11)."""
         if segment_interval < 1:
             raise EncodeError(self.store_fmt, "segment interval cannot be zero or negative")
-        return segment_id(self.segment_timestamp(data), segment_interval)
+        return primitives.segment_id(self.segment_timestamp(data), segment_interval)
 
     def check_length(self, data: bytes) -> None:
         """Refuse input shorter than the layout's fixed part, at offset 0 (WIN-4, SESS-4)."""
@@ -195,21 +190,21 @@ class KeyFirstLayout(KeySchemaBase[StoreKeyT]):
         return data[PREFIX_SIZE:key_end], data[key_end:]
 
     def assemble(self, key: bytes, suffix: bytes) -> bytes:
-        return _KEY_FIRST + key + suffix
+        return KEY_FIRST_BYTE + key + suffix
 
     def lower_range(self, key: bytes | None, time_from: int) -> bytes | None:
         # A null plain bound still needs the prefix: the scan starts at 0x01.
         plain = self.plain_lower_range(key, time_from)
-        return _KEY_FIRST if plain is None else _KEY_FIRST + plain
+        return KEY_FIRST_BYTE if plain is None else KEY_FIRST_BYTE + plain
 
     def upper_range(self, key: bytes | None, time_to: int) -> bytes | None:
         # A null plain bound still needs the prefix: the scan stops before 0x02.
         plain = self.plain_upper_range(key, time_to)
-        return bytes([KEY_FIRST_PREFIX + 1]) if plain is None else _KEY_FIRST + plain
+        return bytes([KEY_FIRST_PREFIX + 1]) if plain is None else KEY_FIRST_BYTE + plain
 
     def from_non_prefix_key(self, data: bytes) -> bytes:
         """Prepend 0x01; Kafka accepts any bytes (WIN-12, SESS-9)."""
-        return _KEY_FIRST + data
+        return KEY_FIRST_BYTE + data
 
 
 class TimeFirstLayout(KeySchemaBase[StoreKeyT]):
@@ -225,18 +220,17 @@ class TimeFirstLayout(KeySchemaBase[StoreKeyT]):
         return data[key_start:key_end], data[PREFIX_SIZE:key_start] + data[key_end:]
 
     def assemble(self, key: bytes, suffix: bytes) -> bytes:
-        return _TIME_FIRST + suffix[: self.time_first_head] + key + suffix[self.time_first_head :]
+        return TIME_FIRST_BYTE + suffix[: self.time_first_head] + key + suffix[self.time_first_head :]
 
     def from_non_prefix_key(self, data: bytes) -> bytes:
         """Move the plain key's suffix head before its key; the input needs the whole suffix (WIN-12, SESS-9)."""
         if len(data) < self.suffix_size:
-            raise DecodeError(self.fmt, f"a plain {self.noun} needs at least {self.suffix_size} bytes, got {len(data)}", 0)
+            raise DecodeError(
+                self.fmt, f"a plain {self.noun} needs at least {self.suffix_size} bytes, got {len(data)}", 0)
         key_end = len(data) - self.suffix_size
         return self.assemble(data[:key_end], data[key_end:])
 
 
-_TIME_FIRST = bytes([TIME_FIRST_PREFIX])
-_KEY_FIRST = bytes([KEY_FIRST_PREFIX])
 
 
 # --- OrderedBytes -----------------------------------------------------------------------------------
@@ -257,11 +251,11 @@ def ordered_lower_range(key: bytes, min_suffix: bytes) -> bytes:
 
 
 def segment_interval_for_retention(fmt: str, store_fmt: str, retention: int) -> int:
-    """The default segment interval of a persistent window or session store: ``max(retention / 2, 60000)`` (WIN-16, SESS-11)."""
+    """The default segment interval of window and session stores: ``max(retention / 2, 60000)`` (WIN-16, SESS-11)."""
     check_long(fmt, "retention", retention, EncodeError)
     if retention < 0:
         raise EncodeError(store_fmt, "retention period cannot be negative")
-    return max(java_div(retention, 2), MIN_SEGMENT_INTERVAL_DEFAULT)
+    return max(primitives.java_div(retention, 2), MIN_SEGMENT_INTERVAL_DEFAULT)
 
 
 # --- argument checks --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass
 
 from kstate.codecs.key_schemas import (
+    TIME_FIRST_BYTE,
     TIME_FIRST_PREFIX,
     TIMESTAMP_SIZE,
     KeyFirstLayout,
@@ -28,7 +29,6 @@ SUFFIX_SIZE = 2 * TIMESTAMP_SIZE
 
 FMT = "session-key"
 _SUFFIX = struct.Struct(">qq")
-_TIME_FIRST = bytes([TIME_FIRST_PREFIX])
 
 
 @dataclass(frozen=True)
@@ -113,14 +113,12 @@ class SessionSchema(KeySchemaBase[SessionStoreKey]):
 class SessionKeySchema(PlainLayout[SessionStoreKey], SessionSchema):
     """``SessionKeySchema``: ``[key][end][start]`` (SESS-1)."""
 
-    kafka_class = "SessionKeySchema"
     layout_rule = "SESS-1"
 
 
 class TimeFirstSessionKeySchema(TimeFirstLayout[SessionStoreKey], SessionSchema):
     """``TimeFirstSessionKeySchema``: ``[00][end][start][key]``; writes a null key as empty (SESS-2, SESS-6)."""
 
-    kafka_class = "TimeFirstSessionKeySchema"
     layout_rule = "SESS-2"
     accepts_null_key = True
     checks_fixed_upper_window = False
@@ -129,27 +127,24 @@ class TimeFirstSessionKeySchema(TimeFirstLayout[SessionStoreKey], SessionSchema)
         """``[00][from][0][key]``; a null key stops after ``from`` (SESS-7)."""
         self.require_long("from", time_from)
         if key is None:
-            return _TIME_FIRST + encode_int64(time_from)
-        return _TIME_FIRST + encode_int64(time_from) + encode_int64(0) + key
+            return TIME_FIRST_BYTE + encode_int64(time_from)
+        return TIME_FIRST_BYTE + encode_int64(time_from) + encode_int64(0) + key
 
     def upper_range(self, key: bytes | None, time_to: int) -> bytes | None:
         """``[00][Long.MAX][to][key]``; a null key scans to the key-first prefix (SESS-7)."""
         self.require_long("to", time_to)
         if key is None:
             return bytes([TIME_FIRST_PREFIX + 1])
-        return _TIME_FIRST + self.max_suffix(time_to) + key
+        return TIME_FIRST_BYTE + self.max_suffix(time_to) + key
 
 
 class KeyFirstSessionKeySchema(KeyFirstLayout[SessionStoreKey], SessionSchema):
     """``KeyFirstSessionKeySchema``: ``[01][key][end][start]`` (SESS-3)."""
 
-    kafka_class = "KeyFirstSessionKeySchema"
     layout_rule = "SESS-3"
 
 
-PLAIN = SessionKeySchema()
-TIME_FIRST = TimeFirstSessionKeySchema()
-KEY_FIRST = KeyFirstSessionKeySchema()
+PLAIN, TIME_FIRST, KEY_FIRST = SessionKeySchema(), TimeFirstSessionKeySchema(), KeyFirstSessionKeySchema()
 #: Every session layout, in the order operations and fixtures list them.
 SCHEMAS: tuple[SessionSchema, ...] = (PLAIN, TIME_FIRST, KEY_FIRST)
 

@@ -10,6 +10,7 @@ import struct
 from dataclasses import dataclass
 
 from kstate.codecs.key_schemas import (
+    TIME_FIRST_BYTE,
     TIME_FIRST_PREFIX,
     TIMESTAMP_SIZE,
     KeyFirstLayout,
@@ -30,7 +31,6 @@ SUFFIX_SIZE = TIMESTAMP_SIZE + SEQNUM_SIZE
 
 FMT = "window-key"
 _SUFFIX = struct.Struct(">qi")
-_TIME_FIRST = bytes([TIME_FIRST_PREFIX])
 
 
 @dataclass(frozen=True)
@@ -123,39 +123,34 @@ class WindowSchema(KeySchemaBase[WindowStoreKey]):
 class WindowKeySchema(PlainLayout[WindowStoreKey], WindowSchema):
     """``WindowKeySchema``: ``[key][start][seqnum]`` (WIN-1)."""
 
-    kafka_class = "WindowKeySchema"
     layout_rule = "WIN-1"
 
 
 class TimeFirstWindowKeySchema(TimeFirstLayout[WindowStoreKey], WindowSchema):
     """``TimeFirstWindowKeySchema``: ``[00][start][key][seqnum]`` (WIN-2)."""
 
-    kafka_class = "TimeFirstWindowKeySchema"
     layout_rule = "WIN-2"
 
     def lower_range(self, key: bytes | None, time_from: int) -> bytes | None:
         """``[00][from][key]``; a null key only drops the key (WIN-10)."""
         self.require_long("from", time_from)
-        return _TIME_FIRST + encode_int64(time_from) + (key or b"")
+        return TIME_FIRST_BYTE + encode_int64(time_from) + (key or b"")
 
     def upper_range(self, key: bytes | None, time_to: int) -> bytes | None:
         """``[00][to][ff for every key byte][Integer.MAX]``; a null key scans to the key-first prefix (WIN-10)."""
         self.require_long("to", time_to)
         if key is None:
             return bytes([TIME_FIRST_PREFIX + 1])
-        return _TIME_FIRST + encode_int64(time_to) + b"\xff" * len(key) + encode_int32(INT32_MAX)
+        return TIME_FIRST_BYTE + encode_int64(time_to) + b"\xff" * len(key) + encode_int32(INT32_MAX)
 
 
 class KeyFirstWindowKeySchema(KeyFirstLayout[WindowStoreKey], WindowSchema):
     """``KeyFirstWindowKeySchema``: ``[01][key][start][seqnum]`` (WIN-3)."""
 
-    kafka_class = "KeyFirstWindowKeySchema"
     layout_rule = "WIN-3"
 
 
-PLAIN = WindowKeySchema()
-TIME_FIRST = TimeFirstWindowKeySchema()
-KEY_FIRST = KeyFirstWindowKeySchema()
+PLAIN, TIME_FIRST, KEY_FIRST = WindowKeySchema(), TimeFirstWindowKeySchema(), KeyFirstWindowKeySchema()
 #: Every window layout, in the order operations and fixtures list them.
 SCHEMAS: tuple[WindowSchema, ...] = (PLAIN, TIME_FIRST, KEY_FIRST)
 

@@ -43,6 +43,26 @@ def lenient_short_plain_key(schema: AnySchema) -> LeniencyCheck:
     return check
 
 
+def register_to_store_key(
+    schema: AnySchema, name: str, times: tuple[str, str], rules: list[str], java_method: str, doc: str,
+    lenient: LeniencyCheck | None = None,
+) -> None:
+    """``<family>.<schema>.<name>``: the store key of the input's key and its two ``times`` fields."""
+    first, second = times
+
+    def to_store_key(payload: JsonDict) -> JsonDict:
+        key = require_hex(payload, "key")
+        return {"bytes": tohex(schema.to_store_key(key, require_int(payload, first), require_int(payload, second)))}
+
+    to_store_key.__doc__ = doc
+    op(
+        f"{schema.family}.{schema.name}.{name}",
+        rules=[schema.layout_rule, *rules],
+        java=[f"{schema.kafka_class}.{java_method}"],
+        lenient=lenient,
+    )(to_store_key)
+
+
 def register_ranges(schema: AnySchema, rules: list[str]) -> None:
     """``<family>.<schema>.ranges``: the four range bounds of (key, time)."""
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from kstate.codecs import session_keys as sk
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
+from kstate.ops import JsonDict, LeniencyCheck, capture, key_schema_ops, op, tohex
 from kstate.ops.inputs import require_hex, require_int
-from kstate.ops.key_schema_ops import lenient_prefix, orders_by_key, register_from_non_prefix_key, register_ranges
 
 #: The Kafka method and operation that rewrite a plain session key in each prefixed layout (SESS-9).
 _FROM_NON_PREFIX = {
@@ -31,21 +30,9 @@ def _lenient_unvalidated_window(schema: sk.SessionSchema) -> LeniencyCheck:
 
 
 def _register(schema: sk.SessionSchema) -> None:
-    name = f"session.{schema.name}"
-    java = schema.kafka_class
-    layout = schema.layout_rule
-
-    def to_binary(payload: JsonDict) -> JsonDict:
-        """Session key of (key, start, end); the window is not validated."""
-        key = require_hex(payload, "key")
-        return {"bytes": tohex(schema.to_store_key(key, require_int(payload, "start"), require_int(payload, "end")))}
-
-    op(
-        f"{name}.to_binary",
-        rules=[layout, "SESS-5", "SESS-6"],
-        java=[f"{java}.toBinary"],
-        lenient=_lenient_unvalidated_window(schema),
-    )(to_binary)
+    key_schema_ops.register_to_store_key(
+        schema, "to_binary", ("start", "end"), ["SESS-5", "SESS-6"], "toBinary",
+        "Session key of (key, start, end); the window is not validated.", lenient=_lenient_unvalidated_window(schema))
 
     def extract(payload: JsonDict) -> JsonDict:
         """Key, start and end of a session key, and its window or the window's refusal."""
@@ -58,13 +45,14 @@ def _register(schema: sk.SessionSchema) -> None:
         return {"key": tohex(decoded.key), "start": decoded.start, "end": decoded.end, "window": capture(window)}
 
     op(
-        f"{name}.extract",
-        rules=[layout, "SESS-4"],
-        java=[f"{java}.extractKeyBytes+extractStartTimestamp+extractEndTimestamp+extractWindow"],
-        lenient=lenient_prefix(schema),
+        f"session.{schema.name}.extract",
+        rules=[schema.layout_rule, "SESS-4"],
+        java=[f"{schema.kafka_class}.extractKeyBytes+extractStartTimestamp+extractEndTimestamp+extractWindow"],
+        lenient=key_schema_ops.lenient_prefix(schema),
     )(extract)
 
-    register_ranges(schema, ["SESS-7", "SESS-6"] + (["SESS-8"] if orders_by_key(schema) else []))
+    ordered_bytes = ["SESS-8"] if key_schema_ops.orders_by_key(schema) else []
+    key_schema_ops.register_ranges(schema, ["SESS-7", "SESS-6", *ordered_bytes])
 
     def key_segment_id(payload: JsonDict) -> JsonDict:
         """Segment timestamp (the session END) and segment id of a session key."""
@@ -74,14 +62,14 @@ def _register(schema: sk.SessionSchema) -> None:
         return {"segment_timestamp": segment_timestamp,
                 "segment_id": schema.segment_id(data, require_int(payload, "segment_interval"))}
 
-    op(f"{name}.segment_id", rules=[layout, "SESS-11"])(key_segment_id)
+    op(f"session.{schema.name}.segment_id", rules=[schema.layout_rule, "SESS-11"])(key_segment_id)
 
 
 for _schema in sk.SCHEMAS:
     _register(_schema)
 
 for _schema, (_name, _java_method) in _FROM_NON_PREFIX.items():
-    register_from_non_prefix_key(
+    key_schema_ops.register_from_non_prefix_key(
         _schema, _name, _java_method, "SESS-9",
         f"A plain session key rewritten in the {_schema.name.replace('_', '-')} layout.")
 

@@ -8,24 +8,17 @@ from __future__ import annotations
 
 from kstate.codecs import window_keys as wk
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, op, tohex
+from kstate.ops import JsonDict, key_schema_ops, op, tohex
 from kstate.ops.inputs import require_bool, require_hex, require_int
-from kstate.ops.key_schema_ops import lenient_prefix, orders_by_key, register_from_non_prefix_key, register_ranges
 
 
 def _register(schema: wk.WindowSchema) -> None:
     name = f"window.{schema.name}"
     java = schema.kafka_class
     layout = schema.layout_rule
-
-    def to_store_key_binary(payload: JsonDict) -> JsonDict:
-        """Store key of (key, window start, seqnum)."""
-        key = require_hex(payload, "key")
-        return {"bytes": tohex(schema.to_store_key(key, require_int(payload, "timestamp"), require_int(payload, "seqnum")))}
-
-    op(f"{name}.to_store_key_binary", rules=[layout, "WIN-6", "WIN-7"], java=[f"{java}.toStoreKeyBinary"])(
-        to_store_key_binary
-    )
+    key_schema_ops.register_to_store_key(
+        schema, "to_store_key_binary", ("timestamp", "seqnum"), ["WIN-6", "WIN-7"], "toStoreKeyBinary",
+        "Store key of (key, window start, seqnum).")
 
     def extract_store_key(payload: JsonDict) -> JsonDict:
         """Key bytes, window start and seqnum of a store key."""
@@ -40,7 +33,7 @@ def _register(schema: wk.WindowSchema) -> None:
         f"{name}.extract_store_key",
         rules=[layout, "WIN-4"],
         java=[f"{java}.extractStoreKeyBytes+extractStoreTimestamp+extractStoreSequence"],
-        lenient=lenient_prefix(schema),
+        lenient=key_schema_ops.lenient_prefix(schema),
     )(extract_store_key)
 
     def extract_store_window(payload: JsonDict) -> JsonDict:
@@ -52,10 +45,11 @@ def _register(schema: wk.WindowSchema) -> None:
         f"{name}.extract_store_window",
         rules=[layout, "WIN-8", "WIN-9"],
         java=[f"{java}.extractStoreWindow"],
-        lenient=lenient_prefix(schema),
+        lenient=key_schema_ops.lenient_prefix(schema),
     )(extract_store_window)
 
-    register_ranges(schema, ["WIN-10", "WIN-7"] + (["WIN-11"] if orders_by_key(schema) else []))
+    ordered_bytes = ["WIN-11"] if key_schema_ops.orders_by_key(schema) else []
+    key_schema_ops.register_ranges(schema, ["WIN-10", "WIN-7", *ordered_bytes])
 
     def store_key_segment_id(payload: JsonDict) -> JsonDict:
         """Segment timestamp (window start) and segment id of a store key."""
@@ -66,7 +60,7 @@ def _register(schema: wk.WindowSchema) -> None:
     op(f"{name}.segment_id", rules=[layout, "WIN-15"])(store_key_segment_id)
 
     if schema.prefix is not None:
-        register_from_non_prefix_key(
+        key_schema_ops.register_from_non_prefix_key(
             schema, "from_non_prefix_window_key", "fromNonPrefixWindowKey", "WIN-12",
             "A plain store key rewritten in this prefixed layout.")
 
