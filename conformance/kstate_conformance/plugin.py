@@ -15,14 +15,9 @@ from typing import Any
 
 import pytest
 
-from kstate_conformance.adapter import (
-    CodecAdapter,
-    ImplementationError,
-    JsonDict,
-    Unsupported,
-    load_implementation,
-)
+from kstate_conformance.adapter import CodecAdapter, JsonDict, Unsupported
 from kstate_conformance.expectations import Entry, ExpectationFileError, ExpectedFailures, stable_test_id
+from kstate_conformance.loading import ImplementationError, load_implementation
 
 LEVEL_ORDER = {"required": 0, "recommended": 1, "tentative": 2}
 PROFILES = {"quick": 15, "default": 60, "thorough": 1000}
