@@ -15,13 +15,14 @@ INT64_MASK = 0xFFFFFFFFFFFFFFFF
 
 
 def unsigned_varint(value: int) -> bytes:
-    """A non-negative number as LEB128, seven bits a byte, low bits first (PRIM-5)."""
-    out = bytearray()
+    """A non-negative number as LEB128: seven-bit groups, low first, the top bit set on all but the last (PRIM-5)."""
+    if value < 0:
+        raise ValueError(f"LEB128 writes non-negative numbers, not {value}")
+    groups = [value & 0x7F]
     while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
         value >>= 7
-    out.append(value)
-    return bytes(out)
+        groups.append(value & 0x7F)
+    return bytes(group | 0x80 for group in groups[:-1]) + bytes(groups[-1:])
 
 
 def zigzag_varint(value: int) -> bytes:

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
 
 LONG_MAX = (1 << 63) - 1
 INT64 = st.integers(min_value=-(1 << 63), max_value=LONG_MAX)
@@ -23,41 +24,15 @@ SESSION_TYPES = ["session", "session_with_headers"]
 HEADER_TYPES = ["timestamped_kv_with_headers", "timestamped_window_with_headers", "session_with_headers"]
 
 
-def zigzag(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while raw > 0x7F:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def header_bytes(headers: list[tuple[str, bytes | None]]) -> bytes:
-    """KIP-1271 header bytes, written here independently of the implementation under test."""
-    if not headers:
-        return b""
-    out = zigzag(len(headers))
-    for key, value in headers:
-        raw = key.encode("utf-8")
-        out += zigzag(len(raw)) + raw
-        out += zigzag(-1) if value is None else zigzag(len(value)) + value
-    return out
-
-
-def ts_bytes(ts: int) -> bytes:
-    return ts.to_bytes(8, "big", signed=True)
-
-
 def stored_value(store_type: str, value: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> bytes:
     """The bytes a store of ``store_type`` holds for (value, ts, headers)."""
     if store_type in ("kv", "window", "session", "versioned_kv"):
         return value
     if store_type in ("timestamped_kv", "timestamped_window"):
-        return ts_bytes(ts) + value
+        return int64(ts) + value
     hdr = header_bytes(headers)
-    prefix = zigzag(len(hdr)) + hdr
-    return prefix + value if store_type == "session_with_headers" else prefix + ts_bytes(ts) + value
+    prefix = zigzag_varint(len(hdr)) + hdr
+    return prefix + value if store_type == "session_with_headers" else prefix + int64(ts) + value
 
 
 def json_headers(headers: list[tuple[str, bytes | None]]) -> list[list[Any]]:
@@ -83,9 +58,9 @@ def shape_extra(store_type: str, start: int = 100, end: int = 200) -> dict[str, 
 
 def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200, seqnum: int = 0) -> bytes:
     if store_type in WINDOW_TYPES:
-        return key + ts_bytes(start) + seqnum.to_bytes(4, "big")
+        return key + int64(start) + seqnum.to_bytes(4, "big")
     if store_type in SESSION_TYPES:
-        return key + ts_bytes(end) + ts_bytes(start)
+        return key + int64(end) + int64(start)
     return key
 
 
@@ -167,7 +142,7 @@ def test_negative_context_timestamps_cannot_be_logged(codec: Any, store_type: st
 @rules("CL-2", "CL-4", "CL-5")
 @given(NEGATIVE, BYTES)
 def test_negative_stored_or_version_timestamps_cannot_be_logged(codec: Any, ts: int, value: bytes) -> None:
-    assert "error" in write(codec, "timestamped_kv", "put", b"k", ts_bytes(ts) + value, 5, [])
+    assert "error" in write(codec, "timestamped_kv", "put", b"k", int64(ts) + value, 5, [])
     assert "error" in write(codec, "versioned_kv", "put", b"k", value, 5, [], timestamp=ts)
 
 
@@ -179,7 +154,7 @@ def test_window_logging_layer_counts_its_own_sequence_numbers(codec: Any, store_
     out = write(codec, store_type, "put", b"k", value, 9, [], window_start=start, seqnum=seqnum, retain_duplicates=dups)
     expected = ((seqnum + 1) & 0x7FFFFFFF) if dups else seqnum
     assert out["seqnum"] == expected
-    assert out["record"]["key"] == (b"k" + ts_bytes(start) + expected.to_bytes(4, "big")).hex()
+    assert out["record"]["key"] == (b"k" + int64(start) + expected.to_bytes(4, "big")).hex()
 
 
 @rules("CL-6")
