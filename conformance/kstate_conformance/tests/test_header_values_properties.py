@@ -9,13 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.strategies import INT64, hex_binary
 
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 KEYS = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12)
-HEADER_VALUES = st.none() | st.binary(max_size=16).map(bytes.hex)
+HEADER_VALUES = st.none() | hex_binary(16)
 HEADERS = st.lists(st.tuples(KEYS, HEADER_VALUES).map(list), max_size=6)
 NON_EMPTY_HEADERS = st.lists(st.tuples(KEYS, HEADER_VALUES).map(list), min_size=1, max_size=6)
-VALUES = st.binary(max_size=16).map(bytes.hex)
+VALUES = hex_binary(16)
 
 
 def _ts(value: int) -> str:

@@ -14,14 +14,13 @@ from hypothesis import strategies as st
 
 from kstate_conformance import rules
 from kstate_conformance.bytes_model import header_section, sized, zigzag_varint, zigzag_varlong
+from kstate_conformance.strategies import INT32, INT64, header_lists, nullable_binary
 
-INT32 = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 # Few distinct keys so that duplicates are common; text() never yields unpaired surrogates.
 KEYS = st.one_of(st.sampled_from(["a", "b", "", "\u00e9", "e\u0301", "\u65e5\u672c", "\U0001F600"]), st.text(max_size=6))
-VALUES = st.one_of(st.none(), st.binary(max_size=8))
-HEADERS = st.lists(st.tuples(KEYS, VALUES), max_size=6)
-NULLABLE_BYTES = st.one_of(st.none(), st.binary(max_size=12))
+VALUES = nullable_binary(8)
+HEADERS = header_lists(KEYS, VALUES, max_size=6)
+NULLABLE_BYTES = nullable_binary(12)
 
 Pairs = list[tuple[str, bytes | None]]
 

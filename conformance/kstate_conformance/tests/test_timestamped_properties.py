@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.strategies import INT64
 
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 VALUES = st.binary(max_size=24)
 MINUS_ONE = "ff" * 8
 

@@ -16,12 +16,10 @@ from hypothesis import strategies as st
 
 from kstate_conformance import rules
 from kstate_conformance.bytes_model import int64
+from kstate_conformance.strategies import INT64, INT64_MAX, INT64_MIN, nullable_binary
 
 SCENARIO = "versioned.segment_scenario"
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-INT64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
-VALUES = st.one_of(st.none(), st.binary(max_size=6))
+VALUES = nullable_binary(6)
 Step = dict[str, Any]
 
 
