@@ -8,7 +8,7 @@ from kstate.codecs import header_values as hv
 from kstate.codecs.primitives import encode_int64, read_varint, take, write_varint
 from kstate.ops import JsonDict, call, capture, headers_from_json, headers_to_json, tohex, unhex
 from kstate_conformance.adapter import Handler
-from kstate_conformance.bytes_model import unsigned_varint, zigzag_varint
+from kstate_conformance.bytes_model import sized, unsigned_varint, zigzag_varint
 from kstate_conformance.mutants import mutant
 
 FAMILY = "header_values"
@@ -19,8 +19,7 @@ def _header_ops(encode_headers: Callable[[Pairs | None], bytes]) -> dict[str, Ha
     """Every writing operation rebuilt over a broken header-bytes encoder."""
 
     def prefixed(headers: Pairs | None) -> bytes:
-        section = encode_headers(headers)
-        return write_varint(len(section)) + section
+        return sized(encode_headers(headers))
 
     def serialize_headers(payload: JsonDict) -> JsonDict:
         return {"bytes": encode_headers(headers_from_json(payload["headers"])).hex()}
@@ -54,7 +53,7 @@ def _headers_after_timestamp() -> dict[str, Handler]:
         if value is None:
             return {"bytes": None}
         section = hv.encode_headers(headers_from_json(payload["headers"]))
-        return {"bytes": (encode_int64(payload["timestamp"]) + write_varint(len(section)) + section + value).hex()}
+        return {"bytes": (encode_int64(payload["timestamp"]) + sized(section) + value).hex()}
 
     return {"header_values.serialize": serialize}
 
@@ -224,7 +223,7 @@ def _null_value_serialized() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         if payload.get("value") is None:
             section = hv.encode_headers(headers_from_json(payload.get("headers")))
-            return {"bytes": (write_varint(len(section)) + section + encode_int64(payload["timestamp"])).hex()}
+            return {"bytes": (sized(section) + encode_int64(payload["timestamp"])).hex()}
         return call("header_values.serialize", payload)
 
     return {"header_values.serialize": serialize}
@@ -251,7 +250,7 @@ def _aggregation_headers_after() -> dict[str, Handler]:
         if agg is None:
             return {"bytes": None}
         section = hv.encode_headers(headers_from_json(payload.get("headers")))
-        return {"bytes": (agg + write_varint(len(section)) + section).hex()}
+        return {"bytes": (agg + sized(section)).hex()}
 
     return {"header_values.serialize_aggregation": serialize_aggregation}
 
