@@ -42,6 +42,11 @@ def header_bytes(headers: list[tuple[str, bytes | None]]) -> str:
     return bytes_model.header_bytes(headers).hex()
 
 
+def is_refusal(out: Any) -> bool:
+    """The whole answer is a refusal, ``{"error": ...}`` and nothing beside it (OPS-3)."""
+    return isinstance(out, dict) and set(out) == {"error"}
+
+
 def record(key: str, value: str | None, timestamp: int, headers: list[list[Any]] | None = None) -> dict[str, Any]:
     return {"key": key, "value": value, "timestamp": timestamp, "headers": headers or []}
 
