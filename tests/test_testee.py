@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kstate_conformance.adapter import Unsupported, load_implementation
+from kstate_conformance.adapter import Unsupported
+from kstate_conformance.loading import load_implementation
 from kstate_conformance.pytest_args import suite_args
 from kstate_conformance.testee import (
     GIVE_UP_AFTER,

@@ -15,14 +15,13 @@ from typing import Any
 
 import pytest
 
-from kstate_conformance.adapter import (
-    CodecAdapter,
-    ImplementationError,
-    JsonDict,
-    Unsupported,
-    load_implementation,
-)
+from kstate_conformance.adapter import CodecAdapter, JsonDict, Unsupported
 from kstate_conformance.expectations import Entry, ExpectationFileError, ExpectedFailures, stable_test_id
+from kstate_conformance.loading import ImplementationError, load_implementation
+
+# Kit and Store assert on the implementation's answers for the tests: rewritten, their failures show the
+# values compared, as the tests' own asserts do.
+pytest.register_assert_rewrite("kstate_conformance.harness")
 
 LEVEL_ORDER = {"required": 0, "recommended": 1, "tentative": 2}
 PROFILES = {"quick": 15, "default": 60, "thorough": 1000}

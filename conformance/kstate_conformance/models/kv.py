@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
+
 PLAIN = "kv"
 TIMESTAMPED = "timestamped_kv"
 HEADERS = "timestamped_kv_headers"
@@ -51,62 +53,6 @@ class Refused(Exception):
 # --- value bytes -------------------------------------------------------------------------------------------
 
 
-def zigzag_varint(n: int) -> bytes:
-    """A Java int as a zig-zag LEB128 varint (``ByteUtils.writeVarint``)."""
-    u = ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def _read_zigzag(data: bytes, pos: int) -> tuple[int, int]:
-    u = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        u |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (u >> 1) ^ -(u & 1), pos
-        shift += 7
-
-
-def encode_header_bytes(headers: HeaderPairs) -> bytes:
-    """KIP-1271 header bytes: nothing for no headers, else count then (key, value-or-null) in order."""
-    if not headers:
-        return b""
-    out = bytearray(zigzag_varint(len(headers)))
-    for key, value in headers:
-        key_bytes = key.encode("utf-8")
-        out += zigzag_varint(len(key_bytes)) + key_bytes
-        out += zigzag_varint(-1) if value is None else zigzag_varint(len(value)) + value
-    return bytes(out)
-
-
-def decode_header_bytes(data: bytes) -> HeaderPairs:
-    if not data:
-        return ()
-    count, pos = _read_zigzag(data, 0)
-    headers: list[tuple[str, bytes | None]] = []
-    for _ in range(count):
-        key_length, pos = _read_zigzag(data, pos)
-        key = data[pos : pos + key_length].decode("utf-8")
-        pos += key_length
-        value_length, pos = _read_zigzag(data, pos)
-        if value_length < 0:
-            headers.append((key, None))
-        else:
-            headers.append((key, data[pos : pos + value_length]))
-            pos += value_length
-    return tuple(headers)
-
-
-def int64(value: int) -> bytes:
-    return value.to_bytes(8, "big", signed=True)
-
-
 def timestamped_value(raw: bytes, timestamp: int) -> bytes:
     """``[timestamp int64 BE][raw]``."""
     return int64(timestamp) + raw
@@ -114,8 +60,8 @@ def timestamped_value(raw: bytes, timestamp: int) -> bytes:
 
 def headers_value(raw: bytes, timestamp: int, headers: HeaderPairs) -> bytes:
     """``[varint size][header bytes][timestamp][raw]``."""
-    header_bytes = encode_header_bytes(headers)
-    return zigzag_varint(len(header_bytes)) + header_bytes + int64(timestamp) + raw
+    section = header_bytes(headers)
+    return zigzag_varint(len(section)) + section + int64(timestamp) + raw
 
 
 def split_timestamped(value: bytes) -> tuple[bytes, int]:
@@ -123,7 +69,7 @@ def split_timestamped(value: bytes) -> tuple[bytes, int]:
 
 
 def split_headers_value(value: bytes) -> tuple[bytes, int, HeaderPairs]:
-    size, pos = _read_zigzag(value, 0)
+    size, pos = read_zigzag_varint(value, 0)
     headers = decode_header_bytes(value[pos : pos + size])
     pos += size
     return value[pos + 8 :], int.from_bytes(value[pos : pos + 8], "big", signed=True), headers

@@ -6,10 +6,10 @@ register theirs with :func:`mutant`; ``kstate conformance --impl mutant:NAME`` r
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kstate.ops import import_family_modules
 from kstate_conformance.adapter import CodecAdapter, Handler, OverrideAdapter, ReferenceAdapter
 
 _FAMILY_MODULES = (
@@ -58,12 +58,7 @@ def mutant(
 
 
 def all_mutants() -> dict[str, Mutant]:
-    for module in _FAMILY_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+    import_family_modules(_FAMILY_MODULES)
     return dict(sorted(MUTANTS.items()))
 
 

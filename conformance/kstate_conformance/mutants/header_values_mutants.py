@@ -8,27 +8,18 @@ from kstate.codecs import header_values as hv
 from kstate.codecs.primitives import encode_int64, read_varint, take, write_varint
 from kstate.ops import JsonDict, call, capture, headers_from_json, headers_to_json, tohex, unhex
 from kstate_conformance.adapter import Handler
+from kstate_conformance.bytes_model import sized, unsigned_varint, zigzag_varint
 from kstate_conformance.mutants import mutant
 
 FAMILY = "header_values"
 Pairs = list[tuple[str, bytes | None]]
 
 
-def _leb128(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _header_ops(encode_headers: Callable[[Pairs | None], bytes]) -> dict[str, Handler]:
     """Every writing operation rebuilt over a broken header-bytes encoder."""
 
     def prefixed(headers: Pairs | None) -> bytes:
-        section = encode_headers(headers)
-        return write_varint(len(section)) + section
+        return sized(encode_headers(headers))
 
     def serialize_headers(payload: JsonDict) -> JsonDict:
         return {"bytes": encode_headers(headers_from_json(payload["headers"])).hex()}
@@ -62,7 +53,7 @@ def _headers_after_timestamp() -> dict[str, Handler]:
         if value is None:
             return {"bytes": None}
         section = hv.encode_headers(headers_from_json(payload["headers"]))
-        return {"bytes": (encode_int64(payload["timestamp"]) + write_varint(len(section)) + section + value).hex()}
+        return {"bytes": (encode_int64(payload["timestamp"]) + sized(section) + value).hex()}
 
     return {"header_values.serialize": serialize}
 
@@ -80,11 +71,11 @@ def _unsigned_varints() -> dict[str, Handler]:
     def encode(headers: Pairs | None) -> bytes:
         if not headers:
             return b""
-        out = bytearray(_leb128(len(headers)))
+        out = bytearray(unsigned_varint(len(headers)))
         for key, value in headers:
             key_bytes = key.encode("utf-8", "replace")
-            out += _leb128(len(key_bytes)) + key_bytes
-            out += _leb128(0xFFFFFFFF) if value is None else _leb128(len(value)) + value
+            out += unsigned_varint(len(key_bytes)) + key_bytes
+            out += unsigned_varint(0xFFFFFFFF) if value is None else unsigned_varint(len(value)) + value
         return bytes(out)
 
     return _header_ops(encode)
@@ -188,10 +179,6 @@ def _restore_filters() -> dict[str, Handler]:
     return {"header_values.raw_value_to_headers_value": restore}
 
 
-def _zigzag(value: int) -> bytes:
-    return _leb128(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
 def _encode_with(key_bytes: Callable[[str], bytes], count: Callable[[int], bytes]) -> Callable[[Pairs | None], bytes]:
     def encode(headers: Pairs | None) -> bytes:
         if not headers:
@@ -199,8 +186,8 @@ def _encode_with(key_bytes: Callable[[str], bytes], count: Callable[[int], bytes
         out = bytearray(count(len(headers)))
         for key, value in headers:
             raw = key_bytes(key)
-            out += _zigzag(len(raw)) + raw
-            out += _zigzag(-1) if value is None else _zigzag(len(value)) + value
+            out += zigzag_varint(len(raw)) + raw
+            out += zigzag_varint(-1) if value is None else zigzag_varint(len(value)) + value
         return bytes(out)
 
     return encode
@@ -221,7 +208,7 @@ def _cesu8(key: str) -> bytes:
 @mutant("headers-modified-utf8-keys", "header keys written in Java's modified UTF-8 (DataOutput.writeUTF), not UTF-8",
         FAMILY, rules=("HV-4",))
 def _modified_utf8_keys() -> dict[str, Handler]:
-    return _header_ops(_encode_with(lambda k: _cesu8(k).replace(b"\x00", b"\xc0\x80"), _zigzag))
+    return _header_ops(_encode_with(lambda k: _cesu8(k).replace(b"\x00", b"\xc0\x80"), zigzag_varint))
 
 
 @mutant("headers-count-int32", "the header count written as a 4-byte int (DataOutput.writeInt), not a varint", FAMILY,
@@ -236,7 +223,7 @@ def _null_value_serialized() -> dict[str, Handler]:
     def serialize(payload: JsonDict) -> JsonDict:
         if payload.get("value") is None:
             section = hv.encode_headers(headers_from_json(payload.get("headers")))
-            return {"bytes": (write_varint(len(section)) + section + encode_int64(payload["timestamp"])).hex()}
+            return {"bytes": (sized(section) + encode_int64(payload["timestamp"])).hex()}
         return call("header_values.serialize", payload)
 
     return {"header_values.serialize": serialize}
@@ -263,7 +250,7 @@ def _aggregation_headers_after() -> dict[str, Handler]:
         if agg is None:
             return {"bytes": None}
         section = hv.encode_headers(headers_from_json(payload.get("headers")))
-        return {"bytes": (agg + write_varint(len(section)) + section).hex()}
+        return {"bytes": (agg + sized(section)).hex()}
 
     return {"header_values.serialize_aggregation": serialize_aggregation}
 

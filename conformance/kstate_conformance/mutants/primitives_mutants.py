@@ -4,26 +4,18 @@ from __future__ import annotations
 
 from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
+from kstate_conformance.bytes_model import unsigned_varint
 from kstate_conformance.mutants import mutant
-
-
-def _leb128(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint", rules=("PRIM-6",))
 def _unsigned_varints() -> dict[str, Handler]:
     def write_varint(payload: JsonDict) -> JsonDict:
-        data = _leb128(payload["value"] & 0xFFFFFFFF)
+        data = unsigned_varint(payload["value"] & 0xFFFFFFFF)
         return {"bytes": data.hex(), "size": len(data)}
 
     def write_varlong(payload: JsonDict) -> JsonDict:
-        data = _leb128(payload["value"] & 0xFFFFFFFFFFFFFFFF)
+        data = unsigned_varint(payload["value"] & 0xFFFFFFFFFFFFFFFF)
         return {"bytes": data.hex(), "size": len(data)}
 
     return {"varint.write_varint": write_varint, "varint.write_varlong": write_varlong}
@@ -85,7 +77,7 @@ def _increment_wraps() -> dict[str, Handler]:
         rules=("PRIM-5",))
 def _unsigned_varint_as_long() -> dict[str, Handler]:
     def write(payload: JsonDict) -> JsonDict:
-        data = _leb128(payload["value"] & 0xFFFFFFFFFFFFFFFF)
+        data = unsigned_varint(payload["value"] & 0xFFFFFFFFFFFFFFFF)
         return {"bytes": data.hex(), "size": len(data)}
 
     return {"varint.write_unsigned_varint": write}

@@ -9,44 +9,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
+from kstate_conformance.strategies import (
+    HEADERS_STORE_TYPES,
+    INT64,
+    INT64_MAX,
+    KV_STORE_TYPES,
+    NEGATIVE_INT64,
+    SESSION_STORE_TYPES,
+    TIMESTAMPS,
+    WINDOW_STORE_TYPES,
+    header_lists,
+    nullable_binary,
+)
 
-LONG_MAX = (1 << 63) - 1
-INT64 = st.integers(min_value=-(1 << 63), max_value=LONG_MAX)
-TIMESTAMP = st.integers(min_value=0, max_value=LONG_MAX)
-NEGATIVE = st.integers(min_value=-(1 << 63), max_value=-1)
 BYTES = st.binary(max_size=12)
-HEADERS = st.lists(st.tuples(st.text(max_size=4, alphabet=st.characters(codec="utf-8")),
-                             st.one_of(st.none(), st.binary(max_size=4))), max_size=3)
-KV_TYPES = ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
-WINDOW_TYPES = ["window", "timestamped_window", "timestamped_window_with_headers"]
-SESSION_TYPES = ["session", "session_with_headers"]
-HEADER_TYPES = ["timestamped_kv_with_headers", "timestamped_window_with_headers", "session_with_headers"]
-
-
-def zigzag(value: int) -> bytes:
-    raw = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while raw > 0x7F:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-def header_bytes(headers: list[tuple[str, bytes | None]]) -> bytes:
-    """KIP-1271 header bytes, written here independently of the implementation under test."""
-    if not headers:
-        return b""
-    out = zigzag(len(headers))
-    for key, value in headers:
-        raw = key.encode("utf-8")
-        out += zigzag(len(raw)) + raw
-        out += zigzag(-1) if value is None else zigzag(len(value)) + value
-    return out
-
-
-def ts_bytes(ts: int) -> bytes:
-    return ts.to_bytes(8, "big", signed=True)
+HEADERS = header_lists(st.text(max_size=4, alphabet=st.characters(codec="utf-8")), nullable_binary(4), max_size=3)
 
 
 def stored_value(store_type: str, value: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> bytes:
@@ -54,10 +32,10 @@ def stored_value(store_type: str, value: bytes, ts: int, headers: list[tuple[str
     if store_type in ("kv", "window", "session", "versioned_kv"):
         return value
     if store_type in ("timestamped_kv", "timestamped_window"):
-        return ts_bytes(ts) + value
+        return int64(ts) + value
     hdr = header_bytes(headers)
-    prefix = zigzag(len(hdr)) + hdr
-    return prefix + value if store_type == "session_with_headers" else prefix + ts_bytes(ts) + value
+    prefix = zigzag_varint(len(hdr)) + hdr
+    return prefix + value if store_type == "session_with_headers" else prefix + int64(ts) + value
 
 
 def json_headers(headers: list[tuple[str, bytes | None]]) -> list[list[Any]]:
@@ -74,18 +52,18 @@ def write(codec: Any, store_type: str, operation: str, key: bytes, value: bytes 
 
 
 def shape_extra(store_type: str, start: int = 100, end: int = 200) -> dict[str, Any]:
-    if store_type in WINDOW_TYPES:
+    if store_type in WINDOW_STORE_TYPES:
         return {"window_start": start}
-    if store_type in SESSION_TYPES:
+    if store_type in SESSION_STORE_TYPES:
         return {"start": start, "end": end}
     return {}
 
 
 def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200, seqnum: int = 0) -> bytes:
-    if store_type in WINDOW_TYPES:
-        return key + ts_bytes(start) + seqnum.to_bytes(4, "big")
-    if store_type in SESSION_TYPES:
-        return key + ts_bytes(end) + ts_bytes(start)
+    if store_type in WINDOW_STORE_TYPES:
+        return key + int64(start) + seqnum.to_bytes(4, "big")
+    if store_type in SESSION_STORE_TYPES:
+        return key + int64(end) + int64(start)
     return key
 
 
@@ -93,7 +71,7 @@ def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200,
 
 
 @rules("CL-2", "CL-3", "CL-6", "CL-7")
-@given(st.sampled_from(["kv", "window", "session"]), BYTES, BYTES, TIMESTAMP, HEADERS)
+@given(st.sampled_from(["kv", "window", "session"]), BYTES, BYTES, TIMESTAMPS, HEADERS)
 def test_plain_stores_log_the_value_at_the_context_timestamp(codec: Any, store_type: str, key: bytes, value: bytes,
                                                             ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
     out = write(codec, store_type, "put", key, value, ctx_ts, ctx_headers, **shape_extra(store_type))
@@ -101,7 +79,7 @@ def test_plain_stores_log_the_value_at_the_context_timestamp(codec: Any, store_t
 
 
 @rules("CL-4", "CL-6")
-@given(st.sampled_from(["timestamped_kv", "timestamped_window"]), BYTES, BYTES, TIMESTAMP, TIMESTAMP)
+@given(st.sampled_from(["timestamped_kv", "timestamped_window"]), BYTES, BYTES, TIMESTAMPS, TIMESTAMPS)
 def test_timestamped_stores_log_the_raw_value_at_the_stored_timestamp(codec: Any, store_type: str, key: bytes, value: bytes,
                                                                      stored_ts: int, ctx_ts: int) -> None:
     stored = stored_value(store_type, value, stored_ts, [])
@@ -110,7 +88,7 @@ def test_timestamped_stores_log_the_raw_value_at_the_stored_timestamp(codec: Any
 
 
 @rules("CL-8")
-@given(st.sampled_from(HEADER_TYPES), BYTES, BYTES, TIMESTAMP, HEADERS, TIMESTAMP, HEADERS)
+@given(st.sampled_from(HEADERS_STORE_TYPES), BYTES, BYTES, TIMESTAMPS, HEADERS, TIMESTAMPS, HEADERS)
 def test_header_stores_log_raw_value_and_stored_headers(codec: Any, store_type: str, key: bytes, value: bytes, stored_ts: int,
                                                         headers: list[tuple[str, bytes | None]], ctx_ts: int,
                                                         ctx_headers: list[tuple[str, bytes | None]]) -> None:
@@ -122,15 +100,15 @@ def test_header_stores_log_raw_value_and_stored_headers(codec: Any, store_type: 
 
 
 @rules("CL-3", "CL-4", "CL-6", "CL-7", "CL-8")
-@given(st.sampled_from(KV_TYPES + WINDOW_TYPES + SESSION_TYPES), BYTES, TIMESTAMP, HEADERS)
+@given(st.sampled_from(KV_STORE_TYPES + WINDOW_STORE_TYPES + SESSION_STORE_TYPES), BYTES, TIMESTAMPS, HEADERS)
 def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_context_headers(
         codec: Any, store_type: str, key: bytes, ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
-    expected_headers = json_headers(ctx_headers) if store_type in HEADER_TYPES else []
+    expected_headers = json_headers(ctx_headers) if store_type in HEADERS_STORE_TYPES else []
     expected = {"key": changelog_key(store_type, key).hex(), "value": None, "timestamp": ctx_ts, "headers": expected_headers}
     operations = ["put"]
-    if store_type in KV_TYPES:
+    if store_type in KV_STORE_TYPES:
         operations.append("delete")
-    if store_type in SESSION_TYPES:
+    if store_type in SESSION_STORE_TYPES:
         operations.append("remove")
     for operation in operations:
         out = write(codec, store_type, operation, key, None, ctx_ts, ctx_headers, **shape_extra(store_type))
@@ -138,7 +116,7 @@ def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_conte
 
 
 @rules("CL-3", "CL-4", "CL-8")
-@given(st.sampled_from(KV_TYPES), BYTES, BYTES, st.one_of(st.none(), BYTES), TIMESTAMP)
+@given(st.sampled_from(KV_STORE_TYPES), BYTES, BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS)
 def test_put_if_absent_logs_only_when_absent(codec: Any, store_type: str, key: bytes, value: bytes,
                                              previous: bytes | None, ts: int) -> None:
     stored = stored_value(store_type, value, ts, [])
@@ -151,7 +129,7 @@ def test_put_if_absent_logs_only_when_absent(codec: Any, store_type: str, key: b
 
 
 @rules("CL-5")
-@given(BYTES, st.one_of(st.none(), BYTES), TIMESTAMP, TIMESTAMP)
+@given(BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS, TIMESTAMPS)
 def test_versioned_stores_log_at_the_version_timestamp(codec: Any, key: bytes, value: bytes | None, ts: int, ctx_ts: int) -> None:
     operation = "delete" if value is None else "put"
     out = write(codec, "versioned_kv", operation, key, value, ctx_ts, [("h", None)], timestamp=ts)
@@ -159,27 +137,27 @@ def test_versioned_stores_log_at_the_version_timestamp(codec: Any, key: bytes, v
 
 
 @rules("CL-2")
-@given(st.sampled_from(KV_TYPES[:1] + WINDOW_TYPES[:1] + SESSION_TYPES[:1]), BYTES, NEGATIVE)
+@given(st.sampled_from(KV_STORE_TYPES[:1] + WINDOW_STORE_TYPES[:1] + SESSION_STORE_TYPES[:1]), BYTES, NEGATIVE_INT64)
 def test_negative_context_timestamps_cannot_be_logged(codec: Any, store_type: str, key: bytes, ctx_ts: int) -> None:
     assert "error" in write(codec, store_type, "put", key, b"v", ctx_ts, [], **shape_extra(store_type))
 
 
 @rules("CL-2", "CL-4", "CL-5")
-@given(NEGATIVE, BYTES)
+@given(NEGATIVE_INT64, BYTES)
 def test_negative_stored_or_version_timestamps_cannot_be_logged(codec: Any, ts: int, value: bytes) -> None:
-    assert "error" in write(codec, "timestamped_kv", "put", b"k", ts_bytes(ts) + value, 5, [])
+    assert "error" in write(codec, "timestamped_kv", "put", b"k", int64(ts) + value, 5, [])
     assert "error" in write(codec, "versioned_kv", "put", b"k", value, 5, [], timestamp=ts)
 
 
 @rules("CL-6")
-@given(st.sampled_from(WINDOW_TYPES), st.integers(min_value=0, max_value=(1 << 31) - 1), st.booleans(), st.booleans(), INT64)
+@given(st.sampled_from(WINDOW_STORE_TYPES), st.integers(min_value=0, max_value=(1 << 31) - 1), st.booleans(), st.booleans(), INT64)
 def test_window_logging_layer_counts_its_own_sequence_numbers(codec: Any, store_type: str, seqnum: int, dups: bool,
                                                               tombstone: bool, start: int) -> None:
     value = None if tombstone else stored_value(store_type, b"v", 1, [])
     out = write(codec, store_type, "put", b"k", value, 9, [], window_start=start, seqnum=seqnum, retain_duplicates=dups)
     expected = ((seqnum + 1) & 0x7FFFFFFF) if dups else seqnum
     assert out["seqnum"] == expected
-    assert out["record"]["key"] == (b"k" + ts_bytes(start) + expected.to_bytes(4, "big")).hex()
+    assert out["record"]["key"] == (b"k" + int64(start) + expected.to_bytes(4, "big")).hex()
 
 
 @rules("CL-6")
@@ -199,7 +177,7 @@ def test_consistency_headers_are_appended_v_then_c(codec: Any, store_type: str, 
     stored = stored_value(store_type, b"v", 3, headers)
     out = write(codec, store_type, "put", b"k", stored, 3, [], consistency_position=pos_json, **shape_extra(store_type))
     c_value = codec.call("position.serialize", {"position": pos_json})["bytes"]
-    own = json_headers(headers) if store_type in HEADER_TYPES else []
+    own = json_headers(headers) if store_type in HEADERS_STORE_TYPES else []
     assert out["record"]["headers"] == [*own, ["v", "00"], ["c", c_value]]
     assert codec.call("changelog.consistency_headers", {"position": pos_json}) == {"headers": [["v", "00"], ["c", c_value]]}
 
@@ -215,7 +193,7 @@ def restore(codec: Any, store_type: str, key: bytes, value: bytes | None, ts: in
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from(["kv", "window", "session", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADER_TYPES]),
+@given(st.sampled_from(["kv", "window", "session", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]),
        BYTES, BYTES, INT64, HEADERS)
 def test_restore_builds_the_stored_format_from_the_record(codec: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                           headers: list[tuple[str, bytes | None]]) -> None:
@@ -227,13 +205,13 @@ def test_restore_builds_the_stored_format_from_the_record(codec: Any, store_type
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from(["kv", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADER_TYPES]), BYTES, INT64, HEADERS)
+@given(st.sampled_from(["kv", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]), BYTES, INT64, HEADERS)
 def test_restore_keeps_tombstones(codec: Any, store_type: str, key: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> None:
     assert restore(codec, store_type, key, None, ts, headers)["value"] is None
 
 
 @rules("CL-4", "CL-8", "CL-10", "CL-11")
-@given(st.sampled_from(["timestamped_kv", "timestamped_window", *HEADER_TYPES]), BYTES, BYTES, TIMESTAMP, HEADERS)
+@given(st.sampled_from(["timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
 def test_logging_then_restoring_gives_back_the_stored_value(codec: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                             headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, ts, headers)
@@ -293,7 +271,7 @@ def test_illegal_changelog_topic_names_are_refused(codec: Any, app: str) -> None
 
 
 @rules("CL-15")
-@pytest.mark.parametrize("store_type", KV_TYPES)
+@pytest.mark.parametrize("store_type", KV_STORE_TYPES)
 def test_key_value_changelogs_are_compacted_create_time_topics(codec: Any, store_type: str) -> None:
     out = codec.call("changelog.topic_config", {"store_type": store_type, "topic_defaults": {"cleanup.policy": "delete", "x": "1"},
                                                 "log_config": {"y": "2"}})
@@ -303,7 +281,7 @@ def test_key_value_changelogs_are_compacted_create_time_topics(codec: Any, store
 
 
 @rules("CL-15")
-@pytest.mark.parametrize("store_type", KV_TYPES)
+@pytest.mark.parametrize("store_type", KV_STORE_TYPES)
 def test_the_stores_log_config_wins_over_the_applications_topic_defaults(codec: Any, store_type: str) -> None:
     """Library defaults, then ``topic.*`` defaults, then the store's own log config: the last one set wins."""
     out = codec.call("changelog.topic_config", {"store_type": store_type,
@@ -313,13 +291,13 @@ def test_the_stores_log_config_wins_over_the_applications_topic_defaults(codec: 
 
 
 @rules("CL-16")
-@given(st.sampled_from(WINDOW_TYPES + SESSION_TYPES), INT64, st.integers(min_value=0, max_value=LONG_MAX))
+@given(st.sampled_from(WINDOW_STORE_TYPES + SESSION_STORE_TYPES), INT64, st.integers(min_value=0, max_value=INT64_MAX))
 def test_windowed_changelog_retention_is_retention_plus_additional_saturating(codec: Any, store_type: str, retention: int,
                                                                               additional: int) -> None:
     out = codec.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention,
                                                 "additional_retention_ms": additional})["config"]
     total = retention + additional
-    assert out["retention.ms"] == str(total if -(1 << 63) <= total <= LONG_MAX else LONG_MAX)
+    assert out["retention.ms"] == str(total if -(1 << 63) <= total <= INT64_MAX else INT64_MAX)
     assert out["cleanup.policy"] == "compact,delete" and out["message.timestamp.type"] == "CreateTime"
     user = codec.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention, "log_config": {"retention.ms": "7"}})
     assert user["config"]["retention.ms"] == "7"
@@ -334,11 +312,11 @@ def test_plain_window_store_with_duplicates_is_delete_only(codec: Any) -> None:
 
 
 @rules("CL-17")
-@given(st.integers(min_value=0, max_value=LONG_MAX), st.integers(min_value=0, max_value=LONG_MAX))
+@given(st.integers(min_value=0, max_value=INT64_MAX), st.integers(min_value=0, max_value=INT64_MAX))
 def test_versioned_changelog_compaction_lag_is_history_plus_one_day(codec: Any, history: int, additional: int) -> None:
     out = codec.call("changelog.topic_config", {"store_type": "versioned_kv", "history_retention_ms": history,
                                                 "additional_retention_ms": additional})["config"]
-    assert out["min.compaction.lag.ms"] == str(min(history + 86_400_000, LONG_MAX))
+    assert out["min.compaction.lag.ms"] == str(min(history + 86_400_000, INT64_MAX))
     assert out["cleanup.policy"] == "compact" and "retention.ms" not in out
 
 

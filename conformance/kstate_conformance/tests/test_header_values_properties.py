@@ -9,21 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.harness import i64, is_refusal
+from kstate_conformance.strategies import INT64, hex_binary
 
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 KEYS = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=12)
-HEADER_VALUES = st.none() | st.binary(max_size=16).map(bytes.hex)
+HEADER_VALUES = st.none() | hex_binary(16)
 HEADERS = st.lists(st.tuples(KEYS, HEADER_VALUES).map(list), max_size=6)
 NON_EMPTY_HEADERS = st.lists(st.tuples(KEYS, HEADER_VALUES).map(list), min_size=1, max_size=6)
-VALUES = st.binary(max_size=16).map(bytes.hex)
-
-
-def _ts(value: int) -> str:
-    return value.to_bytes(8, "big", signed=True).hex()
-
-
-def _is_error(out: Any) -> bool:
-    return isinstance(out, dict) and set(out) == {"error"}
+VALUES = hex_binary(16)
 
 
 def _varint(codec: Any, value: int) -> str:
@@ -91,13 +84,13 @@ def test_truncated_header_bytes_are_refused(codec: Any, headers: list[list[Any]]
     if cut == 0:
         return
     out = codec.call("header_values.deserialize_headers", {"bytes": full[:cut].hex()})
-    assert _is_error(out)
+    assert is_refusal(out)
 
 
 @rules("HV-13")
 def test_malformed_lengths_are_refused(codec: Any) -> None:
     for data in ["0201", "0202610300", "020261087878", "02feffffff0f", "80", "ffffffffff01"]:
-        assert _is_error(codec.call("header_values.deserialize_headers", {"bytes": data})), data
+        assert is_refusal(codec.call("header_values.deserialize_headers", {"bytes": data})), data
 
 
 # --- ValueTimestampHeaders ---------------------------------------------------------------------------
@@ -108,7 +101,7 @@ def test_malformed_lengths_are_refused(codec: Any) -> None:
 def test_layout_puts_headers_before_the_timestamp(codec: Any, value: str, ts: int, headers: list[list[Any]]) -> None:
     section = _header_bytes(codec, headers)
     out = codec.call("header_values.serialize", {"value": value, "timestamp": ts, "headers": headers})
-    assert out == {"bytes": _varint(codec, len(section) // 2) + section + _ts(ts) + value}
+    assert out == {"bytes": _varint(codec, len(section) // 2) + section + i64(ts) + value}
 
 
 @rules("HV-6", "HV-9")
@@ -129,7 +122,7 @@ def test_no_headers_is_a_single_zero_prefix(codec: Any, value: str, ts: int) -> 
     no_headers: tuple[list[Any] | None, ...] = (None, [])
     for headers in no_headers:
         out = codec.call("header_values.serialize", {"value": value, "timestamp": ts, "headers": headers})
-        assert out == {"bytes": "00" + _ts(ts) + value}
+        assert out == {"bytes": "00" + i64(ts) + value}
 
 
 @rules("HV-7")
@@ -138,7 +131,7 @@ def test_null_value_is_null_whatever_the_headers(codec: Any, ts: int, headers: l
     assert codec.call("header_values.serialize", {"value": None, "timestamp": ts, "headers": headers}) == {"bytes": None}
     out = codec.call("header_values.deserialize", {"bytes": None})
     assert out["deserialize"] == {"result": None} and out["static_value"] == {"value": None}
-    assert out["static_headers"] == {"headers": None} and _is_error(out["static_timestamp"])
+    assert out["static_headers"] == {"headers": None} and is_refusal(out["static_timestamp"])
 
 
 @rules("HV-9")
@@ -148,7 +141,7 @@ def test_headers_read_needs_no_timestamp(codec: Any, headers: list[list[Any]], t
     data = _varint(codec, len(section) // 2) + section + tail.hex()
     out = codec.call("header_values.deserialize", {"bytes": data})
     assert out["static_headers"] == {"headers": headers}
-    assert _is_error(out["deserialize"]) and _is_error(out["static_timestamp"])
+    assert is_refusal(out["deserialize"]) and is_refusal(out["static_timestamp"])
 
 
 @rules("HV-13")
@@ -159,8 +152,8 @@ def test_a_value_cut_before_its_payload_is_refused(codec: Any, value: str, ts: i
     payload_start = len(full) // 2 - len(value) // 2
     cut = data.draw(st.integers(min_value=0, max_value=payload_start - 1))
     out = codec.call("header_values.deserialize", {"bytes": full[: 2 * cut]})
-    assert _is_error(out["deserialize"])
-    assert _is_error(out["static_timestamp"])
+    assert is_refusal(out["deserialize"])
+    assert is_refusal(out["static_timestamp"])
 
 
 @rules("HV-13")
@@ -170,9 +163,9 @@ def test_a_negative_headers_size_is_refused(codec: Any, size: str) -> None:
     decode and the aggregation decode; it is never read as "no headers"."""
     data = size + (7).to_bytes(8, "big").hex() + "aa"
     out = codec.call("header_values.deserialize", {"bytes": data})
-    assert _is_error(out["deserialize"]) and _is_error(out["static_headers"]), out
-    assert _is_error(codec.call("header_values.deserialize_lazy", {"bytes": data}))
-    assert _is_error(codec.call("header_values.deserialize_aggregation", {"bytes": data}))
+    assert is_refusal(out["deserialize"]) and is_refusal(out["static_headers"]), out
+    assert is_refusal(codec.call("header_values.deserialize_lazy", {"bytes": data}))
+    assert is_refusal(codec.call("header_values.deserialize_aggregation", {"bytes": data}))
 
 
 # --- lazy decoding -----------------------------------------------------------------------------------
@@ -183,13 +176,13 @@ GARBAGE_HEADER_BYTES = st.sampled_from(["0201", "020a61", "02026105", "020203", 
 @rules("HV-10")
 @given(GARBAGE_HEADER_BYTES, VALUES, INT64)
 def test_value_and_timestamp_reads_skip_the_header_bytes(codec: Any, garbage: str, value: str, ts: int) -> None:
-    data = _varint(codec, len(garbage) // 2) + garbage + _ts(ts) + value
+    data = _varint(codec, len(garbage) // 2) + garbage + i64(ts) + value
     lazy = codec.call("header_values.deserialize_lazy", {"bytes": data})
     assert lazy["result"] == {"value": value, "timestamp": ts, "raw_headers": garbage}
-    assert _is_error(lazy["headers"])
+    assert is_refusal(lazy["headers"])
     full = codec.call("header_values.deserialize", {"bytes": data})
     assert full["static_value"] == {"value": value} and full["static_timestamp"] == {"timestamp": ts}
-    assert _is_error(full["static_headers"])
+    assert is_refusal(full["static_headers"])
 
 
 @rules("HV-10")
@@ -220,7 +213,7 @@ def test_aggregation_nulls(codec: Any) -> None:
     assert codec.call("header_values.serialize_aggregation", {"aggregation": None, "headers": [["a", "78"]]}) == {"bytes": None}
     assert codec.call("header_values.deserialize_aggregation", {"bytes": None}) == {"result": None}
     assert codec.call("header_values.raw_aggregation", {"bytes": None}) == {"aggregation": None}
-    assert _is_error(codec.call("header_values.raw_aggregation", {"bytes": ""}))
+    assert is_refusal(codec.call("header_values.raw_aggregation", {"bytes": ""}))
 
 
 # --- conversions ---------------------------------------------------------------------------------------
@@ -315,7 +308,7 @@ def test_static_helpers_skip_backwards_over_a_negative_headers_size(codec: Any) 
     out = codec.call("header_values.deserialize", {"bytes": "01000000000000000000"})
     assert out["static_value"] == {"value": "0000"}
     assert out["static_timestamp"] == {"timestamp": 72057594037927936}
-    assert _is_error(out["deserialize"]) and _is_error(out["static_headers"])
+    assert is_refusal(out["deserialize"]) and is_refusal(out["static_headers"])
     assert codec.call("header_values.raw_aggregation", {"bytes": "016162"}) == {"aggregation": "016162"}
 
 

@@ -9,20 +9,8 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.tests.test_kv_contract import (
-    BACKENDS,
-    HDR,
-    KV,
-    ROCKSDB,
-    TOPIC,
-    TS,
-    Kit,
-    Store,
-    h,
-    i64,
-    kit,
-    value_for,
-)
+from kstate_conformance.harness import BACKENDS, ROCKSDB, TOPIC, Kit, Store, h, i64, kit
+from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 
 __all__ = ["kit"]
 

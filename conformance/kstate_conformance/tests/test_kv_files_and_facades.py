@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.tests.test_kv_contract import HDR, KV, ROCKSDB, TOPIC, TS, Kit, h, i64, kit, value_for
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, i64, kit
+from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 
 __all__ = ["kit"]
 

@@ -30,14 +30,15 @@ from hypothesis.stateful import (
 
 from kstate_conformance import rules
 from kstate_conformance.models import kv as m
+from kstate_conformance.strategies import header_lists, nullable_binary
 
 KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
 KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
 MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=5)
 TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
-HEADER_VALUES = st.none() | st.binary(max_size=3)
-HEADERS = st.lists(st.tuples(st.sampled_from(["a", "b", "ü"]), HEADER_VALUES), max_size=2).map(tuple)
+HEADER_VALUES = nullable_binary(3)
+HEADERS = header_lists(st.sampled_from(["a", "b", "ü"]), HEADER_VALUES, max_size=2).map(tuple)
 #: Lifecycle steps, upgrades and crashes twice as likely as the others (they find the most).
 LIFECYCLE = ("flush", "commit", "restart", "upgrade", "upgrade", "crash", "crash", "restore")
 NEXT_TYPE = {m.PLAIN: (m.TIMESTAMPED, m.HEADERS), m.TIMESTAMPED: (m.HEADERS,), m.HEADERS: ()}

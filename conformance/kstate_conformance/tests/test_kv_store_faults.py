@@ -14,10 +14,10 @@ import pytest
 
 from kstate.storage_files import directory_digest
 from kstate_conformance import rules
-from kstate_conformance.tests.test_kv_contract import HDR, KV, ROCKSDB, TOPIC, TS, Kit, h, kit, value_for
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, kit
+from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 
 __all__ = ["kit"]
-
 
 
 def _task(kit: Kit) -> Path:

@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.strategies import KV_STORE_TYPES, NON_NEGATIVE_INT32, SESSION_STORE_TYPES, WINDOW_STORE_TYPES
 
-INT32_NONNEG = st.integers(min_value=0, max_value=(1 << 31) - 1)
 STORE_NAME = st.text(alphabet="abcxyz_-.0123456789", min_size=1, max_size=12)
-KV_LIKE = ["kv", "timestamped_kv", "timestamped_kv_with_headers", "versioned_kv"]
-SEGMENTED = ["window", "timestamped_window", "timestamped_window_with_headers", "session", "session_with_headers"]
+KV_LIKE = (*KV_STORE_TYPES, "versioned_kv")
+SEGMENTED_STORE_TYPES = WINDOW_STORE_TYPES + SESSION_STORE_TYPES
 
 
 def java_long(value: int) -> int:
@@ -28,7 +28,7 @@ def java_div(a: int, b: int) -> int:
 
 
 @rules("LAY-1")
-@given(INT32_NONNEG, INT32_NONNEG, st.one_of(st.none(), st.text(alphabet="abc-", min_size=1, max_size=6)))
+@given(NON_NEGATIVE_INT32, NON_NEGATIVE_INT32, st.one_of(st.none(), st.text(alphabet="abc-", min_size=1, max_size=6)))
 def test_task_directory_names(codec: Any, subtopology: int, partition: int, topology: str | None) -> None:
     payload: dict[str, Any] = {"application_id": "app", "subtopology": subtopology, "partition": partition}
     if topology is not None:
@@ -54,7 +54,7 @@ def test_key_value_and_versioned_stores_live_under_rocksdb(codec: Any, store_typ
 
 
 @rules("LAY-3", "LAY-4")
-@given(st.sampled_from(SEGMENTED), STORE_NAME, st.integers(min_value=0, max_value=1 << 40), st.integers(min_value=1, max_value=1 << 31))
+@given(st.sampled_from(SEGMENTED_STORE_TYPES), STORE_NAME, st.integers(min_value=0, max_value=1 << 40), st.integers(min_value=1, max_value=1 << 31))
 def test_segments_are_named_by_their_start_time(codec: Any, store_type: str, name: str, segment_id: int, interval: int) -> None:
     out = codec.call("layout.store_paths", {"store_type": store_type, "store_name": name, "segment_id": segment_id,
                                             "segment_interval": interval})

@@ -9,10 +9,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.strategies import INT32, INT64, INT64_MAX
 
-INT32 = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
-LONG_MAX = (1 << 63) - 1
 JAVA_WHITESPACE = " \t\n\x0b\x0c\r"
 STATUS = b"status".hex()
 POSITION = b"position".hex()
@@ -23,7 +21,7 @@ CLOSED = (0).to_bytes(8, "big").hex()
 CHECKPOINT_TOPIC = st.text(
     alphabet=st.characters(codec="utf-8", exclude_characters=JAVA_WHITESPACE), max_size=12
 )
-CHECKPOINT_OFFSET = st.one_of(st.integers(min_value=0, max_value=LONG_MAX), st.just(-4))
+CHECKPOINT_OFFSET = st.one_of(st.integers(min_value=0, max_value=INT64_MAX), st.just(-4))
 CHECKPOINT_ENTRIES = st.lists(
     st.tuples(CHECKPOINT_TOPIC, INT32, CHECKPOINT_OFFSET), min_size=1, max_size=8, unique_by=lambda e: (e[0], e[1])
 )
@@ -110,7 +108,7 @@ def test_checkpoint_empty_map_writes_no_file(codec: Any) -> None:
 
 
 @rules("OFF-20", "OFF-14")
-@given(st.lists(st.tuples(CHECKPOINT_TOPIC, INT32, st.one_of(st.none(), st.integers(0, LONG_MAX))), max_size=5,
+@given(st.lists(st.tuples(CHECKPOINT_TOPIC, INT32, st.one_of(st.none(), st.integers(0, INT64_MAX))), max_size=5,
                 unique_by=lambda e: (e[0], e[1])))
 def test_downgrade_checkpoint_writes_null_as_unknown(codec: Any, committed: list[tuple[str, int, int | None]]) -> None:
     out = codec.call("checkpoint.write_downgrade", {"committed": [list(e) for e in committed]})
@@ -208,7 +206,7 @@ def test_checkpoint_reader_accepts_forms_no_writer_produces(codec: Any, text: st
 
 
 @rules("OFF-18")
-@given(st.dictionaries(CHECKPOINT_TOPIC.filter(bool), st.dictionaries(INT32, st.integers(0, LONG_MAX), min_size=1, max_size=3),
+@given(st.dictionaries(CHECKPOINT_TOPIC.filter(bool), st.dictionaries(INT32, st.integers(0, INT64_MAX), min_size=1, max_size=3),
                        max_size=3))
 def test_position_file_round_trips(codec: Any, position: dict[str, dict[int, int]]) -> None:
     written = codec.call("position.to_checkpoint", {"position": position_json(position)})
@@ -311,7 +309,7 @@ def test_position_entry_holds_padded_position_bytes(codec: Any, position: dict[s
 
 
 CF_OFFSETS = st.lists(st.tuples(st.sampled_from(["a", "b", "app-s-changelog"]), st.integers(0, 3),
-                                st.one_of(st.none(), st.integers(0, LONG_MAX))), min_size=1, max_size=6,
+                                st.one_of(st.none(), st.integers(0, INT64_MAX))), min_size=1, max_size=6,
                       unique_by=lambda e: (e[0], e[1]))
 
 
@@ -322,7 +320,7 @@ def _cf_with(offsets: dict[tuple[str, int], int]) -> list[list[str]]:
 
 
 @rules("OFF-4")
-@given(st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)), st.integers(0, LONG_MAX), max_size=5), CF_OFFSETS)
+@given(st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)), st.integers(0, INT64_MAX), max_size=5), CF_OFFSETS)
 def test_commit_puts_offsets_and_deletes_nulls(codec: Any, before: dict[tuple[str, int], int],
                                                commit: list[tuple[str, int, int | None]]) -> None:
     cf = codec.call("offsets.commit", {"cf": _cf_with(before), "offsets": [list(e) for e in commit]})["cf"]
@@ -336,7 +334,7 @@ def test_commit_puts_offsets_and_deletes_nulls(codec: Any, before: dict[tuple[st
 
 
 @rules("OFF-4")
-@given(st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)), st.integers(0, LONG_MAX), max_size=5))
+@given(st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)), st.integers(0, INT64_MAX), max_size=5))
 def test_empty_commit_wipes_everything_but_status(codec: Any, before: dict[tuple[str, int], int]) -> None:
     assert codec.call("offsets.commit", {"cf": _cf_with(before), "offsets": []}) == {"cf": [[STATUS, OPEN]]}
 

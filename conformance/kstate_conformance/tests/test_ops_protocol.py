@@ -9,9 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
-
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
-
+from kstate_conformance.strategies import INT64
 
 #: Operations the suite uses, any of which an implementation may claim (OPS-1 needs one claimed, one not).
 KNOWN_OPERATIONS = ("varint.write_varint", "varint.read_varint", "primitives.encode_int64", "primitives.read_int64",

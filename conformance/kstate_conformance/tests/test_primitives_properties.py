@@ -8,9 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
-
-INT32 = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+from kstate_conformance.strategies import INT32, INT64
 
 
 @rules("PRIM-5", "PRIM-6")

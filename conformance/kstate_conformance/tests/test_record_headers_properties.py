@@ -13,14 +13,14 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.bytes_model import header_section, sized, zigzag_varint, zigzag_varlong
+from kstate_conformance.strategies import INT32, INT64, header_lists, nullable_binary
 
-INT32 = st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1)
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 # Few distinct keys so that duplicates are common; text() never yields unpaired surrogates.
 KEYS = st.one_of(st.sampled_from(["a", "b", "", "\u00e9", "e\u0301", "\u65e5\u672c", "\U0001F600"]), st.text(max_size=6))
-VALUES = st.one_of(st.none(), st.binary(max_size=8))
-HEADERS = st.lists(st.tuples(KEYS, VALUES), max_size=6)
-NULLABLE_BYTES = st.one_of(st.none(), st.binary(max_size=12))
+VALUES = nullable_binary(8)
+HEADERS = header_lists(KEYS, VALUES, max_size=6)
+NULLABLE_BYTES = nullable_binary(12)
 
 Pairs = list[tuple[str, bytes | None]]
 
@@ -28,41 +28,13 @@ Pairs = list[tuple[str, bytes | None]]
 # --- a model of the layout (spec/record-headers.md) ------------------------------------------------------
 
 
-def _leb128(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def varint(value: int) -> bytes:
-    return _leb128(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
-
-
-def varlong(value: int) -> bytes:
-    return _leb128(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
-
-
-def sized(data: bytes | None, null_length: int = -1) -> bytes:
-    return varint(null_length) if data is None else varint(len(data)) + data
-
-
-def header_section(headers: Pairs, count: int | None = None) -> bytes:
-    body = varint(len(headers) if count is None else count)
-    for key, value in headers:
-        body += sized(key.encode("utf-8")) + sized(value)
-    return body
-
-
 def record_body(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                 section: bytes, attributes: int = 0) -> bytes:
-    return bytes([attributes]) + varlong(timestamp_delta) + varint(offset_delta) + sized(key) + sized(value) + section
+    return bytes([attributes]) + zigzag_varlong(timestamp_delta) + zigzag_varint(offset_delta) + sized(key) + sized(value) + section
 
 
 def framed(body: bytes) -> bytes:
-    return varint(len(body)) + body
+    return zigzag_varint(len(body)) + body
 
 
 def java_long(value: int) -> int:
@@ -161,7 +133,7 @@ def test_size_matches_the_written_record(codec: Any, offset_delta: int, timestam
         "offset_delta": offset_delta, "timestamp_delta": timestamp_delta, "key_size": -1 if key is None else len(key),
         "value_size": -1 if value is None else len(value), "headers": headers_json(headers)})
     body = sizes["size_of_body_in_bytes"]
-    assert sizes["size_in_bytes"] == len(record) // 2 == len(varint(body)) + body
+    assert sizes["size_in_bytes"] == len(record) // 2 == len(zigzag_varint(body)) + body
 
 
 @rules("HDR-3", "HDR-10", "HDR-12")
@@ -227,9 +199,9 @@ def test_a_negative_header_count_is_refused(codec: Any, headers: Pairs, count: i
 @rules("HDR-13")
 @given(HEADERS, st.integers(min_value=1, max_value=(1 << 31) - 1))
 def test_a_header_count_beyond_the_remaining_bytes_is_refused(codec: Any, headers: Pairs, excess: int) -> None:
-    tail = header_section(headers)[len(varint(len(headers))):]
+    tail = header_section(headers)[len(zigzag_varint(len(headers))):]
     count = min(len(tail) + excess, (1 << 31) - 1)
-    section = varint(count) + tail
+    section = zigzag_varint(count) + tail
     assert is_error(read(codec, framed(record_body(0, 0, None, None, section))))
     assert is_error(codec.call("record_v2.read_headers", {"bytes": section.hex()}))
 
@@ -237,7 +209,7 @@ def test_a_header_count_beyond_the_remaining_bytes_is_refused(codec: Any, header
 @rules("HDR-13")
 @given(st.integers(min_value=-(1 << 31), max_value=-1), VALUES)
 def test_a_negative_header_key_length_is_refused(codec: Any, key_length: int, value: bytes | None) -> None:
-    section = varint(1) + varint(key_length) + sized(value)
+    section = zigzag_varint(1) + zigzag_varint(key_length) + sized(value)
     assert is_error(read(codec, framed(record_body(0, 0, None, None, section))))
     assert is_error(codec.call("record_v2.read_headers", {"bytes": section.hex()}))
 
@@ -245,8 +217,8 @@ def test_a_negative_header_key_length_is_refused(codec: Any, key_length: int, va
 @rules("HDR-13")
 @pytest.mark.parametrize("length", [-1, -(1 << 31), 8, (1 << 31) - 1])
 def test_a_body_length_that_does_not_fit_is_refused(codec: Any, length: int) -> None:
-    body = record_body(0, 0, None, None, varint(0))
-    assert is_error(read(codec, varint(length) + body))
+    body = record_body(0, 0, None, None, zigzag_varint(0))
+    assert is_error(read(codec, zigzag_varint(length) + body))
 
 
 # --- reading: Kafka's leniency (HDR-14) ---------------------------------------------------------------------
@@ -258,8 +230,8 @@ def test_a_body_length_that_does_not_fit_is_refused(codec: Any, length: int) -> 
        st.integers(min_value=-(1 << 31), max_value=-2), st.integers(min_value=1, max_value=255), KEYS)
 def test_reader_accepts_what_kafka_accepts(codec: Any, key_length: int, value_length: int, header_value_length: int,
                                            attributes: int, header_key: str) -> None:
-    section = varint(1) + sized(header_key.encode("utf-8")) + varint(header_value_length)
-    body = (bytes([attributes]) + varlong(0) + varint(0) + varint(key_length) + varint(value_length) + section)
+    section = zigzag_varint(1) + sized(header_key.encode("utf-8")) + zigzag_varint(header_value_length)
+    body = (bytes([attributes]) + zigzag_varlong(0) + zigzag_varint(0) + zigzag_varint(key_length) + zigzag_varint(value_length) + section)
     out = read(codec, framed(body) + b"\x00")
     assert (out["key"], out["value"], out["headers"], out["attributes"]) == (None, None, [[header_key, None]], attributes)
     assert out["bytes_consumed"] == len(framed(body))
@@ -268,7 +240,7 @@ def test_reader_accepts_what_kafka_accepts(codec: Any, key_length: int, value_le
 @rules("HDR-14")
 @pytest.mark.kstate_level("recommended")
 def test_size_in_bytes_uses_the_minimal_length_varint(codec: Any) -> None:
-    body = record_body(0, 0, None, None, varint(0))
+    body = record_body(0, 0, None, None, zigzag_varint(0))
     out = read(codec, bytes([len(body) * 2 | 0x80, 0x00]) + body)
     assert (out["size_in_bytes"], out["bytes_consumed"]) == (len(body) + 1, len(body) + 2)
 
@@ -280,7 +252,7 @@ def test_size_in_bytes_uses_the_minimal_length_varint(codec: Any) -> None:
     ("61ff62", "a\ufffdb"),
 ])
 def test_invalid_utf8_keys_decode_as_the_jdk_does(codec: Any, key_bytes: str, key: str) -> None:
-    section = varint(1) + sized(bytes.fromhex(key_bytes)) + varint(-1)
+    section = zigzag_varint(1) + sized(bytes.fromhex(key_bytes)) + zigzag_varint(-1)
     assert read(codec, framed(record_body(0, 0, None, None, section)))["headers"] == [[key, None]]
 
 

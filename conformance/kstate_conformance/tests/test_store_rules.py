@@ -12,21 +12,8 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.tests.test_kv_contract import (
-    BACKENDS,
-    FF8,
-    HDR,
-    KV,
-    MEMORY,
-    ROCKSDB,
-    TOPIC,
-    TS,
-    Kit,
-    i64,
-    kit,
-    record,
-    value_for,
-)
+from kstate_conformance.harness import BACKENDS, FF8, MEMORY, ROCKSDB, TOPIC, Kit, i64, kit, record
+from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 
 __all__ = ["kit"]
 

@@ -9,25 +9,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.harness import i64, is_refusal
+from kstate_conformance.strategies import INT64
 
-INT64 = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
 VALUES = st.binary(max_size=24)
 MINUS_ONE = "ff" * 8
-
-
-def _ts(value: int) -> str:
-    return value.to_bytes(8, "big", signed=True).hex()
-
-
-def _is_error(out: Any) -> bool:
-    return isinstance(out, dict) and set(out) == {"error"}
 
 
 @rules("TSKV-1")
 @given(VALUES, INT64)
 def test_layout_is_big_endian_timestamp_then_value(codec: Any, value: bytes, timestamp: int) -> None:
     out = codec.call("timestamped.serialize", {"value": value.hex(), "timestamp": timestamp})
-    assert out == {"bytes": _ts(timestamp) + value.hex()}
+    assert out == {"bytes": i64(timestamp) + value.hex()}
 
 
 @rules("TSKV-1", "TSKV-3")
@@ -44,7 +37,7 @@ def test_round_trip_and_static_helpers_agree(codec: Any, value: bytes, timestamp
 def test_null_is_null_and_empty_is_eight_bytes(codec: Any, timestamp: int) -> None:
     assert codec.call("timestamped.serialize", {"value": None, "timestamp": timestamp}) == {"bytes": None}
     empty = codec.call("timestamped.serialize", {"value": "", "timestamp": timestamp})
-    assert empty == {"bytes": _ts(timestamp)}
+    assert empty == {"bytes": i64(timestamp)}
     assert codec.call("timestamped.deserialize", {"bytes": empty["bytes"]}) == {"result": {"value": "", "timestamp": timestamp}}
     assert codec.call("timestamped.deserialize", {"bytes": None}) == {"result": None}
 
@@ -52,9 +45,9 @@ def test_null_is_null_and_empty_is_eight_bytes(codec: Any, timestamp: int) -> No
 @rules("TSKV-3")
 @given(st.binary(max_size=7))
 def test_fewer_than_eight_bytes_are_refused(codec: Any, data: bytes) -> None:
-    assert _is_error(codec.call("timestamped.deserialize", {"bytes": data.hex()}))
-    assert _is_error(codec.call("timestamped.raw_value", {"bytes": data.hex()}))
-    assert _is_error(codec.call("timestamped.timestamp", {"bytes": data.hex()}))
+    assert is_refusal(codec.call("timestamped.deserialize", {"bytes": data.hex()}))
+    assert is_refusal(codec.call("timestamped.raw_value", {"bytes": data.hex()}))
+    assert is_refusal(codec.call("timestamped.timestamp", {"bytes": data.hex()}))
 
 
 @rules("TSKV-5")
@@ -93,7 +86,7 @@ def _model(old: bytes | None, new: bytes | None, same: bool) -> bool:
     return new_ts > old_ts and old[8:] == new[8:]
 
 
-TIMESTAMPED = st.builds(lambda ts, v: bytes.fromhex(_ts(ts)) + v, st.integers(-3, 3), st.binary(max_size=2))
+TIMESTAMPED = st.builds(lambda ts, v: bytes.fromhex(i64(ts)) + v, st.integers(-3, 3), st.binary(max_size=2))
 
 
 @rules("TSKV-4")
@@ -123,7 +116,7 @@ def test_one_array_passed_twice_is_the_same(codec: Any, value: bytes) -> None:
 def test_short_copies_of_equal_length_are_refused(codec: Any, a: bytes, b: bytes) -> None:
     b = (b + bytes(len(a)))[: len(a)]
     out = codec.call("timestamped.values_are_same_and_time_is_increasing", {"old": a.hex(), "new": b.hex(), "same_reference": False})
-    assert _is_error(out)
+    assert is_refusal(out)
 
 
 @rules("TSKV-7")

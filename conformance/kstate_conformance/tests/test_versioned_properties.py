@@ -15,17 +15,12 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance.bytes_model import int64
+from kstate_conformance.strategies import INT64, INT64_MAX, INT64_MIN, nullable_binary
 
 SCENARIO = "versioned.segment_scenario"
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-INT64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
-VALUES = st.one_of(st.none(), st.binary(max_size=6))
+VALUES = nullable_binary(6)
 Step = dict[str, Any]
-
-
-def _i64(value: int) -> bytes:
-    return struct.pack(">q", value)
 
 
 def _java_div(a: int, b: int) -> int:
@@ -55,10 +50,10 @@ class Row:
 
     def layout(self) -> bytes:
         """The spec's layout (VER-4..VER-8), written independently of any implementation."""
-        index = b"".join(_i64(v.valid_from) + struct.pack(">i", -1 if v.value is None else len(v.value))
+        index = b"".join(int64(v.valid_from) + struct.pack(">i", -1 if v.value is None else len(v.value))
                          for v in self.versions)
         values = b"".join(v.value or b"" for v in reversed(self.versions))
-        return _i64(self.next_ts) + _i64(self.versions[-1].valid_from) + index + values
+        return int64(self.next_ts) + int64(self.versions[-1].valid_from) + index + values
 
     def expected(self, index: int, with_value: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"index": index, "valid_from": self.versions[index].valid_from,
@@ -181,7 +176,7 @@ def test_tombstone_and_empty_value_stay_apart(codec: Any, start: int, width: int
              {"op": "find", "timestamp": start + width, "include_value": True}]
     results = scenario(codec, steps)
     assert bytes.fromhex(results[0]["bytes"])[-4:] == b"\x00\x00\x00\x00"
-    assert bytes.fromhex(results[1]["bytes"])[16:28] == _i64(start + width) + b"\xff\xff\xff\xff"
+    assert bytes.fromhex(results[1]["bytes"])[16:28] == int64(start + width) + b"\xff\xff\xff\xff"
     assert results[3]["result"]["value"] == "" and results[4]["result"]["value"] is None
 
 
@@ -192,7 +187,7 @@ def test_degenerate_row(codec: Any, t: int, delta: int, value: bytes | None) -> 
     results = scenario(codec, [new, {"op": "find", "timestamp": t, "include_value": True},
                                {"op": "find_all", "from": INT64_MIN, "to": INT64_MAX},
                                {"op": "insert", "timestamp": t, "value": "61", "index": 0}])
-    assert bytes.fromhex(results[0]["bytes"]) == _i64(t) * 3 + b"\xff\xff\xff\xff"
+    assert bytes.fromhex(results[0]["bytes"]) == int64(t) * 3 + b"\xff\xff\xff\xff"
     assert "error" in results[1] and results[2]["results"] == [] and "error" in results[3]
     earliest = Row(t, (Version(t - delta, value),)).layout()
     assert final_bytes(codec, [new, {"op": "insert_as_earliest", "timestamp": t - delta, "value": _hex(value)}]) \
@@ -299,7 +294,7 @@ def test_any_bytes_give_an_answer_or_a_refusal(codec: Any, data: bytes, ts: int)
 @given(rows(), st.integers(min_value=1, max_value=(1 << 31) - 1))
 def test_rows_that_run_past_their_end_are_refused(codec: Any, row: Row, extra: int) -> None:
     data = row.layout()
-    never_min = data[:8] + _i64(row.versions[-1].valid_from - 1) + data[16:]
+    never_min = data[:8] + int64(row.versions[-1].valid_from - 1) + data[16:]
     assume(row.versions[-1].valid_from - 1 != -1)
     oldest = 16 + 12 * (len(row.versions) - 1)
     size = len(row.versions[-1].value or b"")
@@ -315,7 +310,7 @@ def test_rows_that_run_past_their_end_are_refused(codec: Any, row: Row, extra: i
 @given(st.binary(max_size=40), INT64)
 def test_latest_value_row_round_trips(codec: Any, value: bytes, ts: int) -> None:
     row = codec.call("versioned.latest_from", {"value": value.hex(), "timestamp": ts})["bytes"]
-    assert bytes.fromhex(row) == _i64(ts) + value
+    assert bytes.fromhex(row) == int64(ts) + value
     assert codec.call("versioned.latest_decode", {"bytes": row}) == {"value": value.hex(), "timestamp": ts}
 
 
@@ -331,7 +326,7 @@ def test_latest_value_refuses_tombstones_and_short_rows(codec: Any, short: bytes
 def test_segment_keys_and_the_latest_store_sorts_last(codec: Any, sid: int, key: bytes, other: bytes) -> None:
     regular = bytes.fromhex(codec.call("versioned.segment_key", {"segment_id": sid, "key": key.hex()})["bytes"])
     latest = bytes.fromhex(codec.call("versioned.segment_key", {"segment_id": -1, "key": other.hex()})["bytes"])
-    assert regular == _i64(sid) + key and latest == b"\xff" * 8 + other
+    assert regular == int64(sid) + key and latest == b"\xff" * 8 + other
     assert regular < latest
     assert codec.call("versioned.split_segment_key", {"bytes": regular.hex()}) == {"segment_id": sid, "key": key.hex()}
     assert "error" in codec.call("versioned.split_segment_key", {"bytes": regular[:7].hex()})
@@ -519,8 +514,8 @@ def test_in_order_put_moves_the_previous_latest_first(codec: Any, ts: int, later
     steps: list[Step] = [{"op": "put", "timestamp": ts, "value": value.hex()}, {"op": "put", "timestamp": ts + later, "value": "ff"}]
     rows = dict(key_scenario(codec, 5000, interval, steps)[-1]["rows"])
     moved = Row(ts + later, (Version(ts, value),)).layout().hex()
-    assert rows == {_i64(_java_div(ts + later, interval)).hex() + KEY: moved,
-                    "ff" * 8 + KEY: (_i64(ts + later) + b"\xff").hex()}
+    assert rows == {int64(_java_div(ts + later, interval)).hex() + KEY: moved,
+                    "ff" * 8 + KEY: (int64(ts + later) + b"\xff").hex()}
 
 
 @rules("VER-29")
@@ -530,9 +525,9 @@ def test_an_out_of_order_put_splits_a_version_across_segments(codec: Any) -> Non
     result = key_scenario(codec, 100, 10, steps)[-1]
     assert result["result"] == 35
     assert result["rows"] == [
-        [_i64(2).hex() + KEY, Row(22, (Version(5, b"a"),)).layout().hex()],
-        [_i64(3).hex() + KEY, Row(35, (Version(22, b"c"),)).layout().hex()],
-        ["ff" * 8 + KEY, (_i64(35) + b"b").hex()],
+        [int64(2).hex() + KEY, Row(22, (Version(5, b"a"),)).layout().hex()],
+        [int64(3).hex() + KEY, Row(35, (Version(22, b"c"),)).layout().hex()],
+        ["ff" * 8 + KEY, (int64(35) + b"b").hex()],
     ]
 
 
@@ -540,16 +535,16 @@ def test_an_out_of_order_put_splits_a_version_across_segments(codec: Any) -> Non
 def test_a_lone_tombstone_is_a_degenerate_row(codec: Any) -> None:
     results = key_scenario(codec, 100, 10, [{"op": "put", "timestamp": 42, "value": None},
                                             {"op": "put", "timestamp": 30, "value": "61"}])
-    assert results[0]["rows"] == [[_i64(4).hex() + KEY, (_i64(42) * 3 + b"\xff\xff\xff\xff").hex()]]
+    assert results[0]["rows"] == [[int64(4).hex() + KEY, (int64(42) * 3 + b"\xff\xff\xff\xff").hex()]]
     assert results[1]["result"] == 42
-    assert results[1]["rows"] == [[_i64(4).hex() + KEY, Row(42, (Version(30, b"a"),)).layout().hex()]]
+    assert results[1]["rows"] == [[int64(4).hex() + KEY, Row(42, (Version(30, b"a"),)).layout().hex()]]
 
 
 @rules("VER-30")
 def test_segments_below_retention_are_dropped_and_negative_ids_refused(codec: Any) -> None:
     steps: list[Step] = [{"op": "put", "timestamp": t, "value": "61"} for t in (5, 15, 25, 200)]
     rows = key_scenario(codec, 100, 10, steps)[-1]["rows"]
-    assert [k[:16] for k, _ in rows] == [_i64(20).hex(), "ff" * 8]
+    assert [k[:16] for k, _ in rows] == [int64(20).hex(), "ff" * 8]
     negative = key_scenario(codec, 1000, 10, [{"op": "put", "timestamp": -50, "value": "61"},
                                               {"op": "put", "timestamp": -20, "value": "62"}])
     assert "error" in negative[1]

@@ -17,7 +17,7 @@ The same vocabulary is what golden fixtures, recorded Kafka vectors and out-of-p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,14 +94,19 @@ def op(
     return register
 
 
-def load_all() -> dict[str, OpSpec]:
-    """Import every family module that exists and return the filled registry."""
-    for module in _FAMILY_MODULES:
+def import_family_modules(modules: Iterable[str]) -> None:
+    """Import each module that exists, so that it registers itself; one that exists but cannot import still raises."""
+    for module in modules:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
+
+
+def load_all() -> dict[str, OpSpec]:
+    """Import every family module that exists and return the filled registry."""
+    import_family_modules(_FAMILY_MODULES)
     return REGISTRY
 
 

@@ -1,0 +1,94 @@
+"""Loading the implementation under test: ``--impl reference | mutant:NAME | module:factory | cmd:COMMAND``.
+
+The one module that knows every kind of implementation, so that the adapter protocol, the out-of-process
+testee and the mutants import one another in one direction only (adapter < testee, mutants < loading).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from kstate.errors import KStateError
+from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
+from kstate_conformance.mutants import get_mutant
+from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
+
+
+class ImplementationError(KStateError):
+    """An ``--impl`` that cannot be loaded, built or started: a setup error, not a conformance verdict."""
+
+
+class ImplementationNotFound(ImplementationError, LookupError):
+    """An ``--impl`` name that names no implementation."""
+
+
+TESTEE_PREFIXES = ("cmd:", "testee:")
+
+
+def load_implementation(spec: str, *, timeout: float | None = None, validate: bool = False,
+                        start_timeout: float | None = None) -> CodecAdapter:
+    """Resolve ``reference``, ``mutant:NAME``, ``cmd:COMMAND`` (a testee) or ``module:factory`` to an adapter.
+
+    ``timeout`` (seconds per request), ``start_timeout`` (seconds for the start and the ``hello``) and
+    ``validate`` (check every answer against the protocol schema) apply to out-of-process testees only
+    (spec/testee-protocol.md). Anything that keeps the implementation from being built or from completing
+    its handshake raises :class:`ImplementationError`.
+    """
+    if spec == "reference":
+        return ReferenceAdapter()
+    if spec.startswith(TESTEE_PREFIXES):
+        command = spec.split(":", 1)[1].strip()
+        if not command:
+            raise ImplementationNotFound(f"{spec!r} names no command")
+        try:
+            return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                                     start_timeout=DEFAULT_START_TIMEOUT if start_timeout is None else start_timeout,
+                                     validate=validate, label=spec)
+        except TesteeError as exc:
+            raise ImplementationError(f"cannot start the testee: {exc}") from exc
+    if spec.startswith("mutant:"):
+        try:
+            mutant = get_mutant(spec.split(":", 1)[1])
+        except LookupError as exc:
+            raise ImplementationNotFound(str(exc)) from exc
+        return mutant.adapter()
+    if ":" in spec:
+        return _build_factory(spec)
+    raise ImplementationNotFound(
+        f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND or module:factory")
+
+
+def _build_factory(spec: str) -> CodecAdapter:
+    """Import ``module:factory`` and build the adapter; every way this can go wrong is an :class:`ImplementationError`."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ImplementationNotFound(f"{spec!r} is not of the form module:factory")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        where = "" if exc.name == module_name else f" (importing it needs {exc.name!r})"
+        raise ImplementationNotFound(f"cannot load implementation {spec!r}: no module named {exc.name!r}{where}; "
+                                     "is its directory on PYTHONPATH?") from exc
+    except Exception as exc:  # any failure of a third party's import is a setup error
+        raise ImplementationError(f"cannot load implementation {spec!r}: importing {module_name} raised "
+                                  f"{type(exc).__name__}: {exc}") from exc
+    try:
+        factory = getattr(module, attr)
+    except AttributeError as exc:
+        raise ImplementationNotFound(f"cannot load implementation {spec!r}: module {module_name} has no "
+                                     f"attribute {attr!r}") from exc
+    if isinstance(factory, CodecAdapter) and not isinstance(factory, type):
+        adapter: object = factory
+    elif callable(factory):
+        try:
+            adapter = factory()
+        except Exception as exc:  # a factory that fails is a setup error, named as such
+            raise ImplementationError(f"cannot build implementation {spec!r}: {module_name}.{attr}() raised "
+                                      f"{type(exc).__name__}: {exc}") from exc
+    else:
+        raise ImplementationError(f"cannot build implementation {spec!r}: {module_name}.{attr} is a "
+                                  f"{type(factory).__name__}, neither callable nor an adapter")
+    if not isinstance(adapter, CodecAdapter):
+        raise ImplementationError(f"{spec!r} gave a {type(adapter).__name__}, not an adapter: it needs name, "
+                                  "supports(op) and call(op, input)")
+    return adapter

@@ -1,0 +1,48 @@
+"""Hypothesis strategies the property tests share: Java ints, timestamps, byte strings, header lists, store types.
+
+They draw plain Python values (ints, bytes, str); a test turns them into the neutral vocabulary's hex.
+Store types are spelled as the operations spell them (spec/ops.md), not taken from any implementation.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from hypothesis import strategies as st
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+#: A Java int.
+INT32 = st.integers(min_value=INT32_MIN, max_value=INT32_MAX)
+#: A Java long.
+INT64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
+NON_NEGATIVE_INT32 = st.integers(min_value=0, max_value=INT32_MAX)
+#: A record's timestamp: any non-negative long.
+TIMESTAMPS = st.integers(min_value=0, max_value=INT64_MAX)
+NEGATIVE_INT64 = st.integers(min_value=INT64_MIN, max_value=-1)
+
+KV_STORE_TYPES = ("kv", "timestamped_kv", "timestamped_kv_with_headers")
+WINDOW_STORE_TYPES = ("window", "timestamped_window", "timestamped_window_with_headers")
+SESSION_STORE_TYPES = ("session", "session_with_headers")
+#: The store types whose values carry the record's headers (KIP-1271).
+HEADERS_STORE_TYPES = ("timestamped_kv_with_headers", "timestamped_window_with_headers", "session_with_headers")
+
+
+def nullable_binary(max_size: int) -> st.SearchStrategy[bytes | None]:
+    """``None`` or up to ``max_size`` bytes."""
+    return st.none() | st.binary(max_size=max_size)
+
+
+def hex_binary(max_size: int) -> st.SearchStrategy[str]:
+    """Up to ``max_size`` bytes, as the hex string the operations take."""
+    return st.binary(max_size=max_size).map(bytes.hex)
+
+
+def header_lists(keys: st.SearchStrategy[K], values: st.SearchStrategy[V], *, max_size: int,
+                 min_size: int = 0) -> st.SearchStrategy[list[tuple[K, V]]]:
+    """Lists of (key, value) header pairs, duplicates and order as drawn."""
+    return st.lists(st.tuples(keys, values), min_size=min_size, max_size=max_size)
