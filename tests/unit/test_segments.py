@@ -97,8 +97,8 @@ def test_existing_segments_reopen_after_a_restart_with_their_data(tmp_path: Path
     two = segments.get_or_create_segment(2)
     _put(one, b"k1", b"v1")
     _put(two, b"k2", b"v2")
-    one.commit({("win-changelog", 0): 10}, {"in": {0: 4}})
-    two.commit({("win-changelog", 0): 11}, {"in": {0: 9}, "other": {1: 2}})
+    one.instance.commit({("win-changelog", 0): 10}, {"in": {0: 4}})
+    two.instance.commit({("win-changelog", 0): 11}, {"in": {0: 9}, "other": {1: 2}})
     segments.close()
 
     reopened = _segments(tmp_path)

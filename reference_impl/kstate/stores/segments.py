@@ -161,21 +161,8 @@ class KeyValueSegment(Segment):
         """The segment's data column families (the key-value operations of the store go through it)."""
         return self.instance.accessor
 
-    @property
-    def position(self) -> Position:
-        return self.instance.position
-
-    def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
-        self.instance.commit(offsets, position)
-
-    def flush(self) -> None:
-        self.instance.flush(self.instance.position)
-
     def close(self) -> None:
         self.instance.close(self.instance.position)
-
-    def simulate_crash(self) -> None:
-        self.instance.simulate_crash()
 
     def destroy(self) -> None:
         """Delete the segment's directory (Kafka's ``Utils.delete(dbDir)``)."""
@@ -260,17 +247,17 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         """The store's position: the merge of its segments' positions (per partition the larger offset)."""
         merged: Position = {}
         for segment in self._segments.values():
-            merged = merge_positions(merged, segment.position)
+            merged = merge_positions(merged, segment.instance.position)
         return merged
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
         """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6)."""
         for segment in self.all_segments():
-            segment.commit(offsets, position)
+            segment.instance.commit(offsets, position)
 
     def flush(self) -> None:
         for segment in self._segments.values():
-            segment.flush()
+            segment.instance.flush(segment.instance.position)
 
 
 class TimestampedSegments(KeyValueSegments):
