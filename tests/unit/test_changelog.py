@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from kstate.codecs import changelog as cl
 from kstate.codecs import header_values as hv
 from kstate.codecs import layout as lay
+from kstate.codecs import segments as seg
 from kstate.codecs.header_values import encode_aggregation_with_headers, encode_value_timestamp_headers
 from kstate.codecs.position import encode_position
 from kstate.codecs.timestamped import encode_value_and_timestamp
@@ -177,7 +178,7 @@ def test_paths() -> None:
     assert lay.task_dir("app", 1, 2) == "app/1_2"
     assert lay.task_dir("app", 1, 2, "t") == "app/__t__/1_2"
     assert lay.store_dir(T.VERSIONED_KV, "s") == "rocksdb/s"
-    assert lay.segment_dir("w", 2, 30000) == "w/w.60000"
+    assert seg.segment_dir("w", 2, 30000) == "w/w.60000"
     assert lay.position_file_name("s") == "s.position"
     assert lay.legacy_store_checkpoint_name("s") == ".checkpoint_s"
     with pytest.raises(EncodeError):
@@ -185,17 +186,17 @@ def test_paths() -> None:
 
 
 def test_legacy_dates() -> None:
-    assert lay.legacy_date_millis("197001010000") == 0
-    assert lay.legacy_date_millis("201801011200") == 1514808000000
-    assert lay.legacy_date_millis("201800011200") == lay.legacy_date_millis("201712011200")
-    assert lay.legacy_date_millis("20180101120") == lay.legacy_date_millis("201801011200")
-    assert lay.legacy_date_millis("2018010112") is None
+    assert seg.legacy_date_millis("197001010000") == 0
+    assert seg.legacy_date_millis("201801011200") == 1514808000000
+    assert seg.legacy_date_millis("201800011200") == seg.legacy_date_millis("201712011200")
+    assert seg.legacy_date_millis("20180101120") == seg.legacy_date_millis("201801011200")
+    assert seg.legacy_date_millis("2018010112") is None
 
 
 @given(st.text(max_size=24), st.integers(min_value=1, max_value=1 << 40))
 def test_segment_name_parsing_raises_only_typed_errors(name: str, interval: int) -> None:
     try:
-        parsed = lay.parse_segment_name("store", name, interval)
+        parsed = seg.parse_segment_name("store", name, interval)
     except KStateError:
         return
     assert parsed.segment_id >= -(1 << 63)

@@ -20,8 +20,8 @@ import pytest
 
 from kstate.cli import main
 from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
-from kstate.codecs.layout import segment_dir
 from kstate.codecs.offsets import encode_offset_value, encode_status, write_checkpoint_text
+from kstate.codecs.segments import segment_dir
 from kstate.inspect import NotAStateDirectoryError, dump_store, inspect_state_dir
 from kstate.stores.api import Backend, StoreType
 from kstate.stores.engine import rocksdb_options

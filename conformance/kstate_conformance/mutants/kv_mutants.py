@@ -23,11 +23,13 @@ from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handle
 from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
+from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, _SnapshotCursor, block_cache, rocksdb_options, storage_error
 from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
-from kstate.stores.kv import DualColumnFamilyAccessor, InMemoryKeyValueStore, StoreIterator
+from kstate.stores.kv import InMemoryKeyValueStore, StoreIterator
 from kstate.stores.restore import RestoreResult, restore
+from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -61,6 +63,13 @@ def _rocksdb_classes_with(mixin: type) -> StoreClasses:
         base = rocksdb_store_class(store_type)
         classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
     return classes
+
+
+def _on_instance(mixin: type) -> type:
+    """A store mixin whose database is a :class:`RocksDBInstance` with ``mixin`` in front of it: a mutant of how
+    the database opens (column families, refusals) rather than of the key-value operations."""
+    instance_class = type(f"{mixin.__name__}Instance", (mixin, RocksDBInstance), {})
+    return type(mixin.__name__, (), {"INSTANCE_CLASS": instance_class})
 
 
 def _open_with(builder: StoreBuilder) -> dict[str, Handler]:
@@ -164,12 +173,12 @@ class _OffsetsFirst:
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         self._check_open()  # type: ignore[attr-defined]
-        offsets_store = self._offsets  # type: ignore[attr-defined]
+        offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         if offsets_store is None:
             super().commit(changelog_offsets)  # type: ignore[misc]
             return
         offsets = {(tp.topic, tp.partition): offset for tp, offset in changelog_offsets.items()}
-        self._engine.write(offsets_store.commit_batch(offsets, self._position))  # type: ignore[attr-defined]
+        self.engine.write(offsets_store.commit_batch(offsets, self._position))  # type: ignore[attr-defined]
 
 
 @mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data", FAMILY,
@@ -186,7 +195,7 @@ class _UnflushedRestore:
 
     @contextlib.contextmanager
     def restoring(self) -> Iterator[None]:
-        options = self._engine._write_options  # type: ignore[attr-defined]
+        options = self.engine._write_options  # type: ignore[attr-defined]
         options.disable_wal = True
         try:
             yield
@@ -652,10 +661,10 @@ class _UpgradeWhenLegacyFamilyExists:
 
     def _open_column_families(self) -> Any:
         accessor = super()._open_column_families()  # type: ignore[misc]
-        from kstate.stores.kv import SingleColumnFamilyAccessor
+        from kstate.stores.column_families import SingleColumnFamilyAccessor
 
-        if isinstance(accessor, SingleColumnFamilyAccessor) and self.store_type is StoreType.TIMESTAMPED:  # type: ignore[attr-defined]
-            from kstate.stores.kv import CONVERTERS
+        if isinstance(accessor, SingleColumnFamilyAccessor) and self.layout.layout_type is cl.StoreType.TIMESTAMPED_KV:  # type: ignore[attr-defined]
+            from kstate.stores.column_families import CONVERTERS
 
             self.mode = "upgrade"
             return DualColumnFamilyAccessor(accessor.staged, "default", accessor.cf,
@@ -666,7 +675,7 @@ class _UpgradeWhenLegacyFamilyExists:
 @mutant("kv-upgrade-mode-when-legacy-family-exists", "upgrade mode is chosen when the legacy family exists, even empty",
         FAMILY, rules=("KV-30",))
 def _upgrade_mode_when_family_exists() -> dict[str, Handler]:
-    return _stores_with(_UpgradeWhenLegacyFamilyExists, _ROCKSDB, (StoreType.TIMESTAMPED,))
+    return _stores_with(_on_instance(_UpgradeWhenLegacyFamilyExists), _ROCKSDB, (StoreType.TIMESTAMPED,))
 
 
 def _accessor_mixin(accessor_class: type[DualColumnFamilyAccessor]) -> type:
@@ -680,7 +689,7 @@ def _accessor_mixin(accessor_class: type[DualColumnFamilyAccessor]) -> type:
             return accessor
 
     _WithAccessor.__name__ = f"_With{accessor_class.__name__}"
-    return _WithAccessor
+    return _on_instance(_WithAccessor)
 
 
 class _UnconvertedScans(DualColumnFamilyAccessor):
@@ -688,7 +697,7 @@ class _UnconvertedScans(DualColumnFamilyAccessor):
 
     def scan(self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool,
              reverse: bool) -> Any:
-        from kstate.stores.kv import merge_sorted
+        from kstate.stores.column_families import merge_sorted
 
         new_source, new_cursor = self.staged.scan(self.new_cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
         old_source, old_cursor = self.staged.scan(self.old_cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
@@ -769,14 +778,14 @@ class _ZeroTimestampUpgrade:
 @mutant("kv-plain-upgrade-timestamp-zero", "a timestamped store over plain data reads legacy values with timestamp 0",
         FAMILY, rules=("UPG-5",))
 def _plain_upgrade_timestamp_zero() -> dict[str, Handler]:
-    return _stores_with(_ZeroTimestampUpgrade, _ROCKSDB, (StoreType.TIMESTAMPED,))
+    return _stores_with(_on_instance(_ZeroTimestampUpgrade), _ROCKSDB, (StoreType.TIMESTAMPED,))
 
 
 class _EmptyLegacyFamilyKept:
     """The header store leaves an empty keyValueWithTimestamp family in the database (UPG-6)."""
 
     def _open_column_families(self) -> Any:
-        engine = self._engine  # type: ignore[attr-defined]
+        engine = self.engine  # type: ignore[attr-defined]
         engine.drop_column_family = lambda _cf: None
         try:
             return super()._open_column_families()  # type: ignore[misc]
@@ -787,7 +796,7 @@ class _EmptyLegacyFamilyKept:
 @mutant("kv-empty-legacy-family-kept", "a header store keeps an empty keyValueWithTimestamp family", FAMILY,
         rules=("UPG-6", "KV-38"))
 def _empty_legacy_family_kept() -> dict[str, Handler]:
-    return _stores_with(_EmptyLegacyFamilyKept, _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_on_instance(_EmptyLegacyFamilyKept), _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
 
 
 class _MixedLegacyDataAccepted:
@@ -815,14 +824,14 @@ class _MixedLegacyDataAccepted:
             super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
 
     def _open_column_families(self) -> Any:
-        with self._plain_family_looks_empty(self._engine):  # type: ignore[attr-defined]
+        with self._plain_family_looks_empty(self.engine):  # type: ignore[attr-defined]
             return super()._open_column_families()  # type: ignore[misc]
 
 
 @mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the plain",
         FAMILY, rules=("UPG-7", "KV-38"))
 def _mixed_legacy_data_accepted() -> dict[str, Handler]:
-    return _stores_with(_MixedLegacyDataAccepted, _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_on_instance(_MixedLegacyDataAccepted), _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
 
 
 class _PlainToHeadersAsTimestamped:
@@ -831,7 +840,7 @@ class _PlainToHeadersAsTimestamped:
     def _open_column_families(self) -> Any:
         accessor = super()._open_column_families()  # type: ignore[misc]
         if isinstance(accessor, DualColumnFamilyAccessor) and accessor.old_cf == "default":
-            from kstate.stores.kv import CONVERTERS
+            from kstate.stores.column_families import CONVERTERS
 
             accessor.convert = CONVERTERS["convert_to_header_format"]
         return accessor
@@ -840,7 +849,7 @@ class _PlainToHeadersAsTimestamped:
 @mutant("kv-plain-to-headers-as-timestamped", "a header store converts plain legacy values as timestamped ones",
         FAMILY, rules=("UPG-8", "KV-38"))
 def _plain_to_headers_as_timestamped() -> dict[str, Handler]:
-    return _stores_with(_PlainToHeadersAsTimestamped, _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_on_instance(_PlainToHeadersAsTimestamped), _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
 
 
 class _AllFamiliesOpened:
@@ -851,8 +860,8 @@ class _AllFamiliesOpened:
         return None
 
     def _open_column_families(self) -> Any:
-        engine = self._engine  # type: ignore[attr-defined]
-        known = self.known_column_families(self._manage_offsets)  # type: ignore[attr-defined]
+        engine = self.engine  # type: ignore[attr-defined]
+        known = self.layout.known_column_families(self.manage_offsets)  # type: ignore[attr-defined]
         every = engine.column_families
         engine.column_families = lambda: [cf for cf in every() if cf in known]
         try:
@@ -864,7 +873,7 @@ class _AllFamiliesOpened:
 @mutant("kv-older-type-opens-newer-directory", "an older store type opens a directory holding families it does not know",
         FAMILY, rules=("UPG-1",))
 def _older_type_opens_newer_directory() -> dict[str, Handler]:
-    return _stores_with(_AllFamiliesOpened, _ROCKSDB, (StoreType.KEY_VALUE, StoreType.TIMESTAMPED))
+    return _stores_with(_on_instance(_AllFamiliesOpened), _ROCKSDB, (StoreType.KEY_VALUE, StoreType.TIMESTAMPED))
 
 
 # KV-40 .. KV-45: in memory -------------------------------------------------------------------------------------------
@@ -930,12 +939,12 @@ class _CommittedReads:
     """``get`` goes to the database only: writes staged since the last commit are invisible to it (KV-51)."""
 
     def get(self, key: bytes) -> bytes | None:
-        from kstate.stores.kv import SingleColumnFamilyAccessor
+        from kstate.stores.column_families import SingleColumnFamilyAccessor
 
         accessor = self._accessor  # type: ignore[attr-defined]
         if key is None or not isinstance(accessor, SingleColumnFamilyAccessor) or not self.is_open:  # type: ignore[attr-defined]
             return super().get(key)  # type: ignore[misc,no-any-return]
-        return self._engine.get(accessor.cf, key)  # type: ignore[attr-defined,no-any-return]
+        return self.engine.get(accessor.cf, key)  # type: ignore[attr-defined,no-any-return]
 
 
 @mutant("kv-reads-miss-staged-writes", "get reads committed data only, not writes staged since the last commit",
@@ -1222,7 +1231,7 @@ class _ChecksOnWritableDatabase:
     def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
         if getattr(engine, "read_only", False):
             return  # "checked below, on the open store"
-        if self._manage_offsets:  # type: ignore[attr-defined]
+        if self.manage_offsets:  # type: ignore[attr-defined]
             engine.create_column_family(OFFSETS_CF)
         super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
 
@@ -1230,14 +1239,14 @@ class _ChecksOnWritableDatabase:
 @mutant("kv-refused-open-writes-database", "the open's checks run after the database is opened for writing", FAMILY,
         rules=("KV-23",))
 def _refused_open_writes_database() -> dict[str, Handler]:
-    return _stores_with(_ChecksOnWritableDatabase, _ROCKSDB)
+    return _stores_with(_on_instance(_ChecksOnWritableDatabase), _ROCKSDB)
 
 
 class _RecreatesLostMetadata:
     """A store directory without ``CURRENT`` is opened with ``create_if_missing``, as Kafka's options say:
     RocksDB writes a fresh ``CURRENT`` and ``MANIFEST`` beside the table files it no longer knows (KV-24)."""
 
-    def _preflight(self, ignore_invalid_state: bool, migrate_legacy_files: bool) -> Path | None:
+    def _preflight(self, ignore_invalid_state: bool, migrate_legacy_files: bool, checked: Any) -> Path | None:
         import gc
 
         import rocksdict
@@ -1251,13 +1260,13 @@ class _RecreatesLostMetadata:
             db.close()
             del db
             gc.collect()  # rocksdict keeps the LOCK while the object lives
-        return super()._preflight(ignore_invalid_state, migrate_legacy_files)  # type: ignore[misc,no-any-return]
+        return super()._preflight(ignore_invalid_state, migrate_legacy_files, checked)  # type: ignore[misc,no-any-return]
 
 
 @mutant("kv-lost-metadata-recreated", "a store directory without CURRENT is recreated by create_if_missing", FAMILY,
         rules=("KV-24",))
 def _lost_metadata_recreated() -> dict[str, Handler]:
-    return _stores_with(_RecreatesLostMetadata, _ROCKSDB)
+    return _stores_with(_on_instance(_RecreatesLostMetadata), _ROCKSDB)
 
 
 class _IterationEndUnchecked:
@@ -1266,7 +1275,7 @@ class _IterationEndUnchecked:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._engine.check_iteration_end = lambda *_args: None  # type: ignore[attr-defined]
+        self.engine.check_iteration_end = lambda *_args: None  # type: ignore[attr-defined]
 
 
 @mutant("kv-scan-stops-silently-at-read-error", "a scan ends silently at a damaged table block", FAMILY,
@@ -1321,4 +1330,4 @@ class _OffsetsDecodedLazily:
 @mutant("kv-short-offset-accepted-at-open", "a committed offset that is not 8 bytes long is not refused at open",
         FAMILY, rules=("KV-57",))
 def _short_offset_accepted_at_open() -> dict[str, Handler]:
-    return _stores_with(_OffsetsDecodedLazily, _ROCKSDB)
+    return _stores_with(_on_instance(_OffsetsDecodedLazily), _ROCKSDB)

@@ -23,9 +23,9 @@ from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, wri
 from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache, entry_size
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
+from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, WriteBatch
 from kstate.stores.factory import open_kv_store, rocksdb_store_class, task_directory
-from kstate.stores.kv import DualColumnFamilyAccessor
 from kstate.stores.restore import RestoreResult, restore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -425,7 +425,7 @@ class _PositionAtCloseOnly:
     """``commit`` writes the offsets but leaves the position for ``close`` to write."""
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        offsets_store = getattr(self, "_offsets", None)
+        offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         if offsets_store is None:
             super().commit(changelog_offsets)  # type: ignore[misc]
             return
@@ -439,7 +439,7 @@ class _PositionAtCloseOnly:
             image.pop(POSITION_KEY, None)
         else:
             image[POSITION_KEY] = before
-        self._staged.apply(batch)  # type: ignore[attr-defined]
+        self._instance.staged.apply(batch)  # type: ignore[attr-defined]
 
 
 @mutant("commit-without-position", "commit writes the offsets only; the position is written at close", FAMILY,
@@ -453,9 +453,9 @@ class _EmptyCommitKeepsPosition:
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         super().commit(changelog_offsets)  # type: ignore[misc]
-        offsets_store = getattr(self, "_offsets", None)
+        offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         if offsets_store is not None and not changelog_offsets:
-            self._staged.apply(offsets_store.position_batch(self._position))  # type: ignore[attr-defined]
+            self._instance.staged.apply(offsets_store.position_batch(self._position))  # type: ignore[attr-defined]
 
 
 @mutant("empty-commit-writes-position", "an empty commit wipes the offsets but writes the position", FAMILY,
@@ -470,10 +470,10 @@ class _OpenStatusWithFirstCommit:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._status_pending = False
-        if getattr(self, "_offsets", None) is not None:
+        if self._instance.offsets is not None:  # type: ignore[attr-defined]
             batch = WriteBatch()
             batch.delete(OFFSETS_COLUMN_FAMILY, STATUS_KEY)
-            self._engine.write(batch)  # type: ignore[attr-defined]
+            self.engine.write(batch)  # type: ignore[attr-defined]
             self._status_pending = True
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
@@ -481,7 +481,7 @@ class _OpenStatusWithFirstCommit:
         if self._status_pending:
             batch = WriteBatch()
             batch.put(OFFSETS_COLUMN_FAMILY, STATUS_KEY, encode_status(True))
-            self._engine.write(batch)  # type: ignore[attr-defined]
+            self.engine.write(batch)  # type: ignore[attr-defined]
             self._status_pending = False
 
 
@@ -527,7 +527,7 @@ class _Migration:
 
     def __init__(self, name: str, task_dir: Any = None, **kwargs: Any) -> None:
         super().__init__(name, task_dir, migrate_legacy_files=False, **kwargs)  # type: ignore[call-arg]
-        offsets_store = getattr(self, "_offsets", None)
+        offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         if offsets_store is None or self.task_dir is None:  # type: ignore[attr-defined]
             return
         path = task_checkpoint_path(self.task_dir)  # type: ignore[attr-defined]
@@ -538,7 +538,7 @@ class _Migration:
         mine: dict[tuple[str, int], int | None] = {
             tp: off for tp, off in checkpoint.items() if tp in own and (off is not None or self.unknown_as_null)}
         if mine or self.commit_when_none:
-            self._staged.apply(offsets_store.commit_batch(mine, self._position))  # type: ignore[attr-defined]
+            self._instance.staged.apply(offsets_store.commit_batch(mine, self._position))  # type: ignore[attr-defined]
         rest = {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in checkpoint.items() if tp not in own}
         write_checkpoint_file(path, {} if self.delete_whole_file else rest)
 
@@ -583,14 +583,14 @@ class _DowngradeClose:
     overwrite = False  # the file is rewritten with this store's entries only
 
     def close_for_downgrade(self) -> None:
-        offsets_store = getattr(self, "_offsets", None)
+        offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         task_dir = getattr(self, "task_dir", None)
         if offsets_store is None or task_dir is None:
             super().close_for_downgrade()  # type: ignore[misc]
             return
         self._check_open()  # type: ignore[attr-defined]
         self._close_iterators()  # type: ignore[attr-defined]
-        self._staged.apply(offsets_store.close_batch(self._position))  # type: ignore[attr-defined]
+        self._instance.staged.apply(offsets_store.close_batch(self._position))  # type: ignore[attr-defined]
         path = task_checkpoint_path(task_dir)
         merged: dict[tuple[str, int], int] = {}
         if not self.overwrite:
@@ -603,11 +603,12 @@ class _DowngradeClose:
         write_checkpoint_file(path, merged)
         write_position_file(task_dir, self.name, self._position)  # type: ignore[attr-defined]
         self._open = False
-        self._accessor.release()  # type: ignore[attr-defined]
+        self._instance.is_open = False  # type: ignore[attr-defined]
+        self._instance.accessor.release()  # type: ignore[attr-defined]
         try:
-            self._engine.drop_column_family(OFFSETS_COLUMN_FAMILY)  # type: ignore[attr-defined]
+            self.engine.drop_column_family(OFFSETS_COLUMN_FAMILY)  # type: ignore[attr-defined]
         finally:
-            self._engine.close()  # type: ignore[attr-defined]
+            self.engine.close()  # type: ignore[attr-defined]
 
 
 class _DowngradeSkipsUncommitted(_DowngradeClose):
@@ -743,7 +744,7 @@ class _WalLeftOff:
     def restoring(self) -> Iterator[None]:
         with super().restoring():  # type: ignore[misc]
             yield
-        engine = getattr(self, "_engine", None)
+        engine = getattr(self, "engine", None)
         options = getattr(engine, "_write_options", None)
         if options is not None:
             options.disable_wal = True

@@ -18,9 +18,9 @@ from kstate.codecs.layout import column_family_plan
 from kstate.codecs.offsets import OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, STATUS_OPEN, decode_offset_value
 from kstate.stores.api import StoreType
 from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.stores.column_families import CONVERTERS
 from kstate.stores.engine import list_column_families, rocksdb_options
 from kstate.stores.factory import store_directory
-from kstate.stores.kv import CONVERTERS
 
 ColumnFamilies = dict[str, dict[bytes, bytes]]
 

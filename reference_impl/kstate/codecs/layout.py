@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kstate.codecs.changelog import StoreType
-from kstate.codecs.offsets import parse_java_int, parse_java_long
-from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_div, to_int64
-from kstate.errors import DecodeError, EncodeError, KStateError
+from kstate.codecs.offsets import parse_java_int
+from kstate.codecs.primitives import INT32_MAX, INT32_MIN
+from kstate.errors import EncodeError, KStateError
 
 FORMAT = "state-layout"
 
@@ -79,106 +79,30 @@ def store_dir(store_type: StoreType, store_name: str) -> str:
     Key-value and versioned stores: one RocksDB at ``rocksdb/<store>``. Window and session stores:
     the parent ``<store>`` of one RocksDB per segment.
     """
-    _check_store_name(store_name)
+    check_store_name(store_name)
     if store_type in _KV_LIKE:
         return f"{ROCKSDB_DIR}/{store_name}"
     return store_name
 
 
-def _check_store_name(store_name: str) -> None:
+def check_store_name(store_name: str) -> None:
+    """A store name is a non-empty string (LAY-2, LAY-3)."""
     if not isinstance(store_name, str) or not store_name:
         raise EncodeError(FORMAT, "a store needs a non-empty name")
 
 
-def segment_dir_name(store_name: str, segment_id: int, segment_interval: int) -> str:
-    """``AbstractSegments.segmentName``: ``<store>.<segmentId * segmentInterval>``, Java long arithmetic (LAY-3)."""
-    _check_store_name(store_name)
-    for value, what in ((segment_id, "segment id"), (segment_interval, "segment interval")):
-        if not isinstance(value, int) or isinstance(value, bool) or not INT64_MIN <= value <= INT64_MAX:
-            raise EncodeError(FORMAT, f"{what} {value!r} is not a Java long")
-    return f"{store_name}.{to_int64(segment_id * segment_interval)}"
-
-
-def segment_dir(store_name: str, segment_id: int, segment_interval: int) -> str:
-    """A segment's RocksDB directory relative to the task directory (LAY-3)."""
-    return f"{store_name}/{segment_dir_name(store_name, segment_id, segment_interval)}"
-
-
 def position_file_name(store_name: str) -> str:
     """The pre-4.3 IQ position file of a store, in the task directory: ``<store>.position`` (LAY-4)."""
-    _check_store_name(store_name)
+    check_store_name(store_name)
     return store_name + POSITION_SUFFIX
 
 
 def legacy_store_checkpoint_name(store_name: str) -> str:
     """The per-store checkpoint of a store that does not manage offsets: ``.checkpoint_<store>`` (LAY-4)."""
-    _check_store_name(store_name)
+    check_store_name(store_name)
     return f"{CHECKPOINT_FILE}_{store_name}"
 
 
-# --- segment names --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ParsedSegmentName:
-    """A segment directory name read back: its id (-1: skipped) and the name it is renamed to, if any (LAY-3)."""
-
-    segment_id: int
-    rename_to: str | None = None
-
-
-def _days_from_civil(year: int, month: int, day: int) -> int:
-    # Proleptic Gregorian days since 1970-01-01 (Howard Hinnant's algorithm).
-    year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
-    year_of_era = year - era * 400
-    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
-    return era * 146097 + day_of_era - 719468
-
-
-def legacy_date_millis(text: str) -> int | None:
-    """``SimpleDateFormat("yyyyMMddHHmm")`` in UTC, lenient: fields roll over, trailing text is ignored (LAY-3).
-
-    Four, two, two and two ASCII digits, then the minutes as one or more digits; None when that
-    prefix is absent (Kafka then skips the segment).
-    """
-    match = re.match(r"([0-9]{4})([0-9]{2})([0-9]{2})([0-9]{2})([0-9]+)", text)
-    if match is None:
-        return None
-    year, month, day, hour = (int(g) for g in match.groups()[:4])
-    minute_text = match.group(5)
-    if len(minute_text) > 18:
-        return None  # Java's number parse would not fit an int; Kafka skips such a name
-    minute = int(minute_text)
-    months = year * 12 + month - 1  # lenient: month 13 is January of the next year
-    days = _days_from_civil(months // 12, months % 12 + 1, 1) + day - 1
-    return ((days * 24 + hour) * 60 + minute) * 60_000
-
-
-def parse_segment_name(store_name: str, segment_name: str, segment_interval: int) -> ParsedSegmentName:
-    """``AbstractSegments.segmentIdFromSegmentName`` for an entry of the store's segment directory (LAY-3).
-
-    The character after the store name's length is the separator (the prefix itself is not
-    checked): ``-`` reads a legacy UTC date, anything else a millisecond timestamp; both are divided
-    by the interval with Java truncation. Date and ``:`` names are renamed to the ``.`` form.
-    """
-    _check_store_name(store_name)
-    if segment_interval <= 0:
-        raise EncodeError(FORMAT, f"segment interval {segment_interval} must be positive")
-    if len(segment_name) <= len(store_name):
-        raise DecodeError(FORMAT, f"segment name {segment_name!r} has no separator after the store name")
-    separator = segment_name[len(store_name)]
-    rest = segment_name[len(store_name) + 1 :]
-    if separator == "-":
-        millis = legacy_date_millis(rest)
-        if millis is None:
-            return ParsedSegmentName(-1)
-        segment_id = java_div(millis, segment_interval)
-        return ParsedSegmentName(segment_id, segment_dir_name(store_name, segment_id, segment_interval))
-    segment_id = java_div(parse_java_long(rest, "segment timestamp", FORMAT), segment_interval)
-    rename = segment_dir_name(store_name, segment_id, segment_interval) if separator == ":" else None
-    return ParsedSegmentName(segment_id, rename)
 
 
 # --- column families ------------------------------------------------------------------------------

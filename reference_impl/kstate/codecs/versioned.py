@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from kstate.codecs import segments
 from kstate.codecs.primitives import (
     INT64_MAX,
     INT64_MIN,
@@ -99,11 +100,7 @@ def segment_name(store_name: str, segment_id_: int, segment_interval: int) -> st
     """The logical name of a regular segment, ``<store>.<segmentId * segmentInterval>`` (VER-2)."""
     if segment_id_ < 0:
         raise EncodeError(FMT_KEY, f"segment id {segment_id_} is reserved and has no regular name")
-    # Java long multiplication wraps; names of absurd ids wrap the same way.
-    product = (segment_id_ * segment_interval) & 0xFFFFFFFFFFFFFFFF
-    if product > INT64_MAX:
-        product -= 1 << 64
-    return f"{store_name}.{product}"
+    return segments.segment_name(store_name, segment_id_, segment_interval)
 
 
 def version_segment_id(valid_from: int, valid_to: int | None, is_tombstone: bool, segment_interval: int) -> int:

@@ -38,11 +38,11 @@ from kstate.codecs.layout import (
     WINDOW_HEADERS_CF,
     LayoutError,
     column_family_plan,
-    parse_segment_name,
     parse_task_dir_name,
 )
 from kstate.codecs.offsets import decode_entry, read_checkpoint_text
 from kstate.codecs.primitives import read_int64
+from kstate.codecs.segments import parse_segment_name
 from kstate.errors import KStateError
 
 # Files RocksDB never rewrites once written: safe to symlink into the scratch copy.

@@ -11,6 +11,7 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import layout as lay
+from kstate.codecs import segments as seg
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
 from kstate.ops.inputs import (
@@ -198,21 +199,21 @@ def store_paths(payload: JsonDict) -> JsonDict:
     if "segment_id" in payload:
         if out["store_dir"] != name:
             raise EncodeError(lay.FORMAT, f"a {store_type.value} store has no segments")
-        out["segment_dir"] = lay.segment_dir(name, require_int(payload, "segment_id"), require_int(payload, "segment_interval"))
+        out["segment_dir"] = seg.segment_dir(name, require_int(payload, "segment_id"), require_int(payload, "segment_interval"))
     return out
 
 
 @op("layout.segment_dir_name", rules=["LAY-3"])
 def segment_dir_name(payload: JsonDict) -> JsonDict:
     """``<store>.<segmentId * segmentInterval>``."""
-    return {"name": lay.segment_dir_name(require_str(payload, "store_name"), require_int(payload, "segment_id"),
+    return {"name": seg.segment_dir_name(require_str(payload, "store_name"), require_int(payload, "segment_id"),
                                           require_int(payload, "segment_interval"))}
 
 
 @op("layout.parse_segment_name", rules=["LAY-3"])
 def parse_segment_name(payload: JsonDict) -> JsonDict:
     """The segment id of a directory entry (-1: skipped) and the name Kafka renames it to (null: kept)."""
-    parsed = lay.parse_segment_name(require_str(payload, "store_name"), require_str(payload, "segment_name"),
+    parsed = seg.parse_segment_name(require_str(payload, "store_name"), require_str(payload, "segment_name"),
                                     require_int(payload, "segment_interval"))
     return {"segment_id": parsed.segment_id, "rename_to": parsed.rename_to}
 

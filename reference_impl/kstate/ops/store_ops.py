@@ -579,18 +579,12 @@ def store_restore(payload: JsonDict) -> JsonDict:
 
 def _dump_open(store: KeyValueBytesStore) -> dict[str, list[list[str]]]:
     # The column families as the open store presents them: what it has written plus what it has staged.
-    engine = getattr(store, "engine", None)
-    staged = getattr(store, "_staged", None)
-    if engine is None or staged is None:
+    column_family_rows: Callable[[], dict[str, list[tuple[bytes, bytes]]]] | None = getattr(
+        store, "column_family_rows", None
+    )
+    if column_family_rows is None:
         raise InvalidStateStoreError("this store has no column families to dump")
-    out: dict[str, list[list[str]]] = {}
-    for cf in engine.column_families():
-        source, cursor = staged.scan(cf, None, None, True, True, False)
-        try:
-            out[cf] = [[k.hex(), v.hex()] for k, v in source]
-        finally:
-            cursor.close()
-    return out
+    return {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in column_family_rows().items()}
 
 
 def _dump_path(path: Path) -> dict[str, list[list[str]]]:

@@ -21,7 +21,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
 from kstate.stores.api import StoreType
 from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
-from kstate.stores.kv import CONVERTERS
+from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
 State = dict[int, dict[bytes, bytes]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from kstate.codecs.changelog import StoreType as LayoutStoreType
 from kstate.codecs.layout import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, ColumnFamilyPlan, LayoutError
 from kstate.stores.api import StoreType
+from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
 TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY = TIMESTAMPED_HEADERS_CF
@@ -22,24 +23,32 @@ MIXED_LEGACY_DATA_MESSAGE = (
 )
 
 
+def _headers_layout_message(name: str, exc: LayoutError) -> str | None:
+    return MIXED_LEGACY_DATA_MESSAGE.format(name=name) if "plain (DEFAULT) and timestamped" in str(exc) else None
+
+
+def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
+    if plan.legacy_cf == DEFAULT_CF:
+        return "Opening store %s in upgrade mode from plain key value store"
+    if plan.legacy_cf == TIMESTAMPED_CF:
+        return "Opening store %s in upgrade mode from timestamped store"
+    return "Opening store %s in regular headers-aware mode"
+
+
+#: The column families of header-aware timestamped key-value stores and window segments (LAY-5, LAY-8, UPG-6..UPG-8).
+TIMESTAMPED_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(
+    LayoutStoreType.TIMESTAMPED_KV_WITH_HEADERS,
+    (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY),
+    _headers_mode_message,
+    _headers_layout_message,
+)
+
+
 class RocksDBTimestampedStoreWithHeaders(RocksDBStore):
     """Kafka's ``RocksDBTimestampedStoreWithHeaders`` (KV-38, UPG-6..UPG-8); constructor as ``RocksDBStore``."""
 
     store_type = StoreType.TIMESTAMPED_WITH_HEADERS
-    LAYOUT_TYPE = LayoutStoreType.TIMESTAMPED_KV_WITH_HEADERS
-    DATA_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY)
-
-    def _layout_error_message(self, exc: LayoutError) -> str:
-        if "plain (DEFAULT) and timestamped" in str(exc):
-            return MIXED_LEGACY_DATA_MESSAGE.format(name=self.name)
-        return super()._layout_error_message(exc)
-
-    def _mode_message(self, plan: ColumnFamilyPlan) -> str | None:
-        if plan.legacy_cf == DEFAULT_CF:
-            return "Opening store %s in upgrade mode from plain key value store"
-        if plan.legacy_cf == TIMESTAMPED_CF:
-            return "Opening store %s in upgrade mode from timestamped store"
-        return "Opening store %s in regular headers-aware mode"
+    COLUMN_FAMILY_LAYOUT = TIMESTAMPED_WITH_HEADERS_LAYOUT
 
 
 class InMemoryTimestampedKeyValueStoreWithHeaders(InMemoryKeyValueStore):

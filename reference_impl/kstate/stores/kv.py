@@ -4,16 +4,15 @@ Both take byte keys and byte values exactly as given (KV-2). Shared behaviour: a
 :class:`~kstate.errors.NullKeyError` (KV-3), a null value deletes (KV-4), ranges are inclusive with
 null meaning unbounded (KV-9), ``from > to`` gives an empty iterator and Kafka's WARN text (KV-10).
 
-RocksDB stores stage their writes and apply them, with the KIP-1035 offsets, in one atomic write
-batch at ``commit`` (KV-50); reads see staged writes (KV-51). The column-family accessors below are
-Kafka's ``SingleColumnFamilyAccessor`` and ``DualColumnFamilyAccessor`` (the lazy upgrade, KV-30..KV-37),
-used by :mod:`kstate.stores.timestamped` and :mod:`kstate.stores.headers`.
+RocksDB stores are the key-value operations over a :class:`~kstate.stores.rocksdb_instance.RocksDBInstance`,
+which stages their writes and applies them, with the KIP-1035 offsets, in one atomic write batch at
+``commit`` (KV-50); reads see staged writes (KV-51) through the column-family accessors of
+:mod:`kstate.stores.column_families` (the lazy upgrade, KV-30..KV-37).
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -21,36 +20,22 @@ from pathlib import Path
 from types import TracebackType
 
 from kstate.codecs.changelog import StoreType as LayoutStoreType
-from kstate.codecs.header_values import convert_from_plain_to_header_format, convert_to_header_format
-from kstate.codecs.layout import ColumnFamilyPlan, LayoutError, column_family_plan
 from kstate.codecs.position import Position, merge_positions
-from kstate.codecs.primitives import INT64_MAX, increment, increment_without_overflow
-from kstate.codecs.timestamped import convert_to_timestamped_format
+from kstate.codecs.primitives import increment, increment_without_overflow
 from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import (
     Backend,
     InvalidPrefixError,
     InvalidStateStoreError,
     InvalidStoreNameError,
-    ProcessorStateError,
     RecordContext,
-    StoreCorruptedError,
     StoreType,
     TopicPartition,
     UnknownColumnFamilyError,
 )
-from kstate.stores.engine import (
-    DEFAULT_CF,
-    Engine,
-    EngineCursor,
-    MemoryEngine,
-    RocksDBEngine,
-    WriteBatch,
-    check_directory,
-    list_column_families,
-    rocksdb_directory_state,
-    storage_error,
-)
+from kstate.stores.column_families import Accessor, ColumnFamilyLayout
+from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, MemoryEngine
+from kstate.stores.rocksdb_instance import RocksDBInstance
 
 LOG = logging.getLogger("kstate.stores")
 
@@ -62,20 +47,16 @@ INVALID_RANGE_WARNING = (
     "Note that the built-in numerical serdes do not follow this for negative numbers"
 )
 ROCKSDB_DIR = "rocksdb"
-OFFSETS_CF = "offsets"
 
 __all__ = [
     "INVALID_RANGE_WARNING",
-    "DualColumnFamilyAccessor",
     "InMemoryKeyValueStore",
     "RocksDBStore",
-    "SingleColumnFamilyAccessor",
     "StoreIterator",
     "UnknownColumnFamilyError",
 ]
 
 Entry = tuple[bytes, bytes]
-Converter = Callable[[bytes], bytes]
 
 #: ``Named.MAX_NAME_LENGTH``: the longest store name Kafka Streams accepts (KV-26).
 MAX_STORE_NAME_LENGTH = 249
@@ -119,48 +100,6 @@ def _value_bytes(value: bytes | None) -> bytes | None:
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
-
-
-def in_bounds(key: bytes, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool) -> bool:
-    """Whether ``key`` lies between the bounds (None = unbounded), unsigned lexicographic (PRIM-2)."""
-    if lower is not None and (key < lower or (not lower_inclusive and key == lower)):
-        return False
-    return not (upper is not None and (key > upper or (not upper_inclusive and key == upper)))
-
-
-def merge_sorted(
-    primary: Iterable[tuple[bytes, bytes | None]], secondary: Iterable[Entry], reverse: bool
-) -> Iterator[Entry]:
-    """Merge two key-ordered streams; on equal keys ``primary`` wins and a None value there hides the key.
-
-    Used for staged writes over the engine (KV-51) and for the new over the legacy column family (KV-35).
-    """
-    p_iter = iter(primary)
-    s_iter = iter(secondary)
-    p = next(p_iter, None)
-    s = next(s_iter, None)
-    while p is not None and s is not None:
-        pk = p[0]
-        sk = s[0]
-        if pk == sk:
-            if p[1] is not None:
-                yield pk, p[1]
-            p = next(p_iter, None)
-            s = next(s_iter, None)
-        elif (pk < sk) != reverse:
-            if p[1] is not None:
-                yield pk, p[1]
-            p = next(p_iter, None)
-        else:
-            yield s
-            s = next(s_iter, None)
-    while p is not None:
-        if p[1] is not None:
-            yield p[0], p[1]
-        p = next(p_iter, None)
-    while s is not None:
-        yield s
-        s = next(s_iter, None)
 
 
 # --- iterators ----------------------------------------------------------------------------------------
@@ -258,226 +197,6 @@ def _warn_if_invalid_range(from_key: bytes | None, to_key: bytes | None) -> bool
         LOG.warning(INVALID_RANGE_WARNING)
         return True
     return False
-
-
-# --- staged writes over an engine -------------------------------------------------------------------------
-
-
-class StagedEngine:
-    """An engine plus the writes staged since the last commit; reads see staged writes first (KV-51)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.pending = WriteBatch()
-
-    def read(self, cf: str, key: bytes) -> bytes | None:
-        ops = self.pending.ops.get(cf)
-        if ops is not None and key in ops:
-            return ops[key]
-        return self.engine.get(cf, key)
-
-    def stage(self, cf: str, key: bytes, value: bytes | None) -> None:
-        self.pending.put(cf, key, value)
-
-    def staged(self, cf: str) -> dict[bytes, bytes | None]:
-        return self.pending.column_family(cf)
-
-    def scan(
-        self,
-        cf: str,
-        lower: bytes | None,
-        upper: bytes | None,
-        lower_inclusive: bool,
-        upper_inclusive: bool,
-        reverse: bool,
-    ) -> tuple[Iterator[Entry], EngineCursor]:
-        """Entries of ``cf`` in range as of now: staged writes are copied, the engine cursor is a snapshot."""
-        cursor = self.engine.iterate(
-            cf, lower, upper, lower_inclusive=lower_inclusive, upper_inclusive=upper_inclusive, reverse=reverse
-        )
-        ops = self.pending.ops.get(cf)
-        if not ops:
-            return cursor, cursor
-        staged = sorted(
-            ((k, v) for k, v in ops.items() if in_bounds(k, lower, upper, lower_inclusive, upper_inclusive)),
-            reverse=reverse,
-        )
-        return merge_sorted(staged, cursor, reverse), cursor
-
-    def is_empty(self, cf: str) -> bool:
-        source, cursor = self.scan(cf, None, None, True, True, False)
-        try:
-            return next(source, None) is None
-        finally:
-            cursor.close()
-
-    def count(self, cf: str) -> int:
-        """The engine's estimate for ``cf`` corrected by the staged writes (exact over exact engines)."""
-        estimate = self.engine.approximate_count(cf)
-        ops = self.pending.ops.get(cf)
-        if ops:
-            get = self.engine.get
-            for key, value in ops.items():
-                present = get(cf, key) is not None
-                if value is None and present:
-                    estimate -= 1
-                elif value is not None and not present:
-                    estimate += 1
-        return min(max(estimate, 0), INT64_MAX)
-
-    def apply(self, extra: WriteBatch | None = None) -> None:
-        """Write the staged writes plus ``extra`` in one atomic engine batch, then forget them (KV-50)."""
-        batch = self.pending
-        if extra is not None:
-            for cf, ops in extra.ops.items():
-                batch.column_family(cf).update(ops)
-        batch.ops = {cf: ops for cf, ops in batch.ops.items() if ops}
-        try:
-            self.engine.write(batch)
-        finally:
-            self.pending = WriteBatch()
-
-    def discard(self) -> None:
-        self.pending = WriteBatch()
-
-
-# --- column-family accessors ---------------------------------------------------------------------------
-
-
-class SingleColumnFamilyAccessor:
-    """All data in one column family (Kafka's ``SingleColumnFamilyAccessor``)."""
-
-    def __init__(self, staged: StagedEngine, cf: str) -> None:
-        self.staged = staged
-        self.cf = cf
-        # The engine's bound reader of this family: the hot path of get (released with the store).
-        self._engine_get: Callable[[bytes], bytes | None] | None = staged.engine.getter(cf)
-
-    @property
-    def column_families(self) -> tuple[str, ...]:
-        return (self.cf,)
-
-    def get(self, key: bytes) -> bytes | None:
-        ops = self.staged.pending.ops.get(self.cf)
-        if ops and key in ops:
-            return ops[key]
-        engine_get = self._engine_get
-        if engine_get is None:
-            raise InvalidStateStoreError("the store is closed")
-        try:
-            return engine_get(key)
-        except Exception as exc:  # the engine's raw reader raises the binding's own errors (KV-25)
-            raise storage_error(getattr(self.staged.engine, "store", self.cf), "getting a value", exc) from exc
-
-    def release(self) -> None:
-        """Drop the engine reader, which would otherwise keep a closed RocksDB's ``LOCK``."""
-        self._engine_get = None
-
-    def get_only(self, key: bytes) -> bytes | None:
-        return self.staged.read(self.cf, key)
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self.staged.stage(self.cf, key, value)
-
-    def put_all(self, entries: Mapping[bytes, bytes | None]) -> None:
-        self.staged.staged(self.cf).update(entries)
-
-    def scan(
-        self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool, reverse: bool
-    ) -> tuple[Iterator[Entry], list[EngineCursor]]:
-        source, cursor = self.staged.scan(self.cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
-        return source, [cursor]
-
-    def approximate_count(self) -> int:
-        return self.staged.count(self.cf)
-
-
-class DualColumnFamilyAccessor:
-    """Kafka's ``DualColumnFamilyAccessor``: the lazy upgrade from a legacy column family (KV-31..KV-37).
-
-    ``get`` migrates a legacy entry (converted, written to the new family, deleted from the old);
-    ``get_only`` does not; every write deletes from the old family; scans merge both families in
-    byte order without migrating, the new family winning on equal keys.
-    """
-
-    def __init__(self, staged: StagedEngine, old_cf: str, new_cf: str, convert: Converter) -> None:
-        self.staged = staged
-        self.old_cf = old_cf
-        self.new_cf = new_cf
-        self.convert = convert
-
-    @property
-    def column_families(self) -> tuple[str, ...]:
-        return (self.old_cf, self.new_cf)
-
-    def get(self, key: bytes) -> bytes | None:
-        value = self.staged.read(self.new_cf, key)
-        if value is not None:
-            return value
-        legacy = self.staged.read(self.old_cf, key)
-        if legacy is None:
-            return None
-        converted = self.convert(legacy)
-        # Safe only because the changelog already holds the data (Kafka's own comment): a crash before
-        # the next commit loses the migration, not the value.
-        self.put(key, converted)
-        return converted
-
-    def get_only(self, key: bytes) -> bytes | None:
-        value = self.staged.read(self.new_cf, key)
-        if value is not None:
-            return value
-        legacy = self.staged.read(self.old_cf, key)
-        return None if legacy is None else self.convert(legacy)
-
-    def put(self, key: bytes, value: bytes | None) -> None:
-        self.staged.stage(self.old_cf, key, None)
-        self.staged.stage(self.new_cf, key, value)
-
-    def put_all(self, entries: Mapping[bytes, bytes | None]) -> None:
-        self.staged.staged(self.old_cf).update(dict.fromkeys(entries))
-        self.staged.staged(self.new_cf).update(entries)
-
-    def scan(
-        self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool, reverse: bool
-    ) -> tuple[Iterator[Entry], list[EngineCursor]]:
-        new_source, new_cursor = self.staged.scan(self.new_cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
-        old_source, old_cursor = self.staged.scan(self.old_cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
-        convert = self.convert
-        converted = ((k, convert(v)) for k, v in old_source)
-        return merge_sorted(new_source, converted, reverse), [new_cursor, old_cursor]
-
-    def approximate_count(self) -> int:
-        return min(self.staged.count(self.old_cf) + self.staged.count(self.new_cf), INT64_MAX)
-
-    def release(self) -> None:
-        """Nothing cached: reads go through the staged engine."""
-
-
-Accessor = SingleColumnFamilyAccessor | DualColumnFamilyAccessor
-
-
-def _non_null(convert: Callable[[bytes | None], bytes | None]) -> Converter:
-    def converted(value: bytes) -> bytes:
-        out = convert(value)
-        assert out is not None  # the conversions map only null to null
-        return out
-
-    return converted
-
-
-#: The legacy-value conversions of the dual accessor, by the layout plan's name (TSKV-5, HV-8).
-CONVERTERS: dict[str, Converter] = {
-    "convert_to_timestamped_format": _non_null(convert_to_timestamped_format),
-    "convert_to_header_format": _non_null(convert_to_header_format),
-    "convert_from_plain_to_header_format": _non_null(convert_from_plain_to_header_format),
-}
-
-
-def _converter(name: str | None) -> Converter:
-    if name is None or name not in CONVERTERS:
-        raise ProcessorStateError(f"no legacy conversion named {name!r}")
-    return CONVERTERS[name]
 
 
 def _to_codec_tp(tp: object, argument: str = "partition") -> tuple[str, int]:
@@ -671,15 +390,16 @@ class RocksDBStore(_KeyValueOperations):
     ``manage_offsets=False`` models a pre-4.3 store: it knows no ``offsets`` column family, so it refuses
     a directory that has one (UPG-2). Writes are staged until :meth:`commit` or :meth:`close` (KV-50).
     Opening raises :class:`ProcessorStateError` for an unknown column family (UPG-1) or an unclean
-    shutdown (KV-52) unless ``ignore_invalid_state``.
+    shutdown (KV-52) unless ``ignore_invalid_state``. The database's life is a
+    :class:`~kstate.stores.rocksdb_instance.RocksDBInstance`; this class is the key-value operations over it.
     """
 
     backend = Backend.ROCKSDB
     store_type = StoreType.KEY_VALUE
-    #: The store type of the layout rules that decide the column families (spec/layout.md).
-    LAYOUT_TYPE = LayoutStoreType.KV
-    #: The column families this store type knows, besides ``offsets`` (UPG-1).
-    DATA_COLUMN_FAMILIES: tuple[str, ...] = (DEFAULT_CF,)
+    #: The column families of this store type: layout rules, known families, mode messages (spec/layout.md).
+    COLUMN_FAMILY_LAYOUT = ColumnFamilyLayout(LayoutStoreType.KV, (DEFAULT_CF,))
+    #: The class that opens and owns the database (a test or mutant may put a subclass here).
+    INSTANCE_CLASS: type[RocksDBInstance] = RocksDBInstance
 
     def __init__(
         self,
@@ -697,134 +417,31 @@ class RocksDBStore(_KeyValueOperations):
             raise InvalidArgumentError("task_dir", "a RocksDB store needs a task directory or an engine")
         self.task_dir = Path(task_dir) if task_dir is not None else None
         self.path = self.task_dir / ROCKSDB_DIR / name if self.task_dir is not None else None
-        self._manage_offsets = manage_offsets
         self.changelog_partitions = (
             tuple(changelog_partitions) if changelog_partitions is not None else self._default_changelog_partitions()
         )
         self._iterators: weakref.WeakSet[StoreIterator] = weakref.WeakSet()
         self._open = False
-        self.mode = "regular"
-        from kstate.stores.offsets import StoreOffsets  # offsets.py builds on the stores' staging
-
-        # Every refusal is decided before anything is written: a refused open leaves the directory as it was (KV-23).
-        created: Path | None = None
-        if engine is None:
-            assert self.path is not None
-            created = self._preflight(ignore_invalid_state, migrate_legacy_files)
-            try:
-                engine = RocksDBEngine(self.path, store_name=name)
-            except BaseException:
-                self._remove_created(created)
-                raise
-        else:
-            self._check_known_column_families(engine.column_families())
-        self._engine = engine
-        self._staged = StagedEngine(engine)
-
-        self._offsets: StoreOffsets | None = None
-        try:
-            self._check_open_allowed(engine, ignore_invalid_state)
-            self._accessor: Accessor = self._open_column_families()
-            if manage_offsets:
-                engine.create_column_family(OFFSETS_CF)
-                self._offsets = StoreOffsets(self, engine)
-                self._position = self._offsets.open(ignore_invalid_state)
-            self._open = True
-            if manage_offsets and migrate_legacy_files and self.task_dir is not None:
-                assert self._offsets is not None
-                migrated = self._offsets.migrate_legacy_files(self.task_dir, self.changelog_partitions)
-                if migrated is not None:
-                    self._position = migrated
-        except BaseException:
-            self._open = False
-            accessor = self.__dict__.get("_accessor")
-            if accessor is not None:
-                accessor.release()
-            engine.close()
-            self._remove_created(created)
-            raise
-
-    # opening ------------------------------------------------------------------------------------------------
-
-    def _preflight(self, ignore_invalid_state: bool, migrate_legacy_files: bool) -> Path | None:
-        """Every check of an open that needs no write: paths, RocksDB metadata, legacy files, and (through a
-        read-only open) the column families and the offsets status (KV-23..KV-25, KV-52, KV-57).
-
-        Returns the topmost directory the open will create (removed again if the open fails), or None.
-        """
-        assert self.path is not None and self.task_dir is not None
-        from kstate.stores.offsets import check_legacy_files
-
-        check_directory(self.task_dir, self.name, "task directory")
-        check_directory(self.task_dir / ROCKSDB_DIR, self.name, "rocksdb directory")
-        exists = rocksdb_directory_state(self.path, self.name)
-        if self._manage_offsets and migrate_legacy_files and self.task_dir.is_dir():
-            check_legacy_files(self.task_dir, self.name, self.changelog_partitions)
-        if exists:
-            self._check_known_column_families(list_column_families(self.path, self.name))
-            reader = RocksDBEngine(self.path, store_name=self.name, read_only=True)
-            try:
-                self._check_open_allowed(reader, ignore_invalid_state)
-                self._check_table_files(reader)
-            finally:
-                reader.close()
-        created: Path | None = None
-        candidate = self.path
-        while not candidate.exists() and not candidate.is_symlink() and candidate.parent != candidate:
-            created = candidate
-            candidate = candidate.parent
-        return created
-
-    def _check_table_files(self, reader: RocksDBEngine) -> None:
-        """Table files the database does not list, and no ``status`` entry: RocksDB's metadata lost edits (a
-        truncated ``MANIFEST`` reads as a shorter one), so the database would open without data it had (KV-24).
-
-        A crash in the middle of a flush also leaves an unlisted table file, but the status is then OPEN.
-        """
-        from kstate.codecs.offsets import STATUS_KEY
-        from kstate.stores.offsets import read_offsets_image
-
-        unlisted = reader.unreferenced_table_files()
-        if unlisted and STATUS_KEY not in read_offsets_image(reader):
-            raise StoreCorruptedError(
-                self.name,
-                f"Error opening store {self.name} at location {self.path}: table files {', '.join(unlisted[:5])} "
-                "are not in the database and the offsets status is missing: its metadata lost data",
-            )
-
-    def _remove_created(self, created: Path | None) -> None:
-        """Remove what a refused first open created: the directories that did not exist before it (KV-23)."""
-        if created is not None:
-            shutil.rmtree(created, ignore_errors=True)
-
-    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
-        """The refusals that depend on the database's content, checked before any family is created or
-        any status written: the layout (LAY-7, LAY-8), the offsets family (KV-52, OFF-6) and offsets ahead
-        of data (KV-57)."""
-        from kstate.stores.offsets import check_offsets_image, has_committed_offsets, read_offsets_image
-
-        existing = {cf: not engine.is_empty(cf) for cf in engine.column_families()}
-        try:
-            plan = column_family_plan(self.LAYOUT_TYPE, existing)
-        except LayoutError as exc:
-            raise ProcessorStateError(self._layout_error_message(exc)) from exc
-        if not self._manage_offsets or OFFSETS_CF not in existing:
-            return
-        image = read_offsets_image(engine)
-        check_offsets_image(image, self.name, ignore_invalid_state)
-        if (
-            plan.data_cf not in existing
-            and has_committed_offsets(image)
-            and not any(has_data for cf, has_data in existing.items() if cf != OFFSETS_CF)
-            # An older type's own family, even emptied by deletes, is an upgrade Kafka opens (KV-57, UPG-*).
-            and not any(cf not in (OFFSETS_CF, "default") for cf in existing)
-        ):
-            raise StoreCorruptedError(
-                self.name,
-                f"Error opening store {self.name} at location {self.path}: the offsets family holds committed "
-                f"changelog offsets but the data column family {plan.data_cf} is missing and no family holds "
-                "data (offsets ahead of data)",
-            )
+        checked = (
+            ((self.task_dir, "task directory"), (self.task_dir / ROCKSDB_DIR, "rocksdb directory"))
+            if self.task_dir is not None
+            else ()
+        )
+        self._instance = self.INSTANCE_CLASS(
+            name,
+            self.path,
+            self.COLUMN_FAMILY_LAYOUT,
+            checked_directories=checked,
+            task_dir=self.task_dir,
+            ignore_invalid_state=ignore_invalid_state,
+            migrate_legacy_files=migrate_legacy_files,
+            manage_offsets=manage_offsets,
+            changelog_partitions=self.changelog_partitions,
+            engine=engine,
+        )
+        self._accessor: Accessor = self._instance.accessor
+        self._position = self._instance.position
+        self._open = True
 
     def _default_changelog_partitions(self) -> tuple[TopicPartition, ...]:
         """``<application.id>-<store>-changelog``, partition = the task's partition (from the directory names)."""
@@ -838,53 +455,6 @@ class RocksDBStore(_KeyValueOperations):
             return ()
         return (TopicPartition(f"{application_id}-{self.name}-changelog", partition),)
 
-    @classmethod
-    def known_column_families(cls, manage_offsets: bool = True) -> frozenset[str]:
-        """Every column family this store type can open; any other is a downgrade (UPG-1)."""
-        known = {DEFAULT_CF, *cls.DATA_COLUMN_FAMILIES}
-        if manage_offsets:
-            known.add(OFFSETS_CF)
-        return frozenset(known)
-
-    def _check_known_column_families(self, existing: Iterable[str]) -> None:
-        known = self.known_column_families(self._manage_offsets)
-        unknown = sorted(cf for cf in existing if cf not in known)
-        if unknown:
-            # RocksDB refuses to open a database without all of its column families; Kafka wraps it (UPG-1).
-            raise UnknownColumnFamilyError(
-                f"Error opening store {self.name} at location {self.path}: "
-                f"Column families not opened: {', '.join(unknown)}",
-                tuple(unknown),
-            )
-
-    def _open_column_families(self) -> Accessor:
-        """Decide the accessor once, at open, from the families present and whether they hold data (KV-30, LAY-*)."""
-        engine = self._engine
-        existing = {cf: not engine.is_empty(cf) for cf in engine.column_families()}
-        try:
-            plan = column_family_plan(self.LAYOUT_TYPE, existing)
-        except LayoutError as exc:
-            raise ProcessorStateError(self._layout_error_message(exc)) from exc
-        for cf in plan.open:
-            if cf != OFFSETS_CF:
-                engine.create_column_family(cf)
-        for cf in plan.dropped:
-            engine.drop_column_family(cf)  # an empty legacy family is dropped at open (UPG-6)
-        self.mode = plan.mode
-        message = self._mode_message(plan)
-        if message is not None:
-            LOG.info(message, self.name)
-        if plan.legacy_cf is None:
-            return SingleColumnFamilyAccessor(self._staged, plan.data_cf)
-        return DualColumnFamilyAccessor(self._staged, plan.legacy_cf, plan.data_cf, _converter(plan.conversion))
-
-    def _layout_error_message(self, exc: LayoutError) -> str:
-        return f"Error opening store {self.name} at location {self.path}: {exc}"
-
-    def _mode_message(self, plan: ColumnFamilyPlan) -> str | None:
-        """The INFO line Kafka logs for the mode (``%s`` = the store name); the plain store logs none."""
-        return None
-
     # state ----------------------------------------------------------------------------------------------------
 
     @property
@@ -892,13 +462,28 @@ class RocksDBStore(_KeyValueOperations):
         return self._open
 
     @property
+    def mode(self) -> str:
+        """``"upgrade"`` when a legacy family held data at open, else ``"regular"`` (KV-30)."""
+        return self._instance.mode
+
+    @property
     def engine(self) -> Engine:
-        return self._engine
+        return self._instance.engine
+
+    @property
+    def instance(self) -> RocksDBInstance:
+        """The database this store operates on."""
+        return self._instance
 
     @property
     def column_families(self) -> tuple[str, ...]:
         """The data column families in use: one in regular mode, (old, new) in upgrade mode (KV-30)."""
         return self._accessor.column_families
+
+    def column_family_rows(self) -> dict[str, list[tuple[bytes, bytes]]]:
+        """Every column family's entries, as the open store presents them: written plus staged (KV-51)."""
+        self._check_open()
+        return self._instance.column_family_rows()
 
     def _check_open(self) -> None:
         if not self._open:
@@ -969,13 +554,13 @@ class RocksDBStore(_KeyValueOperations):
     def restoring(self) -> AbstractContextManager[None]:
         """Restore's commits skip the WAL, as Kafka writes, until a flush when restore ends (RST-8)."""
         self._check_open()
-        return self._engine.unlogged_writes()
+        return self._instance.restoring()
 
     # KIP-1035 ----------------------------------------------------------------------------------------------------
 
     def manages_offsets(self) -> bool:
         """True: the changelog offsets live in the store's ``offsets`` column family (KV-50); False if pre-4.3."""
-        return self._offsets is not None
+        return self._instance.offsets is not None
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Write the staged data, the position and ``changelog_offsets`` in ONE atomic batch (KV-50, OFF-4).
@@ -984,37 +569,27 @@ class RocksDBStore(_KeyValueOperations):
         """
         offsets = _changelog_offsets(changelog_offsets)
         self._check_open()
-        if self._offsets is None:
-            self._staged.apply()
-            return
-        self._staged.apply(self._offsets.commit_batch(offsets, self._position))
+        self._instance.commit(offsets, self._position)
 
     def flush(self) -> None:
         """Kafka's deprecated ``flush``: write the staged data without touching the committed offsets."""
         self._check_open()
-        if self._offsets is None:
-            self._staged.apply()
-        else:
-            self._staged.apply(self._offsets.position_batch(self._position))
+        self._instance.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """The committed changelog offset of ``partition``, or None (OFF-3)."""
         tp = _to_codec_tp(partition, "partition")
         self._check_open()
-        if self._offsets is None:
-            return None
-        return self._offsets.committed_offset(tp)
+        return self._instance.committed_offset(tp)
 
     def committed_offsets(self) -> dict[TopicPartition, int]:
         """Every committed changelog offset, by partition (parsed from the ``<topic>-<partition>`` keys)."""
         self._check_open()
-        if self._offsets is None:
-            return {}
-        return {TopicPartition(t, p): o for (t, p), o in self._offsets.all_committed().items()}
+        return {TopicPartition(t, p): o for (t, p), o in self._instance.committed_offsets().items()}
 
     def offsets_entries(self) -> dict[bytes, bytes]:
         """The committed content of the ``offsets`` family, key -> value bytes (empty if pre-4.3) (OFF-2)."""
-        return {} if self._offsets is None else self._offsets.image
+        return self._instance.offsets_entries()
 
     # closing --------------------------------------------------------------------------------------------------
 
@@ -1031,29 +606,20 @@ class RocksDBStore(_KeyValueOperations):
             return
         self._close_iterators()
         self._open = False
-        try:
-            extra = self._offsets.close_batch(self._position) if self._offsets is not None else None
-            self._staged.apply(extra)
-        finally:
-            self._accessor.release()
-            self._engine.close()
+        self._instance.close(self._position)
 
     def close_for_downgrade(self) -> None:
         """Close for a downgrade below 4.3 (UPG-4, tentative): legacy ``.checkpoint`` / ``<store>.position``
         files are written from the committed offsets and position, and the ``offsets`` family is dropped."""
         self._check_open()
-        if self._offsets is None or self.task_dir is None:
+        if self._instance.offsets is None or self._instance.task_dir is None:
             self.close()
             return
         self._close_iterators()
-        self._staged.apply(self._offsets.close_batch(self._position))
-        self._offsets.write_legacy_files(self.task_dir, self._position, self.changelog_partitions)
-        self._open = False
-        self._accessor.release()
         try:
-            self._engine.drop_column_family(OFFSETS_CF)
+            self._instance.close_for_downgrade(self._position)
         finally:
-            self._engine.close()
+            self._open = self._instance.is_open
 
     def simulate_crash(self) -> None:
         """Abandon the store as a killed process would: staged writes are lost and status stays OPEN (KV-52)."""
@@ -1062,9 +628,7 @@ class RocksDBStore(_KeyValueOperations):
         for iterator in list(self._iterators):
             iterator.close()
         self._open = False
-        self._staged.discard()
-        self._accessor.release()
-        self._engine.abandon()
+        self._instance.simulate_crash()
 
 
 # --- in memory ------------------------------------------------------------------------------------------------

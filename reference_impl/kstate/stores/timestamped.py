@@ -10,10 +10,21 @@ from __future__ import annotations
 from kstate.codecs.changelog import StoreType as LayoutStoreType
 from kstate.codecs.layout import TIMESTAMPED_CF, ColumnFamilyPlan
 from kstate.stores.api import StoreType
+from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.engine import DEFAULT_CF
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
 TIMESTAMPED_VALUES_COLUMN_FAMILY = TIMESTAMPED_CF
+
+
+def _timestamped_mode_message(plan: ColumnFamilyPlan) -> str | None:
+    return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
+
+
+#: The column families of timestamped key-value stores and timestamped window segments (LAY-5, LAY-7).
+TIMESTAMPED_LAYOUT = ColumnFamilyLayout(
+    LayoutStoreType.TIMESTAMPED_KV, (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY), _timestamped_mode_message
+)
 
 
 class RocksDBTimestampedStore(RocksDBStore):
@@ -24,11 +35,7 @@ class RocksDBTimestampedStore(RocksDBStore):
     """
 
     store_type = StoreType.TIMESTAMPED
-    LAYOUT_TYPE = LayoutStoreType.TIMESTAMPED_KV
-    DATA_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY)
-
-    def _mode_message(self, plan: ColumnFamilyPlan) -> str | None:
-        return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
+    COLUMN_FAMILY_LAYOUT = TIMESTAMPED_LAYOUT
 
 
 class InMemoryTimestampedKeyValueStore(InMemoryKeyValueStore):

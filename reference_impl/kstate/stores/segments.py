@@ -1,0 +1,427 @@
+"""Segment managers of segmented stores: Kafka's ``AbstractSegments`` and its kinds (LAY-3, WIN-15, SESS-11, VER-1, VER-2).
+
+A record of a segmented store is filed under ``segmentId = timestamp / segmentInterval`` (Java truncation,
+PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
+(:func:`kstate.codecs.segments.segment_name`). A segment is live while its id is at least
+``segmentId(streamTime - retention)``; earlier ones are dropped (WIN-16, VER-30).
+
+- :class:`KeyValueSegments` and :class:`TimestampedSegments` (window and session stores): one
+  :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment in ``<task>/<store>/<store>.<start>``
+  (LAY-3), each with its own ``offsets`` family (LAY-6); existing segments are opened at restart.
+- :class:`LogicalKeyValueSegments` (versioned stores): one database at ``<task>/rocksdb/<store>`` (VER-1) whose
+  segments are 8-byte key prefixes; the reserved segment -1 holds the latest values and never expires (VER-2).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from kstate.codecs import segments as seg
+from kstate.codecs.layout import ROCKSDB_DIR
+from kstate.codecs.position import Position, merge_positions
+from kstate.codecs.primitives import encode_int64, increment, segment_id
+from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
+from kstate.errors import InvalidArgumentError, KStateError
+from kstate.stores.api import InvalidStateStoreError, TopicPartition
+from kstate.stores.column_families import Accessor, ColumnFamilyLayout
+from kstate.stores.engine import Engine
+from kstate.stores.kv import RocksDBStore, validate_store_name
+from kstate.stores.rocksdb_instance import RocksDBInstance
+from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
+
+LOG = logging.getLogger("kstate.stores")
+
+CodecTopicPartition = tuple[str, int]
+
+
+class Segment(ABC):
+    """One segment: its id, its name, whether it is open, and how it is dropped once expired."""
+
+    def __init__(self, segment_id_: int, name: str) -> None:
+        self.id = segment_id_
+        self.name = name
+
+    @property
+    @abstractmethod
+    def is_open(self) -> bool: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def destroy(self) -> None:
+        """Drop the segment's data (the segment is closed first)."""
+
+
+S = TypeVar("S", bound=Segment)
+
+
+class AbstractSegments(ABC, Generic[S]):
+    """Kafka's ``AbstractSegments``: the segments of one store by id, the live-segment rule and expiry.
+
+    ``retention_period`` is the store's retention (window, session) or history retention (versioned);
+    ``segment_interval`` is at least 1.
+    """
+
+    def __init__(self, name: str, retention_period: int, segment_interval: int) -> None:
+        if isinstance(retention_period, bool) or not isinstance(retention_period, int) or retention_period < 0:
+            raise InvalidArgumentError("retention_period", f"a retention is a non-negative int, got {retention_period!r}")
+        if isinstance(segment_interval, bool) or not isinstance(segment_interval, int) or segment_interval < 1:
+            raise InvalidArgumentError("segment_interval", f"a segment interval is an int >= 1, got {segment_interval!r}")
+        self.name = validate_store_name(name)
+        self.retention_period = retention_period
+        self.segment_interval = segment_interval
+        self._segments: dict[int, S] = {}
+
+    # ids and names ---------------------------------------------------------------------------------------------
+
+    def segment_id(self, timestamp: int) -> int:
+        """``timestamp / segmentInterval`` with Java truncation (PRIM-4)."""
+        return segment_id(timestamp, self.segment_interval)
+
+    def segment_name(self, segment_id_: int) -> str:
+        """``<store>.<segmentId * segmentInterval>`` (LAY-3, VER-2)."""
+        return seg.segment_name(self.name, segment_id_, self.segment_interval)
+
+    def min_live_segment_id(self, stream_time: int) -> int:
+        """The earliest live segment: ``segmentId(streamTime - retention)`` (WIN-16, VER-30)."""
+        return self.segment_id(stream_time - self.retention_period)
+
+    # segments ----------------------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def get_or_create_segment(self, segment_id_: int) -> S:
+        """The segment ``segment_id_``, opened or created if this manager does not hold it yet."""
+
+    @abstractmethod
+    def open_existing(self, stream_time: int) -> None:
+        """Open what a restart finds (Kafka's ``openExisting``), then drop what has expired by ``stream_time``."""
+
+    def segment_for_timestamp(self, timestamp: int) -> S | None:
+        return self._segments.get(self.segment_id(timestamp))
+
+    def get_or_create_segment_if_live(self, segment_id_: int, stream_time: int) -> S | None:
+        """The segment if it is live at ``stream_time`` (created if need be), else None (WIN-16, VER-30)."""
+        return self.get_or_create_segment(segment_id_) if segment_id_ >= self.min_live_segment_id(stream_time) else None
+
+    def segments(self, time_from: int, time_to: int, forward: bool = True) -> list[S]:
+        """The open segments from ``segmentId(time_from)`` to ``segmentId(time_to)`` inclusive, oldest first when
+        ``forward`` (WIN-15), newest first otherwise."""
+        low, high = self.segment_id(time_from), self.segment_id(time_to)
+        ids = sorted((i for i in self._segments if low <= i <= high), reverse=not forward)
+        return [s for s in (self._segments[i] for i in ids) if s.is_open]
+
+    def all_segments(self, forward: bool = True) -> list[S]:
+        """Every open segment, oldest first when ``forward``."""
+        return [s for s in (self._segments[i] for i in sorted(self._segments, reverse=not forward)) if s.is_open]
+
+    def segment_ids(self) -> list[int]:
+        """The ids of the segments this manager holds, ascending."""
+        return sorted(self._segments)
+
+    def cleanup_expired_segments(self, stream_time: int) -> None:
+        """Close and destroy every segment below the earliest live one (WIN-16, VER-30)."""
+        bound = self.min_live_segment_id(stream_time)
+        for expired in sorted(i for i in self._segments if i < bound):
+            segment = self._segments.pop(expired)
+            segment.close()
+            try:
+                segment.destroy()
+            except (OSError, KStateError) as exc:
+                LOG.error("Error destroying %s: %s", segment.name, exc)
+
+    def close(self) -> None:
+        for segment in self._segments.values():
+            segment.close()
+        self._segments.clear()
+
+
+# --- one RocksDB per segment ------------------------------------------------------------------------------------
+
+
+class KeyValueSegment(Segment):
+    """Kafka's ``KeyValueSegment``: one RocksDB database, ``<task>/<store>/<segment name>`` (LAY-3)."""
+
+    def __init__(self, segment_id_: int, name: str, instance: RocksDBInstance) -> None:
+        super().__init__(segment_id_, name)
+        self.instance = instance
+
+    @property
+    def is_open(self) -> bool:
+        return self.instance.is_open
+
+    @property
+    def accessor(self) -> Accessor:
+        """The segment's data column families (the key-value operations of the store go through it)."""
+        return self.instance.accessor
+
+    def close(self) -> None:
+        self.instance.close(self.instance.position)
+
+    def destroy(self) -> None:
+        """Delete the segment's directory (Kafka's ``Utils.delete(dbDir)``)."""
+        self.close()
+        if self.instance.path is not None:
+            shutil.rmtree(self.instance.path, ignore_errors=True)
+
+
+class KeyValueSegments(AbstractSegments[KeyValueSegment]):
+    """Kafka's ``KeyValueSegments``: plain window and session stores, one RocksDB per segment (LAY-3).
+
+    The segments live in ``<task_dir>/<name>/``; each is a database planned by ``LAYOUT`` with its own
+    ``offsets`` family (LAY-6) unless ``manage_offsets`` is False. ``changelog_partitions`` are the store's.
+    """
+
+    #: The column families of every segment (LAY-5): the plain key-value layout.
+    LAYOUT: ColumnFamilyLayout = RocksDBStore.COLUMN_FAMILY_LAYOUT
+
+    def __init__(
+        self,
+        name: str,
+        task_dir: str | Path,
+        retention_period: int,
+        segment_interval: int,
+        *,
+        manage_offsets: bool = True,
+        changelog_partitions: Iterable[TopicPartition] = (),
+        ignore_invalid_state: bool = False,
+    ) -> None:
+        super().__init__(name, retention_period, segment_interval)
+        self.task_dir = Path(task_dir)
+        self.directory = self.task_dir / self.name
+        self.manage_offsets = manage_offsets
+        self.changelog_partitions = tuple(changelog_partitions)
+        self.ignore_invalid_state = ignore_invalid_state
+
+    def get_or_create_segment(self, segment_id_: int) -> KeyValueSegment:
+        existing = self._segments.get(segment_id_)
+        if existing is not None:
+            return existing
+        name = self.segment_name(segment_id_)
+        instance = RocksDBInstance(
+            name,
+            self.directory / name,
+            self.LAYOUT,
+            checked_directories=((self.task_dir, "task directory"), (self.directory, "segments directory")),
+            ignore_invalid_state=self.ignore_invalid_state,
+            manage_offsets=self.manage_offsets,
+            changelog_partitions=self.changelog_partitions,
+        )
+        segment = KeyValueSegment(segment_id_, name, instance)
+        self._segments[segment_id_] = segment
+        return segment
+
+    def get_or_create_segment_if_live(self, segment_id_: int, stream_time: int) -> KeyValueSegment | None:
+        """As for every manager, then the segments expired by ``stream_time`` are dropped (WIN-16)."""
+        segment = super().get_or_create_segment_if_live(segment_id_, stream_time)
+        self.cleanup_expired_segments(stream_time)
+        return segment
+
+    def open_existing(self, stream_time: int) -> None:
+        """Open every segment directory found, in id order, renaming legacy names to the ``.`` form; ids below
+        zero and unparseable dates are skipped (LAY-3). As in Kafka, an entry whose name cannot be read at all
+        stops the scan and no segment is opened; expired segments are then dropped."""
+        try:
+            if self.directory.is_dir():
+                ids = []
+                for entry in sorted(os.listdir(self.directory)):
+                    parsed = seg.parse_segment_name(self.name, entry, self.segment_interval)
+                    if parsed.rename_to is not None:
+                        os.rename(self.directory / entry, self.directory / parsed.rename_to)
+                    ids.append(parsed.segment_id)
+                for segment_id_ in sorted(i for i in ids if i >= 0):
+                    self.get_or_create_segment(segment_id_)
+            else:
+                self.directory.mkdir(parents=True)
+        except (OSError, KStateError) as exc:
+            LOG.debug("Opening the existing segments of %s stopped: %s", self.name, exc)  # Kafka ignores it
+        self.cleanup_expired_segments(stream_time)
+
+    def position(self) -> Position:
+        """The store's position: the merge of its segments' positions (per partition the larger offset)."""
+        merged: Position = {}
+        for segment in self._segments.values():
+            merged = merge_positions(merged, segment.instance.position)
+        return merged
+
+    def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
+        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6)."""
+        for segment in self.all_segments():
+            segment.instance.commit(offsets, position)
+
+    def flush(self) -> None:
+        for segment in self._segments.values():
+            segment.instance.flush(segment.instance.position)
+
+
+class TimestampedSegments(KeyValueSegments):
+    """Kafka's ``TimestampedSegments``: timestamped window stores, each segment a timestamped database that
+    migrates its own ``default`` family lazily (LAY-5, KV-30)."""
+
+    LAYOUT = TIMESTAMPED_LAYOUT
+
+
+# --- logical segments in one database ------------------------------------------------------------------------------
+
+
+class LogicalKeyValueSegment(Segment):
+    """Kafka's ``LogicalKeyValueSegment``: the keys of one segment are ``[segmentId int64][key]`` in a shared
+    database (VER-1)."""
+
+    def __init__(self, segment_id_: int, name: str, physical: RocksDBInstance) -> None:
+        super().__init__(segment_id_, name)
+        self.physical = physical
+        self.prefix = encode_int64(segment_id_)
+        self._open = True
+
+    @property
+    def is_open(self) -> bool:
+        return self._open and self.physical.is_open
+
+    def key(self, key: bytes) -> bytes:
+        """The physical key of ``key`` in this segment (VER-1)."""
+        return self.prefix + key
+
+    def close(self) -> None:
+        self._open = False
+
+    def destroy(self) -> None:
+        """Delete every key with this segment's prefix (``deleteRange(prefix, prefix)``, VER-2); staged until the
+        next commit."""
+        accessor = self.physical.accessor
+        source, cursors = accessor.scan(self.prefix, increment(self.prefix), True, False, False)
+        try:
+            doomed = [key for key, _ in source]
+        finally:
+            for cursor in cursors:
+                cursor.close()
+        accessor.put_all(dict.fromkeys(doomed))
+
+
+_NEGATIVE_ID_CREATED = (
+    "Negative segment IDs are reserved for reserved segments, and should be created through "
+    "createReservedSegment() instead"
+)
+_NEGATIVE_ID_NAMED = (
+    "Negative segment IDs are reserved for reserved segments, which have custom names that should not be "
+    "accessed from this method"
+)
+
+
+class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
+    """Kafka's ``LogicalKeyValueSegments``: versioned stores, every segment a key prefix of one database at
+    ``<task>/rocksdb/<name>`` (VER-1). Regular segments have ids >= 0 and expire; reserved segments (the
+    latest-value store, id -1, VER-2) have negative ids, their own names, and never expire.
+
+    :meth:`open_existing` opens the database only, as Kafka does: segments already on disk are known again
+    once asked for (spec/versioned.md, the observation on ``openExisting``).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        task_dir: str | Path | None,
+        retention_period: int,
+        segment_interval: int,
+        *,
+        manage_offsets: bool = True,
+        changelog_partitions: Iterable[TopicPartition] = (),
+        ignore_invalid_state: bool = False,
+        engine: Engine | None = None,
+    ) -> None:
+        super().__init__(name, retention_period, segment_interval)
+        if task_dir is None and engine is None:
+            raise InvalidArgumentError("task_dir", "a RocksDB store needs a task directory or an engine")
+        self.task_dir = Path(task_dir) if task_dir is not None else None
+        self.path = self.task_dir / ROCKSDB_DIR / self.name if self.task_dir is not None else None
+        self.manage_offsets = manage_offsets
+        self.changelog_partitions = tuple(changelog_partitions)
+        self.ignore_invalid_state = ignore_invalid_state
+        self._engine = engine
+        self._physical: RocksDBInstance | None = None
+        self._reserved: dict[int, LogicalKeyValueSegment] = {}
+
+    @property
+    def physical(self) -> RocksDBInstance:
+        """The one database of every segment; open once :meth:`open_existing` has run."""
+        if self._physical is None:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+        return self._physical
+
+    def segment_name(self, segment_id_: int) -> str:
+        if segment_id_ < 0:
+            raise InvalidArgumentError("segment_id", _NEGATIVE_ID_NAMED)
+        return super().segment_name(segment_id_)
+
+    def open_existing(self, stream_time: int) -> None:
+        """Open the physical database (LAY-2, VER-1) with the plain key-value layout and its offsets family."""
+        checked = (
+            ((self.task_dir, "task directory"), (self.task_dir / ROCKSDB_DIR, "rocksdb directory"))
+            if self.task_dir is not None
+            else ()
+        )
+        self._physical = RocksDBInstance(
+            self.name,
+            self.path,
+            RocksDBStore.COLUMN_FAMILY_LAYOUT,
+            checked_directories=checked,
+            ignore_invalid_state=self.ignore_invalid_state,
+            manage_offsets=self.manage_offsets,
+            changelog_partitions=self.changelog_partitions,
+            engine=self._engine,
+        )
+
+    def get_or_create_segment(self, segment_id_: int) -> LogicalKeyValueSegment:
+        existing = self._segments.get(segment_id_)
+        if existing is not None:
+            return existing
+        if segment_id_ < 0:
+            raise InvalidArgumentError("segment_id", _NEGATIVE_ID_CREATED)
+        segment = LogicalKeyValueSegment(segment_id_, self.segment_name(segment_id_), self.physical)
+        self._segments[segment_id_] = segment
+        return segment
+
+    def create_reserved_segment(self, segment_id_: int, name: str) -> LogicalKeyValueSegment:
+        """A segment with a negative id and its own name, outside expiry and the segment listings (VER-2)."""
+        if segment_id_ >= 0:
+            raise InvalidArgumentError("segment_id", "segmentId for a reserved segment must be negative")
+        if segment_id_ in self._reserved:
+            raise InvalidArgumentError("segment_id", "LogicalKeyValueSegment already exists.")
+        segment = LogicalKeyValueSegment(segment_id_, name, self.physical)
+        self._reserved[segment_id_] = segment
+        return segment
+
+    def latest_value_segment(self) -> LogicalKeyValueSegment:
+        """The reserved latest-value store: id -1, prefix ``FF×8``, named ``<store>.latestValues`` (VER-2)."""
+        existing = self._reserved.get(LATEST_VALUE_SEGMENT_ID)
+        if existing is not None:
+            return existing
+        return self.create_reserved_segment(LATEST_VALUE_SEGMENT_ID, latest_value_store_name(self.name))
+
+    def reserved_segment(self, segment_id_: int) -> LogicalKeyValueSegment | None:
+        return self._reserved.get(segment_id_)
+
+    def position(self) -> Position:
+        """The store's position: the one database's."""
+        return self.physical.position
+
+    def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
+        self.physical.commit(offsets, position)
+
+    def flush(self) -> None:
+        self.physical.flush(self.physical.position)
+
+    def close(self) -> None:
+        """Close the logical segments, regular and reserved, then the database."""
+        super().close()
+        for segment in self._reserved.values():
+            segment.close()
+        self._reserved.clear()
+        if self._physical is not None:
+            self._physical.close(self._physical.position)
