@@ -529,6 +529,9 @@ class _KeyValueOperations:
     def _check_open(self) -> None:
         raise NotImplementedError
 
+    def close(self) -> None:
+        raise NotImplementedError
+
     def _get(self, key: bytes) -> bytes | None:
         raise NotImplementedError
 
@@ -655,9 +658,7 @@ class _KeyValueOperations:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        close = getattr(self, "close", None)
-        if close is not None:
-            close()
+        self.close()
 
 
 # --- RocksDB ------------------------------------------------------------------------------------------------
@@ -899,6 +900,18 @@ class RocksDBStore(_KeyValueOperations):
     def column_families(self) -> tuple[str, ...]:
         """The data column families in use: one in regular mode, (old, new) in upgrade mode (KV-30)."""
         return self._accessor.column_families
+
+    def column_family_rows(self) -> dict[str, list[tuple[bytes, bytes]]]:
+        """Every column family's entries, as the open store presents them: written plus staged (KV-51)."""
+        self._check_open()
+        out: dict[str, list[tuple[bytes, bytes]]] = {}
+        for cf in self._engine.column_families():
+            source, cursor = self._staged.scan(cf, None, None, True, True, False)
+            try:
+                out[cf] = list(source)
+            finally:
+                cursor.close()
+        return out
 
     def _check_open(self) -> None:
         if not self._open:
