@@ -412,19 +412,18 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
             return True
         return False
 
-    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
+    def _merged_range(self, from_key: bytes | None, to_key: bytes | None, reverse: bool) -> KeyValueIterator:
         if self._invalid_range(from_key, to_key):
             return _EmptyIterator()
         self._validate_open()
-        store_iterator = self.inner.range(from_key, to_key)
-        return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, False)
+        store_iterator = self.inner.reverse_range(from_key, to_key) if reverse else self.inner.range(from_key, to_key)
+        return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, reverse)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
+        return self._merged_range(from_key, to_key, False)
 
     def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
-        if self._invalid_range(from_key, to_key):
-            return _EmptyIterator()
-        self._validate_open()
-        store_iterator = self.inner.reverse_range(from_key, to_key)
-        return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, True)
+        return self._merged_range(from_key, to_key, True)
 
     def all(self) -> KeyValueIterator:
         self._validate_open()
