@@ -13,7 +13,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import decode_value_timestamp_headers, encode_value_timestamp_headers
 from kstate.codecs.timestamped import decode_value_and_timestamp, encode_value_and_timestamp
 from kstate.errors import EncodeError, KStateError, NullKeyError
-from kstate.stores.api import Backend, KeyValueBytesStore, RecordContext, StoreType
+from kstate.stores.api import Backend, Flushable, KeyValueBytesStore, RecordContext, StoreType
 from kstate.stores.caching import CachingKeyValueStore
 from kstate.stores.changelogging import (
     CHANGELOG_STORE_TYPES,
@@ -214,9 +214,8 @@ def _stack(store_type: StoreType, backend: Backend, caching: bool, tmp_path: Pat
 
 
 def _flushed(store: KeyValueBytesStore) -> None:
-    flush = getattr(store, "flush", None)
-    if flush is not None:
-        flush()
+    if isinstance(store, Flushable):
+        store.flush()
 
 
 @pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,

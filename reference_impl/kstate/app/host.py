@@ -32,7 +32,9 @@ from kstate.codecs.offsets import UncleanShutdownError
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.stores.api import (
     Backend,
+    ColumnFamilyStore,
     KeyValueBytesStore,
+    PositionTracking,
     ProcessorStateError,
     RecordContext,
     StoreType,
@@ -161,15 +163,19 @@ class Host:
             else:
                 store = self._open(partition, ignore_invalid_state=True)
         committed = store.committed_offset(changelog)
-        self.event("opened", partition=partition, store_type=self.store_type.value,
-                   mode=getattr(store, "mode", "regular"), column_families=list(getattr(store, "column_families", ())),
-                   committed_changelog_offset=committed)
+        mode, families = "regular", []
+        if isinstance(store, ColumnFamilyStore):
+            mode, families = store.mode, list(store.column_families)
+        self.event("opened", partition=partition, store_type=self.store_type.value, mode=mode,
+                   column_families=families, committed_changelog_offset=committed)
         outcome = restore_from_changelog(store, self.store_type, c.bootstrap, changelog,
                                          batch_size=c.restore_batch_size,
                                          after_batch=lambda _offset: self.crash_point("after_restore_batch"))
         self.event("restored", partition=partition, records=outcome.records, batches=outcome.batches,
                    first_offset=outcome.first_offset, last_offset=outcome.last_offset)
         holder = RecordContextHolder()
+        if isinstance(store, PositionTracking):
+            holder.subscribe(store.set_record_context)  # each record's context moves the store's position
         sink: list[cl.ChangelogRecord] = []
         task = Task(partition, changelog, store, changelogging_store(store, self.store_type, holder, sink), holder, sink)
         task.changelog_end = outcome.last_offset if outcome.last_offset is not None else committed
@@ -192,9 +198,6 @@ class Host:
         context = RecordContext(timestamp=timestamp, headers=headers, offset=message.offset(),
                                 topic=message.topic(), partition=message.partition())
         task.holder.current = context
-        setter = getattr(task.store, "set_record_context", None)
-        if setter is not None:
-            setter(context)
         key, value = message.key(), message.value()
         if value is None:
             task.logged.delete(key)

@@ -40,9 +40,14 @@ from kstate.ops.inputs import (
 )
 from kstate.stores.api import (
     Backend,
+    ColumnFamilyStore,
+    Crashable,
+    Downgradable,
+    Flushable,
     InvalidStateStoreError,
     KeyValueBytesStore,
     KeyValueIterator,
+    PositionTracking,
     ProcessorStateError,
     RecordContext,
     StoreType,
@@ -227,9 +232,8 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
         **({"manage_offsets": False} if require_bool(payload, "pre_4_3_reader", False) else {}),
     )
     context = RecordContextHolder(initial_context)
-    set_record_context = getattr(bytes_store, "set_record_context", None)
-    if set_record_context is not None:
-        context.subscribe(set_record_context)
+    if isinstance(bytes_store, PositionTracking):
+        context.subscribe(bytes_store.set_record_context)
     handle_id = f"h{next(_IDS)}"
     sink: list[cl.ChangelogRecord] = []
     store: KeyValueBytesStore = bytes_store
@@ -252,7 +256,7 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
     return {
         "handle": handle_id,
         "manages_offsets": bytes_store.manages_offsets(),
-        "mode": getattr(bytes_store, "mode", None),
+        "mode": bytes_store.mode if isinstance(bytes_store, ColumnFamilyStore) else None,
         "changelog_topic": partition.topic,
         "changelog_partition": partition.partition,
     }
@@ -295,10 +299,9 @@ def _close_for_downgrade(handle: StoreHandle) -> None:
     # UPG-4: the layers above flush first, then the bytes store writes the legacy files as it closes.
     if handle.caching is not None:
         handle.caching.flush()
-    close_for_downgrade: Callable[[], None] | None = getattr(handle.bytes_store, "close_for_downgrade", None)
-    if close_for_downgrade is None:
+    if not isinstance(handle.bytes_store, Downgradable):
         raise InvalidStateStoreError(f"store {handle.name} does not support a downgrade close")
-    close_for_downgrade()
+    handle.bytes_store.close_for_downgrade()
 
 
 @op("store.crash", rules=["CACHE-9"])
@@ -307,11 +310,10 @@ def store_crash(payload: JsonDict) -> JsonDict:
     handle = _handle(payload)
     if handle.caching is not None:
         handle.caching.drop_cache()
-    crash: Callable[[], None] | None = getattr(handle.bytes_store, "simulate_crash", None)
-    if crash is None:
+    if not isinstance(handle.bytes_store, Crashable):
         raise InvalidStateStoreError(f"store {handle.name} cannot simulate a crash")
     try:
-        crash()
+        handle.bytes_store.simulate_crash()
     finally:
         handle.closed = True
         _forget_iterators(handle)
@@ -360,10 +362,9 @@ def store_changelog(payload: JsonDict) -> JsonDict:
 def store_flush(payload: JsonDict) -> JsonDict:
     """Flush the cache into the store (and the changelog), then the store itself."""
     handle, store = _open(payload)
-    flush: Callable[[], None] | None = getattr(store, "flush", None)
-    if flush is None:
+    if not isinstance(store, Flushable):
         raise InvalidStateStoreError(f"store {handle.name} cannot be flushed")
-    flush()
+    store.flush()
     return {}
 
 
@@ -579,12 +580,9 @@ def store_restore(payload: JsonDict) -> JsonDict:
 
 def _dump_open(store: KeyValueBytesStore) -> dict[str, list[list[str]]]:
     # The column families as the open store presents them: what it has written plus what it has staged.
-    column_family_rows: Callable[[], dict[str, list[tuple[bytes, bytes]]]] | None = getattr(
-        store, "column_family_rows", None
-    )
-    if column_family_rows is None:
+    if not isinstance(store, ColumnFamilyStore):
         raise InvalidStateStoreError("this store has no column families to dump")
-    return {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in column_family_rows().items()}
+    return {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in store.column_family_rows().items()}
 
 
 def _dump_path(path: Path) -> dict[str, list[list[str]]]:

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from kstate.errors import KStateError
 
@@ -102,10 +102,25 @@ class KeyValueIterator(Protocol):
     def close(self) -> None: ...
 
 
-class KeyValueBytesStore(Protocol):
-    """A store of byte keys and byte values; values are already in the store type's layout."""
+class StateStore(Protocol):
+    """Kafka's ``StateStore`` life-cycle, shared by every store and every layer over one (KV-*, OFF-*, CL-*)."""
 
     name: str
+
+    def close(self) -> None: ...
+    @property
+    def is_open(self) -> bool: ...
+    def persistent(self) -> bool: ...
+    # KIP-1035: store-managed offsets (in-memory stores return False / None and ignore commit).
+    def manages_offsets(self) -> bool: ...
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None: ...
+    def committed_offset(self, partition: TopicPartition) -> int | None: ...
+    # Restore: one batch of (key, value-in-store-layout) pairs, written atomically (CL-*).
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None: ...
+
+
+class KeyValueBytesStore(StateStore, Protocol):
+    """A store of byte keys and byte values; values are already in the store type's layout."""
 
     def put(self, key: bytes, value: bytes | None) -> None: ...
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None: ...
@@ -118,24 +133,74 @@ class KeyValueBytesStore(Protocol):
     def reverse_all(self) -> KeyValueIterator: ...
     def prefix_scan(self, prefix: bytes) -> KeyValueIterator: ...
     def approximate_num_entries(self) -> int: ...
-    def close(self) -> None: ...
+
+
+# --- optional capabilities: a store offers them or not; ask with isinstance ------------------------------------
+
+
+@runtime_checkable
+class Restorable(Protocol):
+    """A store with a restore mode: RocksDB writes restore batches without the WAL and flushes at the end (RST-8)."""
+
+    def restoring(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+@runtime_checkable
+class Flushable(Protocol):
+    """Kafka's deprecated ``flush``: write what the store holds back, without committing offsets (CACHE-9)."""
+
+    def flush(self) -> None: ...
+
+
+@runtime_checkable
+class Crashable(Protocol):
+    """A store that can be abandoned as a killed process abandons it: staged writes lost, no clean close (KV-52)."""
+
+    def simulate_crash(self) -> None: ...
+
+
+@runtime_checkable
+class Downgradable(Protocol):
+    """A store that can close for a downgrade below 4.3, writing the legacy offset files (UPG-4)."""
+
+    def close_for_downgrade(self) -> None: ...
+
+
+@runtime_checkable
+class PositionTracking(Protocol):
+    """A store whose writes advance its position from the record being processed (IQ consistency)."""
+
+    def set_record_context(self, context: RecordContext | None) -> None: ...
+
+
+@runtime_checkable
+class WriteChecking(Protocol):
+    """A layer that can refuse, before anything is written, a write it would refuse later (CL-1, CACHE-2)."""
+
+    def check_write(self, key: bytes | None, value: bytes | None) -> None: ...
+
+
+@runtime_checkable
+class ColumnFamilyStore(Protocol):
+    """A store over RocksDB column families: its layout mode, its data families in use, every family's rows (KV-30)."""
+
+    mode: str
+
     @property
-    def is_open(self) -> bool: ...
-    # KIP-1035: store-managed offsets (in-memory stores return False / None and ignore commit).
-    def manages_offsets(self) -> bool: ...
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None: ...
-    def committed_offset(self, partition: TopicPartition) -> int | None: ...
-    # Restore: one batch of (key, value-in-store-layout) pairs, written atomically (CL-*).
-    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None: ...
+    def column_families(self) -> tuple[str, ...]: ...
+    def column_family_rows(self) -> dict[str, list[tuple[bytes, bytes]]]: ...
+
+
+class OffsetsInspectable(Protocol):
+    """A store whose KIP-1035 ``offsets`` family can be read back whole (OFF-2, OFF-3)."""
+
+    def committed_offsets(self) -> dict[TopicPartition, int]: ...
+    def offsets_entries(self) -> dict[bytes, bytes]: ...
 
 
 def restore_mode(store: object) -> contextlib.AbstractContextManager[None]:
-    """The store's ``restoring()`` if it has one, else nothing: RocksDB stores restore with the WAL off (RST-8).
-
-    Optional, so that stores written against the protocol above keep working unchanged.
-    """
-    restoring = getattr(store, "restoring", None)
-    if restoring is None:
-        return contextlib.nullcontext()
-    mode: contextlib.AbstractContextManager[None] = restoring()
-    return mode
+    """The store's ``restoring()`` if it is :class:`Restorable`, else nothing: RocksDB stores restore with the WAL
+    off (RST-8); stores written against the protocols above need not have one."""
+    if isinstance(store, Restorable):
+        return store.restoring()
+    return contextlib.nullcontext()

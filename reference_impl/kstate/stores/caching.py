@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from kstate.codecs.primitives import increment
@@ -22,10 +21,11 @@ from kstate.stores.api import (
     KeyValueIterator,
     RecordContext,
     TopicPartition,
-    restore_mode,
+    WriteChecking,
 )
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
 #: The logger of every store layer (KV-10).
 log = logging.getLogger("kstate.stores")
@@ -288,12 +288,13 @@ class _EmptyIterator:
         self._closed = True
 
 
-class CachingKeyValueStore:
+class CachingKeyValueStore(WrappedKeyValueBytesStore):
     """Kafka's ``CachingKeyValueStore`` over ``inner`` (CACHE-1 to CACHE-10).
 
     ``context`` is shared with the layers below: while flushing, each entry's captured context is made
     current so that the change-logging layer logs the timestamp and headers of the write that put it.
     With a ``flush_listener`` (a DSL ``KTable`` store) a tombstone for a key absent below is dropped (CACHE-5).
+    Restore and the offsets are the wrapped store's: restore bypasses the cache (RST-4).
     """
 
     def __init__(
@@ -305,16 +306,14 @@ class CachingKeyValueStore:
         flush_listener: FlushListener | None = None,
         send_old_values: bool = False,
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.context = context
         self.flush_listener = flush_listener
         self.send_old_values = send_old_values
         self.cache = NamedCache(max_bytes, self._write_back)
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
+        # Resolved once: every write asks the layer below whether it would refuse it (CL-1).
+        self._check_below: Callable[[bytes, bytes | None], None] | None = (
+            inner.check_write if isinstance(inner, WriteChecking) else None)
 
     def _validate_open(self) -> None:
         if not self.inner.is_open:
@@ -353,7 +352,7 @@ class CachingKeyValueStore:
     def _check_write(self, key: bytes, value: bytes | None) -> None:
         # A write the layer below would refuse at flush is refused now, before the cache takes it, so
         # that it reaches neither the store nor the changelog (CL-1): the flush runs with this context.
-        check: Callable[[bytes, bytes | None], None] | None = getattr(self.inner, "check_write", None)
+        check = self._check_below
         if check is not None:
             check(key, value)
 
@@ -413,19 +412,18 @@ class CachingKeyValueStore:
             return True
         return False
 
-    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
+    def _merged_range(self, from_key: bytes | None, to_key: bytes | None, reverse: bool) -> KeyValueIterator:
         if self._invalid_range(from_key, to_key):
             return _EmptyIterator()
         self._validate_open()
-        store_iterator = self.inner.range(from_key, to_key)
-        return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, False)
+        store_iterator = self.inner.reverse_range(from_key, to_key) if reverse else self.inner.range(from_key, to_key)
+        return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, reverse)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
+        return self._merged_range(from_key, to_key, False)
 
     def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
-        if self._invalid_range(from_key, to_key):
-            return _EmptyIterator()
-        self._validate_open()
-        store_iterator = self.inner.reverse_range(from_key, to_key)
-        return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, True)
+        return self._merged_range(from_key, to_key, True)
 
     def all(self) -> KeyValueIterator:
         self._validate_open()
@@ -461,14 +459,12 @@ class CachingKeyValueStore:
 
     def flush(self) -> None:
         self.flush_cache()
-        flush: Callable[[], None] | None = getattr(self.inner, "flush", None)
-        if flush is not None:
-            flush()
+        super().flush()
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """The cache first, so that the offsets committed below cover every write before the commit (CACHE-9)."""
         self.flush_cache()
-        self.inner.commit(changelog_offsets)
+        super().commit(changelog_offsets)
 
     def close(self) -> None:
         try:
@@ -481,16 +477,3 @@ class CachingKeyValueStore:
     def drop_cache(self) -> None:
         """Forget every cached entry, dirty ones included: what a crash does to the cache (CACHE-9)."""
         self.cache.clear()
-
-    def manages_offsets(self) -> bool:
-        return self.inner.manages_offsets()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        return self.inner.committed_offset(partition)
-
-    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
-        # Restore goes to the store below, not through the cache (RST-4).
-        self.inner.restore_batch(entries)
-
-    def restoring(self) -> AbstractContextManager[None]:
-        return restore_mode(self.inner)

@@ -10,20 +10,13 @@ changes nothing (CL-1); Kafka writes the inner store first and then throws.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from kstate.codecs import changelog as cl
 from kstate.errors import KStateError, NullKeyError
-from kstate.stores.api import (
-    KeyValueBytesStore,
-    KeyValueIterator,
-    RecordContext,
-    StoreType,
-    TopicPartition,
-    restore_mode,
-)
+from kstate.stores.api import KeyValueBytesStore, RecordContext, StoreType
+from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
 #: The changelog codec's name for each key-value store type.
 CHANGELOG_STORE_TYPES: dict[StoreType, cl.StoreType] = {
@@ -70,11 +63,12 @@ class RecordContextHolder:
         return cl.RecordContext(self.current.timestamp, tuple(self.current.headers))
 
 
-class ChangeLoggingKeyValueBytesStore:
+class ChangeLoggingKeyValueBytesStore(WrappedKeyValueBytesStore):
     """Logs ``put``, ``putIfAbsent`` (only when absent), ``putAll`` (per entry) and ``delete`` (always) (CL-3, CL-4, CL-8).
 
     One class serves the three store types: what differs (raw value, stored or context timestamp,
-    stored or context headers) is decided by the changelog codec from the store type.
+    stored or context headers) is decided by the changelog codec from the store type. Reads, restore
+    (not logged again, RST-4) and the life-cycle are the wrapped store's.
     """
 
     def __init__(
@@ -84,8 +78,7 @@ class ChangeLoggingKeyValueBytesStore:
         context: RecordContextHolder,
         sink: ChangelogSink,
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.store_type = StoreType(store_type)
         self.context = context
         self.sink = sink
@@ -139,57 +132,6 @@ class ChangeLoggingKeyValueBytesStore:
         previous = self.inner.delete(key)
         self.sink.append(record)
         return previous
-
-    # --- everything else is the inner store's ---------------------------------------------------------
-
-    def get(self, key: bytes) -> bytes | None:
-        return self.inner.get(key)
-
-    def range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
-        return self.inner.range(from_key, to_key)
-
-    def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> KeyValueIterator:
-        return self.inner.reverse_range(from_key, to_key)
-
-    def all(self) -> KeyValueIterator:
-        return self.inner.all()
-
-    def reverse_all(self) -> KeyValueIterator:
-        return self.inner.reverse_all()
-
-    def prefix_scan(self, prefix: bytes) -> KeyValueIterator:
-        return self.inner.prefix_scan(prefix)
-
-    def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
-    def manages_offsets(self) -> bool:
-        return self.inner.manages_offsets()
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        self.inner.commit(changelog_offsets)
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        return self.inner.committed_offset(partition)
-
-    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
-        # Restored records are not logged again (RST-4).
-        self.inner.restore_batch(entries)
-
-    def restoring(self) -> AbstractContextManager[None]:
-        return restore_mode(self.inner)
-
-    def flush(self) -> None:
-        flush: Callable[[], None] | None = getattr(self.inner, "flush", None)
-        if flush is not None:
-            flush()
 
 
 class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore):

@@ -248,6 +248,9 @@ class _KeyValueOperations:
     def _check_open(self) -> None:
         raise NotImplementedError
 
+    def close(self) -> None:
+        raise NotImplementedError
+
     def _get(self, key: bytes) -> bytes | None:
         raise NotImplementedError
 
@@ -374,9 +377,7 @@ class _KeyValueOperations:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        close = getattr(self, "close", None)
-        if close is not None:
-            close()
+        self.close()
 
 
 # --- RocksDB ------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from kstate.codecs.header_values import (
 )
 from kstate.codecs.timestamped import decode_value_and_timestamp, encode_value_and_timestamp, raw_value
 from kstate.stores.api import KeyValueBytesStore, KeyValueIterator
+from kstate.stores.wrapping import WrappedStore
 
 V = TypeVar("V")
 ValueAndTimestamp = tuple[bytes, int]
@@ -57,15 +58,9 @@ class TypedIterator(Generic[V]):
         self.close()
 
 
-class _Facade(Generic[V]):
-    """The reads, iterators and lifecycle shared by the facades; ``_decode`` turns stored bytes into ``V``."""
-
-    def __init__(self, inner: KeyValueBytesStore) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
+class _Facade(WrappedStore[KeyValueBytesStore], Generic[V]):
+    """The reads and iterators shared by the facades (the life-cycle is the wrapped store's); ``_decode`` turns
+    stored bytes into ``V``."""
 
     def _decode(self, data: bytes) -> V:
         raise NotImplementedError
@@ -98,13 +93,6 @@ class _Facade(Generic[V]):
 
     def approximate_num_entries(self) -> int:
         return self.inner.approximate_num_entries()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
 
 
 class KeyValueStore(_Facade[bytes]):
