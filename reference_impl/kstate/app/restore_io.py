@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import StoreType
 from kstate.kafka.changelog_topics import iter_batches, restore_rows
-from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.stores.api import KeyValueBytesStore, TopicPartition
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, restoring
 
 
@@ -40,7 +40,7 @@ def restore_from_changelog(
     """
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
     start = 0 if committed is None else committed + 1
-    codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
+    codec_type = StoreType(store_type)
     with_headers = cl.restore_reads_headers(codec_type)
     records = batches = 0
     first: int | None = None

@@ -20,22 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
-from kstate.codecs.changelog import StoreType
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
-    DEFAULT_CF,
     GLOBAL_DIR,
     KNOWN_COLUMN_FAMILIES,
     LOCK_FILE,
-    OFFSETS_CF,
     POSITION_SUFFIX,
     PROCESS_METADATA_FILE,
     ROCKSDB_DIR,
     ROCKSDICT_SIDECAR,
-    SESSION_HEADERS_CF,
-    TIMESTAMPED_CF,
-    TIMESTAMPED_HEADERS_CF,
-    WINDOW_HEADERS_CF,
     LayoutError,
     column_family_plan,
     parse_segment_name,
@@ -43,6 +36,15 @@ from kstate.codecs.layout import (
 )
 from kstate.codecs.offsets import decode_entry, read_checkpoint_text
 from kstate.codecs.primitives import read_int64
+from kstate.codecs.store_types import (
+    DEFAULT_CF,
+    OFFSETS_CF,
+    SESSION_HEADERS_CF,
+    TIMESTAMPED_CF,
+    TIMESTAMPED_HEADERS_CF,
+    WINDOW_HEADERS_CF,
+    StoreType,
+)
 from kstate.errors import KStateError
 
 # Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
@@ -260,8 +262,8 @@ def detect_kv_type(rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[StoreTyp
     if data and _is_versioned(data):
         return StoreType.VERSIONED_KV, "default only; every key a segment-id prefix, rows decode as versioned (VER-1..3)"
     if not data:
-        return StoreType.KV, "default only and empty (a versioned store would look the same)"
-    return StoreType.KV, "default only; rows are not versioned rows"
+        return StoreType.KEY_VALUE, "default only and empty (a versioned store would look the same)"
+    return StoreType.KEY_VALUE, "default only; rows are not versioned rows"
 
 
 def _plausible_window(key: bytes, low: int, high: int | None) -> bool:

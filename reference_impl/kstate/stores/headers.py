@@ -8,9 +8,8 @@ from a plain store (``convertFromPlainToHeaderFormat``, timestamp -1); data in b
 
 from __future__ import annotations
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
-from kstate.codecs.layout import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, ColumnFamilyPlan, LayoutError
-from kstate.stores.api import StoreType
+from kstate.codecs.layout import ColumnFamilyPlan, LayoutError
+from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, StoreType
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
 TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY = TIMESTAMPED_HEADERS_CF
@@ -25,8 +24,7 @@ MIXED_LEGACY_DATA_MESSAGE = (
 class RocksDBTimestampedStoreWithHeaders(RocksDBStore):
     """Kafka's ``RocksDBTimestampedStoreWithHeaders`` (KV-38, UPG-6..UPG-8); constructor as ``RocksDBStore``."""
 
-    store_type = StoreType.TIMESTAMPED_WITH_HEADERS
-    LAYOUT_TYPE = LayoutStoreType.TIMESTAMPED_KV_WITH_HEADERS
+    store_type = StoreType.TIMESTAMPED_KV_WITH_HEADERS
     DATA_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY)
 
     def _layout_error_message(self, exc: LayoutError) -> str:
@@ -45,4 +43,4 @@ class RocksDBTimestampedStoreWithHeaders(RocksDBStore):
 class InMemoryTimestampedKeyValueStoreWithHeaders(InMemoryKeyValueStore):
     """The in-memory header-aware store: values held as ``[varint hsize][headers][ts][value]`` (KV-45)."""
 
-    store_type = StoreType.TIMESTAMPED_WITH_HEADERS
+    store_type = StoreType.TIMESTAMPED_KV_WITH_HEADERS

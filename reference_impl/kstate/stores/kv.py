@@ -20,11 +20,11 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
 from kstate.codecs.header_values import convert_from_plain_to_header_format, convert_to_header_format
 from kstate.codecs.layout import ColumnFamilyPlan, LayoutError, column_family_plan
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, increment, increment_without_overflow
+from kstate.codecs.store_types import StoreType
 from kstate.codecs.timestamped import convert_to_timestamped_format
 from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import (
@@ -35,7 +35,6 @@ from kstate.stores.api import (
     ProcessorStateError,
     RecordContext,
     StoreCorruptedError,
-    StoreType,
     TopicPartition,
     UnknownColumnFamilyError,
 )
@@ -676,8 +675,6 @@ class RocksDBStore(_KeyValueOperations):
 
     backend = Backend.ROCKSDB
     store_type = StoreType.KEY_VALUE
-    #: The store type of the layout rules that decide the column families (spec/layout.md).
-    LAYOUT_TYPE = LayoutStoreType.KV
     #: The column families this store type knows, besides ``offsets`` (UPG-1).
     DATA_COLUMN_FAMILIES: tuple[str, ...] = (DEFAULT_CF,)
 
@@ -805,7 +802,7 @@ class RocksDBStore(_KeyValueOperations):
 
         existing = {cf: not engine.is_empty(cf) for cf in engine.column_families()}
         try:
-            plan = column_family_plan(self.LAYOUT_TYPE, existing)
+            plan = column_family_plan(self.store_type, existing)
         except LayoutError as exc:
             raise ProcessorStateError(self._layout_error_message(exc)) from exc
         if not self._manage_offsets or OFFSETS_CF not in existing:
@@ -862,7 +859,7 @@ class RocksDBStore(_KeyValueOperations):
         engine = self._engine
         existing = {cf: not engine.is_empty(cf) for cf in engine.column_families()}
         try:
-            plan = column_family_plan(self.LAYOUT_TYPE, existing)
+            plan = column_family_plan(self.store_type, existing)
         except LayoutError as exc:
             raise ProcessorStateError(self._layout_error_message(exc)) from exc
         for cf in plan.open:

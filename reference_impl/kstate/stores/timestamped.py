@@ -7,9 +7,8 @@ whose ``default`` family still holds plain values opens in upgrade mode, migrati
 
 from __future__ import annotations
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
-from kstate.codecs.layout import TIMESTAMPED_CF, ColumnFamilyPlan
-from kstate.stores.api import StoreType
+from kstate.codecs.layout import ColumnFamilyPlan
+from kstate.codecs.store_types import TIMESTAMPED_CF, StoreType
 from kstate.stores.engine import DEFAULT_CF
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
@@ -23,8 +22,7 @@ class RocksDBTimestampedStore(RocksDBStore):
     ``default`` family held data at open, else ``"regular"``.
     """
 
-    store_type = StoreType.TIMESTAMPED
-    LAYOUT_TYPE = LayoutStoreType.TIMESTAMPED_KV
+    store_type = StoreType.TIMESTAMPED_KV
     DATA_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY)
 
     def _mode_message(self, plan: ColumnFamilyPlan) -> str | None:
@@ -35,4 +33,4 @@ class InMemoryTimestampedKeyValueStore(InMemoryKeyValueStore):
     """Kafka's ``InMemoryTimestampedKeyValueStoreMarker`` over ``InMemoryKeyValueStore``: values held as
     ``[ts][value]`` (KV-45)."""
 
-    store_type = StoreType.TIMESTAMPED
+    store_type = StoreType.TIMESTAMPED_KV
