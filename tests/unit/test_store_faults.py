@@ -30,7 +30,8 @@ from kstate.stores.api import (
     TopicPartition,
 )
 from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_families
-from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
+from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
 
 TP = TopicPartition("app-s-changelog", 0)
@@ -185,7 +186,7 @@ def test_a_refused_upgrade_over_any_engine_adds_no_column_family() -> None:
     engine.put("keyValueWithTimestamp", b"k", bytes(8) + b"v")
     engine.put("offsets", b"status", (1).to_bytes(8, "big"))
     with pytest.raises(ProcessorStateError, match="Invalid state during store open"):
-        rocksdb_store_class(StoreType.TIMESTAMPED_KV_WITH_HEADERS)("s", engine=engine)
+        store_classes(StoreType.TIMESTAMPED_KV_WITH_HEADERS).rocksdb("s", engine=engine)
     assert sorted(engine.column_families()) == ["default", "keyValueWithTimestamp", "offsets"]
 
 
