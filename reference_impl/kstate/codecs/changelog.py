@@ -19,8 +19,6 @@ from kstate.codecs.header_values import (
     raw_headers_of,
     raw_rows_to_headers_values,
     raw_value_of,
-    raw_value_to_headers_value,
-    raw_value_to_session_headers_value,
     timestamp_of_headers_value,
 )
 from kstate.codecs.position import Position, PositionInput, decode_position, encode_position, merge_positions
@@ -34,6 +32,7 @@ from kstate.codecs.store_types import (
     SESSION_TYPES,
     STORE_TYPES,
     TIMESTAMPED_LOGGED,
+    VALUE_ENCODERS,
     WINDOW_TYPES,
     RestoreConversion,
     Source,
@@ -43,7 +42,6 @@ from kstate.codecs.store_types import (
 from kstate.codecs.timestamped import (
     raw_rows_to_timestamped_values,
     raw_value,
-    raw_value_to_timestamped_value,
     timestamp_of,
 )
 from kstate.errors import DecodeError, EncodeError
@@ -224,16 +222,10 @@ def _require(store_type: StoreType, allowed: frozenset[StoreType]) -> None:
 RecordConverter = Callable[[bytes | None, int, HeaderInput], "bytes | None"]
 
 
-def _identity(value: bytes | None, _timestamp: int, _headers: HeaderInput) -> bytes | None:
-    return value
-
-
-def _timestamped(value: bytes | None, timestamp: int, _headers: HeaderInput) -> bytes | None:
-    return raw_value_to_timestamped_value(value, timestamp)
-
-
-def _session_with_headers(value: bytes | None, _timestamp: int, headers: HeaderInput) -> bytes | None:
-    return raw_value_to_session_headers_value(value, headers)
+#: Restore writes the record's parts in the store's value layout: the identity for a plain layout (CL-9 to CL-11).
+_RECORD_CONVERTERS: dict[StoreType, RecordConverter] = {
+    t: VALUE_ENCODERS[i.value_format] for t, i in STORE_TYPES.items() if i.restore is not None and i.value_format is not None
+}
 
 
 def record_converter(store_type: StoreType) -> RecordConverter:
@@ -241,15 +233,10 @@ def record_converter(store_type: StoreType) -> RecordConverter:
 
     Header-aware stores embed *all* record headers, the consistency headers ``v``/``c`` included.
     """
-    if store_type in _IDENTITY:
-        return _identity
-    if store_type in _TIMESTAMPED:
-        return _timestamped
-    if store_type in _TIMESTAMPED_WITH_HEADERS:
-        return raw_value_to_headers_value
-    if store_type in _AGGREGATION_WITH_HEADERS:
-        return _session_with_headers
-    raise EncodeError(FORMAT, f"no restore rule for store type {store_type.value}")
+    convert = _RECORD_CONVERTERS.get(store_type)
+    if convert is None:
+        raise EncodeError(FORMAT, f"no restore rule for store type {store_type.value}")
+    return convert
 
 
 def restore_reads_headers(store_type: StoreType) -> bool:
