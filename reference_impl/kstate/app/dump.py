@@ -90,9 +90,8 @@ def logical_view(store_type: StoreType, column_families: ColumnFamilies) -> dict
 
     Raises :class:`kstate.codecs.layout.LayoutError` for a directory the store type refuses (UPG-1, UPG-7).
     """
-    layout_type: StoreType = StoreType(store_type)
     existing = {cf: bool(entries) for cf, entries in column_families.items()}
-    plan = column_family_plan(layout_type, existing)
+    plan = column_family_plan(StoreType(store_type), existing)
     view = dict(column_families.get(plan.data_cf, {}))
     if plan.legacy_cf is not None and plan.conversion is not None:
         convert = CONVERTERS[plan.conversion]

@@ -40,9 +40,11 @@ from kstate.codecs.store_types import (
     DEFAULT_CF,
     OFFSETS_CF,
     SESSION_HEADERS_CF,
+    STORE_TYPES,
     TIMESTAMPED_CF,
     TIMESTAMPED_HEADERS_CF,
     WINDOW_HEADERS_CF,
+    Family,
     StoreType,
 )
 from kstate.errors import KStateError
@@ -349,8 +351,7 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
     time_ordered = store_type == TIME_ORDERED
     store_type = StoreType.WINDOW if time_ordered else StoreType(store_type)
     row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex()}
-    window = store_type in (StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS)
-    session = store_type in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS)
+    family = STORE_TYPES[store_type].family
     if store_type is StoreType.VERSIONED_KV:
         segment, raw_key = versioned.split_segment_key(key)
         row["key"] = _text(raw_key)
@@ -365,10 +366,10 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
     if time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
         decoded = window_keys.decode_store_key(_window_schema(key), key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
-    elif window:
+    elif family is Family.WINDOW:
         decoded = window_keys.decode_store_key(window_keys.WindowSchema.PLAIN, key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
-    elif session:
+    elif family is Family.SESSION:
         skey = session_keys.decode(session_keys.SessionSchema.PLAIN, key)
         session_keys.validate_session_window(skey.start, skey.end)
         row.update(key=_text(skey.key), session={"start": skey.start, "end": skey.end})
