@@ -12,21 +12,11 @@ from dataclasses import dataclass, field
 
 from kstate.codecs.offsets import parse_java_int, parse_java_long
 from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, java_div, to_int64
-from kstate.codecs.store_types import (
-    DEFAULT_CF,
-    OFFSETS_CF,
-    SESSION_HEADERS_CF,
-    STORE_TYPES,
-    TIMESTAMPED_CF,
-    TIMESTAMPED_HEADERS_CF,
-    WINDOW_HEADERS_CF,
-    StoreType,
-)
+from kstate.codecs.store_types import DEFAULT_CF, OFFSETS_CF, STORE_TYPES, StoreType
 from kstate.errors import DecodeError, EncodeError, KStateError
 
 FORMAT = "state-layout"
 
-KNOWN_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, SESSION_HEADERS_CF, WINDOW_HEADERS_CF, OFFSETS_CF)
 
 ROCKSDB_DIR = "rocksdb"
 CHECKPOINT_FILE = ".checkpoint"

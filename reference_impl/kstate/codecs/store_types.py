@@ -34,6 +34,7 @@ TIMESTAMPED_HEADERS_CF = "keyValueWithTimestampAndHeaders"
 SESSION_HEADERS_CF = "sessionKeyValueWithHeaders"
 WINDOW_HEADERS_CF = "windowKeyValueWithHeaders"
 OFFSETS_CF = "offsets"
+KNOWN_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, SESSION_HEADERS_CF, WINDOW_HEADERS_CF, OFFSETS_CF)
 
 #: The store layer's former spelling of the headers key-value type: still accepted when parsing, never emitted.
 LEGACY_ALIASES: Mapping[str, str] = MappingProxyType({"timestamped_kv_headers": "timestamped_kv_with_headers"})

@@ -23,7 +23,6 @@ from kstate.codecs import header_values, session_keys, timestamped, versioned, w
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
     GLOBAL_DIR,
-    KNOWN_COLUMN_FAMILIES,
     LOCK_FILE,
     POSITION_SUFFIX,
     PROCESS_METADATA_FILE,
@@ -38,6 +37,7 @@ from kstate.codecs.offsets import decode_entry, read_checkpoint_text
 from kstate.codecs.primitives import read_int64
 from kstate.codecs.store_types import (
     DEFAULT_CF,
+    KNOWN_COLUMN_FAMILIES,
     OFFSETS_CF,
     SESSION_HEADERS_CF,
     STORE_TYPES,
