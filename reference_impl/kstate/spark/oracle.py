@@ -42,8 +42,7 @@ def _legacy_conversion(store_type: StoreType, legacy_type: StoreType) -> Callabl
     """How a ``store_type`` store reads a value a ``legacy_type`` store left in its family (KV-31, KV-37)."""
     if legacy_type is store_type:
         return lambda value: value
-    legacy_layout = legacy_type
-    legacy_family = column_family_plan(legacy_layout, {}).data_cf
+    legacy_family = column_family_plan(legacy_type, {}).data_cf
     plan = column_family_plan(store_type, {legacy_family: True})
     if plan.conversion is None:
         raise ValueError(f"a {store_type.value} store does not upgrade a {legacy_type.value} store in place")

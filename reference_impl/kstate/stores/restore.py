@@ -101,14 +101,14 @@ def restore(
     ``after_batch`` runs after each batch with the totals so far: Kafka records the changelog offset
     restored there (with store-managed offsets, a ``commit`` that makes the batch durable with it).
     """
-    codec_type = StoreType(store_type)
+    store_type = StoreType(store_type)
     count = batches = 0
     with restoring(store):
         for batch in batches_of(records, batch_size):
             if converter is not None:
                 store.restore_batch([(record.key, converter(record)) for record in batch])
             else:
-                store.restore_batch(cl.restore_entries(codec_type, [
+                store.restore_batch(cl.restore_entries(store_type, [
                     (record.key, record.value, record.timestamp, record.headers) for record in batch]))
             count += len(batch)
             batches += 1
