@@ -20,12 +20,10 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 
-from kstate.codecs.header_values import convert_from_plain_to_header_format, convert_to_header_format
 from kstate.codecs.layout import ColumnFamilyPlan, LayoutError, column_family_plan
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, increment, increment_without_overflow
-from kstate.codecs.store_types import StoreType
-from kstate.codecs.timestamped import convert_to_timestamped_format
+from kstate.codecs.store_types import LEGACY_CONVERSIONS, StoreType
 from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import (
     Backend,
@@ -466,11 +464,7 @@ def _non_null(convert: Callable[[bytes | None], bytes | None]) -> Converter:
 
 
 #: The legacy-value conversions of the dual accessor, by the layout plan's name (TSKV-5, HV-8).
-CONVERTERS: dict[str, Converter] = {
-    "convert_to_timestamped_format": _non_null(convert_to_timestamped_format),
-    "convert_to_header_format": _non_null(convert_to_header_format),
-    "convert_from_plain_to_header_format": _non_null(convert_from_plain_to_header_format),
-}
+CONVERTERS: dict[str, Converter] = {name: _non_null(convert) for name, convert in LEGACY_CONVERSIONS.items()}
 
 
 def _converter(name: str | None) -> Converter:
