@@ -197,4 +197,3 @@ class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(ChangeLoggingKeyValu
 
     def __init__(self, inner: KeyValueBytesStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
         super().__init__(inner, StoreType.TIMESTAMPED_KV_WITH_HEADERS, context, sink)
-
