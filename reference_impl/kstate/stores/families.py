@@ -39,7 +39,7 @@ class StoreTypeNotBuiltError(KStateError, ValueError):
 
 
 #: A change-logging layer's constructor: ``(inner, context, sink)``.
-LoggingLayer = Callable[[KeyValueBytesStore, RecordContextHolder, ChangelogSink], ChangeLoggingKeyValueBytesStore]
+LoggingConstructor = Callable[[KeyValueBytesStore, RecordContextHolder, ChangelogSink], ChangeLoggingKeyValueBytesStore]
 
 
 def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
@@ -53,7 +53,7 @@ class StoreClasses:
 
     rocksdb: type[RocksDBStore]
     memory: type[InMemoryKeyValueStore]
-    logging: LoggingLayer
+    logging: LoggingConstructor
     facade: type[KeyValueStore | TimestampedKeyValueStore | TimestampedKeyValueStoreWithHeaders]
     #: The segment manager of a segmented family (window, session, versioned); None for one database.
     segments: type[Any] | None = None
@@ -88,5 +88,5 @@ def changelogging_store(
     return store_classes(StoreType(store_type)).logging(inner, context, sink)
 
 
-__all__ = ["STORE_CLASSES", "LoggingLayer", "StoreClasses", "StoreTypeNotBuiltError", "changelogging_store",
+__all__ = ["STORE_CLASSES", "LoggingConstructor", "StoreClasses", "StoreTypeNotBuiltError", "changelogging_store",
            "store_classes"]
