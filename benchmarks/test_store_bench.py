@@ -33,8 +33,9 @@ import pytest
 import rocksdict
 
 from kstate.codecs.header_values import encode_value_timestamp_headers
+from kstate.codecs.store_types import StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
-from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
 from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
 from kstate.stores.typed import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
@@ -78,7 +79,7 @@ def _filled(store_type: StoreType, state_dir: Path) -> KeyValueBytesStore:
     store = _open(store_type, state_dir)
     for i in range(SCAN_N):
         raw = rng.randbytes(100)
-        if store_type is StoreType.TIMESTAMPED_WITH_HEADERS:
+        if store_type is StoreType.TIMESTAMPED_KV_WITH_HEADERS:
             value = encode_value_timestamp_headers(raw, i, HEADERS)
         else:
             value = encode_value_and_timestamp(raw, i)
@@ -91,12 +92,12 @@ def _filled(store_type: StoreType, state_dir: Path) -> KeyValueBytesStore:
 @pytest.fixture(scope="module")
 def workloads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Workload]]:
     """Every benchmarked operation, over stores that live for the whole module."""
-    headers = _open(StoreType.TIMESTAMPED_WITH_HEADERS, tmp_path_factory.mktemp("headers"))
+    headers = _open(StoreType.TIMESTAMPED_KV_WITH_HEADERS, tmp_path_factory.mktemp("headers"))
     raw = rocksdict.Rdict(str(tmp_path_factory.mktemp("raw")), rocksdb_options())
     scan_headers = TimestampedKeyValueStoreWithHeaders(
-        _filled(StoreType.TIMESTAMPED_WITH_HEADERS, tmp_path_factory.mktemp("scan-headers"))
+        _filled(StoreType.TIMESTAMPED_KV_WITH_HEADERS, tmp_path_factory.mktemp("scan-headers"))
     )
-    scan_timestamped = TimestampedKeyValueStore(_filled(StoreType.TIMESTAMPED, tmp_path_factory.mktemp("scan-ts")))
+    scan_timestamped = TimestampedKeyValueStore(_filled(StoreType.TIMESTAMPED_KV, tmp_path_factory.mktemp("scan-ts")))
     pairs = list(zip(KEYS, VALUES, strict=True))
     for key, value in pairs:
         headers.put(key, value)

@@ -34,10 +34,10 @@ from typing import Any
 import pytest
 
 from kstate.app.restore_io import restore_from_changelog
-from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.kafka.broker import TansuBroker
 from kstate.kafka.changelog_topics import create_changelog_topic, iter_batches, produce
-from kstate.stores.api import Backend, StoreType, TopicPartition
+from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_kv_store
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, gc_paused
 
@@ -60,7 +60,7 @@ def bench_broker() -> Iterator[TansuBroker]:
 
 
 def _changelog(broker: TansuBroker, app: str, records: int, partitions: int) -> str:
-    topic = create_changelog_topic(broker, app, "s", cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS, partitions)
+    topic = create_changelog_topic(broker, app, "s", StoreType.TIMESTAMPED_KV_WITH_HEADERS, partitions)
     rng = random.Random(1)
     for partition in range(partitions):
         produce(broker, topic, ((b"%016d" % rng.randrange(records // 4), rng.randbytes(100), 1_700_000_000_000 + n,
@@ -129,7 +129,7 @@ def test_consume_and_raw_write(benchmark: Any, bench_broker: TansuBroker, restor
     RESULTS["consume + raw write records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
 
 
-@pytest.mark.parametrize("store_type", list(StoreType), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
 def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore_topic: str,
                               store_type: StoreType) -> None:
     stores: list[Any] = []
@@ -186,14 +186,14 @@ def test_spark_oracle(benchmark: Any, bench_broker: TansuBroker, spark_topic: st
 
     topic_name = spark_topic
     expected = python_kv_state(read_changelog_rows(bench_broker.bootstrap, topic_name, range(4)),
-                               StoreType.TIMESTAMPED_WITH_HEADERS)
+                               StoreType.TIMESTAMPED_KV_WITH_HEADERS)
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
     spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false"})
     try:
         def run() -> int:
-            report = audit(bench_broker.bootstrap, topic_name, StoreType.TIMESTAMPED_WITH_HEADERS, expected, spark=spark)
+            report = audit(bench_broker.bootstrap, topic_name, StoreType.TIMESTAMPED_KV_WITH_HEADERS, expected, spark=spark)
             assert report.ok, report.summary()
             return report.records_read
 
@@ -214,7 +214,7 @@ def teardown_module() -> None:
     if raw and floor:
         lines.append(f"consume + raw rocksdict write {floor:,.0f} records/s vs raw consume: ratio {floor / raw:.2f} "
                      "(the ceiling of a restore through rocksdict)")
-    for store_type in StoreType:
+    for store_type in BUILT_TYPES:
         restored = RESULTS.get(f"restore {store_type.value} records/s")
         if raw and restored:
             others = "".join(f", {restored / base:.2f} {what}" for base, what in

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from kstate.app.cluster import AppCluster
+from kstate.codecs.store_types import StoreType
 from kstate.kafka.broker import Broker, BrokerUnavailable, start_broker
 from kstate.spark.oracle import AuditReport, LegacyBoundary, State, audit
-from kstate.stores.api import StoreType
 
 ORACLE_ENGINE = os.environ.get("KSTATE_ORACLE", "spark")
 SPARK_MASTER = os.environ.get("KSTATE_SPARK_MASTER", "local[2]")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kstate.app.cluster import AppCluster, InputRecord
 from kstate.codecs.header_values import decode_value_timestamp_headers
+from kstate.codecs.store_types import StoreType
 from kstate.codecs.timestamped import decode_value_and_timestamp
 from kstate.spark.oracle import State
-from kstate.stores.api import StoreType
 
 Decoded = tuple[bytes, int | None, tuple[tuple[str, bytes | None], ...] | None]
 
@@ -15,7 +15,7 @@ def decode(store_type: StoreType, value: bytes) -> Decoded:
     """A stored value as (raw value, timestamp or None, headers or None) for its store type's layout."""
     if store_type is StoreType.KEY_VALUE:
         return value, None, None
-    if store_type is StoreType.TIMESTAMPED:
+    if store_type is StoreType.TIMESTAMPED_KV:
         pair = decode_value_and_timestamp(value)
         assert pair is not None
         return pair[0], pair[1], None

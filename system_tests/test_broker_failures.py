@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import StoreType
 from kstate.kafka.broker import Broker, BrokerUnavailable, ExternalBroker, TansuBroker, ensure_reachable
 from kstate.kafka.changelog_topics import (
     consume_all,
@@ -93,20 +93,20 @@ def test_a_killed_test_process_leaves_no_broker_behind() -> None:
 
 
 STORE_TOPIC_CASES = [
-    (cl.StoreType.KV, {}, {"cleanup.policy": "compact"}),
-    (cl.StoreType.TIMESTAMPED_KV, {}, {"cleanup.policy": "compact"}),
-    (cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS, {}, {"cleanup.policy": "compact"}),
-    (cl.StoreType.VERSIONED_KV, {"history_retention_ms": 3_600_000},
+    (StoreType.KEY_VALUE, {}, {"cleanup.policy": "compact"}),
+    (StoreType.TIMESTAMPED_KV, {}, {"cleanup.policy": "compact"}),
+    (StoreType.TIMESTAMPED_KV_WITH_HEADERS, {}, {"cleanup.policy": "compact"}),
+    (StoreType.VERSIONED_KV, {"history_retention_ms": 3_600_000},
      {"cleanup.policy": "compact", "min.compaction.lag.ms": str(3_600_000 + 86_400_000)}),
-    (cl.StoreType.TIMESTAMPED_WINDOW, {"retention_ms": 600_000},
+    (StoreType.TIMESTAMPED_WINDOW, {"retention_ms": 600_000},
      {"cleanup.policy": "compact,delete", "retention.ms": str(600_000 + 86_400_000)}),
-    (cl.StoreType.SESSION, {"retention_ms": 60_000},
+    (StoreType.SESSION, {"retention_ms": 60_000},
      {"cleanup.policy": "compact,delete", "retention.ms": str(60_000 + 86_400_000)}),
 ]
 
 
 @pytest.mark.parametrize(("store_type", "retention", "expected"), STORE_TOPIC_CASES, ids=lambda c: getattr(c, "value", ""))
-def test_changelog_topics_get_kafka_streams_config(broker: Broker, app_name: str, store_type: cl.StoreType,
+def test_changelog_topics_get_kafka_streams_config(broker: Broker, app_name: str, store_type: StoreType,
                                                     retention: dict[str, int], expected: dict[str, str]) -> None:
     """CL-14 to CL-17 on a real broker: the name, and the configuration the broker reports back."""
     topic = create_changelog_topic(broker, app_name, "s", store_type, 2, **retention)

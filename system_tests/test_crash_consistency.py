@@ -21,11 +21,11 @@ from helpers import assert_no_acknowledged_input_lost
 
 from kstate.app.cluster import AppCluster
 from kstate.app.config import CRASH_POINTS, UNCLEAN_KEEP, UNCLEAN_WIPE
+from kstate.codecs.store_types import StoreType
 from kstate.spark.oracle import ChangelogRow, python_kv_state
-from kstate.stores.api import StoreType
 
 ITERATIONS = int(os.environ.get("KSTATE_CRASH_ITERATIONS", "20"))
-STORE_TYPE = StoreType.TIMESTAMPED_WITH_HEADERS
+STORE_TYPE = StoreType.TIMESTAMPED_KV_WITH_HEADERS
 PARTITIONS = 2
 
 

@@ -14,21 +14,20 @@ from helpers import assert_no_acknowledged_input_lost
 from kstate.app.cluster import AppCluster
 from kstate.app.config import ON_REFUSED_WIPE
 from kstate.app.host import EXIT_REFUSED
-from kstate.codecs.layout import OFFSETS_CF, TIMESTAMPED_HEADERS_CF
-from kstate.stores.api import StoreType
+from kstate.codecs.store_types import OFFSETS_CF, TIMESTAMPED_HEADERS_CF, StoreType
 
 DOWNGRADES = [
     # A 4.3 instance on timestamped stores, given a store with headers (KIP-1271).
-    pytest.param(StoreType.TIMESTAMPED, True, TIMESTAMPED_HEADERS_CF, id="headers-to-timestamped"),
+    pytest.param(StoreType.TIMESTAMPED_KV, True, TIMESTAMPED_HEADERS_CF, id="headers-to-timestamped"),
     # A pre-4.3 instance (no store-managed offsets), given a 4.3 store with the offsets family (KIP-1035).
-    pytest.param(StoreType.TIMESTAMPED_WITH_HEADERS, False, OFFSETS_CF, id="to-pre-4.3-offsets"),
+    pytest.param(StoreType.TIMESTAMPED_KV_WITH_HEADERS, False, OFFSETS_CF, id="to-pre-4.3-offsets"),
 ]
 
 
 @pytest.mark.parametrize(("older", "manage_offsets", "unknown_cf"), DOWNGRADES)
 def test_older_instance_refuses_then_rebuilds(make_cluster: Callable[..., AppCluster], oracle: Oracle,
                                               older: StoreType, manage_offsets: bool, unknown_cf: str) -> None:
-    cluster = make_cluster(StoreType.TIMESTAMPED_WITH_HEADERS, partitions=2)
+    cluster = make_cluster(StoreType.TIMESTAMPED_KV_WITH_HEADERS, partitions=2)
     rng = random.Random(5)
     cluster.produce_batch(per_partition=600, keys=150, rng=rng)
     instance = cluster.instance("a", [0, 1]).start()

@@ -10,11 +10,11 @@ import pytest
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import decode_value_timestamp_headers
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.codecs.timestamped import decode_value_and_timestamp
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, consume_all, create_changelog_topic, produce
-from kstate.stores.api import Backend, StoreType, TopicPartition
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_kv_store
 
 T0 = 1_700_000_000_000
@@ -34,10 +34,10 @@ RECORDS: list[RawRecord] = [
 ]
 
 
-@pytest.mark.parametrize("store_type", list(StoreType), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
 def test_restore_stores_what_each_record_says(broker: Broker, tmp_path: Path, app_name: str,
                                               store_type: StoreType) -> None:
-    topic = create_changelog_topic(broker, app_name, "s", CHANGELOG_STORE_TYPES[store_type], 1)
+    topic = create_changelog_topic(broker, app_name, "s", store_type, 1)
     produce(broker, topic, RECORDS)
     read = consume_all(broker, topic)
     assert [(r["key"], r["value"]) for r in read] == [(k, v) for k, v, _, _ in RECORDS]
@@ -54,7 +54,7 @@ def test_restore_stores_what_each_record_says(broker: Broker, tmp_path: Path, ap
                 assert stored is None, key
             elif store_type is StoreType.KEY_VALUE:
                 assert stored == record["value"], key
-            elif store_type is StoreType.TIMESTAMPED:
+            elif store_type is StoreType.TIMESTAMPED_KV:
                 assert decode_value_and_timestamp(stored) == (record["value"], record["timestamp"]), key
             else:
                 decoded = decode_value_timestamp_headers(stored)
@@ -62,7 +62,7 @@ def test_restore_stores_what_each_record_says(broker: Broker, tmp_path: Path, ap
                 assert (decoded.value, decoded.timestamp) == (record["value"], record["timestamp"]), key
                 assert decoded.headers == record["headers"], key
             # The batch path and the one-record converter agree byte for byte.
-            assert stored == cl.restore_value(CHANGELOG_STORE_TYPES[store_type], cl.ChangelogRecord(
+            assert stored == cl.restore_value(store_type, cl.ChangelogRecord(
                 key, record["value"], record["timestamp"], tuple(record["headers"]))), key
         assert store.committed_offset(TopicPartition(topic, 0)) == len(RECORDS) - 1
     finally:

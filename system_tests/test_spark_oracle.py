@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from kstate.app.cluster import AppCluster
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, create_topic, produce
 from kstate.spark.kafka_source import read_topic
 from kstate.spark.oracle import LegacyBoundary, audit, python_kv_state, read_changelog_rows
-from kstate.stores.api import StoreType
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +50,7 @@ def _changelog_with_everything(cluster: AppCluster, rng: random.Random) -> None:
                   [("h", b"%d" % n), ("h", None)] if n % 3 else []) for n in range(400)], partition=partition)
 
 
-@pytest.mark.parametrize("store_type", list(StoreType), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
 def test_spark_and_python_engines_agree(spark: Any, make_cluster: Callable[..., AppCluster], store_type: StoreType) -> None:
     cluster = make_cluster(store_type, partitions=3)
     _changelog_with_everything(cluster, random.Random(1))
@@ -58,8 +58,8 @@ def test_spark_and_python_engines_agree(spark: Any, make_cluster: Callable[..., 
     boundaries: dict[int, LegacyBoundary] = {}
     if store_type is not StoreType.KEY_VALUE:
         boundaries = {1: LegacyBoundary(1, 200, StoreType.KEY_VALUE)}
-        if store_type is StoreType.TIMESTAMPED_WITH_HEADERS:
-            boundaries[2] = LegacyBoundary(2, 300, StoreType.TIMESTAMPED)
+        if store_type is StoreType.TIMESTAMPED_KV_WITH_HEADERS:
+            boundaries[2] = LegacyBoundary(2, 300, StoreType.TIMESTAMPED_KV)
     expected = python_kv_state(rows, store_type, boundaries)
     assert sum(map(len, expected.values())) > 100
     report = audit(cluster.broker.bootstrap, cluster.changelog_topic, store_type, expected, spark=spark,
@@ -83,7 +83,7 @@ def test_spark_and_python_engines_agree(spark: Any, make_cluster: Callable[..., 
 def test_kstate_audit_command(spark: Any, make_cluster: Callable[..., AppCluster], capsys: pytest.CaptureFixture[str]) -> None:
     from kstate.cli import main
 
-    cluster = make_cluster(StoreType.TIMESTAMPED, partitions=2)
+    cluster = make_cluster(StoreType.TIMESTAMPED_KV, partitions=2)
     cluster.produce_batch(per_partition=300, keys=80, rng=random.Random(2))
     instance = cluster.instance("a", [0, 1]).start()
     instance.wait_caught_up(cluster.input_end())

@@ -15,14 +15,13 @@ from conftest import Oracle
 from helpers import assert_no_acknowledged_input_lost, decode
 
 from kstate.app.cluster import AppCluster, InputFeeder
-from kstate.codecs.layout import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF
+from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, StoreType
 from kstate.spark.oracle import LegacyBoundary
-from kstate.stores.api import StoreType
 
 UPGRADES = [
-    pytest.param(StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF,
+    pytest.param(StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF,
                  id="kip1271-timestamped-to-headers"),
-    pytest.param(StoreType.KEY_VALUE, StoreType.TIMESTAMPED, DEFAULT_CF, TIMESTAMPED_CF, id="kip258-plain-to-timestamped"),
+    pytest.param(StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV, DEFAULT_CF, TIMESTAMPED_CF, id="kip258-plain-to-timestamped"),
 ]
 KEYS = 400
 PARTITIONS = 6
@@ -84,7 +83,7 @@ def test_rolling_upgrade_under_continuous_input(make_cluster: Callable[..., AppC
         source = by_value[row.value]
         assert (row.key, row.timestamp) == (source.key, source.timestamp), row
         legacy = row.offset < boundaries[row.partition].before_offset
-        if legacy or new is not StoreType.TIMESTAMPED_WITH_HEADERS:
+        if legacy or new is not StoreType.TIMESTAMPED_KV_WITH_HEADERS:
             assert row.headers == (), row
         else:
             assert row.headers == source.headers, row
@@ -98,7 +97,7 @@ def test_rolling_upgrade_under_continuous_input(make_cluster: Callable[..., AppC
             if latest_offset[(partition, key)] < boundaries[partition].before_offset:
                 legacy_keys += 1
                 assert key in families[legacy_cf] and key not in families[new_cf]
-                if new is StoreType.TIMESTAMPED_WITH_HEADERS:
+                if new is StoreType.TIMESTAMPED_KV_WITH_HEADERS:
                     # Legacy values read with empty headers and their own timestamps (HV-8, KV-31).
                     assert (timestamp, headers) == (source.timestamp, ()), (key, value)
                 else:
@@ -108,7 +107,7 @@ def test_rolling_upgrade_under_continuous_input(make_cluster: Callable[..., AppC
                 new_keys += 1
                 assert key in families[new_cf] and key not in families[legacy_cf]
                 assert timestamp == source.timestamp
-                if new is StoreType.TIMESTAMPED_WITH_HEADERS:
+                if new is StoreType.TIMESTAMPED_KV_WITH_HEADERS:
                     assert headers == source.headers  # new writes carry headers
     assert legacy_keys > 0 and new_keys > 0, (legacy_keys, new_keys)
     system_report(f"rolling upgrade {old.value}->{new.value}",

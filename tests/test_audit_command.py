@@ -117,9 +117,9 @@ def test_every_option_of_every_subcommand_has_help() -> None:
 
 def test_the_oracle_hands_the_client_configuration_to_the_spark_source(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("pyspark")
+    from kstate.codecs.store_types import StoreType
     from kstate.spark import kafka_source
     from kstate.spark.oracle import audit
-    from kstate.stores.api import StoreType
 
     seen: dict[str, str] = {}
 

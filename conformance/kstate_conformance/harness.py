@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import bytes_model
+from kstate_conformance.models.kv import offers_store_type
 
 ROCKSDB, MEMORY = "rocksdb", "memory"
 FF8 = "ff" * 8
@@ -164,7 +165,7 @@ class Kit:
         self.opened: list[Store] = []
 
     def require(self, store_type: str | None = None, backend: str | None = None, *features: str) -> None:
-        if store_type is not None and store_type not in self.caps.get("store_types", []):
+        if store_type is not None and not offers_store_type(self.caps, store_type):
             pytest.skip(f"the implementation has no {store_type} store")
         if backend is not None and backend not in self.caps.get("backends", []):
             pytest.skip(f"the implementation has no {backend} backend")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate_conformance.adapter import CodecAdapter, JsonDict, Unsupported
 from kstate_conformance.expectations import Entry, ExpectationFileError, ExpectedFailures, stable_test_id
 from kstate_conformance.loading import ImplementationError, load_implementation
@@ -29,8 +30,7 @@ ADAPTER_KEY = pytest.StashKey[CodecAdapter]()
 WRAPPER_KEY = pytest.StashKey["SkippingAdapter"]()
 #: Parameter values that name a store type or a backend, when a test's parameters are not named so.
 BACKENDS = ("rocksdb", "memory", "in_memory")
-STORE_TYPES = ("kv", "timestamped_kv", "timestamped_kv_headers", "versioned_kv", "window", "timestamped_window",
-               "session")
+STORE_TYPES = tuple(t.value for t in StoreType) + tuple(LEGACY_ALIASES)
 
 
 class SkippingAdapter:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario
+from kstate_conformance.models.kv import offers_store_type
 
 __all__ = ["SCENARIO_OP", "run_for"]
 
@@ -20,7 +21,7 @@ def run_for(codec: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """The scenario's answer from ``codec``; skips when it lacks the store type, backend or caching asked for."""
     caps: dict[str, Any] = codec.call("store.capabilities", {})
     store_type = payload.get("store_type", "kv")
-    if store_type not in caps.get("store_types", []):
+    if not offers_store_type(caps, store_type):
         pytest.skip(f"{codec.name} does not support the {store_type} store")
     options = payload.get("options") or {}
     if options.get("caching") and not caps.get("caching"):

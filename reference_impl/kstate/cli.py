@@ -13,6 +13,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES
+
 # Run from a checkout, the shared material sits beside the repository.
 DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
 
@@ -404,19 +406,22 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from kstate.app.dump import dump_store_dir
     from kstate.codecs.changelog import changelog_topic_name
     from kstate.codecs.layout import parse_task_dir_name
+    from kstate.codecs.store_types import StoreType
     from kstate.spark.oracle import LegacyBoundary, audit
-    from kstate.stores.api import StoreType
 
     store_type = StoreType(args.store_type)
     topic = changelog_topic_name(args.application_id, args.store)
     boundaries: dict[int, LegacyBoundary] = {}
     for item in args.legacy:
         try:
-            partition, offset, legacy_type = item.split(":")
-            boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), StoreType(legacy_type))
+            partition, offset, legacy_name = item.split(":")
+            legacy_type = StoreType(legacy_name)
+            if legacy_type not in BUILT_TYPES:
+                raise ValueError(legacy_name)
+            boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), legacy_type)
         except ValueError:
             err_console.print(f"[red]error:[/red] --legacy {item!r}: expected PARTITION:OFFSET:TYPE, TYPE one of "
-                              f"{', '.join(t.value for t in StoreType)}", soft_wrap=True)
+                              f"{', '.join(t.value for t in BUILT_TYPES)}", soft_wrap=True)
             return 2
     missing = [d for d in args.state_dir if not Path(d).is_dir()]
     if missing:
@@ -470,6 +475,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
     return 0 if report.ok else 1
 
+
+#: ``kstate audit --store-type``: the store types the reference builds, and the legacy alias.
+AUDIT_STORE_TYPES = [t.value for t in BUILT_TYPES] + list(LEGACY_ALIASES)
 
 AUDIT_EPILOG = """\
 output (stdout): "<topic>: N partitions dumped from M state directories", then "<engine> oracle:
@@ -665,8 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address (host:port[,host:port...])")
     audit.add_argument("--application-id", required=True, help="the Kafka Streams application.id")
     audit.add_argument("--store", required=True, help="the store name (changelog <application-id>-<store>-changelog)")
-    audit.add_argument("--store-type", required=True, choices=["kv", "timestamped_kv", "timestamped_kv_headers"],
-                       help="the store's type, which fixes its value layout")
+    audit.add_argument("--store-type", required=True, choices=AUDIT_STORE_TYPES,
+                       help="the store's type, which fixes its value layout (timestamped_kv_headers: the legacy alias "
+                            "of timestamped_kv_with_headers)")
     audit.add_argument("--state-dir", action="append", required=True, help="an instance's state.dir (repeatable)")
     audit.add_argument("--master", default="local[2]", help="Spark master: local[N] or a cluster URL")
     audit.add_argument("--engine", choices=["spark", "python"], default="spark",

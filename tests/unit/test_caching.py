@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import StoreType
 from kstate.errors import EncodeError, NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, StoreType, TopicPartition
+from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, TopicPartition
 from kstate.stores.caching import (
     DEFAULT_CACHE_MAX_BYTES,
     CacheEntry,
@@ -21,8 +22,9 @@ from kstate.stores.caching import (
     NamedCache,
     entry_size,
 )
-from kstate.stores.changelogging import RecordContextHolder, changelogging_store
+from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_kv_store
+from kstate.stores.families import changelogging_store
 
 Record = cl.ChangelogRecord
 ONE = 1 + 1 + 45  # a one-byte key and value, no topic, no headers

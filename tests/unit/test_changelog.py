@@ -15,21 +15,22 @@ from kstate.codecs import layout as lay
 from kstate.codecs import segments as seg
 from kstate.codecs.header_values import encode_aggregation_with_headers, encode_value_timestamp_headers
 from kstate.codecs.position import encode_position
+from kstate.codecs.store_types import StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.errors import DecodeError, EncodeError, KStateError
 
 CTX = cl.RecordContext(1000, (("h", b"1"),))
-T = cl.StoreType
+T = StoreType
 
 
 def test_plain_and_timestamped_records() -> None:
-    assert cl.kv_put_record(T.KV, b"k", b"v", CTX) == cl.ChangelogRecord(b"k", b"v", 1000)
+    assert cl.kv_put_record(T.KEY_VALUE, b"k", b"v", CTX) == cl.ChangelogRecord(b"k", b"v", 1000)
     stored = encode_value_and_timestamp(b"v", 5)
     assert cl.kv_put_record(T.TIMESTAMPED_KV, b"k", stored, CTX) == cl.ChangelogRecord(b"k", b"v", 5)
     assert cl.kv_put_record(T.TIMESTAMPED_KV, b"k", None, CTX) == cl.ChangelogRecord(b"k", None, 1000)
     assert cl.kv_delete_record(T.TIMESTAMPED_KV, b"k", CTX) == cl.ChangelogRecord(b"k", None, 1000)
-    assert cl.kv_put_if_absent_record(T.KV, b"k", b"v", b"old", CTX) is None
-    assert cl.kv_put_if_absent_record(T.KV, b"k", None, None, CTX) == cl.ChangelogRecord(b"k", None, 1000)
+    assert cl.kv_put_if_absent_record(T.KEY_VALUE, b"k", b"v", b"old", CTX) is None
+    assert cl.kv_put_if_absent_record(T.KEY_VALUE, b"k", None, None, CTX) == cl.ChangelogRecord(b"k", None, 1000)
 
 
 def test_header_store_records() -> None:
@@ -54,7 +55,7 @@ def test_window_keys_and_seqnums() -> None:
 
 def test_negative_timestamps_are_refused() -> None:
     with pytest.raises(EncodeError, match="Invalid timestamp"):
-        cl.kv_put_record(T.KV, b"k", b"v", cl.RecordContext(-1))
+        cl.kv_put_record(T.KEY_VALUE, b"k", b"v", cl.RecordContext(-1))
     with pytest.raises(EncodeError):
         cl.versioned_record(b"k", b"v", -2)
     with pytest.raises(EncodeError):
@@ -65,15 +66,15 @@ def test_operations_are_checked_against_the_store_type() -> None:
     with pytest.raises(EncodeError):
         cl.kv_put_record(T.WINDOW, b"k", b"v", CTX)
     with pytest.raises(EncodeError):
-        cl.window_put_record(T.KV, b"k", 0, 0, b"v", CTX)
+        cl.window_put_record(T.KEY_VALUE, b"k", 0, 0, b"v", CTX)
     with pytest.raises(EncodeError):
         cl.restore_value(T.TIME_ORDERED_WINDOW_WITH_HEADERS, cl.ChangelogRecord(b"k", b"v", 1))
     with pytest.raises(EncodeError):
-        cl.StoreType.parse("nope")
+        StoreType.parse("nope")
 
 
 def test_consistency_headers_and_restore_merge() -> None:
-    record = cl.kv_put_record(T.KV, b"k", b"v", CTX, position={"in": {0: 5}})
+    record = cl.kv_put_record(T.KEY_VALUE, b"k", b"v", CTX, position={"in": {0: 5}})
     assert record.headers == (("v", b"\x00"), ("c", encode_position({"in": {0: 5}})))
     assert cl.apply_consistency({"in": {0: 9}}, record.headers) == {"in": {0: 9}}
     assert cl.apply_consistency({"in": {0: 1}}, record.headers) == {"in": {0: 5}}
@@ -93,7 +94,7 @@ def test_apply_consistency_raises_only_typed_errors(headers: list[tuple[str, byt
 
 def test_restore_values() -> None:
     record = cl.ChangelogRecord(b"k", b"v", 5, (("a", b"x"),))
-    assert cl.restore_value(T.KV, record) == b"v"
+    assert cl.restore_value(T.KEY_VALUE, record) == b"v"
     assert cl.restore_value(T.TIMESTAMPED_WINDOW, record) == encode_value_and_timestamp(b"v", 5)
     assert cl.restore_value(T.TIMESTAMPED_KV_WITH_HEADERS, record) == encode_value_timestamp_headers(b"v", 5, [("a", b"x")])
     assert cl.restore_value(T.SESSION_WITH_HEADERS, record) == encode_aggregation_with_headers(b"v", [("a", b"x")])
@@ -107,7 +108,7 @@ _ROWS = st.lists(st.tuples(st.binary(min_size=1, max_size=8), st.one_of(st.none(
 
 
 @given(st.sampled_from(list(T)), _ROWS)
-def test_batch_restore_equals_record_by_record(store_type: cl.StoreType, rows: list[cl.RestoreRow]) -> None:
+def test_batch_restore_equals_record_by_record(store_type: StoreType, rows: list[cl.RestoreRow]) -> None:
     """``restore_entries``' one-loop paths give the bytes of ``restore_value`` for every row (CL-9 to CL-11)."""
     try:
         cl.record_converter(store_type)  # a store type without a restore rule is refused even for no rows
@@ -137,14 +138,14 @@ def test_header_fast_path_matches_the_checked_encoder(headers: list[tuple[str, b
     (T.TIMESTAMPED_KV_WITH_HEADERS, (b"k", 7, 1, None), "the value must be bytes"),
     (T.SESSION_WITH_HEADERS, (b"k", 10**9, 1, None), "the aggregation must be bytes"),
 ], ids=lambda p: p if isinstance(p, str) else None)
-def test_bad_restore_rows_give_typed_errors(store_type: cl.StoreType, row: cl.RestoreRow, message: str) -> None:
+def test_bad_restore_rows_give_typed_errors(store_type: StoreType, row: cl.RestoreRow, message: str) -> None:
     with pytest.raises(EncodeError, match=re.escape(message)):
         cl.restore_entries(store_type, [row])
 
 
 @given(st.sampled_from([T.TIMESTAMPED_KV, T.TIMESTAMPED_WINDOW, T.TIMESTAMPED_KV_WITH_HEADERS,
                         T.TIMESTAMPED_WINDOW_WITH_HEADERS, T.SESSION_WITH_HEADERS]), st.binary(max_size=24))
-def test_logging_hostile_stored_values_raises_only_typed_errors(store_type: cl.StoreType, stored: bytes) -> None:
+def test_logging_hostile_stored_values_raises_only_typed_errors(store_type: StoreType, stored: bytes) -> None:
     try:
         if store_type in cl.WINDOW_TYPES:
             cl.window_put_record(store_type, b"k", 0, 0, stored, CTX)
@@ -182,7 +183,7 @@ def test_paths() -> None:
     assert lay.position_file_name("s") == "s.position"
     assert lay.legacy_store_checkpoint_name("s") == ".checkpoint_s"
     with pytest.raises(EncodeError):
-        lay.store_dir(T.KV, "")
+        lay.store_dir(T.KEY_VALUE, "")
 
 
 def test_legacy_dates() -> None:
@@ -212,6 +213,6 @@ def test_column_family_plans() -> None:
     plan = lay.column_family_plan(T.TIMESTAMPED_KV, {"default": True})
     assert plan.mode == "upgrade" and plan.conversion == "convert_to_timestamped_format"
     with pytest.raises(lay.LayoutError):
-        lay.column_family_plan(T.KV, {"keyValueWithTimestamp": False})
+        lay.column_family_plan(T.KEY_VALUE, {"keyValueWithTimestamp": False})
     with pytest.raises(lay.LayoutError, match="both plain"):
         lay.column_family_plan(T.TIMESTAMPED_KV_WITH_HEADERS, {"default": True, "keyValueWithTimestamp": False})

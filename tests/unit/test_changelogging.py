@@ -11,23 +11,23 @@ from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import decode_value_timestamp_headers, encode_value_timestamp_headers
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.codecs.timestamped import decode_value_and_timestamp, encode_value_and_timestamp
 from kstate.errors import EncodeError, KStateError, NullKeyError
-from kstate.stores.api import Backend, Flushable, KeyValueBytesStore, RecordContext, StoreType
+from kstate.stores.api import Backend, Flushable, KeyValueBytesStore, RecordContext
 from kstate.stores.caching import CachingKeyValueStore
 from kstate.stores.changelogging import (
-    CHANGELOG_STORE_TYPES,
     ChangeLoggingKeyValueBytesStore,
     ChangeLoggingTimestampedKeyValueBytesStore,
     ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders,
     RecordContextHolder,
-    changelogging_store,
 )
 from kstate.stores.factory import open_kv_store
+from kstate.stores.families import STORE_CLASSES, changelogging_store
 from kstate.stores.kv import RocksDBStore
 
 Record = cl.ChangelogRecord
-COMBOS = [(t, b) for t in StoreType for b in Backend]
+COMBOS = [(t, b) for t in BUILT_TYPES for b in Backend]
 
 
 @pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0].value}-{c[1].value}")
@@ -44,7 +44,7 @@ def logged(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Cha
 def value_of(store_type: StoreType, raw: bytes, ts: int = 7, headers: list[tuple[str, bytes | None]] | None = None) -> bytes:
     if store_type is StoreType.KEY_VALUE:
         return raw
-    if store_type is StoreType.TIMESTAMPED:
+    if store_type is StoreType.TIMESTAMPED_KV:
         value = encode_value_and_timestamp(raw, ts)
     else:
         value = encode_value_timestamp_headers(raw, ts, headers)
@@ -56,11 +56,11 @@ def expected_record(store_type: StoreType, key: bytes, raw: bytes | None, ts: in
                     headers: tuple[tuple[str, bytes | None], ...] = ()) -> Record:
     """The record Kafka sends for a write: hand-built from CL-3, CL-4, CL-8 (context ts 42, headers ctx=01)."""
     if raw is None:
-        tomb_headers = (("ctx", b"\x01"),) if store_type is StoreType.TIMESTAMPED_WITH_HEADERS else ()
+        tomb_headers = (("ctx", b"\x01"),) if store_type is StoreType.TIMESTAMPED_KV_WITH_HEADERS else ()
         return Record(key, None, 42, tomb_headers)
     if store_type is StoreType.KEY_VALUE:
         return Record(key, raw, 42)
-    if store_type is StoreType.TIMESTAMPED:
+    if store_type is StoreType.TIMESTAMPED_KV:
         return Record(key, raw, ts)
     return Record(key, raw, ts, headers)
 
@@ -69,10 +69,10 @@ def test_factory_picks_kafkas_class_per_store_type() -> None:
     inner = open_kv_store(StoreType.KEY_VALUE, Backend.MEMORY, name="s")
     context, sink = RecordContextHolder(), []  # type: ignore[var-annotated]
     assert type(changelogging_store(inner, StoreType.KEY_VALUE, context, sink)) is ChangeLoggingKeyValueBytesStore
-    assert isinstance(changelogging_store(inner, StoreType.TIMESTAMPED, context, sink), ChangeLoggingTimestampedKeyValueBytesStore)
-    assert isinstance(changelogging_store(inner, StoreType.TIMESTAMPED_WITH_HEADERS, context, sink),
+    assert isinstance(changelogging_store(inner, StoreType.TIMESTAMPED_KV, context, sink), ChangeLoggingTimestampedKeyValueBytesStore)
+    assert isinstance(changelogging_store(inner, StoreType.TIMESTAMPED_KV_WITH_HEADERS, context, sink),
                       ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders)
-    assert set(CHANGELOG_STORE_TYPES) == set(StoreType)
+    assert set(STORE_CLASSES) == set(BUILT_TYPES)
 
 
 def test_put_and_delete_log_kafkas_records(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:
@@ -84,7 +84,7 @@ def test_put_and_delete_log_kafkas_records(logged: tuple[ChangeLoggingKeyValueBy
     assert store.delete(b"k1") == value_of(t, b"v1", 1000, headers)
     assert store.delete(b"absent") is None
     assert sink == [
-        expected_record(t, b"k1", b"v1", 1000, tuple(headers) if t is StoreType.TIMESTAMPED_WITH_HEADERS else ()),
+        expected_record(t, b"k1", b"v1", 1000, tuple(headers) if t is StoreType.TIMESTAMPED_KV_WITH_HEADERS else ()),
         expected_record(t, b"k2", None),
         expected_record(t, b"k1", None),
         expected_record(t, b"absent", None),
@@ -144,7 +144,7 @@ def test_the_context_in_force_at_each_write_is_logged(logged: tuple[ChangeLoggin
     store.delete(b"a")
     context.current = RecordContext(timestamp=6)
     store.delete(b"b")
-    tomb5 = (("h", None),) if t is StoreType.TIMESTAMPED_WITH_HEADERS else ()
+    tomb5 = (("h", None),) if t is StoreType.TIMESTAMPED_KV_WITH_HEADERS else ()
     assert sink == [Record(b"a", None, 5, tomb5), Record(b"b", None, 6, ())]
 
 
@@ -181,13 +181,13 @@ def test_the_store_position_tracks_the_context(tmp_path: Path) -> None:
                           st.integers(min_value=0, max_value=1 << 40)), max_size=12))
 def test_replaying_the_log_rebuilds_a_timestamped_store(writes: list[tuple[bytes, bytes | None, int]]) -> None:
     """The records of any write sequence, restored, give back the store (RST-6 at the unit level)."""
-    inner: KeyValueBytesStore = open_kv_store(StoreType.TIMESTAMPED, Backend.MEMORY, name="s")
+    inner: KeyValueBytesStore = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.MEMORY, name="s")
     sink: list[Record] = []
-    store = changelogging_store(inner, StoreType.TIMESTAMPED, RecordContextHolder(RecordContext(timestamp=1)), sink)
+    store = changelogging_store(inner, StoreType.TIMESTAMPED_KV, RecordContextHolder(RecordContext(timestamp=1)), sink)
     for key, raw, ts in writes:
         store.put(key, encode_value_and_timestamp(raw, ts))
-    rebuilt = open_kv_store(StoreType.TIMESTAMPED, Backend.MEMORY, name="r")
-    rebuilt.restore_batch([(r.key, cl.restore_value(cl.StoreType.TIMESTAMPED_KV, r)) for r in sink])
+    rebuilt = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.MEMORY, name="r")
+    rebuilt.restore_batch([(r.key, cl.restore_value(StoreType.TIMESTAMPED_KV, r)) for r in sink])
     assert list(rebuilt.all()) == list(store.all())
 
 
@@ -196,8 +196,8 @@ def test_replaying_the_log_rebuilds_a_timestamped_store(writes: list[tuple[bytes
 #: Stored values the change-logging layer cannot log: shorter than the 8-byte timestamp, or a headers
 #: value whose sections do not add up. Each is checked below to be refused by the value codec.
 MALFORMED = {
-    StoreType.TIMESTAMPED: [b"", b"\x01", b"\x01\x02\x03", b"\x00" * 7],
-    StoreType.TIMESTAMPED_WITH_HEADERS: [b"", b"\x00", b"\x00" + b"\x00" * 7, b"\x06\x00", b"\x01" + b"\x00" * 9],
+    StoreType.TIMESTAMPED_KV: [b"", b"\x01", b"\x01\x02\x03", b"\x00" * 7],
+    StoreType.TIMESTAMPED_KV_WITH_HEADERS: [b"", b"\x00", b"\x00" + b"\x00" * 7, b"\x06\x00", b"\x01" + b"\x00" * 9],
 }
 REFUSAL_COMBOS = [(t, b, c) for t in MALFORMED for b in Backend for c in (False, True)]
 
@@ -223,7 +223,7 @@ def _flushed(store: KeyValueBytesStore) -> None:
 def test_a_refused_write_reaches_neither_the_store_nor_the_changelog(
         store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
     """A value the log cannot carry is refused at the write, before the cache or the store takes it (CL-1)."""
-    decode = decode_value_and_timestamp if store_type is StoreType.TIMESTAMPED else decode_value_timestamp_headers
+    decode = decode_value_and_timestamp if store_type is StoreType.TIMESTAMPED_KV else decode_value_timestamp_headers
     store, inner, sink, _ = _stack(store_type, backend, caching, tmp_path)
     good = value_of(store_type, b"v")
     store.put(b"k", good)

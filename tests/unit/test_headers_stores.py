@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from test_timestamped_stores import raw_column_families, write_raw
 
 from kstate.codecs.header_values import encode_value_timestamp_headers, raw_value_of, raw_value_to_headers_value
+from kstate.codecs.store_types import StoreType
 from kstate.errors import DecodeError
-from kstate.stores.api import Backend, ProcessorStateError, StoreCorruptedError, StoreType
+from kstate.stores.api import Backend, ProcessorStateError, StoreCorruptedError
 from kstate.stores.engine import list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, wipe_kv_store
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
@@ -26,7 +27,7 @@ def ts(value: int) -> bytes:
 
 
 def _timestamped_dir(state_dir: Path, entries: dict[bytes, tuple[bytes, int]]) -> Path:
-    store = TimestampedKeyValueStore(open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=state_dir))
+    store = TimestampedKeyValueStore(open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=state_dir))
     for key, (value, timestamp) in entries.items():
         store.put(key, value, timestamp)
     store.close()
@@ -34,7 +35,7 @@ def _timestamped_dir(state_dir: Path, entries: dict[bytes, tuple[bytes, int]]) -
 
 
 def _open_headers(state_dir: Path) -> RocksDBTimestampedStoreWithHeaders:
-    store = open_kv_store(StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=state_dir)
+    store = open_kv_store(StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=state_dir)
     assert isinstance(store, RocksDBTimestampedStoreWithHeaders)
     return store
 
@@ -100,7 +101,7 @@ def test_plain_and_timestamped_data_together_are_refused(tmp_path: Path) -> None
     with pytest.raises(ProcessorStateError, match=r"Inconsistent store state for s\. Cannot have both plain \(DEFAULT\) and timestamped data"):
         _open_headers(tmp_path)
     # the refused open released the database: a timestamped store still opens it
-    open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path).close()
+    open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path).close()
 
 
 def test_typed_headers_facade_decodes_headers_only_when_asked(tmp_path: Path) -> None:
@@ -141,7 +142,7 @@ def test_wipe_and_rebuild_from_the_changelog_gives_the_same_logical_state(tmp_pa
     expected = [(k, (v.value, v.timestamp, v.headers)) for k, v in original.all()]
     original.close()
     with pytest.raises(ProcessorStateError):
-        open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+        open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     wipe_kv_store(tmp_path, name="s")
     rebuilt = _open_headers(tmp_path)
     rebuilt.restore_batch([(k, raw_value_to_headers_value(v, t, h)) for k, v, t, h in changelog])
@@ -208,6 +209,6 @@ def test_a_corrupt_offsets_family_is_a_typed_open_error(tmp_path: Path) -> None:
     with pytest.raises(StoreCorruptedError, match="neither OPEN nor CLOSED"):
         _open_headers(tmp_path)
     _open_headers_ignoring = open_kv_store(
-        StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=tmp_path, ignore_invalid_state=True
+        StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=tmp_path, ignore_invalid_state=True
     )
     _open_headers_ignoring.close()

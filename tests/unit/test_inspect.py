@@ -22,8 +22,9 @@ from kstate.cli import main
 from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
 from kstate.codecs.offsets import encode_offset_value, encode_status, write_checkpoint_text
 from kstate.codecs.segments import segment_dir
+from kstate.codecs.store_types import StoreType
 from kstate.inspect import NotAStateDirectoryError, dump_store, inspect_state_dir
-from kstate.stores.api import Backend, StoreType
+from kstate.stores.api import Backend
 from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
 
@@ -86,8 +87,8 @@ def by_name(report: Any) -> dict[str, Any]:
 
 def build_all_types(root: Path) -> None:
     kv_store(root, StoreType.KEY_VALUE, {b"a": b"1", b"b": b"2"}, name="plain")
-    kv_store(root, StoreType.TIMESTAMPED, {b"a": timestamped.encode_value_and_timestamp(b"1", 5) or b""}, name="ts")
-    kv_store(root, StoreType.TIMESTAMPED_WITH_HEADERS,
+    kv_store(root, StoreType.TIMESTAMPED_KV, {b"a": timestamped.encode_value_and_timestamp(b"1", 5) or b""}, name="ts")
+    kv_store(root, StoreType.TIMESTAMPED_KV_WITH_HEADERS,
              {b"a": header_values.encode_value_timestamp_headers(b"1", 5, [("h", b"x")]) or b""}, name="hdr")
     config = versioned.store_config(10_000, 1_000)
     key = versioned.KeyVersions(config)

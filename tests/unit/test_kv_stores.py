@@ -11,8 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.errors import NullKeyError
-from kstate.stores.api import Backend, InvalidPrefixError, InvalidStateStoreError, StoreType
+from kstate.stores.api import Backend, InvalidPrefixError, InvalidStateStoreError
 from kstate.stores.engine import MemoryEngine, RocksDBEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory
 from kstate.stores.kv import INVALID_RANGE_WARNING, InMemoryKeyValueStore, RocksDBStore, StoreIterator
@@ -24,7 +25,7 @@ EXACT_WARNING = (
 )
 
 BACKENDS = [Backend.ROCKSDB, Backend.MEMORY]
-COMBOS = [(b, t) for b in BACKENDS for t in StoreType]
+COMBOS = [(b, t) for b in BACKENDS for t in BUILT_TYPES]
 
 
 @pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0].value}-{c[1].value}")
@@ -430,7 +431,7 @@ def test_a_reference_store_is_readable_with_plain_rocksdict(tmp_path: Path) -> N
 
 
 def test_options_file_shows_format_version_5_for_every_column_family(tmp_path: Path) -> None:
-    store = open_kv_store(StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    store = open_kv_store(StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     store.put(b"k", b"\x00" + bytes(8) + b"v")
     store.close()
     path = store_directory(tmp_path, "app", "0_0", "s")
@@ -444,7 +445,7 @@ def test_options_file_shows_format_version_5_for_every_column_family(tmp_path: P
 
 def test_close_releases_the_lock(tmp_path: Path) -> None:
     for _ in range(3):
-        store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+        store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
         it = store.all()
         store.put(b"k", bytes(8))
         store.close()
@@ -486,7 +487,8 @@ def test_engines_agree(tmp_path: Path) -> None:
 
 def test_in_memory_iterator_reads_a_peeked_value_live() -> None:
     """KV-41: after ``peek_next_key``, ``next`` still reads the value live and skips a key deleted since."""
-    from kstate.stores.api import Backend, StoreType
+    from kstate.codecs.store_types import StoreType
+    from kstate.stores.api import Backend
     from kstate.stores.factory import open_kv_store
 
     store = open_kv_store(StoreType.KEY_VALUE, Backend.MEMORY, name="peek")

@@ -11,15 +11,17 @@ from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import encode_value_timestamp_headers
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.errors import NullKeyError
-from kstate.stores.api import Backend, KeyValueBytesStore, StoreType
-from kstate.stores.changelogging import RecordContextHolder, changelogging_store
+from kstate.stores.api import Backend, KeyValueBytesStore
+from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_kv_store
+from kstate.stores.families import changelogging_store
 from kstate.stores.kv import RocksDBStore
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, batches_of, convert, converter_for, restore
 
 Record = cl.ChangelogRecord
-COMBOS = [(t, b) for t in StoreType for b in Backend]
+COMBOS = [(t, b) for t in BUILT_TYPES for b in Backend]
 FF8 = b"\xff" * 8
 
 
@@ -40,18 +42,18 @@ class SpyStore:
 def test_converters_are_kafkas_per_store_type() -> None:
     record = Record(b"k", b"v", 77, (("a", b"x"), ("v", b"\x00"), ("a", None)))
     assert converter_for(StoreType.KEY_VALUE)(record) == b"v"
-    assert converter_for(StoreType.TIMESTAMPED)(record) == ts8(77) + b"v"
+    assert converter_for(StoreType.TIMESTAMPED_KV)(record) == ts8(77) + b"v"
     expected = encode_value_timestamp_headers(b"v", 77, [("a", b"x"), ("v", b"\x00"), ("a", None)])
-    assert converter_for(StoreType.TIMESTAMPED_WITH_HEADERS)(record) == expected
-    for store_type in StoreType:
+    assert converter_for(StoreType.TIMESTAMPED_KV_WITH_HEADERS)(record) == expected
+    for store_type in BUILT_TYPES:
         assert converter_for(store_type)(Record(b"k", None, 5)) is None
         assert convert(store_type, record) == converter_for(store_type)(record)
 
 
 def test_empty_values_and_no_headers() -> None:
     record = Record(b"k", b"", 0)
-    assert convert(StoreType.TIMESTAMPED, record) == ts8(0)
-    assert convert(StoreType.TIMESTAMPED_WITH_HEADERS, record) == b"\x00" + ts8(0)
+    assert convert(StoreType.TIMESTAMPED_KV, record) == ts8(0)
+    assert convert(StoreType.TIMESTAMPED_KV_WITH_HEADERS, record) == b"\x00" + ts8(0)
 
 
 def test_batches_keep_changelog_order() -> None:
@@ -65,7 +67,7 @@ def test_batches_keep_changelog_order() -> None:
 def test_restore_hands_each_batch_to_the_store_once() -> None:
     spy = SpyStore()
     records = [Record(b"a", b"1", 5), Record(b"b", None, 6), Record(b"a", b"2", 7)]
-    result = restore(spy, StoreType.TIMESTAMPED, records, batch_size=2)  # type: ignore[arg-type]
+    result = restore(spy, StoreType.TIMESTAMPED_KV, records, batch_size=2)  # type: ignore[arg-type]
     assert result == RestoreResult(records=3, batches=2)
     assert spy.batches == [[(b"a", ts8(5) + b"1"), (b"b", None)], [(b"a", ts8(7) + b"2")]]
     assert DEFAULT_RESTORE_BATCH_SIZE == 1000
@@ -122,9 +124,9 @@ def test_restore_into_upgrade_mode_moves_keys_to_the_new_family(tmp_path: Path) 
     plain = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     plain.put_all([(b"1", b"a"), (b"2", b"b"), (b"3", b"c")])
     plain.close()
-    store = _rocksdb(StoreType.TIMESTAMPED, tmp_path)
+    store = _rocksdb(StoreType.TIMESTAMPED_KV, tmp_path)
     assert store.mode == "upgrade"
-    restore(store, StoreType.TIMESTAMPED, [Record(b"1", b"a2", 9), Record(b"2", None, 9)])
+    restore(store, StoreType.TIMESTAMPED_KV, [Record(b"1", b"a2", 9), Record(b"2", None, 9)])
     assert list(store.all()) == [(b"1", ts8(9) + b"a2"), (b"3", FF8 + b"c")]
     store.close()
     from kstate.stores.engine import RocksDBEngine
@@ -149,7 +151,7 @@ RECORDS = st.lists(
 )
 
 
-@pytest.mark.parametrize("store_type", list(StoreType), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
 @settings(max_examples=30, deadline=None)
 @given(records=RECORDS, batch_size=st.integers(min_value=1, max_value=5))
 def test_restore_equals_a_replay_into_a_dict(store_type: StoreType, records: list[Record], batch_size: int) -> None:
@@ -248,5 +250,5 @@ def test_restore_rows_read_each_message_once_and_headers_only_when_asked() -> No
     assert list(restore_rows(batch, with_headers=True)) == [(b"a", b"1", 5, [("h", b"x")]), (b"b", None, -1, None)]
     assert _Message.header_reads == 2
     assert list(restore_rows([], with_headers=True)) == []
-    entries = cl.restore_entries(cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS, restore_rows(batch, with_headers=True))
+    entries = cl.restore_entries(StoreType.TIMESTAMPED_KV_WITH_HEADERS, restore_rows(batch, with_headers=True))
     assert entries == [(b"a", encode_value_timestamp_headers(b"1", 5, [("h", b"x")])), (b"b", None)]

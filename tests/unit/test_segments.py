@@ -9,8 +9,8 @@ import pytest
 
 from kstate.codecs import segments as seg
 from kstate.codecs import versioned as v
-from kstate.codecs.layout import DEFAULT_CF, OFFSETS_CF, TIMESTAMPED_CF
 from kstate.codecs.primitives import encode_int64
+from kstate.codecs.store_types import DEFAULT_CF, OFFSETS_CF, TIMESTAMPED_CF
 from kstate.errors import InvalidArgumentError
 from kstate.stores.engine import MemoryEngine, list_column_families
 from kstate.stores.segments import (

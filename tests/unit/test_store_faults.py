@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from kstate.codecs.offsets import UncleanShutdownError
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.errors import InvalidArgumentError
 from kstate.storage_files import directory_digest
 from kstate.stores.api import (
@@ -26,11 +27,11 @@ from kstate.stores.api import (
     ProcessorStateError,
     StoreCorruptedError,
     StoreStorageError,
-    StoreType,
     TopicPartition,
 )
 from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_families
-from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
+from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
 
 TP = TopicPartition("app-s-changelog", 0)
@@ -47,7 +48,7 @@ def _open(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, **kwargs
 def _value(store_type: StoreType, payload: bytes) -> bytes:
     if store_type is StoreType.KEY_VALUE:
         return payload
-    if store_type is StoreType.TIMESTAMPED:
+    if store_type is StoreType.TIMESTAMPED_KV:
         return bytes(8) + payload
     return b"\x00" + bytes(8) + payload  # no headers, timestamp 0
 
@@ -134,7 +135,7 @@ def test_a_refused_first_open_creates_no_directory(tmp_path: Path) -> None:
 # --- 2: corruption is a typed error, never a short answer ---------------------------------------------------
 
 
-@pytest.mark.parametrize("store_type", list(StoreType))
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES))
 def test_a_corrupt_table_file_fails_scans_and_gets_with_a_typed_error(tmp_path: Path, store_type: StoreType) -> None:
     """64 flipped bytes in a table file: ``all`` and ``reverse_all`` raise, no scan returns fewer entries,
     and every ``get`` either answers or raises a typed error naming the store (KV-25)."""
@@ -165,16 +166,16 @@ def test_a_corrupt_table_file_fails_scans_and_gets_with_a_typed_error(tmp_path: 
 def test_a_refused_upgrade_adds_no_column_family(tmp_path: Path) -> None:
     """A timestamped store killed while open, opened as a header store: refused before any family is created,
     so it still opens as a timestamped store (KV-23, KV-52, UPG-6)."""
-    store = _open(tmp_path, StoreType.TIMESTAMPED)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV)
     store.put(b"k", bytes(8) + b"v")
     store.commit({TP: 1})
     store.simulate_crash()
     path = store_directory(tmp_path, "app", "0_0", "s")
     families = sorted(list_column_families(path))
-    _refused(tmp_path, ProcessorStateError, "Invalid state during store open", store_type=StoreType.TIMESTAMPED_WITH_HEADERS)
+    _refused(tmp_path, ProcessorStateError, "Invalid state during store open", store_type=StoreType.TIMESTAMPED_KV_WITH_HEADERS)
     assert sorted(list_column_families(path)) == families
-    _refused(tmp_path, ProcessorStateError, "Invalid state during store open", store_type=StoreType.TIMESTAMPED)
-    back = _open(tmp_path, StoreType.TIMESTAMPED, ignore_invalid_state=True)
+    _refused(tmp_path, ProcessorStateError, "Invalid state during store open", store_type=StoreType.TIMESTAMPED_KV)
+    back = _open(tmp_path, StoreType.TIMESTAMPED_KV, ignore_invalid_state=True)
     assert back.get(b"k") == bytes(8) + b"v"
     back.close()
 
@@ -185,7 +186,7 @@ def test_a_refused_upgrade_over_any_engine_adds_no_column_family() -> None:
     engine.put("keyValueWithTimestamp", b"k", bytes(8) + b"v")
     engine.put("offsets", b"status", (1).to_bytes(8, "big"))
     with pytest.raises(ProcessorStateError, match="Invalid state during store open"):
-        rocksdb_store_class(StoreType.TIMESTAMPED_WITH_HEADERS)("s", engine=engine)
+        store_classes(StoreType.TIMESTAMPED_KV_WITH_HEADERS).rocksdb("s", engine=engine)
     assert sorted(engine.column_families()) == ["default", "keyValueWithTimestamp", "offsets"]
 
 
@@ -354,11 +355,11 @@ def test_an_empty_store_directory_is_created(tmp_path: Path) -> None:
 # --- 7: offsets the store cannot stand behind --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("store_type", [StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS])
+@pytest.mark.parametrize("store_type", [StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS])
 def test_committed_offsets_without_their_data_family_are_refused(tmp_path: Path, store_type: StoreType) -> None:
     """The data family dropped, the offset 99 still committed, no family holding data: refused (KV-57)."""
     path = _filled(tmp_path, store_type)
-    data_cf = "keyValueWithTimestamp" if store_type is StoreType.TIMESTAMPED else "keyValueWithTimestampAndHeaders"
+    data_cf = "keyValueWithTimestamp" if store_type is StoreType.TIMESTAMPED_KV else "keyValueWithTimestampAndHeaders"
     db = _raw(path)
     db.drop_column_family(data_cf)
     db.close()
@@ -367,10 +368,10 @@ def test_committed_offsets_without_their_data_family_are_refused(tmp_path: Path,
 
 def test_an_empty_store_with_committed_offsets_still_opens(tmp_path: Path) -> None:
     """A store whose data family exists but is empty is not offsets ahead of data (KV-57)."""
-    store = _open(tmp_path, StoreType.TIMESTAMPED)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV)
     store.commit({TP: 99})
     store.close()
-    store = _open(tmp_path, StoreType.TIMESTAMPED)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV)
     assert store.committed_offset(TP) == 99
     store.close()
 

@@ -13,7 +13,8 @@ import pytest
 from test_timestamped_stores import raw_column_families
 
 from kstate.codecs.position import decode_position, encode_position
-from kstate.stores.api import Backend, ProcessorStateError, RecordContext, StoreType, TopicPartition
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.stores.api import Backend, ProcessorStateError, RecordContext, TopicPartition
 from kstate.stores.engine import MemoryEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, task_directory
 from kstate.stores.kv import RocksDBStore, UnknownColumnFamilyError
@@ -30,7 +31,7 @@ def _open(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, **kwargs
     return store
 
 
-@pytest.mark.parametrize("store_type", list(StoreType))
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES))
 def test_offsets_family_bytes(tmp_path: Path, store_type: StoreType) -> None:
     store = _open(tmp_path, store_type)
     assert store.manages_offsets()
@@ -109,10 +110,11 @@ def test_close_writes_staged_data(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import sys
-    from kstate.stores.api import Backend, StoreType, TopicPartition
+    from kstate.codecs.store_types import StoreType
+    from kstate.stores.api import Backend, TopicPartition
     from kstate.stores.factory import open_kv_store
 
-    store = open_kv_store(StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=sys.argv[1])
+    store = open_kv_store(StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=sys.argv[1])
     tp = TopicPartition("app-s-changelog", 0)
     batch = 0
     while True:
@@ -139,8 +141,8 @@ def test_unclean_shutdown_of_a_killed_process_is_detected(tmp_path: Path) -> Non
         child.wait()
     assert child.returncode == -signal.SIGKILL
     with pytest.raises(ProcessorStateError, match="Invalid state during store open"):
-        _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS)
-    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS, ignore_invalid_state=True)
+        _open(tmp_path, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV_WITH_HEADERS, ignore_invalid_state=True)
     committed = store.committed_offset(TP)
     assert committed is not None and committed >= 50
     keys = [k for k, _ in store.all()]
@@ -165,7 +167,7 @@ def _active_memtable_entries(store: RocksDBStore) -> dict[str, int]:
 
 def test_restore_commits_skip_the_wal_and_are_flushed_when_restore_ends(tmp_path: Path) -> None:
     """Inside ``restoring()`` the WAL does not grow; at its end no family keeps a memtable entry (RST-8)."""
-    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
     before = _wal_bytes(store)
     with store.restoring():
         with store.restoring():  # nested: one flush, at the outer end
@@ -190,11 +192,12 @@ def test_restoring_a_closed_store_is_refused(tmp_path: Path) -> None:
 RESTORING_CHILD = textwrap.dedent(
     """
     import sys
-    from kstate.stores.api import Backend, StoreType, TopicPartition
+    from kstate.codecs.store_types import StoreType
+    from kstate.stores.api import Backend, TopicPartition
     from kstate.stores.factory import open_kv_store
 
     state_dir, batches, ready_after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    store = open_kv_store(StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=state_dir)
+    store = open_kv_store(StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB, name="s", state_dir=state_dir)
     tp = TopicPartition("app-s-changelog", 0)
     with store.restoring():
         for batch in range(batches):
@@ -226,7 +229,7 @@ def _kill_restoring_child(state_dir: Path, batches: int, ready_after: int, wait_
 def test_a_process_killed_after_restore_keeps_all_of_it(tmp_path: Path) -> None:
     """Restore's unlogged writes are on disk when it returns: a SIGKILL right after loses none (RST-8)."""
     _kill_restoring_child(tmp_path, batches=20, ready_after=-1, wait_for=b"restored")
-    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS, ignore_invalid_state=True)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV_WITH_HEADERS, ignore_invalid_state=True)
     assert store.committed_offset(TP) == 19
     assert sum(1 for _ in store.all()) == 200
     store.close()
@@ -235,7 +238,7 @@ def test_a_process_killed_after_restore_keeps_all_of_it(tmp_path: Path) -> None:
 def test_a_process_killed_during_restore_keeps_offsets_and_data_together(tmp_path: Path) -> None:
     """Killed mid-restore past several memtable flushes: the offset covers exactly the data kept (RST-8, KV-50)."""
     _kill_restoring_child(tmp_path, batches=100_000, ready_after=600, wait_for=b"ready")
-    store = _open(tmp_path, StoreType.TIMESTAMPED_WITH_HEADERS, ignore_invalid_state=True)
+    store = _open(tmp_path, StoreType.TIMESTAMPED_KV_WITH_HEADERS, ignore_invalid_state=True)
     committed = store.committed_offset(TP)
     keys = [k for k, _ in store.all()]
     assert committed is not None, "60 MB written through 16 MiB memtables: some flush must have persisted"
@@ -299,7 +302,7 @@ def test_downgrade_writes_legacy_files_and_a_pre_4_3_reader_opens_the_store(tmp_
 
 
 def test_in_memory_stores_manage_no_offsets() -> None:
-    for store_type in StoreType:
+    for store_type in BUILT_TYPES:
         store = open_kv_store(store_type, Backend.MEMORY, name="s")
         assert not store.manages_offsets()
         store.put(b"k", b"\x00" + bytes(8))

@@ -12,7 +12,8 @@ import rocksdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kstate.stores.api import Backend, ProcessorStateError, StoreType
+from kstate.codecs.store_types import StoreType
+from kstate.stores.api import Backend, ProcessorStateError
 from kstate.stores.engine import MemoryEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory
 from kstate.stores.kv import RocksDBStore, UnknownColumnFamilyError
@@ -130,7 +131,7 @@ def test_migration_matrix_on_rocksdb_and_exact_bytes_of_both_families(
 ) -> None:
     path = prepare_old_store(tmp_path)
     with caplog.at_level(logging.INFO, logger="kstate.stores"):
-        store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+        store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert "Opening store s in upgrade mode" in caplog.messages
     assert isinstance(store, RocksDBTimestampedStore)
     run_migration_matrix(store)
@@ -154,7 +155,7 @@ def test_migration_matrix_over_the_memory_engine() -> None:
 
 def test_the_mode_holds_until_reopen(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = prepare_old_store(tmp_path)
-    store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert isinstance(store, RocksDBTimestampedStore)
     for key in LEGACY:
         store.get(key)
@@ -163,7 +164,7 @@ def test_the_mode_holds_until_reopen(tmp_path: Path, caplog: pytest.LogCaptureFi
     store.close()
     assert raw_column_families(path)["default"] == {}
     with caplog.at_level(logging.INFO, logger="kstate.stores"):
-        store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+        store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert "Opening store s in regular mode" in caplog.messages
     assert isinstance(store, RocksDBTimestampedStore)
     assert store.mode == "regular"
@@ -174,13 +175,13 @@ def test_the_mode_holds_until_reopen(tmp_path: Path, caplog: pytest.LogCaptureFi
 
 def test_new_store_regular_mode_and_bytes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO, logger="kstate.stores"):
-        store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+        store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert "Opening store s in regular mode" in caplog.messages
     assert list(store.all()) == []
     store.put(b"key", b"timestamped")
     store.close()
     with caplog.at_level(logging.INFO, logger="kstate.stores"):
-        open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path).close()
+        open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path).close()
     assert caplog.messages.count("Opening store s in regular mode") == 2
     cfs = raw_column_families(store_directory(tmp_path, "app", "0_0", "s"))
     assert cfs["default"] == {}
@@ -190,7 +191,7 @@ def test_new_store_regular_mode_and_bytes(tmp_path: Path, caplog: pytest.LogCapt
 def test_iterators_never_migrate_and_the_new_family_wins_on_equal_keys(tmp_path: Path) -> None:
     path = prepare_old_store(tmp_path)
     write_raw(path, {"keyValueWithTimestamp": {b"key2": b"NEW2", b"key9": b"NEW9"}})
-    store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert isinstance(store, RocksDBTimestampedStore)
     assert store.mode == "upgrade"
     forward = list(store.all())
@@ -207,7 +208,7 @@ def test_iterators_never_migrate_and_the_new_family_wins_on_equal_keys(tmp_path:
 
 def test_put_all_and_restore_delete_from_the_old_family(tmp_path: Path) -> None:
     path = prepare_old_store(tmp_path)
-    store = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     store.put_all([(b"key1", bytes(8) + b"a"), (b"key2", None)])
     store.restore_batch([(b"key3", bytes(8) + b"c"), (b"key4", None)])
     store.close()
@@ -223,9 +224,9 @@ def _listing(path: Path) -> dict[str, bytes]:
 @pytest.mark.parametrize(
     ("newer", "older", "unknown"),
     [
-        (StoreType.TIMESTAMPED, StoreType.KEY_VALUE, ("keyValueWithTimestamp",)),
-        (StoreType.TIMESTAMPED_WITH_HEADERS, StoreType.KEY_VALUE, ("keyValueWithTimestampAndHeaders",)),
-        (StoreType.TIMESTAMPED_WITH_HEADERS, StoreType.TIMESTAMPED, ("keyValueWithTimestampAndHeaders",)),
+        (StoreType.TIMESTAMPED_KV, StoreType.KEY_VALUE, ("keyValueWithTimestamp",)),
+        (StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.KEY_VALUE, ("keyValueWithTimestampAndHeaders",)),
+        (StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.TIMESTAMPED_KV, ("keyValueWithTimestampAndHeaders",)),
     ],
 )
 def test_an_older_reader_fails_naming_the_unknown_family(
@@ -264,7 +265,7 @@ def test_in_memory_timestamped_store_holds_the_timestamped_layout() -> None:
 
 @pytest.mark.parametrize("backend", [Backend.ROCKSDB, Backend.MEMORY])
 def test_typed_timestamped_facade_round_trips(tmp_path: Path, backend: Backend) -> None:
-    typed = TimestampedKeyValueStore(open_kv_store(StoreType.TIMESTAMPED, backend, name="s", state_dir=tmp_path))
+    typed = TimestampedKeyValueStore(open_kv_store(StoreType.TIMESTAMPED_KV, backend, name="s", state_dir=tmp_path))
     typed.put(b"b", b"2", 20)
     typed.put(b"a", b"1", -1)
     assert list(typed.range(b"a", b"b")) == [(b"a", (b"1", -1)), (b"b", (b"2", 20))]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kstate.codecs.store_types import StoreType
 from kstate.stores.api import (
     Backend,
     ColumnFamilyStore,
@@ -17,14 +18,14 @@ from kstate.stores.api import (
     PositionTracking,
     RecordContext,
     Restorable,
-    StoreType,
     TopicPartition,
     WriteChecking,
     restore_mode,
 )
 from kstate.stores.caching import CachingKeyValueStore
-from kstate.stores.changelogging import RecordContextHolder, changelogging_store
+from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_kv_store
+from kstate.stores.families import changelogging_store
 from kstate.stores.typed import TimestampedKeyValueStore
 from kstate.stores.wrapping import WrappedStore
 
@@ -32,9 +33,9 @@ TP = TopicPartition("app-s-changelog", 0)
 
 
 def test_every_layer_reaches_the_store_beneath(tmp_path: Path) -> None:
-    inner = open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    inner = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     context = RecordContextHolder(RecordContext(timestamp=1))
-    logged = changelogging_store(inner, StoreType.TIMESTAMPED, context, [])
+    logged = changelogging_store(inner, StoreType.TIMESTAMPED_KV, context, [])
     cached = CachingKeyValueStore(logged, context)
     typed = TimestampedKeyValueStore(cached)
     assert typed.wrapped() is cached and cached.wrapped() is logged and logged.wrapped() is inner

@@ -23,8 +23,10 @@ from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, in
 
 PLAIN = "kv"
 TIMESTAMPED = "timestamped_kv"
-HEADERS = "timestamped_kv_headers"
+HEADERS = "timestamped_kv_with_headers"
 STORE_TYPES = (PLAIN, TIMESTAMPED, HEADERS)
+#: Older spellings a ``store.open`` still accepts and a ``store.capabilities`` may list (spec/ops.md).
+STORE_TYPE_ALIASES = {"timestamped_kv_headers": HEADERS}
 ROCKSDB = "rocksdb"
 MEMORY = "memory"
 BACKENDS = (ROCKSDB, MEMORY)
@@ -48,6 +50,20 @@ Image = dict[str, dict[bytes, bytes]]
 
 class Refused(Exception):
     """The implementation must refuse this call: its answer is ``{"error": ...}``."""
+
+
+def store_type_of(name: str) -> str:
+    """The model's name of the key-value store type ``name`` (either spelling); ValueError for any other type."""
+    store_type = STORE_TYPE_ALIASES.get(name, name)
+    if store_type not in STORE_TYPES:
+        raise ValueError(f"the model has no {name!r} store type")
+    return store_type
+
+
+def offers_store_type(capabilities: dict[str, Any], name: str) -> bool:
+    """Whether ``store.capabilities`` lists the store type ``name``, in either spelling."""
+    offered = {STORE_TYPE_ALIASES.get(t, t) for t in capabilities.get("store_types", [])}
+    return STORE_TYPE_ALIASES.get(name, name) in offered
 
 
 # --- value bytes -------------------------------------------------------------------------------------------
@@ -157,8 +173,10 @@ def record_for_put(store_type: str, key: bytes, stored: bytes | None, context: C
     if store_type == TIMESTAMPED:
         raw, timestamp = split_timestamped(stored)
         return _checked(Record(key, raw, timestamp))
-    raw, timestamp, headers = split_headers_value(stored)
-    return _checked(Record(key, raw, timestamp, headers))
+    if store_type == HEADERS:
+        raw, timestamp, headers = split_headers_value(stored)
+        return _checked(Record(key, raw, timestamp, headers))
+    raise ValueError(f"the model has no {store_type!r} store type")
 
 
 def record_for_delete(store_type: str, key: bytes, context: Context) -> Record:
@@ -173,7 +191,9 @@ def restored_value(store_type: str, record: Record) -> bytes | None:
         return record.value
     if store_type == TIMESTAMPED:
         return timestamped_value(record.value, record.timestamp)
-    return headers_value(record.value, record.timestamp, record.headers)
+    if store_type == HEADERS:
+        return headers_value(record.value, record.timestamp, record.headers)
+    raise ValueError(f"the model has no {store_type!r} store type")
 
 
 def replay(store_type: str, records: Iterable[Record], into: dict[bytes, bytes] | None = None) -> dict[bytes, bytes]:
@@ -230,6 +250,8 @@ def open_layout(store_type: str, image: Image) -> Layout:
         if default:
             return Layout(CF_TIMESTAMPED, CF_DEFAULT, LEGACY_CONVERSIONS[(PLAIN, TIMESTAMPED)])
         return Layout(CF_TIMESTAMPED)
+    if store_type != HEADERS:
+        raise ValueError(f"the model has no {store_type!r} store type")
     image.setdefault(CF_HEADERS, {})
     if CF_TIMESTAMPED in image:
         if default:

@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.layout import OFFSETS_CF
+from kstate.codecs.store_types import BUILT_TYPES, OFFSETS_CF, StoreType
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
-from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, _SnapshotCursor, block_cache, rocksdb_options, storage_error
-from kstate.stores.factory import open_kv_store, rocksdb_store_class, store_directory, task_directory
+from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.families import store_classes
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import InMemoryKeyValueStore, StoreIterator
 from kstate.stores.restore import RestoreResult, restore
@@ -59,8 +60,8 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
 def _rocksdb_classes_with(mixin: type) -> StoreClasses:
     """Every RocksDB key-value store class with ``mixin`` in front of it: a mutant of one method for all three."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
-    for store_type in StoreType:
-        base = rocksdb_store_class(store_type)
+    for store_type in BUILT_TYPES:
+        base = store_classes(store_type).rocksdb
         classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
     return classes
 
@@ -105,8 +106,8 @@ class _MigratingHeadersStore(_MigratingIterators, RocksDBTimestampedStoreWithHea
 @mutant("kv-migrating-iterator", "dual-column-family iterators migrate the legacy entries they return", FAMILY,
         rules=("KV-35",))
 def _migrating_iterator() -> dict[str, Handler]:
-    classes: StoreClasses = {(StoreType.TIMESTAMPED, Backend.ROCKSDB): _MigratingTimestampedStore,
-                             (StoreType.TIMESTAMPED_WITH_HEADERS, Backend.ROCKSDB): _MigratingHeadersStore}
+    classes: StoreClasses = {(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB): _MigratingTimestampedStore,
+                             (StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB): _MigratingHeadersStore}
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
 
 
@@ -250,7 +251,7 @@ class _LiveKeysInMemoryStore(InMemoryKeyValueStore):
 @mutant("kv-memory-iterator-sees-inserts", "in-memory iterators walk the live map and see keys inserted later", FAMILY,
         rules=("KV-41",))
 def _memory_iterator_sees_inserts() -> dict[str, Handler]:
-    classes: StoreClasses = {(t, Backend.MEMORY): (lambda name, _t=t: _live_keys_store(name, _t)) for t in StoreType}
+    classes: StoreClasses = {(t, Backend.MEMORY): (lambda name, _t=t: _live_keys_store(name, _t)) for t in BUILT_TYPES}
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
 
 
@@ -319,7 +320,7 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
     cache = block_cache()
     engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name),
                            options=lambda: rocksdb_options(cache, format_version=6), store_name=name)
-    return rocksdb_store_class(StoreType(store_type))(name, task_directory(state_dir, application_id, task_id),
+    return store_classes(StoreType(store_type)).rocksdb(name, task_directory(state_dir, application_id, task_id),
                                                       engine=engine, **options)
 
 
@@ -379,27 +380,19 @@ def _facade_eager_headers() -> dict[str, Handler]:
 # --- one mutant per required KV / UPG rule (issue 15): each a realistic porting bug, each breaking one rule ----
 
 
-def _memory_store_class(store_type: StoreType) -> type[InMemoryKeyValueStore]:
-    from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders
-    from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore
-
-    return {StoreType.KEY_VALUE: InMemoryKeyValueStore, StoreType.TIMESTAMPED: InMemoryTimestampedKeyValueStore,
-            StoreType.TIMESTAMPED_WITH_HEADERS: InMemoryTimestampedKeyValueStoreWithHeaders}[store_type]
-
-
 def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
-                  store_types: Sequence[StoreType] = tuple(StoreType)) -> StoreClasses:
+                  store_types: Sequence[StoreType] = BUILT_TYPES) -> StoreClasses:
     """The store classes of ``store_types`` on ``backends`` with ``mixin`` in front of them."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
     for store_type in store_types:
         for backend in backends:
-            base: type = rocksdb_store_class(store_type) if backend is Backend.ROCKSDB else _memory_store_class(store_type)
+            base: type = store_classes(store_type).rocksdb if backend is Backend.ROCKSDB else store_classes(store_type).memory
             classes[(store_type, backend)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
     return classes
 
 
 def _stores_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
-                 store_types: Sequence[StoreType] = tuple(StoreType)) -> dict[str, Handler]:
+                 store_types: Sequence[StoreType] = BUILT_TYPES) -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_classes_with(mixin, backends, store_types))))
 
 
@@ -426,7 +419,7 @@ def _handle_of(payload: JsonDict) -> Any:
 
 _ROCKSDB = (Backend.ROCKSDB,)
 _MEMORY = (Backend.MEMORY,)
-_UPGRADING = (StoreType.TIMESTAMPED, StoreType.TIMESTAMPED_WITH_HEADERS)
+_UPGRADING = (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
 
 
 # KV-1 ---------------------------------------------------------------------------------------------------------
@@ -442,7 +435,7 @@ class _NoPutAll:
 @mutant("kv-memory-headers-no-put-all", "the in-memory headers store leaves putAll unimplemented", FAMILY,
         rules=("KV-1",))
 def _memory_headers_no_put_all() -> dict[str, Handler]:
-    return _stores_with(_NoPutAll, _MEMORY, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_NoPutAll, _MEMORY, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
 
 
 # KV-2 ... KV-10: the operations -----------------------------------------------------------------------------------
@@ -644,7 +637,7 @@ def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: 
         return open_kv_store(store_type, backend, name=name, **options)
     task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
     engine = RocksDBEngine(task_dir / name)
-    return rocksdb_store_class(StoreType(store_type))(name, task_dir, engine=engine, **options)
+    return store_classes(StoreType(store_type)).rocksdb(name, task_dir, engine=engine, **options)
 
 
 @mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level", FAMILY,
@@ -663,7 +656,7 @@ class _UpgradeWhenLegacyFamilyExists:
         accessor = super()._open_column_families()  # type: ignore[misc]
         from kstate.stores.column_families import SingleColumnFamilyAccessor
 
-        if isinstance(accessor, SingleColumnFamilyAccessor) and self.layout.layout_type is cl.StoreType.TIMESTAMPED_KV:  # type: ignore[attr-defined]
+        if isinstance(accessor, SingleColumnFamilyAccessor) and self.layout.layout_type is StoreType.TIMESTAMPED_KV:  # type: ignore[attr-defined]
             from kstate.stores.column_families import CONVERTERS
 
             self.mode = "upgrade"
@@ -675,7 +668,7 @@ class _UpgradeWhenLegacyFamilyExists:
 @mutant("kv-upgrade-mode-when-legacy-family-exists", "upgrade mode is chosen when the legacy family exists, even empty",
         FAMILY, rules=("KV-30",))
 def _upgrade_mode_when_family_exists() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_UpgradeWhenLegacyFamilyExists), _ROCKSDB, (StoreType.TIMESTAMPED,))
+    return _stores_with(_on_instance(_UpgradeWhenLegacyFamilyExists), _ROCKSDB, (StoreType.TIMESTAMPED_KV,))
 
 
 def _accessor_mixin(accessor_class: type[DualColumnFamilyAccessor]) -> type:
@@ -778,7 +771,7 @@ class _ZeroTimestampUpgrade:
 @mutant("kv-plain-upgrade-timestamp-zero", "a timestamped store over plain data reads legacy values with timestamp 0",
         FAMILY, rules=("UPG-5",))
 def _plain_upgrade_timestamp_zero() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_ZeroTimestampUpgrade), _ROCKSDB, (StoreType.TIMESTAMPED,))
+    return _stores_with(_on_instance(_ZeroTimestampUpgrade), _ROCKSDB, (StoreType.TIMESTAMPED_KV,))
 
 
 class _EmptyLegacyFamilyKept:
@@ -796,7 +789,7 @@ class _EmptyLegacyFamilyKept:
 @mutant("kv-empty-legacy-family-kept", "a header store keeps an empty keyValueWithTimestamp family", FAMILY,
         rules=("UPG-6", "KV-38"))
 def _empty_legacy_family_kept() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_EmptyLegacyFamilyKept), _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_on_instance(_EmptyLegacyFamilyKept), _ROCKSDB, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
 
 
 class _MixedLegacyDataAccepted:
@@ -831,7 +824,7 @@ class _MixedLegacyDataAccepted:
 @mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the plain",
         FAMILY, rules=("UPG-7", "KV-38"))
 def _mixed_legacy_data_accepted() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_MixedLegacyDataAccepted), _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_on_instance(_MixedLegacyDataAccepted), _ROCKSDB, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
 
 
 class _PlainToHeadersAsTimestamped:
@@ -849,7 +842,7 @@ class _PlainToHeadersAsTimestamped:
 @mutant("kv-plain-to-headers-as-timestamped", "a header store converts plain legacy values as timestamped ones",
         FAMILY, rules=("UPG-8", "KV-38"))
 def _plain_to_headers_as_timestamped() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_PlainToHeadersAsTimestamped), _ROCKSDB, (StoreType.TIMESTAMPED_WITH_HEADERS,))
+    return _stores_with(_on_instance(_PlainToHeadersAsTimestamped), _ROCKSDB, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
 
 
 class _AllFamiliesOpened:
@@ -873,7 +866,7 @@ class _AllFamiliesOpened:
 @mutant("kv-older-type-opens-newer-directory", "an older store type opens a directory holding families it does not know",
         FAMILY, rules=("UPG-1",))
 def _older_type_opens_newer_directory() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_AllFamiliesOpened), _ROCKSDB, (StoreType.KEY_VALUE, StoreType.TIMESTAMPED))
+    return _stores_with(_on_instance(_AllFamiliesOpened), _ROCKSDB, (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV))
 
 
 # KV-40 .. KV-45: in memory -------------------------------------------------------------------------------------------
@@ -1112,7 +1105,7 @@ def _plain_facade_strips_timestamp() -> dict[str, Handler]:
 
 def _timestamp_little_endian(payload: JsonDict, out: JsonDict) -> JsonDict:
     handle = _handle_of(payload)
-    if handle is None or handle.store_type is not StoreType.TIMESTAMPED or not out.get("found"):
+    if handle is None or handle.store_type is not StoreType.TIMESTAMPED_KV or not out.get("found"):
         return out
     raw = call("store.get", {"handle": payload.get("handle"), "key": payload.get("key")})["value"]
     return {**out, "timestamp": int.from_bytes(bytes.fromhex(raw)[:8], "little", signed=True)}

@@ -17,15 +17,17 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import OFFSET_UNKNOWN, OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, encode_status
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file, write_position_file
-from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache, entry_size
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, WriteBatch
-from kstate.stores.factory import open_kv_store, rocksdb_store_class, task_directory
+from kstate.stores.factory import open_kv_store, task_directory
+from kstate.stores.families import store_classes
 from kstate.stores.restore import RestoreResult, restore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -53,8 +55,8 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
 def _rocksdb_with(mixin: type) -> dict[str, Handler]:
     """``store.open`` whose RocksDB key-value stores of every type have ``mixin`` in front of their class."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
-    for store_type in StoreType:
-        base = rocksdb_store_class(store_type)
+    for store_type in BUILT_TYPES:
+        base = store_classes(store_type).rocksdb
         classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
 
@@ -387,15 +389,13 @@ def _logged_restore(store: KeyValueBytesStore, store_type: StoreType, records: S
     for start in range(0, len(records), batch_size):
         batch = records[start:start + batch_size]
         for record in batch:
-            store.put(record.key, cl.restore_value(cl.StoreType.parse(_CODEC_TYPES[store_type]), record))
+            store.put(record.key, cl.restore_value(store_type, record))
         result = RestoreResult(result.records + len(batch), result.batches + 1)
         if after_batch is not None:
             after_batch(result)
     return result
 
 
-_CODEC_TYPES = {StoreType.KEY_VALUE: "kv", StoreType.TIMESTAMPED: "timestamped_kv",
-                StoreType.TIMESTAMPED_WITH_HEADERS: "timestamped_kv_with_headers"}
 
 
 @mutant("restore-through-put", "restore writes each record with put, through the cache and the changelog", FAMILY,
@@ -407,7 +407,7 @@ def _restore_through_put() -> dict[str, Handler]:
 def _legacy_stamped_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                             batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """A timestamped store rebuilt from a changelog gets the in-place conversion's -1, as if upgraded in place."""
-    if StoreType(store_type) is StoreType.TIMESTAMPED:
+    if StoreType(store_type) is StoreType.TIMESTAMPED_KV:
         records = [replace(r, timestamp=-1) for r in records]
     return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
 
@@ -638,7 +638,7 @@ class _NoTimestampAsContext(ChangeLoggingKeyValueBytesStore):
     """A stored timestamp of -1 (Kafka's NO_TIMESTAMP) is logged at the context timestamp instead of refused."""
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        if self.store_type is StoreType.TIMESTAMPED and value is not None and value[:8] == b"\xff" * 8:
+        if self.store_type is StoreType.TIMESTAMPED_KV and value is not None and value[:8] == b"\xff" * 8:
             self.inner.put(key, value)
             context = self.context.codec_context()
             stamped = context.timestamp.to_bytes(8, "big", signed=True) + value[8:]
@@ -649,7 +649,7 @@ class _NoTimestampAsContext(ChangeLoggingKeyValueBytesStore):
 
 def _no_timestamp_logging(inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder,
                           sink: ChangelogSink) -> KeyValueBytesStore:
-    if StoreType(store_type) is StoreType.TIMESTAMPED:
+    if StoreType(store_type) is StoreType.TIMESTAMPED_KV:
         return _NoTimestampAsContext(inner, store_type, context, sink)
     return DEFAULT_BUILDER.logging_layer(inner, store_type, context, sink)
 
@@ -726,7 +726,7 @@ def _restore_upgrade_keeps_legacy_entry() -> dict[str, Handler]:
 def _headerless_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                         batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """A header-aware store restored as if its changelog records carried no headers."""
-    if StoreType(store_type) is StoreType.TIMESTAMPED_WITH_HEADERS:
+    if StoreType(store_type) is StoreType.TIMESTAMPED_KV_WITH_HEADERS:
         records = [replace(r, headers=()) for r in records]
     return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
 

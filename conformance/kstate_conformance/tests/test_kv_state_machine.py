@@ -459,7 +459,7 @@ def _capabilities(codec: Any) -> dict[str, Any]:
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
     caps = _capabilities(codec)
-    if backend not in caps.get("backends", []) or store_type not in caps.get("store_types", []):
+    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
         pytest.skip(f"the implementation has no {store_type} store on {backend}")
     # Half the profile's examples, each a run of up to 30 steps. Shrinking re-runs RocksDB stores
     # hundreds of times (minutes): it is off unless KSTATE_SHRINK=1 asks for a minimal failing run.

@@ -20,11 +20,10 @@ from typing import Any
 from kstate.app.config import InstanceConfig
 from kstate.app.dump import StoreDump, dump_store
 from kstate.app.process import InstanceProcess
+from kstate.codecs.store_types import StoreType
 from kstate.kafka.broker import Broker, describe
 from kstate.kafka.changelog_topics import ChangelogIOError, create_changelog_topic, create_topic, flush_bounded
 from kstate.spark.oracle import ChangelogRow, State, read_changelog_rows
-from kstate.stores.api import StoreType
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
 
 Headers = tuple[tuple[str, bytes | None], ...]
 
@@ -54,7 +53,7 @@ class AppCluster:
         self.input_topic = f"{application_id}-input"
         create_topic(broker, self.input_topic, partitions)
         self.changelog_topic = create_changelog_topic(broker, application_id, store_name,
-                                                      CHANGELOG_STORE_TYPES[StoreType(store_type)], partitions)
+                                                      StoreType(store_type), partitions)
         self.store_type = StoreType(store_type)
         self.instances: dict[str, InstanceProcess] = {}
         self.acked: list[InputRecord] = []

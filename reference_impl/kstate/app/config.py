@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kstate.codecs import changelog as cl
-from kstate.stores.api import StoreType
+from kstate.codecs.store_types import StoreType
 
 #: What an instance does when its store directory was left by an unclean shutdown (KV-52): keep the committed
 #: data and restore the rest of the changelog on top (at-least-once), or wipe and rebuild (as Kafka does under

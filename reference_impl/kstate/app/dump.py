@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
 from kstate.codecs.offsets import OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, STATUS_OPEN, decode_offset_value
-from kstate.stores.api import StoreType
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.codecs.store_types import StoreType
 from kstate.stores.column_families import CONVERTERS
 from kstate.stores.engine import list_column_families, rocksdb_options
 from kstate.stores.factory import store_directory
@@ -92,9 +90,8 @@ def logical_view(store_type: StoreType, column_families: ColumnFamilies) -> dict
 
     Raises :class:`kstate.codecs.layout.LayoutError` for a directory the store type refuses (UPG-1, UPG-7).
     """
-    layout_type: cl.StoreType = CHANGELOG_STORE_TYPES[StoreType(store_type)]
     existing = {cf: bool(entries) for cf, entries in column_families.items()}
-    plan = column_family_plan(layout_type, existing)
+    plan = column_family_plan(StoreType(store_type), existing)
     view = dict(column_families.get(plan.data_cf, {}))
     if plan.legacy_cf is not None and plan.conversion is not None:
         convert = CONVERTERS[plan.conversion]

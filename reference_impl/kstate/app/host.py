@@ -27,9 +27,8 @@ from typing import Any
 from kstate.app.config import CRASH_POINTS, ON_REFUSED_WIPE, UNCLEAN_WIPE, InstanceConfig
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs import changelog as cl
-from kstate.codecs.header_values import encode_value_timestamp_headers
 from kstate.codecs.offsets import UncleanShutdownError
-from kstate.codecs.timestamped import encode_value_and_timestamp
+from kstate.codecs.store_types import StoreType, encode_stored_value
 from kstate.stores.api import (
     Backend,
     ColumnFamilyStore,
@@ -37,12 +36,12 @@ from kstate.stores.api import (
     PositionTracking,
     ProcessorStateError,
     RecordContext,
-    StoreType,
     TopicPartition,
     UnknownColumnFamilyError,
 )
-from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, RecordContextHolder, changelogging_store
+from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, RecordContextHolder
 from kstate.stores.factory import open_kv_store, wipe_kv_store
+from kstate.stores.families import changelogging_store
 
 EXIT_REFUSED = 3
 EXIT_FATAL = 2
@@ -51,12 +50,7 @@ EXIT_FATAL = 2
 def stored_value(store_type: StoreType, value: bytes, timestamp: int,
                  headers: tuple[tuple[str, bytes | None], ...]) -> bytes:
     """What a ``table()``-style processor puts for an input record: the value in the store type's layout."""
-    if store_type is StoreType.KEY_VALUE:
-        return value
-    if store_type is StoreType.TIMESTAMPED:
-        out = encode_value_and_timestamp(value, timestamp)
-    else:
-        out = encode_value_timestamp_headers(value, timestamp, list(headers))
+    out = encode_stored_value(store_type, value, timestamp, list(headers))
     assert out is not None
     return out
 

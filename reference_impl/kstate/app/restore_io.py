@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import StoreType
 from kstate.kafka.changelog_topics import iter_batches, restore_rows
-from kstate.stores.api import KeyValueBytesStore, StoreType, TopicPartition
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.stores.api import KeyValueBytesStore, TopicPartition
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, restoring
 
 
@@ -40,8 +40,8 @@ def restore_from_changelog(
     """
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
     start = 0 if committed is None else committed + 1
-    codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
-    with_headers = cl.restore_reads_headers(codec_type)
+    store_type = StoreType(store_type)
+    with_headers = cl.restore_reads_headers(store_type)
     records = batches = 0
     first: int | None = None
     last: int | None = None
@@ -51,7 +51,7 @@ def restore_from_changelog(
                                   liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
             if first is None:
                 first = batch[0].offset()
-            store.restore_batch(cl.restore_entries(codec_type, restore_rows(batch, with_headers)))
+            store.restore_batch(cl.restore_entries(store_type, restore_rows(batch, with_headers)))
             last = batch[-1].offset()
             if after_batch is not None:
                 after_batch(last)

@@ -7,7 +7,6 @@ value a store writes on restore. Also the changelog topic's name and configurati
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,17 +19,29 @@ from kstate.codecs.header_values import (
     raw_headers_of,
     raw_rows_to_headers_values,
     raw_value_of,
-    raw_value_to_headers_value,
-    raw_value_to_session_headers_value,
     timestamp_of_headers_value,
 )
 from kstate.codecs.position import Position, PositionInput, decode_position, encode_position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN
 from kstate.codecs.record_headers import Header
+from kstate.codecs.store_types import (
+    AGGREGATION_HEADERS_LOGGED,
+    HEADERS_LOGGED,
+    KV_TYPES,
+    PLAIN_LOGGED,
+    SESSION_TYPES,
+    STORE_TYPES,
+    TIMESTAMPED_LOGGED,
+    VALUE_ENCODERS,
+    WINDOW_TYPES,
+    RestoreConversion,
+    Source,
+    StoreType,
+    types_where,
+)
 from kstate.codecs.timestamped import (
     raw_rows_to_timestamped_values,
     raw_value,
-    raw_value_to_timestamped_value,
     timestamp_of,
 )
 from kstate.errors import DecodeError, EncodeError
@@ -50,37 +61,18 @@ MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
-class StoreType(enum.Enum):
-    """The store types whose changelog and restore behaviour differ (CL-1)."""
-
-    KV = "kv"
-    TIMESTAMPED_KV = "timestamped_kv"
-    VERSIONED_KV = "versioned_kv"
-    WINDOW = "window"
-    TIMESTAMPED_WINDOW = "timestamped_window"
-    SESSION = "session"
-    TIMESTAMPED_KV_WITH_HEADERS = "timestamped_kv_with_headers"
-    TIMESTAMPED_WINDOW_WITH_HEADERS = "timestamped_window_with_headers"
-    SESSION_WITH_HEADERS = "session_with_headers"
-    #: Only a column-family layout (LAY-*); its changelog is not specified here.
-    TIME_ORDERED_WINDOW_WITH_HEADERS = "time_ordered_window_with_headers"
-
-    @classmethod
-    def parse(cls, name: str) -> StoreType:
-        try:
-            return cls(name)
-        except ValueError as exc:
-            raise EncodeError(FORMAT, f"unknown store type {name!r}") from exc
-
-
-KV_TYPES = frozenset({StoreType.KV, StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS})
-WINDOW_TYPES = frozenset({StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS})
-SESSION_TYPES = frozenset({StoreType.SESSION, StoreType.SESSION_WITH_HEADERS})
-WINDOWED_TOPIC_TYPES = WINDOW_TYPES | SESSION_TYPES
+#: The record's fields per changelog rule, and the restore conversions, from the table of store types (CL-1).
+_PLAIN_LOGGED = types_where(lambda i: i.changelog == PLAIN_LOGGED)
+_TIMESTAMPED_LOGGED = types_where(lambda i: i.changelog == TIMESTAMPED_LOGGED)
+_HEADERS_LOGGED = types_where(lambda i: i.changelog == HEADERS_LOGGED)
+_AGGREGATION_HEADERS_LOGGED = types_where(lambda i: i.changelog == AGGREGATION_HEADERS_LOGGED)
 #: Store types whose restore converter is the identity (CL-9).
-_IDENTITY = frozenset({StoreType.KV, StoreType.WINDOW, StoreType.SESSION, StoreType.VERSIONED_KV})
-_TIMESTAMPED = frozenset({StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_WINDOW})
-_TIMESTAMPED_WITH_HEADERS = frozenset({StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS})
+_IDENTITY = types_where(lambda i: i.restore is RestoreConversion.IDENTITY)
+_TIMESTAMPED = types_where(lambda i: i.restore is RestoreConversion.TIMESTAMPED)
+_TIMESTAMPED_WITH_HEADERS = types_where(lambda i: i.restore is RestoreConversion.TIMESTAMPED_WITH_HEADERS)
+_AGGREGATION_WITH_HEADERS = types_where(lambda i: i.restore is RestoreConversion.AGGREGATION_WITH_HEADERS)
+#: Store types whose context headers go with a tombstone (CL-8).
+_TOMBSTONE_HEADERS = types_where(lambda i: i.changelog is not None and i.changelog.headers is Source.VALUE)
 
 
 @dataclass(frozen=True)
@@ -130,18 +122,18 @@ def _finish(key: bytes, value: bytes | None, timestamp: int, headers: HeaderInpu
 
 def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordContext) -> tuple[bytes | None, int, HeaderInput]:
     """What a change-logging layer sends for one stored value: raw value, timestamp, headers (CL-3 to CL-8)."""
-    if store_type in (StoreType.KV, StoreType.WINDOW, StoreType.SESSION):
+    if store_type in _PLAIN_LOGGED:
         return stored, context.timestamp, None
-    if store_type in _TIMESTAMPED:
+    if store_type in _TIMESTAMPED_LOGGED:
         if stored is None:
             return None, context.timestamp, None
         return raw_value(stored), timestamp_of(stored), None
-    if store_type in _TIMESTAMPED_WITH_HEADERS:
+    if store_type in _HEADERS_LOGGED:
         if stored is None:
             return None, context.timestamp, context.headers
         raw_headers = raw_headers_of(stored)
         return raw_value_of(stored), timestamp_of_headers_value(stored), decode_headers(raw_headers)
-    if store_type is StoreType.SESSION_WITH_HEADERS:
+    if store_type in _AGGREGATION_HEADERS_LOGGED:
         if stored is None:
             return None, context.timestamp, context.headers
         decoded = decode_aggregation_with_headers(stored)
@@ -192,7 +184,7 @@ def kv_delete_record(store_type: StoreType, key: bytes, context: RecordContext,
                      position: PositionInput | None = None) -> ChangelogRecord:
     """``delete``: always a tombstone with the context timestamp, even for an absent key (CL-3, CL-4, CL-8)."""
     _require(store_type, KV_TYPES)
-    headers = context.headers if store_type is StoreType.TIMESTAMPED_KV_WITH_HEADERS else None
+    headers = context.headers if store_type in _TOMBSTONE_HEADERS else None
     return _finish(key, None, context.timestamp, headers, position)
 
 
@@ -230,16 +222,10 @@ def _require(store_type: StoreType, allowed: frozenset[StoreType]) -> None:
 RecordConverter = Callable[[bytes | None, int, HeaderInput], "bytes | None"]
 
 
-def _identity(value: bytes | None, _timestamp: int, _headers: HeaderInput) -> bytes | None:
-    return value
-
-
-def _timestamped(value: bytes | None, timestamp: int, _headers: HeaderInput) -> bytes | None:
-    return raw_value_to_timestamped_value(value, timestamp)
-
-
-def _session_with_headers(value: bytes | None, _timestamp: int, headers: HeaderInput) -> bytes | None:
-    return raw_value_to_session_headers_value(value, headers)
+#: Restore writes the record's parts in the store's value layout: the identity for a plain layout (CL-9 to CL-11).
+_RECORD_CONVERTERS: dict[StoreType, RecordConverter] = {
+    t: VALUE_ENCODERS[i.value_format] for t, i in STORE_TYPES.items() if i.restore is not None and i.value_format is not None
+}
 
 
 def record_converter(store_type: StoreType) -> RecordConverter:
@@ -247,20 +233,15 @@ def record_converter(store_type: StoreType) -> RecordConverter:
 
     Header-aware stores embed *all* record headers, the consistency headers ``v``/``c`` included.
     """
-    if store_type in _IDENTITY:
-        return _identity
-    if store_type in _TIMESTAMPED:
-        return _timestamped
-    if store_type in _TIMESTAMPED_WITH_HEADERS:
-        return raw_value_to_headers_value
-    if store_type is StoreType.SESSION_WITH_HEADERS:
-        return _session_with_headers
-    raise EncodeError(FORMAT, f"no restore rule for store type {store_type.value}")
+    convert = _RECORD_CONVERTERS.get(store_type)
+    if convert is None:
+        raise EncodeError(FORMAT, f"no restore rule for store type {store_type.value}")
+    return convert
 
 
 def restore_reads_headers(store_type: StoreType) -> bool:
     """Whether ``store_type``'s restore converter embeds the record headers (CL-10, CL-11)."""
-    return store_type in _TIMESTAMPED_WITH_HEADERS or store_type is StoreType.SESSION_WITH_HEADERS
+    return store_type in _TIMESTAMPED_WITH_HEADERS or store_type in _AGGREGATION_WITH_HEADERS
 
 
 #: A changelog record as restore reads it: ``(key, value, timestamp, headers)``.
@@ -361,29 +342,25 @@ def changelog_topic_config(
     ``log_config`` None stands for a builder whose ``withLoggingEnabled`` map was never replaced; a
     plain window store keeping duplicates then carries ``cleanup.policy=delete`` (CL-16).
     """
+    topic = STORE_TYPES[store_type].topic
+    if topic is None:
+        raise EncodeError(TOPIC_FORMAT, f"no changelog topic rule for store type {store_type.value}")
     config: dict[str, str] = {"message.timestamp.type": "CreateTime"}
     store_config: dict[str, str]
     if log_config is not None:
         store_config = dict(log_config)
-    elif retain_duplicates and store_type is StoreType.WINDOW:
+    elif retain_duplicates and topic.delete_when_retaining_duplicates:
         store_config = {"cleanup.policy": "delete"}
     else:
         store_config = {}
-    if store_type is StoreType.VERSIONED_KV:
-        config["cleanup.policy"] = "compact"
-    elif store_type in WINDOWED_TOPIC_TYPES:
-        config["cleanup.policy"] = "compact,delete"
-    elif store_type in KV_TYPES:
-        config["cleanup.policy"] = "compact"
-    else:
-        raise EncodeError(TOPIC_FORMAT, f"no changelog topic rule for store type {store_type.value}")
+    config["cleanup.policy"] = topic.cleanup_policy
     config.update(topic_defaults or {})
     config.update(store_config)
-    if store_type is StoreType.VERSIONED_KV and "min.compaction.lag.ms" not in store_config:
+    if topic.versioned_compaction_lag and "min.compaction.lag.ms" not in store_config:
         if history_retention_ms is None:
             raise EncodeError(TOPIC_FORMAT, "a versioned store needs its history retention")
         config["min.compaction.lag.ms"] = str(_saturating_add(history_retention_ms, VERSIONED_ADDITIONAL_COMPACTION_LAG_MS))
-    if store_type in WINDOWED_TOPIC_TYPES and "retention.ms" not in store_config:
+    if topic.windowed_retention and "retention.ms" not in store_config:
         if retention_ms is None:
             raise EncodeError(TOPIC_FORMAT, "a window or session store needs its retention period")
         config["retention.ms"] = str(_saturating_add(retention_ms, additional_retention_ms))
@@ -393,7 +370,6 @@ def changelog_topic_config(
 __all__ = [
     "ChangelogRecord",
     "RecordContext",
-    "StoreType",
     "apply_consistency",
     "changelog_topic_config",
     "changelog_topic_name",

@@ -10,20 +10,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kstate.codecs.changelog import StoreType
 from kstate.codecs.offsets import parse_java_int
 from kstate.codecs.primitives import INT32_MAX, INT32_MIN
+from kstate.codecs.store_types import DEFAULT_CF, OFFSETS_CF, STORE_TYPES, StoreType
 from kstate.errors import EncodeError, KStateError
 
 FORMAT = "state-layout"
 
-DEFAULT_CF = "default"
-TIMESTAMPED_CF = "keyValueWithTimestamp"
-TIMESTAMPED_HEADERS_CF = "keyValueWithTimestampAndHeaders"
-SESSION_HEADERS_CF = "sessionKeyValueWithHeaders"
-WINDOW_HEADERS_CF = "windowKeyValueWithHeaders"
-OFFSETS_CF = "offsets"
-KNOWN_COLUMN_FAMILIES = (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, SESSION_HEADERS_CF, WINDOW_HEADERS_CF, OFFSETS_CF)
 
 ROCKSDB_DIR = "rocksdb"
 CHECKPOINT_FILE = ".checkpoint"
@@ -37,7 +30,6 @@ TABLE_FORMAT_VERSION = 5
 ROCKSDICT_SIDECAR = "rocksdict-config.json"
 
 _TASK_DIR = re.compile(r"[0-9]+_[0-9]+")
-_KV_LIKE = frozenset({StoreType.KV, StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.VERSIONED_KV})
 
 
 class LayoutError(KStateError):
@@ -80,7 +72,7 @@ def store_dir(store_type: StoreType, store_name: str) -> str:
     the parent ``<store>`` of one RocksDB per segment.
     """
     check_store_name(store_name)
-    if store_type in _KV_LIKE:
+    if STORE_TYPES[store_type].single_database:
         return f"{ROCKSDB_DIR}/{store_name}"
     return store_name
 
@@ -139,30 +131,26 @@ def column_family_plan(store_type: StoreType, existing: Mapping[str, bool] | Non
 
 
 def _plan(store_type: StoreType, existing: Mapping[str, bool]) -> ColumnFamilyPlan:
-    has_default_data = existing.get(DEFAULT_CF, False)
-    if store_type in (StoreType.KV, StoreType.VERSIONED_KV, StoreType.WINDOW, StoreType.SESSION):
+    families = STORE_TYPES[store_type].column_families
+    if families is None:
+        raise EncodeError(FORMAT, f"no column family rule for store type {store_type.value}")
+    data_cf = families.data_cf
+    if data_cf == DEFAULT_CF:
         return ColumnFamilyPlan((DEFAULT_CF, OFFSETS_CF), DEFAULT_CF)
-    if store_type in (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_WINDOW):
-        families: tuple[str, ...] = (DEFAULT_CF, TIMESTAMPED_CF, OFFSETS_CF)
-        if has_default_data:
-            return ColumnFamilyPlan(families, TIMESTAMPED_CF, DEFAULT_CF, "convert_to_timestamped_format")
-        return ColumnFamilyPlan(families, TIMESTAMPED_CF)
-    if store_type in (StoreType.TIMESTAMPED_KV_WITH_HEADERS, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS):
-        if TIMESTAMPED_CF in existing:
-            families = (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, OFFSETS_CF)
+    has_default_data = existing.get(DEFAULT_CF, False)
+    from_default = None
+    for upgrade in families.upgrades:
+        if upgrade.source_cf == DEFAULT_CF:
+            from_default = upgrade
+        elif upgrade.source_cf in existing:
+            # An older non-plain family on disk: it is opened, and upgraded from when it holds data (LAY-8).
+            opened: tuple[str, ...] = (DEFAULT_CF, upgrade.source_cf, data_cf, OFFSETS_CF)
             if has_default_data:
                 raise LayoutError("Cannot have both plain (DEFAULT) and timestamped data")
-            if existing[TIMESTAMPED_CF]:
-                return ColumnFamilyPlan(families, TIMESTAMPED_HEADERS_CF, TIMESTAMPED_CF, "convert_to_header_format")
-            return ColumnFamilyPlan(families, TIMESTAMPED_HEADERS_CF, dropped=(TIMESTAMPED_CF,))
-        families = (DEFAULT_CF, TIMESTAMPED_HEADERS_CF, OFFSETS_CF)
-        if has_default_data:
-            return ColumnFamilyPlan(families, TIMESTAMPED_HEADERS_CF, DEFAULT_CF, "convert_from_plain_to_header_format")
-        return ColumnFamilyPlan(families, TIMESTAMPED_HEADERS_CF)
-    if store_type in (StoreType.SESSION_WITH_HEADERS, StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS):
-        data_cf = SESSION_HEADERS_CF if store_type is StoreType.SESSION_WITH_HEADERS else WINDOW_HEADERS_CF
-        families = (DEFAULT_CF, data_cf, OFFSETS_CF)
-        if has_default_data:
-            return ColumnFamilyPlan(families, data_cf, DEFAULT_CF, "convert_to_header_format")
-        return ColumnFamilyPlan(families, data_cf)
-    raise EncodeError(FORMAT, f"no column family rule for store type {store_type.value}")
+            if existing[upgrade.source_cf]:
+                return ColumnFamilyPlan(opened, data_cf, upgrade.source_cf, upgrade.conversion)
+            return ColumnFamilyPlan(opened, data_cf, dropped=(upgrade.source_cf,))
+    opened = (DEFAULT_CF, data_cf, OFFSETS_CF)
+    if has_default_data and from_default is not None:
+        return ColumnFamilyPlan(opened, data_cf, DEFAULT_CF, from_default.conversion)
+    return ColumnFamilyPlan(opened, data_cf)

@@ -20,22 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import header_values, key_schemas, session_keys, timestamped, versioned, window_keys
-from kstate.codecs.changelog import StoreType
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
-    DEFAULT_CF,
     GLOBAL_DIR,
-    KNOWN_COLUMN_FAMILIES,
     LOCK_FILE,
-    OFFSETS_CF,
     POSITION_SUFFIX,
     PROCESS_METADATA_FILE,
     ROCKSDB_DIR,
     ROCKSDICT_SIDECAR,
-    SESSION_HEADERS_CF,
-    TIMESTAMPED_CF,
-    TIMESTAMPED_HEADERS_CF,
-    WINDOW_HEADERS_CF,
     LayoutError,
     column_family_plan,
     parse_task_dir_name,
@@ -43,6 +35,18 @@ from kstate.codecs.layout import (
 from kstate.codecs.offsets import decode_entry, read_checkpoint_text
 from kstate.codecs.primitives import read_int64
 from kstate.codecs.segments import parse_segment_name
+from kstate.codecs.store_types import (
+    DEFAULT_CF,
+    KNOWN_COLUMN_FAMILIES,
+    OFFSETS_CF,
+    SESSION_HEADERS_CF,
+    STORE_TYPES,
+    TIMESTAMPED_CF,
+    TIMESTAMPED_HEADERS_CF,
+    WINDOW_HEADERS_CF,
+    Family,
+    StoreType,
+)
 from kstate.errors import KStateError
 
 # Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
@@ -260,8 +264,8 @@ def detect_kv_type(rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[StoreTyp
     if data and _is_versioned(data):
         return StoreType.VERSIONED_KV, "default only; every key a segment-id prefix, rows decode as versioned (VER-1..3)"
     if not data:
-        return StoreType.KV, "default only and empty (a versioned store would look the same)"
-    return StoreType.KV, "default only; rows are not versioned rows"
+        return StoreType.KEY_VALUE, "default only and empty (a versioned store would look the same)"
+    return StoreType.KEY_VALUE, "default only; rows are not versioned rows"
 
 
 def _plausible_window(key: bytes, low: int, high: int | None) -> bool:
@@ -347,8 +351,7 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
     time_ordered = store_type == TIME_ORDERED
     store_type = StoreType.WINDOW if time_ordered else StoreType(store_type)
     row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex()}
-    window = store_type in (StoreType.WINDOW, StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS)
-    session = store_type in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS)
+    family = STORE_TYPES[store_type].family
     if store_type is StoreType.VERSIONED_KV:
         segment, raw_key = versioned.split_segment_key(key)
         row["key"] = _text(raw_key)
@@ -363,10 +366,10 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
     if time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
         decoded = _window_schema(key).decode(key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
-    elif window:
+    elif family is Family.WINDOW:
         decoded = window_keys.PLAIN.decode(key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
-    elif session:
+    elif family is Family.SESSION:
         skey = session_keys.PLAIN.decode(key)
         session_keys.validate_session_window(skey.start, skey.end)
         row.update(key=_text(skey.key), session={"start": skey.start, "end": skey.end})

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
 from kstate.kafka.broker import Broker, BrokerUnavailable, describe
 
@@ -57,7 +58,7 @@ def create_topic(broker: Broker, topic: str, partitions: int = 1, config: Mappin
         raise _failure(broker, f"cannot create {topic}", exc) from exc
 
 
-def create_changelog_topic(broker: Broker, application_id: str, store_name: str, store_type: cl.StoreType,
+def create_changelog_topic(broker: Broker, application_id: str, store_name: str, store_type: StoreType,
                            partitions: int, *, retention_ms: int | None = None,
                            history_retention_ms: int | None = None, timeout: float = 15.0) -> str:
     """Create ``<applicationId>-<store>-changelog`` with the configuration Kafka Streams gives ``store_type``

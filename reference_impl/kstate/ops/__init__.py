@@ -60,6 +60,7 @@ _FAMILY_MODULES = (
     "kstate.ops.offsets_ops",
     "kstate.ops.changelog_ops",
     "kstate.ops.store_ops",
+    "kstate.ops.kv_store_ops",
     "kstate.ops.store_scenario_ops",
 )
 

@@ -12,6 +12,7 @@ from typing import Any
 from kstate.codecs import changelog as cl
 from kstate.codecs import layout as lay
 from kstate.codecs import segments as seg
+from kstate.codecs.store_types import KV_TYPES, SESSION_TYPES, WINDOW_TYPES, StoreType
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
 from kstate.ops.inputs import (
@@ -30,10 +31,10 @@ from kstate.ops.inputs import (
 from kstate.ops.offsets_ops import position_from_json, position_to_json
 
 _OPERATIONS = {
-    **dict.fromkeys(cl.KV_TYPES, ("put", "put_if_absent", "delete")),
-    cl.StoreType.VERSIONED_KV: ("put", "delete"),
-    **dict.fromkeys(cl.WINDOW_TYPES, ("put",)),
-    **dict.fromkeys(cl.SESSION_TYPES, ("put", "remove")),
+    **dict.fromkeys(KV_TYPES, ("put", "put_if_absent", "delete")),
+    StoreType.VERSIONED_KV: ("put", "delete"),
+    **dict.fromkeys(WINDOW_TYPES, ("put",)),
+    **dict.fromkeys(SESSION_TYPES, ("put", "remove")),
 }
 
 
@@ -65,8 +66,8 @@ def _context(payload: JsonDict) -> cl.RecordContext:
                             tuple(headers_from_json(context.get("headers"), "context.headers") or []))
 
 
-def _store_type(payload: JsonDict) -> cl.StoreType:
-    return cl.StoreType.parse(require_str(payload, "store_type"))
+def _store_type(payload: JsonDict) -> StoreType:
+    return StoreType.parse(require_str(payload, "store_type"))
 
 
 @op(
@@ -83,11 +84,11 @@ def record_for_write(payload: JsonDict) -> JsonDict:
     value = require_hex(payload, "value", None)
     position_json = payload.get("consistency_position")
     position = None if position_json is None else position_from_json(position_json, "consistency_position")
-    if store_type is cl.StoreType.VERSIONED_KV:
+    if store_type is StoreType.VERSIONED_KV:
         logged = None if operation == "delete" else value
         return {"record": _record_to_json(cl.versioned_record(key, logged, require_int(payload, "timestamp"), position))}
     context = _context(payload)
-    if store_type in cl.KV_TYPES:
+    if store_type in KV_TYPES:
         if operation == "delete":
             record = cl.kv_delete_record(store_type, key, context, position)
         elif operation == "put_if_absent":
@@ -96,7 +97,7 @@ def record_for_write(payload: JsonDict) -> JsonDict:
         else:
             record = cl.kv_put_record(store_type, key, value, context, position)
         return {"record": _record_to_json(record)}
-    if store_type in cl.WINDOW_TYPES:
+    if store_type in WINDOW_TYPES:
         seqnum = cl.next_seqnum(require_int(payload, "seqnum", 0), require_bool(payload, "retain_duplicates", False))
         record = cl.window_put_record(store_type, key, require_int(payload, "window_start"), seqnum, value, context, position)
         return {"record": _record_to_json(record), "seqnum": seqnum}
@@ -112,7 +113,7 @@ def restore_value(payload: JsonDict) -> JsonDict:
     store_type = _store_type(payload)
     record = _record_from_json(field(payload, "record"))
     out: JsonDict = {"key": record.key.hex(), "value": tohex(cl.restore_value(store_type, record))}
-    if store_type is cl.StoreType.VERSIONED_KV:
+    if store_type is StoreType.VERSIONED_KV:
         out["timestamp"] = record.timestamp
     return out
 

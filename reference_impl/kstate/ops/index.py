@@ -148,7 +148,8 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         "iterators": "bool", "upgrade": "list[string]; backends that upgrade in place",
     }),
     "store.open": ({
-        "store_type": "string; optional, kv (default), timestamped_kv or timestamped_kv_headers",
+        "store_type": ("string; optional, kv (default), timestamped_kv or timestamped_kv_with_headers "
+                       "(legacy alias timestamped_kv_headers)"),
         "backend": "string; optional, rocksdb (default) or memory",
         "name": "string; optional, the store name, default \"store\"",
         **_LOCATION,

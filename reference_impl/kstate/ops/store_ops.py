@@ -1,4 +1,4 @@
-"""The neutral ``store.*`` operations: drive a key-value store of any implementation through JSON.
+"""The neutral ``store.*`` operations shared by every store family: handles, life cycle, changelog, restore, dump.
 
 ``store.open`` builds a store as Kafka's builders do (the bytes store, then change-logging, then the
 record cache) and answers a handle; every other operation names the handle. Bytes are hex, values are
@@ -6,9 +6,11 @@ in the store type's layout (plain value, ``[ts][value]``, or ``[hsize][headers][
 are ``[[key, hex-or-null], ...]``, changelog records are ``{key, value, timestamp, headers}``
 (spec/ops.md, OPS-*; spec/kv-stores.md, changelog.md, caching.md, restore.md).
 
-Handles and open iterators live in registries inside this module. Mutants reuse every handler but
-``store.open``, which they replace with :func:`make_open_handler` over a :class:`StoreBuilder` whose
-layers carry one bug.
+Handles and open iterators live in registries inside this module; a family's own operations (the
+key-value ones are in :mod:`kstate.ops.kv_store_ops`) find their store with :func:`store_for`. The store
+types come from :mod:`kstate.codecs.store_types` (either spelling of the headers type is accepted) and
+their classes from :mod:`kstate.stores.families`. Mutants reuse every handler but ``store.open``, which
+they replace with :func:`make_open_handler` over a :class:`StoreBuilder` whose layers carry one bug.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, StoreType
 from kstate.errors import KStateError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
 from kstate.ops.inputs import (
@@ -50,17 +53,17 @@ from kstate.stores.api import (
     PositionTracking,
     ProcessorStateError,
     RecordContext,
-    StoreType,
     TopicPartition,
 )
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder, changelogging_store
+from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import RocksDBEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, task_directory, wipe_kv_store
+from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
-from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
-STORE_TYPES = tuple(t.value for t in StoreType)
+#: The names ``store.open`` accepts: every store type and the legacy alias (a type not built is refused by name).
+STORE_TYPE_NAMES = tuple(t.value for t in StoreType) + tuple(LEGACY_ALIASES)
 BACKENDS = tuple(b.value for b in Backend)
 
 OpenBytesStore = Callable[..., KeyValueBytesStore]
@@ -137,7 +140,8 @@ _ITERATORS: dict[str, tuple[str, KeyValueIterator]] = {}
 _IDS = itertools.count(1)
 
 
-def _handle(payload: JsonDict) -> StoreHandle:
+def handle_for(payload: JsonDict) -> StoreHandle:
+    """The handle ``payload["handle"]`` names."""
     handle_id = payload.get("handle")
     handle = _HANDLES.get(str(handle_id))
     if handle is None:
@@ -145,12 +149,14 @@ def _handle(payload: JsonDict) -> StoreHandle:
     return handle
 
 
-def _open(payload: JsonDict) -> tuple[StoreHandle, KeyValueBytesStore]:
-    handle = _handle(payload)
+def store_for(payload: JsonDict) -> tuple[StoreHandle, KeyValueBytesStore]:
+    """The handle ``payload["handle"]`` names and its outermost store layer."""
+    handle = handle_for(payload)
     return handle, handle.store
 
 
-def _key(payload: JsonDict, field_name: str = "key") -> bytes:
+def key_from(payload: JsonDict, field_name: str = "key") -> bytes:
+    """The hex key field ``field_name``."""
     # A null key reaches the store, which refuses it as Kafka does (NullKeyError).
     return require_hex(payload, field_name, None)  # type: ignore[no-any-return]
 
@@ -188,7 +194,8 @@ def record_from_json(data: Any, where: str = "record") -> cl.ChangelogRecord:
                               as_int(data.get("timestamp", 0), f"{where}.timestamp"), tuple(headers))
 
 
-def _entries(iterator: KeyValueIterator, limit: int | None = None) -> list[list[str]]:
+def entries_of(iterator: KeyValueIterator, limit: int | None = None) -> list[list[str]]:
+    """Up to ``limit`` of ``iterator``'s next entries as ``[key hex, value hex]``."""
     out: list[list[str]] = []
     for key, value in iterator:
         out.append([key.hex(), value.hex()])
@@ -197,9 +204,10 @@ def _entries(iterator: KeyValueIterator, limit: int | None = None) -> list[list[
     return out
 
 
-def _drain(iterator: KeyValueIterator) -> JsonDict:
+def drain(iterator: KeyValueIterator) -> JsonDict:
+    """``{"entries": [...]}`` of everything ``iterator`` has left; the iterator is closed."""
     try:
-        return {"entries": _entries(iterator)}
+        return {"entries": entries_of(iterator)}
     finally:
         iterator.close()
 
@@ -209,7 +217,8 @@ def _drain(iterator: KeyValueIterator) -> JsonDict:
 
 def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> JsonDict:
     """``store.open`` over ``builder``'s layers (see the module docstring for the fields)."""
-    store_type = StoreType(require_choice(payload, "store_type", STORE_TYPES, StoreType.KEY_VALUE.value))
+    store_type = StoreType(require_choice(payload, "store_type", STORE_TYPE_NAMES, StoreType.KEY_VALUE.value))
+    store_classes(store_type)  # a type without a built store is refused by name before anything is opened
     backend = Backend(require_choice(payload, "backend", BACKENDS, Backend.ROCKSDB.value))
     name = require_str(payload, "name", "store")
     state_dir = require_str(payload, "state_dir", None)
@@ -273,6 +282,22 @@ def store_open(payload: JsonDict) -> JsonDict:
     return open_store(payload)
 
 
+def register_iterator(handle: StoreHandle, iterator: KeyValueIterator) -> str:
+    """Keep ``iterator`` open under a new id, closed with its store."""
+    iterator_id = f"{handle.id}-i{next(_IDS)}"
+    _ITERATORS[iterator_id] = (handle.id, iterator)
+    handle.iterators.add(iterator_id)
+    return iterator_id
+
+
+def iterator_for(payload: JsonDict) -> KeyValueIterator:
+    """The open iterator ``payload["iterator"]`` names."""
+    entry = _ITERATORS.get(str(payload.get("iterator")))
+    if entry is None:
+        raise InvalidStateStoreError(f"no iterator {payload.get('iterator')!r}")
+    return entry[1]
+
+
 def _forget_iterators(handle: StoreHandle) -> None:
     for iterator_id in list(handle.iterators):
         entry = _ITERATORS.get(iterator_id)
@@ -283,7 +308,7 @@ def _forget_iterators(handle: StoreHandle) -> None:
 @op("store.close", rules=["CACHE-9"])
 def store_close(payload: JsonDict) -> JsonDict:
     """Close cleanly: flush the cache, commit what the store stages, release it."""
-    handle = _handle(payload)
+    handle = handle_for(payload)
     try:
         if require_bool(payload, "downgrade", False):
             _close_for_downgrade(handle)
@@ -307,7 +332,7 @@ def _close_for_downgrade(handle: StoreHandle) -> None:
 @op("store.crash", rules=["CACHE-9"])
 def store_crash(payload: JsonDict) -> JsonDict:
     """Abandon the store as a killed process would: no cache flush, no clean close."""
-    handle = _handle(payload)
+    handle = handle_for(payload)
     if handle.caching is not None:
         handle.caching.drop_cache()
     if not isinstance(handle.bytes_store, Crashable):
@@ -324,7 +349,7 @@ def store_crash(payload: JsonDict) -> JsonDict:
 def store_capabilities(payload: JsonDict) -> JsonDict:
     """What this implementation offers: store types, backends, layers and lifecycle operations."""
     return {
-        "store_types": list(STORE_TYPES),
+        "store_types": [t.value for t in BUILT_TYPES],
         "backends": list(BACKENDS),
         "logging": True,
         "caching": True,
@@ -343,7 +368,7 @@ def store_capabilities(payload: JsonDict) -> JsonDict:
 @op("store.set_context", rules=["CACHE-2"])
 def store_set_context(payload: JsonDict) -> JsonDict:
     """Make ``{timestamp, headers, offset, topic, partition}`` the current record context."""
-    handle = _handle(payload)
+    handle = handle_for(payload)
     handle.context.current = context_from_json(payload, "")
     return {}
 
@@ -351,7 +376,7 @@ def store_set_context(payload: JsonDict) -> JsonDict:
 @op("store.changelog", rules=["CACHE-3", "CACHE-4"])
 def store_changelog(payload: JsonDict) -> JsonDict:
     """The changelog records sent since the previous call, in order (also after close or crash)."""
-    handle = _handle(payload)
+    handle = handle_for(payload)
     records = [record_to_json(r) for r in handle.changelog]
     handle.changelog.clear()
     partition = handle.changelog_partition
@@ -361,7 +386,7 @@ def store_changelog(payload: JsonDict) -> JsonDict:
 @op("store.flush", rules=["CACHE-9"])
 def store_flush(payload: JsonDict) -> JsonDict:
     """Flush the cache into the store (and the changelog), then the store itself."""
-    handle, store = _open(payload)
+    handle, store = store_for(payload)
     if not isinstance(store, Flushable):
         raise InvalidStateStoreError(f"store {handle.name} cannot be flushed")
     store.flush()
@@ -372,7 +397,7 @@ def store_flush(payload: JsonDict) -> JsonDict:
 def store_flush_cache(payload: JsonDict) -> JsonDict:
     """``flushCache``: write the cache's dirty entries through (and to the changelog), nothing more; a no-op
     without a cache. A task does this before it commits."""
-    handle = _handle(payload)
+    handle = handle_for(payload)
     if handle.caching is not None:
         handle.caching.flush_cache()
     elif handle.closed or not handle.store.is_open:
@@ -393,7 +418,7 @@ def _offsets_from_json(payload: JsonDict, name: str) -> dict[TopicPartition, int
 @op("store.commit", rules=["CACHE-9"])
 def store_commit(payload: JsonDict) -> JsonDict:
     """``commit(changelog_offsets)``: ``[[topic, partition, offset-or-null], ...]``; the cache is flushed first."""
-    _, store = _open(payload)
+    _, store = store_for(payload)
     store.commit(_offsets_from_json(payload, "changelog_offsets"))
     return {}
 
@@ -401,155 +426,8 @@ def store_commit(payload: JsonDict) -> JsonDict:
 @op("store.committed_offset", rules=["KV-50", "KV-44"])
 def store_committed_offset(payload: JsonDict) -> JsonDict:
     """``committedOffset(topic-partition)``; null when none is stored (always for in-memory stores)."""
-    _, store = _open(payload)
+    _, store = store_for(payload)
     return {"offset": store.committed_offset(TopicPartition(require_str(payload, "topic"), require_int(payload, "partition")))}
-
-
-# --- writes -----------------------------------------------------------------------------------------------------
-
-
-@op("store.put", rules=["CACHE-2"])
-def store_put(payload: JsonDict) -> JsonDict:
-    """``put(key, value)``; a null value deletes."""
-    _, store = _open(payload)
-    store.put(_key(payload), require_hex(payload, "value", None))
-    return {}
-
-
-@op("store.put_if_absent", rules=["CACHE-2"])
-def store_put_if_absent(payload: JsonDict) -> JsonDict:
-    """``putIfAbsent(key, value)``: answers the previous value."""
-    _, store = _open(payload)
-    return {"previous": tohex(store.put_if_absent(_key(payload), require_hex(payload, "value", None)))}
-
-
-@op("store.put_all", rules=["CACHE-2"])
-def store_put_all(payload: JsonDict) -> JsonDict:
-    """``putAll([[key, value], ...])``."""
-    _, store = _open(payload)
-    entries = []
-    for i, item in enumerate(require_list(payload, "entries", None) or []):
-        key, value = as_tuple(item, 2, f"entries[{i}]")
-        entries.append((as_hex(key, f"entries[{i}][0]"), as_hex(value, f"entries[{i}][1]")))
-    store.put_all(entries)
-    return {}
-
-
-@op("store.delete", rules=["CACHE-2"])
-def store_delete(payload: JsonDict) -> JsonDict:
-    """``delete(key)``: answers the previous value."""
-    _, store = _open(payload)
-    return {"previous": tohex(store.delete(_key(payload)))}
-
-
-# --- reads ------------------------------------------------------------------------------------------------------
-
-
-@op("store.get", rules=["CACHE-1"])
-def store_get(payload: JsonDict) -> JsonDict:
-    """``get(key)``."""
-    _, store = _open(payload)
-    return {"value": tohex(store.get(_key(payload)))}
-
-
-@op("store.range", rules=["CACHE-7"])
-def store_range(payload: JsonDict) -> JsonDict:
-    """``range(from, to)``, both inclusive, null unbounded: ``{"entries": [[key, value], ...]}``."""
-    _, store = _open(payload)
-    return _drain(store.range(require_hex(payload, "from", None), require_hex(payload, "to", None)))
-
-
-@op("store.reverse_range", rules=["CACHE-7"])
-def store_reverse_range(payload: JsonDict) -> JsonDict:
-    """``reverseRange(from, to)``."""
-    _, store = _open(payload)
-    return _drain(store.reverse_range(require_hex(payload, "from", None), require_hex(payload, "to", None)))
-
-
-@op("store.all", rules=["CACHE-7"])
-def store_all(payload: JsonDict) -> JsonDict:
-    """``all()``."""
-    _, store = _open(payload)
-    return _drain(store.all())
-
-
-@op("store.reverse_all", rules=["CACHE-7"])
-def store_reverse_all(payload: JsonDict) -> JsonDict:
-    """``reverseAll()``."""
-    _, store = _open(payload)
-    return _drain(store.reverse_all())
-
-
-@op("store.prefix_scan", rules=["CACHE-8"])
-def store_prefix_scan(payload: JsonDict) -> JsonDict:
-    """``prefixScan(prefix)`` with the bytes serializer."""
-    _, store = _open(payload)
-    return _drain(store.prefix_scan(_key(payload, "prefix")))
-
-
-@op("store.approximate_num_entries", rules=["CACHE-10"])
-def store_approximate_num_entries(payload: JsonDict) -> JsonDict:
-    """``approximateNumEntries()``: ``{"count": n}``."""
-    _, store = _open(payload)
-    return {"count": store.approximate_num_entries()}
-
-
-# --- live iterators ----------------------------------------------------------------------------------------------
-
-
-_ITERATOR_KINDS = ("range", "reverse_range", "all", "reverse_all", "prefix_scan")
-
-
-@op("store.iterator_open", rules=["CACHE-7"])
-def store_iterator_open(payload: JsonDict) -> JsonDict:
-    """Open an iterator: ``kind`` range, reverse_range, all, reverse_all or prefix_scan (``from``, ``to``, ``prefix``)."""
-    handle, store = _open(payload)
-    kind = require_choice(payload, "kind", _ITERATOR_KINDS, "all")
-    iterator: KeyValueIterator
-    if kind == "range":
-        iterator = store.range(require_hex(payload, "from", None), require_hex(payload, "to", None))
-    elif kind == "reverse_range":
-        iterator = store.reverse_range(require_hex(payload, "from", None), require_hex(payload, "to", None))
-    elif kind == "all":
-        iterator = store.all()
-    elif kind == "reverse_all":
-        iterator = store.reverse_all()
-    elif kind == "prefix_scan":
-        iterator = store.prefix_scan(_key(payload, "prefix"))
-    else:
-        raise InvalidStateStoreError(f"unknown iterator kind {kind!r}")
-    iterator_id = f"{handle.id}-i{next(_IDS)}"
-    _ITERATORS[iterator_id] = (handle.id, iterator)
-    handle.iterators.add(iterator_id)
-    return {"iterator": iterator_id}
-
-
-def _iterator(payload: JsonDict) -> KeyValueIterator:
-    entry = _ITERATORS.get(str(payload.get("iterator")))
-    if entry is None:
-        raise InvalidStateStoreError(f"no iterator {payload.get('iterator')!r}")
-    return entry[1]
-
-
-@op("store.iterator_next", rules=["CACHE-7"])
-def store_iterator_next(payload: JsonDict) -> JsonDict:
-    """Up to ``max`` (default 1) more entries; fewer at the end; an error once the iterator is closed."""
-    iterator = _iterator(payload)
-    limit = require_int(payload, "max", 1, minimum=1, maximum=INT32_MAX)
-    return {"entries": _entries(iterator, limit)}
-
-
-@op("store.iterator_peek_next_key", rules=["CACHE-7", "KV-17"])
-def store_iterator_peek_next_key(payload: JsonDict) -> JsonDict:
-    """The next key without consuming it (null at the end)."""
-    return {"key": tohex(_iterator(payload).peek_next_key())}
-
-
-@op("store.iterator_close", rules=["CACHE-7"])
-def store_iterator_close(payload: JsonDict) -> JsonDict:
-    """Close the iterator; later reads of it are refused."""
-    _iterator(payload).close()
-    return {}
 
 
 # --- restore and dump -------------------------------------------------------------------------------------------
@@ -562,7 +440,7 @@ def store_restore(payload: JsonDict) -> JsonDict:
     With ``commit_offsets`` true each batch is committed as Kafka records a restored batch: the store's changelog
     partition at the offset of the batch's last record, a record's offset being its index in ``records`` (RST-8).
     """
-    handle = _handle(payload)
+    handle = handle_for(payload)
     records = [record_from_json(r, f"records[{i}]") for i, r in enumerate(require_list(payload, "records", None) or [])]
     batch_size = require_int(payload, "batch_size", DEFAULT_RESTORE_BATCH_SIZE, maximum=INT32_MAX)
     if batch_size < 1:
@@ -606,7 +484,7 @@ def _dump_path(path: Path) -> dict[str, list[list[str]]]:
 def store_dump(payload: JsonDict) -> JsonDict:
     """Every column family's raw entries: of an open handle as it presents them, of a closed one as on disk."""
     if "handle" in payload:
-        handle = _handle(payload)
+        handle = handle_for(payload)
         if handle.backend is not Backend.ROCKSDB:
             raise InvalidStateStoreError("an in-memory store has no column families")
         if not handle.closed and handle.bytes_store.is_open:
@@ -646,14 +524,14 @@ def reset() -> None:
     _ITERATORS.clear()
 
 
-# --- task files, table options, value facades ---------------------------------------------------------------
+# --- task files, table options ---------------------------------------------------------------------------
 
 _TASK_FILE_NAMES = (".checkpoint",)
 
 
 def _task_dir(payload: JsonDict) -> Path:
     if "handle" in payload:
-        handle = _handle(payload)
+        handle = handle_for(payload)
         if handle.state_dir is None:
             raise InvalidStateStoreError("the store has no state directory")
         return task_directory(handle.state_dir, handle.application_id, handle.task_id)
@@ -691,7 +569,7 @@ def store_write_task_file(payload: JsonDict) -> JsonDict:
 @op("store.table_options", rules=["KV-21", "LAY-9"])
 def store_table_options(payload: JsonDict) -> JsonDict:
     """Per column family, the block-based table ``format_version`` and comparator of a closed RocksDB store."""
-    handle = _handle(payload)
+    handle = handle_for(payload)
     path = handle.store_path()
     if path is None or not handle.closed:
         raise InvalidStateStoreError("table options are read from a closed RocksDB store's OPTIONS file")
@@ -712,29 +590,3 @@ def store_table_options(payload: JsonDict) -> JsonDict:
         elif section.startswith("[CFOptions") and key == "comparator":
             families.setdefault(name, {})["comparator"] = value
     return {"column_families": families}
-
-
-@op("store.get_typed", rules=["KV-60", "KV-61", "KV-62"])
-def store_get_typed(payload: JsonDict) -> JsonDict:
-    """``get`` through the store type's value facade; only the ``fields`` asked for are decoded."""
-    handle = _handle(payload)
-    fields = [as_str(f, f"fields[{i}]") for i, f in enumerate(require_list(payload, "fields", None)
-                                                                  or ["value", "timestamp", "headers"])]
-    key = _key(payload)
-    if handle.store_type is StoreType.KEY_VALUE:
-        value = KeyValueStore(handle.store).get(key)
-        return {"found": value is not None, "value": tohex(value)}
-    if handle.store_type is StoreType.TIMESTAMPED:
-        pair = TimestampedKeyValueStore(handle.store).get(key)
-        return {"found": False} if pair is None else {"found": True, "value": tohex(pair[0]), "timestamp": pair[1]}
-    vth = TimestampedKeyValueStoreWithHeaders(handle.store).get(key)
-    if vth is None:
-        return {"found": False}
-    out: JsonDict = {"found": True}
-    if "value" in fields:
-        out["value"] = tohex(vth.value)
-    if "timestamp" in fields:
-        out["timestamp"] = vth.timestamp
-    if "headers" in fields:
-        out["headers"] = headers_to_json(list(vth.headers))
-    return out

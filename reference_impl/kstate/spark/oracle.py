@@ -19,8 +19,7 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
-from kstate.stores.api import StoreType
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
@@ -43,9 +42,8 @@ def _legacy_conversion(store_type: StoreType, legacy_type: StoreType) -> Callabl
     """How a ``store_type`` store reads a value a ``legacy_type`` store left in its family (KV-31, KV-37)."""
     if legacy_type is store_type:
         return lambda value: value
-    legacy_layout = CHANGELOG_STORE_TYPES[legacy_type]
-    legacy_family = column_family_plan(legacy_layout, {}).data_cf
-    plan = column_family_plan(CHANGELOG_STORE_TYPES[store_type], {legacy_family: True})
+    legacy_family = column_family_plan(legacy_type, {}).data_cf
+    plan = column_family_plan(store_type, {legacy_family: True})
     if plan.conversion is None:
         raise ValueError(f"a {store_type.value} store does not upgrade a {legacy_type.value} store in place")
     return CONVERTERS[plan.conversion]
@@ -58,8 +56,8 @@ def expected_value(store_type: StoreType, legacy_type: StoreType | None, key: by
     if value is None:
         return None
     if legacy_type is None:
-        return cl.restore_value(CHANGELOG_STORE_TYPES[store_type], cl.ChangelogRecord(key, value, timestamp, headers))
-    legacy = cl.restore_value(CHANGELOG_STORE_TYPES[legacy_type], cl.ChangelogRecord(key, value, timestamp, headers))
+        return cl.restore_value(store_type, cl.ChangelogRecord(key, value, timestamp, headers))
+    legacy = cl.restore_value(legacy_type, cl.ChangelogRecord(key, value, timestamp, headers))
     assert legacy is not None
     return _legacy_conversion(store_type, legacy_type)(legacy)
 
@@ -133,8 +131,8 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
     type_name = StoreType(store_type).value
 
     def convert(key: bytes, value: bytes, timestamp: int, headers: list[Any], legacy: str | None) -> bytes | None:
+        from kstate.codecs.store_types import StoreType as Type
         from kstate.spark.oracle import expected_value as expected
-        from kstate.stores.api import StoreType as Type
 
         pairs = tuple((h["key"], None if h["value"] is None else bytes(h["value"])) for h in headers or [])
         return expected(Type(type_name), None if legacy is None else Type(legacy), bytes(key), bytes(value),
@@ -149,7 +147,7 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
 
 #: How the expected state of each store type is computed from its changelog, per engine.
 STATE_BUILDERS: dict[StoreType, tuple[Callable[..., State], Callable[..., Any]]] = {
-    store_type: (python_kv_state, spark_kv_state) for store_type in StoreType
+    store_type: (python_kv_state, spark_kv_state) for store_type in BUILT_TYPES
 }
 
 

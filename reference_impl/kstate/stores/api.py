@@ -14,14 +14,6 @@ from typing import Protocol, runtime_checkable
 from kstate.errors import KStateError
 
 
-class StoreType(str, Enum):
-    """The key-value store types of the family (KV-1)."""
-
-    KEY_VALUE = "kv"
-    TIMESTAMPED = "timestamped_kv"
-    TIMESTAMPED_WITH_HEADERS = "timestamped_kv_headers"
-
-
 class Backend(str, Enum):
     ROCKSDB = "rocksdb"
     MEMORY = "memory"

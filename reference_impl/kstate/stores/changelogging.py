@@ -14,16 +14,10 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError, NullKeyError
-from kstate.stores.api import KeyValueBytesStore, RecordContext, StoreType
+from kstate.stores.api import KeyValueBytesStore, RecordContext
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
-
-#: The changelog codec's name for each key-value store type.
-CHANGELOG_STORE_TYPES: dict[StoreType, cl.StoreType] = {
-    StoreType.KEY_VALUE: cl.StoreType.KV,
-    StoreType.TIMESTAMPED: cl.StoreType.TIMESTAMPED_KV,
-    StoreType.TIMESTAMPED_WITH_HEADERS: cl.StoreType.TIMESTAMPED_KV_WITH_HEADERS,
-}
 
 
 class ChangelogSink(Protocol):
@@ -82,7 +76,7 @@ class ChangeLoggingKeyValueBytesStore(WrappedKeyValueBytesStore):
         self.store_type = StoreType(store_type)
         self.context = context
         self.sink = sink
-        self._codec_type = CHANGELOG_STORE_TYPES[self.store_type]
+        self._codec_type = self.store_type
 
     # --- writes: the record first (a refusal changes nothing), then the inner store, then the log ---------
 
@@ -138,23 +132,11 @@ class ChangeLoggingTimestampedKeyValueBytesStore(ChangeLoggingKeyValueBytesStore
     """Logs the raw value at the value's own timestamp; a tombstone at the context timestamp (CL-4)."""
 
     def __init__(self, inner: KeyValueBytesStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
-        super().__init__(inner, StoreType.TIMESTAMPED, context, sink)
+        super().__init__(inner, StoreType.TIMESTAMPED_KV, context, sink)
 
 
 class ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(ChangeLoggingKeyValueBytesStore):
     """Logs the raw value at the value's timestamp with the value's headers; a tombstone with the context's (CL-8)."""
 
     def __init__(self, inner: KeyValueBytesStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
-        super().__init__(inner, StoreType.TIMESTAMPED_WITH_HEADERS, context, sink)
-
-
-def changelogging_store(
-    inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink
-) -> ChangeLoggingKeyValueBytesStore:
-    """The change-logging layer Kafka's builder for ``store_type`` puts around ``inner``."""
-    store_type = StoreType(store_type)
-    if store_type is StoreType.TIMESTAMPED:
-        return ChangeLoggingTimestampedKeyValueBytesStore(inner, context, sink)
-    if store_type is StoreType.TIMESTAMPED_WITH_HEADERS:
-        return ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders(inner, context, sink)
-    return ChangeLoggingKeyValueBytesStore(inner, store_type, context, sink)
+        super().__init__(inner, StoreType.TIMESTAMPED_KV_WITH_HEADERS, context, sink)

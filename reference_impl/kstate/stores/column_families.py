@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
-from kstate.codecs.header_values import convert_from_plain_to_header_format, convert_to_header_format
-from kstate.codecs.layout import OFFSETS_CF, ColumnFamilyPlan, LayoutError
+from kstate.codecs.layout import ColumnFamilyPlan, LayoutError
 from kstate.codecs.primitives import INT64_MAX
-from kstate.codecs.timestamped import convert_to_timestamped_format
+from kstate.codecs.store_types import LEGACY_CONVERSIONS, OFFSETS_CF, StoreType
 from kstate.stores.api import InvalidStateStoreError, ProcessorStateError
 from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, WriteBatch, storage_error
 
@@ -274,11 +272,7 @@ def _non_null(convert: Callable[[bytes | None], bytes | None]) -> Converter:
 
 
 #: The legacy-value conversions of the dual accessor, by the layout plan's name (TSKV-5, HV-8).
-CONVERTERS: dict[str, Converter] = {
-    "convert_to_timestamped_format": _non_null(convert_to_timestamped_format),
-    "convert_to_header_format": _non_null(convert_to_header_format),
-    "convert_from_plain_to_header_format": _non_null(convert_from_plain_to_header_format),
-}
+CONVERTERS: dict[str, Converter] = {name: _non_null(convert) for name, convert in LEGACY_CONVERSIONS.items()}
 
 
 
@@ -314,7 +308,7 @@ class ColumnFamilyLayout:
     line it logs at open (``%s`` = the store name; None logs nothing) and ``layout_message`` its own text for
     a refused layout (None: the generic one)."""
 
-    layout_type: LayoutStoreType
+    layout_type: StoreType
     data_column_families: tuple[str, ...]
     mode_message: Callable[[ColumnFamilyPlan], str | None] = _no_mode_message
     layout_message: Callable[[str, LayoutError], str | None] = _no_layout_message

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs.layout import OFFSETS_CF
 from kstate.codecs.primitives import INT64_MAX
+from kstate.codecs.store_types import OFFSETS_CF
 from kstate.errors import KStateError
 from kstate.stores.api import InvalidStateStoreError, ProcessorStateError, StoreCorruptedError, StoreStorageError
 

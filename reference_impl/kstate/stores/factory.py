@@ -1,6 +1,6 @@
 """One entry point that opens any key-value store of the family on either backend (KV-1, LAY-*).
 
-``open_kv_store(StoreType.TIMESTAMPED, Backend.ROCKSDB, name="counts", state_dir=tmp)`` opens (or creates)
+``open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="counts", state_dir=tmp)`` opens (or creates)
 ``<state_dir>/<application_id>/<task_id>/rocksdb/counts`` exactly where Kafka Streams keeps it; an in-memory
 store ignores the directory arguments. The returned object implements
 :class:`kstate.stores.api.KeyValueBytesStore`: values are in the store type's byte layout (plain value,
@@ -14,16 +14,14 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from kstate.codecs.layout import ROCKSDB_DIR
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.errors import InvalidArgumentError
-from kstate.stores.api import Backend, KeyValueBytesStore, StoreType, TopicPartition
+from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
 
 E = TypeVar("E", StoreType, Backend)
-
-if TYPE_CHECKING:
-    from kstate.stores.kv import RocksDBStore
 
 
 def task_directory(state_dir: str | Path, application_id: str, task_id: str) -> Path:
@@ -57,19 +55,22 @@ def open_kv_store(
     task's ``.checkpoint`` / ``<store>.position`` files on first open (KV-55). ``manage_offsets=False``
     opens the store as a pre-4.3 Kafka would (no ``offsets`` family; UPG-2). ``changelog_partitions``
     defaults to ``<application_id>-<name>-changelog`` with the task's partition. Raises
-    :class:`kstate.stores.api.ProcessorStateError` when the directory cannot be opened as asked.
+    :class:`kstate.stores.api.ProcessorStateError` when the directory cannot be opened as asked, and
+    :class:`kstate.stores.families.StoreTypeNotBuiltError` for a store type the reference has no store of yet.
     """
-    store_type = _enum(StoreType, store_type, "store_type")
-    backend = _enum(Backend, backend, "backend")
+    store_type = _enum(StoreType, store_type, "store_type", BUILT_TYPES)
+    backend = _enum(Backend, backend, "backend", tuple(Backend))
+    from kstate.stores.families import store_classes
     from kstate.stores.kv import validate_store_name
 
+    classes = store_classes(store_type)
     validate_store_name(name)
     if backend is Backend.MEMORY:
-        return _open_memory(store_type, name)
+        return classes.memory(name)
     if state_dir is None:
         state_dir = tempfile.mkdtemp(prefix="kstate-")
     task_dir = task_directory(state_dir, application_id, task_id)
-    return rocksdb_store_class(store_type)(
+    return classes.rocksdb(
         name,
         task_dir,
         ignore_invalid_state=ignore_invalid_state,
@@ -79,26 +80,13 @@ def open_kv_store(
     )
 
 
-def _enum(cls: type[E], value: object, argument: str) -> E:
-    """``cls(value)``, refused with a typed error naming ``argument`` and the accepted values."""
+def _enum(cls: type[E], value: object, argument: str, offered: tuple[E, ...]) -> E:
+    """``cls(value)``, refused with a typed error naming ``argument`` and the ``offered`` values."""
     try:
         return cls(value)
     except (ValueError, TypeError):
-        accepted = ", ".join(repr(member.value) for member in cls)
+        accepted = ", ".join(repr(member.value) for member in offered)
         raise InvalidArgumentError(argument, f"unknown {cls.__name__} {value!r:.80}; expected one of {accepted}") from None
-
-
-def rocksdb_store_class(store_type: StoreType) -> type[RocksDBStore]:
-    """The RocksDB store class of a key-value ``store_type``."""
-    from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
-    from kstate.stores.kv import RocksDBStore
-    from kstate.stores.timestamped import RocksDBTimestampedStore
-
-    if store_type is StoreType.KEY_VALUE:
-        return RocksDBStore
-    if store_type is StoreType.TIMESTAMPED:
-        return RocksDBTimestampedStore
-    return RocksDBTimestampedStoreWithHeaders
 
 
 def wipe_kv_store(state_dir: str | Path, *, name: str, application_id: str = "app", task_id: str = "0_0") -> None:
@@ -110,16 +98,4 @@ def wipe_kv_store(state_dir: str | Path, *, name: str, application_id: str = "ap
     validate_store_name(name)
     shutil.rmtree(store_directory(state_dir, application_id, task_id, name), ignore_errors=True)
     (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
-
-
-def _open_memory(store_type: StoreType, name: str) -> KeyValueBytesStore:
-    from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders
-    from kstate.stores.kv import InMemoryKeyValueStore
-    from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore
-
-    if store_type is StoreType.KEY_VALUE:
-        return InMemoryKeyValueStore(name)
-    if store_type is StoreType.TIMESTAMPED:
-        return InMemoryTimestampedKeyValueStore(name)
-    return InMemoryTimestampedKeyValueStoreWithHeaders(name)
 

@@ -8,9 +8,8 @@ from a plain store (``convertFromPlainToHeaderFormat``, timestamp -1); data in b
 
 from __future__ import annotations
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
-from kstate.codecs.layout import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, ColumnFamilyPlan, LayoutError
-from kstate.stores.api import StoreType
+from kstate.codecs.layout import ColumnFamilyPlan, LayoutError
+from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, StoreType
 from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
@@ -37,7 +36,7 @@ def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
 
 #: The column families of header-aware timestamped key-value stores and window segments (LAY-5, LAY-8, UPG-6..UPG-8).
 TIMESTAMPED_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(
-    LayoutStoreType.TIMESTAMPED_KV_WITH_HEADERS,
+    StoreType.TIMESTAMPED_KV_WITH_HEADERS,
     (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY),
     _headers_mode_message,
     _headers_layout_message,
@@ -47,11 +46,11 @@ TIMESTAMPED_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(
 class RocksDBTimestampedStoreWithHeaders(RocksDBStore):
     """Kafka's ``RocksDBTimestampedStoreWithHeaders`` (KV-38, UPG-6..UPG-8); constructor as ``RocksDBStore``."""
 
-    store_type = StoreType.TIMESTAMPED_WITH_HEADERS
+    store_type = StoreType.TIMESTAMPED_KV_WITH_HEADERS
     COLUMN_FAMILY_LAYOUT = TIMESTAMPED_WITH_HEADERS_LAYOUT
 
 
 class InMemoryTimestampedKeyValueStoreWithHeaders(InMemoryKeyValueStore):
     """The in-memory header-aware store: values held as ``[varint hsize][headers][ts][value]`` (KV-45)."""
 
-    store_type = StoreType.TIMESTAMPED_WITH_HEADERS
+    store_type = StoreType.TIMESTAMPED_KV_WITH_HEADERS

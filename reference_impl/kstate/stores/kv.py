@@ -19,9 +19,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import increment, increment_without_overflow
+from kstate.codecs.store_types import StoreType
 from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import (
     Backend,
@@ -29,7 +29,6 @@ from kstate.stores.api import (
     InvalidStateStoreError,
     InvalidStoreNameError,
     RecordContext,
-    StoreType,
     TopicPartition,
     UnknownColumnFamilyError,
 )
@@ -398,7 +397,7 @@ class RocksDBStore(_KeyValueOperations):
     backend = Backend.ROCKSDB
     store_type = StoreType.KEY_VALUE
     #: The column families of this store type: layout rules, known families, mode messages (spec/layout.md).
-    COLUMN_FAMILY_LAYOUT = ColumnFamilyLayout(LayoutStoreType.KV, (DEFAULT_CF,))
+    COLUMN_FAMILY_LAYOUT = ColumnFamilyLayout(StoreType.KEY_VALUE, (DEFAULT_CF,))
     #: The class that opens and owns the database (a test or mutant may put a subclass here).
     INSTANCE_CLASS: type[RocksDBInstance] = RocksDBInstance
 

@@ -17,8 +17,8 @@ from functools import partial
 from itertools import islice
 
 from kstate.codecs import changelog as cl
-from kstate.stores.api import KeyValueBytesStore, StoreType, restore_mode
-from kstate.stores.changelogging import CHANGELOG_STORE_TYPES
+from kstate.codecs.store_types import StoreType
+from kstate.stores.api import KeyValueBytesStore, restore_mode
 
 #: Kafka's restore consumer polls at most ``max.poll.records`` (default 1000) records per batch.
 DEFAULT_RESTORE_BATCH_SIZE = 1000
@@ -28,7 +28,7 @@ Converter = Callable[[cl.ChangelogRecord], "bytes | None"]
 
 def converter_for(store_type: StoreType) -> Converter:
     """The record converter of ``store_type``: :func:`kstate.codecs.changelog.restore_value` for its type (RST-2)."""
-    return partial(cl.restore_value, CHANGELOG_STORE_TYPES[StoreType(store_type)])
+    return partial(cl.restore_value, StoreType(store_type))
 
 
 def convert(store_type: StoreType, record: cl.ChangelogRecord) -> bytes | None:
@@ -101,14 +101,14 @@ def restore(
     ``after_batch`` runs after each batch with the totals so far: Kafka records the changelog offset
     restored there (with store-managed offsets, a ``commit`` that makes the batch durable with it).
     """
-    codec_type = CHANGELOG_STORE_TYPES[StoreType(store_type)]
+    store_type = StoreType(store_type)
     count = batches = 0
     with restoring(store):
         for batch in batches_of(records, batch_size):
             if converter is not None:
                 store.restore_batch([(record.key, converter(record)) for record in batch])
             else:
-                store.restore_batch(cl.restore_entries(codec_type, [
+                store.restore_batch(cl.restore_entries(store_type, [
                     (record.key, record.value, record.timestamp, record.headers) for record in batch]))
             count += len(batch)
             batches += 1

@@ -16,9 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
-from kstate.codecs.layout import OFFSETS_CF, ColumnFamilyPlan, LayoutError, column_family_plan
+from kstate.codecs.layout import ColumnFamilyPlan, LayoutError, column_family_plan
 from kstate.codecs.offsets import STATUS_KEY
 from kstate.codecs.position import Position
+from kstate.codecs.store_types import OFFSETS_CF
 from kstate.stores.api import ProcessorStateError, StoreCorruptedError, TopicPartition, UnknownColumnFamilyError
 from kstate.stores.column_families import (
     Accessor,

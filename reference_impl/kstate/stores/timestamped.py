@@ -7,11 +7,9 @@ whose ``default`` family still holds plain values opens in upgrade mode, migrati
 
 from __future__ import annotations
 
-from kstate.codecs.changelog import StoreType as LayoutStoreType
-from kstate.codecs.layout import TIMESTAMPED_CF, ColumnFamilyPlan
-from kstate.stores.api import StoreType
+from kstate.codecs.layout import ColumnFamilyPlan
+from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, StoreType
 from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.engine import DEFAULT_CF
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
 TIMESTAMPED_VALUES_COLUMN_FAMILY = TIMESTAMPED_CF
@@ -23,7 +21,7 @@ def _timestamped_mode_message(plan: ColumnFamilyPlan) -> str | None:
 
 #: The column families of timestamped key-value stores and timestamped window segments (LAY-5, LAY-7).
 TIMESTAMPED_LAYOUT = ColumnFamilyLayout(
-    LayoutStoreType.TIMESTAMPED_KV, (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY), _timestamped_mode_message
+    StoreType.TIMESTAMPED_KV, (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY), _timestamped_mode_message
 )
 
 
@@ -34,7 +32,7 @@ class RocksDBTimestampedStore(RocksDBStore):
     ``default`` family held data at open, else ``"regular"``.
     """
 
-    store_type = StoreType.TIMESTAMPED
+    store_type = StoreType.TIMESTAMPED_KV
     COLUMN_FAMILY_LAYOUT = TIMESTAMPED_LAYOUT
 
 
@@ -42,4 +40,4 @@ class InMemoryTimestampedKeyValueStore(InMemoryKeyValueStore):
     """Kafka's ``InMemoryTimestampedKeyValueStoreMarker`` over ``InMemoryKeyValueStore``: values held as
     ``[ts][value]`` (KV-45)."""
 
-    store_type = StoreType.TIMESTAMPED
+    store_type = StoreType.TIMESTAMPED_KV

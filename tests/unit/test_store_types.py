@@ -1,0 +1,88 @@
+"""Unit tests of the table of store types and the stores' class table (KV-1, CL-1, LAY-5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kstate.codecs import changelog as cl
+from kstate.codecs import layout as lay
+from kstate.codecs.store_types import (
+    BUILT_TYPES,
+    KV_TYPES,
+    LEGACY_ALIASES,
+    SESSION_TYPES,
+    STORE_TYPES,
+    WINDOW_TYPES,
+    StoreType,
+    UnknownStoreTypeError,
+    encode_stored_value,
+)
+from kstate.errors import EncodeError, KStateError
+from kstate.ops import call
+from kstate.stores.api import Backend
+from kstate.stores.factory import open_kv_store
+from kstate.stores.families import STORE_CLASSES, StoreTypeNotBuiltError, store_classes
+
+T = StoreType
+
+
+def test_every_type_has_one_entry_and_one_spelling() -> None:
+    assert set(STORE_TYPES) == set(StoreType)
+    assert all(info.store_type is t for t, info in STORE_TYPES.items())
+    assert T.TIMESTAMPED_KV_WITH_HEADERS.value == "timestamped_kv_with_headers"
+    assert LEGACY_ALIASES == {"timestamped_kv_headers": "timestamped_kv_with_headers"}
+
+
+def test_the_legacy_alias_parses_and_an_unknown_name_is_named() -> None:
+    assert StoreType.parse("timestamped_kv_headers") is T.TIMESTAMPED_KV_WITH_HEADERS
+    assert StoreType("timestamped_kv_headers") is T.TIMESTAMPED_KV_WITH_HEADERS
+    with pytest.raises(UnknownStoreTypeError, match="'nope'") as info:
+        StoreType.parse("nope")
+    assert info.value.name == "nope" and isinstance(info.value, EncodeError)
+
+
+def test_the_derived_sets_are_the_families() -> None:
+    assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS} == KV_TYPES
+    assert {T.WINDOW, T.TIMESTAMPED_WINDOW, T.TIMESTAMPED_WINDOW_WITH_HEADERS} == WINDOW_TYPES
+    assert {T.SESSION, T.SESSION_WITH_HEADERS} == SESSION_TYPES
+    assert BUILT_TYPES == (T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS)
+
+
+def test_restore_writes_a_record_in_the_value_layout() -> None:
+    """A restored value is the record's value, timestamp and headers in the type's layout (CL-9 to CL-11)."""
+    headers = (("h", b"1"),)
+    for store_type, info in STORE_TYPES.items():
+        if info.restore is None:
+            continue
+        record = cl.ChangelogRecord(b"k", b"v", 5, headers)
+        assert cl.restore_value(store_type, record) == encode_stored_value(store_type, b"v", 5, headers)
+
+
+def test_a_type_without_a_layout_is_refused() -> None:
+    for store_type in (T.VERSIONED_KV_WITH_HEADERS, T.TIME_ORDERED_WINDOW_WITH_HEADERS):
+        with pytest.raises(EncodeError):
+            encode_stored_value(store_type, b"v", 1)
+    with pytest.raises(EncodeError, match="versioned_kv_with_headers"):
+        lay.column_family_plan(T.VERSIONED_KV_WITH_HEADERS)
+
+
+def test_only_built_types_have_store_classes(tmp_path: Path) -> None:
+    assert set(STORE_CLASSES) == set(BUILT_TYPES)
+    with pytest.raises(StoreTypeNotBuiltError, match="window") as info:
+        store_classes(T.WINDOW)
+    assert info.value.store_type is T.WINDOW and isinstance(info.value, KStateError)
+    with pytest.raises(StoreTypeNotBuiltError, match="session"):
+        open_kv_store("session", Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
+def test_store_open_takes_both_spellings_and_names_a_type_not_built(tmp_path: Path) -> None:
+    for name in ("timestamped_kv_with_headers", "timestamped_kv_headers"):
+        opened = call("store.open", {"store_type": name, "backend": "memory", "name": "s"})
+        assert "handle" in opened, opened
+        assert call("store.close", {"handle": opened["handle"]}) == {}
+    refused = call("store.open", {"store_type": "window", "backend": "rocksdb", "name": "s", "state_dir": str(tmp_path)})
+    assert refused["error"]["type"] == "StoreTypeNotBuiltError" and "window" in refused["error"]["message"]
+    assert call("store.capabilities", {})["store_types"] == ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
