@@ -86,3 +86,16 @@ def test_store_open_takes_both_spellings_and_names_a_type_not_built(tmp_path: Pa
     refused = call("store.open", {"store_type": "window", "backend": "rocksdb", "name": "s", "state_dir": str(tmp_path)})
     assert refused["error"]["type"] == "StoreTypeNotBuiltError" and "window" in refused["error"]["message"]
     assert call("store.capabilities", {})["store_types"] == ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
+
+
+def test_every_segmented_type_with_a_manager_is_segmented_and_the_rest_are_refused_by_name() -> None:
+    # LAY-3, VER-1: window and session stores keep one database per segment, versioned stores key prefixes.
+    from kstate.codecs.store_types import STORE_TYPES, Family
+    from kstate.stores.families import SEGMENT_MANAGERS, StoreTypeNotBuiltError, segment_manager
+    from kstate.stores.segments import KeyValueSegments, LogicalKeyValueSegments
+
+    assert all(STORE_TYPES[t].family is not Family.KEY_VALUE for t in SEGMENT_MANAGERS)
+    assert issubclass(segment_manager(StoreType.WINDOW), KeyValueSegments)
+    assert segment_manager(StoreType.VERSIONED_KV) is LogicalKeyValueSegments
+    with pytest.raises(StoreTypeNotBuiltError, match="timestamped_kv"):
+        segment_manager(StoreType.TIMESTAMPED_KV)

@@ -1,8 +1,8 @@
 """The stores layer's table: for each store type the reference builds, the classes that make its store (KV-1).
 
 :data:`STORE_CLASSES` maps a :class:`~kstate.codecs.store_types.StoreType` to its :class:`StoreClasses`: the
-RocksDB bytes store, the in-memory bytes store, the change-logging layer, the typed facade and (for the
-segmented families to come) the segment manager. What the type's values and changelog records look like is
+RocksDB bytes store, the in-memory bytes store, the change-logging layer and the typed facade;
+:data:`SEGMENT_MANAGERS` maps each segmented type to the manager its store keeps its segments with. What the type's values and changelog records look like is
 in :mod:`kstate.codecs.store_types`; this table says only which classes implement it. A type without an
 entry raises :class:`StoreTypeNotBuiltError` naming it.
 """
@@ -26,6 +26,7 @@ from kstate.stores.changelogging import (
 )
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
+from kstate.stores.segments import AbstractSegments, KeyValueSegments, LogicalKeyValueSegments, TimestampedSegments
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
@@ -49,14 +50,12 @@ def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
 
 @dataclass(frozen=True)
 class StoreClasses:
-    """The classes of one store type: bytes stores per backend, change-logging layer, typed facade, segments."""
+    """The classes of one store type: bytes stores per backend, change-logging layer, typed facade."""
 
     rocksdb: type[RocksDBStore]
     memory: type[InMemoryKeyValueStore]
     logging: LoggingConstructor
     facade: type[KeyValueStore | TimestampedKeyValueStore | TimestampedKeyValueStoreWithHeaders]
-    #: The segment manager of a segmented family (window, session, versioned); None for one database.
-    segments: type[Any] | None = None
 
 
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
@@ -71,6 +70,25 @@ STORE_CLASSES = MappingProxyType({
 
 if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the two tables agree
     raise AssertionError("kstate.stores.families and kstate.codecs.store_types disagree on the built store types")
+
+
+#: How each segmented store type keeps its segments, as Kafka's suppliers choose (LAY-3, VER-1): one database per
+#: segment (window, session) or key-prefix segments in one database (versioned). The stores that use these are
+#: the next families; a segmented type absent here has no segment manager yet.
+SEGMENT_MANAGERS: MappingProxyType[StoreType, type[AbstractSegments[Any]]] = MappingProxyType({
+    StoreType.WINDOW: KeyValueSegments,
+    StoreType.TIMESTAMPED_WINDOW: TimestampedSegments,
+    StoreType.SESSION: KeyValueSegments,
+    StoreType.VERSIONED_KV: LogicalKeyValueSegments,
+})
+
+
+def segment_manager(store_type: StoreType) -> type[AbstractSegments[Any]]:
+    """The segment manager class of a segmented ``store_type``; :class:`StoreTypeNotBuiltError` when none exists yet."""
+    manager = SEGMENT_MANAGERS.get(store_type)
+    if manager is None:
+        raise StoreTypeNotBuiltError(store_type)
+    return manager
 
 
 def store_classes(store_type: StoreType) -> StoreClasses:
@@ -88,5 +106,5 @@ def changelogging_store(
     return store_classes(StoreType(store_type)).logging(inner, context, sink)
 
 
-__all__ = ["STORE_CLASSES", "LoggingConstructor", "StoreClasses", "StoreTypeNotBuiltError", "changelogging_store",
-           "store_classes"]
+__all__ = ["SEGMENT_MANAGERS", "STORE_CLASSES", "LoggingConstructor", "StoreClasses", "StoreTypeNotBuiltError",
+           "changelogging_store", "segment_manager", "store_classes"]
