@@ -234,6 +234,13 @@ class Layout:
     convert: Callable[[bytes], bytes] | None = None
 
 
+def offsets_ahead_of_data(store_type: str, image: Image, committed: int | None) -> bool:
+    """KV-57 (4): committed offsets, but the type's data family is absent and no family holds data or is an older
+    type's own: refused at open, although Kafka opens it (an emptied plain store reopened as a newer type too)."""
+    return (committed is not None and HOME_CF[store_type] not in image and not any(image.values())
+            and set(image) <= {CF_DEFAULT})
+
+
 def open_layout(store_type: str, image: Image) -> Layout:
     """Decide, from the column families on disk, how a RocksDB store of ``store_type`` opens; mutates ``image``
     (families created or dropped at open). Raises :class:`Refused` where Kafka refuses to open."""
@@ -468,7 +475,9 @@ class KVModel:
 
     def open(self, store_type: str | None = None) -> None:
         """Open (or reopen, possibly as a newer store type) the store; Refused where Kafka refuses."""
-        store_type = store_type or self.store_type
+        store_type = STORE_TYPE_ALIASES.get(store_type, store_type) if store_type else self.store_type
+        if self.backend == ROCKSDB and offsets_ahead_of_data(store_type, self.image, self.committed):
+            raise Refused(f"offsets ahead of data: no {HOME_CF[store_type]} family and no data (KV-57)")
         attempt = {} if self.backend == MEMORY else copy.deepcopy(self.image)
         store = BytesStore(store_type, self.backend, attempt)
         self.store_type = store_type
