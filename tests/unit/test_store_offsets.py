@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -180,6 +182,50 @@ def test_restore_commits_skip_the_wal_and_are_flushed_when_restore_ends(tmp_path
     store.commit({TP: 100})
     assert _wal_bytes(store) > before  # outside restore, commits go through the WAL again
     store.close()
+
+
+class _KilledBeforeEachCall:
+    """A column family whose flush and compaction first copy the state directory: what a SIGKILL then leaves."""
+
+    def __init__(self, family: object, snapshot: Callable[[], None]) -> None:
+        self.family = family
+        self.snapshot = snapshot
+
+    def flush(self) -> None:
+        self.snapshot()
+        self.family.flush()  # type: ignore[attr-defined]
+
+    def compact_range(self, begin: bytes | None, end: bytes | None) -> None:
+        self.snapshot()
+        self.family.compact_range(begin, end)  # type: ignore[attr-defined]
+
+
+def test_a_kill_while_restore_ends_never_leaves_data_ahead_of_its_offsets(tmp_path: Path) -> None:
+    """The flush that ends a restore persists data and offsets together: a kill between two families' flushes
+    must not find the restored data without the offset that covers it (RST-8)."""
+    store = _open(tmp_path / "live", StoreType.TIMESTAMPED_KV)
+    store.commit({TP: 9})
+    snapshots: list[Path] = []
+
+    def snapshot() -> None:
+        target = tmp_path / f"kill-{len(snapshots)}"
+        shutil.copytree(tmp_path / "live", target)
+        snapshots.append(target)
+
+    families = store.engine._cf_objects  # type: ignore[attr-defined]
+    with store.restoring():
+        store.restore_batch([(b"%04d" % i, bytes(8) + b"v") for i in range(100)])
+        store.commit({TP: 99})
+        for cf in list(families):
+            families[cf] = _KilledBeforeEachCall(families[cf], snapshot)
+    snapshot()
+    store.close()
+    assert len(snapshots) >= 2
+    for killed in snapshots:
+        reopened = _open(killed, StoreType.TIMESTAMPED_KV, ignore_invalid_state=True)
+        rows, committed = len(list(reopened.all())), reopened.committed_offset(TP)
+        reopened.close()
+        assert (rows, committed) in ((0, 9), (100, 99)), (killed.name, rows, committed)
 
 
 def test_restoring_a_closed_store_is_refused(tmp_path: Path) -> None:
