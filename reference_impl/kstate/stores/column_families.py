@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kstate.codecs.layout import ColumnFamilyPlan, LayoutError
 from kstate.codecs.primitives import INT64_MAX
-from kstate.codecs.store_types import LEGACY_CONVERSIONS, OFFSETS_CF, StoreType
+from kstate.codecs.store_types import LEGACY_CONVERSIONS, OFFSETS_CF, STORE_TYPES, StoreType
 from kstate.stores.api import InvalidStateStoreError, ProcessorStateError
 from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, WriteBatch, storage_error
 
@@ -304,18 +304,20 @@ def _no_layout_message(name: str, error: LayoutError) -> str | None:
 @dataclass(frozen=True)
 class ColumnFamilyLayout:
     """A RocksDB store type's column families: ``layout_type`` picks the layout rules (spec/layout.md),
-    ``data_column_families`` are the families it knows besides ``offsets`` (UPG-1), ``mode_message`` the INFO
+    its data family and the legacy families it upgrades from (``STORE_TYPES``) are the families it knows besides
+    ``offsets`` (UPG-1), ``mode_message`` the INFO
     line it logs at open (``%s`` = the store name; None logs nothing) and ``layout_message`` its own text for
     a refused layout (None: the generic one)."""
 
     layout_type: StoreType
-    data_column_families: tuple[str, ...]
     mode_message: Callable[[ColumnFamilyPlan], str | None] = _no_mode_message
     layout_message: Callable[[str, LayoutError], str | None] = _no_layout_message
 
     def known_column_families(self, manage_offsets: bool = True) -> frozenset[str]:
         """Every column family this store type can open; any other is a downgrade (UPG-1)."""
-        known = {DEFAULT_CF, *self.data_column_families}
+        families = STORE_TYPES[self.layout_type].column_families
+        assert families is not None  # a RocksDB layout type always declares its column families
+        known = {DEFAULT_CF, families.data_cf, *(upgrade.source_cf for upgrade in families.upgrades)}
         if manage_offsets:
             known.add(OFFSETS_CF)
         return frozenset(known)

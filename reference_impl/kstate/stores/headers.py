@@ -37,7 +37,6 @@ def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
 #: The column families of header-aware timestamped key-value stores and window segments (LAY-5, LAY-8, UPG-6..UPG-8).
 TIMESTAMPED_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(
     StoreType.TIMESTAMPED_KV_WITH_HEADERS,
-    (DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_VALUES_WITH_HEADERS_COLUMN_FAMILY),
     _headers_mode_message,
     _headers_layout_message,
 )

@@ -397,7 +397,7 @@ class RocksDBStore(_KeyValueOperations):
     backend = Backend.ROCKSDB
     store_type = StoreType.KEY_VALUE
     #: The column families of this store type: layout rules, known families, mode messages (spec/layout.md).
-    COLUMN_FAMILY_LAYOUT = ColumnFamilyLayout(StoreType.KEY_VALUE, (DEFAULT_CF,))
+    COLUMN_FAMILY_LAYOUT = ColumnFamilyLayout(StoreType.KEY_VALUE)
     #: The class that opens and owns the database (a test or mutant may put a subclass here).
     INSTANCE_CLASS: type[RocksDBInstance] = RocksDBInstance
 

@@ -8,7 +8,7 @@ whose ``default`` family still holds plain values opens in upgrade mode, migrati
 from __future__ import annotations
 
 from kstate.codecs.layout import ColumnFamilyPlan
-from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, StoreType
+from kstate.codecs.store_types import TIMESTAMPED_CF, StoreType
 from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
@@ -20,9 +20,7 @@ def _timestamped_mode_message(plan: ColumnFamilyPlan) -> str | None:
 
 
 #: The column families of timestamped key-value stores and timestamped window segments (LAY-5, LAY-7).
-TIMESTAMPED_LAYOUT = ColumnFamilyLayout(
-    StoreType.TIMESTAMPED_KV, (DEFAULT_CF, TIMESTAMPED_VALUES_COLUMN_FAMILY), _timestamped_mode_message
-)
+TIMESTAMPED_LAYOUT = ColumnFamilyLayout(StoreType.TIMESTAMPED_KV, _timestamped_mode_message)
 
 
 class RocksDBTimestampedStore(RocksDBStore):
