@@ -15,7 +15,7 @@ from kstate.codecs.store_types import StoreType
 from kstate.errors import DecodeError
 from kstate.stores.api import Backend, ProcessorStateError, StoreCorruptedError
 from kstate.stores.engine import list_column_families
-from kstate.stores.factory import open_kv_store, store_directory, wipe_kv_store
+from kstate.stores.factory import open_kv_store, store_directory, wipe_store
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
 from kstate.stores.typed import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
@@ -143,7 +143,7 @@ def test_wipe_and_rebuild_from_the_changelog_gives_the_same_logical_state(tmp_pa
     original.close()
     with pytest.raises(ProcessorStateError):
         open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
-    wipe_kv_store(tmp_path, name="s")
+    wipe_store(tmp_path, name="s")
     rebuilt = _open_headers(tmp_path)
     rebuilt.restore_batch([(k, raw_value_to_headers_value(v, t, h)) for k, v, t, h in changelog])
     rebuilt.commit({})

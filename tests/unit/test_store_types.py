@@ -99,3 +99,24 @@ def test_every_segmented_type_with_a_manager_is_segmented_and_the_rest_are_refus
     assert segment_manager(StoreType.VERSIONED_KV) is LogicalKeyValueSegments
     with pytest.raises(StoreTypeNotBuiltError, match="timestamped_kv"):
         segment_manager(StoreType.TIMESTAMPED_KV)
+
+
+def test_a_family_s_open_options_are_checked_by_name_kind_and_presence() -> None:
+    from kstate.stores.families import OpenOption, StoreClasses, StoreOptionError
+
+    classes = StoreClasses(object, object, lambda inner, context, sink: inner,
+                           options=(OpenOption("retention_ms", int, required=True), OpenOption("retain_duplicates", bool)))
+    assert classes.check_options({"retention_ms": 5}) == {"retention_ms": 5}
+    assert classes.check_options({"retention_ms": 5, "retain_duplicates": True}) == {
+        "retention_ms": 5, "retain_duplicates": True}
+    for given, option in (({}, "retention_ms"), ({"retention_ms": True}, "retention_ms"),
+                          ({"retention_ms": 1, "retain_duplicates": 1}, "retain_duplicates"),
+                          ({"retention_ms": 1, "window_size_ms": 1}, "window_size_ms")):
+        with pytest.raises(StoreOptionError) as refused:
+            classes.check_options(given)
+        assert refused.value.option == option and isinstance(refused.value, KStateError)
+
+
+def test_a_key_value_store_takes_no_options_and_refuses_one_by_name() -> None:
+    refused = call("store.open", {"store_type": "kv", "backend": "memory", "name": "s", "options": {"retention_ms": 1}})
+    assert "retention_ms" in str(refused), refused

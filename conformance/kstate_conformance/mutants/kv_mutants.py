@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import BUILT_TYPES, OFFSETS_CF, StoreType
@@ -320,8 +320,8 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
     cache = block_cache()
     engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name),
                            options=lambda: rocksdb_options(cache, format_version=6), store_name=name)
-    return store_classes(StoreType(store_type)).rocksdb(name, task_directory(state_dir, application_id, task_id),
-                                                      engine=engine, **options)
+    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
+        name, task_directory(state_dir, application_id, task_id), engine=engine, **options))
 
 
 @mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY,
@@ -637,7 +637,7 @@ def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: 
         return open_kv_store(store_type, backend, name=name, **options)
     task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
     engine = RocksDBEngine(task_dir / name)
-    return store_classes(StoreType(store_type)).rocksdb(name, task_dir, engine=engine, **options)
+    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(name, task_dir, engine=engine, **options))
 
 
 @mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level", FAMILY,

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import OFFSET_UNKNOWN, OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, encode_status
@@ -651,7 +651,7 @@ def _no_timestamp_logging(inner: KeyValueBytesStore, store_type: StoreType, cont
                           sink: ChangelogSink) -> KeyValueBytesStore:
     if StoreType(store_type) is StoreType.TIMESTAMPED_KV:
         return _NoTimestampAsContext(inner, store_type, context, sink)
-    return DEFAULT_BUILDER.logging_layer(inner, store_type, context, sink)
+    return cast(KeyValueBytesStore, DEFAULT_BUILDER.logging_layer(inner, store_type, context, sink))
 
 
 @mutant("changelog-no-timestamp-as-context", "a stored timestamp of -1 is logged at the context timestamp, not refused",

@@ -40,7 +40,7 @@ from kstate.stores.api import (
     UnknownColumnFamilyError,
 )
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, RecordContextHolder
-from kstate.stores.factory import open_kv_store, wipe_kv_store
+from kstate.stores.factory import open_kv_store, wipe_store
 from kstate.stores.families import changelogging_store
 
 EXIT_REFUSED = 3
@@ -132,7 +132,7 @@ class Host:
 
     def _wipe(self, partition: int) -> None:
         c = self.config
-        wipe_kv_store(c.state_dir, name=c.store_name, application_id=c.application_id, task_id=c.task_id(partition))
+        wipe_store(c.state_dir, name=c.store_name, application_id=c.application_id, task_id=c.task_id(partition))
         self.event("wiped", partition=partition)
 
     def open_task(self, partition: int) -> Task:

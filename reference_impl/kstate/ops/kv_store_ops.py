@@ -179,7 +179,10 @@ def store_get_typed(payload: JsonDict) -> JsonDict:
     handle = handle_for(payload)
     fields = [as_str(f, f"fields[{i}]") for i, f in enumerate(require_list(payload, "fields", None)
                                                                   or ["value", "timestamp", "headers"])]
-    value = store_classes(handle.store_type).facade(handle.store).get(key_from(payload))
+    facade = store_classes(handle.store_type).facade
+    if facade is None:
+        raise InvalidStateStoreError(f"store {handle.name} has no typed view")
+    value = facade(handle.store).get(key_from(payload))
     return _TYPED_TO_JSON[STORE_TYPES[handle.store_type].value_format](value, fields)
 
 

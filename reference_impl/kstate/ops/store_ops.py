@@ -20,11 +20,11 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, StoreType
-from kstate.errors import KStateError
+from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, STORE_TYPES, Family, StoreType
+from kstate.errors import InvalidArgumentError, KStateError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
 from kstate.ops.inputs import (
     INT32_MAX,
@@ -53,12 +53,14 @@ from kstate.stores.api import (
     PositionTracking,
     ProcessorStateError,
     RecordContext,
+    SegmentedStore,
+    StateStore,
     TopicPartition,
 )
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import RocksDBEngine, list_column_families
-from kstate.stores.factory import open_kv_store, store_directory, task_directory, wipe_kv_store
+from kstate.stores.factory import open_bytes_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
 
@@ -66,11 +68,12 @@ from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, res
 STORE_TYPE_NAMES = tuple(t.value for t in StoreType) + tuple(LEGACY_ALIASES)
 BACKENDS = tuple(b.value for b in Backend)
 
-OpenBytesStore = Callable[..., KeyValueBytesStore]
-LoggingLayer = Callable[[KeyValueBytesStore, StoreType, RecordContextHolder, ChangelogSink], KeyValueBytesStore]
+# The stores are of the opened type's family (key-value, versioned, window, session): typed by its protocol.
+OpenBytesStore = Callable[..., Any]
+LoggingLayer = Callable[[Any, StoreType, RecordContextHolder, ChangelogSink], Any]
 CachingLayer = Callable[[KeyValueBytesStore, RecordContextHolder, int, "FlushListener | None"], CachingKeyValueStore]
 AfterBatch = Callable[[RestoreResult], None] | None
-Restorer = Callable[[KeyValueBytesStore, StoreType, Sequence[cl.ChangelogRecord], int, AfterBatch], RestoreResult]
+Restorer = Callable[[Any, StoreType, Sequence[cl.ChangelogRecord], int, AfterBatch], RestoreResult]
 
 
 def _caching_layer(
@@ -80,7 +83,7 @@ def _caching_layer(
 
 
 def _restorer(
-    store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int,
+    store: StateStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int,
     after_batch: AfterBatch,
 ) -> RestoreResult:
     return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
@@ -90,7 +93,7 @@ def _restorer(
 class StoreBuilder:
     """The layers ``store.open`` stacks, as Kafka's ``KeyValueStoreBuilder`` family does; mutants swap one."""
 
-    open_bytes_store: OpenBytesStore = open_kv_store
+    open_bytes_store: OpenBytesStore = open_bytes_store
     logging_layer: LoggingLayer = changelogging_store
     caching_layer: CachingLayer = _caching_layer
     restorer: Restorer = _restorer
@@ -112,8 +115,8 @@ class StoreHandle:
     task_id: str
     builder: StoreBuilder
     context: RecordContextHolder
-    bytes_store: KeyValueBytesStore
-    store: KeyValueBytesStore
+    bytes_store: StateStore
+    store: StateStore
     caching: CachingKeyValueStore | None
     changelog: list[cl.ChangelogRecord] = field(default_factory=list)
     forwarded: list[FlushedEntry] = field(default_factory=list)
@@ -132,7 +135,7 @@ class StoreHandle:
     def store_path(self) -> Path | None:
         if self.backend is not Backend.ROCKSDB or self.state_dir is None:
             return None
-        return store_directory(self.state_dir, self.application_id, self.task_id, self.name)
+        return store_directory(self.state_dir, self.application_id, self.task_id, self.name, self.store_type)
 
 
 _HANDLES: dict[str, StoreHandle] = {}
@@ -150,8 +153,17 @@ def handle_for(payload: JsonDict) -> StoreHandle:
 
 
 def store_for(payload: JsonDict) -> tuple[StoreHandle, KeyValueBytesStore]:
-    """The handle ``payload["handle"]`` names and its outermost store layer."""
+    """The handle ``payload["handle"]`` names and its outermost store layer, which must be a key-value store."""
+    return family_store_for(payload, Family.KEY_VALUE)
+
+
+def family_store_for(payload: JsonDict, family: Family) -> tuple[StoreHandle, Any]:
+    """The handle ``payload["handle"]`` names and its outermost store layer; a store of another family than
+    ``family`` is refused by name (OPS-2)."""
     handle = handle_for(payload)
+    if STORE_TYPES[handle.store_type].family is not family:
+        raise InvalidStateStoreError(
+            f"store {handle.name} is a {handle.store_type.value} store; this operation needs a {family.value} store")
     return handle, handle.store
 
 
@@ -229,6 +241,9 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
     flush_listener = require_bool(payload, "cache_flush_listener", False)
     cache_max_bytes = require_int(payload, "cache_max_bytes", DEFAULT_CACHE_MAX_BYTES, minimum=0)
     initial_context = context_from_json(payload.get("context"))
+    options = as_object(payload.get("options"), "options", nullable=True) or {}
+    if caching_on and STORE_TYPES[store_type].family is not Family.KEY_VALUE:
+        raise InvalidArgumentError("caching", f"the reference has no record cache for {store_type.value} stores")
     bytes_store = builder.open_bytes_store(
         store_type,
         backend,
@@ -237,6 +252,7 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
         application_id=application_id,
         task_id=task_id,
         ignore_invalid_state=require_bool(payload, "ignore_invalid_state", False),
+        **({"options": options} if options else {}),
         # A pre-4.3 reader knows no ``offsets`` family (UPG-2).
         **({"manage_offsets": False} if require_bool(payload, "pre_4_3_reader", False) else {}),
     )
@@ -245,14 +261,14 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
         context.subscribe(bytes_store.set_record_context)
     handle_id = f"h{next(_IDS)}"
     sink: list[cl.ChangelogRecord] = []
-    store: KeyValueBytesStore = bytes_store
+    store: StateStore = bytes_store
     if logging:
         store = builder.logging_layer(store, store_type, context, sink)
     caching: CachingKeyValueStore | None = None
     forwarded: list[FlushedEntry] = []
     if caching_on:
         listener: FlushListener | None = forwarded.append if flush_listener else None
-        caching = builder.caching_layer(store, context, cache_max_bytes, listener)
+        caching = builder.caching_layer(cast(KeyValueBytesStore, store), context, cache_max_bytes, listener)
         store = caching
     handle = StoreHandle(
         id=handle_id, store_type=store_type, backend=backend, name=name,
@@ -456,7 +472,7 @@ def store_restore(payload: JsonDict) -> JsonDict:
     return {"restored": result.records, "batches": result.batches}
 
 
-def _dump_open(store: KeyValueBytesStore) -> dict[str, list[list[str]]]:
+def _dump_open(store: StateStore) -> dict[str, list[list[str]]]:
     # The column families as the open store presents them: what it has written plus what it has staged.
     if not isinstance(store, ColumnFamilyStore):
         raise InvalidStateStoreError("this store has no column families to dump")
@@ -480,23 +496,39 @@ def _dump_path(path: Path) -> dict[str, list[list[str]]]:
         engine.close()
 
 
-@op("store.dump", rules=["KV-20", "RST-5"])
+def _dump_segments(path: Path) -> dict[str, dict[str, list[list[str]]]]:
+    # A segmented store's directory holds one RocksDB database per segment, named <store>.<segment start> (LAY-3).
+    if not path.is_dir():
+        raise InvalidStateStoreError(f"no segmented store at {path}")
+    return {child.name: _dump_path(child) for child in sorted(path.iterdir())
+            if child.is_dir() and list_column_families(child)}
+
+
+@op("store.dump", rules=["KV-20", "RST-5", "LAY-3"])
 def store_dump(payload: JsonDict) -> JsonDict:
-    """Every column family's raw entries: of an open handle as it presents them, of a closed one as on disk."""
+    """Every column family's raw entries: of an open handle as it presents them, of a closed one as on disk; a
+    segmented store (window, session) answers ``segments``, each segment's column families by segment name."""
     if "handle" in payload:
         handle = handle_for(payload)
+        store_type = handle.store_type
         if handle.backend is not Backend.ROCKSDB:
             raise InvalidStateStoreError("an in-memory store has no column families")
         if not handle.closed and handle.bytes_store.is_open:
+            if isinstance(handle.bytes_store, SegmentedStore):
+                return {"segments": {segment: {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in cfs.items()}
+                                     for segment, cfs in handle.bytes_store.segment_rows().items()}}
             return {"column_families": _dump_open(handle.bytes_store)}
         path = handle.store_path()
     else:
+        store_type = StoreType(require_choice(payload, "store_type", STORE_TYPE_NAMES, StoreType.KEY_VALUE.value))
         path = store_directory(
             require_str(payload, "state_dir"), require_str(payload, "application_id", "app"),
-            require_str(payload, "task_id", "0_0"), require_str(payload, "name"),
+            require_str(payload, "task_id", "0_0"), require_str(payload, "name"), store_type,
         )
     if path is None:
         raise InvalidStateStoreError("the store has no directory")
+    if not STORE_TYPES[store_type].single_database:
+        return {"segments": _dump_segments(path)}
     return {"column_families": _dump_path(path)}
 
 
@@ -506,11 +538,12 @@ def store_wipe(payload: JsonDict) -> JsonDict:
     store before restoring it from the changelog (UPG-3); refused while a handle on it is open."""
     state_dir, name = require_str(payload, "state_dir"), require_str(payload, "name")
     application_id, task_id = require_str(payload, "application_id", "app"), require_str(payload, "task_id", "0_0")
-    path = store_directory(state_dir, application_id, task_id, name)
+    store_type = StoreType(require_choice(payload, "store_type", STORE_TYPE_NAMES, StoreType.KEY_VALUE.value))
+    path = store_directory(state_dir, application_id, task_id, name, store_type)
     for handle in _HANDLES.values():
         if not handle.closed and handle.store_path() == path:
             raise InvalidStateStoreError(f"store {name} is open (handle {handle.id}); close it before wiping it")
-    wipe_kv_store(state_dir, name=name, application_id=application_id, task_id=task_id)
+    wipe_store(state_dir, name=name, application_id=application_id, task_id=task_id, store_type=store_type)
     return {}
 
 

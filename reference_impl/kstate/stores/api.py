@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+from kstate.codecs.changelog import ChangelogRecord
 from kstate.errors import KStateError
 
 
@@ -181,6 +182,21 @@ class ColumnFamilyStore(Protocol):
     @property
     def column_families(self) -> tuple[str, ...]: ...
     def column_family_rows(self) -> dict[str, list[tuple[bytes, bytes]]]: ...
+
+
+@runtime_checkable
+class RecordRestorable(Protocol):
+    """A store that restores whole changelog records, timestamps and headers included, not (key, value) pairs:
+    a versioned store's version is the record's timestamp (RST-1, VER-*)."""
+
+    def restore_records(self, records: Sequence[ChangelogRecord]) -> None: ...
+
+
+@runtime_checkable
+class SegmentedStore(Protocol):
+    """A store kept in segments: every segment's column families and rows, by segment name (LAY-3, RST-5)."""
+
+    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]: ...
 
 
 class OffsetsInspectable(Protocol):

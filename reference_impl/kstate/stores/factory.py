@@ -1,25 +1,25 @@
-"""One entry point that opens any key-value store of the family on either backend (KV-1, LAY-*).
+"""One entry point that opens a store of any built type on either backend (KV-1, LAY-*).
 
-``open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="counts", state_dir=tmp)`` opens (or creates)
-``<state_dir>/<application_id>/<task_id>/rocksdb/counts`` exactly where Kafka Streams keeps it; an in-memory
-store ignores the directory arguments. The returned object implements
-:class:`kstate.stores.api.KeyValueBytesStore`: values are in the store type's byte layout (plain value,
-``[ts][value]``, or ``[varint hsize][headers][ts][value]``). Wrap it in :mod:`kstate.stores.typed` for
-decoded values.
+``open_bytes_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="counts", state_dir=tmp)`` opens (or creates)
+``<state_dir>/<application_id>/<task_id>/rocksdb/counts`` exactly where Kafka Streams keeps it (a segmented
+store: ``<task_id>/<name>``, LAY-2, LAY-3); an in-memory store ignores the directory arguments. A key-value
+type answers a :class:`kstate.stores.api.KeyValueBytesStore` whose values are in the store type's byte layout
+(plain value, ``[ts][value]``, or ``[varint hsize][headers][ts][value]``); wrap it in :mod:`kstate.stores.typed`
+for decoded values. The other families answer their own bytes-store protocols.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
-from kstate.codecs.layout import ROCKSDB_DIR
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.layout import store_dir
+from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError
-from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
+from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPartition
 
 E = TypeVar("E", StoreType, Backend)
 
@@ -29,12 +29,14 @@ def task_directory(state_dir: str | Path, application_id: str, task_id: str) -> 
     return Path(state_dir) / application_id / task_id
 
 
-def store_directory(state_dir: str | Path, application_id: str, task_id: str, name: str) -> Path:
-    """``<task dir>/rocksdb/<store name>``: the RocksDB directory of a key-value store (KV-20)."""
-    return task_directory(state_dir, application_id, task_id) / ROCKSDB_DIR / name
+def store_directory(state_dir: str | Path, application_id: str, task_id: str, name: str,
+                    store_type: StoreType = StoreType.KEY_VALUE) -> Path:
+    """``<task dir>/rocksdb/<store name>`` for a one-database store (KV-20), ``<task dir>/<store name>`` (its
+    segments' parent) for a segmented one (LAY-3)."""
+    return task_directory(state_dir, application_id, task_id) / store_dir(StoreType(store_type), name)
 
 
-def open_kv_store(
+def open_bytes_store(
     store_type: StoreType,
     backend: Backend,
     *,
@@ -46,8 +48,10 @@ def open_kv_store(
     migrate_legacy_files: bool = True,
     manage_offsets: bool = True,
     changelog_partitions: Iterable[TopicPartition] | None = None,
-) -> KeyValueBytesStore:
-    """Open a store of ``store_type`` on ``backend``.
+    options: Mapping[str, Any] | None = None,
+) -> StateStore:
+    """Open a store of ``store_type`` on ``backend``; ``options`` are the family's own (retention, segment
+    interval, ...: the names its :class:`kstate.stores.families.StoreClasses` accepts), passed to its classes.
 
     RocksDB: ``state_dir`` None means a fresh temporary directory. Opening runs Kafka's open logic: the
     column-family mode decision (KV-30, KV-40), the downgrade check (UPG-1), the unclean-shutdown check
@@ -65,19 +69,32 @@ def open_kv_store(
 
     classes = store_classes(store_type)
     validate_store_name(name)
+    family_options = classes.check_options(options or {})
     if backend is Backend.MEMORY:
-        return classes.memory(name)
+        return cast(StateStore, classes.memory(name, **family_options))
     if state_dir is None:
         state_dir = tempfile.mkdtemp(prefix="kstate-")
     task_dir = task_directory(state_dir, application_id, task_id)
-    return classes.rocksdb(
+    return cast(StateStore, classes.rocksdb(
         name,
         task_dir,
         ignore_invalid_state=ignore_invalid_state,
         migrate_legacy_files=migrate_legacy_files,
         manage_offsets=manage_offsets,
         changelog_partitions=changelog_partitions,
-    )
+        **family_options,
+    ))
+
+
+def open_kv_store(store_type: StoreType, backend: Backend, **kwargs: Any) -> KeyValueBytesStore:
+    """:func:`open_bytes_store` for a key-value store type, typed as the key-value bytes store it answers (KV-1)."""
+    from kstate.stores.families import store_classes
+
+    store_type = _enum(StoreType, store_type, "store_type", BUILT_TYPES)
+    store_classes(store_type)  # a type not built is refused by name first
+    if STORE_TYPES[store_type].family is not Family.KEY_VALUE:
+        raise InvalidArgumentError("store_type", f"{store_type.value} is not a key-value store type")
+    return cast(KeyValueBytesStore, open_bytes_store(store_type, backend, **kwargs))
 
 
 def _enum(cls: type[E], value: object, argument: str, offered: tuple[E, ...]) -> E:
@@ -89,13 +106,15 @@ def _enum(cls: type[E], value: object, argument: str, offered: tuple[E, ...]) ->
         raise InvalidArgumentError(argument, f"unknown {cls.__name__} {value!r:.80}; expected one of {accepted}") from None
 
 
-def wipe_kv_store(state_dir: str | Path, *, name: str, application_id: str = "app", task_id: str = "0_0") -> None:
-    """Delete a RocksDB store's directory and its ``<store>.position`` file: the wipe before a rebuild from
-    the changelog that Kafka does after a refused open (UPG-3). The store must be closed."""
+def wipe_store(state_dir: str | Path, *, name: str, application_id: str = "app", task_id: str = "0_0",
+               store_type: StoreType = StoreType.KEY_VALUE) -> None:
+    """Delete a RocksDB store's directory (a segmented store's: all its segments) and its ``<store>.position``
+    file: the wipe before a rebuild from the changelog that Kafka does after a refused open (UPG-3). The store
+    must be closed."""
     from kstate.stores.kv import validate_store_name
 
     # A name that is not a store name (KV-26) could point the delete outside the task directory.
     validate_store_name(name)
-    shutil.rmtree(store_directory(state_dir, application_id, task_id, name), ignore_errors=True)
+    shutil.rmtree(store_directory(state_dir, application_id, task_id, name, store_type), ignore_errors=True)
     (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
 

@@ -9,14 +9,14 @@ entry raises :class:`StoreTypeNotBuiltError` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from kstate.codecs.store_types import STORE_TYPES, StoreType
 from kstate.errors import KStateError
-from kstate.stores.api import KeyValueBytesStore
+from kstate.stores.api import KeyValueBytesStore, StateStore
 from kstate.stores.changelogging import (
     ChangeLoggingKeyValueBytesStore,
     ChangeLoggingTimestampedKeyValueBytesStore,
@@ -39,8 +39,8 @@ class StoreTypeNotBuiltError(KStateError, ValueError):
         super().__init__(f"the reference implementation has no {store_type.value} store yet")
 
 
-#: A change-logging layer's constructor: ``(inner, context, sink)``.
-LoggingConstructor = Callable[[KeyValueBytesStore, RecordContextHolder, ChangelogSink], ChangeLoggingKeyValueBytesStore]
+#: A change-logging layer's constructor: ``(inner, context, sink)``; the inner store is of the type's family.
+LoggingConstructor = Callable[[Any, RecordContextHolder, ChangelogSink], StateStore]
 
 
 def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
@@ -48,14 +48,59 @@ def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
     return ChangeLoggingKeyValueBytesStore(inner, StoreType.KEY_VALUE, context, sink)
 
 
+class StoreOptionError(KStateError, ValueError):
+    """An option a store type does not take, a required one missing, or one of the wrong kind; ``option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"store option {option!r}: {message}")
+
+
+@dataclass(frozen=True)
+class OpenOption:
+    """An option of a store family, passed to its classes by keyword (retention, segment interval, ...)."""
+
+    name: str
+    kind: type[int] | type[bool]
+    #: A required option has no default; an optional one absent is not passed (the class's default applies).
+    required: bool = False
+
+
 @dataclass(frozen=True)
 class StoreClasses:
-    """The classes of one store type: bytes stores per backend, change-logging layer, typed facade."""
+    """The classes of one store type: bytes stores per backend, change-logging layer, typed facade, and the
+    options its constructors take beyond the common ones.
 
-    rocksdb: type[RocksDBStore]
-    memory: type[InMemoryKeyValueStore]
+    ``rocksdb(name, task_dir, *, ignore_invalid_state, migrate_legacy_files, manage_offsets,
+    changelog_partitions, **options)`` and ``memory(name, **options)`` build the bytes store.
+    """
+
+    rocksdb: type[Any]
+    memory: type[Any]
     logging: LoggingConstructor
-    facade: type[KeyValueStore | TimestampedKeyValueStore | TimestampedKeyValueStoreWithHeaders]
+    facade: type[Any] | None = None
+    options: tuple[OpenOption, ...] = ()
+
+    def check_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """``given`` checked against :attr:`options`: :class:`StoreOptionError` naming any unknown, missing or
+        ill-typed option."""
+        known = {o.name: o for o in self.options}
+        for name in given:
+            if name not in known:
+                accepted = ", ".join(sorted(known)) or "none"
+                raise StoreOptionError(str(name), f"not an option of this store type (accepted: {accepted})")
+        out: dict[str, Any] = {}
+        for option in self.options:
+            if option.name not in given:
+                if option.required:
+                    raise StoreOptionError(option.name, "required")
+                continue
+            value = given[option.name]
+            # bool is an int in Python: an int option refuses it, a bool option takes nothing else.
+            if isinstance(value, bool) is not (option.kind is bool) or not isinstance(value, option.kind):
+                raise StoreOptionError(option.name, f"expected {option.kind.__name__}, got {value!r:.80}")
+            out[option.name] = value
+        return out
 
 
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
@@ -100,11 +145,12 @@ def store_classes(store_type: StoreType) -> StoreClasses:
 
 
 def changelogging_store(
-    inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink
-) -> ChangeLoggingKeyValueBytesStore:
+    inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink
+) -> Any:
     """The change-logging layer Kafka's builder for ``store_type`` puts around ``inner`` (CL-3 to CL-8)."""
     return store_classes(StoreType(store_type)).logging(inner, context, sink)
 
 
-__all__ = ["SEGMENT_MANAGERS", "STORE_CLASSES", "LoggingConstructor", "StoreClasses", "StoreTypeNotBuiltError",
+__all__ = ["SEGMENT_MANAGERS", "STORE_CLASSES", "LoggingConstructor", "OpenOption", "StoreClasses", "StoreOptionError",
+           "StoreTypeNotBuiltError",
            "changelogging_store", "segment_manager", "store_classes"]

@@ -18,7 +18,7 @@ from itertools import islice
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
-from kstate.stores.api import KeyValueBytesStore, restore_mode
+from kstate.stores.api import RecordRestorable, StateStore, restore_mode
 
 #: Kafka's restore consumer polls at most ``max.poll.records`` (default 1000) records per batch.
 DEFAULT_RESTORE_BATCH_SIZE = 1000
@@ -72,7 +72,7 @@ def gc_paused() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def restoring(store: KeyValueBytesStore) -> Iterator[None]:
+def restoring(store: StateStore) -> Iterator[None]:
     """What every restore runs under: the collector paused and the store's restore mode (RST-8)."""
     with gc_paused(), restore_mode(store):
         yield
@@ -88,7 +88,7 @@ def batches_of(records: Iterable[cl.ChangelogRecord], batch_size: int) -> Iterat
 
 
 def restore(
-    store: KeyValueBytesStore,
+    store: StateStore,
     store_type: StoreType,
     records: Iterable[cl.ChangelogRecord],
     *,
@@ -96,7 +96,8 @@ def restore(
     converter: Converter | None = None,
     after_batch: Callable[[RestoreResult], None] | None = None,
 ) -> RestoreResult:
-    """Convert and write ``records`` into ``store`` one atomic batch at a time (RST-1 to RST-3).
+    """Convert and write ``records`` into ``store`` one atomic batch at a time (RST-1 to RST-3); a
+    :class:`RecordRestorable` store (versioned) takes each batch's records whole.
 
     ``after_batch`` runs after each batch with the totals so far: Kafka records the changelog offset
     restored there (with store-managed offsets, a ``commit`` that makes the batch durable with it).
@@ -105,7 +106,9 @@ def restore(
     count = batches = 0
     with restoring(store):
         for batch in batches_of(records, batch_size):
-            if converter is not None:
+            if converter is None and isinstance(store, RecordRestorable):
+                store.restore_records(batch)
+            elif converter is not None:
                 store.restore_batch([(record.key, converter(record)) for record in batch])
             else:
                 store.restore_batch(cl.restore_entries(store_type, [
