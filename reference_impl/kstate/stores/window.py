@@ -473,12 +473,15 @@ class RocksDBWindowStore(WindowStoreBase):
             segment.instance.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
-        """The smallest offset the open segments committed for ``partition``: a restore from there misses
-        nothing whichever segment a crash left behind (WS-28). None when no segment has one."""
+        """``AbstractSegments.committedOffset``: the offset of the newest segment that has one for ``partition``,
+        else None (WS-28)."""
         tp = _to_codec_tp(partition, "partition")
         self._check_open()
-        found = [o for o in (s.instance.committed_offset(tp) for s in self.segments.all_segments()) if o is not None]
-        return min(found) if found else None
+        for segment in self.segments.all_segments(forward=False):
+            offset = segment.instance.committed_offset(tp)
+            if offset is not None:
+                return offset
+        return None
 
     def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
         """Each open segment's committed offsets, by segment name (WS-28)."""
