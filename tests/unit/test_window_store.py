@@ -512,3 +512,33 @@ def test_the_in_memory_store_classes_share_one_implementation() -> None:
     for store_type in WINDOW_TYPES:
         store = open_bytes_store(store_type, Backend.MEMORY, name="w", options=OPTIONS)
         assert isinstance(store, InMemoryWindowStore) and store.store_type is store_type  # type: ignore[attr-defined]
+
+
+class _NoCacheWindowStore(RocksDBWindowStore):
+    """Every put through the full expiry path: the oracle of the put cache."""
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        self._last_segment_time = -2  # never the stream time: the cached segment is never reused
+        super().put(key, value, window_start)
+
+
+def test_the_put_cache_answers_as_the_full_expiry_path(tmp_path: Path) -> None:
+    """WS-6, WS-7, WS-8: the reused segment of the previous put changes neither rows nor segments nor drops."""
+    import random
+
+    rng = random.Random(3)
+    fast = RocksDBWindowStore("w", tmp_path / "fast", retention_ms=5000, window_size_ms=10, segment_interval_ms=1000,
+                              retain_duplicates=True)
+    slow = _NoCacheWindowStore("w", tmp_path / "slow", retention_ms=5000, window_size_ms=10, segment_interval_ms=1000,
+                               retain_duplicates=True)
+    clock = 0
+    for _ in range(1500):
+        clock += rng.choice((0, 0, 0, 1, 3, 40))
+        start = max(-50, clock - rng.choice((0, 0, 10, 900, 4500, 6000)))
+        key, value = bytes([rng.randrange(4)]), bytes([rng.randrange(256)]) if rng.random() > 0.1 else None
+        fast.put(key, value, start)
+        slow.put(key, value, start)
+    assert fast.segment_rows() == slow.segment_rows() and fast.dropped_records == slow.dropped_records > 0
+    assert fast.all() == slow.all() and fast.fetch_all(0, clock, backward=True) == slow.fetch_all(0, clock, backward=True)
+    fast.close()
+    slow.close()
