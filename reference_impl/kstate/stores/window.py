@@ -28,9 +28,10 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, StateStore, TopicPartition
+from kstate.stores.api import Backend, InvalidStateStoreError, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
+    PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
     default_changelog_partitions,
@@ -128,14 +129,16 @@ def check_options(retention_ms: object, window_size_ms: object, retain_duplicate
         raise InvalidArgumentError(argument, exc.reason) from None
 
 
-class WindowStoreBase:
-    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6)."""
+class WindowStoreBase(PositionTracker):
+    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6,
+    WS-29)."""
 
     store_type: StoreType = StoreType.WINDOW
     backend: Backend
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool,
                  segment_interval_ms: int | None) -> None:
+        super().__init__()
         self.name = validate_store_name(name)
         self.segment_interval = check_options(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.retention_period = retention_ms
@@ -147,25 +150,15 @@ class WindowStoreBase:
         self.seqnum = 0
         #: Puts dropped because their window had expired (Kafka's ``dropped-records`` sensor, WS-38).
         self.dropped_records = 0
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
-
-    # position (IQ consistency) --------------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; a write then advances the store's position (WS-29)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+        self._open = True
 
     @property
-    def position(self) -> Position:
-        """A copy of the store's position."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     # shared steps -----------------------------------------------------------------------------------------------
 
@@ -285,14 +278,6 @@ class RocksDBWindowStore(WindowStoreBase):
         return ids
 
     # state --------------------------------------------------------------------------------------------------------
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     def segment_names(self) -> list[str]:
         """The names of the open segments, oldest first (``<store>.<segment start>``, WS-5)."""
