@@ -28,7 +28,8 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, StateStore, TopicPartition
+from kstate.storage_files import legacy_file_exists, position_file_path, read_position_file
+from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
     PositionTracker,
@@ -219,9 +220,10 @@ class RocksDBWindowStore(WindowStoreBase):
         changelog_partitions: Iterable[TopicPartition] | None = None,
     ) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        # Legacy ``.checkpoint`` files are the task's; a segmented store has no file of its own to migrate.
-        del migrate_legacy_files
         self.task_dir = Path(task_dir)
+        # StoreQueryUtils.maybeMigrateExistingPositionFile: read before any segment opens, so a bad file refuses
+        # the open with nothing changed (WS-29). Kafka merges the file and leaves it in place.
+        legacy_position = self._legacy_position(self.task_dir, self.name) if migrate_legacy_files else {}
         self.path = self.task_dir / self.name
         partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                       else default_changelog_partitions(self.task_dir, self.name))
@@ -230,6 +232,7 @@ class RocksDBWindowStore(WindowStoreBase):
             manage_offsets=manage_offsets, changelog_partitions=partitions,
             ignore_invalid_state=ignore_invalid_state)
         self._open_existing()
+        self._position = merge_positions(self._position, legacy_position)
         self._open = True
         self._restore_stack: contextlib.ExitStack | None = None
         self._restore_entered: set[str] = set()
@@ -241,6 +244,16 @@ class RocksDBWindowStore(WindowStoreBase):
         self._last_segment_id = -1
         self._last_segment_time = NO_TIMESTAMP
         self._last_segment: KeyValueSegment | None = None
+
+    @staticmethod
+    def _legacy_position(task_dir: Path, name: str) -> Position:
+        """The task's pre-4.3 ``<store>.position`` file, or an empty position (WS-29)."""
+        if not legacy_file_exists(position_file_path(task_dir, name)):
+            return {}
+        try:
+            return read_position_file(task_dir, name)
+        except DecodeError as exc:
+            raise ProcessorStateError(f"Error reading the position file of store {name}: {exc}") from exc
 
     def _open_existing(self) -> None:
         """Open every segment found, as ``openExisting`` at stream time -1 does (WS-31); the position is the
