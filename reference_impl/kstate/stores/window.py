@@ -188,10 +188,6 @@ class WindowStoreBase(PositionTracker):
 # --- RocksDB -------------------------------------------------------------------------------------------------------
 
 
-def _in_range(key: bytes, key_from: bytes | None, key_to: bytes | None) -> bool:
-    return (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
-
-
 class RocksDBWindowStore(WindowStoreBase):
     """Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` with ``WindowKeySchema`` (WS-1..WS-15).
 
