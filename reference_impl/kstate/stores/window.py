@@ -317,11 +317,20 @@ class RocksDBWindowStore(WindowStoreBase):
             self.seqnum = (self.seqnum + 1) & INT32_MAX  # WIN-6
         # WIN-1: the row key, packed directly (the arguments are checked above).
         store_key = key + _ROW_SUFFIX.pack(window_start, self.seqnum)
-        # The hot path of _segmented_put: the segment of the previous put, found live at the same stream time.
+        # The hot path of _segmented_put: the segment of the previous put, still live, and no expired segment to
+        # delete (the stream time unchanged since, or the earliest live segment unchanged).
         if window_start > self.observed_stream_time:
             self.observed_stream_time = window_start
-        elif window_start >= 0 and window_start // self.segment_interval == self._last_segment_id \
-                and self.observed_stream_time == self._last_segment_time and self._restore_stack is None:
+        interval = self.segment_interval
+        if window_start >= 0 and window_start // interval == self._last_segment_id and self._restore_stack is None:
+            stream_time = self.observed_stream_time
+            if stream_time != self._last_segment_time:
+                floor = stream_time - self.retention_period
+                min_live = floor // interval if floor >= 0 else -(-floor // interval)  # Java truncation
+                if min_live != self._expired_below or self._last_segment_id < min_live:
+                    self._segmented_put(store_key, window_start, value)
+                    return
+                self._last_segment_time = stream_time
             if self._record_context is not None:
                 self._update_position()
             self._last_segment.accessor.put(store_key, value)  # type: ignore[union-attr]
