@@ -23,7 +23,6 @@ These are measurements, not timed tests: a ratio under its target is reported, n
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import random
@@ -34,12 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rocksdict
+from bench_tools import open_raw, print_report, raw_load
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.stores.api import Backend, TopicPartition
-from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
 from kstate.stores.restore import converter_for, restore
 
@@ -109,17 +107,11 @@ def _restore_round(store: Any, store_type: StoreType, records: list[cl.Changelog
 
 
 def _open_raw(path: Path) -> Any:
-    path.mkdir(parents=True, exist_ok=True)
-    return rocksdict.Rdict(str(path), rocksdb_options())
+    return open_raw(path)
 
 
 def _raw_round(db: Any, pairs: list[tuple[bytes, bytes | None]]) -> None:
-    for start in range(0, len(pairs), BATCH):
-        batch = rocksdict.WriteBatch(raw_mode=True)
-        put = batch.put
-        for key, value in pairs[start : start + BATCH]:
-            put(key, value)
-        db.write(batch)
+    raw_load(db, pairs, BATCH)
 
 
 def _pairs(store_type: StoreType, records: list[cl.ChangelogRecord]) -> list[tuple[bytes, bytes | None]]:
@@ -127,7 +119,7 @@ def _pairs(store_type: StoreType, records: list[cl.ChangelogRecord]) -> list[tup
     return [(r.key, convert(r)) for r in records]
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_restore_into_rocksdb(benchmark: Any, records: list[cl.ChangelogRecord], rounds: Rounds, store_type: StoreType) -> None:
     """Restore N records in batches of 1000, each batch committed with its changelog offset."""
     opened: list[Any] = []
@@ -148,7 +140,7 @@ def test_restore_into_rocksdb(benchmark: Any, records: list[cl.ChangelogRecord],
     _record(benchmark, (store_type, "restore"))
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_raw_write_batch_load(benchmark: Any, records: list[cl.ChangelogRecord], rounds: Rounds, store_type: StoreType) -> None:
     """The same bytes written with raw rocksdict write batches of 1000."""
     pairs = _pairs(store_type, records)
@@ -197,7 +189,7 @@ def ratio_report(request: pytest.FixtureRequest, records: list[cl.ChangelogRecor
     lines = ["", f"restore benchmark, N={N} records, batches of {BATCH} (process CPU time; best of {ROUNDS} rounds, "
              f"then {INTERLEAVED_ROUNDS} interleaved)",
              f"{'store type':<26}{'restore s':>11}{'raw load s':>12}{'ratio':>8}{'interleaved':>13}{'target':>8}  verdict"]
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         measured, baseline = RESULTS.get((store_type, "restore")), RESULTS.get((store_type, "raw"))
         if measured is None or baseline is None:
             continue
@@ -207,6 +199,4 @@ def ratio_report(request: pytest.FixtureRequest, records: list[cl.ChangelogRecor
         verdict = ("meets target" if steady >= target else "BELOW TARGET") if target else "information (conversion)"
         lines.append(f"{store_type.value:<26}{measured:>11.3f}{baseline:>12.3f}{ratio:>8.2f}{steady:>13.2f}"
                      f"{(f'{target:.2f}' if target else '-'):>8}  {verdict}")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n".join(lines), flush=True)
+    print_report(request, lines)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.ops import JsonDict, OpSpec, call, load_all
+from kstate.ops import JsonDict, OpSpec, call, load_all, window_store_ops
 
 _HEX = re.compile(r"^(?:[0-9a-f]{2})*$")
 #: Objects with more keys than this, or nested deeper, are shown as ``object`` (the example shows them).
@@ -182,7 +182,9 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                    "partition?: int}; optional, the first record context",
         "ignore_invalid_state": "bool; optional, open a store whose offsets say it is corrupt",
         "pre_4_3_reader": "bool; optional, open as a Kafka before 4.3 would (no offsets column family)",
-        "options": "object; optional, the store family's own options (history_retention_ms, retention_ms, ...)",
+        "options": "object; optional, the store family's own options, named as its spec names them (versioned: "
+                   "history_retention_ms, segment_interval_ms; window: retention_ms, window_size_ms, "
+                   "retain_duplicates, segment_interval_ms; session: retention_ms, segment_interval_ms)",
     }, {
         "handle": "string; names the store in every later operation",
         "manages_offsets": "bool; the store keeps its changelog offsets itself (KIP-1035)",
@@ -253,6 +255,8 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
     **VERSIONED_STORE_FIELDS,
 }
+
+STORE_FIELDS.update(window_store_ops.INDEX_FIELDS)
 
 #: The Kafka methods of operations recorded vectors do not name (``java`` in the registry names those).
 KAFKA_METHODS: dict[str, tuple[str, ...]] = {
@@ -336,18 +340,23 @@ STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
     ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
                     "application_id": "app", "task_id": "0_0"}),
     ("store.crash", {"handle": "$h3"}),
+    ("store.open", {"store_type": "window", "backend": "rocksdb", "name": "clicks", "state_dir": STATE_DIR,
+                    "application_id": "app", "task_id": "0_0",
+                    "options": {"retention_ms": 120000, "window_size_ms": 1000}}),
+    *((name, {**payload, "handle": "$h4"}) for name, payload in window_store_ops.INDEX_SESSION),
+    ("store.close", {"handle": "$h4"}),
     ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
     ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
     ("store.open", {"store_type": "versioned_kv_with_headers", "backend": "memory", "name": "prices",
                     "options": {"history_retention_ms": 60000, "segment_interval_ms": 10000}}),
-    ("versioned_store.put", {"handle": "$h4", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
-    ("versioned_store.put", {"handle": "$h4", "key": "6b", "value": "03", "timestamp": 5000}),
-    ("versioned_store.get", {"handle": "$h4", "key": "6b", "as_of": 2000}),
-    ("versioned_store.delete", {"handle": "$h4", "key": "6b", "timestamp": 9000}),
-    ("versioned_store.get_versions", {"handle": "$h4", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
-    ("versioned_store.stream_time", {"handle": "$h4"}),
-    ("versioned_store.segments", {"handle": "$h4"}),
+    ("versioned_store.put", {"handle": "$h5", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
+    ("versioned_store.put", {"handle": "$h5", "key": "6b", "value": "03", "timestamp": 5000}),
+    ("versioned_store.get", {"handle": "$h5", "key": "6b", "as_of": 2000}),
+    ("versioned_store.delete", {"handle": "$h5", "key": "6b", "timestamp": 9000}),
+    ("versioned_store.get_versions", {"handle": "$h5", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
+    ("versioned_store.stream_time", {"handle": "$h5"}),
+    ("versioned_store.segments", {"handle": "$h5"}),
 )
 
 

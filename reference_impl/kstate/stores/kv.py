@@ -101,6 +101,16 @@ def _value_bytes(value: bytes | None) -> bytes | None:
     raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
 
 
+def default_changelog_partitions(task_dir: Path, store_name: str) -> tuple[TopicPartition, ...]:
+    """``<application.id>-<store>-changelog``, partition = the task's partition, read from the directory names
+    ``<application.id>/<subtopology>_<partition>``; none when they do not have that form."""
+    try:
+        partition = int(task_dir.name.rsplit("_", 1)[1])
+    except (IndexError, ValueError):
+        return ()
+    return (TopicPartition(f"{task_dir.parent.name}-{store_name}-changelog", partition),)
+
+
 # --- iterators ----------------------------------------------------------------------------------------
 
 
@@ -232,11 +242,11 @@ def _changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], int |
 
 
 class PositionTracker:
-    """A store's position for interactive queries: the record context of each write advances it
-    (``StoreQueryUtils.updatePosition``); shared by the key-value and versioned stores."""
+    """A store's position (IQ consistency): advanced by each write from the record being processed."""
 
-    _position: Position
-    _record_context: RecordContext | None
+    def __init__(self) -> None:
+        self._position: Position = {}
+        self._record_context: RecordContext | None = None
 
     def set_record_context(self, context: RecordContext | None) -> None:
         """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
@@ -266,9 +276,8 @@ class _KeyValueOperations(PositionTracker):
     backend: Backend
 
     def __init__(self, name: str) -> None:
+        super().__init__()
         self.name = name
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
 
     # hooks
     def _check_open(self) -> None:
@@ -295,7 +304,6 @@ class _KeyValueOperations(PositionTracker):
     ) -> StoreIterator:
         raise NotImplementedError
 
-    # position (IQ consistency): PositionTracker's
 
     # KeyValueStore ------------------------------------------------------------------------------------------
 
@@ -453,15 +461,7 @@ class RocksDBStore(_KeyValueOperations):
 
     def _default_changelog_partitions(self) -> tuple[TopicPartition, ...]:
         """``<application.id>-<store>-changelog``, partition = the task's partition (from the directory names)."""
-        if self.task_dir is None:
-            return ()
-        application_id = self.task_dir.parent.name
-        task = self.task_dir.name
-        try:
-            partition = int(task.rsplit("_", 1)[1])
-        except (IndexError, ValueError):
-            return ()
-        return (TopicPartition(f"{application_id}-{self.name}-changelog", partition),)
+        return () if self.task_dir is None else default_changelog_partitions(self.task_dir, self.name)
 
     # state ----------------------------------------------------------------------------------------------------
 
