@@ -27,10 +27,18 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, TopicPartition
+from kstate.stores.api import (
+    Backend,
+    InvalidStateStoreError,
+    RecordContext,
+    TopicPartition,
+    UnknownColumnFamilyError,
+)
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import ColumnFamilyLayout
+from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
 from kstate.stores.kv import INVALID_RANGE_WARNING, _changelog_offsets, _to_codec_tp, require_key, validate_store_name
+from kstate.stores.offsets import check_offsets_image, read_offsets_image
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
@@ -360,6 +368,7 @@ class RocksDBSessionStore(SessionOperations):
         self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                                      else _default_changelog_partitions(self.task_dir, self.name))
         self.manage_offsets_flag = manage_offsets
+        self.ignore_invalid_state = ignore_invalid_state
         self.segments = self.SEGMENTS(
             self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
             changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
@@ -382,18 +391,42 @@ class RocksDBSessionStore(SessionOperations):
         if not directory.is_dir():
             self.segments.open_existing(self.observed_stream_time)
             return
-        ids = []
+        found = []
         for entry in sorted(p.name for p in directory.iterdir()):
             try:
-                parsed = seg.parse_segment_name(self.name, entry, self.segment_interval_ms)
+                found.append((entry, seg.parse_segment_name(self.name, entry, self.segment_interval_ms)))
             except KStateError:
                 continue
+        # Every segment is checked before any is opened or renamed: a refused open changes nothing (SS-20).
+        for entry, parsed in found:
+            if parsed.segment_id >= 0:
+                self._check_segment(directory / entry)
+        ids = []
+        for entry, parsed in found:
             if parsed.rename_to is not None:
                 (directory / entry).rename(directory / parsed.rename_to)
             ids.append(parsed.segment_id)
         for segment_id in sorted(i for i in ids if i >= 0):
             self.segments.get_or_create_segment(segment_id)
         self.segments.cleanup_expired_segments(self.observed_stream_time)
+
+    def _check_segment(self, path: Path) -> None:
+        """The refusals of one existing segment that need no write: column families this type does not know (a
+        downgrade, UPG-1) and an offsets status other than CLOSED (KV-52), as each segment's own open decides."""
+        if not rocksdb_directory_state(path, path.name):
+            return
+        known = self.SEGMENTS.LAYOUT.known_column_families(self.manage_offsets_flag)
+        unknown = sorted(cf for cf in list_column_families(path, path.name) if cf not in known)
+        if unknown:
+            raise UnknownColumnFamilyError(
+                f"Error opening store {path.name} at location {path}: Column families not opened: {', '.join(unknown)}",
+                tuple(unknown))
+        if self.manage_offsets_flag:
+            reader = RocksDBEngine(path, store_name=path.name, read_only=True)
+            try:
+                check_offsets_image(read_offsets_image(reader), path.name, self.ignore_invalid_state)
+            finally:
+                reader.close()
 
     def persistent(self) -> bool:
         return True
@@ -778,7 +811,7 @@ class SessionWithHeaders:
 
 class ReadOnlySessionStoreWithHeaders:
     """Kafka's ``ReadOnlySessionStoreWithHeaders`` with byte keys: the reads of a header-aware session store, values
-    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-33)."""
+    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-30, HV-10)."""
 
     def __init__(self, inner: SessionStore) -> None:
         self.inner = inner
