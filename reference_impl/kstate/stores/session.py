@@ -23,7 +23,7 @@ from kstate.codecs import segments as seg
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.layout import ColumnFamilyPlan
-from kstate.codecs.position import Position, merge_positions
+from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
@@ -37,7 +37,15 @@ from kstate.stores.api import (
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
-from kstate.stores.kv import INVALID_RANGE_WARNING, _changelog_offsets, _to_codec_tp, require_key, validate_store_name
+from kstate.stores.kv import (
+    INVALID_RANGE_WARNING,
+    InMemoryOffsets,
+    RecordPositionTracking,
+    _changelog_offsets,
+    _to_codec_tp,
+    require_key,
+    validate_store_name,
+)
 from kstate.stores.offsets import check_offsets_image, read_offsets_image
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.wrapping import WrappedStore
@@ -185,7 +193,7 @@ class SessionStore(Protocol):
 # --- the operations both backends share --------------------------------------------------------------------------
 
 
-class SessionOperations:
+class SessionOperations(RecordPositionTracking):
     """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
     ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
 
@@ -215,23 +223,6 @@ class SessionOperations:
     def _check_open(self) -> None:
         if not self._open:
             raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    @property
-    def position(self) -> Position:
-        return {topic: dict(partitions) for topic, partitions in self._position.items()}
-
-    def merge_position(self, other: Position) -> None:
-        self._position = merge_positions(self._position, other)
 
     # writes -------------------------------------------------------------------------------------------------------
 
@@ -612,9 +603,10 @@ class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):
 EndTimeMap = dict[int, dict[bytes, dict[int, bytes]]]
 
 
-class InMemorySessionStore(SessionOperations):
+class InMemorySessionStore(InMemoryOffsets, SessionOperations):
     """Kafka's ``InMemorySessionStore``: ``endTime -> key -> startTime -> aggregate`` maps, no segments, no offsets
-    (SS-17..SS-19). ``segment_interval_ms`` is accepted for a common option set and not used."""
+    (SS-17..SS-19; no offsets, :class:`InMemoryOffsets`). ``segment_interval_ms`` is accepted for a common option set
+    and not used."""
 
     backend = Backend.MEMORY
     store_type = StoreType.SESSION
@@ -702,22 +694,6 @@ class InMemorySessionStore(SessionOperations):
             checked.append((check_session(session.key, session.start, session.end), _value_bytes(value)))
         for (key, start, end), value in checked:
             self._put(key, start, end, value)
-
-    def manages_offsets(self) -> bool:
-        return False
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Nothing to persist (SS-19)."""
-        _changelog_offsets(changelog_offsets)
-        self._check_open()
-
-    def flush(self) -> None:
-        self._check_open()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        _to_codec_tp(partition, "partition")
-        self._check_open()
-        return None
 
     def close(self) -> None:
         """Clear the maps and mark the store closed (SS-19)."""
