@@ -642,8 +642,8 @@ class RocksDBStore(_KeyValueOperations):
 class InMemoryOffsets:
     """What every in-memory store answers about offsets: it keeps none, and commits and flushes nothing (KV-44)."""
 
-    def _check_open(self) -> None:
-        raise NotImplementedError
+    #: The store's own check (declared only: the class this is mixed into defines it).
+    _check_open: Callable[[], None]
 
     def manages_offsets(self) -> bool:
         """In-memory stores keep no offsets (KV-44)."""
