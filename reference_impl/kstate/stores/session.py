@@ -25,7 +25,7 @@ from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.layout import ColumnFamilyPlan
 from kstate.codecs.position import Position
-from kstate.codecs.primitives import INT64_MAX, INT64_MIN
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import (
@@ -432,7 +432,8 @@ class RocksDBSessionStore(SessionOperations):
 
     def _min_live_time(self) -> int:
         """``observedStreamTime - retentionPeriod + 1``: the earliest end a read still answers (SS-13, SS-16)."""
-        return self.observed_stream_time - self.retention_ms + 1
+        # Java long arithmetic: at observed = Long.MAX with retention 0 this wraps to Long.MIN, as in Kafka.
+        return to_int64(self.observed_stream_time - self.retention_ms + 1)
 
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         """``AbstractRocksDBSegmentedBytesStore.put``: advance stream time, then write if the segment is live,
@@ -659,7 +660,7 @@ class InMemorySessionStore(InMemoryOffsets, SessionOperations):
 
     def _remove_expired(self) -> None:
         """``removeExpiredSegments``: drop every end time below ``max(0, observed - retention + 1)`` (SS-17)."""
-        min_live = max(0, self.observed_stream_time - self.retention_ms + 1)
+        min_live = max(0, to_int64(self.observed_stream_time - self.retention_ms + 1))  # Java long wrap, as in Kafka
         for end in [e for e in self._end_times if e < min_live]:
             del self._end_times[end]
 
