@@ -160,6 +160,25 @@ VERSIONED_STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "versioned_store.stream_time": ({"handle": _HANDLE}, {"stream_time": "int; the observed stream time, -1 at first"}),
     "versioned_store.segments": ({"handle": _HANDLE}, {"segments": "list[int]; the segment ids held, ascending"}),
 }
+# The session family's operations (spec/session-store.md, SS-*).
+_SESSION = "hex; the session's key (a null key is refused as Kafka does)"
+_SESSION_ENTRIES = {"entries": "list[[hex, int, int, hex]]; [key, start, end, value] in Kafka's iteration order"}
+_SESSION_WINDOW = {"start": "int; the session start (>= 0)", "end": "int; the session end (>= start)"}
+SESSION_STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "session_store.put": ({"handle": _HANDLE, "key": _SESSION, **_SESSION_WINDOW,
+                           "value": "hex | null; in the store type's layout; null removes"}, {}),
+    "session_store.remove": ({"handle": _HANDLE, "key": _SESSION, **_SESSION_WINDOW}, {}),
+    "session_store.fetch_session": ({"handle": _HANDLE, "key": _SESSION, "start": "int", "end": "int"},
+                                    {"value": "hex | null"}),
+    "session_store.find_sessions": ({"handle": _HANDLE, "key_from": "hex | null; the key, or the range's lower bound",
+                                     "key_to": "hex | null; null: the single-key form",
+                                     "earliest_end": "int; sessions ending at or after it",
+                                     "latest_start": "int; sessions starting at or before it",
+                                     "backward": "bool; optional, default false"}, _SESSION_ENTRIES),
+    "session_store.fetch": ({"handle": _HANDLE, "key_from": "hex | null; the key, or the range's lower bound",
+                             "key_to": "hex | null; null: the single-key form",
+                             "backward": "bool; optional, default false"}, _SESSION_ENTRIES),
+}
 
 STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "store.capabilities": ({}, {
@@ -254,6 +273,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "store.table_options": ({"handle": "string; a closed RocksDB store"},
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
     **VERSIONED_STORE_FIELDS,
+    **{name: (dict(inputs), dict(outputs)) for name, (inputs, outputs) in SESSION_STORE_FIELDS.items()},
 }
 
 STORE_FIELDS.update(window_store_ops.INDEX_FIELDS)
@@ -348,15 +368,26 @@ STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
     ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
     ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
+    ("store.open", {"store_type": "session", "backend": "rocksdb", "name": "sessions", "state_dir": STATE_DIR,
+                    "application_id": "app", "task_id": "0_0", "options": {"retention_ms": 600000}}),
+    ("store.set_context", {"handle": "$h5", "timestamp": 100}),
+    ("session_store.put", {"handle": "$h5", "key": "6b", "start": 10, "end": 20, "value": "01"}),
+    ("session_store.put", {"handle": "$h5", "key": "6b", "start": 30, "end": 40, "value": "02"}),
+    ("session_store.fetch_session", {"handle": "$h5", "key": "6b", "start": 10, "end": 20}),
+    ("session_store.find_sessions", {"handle": "$h5", "key_from": "6b", "key_to": None, "earliest_end": 15,
+                                     "latest_start": 35}),
+    ("session_store.fetch", {"handle": "$h5", "key_from": "6a", "key_to": "6c", "backward": True}),
+    ("session_store.remove", {"handle": "$h5", "key": "6b", "start": 10, "end": 20}),
+    ("store.close", {"handle": "$h5"}),
     ("store.open", {"store_type": "versioned_kv_with_headers", "backend": "memory", "name": "prices",
                     "options": {"history_retention_ms": 60000, "segment_interval_ms": 10000}}),
-    ("versioned_store.put", {"handle": "$h5", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
-    ("versioned_store.put", {"handle": "$h5", "key": "6b", "value": "03", "timestamp": 5000}),
-    ("versioned_store.get", {"handle": "$h5", "key": "6b", "as_of": 2000}),
-    ("versioned_store.delete", {"handle": "$h5", "key": "6b", "timestamp": 9000}),
-    ("versioned_store.get_versions", {"handle": "$h5", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
-    ("versioned_store.stream_time", {"handle": "$h5"}),
-    ("versioned_store.segments", {"handle": "$h5"}),
+    ("versioned_store.put", {"handle": "$h6", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
+    ("versioned_store.put", {"handle": "$h6", "key": "6b", "value": "03", "timestamp": 5000}),
+    ("versioned_store.get", {"handle": "$h6", "key": "6b", "as_of": 2000}),
+    ("versioned_store.delete", {"handle": "$h6", "key": "6b", "timestamp": 9000}),
+    ("versioned_store.get_versions", {"handle": "$h6", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
+    ("versioned_store.stream_time", {"handle": "$h6"}),
+    ("versioned_store.segments", {"handle": "$h6"}),
 )
 
 

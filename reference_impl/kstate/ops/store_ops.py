@@ -435,8 +435,7 @@ def _offsets_from_json(payload: JsonDict, name: str) -> dict[TopicPartition, int
 @op("store.commit", rules=["CACHE-9"])
 def store_commit(payload: JsonDict) -> JsonDict:
     """``commit(changelog_offsets)``: ``[[topic, partition, offset-or-null], ...]``; the cache is flushed first."""
-    store = handle_for(payload).store
-    store.commit(_offsets_from_json(payload, "changelog_offsets"))
+    handle_for(payload).store.commit(_offsets_from_json(payload, "changelog_offsets"))
     return {}
 
 
