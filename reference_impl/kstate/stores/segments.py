@@ -31,6 +31,7 @@ from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import InvalidStateStoreError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
 from kstate.stores.engine import Engine
+from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import RocksDBStore, validate_store_name
 from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
@@ -105,6 +106,10 @@ class AbstractSegments(ABC, Generic[S]):
 
     def segment_for_timestamp(self, timestamp: int) -> S | None:
         return self._segments.get(self.segment_id(timestamp))
+
+    def segment_by_id(self, segment_id_: int) -> S | None:
+        """The segment ``segment_id_`` if this manager holds it (nothing is created)."""
+        return self._segments.get(segment_id_)
 
     def get_or_create_segment_if_live(self, segment_id_: int, stream_time: int) -> S | None:
         """The segment if it is live at ``stream_time`` (created if need be), else None (WIN-16, VER-30)."""
@@ -265,6 +270,13 @@ class TimestampedSegments(KeyValueSegments):
     migrates its own ``default`` family lazily (LAY-5, KV-30)."""
 
     LAYOUT = TIMESTAMPED_LAYOUT
+
+
+class TimestampedSegmentsWithHeaders(KeyValueSegments):
+    """KIP-1271's ``TimestampedSegmentsWithHeaders``: header-aware timestamped window stores, each segment a
+    ``keyValueWithTimestampAndHeaders`` database upgrading lazily from a timestamped or plain one (LAY-8, WS-27)."""
+
+    LAYOUT = TIMESTAMPED_WITH_HEADERS_LAYOUT
 
 
 # --- logical segments in one database ------------------------------------------------------------------------------
