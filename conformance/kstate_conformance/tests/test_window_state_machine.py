@@ -308,7 +308,6 @@ class WindowStoreMachine(RuleBasedStateMachine):
         out = self.open_store(ignore_invalid_state=True)
         assert "error" not in out, f"reopening after a crash failed: {out['error']}"
         self.handle = out["handle"]
-        self.win.open()
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_segments()
@@ -319,6 +318,7 @@ class WindowStoreMachine(RuleBasedStateMachine):
                 observed_rows = _windowed(self.ok("window_store.all", {"handle": self.handle}))
                 assert self.win.adopt_view(observed_rows), (
                     f"after a crash the store holds {_show(observed_rows)}, which is no state since the last commit")
+        self.win.open()
         committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
         assert committed in (None, self.win.committed), (
             f"committed offset after a crash: {committed}, expected {self.win.committed} (or none known)")
@@ -401,21 +401,21 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
 
 
-@rules("RST-1", "RST-2")
+@rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
 @BACKEND_PARAMS
 def test_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A plain window store matches the model through puts, fetches, expiry, restarts, crashes and restores."""
     _run(codec, m.WINDOW, backend, tmp_path_factory.mktemp("win-plain"))
 
 
-@rules("RST-1", "RST-2")
+@rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
 @BACKEND_PARAMS
 def test_timestamped_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A timestamped window store matches the model (timestamps from the value in its changelog records)."""
     _run(codec, m.TIMESTAMPED, backend, tmp_path_factory.mktemp("win-ts"))
 
 
-@rules("RST-1", "RST-2")
+@rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
 @BACKEND_PARAMS
 def test_headers_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A timestamped window store with headers matches the model."""

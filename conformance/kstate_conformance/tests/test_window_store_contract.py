@@ -119,7 +119,7 @@ ZERO, ONE, TWO, THREE, FOUR, FIVE = FIRST_BATCH
 # --- AbstractWindowBytesStoreTest ---------------------------------------------------------------------------------
 
 
-@rules("WIN-15")
+@rules("WS-12", "WS-15", "WS-20", "WIN-15")
 @BACKENDS
 def test_get_all_and_backward_all(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldGetAll`` and ``shouldGetBackwardAll``: the first batch crosses a segment boundary
@@ -130,6 +130,7 @@ def test_get_all_and_backward_all(kit: Kit, backend: str) -> None:
     assert win.all(backward=True) == FIRST_BATCH[::-1]
 
 
+@rules("WS-9", "WS-15")
 @BACKENDS
 def test_all_skips_deleted_records(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldGetAllNonDeletedRecords``: a null put deletes the window."""
@@ -141,6 +142,7 @@ def test_all_skips_deleted_records(kit: Kit, backend: str) -> None:
     assert win.all() == [e(0, "zero", DEFAULT_START), e(2, "two", DEFAULT_START + 2), e(4, "four", DEFAULT_START + 4)]
 
 
+@rules("WS-15", "WS-18")
 @BACKENDS
 def test_all_is_timestamp_ordered_whatever_the_put_order(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldGetAllReturnTimestampOrderedRecords``."""
@@ -150,6 +152,7 @@ def test_all_is_timestamp_ordered_whatever_the_put_order(kit: Kit, backend: str)
     assert win.all() == [e(n, str(n), DEFAULT_START + n) for n in range(5)]
 
 
+@rules("WS-12", "WS-14", "WS-18")
 @BACKENDS
 def test_fetch_all_in_time_range_both_directions(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldFetchAllInTimeRange`` and ``shouldBackwardFetchAllInTimeRange``."""
@@ -161,6 +164,7 @@ def test_fetch_all_in_time_range_both_directions(kit: Kit, backend: str) -> None
         assert win.fetch_all(DEFAULT_START + low, DEFAULT_START + high, backward=True) == expected[::-1]
 
 
+@rules("WS-12", "WS-13", "WS-18")
 @BACKENDS
 def test_key_range_fetch_both_directions(kit: Kit, backend: str) -> None:
     """Mirrors ``testFetchRange`` and ``testBackwardFetchRange`` (a selection of their assertions)."""
@@ -182,6 +186,7 @@ def test_key_range_fetch_both_directions(kit: Kit, backend: str) -> None:
         assert win.fetch_keys(ik(low_key), ik(high_key), time_from, time_to, backward=True) == expected[::-1]
 
 
+@rules("WS-13", "WS-34")
 @BACKENDS
 def test_key_range_fetch_with_open_bounds(kit: Kit, backend: str) -> None:
     """Mirrors ``testFetchRange``'s null-bound cases (``fetch(null, key, ...)``, ``fetch(key, null, ...)``)."""
@@ -194,6 +199,7 @@ def test_key_range_fetch_with_open_bounds(kit: Kit, backend: str) -> None:
     assert win.fetch_keys(None, ik(2), t - WINDOW_SIZE, t + WINDOW_SIZE + 2, backward=True) == [TWO, ONE, ZERO]
 
 
+@rules("WS-10", "WS-11", "WS-19")
 @BACKENDS
 def test_single_key_fetch_before_and_after(kit: Kit, backend: str) -> None:
     """Mirrors ``testPutAndFetchBefore`` / ``testPutAndFetchAfter`` and ``testRangeAndSinglePointFetch``: a
@@ -212,7 +218,7 @@ def test_single_key_fetch_before_and_after(kit: Kit, backend: str) -> None:
     assert win.fetch(ik(3), t + 2) == h("three")
 
 
-@rules("WIN-1")
+@rules("WS-4", "WS-11", "WS-22", "WIN-1")
 @BACKENDS
 def test_same_key_and_timestamp_with_duplicates(kit: Kit, backend: str) -> None:
     """Mirrors ``testPutSameKeyTimestamp``: four puts of one window are four rows, in put order, and the
@@ -230,6 +236,7 @@ def test_same_key_and_timestamp_with_duplicates(kit: Kit, backend: str) -> None:
         (store_key(ik(0), t, seq), h(value), 1) for seq, value in enumerate(("zero", "zero", "zero+", "zero++"), 1)]
 
 
+@rules("WS-4", "WS-11", "WS-12", "WS-16")
 @BACKENDS
 def test_fetch_duplicates_in_order(kit: Kit, backend: str) -> None:
     """Mirrors ``testFetchDuplicates``."""
@@ -241,6 +248,7 @@ def test_fetch_duplicates_in_order(kit: Kit, backend: str) -> None:
     assert win.fetch_range(ik(1), 0, 30, backward=True) == [(30, h("two-2")), (30, h("two")), (0, h("one-2")), (0, h("one"))]
 
 
+@rules("WS-2", "WS-11", "WS-13")
 @BACKENDS
 def test_exact_string_keys_are_not_confused_with_their_extensions(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldFetchAndIterateOverExactKeys``: keys ``a`` and ``aa`` with a huge retention (its default
@@ -255,6 +263,7 @@ def test_exact_string_keys_are_not_confused_with_their_extensions(kit: Kit, back
     assert win.fetch_keys(aa, aa, 0, INT64_MAX) == [(aa, 0, h("0002")), (aa, 1, h("0004"))]
 
 
+@rules("WS-11", "WS-16")
 @BACKENDS
 def test_exact_binary_keys_with_duplicates(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldFetchAndIterateOverExactBinaryKeys``: keys 00, 0000, 000000 with retained duplicates."""
@@ -268,6 +277,7 @@ def test_exact_binary_keys_with_duplicates(kit: Kit, backend: str) -> None:
     assert win.values(k3, 0, INT64_MAX) == ["3", "6", "9"]
 
 
+@rules("WS-4", "WS-9")
 @BACKENDS
 def test_delete_and_update(kit: Kit, backend: str) -> None:
     """Mirrors ``testDeleteAndUpdate``: a second put replaces the window, a null put deletes it."""
@@ -279,6 +289,7 @@ def test_delete_and_update(kit: Kit, backend: str) -> None:
     assert win.fetch_range(ik(1), 0, 0) == []
 
 
+@rules("WS-10", "WS-35")
 @BACKENDS
 def test_missing_window_and_null_keys(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldReturnNullOnWindowNotFound`` and the ``shouldThrowNullPointerException...`` tests: a
@@ -290,6 +301,7 @@ def test_missing_window_and_null_keys(kit: Kit, backend: str) -> None:
     assert win.store.changelog() == []
 
 
+@rules("WS-11", "WS-13")
 @BACKENDS
 def test_single_key_fetch_equals_equal_key_range_fetch(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldReturnSameResultsForSingleKeyFetchAndEqualKeyRangeFetch``."""
@@ -301,6 +313,7 @@ def test_single_key_fetch_equals_equal_key_range_fetch(kit: Kit, backend: str) -
     assert [(t, v) for _, t, v in win.fetch_keys(ik(2), ik(2), 0, 5)] == single
 
 
+@rules("WS-13")
 @BACKENDS
 def test_inverted_key_range_is_empty(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldNotThrowInvalidRangeExceptionWithNegativeFromKey``: -1 serializes as ``ffffffff``, above
@@ -311,6 +324,7 @@ def test_inverted_key_range_is_empty(kit: Kit, backend: str) -> None:
     assert win.fetch_keys(ik(-1), ik(1), 0, 10, backward=True) == []
 
 
+@rules("WS-7", "WS-17", "WS-22", "WS-38")
 @BACKENDS
 def test_expired_record_is_dropped_but_logged(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldMeasureExpiredRecords``: after stream time 2 x retention a put at 0 is dropped (Kafka
@@ -324,6 +338,7 @@ def test_expired_record_is_dropped_but_logged(kit: Kit, backend: str) -> None:
         store_key(ik(1), 2 * RETENTION_PERIOD, 0), store_key(ik(1), 0, 0), store_key(ik(1), RETENTION_PERIOD + 1, 0)]
 
 
+@rules("WS-11", "WS-13", "WS-14")
 @BACKENDS
 def test_expired_fetch_range_is_empty(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldNotThrowExceptionWhenFetchRangeIsExpired``."""
@@ -342,7 +357,7 @@ def segment(start: int) -> str:
     return f"store.{start}"
 
 
-@rules("WIN-15", "WIN-16")
+@rules("WS-5", "WS-7", "WS-8", "WS-11", "WIN-15", "WIN-16")
 def test_rolling_segments(kit: Kit) -> None:
     """Mirrors ``testRolling``: one database per segment, named by its start time; a put advancing stream time
     past the retention deletes the expired segments; fetches clamp ``from`` to ``observed - retention + 1``."""
@@ -368,6 +383,7 @@ def test_rolling_segments(kit: Kit) -> None:
     assert win.segment_names() == {segment(180_000), segment(240_000), segment(300_000)}
 
 
+@rules("WS-3", "WS-5", "WS-27")
 def test_segment_rows_are_store_keys_in_their_segment(kit: Kit) -> None:
     """Mirrors ``testSegmentMaintenance`` and ``WindowKeySchemaTest.testStoreKeyBinary``: each row is
     ``[key][start][seqnum]`` in the segment of its start, in the ``default`` family of a plain window store."""
@@ -381,7 +397,7 @@ def test_segment_rows_are_store_keys_in_their_segment(kit: Kit) -> None:
     assert segments["store.10"]["default"] == {store_key(ik(7), 10, 2): h("b")}
 
 
-@rules("RST-1")
+@rules("WS-25", "WS-26", "RST-1")
 @BACKENDS
 def test_restore_rebuilds_what_was_logged(kit: Kit, backend: str) -> None:
     """Mirrors ``testRestore`` (and ``testInitialLoading``): restoring the changelog into an empty store gives back
@@ -398,6 +414,7 @@ def test_restore_rebuilds_what_was_logged(kit: Kit, backend: str) -> None:
     assert target.store.changelog() == []
 
 
+@rules("WS-22", "WS-25")
 def test_rocksdb_restore_keeps_the_changelog_seqnum(kit: Kit) -> None:
     """``AbstractRocksDBSegmentedBytesStore.restoreAllInternal`` writes each changelog key verbatim: the logging
     layer's seqnum (which counted a skipped duplicate tombstone) becomes the row's seqnum."""
@@ -415,6 +432,7 @@ def test_rocksdb_restore_keeps_the_changelog_seqnum(kit: Kit) -> None:
     assert win.segments()["source.0"]["default"] == {store_key(ik(1), 5, 1): h("a"), store_key(ik(1), 5, 2): h("b")}
 
 
+@rules("WS-6", "WS-31")
 def test_reopened_store_forgets_its_stream_time(kit: Kit) -> None:
     """``observedStreamTime`` lives in memory (NO_TIMESTAMP after an open): a row of a live segment that was
     clamped away before the close is visible again until the next put advances the time."""
@@ -433,6 +451,7 @@ def test_reopened_store_forgets_its_stream_time(kit: Kit) -> None:
 # --- ordering: segments then store-key bytes (RocksDB), window start then key (memory) -----------------------------
 
 
+@rules("WS-12", "WS-13", "WS-14")
 def test_rocksdb_orders_by_segment_then_key(kit: Kit) -> None:
     """``SegmentIterator`` visits segments oldest first and each segment in store-key byte order, so within a
     segment a smaller key comes first whatever its start; across segments the older segment comes first."""
@@ -444,6 +463,7 @@ def test_rocksdb_orders_by_segment_then_key(kit: Kit) -> None:
     assert win.fetch_all(0, 20, backward=True) == [e(0, "z12", 12), e(2, "b5", 5), e(1, "a7", 7)]
 
 
+@rules("WS-18", "WS-20")
 def test_memory_orders_by_window_start_then_key(kit: Kit) -> None:
     """``InMemoryWindowStore`` keeps a map of window start to keys: it iterates by start, then by key."""
     win = open_window(kit, MEMORY, segment_interval=10, retention=100)
@@ -457,6 +477,7 @@ def test_memory_orders_by_window_start_then_key(kit: Kit) -> None:
 # --- ChangeLoggingWindowBytesStoreTest / ChangeLoggingTimestampedWindowBytesStoreTest -----------------------------
 
 
+@rules("WS-22", "WS-23")
 @BACKENDS
 def test_changelog_of_a_plain_window_store(kit: Kit, backend: str) -> None:
     """Mirrors ``shouldLogPuts`` and ``shouldLogPutsWithPosition``: key ``[key][start][0]``, the raw value, the
@@ -470,6 +491,7 @@ def test_changelog_of_a_plain_window_store(kit: Kit, backend: str) -> None:
         (store_key(ik(1), 100, 0), h("v"), 42), (store_key(ik(1), 100, 0), None, 42)]
 
 
+@rules("WS-23", "WS-25")
 @BACKENDS
 def test_changelog_of_a_timestamped_window_store(kit: Kit, backend: str) -> None:
     """Mirrors ``ChangeLoggingTimestampedWindowBytesStoreTest.shouldLogPuts``: the raw value with the
@@ -487,6 +509,7 @@ def test_changelog_of_a_timestamped_window_store(kit: Kit, backend: str) -> None
     assert target.all() == [(ik(1), 100, i64(7) + h("v"))]
 
 
+@rules("WS-4", "WS-22")
 def test_duplicate_tombstone_is_logged_but_not_stored(kit: Kit) -> None:
     """Mirrors ``shouldRetainDuplicatesWhenSet``: with duplicates the change-logging layer bumps its own seqnum
     for every put, a null one included, while the store skips the null put."""
@@ -499,6 +522,7 @@ def test_duplicate_tombstone_is_logged_but_not_stored(kit: Kit) -> None:
         assert win.values(ik(1), 0, 0) == ["a", "b"]
 
 
+@rules("WS-10", "WS-19")
 def test_fetch_of_a_duplicate_window(kit: Kit) -> None:
     """``RocksDBWindowStore.fetch(key, time)`` reads the row of the store's *current* seqnum: with duplicates
     only the last put's row, if it is that window; ``InMemoryWindowStore`` looks the bare key up and finds none."""
@@ -513,6 +537,7 @@ def test_fetch_of_a_duplicate_window(kit: Kit) -> None:
     assert memory.fetch(ik(1), 0) is None
 
 
+@rules("WS-28", "WS-36")
 @pytest.mark.parametrize("backend", [ROCKSDB, MEMORY])
 def test_committed_offset_of_a_window_store(kit: Kit, backend: str) -> None:
     """A RocksDB window store keeps the committed changelog offset in its segments (KIP-1035); memory keeps none."""
@@ -525,3 +550,35 @@ def test_committed_offset_of_a_window_store(kit: Kit, backend: str) -> None:
     expected = 0 if backend == ROCKSDB else None
     assert win.store.committed() == expected
     assert win.store.ok("store.committed_offset", topic=TOPIC, partition=0)["offset"] == expected
+
+
+@rules("WS-29", "WS-31")
+def test_position_is_the_merge_of_the_segments(kit: Kit) -> None:
+    """Mirrors ``AbstractRocksDBWindowStoreTest.shouldMatchPositionAfterPut``: a reopened store's position is the
+    merge of its segments' positions, so a segment first written after the restart commits both partitions."""
+    kit.require(WINDOW, ROCKSDB, "dump")
+    if not kit.codec.supports("position.deserialize"):
+        pytest.skip("the implementation offers no position.deserialize")
+    win = open_window(kit, ROCKSDB)
+    win.store.ok("store.set_context", timestamp=1, headers=[], topic="in", partition=0, offset=4)
+    win.put(ik(1), "a", 1_000)
+    win.store.commit(0)
+    win.store.close()
+    win = open_window(kit, ROCKSDB)
+    win.store.ok("store.set_context", timestamp=1, headers=[], topic="in", partition=1, offset=9)
+    win.put(ik(1), "b", SEGMENT_INTERVAL)
+    win.store.commit(1)
+    stored = dict(win.segments()[segment(SEGMENT_INTERVAL)]["offsets"])
+    position = kit.codec.call("position.deserialize", {"bytes": stored[h("position")]})["position"]
+    assert position == [["in", [[0, 4], [1, 9]]]]
+
+
+@rules("WS-39", "WS-15", "WS-17")
+@BACKENDS
+def test_negative_window_start_is_accepted_but_not_listed(kit: Kit, backend: str) -> None:
+    """Kafka refuses no negative window start (WS-39, tentative): the put succeeds and is logged; ``all()`` of
+    either backend does not list it (RocksDB reads from 0, memory forgets it)."""
+    win = open_window(kit, backend)
+    win.put(ik(1), "n", -5)
+    assert win.all() == []
+    assert [r["key"] for r in win.store.changelog()] == [store_key(ik(1), -5, 0)]

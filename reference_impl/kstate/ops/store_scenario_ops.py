@@ -67,6 +67,8 @@ def _object(value: Any, what: str) -> JsonDict:
     return value
 
 
+#: The operations a scenario may name: the store core's and each store family's (spec/ops.md).
+STORE_OP_PREFIXES = ("store.", "window_store.", "session_store.", "versioned_store.")
 FS_OPS = frozenset({"fs.write", "fs.mkdir", "fs.symlink", "fs.delete", "fs.truncate", "fs.corrupt",
                     "fs.rocksdb_put", "fs.rocksdb_drop_family", "fs.snapshot", "fs.changed"})
 
@@ -79,8 +81,8 @@ def _steps(payload: JsonDict) -> list[JsonDict]:
         name = step.get("op")
         if isinstance(name, str) and name in FS_OPS:
             pass
-        elif not isinstance(name, str) or not name.startswith("store.") or name == SCENARIO_OP:
-            raise ScenarioError(f"store.scenario: step {i} names no store.* or fs.* operation: {name!r}")
+        elif not isinstance(name, str) or not name.startswith(STORE_OP_PREFIXES) or name == SCENARIO_OP:
+            raise ScenarioError(f"store.scenario: step {i} names no store, store family or fs.* operation: {name!r}")
         _object(step.get("input"), f"step {i} input")
     return steps
 
