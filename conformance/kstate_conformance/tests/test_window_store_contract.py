@@ -582,3 +582,33 @@ def test_negative_window_start_is_accepted_but_not_listed(kit: Kit, backend: str
     win.put(ik(1), "n", -5)
     assert win.all() == []
     assert [r["key"] for r in win.store.changelog()] == [store_key(ik(1), -5, 0)]
+
+
+@rules("WS-6", "WS-17")
+@BACKENDS
+def test_late_record_does_not_move_stream_time_back(kit: Kit, backend: str) -> None:
+    """Observed stream time is the largest window start seen, not the last: after 20, late puts at 5 and 8 leave it
+    at 20 (retention 10), so neither is answered (RocksDB stores them in the live segment 0 but clamps reads
+    from 11; memory drops them)."""
+    win = open_window(kit, backend, retention=10, window_size=0, segment_interval=100)
+    win.put(ik(1), "a", 20)
+    win.put(ik(2), "b", 5)
+    win.put(ik(4), "c", 8)
+    assert win.all() == [e(1, "a", 20)]
+    assert win.fetch_all(0, 100) == [e(1, "a", 20)]
+
+
+@rules("WS-27")
+def test_upgrade_to_timestamped_reaches_every_segment(kit: Kit) -> None:
+    """Mirrors ``StoreUpgradeIntegrationTest`` for window stores: a plain window store reopened as a timestamped
+    one reads the legacy rows of every segment as ``[ts -1][value]``, not only the first segment's."""
+    kit.require(TIMESTAMPED, ROCKSDB)
+    win = open_window(kit, ROCKSDB)
+    win.put(ik(1), "a", 5)
+    win.put(ik(1), "b", SEGMENT_INTERVAL + 5)
+    win.put(ik(2), "c", 2 * SEGMENT_INTERVAL + 5)
+    win.store.close()
+    upgraded = open_window(kit, ROCKSDB, TIMESTAMPED)
+    legacy = "ff" * 8
+    assert upgraded.all() == [(ik(1), 5, legacy + h("a")), (ik(1), SEGMENT_INTERVAL + 5, legacy + h("b")),
+                              (ik(2), 2 * SEGMENT_INTERVAL + 5, legacy + h("c"))]
