@@ -267,3 +267,19 @@ def _changelog_key_without_seqnum() -> dict[str, Handler]:
         return changelogging_store(inner, store_type, context, sink)
 
     return _open_with(logging_layer=logging_layer)
+
+
+class _NoScanBounds:
+    """Key-range fetches scan each segment whole and filter by key: rows outside Kafka's scan bounds are answered."""
+
+    def _scan(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
+              key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[tuple[bytes, int, bytes]]:
+        rows: list[tuple[bytes, int, bytes]] = super()._scan(  # type: ignore[misc]
+            time_from, time_to, None, None, key_from, key_to, forward)
+        return rows
+
+
+@mutant("window-key-range-without-scan-bounds", "RocksDB key-range fetches filter every row by key instead of "
+        "scanning between lowerRange and upperRange", FAMILY, rules=("WS-40",))
+def _no_scan_bounds() -> dict[str, Handler]:
+    return _rocksdb(_NoScanBounds)

@@ -216,6 +216,23 @@ class WindowStoreMachine(RuleBasedStateMachine):
         self.expect("window_store.put", {"key": key.hex(), "value": None, "window_start": start},
                     lambda: self.win.put(key, None, start))
 
+    @rule(key=KEYS, delta=st.sampled_from([-1, 0, 1, 2]), data=st.data())
+    def put_at_the_retention_edge(self, key: bytes, delta: int, data: st.DataObject) -> None:
+        """A late put right at the edge of the retention, ``T - R + delta``: kept, clamped or dropped (WS-7, WS-17)."""
+        start = self.win.observed - self.win.retention + delta
+        if start < 0:
+            return
+        value = data.draw(value_strategy(self.store_type), label="value")
+        self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
+                    lambda: self.win.put(key, value, start))
+
+    @rule(key=KEYS, delta=st.sampled_from([-1, 0, 1]))
+    def fetch_at_the_retention_edge(self, key: bytes, delta: int) -> None:
+        """Reads right at ``T - R + 1``, where every fetch clamps (WS-10, WS-11, WS-19)."""
+        time = max(0, self.win.observed - self.win.retention + delta)
+        self.fetch(key, time)
+        self.fetch_range(key, time, time + 1, False)
+
     @rule()
     def put_null_key(self) -> None:
         out = self.on_store("window_store.put", key=None, value="00", window_start=0)

@@ -414,7 +414,7 @@ def test_restore_rebuilds_what_was_logged(kit: Kit, backend: str) -> None:
     assert target.store.changelog() == []
 
 
-@rules("WS-22", "WS-25")
+@rules("WS-22", "WS-25", "WS-41")
 def test_rocksdb_restore_keeps_the_changelog_seqnum(kit: Kit) -> None:
     """``AbstractRocksDBSegmentedBytesStore.restoreAllInternal`` writes each changelog key verbatim: the logging
     layer's seqnum (which counted a skipped duplicate tombstone) becomes the row's seqnum."""
@@ -432,7 +432,7 @@ def test_rocksdb_restore_keeps_the_changelog_seqnum(kit: Kit) -> None:
     assert win.segments()["source.0"]["default"] == {store_key(ik(1), 5, 1): h("a"), store_key(ik(1), 5, 2): h("b")}
 
 
-@rules("WS-6", "WS-31")
+@rules("WS-6", "WS-31", "WS-42")
 def test_reopened_store_forgets_its_stream_time(kit: Kit) -> None:
     """``observedStreamTime`` lives in memory (NO_TIMESTAMP after an open): a row of a live segment that was
     clamped away before the close is visible again until the next put advances the time."""
@@ -612,3 +612,17 @@ def test_upgrade_to_timestamped_reaches_every_segment(kit: Kit) -> None:
     legacy = "ff" * 8
     assert upgraded.all() == [(ik(1), 5, legacy + h("a")), (ik(1), SEGMENT_INTERVAL + 5, legacy + h("b")),
                               (ik(2), 2 * SEGMENT_INTERVAL + 5, legacy + h("c"))]
+
+
+@rules("WS-13", "WS-18", "WS-40", "WIN-11")
+@BACKENDS
+def test_key_range_fetch_answers_only_rows_inside_the_scan_bounds(kit: Kit, backend: str) -> None:
+    """Mirrors ``WindowKeySchemaTest.testUpperBoundWithKeyBytesLargerThanFirstTimestampByte`` at store level: the
+    RocksDB scan of ``fetch(00, 010000, 0, 100)`` ends at ``010000 [100][MAX]``, below the row of key 01 at 7, so
+    that row is not answered; the in-memory store compares keys only and answers it."""
+    win = open_window(kit, backend, retention=1000, segment_interval=1000)
+    win.put("01", "a", 7)
+    expected = [] if backend == ROCKSDB else [("01", 7, h("a"))]
+    assert win.fetch_keys("00", "010000", 0, 100) == expected
+    assert win.fetch_keys("00", "010000", 0, 100, backward=True) == expected
+    assert win.fetch_keys("00", "02", 0, 100) == [("01", 7, h("a"))]
