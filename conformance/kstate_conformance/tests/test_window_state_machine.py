@@ -11,20 +11,19 @@ records sent, and (RocksDB) every segment database's rows under its directory na
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import initialize, invariant, rule
 
 from kstate_conformance import rules
 from kstate_conformance.models import kv
 from kstate_conformance.models import window as m
+from kstate_conformance.state_machines import StoreMachine, run_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
 TOPIC = "app-store-changelog"
@@ -90,7 +89,7 @@ def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str
     return segments
 
 
-class WindowStoreMachine(RuleBasedStateMachine):
+class WindowStoreMachine(StoreMachine):
     """Drives one window store through ``codec`` and :class:`models.window.WindowModel` side by side."""
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
@@ -109,33 +108,13 @@ class WindowStoreMachine(RuleBasedStateMachine):
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
+    def store_model(self) -> Any:
+        return self.win
+
+    @property
     def win(self) -> m.WindowModel:
         assert self.model is not None
         return self.model
-
-    def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call(op, payload)
-        return out
-
-    def ok(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out = self.call(op, payload)
-        assert "error" not in out, f"{op} {payload} was refused: {out['error']}"
-        return out
-
-    def on_store(self, op: str, **payload: Any) -> dict[str, Any]:
-        return self.call(op, {"handle": self.handle, **payload})
-
-    def expect(self, op: str, payload: dict[str, Any], model_call: Any) -> Any:
-        """Run ``op`` and the model; both refuse, or neither does and ``(answer, model's answer)`` is returned."""
-        try:
-            expected = model_call()
-        except m.Refused as refusal:
-            out = self.on_store(op, **payload)
-            assert "error" in out, f"{op} {payload}: the model refuses ({refusal}) but the store answered {out}"
-            return None
-        out = self.on_store(op, **payload)
-        assert "error" not in out, f"{op} {payload}: refused ({out['error']}), the model answers {expected!r}"
-        return out, expected
 
     def open_payload(self, name: str = "store", **extra: Any) -> dict[str, Any]:
         return {"store_type": self.store_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
@@ -144,21 +123,6 @@ class WindowStoreMachine(RuleBasedStateMachine):
 
     def open_store(self, **extra: Any) -> dict[str, Any]:
         return self.call("store.open", self.open_payload(**extra))
-
-    def restore_all(self, records: list[m.Record], batch_size: int = 3) -> None:
-        if not records:
-            return
-        out = self.on_store("store.restore", records=[r.to_json() for r in records], batch_size=batch_size)
-        assert "error" not in out, f"restore refused: {out['error']}"
-        assert out["restored"] == len(records)
-        self.win.restore(records, batch_size)
-
-    def check_changelog(self) -> None:
-        out = self.on_store("store.changelog")
-        assert "error" not in out
-        actual = [m.Record.from_json(r) for r in out["records"]]
-        expected = self.win.take_pending()
-        assert actual == expected, f"changelog records differ:\n store: {actual}\n model: {expected}"
 
     def dump_segments(self, handle: str | None = None) -> dict[str, dict[str, dict[bytes, bytes]]]:
         out = self.call("store.dump", {"handle": handle or self.handle})
@@ -400,19 +364,7 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
     caps: dict[str, Any] = codec.call("store.capabilities", {})
     if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
         pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    profile = settings()
-    examples = max(4, profile.max_examples // 2)
-    phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
-    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
-        lambda: WindowStoreMachine(codec, store_type, backend, base, caps),  # type: ignore[arg-type,unused-ignore]
-        settings=settings(
-            max_examples=examples,
-            stateful_step_count=30,
-            phases=phases,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
-        ),
-    )
+    run_machine(lambda: WindowStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

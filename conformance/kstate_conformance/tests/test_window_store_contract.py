@@ -451,27 +451,24 @@ def test_reopened_store_forgets_its_stream_time(kit: Kit) -> None:
 # --- ordering: segments then store-key bytes (RocksDB), window start then key (memory) -----------------------------
 
 
-@rules("WS-12", "WS-13", "WS-14")
-def test_rocksdb_orders_by_segment_then_key(kit: Kit) -> None:
-    """``SegmentIterator`` visits segments oldest first and each segment in store-key byte order, so within a
-    segment a smaller key comes first whatever its start; across segments the older segment comes first."""
-    win = open_window(kit, ROCKSDB, segment_interval=10, retention=100)
+#: The same three puts in each backend's order: RocksDB's ``SegmentIterator`` visits segments oldest first and each
+#: segment in store-key byte order (a smaller key first whatever its start); ``InMemoryWindowStore`` iterates a map
+#: of window start to keys, by start, then by key.
+ORDERS = {ROCKSDB: [e(1, "a7", 7), e(2, "b5", 5), e(0, "z12", 12)], MEMORY: [e(2, "b5", 5), e(1, "a7", 7), e(0, "z12", 12)]}
+
+
+@rules("WS-12", "WS-13", "WS-14", "WS-18", "WS-20")
+@BACKENDS
+def test_order_segment_then_key_or_start_then_key(kit: Kit, backend: str) -> None:
+    """Interval 10: 02@5 and 01@7 share segment 0, 00@12 is in segment 1 (AbstractWindowBytesStoreTest
+    ``shouldGetAllReturnTimestampOrderedRecords`` with keys out of time order)."""
+    win = open_window(kit, backend, segment_interval=10, retention=100)
     win.put(ik(2), "b5", 5)
     win.put(ik(1), "a7", 7)
     win.put(ik(0), "z12", 12)
-    assert win.all() == [e(1, "a7", 7), e(2, "b5", 5), e(0, "z12", 12)]
-    assert win.fetch_all(0, 20, backward=True) == [e(0, "z12", 12), e(2, "b5", 5), e(1, "a7", 7)]
-
-
-@rules("WS-18", "WS-20")
-def test_memory_orders_by_window_start_then_key(kit: Kit) -> None:
-    """``InMemoryWindowStore`` keeps a map of window start to keys: it iterates by start, then by key."""
-    win = open_window(kit, MEMORY, segment_interval=10, retention=100)
-    win.put(ik(2), "b5", 5)
-    win.put(ik(1), "a7", 7)
-    win.put(ik(0), "z12", 12)
-    assert win.all() == [e(2, "b5", 5), e(1, "a7", 7), e(0, "z12", 12)]
-    assert win.fetch_all(0, 20, backward=True) == [e(0, "z12", 12), e(1, "a7", 7), e(2, "b5", 5)]
+    assert win.all() == ORDERS[backend]
+    assert win.fetch_all(0, 20, backward=True) == ORDERS[backend][::-1]
+    assert win.fetch_keys(None, None, 0, 20) == ORDERS[backend]
 
 
 # --- ChangeLoggingWindowBytesStoreTest / ChangeLoggingTimestampedWindowBytesStoreTest -----------------------------
