@@ -26,7 +26,6 @@ These are measurements, not timed tests: a ratio under its target is reported, n
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import random
@@ -37,13 +36,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rocksdict
+from bench_tools import interleaved, open_raw, print_report, raw_load
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
 from kstate.codecs.store_types import StoreType
 from kstate.stores.api import Backend, TopicPartition
-from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_bytes_store, open_kv_store
 from kstate.stores.restore import restore
 
@@ -147,15 +145,9 @@ def workloads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Wo
 
     def raw_write_batch() -> None:
         path = restore_base / f"r{next(rounds)}"
-        path.mkdir(parents=True)
-        db = rocksdict.Rdict(str(path), rocksdb_options())
+        db = open_raw(path)
         try:
-            for start in range(0, len(restore_pairs), BATCH):
-                batch = rocksdict.WriteBatch(raw_mode=True)
-                put = batch.put
-                for key, value in restore_pairs[start : start + BATCH]:
-                    put(key, value)
-                db.write(batch)
+            raw_load(db, restore_pairs, BATCH)
         finally:
             db.close()
             shutil.rmtree(path, ignore_errors=True)
@@ -171,18 +163,6 @@ def workloads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Wo
     gc.collect()
 
 
-def _interleaved(measured: Workload, baseline: Workload, rounds: int) -> tuple[float, float]:
-    best_m = best_b = float("inf")
-    for _ in range(rounds):
-        start = time.process_time()
-        measured()
-        best_m = min(best_m, time.process_time() - start)
-        start = time.process_time()
-        baseline()
-        best_b = min(best_b, time.process_time() - start)
-    return best_m, best_b
-
-
 @pytest.fixture(scope="module", autouse=True)
 def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload]) -> Iterator[None]:
     """After the module: each pair side by side with its ratios and target."""
@@ -196,15 +176,13 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
         if measured not in RESULTS or baseline not in RESULTS:
             continue
         rounds = 1 if label == "window restore" else INTERLEAVED_ROUNDS
-        i_m, i_b = _interleaved(workloads[measured], workloads[baseline], rounds)
+        i_m, i_b = interleaved(workloads[measured], workloads[baseline], rounds)
         ratio, steady, target = RESULTS[baseline] / RESULTS[measured], i_b / i_m, TARGETS[label]
         verdict = "information" if target is None else "meets target" if steady >= target else "BELOW TARGET"
         lines.append(f"{label:<16}{f'{measured} {RESULTS[measured] * 1e3:.1f}':>30}"
                      f"{f'{baseline} {RESULTS[baseline] * 1e3:.1f}':>26}{ratio:>8.2f}{steady:>13.2f}"
                      f"{'-' if target is None else f'{target:.2f}':>8}  {verdict}")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n".join(lines), flush=True)
+    print_report(request, lines)
 
 
 def _bench(benchmark: Any, workloads: dict[str, Workload], name: str, rounds: int = ROUNDS) -> None:

@@ -542,3 +542,18 @@ def test_the_put_cache_answers_as_the_full_expiry_path(tmp_path: Path) -> None:
     assert fast.all() == slow.all() and fast.fetch_all(0, clock, backward=True) == slow.fetch_all(0, clock, backward=True)
     fast.close()
     slow.close()
+
+
+def test_a_legacy_position_file_is_merged_and_a_bad_one_refuses_the_open(tmp_path: Path) -> None:
+    """WS-29: ``maybeMigrateExistingPositionFile`` merges ``<store>.position`` (and leaves it); unreadable, refused."""
+    from kstate.storage_files import position_file_path, write_position_file
+
+    task_dir = tmp_path / "app" / "0_0"
+    task_dir.mkdir(parents=True)
+    write_position_file(task_dir, "w", {"in": {0: 7}})
+    store = open_store(Backend.ROCKSDB, tmp_path)
+    assert store.position == {"in": {0: 7}} and position_file_path(task_dir, "w").exists()
+    store.close()
+    position_file_path(task_dir, "w").write_text("not a checkpoint")
+    with pytest.raises(ProcessorStateError):
+        open_store(Backend.ROCKSDB, tmp_path)

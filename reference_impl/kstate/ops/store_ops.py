@@ -294,7 +294,7 @@ def make_open_handler(builder: StoreBuilder) -> Callable[[JsonDict], JsonDict]:
 
 @op("store.open", rules=["CACHE-2", "RST-4"])
 def store_open(payload: JsonDict) -> JsonDict:
-    """Open a key-value store (type, backend, location, logging, caching, context); answers a handle."""
+    """Open a store (type, backend, location, the family's options, logging, caching, context); answers a handle."""
     return open_store(payload)
 
 
@@ -507,8 +507,10 @@ def _dump_segments(path: Path) -> dict[str, dict[str, list[list[str]]]]:
 
 @op("store.dump", rules=["KV-20", "RST-5", "LAY-3"])
 def store_dump(payload: JsonDict) -> JsonDict:
-    """Every column family's raw entries: of an open handle as it presents them, of a closed one as on disk; a
-    segmented store (window, session) answers ``segments``, each segment's column families by segment name."""
+    """Every column family's raw entries, of an open handle as it presents them, of a closed one as on disk.
+
+    A segmented store (window, session) answers ``segments``: each segment's column families by segment name.
+    """
     if "handle" in payload:
         handle = handle_for(payload)
         store_type = handle.store_type

@@ -28,9 +28,11 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, StateStore, TopicPartition
+from kstate.storage_files import legacy_file_exists, position_file_path, read_position_file
+from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
+    PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
     default_changelog_partitions,
@@ -128,14 +130,16 @@ def check_options(retention_ms: object, window_size_ms: object, retain_duplicate
         raise InvalidArgumentError(argument, exc.reason) from None
 
 
-class WindowStoreBase:
-    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6)."""
+class WindowStoreBase(PositionTracker):
+    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6,
+    WS-29)."""
 
     store_type: StoreType = StoreType.WINDOW
     backend: Backend
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool,
                  segment_interval_ms: int | None) -> None:
+        super().__init__()
         self.name = validate_store_name(name)
         self.segment_interval = check_options(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.retention_period = retention_ms
@@ -147,25 +151,15 @@ class WindowStoreBase:
         self.seqnum = 0
         #: Puts dropped because their window had expired (Kafka's ``dropped-records`` sensor, WS-38).
         self.dropped_records = 0
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
-
-    # position (IQ consistency) --------------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; a write then advances the store's position (WS-29)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+        self._open = True
 
     @property
-    def position(self) -> Position:
-        """A copy of the store's position."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     # shared steps -----------------------------------------------------------------------------------------------
 
@@ -192,10 +186,6 @@ class WindowStoreBase:
 
 
 # --- RocksDB -------------------------------------------------------------------------------------------------------
-
-
-def _in_range(key: bytes, key_from: bytes | None, key_to: bytes | None) -> bool:
-    return (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
 
 
 class RocksDBWindowStore(WindowStoreBase):
@@ -226,9 +216,10 @@ class RocksDBWindowStore(WindowStoreBase):
         changelog_partitions: Iterable[TopicPartition] | None = None,
     ) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        # Legacy ``.checkpoint`` files are the task's; a segmented store has no file of its own to migrate.
-        del migrate_legacy_files
         self.task_dir = Path(task_dir)
+        # StoreQueryUtils.maybeMigrateExistingPositionFile: read before any segment opens, so a bad file refuses
+        # the open with nothing changed (WS-29). Kafka merges the file and leaves it in place.
+        legacy_position = self._legacy_position(self.task_dir, self.name) if migrate_legacy_files else {}
         self.path = self.task_dir / self.name
         partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                       else default_changelog_partitions(self.task_dir, self.name))
@@ -237,6 +228,7 @@ class RocksDBWindowStore(WindowStoreBase):
             manage_offsets=manage_offsets, changelog_partitions=partitions,
             ignore_invalid_state=ignore_invalid_state)
         self._open_existing()
+        self._position = merge_positions(self._position, legacy_position)
         self._open = True
         self._restore_stack: contextlib.ExitStack | None = None
         self._restore_entered: set[str] = set()
@@ -248,6 +240,16 @@ class RocksDBWindowStore(WindowStoreBase):
         self._last_segment_id = -1
         self._last_segment_time = NO_TIMESTAMP
         self._last_segment: KeyValueSegment | None = None
+
+    @staticmethod
+    def _legacy_position(task_dir: Path, name: str) -> Position:
+        """The task's pre-4.3 ``<store>.position`` file, or an empty position (WS-29)."""
+        if not legacy_file_exists(position_file_path(task_dir, name)):
+            return {}
+        try:
+            return read_position_file(task_dir, name)
+        except DecodeError as exc:
+            raise ProcessorStateError(f"Error reading the position file of store {name}: {exc}") from exc
 
     def _open_existing(self) -> None:
         """Open every segment found, as ``openExisting`` at stream time -1 does (WS-31); the position is the
@@ -285,14 +287,6 @@ class RocksDBWindowStore(WindowStoreBase):
         return ids
 
     # state --------------------------------------------------------------------------------------------------------
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     def segment_names(self) -> list[str]:
         """The names of the open segments, oldest first (``<store>.<segment start>``, WS-5)."""
