@@ -19,6 +19,7 @@ _FAMILY_MODULES = (
     "kstate_conformance.mutants.header_values_mutants",
     "kstate_conformance.mutants.versioned_mutants",
     "kstate_conformance.mutants.window_mutants",
+    "kstate_conformance.mutants.window_store_mutants",
     "kstate_conformance.mutants.session_mutants",
     "kstate_conformance.mutants.offsets_mutants",
     "kstate_conformance.mutants.changelog_mutants",

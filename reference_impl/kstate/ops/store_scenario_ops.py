@@ -86,7 +86,7 @@ def _steps(payload: JsonDict) -> list[JsonDict]:
         if isinstance(name, str) and name in FS_OPS:
             pass
         elif not isinstance(name, str) or not is_store_op(name) or name == SCENARIO_OP:
-            raise ScenarioError(f"store.scenario: step {i} names no store.* or fs.* operation: {name!r}")
+            raise ScenarioError(f"store.scenario: step {i} names no store, store family or fs.* operation: {name!r}")
         _object(step.get("input"), f"step {i} input")
     return steps
 

@@ -1,0 +1,472 @@
+"""An executable model of the window store family (spec/window-store.md, window-keys.md, changelog.md, restore.md).
+
+Written from the spec text and Kafka's javadoc, independently of the reference implementation (it imports
+nothing from ``kstate``), speaking the neutral vocabulary's values (bytes and ints). It predicts, for a
+window store of one of the three types on RocksDB or in memory, with or without change-logging:
+
+* what every read returns (``fetch``, ``fetch_range``, ``fetch_keys``, ``fetch_all``, ``all`` and the backward
+  variants), in Kafka's order: on RocksDB segment by segment, oldest first, and within a segment in the byte
+  order of the store key ``[key][start][seqnum]``; in memory window start by window start, and within a window
+  in the byte order of the key (``[key][seqnum]`` with duplicates);
+* retention by observed stream time (the largest window start a ``put`` saw, -1 after an open), the dropping of
+  late writes (a whole segment on RocksDB, a single window in memory) and the clamping of every fetch to
+  ``observed - retention + 1``;
+* ``retainDuplicates`` sequence numbers, in the store and, separately, in the change-logging layer;
+* the changelog records every write produces, what a restore rebuilds, which rows each segment database holds
+  (by Kafka's directory name ``<store>.<segment start>``) and what a crash may leave behind.
+
+A dict-and-list program, as :mod:`models.kv` is: easy to check by eye, no clever data structures.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kstate_conformance.models import kv
+
+WINDOW = "window"
+TIMESTAMPED = "timestamped_window"
+HEADERS = "timestamped_window_with_headers"
+STORE_TYPES = (WINDOW, TIMESTAMPED, HEADERS)
+ROCKSDB = kv.ROCKSDB
+MEMORY = kv.MEMORY
+BACKENDS = kv.BACKENDS
+
+#: The key-value type whose value layout, changelog record and restore conversion a window type shares.
+VALUE_TYPE = {WINDOW: kv.PLAIN, TIMESTAMPED: kv.TIMESTAMPED, HEADERS: kv.HEADERS}
+#: The column family of a segment database that holds the type's rows.
+HOME_CF = {WINDOW: kv.CF_DEFAULT, TIMESTAMPED: kv.CF_TIMESTAMPED, HEADERS: kv.CF_HEADERS}
+DATA_COLUMN_FAMILIES = kv.DATA_COLUMN_FAMILIES
+
+SEQNUM_MASK = 0x7FFFFFFF
+INT32_MAX = 0x7FFFFFFF
+INT64_MAX = (1 << 63) - 1
+#: ``ConsumerRecord.NO_TIMESTAMP``: the observed stream time of a store that has seen no write since it opened.
+NO_TIMESTAMP = -1
+MIN_SEGMENT_INTERVAL_DEFAULT = 60_000
+
+Rows = dict[bytes, bytes]
+#: RocksDB: segment id -> the segment database's rows (store key -> stored value).
+Segments = dict[int, Rows]
+Refused = kv.Refused
+Record = kv.Record
+Context = kv.Context
+
+
+def offers_store_type(capabilities: dict[str, Any], name: str) -> bool:
+    """Whether ``store.capabilities`` lists the window store type ``name``."""
+    return name in capabilities.get("store_types", [])
+
+
+# --- keys and segments (WIN-1, WIN-10, WIN-11, WIN-15, WIN-16) -------------------------------------------------
+
+
+def int64(value: int) -> bytes:
+    return value.to_bytes(8, "big", signed=True)
+
+
+def store_key(key: bytes, start: int, seqnum: int) -> bytes:
+    """``[key][start int64 BE][seqnum int32 BE]``."""
+    return key + int64(start) + seqnum.to_bytes(4, "big", signed=True)
+
+
+def split_store_key(data: bytes) -> tuple[bytes, int, int]:
+    """``(key, start, seqnum)``, read from the end."""
+    return (data[:-12], int.from_bytes(data[-12:-4], "big", signed=True),
+            int.from_bytes(data[-4:], "big", signed=True))
+
+
+def java_div(a: int, b: int) -> int:
+    """Java's ``long`` division: truncates toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def default_segment_interval(retention_ms: int) -> int:
+    """``max(retention / 2, 60000)``."""
+    return max(java_div(retention_ms, 2), MIN_SEGMENT_INTERVAL_DEFAULT)
+
+
+def segment_name(store: str, segment_id: int, interval: int) -> str:
+    """The segment's directory: ``<store>.<segment id x interval>`` (the segment's start time, not its id)."""
+    return f"{store}.{segment_id * interval}"
+
+
+def upper_range(key: bytes, to: int) -> bytes:
+    """The plain schema's multi-key upper bound: OrderedBytes.upperRange(key, [to][MAX]) (WIN-11)."""
+    suffix = int64(to) + INT32_MAX.to_bytes(4, "big")
+    kept = bytearray()
+    for i, byte in enumerate(key):
+        if i > 0 and byte < suffix[0]:
+            break
+        kept.append(byte)
+    return bytes(kept) + suffix
+
+
+def lower_range(key: bytes) -> bytes:
+    """The plain schema's multi-key lower bound: ``[key][12 x 00]`` (WIN-10)."""
+    return key + bytes(12)
+
+
+def wrap_for_dups(key: bytes, seqnum: int) -> bytes:
+    """The in-memory store's inner key with duplicates: ``[key][seqnum int32 BE]``."""
+    return key + seqnum.to_bytes(4, "big")
+
+
+# --- values and records -----------------------------------------------------------------------------------------
+
+
+def record_for_put(store_type: str, changelog_key: bytes, value: bytes | None, context: Context) -> Record:
+    """The change-logging layer's record: key with its own seqnum, raw value, timestamp (and headers) as the
+    key-value type of the same value layout logs them."""
+    return kv.record_for_put(VALUE_TYPE[store_type], changelog_key, value, context)
+
+
+def restored_value(store_type: str, record: Record) -> bytes | None:
+    return kv.restored_value(VALUE_TYPE[store_type], record)
+
+
+# --- the model ----------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    """The store's constructor parameters (``Stores.persistentWindowStore``) and whether it logs changes."""
+
+    retention_ms: int
+    window_size_ms: int
+    retain_duplicates: bool = False
+    segment_interval_ms: int | None = None
+    logging: bool = True
+
+    @property
+    def interval(self) -> int:
+        return self.segment_interval_ms if self.segment_interval_ms is not None else default_segment_interval(self.retention_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"retention_ms": self.retention_ms, "window_size_ms": self.window_size_ms,
+                               "retain_duplicates": self.retain_duplicates}
+        if self.segment_interval_ms is not None:
+            out["segment_interval_ms"] = self.segment_interval_ms
+        return out
+
+
+Entry = tuple[bytes, int, bytes]  # (key, window start, value)
+
+
+@dataclass
+class WindowModel:
+    """One logical window store across its lifetime: opens, writes, commits, closes, crashes and restores.
+
+    RocksDB: ``segments`` are the segment databases' rows (what a clean close persists); memory: ``windows``
+    maps a window start to its inner map. ``observed`` and both sequence numbers live in memory only: an open
+    starts them again at -1 and 0.
+    """
+
+    store_type: str
+    backend: str
+    options: Options
+    name: str = "store"
+    segments: Segments = field(default_factory=dict)
+    windows: dict[int, Rows] = field(default_factory=dict)
+    observed: int = NO_TIMESTAMP
+    seqnum: int = 0
+    log_seqnum: int = 0
+    is_open: bool = False
+    changelog: list[Record] = field(default_factory=list)
+    pending: list[Record] = field(default_factory=list)
+    committed: int | None = None
+    crash_candidates: list[Segments] = field(default_factory=list)
+    context: Context = field(default_factory=Context)
+    dropped: int = 0
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    @property
+    def retention(self) -> int:
+        return self.options.retention_ms
+
+    def open(self) -> None:
+        self.is_open = True
+        self.observed = NO_TIMESTAMP
+        self.seqnum = 0
+        self.log_seqnum = 0
+        self.windows = {}
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+
+    def close(self) -> None:
+        self.is_open = False
+        self.windows = {}
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+
+    def crash(self) -> None:
+        self.is_open = False
+        self.windows = {}
+
+    def commit(self, offset: int | None) -> None:
+        self._require_open()
+        self.committed = offset if self.backend == ROCKSDB else None
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+
+    def adopt_segments(self, observed: Segments) -> bool:
+        """After a crash: accept ``observed`` if every segment holds rows it held at the last commit or after a
+        later write (each segment is its own database, so each may keep a different point)."""
+        for segment_id in set(observed) | {s for c in self.crash_candidates for s in c}:
+            rows = observed.get(segment_id, {})
+            if not any(candidate.get(segment_id, {}) == rows for candidate in self.crash_candidates):
+                return False
+        self.segments = {s: dict(rows) for s, rows in observed.items() if rows}
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+        return True
+
+    def set_context(self, context: Context) -> None:
+        self.context = context
+
+    def take_pending(self) -> list[Record]:
+        out, self.pending = self.pending, []
+        return out
+
+    def records_after(self, offset: int | None) -> list[Record]:
+        return self.changelog[(offset + 1 if offset is not None else 0):]
+
+    def _require_open(self) -> None:
+        if not self.is_open:
+            raise Refused("store closed")
+
+    def _note_write(self) -> None:
+        if self.backend == ROCKSDB:
+            self.crash_candidates.append(copy.deepcopy(self.segments))
+
+    # --- segments (RocksDB) ----------------------------------------------------------------------------------
+
+    def segment_id(self, timestamp: int) -> int:
+        return java_div(timestamp, self.options.interval)
+
+    def _live_segment(self, segment_id: int) -> Rows | None:
+        """``getOrCreateSegmentIfLive`` with the observed stream time, then the expired segments' cleanup."""
+        min_live = self.segment_id(self.observed - self.retention)
+        segment = self.segments.setdefault(segment_id, {}) if segment_id >= min_live else None
+        for expired in [s for s in self.segments if s < min_live]:
+            del self.segments[expired]
+        return segment
+
+    def segment_names(self) -> dict[str, Rows]:
+        """The non-empty segment databases by directory name."""
+        interval = self.options.interval
+        return {segment_name(self.name, s, interval): dict(rows) for s, rows in sorted(self.segments.items()) if rows}
+
+    # --- writes ------------------------------------------------------------------------------------------------
+
+    def _next_seqnum(self) -> int:
+        if self.options.retain_duplicates:
+            self.seqnum = (self.seqnum + 1) & SEQNUM_MASK
+        return self.seqnum
+
+    def _rocksdb_put(self, key: bytes, value: bytes | None, start: int) -> None:
+        if value is None and self.options.retain_duplicates:
+            return  # a delete of a duplicate is a no-op: it does not even advance the stream time
+        self._write_row(store_key(key, start, self._next_seqnum()), value, start)
+
+    def _write_row(self, row_key: bytes, value: bytes | None, start: int) -> None:
+        self.observed = max(self.observed, start)
+        segment = self._live_segment(self.segment_id(start))
+        if segment is None:
+            self.dropped += 1
+            return
+        if value is None:
+            segment.pop(row_key, None)
+        else:
+            segment[row_key] = value
+
+    def _memory_put(self, key: bytes, value: bytes | None, start: int) -> None:
+        self._remove_expired_windows()
+        self.observed = max(self.observed, start)
+        if start <= self.observed - self.retention:
+            self.dropped += 1
+            return
+        if value is not None:
+            inner = wrap_for_dups(key, self._next_seqnum()) if self.options.retain_duplicates else key
+            self.windows.setdefault(start, {})[inner] = value
+        elif not self.options.retain_duplicates and start in self.windows:
+            self.windows[start].pop(key, None)
+            if not self.windows[start]:
+                del self.windows[start]
+
+    def _remove_expired_windows(self) -> None:
+        min_live = max(0, self.observed - self.retention + 1)
+        for start in [s for s in self.windows if s < min_live]:
+            del self.windows[start]
+
+    def put(self, key: bytes | None, value: bytes | None, start: int) -> None:
+        """``put(key, value, windowStart)`` through the change-logging layer (when logging)."""
+        if key is None:
+            raise Refused("null key")
+        self._require_open()
+        if self.backend == ROCKSDB:
+            self._rocksdb_put(key, value, start)
+            self._note_write()
+        else:
+            self._memory_put(key, value, start)
+        if self.options.logging:
+            if self.options.retain_duplicates:
+                self.log_seqnum = (self.log_seqnum + 1) & SEQNUM_MASK
+            record = record_for_put(self.store_type, store_key(key, start, self.log_seqnum), value, self.context)
+            self.changelog.append(record)
+            self.pending.append(record)
+
+    # --- restore -----------------------------------------------------------------------------------------------
+
+    def restore(self, records: list[Record], batch_size: int) -> None:
+        """Replay ``records`` in batches: RocksDB writes each changelog key verbatim after advancing the stream time
+        to its batch's largest start; memory ``put``s each record (a fresh local seqnum, the changelog's dropped)."""
+        self._require_open()
+        for first in range(0, len(records), batch_size):
+            batch = records[first:first + batch_size]
+            if self.backend == ROCKSDB:
+                for record in batch:
+                    self.observed = max(self.observed, split_store_key(record.key)[1])
+                for record in batch:
+                    self._write_row(record.key, restored_value(self.store_type, record), split_store_key(record.key)[1])
+                self._note_write()
+            else:
+                for record in batch:
+                    key, start, _ = split_store_key(record.key)
+                    self._memory_put(key, restored_value(self.store_type, record), start)
+
+    # --- reads -------------------------------------------------------------------------------------------------
+
+    def _actual_from(self, time_from: int) -> int:
+        return max(time_from, self.observed - self.retention + 1)
+
+    def fetch(self, key: bytes | None, time: int) -> bytes | None:
+        """``fetch(key, time)``: the row of the store's *current* seqnum (RocksDB); memory looks the bare key up."""
+        if key is None:
+            raise Refused("null key")
+        self._require_open()
+        if self.backend == ROCKSDB:
+            if time < self.observed - self.retention + 1:
+                return None
+            segment = self.segments.get(self.segment_id(time))
+            return None if segment is None else segment.get(store_key(key, time, self.seqnum))
+        if time <= self.observed - self.retention:
+            return None
+        return self.windows.get(time, {}).get(key)
+
+    def _rocksdb_rows(self, time_from: int, time_to: int) -> list[tuple[int, bytes, bytes]]:
+        """(segment id, store key, value) of the segments covering the times, forward order."""
+        low, high = self.segment_id(time_from), self.segment_id(time_to)
+        return [(s, k, v) for s in sorted(self.segments) if low <= s <= high for k, v in sorted(self.segments[s].items())]
+
+    def _memory_rows(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
+                     key_from: bytes | None, key_to: bytes | None) -> list[Entry]:
+        dups = self.options.retain_duplicates
+        all_keys = key_from is None and key_to is None
+        out: list[Entry] = []
+        for start in sorted(s for s in self.windows if time_from <= s <= time_to):
+            for inner, value in sorted(self.windows[start].items()):
+                if (lower is not None and inner < lower) or (upper is not None and inner > upper):
+                    continue
+                key = inner[:-4] if dups else inner
+                if dups and not all_keys and not _within(key, key_from, key_to):
+                    continue
+                out.append((key, start, value))
+        return out
+
+    def _range(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+               single_key: bool) -> list[Entry]:
+        dups = self.options.retain_duplicates
+        if self.backend == MEMORY:
+            lower = wrap_for_dups(key_from, 0) if dups and key_from is not None else key_from
+            upper = wrap_for_dups(key_to, INT32_MAX) if dups and key_to is not None else key_to
+            return self._memory_rows(time_from, time_to, lower, upper, key_from, key_to)
+        low_b: bytes | None
+        high_b: bytes | None
+        if single_key:
+            assert key_from is not None
+            low_b, high_b = store_key(key_from, max(0, time_from), 0), store_key(key_from, time_to, INT32_MAX)
+        else:
+            low_b = lower_range(key_from) if key_from is not None else None
+            high_b = upper_range(key_to, time_to) if key_to is not None else None
+        out = []
+        for _, row_key, value in self._rocksdb_rows(time_from, time_to):
+            if (low_b is not None and row_key < low_b) or (high_b is not None and row_key > high_b):
+                continue
+            key, start, _ = split_store_key(row_key)
+            if _within(key, key_from, key_to) and time_from <= start <= time_to:
+                out.append((key, start, value))
+        return out
+
+    def fetch_range(self, key: bytes | None, time_from: int, time_to: int, backward: bool = False) -> list[tuple[int, bytes]]:
+        """``fetch(key, from, to)`` / ``backwardFetch``: ``(window start, value)``."""
+        if key is None:
+            raise Refused("null key")
+        self._require_open()
+        actual_from = self._actual_from(time_from)
+        if time_to < actual_from:
+            return []
+        entries = [(start, value) for _, start, value in self._range(key, key, actual_from, time_to, True)]
+        return entries[::-1] if backward else entries
+
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+                   backward: bool = False) -> list[Entry]:
+        """``fetch(keyFrom, keyTo, from, to)`` / ``backwardFetch``; an inverted key range is empty."""
+        self._require_open()
+        if key_from is not None and key_to is not None and key_from > key_to:
+            return []
+        actual_from = self._actual_from(time_from)
+        if time_to < actual_from:
+            return []
+        entries = self._range(key_from, key_to, actual_from, time_to, False)
+        return entries[::-1] if backward else entries
+
+    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[Entry]:
+        return self.fetch_keys(None, None, time_from, time_to, backward)
+
+    def all(self, backward: bool = False) -> list[Entry]:
+        """``all()`` / ``backwardAll()``: every live window (RocksDB clamps ``from`` at 0 as ``getActualFrom(0)``)."""
+        self._require_open()
+        if self.backend == ROCKSDB:
+            entries = self._range(None, None, max(0, self.observed - self.retention + 1), INT64_MAX, False)
+        else:
+            entries = self._memory_rows(self.observed - self.retention + 1, INT64_MAX, None, None, None, None)
+        return entries[::-1] if backward else entries
+
+    def physical_rows(self, segments: Segments | None = None) -> list[Entry]:
+        """Every row a RocksDB store holds, in forward order: what ``all()`` answers right after an open."""
+        rows = self.segments if segments is None else segments
+        out = []
+        for segment_id in sorted(rows):
+            for row_key, value in sorted(rows[segment_id].items()):
+                key, start, _ = split_store_key(row_key)
+                out.append((key, start, value))
+        return out
+
+    def adopt_view(self, observed: list[Entry]) -> bool:
+        """After a crash, when the segments cannot be dumped: accept the first state since the last commit whose
+        rows ``all()`` shows right after the open (the stream time is unknown then, so nothing is clamped)."""
+        for candidate in self.crash_candidates:
+            if self.physical_rows(candidate) == observed:
+                self.segments = copy.deepcopy(candidate)
+                self.crash_candidates = [copy.deepcopy(candidate)]
+                return True
+        return False
+
+
+def _within(key: bytes, lower: bytes | None, upper: bytes | None) -> bool:
+    return (lower is None or key >= lower) and (upper is None or key <= upper)
+
+
+def replay(model: WindowModel, records: Iterable[Record], batch_size: int) -> WindowModel:
+    """A fresh store of ``model``'s type, backend and options after restoring ``records`` (RST-1)."""
+    fresh = WindowModel(model.store_type, model.backend, replace_logging(model.options, False), name="fresh")
+    fresh.open()
+    fresh.restore(list(records), batch_size)
+    return fresh
+
+
+def replace_logging(options: Options, logging: bool) -> Options:
+    return Options(options.retention_ms, options.window_size_ms, options.retain_duplicates,
+                   options.segment_interval_ms, logging)

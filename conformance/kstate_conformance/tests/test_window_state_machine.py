@@ -1,0 +1,391 @@
+"""Model-based state machines: any implementation of the window store family against the executable model.
+
+One machine per window store type, run on each backend the implementation offers (skipped when it offers no
+window stores). Every example draws the store's parameters (retention, window size, segment interval,
+``retainDuplicates``, change-logging), then runs rules that put (duplicates and tombstones included), read
+with every fetch and backward variant, advance stream time past the retention, commit, restart, crash and
+restore the changelog into a fresh store, comparing the implementation with
+:mod:`kstate_conformance.models.window` after every step: ``all()`` in both directions, the changelog
+records sent, and (RocksDB) every segment database's rows under its directory name.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, rule
+
+from kstate_conformance import rules
+from kstate_conformance.models import kv
+from kstate_conformance.models import window as m
+from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.strategies import header_lists, nullable_binary
+
+TOPIC = "app-store-changelog"
+KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
+KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
+MAYBE_KEY = st.none() | KEYS
+RAW = st.binary(max_size=4)
+#: Window starts near the segment boundaries of the drawn intervals, and jumps that expire what came before.
+STARTS = st.integers(min_value=0, max_value=130) | st.sampled_from([0, 59_999, 60_000, 60_001, 120_000, 250_000])
+#: Fetch bounds: negative and unbounded ones too (Kafka clamps; it never refuses them).
+TIMES = STARTS | st.sampled_from([-1, m.INT64_MAX])
+TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
+HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(3), max_size=2).map(tuple)
+LIFECYCLE = ("flush", "commit", "restart", "restart", "crash", "crash", "restore")
+
+
+@st.composite
+def store_options(draw: st.DrawFn) -> m.Options:
+    """Retention small enough that stream time passes it, a window no larger than the retention (WIN-16)."""
+    retention = draw(st.sampled_from([3, 10, 50, 100, 60_000, 120_000]))
+    return m.Options(
+        retention_ms=retention,
+        window_size_ms=draw(st.integers(min_value=0, max_value=min(retention, 5))),
+        retain_duplicates=draw(st.booleans()),
+        segment_interval_ms=draw(st.sampled_from([None, None, 1, 7, 20, 60_000])),
+        logging=draw(st.sampled_from([True, True, False])),
+    )
+
+
+def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
+    """Well-formed values in the store type's layout."""
+    if store_type == m.WINDOW:
+        return RAW
+    if store_type == m.TIMESTAMPED:
+        return st.builds(kv.timestamped_value, RAW, TIMESTAMPS)
+    return st.builds(kv.headers_value, RAW, TIMESTAMPS, HEADERS)
+
+
+def _h(data: bytes | None) -> str | None:
+    return None if data is None else data.hex()
+
+
+def _windowed(out: dict[str, Any]) -> list[m.Entry]:
+    return [(bytes.fromhex(k), int(t), bytes.fromhex(v)) for k, t, v in out["entries"]]
+
+
+def _timed(out: dict[str, Any]) -> list[tuple[int, bytes]]:
+    return [(int(t), bytes.fromhex(v)) for t, v in out["entries"]]
+
+
+def _show(entries: list[Any]) -> list[tuple[Any, ...]]:
+    return [tuple(x.hex() if isinstance(x, bytes) else x for x in e) for e in entries]
+
+
+def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str, dict[bytes, bytes]]]:
+    """``store.dump``'s non-empty data column families by segment directory name (LAY-3)."""
+    segments: dict[str, dict[str, dict[bytes, bytes]]] = {}
+    for name, families in out["segments"].items():
+        data = {cf: {bytes.fromhex(k): bytes.fromhex(v) for k, v in rows}
+                for cf, rows in families.items() if cf in m.DATA_COLUMN_FAMILIES and rows}
+        if data:
+            segments[name] = data
+    return segments
+
+
+class WindowStoreMachine(StoreMachine):
+    """Drives one window store through ``codec`` and :class:`models.window.WindowModel` side by side."""
+
+    def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__()
+        self.codec = codec
+        self.store_type = store_type
+        self.backend = backend
+        self.capabilities = capabilities
+        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
+        self.model: m.WindowModel | None = None
+        self.handle: str | None = None
+        self.fresh_stores = 0
+        self.offset = 0
+        self.can_dump = backend in capabilities.get("dump", [])
+
+    # --- plumbing -----------------------------------------------------------------------------------------
+
+    @property
+    def store_model(self) -> Any:
+        return self.win
+
+    @property
+    def win(self) -> m.WindowModel:
+        assert self.model is not None
+        return self.model
+
+    def open_payload(self, name: str = "store", **extra: Any) -> dict[str, Any]:
+        return {"store_type": self.store_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
+                "logging": self.win.options.logging, "options": self.win.options.to_json(),
+                "context": self.win.context.to_json(), **extra}
+
+    def open_store(self, **extra: Any) -> dict[str, Any]:
+        return self.call("store.open", self.open_payload(**extra))
+
+    def dump_segments(self, handle: str | None = None) -> dict[str, dict[str, dict[bytes, bytes]]]:
+        out = self.call("store.dump", {"handle": handle or self.handle})
+        assert "error" not in out, f"dump refused: {out['error']}"
+        assert "segments" in out, f"a window store dumps by segment, got {sorted(out)}"
+        return segments_of_dump(out, self.store_type)
+
+    def expected_segments(self, model: m.WindowModel) -> dict[str, dict[str, dict[bytes, bytes]]]:
+        return {name: {m.HOME_CF[self.store_type]: rows} for name, rows in model.segment_names().items()}
+
+    def commit(self) -> None:
+        self.ok("store.flush", {"handle": self.handle})
+        self.check_changelog()
+        offset = len(self.win.changelog) - 1 if self.win.changelog else None
+        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[TOPIC, 0, offset]]})
+        self.win.commit(offset)
+
+    # --- setup / teardown -----------------------------------------------------------------------------------
+
+    @initialize(options=store_options())
+    def start(self, options: m.Options) -> None:
+        if not self.capabilities.get("logging", False):
+            options.logging = False
+        self.model = m.WindowModel(self.store_type, self.backend, options)
+        self.win.set_context(m.Context(timestamp=0, topic="in", partition=0, offset=0))
+        out = self.open_store()
+        assert "error" not in out, f"opening a fresh {self.store_type} store with {options} failed: {out}"
+        self.handle = out["handle"]
+        self.win.open()
+
+    def teardown(self) -> None:
+        if self.handle is not None and self.model is not None and self.win.is_open:
+            self.call("store.close", {"handle": self.handle})
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- writes ---------------------------------------------------------------------------------------------
+
+    @rule(key=KEYS, start=STARTS, data=st.data())
+    def put(self, key: bytes, start: int, data: st.DataObject) -> None:
+        value = data.draw(value_strategy(self.store_type), label="value")
+        self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
+                    lambda: self.win.put(key, value, start))
+
+    @rule(key=KEYS, start=STARTS, data=st.data())
+    def put_again(self, key: bytes, start: int, data: st.DataObject) -> None:
+        """Two writes to one window: an update, or a duplicate with its own seqnum (WIN-1)."""
+        for _ in range(2):
+            value = data.draw(value_strategy(self.store_type), label="value")
+            self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
+                        lambda: self.win.put(key, value, start))  # noqa: B023 - called at once
+
+    @rule(key=KEYS, start=STARTS)
+    def put_tombstone(self, key: bytes, start: int) -> None:
+        """A null put: a delete, or with duplicates a no-op in the store that still logs a tombstone."""
+        self.expect("window_store.put", {"key": key.hex(), "value": None, "window_start": start},
+                    lambda: self.win.put(key, None, start))
+
+    @rule(key=KEYS, delta=st.sampled_from([-1, 0, 1, 2]), data=st.data())
+    def put_at_the_retention_edge(self, key: bytes, delta: int, data: st.DataObject) -> None:
+        """A late put right at the edge of the retention, ``T - R + delta``: kept, clamped or dropped (WS-7, WS-17)."""
+        start = self.win.observed - self.win.retention + delta
+        if start < 0:
+            return
+        value = data.draw(value_strategy(self.store_type), label="value")
+        self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
+                    lambda: self.win.put(key, value, start))
+
+    @rule(key=KEYS, delta=st.sampled_from([-1, 0, 1]))
+    def fetch_at_the_retention_edge(self, key: bytes, delta: int) -> None:
+        """Reads right at ``T - R + 1``, where every fetch clamps (WS-10, WS-11, WS-19)."""
+        time = max(0, self.win.observed - self.win.retention + delta)
+        self.fetch(key, time)
+        self.fetch_range(key, time, time + 1, False)
+
+    @rule()
+    def put_null_key(self) -> None:
+        out = self.on_store("window_store.put", key=None, value="00", window_start=0)
+        assert "error" in out, f"a put with a null key answered {out}"
+
+    @rule(timestamp=TIMESTAMPS)
+    def set_context(self, timestamp: int) -> None:
+        self.offset += 1
+        context = m.Context(timestamp=timestamp, offset=self.offset, topic="in", partition=0)
+        self.ok("store.set_context", {"handle": self.handle, **context.to_json()})
+        self.win.set_context(context)
+
+    # --- reads ----------------------------------------------------------------------------------------------
+
+    @rule(key=KEYS, time=STARTS)
+    def fetch(self, key: bytes, time: int) -> None:
+        result = self.expect("window_store.fetch", {"key": key.hex(), "time": time}, lambda: self.win.fetch(key, time))
+        if result is not None:
+            out, expected = result
+            assert out["value"] == _h(expected), f"fetch({key.hex()}, {time}): {out['value']} != {_h(expected)}"
+
+    @rule(key=KEYS, time_from=TIMES, time_to=TIMES, backward=st.booleans())
+    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool) -> None:
+        payload = {"key": key.hex(), "from_ms": time_from, "to_ms": time_to, "backward": backward}
+        result = self.expect("window_store.fetch_range", payload,
+                             lambda: self.win.fetch_range(key, time_from, time_to, backward))
+        if result is not None:
+            out, expected = result
+            assert _timed(out) == expected, f"fetch_range {payload}: {_show(_timed(out))} != {_show(expected)}"
+
+    @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, time_from=TIMES, time_to=TIMES, backward=st.booleans())
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, backward: bool) -> None:
+        payload = {"key_from": _h(key_from), "key_to": _h(key_to), "from_ms": time_from, "to_ms": time_to,
+                   "backward": backward}
+        result = self.expect("window_store.fetch_keys", payload,
+                             lambda: self.win.fetch_keys(key_from, key_to, time_from, time_to, backward))
+        if result is not None:
+            out, expected = result
+            assert _windowed(out) == expected, f"fetch_keys {payload}: {_show(_windowed(out))} != {_show(expected)}"
+
+    @rule(time_from=TIMES, time_to=TIMES, backward=st.booleans())
+    def fetch_all(self, time_from: int, time_to: int, backward: bool) -> None:
+        payload = {"from_ms": time_from, "to_ms": time_to, "backward": backward}
+        result = self.expect("window_store.fetch_all", payload,
+                             lambda: self.win.fetch_all(time_from, time_to, backward))
+        if result is not None:
+            out, expected = result
+            assert _windowed(out) == expected, f"fetch_all {payload}: {_show(_windowed(out))} != {_show(expected)}"
+
+    # --- lifecycle ------------------------------------------------------------------------------------------
+
+    @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
+    def lifecycle(self, action: str, data: st.DataObject) -> None:
+        """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
+        if action == "flush":
+            self.ok("store.flush", {"handle": self.handle})
+        elif action == "commit":
+            self.commit()
+        elif action == "restart":
+            self.restart()
+        elif action == "crash":
+            if data.draw(st.booleans(), label="commit first"):
+                self.commit()
+            self.crash()
+        else:
+            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+
+    def restart(self) -> None:
+        """A clean close and a reopen: RocksDB keeps its segments but forgets the stream time and the seqnums;
+        an in-memory store is rebuilt from its changelog (WIN-1, RST-1)."""
+        self.commit()
+        self.ok("store.close", {"handle": self.handle})
+        self.win.close()
+        self.check_changelog()
+        out = self.open_store()
+        assert "error" not in out, f"reopening failed: {out['error']}"
+        self.handle = out["handle"]
+        self.win.open()
+        if self.backend == m.MEMORY:
+            self.restore_all(self.win.records_after(None))
+
+    def crash(self) -> None:
+        """Kill the store and reopen it; each segment holds a state since the last commit; replaying the changelog
+        after the committed offset gives back every logged write (KIP-1035 at-least-once recovery)."""
+        if not self.capabilities.get("crash"):
+            return
+        self.ok("store.crash", {"handle": self.handle})
+        self.win.crash()
+        self.check_changelog()
+        out = self.open_store(ignore_invalid_state=True)
+        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
+        self.handle = out["handle"]
+        if self.backend == m.ROCKSDB:
+            if self.can_dump:
+                observed = self.dump_segments()
+                by_id = self._segments_by_id(observed)
+                assert self.win.adopt_segments(by_id), (
+                    f"after a crash the store holds {observed}, which is no state since the last commit")
+            else:
+                observed_rows = _windowed(self.ok("window_store.all", {"handle": self.handle}))
+                assert self.win.adopt_view(observed_rows), (
+                    f"after a crash the store holds {_show(observed_rows)}, which is no state since the last commit")
+        self.win.open()
+        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        assert committed in (None, self.win.committed), (
+            f"committed offset after a crash: {committed}, expected {self.win.committed} (or none known)")
+        self.restore_all(self.win.records_after(committed))
+
+    def _segments_by_id(self, observed: dict[str, dict[str, dict[bytes, bytes]]]) -> m.Segments:
+        interval = self.win.options.interval
+        home = m.HOME_CF[self.store_type]
+        out: m.Segments = {}
+        for name, families in observed.items():
+            prefix = f"{self.win.name}."
+            assert name.startswith(prefix), f"segment directory {name!r} is not named <store>.<segment start>"
+            start = int(name[len(prefix):])
+            assert start % interval == 0, f"segment directory {name!r} is not a multiple of the interval {interval}"
+            assert set(families) == {home}, f"segment {name} keeps rows in {sorted(families)}, not {home}"
+            out[start // interval] = families[home]
+        return out
+
+    def restore_into_fresh_store(self, batch_size: int) -> None:
+        """Rebuild the whole changelog into a new store of the same type and parameters (RST-1, RST-2)."""
+        self.fresh_stores += 1
+        name = f"fresh{self.fresh_stores}"
+        handle = self.ok("store.open", self.open_payload(name=name, logging=False))["handle"]
+        try:
+            records = self.win.changelog
+            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
+                                            "batch_size": batch_size})
+            assert out["restored"] == len(records)
+            expected = m.replay(self.win, records, batch_size)
+            expected.name = name
+            for backward in (False, True):
+                actual = _windowed(self.ok("window_store.all", {"handle": handle, "backward": backward}))
+                assert actual == expected.all(backward), (
+                    f"restored all(backward={backward}): {_show(actual)}\n expected {_show(expected.all(backward))}")
+            assert self.ok("store.changelog", {"handle": handle})["records"] == [], "a restore must not log"
+            if self.can_dump and self.backend == m.ROCKSDB:
+                assert self.dump_segments(handle) == self.expected_segments(expected), "restored segments differ"
+        finally:
+            self.ok("store.close", {"handle": handle})
+
+    # --- after every step ---------------------------------------------------------------------------------
+
+    @invariant()
+    def contents_match(self) -> None:
+        if self.model is None or not self.win.is_open:
+            return
+        for backward in (False, True):
+            out = self.ok("window_store.all", {"handle": self.handle, "backward": backward})
+            expected = self.win.all(backward)
+            assert _windowed(out) == expected, (
+                f"all(backward={backward}): store {_show(_windowed(out))}\n model {_show(expected)}")
+        self.check_changelog()
+        if self.backend == m.ROCKSDB and self.can_dump:
+            observed = self.dump_segments()
+            expected_segments = self.expected_segments(self.win)
+            assert observed == expected_segments, f"segments: store {observed}\n model {expected_segments}"
+
+
+def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
+    if not codec.supports("store.capabilities") or not codec.supports("window_store.put"):
+        pytest.skip("the implementation offers no window store operations")
+    caps: dict[str, Any] = codec.call("store.capabilities", {})
+    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
+        pytest.skip(f"the implementation has no {store_type} store on {backend}")
+    run_machine(lambda: WindowStoreMachine(codec, store_type, backend, base, caps))
+
+
+BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
+
+
+@rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
+@BACKEND_PARAMS
+def test_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A plain window store matches the model through puts, fetches, expiry, restarts, crashes and restores."""
+    _run(codec, m.WINDOW, backend, tmp_path_factory.mktemp("win-plain"))
+
+
+@rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
+@BACKEND_PARAMS
+def test_timestamped_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A timestamped window store matches the model (timestamps from the value in its changelog records)."""
+    _run(codec, m.TIMESTAMPED, backend, tmp_path_factory.mktemp("win-ts"))
+
+
+@rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
+@BACKEND_PARAMS
+def test_headers_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A timestamped window store with headers matches the model."""
+    _run(codec, m.HEADERS, backend, tmp_path_factory.mktemp("win-hdr"))
