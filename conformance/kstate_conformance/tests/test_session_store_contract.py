@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import MEMORY, ROCKSDB, h, i64, is_refusal
+from kstate_conformance.harness import MEMORY, ROCKSDB, Kit, h, i64, is_refusal, kit
 from kstate_conformance.sessions import (
     INT64_MAX,
     RETENTION_PERIOD,
@@ -24,6 +24,8 @@ from kstate_conformance.sessions import (
     SessionStore,
     open_session_store,
 )
+
+__all__ = ["kit"]
 
 BACKEND_AND_TYPE = pytest.mark.parametrize(
     ("store_type", "backend"), [(t, b) for t in SESSION_TYPES for b in (ROCKSDB, MEMORY)])
@@ -36,7 +38,7 @@ def agg(store_type: str, value: int) -> str:
 
 
 @pytest.fixture
-def opened(kit: Any, store_type: str, backend: str) -> Any:
+def opened(kit: Kit, store_type: str, backend: str) -> Any:
     """Opens a store of the parametrized type on the parametrized backend (retention 10 000 ms)."""
 
     def open_store(retention_ms: int = RETENTION_PERIOD, **extra: Any) -> SessionStore:
@@ -360,7 +362,7 @@ def test_logs_puts_and_removes(opened: Any, store_type: str, backend: str) -> No
 
 @rules("SS-15")
 @BACKEND_AND_TYPE
-def test_restore(kit: Any, opened: Any, store_type: str, backend: str) -> None:
+def test_restore(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldRestore: the changelog of four puts, restored into a fresh store,
     reads back the same sessions; a restore logs nothing."""
     store = opened()
