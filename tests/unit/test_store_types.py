@@ -47,7 +47,8 @@ def test_the_derived_sets_are_the_families() -> None:
     assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS} == KV_TYPES
     assert {T.WINDOW, T.TIMESTAMPED_WINDOW, T.TIMESTAMPED_WINDOW_WITH_HEADERS} == WINDOW_TYPES
     assert {T.SESSION, T.SESSION_WITH_HEADERS} == SESSION_TYPES
-    assert BUILT_TYPES == (T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS)
+    assert BUILT_TYPES == (T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS, T.SESSION,
+                           T.SESSION_WITH_HEADERS)
 
 
 def test_restore_writes_a_record_in_the_value_layout() -> None:
@@ -73,8 +74,8 @@ def test_only_built_types_have_store_classes(tmp_path: Path) -> None:
     with pytest.raises(StoreTypeNotBuiltError, match="window") as info:
         store_classes(T.WINDOW)
     assert info.value.store_type is T.WINDOW and isinstance(info.value, KStateError)
-    with pytest.raises(StoreTypeNotBuiltError, match="session"):
-        open_kv_store("session", Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    with pytest.raises(StoreTypeNotBuiltError, match="time_ordered_window_with_headers"):
+        open_kv_store("time_ordered_window_with_headers", Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
@@ -85,7 +86,7 @@ def test_store_open_takes_both_spellings_and_names_a_type_not_built(tmp_path: Pa
         assert call("store.close", {"handle": opened["handle"]}) == {}
     refused = call("store.open", {"store_type": "window", "backend": "rocksdb", "name": "s", "state_dir": str(tmp_path)})
     assert refused["error"]["type"] == "StoreTypeNotBuiltError" and "window" in refused["error"]["message"]
-    assert call("store.capabilities", {})["store_types"] == ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
+    assert call("store.capabilities", {})["store_types"] == [t.value for t in BUILT_TYPES]
 
 
 def test_every_segmented_type_with_a_manager_is_segmented_and_the_rest_are_refused_by_name() -> None:

@@ -258,10 +258,11 @@ STORE_TYPES: Mapping[StoreType, StoreTypeInfo] = _entries(
     StoreTypeInfo(_T.TIMESTAMPED_WINDOW_WITH_HEADERS, Family.WINDOW, ValueFormat.TIMESTAMPED_WITH_HEADERS,
                   HEADERS_LOGGED, RestoreConversion.TIMESTAMPED_WITH_HEADERS, _HEADERS_CFS, _WINDOWED_TOPIC),
     StoreTypeInfo(_T.SESSION, Family.SESSION, ValueFormat.PLAIN, PLAIN_LOGGED, RestoreConversion.IDENTITY, _PLAIN_CFS,
-                  _WINDOWED_TOPIC),
+                  _WINDOWED_TOPIC, built=True),
     StoreTypeInfo(_T.SESSION_WITH_HEADERS, Family.SESSION, ValueFormat.AGGREGATION_WITH_HEADERS,
                   AGGREGATION_HEADERS_LOGGED, RestoreConversion.AGGREGATION_WITH_HEADERS,
-                  ColumnFamilies(SESSION_HEADERS_CF, (Upgrade(DEFAULT_CF, CONVERT_TO_HEADER_FORMAT),)), _WINDOWED_TOPIC),
+                  ColumnFamilies(SESSION_HEADERS_CF, (Upgrade(DEFAULT_CF, CONVERT_TO_HEADER_FORMAT),)), _WINDOWED_TOPIC,
+                  built=True),
     StoreTypeInfo(_T.TIME_ORDERED_WINDOW_WITH_HEADERS, Family.WINDOW, None, None, None,
                   ColumnFamilies(WINDOW_HEADERS_CF, (Upgrade(DEFAULT_CF, CONVERT_TO_HEADER_FORMAT),)), None),
 )
@@ -292,9 +293,12 @@ WINDOW_TYPES = types_where(lambda i: i.family is Family.WINDOW and i.changelog i
 SESSION_TYPES = types_where(lambda i: i.family is Family.SESSION and i.changelog is not None)
 #: The store types the reference implementation can open.
 BUILT_TYPES = tuple(t for t in StoreType if STORE_TYPES[t].built)
+#: The key-value store types the reference can open (the key-value tests and mutants run over these).
+BUILT_KV_TYPES = tuple(t for t in BUILT_TYPES if STORE_TYPES[t].family is Family.KEY_VALUE)
 
 
 __all__ = [
+    "BUILT_KV_TYPES",
     "BUILT_TYPES",
     "KV_TYPES",
     "LEGACY_ALIASES",

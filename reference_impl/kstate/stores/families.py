@@ -27,6 +27,15 @@ from kstate.stores.changelogging import (
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 from kstate.stores.segments import AbstractSegments, KeyValueSegments, LogicalKeyValueSegments, TimestampedSegments
+from kstate.stores.session import (
+    ChangeLoggingSessionBytesStore,
+    InMemorySessionStore,
+    InMemorySessionStoreWithHeaders,
+    RocksDBSessionStore,
+    RocksDBSessionStoreWithHeaders,
+    SessionBytesStore,
+    SessionSegmentsWithHeaders,
+)
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 
@@ -46,6 +55,16 @@ LoggingConstructor = Callable[[Any, RecordContextHolder, ChangelogSink], StateSt
 def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
                    sink: ChangelogSink) -> ChangeLoggingKeyValueBytesStore:
     return ChangeLoggingKeyValueBytesStore(inner, StoreType.KEY_VALUE, context, sink)
+
+
+def _session_logging(inner: SessionBytesStore, context: RecordContextHolder,
+                     sink: ChangelogSink) -> ChangeLoggingSessionBytesStore:
+    return ChangeLoggingSessionBytesStore(inner, StoreType.SESSION, context, sink)
+
+
+def _session_with_headers_logging(inner: SessionBytesStore, context: RecordContextHolder,
+                                  sink: ChangelogSink) -> ChangeLoggingSessionBytesStore:
+    return ChangeLoggingSessionBytesStore(inner, StoreType.SESSION_WITH_HEADERS, context, sink)
 
 
 class StoreOptionError(KStateError, ValueError):
@@ -103,6 +122,9 @@ class StoreClasses:
         return out
 
 
+#: A session store's options: its retention (required) and segment interval (default max(retention / 2, 60000)).
+_SESSION_OPTIONS = (OpenOption("retention_ms", int, required=True), OpenOption("segment_interval_ms", int))
+
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
 STORE_CLASSES = MappingProxyType({
     StoreType.KEY_VALUE: StoreClasses(RocksDBStore, InMemoryKeyValueStore, _plain_logging, KeyValueStore),
@@ -111,6 +133,11 @@ STORE_CLASSES = MappingProxyType({
     StoreType.TIMESTAMPED_KV_WITH_HEADERS: StoreClasses(
         RocksDBTimestampedStoreWithHeaders, InMemoryTimestampedKeyValueStoreWithHeaders,
         ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders, TimestampedKeyValueStoreWithHeaders),
+    # Session stores (SS-*): ``Stores.persistentSessionStore(name, retention)`` / ``inMemorySessionStore``.
+    StoreType.SESSION: StoreClasses(RocksDBSessionStore, InMemorySessionStore, _session_logging,
+                                    options=_SESSION_OPTIONS),
+    StoreType.SESSION_WITH_HEADERS: StoreClasses(RocksDBSessionStoreWithHeaders, InMemorySessionStoreWithHeaders,
+                                                 _session_with_headers_logging, options=_SESSION_OPTIONS),
 })
 
 if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the two tables agree
@@ -124,6 +151,7 @@ SEGMENT_MANAGERS: MappingProxyType[StoreType, type[AbstractSegments[Any]]] = Map
     StoreType.WINDOW: KeyValueSegments,
     StoreType.TIMESTAMPED_WINDOW: TimestampedSegments,
     StoreType.SESSION: KeyValueSegments,
+    StoreType.SESSION_WITH_HEADERS: SessionSegmentsWithHeaders,
     StoreType.VERSIONED_KV: LogicalKeyValueSegments,
 })
 
