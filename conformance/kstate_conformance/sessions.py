@@ -94,6 +94,11 @@ class SessionStore:
         self.store.close()
 
 
+#: The vocabulary's ``key_to`` null names the single-key form, so an unbounded upper key is sent as a key above
+#: every key the tests write (16 bytes of FF): Kafka's ``fetch(keyFrom, null)`` answers the same sessions.
+ABOVE_EVERY_KEY = "ff" * 16
+
+
 def range_payload(key_from: str | None, key_to: str | None) -> dict[str, Any]:
-    """A key range as ``find_sessions``/``fetch`` take it: ``range`` true says ``key_to`` null is unbounded."""
-    return {"key_from": key_from, "key_to": key_to, "range": True}
+    """A key range as ``find_sessions``/``fetch`` take it; a null ``key_to`` becomes :data:`ABOVE_EVERY_KEY`."""
+    return {"key_from": key_from, "key_to": ABOVE_EVERY_KEY if key_to is None else key_to}

@@ -7,7 +7,8 @@ RocksDB or in memory:
 
 * ``findSessions`` with Kafka's overlap rule (``end >= earliestSessionEndTime and start <= latestSessionStartTime``)
   and ordering: RocksDB segment by segment (segments by their end-time id), within one by the store key
-  ``[key][end][start]`` as bytes; in memory by end, then key, then start; ``backward*`` the exact reverse;
+  ``[key][end][start]`` as bytes; in memory by end, then key, then start DESCENDING (the iterator walks each key's
+  start map backwards); ``backward*`` the exact reverse;
 * retention by observed stream time: reads hide a session whose end is ``<= observed - retention``; RocksDB
   drops whole segments below ``segmentId(observed - retention)`` and skips a put into one; the in-memory store
   skips a put whose end is ``<= observed - retention``;
@@ -160,7 +161,8 @@ class SessionModel:
         self.observed = NO_TIMESTAMP
         self.changelog: list[Record] = []
         self.pending: list[Record] = []
-        self.committed: int | None = None
+        #: The changelog offset each RocksDB segment database holds (a segment created since a commit holds none).
+        self.segment_offsets: dict[int, int | None] = {}
         self.crash_candidates: list[dict[int, Segment]] = []
         self.context = Context()
         self.is_open = False
@@ -223,16 +225,33 @@ class SessionModel:
             self.sessions = {}
 
     def commit(self, offset: int | None) -> None:
+        """Every open segment database stores ``offset``; the in-memory store keeps none."""
         self._require_open()
-        self.committed = offset if self.backend == ROCKSDB else None
+        if self.backend == ROCKSDB:
+            self.segment_offsets = {segment_id: offset for segment_id in self.segments}
         self.crash_candidates = [copy.deepcopy(self.segments)]
 
+    @property
+    def committed(self) -> int | None:
+        """The store's committed offset: the smallest its segments hold, None if none holds one."""
+        held = [o for s, o in self.segment_offsets.items() if s in self.segments and o is not None]
+        return min(held) if held else None
+
     def adopt(self, observed: dict[str, Segment]) -> bool:
-        """After a crash: accept the segments ``observed`` if a crash may leave them (empty families ignored)."""
+        """After a crash: accept the segments ``observed`` if their rows are those of a state a crash may leave.
+
+        A segment's database is created, and an expired one deleted, at once, while rows wait for a commit: so a
+        crash leaves the segments that existed when it happened, each with its rows of the last commit or of a
+        later write. Only rows are compared (a created segment may be empty); the model takes ``observed``."""
+        def rows(dump: dict[str, Segment]) -> dict[str, Segment]:
+            return {name: cfs for name, cfs in dump.items() if cfs}
+
         for candidate in self.crash_candidates:
-            if self._dump_of(candidate) == observed:
-                self.segments = copy.deepcopy(candidate)
-                self.crash_candidates = [copy.deepcopy(candidate)]
+            kept = {segment_id: candidate[segment_id] for segment_id in self.segments if segment_id in candidate}
+            if rows(self._dump_of(kept)) == rows(observed):
+                self.segments = {java_div(int(name.rsplit(".", 1)[1]), self.interval): copy.deepcopy(cfs)
+                                 for name, cfs in observed.items()}
+                self.crash_candidates = [copy.deepcopy(self.segments)]
                 return True
         return False
 
@@ -275,6 +294,7 @@ class SessionModel:
         for old in [s for s in self.segments if s < min_live]:
             del self.segments[old]
             self.legacy_mode.pop(old, None)
+            self.segment_offsets.pop(old, None)
         return segment
 
     def _segment_write(self, segment: Segment, key: bytes, value: bytes | None) -> None:
@@ -356,7 +376,8 @@ class SessionModel:
         key, end, start = session
         if self.backend == ROCKSDB:
             return (self.segment_id(end), store_key(key, start, end))
-        return (end, key, start)
+        # InMemorySessionStoreIterator walks end -> key ascending, then a key's starts DESCENDING.
+        return (end, key, -start)
 
     def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
         """``fetchSession(key, start, end)``: the exact session, or None (also when expired)."""
@@ -385,7 +406,14 @@ class SessionModel:
         return [(key, start, end, value) for (key, end, start), value in chosen]
 
     def fetch(self, key_from: bytes | None, key_to: bytes | None, backward: bool = False) -> list[Entry]:
-        """``fetch`` = ``findSessions(keyFrom, keyTo, 0, Long.MAX_VALUE)``."""
+        """``fetch`` = ``findSessions(keyFrom, keyTo, 0, Long.MAX_VALUE)``; the in-memory ``fetch(from, to)`` has no
+        from > to check: its ``subMap`` throws (refused) as soon as one end time is held, where RocksDB answers
+        nothing."""
+        if self.backend == MEMORY and key_from is not None and key_to is not None and key_from > key_to:
+            self._require_open()
+            self._memory_purge()
+            if self.sessions:
+                raise Refused("inconsistent range: key_from is after key_to")
         return self.find_sessions(key_from, key_to, 0, INT64_MAX, backward)
 
     # --- restore -----------------------------------------------------------------------------------------------
