@@ -188,6 +188,11 @@ class SessionModel:
         if store_type is not None:
             if (self.store_type, store_type) not in ((SESSION, SESSION), (HEADERS, HEADERS), (SESSION, HEADERS)):
                 raise Refused(f"cannot reopen a {self.store_type} store as {store_type}")
+            if self.backend == ROCKSDB and store_type != self.store_type and any(
+                    self.segment_offsets.get(segment_id) is not None and HOME_CF[store_type] not in segment
+                    and not any(segment.values()) for segment_id, segment in self.segments.items()):
+                # KV-57 (4), per segment database: committed offsets, no data family of the new type, no data.
+                raise Refused("offsets ahead of data in a segment")
             self.store_type = store_type
         self.observed = NO_TIMESTAMP
         if self.backend == ROCKSDB:
@@ -392,9 +397,13 @@ class SessionModel:
         return value
 
     def find_sessions(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
-                      backward: bool = False) -> list[Entry]:
-        """``findSessions`` / ``backwardFindSessions`` over ``[key_from, key_to]`` (None = unbounded)."""
+                      backward: bool = False, single: bool = False) -> list[Entry]:
+        """``findSessions`` / ``backwardFindSessions`` over ``[key_from, key_to]`` (None = unbounded); ``single``:
+        the one-key form (``key_from`` == ``key_to``)."""
         self._require_open()
+        if single and self.backend == ROCKSDB and latest_start < 0:
+            # upperRangeFixedSize builds SessionWindow(latestSessionStartTime, MAX), which refuses a negative start.
+            raise Refused("Window startMs time cannot be negative.")
         if key_from is not None and key_to is not None and key_from > key_to:
             return []
         chosen = sorted(

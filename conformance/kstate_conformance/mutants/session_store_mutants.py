@@ -5,9 +5,29 @@ answer mishandled the way the port would; bugs of what a store keeps or logs act
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from kstate.codecs.changelog import ChangelogRecord
+from kstate.codecs.session_keys import SessionKeySchema, SessionStoreKey
+from kstate.codecs.store_types import StoreType
 from kstate.ops import JsonDict, call
+from kstate.ops.store_ops import DEFAULT_BUILDER, make_open_handler
+from kstate.stores.api import Backend
+from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
+from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
+from kstate.stores.factory import open_bytes_store, task_directory
+from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.segments import KeyValueSegment
+from kstate.stores.session import (
+    ChangeLoggingSessionBytesStore,
+    RocksDBSessionStore,
+    RocksDBSessionStoreWithHeaders,
+    SessionSegmentsWithHeaders,
+)
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -78,3 +98,95 @@ def _remove_writes_empty() -> dict[str, Handler]:
         return call("session_store.put", {**payload, "value": ""})
 
     return {"session_store.remove": remove}
+
+
+# --- bugs of what a store keeps or logs: ``store.open`` builds the session stores with a broken class ---------------
+
+
+def _open_with(rocksdb: Mapping[StoreType, type] | None = None, logging: type | None = None) -> dict[str, Handler]:
+    """A ``store.open`` whose RocksDB session stores are ``rocksdb``'s classes and whose session change-logging
+    layer is ``logging``; every other store is the reference's."""
+
+    def open_bytes(store_type: StoreType, backend: Backend, **kwargs: Any) -> Any:
+        cls = (rocksdb or {}).get(StoreType(store_type)) if Backend(backend) is Backend.ROCKSDB else None
+        if cls is None:
+            return open_bytes_store(store_type, backend, **kwargs)
+        options = store_classes(StoreType(store_type)).check_options(kwargs.pop("options", None) or {})
+        state_dir = kwargs.pop("state_dir", None) or tempfile.mkdtemp(prefix="kstate-")
+        task_dir = task_directory(state_dir, kwargs.pop("application_id", "app"), kwargs.pop("task_id", "0_0"))
+        return cls(kwargs.pop("name"), task_dir, **kwargs, **options)
+
+    def logging_layer(inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink) -> Any:
+        if logging is not None and StoreType(store_type) in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS):
+            return logging(inner, StoreType(store_type), context, sink)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return {"store.open": make_open_handler(replace(DEFAULT_BUILDER, open_bytes_store=open_bytes,
+                                                    logging_layer=logging_layer))}
+
+
+class _StartFirstSchema(SessionKeySchema):
+    """The session key written and read as ``[key][start][end]`` (the natural order; Kafka writes end first)."""
+
+    def to_store_key(self, key: bytes | None, start: int, end: int) -> bytes:
+        return super().to_store_key(key, end, start)
+
+    def decode(self, data: bytes) -> SessionStoreKey:
+        swapped = super().decode(data)
+        return SessionStoreKey(swapped.key, swapped.end, swapped.start)
+
+
+_START_FIRST = _StartFirstSchema()
+
+
+class _StartFirstRocksDB(RocksDBSessionStore):
+    SCHEMA = _START_FIRST
+
+
+class _StartFirstRocksDBWithHeaders(RocksDBSessionStoreWithHeaders):
+    SCHEMA = _START_FIRST
+
+
+class _StartFirstLogging(ChangeLoggingSessionBytesStore):
+    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> ChangelogRecord:
+        return super()._record(key, end, start, value)
+
+
+@mutant("session-key-start-before-end", "the session store key (RocksDB rows and changelog keys) is "
+        "[key][start][end], the natural order, where Kafka writes the end first", FAMILY, rules=("SS-1",))
+def _key_start_before_end() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _StartFirstRocksDB, StoreType.SESSION_WITH_HEADERS: _StartFirstRocksDBWithHeaders},
+                      _StartFirstLogging)
+
+
+class _HeaderlessLogging(ChangeLoggingSessionBytesStore):
+    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> ChangelogRecord:
+        return dataclasses.replace(super()._record(key, start, end, value), headers=())
+
+
+@mutant("session-headers-changelog-drops-headers", "session_with_headers logs the raw aggregate without the stored "
+        "headers (and tombstones without the context's)", FAMILY, rules=("SS-28",))
+def _headers_changelog_drops_headers() -> dict[str, Handler]:
+    return _open_with(logging=_HeaderlessLogging)
+
+
+class _FirstSegmentOnlyUpgrade(SessionSegmentsWithHeaders):
+    """Only the first segment opened reads its legacy ``default`` family; the others see the new family only."""
+
+    def get_or_create_segment(self, segment_id_: int) -> KeyValueSegment:
+        first = not self._segments
+        segment = super().get_or_create_segment(segment_id_)
+        accessor = segment.instance.accessor
+        if not first and isinstance(accessor, DualColumnFamilyAccessor):
+            segment.instance.accessor = SingleColumnFamilyAccessor(accessor.staged, accessor.new_cf)
+        return segment
+
+
+class _FirstSegmentOnlyStore(RocksDBSessionStoreWithHeaders):
+    SEGMENTS = _FirstSegmentOnlyUpgrade
+
+
+@mutant("session-upgrade-first-segment-only", "opening a session store as session_with_headers migrates the first "
+        "segment only: the plain rows of the other segments are no longer read", FAMILY, rules=("SS-31",))
+def _upgrade_first_segment_only() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION_WITH_HEADERS: _FirstSegmentOnlyStore})
