@@ -41,8 +41,9 @@ def agg(store_type: str, value: int) -> str:
 def opened(kit: Kit, store_type: str, backend: str) -> Any:
     """Opens a store of the parametrized type on the parametrized backend (retention 10 000 ms)."""
 
-    def open_store(retention_ms: int = RETENTION_PERIOD, **extra: Any) -> SessionStore:
-        store = open_session_store(kit, store_type, backend, retention_ms, **extra)
+    def open_store(retention_ms: int = RETENTION_PERIOD, segment_interval_ms: int | None = None,
+                   **extra: Any) -> SessionStore:
+        store = open_session_store(kit, store_type, backend, retention_ms, segment_interval_ms, **extra)
         store.context(1)
         return store
 
@@ -401,3 +402,27 @@ def test_segments_named_by_start_time(opened: Any, store_type: str, backend: str
     assert segments["store.0"] == {home: {h("a") + i64(59_999) + i64(0): agg(store_type, 1)}}
     assert segments["store.60000"] == {home: {h("a") + i64(60_000) + i64(59_999): agg(store_type, 2)}}
 
+
+
+@rules("SS-31", "SS-32")
+@pytest.mark.parametrize("backend", [ROCKSDB])
+@pytest.mark.parametrize("store_type", ["session"])
+def test_upgrade_to_headers_reads_every_segment(kit: Kit, opened: Any, store_type: str, backend: str) -> None:
+    """RocksDBMigratingSessionStoreWithHeadersTest (KIP-1271, PR #21571): a plain session store reopened as
+    ``session_with_headers`` reads the plain aggregates of EVERY segment as ``[0x00][aggregate]`` (empty headers),
+    lazily: the rows stay in ``default`` until written; a new write lands in ``sessionKeyValueWithHeaders``."""
+    retention, interval = 1_000_000, 60_000  # nothing expires; three segments
+    store = opened(retention, segment_interval_ms=interval)
+    sessions = [("a", 0, 10, 1), ("a", 60_000, 60_000, 2), ("b", 60_001, 120_000, 3)]
+    put_all(store, "session", *sessions)
+    store.close()
+    upgraded = open_session_store(kit, "session_with_headers", backend, retention, interval)
+    expected = windowed("session_with_headers", *sessions)
+    assert upgraded.fetch_range(None, None) == expected
+    assert upgraded.fetch_range(None, None, backward=True) == expected[::-1]
+    segments = upgraded.segments()
+    assert sorted(segments) == ["store.0", "store.120000", "store.60000"]
+    assert all(set(cfs) == {"default"} for cfs in segments.values()), segments
+    upgraded.put(h("b"), 60_001, 120_000, "00" + i64(4))
+    after = upgraded.segments()["store.120000"]
+    assert after == {"sessionKeyValueWithHeaders": {h("b") + i64(120_000) + i64(60_001): "00" + i64(4)}}
