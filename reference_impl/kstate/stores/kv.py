@@ -231,7 +231,33 @@ def _changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], int |
 # --- the shared store surface ---------------------------------------------------------------------------
 
 
-class _KeyValueOperations:
+class RecordPositionTracking:
+    """A store's IQ position: the writes it keeps advance it from the record being processed (any family)."""
+
+    _position: Position
+    _record_context: RecordContext | None
+
+    def set_record_context(self, context: RecordContext | None) -> None:
+        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
+        self._record_context = context
+
+    def _update_position(self) -> None:
+        context = self._record_context
+        if context is not None and context.topic and context.offset >= 0:
+            partitions = self._position.setdefault(context.topic, {})
+            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+
+    def merge_position(self, other: Position) -> None:
+        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
+        self._position = merge_positions(self._position, other)
+
+    @property
+    def position(self) -> Position:
+        """A copy of the store's position: input topic -> partition -> highest offset applied."""
+        return {topic: dict(parts) for topic, parts in self._position.items()}
+
+
+class _KeyValueOperations(RecordPositionTracking):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -267,27 +293,6 @@ class _KeyValueOperations:
         self, lower: bytes | None, upper: bytes | None, upper_inclusive: bool, reverse: bool
     ) -> StoreIterator:
         raise NotImplementedError
-
-    # position (IQ consistency) ---------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    def merge_position(self, other: Position) -> None:
-        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
-        self._position = merge_positions(self._position, other)
-
-    @property
-    def position(self) -> Position:
-        """A copy of the store's position: input topic -> partition -> highest offset applied."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
 
     # KeyValueStore ------------------------------------------------------------------------------------------
 
@@ -634,7 +639,32 @@ class RocksDBStore(_KeyValueOperations):
 # --- in memory ------------------------------------------------------------------------------------------------
 
 
-class InMemoryKeyValueStore(_KeyValueOperations):
+class InMemoryOffsets:
+    """What every in-memory store answers about offsets: it keeps none, and commits and flushes nothing (KV-44)."""
+
+    #: The store's own check (declared only: the class this is mixed into defines it).
+    _check_open: Callable[[], None]
+
+    def manages_offsets(self) -> bool:
+        """In-memory stores keep no offsets (KV-44)."""
+        return False
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Nothing to persist (KV-44)."""
+        _changelog_offsets(changelog_offsets)
+        self._check_open()
+
+    def flush(self) -> None:
+        self._check_open()
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        """Always None: the offsets are not managed by an in-memory store (KV-44)."""
+        _to_codec_tp(partition, "partition")
+        self._check_open()
+        return None
+
+
+class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
     """Kafka's ``InMemoryKeyValueStore``: a sorted map written through, no offsets managed (KV-40..KV-44).
 
     Iterators copy the key set when created and read values live, skipping keys deleted since (KV-41).
@@ -712,24 +742,6 @@ class InMemoryKeyValueStore(_KeyValueOperations):
         checked = [(require_key(key), _value_bytes(value)) for key, value in entries]  # refuse before writing
         for key, value in checked:
             self._write(key, value)
-
-    def manages_offsets(self) -> bool:
-        """In-memory stores keep no offsets (KV-44)."""
-        return False
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Nothing to persist (KV-44)."""
-        _changelog_offsets(changelog_offsets)
-        self._check_open()
-
-    def flush(self) -> None:
-        self._check_open()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """Always None: the offsets are not managed by an in-memory store (KV-44)."""
-        _to_codec_tp(partition, "partition")
-        self._check_open()
-        return None
 
     def close(self) -> None:
         """Clear the contents and mark the store closed (KV-43)."""

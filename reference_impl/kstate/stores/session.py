@@ -23,14 +23,30 @@ from kstate.codecs import segments as seg
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.layout import ColumnFamilyPlan
-from kstate.codecs.position import Position, merge_positions
+from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, TopicPartition
+from kstate.stores.api import (
+    Backend,
+    InvalidStateStoreError,
+    RecordContext,
+    TopicPartition,
+    UnknownColumnFamilyError,
+)
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.kv import INVALID_RANGE_WARNING, _changelog_offsets, _to_codec_tp, require_key, validate_store_name
+from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
+from kstate.stores.kv import (
+    INVALID_RANGE_WARNING,
+    InMemoryOffsets,
+    RecordPositionTracking,
+    _changelog_offsets,
+    _to_codec_tp,
+    require_key,
+    validate_store_name,
+)
+from kstate.stores.offsets import check_offsets_image, read_offsets_image
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
@@ -177,7 +193,7 @@ class SessionStore(Protocol):
 # --- the operations both backends share --------------------------------------------------------------------------
 
 
-class SessionOperations:
+class SessionOperations(RecordPositionTracking):
     """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
     ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
 
@@ -207,23 +223,6 @@ class SessionOperations:
     def _check_open(self) -> None:
         if not self._open:
             raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    @property
-    def position(self) -> Position:
-        return {topic: dict(partitions) for topic, partitions in self._position.items()}
-
-    def merge_position(self, other: Position) -> None:
-        self._position = merge_positions(self._position, other)
 
     # writes -------------------------------------------------------------------------------------------------------
 
@@ -360,6 +359,7 @@ class RocksDBSessionStore(SessionOperations):
         self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                                      else _default_changelog_partitions(self.task_dir, self.name))
         self.manage_offsets_flag = manage_offsets
+        self.ignore_invalid_state = ignore_invalid_state
         self.segments = self.SEGMENTS(
             self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
             changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
@@ -382,18 +382,42 @@ class RocksDBSessionStore(SessionOperations):
         if not directory.is_dir():
             self.segments.open_existing(self.observed_stream_time)
             return
-        ids = []
+        found = []
         for entry in sorted(p.name for p in directory.iterdir()):
             try:
-                parsed = seg.parse_segment_name(self.name, entry, self.segment_interval_ms)
+                found.append((entry, seg.parse_segment_name(self.name, entry, self.segment_interval_ms)))
             except KStateError:
                 continue
+        # Every segment is checked before any is opened or renamed: a refused open changes nothing (SS-20).
+        for entry, parsed in found:
+            if parsed.segment_id >= 0:
+                self._check_segment(directory / entry)
+        ids = []
+        for entry, parsed in found:
             if parsed.rename_to is not None:
                 (directory / entry).rename(directory / parsed.rename_to)
             ids.append(parsed.segment_id)
         for segment_id in sorted(i for i in ids if i >= 0):
             self.segments.get_or_create_segment(segment_id)
         self.segments.cleanup_expired_segments(self.observed_stream_time)
+
+    def _check_segment(self, path: Path) -> None:
+        """The refusals of one existing segment that need no write: column families this type does not know (a
+        downgrade, UPG-1) and an offsets status other than CLOSED (KV-52), as each segment's own open decides."""
+        if not rocksdb_directory_state(path, path.name):
+            return
+        known = self.SEGMENTS.LAYOUT.known_column_families(self.manage_offsets_flag)
+        unknown = sorted(cf for cf in list_column_families(path, path.name) if cf not in known)
+        if unknown:
+            raise UnknownColumnFamilyError(
+                f"Error opening store {path.name} at location {path}: Column families not opened: {', '.join(unknown)}",
+                tuple(unknown))
+        if self.manage_offsets_flag:
+            reader = RocksDBEngine(path, store_name=path.name, read_only=True)
+            try:
+                check_offsets_image(read_offsets_image(reader), path.name, self.ignore_invalid_state)
+            finally:
+                reader.close()
 
     def persistent(self) -> bool:
         return True
@@ -579,9 +603,10 @@ class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):
 EndTimeMap = dict[int, dict[bytes, dict[int, bytes]]]
 
 
-class InMemorySessionStore(SessionOperations):
+class InMemorySessionStore(InMemoryOffsets, SessionOperations):
     """Kafka's ``InMemorySessionStore``: ``endTime -> key -> startTime -> aggregate`` maps, no segments, no offsets
-    (SS-17..SS-19). ``segment_interval_ms`` is accepted for a common option set and not used."""
+    (SS-17..SS-19; no offsets, :class:`InMemoryOffsets`). ``segment_interval_ms`` is accepted for a common option set
+    and not used."""
 
     backend = Backend.MEMORY
     store_type = StoreType.SESSION
@@ -669,22 +694,6 @@ class InMemorySessionStore(SessionOperations):
             checked.append((check_session(session.key, session.start, session.end), _value_bytes(value)))
         for (key, start, end), value in checked:
             self._put(key, start, end, value)
-
-    def manages_offsets(self) -> bool:
-        return False
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Nothing to persist (SS-19)."""
-        _changelog_offsets(changelog_offsets)
-        self._check_open()
-
-    def flush(self) -> None:
-        self._check_open()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        _to_codec_tp(partition, "partition")
-        self._check_open()
-        return None
 
     def close(self) -> None:
         """Clear the maps and mark the store closed (SS-19)."""
@@ -778,7 +787,7 @@ class SessionWithHeaders:
 
 class ReadOnlySessionStoreWithHeaders:
     """Kafka's ``ReadOnlySessionStoreWithHeaders`` with byte keys: the reads of a header-aware session store, values
-    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-33)."""
+    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-30, HV-10)."""
 
     def __init__(self, inner: SessionStore) -> None:
         self.inner = inner
