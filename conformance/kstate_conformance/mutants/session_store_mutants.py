@@ -44,7 +44,7 @@ def _entries_of(op: str, payload: JsonDict, keep: Any) -> JsonDict:
 
 
 @mutant("session-overlap-strict", "findSessions with strict inequalities: end > earliestSessionEndTime and "
-        "start < latestSessionStartTime (sessions touching a bound are missed)", FAMILY, rules=("SS-4",))
+        "start < latestSessionStartTime (sessions touching a bound are missed)", FAMILY, rules=("SS-5",))
 def _overlap_strict() -> dict[str, Handler]:
     def strict(payload: JsonDict, entry: list[Any]) -> bool:
         _, start, end, _ = entry
@@ -54,7 +54,7 @@ def _overlap_strict() -> dict[str, Handler]:
 
 
 @mutant("session-find-ordered-by-start", "findSessions and fetch order the sessions by start time (then key) "
-        "instead of Kafka's end-time order", FAMILY, rules=("SS-5",))
+        "instead of Kafka's end-time order", FAMILY, rules=("SS-6", "SS-7"))
 def _ordered_by_start() -> dict[str, Handler]:
     def by_start(op: str) -> Handler:
         def handler(payload: JsonDict) -> JsonDict:
@@ -69,7 +69,7 @@ def _ordered_by_start() -> dict[str, Handler]:
     return {op: by_start(op) for op in _READS}
 
 
-@mutant("session-backward-forward-order", "the backward variants answer the forward order", FAMILY, rules=("SS-5",))
+@mutant("session-backward-forward-order", "the backward variants answer the forward order", FAMILY, rules=("SS-6", "SS-7"))
 def _backward_forward() -> dict[str, Handler]:
     def forward(op: str) -> Handler:
         return lambda payload: call(op, {**payload, "backward": False})
@@ -79,7 +79,7 @@ def _backward_forward() -> dict[str, Handler]:
 
 @mutant("session-expiry-off-by-one", "a session ending exactly at observed stream time - retention is still live "
         "(< where Kafka has <=): the store keeps one millisecond more than its retention", FAMILY,
-        rules=("SS-10", "SS-12"))
+        rules=("SS-13", "SS-17"))
 def _expiry_off_by_one() -> dict[str, Handler]:
     def open_store(payload: JsonDict) -> JsonDict:
         options = payload.get("options")
@@ -92,7 +92,7 @@ def _expiry_off_by_one() -> dict[str, Handler]:
 
 
 @mutant("session-remove-writes-empty", "remove writes an empty aggregate (and logs it) instead of deleting the "
-        "session with a tombstone", FAMILY, rules=("SS-8", "SS-13"))
+        "session with a tombstone", FAMILY, rules=("SS-4", "SS-27"))
 def _remove_writes_empty() -> dict[str, Handler]:
     def remove(payload: JsonDict) -> JsonDict:
         return call("session_store.put", {**payload, "value": ""})
@@ -153,7 +153,7 @@ class _StartFirstLogging(ChangeLoggingSessionBytesStore):
 
 
 @mutant("session-key-start-before-end", "the session store key (RocksDB rows and changelog keys) is "
-        "[key][start][end], the natural order, where Kafka writes the end first", FAMILY, rules=("SS-1",))
+        "[key][start][end], the natural order, where Kafka writes the end first", FAMILY, rules=("SS-1", "SS-26"))
 def _key_start_before_end() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _StartFirstRocksDB, StoreType.SESSION_WITH_HEADERS: _StartFirstRocksDBWithHeaders},
                       _StartFirstLogging)
@@ -165,7 +165,7 @@ class _HeaderlessLogging(ChangeLoggingSessionBytesStore):
 
 
 @mutant("session-headers-changelog-drops-headers", "session_with_headers logs the raw aggregate without the stored "
-        "headers (and tombstones without the context's)", FAMILY, rules=("SS-28",))
+        "headers (and tombstones without the context's)", FAMILY, rules=("SS-26", "SS-27"))
 def _headers_changelog_drops_headers() -> dict[str, Handler]:
     return _open_with(logging=_HeaderlessLogging)
 
@@ -187,6 +187,6 @@ class _FirstSegmentOnlyStore(RocksDBSessionStoreWithHeaders):
 
 
 @mutant("session-upgrade-first-segment-only", "opening a session store as session_with_headers migrates the first "
-        "segment only: the plain rows of the other segments are no longer read", FAMILY, rules=("SS-31",))
+        "segment only: the plain rows of the other segments are no longer read", FAMILY, rules=("SS-32",))
 def _upgrade_first_segment_only() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION_WITH_HEADERS: _FirstSegmentOnlyStore})

@@ -430,7 +430,7 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
 
 
-@rules("SS-4", "SS-10", "SS-15")
+@rules("SS-4", "SS-5", "SS-6", "SS-7", "SS-12", "SS-13", "SS-14", "SS-15", "SS-17", "SS-22", "SS-24", "SS-26", "SS-32")
 @BACKEND_PARAMS
 def test_session_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A session store matches the model through puts, removes, merges, reads, restarts, crashes, restores and
@@ -438,7 +438,7 @@ def test_session_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_f
     _run(codec, m.SESSION, backend, tmp_path_factory.mktemp("session"))
 
 
-@rules("SS-4", "SS-10", "SS-15")
+@rules("SS-26", "SS-27", "SS-30", "SS-34")
 @BACKEND_PARAMS
 def test_session_store_with_headers_behaves_as_the_model(codec: Any, backend: str,
                                                          tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -63,7 +63,7 @@ def put_all(store: SessionStore, store_type: str, *sessions: tuple[str, int, int
 # --- findSessions ----------------------------------------------------------------------------------------------
 
 
-@rules("SS-3", "SS-4")
+@rules("SS-2", "SS-5", "SS-6", "SS-7")
 @BACKEND_AND_TYPE
 def test_put_and_find_sessions_in_range(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldPutAndFindSessionsInRange / shouldPutAndBackwardFindSessionsInRange."""
@@ -77,7 +77,7 @@ def test_put_and_find_sessions_in_range(opened: Any, store_type: str, backend: s
     assert store.find_sessions(h("a"), 400, 600, backward=True) == windowed(store_type, sessions[1])
 
 
-@rules("SS-3", "SS-5")
+@rules("SS-8", "SS-6", "SS-7")
 @BACKEND_AND_TYPE
 def test_fetch_all_sessions_with_same_record_key(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFetchAllSessionsWithSameRecordKey / shouldBackwardFetchAllSessionsWithSameRecordKey."""
@@ -88,7 +88,7 @@ def test_fetch_all_sessions_with_same_record_key(opened: Any, store_type: str, b
     assert store.fetch(h("a"), backward=True) == windowed(store_type, *sessions)[::-1]
 
 
-@rules("SS-4", "SS-5", "SS-6")
+@rules("SS-8", "SS-9", "SS-5")
 @BACKEND_AND_TYPE
 def test_fetch_all_sessions_within_key_range(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFetchAllSessionsWithinKeyRange / shouldBackwardFetchAllSessionsWithinKeyRange:
@@ -111,7 +111,7 @@ def test_fetch_all_sessions_within_key_range(opened: Any, store_type: str, backe
     assert store.find_range(h("aa"), h("bb"), 0, INT64_MAX, backward=True) == expected[::-1]
 
 
-@rules("SS-7")
+@rules("SS-16")
 @BACKEND_AND_TYPE
 def test_fetch_exact_session(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFetchExactSession and shouldReturnNullOnSessionNotFound."""
@@ -122,7 +122,7 @@ def test_fetch_exact_session(opened: Any, store_type: str, backend: str) -> None
     assert store.fetch_session(h("aa"), 0, 5) is None  # same key and start, another end
 
 
-@rules("SS-4")
+@rules("SS-5")
 @BACKEND_AND_TYPE
 def test_find_values_within_merging_session_window_range(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFindValuesWithinMergingSessionWindowRange (and the backward one): a
@@ -134,7 +134,7 @@ def test_find_values_within_merging_session_window_range(opened: Any, store_type
     assert store.find_sessions(h("a"), -1, 1000, backward=True) == windowed(store_type, *sessions)[::-1]
 
 
-@rules("SS-4")
+@rules("SS-5")
 @BACKEND_AND_TYPE
 def test_find_sessions_to_merge(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFindSessionsToMerge / shouldBackwardFindSessionsToMerge: the overlap
@@ -148,7 +148,7 @@ def test_find_sessions_to_merge(opened: Any, store_type: str, backend: str) -> N
     assert store.find_sessions(h("a"), 200, 201) == windowed(store_type, sessions[1], sessions[2])
 
 
-@rules("SS-4", "SS-6")
+@rules("SS-5", "SS-9")
 @BACKEND_AND_TYPE
 def test_fetch_exact_keys(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFetchExactKeys / shouldBackwardFetchExactKeys (retention 0x7a00000000000000)."""
@@ -169,7 +169,7 @@ def test_fetch_exact_keys(opened: Any, store_type: str, backend: str) -> None:
         assert values(store.find_range(h("a"), h("aa"), 10, 0, backward)) == {agg(store_type, 2)}
 
 
-@rules("SS-3", "SS-5")
+@rules("SS-6", "SS-7")
 @BACKEND_AND_TYPE
 def test_fetch_and_iterate_over_exact_binary_keys(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldFetchAndIterateOverExactBinaryKeys (and the backward one): keys that are
@@ -187,7 +187,7 @@ def test_fetch_and_iterate_over_exact_binary_keys(opened: Any, store_type: str, 
         assert store.find_sessions(key, 0, INT64_MAX, backward=True) == expected[::-1]
 
 
-@rules("SS-3", "SS-5", "SS-6")
+@rules("SS-6", "SS-7", "SS-8")
 @BACKEND_AND_TYPE
 def test_exact_keys_skipping_longer_and_shorter_keys(opened: Any, store_type: str, backend: str) -> None:
     """SessionKeySchemaTest.shouldFetchExactKeysSkippingLongerKeys / shouldFetchExactKeySkippingShorterKeys /
@@ -212,7 +212,7 @@ def test_exact_keys_skipping_longer_and_shorter_keys(opened: Any, store_type: st
         assert everything == [2, 1, 3, 4, 5, 6]
 
 
-@rules("SS-4")
+@rules("SS-5", "SS-9")
 @BACKEND_AND_TYPE
 def test_single_key_find_sessions_equals_equal_key_range(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldReturnSameResultsForSingleKeyFindSessionsAndEqualKeyRangeFindSessions."""
@@ -223,7 +223,7 @@ def test_single_key_find_sessions_equals_equal_key_range(opened: Any, store_type
     assert store.find_range(h("aa"), h("aa"), 0, 10) == single
 
 
-@rules("SS-6")
+@rules("SS-9")
 @BACKEND_AND_TYPE
 def test_inverted_key_range_is_empty(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldNotThrowInvalidRangeExceptionWithNegativeFromKey: findSessions with from >
@@ -245,7 +245,7 @@ def test_inverted_key_range_is_empty(opened: Any, store_type: str, backend: str)
 # --- remove ------------------------------------------------------------------------------------------------------
 
 
-@rules("SS-8", "SS-9")
+@rules("SS-4")
 @BACKEND_AND_TYPE
 def test_remove_and_remove_on_null_aggregate(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldRemove / shouldRemoveOnNullAggValue /
@@ -263,7 +263,7 @@ def test_remove_and_remove_on_null_aggregate(opened: Any, store_type: str, backe
     store.remove(h("never"), 0, 1)
 
 
-@rules("SS-8")
+@rules("SS-2", "SS-4")
 @BACKEND_AND_TYPE
 def test_null_keys_refused(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldThrowNullPointerExceptionOnFindSessionsNullKey / OnFetchNullKey /
@@ -279,7 +279,7 @@ def test_null_keys_refused(opened: Any, store_type: str, backend: str) -> None:
     assert store.changelog() == []
 
 
-@rules("SS-1")
+@rules("SS-3")
 @BACKEND_AND_TYPE
 def test_session_window_must_be_valid(opened: Any, store_type: str, backend: str) -> None:
     """SessionWindow's constructor (used by every test above): start after end, or a negative start, is refused;
@@ -295,7 +295,7 @@ def test_session_window_must_be_valid(opened: Any, store_type: str, backend: str
 # --- retention -----------------------------------------------------------------------------------------------------
 
 
-@rules("SS-10", "SS-11", "SS-12")
+@rules("SS-13", "SS-14", "SS-17")
 @BACKEND_AND_TYPE
 def test_remove_expired(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldRemoveExpired: the in-memory store expires single sessions, RocksDB whole
@@ -312,7 +312,7 @@ def test_remove_expired(opened: Any, store_type: str, backend: str) -> None:
         assert store.find_range(h("a"), h("b"), 0, INT64_MAX) == windowed(store_type, ("aa", 10, 2 * SEGMENT_INTERVAL, 4))
 
 
-@rules("SS-10", "SS-11")
+@rules("SS-14", "SS-17", "SS-28")
 @BACKEND_AND_TYPE
 def test_expired_records_are_dropped_but_logged(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldMeasureExpiredRecords: a put of an expired session is skipped (Kafka counts
@@ -327,7 +327,7 @@ def test_expired_records_are_dropped_but_logged(opened: Any, store_type: str, ba
     assert len(store.changelog()) == 3
 
 
-@rules("SS-10", "SS-12")
+@rules("SS-13", "SS-16")
 @BACKEND_AND_TYPE
 def test_not_fetch_expired_sessions(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldNotFetchExpiredSessions (with a fixed ``systemTime``)."""
@@ -351,7 +351,7 @@ def test_not_fetch_expired_sessions(opened: Any, store_type: str, backend: str) 
 # --- changelog and restore --------------------------------------------------------------------------------------------
 
 
-@rules("SS-13", "SS-14")
+@rules("SS-26", "SS-27")
 @BACKEND_AND_TYPE
 def test_logs_puts_and_removes(opened: Any, store_type: str, backend: str) -> None:
     """ChangeLoggingSessionBytesStoreTest.shouldLogPuts / shouldLogRemoves: key ``[key][end][start]``, the raw
@@ -369,7 +369,7 @@ def test_logs_puts_and_removes(opened: Any, store_type: str, backend: str) -> No
     ]
 
 
-@rules("SS-15")
+@rules("SS-24", "SS-25")
 @BACKEND_AND_TYPE
 def test_restore(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldRestore: the changelog of four puts, restored into a fresh store,
@@ -387,7 +387,7 @@ def test_restore(opened: Any, store_type: str, backend: str) -> None:
     assert fresh.changelog() == []
 
 
-@rules("SS-16")
+@rules("SS-1", "SS-10", "SS-11", "SS-31")
 @pytest.mark.parametrize("backend", [ROCKSDB])
 @pytest.mark.parametrize("store_type", SESSION_TYPES)
 def test_segments_named_by_start_time(opened: Any, store_type: str, backend: str) -> None:
@@ -404,7 +404,7 @@ def test_segments_named_by_start_time(opened: Any, store_type: str, backend: str
 
 
 
-@rules("SS-31", "SS-32")
+@rules("SS-32", "SS-31")
 @pytest.mark.parametrize("backend", [ROCKSDB])
 @pytest.mark.parametrize("store_type", ["session"])
 def test_upgrade_to_headers_reads_every_segment(kit: Kit, opened: Any, store_type: str, backend: str) -> None:
