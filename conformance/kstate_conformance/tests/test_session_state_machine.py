@@ -10,14 +10,12 @@ after every step: every session in both directions, the changelog records sent, 
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -25,10 +23,10 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from kstate_conformance import rules
+from kstate_conformance.machines import ModelledCalls, run_machine
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context, Record, Refused
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
@@ -80,7 +78,7 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
     return {"key_from": _h(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
 
 
-class SessionStoreMachine(RuleBasedStateMachine):
+class SessionStoreMachine(ModelledCalls, RuleBasedStateMachine):
     """Drives one session store through ``codec`` and :class:`models.session.SessionModel` side by side."""
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
@@ -102,30 +100,6 @@ class SessionStoreMachine(RuleBasedStateMachine):
     def sm(self) -> m.SessionModel:
         assert self.model is not None
         return self.model
-
-    def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call(op, payload)
-        return out
-
-    def ok(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out = self.call(op, payload)
-        assert "error" not in out, f"{op} {payload} was refused: {out['error']}"
-        return out
-
-    def on_store(self, op: str, **payload: Any) -> dict[str, Any]:
-        return self.call(op, {"handle": self.handle, **payload})
-
-    def expect(self, op: str, payload: dict[str, Any], model_call: Any) -> Any:
-        """Run ``op`` and the model; both refuse, or neither does and the model's answer is returned."""
-        try:
-            expected = model_call()
-        except Refused as refusal:
-            out = self.on_store(op, **payload)
-            assert "error" in out, f"{op} {payload}: the model refuses ({refusal}) but the store answered {out}"
-            return None
-        out = self.on_store(op, **payload)
-        assert "error" not in out, f"{op} {payload}: refused ({out['error']}), the model answers {expected!r}"
-        return out, expected
 
     def open_payload(self, store_type: str, **extra: Any) -> dict[str, Any]:
         options: dict[str, Any] = {"retention_ms": self.sm.options.retention_ms}
@@ -213,9 +187,7 @@ class SessionStoreMachine(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def remove(self, data: st.DataObject) -> None:
-        key, start, end = self.known_session(data)
-        self.expect("session_store.remove", {"key": key.hex(), "start": start, "end": end},
-                    lambda: self.sm.remove(key, start, end))
+        self.remove_session(*self.known_session(data))
 
     @rule(key=KEYS, timestamp=ENDS, gap=st.sampled_from([0, 5, 50]), data=st.data())
     def merge(self, key: bytes, timestamp: int, gap: int, data: st.DataObject) -> None:
@@ -235,11 +207,14 @@ class SessionStoreMachine(RuleBasedStateMachine):
         if (start, end) != (timestamp, timestamp):
             # Kafka removes every merged session unless the merged window is the record's own point window.
             for _, s, e, _value in expected:
-                self.expect("session_store.remove", {"key": key.hex(), "start": s, "end": e},
-                            lambda s=s, e=e: self.sm.remove(key, s, e))
+                self.remove_session(key, s, e)
         value = data.draw(value_strategy(self.sm.store_type), label="merged value")
         self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": value.hex()},
                     lambda: self.sm.put(key, start, end, value))
+
+    def remove_session(self, key: bytes, start: int, end: int) -> None:
+        self.expect("session_store.remove", {"key": key.hex(), "start": start, "end": end},
+                    lambda: self.sm.remove(key, start, end))
 
     @rule(timestamp=st.integers(min_value=0, max_value=500), headers=HEADERS)
     def set_context(self, timestamp: int, headers: Any) -> None:
@@ -411,20 +386,7 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
     caps: dict[str, Any] = codec.call("store.capabilities", {})
     if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
         pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    # Half the profile's examples, each a run of up to 30 steps; shrinking only when KSTATE_SHRINK=1 asks.
-    profile = settings()
-    examples = max(4, profile.max_examples // 2)
-    phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
-    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
-        lambda: SessionStoreMachine(codec, store_type, backend, base, caps),  # type: ignore[arg-type,unused-ignore]
-        settings=settings(
-            max_examples=examples,
-            stateful_step_count=30,
-            phases=phases,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
-        ),
-    )
+    run_machine(lambda: SessionStoreMachine(codec, store_type, backend, base, caps))  # type: ignore[arg-type,unused-ignore]
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
