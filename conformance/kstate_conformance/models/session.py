@@ -1,4 +1,4 @@
-"""An executable model of the session store family (spec/session-store.md, session-keys.md, changelog.md).
+"""An executable model of the session store family (spec/session-store.md SS-*, session-keys.md, changelog.md).
 
 Written from the spec and Kafka's javadoc, independently of the reference implementation, and speaking only
 the neutral vocabulary's values (bytes, ints, header pairs). Sessions are a sorted map of
@@ -58,7 +58,7 @@ def offers_store_type(capabilities: dict[str, object], name: str) -> bool:
 
 
 def default_segment_interval(retention_ms: int) -> int:
-    """``RocksDbSessionBytesStoreSupplier.segmentIntervalMs``: ``max(retention / 2, 60 000)``."""
+    """``RocksDbSessionBytesStoreSupplier.segmentIntervalMs``: ``max(retention / 2, 60 000)`` (SS-11)."""
     return max(retention_ms // 2, MIN_SEGMENT_INTERVAL)
 
 
@@ -72,7 +72,7 @@ def java_div(a: int, b: int) -> int:
 
 
 def store_key(key: bytes, start: int, end: int) -> bytes:
-    """``SessionKeySchema.toBinary``: ``[key][end int64 BE][start int64 BE]`` (end first, SESS-1)."""
+    """``SessionKeySchema.toBinary``: ``[key][end int64 BE][start int64 BE]`` (end first, SESS-1, SS-1)."""
     return key + int64(end) + int64(start)
 
 
@@ -84,7 +84,7 @@ def split_store_key(data: bytes) -> tuple[bytes, int, int]:
 
 
 def headers_value(aggregate: bytes, headers: HeaderPairs) -> bytes:
-    """``AggregationWithHeaders``: ``[varint size][header bytes][aggregate]`` (no timestamp)."""
+    """``AggregationWithHeaders``: ``[varint size][header bytes][aggregate]`` (no timestamp, SS-30)."""
     section = header_bytes(headers)
     return zigzag_varint(len(section)) + section + aggregate
 
@@ -95,12 +95,12 @@ def split_headers_value(value: bytes) -> tuple[bytes, HeaderPairs]:
 
 
 def legacy_to_headers(value: bytes) -> bytes:
-    """``HeadersBytesStore.convertToHeaderFormat``: a plain aggregate gains empty headers, ``[0x00][aggregate]``."""
+    """``HeadersBytesStore.convertToHeaderFormat``: a plain aggregate gains empty headers, ``[0x00][aggregate]`` (SS-32)."""
     return b"\x00" + value
 
 
 def record_for(store_type: str, key: bytes, start: int, end: int, value: bytes | None, context: Context) -> Record:
-    """The changelog record of writing ``value`` (the stored layout; None = tombstone) under a session."""
+    """The changelog record of writing ``value`` (the stored layout; None = tombstone) under a session (SS-26, SS-27)."""
     if value is None:
         return Record(store_key(key, start, end), None, context.timestamp, context.headers if store_type == HEADERS else ())
     if store_type == HEADERS:
@@ -110,7 +110,7 @@ def record_for(store_type: str, key: bytes, start: int, end: int, value: bytes |
 
 
 def restored_value(store_type: str, record: Record) -> bytes | None:
-    """What a store of ``store_type`` keeps when it restores ``record``."""
+    """What a store of ``store_type`` keeps when it restores ``record`` (SS-24, SS-34)."""
     if record.value is None:
         return None
     if store_type == HEADERS:
@@ -122,7 +122,7 @@ def restored_value(store_type: str, record: Record) -> bytes | None:
 
 
 def overlaps(end: int, start: int, earliest_end: int, latest_start: int) -> bool:
-    """``findSessions``: a session overlaps ``[earliestSessionEndTime, latestSessionStartTime]``, bounds inclusive."""
+    """``findSessions``: a session overlaps ``[earliestSessionEndTime, latestSessionStartTime]``, bounds inclusive (SS-5)."""
     return end >= earliest_end and start <= latest_start
 
 
@@ -184,7 +184,7 @@ class SessionModel:
         return f"{self.name}.{segment_id * self.interval}"
 
     def open(self, store_type: str | None = None) -> None:
-        """Open (or reopen, possibly as the header-aware type); stream time starts again at -1."""
+        """Open (or reopen, possibly as the header-aware type); stream time starts again at -1 (SS-12, SS-32)."""
         if store_type is not None:
             if (self.store_type, store_type) not in ((SESSION, SESSION), (HEADERS, HEADERS), (SESSION, HEADERS)):
                 raise Refused(f"cannot reopen a {self.store_type} store as {store_type}")
@@ -288,7 +288,7 @@ class SessionModel:
         return self.segment_id(self.observed - self.retention)
 
     def _live_segment(self, segment_id: int) -> Segment | None:
-        """``getOrCreateSegmentIfLive`` then ``cleanupExpiredSegments``: the segment, or None when expired."""
+        """``getOrCreateSegmentIfLive`` then ``cleanupExpiredSegments``: the segment, or None when expired (SS-14, SS-15)."""
         min_live = self._min_live_segment()
         segment: Segment | None = None
         if segment_id >= min_live:
@@ -327,7 +327,7 @@ class SessionModel:
             del self.sessions[session]
 
     def put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
-        """``put(Windowed(key, SessionWindow(start, end)), value)``; a null value removes the session."""
+        """``put(Windowed(key, SessionWindow(start, end)), value)``; a null value removes (SS-2..SS-4, SS-14, SS-17)."""
         self._require_open()
         if start > end or start < 0:
             raise Refused(f"no session window [{start}, {end}]")
@@ -364,7 +364,7 @@ class SessionModel:
         self._log(record_for(self.store_type, key, start, end, None, self.context))
 
     def _visible(self) -> dict[Session, bytes]:
-        """Every session reads can see (retention applied), by ``(key, end, start)``."""
+        """Every session reads can see (retention applied, SS-13, SS-17), by ``(key, end, start)``."""
         min_live = self.observed - self.retention + 1
         if self.backend == MEMORY:
             self._memory_purge()
@@ -385,7 +385,7 @@ class SessionModel:
         return (end, key, -start)
 
     def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
-        """``fetchSession(key, start, end)``: the exact session, or None (also when expired)."""
+        """``fetchSession(key, start, end)``: the exact session, or None (also when expired, SS-16)."""
         self._require_open()
         value = self._visible().get((key, end, start))
         if value is not None and self.backend == ROCKSDB and self.store_type == HEADERS:

@@ -9,7 +9,7 @@ import dataclasses
 import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from kstate.codecs.changelog import ChangelogRecord
 from kstate.codecs.session_keys import SessionKeySchema, SessionStoreKey
@@ -21,7 +21,7 @@ from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
-from kstate.stores.segments import KeyValueSegment
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.session import (
     ChangeLoggingSessionBytesStore,
     RocksDBSessionStore,
@@ -190,3 +190,85 @@ class _FirstSegmentOnlyStore(RocksDBSessionStoreWithHeaders):
         "segment only: the plain rows of the other segments are no longer read", FAMILY, rules=("SS-32",))
 def _upgrade_first_segment_only() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION_WITH_HEADERS: _FirstSegmentOnlyStore})
+
+
+class _FetchSessionIgnoresExpiry(RocksDBSessionStore):
+    def _get(self, key: bytes, start: int, end: int) -> bytes | None:
+        segment = self.segments.segment_for_timestamp(end)
+        return None if segment is None else segment.accessor.get(self.SCHEMA.to_store_key(key, start, end))
+
+
+class _FetchSessionIgnoresExpiryWithHeaders(RocksDBSessionStoreWithHeaders):
+    _get = _FetchSessionIgnoresExpiry._get
+
+
+@mutant("session-fetch-session-ignores-expiry", "RocksDB fetchSession answers a session its segment still holds "
+        "although it ended before observed stream time - retention + 1", FAMILY, rules=("SS-16",))
+def _fetch_session_ignores_expiry() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _FetchSessionIgnoresExpiry,
+                       StoreType.SESSION_WITH_HEADERS: _FetchSessionIgnoresExpiryWithHeaders})
+
+
+class _SkipsDroppedWrites(ChangeLoggingSessionBytesStore):
+    """Logs a put only if the store kept it (Kafka logs every accepted write)."""
+
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        dropped = self.inner.dropped_records
+        sink, kept = self.sink, cast(list[ChangelogRecord], [])
+        self.sink = cast(ChangelogSink, kept)
+        try:
+            super().put(key, start, end, aggregate)
+        finally:
+            self.sink = sink
+        if self.inner.dropped_records == dropped:
+            for record in kept:
+                sink.append(record)
+
+
+@mutant("session-dropped-write-not-logged", "a put the store drops as expired is not logged", FAMILY,
+        rules=("SS-28",))
+def _dropped_write_not_logged() -> dict[str, Handler]:
+    return _open_with(logging=_SkipsDroppedWrites)
+
+
+class _SegmentByStart(RocksDBSessionStore):
+    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        self.observed_stream_time = max(self.observed_stream_time, end)
+        segment = self.segments.get_or_create_segment_if_live(self.segments.segment_id(start), self.observed_stream_time)
+        if segment is None:
+            self.dropped_records += 1
+            return
+        segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
+
+
+@mutant("session-store-segment-by-start", "the RocksDB session store puts a session into the segment of its START",
+        FAMILY, rules=("SS-10",))
+def _store_segment_by_start() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _SegmentByStart})
+
+
+class _SegmentsNeverExpire(KeyValueSegments):
+    def cleanup_expired_segments(self, stream_time: int) -> None:
+        return None
+
+
+class _KeepsExpiredSegments(RocksDBSessionStore):
+    SEGMENTS = _SegmentsNeverExpire
+
+
+@mutant("session-expired-segments-kept", "expired segments are never deleted (reads still hide their sessions)",
+        FAMILY, rules=("SS-15",))
+def _expired_segments_kept() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _KeepsExpiredSegments})
+
+
+@mutant("session-restore-ignores-record-headers", "session_with_headers restores a record with empty headers "
+        "(the plain session converter) instead of the record's headers", FAMILY, rules=("SS-34",))
+def _restore_ignores_record_headers() -> dict[str, Handler]:
+    def restore(payload: JsonDict) -> JsonDict:
+        records = payload.get("records")
+        if isinstance(records, list):
+            payload = {**payload, "records": [{**r, "headers": []} if isinstance(r, dict) else r for r in records]}
+        return call("store.restore", payload)
+
+    return {"store.restore": restore}
