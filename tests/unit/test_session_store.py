@@ -214,6 +214,19 @@ def test_expiry_by_observed_stream_time(task: Path, backend: Backend) -> None:
     store.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_live_bound_wraps_as_a_java_long(task: Path, backend: Backend) -> None:
+    """SS-13, SS-17: retention 0 and a session ending at Long.MAX. RocksDB: observed - retention + 1 wraps to
+    Long.MIN, so the session is answered (unwrapped, the bound MAX + 1 would skip it). In memory every put ends at
+    or before observed - 0 and is skipped."""
+    store = open_store(backend, task, retention=0, interval=MAX)
+    store.put(b"k", 0, 5, b"a")
+    store.put(b"k", 0, MAX, b"b")
+    expected = [(b"k", 0, MAX, b"b")] if backend is Backend.ROCKSDB else []
+    assert rows(store.fetch(b"k")) == expected
+    store.close()
+
+
 def test_remove_advances_stream_time_but_creates_no_segment(task: Path) -> None:
     """SS-4, SS-12 (RocksDB): remove moves stream time and deletes only in an open segment."""
     store = open_store(Backend.ROCKSDB, task, retention=100, interval=50)

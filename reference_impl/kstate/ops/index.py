@@ -181,6 +181,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                    "partition?: int}; optional, the first record context",
         "ignore_invalid_state": "bool; optional, open a store whose offsets say it is corrupt",
         "pre_4_3_reader": "bool; optional, open as a Kafka before 4.3 would (no offsets column family)",
+        "options": "object; optional, the store family's own options (retention_ms, segment_interval_ms, ...)",
     }, {
         "handle": "string; names the store in every later operation",
         "manages_offsets": "bool; the store keeps its changelog offsets itself (KIP-1035)",

@@ -12,11 +12,12 @@ earliest_end and start <= latest_start (SS-5), in Kafka's order (SS-6, SS-7).
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import segments as seg
@@ -24,7 +25,7 @@ from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.layout import ColumnFamilyPlan
 from kstate.codecs.position import Position
-from kstate.codecs.primitives import INT64_MAX, INT64_MIN
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import (
@@ -57,6 +58,9 @@ NO_TIMESTAMP = -1
 #: ``fetch(key)`` is ``findSessions(key, 0, Long.MAX_VALUE)`` (SS-8).
 FETCH_ALL_EARLIEST_END = 0
 FETCH_ALL_LATEST_START = INT64_MAX
+#: A session key's suffix, ``[end int64][start int64]`` (SESS-1).
+_TIMES = struct.Struct(">qq")
+_SUFFIX_SIZE = _TIMES.size
 #: The WARN of the in-memory store for a put into an expired segment (SS-14).
 EXPIRED_WARNING = "Skipping record for expired segment."
 
@@ -65,9 +69,8 @@ class InvalidSessionWindowError(KStateError, ValueError):
     """A session window Kafka's ``SessionWindow`` refuses: a negative start, or an end before the start (SS-3)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One entry of a session iterator: Kafka's ``KeyValue<Windowed<Bytes>, byte[]>``."""
+class SessionRecord(NamedTuple):
+    """One entry of a session iterator: Kafka's ``KeyValue<Windowed<Bytes>, byte[]>`` (a tuple: cheap to make)."""
 
     key: bytes
     start: int
@@ -117,37 +120,40 @@ class SessionIterator:
 
     def __init__(self, source: Iterator[SessionRecord], on_close: Callable[[SessionIterator], None] | None = None,
                  closed_message: str = "the session iterator is closed") -> None:
-        self._source: Iterator[SessionRecord] | None = source
+        # The bound ``__next__`` of the source: one call per entry on the hot path; swapped for a refusal at close.
+        self._next: Callable[[], SessionRecord] = source.__next__
         self._peeked: SessionRecord | None = None
         self._on_close = on_close
         self._closed_message = closed_message
+        self.is_closed = False
 
-    def _live(self) -> Iterator[SessionRecord]:
-        if self._source is None:
-            raise InvalidStateStoreError(self._closed_message)
-        return self._source
+    def _refuse(self) -> SessionRecord:
+        raise InvalidStateStoreError(self._closed_message)
 
     def __iter__(self) -> SessionIterator:
         return self
 
     def __next__(self) -> SessionRecord:
-        source = self._live()
-        if self._peeked is not None:
-            record, self._peeked = self._peeked, None
-            return record
-        return next(source)
+        peeked = self._peeked
+        if peeked is None:
+            return self._next()
+        self._peeked = None
+        return peeked
 
     def peek_next(self) -> SessionRecord | None:
         """The next entry without consuming it; None at the end."""
-        source = self._live()
         if self._peeked is None:
-            self._peeked = next(source, None)
+            try:
+                self._peeked = self._next()
+            except StopIteration:
+                return None
         return self._peeked
 
     def close(self) -> None:
-        if self._source is None:
+        if self.is_closed:
             return
-        self._source = None
+        self.is_closed = True
+        self._next = self._refuse
         self._peeked = None
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
@@ -426,7 +432,8 @@ class RocksDBSessionStore(SessionOperations):
 
     def _min_live_time(self) -> int:
         """``observedStreamTime - retentionPeriod + 1``: the earliest end a read still answers (SS-13, SS-16)."""
-        return self.observed_stream_time - self.retention_ms + 1
+        # Java long arithmetic: at observed = Long.MAX with retention 0 this wraps to Long.MIN, as in Kafka.
+        return to_int64(self.observed_stream_time - self.retention_ms + 1)
 
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         """``AbstractRocksDBSegmentedBytesStore.put``: advance stream time, then write if the segment is live,
@@ -466,8 +473,11 @@ class RocksDBSessionStore(SessionOperations):
             # upperRangeFixedSize builds SessionWindow(latest_start, MAX): a negative start is refused (SS-5).
             if latest_start < 0:
                 raise InvalidSessionWindowError("Window startMs time cannot be negative.")
-            lower = schema.lower_range_fixed_size(key_from, actual_from)
-            upper = schema.upper_range_fixed_size(key_from, latest_start)
+            # lowerRangeFixedSize / upperRangeFixedSize: sessions (0, max(0, from)) and (latest_start, MAX) (SESS-7).
+            lower = key_from + _TIMES.pack(max(0, actual_from), 0)
+            upper = key_from + _TIMES.pack(INT64_MAX, latest_start)
+            segments = self.segments.segments(actual_from, INT64_MAX, forward=not backward)
+            return self._register(self._scan_key(segments, lower, upper, key_from, actual_from, latest_start, backward))
         else:
             lower = None if key_from is None else schema.lower_range(key_from, actual_from)
             upper = None if key_to is None else schema.upper_range(key_to, latest_start)
@@ -483,17 +493,47 @@ class RocksDBSessionStore(SessionOperations):
               key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
               backward: bool) -> Iterator[SessionRecord]:
         """``SegmentIterator`` with ``hasNextCondition``: key in range, end >= earliest_end, start <= latest_start."""
-        decode = self.SCHEMA.decode
+        # The hot loop of every read: the key split and the times read in place (SS-1), no decoded-key object.
+        unpack_from = _TIMES.unpack_from
+        new = tuple.__new__
+        single = key_from is not None and key_from == key_to
         for segment in segments:
-            if not segment.is_open:
-                continue
             source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
             try:
                 for store_key, value in source:
-                    session = decode(store_key)
-                    if ((key_from is None or session.key >= key_from) and (key_to is None or session.key <= key_to)
-                            and session.end >= earliest_end and session.start <= latest_start):
-                        yield SessionRecord(session.key, session.start, session.end, value)
+                    key_end = len(store_key) - _SUFFIX_SIZE
+                    if key_end < 0:
+                        session_keys.PLAIN.decode(store_key)  # raises the codec's DecodeError
+                    key = store_key[:key_end]
+                    if single:
+                        if key != key_from:
+                            continue
+                    elif (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
+                        continue
+                    end, start = unpack_from(store_key, key_end)
+                    if end >= earliest_end and start <= latest_start:
+                        yield new(SessionRecord, (key, start, end, value))
+            finally:
+                for cursor in cursors:
+                    cursor.close()
+
+    @staticmethod
+    def _scan_key(segments: Sequence[KeyValueSegment], lower: bytes, upper: bytes, key: bytes, earliest_end: int,
+                  latest_start: int, backward: bool) -> Iterator[SessionRecord]:
+        """:meth:`_scan` for one key, the hot read path: every store key between ``[key][...]`` bounds starts with
+        ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5)."""
+        unpack_from = _TIMES.unpack_from
+        new = tuple.__new__
+        key_end = len(key)
+        size = key_end + _SUFFIX_SIZE
+        for segment in segments:
+            source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
+            try:
+                for store_key, value in source:
+                    if len(store_key) == size:
+                        end, start = unpack_from(store_key, key_end)
+                        if end >= earliest_end and start <= latest_start:
+                            yield new(SessionRecord, (key, start, end, value))
             finally:
                 for cursor in cursors:
                     cursor.close()
@@ -620,7 +660,7 @@ class InMemorySessionStore(InMemoryOffsets, SessionOperations):
 
     def _remove_expired(self) -> None:
         """``removeExpiredSegments``: drop every end time below ``max(0, observed - retention + 1)`` (SS-17)."""
-        min_live = max(0, self.observed_stream_time - self.retention_ms + 1)
+        min_live = max(0, to_int64(self.observed_stream_time - self.retention_ms + 1))  # Java long wrap, as in Kafka
         for end in [e for e in self._end_times if e < min_live]:
             del self._end_times[end]
 
