@@ -62,6 +62,11 @@ def default_segment_interval(retention_ms: int) -> int:
     return max(retention_ms // 2, MIN_SEGMENT_INTERVAL)
 
 
+def java_long(value: int) -> int:
+    """``value`` wrapped as a Java ``long`` (the live bound observed - retention + 1 can overflow, SS-13)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
 def java_div(a: int, b: int) -> int:
     """Java's ``long / long``: truncates toward zero (``segmentId`` of a negative time is 0, not -1)."""
     q = abs(a) // abs(b)
@@ -322,7 +327,7 @@ class SessionModel:
     # --- the SessionStore operations -------------------------------------------------------------------------
 
     def _memory_purge(self) -> None:
-        min_live = max(0, self.observed - self.retention + 1)
+        min_live = max(0, java_long(self.observed - self.retention + 1))
         for session in [s for s in self.sessions if s[1] < min_live]:
             del self.sessions[session]
 
@@ -365,7 +370,7 @@ class SessionModel:
 
     def _visible(self) -> dict[Session, bytes]:
         """Every session reads can see (retention applied, SS-13, SS-17), by ``(key, end, start)``."""
-        min_live = self.observed - self.retention + 1
+        min_live = java_long(self.observed - self.retention + 1)
         if self.backend == MEMORY:
             self._memory_purge()
             return {s: v for s, v in self.sessions.items() if s[1] >= min_live}
