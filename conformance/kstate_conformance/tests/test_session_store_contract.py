@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import MEMORY, ROCKSDB, Kit, h, i64, is_refusal, kit
+from kstate_conformance.harness import MEMORY, ROCKSDB, Kit, h, header_bytes, i64, is_refusal, kit, varint
 from kstate_conformance.sessions import (
     INT64_MAX,
     RETENTION_PERIOD,
@@ -29,6 +29,12 @@ __all__ = ["kit"]
 
 BACKEND_AND_TYPE = pytest.mark.parametrize(
     ("store_type", "backend"), [(t, b) for t in SESSION_TYPES for b in (ROCKSDB, MEMORY)])
+
+
+def header_value(headers: list[tuple[str, bytes | None]], aggregate: str) -> str:
+    """``AggregationWithHeaders`` hex: ``[varint size][header bytes][aggregate]`` (SS-30, HV-1)."""
+    section = header_bytes(headers)
+    return varint(len(section) // 2) + section + aggregate
 
 
 def agg(store_type: str, value: int) -> str:
@@ -385,6 +391,23 @@ def test_restore(opened: Any, store_type: str, backend: str) -> None:
     assert out["restored"] == 4
     assert fresh.fetch(h("a")) == windowed(store_type, *sessions)
     assert fresh.changelog() == []
+
+
+@rules("SS-34", "SS-26")
+@pytest.mark.parametrize("backend", [ROCKSDB, MEMORY])
+@pytest.mark.parametrize("store_type", ["session_with_headers"])
+def test_restore_with_headers_round_trip(opened: Any, store_type: str, backend: str) -> None:
+    """AbstractSessionBytesStoreTest.shouldRestore for the header-aware store (KIP-1271 RecordConverters): the
+    headers travel as record headers and come back into the stored value; the round trip gives the same bytes."""
+    store = opened()
+    with_headers = header_value([("a", b"x"), ("b", None)], i64(7))
+    store.put(h("a"), 0, 5, with_headers)
+    store.put(h("b"), 1, 7, "00" + i64(8))
+    changelog = store.changelog()
+    assert changelog[0]["headers"] == [["a", "78"], ["b", None]] and changelog[0]["value"] == i64(7)
+    fresh = opened(name="restored")
+    fresh.store.restore(changelog, batch_size=1)
+    assert fresh.fetch_range(None, None) == [(h("a"), 0, 5, with_headers), (h("b"), 1, 7, "00" + i64(8))]
 
 
 @rules("SS-1", "SS-10", "SS-11", "SS-31")
