@@ -14,8 +14,9 @@ from typing import Any, cast
 from kstate.codecs.changelog import ChangelogRecord
 from kstate.codecs.session_keys import SessionKeySchema, SessionStoreKey
 from kstate.codecs.store_types import StoreType
+from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
-from kstate.ops.store_ops import DEFAULT_BUILDER, make_open_handler
+from kstate.ops.store_ops import DEFAULT_BUILDER, handle_for, make_open_handler
 from kstate.stores.api import Backend
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
@@ -34,6 +35,14 @@ from kstate_conformance.mutants import mutant
 FAMILY = "session_store"
 SESSION_TYPES = ("session", "session_with_headers")
 _READS = ("session_store.find_sessions", "session_store.fetch")
+
+
+def _handle_type(payload: JsonDict) -> StoreType | None:
+    """The store type of the handle ``payload`` names, None when it names none that is open."""
+    try:
+        return handle_for(payload).store_type
+    except KStateError:
+        return None
 
 
 def _entries_of(op: str, payload: JsonDict, keep: Any) -> JsonDict:
@@ -267,7 +276,7 @@ def _expired_segments_kept() -> dict[str, Handler]:
 def _restore_ignores_record_headers() -> dict[str, Handler]:
     def restore(payload: JsonDict) -> JsonDict:
         records = payload.get("records")
-        if isinstance(records, list):
+        if isinstance(records, list) and _handle_type(payload) is StoreType.SESSION_WITH_HEADERS:
             payload = {**payload, "records": [{**r, "headers": []} if isinstance(r, dict) else r for r in records]}
         return call("store.restore", payload)
 
