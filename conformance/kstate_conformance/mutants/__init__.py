@@ -21,6 +21,7 @@ _FAMILY_MODULES = (
     "kstate_conformance.mutants.window_mutants",
     "kstate_conformance.mutants.window_store_mutants",
     "kstate_conformance.mutants.session_mutants",
+    "kstate_conformance.mutants.session_store_mutants",
     "kstate_conformance.mutants.offsets_mutants",
     "kstate_conformance.mutants.changelog_mutants",
     "kstate_conformance.mutants.kv_mutants",

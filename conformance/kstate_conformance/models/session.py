@@ -1,0 +1,474 @@
+"""An executable model of the session store family (spec/session-store.md SS-*, session-keys.md, changelog.md).
+
+Written from the spec and Kafka's javadoc, independently of the reference implementation, and speaking only
+the neutral vocabulary's values (bytes, ints, header pairs). Sessions are a sorted map of
+``(key, end, start) -> aggregate``; the model predicts, for a ``session`` or ``session_with_headers`` store on
+RocksDB or in memory:
+
+* ``findSessions`` with Kafka's overlap rule (``end >= earliestSessionEndTime and start <= latestSessionStartTime``)
+  and ordering: RocksDB segment by segment (segments by their end-time id), within one by the store key
+  ``[key][end][start]`` as bytes; in memory by end, then key, then start DESCENDING (the iterator walks each key's
+  start map backwards); ``backward*`` the exact reverse;
+* retention by observed stream time: reads hide a session whose end is ``<= observed - retention``; RocksDB
+  drops whole segments below ``segmentId(observed - retention)`` and skips a put into one; the in-memory store
+  skips a put whose end is ``<= observed - retention``;
+* the changelog records (key ``[key][end][start]``, the raw aggregate, the record context's timestamp; a
+  tombstone for ``remove`` and a null put; the header-aware type logs the stored headers);
+* RocksDB segments by name (``<store>.<segment id * interval>``) with their column families, the lazy
+  upgrade of every segment to the header-aware format, clean close, crash and restore.
+
+Kafka keeps the observed stream time in memory only: a reopened RocksDB store starts again at -1, so sessions
+hidden by retention but still in a live segment can be read again until stream time advances (modelled).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
+from kstate_conformance.models.kv import Context, HeaderPairs, Record, Refused
+
+SESSION = "session"
+HEADERS = "session_with_headers"
+STORE_TYPES = (SESSION, HEADERS)
+ROCKSDB = "rocksdb"
+MEMORY = "memory"
+BACKENDS = (ROCKSDB, MEMORY)
+
+CF_DEFAULT = "default"
+CF_HEADERS = "sessionKeyValueWithHeaders"
+CF_OFFSETS = "offsets"
+DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
+HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
+INT64_MAX = (1 << 63) - 1
+NO_TIMESTAMP = -1
+MIN_SEGMENT_INTERVAL = 60_000
+
+Session = tuple[bytes, int, int]  # (key, end, start): the store key's order
+Entry = tuple[bytes, int, int, bytes]  # (key, start, end, value) as the ops answer them
+Segment = dict[str, dict[bytes, bytes]]
+
+
+def offers_store_type(capabilities: dict[str, object], name: str) -> bool:
+    """Whether ``store.capabilities`` lists the session store type ``name``."""
+    offered = capabilities.get("store_types", [])
+    return isinstance(offered, list) and name in offered
+
+
+def default_segment_interval(retention_ms: int) -> int:
+    """``RocksDbSessionBytesStoreSupplier.segmentIntervalMs``: ``max(retention / 2, 60 000)`` (SS-11)."""
+    return max(retention_ms // 2, MIN_SEGMENT_INTERVAL)
+
+
+def java_long(value: int) -> int:
+    """``value`` wrapped as a Java ``long`` (the live bound observed - retention + 1 can overflow, SS-13)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+def java_div(a: int, b: int) -> int:
+    """Java's ``long / long``: truncates toward zero (``segmentId`` of a negative time is 0, not -1)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+# --- bytes ---------------------------------------------------------------------------------------------------
+
+
+def store_key(key: bytes, start: int, end: int) -> bytes:
+    """``SessionKeySchema.toBinary``: ``[key][end int64 BE][start int64 BE]`` (end first, SESS-1, SS-1)."""
+    return key + int64(end) + int64(start)
+
+
+def split_store_key(data: bytes) -> tuple[bytes, int, int]:
+    """``(key, start, end)`` of a store key."""
+    n = len(data) - 16
+    end = int.from_bytes(data[n : n + 8], "big", signed=True)
+    return data[:n], int.from_bytes(data[n + 8 :], "big", signed=True), end
+
+
+def headers_value(aggregate: bytes, headers: HeaderPairs) -> bytes:
+    """``AggregationWithHeaders``: ``[varint size][header bytes][aggregate]`` (no timestamp, SS-30)."""
+    section = header_bytes(headers)
+    return zigzag_varint(len(section)) + section + aggregate
+
+
+def split_headers_value(value: bytes) -> tuple[bytes, HeaderPairs]:
+    size, pos = read_zigzag_varint(value, 0)
+    return value[pos + size :], decode_header_bytes(value[pos : pos + size])
+
+
+def legacy_to_headers(value: bytes) -> bytes:
+    """``HeadersBytesStore.convertToHeaderFormat``: a plain aggregate gains empty headers, ``[0x00][aggregate]`` (SS-32)."""
+    return b"\x00" + value
+
+
+def record_for(store_type: str, key: bytes, start: int, end: int, value: bytes | None, context: Context) -> Record:
+    """The changelog record of writing ``value`` (the stored layout; None = tombstone) under a session (SS-26, SS-27)."""
+    if value is None:
+        return Record(store_key(key, start, end), None, context.timestamp, context.headers if store_type == HEADERS else ())
+    if store_type == HEADERS:
+        aggregate, headers = split_headers_value(value)
+        return Record(store_key(key, start, end), aggregate, context.timestamp, headers)
+    return Record(store_key(key, start, end), value, context.timestamp)
+
+
+def restored_value(store_type: str, record: Record) -> bytes | None:
+    """What a store of ``store_type`` keeps when it restores ``record`` (SS-24, SS-34)."""
+    if record.value is None:
+        return None
+    if store_type == HEADERS:
+        return headers_value(record.value, record.headers)
+    return record.value
+
+
+# --- ordering and the overlap rule ---------------------------------------------------------------------------
+
+
+def overlaps(end: int, start: int, earliest_end: int, latest_start: int) -> bool:
+    """``findSessions``: a session overlaps ``[earliestSessionEndTime, latestSessionStartTime]``, bounds inclusive (SS-5)."""
+    return end >= earliest_end and start <= latest_start
+
+
+def key_in_range(key: bytes, key_from: bytes | None, key_to: bytes | None) -> bool:
+    return (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
+
+
+@dataclass
+class Options:
+    retention_ms: int = 10_000
+    segment_interval_ms: int | None = None
+    logging: bool = True
+
+    @property
+    def interval(self) -> int:
+        return self.segment_interval_ms if self.segment_interval_ms is not None else default_segment_interval(self.retention_ms)
+
+
+class SessionModel:
+    """One logical session store across its lifetime: writes, reads, restarts, crashes, upgrades, restores.
+
+    RocksDB state is ``segments``: segment id -> column family -> store key -> stored value (what a clean close
+    persists). In-memory state is ``sessions``. ``changelog`` holds every record ever logged.
+    """
+
+    def __init__(self, store_type: str, backend: str, options: Options | None = None, name: str = "store") -> None:
+        if store_type not in STORE_TYPES or backend not in BACKENDS:
+            raise ValueError(f"the model has no {store_type} store on {backend}")
+        self.store_type = store_type
+        self.backend = backend
+        self.options = options or Options()
+        self.name = name
+        self.segments: dict[int, Segment] = {}
+        self.legacy_mode: dict[int, bool] = {}
+        self.sessions: dict[Session, bytes] = {}
+        self.observed = NO_TIMESTAMP
+        self.changelog: list[Record] = []
+        self.pending: list[Record] = []
+        #: The changelog offset each RocksDB segment database holds (a segment created since a commit holds none).
+        self.segment_offsets: dict[int, int | None] = {}
+        self.crash_candidates: list[dict[int, Segment]] = []
+        self.context = Context()
+        self.is_open = False
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    @property
+    def retention(self) -> int:
+        return self.options.retention_ms
+
+    @property
+    def interval(self) -> int:
+        return self.options.interval
+
+    def segment_id(self, timestamp: int) -> int:
+        return java_div(timestamp, self.interval)
+
+    def segment_name(self, segment_id: int) -> str:
+        return f"{self.name}.{segment_id * self.interval}"
+
+    def open(self, store_type: str | None = None) -> None:
+        """Open (or reopen, possibly as the header-aware type); stream time starts again at -1 (SS-12, SS-32)."""
+        if store_type is not None:
+            if (self.store_type, store_type) not in ((SESSION, SESSION), (HEADERS, HEADERS), (SESSION, HEADERS)):
+                raise Refused(f"cannot reopen a {self.store_type} store as {store_type}")
+            if self.backend == ROCKSDB and store_type != self.store_type and any(
+                    self.segment_offsets.get(segment_id) is not None and HOME_CF[store_type] not in segment
+                    and not any(segment.values()) for segment_id, segment in self.segments.items()):
+                # KV-57 (4), per segment database: committed offsets, no data family of the new type, no data.
+                raise Refused("offsets ahead of data in a segment")
+            self.store_type = store_type
+        self.observed = NO_TIMESTAMP
+        if self.backend == ROCKSDB:
+            for segment_id, segment in self.segments.items():
+                self._open_segment(segment_id, segment)
+        else:
+            self.sessions = {}
+        self.is_open = True
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+
+    def _open_segment(self, segment_id: int, segment: Segment) -> None:
+        # A header-aware segment with a non-empty plain family reads it converted (dual column families).
+        segment.setdefault(CF_DEFAULT, {})
+        if self.store_type == HEADERS:
+            segment.setdefault(CF_HEADERS, {})
+            self.legacy_mode[segment_id] = bool(segment[CF_DEFAULT])
+        else:
+            if CF_HEADERS in segment:
+                raise Refused("a plain session store cannot open a header-aware segment")
+            self.legacy_mode[segment_id] = False
+
+    def close(self) -> None:
+        if not self.is_open:
+            return
+        self.is_open = False
+        if self.backend == MEMORY:
+            self.sessions = {}
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+
+    def crash(self) -> None:
+        if not self.is_open:
+            return
+        self.is_open = False
+        if self.backend == MEMORY:
+            self.sessions = {}
+
+    def commit(self, offset: int | None) -> None:
+        """Every open segment database stores ``offset``; the in-memory store keeps none."""
+        self._require_open()
+        if self.backend == ROCKSDB:
+            self.segment_offsets = {segment_id: offset for segment_id in self.segments}
+        self.crash_candidates = [copy.deepcopy(self.segments)]
+
+    @property
+    def committed(self) -> int | None:
+        """The store's committed offset: the smallest its segments hold, None if none holds one."""
+        held = [o for s, o in self.segment_offsets.items() if s in self.segments and o is not None]
+        return min(held) if held else None
+
+    def adopt(self, observed: dict[str, Segment]) -> bool:
+        """After a crash: accept the segments ``observed`` if their rows are those of a state a crash may leave.
+
+        A segment's database is created, and an expired one deleted, at once, while rows wait for a commit: so a
+        crash leaves the segments that existed when it happened, each with its rows of the last commit or of a
+        later write. Only rows are compared (a created segment may be empty); the model takes ``observed``."""
+        def rows(dump: dict[str, Segment]) -> dict[str, Segment]:
+            return {name: cfs for name, cfs in dump.items() if cfs}
+
+        for candidate in self.crash_candidates:
+            kept = {segment_id: candidate[segment_id] for segment_id in self.segments if segment_id in candidate}
+            if rows(self._dump_of(kept)) == rows(observed):
+                self.segments = {java_div(int(name.rsplit(".", 1)[1]), self.interval): copy.deepcopy(cfs)
+                                 for name, cfs in observed.items()}
+                self.crash_candidates = [copy.deepcopy(self.segments)]
+                return True
+        return False
+
+    def _require_open(self) -> None:
+        if not self.is_open:
+            raise Refused("store closed")
+
+    def _note_write(self) -> None:
+        self.crash_candidates.append(copy.deepcopy(self.segments))
+
+    def set_context(self, context: Context) -> None:
+        self.context = context
+
+    def take_pending(self) -> list[Record]:
+        out, self.pending = self.pending, []
+        return out
+
+    def records_after(self, offset: int | None) -> list[Record]:
+        return self.changelog[(offset + 1 if offset is not None else 0):]
+
+    def _log(self, record: Record) -> None:
+        if self.options.logging:
+            self.changelog.append(record)
+            self.pending.append(record)
+
+    # --- RocksDB segments ------------------------------------------------------------------------------------
+
+    def _min_live_segment(self) -> int:
+        return self.segment_id(self.observed - self.retention)
+
+    def _live_segment(self, segment_id: int) -> Segment | None:
+        """``getOrCreateSegmentIfLive`` then ``cleanupExpiredSegments``: the segment, or None when expired (SS-14, SS-15)."""
+        min_live = self._min_live_segment()
+        segment: Segment | None = None
+        if segment_id >= min_live:
+            if segment_id not in self.segments:
+                self.segments[segment_id] = {}
+                self._open_segment(segment_id, self.segments[segment_id])
+            segment = self.segments[segment_id]
+        for old in [s for s in self.segments if s < min_live]:
+            del self.segments[old]
+            self.legacy_mode.pop(old, None)
+            self.segment_offsets.pop(old, None)
+        return segment
+
+    def _segment_write(self, segment: Segment, key: bytes, value: bytes | None) -> None:
+        home = HOME_CF[self.store_type]
+        if self.store_type == HEADERS:
+            segment[CF_DEFAULT].pop(key, None)
+        if value is None:
+            segment[home].pop(key, None)
+        else:
+            segment[home][key] = value
+
+    def _segment_rows(self, segment_id: int) -> dict[bytes, bytes]:
+        segment = self.segments[segment_id]
+        if self.store_type == HEADERS:
+            rows = {k: legacy_to_headers(v) for k, v in segment.get(CF_DEFAULT, {}).items()} if self.legacy_mode.get(segment_id) else {}
+            rows.update(segment.get(CF_HEADERS, {}))
+            return rows
+        return dict(segment.get(CF_DEFAULT, {}))
+
+    # --- the SessionStore operations -------------------------------------------------------------------------
+
+    def _memory_purge(self) -> None:
+        min_live = max(0, java_long(self.observed - self.retention + 1))
+        for session in [s for s in self.sessions if s[1] < min_live]:
+            del self.sessions[session]
+
+    def put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        """``put(Windowed(key, SessionWindow(start, end)), value)``; a null value removes (SS-2..SS-4, SS-14, SS-17)."""
+        self._require_open()
+        if start > end or start < 0:
+            raise Refused(f"no session window [{start}, {end}]")
+        sk = store_key(key, start, end)
+        if self.backend == ROCKSDB:
+            self.observed = max(self.observed, end)
+            segment = self._live_segment(self.segment_id(end))
+            if segment is not None:
+                self._segment_write(segment, sk, value)
+            self._note_write()
+        else:
+            self._memory_purge()
+            self.observed = max(self.observed, end)
+            if end > self.observed - self.retention:
+                if value is None:
+                    self.sessions.pop((key, end, start), None)
+                else:
+                    self.sessions[(key, end, start)] = value
+        self._log(record_for(self.store_type, key, start, end, value, self.context))
+
+    def remove(self, key: bytes, start: int, end: int) -> None:
+        """``remove``: deletes the session (no expiry check) and logs a tombstone; RocksDB advances stream time."""
+        self._require_open()
+        if start > end or start < 0:
+            raise Refused(f"no session window [{start}, {end}]")
+        if self.backend == ROCKSDB:
+            self.observed = max(self.observed, end)
+            segment_id = self.segment_id(end)
+            if segment_id in self.segments:
+                self._segment_write(self.segments[segment_id], store_key(key, start, end), None)
+                self._note_write()
+        else:
+            self.sessions.pop((key, end, start), None)
+        self._log(record_for(self.store_type, key, start, end, None, self.context))
+
+    def _visible(self) -> dict[Session, bytes]:
+        """Every session reads can see (retention applied, SS-13, SS-17), by ``(key, end, start)``."""
+        min_live = java_long(self.observed - self.retention + 1)
+        if self.backend == MEMORY:
+            self._memory_purge()
+            return {s: v for s, v in self.sessions.items() if s[1] >= min_live}
+        out: dict[Session, bytes] = {}
+        for segment_id in self.segments:
+            for sk, value in self._segment_rows(segment_id).items():
+                key, start, end = split_store_key(sk)
+                if end >= min_live:
+                    out[(key, end, start)] = value
+        return out
+
+    def _order(self, session: Session) -> tuple[object, ...]:
+        key, end, start = session
+        if self.backend == ROCKSDB:
+            return (self.segment_id(end), store_key(key, start, end))
+        # InMemorySessionStoreIterator walks end -> key ascending, then a key's starts DESCENDING.
+        return (end, key, -start)
+
+    def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
+        """``fetchSession(key, start, end)``: the exact session, or None (also when expired, SS-16)."""
+        self._require_open()
+        value = self._visible().get((key, end, start))
+        if value is not None and self.backend == ROCKSDB and self.store_type == HEADERS:
+            segment_id = self.segment_id(end)
+            sk = store_key(key, start, end)
+            if sk not in self.segments[segment_id][CF_HEADERS]:
+                self._segment_write(self.segments[segment_id], sk, value)  # a get migrates the legacy row
+                self._note_write()
+        return value
+
+    def find_sessions(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+                      backward: bool = False, single: bool = False) -> list[Entry]:
+        """``findSessions`` / ``backwardFindSessions`` over ``[key_from, key_to]`` (None = unbounded); ``single``:
+        the one-key form (``key_from`` == ``key_to``)."""
+        self._require_open()
+        if single and self.backend == ROCKSDB and latest_start < 0:
+            # upperRangeFixedSize builds SessionWindow(latestSessionStartTime, MAX), which refuses a negative start.
+            raise Refused("Window startMs time cannot be negative.")
+        if key_from is not None and key_to is not None and key_from > key_to:
+            return []
+        chosen = sorted(
+            (s for s in self._visible().items()
+             if key_in_range(s[0][0], key_from, key_to) and overlaps(s[0][1], s[0][2], earliest_end, latest_start)),
+            key=lambda item: self._order(item[0]),
+            reverse=backward,
+        )
+        return [(key, start, end, value) for (key, end, start), value in chosen]
+
+    def fetch(self, key_from: bytes | None, key_to: bytes | None, backward: bool = False) -> list[Entry]:
+        """``fetch`` = ``findSessions(keyFrom, keyTo, 0, Long.MAX_VALUE)``; the in-memory ``fetch(from, to)`` has no
+        from > to check: its ``subMap`` throws (refused) as soon as one end time is held, where RocksDB answers
+        nothing."""
+        if self.backend == MEMORY and key_from is not None and key_to is not None and key_from > key_to:
+            self._require_open()
+            self._memory_purge()
+            if self.sessions:
+                raise Refused("inconsistent range: key_from is after key_to")
+        return self.find_sessions(key_from, key_to, 0, INT64_MAX, backward)
+
+    # --- restore -----------------------------------------------------------------------------------------------
+
+    def restore(self, records: list[Record], batch_size: int) -> None:
+        """Restore ``records`` batch by batch: RocksDB advances stream time over a whole batch first and skips
+        records of expired segments; the in-memory store puts each record; nothing is logged."""
+        self._require_open()
+        for first in range(0, len(records), batch_size):
+            batch = records[first : first + batch_size]
+            if self.backend == ROCKSDB:
+                for record in batch:
+                    self.observed = max(self.observed, split_store_key(record.key)[2])
+                for record in batch:
+                    segment = self._live_segment(self.segment_id(split_store_key(record.key)[2]))
+                    if segment is not None:
+                        self._segment_write(segment, record.key, restored_value(self.store_type, record))
+                self._note_write()
+            else:
+                logging, self.options.logging = self.options.logging, False
+                try:
+                    for record in batch:
+                        key, start, end = split_store_key(record.key)
+                        self.put(key, start, end, restored_value(self.store_type, record))
+                finally:
+                    self.options.logging = logging
+
+    # --- views for comparison ------------------------------------------------------------------------------------
+
+    def _dump_of(self, segments: dict[int, Segment]) -> dict[str, Segment]:
+        return {self.segment_name(segment_id): {cf: dict(rows) for cf, rows in segment.items() if rows and cf != CF_OFFSETS}
+                for segment_id, segment in segments.items()}
+
+    def dump(self) -> dict[str, Segment]:
+        """The segments by name, each with its non-empty data column families (RocksDB)."""
+        return self._dump_of(self.segments)
+
+
+def replay(store_type: str, backend: str, options: Options, records: Iterable[Record], batch_size: int) -> SessionModel:
+    """A fresh store of ``store_type`` that restored ``records``."""
+    model = SessionModel(store_type, backend, Options(options.retention_ms, options.segment_interval_ms, logging=False))
+    model.open()
+    model.restore(list(records), batch_size)
+    return model

@@ -1,0 +1,396 @@
+"""Model-based state machines: any implementation of the session store family against the executable model.
+
+One machine per session store type, run on each backend the implementation offers. Every example draws the
+store's retention, segment interval and change-logging, then runs rules that put, remove, merge sessions as
+the DSL's session aggregation does (find the overlapping sessions, remove them, put the merged one), read
+with ``findSessions``/``fetch``/``fetchSession`` in both directions, restart, crash, restore into a fresh store
+and upgrade to the header-aware type, comparing the implementation with :mod:`kstate_conformance.models.session`
+after every step: every session in both directions, the changelog records sent, and (RocksDB) the segments.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from kstate_conformance import rules
+from kstate_conformance.models import session as m
+from kstate_conformance.models.kv import Context, Refused
+from kstate_conformance.sessions import ABOVE_EVERY_KEY
+from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.strategies import header_lists, nullable_binary
+
+KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
+KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
+MAYBE_KEY = st.none() | KEYS
+RAW = st.binary(max_size=4)
+HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(2), max_size=2).map(tuple)
+#: Session ends across a few segments of the small intervals; durations from a point session to a long one.
+ENDS = st.integers(min_value=0, max_value=400) | st.sampled_from([0, 59_999, 60_000, 120_000])
+DURATIONS = st.sampled_from([0, 0, 1, 5, 30, 100])
+BOUNDS = st.integers(min_value=-5, max_value=450) | st.sampled_from([0, m.INT64_MAX])
+LIFECYCLE = ("commit", "restart", "upgrade", "crash", "crash", "restore")
+OPTIONS = st.builds(
+    m.Options,
+    retention_ms=st.sampled_from([50, 200, 10_000]),
+    segment_interval_ms=st.sampled_from([None, 20, 100]),
+    logging=st.sampled_from([True, True, False]),
+)
+TOPIC = "app-store-changelog"
+
+
+def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
+    """Well-formed aggregates in the store type's layout."""
+    if store_type == m.SESSION:
+        return RAW
+    return st.builds(m.headers_value, RAW, HEADERS)
+
+
+def _h(data: bytes | None) -> str | None:
+    return None if data is None else data.hex()
+
+
+def _entries(out: dict[str, Any]) -> list[m.Entry]:
+    return [(bytes.fromhex(k), int(s), int(e), bytes.fromhex(v)) for k, s, e, v in out["entries"]]
+
+
+def _show(entries: list[m.Entry]) -> list[tuple[str, int, int, str]]:
+    return [(k.hex(), s, e, v.hex()) for k, s, e, v in entries]
+
+
+def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) -> dict[str, Any]:
+    """The single-key form (``key_to`` null), or a range whose unbounded upper key is sent as a key above every
+    key the machine writes (they are at most 3 bytes)."""
+    if single:
+        return {"key_from": _h(key_from), "key_to": None}
+    return {"key_from": _h(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
+
+
+class SessionStoreMachine(StoreMachine):
+    """Drives one session store through ``codec`` and :class:`models.session.SessionModel` side by side."""
+
+    def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__()
+        self.codec = codec
+        self.start_type = store_type
+        self.backend = backend
+        self.capabilities = capabilities
+        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
+        self.model: m.SessionModel | None = None
+        self.handle: str | None = None
+        self.fresh_stores = 0
+        self.offset = 0
+        self.can_dump = backend in capabilities.get("dump", [])
+
+    # --- plumbing ---------------------------------------------------------------------------------------------
+
+    @property
+    def sm(self) -> m.SessionModel:
+        assert self.model is not None
+        return self.model
+
+    def open_payload(self, store_type: str, **extra: Any) -> dict[str, Any]:
+        options: dict[str, Any] = {"retention_ms": self.sm.options.retention_ms}
+        if self.sm.options.segment_interval_ms is not None:
+            options["segment_interval_ms"] = self.sm.options.segment_interval_ms
+        return {"store_type": store_type, "backend": self.backend, "name": "store", "state_dir": str(self.dir),
+                "logging": self.sm.options.logging, "options": options, "context": self.sm.context.to_json(), **extra}
+
+    def open_store(self, store_type: str, **extra: Any) -> dict[str, Any]:
+        return self.call("store.open", self.open_payload(store_type, **extra))
+
+    @property
+    def store_model(self) -> m.SessionModel:
+        return self.sm
+
+    def dump_segments(self) -> dict[str, m.Segment]:
+        out = self.on_store("store.dump")
+        assert "error" not in out, f"dump refused: {out['error']}"
+        return {name: {cf: {bytes.fromhex(k): bytes.fromhex(v) for k, v in rows}
+                       for cf, rows in cfs.items() if rows and cf in m.DATA_COLUMN_FAMILIES}
+                for name, cfs in out["segments"].items()}
+
+    def changelog_offset(self) -> int | None:
+        return len(self.sm.changelog) - 1 if self.sm.changelog else None
+
+    def commit(self) -> None:
+        self.check_changelog()
+        offset = self.changelog_offset()
+        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[TOPIC, 0, offset]]})
+        self.sm.commit(offset)
+        got = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        assert got == self.sm.committed, f"committed offset {got}, expected {self.sm.committed}"
+
+    def known_session(self, data: st.DataObject) -> tuple[bytes, int, int]:
+        """A session the model holds (visible or not), or a fresh one: removes and lookups hit as often as miss."""
+        held: list[tuple[bytes, int, int]]
+        if self.backend == m.MEMORY:
+            held = sorted((key, start, end) for key, end, start in self.sm.sessions)
+        else:
+            held = sorted(m.split_store_key(k) for seg in self.sm.segments.values() for rows in seg.values() for k in rows)
+        known: bool = bool(held) and data.draw(st.booleans(), label="known")
+        if known:
+            return data.draw(st.sampled_from(held), label="session")
+        key = data.draw(KEYS, label="key")
+        end = data.draw(ENDS, label="end")
+        return key, max(0, end - data.draw(DURATIONS, label="duration")), end
+
+    # --- setup / teardown ---------------------------------------------------------------------------------------
+
+    @initialize(options=OPTIONS)
+    def start(self, options: m.Options) -> None:
+        if not self.capabilities.get("logging", False):
+            options.logging = False
+        self.model = m.SessionModel(self.start_type, self.backend, options)
+        self.sm.set_context(Context(timestamp=0, topic="in", partition=0, offset=0))
+        out = self.open_store(self.start_type)
+        assert "error" not in out, f"opening a fresh store failed: {out}"
+        self.handle = out["handle"]
+        self.sm.open()
+
+    def teardown(self) -> None:
+        if self.handle is not None and self.model is not None and self.sm.is_open:
+            self.call("store.close", {"handle": self.handle})
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # --- writes ---------------------------------------------------------------------------------------------------
+
+    @rule(key=KEYS, end=ENDS, duration=DURATIONS, data=st.data())
+    def put(self, key: bytes, end: int, duration: int, data: st.DataObject) -> None:
+        start = end - duration
+        value = data.draw(st.none() | value_strategy(self.sm.store_type), label="value")
+        self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": _h(value)},
+                    lambda: self.sm.put(key, start, end, value))
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        self.remove_session(*self.known_session(data))
+
+    @rule(key=KEYS, timestamp=ENDS, gap=st.sampled_from([0, 5, 50]), data=st.data())
+    def merge(self, key: bytes, timestamp: int, gap: int, data: st.DataObject) -> None:
+        """The DSL's session aggregation: find the sessions within ``gap`` of the record, remove them, put the
+        merged session (Kafka's KStreamSessionWindowAggregate)."""
+        result = self.expect("session_store.find_sessions",
+                             {"key_from": key.hex(), "key_to": None, "earliest_end": timestamp - gap,
+                              "latest_start": timestamp + gap},
+                             lambda: self.sm.find_sessions(key, key, timestamp - gap, timestamp + gap, single=True))
+        if result is None:
+            return
+        out, expected = result
+        assert _entries(out) == expected, f"find_sessions for a merge: {_show(_entries(out))} != {_show(expected)}"
+        start, end = timestamp, timestamp
+        for _, s, e, _value in expected:
+            start, end = min(start, s), max(end, e)
+        if (start, end) != (timestamp, timestamp):
+            # Kafka removes every merged session unless the merged window is the record's own point window.
+            for _, s, e, _value in expected:
+                self.remove_session(key, s, e)
+        value = data.draw(value_strategy(self.sm.store_type), label="merged value")
+        self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": value.hex()},
+                    lambda: self.sm.put(key, start, end, value))
+
+    def remove_session(self, key: bytes, start: int, end: int) -> None:
+        self.expect("session_store.remove", {"key": key.hex(), "start": start, "end": end},
+                    lambda: self.sm.remove(key, start, end))
+
+    @rule(timestamp=st.integers(min_value=0, max_value=500), headers=HEADERS)
+    def set_context(self, timestamp: int, headers: Any) -> None:
+        self.offset += 1
+        context = Context(timestamp=timestamp, headers=headers, offset=self.offset, topic="in", partition=0)
+        self.ok("store.set_context", {"handle": self.handle, **context.to_json()})
+        self.sm.set_context(context)
+
+    # --- reads ------------------------------------------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def fetch_session(self, data: st.DataObject) -> None:
+        key, start, end = self.known_session(data)
+        result = self.expect("session_store.fetch_session", {"key": key.hex(), "start": start, "end": end},
+                             lambda: self.sm.fetch_session(key, start, end))
+        if result is not None:
+            out, expected = result
+            assert out["value"] == _h(expected), f"fetch_session({key.hex()}, {start}, {end})"
+
+    @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, single=st.booleans(), earliest_end=BOUNDS, latest_start=BOUNDS,
+          backward=st.booleans())
+    def find_sessions(self, key_from: bytes | None, key_to: bytes | None, single: bool, earliest_end: int,
+                      latest_start: int, backward: bool) -> None:
+        if single:
+            if key_from is None:
+                return
+            key_to = key_from
+        payload = {**range_payload(key_from, key_to, single), "earliest_end": earliest_end,
+                   "latest_start": latest_start, "backward": backward}
+        result = self.expect("session_store.find_sessions", payload,
+                             lambda: self.sm.find_sessions(key_from, key_to, earliest_end, latest_start, backward, single))
+        if result is not None:
+            out, expected = result
+            assert _entries(out) == expected, f"find_sessions {payload}: {_show(_entries(out))} != {_show(expected)}"
+
+    @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, single=st.booleans(), backward=st.booleans())
+    def fetch(self, key_from: bytes | None, key_to: bytes | None, single: bool, backward: bool) -> None:
+        if single:
+            if key_from is None:
+                return
+            key_to = key_from
+        payload = {**range_payload(key_from, key_to, single), "backward": backward}
+        result = self.expect("session_store.fetch", payload, lambda: self.sm.fetch(key_from, key_to, backward))
+        if result is not None:
+            out, expected = result
+            assert _entries(out) == expected, f"fetch {payload}: {_show(_entries(out))} != {_show(expected)}"
+
+    # --- lifecycle ----------------------------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.model is not None)
+    @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
+    def lifecycle(self, action: str, data: st.DataObject) -> None:
+        """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
+        if action == "commit":
+            self.commit()
+        elif action == "restart":
+            self.restart()
+        elif action == "upgrade":
+            self.upgrade()
+        elif action == "crash":
+            if data.draw(st.booleans(), label="commit first"):
+                self.commit()
+            self.crash()
+        else:
+            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+
+    def _reopen(self, store_type: str) -> None:
+        out = self.open_store(store_type)
+        try:
+            self.sm.open(store_type)
+        except Refused as refusal:
+            assert "error" in out, f"reopening as {store_type} should be refused ({refusal}), got {out}"
+            out = self.open_store(self.sm.store_type)
+            self.sm.open()
+        assert "error" not in out, f"reopening as {store_type} failed: {out['error']}"
+        self.handle = out["handle"]
+        if self.backend == m.MEMORY:
+            # Kafka rebuilds an in-memory store from its changelog whenever it is opened again.
+            self.restore_all(self.sm.records_after(None))
+
+    def restart(self) -> None:
+        """A clean shutdown (commit, close) and a restart of the same store type."""
+        self.commit()
+        self.ok("store.close", {"handle": self.handle})
+        self.sm.close()
+        self.check_changelog()
+        self._reopen(self.sm.store_type)
+
+    def upgrade(self) -> None:
+        """Reopen a plain session store as ``session_with_headers``: in place on RocksDB (every segment's plain
+        family read through the dual column families), rebuilt from the changelog in memory."""
+        if self.sm.store_type != m.SESSION or not m.offers_store_type(self.capabilities, m.HEADERS):
+            return
+        if self.backend not in self.capabilities.get("upgrade", []):
+            return
+        self.commit()
+        self.ok("store.close", {"handle": self.handle})
+        self.sm.close()
+        self.check_changelog()
+        self._reopen(m.HEADERS)
+
+    def crash(self) -> None:
+        """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
+        after the committed offset restores everything that was logged."""
+        if not self.capabilities.get("crash"):
+            return
+        had_segments = bool(self.sm.segments)
+        self.ok("store.crash", {"handle": self.handle})
+        self.sm.crash()
+        self.check_changelog()
+        # The unclean shutdown is found in the segments' databases: a store without a segment has none to show it.
+        if had_segments and self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
+            refused = self.open_store(self.sm.store_type)
+            assert "error" in refused, "reopening after a crash must detect the unclean shutdown"
+        out = self.open_store(self.sm.store_type, ignore_invalid_state=True)
+        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
+        self.handle = out["handle"]
+        if self.backend == m.ROCKSDB and self.can_dump:
+            observed = self.dump_segments()
+            assert self.sm.adopt(observed), (
+                f"after a crash the store holds {observed}, which is no state since the last commit: "
+                f"{[self.sm._dump_of(c) for c in self.sm.crash_candidates]}")
+        self.sm.open()
+        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        assert committed == self.sm.committed, f"committed offset after a crash: {committed}, expected {self.sm.committed}"
+        self.restore_all(self.sm.records_after(committed))
+
+    def restore_into_fresh_store(self, batch_size: int) -> None:
+        """Rebuild the whole changelog into a new store of the current type; it holds what the model's replay
+        holds (retention applied batch by batch) and logs nothing."""
+        self.fresh_stores += 1
+        handle = self.ok("store.open", self.open_payload(self.sm.store_type, name=f"fresh{self.fresh_stores}"))["handle"]
+        try:
+            records = self.sm.changelog
+            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
+                                            "batch_size": batch_size})
+            assert out["restored"] == len(records)
+            replayed = m.replay(self.sm.store_type, self.backend, self.sm.options, records, batch_size)
+            for backward in (False, True):
+                actual = _entries(self.ok("session_store.fetch", {"handle": handle, **range_payload(None, None, False),
+                                                                  "backward": backward}))
+                expected = replayed.fetch(None, None, backward)
+                assert actual == expected, f"restored {_show(actual)}, expected {_show(expected)}"
+            assert self.ok("store.changelog", {"handle": handle})["records"] == [], "a restore must not log"
+        finally:
+            self.ok("store.close", {"handle": handle})
+
+    # --- after every step -------------------------------------------------------------------------------------------
+
+    @invariant()
+    def contents_match(self) -> None:
+        if self.model is None or not self.sm.is_open:
+            return
+        for backward in (False, True):
+            out = self.ok("session_store.fetch", {"handle": self.handle, **range_payload(None, None, False),
+                                                  "backward": backward})
+            expected = self.sm.fetch(None, None, backward)
+            assert _entries(out) == expected, f"fetch all (backward={backward}):\n store {_show(_entries(out))}\n model {_show(expected)}"
+        self.check_changelog()
+        if self.backend == m.ROCKSDB and self.can_dump:
+            observed = self.dump_segments()
+            expected_segments = self.sm.dump()
+            assert observed == expected_segments, f"segments: store {observed}\n model {expected_segments}"
+
+
+def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
+    if not codec.supports("store.capabilities") or not codec.supports("session_store.put"):
+        pytest.skip("the implementation offers no session store operations")
+    caps: dict[str, Any] = codec.call("store.capabilities", {})
+    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
+        pytest.skip(f"the implementation has no {store_type} store on {backend}")
+    run_machine(lambda: SessionStoreMachine(codec, store_type, backend, base, caps))  # type: ignore[arg-type,unused-ignore]
+
+
+BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
+
+
+@rules("SS-4", "SS-5", "SS-6", "SS-7", "SS-12", "SS-13", "SS-14", "SS-15", "SS-17", "SS-22", "SS-24", "SS-26", "SS-32")
+@BACKEND_PARAMS
+def test_session_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A session store matches the model through puts, removes, merges, reads, restarts, crashes, restores and
+    the upgrade to the header-aware type."""
+    _run(codec, m.SESSION, backend, tmp_path_factory.mktemp("session"))
+
+
+@rules("SS-26", "SS-27", "SS-30", "SS-34")
+@BACKEND_PARAMS
+def test_session_store_with_headers_behaves_as_the_model(codec: Any, backend: str,
+                                                         tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A session store with headers matches the model (headers in the changelog records and in restore)."""
+    _run(codec, m.HEADERS, backend, tmp_path_factory.mktemp("session-hdr"))
