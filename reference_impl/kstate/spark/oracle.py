@@ -7,7 +7,8 @@ store type (CL-9 to CL-11). A store upgraded in place keeps what older-format in
 family, read through the dual accessor's conversion (KV-31, RST-7): a :class:`LegacyBoundary` per partition
 says which records were written by which older store type, and their expected value is the legacy value
 converted. The Python engine and the Spark job implement the same semantics; the state builders are looked
-up by store type in ``STATE_BUILDERS`` so that versioned, window and session semantics slot in beside them.
+up by store type in ``STATE_BUILDERS``. Versioned, window and session stores have their own semantics, per
+version, window and session, in :mod:`kstate.spark.families`, which reports through the same AuditReport.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
 from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
@@ -145,9 +146,11 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
     return latest.select("partition", "key", to_value("key", "value", "timestamp", "headers", legacy_column).alias("value"))
 
 
-#: How the expected state of each store type is computed from its changelog, per engine.
+#: How the expected state of each key-value store type is computed from its changelog, per engine; the
+#: versioned, window and session families have their own semantics in :mod:`kstate.spark.families`.
 STATE_BUILDERS: dict[StoreType, tuple[Callable[..., State], Callable[..., Any]]] = {
     store_type: (python_kv_state, spark_kv_state) for store_type in BUILT_TYPES
+    if STORE_TYPES[store_type].family is Family.KEY_VALUE
 }
 
 
@@ -181,25 +184,42 @@ class Difference:
 
 @dataclass
 class AuditReport:
+    """What an audit found. Key-value stores list ``differences`` per key; versioned, window and session stores
+    list ``entry_differences`` per version, window or session (``entity``), with ``counts`` per kind."""
+
     engine: str
     records_read: int
     expected_keys: int
     actual_keys: int
     differences: list[Difference] = field(default_factory=list)
     seconds: float = 0.0
+    entity: str = "keys"
+    #: ``kstate.spark.families.EntryDifference`` items (at most ``families.MAX_LISTED``).
+    entry_differences: list[Any] = field(default_factory=list)
+    #: Every difference counted by kind, also those not listed.
+    counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        return not self.differences and not self.entry_differences
+
+    @property
+    def difference_count(self) -> int:
+        return len(self.differences) + (sum(self.counts.values()) if self.counts else len(self.entry_differences))
 
     @property
     def records_per_second(self) -> float:
         return self.records_read / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
-        head = (f"{self.engine} oracle: {self.records_read} changelog records, {self.expected_keys} expected keys, "
-                f"{self.actual_keys} actual keys, {len(self.differences)} differences in {self.seconds:.1f} s")
-        return "\n".join([head, *(str(d) for d in self.differences[:50])])
+        head = (f"{self.engine} oracle: {self.records_read} changelog records, {self.expected_keys} expected "
+                f"{self.entity}, {self.actual_keys} actual {self.entity}, {self.difference_count} differences in "
+                f"{self.seconds:.1f} s")
+        lines = [head]
+        if self.counts:
+            lines.append("differences by kind: " + ", ".join(f"{kind} {n}" for kind, n in self.counts.items()))
+        listed: list[Any] = [*self.differences, *self.entry_differences]
+        return "\n".join([*lines, *(str(d) for d in listed[:50])])
 
 
 def compare_states(expected: State, actual: State) -> list[Difference]:
@@ -211,6 +231,16 @@ def compare_states(expected: State, actual: State) -> list[Difference]:
             if e.get(key) != a.get(key):
                 out.append(Difference(partition, key, e.get(key), a.get(key)))
     return out
+
+
+def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None = None,
+                         client_config: Mapping[str, Any] | None = None) -> Any:
+    """The changelog ``topic`` (all its partitions, or ``partitions``) as a DataFrame of the Kafka source."""
+    from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
+
+    options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
+    options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in (client_config or {}).items()})
+    return read_topic(spark, bootstrap, topic, **options)
 
 
 def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, spark: Any = None,
@@ -243,12 +273,8 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
                            differences, time.monotonic() - started)
     from pyspark.sql import functions as F
 
-    from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
-
-    options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
-    options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in client_config.items()})
     step("reading the changelog")
-    changelog = read_topic(spark, bootstrap, topic, **options).persist()
+    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config).persist()
     try:
         records = changelog.count()
         step("computing the expected state")

@@ -1,0 +1,275 @@
+"""The Spark oracle's versioned, window and session semantics (kstate.spark.families): changelogs written by hand,
+store directories written with the codecs and rocksdict, expected entries worked out by hand in each test's
+comments, and a mutated store the oracle must find every difference in. One local SparkSession for the module."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstate.codecs import header_values, versioned
+from kstate.codecs.changelog import session_changelog_key, window_changelog_key
+from kstate.codecs.store_types import StoreType
+from kstate.spark.families import (
+    AuditSetupError,
+    FamilyParameters,
+    actual_frame,
+    check_parameters,
+    compare_changelog,
+    read_store_entries,
+)
+
+pytest.importorskip("pyspark")
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+Record = tuple[int, bytes, bytes | None, int, list[tuple[str, bytes | None]]]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from kstate.spark.session import spark_session
+
+    session = spark_session("local[2]", app_name="kstate-unit-families",
+                            conf={"spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "2"})
+    yield session
+
+
+def _changelog(spark: Any, partitions: dict[int, list[Record]]) -> Any:
+    """The Kafka source's columns; offsets in list order per partition."""
+    from kstate.spark.kafka_source import SCHEMA
+
+    rows = [("t", partition, offset, timestamp, 1, key, value, headers)
+            for partition, records in partitions.items()
+            for offset, (_, key, value, timestamp, headers) in enumerate(records)]
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+def _write_db(path: Path, families: dict[str, dict[bytes, bytes]]) -> None:
+    import rocksdict
+
+    path.mkdir(parents=True)
+    options = rocksdict.Options(raw_mode=True)
+    options.create_if_missing(True)
+    db: Any = rocksdict.Rdict(str(path), options)
+    handles = []
+    for cf, rows in families.items():
+        handle = db if cf == "default" else db.create_column_family(cf, rocksdict.Options(raw_mode=True))
+        for key, value in rows.items():
+            handle[key] = value
+        handles.append(handle)
+    for handle in handles:
+        if handle is not db:
+            handle.close()
+    del handles, handle
+    db.close()
+    del db
+    gc.collect()
+
+
+def _kinds(found: Any) -> list[tuple[int, bytes, str, str]]:
+    return [(d.partition, d.key, d.entry, d.kind) for d in found.differences]
+
+
+# --- versioned ------------------------------------------------------------------------------------------
+
+HISTORY = 20
+_VERSIONED_LOG: dict[int, list[Record]] = {
+    0: [(0, b"k1", b"a", 10, []),
+        (0, b"k1", b"b", 20, []),
+        (0, b"k2", b"x", 5, []),
+        (0, b"k1", None, 30, []),     # tombstone: ends b at 30
+        (0, b"k1", b"c", 40, []),
+        (0, b"k2", b"y", 30, []),
+        (0, b"k2", b"z", 15, []),     # 15 < 40 - 20: not put (VER-26), so x stays valid to 30
+        (0, b"k1", b"c2", 40, []),    # same timestamp: replaces c
+        (0, b"k3", b"q", 45, [])],    # stream time 45: versions with validTo <= 25 are no longer queryable
+    1: [(1, b"k9", b"old", 1, []),
+        (1, b"k9", None, 2, []),
+        (1, b"k1", b"p1", 100, [])],  # stream time 100 in partition 1 only
+}
+
+
+def _versioned_store(root: Path, mutated: bool) -> dict[int, Path]:
+    latest = versioned.latest_value_key
+    seg = versioned.segment_key
+
+    def row(value: bytes, valid_from: int, valid_to: int) -> bytes:
+        return versioned.new_segment_value_with_record(value, valid_from, valid_to).serialize()
+
+    k1_segment3 = versioned.new_segment_value_with_record(b"b", 20, 30)
+    k1_segment3.insert_as_latest(30, 40, None)  # the tombstone gap [30, 40): not a version
+    p0 = {
+        latest(b"k1"): versioned.encode_latest_value(b"c" if mutated else b"c2", 40),
+        latest(b"k2"): versioned.encode_latest_value(b"y", 30),
+        seg(2, b"k1"): row(b"a", 10, 20),     # validTo 20 <= 25: kept on disk, not queryable, not compared
+        seg(3, b"k1"): k1_segment3.serialize(),
+        seg(3, b"k2"): row(b"x", 5, 29 if mutated else 30),
+    }
+    if not mutated:
+        p0[latest(b"k3")] = versioned.encode_latest_value(b"q", 45)
+    else:
+        p0[latest(b"k4")] = versioned.encode_latest_value(b"never", 44)
+    p1 = {latest(b"k1"): versioned.encode_latest_value(b"p1", 100), seg(0, b"k9"): row(b"old", 1, 2)}
+    dirs = {0: root / "0_0" / "rocksdb" / "s", 1: root / "0_1" / "rocksdb" / "s"}
+    _write_db(dirs[0], {"default": p0})
+    _write_db(dirs[1], {"default": p1})
+    return dirs
+
+
+def test_versioned_history_per_key(spark: Any, tmp_path: Path) -> None:
+    """VER-25/26/32: expected queryable versions of partition 0 are k1 b [20,30), k1 c2 [40,-), k2 x [5,30),
+    k2 y [30,-), k3 q [45,-); of partition 1, k1 p1 [100,-)."""
+    changelog = _changelog(spark, _VERSIONED_LOG)
+    params = FamilyParameters(history_retention_ms=HISTORY)
+    store_type = StoreType.VERSIONED_KV
+    for mutated in (False, True):
+        dirs = _versioned_store(tmp_path / str(mutated), mutated)
+        rows = [r for p, d in dirs.items() for r in read_store_entries(store_type, p, d)]
+        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
+        if not mutated:
+            assert (found.expected_entries, found.actual_entries, found.differences) == (6, 6, [])
+            continue
+        assert _kinds(found) == [(0, b"k1", "valid_from=40", "different value"),
+                                 (0, b"k2", "valid_from=5", "different valid_to"),
+                                 (0, b"k3", "valid_from=45", "missing"),
+                                 (0, b"k4", "valid_from=44", "unexpected")]
+        assert found.counts == {"different valid_to": 1, "different value": 1, "missing": 1, "unexpected": 1}
+        assert (found.differences[0].expected, found.differences[0].actual) == (b"c2".hex().upper(), b"c".hex().upper())
+        assert (found.differences[1].expected, found.differences[1].actual) == ("30", "29")
+
+
+# --- window ---------------------------------------------------------------------------------------------
+
+
+def _wk(key: bytes, start: int, seqnum: int = 0) -> bytes:
+    return window_changelog_key(key, start, seqnum)
+
+
+def test_window_with_headers_retention_and_fields(spark: Any, tmp_path: Path) -> None:
+    """Stream time 250 (largest window start), retention 100: windows starting above 150 are compared:
+    A@180 ("v3", 185, []) and C@250 ("c", 260, [x=]); B@200 was deleted by a tombstone; A@0 and A@100 expired."""
+    log: dict[int, list[Record]] = {0: [
+        (0, _wk(b"A", 0), b"v1", 5, [("h", b"1")]),
+        (0, _wk(b"A", 100), b"v2", 105, []),
+        (0, _wk(b"A", 0), b"v1b", 7, [("h", None)]),
+        (0, _wk(b"B", 200), b"b", 201, []),
+        (0, _wk(b"B", 200), None, 202, []),
+        (0, _wk(b"C", 250), b"c", 260, [("x", b"")]),
+        (0, _wk(b"A", 180), b"v3", 185, []),
+    ]}
+    store_type = StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS
+    cf = "keyValueWithTimestampAndHeaders"
+    enc = header_values.encode_value_timestamp_headers
+    changelog = _changelog(spark, log)
+    params = FamilyParameters(retention_ms=100)
+    for mutated in (False, True):
+        store = tmp_path / str(mutated) / "0_0" / "w"
+        _write_db(store / "w.0", {cf: {_wk(b"A", 0): enc(b"v1b", 7, [("h", None)])}})  # type: ignore[dict-item]
+        segment_100 = {_wk(b"A", 100): enc(b"v2", 105, []), _wk(b"A", 180): enc(b"v3", 186 if mutated else 185, [])}
+        _write_db(store / "w.100", {cf: segment_100})  # type: ignore[dict-item]
+        segment_200 = {_wk(b"C", 250): enc(b"c", 260, [("x", b"!" if mutated else b"")])}
+        if mutated:
+            segment_200[_wk(b"B", 200)] = enc(b"b", 201, [])
+        _write_db(store / "w.200", {cf: segment_200})  # type: ignore[dict-item]
+        (store / "not-a-segment").mkdir()
+        rows = read_store_entries(store_type, 0, store)
+        assert len(rows) == (5 if mutated else 4)
+        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
+        if not mutated:
+            assert (found.expected_entries, found.actual_entries, found.differences) == (2, 2, [])
+            continue
+        assert _kinds(found) == [(0, b"A", "window_start=180 seqnum=0", "different timestamp"),
+                                 (0, b"B", "window_start=200 seqnum=0", "unexpected"),
+                                 (0, b"C", "window_start=250 seqnum=0", "different headers")]
+        assert (found.differences[2].expected, found.differences[2].actual) == ("[x=]", "[x=21]")
+
+
+def test_window_duplicates_compare_per_window_not_per_seqnum(spark: Any) -> None:
+    """WIN-6: the store's seqnums drift from the changelog's (a null put is logged, not stored): the window
+    (K, 10) holds a, a, b whatever their seqnums; dropping one duplicate is a difference."""
+    log: dict[int, list[Record]] = {0: [
+        (0, _wk(b"K", 10, 1), b"a", 1, []),
+        (0, _wk(b"K", 10, 2), b"b", 2, []),
+        (0, _wk(b"K", 10, 3), None, 3, []),
+        (0, _wk(b"K", 10, 4), b"a", 4, []),
+        (0, _wk(b"L", 20, 5), b"z", 5, []),
+    ]}
+    store_type = StoreType.WINDOW
+    params = FamilyParameters(retention_ms=1000, retain_duplicates=True)
+    changelog = _changelog(spark, log)
+    store = [(0, b"K", 10, 1, b"a", None, None), (0, b"K", 10, 2, b"b", None, None),
+             (0, b"K", 10, 3, b"a", None, None), (0, b"L", 20, 4, b"z", None, None)]
+    found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, store))
+    assert (found.expected_entries, found.differences) == (2, [])
+    found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, store[1:]))
+    assert _kinds(found) == [(0, b"K", "window_start=10", "different duplicates")]
+    assert (found.differences[0].expected, found.differences[0].actual) == ("61; 61; 62", "61; 62")
+
+
+# --- session --------------------------------------------------------------------------------------------
+
+
+def _sk(key: bytes, start: int, end: int) -> bytes:
+    return session_changelog_key(key, start, end)
+
+
+def test_session_merges_removes_and_expiry(spark: Any, tmp_path: Path) -> None:
+    """Stream time 110 (largest end), retention 106: sessions ending above 4 are compared. S [0,0] and [5,5]
+    were merged into S [0,5] (removes, then the merged put); expected S [0,5] "2" [h=62], S [40,60] "3" [],
+    T [100,110] "9" []."""
+    log: dict[int, list[Record]] = {0: [
+        (0, _sk(b"S", 0, 0), b"1", 0, [("h", b"a")]),
+        (0, _sk(b"S", 5, 5), b"1", 5, []),
+        (0, _sk(b"S", 0, 0), None, 5, []),
+        (0, _sk(b"S", 5, 5), None, 5, []),
+        (0, _sk(b"S", 0, 5), b"2", 5, [("h", b"b")]),
+        (0, _sk(b"T", 100, 110), b"9", 110, []),
+        (0, _sk(b"S", 40, 60), b"3", 60, []),
+    ]}
+    store_type = StoreType.SESSION_WITH_HEADERS
+    cf = "sessionKeyValueWithHeaders"
+    enc = header_values.encode_aggregation_with_headers
+    changelog = _changelog(spark, log)
+    params = FamilyParameters(retention_ms=106)
+    for mutated in (False, True):
+        store = tmp_path / str(mutated) / "0_0" / "ss"
+        segment_0 = {_sk(b"S", 0, 5): enc(b"1" if mutated else b"2", [("h", b"b")]),
+                     _sk(b"U", 0, 2): enc(b"old", [])}  # ended at 2 <= 4: expired, not compared
+        if mutated:
+            segment_0[_sk(b"S", 5, 5)] = enc(b"1", [])  # a merged session not removed
+        _write_db(store / "ss.0", {cf: segment_0})  # type: ignore[dict-item]
+        segment_60 = {_sk(b"S", 40, 60): enc(b"3", [])}
+        if not mutated:
+            segment_60[_sk(b"T", 100, 110)] = enc(b"9", [])
+        _write_db(store / "ss.60", {cf: segment_60})  # type: ignore[dict-item]
+        rows = read_store_entries(store_type, 0, store)
+        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
+        if not mutated:
+            assert (found.expected_entries, found.actual_entries, found.differences) == (3, 3, [])
+            continue
+        assert _kinds(found) == [(0, b"S", "start=0 end=5", "different value"),
+                                 (0, b"S", "start=5 end=5", "unexpected"),
+                                 (0, b"T", "start=100 end=110", "missing")]
+        assert found.differences[2].expected == "value=39 headers=[]"
+
+
+def test_parameters_and_undecodable_rows(tmp_path: Path) -> None:
+    """No Spark: a missing retention is refused by name; a row that does not decode is reported, not fatal."""
+    with pytest.raises(AuditSetupError, match="history-retention-ms"):
+        check_parameters(StoreType.VERSIONED_KV, FamilyParameters(retention_ms=5))
+    with pytest.raises(AuditSetupError, match="retain_duplicates"):
+        check_parameters(StoreType.SESSION, FamilyParameters(retention_ms=5, retain_duplicates=True))
+    with pytest.raises(AuditSetupError, match="kv"):
+        check_parameters(StoreType.KEY_VALUE, FamilyParameters(retention_ms=5))
+    store = tmp_path / "0_0" / "w"
+    _write_db(store / "w.0", {"default": {_wk(b"A", 1): b"v", b"short": b"x"}})
+    problems: list[Any] = []
+    rows = read_store_entries(StoreType.WINDOW, 0, store, problems)
+    assert rows == [(0, b"A", 1, 0, b"v", None, None)]
+    assert [(p.key, p.kind) for p in problems] == [(b"short", "undecodable")]
+    with pytest.raises(AuditSetupError, match="does not decode"):
+        read_store_entries(StoreType.WINDOW, 0, store)
