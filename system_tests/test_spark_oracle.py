@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kstate.app.cluster import AppCluster
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs import versioned
+from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, create_topic, produce
 from kstate.spark.kafka_source import read_topic
@@ -50,7 +51,8 @@ def _changelog_with_everything(cluster: AppCluster, rng: random.Random) -> None:
                   [("h", b"%d" % n), ("h", None)] if n % 3 else []) for n in range(400)], partition=partition)
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", [t for t in BUILT_TYPES if STORE_TYPES[t].family is Family.KEY_VALUE],
+                         ids=lambda t: t.value)
 def test_spark_and_python_engines_agree(spark: Any, make_cluster: Callable[..., AppCluster], store_type: StoreType) -> None:
     cluster = make_cluster(store_type, partitions=3)
     _changelog_with_everything(cluster, random.Random(1))
@@ -126,3 +128,37 @@ def test_kstate_audit_with_a_non_default_client_configuration(
     assert main([*args, "-X", "security.protocol=SSL", "--connect-timeout", "3"]) == 2
     err = capsys.readouterr().err
     assert f"no broker answered at {cluster.broker.bootstrap}" in err and "Traceback" not in err
+
+
+def test_kstate_audit_of_a_versioned_store_detects_its_type_and_reports_per_version(
+        spark: Any, broker: Broker, tmp_path: Any, app_name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """History retention 500, stream time 3000: k1 b [2000,3000) and k2 x [2500,-) are queryable, k1 a [1000,2000)
+    is not (VER-32); the type is detected from the directory; a version the store lacks is reported (VER-25)."""
+    import rocksdict
+
+    from kstate.cli import main
+
+    topic = f"{app_name}-vs-changelog"
+    create_topic(broker, topic, 1)
+    produce(broker, topic, [(b"k1", b"a", 1000, []), (b"k1", b"b", 2000, []), (b"k1", None, 3000, []),
+                            (b"k2", b"x", 2500, [])])
+    store_dir = tmp_path / "state" / app_name / "0_0" / "rocksdb" / "vs"
+    store_dir.mkdir(parents=True)
+    options = rocksdict.Options(raw_mode=True)
+    db: Any = rocksdict.Rdict(str(store_dir), options)
+    db[versioned.latest_value_key(b"k2")] = versioned.encode_latest_value(b"x", 2500)
+    db[versioned.segment_key(2, b"k1")] = versioned.new_segment_value_with_record(b"a", 1000, 2000).serialize()
+    db[versioned.segment_key(3, b"k1")] = versioned.new_segment_value_with_record(b"b", 2000, 3000).serialize()
+    db.close()
+    del db
+    args = ["audit", "--bootstrap", broker.bootstrap, "--application-id", app_name, "--store", "vs",
+            "--state-dir", str(tmp_path / "state"), "--history-retention-ms", "500", "--master", "local[2]"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "store type versioned_kv (detected" in captured.err
+    assert "2 expected versions, 2 actual versions, 0 differences" in captured.out
+    produce(broker, topic, [(b"k3", b"q", 3100, [])])
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "differences by kind: missing 1" in out
+    assert f"partition 0 key {b'k3'.hex()} valid_from=3100 (missing): expected value=71 valid_to=latest" in out
