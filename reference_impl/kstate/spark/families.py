@@ -296,9 +296,11 @@ SEMANTICS: Mapping[Family, Semantics] = {
         _session_expected, _session_decode, _session_queryable, "retention_ms"),
 }
 
-#: The store types whose changelog the family oracle reads (a changelog format and restore rule exist).
+#: The store types whose changelog the family oracle reads (a changelog format and restore rule exist) and
+#: whose stored values its decoders know (the versioned decoder reads plain values only).
 FAMILY_AUDIT_TYPES = tuple(t for t, i in STORE_TYPES.items()
-                           if i.family in SEMANTICS and i.changelog is not None and i.restore is not None)
+                           if i.family in SEMANTICS and i.changelog is not None and i.restore is not None
+                           and (i.family is not Family.VERSIONED or i.value_format is ValueFormat.PLAIN))
 
 
 def semantics_for(store_type: StoreType) -> Semantics:
@@ -460,15 +462,19 @@ def compare(semantics: Semantics, expected: Any, actual: Any, params: FamilyPara
                  difference(F.lit(f"different {c}"), _shown(F.col(f"e_{c}"), c), _shown(F.col(f"a_{c}"), c)))
           for c in compared],
     ]
-    joined = joined.persist()
-    try:
-        totals = joined.agg(F.sum(in_e.cast("long")).alias("e"), F.sum(in_a.cast("long")).alias("a")).first()
-        diffs = (joined.select(*keys, F.explode(F.filter(F.array(*candidates), lambda d: d.isNotNull())).alias("d"))
-                 .select(*keys, "d.kind", "d.expected", "d.actual"))
-        counts = {row["kind"]: int(row["count"]) for row in diffs.groupBy("kind").count().collect()}
-        listed = diffs.orderBy(*keys, "kind").limit(max_listed).collect() if counts else []
-    finally:
-        joined.unpersist()
+    # One pass counts both sides and every kind of difference: posexplode_outer keeps an entry without
+    # differences (kind null) and counts each entry once (position 0 or null).
+    exploded = joined.select(*keys, in_e, in_a, F.posexplode_outer(F.filter(F.array(*candidates),
+                                                                            lambda d: d.isNotNull())))
+    first = F.coalesce(F.col("pos"), F.lit(0)) == 0
+    tally = (exploded.groupBy(F.col("col.kind").alias("kind"))
+             .agg(F.count("col").alias("n"), F.sum(F.when(first & in_e, 1).otherwise(0)).alias("e"),
+                  F.sum(F.when(first & in_a, 1).otherwise(0)).alias("a"))
+             .collect())
+    counts = {row["kind"]: int(row["n"]) for row in tally if row["kind"] is not None}
+    listed = (exploded.where(F.col("col").isNotNull()).select(*keys, "col.kind", "col.expected", "col.actual")
+              .orderBy(*keys, "kind").limit(max_listed).collect()) if counts else []
+    totals = {"e": sum(int(row["e"]) for row in tally), "a": sum(int(row["a"]) for row in tally)}
     differences = [EntryDifference(row["partition"], bytes(row["key"]), " ".join(f"{c}={row[c]}" for c in entry),
                                    row["kind"], row["expected"], row["actual"]) for row in listed]
     return Comparison(int(totals["e"] or 0), int(totals["a"] or 0), dict(sorted(counts.items())), differences)
