@@ -7,6 +7,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,6 +16,9 @@ from rich.table import Table
 
 from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, StoreType
 from kstate.spark.families import FAMILY_AUDIT_TYPES
+
+if TYPE_CHECKING:
+    from kstate.spark.oracle import AuditReport
 
 # Run from a checkout, the shared material sits beside the repository.
 DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
@@ -498,13 +502,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
         report = audit(args.bootstrap, topic, store_type, actual, spark=spark, boundaries=boundaries, progress=step,
                        client_config=client_config)
         progress.update(task, completed=len(steps), description="done")
-    console.print(f"{topic}: {len(actual)} partitions dumped from {len(args.state_dir)} state directories",
+    return _audit_outcome(args, topic, len(actual), "rocksdb/<store>", report)
+
+
+def _audit_outcome(args: argparse.Namespace, topic: str, partitions: int, layout: str, report: AuditReport) -> int:
+    """Print what ``kstate audit`` found (AUDIT_EPILOG) and answer its exit code."""
+    console.print(f"{topic}: {partitions} partitions dumped from {len(args.state_dir)} state directories",
                   markup=False, highlight=False, soft_wrap=True)
-    if not actual:
-        # Every changelog key will read as missing; most likely the names do not match what is on disk.
+    if not partitions:
+        # Every changelog entry will read as missing; most likely the names do not match what is on disk.
         err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
                           f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
-                          "(<state-dir>/<application-id>/<task>/rocksdb/<store>)", soft_wrap=True)
+                          f"(<state-dir>/<application-id>/<task>/{escape(layout)})", soft_wrap=True)
     console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
     return 0 if report.ok else 1
 
@@ -562,15 +571,7 @@ def _audit_family(args: argparse.Namespace, store_type: StoreType, topic: str) -
         report = audit_stores(args.bootstrap, topic, store_type, stores, params, spark=spark, progress=step,
                               client_config=client_config)
         progress.update(task, completed=len(steps), description="done")
-    console.print(f"{topic}: {len(stores)} partitions dumped from {len(args.state_dir)} state directories",
-                  markup=False, highlight=False, soft_wrap=True)
-    if not stores:
-        err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
-                          f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
-                          f"(<state-dir>/<application-id>/<task>/{escape(store_dir(store_type, args.store))})",
-                          soft_wrap=True)
-    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
-    return 0 if report.ok else 1
+    return _audit_outcome(args, topic, len(stores), store_dir(store_type, "<store>"), report)
 
 
 #: ``kstate audit --store-type``: the key-value types the reference builds, the versioned, window and session
