@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from kstate.app.cluster import AppCluster
-from kstate.codecs import versioned
-from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, create_topic, produce
 from kstate.spark.kafka_source import read_topic
@@ -51,8 +50,7 @@ def _changelog_with_everything(cluster: AppCluster, rng: random.Random) -> None:
                   [("h", b"%d" % n), ("h", None)] if n % 3 else []) for n in range(400)], partition=partition)
 
 
-@pytest.mark.parametrize("store_type", [t for t in BUILT_TYPES if STORE_TYPES[t].family is Family.KEY_VALUE],
-                         ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
 def test_spark_and_python_engines_agree(spark: Any, make_cluster: Callable[..., AppCluster], store_type: StoreType) -> None:
     cluster = make_cluster(store_type, partitions=3)
     _changelog_with_everything(cluster, random.Random(1))
@@ -137,6 +135,7 @@ def test_kstate_audit_of_a_versioned_store_detects_its_type_and_reports_per_vers
     import rocksdict
 
     from kstate.cli import main
+    from kstate.codecs import versioned
 
     topic = f"{app_name}-vs-changelog"
     create_topic(broker, topic, 1)

@@ -14,10 +14,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, StoreType
-from kstate.spark.families import FAMILY_AUDIT_TYPES
+from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES
 
 if TYPE_CHECKING:
+    from kstate.codecs.store_types import StoreType
     from kstate.spark.oracle import AuditReport
 
 # Run from a checkout, the shared material sits beside the repository.
@@ -417,7 +417,7 @@ def _detect_audit_store_type(state_dirs: list[str], application_id: str, store: 
                 continue
             for task in inspect_state_dir(task_dir).tasks:
                 found.update((s.store_type, s.evidence) for s in task.stores if s.name == store)
-    known = {t: why for t, why in found.items() if t in AUDIT_STORE_TYPES}
+    known = {t: why for t, why in found.items() if t in audit_choices()}
     if len(known) == 1:
         return next(iter(known.items()))
     if not found:
@@ -432,7 +432,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from kstate.app.dump import dump_store_dir
     from kstate.codecs.changelog import changelog_topic_name
     from kstate.codecs.layout import parse_task_dir_name
-    from kstate.codecs.store_types import STORE_TYPES, Family
+    from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
     from kstate.spark.oracle import LegacyBoundary, audit
 
     topic = changelog_topic_name(args.application_id, args.store)
@@ -441,13 +441,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
         try:
             partition, offset, legacy_name = item.split(":")
             legacy_type = StoreType(legacy_name)
-            if legacy_type not in BUILT_TYPES or STORE_TYPES[legacy_type].family is not Family.KEY_VALUE:
+            if legacy_type not in BUILT_TYPES:
                 raise ValueError(legacy_name)
             boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), legacy_type)
         except ValueError:
             err_console.print(f"[red]error:[/red] --legacy {item!r}: expected PARTITION:OFFSET:TYPE, TYPE one of "
-                              f"{', '.join(t.value for t in BUILT_TYPES if STORE_TYPES[t].family is Family.KEY_VALUE)}",
-                              soft_wrap=True)
+                              f"{', '.join(t.value for t in BUILT_TYPES)}", soft_wrap=True)
             return 2
     missing = [d for d in args.state_dir if not Path(d).is_dir()]
     if missing:
@@ -574,10 +573,8 @@ def _audit_family(args: argparse.Namespace, store_type: StoreType, topic: str) -
     return _audit_outcome(args, topic, len(stores), store_dir(store_type, "<store>"), report)
 
 
-#: ``kstate audit --store-type``: the key-value types the reference builds, the versioned, window and session
-#: types the family oracle reads, and the legacy alias.
-AUDIT_STORE_TYPES = list(dict.fromkeys([t.value for t in BUILT_TYPES] + [t.value for t in FAMILY_AUDIT_TYPES])) + list(
-    LEGACY_ALIASES)
+#: ``kstate audit --store-type``: the store types the reference builds, and the legacy alias.
+AUDIT_STORE_TYPES = [t.value for t in BUILT_TYPES] + list(LEGACY_ALIASES)
 
 AUDIT_EPILOG = """\
 output (stdout): "<topic>: N partitions dumped from M state directories", then "<engine> oracle:
@@ -601,6 +598,13 @@ client configuration: --client-config FILE is read first, then the shortcut opti
 -X key=value in order; the last setting of a property wins. Properties are librdkafka's
 (https://github.com/confluentinc/librdkafka/blob/master/CONFIGURATION.md), not the Java client's.
 """
+
+def audit_choices() -> list[str]:
+    """What ``kstate audit --store-type`` takes: AUDIT_STORE_TYPES and the versioned, window and session types
+    the family oracle reads (kstate.spark.families)."""
+    from kstate.spark.families import FAMILY_AUDIT_TYPES
+
+    return list(dict.fromkeys(AUDIT_STORE_TYPES + [t.value for t in FAMILY_AUDIT_TYPES]))
 
 
 MAIN_DESCRIPTION = """\
@@ -781,7 +785,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address (host:port[,host:port...])")
     audit.add_argument("--application-id", required=True, help="the Kafka Streams application.id")
     audit.add_argument("--store", required=True, help="the store name (changelog <application-id>-<store>-changelog)")
-    audit.add_argument("--store-type", choices=AUDIT_STORE_TYPES,
+    audit.add_argument("--store-type", choices=audit_choices(),
                        help="the store's type, which fixes its value layout and semantics (default: detected from the "
                             "state directories; timestamped_kv_headers: the legacy alias of timestamped_kv_with_headers)")
     audit.add_argument("--retention-ms", type=int, metavar="MS",

@@ -20,7 +20,7 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
-from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
+from kstate.codecs.store_types import BUILT_TYPES, StoreType
 from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
@@ -146,11 +146,9 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
     return latest.select("partition", "key", to_value("key", "value", "timestamp", "headers", legacy_column).alias("value"))
 
 
-#: How the expected state of each key-value store type is computed from its changelog, per engine; the
-#: versioned, window and session families have their own semantics in :mod:`kstate.spark.families`.
+#: How the expected state of each store type is computed from its changelog, per engine.
 STATE_BUILDERS: dict[StoreType, tuple[Callable[..., State], Callable[..., Any]]] = {
     store_type: (python_kv_state, spark_kv_state) for store_type in BUILT_TYPES
-    if STORE_TYPES[store_type].family is Family.KEY_VALUE
 }
 
 
