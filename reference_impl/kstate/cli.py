@@ -16,15 +16,15 @@ from rich.table import Table
 
 from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES
 
-if TYPE_CHECKING:
-    from kstate.codecs.store_types import StoreType
-    from kstate.spark.oracle import AuditReport
-
 # Run from a checkout, the shared material sits beside the repository.
 DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
 
 #: Outside a terminal (CI logs, pipes) rich would cut tables at 80 columns; a log has room for whole rows.
 LOG_WIDTH = 200
+
+if TYPE_CHECKING:
+    from kstate.codecs.store_types import StoreType
+    from kstate.spark.oracle import AuditReport
 
 
 def _console(stderr: bool = False) -> Console:
