@@ -287,7 +287,8 @@ def _work_versioned(handle: str, rng: Any, store_type: StoreType) -> None:
         timestamp = max(0, clock - rng.randrange(0, 80)) if rng.random() < 0.4 else clock  # some beyond the grace
         value = None if rng.random() < 0.15 else b"v%d" % n
         assert "error" not in call("versioned_store.put", {"handle": handle, "key": (b"k%d" % rng.randrange(6)).hex(),
-                                                           "value": value and value.hex(), "timestamp": timestamp})
+                                                           "value": value and value.hex(), "timestamp": timestamp,
+                                                           "headers": [["h", (b"%d" % n).hex()]]})
 
 
 def _work_window(handle: str, rng: Any, store_type: StoreType) -> None:
@@ -354,8 +355,10 @@ def _reference_store_run(tmp_path: Path, store_type: StoreType, options: dict[st
     return records, tmp_path / "app" / "0_0" / store_dir(store_type, "s")
 
 
-#: The richest type of each family (every field compared), and a window store keeping duplicates.
+#: Every versioned type, the richest window and session types (every field compared), and a window store keeping
+#: duplicates.
 _REFERENCE_CASES = [("versioned", StoreType.VERSIONED_KV, False),
+                    ("versioned", StoreType.VERSIONED_KV_WITH_HEADERS, False),
                     ("window", StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS, False),
                     ("window", StoreType.WINDOW, True),
                     ("session", StoreType.SESSION_WITH_HEADERS, False)]

@@ -14,12 +14,15 @@ codecs while the driver reads the store's RocksDB databases. Semantics per famil
   a version), the last one with no validTo. Queryable (VER-32): the latest version always; an older one
   while its validTo is above stream time minus history retention (some ``get(k, asOf)`` still returns it).
   Known gap: the corner of VER-34 (a tombstone at the latest version's timestamp, recorded nowhere) is
-  modelled as the version list says, not as Kafka's store answers.
-- **Window** (WIN-1, WIN-6, WIN-15, CL-6): the changelog key is the store key ``[key][windowStart][seqnum]``;
-  per changelog key the last record by offset, a tombstone deleting it. Stream time is the largest window
-  start; fetches see windows starting above stream time minus retention. With ``retain_duplicates`` the
+  modelled as the version list says, not as Kafka's store answers. The header-aware type (KIP-1271,
+  tentative) keeps each version as ``[headers][value]``: its headers are compared too.
+- **Window** (WIN-1, WIN-6, WIN-15, CL-6; spec/window-store.md WS-6, WS-7, WS-11, WS-22, WS-25): the
+  changelog key is the store key ``[key][windowStart][seqnum]``; per changelog key the last record by
+  offset, a tombstone deleting it. Stream time is the largest window start (restore advances it over every
+  record); fetches see windows starting above stream time minus retention. With ``retain_duplicates`` the
   changelog layer's seqnums drift from the store's (a null put is logged but not stored), so duplicates
-  are compared as the sorted list of ``(value, timestamp, headers)`` per key and window start.
+  are compared as the sorted list of ``(value, timestamp, headers)`` per key and window start; a null put
+  of such a store still counts for stream time here, as it does once the store is restored.
 - **Session** (SESS-1, SESS-11, CL-7): the changelog key is ``[key][end][start]``; per session the last
   record by offset, a tombstone (a ``remove``, as a session merge writes for each merged session) deleting
   it. Stream time is the largest session end; sessions ending above stream time minus retention are found.
@@ -152,6 +155,8 @@ class Semantics:
     queryable: Callable[[FamilyParameters], Any]
     #: The parameter the family needs, by its ``FamilyParameters`` name.
     needs: str
+    #: The stored value layouts :attr:`decode` reads.
+    value_formats: frozenset[ValueFormat]
 
 
 _HEADERS_TYPE = "array<struct<key:string,value:binary>>"
@@ -171,23 +176,33 @@ def _versioned_expected(changelog: Any, store_type: StoreType, params: FamilyPar
                 .where(F.col("observed").isNull() | (F.col("timestamp") >= F.col("observed") - F.lit(history))))
     per_timestamp = _latest_by_offset(accepted, ["partition", "key", "timestamp"])
     by_key = Window.partitionBy("partition", "key").orderBy("timestamp")
-    versions = (per_timestamp.withColumn("valid_to", F.lead("timestamp").over(by_key))
+    versions = (_record_fields(per_timestamp.withColumn("valid_to", F.lead("timestamp").over(by_key)), store_type)
                 .where(F.col("value").isNotNull())
-                .select("partition", "key", F.col("timestamp").alias("valid_from"), "valid_to", "value"))
+                .select("partition", "key", F.col("timestamp").alias("valid_from"), "valid_to", "value", "headers"))
     return versions, changelog.select("partition", F.col("timestamp").alias("event_time"))
 
 
 def _versioned_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
-    """Every version a versioned store holds: the latest-value rows and each segment row's non-tombstones."""
+    """Every version a versioned store holds: the latest-value rows and each segment row's non-tombstones; the
+    header-aware type keeps each version's value as ``[headers][value]`` (KIP-1271, tentative)."""
+    with_headers = STORE_TYPES[store_type].value_format is ValueFormat.AGGREGATION_WITH_HEADERS
+
+    def fields(value: bytes) -> tuple[bytes, list[tuple[str, bytes | None]] | None]:
+        if not with_headers:
+            return value, None
+        split = header_values.decode_aggregation_with_headers(value)
+        assert split is not None
+        return split.aggregation, list(split.headers)
+
     for physical, stored in view.items():
         segment, key = versioned.split_segment_key(physical)
         if segment == versioned.LATEST_VALUE_SEGMENT_ID:
             value, valid_from = versioned.decode_latest_value(stored)
-            yield key, valid_from, None, value
+            yield key, valid_from, None, *fields(value)
             continue
         for version in versioned.deserialize_segment_value(stored).versions():
             if version.value is not None:
-                yield key, version.valid_from, version.valid_to, version.value
+                yield key, version.valid_from, version.valid_to, *fields(version.value)
 
 
 def _versioned_queryable(params: FamilyParameters) -> Any:
@@ -283,24 +298,27 @@ def _data_view(store_type: StoreType, families: dict[str, dict[bytes, bytes]]) -
 #: The semantics of each family the oracle knows beyond key-value.
 SEMANTICS: Mapping[Family, Semantics] = {
     Family.VERSIONED: Semantics(
-        Family.VERSIONED, "versions", ("valid_from",), ("value", "valid_to"),
-        "partition int, key binary, valid_from long, valid_to long, value binary",
-        _versioned_expected, _versioned_decode, _versioned_queryable, "history_retention_ms"),
+        Family.VERSIONED, "versions", ("valid_from",), ("value", "valid_to", "headers"),
+        f"partition int, key binary, valid_from long, valid_to long, value binary, headers {_HEADERS_TYPE}",
+        _versioned_expected, _versioned_decode, _versioned_queryable, "history_retention_ms",
+        frozenset({ValueFormat.PLAIN, ValueFormat.AGGREGATION_WITH_HEADERS})),
     Family.WINDOW: Semantics(
         Family.WINDOW, "windows", ("window_start", "seqnum"), ("value", "timestamp", "headers"),
         f"partition int, key binary, window_start long, seqnum long, value binary, timestamp long, headers {_HEADERS_TYPE}",
-        _window_expected, _window_decode, _window_queryable, "retention_ms"),
+        _window_expected, _window_decode, _window_queryable, "retention_ms",
+        frozenset({ValueFormat.PLAIN, ValueFormat.TIMESTAMPED, ValueFormat.TIMESTAMPED_WITH_HEADERS})),
     Family.SESSION: Semantics(
         Family.SESSION, "sessions", ("start", "end"), ("value", "headers"),
         f"partition int, key binary, start long, end long, value binary, headers {_HEADERS_TYPE}",
-        _session_expected, _session_decode, _session_queryable, "retention_ms"),
+        _session_expected, _session_decode, _session_queryable, "retention_ms",
+        frozenset({ValueFormat.PLAIN, ValueFormat.AGGREGATION_WITH_HEADERS})),
 }
 
 #: The store types whose changelog the family oracle reads (a changelog format and restore rule exist) and
-#: whose stored values its decoders know (the versioned decoder reads plain values only).
+#: whose stored values its decoders know.
 FAMILY_AUDIT_TYPES = tuple(t for t, i in STORE_TYPES.items()
                            if i.family in SEMANTICS and i.changelog is not None and i.restore is not None
-                           and (i.family is not Family.VERSIONED or i.value_format is ValueFormat.PLAIN))
+                           and i.value_format in SEMANTICS[i.family].value_formats)
 
 
 def semantics_for(store_type: StoreType) -> Semantics:
