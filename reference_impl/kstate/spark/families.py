@@ -176,9 +176,10 @@ def _versioned_expected(changelog: Any, store_type: StoreType, params: FamilyPar
                 .where(F.col("observed").isNull() | (F.col("timestamp") >= F.col("observed") - F.lit(history))))
     per_timestamp = _latest_by_offset(accepted, ["partition", "key", "timestamp"])
     by_key = Window.partitionBy("partition", "key").orderBy("timestamp")
-    versions = (_record_fields(per_timestamp.withColumn("valid_to", F.lead("timestamp").over(by_key)), store_type)
+    versions = (_record_fields(per_timestamp.withColumn("valid_to", F.lead("timestamp").over(by_key))
+                               .withColumnRenamed("timestamp", "valid_from"), store_type)
                 .where(F.col("value").isNotNull())
-                .select("partition", "key", F.col("timestamp").alias("valid_from"), "valid_to", "value", "headers"))
+                .select("partition", "key", "valid_from", "valid_to", "value", "headers"))
     return versions, changelog.select("partition", F.col("timestamp").alias("event_time"))
 
 
@@ -216,9 +217,11 @@ def _record_fields(frame: Any, store_type: StoreType) -> Any:
     """The record's parts a store of ``store_type`` keeps beside the value (CL-9 to CL-11); null otherwise."""
     from pyspark.sql import functions as F
 
-    timestamp = F.col("timestamp") if _stores_timestamp(store_type) else F.lit(None).cast("long")
     headers = F.col("headers") if _stores_headers(store_type) else F.lit(None).cast(_HEADERS_TYPE)
-    return frame.withColumn("timestamp", timestamp).withColumn("headers", headers)
+    frame = frame.withColumn("headers", headers)
+    if "timestamp" not in frame.columns:
+        return frame
+    return frame.withColumn("timestamp", F.col("timestamp") if _stores_timestamp(store_type) else F.lit(None).cast("long"))
 
 
 def _window_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
