@@ -504,19 +504,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return _audit_outcome(args, topic, len(actual), "rocksdb/<store>", report)
 
 
-def _audit_outcome(args: argparse.Namespace, topic: str, partitions: int, layout: str, report: AuditReport) -> int:
-    """Print what ``kstate audit`` found (AUDIT_EPILOG) and answer its exit code."""
-    console.print(f"{topic}: {partitions} partitions dumped from {len(args.state_dir)} state directories",
-                  markup=False, highlight=False, soft_wrap=True)
-    if not partitions:
-        # Every changelog entry will read as missing; most likely the names do not match what is on disk.
-        err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
-                          f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
-                          f"(<state-dir>/<application-id>/<task>/{escape(layout)})", soft_wrap=True)
-    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
-    return 0 if report.ok else 1
-
-
 def _audit_family(args: argparse.Namespace, store_type: StoreType, topic: str) -> int:
     """``kstate audit`` of a versioned, window or session store: per-version, per-window or per-session."""
     from kstate.codecs.layout import parse_task_dir_name, store_dir
@@ -571,6 +558,19 @@ def _audit_family(args: argparse.Namespace, store_type: StoreType, topic: str) -
                               client_config=client_config)
         progress.update(task, completed=len(steps), description="done")
     return _audit_outcome(args, topic, len(stores), store_dir(store_type, "<store>"), report)
+
+
+def _audit_outcome(args: argparse.Namespace, topic: str, partitions: int, layout: str, report: AuditReport) -> int:
+    """Print what ``kstate audit`` found (AUDIT_EPILOG) and answer its exit code."""
+    console.print(f"{topic}: {partitions} partitions dumped from {len(args.state_dir)} state directories",
+                  markup=False, highlight=False, soft_wrap=True)
+    if not partitions:
+        # Every changelog entry will read as missing; most likely the names do not match what is on disk.
+        err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
+                          f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
+                          f"(<state-dir>/<application-id>/<task>/{escape(layout)})", soft_wrap=True)
+    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
+    return 0 if report.ok else 1
 
 
 #: ``kstate audit --store-type``: the store types the reference builds, and the legacy alias.
