@@ -519,7 +519,7 @@ def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapp
                  client_config: Mapping[str, Any] | None = None) -> Any:
     """Audit the closed store directories ``stores`` (changelog partition -> directories) of a versioned, window
     or session store against its changelog ``topic``; answers an :class:`kstate.spark.oracle.AuditReport`."""
-    from kstate.spark.oracle import AuditReport, read_changelog_frame
+    from kstate.spark.oracle import AuditReport, persisted_changelog
 
     store_type = StoreType(store_type)
     check_parameters(store_type, params)
@@ -529,16 +529,10 @@ def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapp
     problems: list[EntryDifference] = []
     rows = [row for partition, dirs in sorted(stores.items()) for store_dir in dirs
             for row in read_store_entries(store_type, partition, store_dir, problems)]
-    step("reading the changelog")
-    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config).persist()
-    try:
-        records = changelog.count()
-        step("computing the expected state")
+    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
         actual = actual_frame(spark, store_type, rows)
         step("comparing")
         found = compare_changelog(spark, changelog, store_type, params, actual)
-    finally:
-        changelog.unpersist()
     counts = dict(found.counts)
     if problems:
         counts["undecodable"] = len(problems)

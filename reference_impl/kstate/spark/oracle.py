@@ -13,8 +13,9 @@ version, window and session, in :mod:`kstate.spark.families`, which reports thro
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -241,6 +242,20 @@ def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Ite
     return read_topic(spark, bootstrap, topic, **options)
 
 
+@contextlib.contextmanager
+def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None,
+                        client_config: Mapping[str, Any] | None, step: Progress) -> Iterator[tuple[Any, int]]:
+    """The changelog read once and kept for the plans that follow, with its record count; says the steps."""
+    step("reading the changelog")
+    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config).persist()
+    try:
+        records = changelog.count()
+        step("computing the expected state")
+        yield changelog, records
+    finally:
+        changelog.unpersist()
+
+
 def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, spark: Any = None,
           partitions: Iterable[int] | None = None, boundaries: Mapping[int, LegacyBoundary] | None = None,
           progress: Progress | None = None, client_config: Mapping[str, Any] | None = None) -> AuditReport:
@@ -271,11 +286,7 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
                            differences, time.monotonic() - started)
     from pyspark.sql import functions as F
 
-    step("reading the changelog")
-    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config).persist()
-    try:
-        records = changelog.count()
-        step("computing the expected state")
+    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
         expected_df = spark_builder(changelog, store_type, boundaries)
         actual_df = spark.createDataFrame([(p, k, v) for p, entries in actual.items() for k, v in entries.items()],
                                           "partition int, key binary, value binary")
@@ -296,7 +307,5 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
                                          None if d["expected"] is None else bytes(d["expected"]),
                                          None if d["actual"] is None else bytes(d["actual"]))
                               for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
-        return AuditReport("spark", records, int(rows["n"] or 0), sum(map(len, actual.values())), differences,
-                           time.monotonic() - started)
-    finally:
-        changelog.unpersist()
+    return AuditReport("spark", records, int(rows["n"] or 0), sum(map(len, actual.values())), differences,
+                       time.monotonic() - started)
