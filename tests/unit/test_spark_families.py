@@ -20,6 +20,7 @@ from kstate.spark.families import (
     actual_frame,
     check_parameters,
     compare_changelog,
+    expected_entries,
     read_store_entries,
 )
 
@@ -80,7 +81,9 @@ HISTORY = 20
 _VERSIONED_LOG: dict[int, list[Record]] = {
     0: [(0, b"k1", b"a", 10, []),
         (0, b"k1", b"b", 20, []),
-        (0, b"k2", b"x", 5, []),
+        (0, b"k5", b"m", 21, []),
+        (0, b"k5", None, 25, []),     # m [21,25) ends exactly at 45 - 20: no longer queryable, not in the store
+        (0, b"k2", b"x", 5, []),      # 5 is not below 25 - 20: put (VER-26 boundary)
         (0, b"k1", None, 30, []),     # tombstone: ends b at 30
         (0, b"k1", b"c", 40, []),
         (0, b"k2", b"y", 30, []),
@@ -160,6 +163,7 @@ def test_window_with_headers_retention_and_fields(spark: Any, tmp_path: Path) ->
         (0, _wk(b"B", 200), None, 202, []),
         (0, _wk(b"C", 250), b"c", 260, [("x", b"")]),
         (0, _wk(b"A", 180), b"v3", 185, []),
+        (0, _wk(b"D", 150), b"d", 151, []),  # starts exactly at 250 - 100: expired, not in the store
     ]}
     store_type = StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS
     cf = "keyValueWithTimestampAndHeaders"
@@ -229,6 +233,7 @@ def test_session_merges_removes_and_expiry(spark: Any, tmp_path: Path) -> None:
         (0, _sk(b"S", 0, 5), b"2", 5, [("h", b"b")]),
         (0, _sk(b"T", 100, 110), b"9", 110, []),
         (0, _sk(b"S", 40, 60), b"3", 60, []),
+        (0, _sk(b"V", 0, 4), b"4", 4, []),  # ends exactly at 110 - 106: expired, not in the store
     ]}
     store_type = StoreType.SESSION_WITH_HEADERS
     cf = "sessionKeyValueWithHeaders"
@@ -384,3 +389,95 @@ def test_the_reference_stores_hold_what_their_changelog_implies(request: pytest.
                               actual_frame(spark, store_type, read_store_entries(store_type, 0, store)))
     assert found.expected_entries > 5
     assert found.differences == [], found.differences[:5]
+
+
+# --- the Spark plans against a plain-Python reading of the same semantics ----------------------------------
+
+
+def _python_expected(records: list[tuple[int, int, Record]], store_type: StoreType,
+                     params: FamilyParameters) -> list[tuple[Any, ...]]:
+    """The semantics of kstate.spark.families written out record by record, keys decoded by the codecs: the
+    queryable entries per partition, in the family schema."""
+    from kstate.codecs import session_keys, window_keys
+    from kstate.codecs.store_types import STORE_TYPES, Family, ValueFormat
+
+    info = STORE_TYPES[store_type]
+    keeps_time = info.value_format in (ValueFormat.TIMESTAMPED, ValueFormat.TIMESTAMPED_WITH_HEADERS)
+    keeps_headers = info.value_format in (ValueFormat.TIMESTAMPED_WITH_HEADERS, ValueFormat.AGGREGATION_WITH_HEADERS)
+    out: list[tuple[Any, ...]] = []
+    for partition in sorted({p for p, _, _ in records}):
+        log = sorted(((o, r) for p, o, r in records if p == partition), key=lambda item: item[0])
+        if info.family is Family.VERSIONED:
+            observed, latest_at = -1, {}
+            for _, (_, key, value, ts, headers) in log:
+                if ts >= observed - (params.history_retention_ms or 0):  # VER-26
+                    latest_at[(key, ts)] = (value, headers)
+                observed = max(observed, ts)
+            for key in sorted({k for k, _ in latest_at}):
+                times = sorted(t for k, t in latest_at if k == key)
+                for ts, after in zip(times, [*times[1:], None], strict=True):
+                    value, headers = latest_at[(key, ts)]
+                    queryable = after is None or after > observed - (params.history_retention_ms or 0)
+                    if value is not None and queryable:
+                        out.append((partition, key, ts, after, value, headers if keeps_headers else None))
+            continue
+        last = {key: (value, ts, headers) for _, (_, key, value, ts, headers) in log}
+        if info.family is Family.WINDOW:
+            stream = max(window_keys.PLAIN.decode(key).timestamp for _, (_, key, *_rest) in log)
+            for store_key, (value, ts, headers) in last.items():
+                w = window_keys.PLAIN.decode(store_key)
+                if value is not None and w.timestamp > stream - (params.retention_ms or 0):
+                    out.append((partition, w.key, w.timestamp, w.seqnum, value, ts if keeps_time else None,
+                                headers if keeps_headers else None))
+        else:
+            stream = max(session_keys.PLAIN.decode(key).end for _, (_, key, *_rest) in log)
+            for store_key, (value, _ts, headers) in last.items():
+                w2 = session_keys.PLAIN.decode(store_key)
+                if value is not None and w2.end > stream - (params.retention_ms or 0):
+                    out.append((partition, w2.key, w2.start, w2.end, value, headers if keeps_headers else None))
+    return sorted(out, key=repr)
+
+
+def _random_changelog(store_type: StoreType, seed: int) -> list[tuple[int, int, Record]]:
+    """Three partitions of records with keys of every shape (empty, 0xff bytes), times near 0 and beyond 2^31
+    and 2^62, seqnums up to 2^31 - 1, out-of-order times, tombstones and headers with null values."""
+    import random
+
+    from kstate.codecs.store_types import STORE_TYPES, Family
+
+    rng = random.Random(seed)
+    family = STORE_TYPES[store_type].family
+    records: list[tuple[int, int, Record]] = []
+    for partition in range(3):
+        base = rng.choice([5, 2**31 + 7, 2**62])
+        clock = base
+        for offset in range(120):
+            clock += rng.randrange(0, 30)
+            when = max(0, clock - rng.randrange(0, 400)) if rng.random() < 0.4 else clock
+            key = rng.choice([b"", b"a", b"\xff\xff", b"\x00k\xfe", b"key-long-%d" % rng.randrange(3)])
+            value = None if rng.random() < 0.2 else rng.choice([b"", b"v%d" % offset, b"\xff" * 3])
+            headers = rng.choice([[], [("h", b"%d" % offset)], [("n", None), ("e", b"")]])
+            if family is Family.WINDOW:
+                key = _wk(key, when // 10 * 10, rng.choice([0, 1, 0x7FFFFFFF]))
+            elif family is Family.SESSION:
+                key = _sk(key, max(0, when - rng.randrange(0, 50)), when)
+            records.append((partition, offset, (partition, key, value, when, headers)))
+    return records
+
+
+@pytest.mark.parametrize(("store_type", "params"), [
+    (StoreType.VERSIONED_KV, FamilyParameters(history_retention_ms=300)),
+    (StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS, FamilyParameters(retention_ms=250)),
+    (StoreType.SESSION_WITH_HEADERS, FamilyParameters(retention_ms=250)),
+], ids=lambda v: getattr(v, "value", ""))
+def test_the_spark_plans_agree_with_the_semantics_written_out_in_python(
+        spark: Any, store_type: StoreType, params: FamilyParameters) -> None:
+    records = _random_changelog(store_type, seed=11)
+    changelog = _changelog(spark, {p: [r for q, _, r in records if q == p] for p in range(3)})
+    got = sorted((tuple(bytes(v) if isinstance(v, (bytes, bytearray)) else
+                        [(h["key"], None if h["value"] is None else bytes(h["value"])) for h in v]
+                        if isinstance(v, list) else v for v in row)
+                  for row in expected_entries(changelog, store_type, params).collect()), key=repr)
+    want = _python_expected(records, store_type, params)
+    assert len(want) > 20
+    assert got == want

@@ -501,16 +501,26 @@ def compare(semantics: Semantics, expected: Any, actual: Any, params: FamilyPara
     return Comparison(int(totals["e"] or 0), int(totals["a"] or 0), dict(sorted(counts.items())), differences)
 
 
+def _expected_with_stream_times(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
+    from pyspark.sql import functions as F
+
+    check_parameters(store_type, params)
+    expected, events = semantics_for(store_type).expected(changelog, StoreType(store_type), params)
+    return expected, events.groupBy("partition").agg(F.max("event_time").alias("stream_time"))
+
+
+def expected_entries(changelog: Any, store_type: StoreType, params: FamilyParameters) -> Any:
+    """The entries ``changelog`` (the Kafka source's columns) implies a store answers queries with, in the
+    family's schema, before duplicates are grouped."""
+    expected, stream_times = _expected_with_stream_times(changelog, store_type, params)
+    return _queryable_entries(semantics_for(store_type), expected, stream_times, params)
+
+
 def compare_changelog(spark: Any, changelog: Any, store_type: StoreType, params: FamilyParameters, actual: Any,
                       max_listed: int = MAX_LISTED) -> Comparison:
     """The expected entries of ``changelog`` (the Kafka source's columns) against ``actual`` (the family schema)."""
-    check_parameters(store_type, params)
-    semantics = semantics_for(store_type)
-    expected, events = semantics.expected(changelog, StoreType(store_type), params)
-    from pyspark.sql import functions as F
-
-    stream_times = events.groupBy("partition").agg(F.max("event_time").alias("stream_time"))
-    return compare(semantics, expected, actual, params, stream_times, max_listed)
+    expected, stream_times = _expected_with_stream_times(changelog, store_type, params)
+    return compare(semantics_for(store_type), expected, actual, params, stream_times, max_listed)
 
 
 def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapping[int, Iterable[str | Path]],
