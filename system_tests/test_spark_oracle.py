@@ -126,3 +126,73 @@ def test_kstate_audit_with_a_non_default_client_configuration(
     assert main([*args, "-X", "security.protocol=SSL", "--connect-timeout", "3"]) == 2
     err = capsys.readouterr().err
     assert f"no broker answered at {cluster.broker.bootstrap}" in err and "Traceback" not in err
+
+
+def test_kstate_audit_of_a_versioned_store_detects_its_type_and_reports_per_version(
+        spark: Any, broker: Broker, tmp_path: Any, app_name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """History retention 500, stream time 3000: k1 b [2000,3000) and k2 x [2500,-) are queryable, k1 a [1000,2000)
+    is not (VER-32); the type is detected from the directory; a version the store lacks is reported (VER-25)."""
+    import rocksdict
+
+    from kstate.cli import main
+    from kstate.codecs import versioned
+
+    topic = f"{app_name}-vs-changelog"
+    create_topic(broker, topic, 1)
+    produce(broker, topic, [(b"k1", b"a", 1000, []), (b"k1", b"b", 2000, []), (b"k1", None, 3000, []),
+                            (b"k2", b"x", 2500, [])])
+    store_dir = tmp_path / "state" / app_name / "0_0" / "rocksdb" / "vs"
+    store_dir.mkdir(parents=True)
+    options = rocksdict.Options(raw_mode=True)
+    db: Any = rocksdict.Rdict(str(store_dir), options)
+    db[versioned.latest_value_key(b"k2")] = versioned.encode_latest_value(b"x", 2500)
+    db[versioned.segment_key(2, b"k1")] = versioned.new_segment_value_with_record(b"a", 1000, 2000).serialize()
+    db[versioned.segment_key(3, b"k1")] = versioned.new_segment_value_with_record(b"b", 2000, 3000).serialize()
+    db.close()
+    del db
+    args = ["audit", "--bootstrap", broker.bootstrap, "--application-id", app_name, "--store", "vs",
+            "--state-dir", str(tmp_path / "state"), "--history-retention-ms", "500", "--master", "local[2]"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "store type versioned_kv (detected" in captured.err
+    assert "2 expected versions, 2 actual versions, 0 differences" in captured.out
+    produce(broker, topic, [(b"k3", b"q", 3100, [])])
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "differences by kind: missing 1" in out
+    assert f"partition 0 key {b'k3'.hex()} valid_from=3100 (missing): expected value=71 valid_to=latest" in out
+
+
+def test_kstate_audit_of_a_session_store_reads_every_segment_and_reports_per_session(
+        spark: Any, broker: Broker, tmp_path: Any, app_name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Sessions by key, start and end from ``<task>/<store>/<store>.<segment start>`` (SESS-1, SESS-11); a
+    merge's removes delete the merged sessions (CL-7); a session the store kept though it was merged away is
+    reported, one line per session, in each task's partition."""
+    import rocksdict
+
+    from kstate.cli import main
+    from kstate.codecs.changelog import session_changelog_key as sk
+
+    topic = f"{app_name}-ss-changelog"
+    create_topic(broker, topic, 2)
+    produce(broker, topic, [(sk(b"u", 1000, 1000), b"1", 1000, []), (sk(b"u", 1500, 1500), b"1", 1500, []),
+                            (sk(b"u", 1000, 1000), None, 1500, []), (sk(b"u", 1500, 1500), None, 1500, []),
+                            (sk(b"u", 1000, 1500), b"2", 1500, [])], partition=0)
+    produce(broker, topic, [(sk(b"w", 5000, 7000), b"9", 7000, [])], partition=1)
+    state = tmp_path / "state"
+    for task, segment, rows in [("0_0", "ss.0", {sk(b"u", 1000, 1500): b"2", sk(b"u", 1000, 1000): b"1"}),
+                                ("0_1", "ss.6000", {sk(b"w", 5000, 7000): b"9"})]:
+        path = state / app_name / task / "ss" / segment
+        path.mkdir(parents=True)
+        db: Any = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
+        for key, value in rows.items():
+            db[key] = value
+        db.close()
+        del db
+    args = ["audit", "--bootstrap", broker.bootstrap, "--application-id", app_name, "--store", "ss",
+            "--state-dir", str(state), "--store-type", "session", "--retention-ms", "60000", "--master", "local[2]"]
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert f"{topic}: 2 partitions dumped" in out
+    assert "2 expected sessions, 3 actual sessions, 1 differences" in out
+    assert f"partition 0 key {b'u'.hex()} start=1000 end=1000 (unexpected): expected absent, actual value=31" in out

@@ -146,3 +146,28 @@ def test_state_directories_without_the_store_are_warned_about(
     captured = capsys.readouterr()
     assert "0 partitions dumped" in captured.out
     assert "warning: no store s of application app under" in captured.err
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--store-type", "versioned_kv"], "history-retention-ms"),
+    (["--store-type", "session"], "retention-ms"),
+    (["--store-type", "window", "--retention-ms", "5", "--engine", "python"], "Spark engine only"),
+    (["--store-type", "window", "--retention-ms", "5", "--legacy", "0:1:kv"], "key-value stores only"),
+    (["--store-type", "kv", "--legacy", "0:1:window"], "expected PARTITION:OFFSET:TYPE"),
+])
+def test_a_family_audit_without_what_it_needs_is_refused_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str) -> None:
+    args = _audit(tmp_path)
+    del args[args.index("--store-type"):args.index("--store-type") + 2]
+    del args[args.index("--engine"):args.index("--engine") + 2]
+    assert main([*args, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_without_a_store_type_one_is_detected_or_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = _audit(tmp_path)
+    del args[args.index("--store-type"):args.index("--store-type") + 2]
+    assert main(args) == 2
+    assert "cannot tell the type of store s (no such store in any task directory); pass --store-type" in (
+        capsys.readouterr().err)

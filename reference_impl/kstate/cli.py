@@ -7,6 +7,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +21,10 @@ DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/k
 
 #: Outside a terminal (CI logs, pipes) rich would cut tables at 80 columns; a log has room for whole rows.
 LOG_WIDTH = 200
+
+if TYPE_CHECKING:
+    from kstate.codecs.store_types import StoreType
+    from kstate.spark.oracle import AuditReport
 
 
 def _console(stderr: bool = False) -> Console:
@@ -399,6 +404,27 @@ def _audit_client_config(args: argparse.Namespace) -> dict[str, str]:
     return build_client_config(file=args.client_config, shortcuts=shortcuts, settings=args.client_property)
 
 
+def _detect_audit_store_type(state_dirs: list[str], application_id: str, store: str) -> tuple[str | None, str]:
+    """The type of ``store`` as the offline inspector detects it in the instances' task directories (LAY-5)."""
+    from kstate.codecs.layout import parse_task_dir_name
+    from kstate.inspect.state_dir import inspect_state_dir
+
+    found: dict[str, str] = {}
+    for state_dir in state_dirs:
+        app_dir = Path(state_dir) / application_id
+        for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
+            if not task_dir.is_dir() or parse_task_dir_name(task_dir.name) is None:
+                continue
+            for task in inspect_state_dir(task_dir).tasks:
+                found.update((s.store_type, s.evidence) for s in task.stores if s.name == store)
+    known = {t: why for t, why in found.items() if t in audit_choices()}
+    if len(known) == 1:
+        return next(iter(known.items()))
+    if not found:
+        return None, "no such store in any task directory"
+    return None, "; ".join(f"{t}: {why}" for t, why in sorted(found.items()))
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Compare the instances' stores with the state the Spark oracle computes from the changelog topic."""
     from rich.progress import SpinnerColumn
@@ -406,10 +432,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from kstate.app.dump import dump_store_dir
     from kstate.codecs.changelog import changelog_topic_name
     from kstate.codecs.layout import parse_task_dir_name
-    from kstate.codecs.store_types import StoreType
+    from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
     from kstate.spark.oracle import LegacyBoundary, audit
 
-    store_type = StoreType(args.store_type)
     topic = changelog_topic_name(args.application_id, args.store)
     boundaries: dict[int, LegacyBoundary] = {}
     for item in args.legacy:
@@ -427,6 +452,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if missing:
         err_console.print(f"[red]error:[/red] no such state directory: {', '.join(missing)}", soft_wrap=True)
         return 2
+    type_name = args.store_type
+    if type_name is None:
+        type_name, evidence = _detect_audit_store_type(args.state_dir, args.application_id, args.store)
+        if type_name is None:
+            err_console.print(f"[red]error:[/red] cannot tell the type of store {escape(args.store)} ({escape(evidence)}); "
+                              "pass --store-type", soft_wrap=True)
+            return 2
+        err_console.print(f"store type {type_name} (detected: {escape(evidence)})", soft_wrap=True)
+    store_type = StoreType(type_name)
+    if STORE_TYPES[store_type].family is not Family.KEY_VALUE:
+        return _audit_family(args, store_type, topic)
     client_config = _audit_client_config(args)
     # Fail fast, before Spark starts: the extras are there, the configuration is accepted, the broker answers.
     try:
@@ -465,13 +501,74 @@ def cmd_audit(args: argparse.Namespace) -> int:
         report = audit(args.bootstrap, topic, store_type, actual, spark=spark, boundaries=boundaries, progress=step,
                        client_config=client_config)
         progress.update(task, completed=len(steps), description="done")
-    console.print(f"{topic}: {len(actual)} partitions dumped from {len(args.state_dir)} state directories",
+    return _audit_outcome(args, topic, len(actual), "rocksdb/<store>", report)
+
+
+def _audit_family(args: argparse.Namespace, store_type: StoreType, topic: str) -> int:
+    """``kstate audit`` of a versioned, window or session store: per-version, per-window or per-session."""
+    from kstate.codecs.layout import parse_task_dir_name, store_dir
+    from kstate.spark.families import AuditSetupError, FamilyParameters, audit_stores, check_parameters
+
+    params = FamilyParameters(args.retention_ms, args.history_retention_ms, args.retain_duplicates)
+    problem = None
+    if args.legacy:
+        problem = "--legacy applies to key-value stores only"
+    elif args.engine != "spark":
+        problem = f"--engine {args.engine}: {store_type.value} stores are audited by the Spark engine only"
+    try:
+        check_parameters(store_type, params)
+    except AuditSetupError as exc:
+        problem = problem or str(exc)
+    if problem:
+        err_console.print(f"[red]error:[/red] {escape(problem)}", soft_wrap=True)
+        return 2
+    client_config = _audit_client_config(args)
+    try:
+        from kstate.kafka.client_config import check_reachable
+
+        check_reachable(args.bootstrap, client_config, topic, args.connect_timeout)
+        import pyspark  # noqa: F401
+    except ModuleNotFoundError as exc:
+        return _missing_extra(exc, "kstate audit")
+    stores: dict[int, list[Path]] = {}
+    for state_dir in args.state_dir:
+        app_dir = Path(state_dir) / args.application_id
+        for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
+            parsed = parse_task_dir_name(task_dir.name)
+            path = task_dir / store_dir(store_type, args.store)
+            if parsed is not None and path.is_dir():
+                stores[parsed[1]] = [path]  # a later state directory's copy of a partition wins, as for key-value
+    from rich.progress import SpinnerColumn
+
+    from kstate.spark.session import spark_session
+
+    steps = ["starting Spark", "reading stores and the changelog", "computing the expected state", "comparing"]
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
+    with progress:
+        task = progress.add_task(steps[0], total=len(steps))
+        spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
+        progress.update(task, advance=1, description=steps[1])
+
+        def step(message: str) -> None:
+            if message in steps[2:]:
+                progress.update(task, advance=1, description=message)
+
+        report = audit_stores(args.bootstrap, topic, store_type, stores, params, spark=spark, progress=step,
+                              client_config=client_config)
+        progress.update(task, completed=len(steps), description="done")
+    return _audit_outcome(args, topic, len(stores), store_dir(store_type, "<store>"), report)
+
+
+def _audit_outcome(args: argparse.Namespace, topic: str, partitions: int, layout: str, report: AuditReport) -> int:
+    """Print what ``kstate audit`` found (AUDIT_EPILOG) and answer its exit code."""
+    console.print(f"{topic}: {partitions} partitions dumped from {len(args.state_dir)} state directories",
                   markup=False, highlight=False, soft_wrap=True)
-    if not actual:
-        # Every changelog key will read as missing; most likely the names do not match what is on disk.
+    if not partitions:
+        # Every changelog entry will read as missing; most likely the names do not match what is on disk.
         err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
                           f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
-                          "(<state-dir>/<application-id>/<task>/rocksdb/<store>)", soft_wrap=True)
+                          f"(<state-dir>/<application-id>/<task>/{escape(layout)})", soft_wrap=True)
     console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
     return 0 if report.ok else 1
 
@@ -486,6 +583,14 @@ R changelog records, E expected keys, A actual keys, D differences in S s", then
 difference (the first 50): "partition P key <hex> (missing|unexpected|different): expected <hex or
 absent>, actual <hex or absent>". Errors and progress go to stderr.
 
+versioned, window and session stores (--history-retention-ms, or --retention-ms and for windows
+--retain-duplicates, as the store was configured): the entries the stores answer queries with at the
+changelog's stream time are compared, "... E expected versions|windows|sessions, A actual ...", then
+"differences by kind: missing N, unexpected N, different value|valid_to|timestamp|headers|duplicates N",
+then one line per difference: "partition P key <hex> valid_from=T | window_start=T seqnum=S | start=S
+end=E (kind): expected <fields>, actual <fields>". Without --store-type the type is detected from the
+state directories as `kstate inspect` detects it.
+
 exit codes: 0 the stores hold exactly the state the changelog implies; 1 differences were found;
 2 a usage or setup error (a missing extra, a refused client configuration, no broker answering at
 --bootstrap, no changelog topic, a missing state directory), reported in one line.
@@ -494,6 +599,13 @@ client configuration: --client-config FILE is read first, then the shortcut opti
 -X key=value in order; the last setting of a property wins. Properties are librdkafka's
 (https://github.com/confluentinc/librdkafka/blob/master/CONFIGURATION.md), not the Java client's.
 """
+
+def audit_choices() -> list[str]:
+    """What ``kstate audit --store-type`` takes: AUDIT_STORE_TYPES and the versioned, window and session types
+    the family oracle reads (kstate.spark.families)."""
+    from kstate.spark.families import FAMILY_AUDIT_TYPES
+
+    return list(dict.fromkeys(AUDIT_STORE_TYPES + [t.value for t in FAMILY_AUDIT_TYPES]))
 
 
 MAIN_DESCRIPTION = """\
@@ -674,9 +786,15 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address (host:port[,host:port...])")
     audit.add_argument("--application-id", required=True, help="the Kafka Streams application.id")
     audit.add_argument("--store", required=True, help="the store name (changelog <application-id>-<store>-changelog)")
-    audit.add_argument("--store-type", required=True, choices=AUDIT_STORE_TYPES,
-                       help="the store's type, which fixes its value layout (timestamped_kv_headers: the legacy alias "
-                            "of timestamped_kv_with_headers)")
+    audit.add_argument("--store-type", choices=audit_choices(),
+                       help="the store's type, which fixes its value layout and semantics (default: detected from the "
+                            "state directories; timestamped_kv_headers: the legacy alias of timestamped_kv_with_headers)")
+    audit.add_argument("--retention-ms", type=int, metavar="MS",
+                       help="window and session stores: the store's retention period")
+    audit.add_argument("--history-retention-ms", type=int, metavar="MS",
+                       help="versioned stores: the store's history retention")
+    audit.add_argument("--retain-duplicates", action="store_true",
+                       help="window stores: the store keeps duplicates (compared per key and window start)")
     audit.add_argument("--state-dir", action="append", required=True, help="an instance's state.dir (repeatable)")
     audit.add_argument("--master", default="local[2]", help="Spark master: local[N] or a cluster URL")
     audit.add_argument("--engine", choices=["spark", "python"], default="spark",

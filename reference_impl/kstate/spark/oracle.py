@@ -7,13 +7,15 @@ store type (CL-9 to CL-11). A store upgraded in place keeps what older-format in
 family, read through the dual accessor's conversion (KV-31, RST-7): a :class:`LegacyBoundary` per partition
 says which records were written by which older store type, and their expected value is the legacy value
 converted. The Python engine and the Spark job implement the same semantics; the state builders are looked
-up by store type in ``STATE_BUILDERS`` so that versioned, window and session semantics slot in beside them.
+up by store type in ``STATE_BUILDERS``. Versioned, window and session stores have their own semantics, per
+version, window and session, in :mod:`kstate.spark.families`, which reports through the same AuditReport.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,25 +183,42 @@ class Difference:
 
 @dataclass
 class AuditReport:
+    """What an audit found. Key-value stores list ``differences`` per key; versioned, window and session stores
+    list ``entry_differences`` per version, window or session (``entity``), with ``counts`` per kind."""
+
     engine: str
     records_read: int
     expected_keys: int
     actual_keys: int
     differences: list[Difference] = field(default_factory=list)
     seconds: float = 0.0
+    entity: str = "keys"
+    #: ``kstate.spark.families.EntryDifference`` items (at most ``families.MAX_LISTED``).
+    entry_differences: list[Any] = field(default_factory=list)
+    #: Every difference counted by kind, also those not listed.
+    counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.differences
+        return not self.differences and not self.entry_differences
+
+    @property
+    def difference_count(self) -> int:
+        return len(self.differences) + (sum(self.counts.values()) if self.counts else len(self.entry_differences))
 
     @property
     def records_per_second(self) -> float:
         return self.records_read / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
-        head = (f"{self.engine} oracle: {self.records_read} changelog records, {self.expected_keys} expected keys, "
-                f"{self.actual_keys} actual keys, {len(self.differences)} differences in {self.seconds:.1f} s")
-        return "\n".join([head, *(str(d) for d in self.differences[:50])])
+        head = (f"{self.engine} oracle: {self.records_read} changelog records, {self.expected_keys} expected "
+                f"{self.entity}, {self.actual_keys} actual {self.entity}, {self.difference_count} differences in "
+                f"{self.seconds:.1f} s")
+        lines = [head]
+        if self.counts:
+            lines.append("differences by kind: " + ", ".join(f"{kind} {n}" for kind, n in self.counts.items()))
+        listed: list[Any] = [*self.differences, *self.entry_differences]
+        return "\n".join([*lines, *(str(d) for d in listed[:50])])
 
 
 def compare_states(expected: State, actual: State) -> list[Difference]:
@@ -211,6 +230,30 @@ def compare_states(expected: State, actual: State) -> list[Difference]:
             if e.get(key) != a.get(key):
                 out.append(Difference(partition, key, e.get(key), a.get(key)))
     return out
+
+
+def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None = None,
+                         client_config: Mapping[str, Any] | None = None) -> Any:
+    """The changelog ``topic`` (all its partitions, or ``partitions``) as a DataFrame of the Kafka source."""
+    from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
+
+    options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
+    options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in (client_config or {}).items()})
+    return read_topic(spark, bootstrap, topic, **options)
+
+
+@contextlib.contextmanager
+def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None,
+                        client_config: Mapping[str, Any] | None, step: Progress) -> Iterator[tuple[Any, int]]:
+    """The changelog read once and kept for the plans that follow, with its record count; says the steps."""
+    step("reading the changelog")
+    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config).persist()
+    try:
+        records = changelog.count()
+        step("computing the expected state")
+        yield changelog, records
+    finally:
+        changelog.unpersist()
 
 
 def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, spark: Any = None,
@@ -243,15 +286,7 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
                            differences, time.monotonic() - started)
     from pyspark.sql import functions as F
 
-    from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
-
-    options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
-    options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in client_config.items()})
-    step("reading the changelog")
-    changelog = read_topic(spark, bootstrap, topic, **options).persist()
-    try:
-        records = changelog.count()
-        step("computing the expected state")
+    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
         expected_df = spark_builder(changelog, store_type, boundaries)
         actual_df = spark.createDataFrame([(p, k, v) for p, entries in actual.items() for k, v in entries.items()],
                                           "partition int, key binary, value binary")
@@ -272,7 +307,5 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
                                          None if d["expected"] is None else bytes(d["expected"]),
                                          None if d["actual"] is None else bytes(d["actual"]))
                               for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
-        return AuditReport("spark", records, int(rows["n"] or 0), sum(map(len, actual.values())), differences,
-                           time.monotonic() - started)
-    finally:
-        changelog.unpersist()
+    return AuditReport("spark", records, int(rows["n"] or 0), sum(map(len, actual.values())), differences,
+                       time.monotonic() - started)

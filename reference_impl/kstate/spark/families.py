@@ -1,0 +1,551 @@
+"""The changelog oracle for versioned, window and session stores: the state a store should make queryable,
+computed from its changelog as Spark plans, the same state read from a closed store directory, and the
+per-version, per-window and per-session differences between them.
+
+Every store instance is one changelog partition, with one store-wide observed stream time. The expected
+side is built from Spark expressions only (``substring``/``conv`` of the binary changelog key, window
+functions, ``groupBy``/``max_by``, joins), so it scales with partitions; the actual side is decoded by the
+codecs while the driver reads the store's RocksDB databases. Semantics per family:
+
+- **Versioned** (VER-25, VER-26, VER-30, VER-32, CL-5): a record older than the stream time observed before
+  it minus the history retention was not put (VER-26; restore skips it the same way); of the records of
+  one key with one timestamp the last by offset wins (a same-timestamp put replaces); each non-tombstone
+  record is a version valid from its timestamp to the next record's timestamp of its key (a tombstone ends
+  a version), the last one with no validTo. Queryable (VER-32): the latest version always; an older one
+  while its validTo is above stream time minus history retention (some ``get(k, asOf)`` still returns it).
+  Known gap: the corner of VER-34 (a tombstone at the latest version's timestamp, recorded nowhere) is
+  modelled as the version list says, not as Kafka's store answers. The header-aware type (KIP-1271,
+  tentative) keeps each version as ``[headers][value]``: its headers are compared too.
+- **Window** (WIN-1, WIN-6, WIN-15, CL-6; spec/window-store.md WS-6, WS-7, WS-11, WS-22, WS-25): the
+  changelog key is the store key ``[key][windowStart][seqnum]``; per changelog key the last record by
+  offset, a tombstone deleting it. Stream time is the largest window start (restore advances it over every
+  record); fetches see windows starting above stream time minus retention. With ``retain_duplicates`` the
+  changelog layer's seqnums drift from the store's (a null put is logged but not stored), so duplicates
+  are compared as the sorted list of ``(value, timestamp, headers)`` per key and window start; a null put
+  of such a store still counts for stream time here, as it does once the store is restored.
+- **Session** (SESS-1, SESS-11, CL-7): the changelog key is ``[key][end][start]``; per session the last
+  record by offset, a tombstone (a ``remove``, as a session merge writes for each merged session) deleting
+  it. Stream time is the largest session end; sessions ending above stream time minus retention are found.
+
+Values are compared field by field as the store type keeps them (CL-9 to CL-11): the raw value, the record
+timestamp for timestamped window types, the record headers (all of them) for header-aware types.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
+from kstate.codecs.segments import parse_segment_name
+from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, ValueFormat
+from kstate.errors import KStateError
+
+#: The largest number of differences listed one by one; the counts per kind are always complete.
+MAX_LISTED = 10_000
+
+Row = tuple[Any, ...]
+
+
+class AuditSetupError(KStateError):
+    """The audit of a versioned, window or session store was asked for without what it needs."""
+
+
+@dataclass(frozen=True)
+class FamilyParameters:
+    """The store's configuration the semantics depend on: ``retention_ms`` (window, session),
+    ``history_retention_ms`` (versioned), ``retain_duplicates`` (window)."""
+
+    retention_ms: int | None = None
+    history_retention_ms: int | None = None
+    retain_duplicates: bool = False
+
+
+@dataclass(frozen=True)
+class EntryDifference:
+    """One version, window or session whose expected and actual state differ, in one field (or wholly)."""
+
+    partition: int
+    key: bytes
+    entry: str
+    kind: str
+    expected: str | None
+    actual: str | None
+
+    def __str__(self) -> str:
+        return (f"partition {self.partition} key {self.key.hex()} {self.entry} ({self.kind}): "
+                f"expected {self.expected if self.expected is not None else 'absent'}, "
+                f"actual {self.actual if self.actual is not None else 'absent'}")
+
+
+def _stores_timestamp(store_type: StoreType) -> bool:
+    return STORE_TYPES[store_type].value_format in (ValueFormat.TIMESTAMPED, ValueFormat.TIMESTAMPED_WITH_HEADERS)
+
+
+def _stores_headers(store_type: StoreType) -> bool:
+    return STORE_TYPES[store_type].value_format in (ValueFormat.TIMESTAMPED_WITH_HEADERS,
+                                                    ValueFormat.AGGREGATION_WITH_HEADERS)
+
+
+# --- Spark expressions over binary keys -----------------------------------------------------------
+
+
+def _int_at(column: str, position: Any, size: int) -> Any:
+    """The big-endian two's-complement integer of ``size`` bytes at 1-based ``position`` (PRIM-1), as a long."""
+    from pyspark.sql import functions as F
+
+    # conv to a negative base reads the hex digits as a signed 64-bit number; 4-byte seqnums are masked >= 0.
+    return F.conv(F.hex(F.substring(column, position, F.lit(size))), 16, -10).cast("long")
+
+
+def _window_key_columns(frame: Any) -> Any:
+    """``[key][windowStart int64][seqnum int32]`` split into key, window_start, seqnum (WIN-1, WIN-4)."""
+    from pyspark.sql import functions as F
+
+    n = F.length("key")
+    return (frame.withColumn("window_start", _int_at("key", n - 11, 8))
+            .withColumn("seqnum", _int_at("key", n - 3, 4))
+            .withColumn("key", F.substring("key", F.lit(1), n - 12)))
+
+
+def _session_key_columns(frame: Any) -> Any:
+    """``[key][end int64][start int64]`` split into key, start, end; end comes first (SESS-1, SESS-4)."""
+    from pyspark.sql import functions as F
+
+    n = F.length("key")
+    return (frame.withColumn("end", _int_at("key", n - 15, 8))
+            .withColumn("start", _int_at("key", n - 7, 8))
+            .withColumn("key", F.substring("key", F.lit(1), n - 16)))
+
+
+def _latest_by_offset(changelog: Any, keys: list[str]) -> Any:
+    """The last record by offset per ``keys`` (RST-1): its value, timestamp and headers."""
+    from pyspark.sql import functions as F
+
+    fields = [c for c in ("value", "timestamp", "headers") if c not in keys]
+    return (changelog.groupBy(*keys)
+            .agg(F.max_by(F.struct("offset", *fields), "offset").alias("r"))
+            .select(*keys, *[f"r.{c}" for c in fields]))
+
+
+# --- the families ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """One family's semantics: how expected entries come from the changelog and actual ones from a store."""
+
+    family: Family
+    #: What an entry is called in the report ("versions", "windows", "sessions").
+    entity: str
+    #: The columns naming an entry, after partition and key.
+    entry_columns: tuple[str, ...]
+    #: The columns compared, in the order differences are reported.
+    compared: tuple[str, ...]
+    #: The schema of the decoded entries (both sides).
+    schema: str
+    #: ``(changelog, store type, parameters) -> (entries, event times)``: event times are (partition, event_time).
+    expected: Callable[[Any, StoreType, FamilyParameters], tuple[Any, Any]]
+    #: ``(store type, data view of one database) -> entries`` without the partition column.
+    decode: Callable[[StoreType, dict[bytes, bytes]], Iterator[Row]]
+    #: ``(parameters) -> predicate`` over the columns of an entry and ``stream_time``: still queryable.
+    queryable: Callable[[FamilyParameters], Any]
+    #: The parameter the family needs, by its ``FamilyParameters`` name.
+    needs: str
+    #: The stored value layouts :attr:`decode` reads.
+    value_formats: frozenset[ValueFormat]
+
+
+_HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+
+
+def _versioned_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
+    """Versions per key with validFrom/validTo from the changelog (VER-25, VER-26, VER-32, CL-5)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    history = params.history_retention_ms
+    before = Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
+    # VER-26: a put older than the stream time observed before it minus the grace period (= history
+    # retention, VER-24) is not applied; restore skips it by the same per-record test.
+    accepted = (changelog.select("partition", "offset", "key", "value", "timestamp", "headers")
+                .withColumn("observed", F.max("timestamp").over(before))
+                .where(F.col("observed").isNull() | (F.col("timestamp") >= F.col("observed") - F.lit(history))))
+    per_timestamp = _latest_by_offset(accepted, ["partition", "key", "timestamp"])
+    by_key = Window.partitionBy("partition", "key").orderBy("timestamp")
+    versions = (_record_fields(per_timestamp.withColumn("valid_to", F.lead("timestamp").over(by_key))
+                               .withColumnRenamed("timestamp", "valid_from"), store_type)
+                .where(F.col("value").isNotNull())
+                .select("partition", "key", "valid_from", "valid_to", "value", "headers"))
+    return versions, changelog.select("partition", F.col("timestamp").alias("event_time"))
+
+
+def _versioned_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
+    """Every version a versioned store holds: the latest-value rows and each segment row's non-tombstones; the
+    header-aware type keeps each version's value as ``[headers][value]`` (KIP-1271, tentative)."""
+    with_headers = STORE_TYPES[store_type].value_format is ValueFormat.AGGREGATION_WITH_HEADERS
+
+    def fields(value: bytes) -> tuple[bytes, list[tuple[str, bytes | None]] | None]:
+        if not with_headers:
+            return value, None
+        split = header_values.decode_aggregation_with_headers(value)
+        assert split is not None
+        return split.aggregation, list(split.headers)
+
+    for physical, stored in view.items():
+        segment, key = versioned.split_segment_key(physical)
+        if segment == versioned.LATEST_VALUE_SEGMENT_ID:
+            value, valid_from = versioned.decode_latest_value(stored)
+            yield key, valid_from, None, *fields(value)
+            continue
+        for version in versioned.deserialize_segment_value(stored).versions():
+            if version.value is not None:
+                yield key, version.valid_from, version.valid_to, *fields(version.value)
+
+
+def _versioned_queryable(params: FamilyParameters) -> Any:
+    from pyspark.sql import functions as F
+
+    valid_to = F.col("valid_to")
+    return valid_to.isNull() | (valid_to > F.col("stream_time") - F.lit(params.history_retention_ms))
+
+
+def _record_fields(frame: Any, store_type: StoreType) -> Any:
+    """The record's parts a store of ``store_type`` keeps beside the value (CL-9 to CL-11); null otherwise."""
+    from pyspark.sql import functions as F
+
+    headers = F.col("headers") if _stores_headers(store_type) else F.lit(None).cast(_HEADERS_TYPE)
+    frame = frame.withColumn("headers", headers)
+    if "timestamp" not in frame.columns:
+        return frame
+    return frame.withColumn("timestamp", F.col("timestamp") if _stores_timestamp(store_type) else F.lit(None).cast("long"))
+
+
+def _window_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
+    """The last record per changelog key ``[key][windowStart][seqnum]``, tombstones deleting (WIN-1, CL-6)."""
+    from pyspark.sql import functions as F
+
+    latest = _window_key_columns(_latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
+    entries = _record_fields(latest, store_type).select("partition", "key", "window_start", "seqnum", "value",
+                                                        "timestamp", "headers")
+    events = _window_key_columns(changelog.select("partition", "key")).select(
+        "partition", F.col("window_start").alias("event_time"))
+    return entries, events
+
+
+def _window_value(store_type: StoreType, stored: bytes) -> tuple[bytes, int | None, list[tuple[str, bytes | None]] | None]:
+    value_format = STORE_TYPES[store_type].value_format
+    if value_format is ValueFormat.TIMESTAMPED:
+        decoded = timestamped.decode_value_and_timestamp(stored)
+        assert decoded is not None
+        return decoded[0], decoded[1], None
+    if value_format is ValueFormat.TIMESTAMPED_WITH_HEADERS:
+        vth = header_values.decode_value_timestamp_headers(stored)
+        assert vth is not None
+        return vth.value, vth.timestamp, list(vth.headers)
+    return stored, None, None
+
+
+def _window_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
+    for store_key, stored in view.items():
+        decoded = window_keys.PLAIN.decode(store_key)
+        value, timestamp, headers = _window_value(store_type, stored)
+        yield decoded.key, decoded.timestamp, decoded.seqnum, value, timestamp, headers
+
+
+def _window_queryable(params: FamilyParameters) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("window_start") > F.col("stream_time") - F.lit(params.retention_ms)
+
+
+def _session_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
+    """The last record per session key ``[key][end][start]``, removes deleting (SESS-1, CL-7)."""
+    from pyspark.sql import functions as F
+
+    latest = _session_key_columns(_latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
+    entries = _record_fields(latest, store_type).select("partition", "key", "start", "end", "value", "headers")
+    events = _session_key_columns(changelog.select("partition", "key")).select(
+        "partition", F.col("end").alias("event_time"))
+    return entries, events
+
+
+def _session_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
+    headers_layout = STORE_TYPES[store_type].value_format is ValueFormat.AGGREGATION_WITH_HEADERS
+    for store_key, stored in view.items():
+        decoded = session_keys.PLAIN.decode(store_key)
+        if headers_layout:
+            aggregation = header_values.decode_aggregation_with_headers(stored)
+            assert aggregation is not None
+            yield decoded.key, decoded.start, decoded.end, aggregation.aggregation, list(aggregation.headers)
+        else:
+            yield decoded.key, decoded.start, decoded.end, stored, None
+
+
+def _session_queryable(params: FamilyParameters) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col("end") > F.col("stream_time") - F.lit(params.retention_ms)
+
+
+def _data_view(store_type: StoreType, families: dict[str, dict[bytes, bytes]]) -> dict[bytes, bytes]:
+    """What the store's iterators read: the data family, legacy rows converted (LAY-6, LAY-8)."""
+    from kstate.app.dump import logical_view
+
+    return logical_view(store_type, families)
+
+
+#: The semantics of each family the oracle knows beyond key-value.
+SEMANTICS: Mapping[Family, Semantics] = {
+    Family.VERSIONED: Semantics(
+        Family.VERSIONED, "versions", ("valid_from",), ("value", "valid_to", "headers"),
+        f"partition int, key binary, valid_from long, valid_to long, value binary, headers {_HEADERS_TYPE}",
+        _versioned_expected, _versioned_decode, _versioned_queryable, "history_retention_ms",
+        frozenset({ValueFormat.PLAIN, ValueFormat.AGGREGATION_WITH_HEADERS})),
+    Family.WINDOW: Semantics(
+        Family.WINDOW, "windows", ("window_start", "seqnum"), ("value", "timestamp", "headers"),
+        f"partition int, key binary, window_start long, seqnum long, value binary, timestamp long, headers {_HEADERS_TYPE}",
+        _window_expected, _window_decode, _window_queryable, "retention_ms",
+        frozenset({ValueFormat.PLAIN, ValueFormat.TIMESTAMPED, ValueFormat.TIMESTAMPED_WITH_HEADERS})),
+    Family.SESSION: Semantics(
+        Family.SESSION, "sessions", ("start", "end"), ("value", "headers"),
+        f"partition int, key binary, start long, end long, value binary, headers {_HEADERS_TYPE}",
+        _session_expected, _session_decode, _session_queryable, "retention_ms",
+        frozenset({ValueFormat.PLAIN, ValueFormat.AGGREGATION_WITH_HEADERS})),
+}
+
+#: The store types whose changelog the family oracle reads (a changelog format and restore rule exist) and
+#: whose stored values its decoders know.
+FAMILY_AUDIT_TYPES = tuple(t for t, i in STORE_TYPES.items()
+                           if i.family in SEMANTICS and i.changelog is not None and i.restore is not None
+                           and i.value_format in SEMANTICS[i.family].value_formats)
+
+
+def semantics_for(store_type: StoreType) -> Semantics:
+    """The semantics of ``store_type``'s family; :class:`AuditSetupError` for a type the oracle cannot audit."""
+    if store_type not in FAMILY_AUDIT_TYPES:
+        raise AuditSetupError(f"the family oracle does not audit {StoreType(store_type).value} stores")
+    return SEMANTICS[STORE_TYPES[store_type].family]
+
+
+def check_parameters(store_type: StoreType, params: FamilyParameters) -> None:
+    """Refuse a missing or negative retention the type's semantics need, naming it."""
+    semantics = semantics_for(store_type)
+    value = getattr(params, semantics.needs)
+    if value is None or value < 0:
+        raise AuditSetupError(f"auditing a {StoreType(store_type).value} store needs a non-negative "
+                              f"{semantics.needs.replace('_', '-')} (the store's configuration)")
+    if params.retain_duplicates and semantics.family is not Family.WINDOW:
+        raise AuditSetupError("retain_duplicates applies to window stores only")
+
+
+# --- the actual side --------------------------------------------------------------------------------
+
+
+def _databases(store_type: StoreType, store_dir: Path) -> list[Path]:
+    """The RocksDB directories of a store: itself (versioned) or its segments (LAY-2, LAY-3)."""
+    if STORE_TYPES[store_type].single_database:
+        return [store_dir]
+    out = []
+    for entry in sorted(store_dir.iterdir()):
+        if not entry.is_dir():
+            continue
+        try:
+            parsed = parse_segment_name(store_dir.name, entry.name, 1)
+        except KStateError:
+            continue
+        if parsed.segment_id >= 0:
+            out.append(entry)
+    return out
+
+
+def read_store_entries(store_type: StoreType, partition: int, store_dir: str | Path,
+                       problems: list[EntryDifference] | None = None) -> list[Row]:
+    """Every entry of a closed store directory, decoded as :data:`SEMANTICS` lays them out (read from scratch
+    copies, the directory untouched); with ``problems``, rows that do not decode are added to it (kind
+    ``undecodable``) instead of failing the read."""
+    from kstate.inspect.state_dir import read_database
+
+    semantics = semantics_for(store_type)
+    rows: list[Row] = []
+    for db_dir in _databases(store_type, Path(store_dir)):
+        view = _data_view(store_type, {cf: dict(entries) for cf, entries in read_database(db_dir).items()})
+        try:
+            decoded = [(partition, *row) for row in semantics.decode(store_type, view)]
+            rows.extend(decoded)
+            continue
+        except (KStateError, AssertionError) as exc:
+            if problems is None:
+                raise AuditSetupError(f"{db_dir}: a row does not decode as {store_type.value} ({exc})") from exc
+        for key, value in view.items():  # the slow path, only for a database holding a bad row
+            try:
+                rows.extend((partition, *row) for row in semantics.decode(store_type, {key: value}))
+            except (KStateError, AssertionError) as exc:
+                problems.append(EntryDifference(partition, key, f"row in {db_dir.name}", "undecodable", None, str(exc)))
+    return rows
+
+
+def actual_frame(spark: Any, store_type: StoreType, rows: Iterable[Row]) -> Any:
+    """Decoded store entries (from :func:`read_store_entries`) as a DataFrame of the family's schema."""
+    return spark.createDataFrame(list(rows), semantics_for(store_type).schema)
+
+
+# --- the comparison ---------------------------------------------------------------------------------
+
+
+def _shown(column: Any, name: str) -> Any:
+    """A compared column as report text: hex bytes, numbers, ``[k=hex,...]`` headers, ``latest`` for no validTo."""
+    from pyspark.sql import functions as F
+
+    def headers_text(headers: Any) -> Any:
+        pairs = F.transform(headers, lambda h: F.concat(h["key"], F.lit("="), F.coalesce(F.hex(h["value"]), F.lit("null"))))
+        return F.concat(F.lit("["), F.array_join(pairs, ","), F.lit("]"))
+
+    if name == "value":
+        return F.hex(column)
+    if name == "valid_to":
+        return F.coalesce(column.cast("string"), F.lit("latest"))
+    if name == "headers":
+        return headers_text(column)
+    if name == "duplicates":
+        return F.array_join(F.transform(column, lambda d: F.concat_ws(
+            " ", F.hex(d["value"]), d["timestamp"].cast("string"), headers_text(d["headers"]))), "; ")
+    return column.cast("string")
+
+
+def _queryable_entries(semantics: Semantics, entries: Any, stream_times: Any, params: FamilyParameters) -> Any:
+    """The entries a store answers queries with at the changelog's stream time (observed stream time −1 when
+    a partition has no records, VER-25)."""
+    from pyspark.sql import functions as F
+
+    with_time = (entries.join(F.broadcast(stream_times), "partition", "left")
+                 .withColumn("stream_time", F.coalesce(F.col("stream_time"), F.lit(-1).cast("long"))))
+    # An entry whose key does not decode has null times: kept, so that it is reported rather than lost.
+    return with_time.where(F.coalesce(semantics.queryable(params), F.lit(True))).drop("stream_time")
+
+
+def _comparable(semantics: Semantics, params: FamilyParameters) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The entry and compared columns; duplicates are compared per key and window start (WIN-6)."""
+    if semantics.family is Family.WINDOW and params.retain_duplicates:
+        return ("window_start",), ("duplicates",)
+    return semantics.entry_columns, semantics.compared
+
+
+def _group_duplicates(frame: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    return (frame.groupBy("partition", "key", "window_start")
+            .agg(F.array_sort(F.collect_list(F.struct("value", "timestamp", "headers"))).alias("duplicates")))
+
+
+@dataclass
+class Comparison:
+    """What the comparison found: entry counts on both sides, differences counted per kind, and listed."""
+
+    expected_entries: int
+    actual_entries: int
+    counts: dict[str, int]
+    differences: list[EntryDifference]
+
+
+def compare(semantics: Semantics, expected: Any, actual: Any, params: FamilyParameters,
+            stream_times: Any, max_listed: int = MAX_LISTED) -> Comparison:
+    """Join expected and actual entries on (partition, key, entry) and list every difference, one per field."""
+    from pyspark.sql import functions as F
+
+    expected = _queryable_entries(semantics, expected, stream_times, params)
+    actual = _queryable_entries(semantics, actual, stream_times, params)
+    entry, compared = _comparable(semantics, params)
+    if compared == ("duplicates",):
+        expected, actual = _group_duplicates(expected), _group_duplicates(actual)
+    keys = ["partition", "key", *entry]
+    e = expected.select(*keys, *[F.col(c).alias(f"e_{c}") for c in compared], F.lit(True).alias("in_e"))
+    a = actual.select(*keys, *[F.col(c).alias(f"a_{c}") for c in compared], F.lit(True).alias("in_a"))
+    joined = (e.join(a, keys, "full_outer")
+              .withColumn("in_e", F.coalesce("in_e", F.lit(False))).withColumn("in_a", F.coalesce("in_a", F.lit(False))))
+    in_e, in_a = F.col("in_e"), F.col("in_a")
+
+    def whole(prefix: str) -> Any:
+        return F.concat_ws(" ", *[F.concat(F.lit(f"{c}="), _shown(F.col(f"{prefix}{c}"), c)) for c in compared])
+
+    def difference(kind: Any, expected_text: Any, actual_text: Any) -> Any:
+        return F.struct(kind.alias("kind"), expected_text.cast("string").alias("expected"),
+                        actual_text.cast("string").alias("actual"))
+
+    none = F.lit(None).cast("string")
+    candidates = [
+        F.when(in_e & ~in_a, difference(F.lit("missing"), whole("e_"), none)),
+        F.when(~in_e & in_a, difference(F.lit("unexpected"), none, whole("a_"))),
+        *[F.when(in_e & in_a & ~F.col(f"e_{c}").eqNullSafe(F.col(f"a_{c}")),
+                 difference(F.lit(f"different {c}"), _shown(F.col(f"e_{c}"), c), _shown(F.col(f"a_{c}"), c)))
+          for c in compared],
+    ]
+    # One pass counts both sides and every kind of difference: posexplode_outer keeps an entry without
+    # differences (kind null) and counts each entry once (position 0 or null).
+    exploded = joined.select(*keys, in_e, in_a, F.posexplode_outer(F.filter(F.array(*candidates),
+                                                                            lambda d: d.isNotNull())))
+    first = F.coalesce(F.col("pos"), F.lit(0)) == 0
+    tally = (exploded.groupBy(F.col("col.kind").alias("kind"))
+             .agg(F.count("col").alias("n"), F.sum(F.when(first & in_e, 1).otherwise(0)).alias("e"),
+                  F.sum(F.when(first & in_a, 1).otherwise(0)).alias("a"))
+             .collect())
+    counts = {row["kind"]: int(row["n"]) for row in tally if row["kind"] is not None}
+    listed = (exploded.where(F.col("col").isNotNull()).select(*keys, "col.kind", "col.expected", "col.actual")
+              .orderBy(*keys, "kind").limit(max_listed).collect()) if counts else []
+    totals = {"e": sum(int(row["e"]) for row in tally), "a": sum(int(row["a"]) for row in tally)}
+    differences = [EntryDifference(row["partition"], bytes(row["key"]), " ".join(f"{c}={row[c]}" for c in entry),
+                                   row["kind"], row["expected"], row["actual"]) for row in listed]
+    return Comparison(int(totals["e"] or 0), int(totals["a"] or 0), dict(sorted(counts.items())), differences)
+
+
+def _expected_with_stream_times(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
+    from pyspark.sql import functions as F
+
+    check_parameters(store_type, params)
+    expected, events = semantics_for(store_type).expected(changelog, StoreType(store_type), params)
+    return expected, events.groupBy("partition").agg(F.max("event_time").alias("stream_time"))
+
+
+def expected_entries(changelog: Any, store_type: StoreType, params: FamilyParameters) -> Any:
+    """The entries ``changelog`` (the Kafka source's columns) implies a store answers queries with, in the
+    family's schema, before duplicates are grouped."""
+    expected, stream_times = _expected_with_stream_times(changelog, store_type, params)
+    return _queryable_entries(semantics_for(store_type), expected, stream_times, params)
+
+
+def compare_changelog(spark: Any, changelog: Any, store_type: StoreType, params: FamilyParameters, actual: Any,
+                      max_listed: int = MAX_LISTED) -> Comparison:
+    """The expected entries of ``changelog`` (the Kafka source's columns) against ``actual`` (the family schema)."""
+    expected, stream_times = _expected_with_stream_times(changelog, store_type, params)
+    return compare(semantics_for(store_type), expected, actual, params, stream_times, max_listed)
+
+
+def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapping[int, Iterable[str | Path]],
+                 params: FamilyParameters, *, spark: Any, partitions: Iterable[int] | None = None,
+                 progress: Callable[[str], None] | None = None,
+                 client_config: Mapping[str, Any] | None = None) -> Any:
+    """Audit the closed store directories ``stores`` (changelog partition -> directories) of a versioned, window
+    or session store against its changelog ``topic``; answers an :class:`kstate.spark.oracle.AuditReport`."""
+    from kstate.spark.oracle import AuditReport, persisted_changelog
+
+    store_type = StoreType(store_type)
+    check_parameters(store_type, params)
+    semantics = semantics_for(store_type)
+    step = progress or (lambda _msg: None)
+    started = time.monotonic()
+    problems: list[EntryDifference] = []
+    rows = [row for partition, dirs in sorted(stores.items()) for store_dir in dirs
+            for row in read_store_entries(store_type, partition, store_dir, problems)]
+    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
+        actual = actual_frame(spark, store_type, rows)
+        step("comparing")
+        found = compare_changelog(spark, changelog, store_type, params, actual)
+    counts = dict(found.counts)
+    if problems:
+        counts["undecodable"] = len(problems)
+    return AuditReport("spark", records, found.expected_entries, found.actual_entries, [],
+                       time.monotonic() - started, entity=semantics.entity,
+                       entry_differences=problems + found.differences, counts=dict(sorted(counts.items())))
