@@ -243,9 +243,9 @@ class SessionModel:
 
     @property
     def committed(self) -> int | None:
-        """The store's committed offset: the smallest its segments hold, None if none holds one."""
-        held = [o for s, o in self.segment_offsets.items() if s in self.segments and o is not None]
-        return min(held) if held else None
+        """The store's committed offset: the newest segment's that holds one, None if none does (SS-23)."""
+        held = [(s, o) for s, o in self.segment_offsets.items() if s in self.segments and o is not None]
+        return max(held)[1] if held else None
 
     def adopt(self, observed: dict[str, Segment]) -> bool:
         """After a crash: accept the segments ``observed`` if their rows are those of a state a crash may leave.

@@ -581,12 +581,15 @@ class RocksDBSessionStore(SessionOperations):
             segment.instance.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
-        """The smallest offset the open segments hold for ``partition`` (a segment created since the last commit
-        holds none), None if none does (SS-23)."""
+        """``AbstractSegments.committedOffset``: the offset of the newest segment that holds one for ``partition``
+        (a segment created since the last commit holds none), None if none does (SS-23)."""
         tp = _to_codec_tp(partition, "partition")
         self._check_open()
-        offsets = [o for o in (s.instance.committed_offset(tp) for s in self.segments.all_segments()) if o is not None]
-        return min(offsets) if offsets else None
+        for segment in self.segments.all_segments(forward=False):
+            offset = segment.instance.committed_offset(tp)
+            if offset is not None:
+                return offset
+        return None
 
     # inspection --------------------------------------------------------------------------------------------------
 
