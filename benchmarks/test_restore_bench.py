@@ -37,7 +37,7 @@ import pytest
 import rocksdict
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
@@ -127,7 +127,7 @@ def _pairs(store_type: StoreType, records: list[cl.ChangelogRecord]) -> list[tup
     return [(r.key, convert(r)) for r in records]
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_restore_into_rocksdb(benchmark: Any, records: list[cl.ChangelogRecord], rounds: Rounds, store_type: StoreType) -> None:
     """Restore N records in batches of 1000, each batch committed with its changelog offset."""
     opened: list[Any] = []
@@ -148,7 +148,7 @@ def test_restore_into_rocksdb(benchmark: Any, records: list[cl.ChangelogRecord],
     _record(benchmark, (store_type, "restore"))
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_raw_write_batch_load(benchmark: Any, records: list[cl.ChangelogRecord], rounds: Rounds, store_type: StoreType) -> None:
     """The same bytes written with raw rocksdict write batches of 1000."""
     pairs = _pairs(store_type, records)
@@ -197,7 +197,7 @@ def ratio_report(request: pytest.FixtureRequest, records: list[cl.ChangelogRecor
     lines = ["", f"restore benchmark, N={N} records, batches of {BATCH} (process CPU time; best of {ROUNDS} rounds, "
              f"then {INTERLEAVED_ROUNDS} interleaved)",
              f"{'store type':<26}{'restore s':>11}{'raw load s':>12}{'ratio':>8}{'interleaved':>13}{'target':>8}  verdict"]
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         measured, baseline = RESULTS.get((store_type, "restore")), RESULTS.get((store_type, "raw"))
         if measured is None or baseline is None:
             continue

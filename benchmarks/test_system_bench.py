@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from kstate.app.restore_io import restore_from_changelog
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.kafka.broker import TansuBroker
 from kstate.kafka.changelog_topics import create_changelog_topic, iter_batches, produce
 from kstate.stores.api import Backend, TopicPartition
@@ -129,7 +129,7 @@ def test_consume_and_raw_write(benchmark: Any, bench_broker: TansuBroker, restor
     RESULTS["consume + raw write records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore_topic: str,
                               store_type: StoreType) -> None:
     stores: list[Any] = []
@@ -214,7 +214,7 @@ def teardown_module() -> None:
     if raw and floor:
         lines.append(f"consume + raw rocksdict write {floor:,.0f} records/s vs raw consume: ratio {floor / raw:.2f} "
                      "(the ceiling of a restore through rocksdict)")
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         restored = RESULTS.get(f"restore {store_type.value} records/s")
         if raw and restored:
             others = "".join(f", {restored / base:.2f} {what}" for base, what in

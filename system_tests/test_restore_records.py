@@ -10,7 +10,7 @@ import pytest
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import decode_value_timestamp_headers
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.codecs.timestamped import decode_value_and_timestamp
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, consume_all, create_changelog_topic, produce
@@ -34,7 +34,7 @@ RECORDS: list[RawRecord] = [
 ]
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_restore_stores_what_each_record_says(broker: Broker, tmp_path: Path, app_name: str,
                                               store_type: StoreType) -> None:
     topic = create_changelog_topic(broker, app_name, "s", store_type, 1)

@@ -47,7 +47,8 @@ def test_the_derived_sets_are_the_families() -> None:
     assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS} == KV_TYPES
     assert {T.WINDOW, T.TIMESTAMPED_WINDOW, T.TIMESTAMPED_WINDOW_WITH_HEADERS} == WINDOW_TYPES
     assert {T.SESSION, T.SESSION_WITH_HEADERS} == SESSION_TYPES
-    assert BUILT_TYPES == (T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS)
+    assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS, *WINDOW_TYPES} <= set(BUILT_TYPES)
+    assert T.TIME_ORDERED_WINDOW_WITH_HEADERS not in BUILT_TYPES
 
 
 def test_restore_writes_a_record_in_the_value_layout() -> None:
@@ -70,9 +71,9 @@ def test_a_type_without_a_layout_is_refused() -> None:
 
 def test_only_built_types_have_store_classes(tmp_path: Path) -> None:
     assert set(STORE_CLASSES) == set(BUILT_TYPES)
-    with pytest.raises(StoreTypeNotBuiltError, match="window") as info:
-        store_classes(T.WINDOW)
-    assert info.value.store_type is T.WINDOW and isinstance(info.value, KStateError)
+    with pytest.raises(StoreTypeNotBuiltError, match="time_ordered_window_with_headers") as info:
+        store_classes(T.TIME_ORDERED_WINDOW_WITH_HEADERS)
+    assert info.value.store_type is T.TIME_ORDERED_WINDOW_WITH_HEADERS and isinstance(info.value, KStateError)
     with pytest.raises(StoreTypeNotBuiltError, match="session"):
         open_kv_store("session", Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert not any(tmp_path.iterdir())
@@ -83,9 +84,10 @@ def test_store_open_takes_both_spellings_and_names_a_type_not_built(tmp_path: Pa
         opened = call("store.open", {"store_type": name, "backend": "memory", "name": "s"})
         assert "handle" in opened, opened
         assert call("store.close", {"handle": opened["handle"]}) == {}
-    refused = call("store.open", {"store_type": "window", "backend": "rocksdb", "name": "s", "state_dir": str(tmp_path)})
-    assert refused["error"]["type"] == "StoreTypeNotBuiltError" and "window" in refused["error"]["message"]
-    assert call("store.capabilities", {})["store_types"] == ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
+    refused = call("store.open", {"store_type": "time_ordered_window_with_headers", "backend": "rocksdb", "name": "s",
+                                  "state_dir": str(tmp_path)})
+    assert refused["error"]["type"] == "StoreTypeNotBuiltError" and "time_ordered_window" in refused["error"]["message"]
+    assert call("store.capabilities", {})["store_types"][:3] == ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
 
 
 def test_every_segmented_type_with_a_manager_is_segmented_and_the_rest_are_refused_by_name() -> None:

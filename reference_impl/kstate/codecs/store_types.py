@@ -252,11 +252,12 @@ STORE_TYPES: Mapping[StoreType, StoreTypeInfo] = _entries(
                   _PLAIN_CFS, TopicConfig("compact", versioned_compaction_lag=True)),
     StoreTypeInfo(_T.VERSIONED_KV_WITH_HEADERS, Family.VERSIONED, None, None, None, None, None),
     StoreTypeInfo(_T.WINDOW, Family.WINDOW, ValueFormat.PLAIN, PLAIN_LOGGED, RestoreConversion.IDENTITY, _PLAIN_CFS,
-                  TopicConfig("compact,delete", windowed_retention=True, delete_when_retaining_duplicates=True)),
+                  TopicConfig("compact,delete", windowed_retention=True, delete_when_retaining_duplicates=True),
+                  built=True),
     StoreTypeInfo(_T.TIMESTAMPED_WINDOW, Family.WINDOW, ValueFormat.TIMESTAMPED, TIMESTAMPED_LOGGED,
-                  RestoreConversion.TIMESTAMPED, _TIMESTAMPED_CFS, _WINDOWED_TOPIC),
+                  RestoreConversion.TIMESTAMPED, _TIMESTAMPED_CFS, _WINDOWED_TOPIC, built=True),
     StoreTypeInfo(_T.TIMESTAMPED_WINDOW_WITH_HEADERS, Family.WINDOW, ValueFormat.TIMESTAMPED_WITH_HEADERS,
-                  HEADERS_LOGGED, RestoreConversion.TIMESTAMPED_WITH_HEADERS, _HEADERS_CFS, _WINDOWED_TOPIC),
+                  HEADERS_LOGGED, RestoreConversion.TIMESTAMPED_WITH_HEADERS, _HEADERS_CFS, _WINDOWED_TOPIC, built=True),
     StoreTypeInfo(_T.SESSION, Family.SESSION, ValueFormat.PLAIN, PLAIN_LOGGED, RestoreConversion.IDENTITY, _PLAIN_CFS,
                   _WINDOWED_TOPIC),
     StoreTypeInfo(_T.SESSION_WITH_HEADERS, Family.SESSION, ValueFormat.AGGREGATION_WITH_HEADERS,
@@ -292,9 +293,12 @@ WINDOW_TYPES = types_where(lambda i: i.family is Family.WINDOW and i.changelog i
 SESSION_TYPES = types_where(lambda i: i.family is Family.SESSION and i.changelog is not None)
 #: The store types the reference implementation can open.
 BUILT_TYPES = tuple(t for t in StoreType if STORE_TYPES[t].built)
+#: The built key-value types: what the key-value stores' tests, benchmarks, audit and oracle run over.
+BUILT_KV_TYPES = tuple(t for t in BUILT_TYPES if t in KV_TYPES)
 
 
 __all__ = [
+    "BUILT_KV_TYPES",
     "BUILT_TYPES",
     "KV_TYPES",
     "LEGACY_ALIASES",

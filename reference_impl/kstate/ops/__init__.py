@@ -61,6 +61,7 @@ _FAMILY_MODULES = (
     "kstate.ops.changelog_ops",
     "kstate.ops.store_ops",
     "kstate.ops.kv_store_ops",
+    "kstate.ops.window_store_ops",
     "kstate.ops.store_scenario_ops",
 )
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.ops import JsonDict, OpSpec, call, load_all
+from kstate.ops import JsonDict, OpSpec, call, load_all, window_store_ops
 
 _HEX = re.compile(r"^(?:[0-9a-f]{2})*$")
 #: Objects with more keys than this, or nested deeper, are shown as ``object`` (the example shows them).
@@ -161,6 +161,8 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                    "partition?: int}; optional, the first record context",
         "ignore_invalid_state": "bool; optional, open a store whose offsets say it is corrupt",
         "pre_4_3_reader": "bool; optional, open as a Kafka before 4.3 would (no offsets column family)",
+        "options": "object; optional, the family's own options (window: retention_ms, window_size_ms, "
+                   "retain_duplicates, segment_interval_ms)",
     }, {
         "handle": "string; names the store in every later operation",
         "manages_offsets": "bool; the store keeps its changelog offsets itself (KIP-1035)",
@@ -230,6 +232,8 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "store.table_options": ({"handle": "string; a closed RocksDB store"},
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
 }
+
+STORE_FIELDS.update(window_store_ops.INDEX_FIELDS)
 
 #: The Kafka methods of operations recorded vectors do not name (``java`` in the registry names those).
 KAFKA_METHODS: dict[str, tuple[str, ...]] = {
@@ -313,6 +317,11 @@ STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
     ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
                     "application_id": "app", "task_id": "0_0"}),
     ("store.crash", {"handle": "$h3"}),
+    ("store.open", {"store_type": "window", "backend": "rocksdb", "name": "clicks", "state_dir": STATE_DIR,
+                    "application_id": "app", "task_id": "0_0",
+                    "options": {"retention_ms": 120000, "window_size_ms": 1000}}),
+    *((name, {**payload, "handle": "$h4"}) for name, payload in window_store_ops.INDEX_SESSION),
+    ("store.close", {"handle": "$h4"}),
     ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
     ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),

@@ -26,9 +26,26 @@ from kstate.stores.changelogging import (
 )
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
-from kstate.stores.segments import AbstractSegments, KeyValueSegments, LogicalKeyValueSegments, TimestampedSegments
+from kstate.stores.segments import (
+    AbstractSegments,
+    KeyValueSegments,
+    LogicalKeyValueSegments,
+    TimestampedSegments,
+    TimestampedSegmentsWithHeaders,
+)
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from kstate.stores.window import (
+    RocksDBTimestampedWindowStore,
+    RocksDBTimestampedWindowStoreWithHeaders,
+    RocksDBWindowStore,
+)
+from kstate.stores.window_logging import ChangeLoggingWindowBytesStore
+from kstate.stores.window_memory import (
+    InMemoryTimestampedWindowStore,
+    InMemoryTimestampedWindowStoreWithHeaders,
+    InMemoryWindowStore,
+)
 
 
 class StoreTypeNotBuiltError(KStateError, ValueError):
@@ -103,6 +120,15 @@ class StoreClasses:
         return out
 
 
+#: The options of the window types, as ``Stores.persistentWindowStore`` takes them (WS-2): retention and window
+#: size required, duplicates off unless asked for, the segment interval defaulted to ``max(retention / 2, 60000)``.
+WINDOW_OPTIONS = (
+    OpenOption("retention_ms", int, required=True),
+    OpenOption("window_size_ms", int, required=True),
+    OpenOption("retain_duplicates", bool),
+    OpenOption("segment_interval_ms", int),
+)
+
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
 STORE_CLASSES = MappingProxyType({
     StoreType.KEY_VALUE: StoreClasses(RocksDBStore, InMemoryKeyValueStore, _plain_logging, KeyValueStore),
@@ -111,6 +137,13 @@ STORE_CLASSES = MappingProxyType({
     StoreType.TIMESTAMPED_KV_WITH_HEADERS: StoreClasses(
         RocksDBTimestampedStoreWithHeaders, InMemoryTimestampedKeyValueStoreWithHeaders,
         ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders, TimestampedKeyValueStoreWithHeaders),
+    StoreType.WINDOW: StoreClasses(RocksDBWindowStore, InMemoryWindowStore, ChangeLoggingWindowBytesStore,
+                                   options=WINDOW_OPTIONS),
+    StoreType.TIMESTAMPED_WINDOW: StoreClasses(RocksDBTimestampedWindowStore, InMemoryTimestampedWindowStore,
+                                               ChangeLoggingWindowBytesStore, options=WINDOW_OPTIONS),
+    StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS: StoreClasses(
+        RocksDBTimestampedWindowStoreWithHeaders, InMemoryTimestampedWindowStoreWithHeaders,
+        ChangeLoggingWindowBytesStore, options=WINDOW_OPTIONS),
 })
 
 if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the two tables agree
@@ -123,6 +156,7 @@ if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the 
 SEGMENT_MANAGERS: MappingProxyType[StoreType, type[AbstractSegments[Any]]] = MappingProxyType({
     StoreType.WINDOW: KeyValueSegments,
     StoreType.TIMESTAMPED_WINDOW: TimestampedSegments,
+    StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS: TimestampedSegmentsWithHeaders,
     StoreType.SESSION: KeyValueSegments,
     StoreType.VERSIONED_KV: LogicalKeyValueSegments,
 })
@@ -151,6 +185,16 @@ def changelogging_store(
     return store_classes(StoreType(store_type)).logging(inner, context, sink)
 
 
-__all__ = ["SEGMENT_MANAGERS", "STORE_CLASSES", "LoggingConstructor", "OpenOption", "StoreClasses", "StoreOptionError",
-           "StoreTypeNotBuiltError",
-           "changelogging_store", "segment_manager", "store_classes"]
+__all__ = [
+    "SEGMENT_MANAGERS",
+    "STORE_CLASSES",
+    "WINDOW_OPTIONS",
+    "LoggingConstructor",
+    "OpenOption",
+    "StoreClasses",
+    "StoreOptionError",
+    "StoreTypeNotBuiltError",
+    "changelogging_store",
+    "segment_manager",
+    "store_classes",
+]

@@ -101,6 +101,16 @@ def _value_bytes(value: bytes | None) -> bytes | None:
     raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
 
 
+def default_changelog_partitions(task_dir: Path, store_name: str) -> tuple[TopicPartition, ...]:
+    """``<application.id>-<store>-changelog``, partition = the task's partition, read from the directory names
+    ``<application.id>/<subtopology>_<partition>``; none when they do not have that form."""
+    try:
+        partition = int(task_dir.name.rsplit("_", 1)[1])
+    except (IndexError, ValueError):
+        return ()
+    return (TopicPartition(f"{task_dir.parent.name}-{store_name}-changelog", partition),)
+
+
 # --- iterators ----------------------------------------------------------------------------------------
 
 
@@ -445,15 +455,7 @@ class RocksDBStore(_KeyValueOperations):
 
     def _default_changelog_partitions(self) -> tuple[TopicPartition, ...]:
         """``<application.id>-<store>-changelog``, partition = the task's partition (from the directory names)."""
-        if self.task_dir is None:
-            return ()
-        application_id = self.task_dir.parent.name
-        task = self.task_dir.name
-        try:
-            partition = int(task.rsplit("_", 1)[1])
-        except (IndexError, ValueError):
-            return ()
-        return (TopicPartition(f"{application_id}-{self.name}-changelog", partition),)
+        return () if self.task_dir is None else default_changelog_partitions(self.task_dir, self.name)
 
     # state ----------------------------------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import InvalidStateStoreError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
 from kstate.stores.engine import Engine
+from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import RocksDBStore, validate_store_name
 from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
@@ -265,6 +266,13 @@ class TimestampedSegments(KeyValueSegments):
     migrates its own ``default`` family lazily (LAY-5, KV-30)."""
 
     LAYOUT = TIMESTAMPED_LAYOUT
+
+
+class TimestampedSegmentsWithHeaders(KeyValueSegments):
+    """KIP-1271's ``TimestampedSegmentsWithHeaders``: header-aware timestamped window stores, each segment a
+    ``keyValueWithTimestampAndHeaders`` database upgrading lazily from a timestamped or plain one (LAY-8, WS-27)."""
+
+    LAYOUT = TIMESTAMPED_WITH_HEADERS_LAYOUT
 
 
 # --- logical segments in one database ------------------------------------------------------------------------------

@@ -1,0 +1,554 @@
+"""Window stores: Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` (spec/window-store.md, WS-*).
+
+A window store keeps byte values by ``(key, window start)``. On RocksDB every record is the row
+``[key][window start int64][seqnum int32]`` (WIN-1, WS-3) in the database of its segment,
+``<task>/<store>/<store>.<segment start>`` (WS-5); the three types differ in their values (plain,
+``[ts][value]``, ``[hsize][headers][ts][value]``, WS-21) and their segments' column families (WS-27).
+What a store answers is materialised: ``fetch_range`` gives ``(window start, value)`` pairs, the other
+scans ``(key, window start, value)`` triples, each in Kafka's order (WS-11 to WS-15).
+
+The in-memory store is :mod:`kstate.stores.window_memory`; the change-logging layer
+:mod:`kstate.stores.window_logging`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from kstate.codecs import changelog as cl
+from kstate.codecs import segments as seg
+from kstate.codecs import window_keys
+from kstate.codecs.key_schemas import check_long
+from kstate.codecs.position import Position, merge_positions
+from kstate.codecs.primitives import INT64_MAX
+from kstate.codecs.store_types import StoreType
+from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
+from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, StateStore, TopicPartition
+from kstate.stores.engine import EngineCursor
+from kstate.stores.kv import (
+    _changelog_offsets,
+    _to_codec_tp,
+    default_changelog_partitions,
+    require_key,
+    validate_store_name,
+)
+from kstate.stores.segments import (
+    KeyValueSegment,
+    KeyValueSegments,
+    TimestampedSegments,
+    TimestampedSegmentsWithHeaders,
+)
+
+LOG = logging.getLogger("kstate.stores")
+
+SCHEMA = window_keys.PLAIN
+#: ``ConsumerRecord.NO_TIMESTAMP``: the observed stream time of a store that has seen no put (WS-6).
+NO_TIMESTAMP = -1
+FMT = "window-store"
+
+#: ``(window start, value)`` of a single-key fetch.
+TimedValue = tuple[int, bytes]
+#: ``(key, window start, value)`` of a multi-key fetch.
+WindowedEntry = tuple[bytes, int, bytes]
+
+
+@runtime_checkable
+class WindowBytesStore(StateStore, Protocol):
+    """Kafka's ``WindowStore<Bytes, byte[]>``, values in the type's layout (WS-1, WS-10 to WS-15)."""
+
+    store_type: StoreType
+    retain_duplicates: bool
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None: ...
+    def fetch(self, key: bytes, time: int) -> bytes | None: ...
+    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]: ...
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+                   backward: bool = False) -> list[WindowedEntry]: ...
+    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]: ...
+    def all(self, backward: bool = False) -> list[WindowedEntry]: ...
+    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None: ...
+
+
+# --- argument checks shared by both backends --------------------------------------------------------------------
+
+
+def check_time(name: str, value: object) -> int:
+    """A Java ``long`` time argument, else :class:`InvalidArgumentError` naming ``name`` (WS-35)."""
+    try:
+        check_long(FMT, name, value, EncodeError)  # type: ignore[arg-type]
+    except EncodeError as exc:
+        raise InvalidArgumentError(name, exc.reason) from None
+    return value  # type: ignore[return-value]
+
+
+def check_value(value: object) -> bytes | None:
+    """A value is bytes or None (a tombstone) (WS-35)."""
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
+
+
+def check_bound(name: str, key: object) -> bytes | None:
+    """A key-range bound: bytes, or None for unbounded (WS-34)."""
+    if key is None:
+        return None
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgumentError(name, f"keys are bytes or None, got {type(key).__name__}")
+
+
+def check_options(retention_ms: object, window_size_ms: object, retain_duplicates: object,
+                  segment_interval_ms: object) -> int:
+    """``Stores.persistentWindowStore``'s checks; answers the segment interval, defaulted to
+    ``max(retention / 2, 60000)`` (WS-2, WIN-16). Every refusal is an :class:`InvalidArgumentError`."""
+    for name, value in (("retention_ms", retention_ms), ("window_size_ms", window_size_ms)):
+        check_time(name, value)
+    if segment_interval_ms is not None:
+        check_time("segment_interval_ms", segment_interval_ms)
+    if not isinstance(retain_duplicates, bool):
+        raise InvalidArgumentError("retain_duplicates", f"expected a bool, got {retain_duplicates!r:.80}")
+    assert isinstance(retention_ms, int) and isinstance(window_size_ms, int)
+    if retention_ms < 0:
+        raise InvalidArgumentError("retention_ms", "retention period cannot be negative")
+    try:
+        return window_keys.validate_store_params(
+            retention_ms, window_size_ms, segment_interval_ms)  # type: ignore[arg-type]
+    except EncodeError as exc:
+        argument = "segment_interval_ms" if "segment" in exc.reason else "window_size_ms"
+        raise InvalidArgumentError(argument, exc.reason) from None
+
+
+class WindowStoreBase:
+    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6)."""
+
+    store_type: StoreType = StoreType.WINDOW
+    backend: Backend
+
+    def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool,
+                 segment_interval_ms: int | None) -> None:
+        self.name = validate_store_name(name)
+        self.segment_interval = check_options(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
+        self.retention_period = retention_ms
+        self.window_size = window_size_ms
+        self.retain_duplicates = retain_duplicates
+        #: The largest window start any put (or restore batch) named; -1 until then, and after a restart (WS-6).
+        self.observed_stream_time = NO_TIMESTAMP
+        #: The store's own duplicate counter, in memory only (WS-4).
+        self.seqnum = 0
+        #: Puts dropped because their window had expired (Kafka's ``dropped-records`` sensor, WS-38).
+        self.dropped_records = 0
+        self._position: Position = {}
+        self._record_context: RecordContext | None = None
+
+    # position (IQ consistency) --------------------------------------------------------------------------------
+
+    def set_record_context(self, context: RecordContext | None) -> None:
+        """The record being processed; a write then advances the store's position (WS-29)."""
+        self._record_context = context
+
+    def _update_position(self) -> None:
+        context = self._record_context
+        if context is not None and context.topic and context.offset >= 0:
+            partitions = self._position.setdefault(context.topic, {})
+            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+
+    @property
+    def position(self) -> Position:
+        """A copy of the store's position."""
+        return {topic: dict(parts) for topic, parts in self._position.items()}
+
+    # shared steps -----------------------------------------------------------------------------------------------
+
+    def _next_seqnum(self) -> int:
+        """``maybeUpdateSeqnumForDups``: ``(seqnum + 1) & 0x7FFFFFFF`` with duplicates, else unchanged (WS-4)."""
+        self.seqnum = window_keys.next_seqnum(self.seqnum, self.retain_duplicates)
+        return self.seqnum
+
+    def _earliest_live(self) -> int:
+        """``observedStreamTime - retentionPeriod + 1``: the first time a read still answers (WS-10, WS-11)."""
+        return self.observed_stream_time - self.retention_period + 1
+
+    @staticmethod
+    def _checked_put(key: bytes, value: bytes | None, window_start: int) -> tuple[bytes, bytes | None, int]:
+        return require_key(key), check_value(value), check_time("window_start", window_start)
+
+    @staticmethod
+    def _checked_range(time_from: int, time_to: int) -> None:
+        check_time("time_from", time_from)
+        check_time("time_to", time_to)
+
+    def persistent(self) -> bool:
+        return self.backend is Backend.ROCKSDB
+
+
+# --- RocksDB -------------------------------------------------------------------------------------------------------
+
+
+def _in_range(key: bytes, key_from: bytes | None, key_to: bytes | None) -> bool:
+    return (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
+
+
+class RocksDBWindowStore(WindowStoreBase):
+    """Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` with ``WindowKeySchema`` (WS-1..WS-15).
+
+    One :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment under ``<task_dir>/<name>/``
+    (WS-5), its column families those of ``SEGMENTS`` (WS-27), its own ``offsets`` family (WS-28). Writes are
+    staged until :meth:`commit` or :meth:`close`.
+    """
+
+    backend = Backend.ROCKSDB
+    store_type = StoreType.WINDOW
+    #: The segment manager of this type: Kafka's ``KeyValueSegments`` / ``TimestampedSegments`` / ... (WS-27).
+    SEGMENTS: type[KeyValueSegments] = KeyValueSegments
+
+    def __init__(
+        self,
+        name: str,
+        task_dir: str | Path,
+        *,
+        retention_ms: int,
+        window_size_ms: int,
+        retain_duplicates: bool = False,
+        segment_interval_ms: int | None = None,
+        ignore_invalid_state: bool = False,
+        migrate_legacy_files: bool = True,
+        manage_offsets: bool = True,
+        changelog_partitions: Iterable[TopicPartition] | None = None,
+    ) -> None:
+        super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
+        # Legacy ``.checkpoint`` files are the task's; a segmented store has no file of its own to migrate.
+        del migrate_legacy_files
+        self.task_dir = Path(task_dir)
+        self.path = self.task_dir / self.name
+        partitions = (tuple(changelog_partitions) if changelog_partitions is not None
+                      else default_changelog_partitions(self.task_dir, self.name))
+        self.segments = self.SEGMENTS(
+            self.name, self.task_dir, self.retention_period, self.segment_interval,
+            manage_offsets=manage_offsets, changelog_partitions=partitions,
+            ignore_invalid_state=ignore_invalid_state)
+        self._open_existing()
+        self._open = True
+        self._restore_stack: contextlib.ExitStack | None = None
+        self._restore_entered: set[str] = set()
+
+    def _open_existing(self) -> None:
+        """Open every segment found, as ``openExisting`` at stream time -1 does (WS-31); the position is the
+        merge of the segments' (WS-29).
+
+        Kafka's ``openExisting`` swallows a segment that refuses to open and fails at its next put instead;
+        here the refusal (an unclean shutdown, an unknown column family) is the open's, and the segments
+        already opened are closed again (WS-31).
+        """
+        try:
+            self.segments.open_existing(self.observed_stream_time)
+            on_disk = self._segment_ids_on_disk()
+            if on_disk is not None:
+                for segment_id in sorted(on_disk - set(self.segments.segment_ids())):
+                    self.segments.get_or_create_segment(segment_id)
+        except BaseException:
+            self.segments.close()
+            raise
+        self._position = self.segments.position()
+
+    def _segment_ids_on_disk(self) -> set[int] | None:
+        """The segment ids ``openExisting`` would open; None when a name stops its scan (LAY-3)."""
+        ids: set[int] = set()
+        try:
+            entries = sorted(p.name for p in self.segments.directory.iterdir())
+        except OSError:
+            return None
+        for entry in entries:
+            try:
+                parsed = seg.parse_segment_name(self.name, entry, self.segment_interval)
+            except KStateError:
+                return None
+            if parsed.segment_id >= 0:
+                ids.add(parsed.segment_id)
+        return ids
+
+    # state --------------------------------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+
+    def segment_names(self) -> list[str]:
+        """The names of the open segments, oldest first (``<store>.<segment start>``, WS-5)."""
+        return [s.name for s in self.segments.all_segments()]
+
+    def segment_modes(self) -> dict[str, str]:
+        """Each open segment's column-family mode: ``regular`` or ``upgrade`` (WS-27)."""
+        return {s.name: s.instance.mode for s in self.segments.all_segments()}
+
+    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
+        """Every open segment's column families and rows, written plus staged, by segment name (WS-5, WS-27)."""
+        self._check_open()
+        return {s.name: s.instance.column_family_rows() for s in self.segments.all_segments()}
+
+    # writes -------------------------------------------------------------------------------------------------------
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        """``RocksDBWindowStore.put``: a null value with duplicates is a no-op (WS-4, WS-9); otherwise the row
+        ``[key][start][seqnum]`` goes to its segment if live, else is dropped (WS-7)."""
+        key, value, window_start = self._checked_put(key, value, window_start)
+        self._check_open()
+        if value is None and self.retain_duplicates:
+            return
+        store_key = SCHEMA.to_store_key(key, window_start, self._next_seqnum())
+        self._segmented_put(store_key, window_start, value)
+
+    def _segmented_put(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
+        """``AbstractRocksDBSegmentedBytesStore.put`` (WS-6, WS-7, WS-8)."""
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        segment = self.segments.get_or_create_segment_if_live(
+            self.segments.segment_id(timestamp), self.observed_stream_time)
+        if segment is None:
+            self.dropped_records += 1
+            LOG.debug("Skipping record for expired segment of store %s.", self.name)
+            return
+        self._update_position()
+        self._enter_restore_mode(segment)
+        segment.accessor.put(store_key, value)
+
+    # reads --------------------------------------------------------------------------------------------------------
+
+    def fetch(self, key: bytes, time: int) -> bytes | None:
+        """``fetch(key, time)``: the row of the store's *current* seqnum; null once expired (WS-10)."""
+        key = require_key(key)
+        check_time("time", time)
+        self._check_open()
+        if time < self._earliest_live():
+            return None
+        segment = self.segments.segment_for_timestamp(time)
+        if segment is None or not segment.is_open:
+            return None
+        return segment.accessor.get(SCHEMA.to_store_key(key, time, self.seqnum))
+
+    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
+        """``fetch``/``backwardFetch(key, from, to)``: ``from`` clamped to the earliest live time, segment by
+        segment, by window start then seqnum (WS-11, WS-12)."""
+        key = require_key(key)
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        actual_from = max(time_from, self._earliest_live())
+        if time_to < actual_from:
+            return []
+        lower = SCHEMA.lower_range_fixed_size(key, actual_from)
+        upper = SCHEMA.upper_range_fixed_size(key, time_to)
+        return [(start, value) for _key, start, value in
+                self._scan(actual_from, time_to, lower, upper, key, key, not backward)]
+
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+                   backward: bool = False) -> list[WindowedEntry]:
+        """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: null bounds unbounded, ``keyFrom > keyTo`` empty;
+        per segment in key-byte order (WS-13, WS-34)."""
+        key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        if key_from is not None and key_to is not None and key_from > key_to:
+            LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
+            return []
+        actual_from = max(time_from, self._earliest_live())
+        if time_to < actual_from:
+            return []
+        lower = None if key_from is None else SCHEMA.lower_range(key_from, actual_from)
+        upper = None if key_to is None else SCHEMA.upper_range(key_to, time_to)
+        return self._scan(actual_from, time_to, lower, upper, key_from, key_to, not backward)
+
+    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
+        """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        actual_from = max(time_from, self._earliest_live())
+        if time_to < actual_from:
+            return []
+        return self._scan(actual_from, time_to, None, None, None, None, not backward)
+
+    def all(self, backward: bool = False) -> list[WindowedEntry]:
+        """``all``/``backwardAll``: every live row from ``max(0, earliest live)`` on (WS-15)."""
+        self._check_open()
+        actual_from = max(0, self._earliest_live())
+        return self._scan(actual_from, INT64_MAX, None, None, None, None, not backward)
+
+    def _scan(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
+              key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[WindowedEntry]:
+        """``SegmentIterator`` with ``WindowKeySchema.hasNextCondition``: the segments of ``[time_from, time_to]``
+        oldest first when ``forward``, each scanned over ``[lower, upper]``, rows kept whose key and window start
+        are in range (WS-11, WS-13)."""
+        out: list[WindowedEntry] = []
+        if lower is not None and upper is not None and lower > upper:
+            return out  # RocksDBStore.range refuses an inverted range with an empty iterator
+        for segment in self.segments.segments(time_from, time_to, forward):
+            source, cursors = segment.accessor.scan(lower, upper, True, True, not forward)
+            try:
+                for store_key, value in source:
+                    decoded = SCHEMA.decode(store_key)
+                    if time_from <= decoded.timestamp <= time_to and _in_range(decoded.key, key_from, key_to):
+                        out.append((decoded.key, decoded.timestamp, value))
+            finally:
+                _close_all(cursors)
+        return out
+
+    # restore ------------------------------------------------------------------------------------------------------
+
+    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
+        """One restore batch: values converted for the type (WS-25), then :meth:`restore_batch`."""
+        rows = [(r.key, r.value, r.timestamp, r.headers) for r in records]
+        self.restore_batch(cl.restore_entries(self.store_type, rows))
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """``restoreAllInternal``: stream time first advanced to the batch's largest window start, then each row
+        staged in its segment if live, expired ones skipped (WS-25). Keys are checked before anything changes."""
+        self._check_open()
+        timed = []
+        for key, value in entries:
+            if key is None:
+                raise NullKeyError("key cannot be null")
+            timed.append((key, value, self._changelog_timestamp(key)))
+        for _key, _value, timestamp in timed:
+            self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        for key, value, timestamp in timed:
+            segment = self.segments.get_or_create_segment_if_live(
+                self.segments.segment_id(timestamp), self.observed_stream_time)
+            if segment is not None:
+                self._enter_restore_mode(segment)
+                segment.accessor.put(key, value)
+
+    @staticmethod
+    def _changelog_timestamp(key: bytes) -> int:
+        try:
+            return SCHEMA.segment_timestamp(bytes(key))
+        except DecodeError as exc:
+            raise DecodeError(FMT, f"a window changelog key needs at least 12 bytes: {exc.reason}", 0) from None
+
+    def restoring(self) -> contextlib.AbstractContextManager[None]:
+        """Restore mode in every segment, those a restore creates included: no WAL, one flush at the end (RST-8)."""
+        self._check_open()
+        return self._restore_mode()
+
+    @contextlib.contextmanager
+    def _restore_mode(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            self._restore_stack = stack
+            self._restore_entered = set()
+            for segment in self.segments.all_segments():
+                self._enter_restore_mode(segment)
+            try:
+                yield
+            finally:
+                self._restore_stack = None
+
+    def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
+        stack = self._restore_stack
+        if stack is not None and segment.name not in self._restore_entered:
+            self._restore_entered.add(segment.name)
+            stack.enter_context(segment.instance.restoring())
+
+    # KIP-1035 -------------------------------------------------------------------------------------------------------
+
+    def manages_offsets(self) -> bool:
+        return self.segments.manage_offsets
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
+        batch (WS-28)."""
+        offsets = _changelog_offsets(changelog_offsets)
+        self._check_open()
+        self.segments.commit(offsets, self._position)
+
+    def flush(self) -> None:
+        """Write every segment's staged rows and the position, committed offsets untouched."""
+        self._check_open()
+        for segment in self.segments.all_segments():
+            segment.instance.flush(self._position)
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        """The smallest offset the open segments committed for ``partition``: a restore from there misses
+        nothing whichever segment a crash left behind (WS-28). None when no segment has one."""
+        tp = _to_codec_tp(partition, "partition")
+        self._check_open()
+        found = [o for o in (s.instance.committed_offset(tp) for s in self.segments.all_segments()) if o is not None]
+        return min(found) if found else None
+
+    def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Each open segment's committed offsets, by segment name (WS-28)."""
+        return {s.name: {TopicPartition(t, p): o for (t, p), o in s.instance.committed_offsets().items()}
+                for s in self.segments.all_segments()}
+
+    def segment_positions(self) -> dict[str, Position]:
+        """Each open segment's position as last written (WS-29)."""
+        return {s.name: s.instance.position for s in self.segments.all_segments()}
+
+    def merged_position(self) -> Position:
+        """The merge of the segments' written positions (WS-29)."""
+        merged: Position = {}
+        for segment in self.segments.all_segments():
+            merged = merge_positions(merged, segment.instance.position)
+        return merged
+
+    # closing --------------------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Each segment writes its staged rows, the position and status CLOSED, then is released (WS-30)."""
+        if not self._open:
+            return
+        self._open = False
+        try:
+            for segment in self.segments.all_segments():
+                segment.instance.close(self._position)
+        finally:
+            self.segments.close()
+
+    def simulate_crash(self) -> None:
+        """Abandon every segment as a killed process would: staged rows lost, status left OPEN (WS-30)."""
+        if not self._open:
+            return
+        self._open = False
+        for segment in self.segments.all_segments():
+            segment.instance.simulate_crash()
+        self.segments.close()
+
+
+def _close_all(cursors: Sequence[EngineCursor]) -> None:
+    for cursor in cursors:
+        cursor.close()
+
+
+class RocksDBTimestampedWindowStore(RocksDBWindowStore):
+    """Kafka's ``RocksDBTimestampedWindowStore``: values ``[ts][value]``; each segment a timestamped database
+    upgrading its own ``default`` family lazily (WS-21, WS-27)."""
+
+    store_type = StoreType.TIMESTAMPED_WINDOW
+    SEGMENTS = TimestampedSegments
+
+
+class RocksDBTimestampedWindowStoreWithHeaders(RocksDBWindowStore):
+    """KIP-1271's header-aware timestamped window store: values ``[hsize][headers][ts][value]`` in
+    ``keyValueWithTimestampAndHeaders``, every segment upgrading from a timestamped or plain one (WS-21, WS-27)."""
+
+    store_type = StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS
+    SEGMENTS = TimestampedSegmentsWithHeaders
+
+
+__all__ = [
+    "NO_TIMESTAMP",
+    "RocksDBTimestampedWindowStore",
+    "RocksDBTimestampedWindowStoreWithHeaders",
+    "RocksDBWindowStore",
+    "TimedValue",
+    "WindowBytesStore",
+    "WindowStoreBase",
+    "WindowedEntry",
+    "check_options",
+    "check_time",
+]

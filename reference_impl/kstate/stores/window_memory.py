@@ -1,0 +1,250 @@
+"""Kafka's ``InMemoryWindowStore`` (spec/window-store.md, WS-16 to WS-20, WS-26, WS-36).
+
+A map window start -> (key -> value); with duplicates the inner key is ``[key][seqnum int32]`` (WS-16).
+Expiry is per window start, not per segment: a put at or below ``observed - retention`` is dropped, and every
+operation first forgets the windows below ``max(0, observed - retention + 1)`` (WS-17). Scans go window start
+first, then key bytes (WS-18). Nothing is persistent and no offsets are managed (WS-36).
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.primitives import INT32_MAX, encode_int32
+from kstate.codecs.store_types import StoreType
+from kstate.errors import NullKeyError
+from kstate.stores.api import Backend, InvalidStateStoreError, TopicPartition
+from kstate.stores.kv import _changelog_offsets, _to_codec_tp, require_key
+from kstate.stores.window import (
+    SCHEMA,
+    TimedValue,
+    WindowedEntry,
+    WindowStoreBase,
+    check_bound,
+    check_time,
+)
+
+LOG = logging.getLogger("kstate.stores")
+SEQNUM_SIZE = 4
+
+
+def _wrap_for_dups(key: bytes, seqnum: int) -> bytes:
+    """``wrapForDups``: ``[key][seqnum int32]`` (WS-16)."""
+    return key + encode_int32(seqnum)
+
+
+class InMemoryWindowStore(WindowStoreBase):
+    """Kafka's ``InMemoryWindowStore`` (WS-16..WS-20); ``segment_interval_ms`` is accepted and unused, as the
+    in-memory supplier has no segments (WS-37)."""
+
+    backend = Backend.MEMORY
+    store_type = StoreType.WINDOW
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        retention_ms: int,
+        window_size_ms: int,
+        retain_duplicates: bool = False,
+        segment_interval_ms: int | None = None,
+    ) -> None:
+        super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
+        self._windows: dict[int, dict[bytes, bytes]] = {}
+        self._starts: list[int] = []  # the window starts of ``_windows``, ascending
+        self._open = True
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+
+    # expiry ---------------------------------------------------------------------------------------------------------
+
+    def _remove_expired(self) -> None:
+        """``removeExpiredSegments``: forget every window below ``max(0, observed - retention + 1)`` (WS-17)."""
+        min_live = max(0, self._earliest_live())
+        cut = bisect.bisect_left(self._starts, min_live)
+        for start in self._starts[:cut]:
+            del self._windows[start]
+        del self._starts[:cut]
+
+    # writes ---------------------------------------------------------------------------------------------------------
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        """``InMemoryWindowStore.put`` (WS-4, WS-9, WS-16, WS-17): expired windows dropped, a null value with
+        duplicates ignored, else a null value removes the key's entry of that window."""
+        key, value, window_start = self._checked_put(key, value, window_start)
+        self._check_open()
+        self._remove_expired()
+        self.observed_stream_time = max(self.observed_stream_time, window_start)
+        if window_start <= self.observed_stream_time - self.retention_period:
+            self.dropped_records += 1
+            LOG.warning("Skipping record for expired segment.")
+        elif value is not None:
+            inner_key = _wrap_for_dups(key, self._next_seqnum()) if self.retain_duplicates else key
+            window = self._windows.get(window_start)
+            if window is None:
+                window = self._windows[window_start] = {}
+                bisect.insort(self._starts, window_start)
+            window[inner_key] = value
+        elif not self.retain_duplicates:
+            window = self._windows.get(window_start)
+            if window is not None:
+                window.pop(key, None)
+                if not window:
+                    del self._windows[window_start]
+                    self._starts.remove(window_start)
+        self._update_position()
+
+    # reads ----------------------------------------------------------------------------------------------------------
+
+    def fetch(self, key: bytes, time: int) -> bytes | None:
+        """``fetch(key, time)``: the entry under the plain key, so a store with duplicates answers null (WS-19)."""
+        key = require_key(key)
+        check_time("time", time)
+        self._check_open()
+        self._remove_expired()
+        if time <= self.observed_stream_time - self.retention_period:
+            return None
+        window = self._windows.get(time)
+        return None if window is None else window.get(key)
+
+    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
+        """``fetch``/``backwardFetch(key, from, to)``: window starts from the clamped ``from`` (WS-11, WS-18)."""
+        key = require_key(key)
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        self._remove_expired()
+        min_time = max(time_from, self._earliest_live())
+        if time_to < min_time:
+            return []
+        return [(start, value) for _key, start, value in self._scan(min_time, time_to, key, key, backward)]
+
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+                   backward: bool = False) -> list[WindowedEntry]:
+        """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: window start first, then key (WS-13, WS-18)."""
+        key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        self._remove_expired()
+        if key_from is not None and key_to is not None and key_from > key_to:
+            LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
+            return []
+        min_time = max(time_from, self._earliest_live())
+        if time_to < min_time:
+            return []
+        return self._scan(min_time, time_to, key_from, key_to, backward)
+
+    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
+        """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14, WS-18)."""
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        self._remove_expired()
+        min_time = max(time_from, self._earliest_live())
+        if time_to < min_time:
+            return []
+        return self._scan(min_time, time_to, None, None, backward)
+
+    def all(self, backward: bool = False) -> list[WindowedEntry]:
+        """``all``/``backwardAll``: every window start above ``observed - retention`` (WS-20)."""
+        self._check_open()
+        self._remove_expired()
+        first = bisect.bisect_right(self._starts, self.observed_stream_time - self.retention_period)
+        return self._entries(self._starts[first:], None, None, backward)
+
+    def _scan(self, time_from: int, time_to: int, key_from: bytes | None, key_to: bytes | None,
+              backward: bool) -> list[WindowedEntry]:
+        low, high = bisect.bisect_left(self._starts, time_from), bisect.bisect_right(self._starts, time_to)
+        return self._entries(self._starts[low:high], key_from, key_to, backward)
+
+    def _entries(self, starts: list[int], key_from: bytes | None, key_to: bytes | None,
+                 backward: bool) -> list[WindowedEntry]:
+        """``InMemoryWindowStoreIteratorWrapper``: per window start, the keys in ``[keyFrom, keyTo]`` (wrapped with
+        seqnum 0 and Integer.MAX with duplicates, then unwrapped and checked again) (WS-16, WS-18)."""
+        dups = self.retain_duplicates
+        lower = key_from if key_from is None or not dups else _wrap_for_dups(key_from, 0)
+        upper = key_to if key_to is None or not dups else _wrap_for_dups(key_to, INT32_MAX)
+        out: list[WindowedEntry] = []
+        for start in (reversed(starts) if backward else starts):
+            window = self._windows[start]
+            for inner_key in sorted(window, reverse=backward):
+                if (lower is not None and inner_key < lower) or (upper is not None and inner_key > upper):
+                    continue
+                key = inner_key[:-SEQNUM_SIZE] if dups else inner_key
+                if dups and ((key_from is not None and key < key_from) or (key_to is not None and key > key_to)):
+                    continue
+                out.append((key, start, window[inner_key]))
+        return out
+
+    # restore --------------------------------------------------------------------------------------------------------
+
+    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
+        """Values converted for the type, then :meth:`restore_batch` (WS-26)."""
+        rows = [(r.key, r.value, r.timestamp, r.headers) for r in records]
+        self.restore_batch(cl.restore_entries(self.store_type, rows))
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """The restore callback: each changelog key split into key and window start, its seqnum dropped, then
+        ``put`` (a fresh local seqnum with duplicates) (WS-26). Keys are checked before anything changes."""
+        self._check_open()
+        parsed = []
+        for key, value in entries:
+            if key is None:
+                raise NullKeyError("key cannot be null")
+            decoded = SCHEMA.decode(bytes(key))
+            parsed.append((decoded.key, value, decoded.timestamp))
+        for key, value, start in parsed:
+            self.put(key, value, start)
+
+    # life-cycle -----------------------------------------------------------------------------------------------------
+
+    def manages_offsets(self) -> bool:
+        return False
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        _changelog_offsets(changelog_offsets)
+        self._check_open()
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        _to_codec_tp(partition, "partition")
+        self._check_open()
+        return None
+
+    def flush(self) -> None:
+        self._check_open()
+
+    def close(self) -> None:
+        """``close``: the data is cleared (WS-36)."""
+        self._windows.clear()
+        self._starts.clear()
+        self._open = False
+
+    def simulate_crash(self) -> None:
+        """A killed process loses an in-memory store as a closed one does (WS-36)."""
+        self.close()
+
+    def window_starts(self) -> Iterable[int]:
+        """The window starts held, ascending (tests)."""
+        return tuple(self._starts)
+
+
+class InMemoryTimestampedWindowStore(InMemoryWindowStore):
+    """The in-memory timestamped window store: values held as ``[ts][value]`` (WS-21)."""
+
+    store_type = StoreType.TIMESTAMPED_WINDOW
+
+
+class InMemoryTimestampedWindowStoreWithHeaders(InMemoryWindowStore):
+    """The in-memory header-aware window store: values held as ``[hsize][headers][ts][value]`` (WS-21)."""
+
+    store_type = StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS
+
+
+__all__ = ["InMemoryTimestampedWindowStore", "InMemoryTimestampedWindowStoreWithHeaders", "InMemoryWindowStore"]
