@@ -47,7 +47,7 @@ def test_the_derived_sets_are_the_families() -> None:
     assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS} == KV_TYPES
     assert {T.WINDOW, T.TIMESTAMPED_WINDOW, T.TIMESTAMPED_WINDOW_WITH_HEADERS} == WINDOW_TYPES
     assert {T.SESSION, T.SESSION_WITH_HEADERS} == SESSION_TYPES
-    assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS, *WINDOW_TYPES} <= set(BUILT_TYPES)
+    assert {T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS, *WINDOW_TYPES, *SESSION_TYPES} <= set(BUILT_TYPES)
     assert T.TIME_ORDERED_WINDOW_WITH_HEADERS not in BUILT_TYPES
     assert BUILT_KV_TYPES == (T.KEY_VALUE, T.TIMESTAMPED_KV, T.TIMESTAMPED_KV_WITH_HEADERS)
     assert {T.VERSIONED_KV, T.VERSIONED_KV_WITH_HEADERS} <= set(BUILT_TYPES)
@@ -75,8 +75,8 @@ def test_only_built_types_have_store_classes(tmp_path: Path) -> None:
     with pytest.raises(StoreTypeNotBuiltError, match="time_ordered_window_with_headers") as info:
         store_classes(T.TIME_ORDERED_WINDOW_WITH_HEADERS)
     assert info.value.store_type is T.TIME_ORDERED_WINDOW_WITH_HEADERS and isinstance(info.value, KStateError)
-    with pytest.raises(StoreTypeNotBuiltError, match="session"):
-        open_kv_store("session", Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    with pytest.raises(StoreTypeNotBuiltError, match="time_ordered_window_with_headers"):
+        open_kv_store("time_ordered_window_with_headers", Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert not any(tmp_path.iterdir())
 
 
@@ -91,6 +91,7 @@ def test_store_open_takes_both_spellings_and_names_a_type_not_built(tmp_path: Pa
     offered = call("store.capabilities", {})["store_types"]
     assert offered[:3] == ["kv", "timestamped_kv", "timestamped_kv_with_headers"]
     assert {"versioned_kv", "versioned_kv_with_headers"} <= set(offered)
+    assert offered == [t.value for t in BUILT_TYPES]
 
 
 def test_every_segmented_type_with_a_manager_is_segmented_and_the_rest_are_refused_by_name() -> None:

@@ -264,10 +264,11 @@ STORE_TYPES: Mapping[StoreType, StoreTypeInfo] = _entries(
     StoreTypeInfo(_T.TIMESTAMPED_WINDOW_WITH_HEADERS, Family.WINDOW, ValueFormat.TIMESTAMPED_WITH_HEADERS,
                   HEADERS_LOGGED, RestoreConversion.TIMESTAMPED_WITH_HEADERS, _HEADERS_CFS, _WINDOWED_TOPIC, built=True),
     StoreTypeInfo(_T.SESSION, Family.SESSION, ValueFormat.PLAIN, PLAIN_LOGGED, RestoreConversion.IDENTITY, _PLAIN_CFS,
-                  _WINDOWED_TOPIC),
+                  _WINDOWED_TOPIC, built=True),
     StoreTypeInfo(_T.SESSION_WITH_HEADERS, Family.SESSION, ValueFormat.AGGREGATION_WITH_HEADERS,
                   AGGREGATION_HEADERS_LOGGED, RestoreConversion.AGGREGATION_WITH_HEADERS,
-                  ColumnFamilies(SESSION_HEADERS_CF, (Upgrade(DEFAULT_CF, CONVERT_TO_HEADER_FORMAT),)), _WINDOWED_TOPIC),
+                  ColumnFamilies(SESSION_HEADERS_CF, (Upgrade(DEFAULT_CF, CONVERT_TO_HEADER_FORMAT),)), _WINDOWED_TOPIC,
+                  built=True),
     StoreTypeInfo(_T.TIME_ORDERED_WINDOW_WITH_HEADERS, Family.WINDOW, None, None, None,
                   ColumnFamilies(WINDOW_HEADERS_CF, (Upgrade(DEFAULT_CF, CONVERT_TO_HEADER_FORMAT),)), None),
 )

@@ -63,6 +63,7 @@ _FAMILY_MODULES = (
     "kstate.ops.store_ops",
     "kstate.ops.kv_store_ops",
     "kstate.ops.window_store_ops",
+    "kstate.ops.session_store_ops",
     "kstate.ops.store_scenario_ops",
 )
 

@@ -140,6 +140,26 @@ _LOCATION = {"state_dir": "string; optional (with no handle) the instances' stat
              "application_id": "string; optional, default \"app\"",
              "task_id": "string; optional, default \"0_0\""}
 
+# The session family's operations (spec/session-store.md, SS-*).
+_SESSION = "hex; the session's key (a null key is refused as Kafka does)"
+_SESSION_ENTRIES = {"entries": "list[[hex, int, int, hex]]; [key, start, end, value] in Kafka's iteration order"}
+_SESSION_WINDOW = {"start": "int; the session start (>= 0)", "end": "int; the session end (>= start)"}
+SESSION_STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "session_store.put": ({"handle": _HANDLE, "key": _SESSION, **_SESSION_WINDOW,
+                           "value": "hex | null; in the store type's layout; null removes"}, {}),
+    "session_store.remove": ({"handle": _HANDLE, "key": _SESSION, **_SESSION_WINDOW}, {}),
+    "session_store.fetch_session": ({"handle": _HANDLE, "key": _SESSION, "start": "int", "end": "int"},
+                                    {"value": "hex | null"}),
+    "session_store.find_sessions": ({"handle": _HANDLE, "key_from": "hex | null; the key, or the range's lower bound",
+                                     "key_to": "hex | null; null: the single-key form",
+                                     "earliest_end": "int; sessions ending at or after it",
+                                     "latest_start": "int; sessions starting at or before it",
+                                     "backward": "bool; optional, default false"}, _SESSION_ENTRIES),
+    "session_store.fetch": ({"handle": _HANDLE, "key_from": "hex | null; the key, or the range's lower bound",
+                             "key_to": "hex | null; null: the single-key form",
+                             "backward": "bool; optional, default false"}, _SESSION_ENTRIES),
+}
+
 STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "store.capabilities": ({}, {
         "store_types": "list[string]; store types it can open", "backends": "list[string]; rocksdb and/or memory",
@@ -231,6 +251,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                     "application_id": "string; optional, default app", "task_id": "string; optional, default 0_0"}, {}),
     "store.table_options": ({"handle": "string; a closed RocksDB store"},
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
+    **{name: (dict(inputs), dict(outputs)) for name, (inputs, outputs) in SESSION_STORE_FIELDS.items()},
 }
 
 STORE_FIELDS.update(window_store_ops.INDEX_FIELDS)
@@ -325,6 +346,17 @@ STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
     ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
     ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
+    ("store.open", {"store_type": "session", "backend": "rocksdb", "name": "sessions", "state_dir": STATE_DIR,
+                    "application_id": "app", "task_id": "0_0", "options": {"retention_ms": 600000}}),
+    ("store.set_context", {"handle": "$h4", "timestamp": 100}),
+    ("session_store.put", {"handle": "$h4", "key": "6b", "start": 10, "end": 20, "value": "01"}),
+    ("session_store.put", {"handle": "$h4", "key": "6b", "start": 30, "end": 40, "value": "02"}),
+    ("session_store.fetch_session", {"handle": "$h4", "key": "6b", "start": 10, "end": 20}),
+    ("session_store.find_sessions", {"handle": "$h4", "key_from": "6b", "key_to": None, "earliest_end": 15,
+                                     "latest_start": 35}),
+    ("session_store.fetch", {"handle": "$h4", "key_from": "6a", "key_to": "6c", "backward": True}),
+    ("session_store.remove", {"handle": "$h4", "key": "6b", "start": 10, "end": 20}),
+    ("store.close", {"handle": "$h4"}),
 )
 
 

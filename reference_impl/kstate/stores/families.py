@@ -33,6 +33,15 @@ from kstate.stores.segments import (
     TimestampedSegments,
     TimestampedSegmentsWithHeaders,
 )
+from kstate.stores.session import (
+    ChangeLoggingSessionBytesStore,
+    InMemorySessionStore,
+    InMemorySessionStoreWithHeaders,
+    RocksDBSessionStore,
+    RocksDBSessionStoreWithHeaders,
+    SessionBytesStore,
+    SessionSegmentsWithHeaders,
+)
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from kstate.stores.versioned import (
@@ -70,6 +79,16 @@ LoggingConstructor = Callable[[Any, RecordContextHolder, ChangelogSink], StateSt
 def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
                    sink: ChangelogSink) -> ChangeLoggingKeyValueBytesStore:
     return ChangeLoggingKeyValueBytesStore(inner, StoreType.KEY_VALUE, context, sink)
+
+
+def _session_logging(inner: SessionBytesStore, context: RecordContextHolder,
+                     sink: ChangelogSink) -> ChangeLoggingSessionBytesStore:
+    return ChangeLoggingSessionBytesStore(inner, StoreType.SESSION, context, sink)
+
+
+def _session_with_headers_logging(inner: SessionBytesStore, context: RecordContextHolder,
+                                  sink: ChangelogSink) -> ChangeLoggingSessionBytesStore:
+    return ChangeLoggingSessionBytesStore(inner, StoreType.SESSION_WITH_HEADERS, context, sink)
 
 
 class StoreOptionError(KStateError, ValueError):
@@ -136,6 +155,8 @@ WINDOW_OPTIONS = (
     OpenOption("segment_interval_ms", int),
 )
 _VERSIONED_OPTIONS = (OpenOption("history_retention_ms", int, required=True), OpenOption("segment_interval_ms", int))
+#: A session store's options: its retention (required) and segment interval (default max(retention / 2, 60000)).
+_SESSION_OPTIONS = (OpenOption("retention_ms", int, required=True), OpenOption("segment_interval_ms", int))
 
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
 STORE_CLASSES = MappingProxyType({
@@ -158,6 +179,11 @@ STORE_CLASSES = MappingProxyType({
     StoreType.VERSIONED_KV_WITH_HEADERS: StoreClasses(
         RocksDBVersionedStoreWithHeaders, InMemoryVersionedStoreWithHeaders, ChangeLoggingVersionedKeyValueBytesStore,
         options=_VERSIONED_OPTIONS),
+    # Session stores (SS-*): ``Stores.persistentSessionStore(name, retention)`` / ``inMemorySessionStore``.
+    StoreType.SESSION: StoreClasses(RocksDBSessionStore, InMemorySessionStore, _session_logging,
+                                    options=_SESSION_OPTIONS),
+    StoreType.SESSION_WITH_HEADERS: StoreClasses(RocksDBSessionStoreWithHeaders, InMemorySessionStoreWithHeaders,
+                                                 _session_with_headers_logging, options=_SESSION_OPTIONS),
 })
 
 if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the two tables agree
@@ -172,6 +198,7 @@ SEGMENT_MANAGERS: MappingProxyType[StoreType, type[AbstractSegments[Any]]] = Map
     StoreType.TIMESTAMPED_WINDOW: TimestampedSegments,
     StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS: TimestampedSegmentsWithHeaders,
     StoreType.SESSION: KeyValueSegments,
+    StoreType.SESSION_WITH_HEADERS: SessionSegmentsWithHeaders,
     StoreType.VERSIONED_KV: LogicalKeyValueSegments,
     StoreType.VERSIONED_KV_WITH_HEADERS: LogicalKeyValueSegments,
 })

@@ -1,0 +1,815 @@
+"""Session bytes stores: Kafka's ``RocksDBSessionStore``, ``InMemorySessionStore`` and their KIP-1271 header-aware
+variant (spec/session-store.md, SS-*).
+
+A session is ``(key bytes, start, end)`` and its value is the aggregate's bytes: as given (``session``) or
+``[varint hsize][headers][aggregation]`` (``session_with_headers``, SS-30). The RocksDB store keeps one database per
+segment (``<task>/<store>/<store>.<segment start>``, SS-10) under the key ``[key][end][start]`` (SS-1); the segment
+is chosen by the session END (SS-11). Expiry follows the observed stream time, the largest end written so far
+(SS-12..SS-15). ``find_sessions`` answers the sessions overlapping ``[earliest_end, latest_start]``: end >=
+earliest_end and start <= latest_start (SS-5), in Kafka's order (SS-6, SS-7).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+from kstate.codecs import changelog as cl
+from kstate.codecs import segments as seg
+from kstate.codecs import session_keys
+from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
+from kstate.codecs.layout import ColumnFamilyPlan
+from kstate.codecs.position import Position, merge_positions
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN
+from kstate.codecs.store_types import StoreType
+from kstate.errors import InvalidArgumentError, KStateError
+from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, TopicPartition
+from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
+from kstate.stores.column_families import ColumnFamilyLayout
+from kstate.stores.kv import INVALID_RANGE_WARNING, _changelog_offsets, _to_codec_tp, require_key, validate_store_name
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments
+from kstate.stores.wrapping import WrappedStore
+
+LOG = logging.getLogger("kstate.stores")
+
+#: ``ConsumerRecord.NO_TIMESTAMP``: the observed stream time of a store that has seen no write (SS-12).
+NO_TIMESTAMP = -1
+#: ``fetch(key)`` is ``findSessions(key, 0, Long.MAX_VALUE)`` (SS-8).
+FETCH_ALL_EARLIEST_END = 0
+FETCH_ALL_LATEST_START = INT64_MAX
+#: The WARN of the in-memory store for a put into an expired segment (SS-14).
+EXPIRED_WARNING = "Skipping record for expired segment."
+
+
+class InvalidSessionWindowError(KStateError, ValueError):
+    """A session window Kafka's ``SessionWindow`` refuses: a negative start, or an end before the start (SS-3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One entry of a session iterator: Kafka's ``KeyValue<Windowed<Bytes>, byte[]>``."""
+
+    key: bytes
+    start: int
+    end: int
+    value: bytes
+
+
+def check_time(name: str, value: object) -> int:
+    """A Java ``long`` argument, else :class:`InvalidArgumentError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidArgumentError(name, f"a Java long, got {value!r:.80}")
+    return value
+
+
+def check_session(key: bytes | None, start: object, end: object) -> tuple[bytes, int, int]:
+    """The session Kafka's ``Windowed(key, SessionWindow(start, end))`` accepts (SS-2, SS-3): a non-null key,
+    ``0 <= start <= end`` (``start == end`` is a session); anything else is refused before anything is written."""
+    checked_key = require_key(key)
+    start_ms, end_ms = check_time("start", start), check_time("end", end)
+    if start_ms < 0:
+        raise InvalidSessionWindowError("Window startMs time cannot be negative.")
+    if end_ms < start_ms:
+        raise InvalidSessionWindowError("Window endMs time cannot be smaller than window startMs time.")
+    return checked_key, start_ms, end_ms
+
+
+def _value_bytes(value: object) -> bytes | None:
+    if value is None or type(value) is bytes:
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidArgumentError("value", f"an aggregate is bytes or None, got {type(value).__name__}")
+
+
+def _range_key(key: object, name: str) -> bytes | None:
+    """A bound of a key range: None (unbounded) or bytes, else :class:`InvalidArgumentError` naming it."""
+    if key is None:
+        return None
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(name, f"keys are bytes, got {type(key).__name__}")
+    return bytes(key)
+
+
+class SessionIterator:
+    """Kafka's ``KeyValueIterator<Windowed<Bytes>, byte[]>``: :class:`SessionRecord` entries, ``peek_next``, and
+    ``close``; a read after close raises :class:`InvalidStateStoreError`."""
+
+    def __init__(self, source: Iterator[SessionRecord], on_close: Callable[[SessionIterator], None] | None = None,
+                 closed_message: str = "the session iterator is closed") -> None:
+        self._source: Iterator[SessionRecord] | None = source
+        self._peeked: SessionRecord | None = None
+        self._on_close = on_close
+        self._closed_message = closed_message
+
+    def _live(self) -> Iterator[SessionRecord]:
+        if self._source is None:
+            raise InvalidStateStoreError(self._closed_message)
+        return self._source
+
+    def __iter__(self) -> SessionIterator:
+        return self
+
+    def __next__(self) -> SessionRecord:
+        source = self._live()
+        if self._peeked is not None:
+            record, self._peeked = self._peeked, None
+            return record
+        return next(source)
+
+    def peek_next(self) -> SessionRecord | None:
+        """The next entry without consuming it; None at the end."""
+        source = self._live()
+        if self._peeked is None:
+            self._peeked = next(source, None)
+        return self._peeked
+
+    def close(self) -> None:
+        if self._source is None:
+            return
+        self._source = None
+        self._peeked = None
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close(self)
+
+    def __enter__(self) -> SessionIterator:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def empty_session_iterator() -> SessionIterator:
+    return SessionIterator(iter(()))
+
+
+def _warn_if_invalid_range(key_from: bytes | None, key_to: bytes | None) -> bool:
+    """``from > to``: Kafka's WARN and an empty iterator (SS-9)."""
+    if key_from is not None and key_to is not None and key_from > key_to:
+        LOG.warning(INVALID_RANGE_WARNING)
+        return True
+    return False
+
+
+class SessionStore(Protocol):
+    """Kafka's ``SessionStore<Bytes, byte[]>`` as every session layer offers it (bytes stores, change logging)."""
+
+    name: str
+
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None: ...
+    def remove(self, key: bytes, start: int, end: int) -> None: ...
+    def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None: ...
+    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *,
+                      backward: bool = False) -> SessionIterator: ...
+    def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int,
+                            latest_start: int, *, backward: bool = False) -> SessionIterator: ...
+    def fetch(self, key: bytes, *, backward: bool = False) -> SessionIterator: ...
+    def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *,
+                    backward: bool = False) -> SessionIterator: ...
+
+
+# --- the operations both backends share --------------------------------------------------------------------------
+
+
+class SessionOperations:
+    """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
+    ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
+
+    name: str
+    backend: Backend
+    store_type: StoreType = StoreType.SESSION
+
+    def __init__(self, name: str, retention_ms: int) -> None:
+        self.name = validate_store_name(name)
+        if isinstance(retention_ms, bool) or not isinstance(retention_ms, int) or retention_ms < 0:
+            raise InvalidArgumentError("retention_ms", f"retentionPeriod cannot be negative, got {retention_ms!r:.80}")
+        self.retention_ms = retention_ms
+        #: The largest session end written (or restored) so far (SS-12).
+        self.observed_stream_time = NO_TIMESTAMP
+        #: Puts dropped because their segment had expired (Kafka's ``dropped-records`` sensor, SS-14).
+        self.dropped_records = 0
+        self._position: Position = {}
+        self._record_context: RecordContext | None = None
+        self._open = True
+
+    # life cycle ---------------------------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+
+    def set_record_context(self, context: RecordContext | None) -> None:
+        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
+        self._record_context = context
+
+    def _update_position(self) -> None:
+        context = self._record_context
+        if context is not None and context.topic and context.offset >= 0:
+            partitions = self._position.setdefault(context.topic, {})
+            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+
+    @property
+    def position(self) -> Position:
+        return {topic: dict(partitions) for topic, partitions in self._position.items()}
+
+    def merge_position(self, other: Position) -> None:
+        self._position = merge_positions(self._position, other)
+
+    # writes -------------------------------------------------------------------------------------------------------
+
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        """``put(Windowed(key, SessionWindow(start, end)), aggregate)``; a None aggregate removes (SS-2, SS-4)."""
+        checked_key, start_ms, end_ms = check_session(key, start, end)
+        value = _value_bytes(aggregate)
+        self._check_open()
+        self._put(checked_key, start_ms, end_ms, value)
+
+    def remove(self, key: bytes, start: int, end: int) -> None:
+        """``remove(Windowed(key, SessionWindow(start, end)))`` (SS-4)."""
+        checked_key, start_ms, end_ms = check_session(key, start, end)
+        self._check_open()
+        self._remove(checked_key, start_ms, end_ms)
+
+    # reads --------------------------------------------------------------------------------------------------------
+
+    def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
+        """``fetchSession(key, start, end)``: the aggregate of exactly that session, None if absent or expired (SS-16)."""
+        checked_key = require_key(key)
+        start_ms, end_ms = check_time("start", start), check_time("end", end)
+        self._check_open()
+        return self._get(checked_key, start_ms, end_ms)
+
+    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *, backward: bool = False) -> SessionIterator:
+        """``findSessions(key, earliestSessionEndTime, latestSessionStartTime)`` (and ``backwardFindSessions``):
+        the sessions of ``key`` with end >= earliest_end and start <= latest_start (SS-5..SS-7)."""
+        checked_key = require_key(key)
+        earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
+        self._check_open()
+        return self._find(checked_key, checked_key, earliest, latest, backward, True)
+
+    def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+                            *, backward: bool = False) -> SessionIterator:
+        """``findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)``: keys in ``[from, to]``
+        (None = unbounded); ``from > to`` answers nothing with Kafka's WARN (SS-5..SS-7, SS-9)."""
+        lower, upper = _range_key(key_from, "key_from"), _range_key(key_to, "key_to")
+        earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
+        self._check_open()
+        if _warn_if_invalid_range(lower, upper):
+            return empty_session_iterator()
+        return self._find(lower, upper, earliest, latest, backward, False)
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> SessionIterator:
+        """``fetch(key)`` / ``backwardFetch(key)``: every live session of ``key`` (SS-8)."""
+        return self.find_sessions(key, FETCH_ALL_EARLIEST_END, FETCH_ALL_LATEST_START, backward=backward)
+
+    def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
+        """``fetch(keyFrom, keyTo)`` / ``backwardFetch(keyFrom, keyTo)``: every live session of the keys (SS-8)."""
+        lower, upper = _range_key(key_from, "key_from"), _range_key(key_to, "key_to")
+        self._check_open()
+        return self._fetch_range(lower, upper, backward)
+
+    # hooks --------------------------------------------------------------------------------------------------------
+
+    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        raise NotImplementedError
+
+    def _remove(self, key: bytes, start: int, end: int) -> None:
+        raise NotImplementedError
+
+    def _get(self, key: bytes, start: int, end: int) -> bytes | None:
+        raise NotImplementedError
+
+    def _find(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+              backward: bool, single: bool) -> SessionIterator:
+        raise NotImplementedError
+
+    def _fetch_range(self, key_from: bytes | None, key_to: bytes | None, backward: bool) -> SessionIterator:
+        raise NotImplementedError
+
+
+# --- RocksDB -----------------------------------------------------------------------------------------------------
+
+
+def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
+    """``RocksDBMigratingSessionStoreWithHeaders``' INFO line at open (SS-32)."""
+    return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
+
+
+#: The column families of a header-aware session segment: ``sessionKeyValueWithHeaders``, upgraded lazily from
+#: ``default`` with ``convertToHeaderFormat`` (SS-31, SS-32).
+SESSION_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(StoreType.SESSION_WITH_HEADERS, _headers_mode_message)
+
+
+class SessionSegmentsWithHeaders(KeyValueSegments):
+    """Kafka's session segments with headers (``SessionSegmentWithHeaders``): each segment a database that migrates
+    its own ``default`` family lazily into ``sessionKeyValueWithHeaders`` (SS-31, SS-32)."""
+
+    LAYOUT = SESSION_WITH_HEADERS_LAYOUT
+
+
+def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicPartition, ...]:
+    """``<application.id>-<store>-changelog`` on the task's partition, read from the task directory's names."""
+    _, _, partition = task_dir.name.rpartition("_")
+    if not partition.isdigit():
+        return ()
+    return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
+
+
+class RocksDBSessionStore(SessionOperations):
+    """Kafka's ``RocksDBSessionStore`` over ``RocksDBSegmentedBytesStore`` with ``SessionKeySchema`` (SS-1, SS-10).
+
+    ``RocksDBSessionStore(name, task_dir, retention_ms=...)`` opens the segments found in ``<task_dir>/<name>``;
+    ``segment_interval_ms`` defaults to ``max(retention / 2, 60000)`` (SS-11). Each segment is a database with its
+    own ``offsets`` family; writes are staged until :meth:`commit` or :meth:`close` (SS-20..SS-23).
+    """
+
+    backend = Backend.ROCKSDB
+    store_type = StoreType.SESSION
+    #: The segment manager: its ``LAYOUT`` is every segment's column families (SS-10, SS-31).
+    SEGMENTS: type[KeyValueSegments] = KeyValueSegments
+    SCHEMA = session_keys.PLAIN
+
+    def __init__(
+        self,
+        name: str,
+        task_dir: str | Path,
+        *,
+        retention_ms: int,
+        segment_interval_ms: int | None = None,
+        ignore_invalid_state: bool = False,
+        migrate_legacy_files: bool = True,
+        manage_offsets: bool = True,
+        changelog_partitions: Iterable[TopicPartition] | None = None,
+    ) -> None:
+        super().__init__(name, retention_ms)
+        self._open = False
+        self.task_dir = Path(task_dir)
+        if segment_interval_ms is None:
+            segment_interval_ms = session_keys.default_segment_interval(retention_ms)
+        self.segment_interval_ms = segment_interval_ms
+        self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
+                                     else _default_changelog_partitions(self.task_dir, self.name))
+        self.manage_offsets_flag = manage_offsets
+        self.segments = self.SEGMENTS(
+            self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
+            changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
+        # A segment refused at open (unclean shutdown, unknown families) stops the open; what opened is closed.
+        try:
+            self._open_existing()
+        except BaseException:
+            self.segments.close()
+            raise
+        self._position = self.segments.position()
+        self._iterators: set[SessionIterator] = set()
+        self._open = True
+
+    def _open_existing(self) -> None:
+        """``openExisting``: every segment directory, then expiry by the (unknown, -1) stream time (SS-10, SS-12).
+
+        Unlike :meth:`KeyValueSegments.open_existing`, a segment the open refuses is not ignored: the store is
+        refused with it (a segment with an unclean shutdown or a newer format must not be skipped silently)."""
+        directory = self.segments.directory
+        if not directory.is_dir():
+            self.segments.open_existing(self.observed_stream_time)
+            return
+        ids = []
+        for entry in sorted(p.name for p in directory.iterdir()):
+            try:
+                parsed = seg.parse_segment_name(self.name, entry, self.segment_interval_ms)
+            except KStateError:
+                continue
+            if parsed.rename_to is not None:
+                (directory / entry).rename(directory / parsed.rename_to)
+            ids.append(parsed.segment_id)
+        for segment_id in sorted(i for i in ids if i >= 0):
+            self.segments.get_or_create_segment(segment_id)
+        self.segments.cleanup_expired_segments(self.observed_stream_time)
+
+    def persistent(self) -> bool:
+        return True
+
+    # hooks --------------------------------------------------------------------------------------------------------
+
+    def _min_live_time(self) -> int:
+        """``observedStreamTime - retentionPeriod + 1``: the earliest end a read still answers (SS-13, SS-16)."""
+        return self.observed_stream_time - self.retention_ms + 1
+
+    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        """``AbstractRocksDBSegmentedBytesStore.put``: advance stream time, then write if the segment is live,
+        else count the drop (SS-12, SS-14)."""
+        self.observed_stream_time = max(self.observed_stream_time, end)
+        segment = self.segments.get_or_create_segment_if_live(
+            self.segments.segment_id(end), self.observed_stream_time)
+        if segment is None:
+            self.dropped_records += 1
+            return
+        self._update_position()
+        segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
+
+    def _remove(self, key: bytes, start: int, end: int) -> None:
+        """``remove``: advances stream time; a session in no open segment is left alone (SS-4, SS-12)."""
+        self.observed_stream_time = max(self.observed_stream_time, end)
+        segment = self.segments.segment_for_timestamp(end)
+        if segment is not None:
+            segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), None)
+
+    def _get(self, key: bytes, start: int, end: int) -> bytes | None:
+        if end < self._min_live_time():
+            return None
+        segment = self.segments.segment_for_timestamp(end)
+        return None if segment is None else segment.accessor.get(self.SCHEMA.to_store_key(key, start, end))
+
+    def _find(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+              backward: bool, single: bool) -> SessionIterator:
+        """``AbstractRocksDBSegmentedBytesStore.fetch``: segments from ``segmentId(actualFrom)`` up, byte order in
+        each, filtered by ``SessionKeySchema.hasNextCondition`` (SS-5, SS-6, SS-13)."""
+        actual_from = max(earliest_end, self._min_live_time())
+        schema = self.SCHEMA
+        lower: bytes | None
+        upper: bytes | None
+        if single:
+            assert key_from is not None
+            # upperRangeFixedSize builds SessionWindow(latest_start, MAX): a negative start is refused (SS-5).
+            if latest_start < 0:
+                raise InvalidSessionWindowError("Window startMs time cannot be negative.")
+            lower = schema.lower_range_fixed_size(key_from, actual_from)
+            upper = schema.upper_range_fixed_size(key_from, latest_start)
+        else:
+            lower = None if key_from is None else schema.lower_range(key_from, actual_from)
+            upper = None if key_to is None else schema.upper_range(key_to, latest_start)
+        segments = self.segments.segments(actual_from, INT64_MAX, forward=not backward)
+        return self._register(self._scan(segments, lower, upper, key_from, key_to, actual_from, latest_start, backward))
+
+    def _fetch_range(self, key_from: bytes | None, key_to: bytes | None, backward: bool) -> SessionIterator:
+        if _warn_if_invalid_range(key_from, key_to):
+            return empty_session_iterator()
+        return self._find(key_from, key_to, FETCH_ALL_EARLIEST_END, FETCH_ALL_LATEST_START, backward, False)
+
+    def _scan(self, segments: Sequence[KeyValueSegment], lower: bytes | None, upper: bytes | None,
+              key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+              backward: bool) -> Iterator[SessionRecord]:
+        """``SegmentIterator`` with ``hasNextCondition``: key in range, end >= earliest_end, start <= latest_start."""
+        decode = self.SCHEMA.decode
+        for segment in segments:
+            if not segment.is_open:
+                continue
+            source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
+            try:
+                for store_key, value in source:
+                    session = decode(store_key)
+                    if ((key_from is None or session.key >= key_from) and (key_to is None or session.key <= key_to)
+                            and session.end >= earliest_end and session.start <= latest_start):
+                        yield SessionRecord(session.key, session.start, session.end, value)
+            finally:
+                for cursor in cursors:
+                    cursor.close()
+
+    def _register(self, source: Iterator[SessionRecord]) -> SessionIterator:
+        iterator = SessionIterator(source, self._iterators.discard,
+                                   f"RocksDB iterator for store {self.name} has closed")
+        self._iterators.add(iterator)
+        return iterator
+
+    # restore ------------------------------------------------------------------------------------------------------
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """``restoreAllInternal``: stream time advances to the batch's largest end first, then each record goes to
+        its segment if live, else is skipped (SS-24, SS-25); every key is checked before anything is written."""
+        self._check_open()
+        decoded = []
+        for key, value in entries:
+            store_key = require_key(key)
+            decoded.append((store_key, _value_bytes(value), self.SCHEMA.decode(store_key).end))
+        for _, _, end in decoded:
+            self.observed_stream_time = max(self.observed_stream_time, end)
+        for store_key, value, end in decoded:
+            segment = self.segments.get_or_create_segment_if_live(
+                self.segments.segment_id(end), self.observed_stream_time)
+            if segment is not None:
+                segment.accessor.put(store_key, value)
+
+    # KIP-1035 ------------------------------------------------------------------------------------------------------
+
+    def manages_offsets(self) -> bool:
+        """True: each segment database keeps the offsets in its ``offsets`` family (SS-21)."""
+        return self.manage_offsets_flag
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Every open segment writes its staged data, the store position and ``changelog_offsets`` in its own
+        atomic batch (SS-21, SS-22)."""
+        offsets = _changelog_offsets(changelog_offsets)
+        self._check_open()
+        self.segments.commit(offsets, self._position)
+
+    def flush(self) -> None:
+        self._check_open()
+        for segment in self.segments.all_segments():
+            segment.instance.flush(self._position)
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        """The smallest offset the open segments hold for ``partition`` (a segment created since the last commit
+        holds none), None if none does (SS-23)."""
+        tp = _to_codec_tp(partition, "partition")
+        self._check_open()
+        offsets = [o for o in (s.instance.committed_offset(tp) for s in self.segments.all_segments()) if o is not None]
+        return min(offsets) if offsets else None
+
+    # inspection --------------------------------------------------------------------------------------------------
+
+    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
+        """Every open segment's column families and rows, staged writes included, by segment name (SS-10)."""
+        self._check_open()
+        return {segment.name: segment.instance.column_family_rows() for segment in self.segments.all_segments()}
+
+    def segment_modes(self) -> dict[str, str]:
+        """Each open segment's column-family mode: ``upgrade`` while its legacy family holds data (SS-32)."""
+        return {segment.name: segment.instance.mode for segment in self.segments.all_segments()}
+
+    # closing -----------------------------------------------------------------------------------------------------
+
+    def _close_iterators(self) -> None:
+        if self._iterators:
+            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
+            for iterator in list(self._iterators):
+                iterator.close()
+
+    def close(self) -> None:
+        """Close every segment: staged data, the store position and status CLOSED in its batch (SS-21)."""
+        if not self._open:
+            return
+        self._close_iterators()
+        self._open = False
+        for segment in self.segments.all_segments():
+            segment.instance.close(self._position)
+        self.segments.close()
+
+    def simulate_crash(self) -> None:
+        """Abandon every segment as a killed process would: staged writes lost, status left OPEN (SS-22)."""
+        if not self._open:
+            return
+        for iterator in list(self._iterators):
+            iterator.close()
+        self._open = False
+        for segment in self.segments.all_segments():
+            segment.instance.simulate_crash()
+        self.segments.close()
+
+
+class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):
+    """Kafka's ``RocksDBSessionStoreWithHeaders``: values ``[varint hsize][headers][aggregation]`` in
+    ``sessionKeyValueWithHeaders`` of every segment, upgraded lazily from ``default`` (SS-30..SS-32)."""
+
+    store_type = StoreType.SESSION_WITH_HEADERS
+    SEGMENTS = SessionSegmentsWithHeaders
+
+
+# --- in memory ---------------------------------------------------------------------------------------------------
+
+#: ``endTime -> key -> startTime -> aggregate`` (Kafka's ``endTimeMap``).
+EndTimeMap = dict[int, dict[bytes, dict[int, bytes]]]
+
+
+class InMemorySessionStore(SessionOperations):
+    """Kafka's ``InMemorySessionStore``: ``endTime -> key -> startTime -> aggregate`` maps, no segments, no offsets
+    (SS-17..SS-19). ``segment_interval_ms`` is accepted for a common option set and not used."""
+
+    backend = Backend.MEMORY
+    store_type = StoreType.SESSION
+
+    def __init__(self, name: str, *, retention_ms: int, segment_interval_ms: int | None = None) -> None:
+        super().__init__(name, retention_ms)
+        self._end_times: EndTimeMap = {}
+
+    def persistent(self) -> bool:
+        return False
+
+    def _remove_expired(self) -> None:
+        """``removeExpiredSegments``: drop every end time below ``max(0, observed - retention + 1)`` (SS-17)."""
+        min_live = max(0, self.observed_stream_time - self.retention_ms + 1)
+        for end in [e for e in self._end_times if e < min_live]:
+            del self._end_times[end]
+
+    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        """Expired ends (end <= observed - retention) are skipped with Kafka's WARN; a None value removes (SS-14,
+        SS-17); the position advances either way."""
+        self._remove_expired()
+        self.observed_stream_time = max(self.observed_stream_time, end)
+        if end <= self.observed_stream_time - self.retention_ms:
+            self.dropped_records += 1
+            LOG.warning(EXPIRED_WARNING)
+        elif value is not None:
+            self._end_times.setdefault(end, {}).setdefault(key, {})[start] = value
+        else:
+            self._remove(key, start, end)
+        self._update_position()
+
+    def _remove(self, key: bytes, start: int, end: int) -> None:
+        keys = self._end_times.get(end)
+        starts = None if keys is None else keys.get(key)
+        if keys is None or starts is None:
+            return
+        starts.pop(start, None)
+        if not starts:
+            del keys[key]
+            if not keys:
+                del self._end_times[end]
+
+    def _get(self, key: bytes, start: int, end: int) -> bytes | None:
+        self._remove_expired()
+        if end <= self.observed_stream_time - self.retention_ms:
+            return None
+        return self._end_times.get(end, {}).get(key, {}).get(start)
+
+    def _find(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+              backward: bool, single: bool) -> SessionIterator:
+        """By end, then key, then start DESCENDING; backward reverses all three (SS-7)."""
+        self._remove_expired()
+        return self._iterate([e for e in self._end_times if e >= earliest_end], key_from, key_to, latest_start,
+                             backward)
+
+    def _fetch_range(self, key_from: bytes | None, key_to: bytes | None, backward: bool) -> SessionIterator:
+        """``fetch(keyFrom, keyTo)`` without the ``from > to`` check: Java's ``subMap`` throws when any end time is
+        held (SS-9)."""
+        self._remove_expired()
+        if key_from is not None and key_to is not None and key_from > key_to and self._end_times:
+            raise InvalidArgumentError("key_from", "inconsistent range: key_from is after key_to")
+        return self._iterate(list(self._end_times), key_from, key_to, FETCH_ALL_LATEST_START, backward)
+
+    def _iterate(self, ends: list[int], key_from: bytes | None, key_to: bytes | None, latest_start: int,
+                 backward: bool) -> SessionIterator:
+        records: list[SessionRecord] = []
+        for end in sorted(ends, reverse=backward):
+            keys = self._end_times[end]
+            for key in sorted(keys, reverse=backward):
+                if (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
+                    continue
+                starts = keys[key]
+                # Kafka's forward iterator walks the start times descending, the backward one ascending.
+                for start in sorted((s for s in starts if s <= latest_start), reverse=not backward):
+                    records.append(SessionRecord(key, start, end, starts[start]))
+        return SessionIterator(iter(records), closed_message=f"Iterator for store {self.name} has already been closed.")
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Each record parsed with ``SessionKeySchema.from`` and put, as Kafka's restore callback does (SS-24);
+        every record is checked before anything is written."""
+        self._check_open()
+        checked = []
+        for key, value in entries:
+            session = session_keys.PLAIN.decode(require_key(key))
+            checked.append((check_session(session.key, session.start, session.end), _value_bytes(value)))
+        for (key, start, end), value in checked:
+            self._put(key, start, end, value)
+
+    def manages_offsets(self) -> bool:
+        return False
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Nothing to persist (SS-19)."""
+        _changelog_offsets(changelog_offsets)
+        self._check_open()
+
+    def flush(self) -> None:
+        self._check_open()
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        _to_codec_tp(partition, "partition")
+        self._check_open()
+        return None
+
+    def close(self) -> None:
+        """Clear the maps and mark the store closed (SS-19)."""
+        self._open = False
+        self._end_times.clear()
+
+    def simulate_crash(self) -> None:
+        """A killed process loses an in-memory store entirely."""
+        self.close()
+
+
+class InMemorySessionStoreWithHeaders(InMemorySessionStore):
+    """The in-memory header-aware session store: values held as ``[varint hsize][headers][aggregation]`` (SS-30)."""
+
+    store_type = StoreType.SESSION_WITH_HEADERS
+
+
+# --- change logging ----------------------------------------------------------------------------------------------
+
+SessionBytesStore = RocksDBSessionStore | InMemorySessionStore
+
+
+class ChangeLoggingSessionBytesStore(WrappedStore[SessionBytesStore]):
+    """Kafka's ``ChangeLoggingSessionBytesStore`` (and ``...WithHeaders``): ``put`` and ``remove`` also send
+    ``(SessionKeySchema.toBinary(session), raw aggregate or null)`` at the context timestamp, with the stored
+    headers for the header-aware type (SS-26..SS-29). The record is built first: a write it would refuse
+    changes nothing."""
+
+    def __init__(self, inner: SessionBytesStore, store_type: StoreType, context: RecordContextHolder,
+                 sink: ChangelogSink) -> None:
+        super().__init__(inner)
+        self.store_type = StoreType(store_type)
+        self.context = context
+        self.sink = sink
+
+    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> cl.ChangelogRecord:
+        return cl.session_put_record(self.store_type, key, start, end, value, self.context.codec_context())
+
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        checked_key, start_ms, end_ms = check_session(key, start, end)
+        value = _value_bytes(aggregate)
+        record = self._record(checked_key, start_ms, end_ms, value)
+        self.inner.put(checked_key, start_ms, end_ms, value)
+        self.sink.append(record)
+
+    def remove(self, key: bytes, start: int, end: int) -> None:
+        checked_key, start_ms, end_ms = check_session(key, start, end)
+        record = self._record(checked_key, start_ms, end_ms, None)
+        self.inner.remove(checked_key, start_ms, end_ms)
+        self.sink.append(record)
+
+    # reads go to the store beneath ------------------------------------------------------------------------------
+
+    def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
+        return self.inner.fetch_session(key, start, end)
+
+    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *, backward: bool = False) -> SessionIterator:
+        return self.inner.find_sessions(key, earliest_end, latest_start, backward=backward)
+
+    def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+                            *, backward: bool = False) -> SessionIterator:
+        return self.inner.find_sessions_range(key_from, key_to, earliest_end, latest_start, backward=backward)
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> SessionIterator:
+        return self.inner.fetch(key, backward=backward)
+
+    def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
+        return self.inner.fetch_range(key_from, key_to, backward=backward)
+
+    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
+        if not isinstance(self.inner, RocksDBSessionStore):
+            raise InvalidStateStoreError("an in-memory store has no segments")
+        return self.inner.segment_rows()
+
+    def simulate_crash(self) -> None:
+        self.inner.simulate_crash()
+
+
+# --- typed read view of the header-aware store --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionWithHeaders:
+    """One session of :class:`ReadOnlySessionStoreWithHeaders`: the key, the window and the decoded value."""
+
+    key: bytes
+    start: int
+    end: int
+    value: AggregationWithHeaders
+
+
+class ReadOnlySessionStoreWithHeaders:
+    """Kafka's ``ReadOnlySessionStoreWithHeaders`` with byte keys: the reads of a header-aware session store, values
+    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-33)."""
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+
+    @staticmethod
+    def _decoded(iterator: SessionIterator) -> list[SessionWithHeaders]:
+        with iterator:
+            return [SessionWithHeaders(r.key, r.start, r.end, _decode(r.value)) for r in iterator]
+
+    def fetch_session(self, key: bytes, start: int, end: int) -> AggregationWithHeaders | None:
+        stored = self.inner.fetch_session(key, start, end)
+        return None if stored is None else _decode(stored)
+
+    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *,
+                      backward: bool = False) -> list[SessionWithHeaders]:
+        return self._decoded(self.inner.find_sessions(key, earliest_end, latest_start, backward=backward))
+
+    def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+                            *, backward: bool = False) -> list[SessionWithHeaders]:
+        return self._decoded(self.inner.find_sessions_range(key_from, key_to, earliest_end, latest_start,
+                                                            backward=backward))
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> list[SessionWithHeaders]:
+        return self._decoded(self.inner.fetch(key, backward=backward))
+
+    def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *,
+                    backward: bool = False) -> list[SessionWithHeaders]:
+        return self._decoded(self.inner.fetch_range(key_from, key_to, backward=backward))
+
+
+def _decode(stored: bytes) -> AggregationWithHeaders:
+    decoded = decode_aggregation_with_headers(stored)
+    assert decoded is not None  # only None decodes to None
+    return decoded
