@@ -230,16 +230,17 @@ class SessionAggregateProcessor:
         close_time = self.observed_stream_time - self.grace
         start = end = timestamp
         count = 0
-        merged = self.store.find_sessions(key, None, timestamp - self.gap, timestamp + self.gap)
-        for _key, session_start, session_end, stored in merged:
-            count += parse_aggregate(decode_stored(self.store_type, stored).value)[0]
-            start, end = min(start, session_start), max(end, session_end)
+        with self.store.find_sessions(key, timestamp - self.gap, timestamp + self.gap) as sessions:
+            merged = list(sessions)  # read to the end before the store changes
+        for session in merged:
+            count += parse_aggregate(decode_stored(self.store_type, session.value).value)[0]
+            start, end = min(start, session.start), max(end, session.end)
         if end < close_time:
             self.dropped += 1
             return
         if (start, end) != (timestamp, timestamp):
-            for _key, session_start, session_end, _stored in merged:
-                self.store.remove(key, session_start, session_end)
+            for session in merged:
+                self.store.remove(key, session.start, session.end)
         self.store.put(key, start, end, encode_stored(self.store_type, aggregate(count + 1, value), timestamp, headers))
 
 
