@@ -24,7 +24,10 @@ STORE_OPTIONS = {"retention_ms": 600, "window_size_ms": 100, "segment_interval_m
 PARTITIONS = 2
 
 
-@pytest.mark.parametrize("store_type", sorted(WINDOW_TYPES, key=lambda t: t.value), ids=lambda t: t.value)
+WINDOW_STORE_TYPES = sorted(WINDOW_TYPES, key=lambda t: t.value)
+
+
+@pytest.mark.parametrize("store_type", WINDOW_STORE_TYPES, ids=[t.value for t in WINDOW_STORE_TYPES])
 def test_wiped_window_store_restores_segment_by_segment(make_cluster: Callable[..., AppCluster],
                                                         system_report: Callable[[str, object], None],
                                                         store_type: StoreType) -> None:
