@@ -24,7 +24,7 @@ from kstate.codecs.header_values import decode_aggregation_with_headers, encode_
 from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment_id
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
-from kstate.errors import InvalidArgumentError, NullKeyError
+from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import Engine, MemoryEngine
@@ -213,13 +213,28 @@ class RocksDBVersionedStore:
             self._segments.physical.accessor.put(self._latest.prefix + key, after)
 
     def _do_put(self, key: bytes, value: bytes | None, timestamp: int, stream_time: int) -> int:
-        """Kafka's ``doPut``: drop expired segments store-wide, then the per-key procedure (VS-7, VS-13)."""
-        self._segments.cleanup_expired_segments(stream_time)
+        """Kafka's ``doPut``: the per-key procedure, and expired segments dropped store-wide (VS-7, VS-13).
+
+        Kafka drops the expired segments first; the per-key procedure drops this key's rows in them itself and
+        never writes there, so dropping them after it gives the same rows, and a put refused midway (VS-36) has
+        then written nothing.
+        """
         versions = self._key_versions(key, stream_time)
         before = versions.latest
         found = versions.apply_put(value, timestamp)
         self._write_latest(key, before, versions.latest)
+        self._segments.cleanup_expired_segments(stream_time)
         return found
+
+    def _advance_and_put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        """Advance the stream time and put; a refused put leaves the stream time as it was (VS-5, VS-36)."""
+        previous = self.observed_stream_time
+        self.observed_stream_time = max(previous, timestamp)
+        try:
+            return self._do_put(key, value, timestamp, self.observed_stream_time)
+        except KStateError:
+            self.observed_stream_time = previous
+            raise
 
     # --- VersionedKeyValueStore ---------------------------------------------------------------------------------
 
@@ -232,8 +247,7 @@ class RocksDBVersionedStore:
             LOG.warning("Skipping record for expired put.")
             self._update_position()
             return PUT_RETURN_CODE_NOT_PUT
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        found = self._do_put(key, value, timestamp, self.observed_stream_time)
+        found = self._advance_and_put(key, value, timestamp)
         self._update_position()
         return found
 
@@ -246,8 +260,7 @@ class RocksDBVersionedStore:
             LOG.warning("Skipping record for expired delete.")
             return None
         existing = self.get(key, timestamp)
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        self._do_put(key, None, timestamp, self.observed_stream_time)
+        self._advance_and_put(key, None, timestamp)
         self._update_position()
         return existing
 
