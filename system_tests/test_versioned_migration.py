@@ -14,11 +14,13 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from kstate.app.cluster import AppCluster, InputFeeder
 from kstate.app.migration import MIN_COMPACTION_LAG, BrokerTopicConfigAdmin, migrate_to_versioned
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
+from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID
 from kstate.kafka.changelog_topics import consume_all, describe_topic_config
 from kstate.spark.oracle import ChangelogRow
 from kstate.stores.api import Backend
@@ -139,12 +141,18 @@ def test_kip889_migration_of_a_running_application_to_versioned_stores(
             assert (row.partition, row.key, row.timestamp, row.headers) == (source.partition, source.key,
                                                                             source.timestamp, ()), row
     assert {r.value for r in changelog if r.value is not None} == set(by_value)
-    gets = out_of_order = expired_keys = 0
+    gets = out_of_order = expired_keys = logical_segments = 0
     for partition in range(PARTITIONS):
         rows = [r for r in changelog if r.partition == partition]
-        out_of_order += sum(1 for a, b in zip(rows, rows[1:], strict=False) if b.timestamp < a.timestamp)
+        out_of_order += sum(1 for a, b in pairwise(rows) if b.timestamp < a.timestamp)
         oracle = VersionsOracle(grace_ms=HISTORY_RETENTION_MS).apply(rows)
         assert oracle.not_put == 0  # the jitter stays within the grace period
+        # On disk: the latest-value segment (-1) holds each key whose latest version is not a tombstone (VER-2).
+        segments = cluster.dump(partition).logical_segments()
+        latest_values = {key for key in oracle.versions if oracle.latest(key) is not None}
+        assert set(segments.get(LATEST_VALUE_SEGMENT_ID, {})) == latest_values, partition
+        assert len(segments) > 2, sorted(segments)  # history kept in several segments
+        logical_segments += len(segments)
         owner = cluster.owner(partition)
         store = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name=cluster.store_name,
                                  state_dir=owner.config.state_dir, application_id=cluster.application_id,
@@ -166,5 +174,5 @@ def test_kip889_migration_of_a_running_application_to_versioned_stores(
     system_report("versioned migration (KIP-889)",
                   {"input_during_migration": sent, "migrated_changelog_records": migrated_records,
                    "changelog_records": len(changelog), "out_of_order_records": out_of_order, "gets_checked": gets,
-                   "keys_with_expired_history": expired_keys,
+                   "keys_with_expired_history": expired_keys, "logical_segments": logical_segments,
                    "seconds": round(time.monotonic() - started, 1)})

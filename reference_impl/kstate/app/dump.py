@@ -5,7 +5,8 @@ families, so a crashed or running instance's directory is read here in RocksDB's
 The logical view is what the store's iterators return: the data family, plus in upgrade mode every legacy
 entry converted, the new family winning on equal keys (KV-30, KV-31, KV-35). A segmented store (window,
 session) is one such database per segment, ``<task>/<store>/<store>.<segment start>`` (LAY-3), each upgrading
-its own families: :func:`dump_segmented_store` reads every segment.
+its own families: :func:`dump_segmented_store` reads every segment. A versioned store is one database whose
+segments are key prefixes: :meth:`StoreDump.logical_segments` splits them.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 from kstate.codecs.layout import column_family_plan
 from kstate.codecs.offsets import OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, STATUS_OPEN, decode_offset_value
-from kstate.codecs.store_types import STORE_TYPES, StoreType
+from kstate.codecs.primitives import read_int64
+from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, StoreType
 from kstate.stores.column_families import CONVERTERS
 from kstate.stores.engine import list_column_families, rocksdb_options
 from kstate.stores.factory import store_directory
@@ -57,6 +59,15 @@ class StoreDump:
 
     def offsets_without_position(self) -> dict[bytes, bytes]:
         return {k: v for k, v in self.offsets.items() if k != POSITION_KEY}
+
+    def logical_segments(self) -> dict[int, dict[bytes, bytes]]:
+        """A versioned store's logical segments: its ``default`` rows by their 8-byte segment-id prefix, the key
+        without it; segment -1 holds the latest values (VER-1, VER-2)."""
+        segments: dict[int, dict[bytes, bytes]] = {}
+        for physical_key, value in self.column_families.get(DEFAULT_CF, {}).items():
+            segment, _ = read_int64(physical_key, 0, "versioned segment key")
+            segments.setdefault(segment, {})[physical_key[8:]] = value
+        return dict(sorted(segments.items()))
 
 
 def dump_store_dir(path: str | Path) -> StoreDump:
