@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from kstate.app.cluster import AppCluster, InputRecord
+from kstate.app.cluster import AppCluster, InputFeeder, InputRecord
+from kstate.app.process import InstanceProcess
 from kstate.app.processors import StoredValue, decode_stored, parse_aggregate
 from kstate.codecs import window_keys
 from kstate.codecs.store_types import StoreType
@@ -138,3 +141,29 @@ def assert_windows_match_input(cluster: AppCluster, found: dict[int, dict[Window
         missing = live - set(rows)
         assert not missing, f"partition {partition}: live windows lost: {sorted(missing)[:5]}"
     return checked
+
+
+def bounce_one_by_one(cluster: AppCluster, instances: list[InstanceProcess], bounce: Callable[[InstanceProcess], None],
+                      on_opened: Callable[[dict[str, Any]], None], *, keys: int, rate: float = 300,
+                      seed: int = 7, settle: float = 0.7) -> int:
+    """A rolling bounce under continuous input (``rate`` records a second over ``keys`` keys): each instance in
+    turn is ``bounce``d (stopped, changed, started), waited for until it runs, and each of its ``opened`` events
+    of that start handed to ``on_opened``; then every instance catches up with the input and all stop cleanly.
+    Returns how many records the continuous input sent."""
+    feeder = InputFeeder(cluster, rate=rate, keys=keys, seed=seed)
+    feeder.start()
+    try:
+        time.sleep(0.5)
+        for instance in instances:
+            bounce(instance)
+            instance.wait_running()
+            for event in instance.events("opened"):
+                if event["pid"] == instance.pid:
+                    on_opened(event)
+            time.sleep(settle)
+    finally:
+        sent = feeder.finish()
+    for instance in instances:
+        instance.wait_caught_up(cluster.input_end())
+    cluster.stop_all()
+    return sent

@@ -15,9 +15,13 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
-from kstate.app.cluster import AppCluster, InputFeeder
+from helpers import bounce_one_by_one
+
+from kstate.app.cluster import AppCluster
 from kstate.app.migration import MIN_COMPACTION_LAG, BrokerTopicConfigAdmin, migrate_to_versioned
+from kstate.app.process import InstanceProcess
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID
@@ -96,38 +100,35 @@ def test_kip889_migration_of_a_running_application_to_versioned_stores(
     for instance in instances:
         instance.wait_caught_up(cluster.input_end())
     admin = BrokerTopicConfigAdmin(cluster.broker.bootstrap)
-    feeder = InputFeeder(cluster, rate=300, keys=KEYS, seed=22)
-    feeder.start()
     migrated_records = 0
-    try:
-        time.sleep(0.5)
-        for instance in instances:
-            # Stop the instance: nothing writes its stores or their changelog partitions while they migrate.
-            assert instance.stop() == 0
-            for partition in instance.config.partitions:
-                records = consume_all(cluster.broker, cluster.changelog_topic, partition)
-                assert [r["offset"] for r in records] == list(range(len(records)))  # an offset is an index
-                result = migrate_to_versioned(
-                    store_name=cluster.store_name, history_retention_ms=HISTORY_RETENTION_MS,
-                    segment_interval_ms=SEGMENT_INTERVAL_MS,
-                    changelog_records=[cl.ChangelogRecord(r["key"], r["value"], r["timestamp"], tuple(r["headers"]))
-                                       for r in records],
-                    admin=admin, state_dir=instance.config.state_dir, application_id=cluster.application_id,
-                    task_id=instance.config.task_id(partition), from_store_type=StoreType.TIMESTAMPED_KV)
-                assert result.restored.records == len(records) > 0
-                assert result.min_compaction_lag_ms == HISTORY_RETENTION_MS + cl.VERSIONED_ADDITIONAL_COMPACTION_LAG_MS
-                migrated_records += len(records)
-            instance.start(store_type=StoreType.VERSIONED_KV.value, store_options=dict(VERSIONED_OPTIONS))
-            instance.wait_running()
-            for event in instance.events("restored"):
-                if event["pid"] == instance.pid:
-                    assert event["records"] == 0, event  # the migration restored everything already
-            time.sleep(0.7)
-    finally:
-        sent = feeder.finish()
+
+    def migrate(instance: InstanceProcess) -> None:
+        nonlocal migrated_records
+        # Stop the instance: nothing writes its stores or their changelog partitions while they migrate.
+        assert instance.stop() == 0
+        for partition in instance.config.partitions:
+            records = consume_all(cluster.broker, cluster.changelog_topic, partition)
+            assert [r["offset"] for r in records] == list(range(len(records)))  # an offset is an index
+            result = migrate_to_versioned(
+                store_name=cluster.store_name, history_retention_ms=HISTORY_RETENTION_MS,
+                segment_interval_ms=SEGMENT_INTERVAL_MS,
+                changelog_records=[cl.ChangelogRecord(r["key"], r["value"], r["timestamp"], tuple(r["headers"]))
+                                   for r in records],
+                admin=admin, state_dir=instance.config.state_dir, application_id=cluster.application_id,
+                task_id=instance.config.task_id(partition), from_store_type=StoreType.TIMESTAMPED_KV)
+            assert result.restored.records == len(records) > 0
+            assert result.min_compaction_lag_ms == HISTORY_RETENTION_MS + cl.VERSIONED_ADDITIONAL_COMPACTION_LAG_MS
+            migrated_records += len(records)
+        instance.start(store_type=StoreType.VERSIONED_KV.value, store_options=dict(VERSIONED_OPTIONS))
+
+    def restored_nothing(event: dict[str, Any]) -> None:
+        assert event["store_type"] == StoreType.VERSIONED_KV.value, event
+        # The migration restored everything already: the instance's restore starts after its committed offset.
+        assert event["committed_changelog_offset"] is not None, event
+
+    sent = bounce_one_by_one(cluster, instances, migrate, restored_nothing, keys=KEYS, seed=22)
     for instance in instances:
-        instance.wait_caught_up(cluster.input_end())
-    cluster.stop_all()
+        assert all(e["records"] == 0 for e in instance.events("restored") if e["pid"] == instance.pid)
     config = describe_topic_config(cluster.broker, cluster.changelog_topic)
     assert config.get(MIN_COMPACTION_LAG) == str(HISTORY_RETENTION_MS + cl.VERSIONED_ADDITIONAL_COMPACTION_LAG_MS), config
 

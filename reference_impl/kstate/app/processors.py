@@ -136,8 +136,8 @@ def _check_known(options: Mapping[str, Any], known: tuple[str, ...]) -> None:
             raise ProcessorConfigError(name, f"not an option of this processor (accepted: {', '.join(known) or 'none'})")
 
 
-class TableProcessor:
-    """``table()`` over a key-value store: put the value in the type's layout, delete on a null value."""
+class _ProcessorBase:
+    """A processor's store (the change-logging layer) and store type; its own options checked by name."""
 
     OPTIONS: tuple[str, ...] = ()
 
@@ -147,6 +147,10 @@ class TableProcessor:
         self.store = store
         self.store_type = store_type
 
+
+class TableProcessor(_ProcessorBase):
+    """``table()`` over a key-value store: put the value in the type's layout, delete on a null value."""
+
     def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
         if value is None:
             self.store.delete(key)
@@ -154,14 +158,25 @@ class TableProcessor:
             self.store.put(key, encode_stored(self.store_type, value, timestamp, headers))
 
 
-class VersionedTableProcessor(TableProcessor):
+class VersionedTableProcessor(_ProcessorBase):
     """``table()`` over a versioned store: every record a version at its timestamp; a null value a tombstone."""
 
     def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
         self.store.put(key, value, timestamp)
 
 
-class WindowAggregateProcessor:
+class _WindowedAggregation(_ProcessorBase):
+    """What both windowed aggregations keep: the processor's own observed stream time (not the store's, and not
+    persisted: -1 again after a restart, as in Kafka) and the count of records dropped for a closed window."""
+
+    def __init__(self, store: Any, store_type: StoreType, store_options: Mapping[str, Any],
+                 options: Mapping[str, int]) -> None:
+        super().__init__(store, store_type, store_options, options)
+        self.observed_stream_time = NO_TIMESTAMP
+        self.dropped = 0
+
+
+class WindowAggregateProcessor(_WindowedAggregation):
     """``KStreamWindowAggregate`` over tumbling windows of the store's ``window_size_ms``.
 
     ``grace_ms`` (default: retention - window size, the most the store's retention allows) closes a window at
@@ -172,9 +187,7 @@ class WindowAggregateProcessor:
 
     def __init__(self, store: Any, store_type: StoreType, store_options: Mapping[str, Any],
                  options: Mapping[str, int]) -> None:
-        _check_known(options, self.OPTIONS)
-        self.store = store
-        self.store_type = store_type
+        super().__init__(store, store_type, store_options, options)
         self.window_size = _option(store_options, "window_size_ms")
         retention = _option(store_options, "retention_ms")
         if self.window_size < 1:
@@ -182,8 +195,6 @@ class WindowAggregateProcessor:
         self.grace = _option(options, "grace_ms", retention - self.window_size)
         if self.window_size + self.grace > retention:
             raise ProcessorConfigError("grace_ms", f"window size + grace exceeds the store's retention {retention}")
-        self.observed_stream_time = NO_TIMESTAMP
-        self.dropped = 0
 
     def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
         if value is None:
@@ -204,7 +215,7 @@ class WindowAggregateProcessor:
                        window_start)
 
 
-class SessionAggregateProcessor:
+class SessionAggregateProcessor(_WindowedAggregation):
     """``KStreamSessionWindowAggregate`` with inactivity gap ``inactivity_gap_ms``.
 
     ``grace_ms`` (default: retention - gap) closes a session at ``end < observed stream time - grace``.
@@ -214,14 +225,10 @@ class SessionAggregateProcessor:
 
     def __init__(self, store: Any, store_type: StoreType, store_options: Mapping[str, Any],
                  options: Mapping[str, int]) -> None:
-        _check_known(options, self.OPTIONS)
-        self.store = store
-        self.store_type = store_type
+        super().__init__(store, store_type, store_options, options)
         self.gap = _option(options, "inactivity_gap_ms")
         retention = _option(store_options, "retention_ms")
         self.grace = _option(options, "grace_ms", max(retention - self.gap, 0))
-        self.observed_stream_time = NO_TIMESTAMP
-        self.dropped = 0
 
     def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
         if value is None:
