@@ -23,7 +23,6 @@ These are measurements, not timed tests: a ratio under its target is reported, n
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import random
@@ -34,12 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rocksdict
+from bench_tools import open_raw, print_report, raw_load
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.stores.api import Backend, TopicPartition
-from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
 from kstate.stores.restore import converter_for, restore
 
@@ -109,17 +107,11 @@ def _restore_round(store: Any, store_type: StoreType, records: list[cl.Changelog
 
 
 def _open_raw(path: Path) -> Any:
-    path.mkdir(parents=True, exist_ok=True)
-    return rocksdict.Rdict(str(path), rocksdb_options())
+    return open_raw(path)
 
 
 def _raw_round(db: Any, pairs: list[tuple[bytes, bytes | None]]) -> None:
-    for start in range(0, len(pairs), BATCH):
-        batch = rocksdict.WriteBatch(raw_mode=True)
-        put = batch.put
-        for key, value in pairs[start : start + BATCH]:
-            put(key, value)
-        db.write(batch)
+    raw_load(db, pairs, BATCH)
 
 
 def _pairs(store_type: StoreType, records: list[cl.ChangelogRecord]) -> list[tuple[bytes, bytes | None]]:
@@ -207,6 +199,4 @@ def ratio_report(request: pytest.FixtureRequest, records: list[cl.ChangelogRecor
         verdict = ("meets target" if steady >= target else "BELOW TARGET") if target else "information (conversion)"
         lines.append(f"{store_type.value:<26}{measured:>11.3f}{baseline:>12.3f}{ratio:>8.2f}{steady:>13.2f}"
                      f"{(f'{target:.2f}' if target else '-'):>8}  {verdict}")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n".join(lines), flush=True)
+    print_report(request, lines)

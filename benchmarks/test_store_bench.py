@@ -20,7 +20,6 @@ measurements, not timed tests: a ratio under its target is reported, never faile
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import random
@@ -31,6 +30,7 @@ from typing import Any
 
 import pytest
 import rocksdict
+from bench_tools import interleaved, print_report
 
 from kstate.codecs.header_values import encode_value_timestamp_headers
 from kstate.codecs.store_types import StoreType
@@ -150,15 +150,7 @@ def workloads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Wo
 
 def _interleaved(measured: Workload, baseline: Workload) -> tuple[float, float]:
     """Minimum process time of each workload over rounds that alternate between the two."""
-    best_m = best_b = float("inf")
-    for _ in range(INTERLEAVED_ROUNDS):
-        start = time.process_time()
-        measured()
-        best_m = min(best_m, time.process_time() - start)
-        start = time.process_time()
-        baseline()
-        best_b = min(best_b, time.process_time() - start)
-    return best_m, best_b
+    return interleaved(measured, baseline, INTERLEAVED_ROUNDS)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -185,9 +177,7 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
             f"{f'{baseline} {b_min * 1e3:.2f}/{b_med * 1e3:.2f}':>42}"
             f"{ratio:>11.2f}{steady:>12.2f}{target:>7.2f}  {verdict}"
         )
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n".join(lines), flush=True)
+    print_report(request, lines)
 
 
 def _bench(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:

@@ -241,7 +241,34 @@ def _changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], int |
 # --- the shared store surface ---------------------------------------------------------------------------
 
 
-class _KeyValueOperations:
+class PositionTracker:
+    """A store's position (IQ consistency): advanced by each write from the record being processed."""
+
+    def __init__(self) -> None:
+        self._position: Position = {}
+        self._record_context: RecordContext | None = None
+
+    def set_record_context(self, context: RecordContext | None) -> None:
+        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
+        self._record_context = context
+
+    def _update_position(self) -> None:
+        context = self._record_context
+        if context is not None and context.topic and context.offset >= 0:
+            partitions = self._position.setdefault(context.topic, {})
+            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+
+    def merge_position(self, other: Position) -> None:
+        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
+        self._position = merge_positions(self._position, other)
+
+    @property
+    def position(self) -> Position:
+        """A copy of the store's position: input topic -> partition -> highest offset applied."""
+        return {topic: dict(parts) for topic, parts in self._position.items()}
+
+
+class _KeyValueOperations(PositionTracker):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -249,9 +276,8 @@ class _KeyValueOperations:
     backend: Backend
 
     def __init__(self, name: str) -> None:
+        super().__init__()
         self.name = name
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
 
     # hooks
     def _check_open(self) -> None:
@@ -278,26 +304,6 @@ class _KeyValueOperations:
     ) -> StoreIterator:
         raise NotImplementedError
 
-    # position (IQ consistency) ---------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    def merge_position(self, other: Position) -> None:
-        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
-        self._position = merge_positions(self._position, other)
-
-    @property
-    def position(self) -> Position:
-        """A copy of the store's position: input topic -> partition -> highest offset applied."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
 
     # KeyValueStore ------------------------------------------------------------------------------------------
 

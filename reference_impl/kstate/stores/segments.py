@@ -107,6 +107,10 @@ class AbstractSegments(ABC, Generic[S]):
     def segment_for_timestamp(self, timestamp: int) -> S | None:
         return self._segments.get(self.segment_id(timestamp))
 
+    def segment_by_id(self, segment_id_: int) -> S | None:
+        """The segment ``segment_id_`` if this manager holds it (nothing is created)."""
+        return self._segments.get(segment_id_)
+
     def get_or_create_segment_if_live(self, segment_id_: int, stream_time: int) -> S | None:
         """The segment if it is live at ``stream_time`` (created if need be), else None (WIN-16, VER-30)."""
         return self.get_or_create_segment(segment_id_) if segment_id_ >= self.min_live_segment_id(stream_time) else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -24,12 +25,14 @@ from kstate.codecs import segments as seg
 from kstate.codecs import window_keys
 from kstate.codecs.key_schemas import check_long
 from kstate.codecs.position import Position, merge_positions
-from kstate.codecs.primitives import INT64_MAX
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
+from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, StateStore, TopicPartition
+from kstate.storage_files import legacy_file_exists, position_file_path, read_position_file
+from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
+    PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
     default_changelog_partitions,
@@ -46,6 +49,9 @@ from kstate.stores.segments import (
 LOG = logging.getLogger("kstate.stores")
 
 SCHEMA = window_keys.PLAIN
+#: The row key's suffix ``[window start int64][seqnum int32]`` (WIN-1) and its window start (WIN-4).
+_ROW_SUFFIX = struct.Struct(">qi")
+_START = struct.Struct(">q")
 #: ``ConsumerRecord.NO_TIMESTAMP``: the observed stream time of a store that has seen no put (WS-6).
 NO_TIMESTAMP = -1
 FMT = "window-store"
@@ -124,14 +130,16 @@ def check_options(retention_ms: object, window_size_ms: object, retain_duplicate
         raise InvalidArgumentError(argument, exc.reason) from None
 
 
-class WindowStoreBase:
-    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6)."""
+class WindowStoreBase(PositionTracker):
+    """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6,
+    WS-29)."""
 
     store_type: StoreType = StoreType.WINDOW
     backend: Backend
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool,
                  segment_interval_ms: int | None) -> None:
+        super().__init__()
         self.name = validate_store_name(name)
         self.segment_interval = check_options(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.retention_period = retention_ms
@@ -143,25 +151,15 @@ class WindowStoreBase:
         self.seqnum = 0
         #: Puts dropped because their window had expired (Kafka's ``dropped-records`` sensor, WS-38).
         self.dropped_records = 0
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
-
-    # position (IQ consistency) --------------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; a write then advances the store's position (WS-29)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+        self._open = True
 
     @property
-    def position(self) -> Position:
-        """A copy of the store's position."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     # shared steps -----------------------------------------------------------------------------------------------
 
@@ -222,9 +220,10 @@ class RocksDBWindowStore(WindowStoreBase):
         changelog_partitions: Iterable[TopicPartition] | None = None,
     ) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        # Legacy ``.checkpoint`` files are the task's; a segmented store has no file of its own to migrate.
-        del migrate_legacy_files
         self.task_dir = Path(task_dir)
+        # StoreQueryUtils.maybeMigrateExistingPositionFile: read before any segment opens, so a bad file refuses
+        # the open with nothing changed (WS-29). Kafka merges the file and leaves it in place.
+        legacy_position = self._legacy_position(self.task_dir, self.name) if migrate_legacy_files else {}
         self.path = self.task_dir / self.name
         partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                       else default_changelog_partitions(self.task_dir, self.name))
@@ -233,9 +232,28 @@ class RocksDBWindowStore(WindowStoreBase):
             manage_offsets=manage_offsets, changelog_partitions=partitions,
             ignore_invalid_state=ignore_invalid_state)
         self._open_existing()
+        self._position = merge_positions(self._position, legacy_position)
         self._open = True
         self._restore_stack: contextlib.ExitStack | None = None
         self._restore_entered: set[str] = set()
+        self._identity_restore = STORE_TYPES[self.store_type].restore is RestoreConversion.IDENTITY
+        #: The earliest live segment id when expired segments were last deleted (None: not since open).
+        self._expired_below: int | None = None
+        #: The segment of the last put (id -1: none) and the stream time it was found live at: a put into it at
+        #: that same stream time needs no expiry pass (WS-7, WS-8 decide the same).
+        self._last_segment_id = -1
+        self._last_segment_time = NO_TIMESTAMP
+        self._last_segment: KeyValueSegment | None = None
+
+    @staticmethod
+    def _legacy_position(task_dir: Path, name: str) -> Position:
+        """The task's pre-4.3 ``<store>.position`` file, or an empty position (WS-29)."""
+        if not legacy_file_exists(position_file_path(task_dir, name)):
+            return {}
+        try:
+            return read_position_file(task_dir, name)
+        except DecodeError as exc:
+            raise ProcessorStateError(f"Error reading the position file of store {name}: {exc}") from exc
 
     def _open_existing(self) -> None:
         """Open every segment found, as ``openExisting`` at stream time -1 does (WS-31); the position is the
@@ -274,14 +292,6 @@ class RocksDBWindowStore(WindowStoreBase):
 
     # state --------------------------------------------------------------------------------------------------------
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
     def segment_names(self) -> list[str]:
         """The names of the open segments, oldest first (``<store>.<segment start>``, WS-5)."""
         return [s.name for s in self.segments.all_segments()]
@@ -299,26 +309,64 @@ class RocksDBWindowStore(WindowStoreBase):
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         """``RocksDBWindowStore.put``: a null value with duplicates is a no-op (WS-4, WS-9); otherwise the row
-        ``[key][start][seqnum]`` goes to its segment if live, else is dropped (WS-7)."""
-        key, value, window_start = self._checked_put(key, value, window_start)
-        self._check_open()
+        ``[key][start][seqnum]`` (WS-3) goes to its segment if live, else is dropped (WS-7)."""
+        if type(key) is not bytes or (value is not None and type(value) is not bytes) or type(window_start) is not int \
+                or not INT64_MIN <= window_start <= INT64_MAX:
+            key, value, window_start = self._checked_put(key, value, window_start)
+        if not self._open:
+            self._check_open()
         if value is None and self.retain_duplicates:
             return
-        store_key = SCHEMA.to_store_key(key, window_start, self._next_seqnum())
+        if self.retain_duplicates:
+            self.seqnum = (self.seqnum + 1) & INT32_MAX  # WIN-6
+        # WIN-1: the row key, packed directly (the arguments are checked above).
+        store_key = key + _ROW_SUFFIX.pack(window_start, self.seqnum)
+        # The hot path of _segmented_put: the segment of the previous put, found live at the same stream time.
+        if window_start > self.observed_stream_time:
+            self.observed_stream_time = window_start
+        elif window_start >= 0 and window_start // self.segment_interval == self._last_segment_id \
+                and self.observed_stream_time == self._last_segment_time and self._restore_stack is None:
+            if self._record_context is not None:
+                self._update_position()
+            self._last_segment.accessor.put(store_key, value)  # type: ignore[union-attr]
+            return
         self._segmented_put(store_key, window_start, value)
 
     def _segmented_put(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
-        """``AbstractRocksDBSegmentedBytesStore.put`` (WS-6, WS-7, WS-8)."""
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        segment = self.segments.get_or_create_segment_if_live(
-            self.segments.segment_id(timestamp), self.observed_stream_time)
+        """``AbstractRocksDBSegmentedBytesStore.put`` (WS-6, WS-7, WS-8, WS-29)."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        segment = self._live_segment(timestamp)
         if segment is None:
             self.dropped_records += 1
-            LOG.debug("Skipping record for expired segment of store %s.", self.name)
+            LOG.warning("Skipping record for expired segment.")
             return
-        self._update_position()
-        self._enter_restore_mode(segment)
+        if timestamp >= 0:
+            self._last_segment_id, self._last_segment = timestamp // self.segment_interval, segment
+            self._last_segment_time = self.observed_stream_time
+        if self._record_context is not None:
+            self._update_position()
+        if self._restore_stack is not None:
+            self._enter_restore_mode(segment)
         segment.accessor.put(store_key, value)
+
+    def _live_segment(self, timestamp: int) -> KeyValueSegment | None:
+        """``getOrCreateSegmentIfLive(segmentId(timestamp), T)``: None when expired; expired segments are deleted
+        whenever the earliest live segment moves (WS-7, WS-8). A segment already held at an unchanged earliest
+        live segment is answered without the expiry pass, which would find nothing to delete."""
+        interval = self.segment_interval
+        segment_id = timestamp // interval if timestamp >= 0 else java_div(timestamp, interval)
+        floor = self.observed_stream_time - self.retention_period
+        min_live = floor // interval if floor >= 0 else java_div(floor, interval)
+        if segment_id < min_live:
+            return None
+        if min_live == self._expired_below:
+            segment = self.segments.segment_by_id(segment_id)
+            if segment is not None:
+                return segment
+        segment = self.segments.get_or_create_segment_if_live(segment_id, self.observed_stream_time)
+        self._expired_below = min_live
+        return segment
 
     # reads --------------------------------------------------------------------------------------------------------
 
@@ -343,10 +391,33 @@ class RocksDBWindowStore(WindowStoreBase):
         actual_from = max(time_from, self._earliest_live())
         if time_to < actual_from:
             return []
-        lower = SCHEMA.lower_range_fixed_size(key, actual_from)
-        upper = SCHEMA.upper_range_fixed_size(key, time_to)
-        return [(start, value) for _key, start, value in
-                self._scan(actual_from, time_to, lower, upper, key, key, not backward)]
+        # WIN-10: lowerRangeFixedSize (start max(0, from), seqnum 0) and upperRangeFixedSize (seqnum Integer.MAX).
+        lower = key + _ROW_SUFFIX.pack(max(0, actual_from), 0)
+        upper = key + _ROW_SUFFIX.pack(time_to, INT32_MAX)
+        return self._scan_key(key, actual_from, time_to, lower, upper, not backward)
+
+    def _scan_key(self, key: bytes, time_from: int, time_to: int, lower: bytes, upper: bytes,
+                  forward: bool) -> list[TimedValue]:
+        """:meth:`_scan` for one key: a row is the key's when it is ``len(key) + 12`` bytes starting with the key
+        (WIN-4), so a longer key sharing the prefix is skipped as ``hasNextCondition`` skips it (WS-11)."""
+        out: list[TimedValue] = []
+        if lower > upper:
+            return out
+        key_length = len(key)
+        row_length = key_length + window_keys.SUFFIX_SIZE
+        unpack_start = _START.unpack_from
+        append = out.append
+        for segment in self.segments.segments(time_from, time_to, forward):
+            source, cursors = segment.accessor.scan(lower, upper, True, True, not forward)
+            try:
+                for store_key, value in source:
+                    if len(store_key) == row_length and store_key.startswith(key):
+                        start = unpack_start(store_key, key_length)[0]
+                        if time_from <= start <= time_to:
+                            append((start, value))
+            finally:
+                _close_all(cursors)
+        return out
 
     def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
                    backward: bool = False) -> list[WindowedEntry]:
@@ -384,17 +455,23 @@ class RocksDBWindowStore(WindowStoreBase):
               key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[WindowedEntry]:
         """``SegmentIterator`` with ``WindowKeySchema.hasNextCondition``: the segments of ``[time_from, time_to]``
         oldest first when ``forward``, each scanned over ``[lower, upper]``, rows kept whose key and window start
-        are in range (WS-11, WS-13)."""
+        are in range (WS-11, WS-13). Rows are split as WIN-4 reads them: the key before the last 12 bytes."""
         out: list[WindowedEntry] = []
         if lower is not None and upper is not None and lower > upper:
             return out  # RocksDBStore.range refuses an inverted range with an empty iterator
+        unpack_start = _START.unpack_from
         for segment in self.segments.segments(time_from, time_to, forward):
             source, cursors = segment.accessor.scan(lower, upper, True, True, not forward)
             try:
                 for store_key, value in source:
-                    decoded = SCHEMA.decode(store_key)
-                    if time_from <= decoded.timestamp <= time_to and _in_range(decoded.key, key_from, key_to):
-                        out.append((decoded.key, decoded.timestamp, value))
+                    key_end = len(store_key) - window_keys.SUFFIX_SIZE
+                    if key_end < 0:
+                        raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
+                    start = unpack_start(store_key, key_end)[0]
+                    if time_from <= start <= time_to:
+                        key = store_key[:key_end]
+                        if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
+                            out.append((key, start, value))
             finally:
                 _close_all(cursors)
         return out
@@ -403,33 +480,47 @@ class RocksDBWindowStore(WindowStoreBase):
 
     def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
         """One restore batch: values converted for the type (WS-25), then :meth:`restore_batch`."""
-        rows = [(r.key, r.value, r.timestamp, r.headers) for r in records]
-        self.restore_batch(cl.restore_entries(self.store_type, rows))
+        if self._identity_restore:
+            self.restore_batch([(r.key, r.value) for r in records])
+        else:
+            self.restore_batch(cl.restore_entries(self.store_type, [(r.key, r.value, r.timestamp, r.headers)
+                                                                    for r in records]))
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """``restoreAllInternal``: stream time first advanced to the batch's largest window start, then each row
-        staged in its segment if live, expired ones skipped (WS-25). Keys are checked before anything changes."""
-        self._check_open()
-        timed = []
-        for key, value in entries:
-            if key is None:
-                raise NullKeyError("key cannot be null")
-            timed.append((key, value, self._changelog_timestamp(key)))
-        for _key, _value, timestamp in timed:
-            self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        for key, value, timestamp in timed:
-            segment = self.segments.get_or_create_segment_if_live(
-                self.segments.segment_id(timestamp), self.observed_stream_time)
-            if segment is not None:
-                self._enter_restore_mode(segment)
-                segment.accessor.put(key, value)
+        staged in its segment if live, expired ones skipped (WS-25). Keys are checked before anything changes.
 
-    @staticmethod
-    def _changelog_timestamp(key: bytes) -> int:
-        try:
-            return SCHEMA.segment_timestamp(bytes(key))
-        except DecodeError as exc:
-            raise DecodeError(FMT, f"a window changelog key needs at least 12 bytes: {exc.reason}", 0) from None
+        Kafka asks ``getOrCreateSegmentIfLive`` once per record at the same stream time; the answer depends on
+        the segment id only, so it is asked once per segment of the batch."""
+        self._check_open()
+        unpack_start = _START.unpack_from
+        interval = self.segment_interval
+        latest = self.observed_stream_time
+        by_segment: dict[int, dict[bytes, bytes | None]] = {}
+        for key, value in entries:
+            if type(key) is not bytes:
+                if key is None:
+                    raise NullKeyError("key cannot be null")
+                key = bytes(key)
+            key_end = len(key) - window_keys.SUFFIX_SIZE
+            if key_end < 0:
+                raise DecodeError(FMT, f"a window changelog key needs at least 12 bytes, got {len(key)}", 0)
+            start = unpack_start(key, key_end)[0]
+            if start > latest:
+                latest = start
+            segment_id = start // interval if start >= 0 else java_div(start, interval)
+            rows = by_segment.get(segment_id)
+            if rows is None:
+                rows = by_segment[segment_id] = {}
+            rows[key] = value
+        self.observed_stream_time = latest
+        live = {segment_id: self._live_segment(segment_id * interval if segment_id >= 0 else _first_time(segment_id, interval))
+                for segment_id in by_segment}
+        for segment_id, rows in by_segment.items():
+            segment = live[segment_id]
+            if segment is not None and segment.is_open:
+                self._enter_restore_mode(segment)
+                segment.accessor.put_all(rows)
 
     def restoring(self) -> contextlib.AbstractContextManager[None]:
         """Restore mode in every segment, those a restore creates included: no WAL, one flush at the end (RST-8)."""
@@ -473,12 +564,15 @@ class RocksDBWindowStore(WindowStoreBase):
             segment.instance.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
-        """The smallest offset the open segments committed for ``partition``: a restore from there misses
-        nothing whichever segment a crash left behind (WS-28). None when no segment has one."""
+        """``AbstractSegments.committedOffset``: the offset of the newest segment that has one for ``partition``,
+        else None (WS-28)."""
         tp = _to_codec_tp(partition, "partition")
         self._check_open()
-        found = [o for o in (s.instance.committed_offset(tp) for s in self.segments.all_segments()) if o is not None]
-        return min(found) if found else None
+        for segment in self.segments.all_segments(forward=False):
+            offset = segment.instance.committed_offset(tp)
+            if offset is not None:
+                return offset
+        return None
 
     def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
         """Each open segment's committed offsets, by segment name (WS-28)."""
@@ -517,6 +611,11 @@ class RocksDBWindowStore(WindowStoreBase):
         for segment in self.segments.all_segments():
             segment.instance.simulate_crash()
         self.segments.close()
+
+
+def _first_time(segment_id: int, interval: int) -> int:
+    """A time whose segment is ``segment_id`` when that id is negative (Java truncation: ``id * I - I + 1``)."""
+    return segment_id * interval - interval + 1
 
 
 def _close_all(cursors: Sequence[EngineCursor]) -> None:

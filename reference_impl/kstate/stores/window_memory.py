@@ -16,7 +16,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.primitives import INT32_MAX, encode_int32
 from kstate.codecs.store_types import StoreType
 from kstate.errors import NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, TopicPartition
+from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.kv import _changelog_offsets, _to_codec_tp, require_key
 from kstate.stores.window import (
     SCHEMA,
@@ -55,15 +55,15 @@ class InMemoryWindowStore(WindowStoreBase):
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self._windows: dict[int, dict[bytes, bytes]] = {}
         self._starts: list[int] = []  # the window starts of ``_windows``, ascending
-        self._open = True
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+    def _clamped_from(self, time_from: int, time_to: int) -> int | None:
+        """The first checks of every ranged read: the store open, expired windows forgotten, ``from`` clamped to
+        ``T - R + 1``; None when ``to`` is below it (WS-17, WS-18)."""
+        self._checked_range(time_from, time_to)
+        self._check_open()
+        self._remove_expired()
+        min_time = max(time_from, self._earliest_live())
+        return None if time_to < min_time else min_time
 
     # expiry ---------------------------------------------------------------------------------------------------------
 
@@ -119,11 +119,8 @@ class InMemoryWindowStore(WindowStoreBase):
     def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
         """``fetch``/``backwardFetch(key, from, to)``: window starts from the clamped ``from`` (WS-11, WS-18)."""
         key = require_key(key)
-        self._checked_range(time_from, time_to)
-        self._check_open()
-        self._remove_expired()
-        min_time = max(time_from, self._earliest_live())
-        if time_to < min_time:
+        min_time = self._clamped_from(time_from, time_to)
+        if min_time is None:
             return []
         return [(start, value) for _key, start, value in self._scan(min_time, time_to, key, key, backward)]
 
@@ -131,26 +128,18 @@ class InMemoryWindowStore(WindowStoreBase):
                    backward: bool = False) -> list[WindowedEntry]:
         """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: window start first, then key (WS-13, WS-18)."""
         key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
-        self._checked_range(time_from, time_to)
-        self._check_open()
-        self._remove_expired()
+        min_time = self._clamped_from(time_from, time_to)
         if key_from is not None and key_to is not None and key_from > key_to:
             LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
             return []
-        min_time = max(time_from, self._earliest_live())
-        if time_to < min_time:
+        if min_time is None:
             return []
         return self._scan(min_time, time_to, key_from, key_to, backward)
 
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14, WS-18)."""
-        self._checked_range(time_from, time_to)
-        self._check_open()
-        self._remove_expired()
-        min_time = max(time_from, self._earliest_live())
-        if time_to < min_time:
-            return []
-        return self._scan(min_time, time_to, None, None, backward)
+        min_time = self._clamped_from(time_from, time_to)
+        return [] if min_time is None else self._scan(min_time, time_to, None, None, backward)
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every window start above ``observed - retention`` (WS-20)."""
