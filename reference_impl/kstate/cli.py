@@ -476,7 +476,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-#: ``kstate audit --store-type``: the store types the reference builds, and the legacy alias.
+#: ``kstate audit --store-type``: the key-value store types the reference builds (the oracle knows their state), and
+#: the legacy alias.
 AUDIT_STORE_TYPES = [t.value for t in BUILT_KV_TYPES] + list(LEGACY_ALIASES)
 
 AUDIT_EPILOG = """\

@@ -8,7 +8,7 @@ input is merged over the scenario's type and options, and later steps use the ne
 naming a handle gets the current one; ``store.iterator_open`` answers the step's ``as`` name (default
 ``it1``, ``it2``, ...) in place of the implementation's id, and iterator steps name it so. A
 ``store.dump`` step with ``keep`` (column family names) answers those families' entries and the sorted
-names of all families (``families``). A step with ``by_location`` true names the store by its state
+names of all families (``families``), per segment for a segmented store. A step with ``by_location`` true names the store by its state
 directory, application, task and store name instead of the handle (so does every step after a refused
 open).
 
@@ -59,6 +59,12 @@ class ScenarioError(KStateError):
     """A scenario that cannot run as written, or backends that answered it differently."""
 
 
+def is_store_op(name: str) -> bool:
+    """A ``store.*`` operation, or one of a store family's own (``session_store.*``, ``window_store.*``, ...)."""
+    family, dot, _ = name.partition(".")
+    return bool(dot) and (family == "store" or family.endswith("_store"))
+
+
 def _object(value: Any, what: str) -> JsonDict:
     if value is None:
         return {}
@@ -79,7 +85,7 @@ def _steps(payload: JsonDict) -> list[JsonDict]:
         name = step.get("op")
         if isinstance(name, str) and name in FS_OPS:
             pass
-        elif not isinstance(name, str) or not name.startswith("store.") or name == SCENARIO_OP:
+        elif not isinstance(name, str) or not is_store_op(name) or name == SCENARIO_OP:
             raise ScenarioError(f"store.scenario: step {i} names no store.* or fs.* operation: {name!r}")
         _object(step.get("input"), f"step {i} input")
     return steps
@@ -98,6 +104,9 @@ def _keep_families(out: JsonDict, keep: Any) -> JsonDict:
     # A dump step's ``keep``: the entries of those families only, beside the names of all of them.
     if not isinstance(keep, list):
         raise ScenarioError("store.scenario: a dump step's keep must be a list of column family names")
+    if "segments" in out:  # a segmented store: the same per segment (LAY-3)
+        return {"segments": {name: _keep_families({"column_families": cfs}, keep)
+                             for name, cfs in (out.get("segments") or {}).items()}}
     families = out.get("column_families") or {}
     return {"families": sorted(families), "column_families": {cf: families[cf] for cf in keep if cf in families}}
 

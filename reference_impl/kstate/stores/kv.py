@@ -268,6 +268,10 @@ class PositionTracker:
         return {topic: dict(parts) for topic, parts in self._position.items()}
 
 
+#: The session stores' name for :class:`PositionTracker` (two branches wrote the same class; merge: one class).
+RecordPositionTracking = PositionTracker
+
+
 class _KeyValueOperations(PositionTracker):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
@@ -642,7 +646,32 @@ class RocksDBStore(_KeyValueOperations):
 # --- in memory ------------------------------------------------------------------------------------------------
 
 
-class InMemoryKeyValueStore(_KeyValueOperations):
+class InMemoryOffsets:
+    """What every in-memory store answers about offsets: it keeps none, and commits and flushes nothing (KV-44)."""
+
+    #: The store's own check (declared only: the class this is mixed into defines it).
+    _check_open: Callable[[], None]
+
+    def manages_offsets(self) -> bool:
+        """In-memory stores keep no offsets (KV-44)."""
+        return False
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Nothing to persist (KV-44)."""
+        _changelog_offsets(changelog_offsets)
+        self._check_open()
+
+    def flush(self) -> None:
+        self._check_open()
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        """Always None: the offsets are not managed by an in-memory store (KV-44)."""
+        _to_codec_tp(partition, "partition")
+        self._check_open()
+        return None
+
+
+class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
     """Kafka's ``InMemoryKeyValueStore``: a sorted map written through, no offsets managed (KV-40..KV-44).
 
     Iterators copy the key set when created and read values live, skipping keys deleted since (KV-41).
@@ -720,24 +749,6 @@ class InMemoryKeyValueStore(_KeyValueOperations):
         checked = [(require_key(key), _value_bytes(value)) for key, value in entries]  # refuse before writing
         for key, value in checked:
             self._write(key, value)
-
-    def manages_offsets(self) -> bool:
-        """In-memory stores keep no offsets (KV-44)."""
-        return False
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Nothing to persist (KV-44)."""
-        _changelog_offsets(changelog_offsets)
-        self._check_open()
-
-    def flush(self) -> None:
-        self._check_open()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """Always None: the offsets are not managed by an in-memory store (KV-44)."""
-        _to_codec_tp(partition, "partition")
-        self._check_open()
-        return None
 
     def close(self) -> None:
         """Clear the contents and mark the store closed (KV-43)."""

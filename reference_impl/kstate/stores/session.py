@@ -12,25 +12,42 @@ earliest_end and start <= latest_start (SS-5), in Kafka's order (SS-6, SS-7).
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import segments as seg
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.layout import ColumnFamilyPlan
-from kstate.codecs.position import Position, merge_positions
-from kstate.codecs.primitives import INT64_MAX, INT64_MIN
+from kstate.codecs.position import Position
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, TopicPartition
+from kstate.stores.api import (
+    Backend,
+    InvalidStateStoreError,
+    RecordContext,
+    TopicPartition,
+    UnknownColumnFamilyError,
+)
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.kv import INVALID_RANGE_WARNING, _changelog_offsets, _to_codec_tp, require_key, validate_store_name
+from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
+from kstate.stores.kv import (
+    INVALID_RANGE_WARNING,
+    InMemoryOffsets,
+    RecordPositionTracking,
+    _changelog_offsets,
+    _to_codec_tp,
+    require_key,
+    validate_store_name,
+)
+from kstate.stores.offsets import check_offsets_image, read_offsets_image
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
@@ -41,6 +58,9 @@ NO_TIMESTAMP = -1
 #: ``fetch(key)`` is ``findSessions(key, 0, Long.MAX_VALUE)`` (SS-8).
 FETCH_ALL_EARLIEST_END = 0
 FETCH_ALL_LATEST_START = INT64_MAX
+#: A session key's suffix, ``[end int64][start int64]`` (SESS-1).
+_TIMES = struct.Struct(">qq")
+_SUFFIX_SIZE = _TIMES.size
 #: The WARN of the in-memory store for a put into an expired segment (SS-14).
 EXPIRED_WARNING = "Skipping record for expired segment."
 
@@ -49,9 +69,8 @@ class InvalidSessionWindowError(KStateError, ValueError):
     """A session window Kafka's ``SessionWindow`` refuses: a negative start, or an end before the start (SS-3)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionRecord:
-    """One entry of a session iterator: Kafka's ``KeyValue<Windowed<Bytes>, byte[]>``."""
+class SessionRecord(NamedTuple):
+    """One entry of a session iterator: Kafka's ``KeyValue<Windowed<Bytes>, byte[]>`` (a tuple: cheap to make)."""
 
     key: bytes
     start: int
@@ -101,37 +120,40 @@ class SessionIterator:
 
     def __init__(self, source: Iterator[SessionRecord], on_close: Callable[[SessionIterator], None] | None = None,
                  closed_message: str = "the session iterator is closed") -> None:
-        self._source: Iterator[SessionRecord] | None = source
+        # The bound ``__next__`` of the source: one call per entry on the hot path; swapped for a refusal at close.
+        self._next: Callable[[], SessionRecord] = source.__next__
         self._peeked: SessionRecord | None = None
         self._on_close = on_close
         self._closed_message = closed_message
+        self.is_closed = False
 
-    def _live(self) -> Iterator[SessionRecord]:
-        if self._source is None:
-            raise InvalidStateStoreError(self._closed_message)
-        return self._source
+    def _refuse(self) -> SessionRecord:
+        raise InvalidStateStoreError(self._closed_message)
 
     def __iter__(self) -> SessionIterator:
         return self
 
     def __next__(self) -> SessionRecord:
-        source = self._live()
-        if self._peeked is not None:
-            record, self._peeked = self._peeked, None
-            return record
-        return next(source)
+        peeked = self._peeked
+        if peeked is None:
+            return self._next()
+        self._peeked = None
+        return peeked
 
     def peek_next(self) -> SessionRecord | None:
         """The next entry without consuming it; None at the end."""
-        source = self._live()
         if self._peeked is None:
-            self._peeked = next(source, None)
+            try:
+                self._peeked = self._next()
+            except StopIteration:
+                return None
         return self._peeked
 
     def close(self) -> None:
-        if self._source is None:
+        if self.is_closed:
             return
-        self._source = None
+        self.is_closed = True
+        self._next = self._refuse
         self._peeked = None
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
@@ -177,7 +199,7 @@ class SessionStore(Protocol):
 # --- the operations both backends share --------------------------------------------------------------------------
 
 
-class SessionOperations:
+class SessionOperations(RecordPositionTracking):
     """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
     ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
 
@@ -207,23 +229,6 @@ class SessionOperations:
     def _check_open(self) -> None:
         if not self._open:
             raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    @property
-    def position(self) -> Position:
-        return {topic: dict(partitions) for topic, partitions in self._position.items()}
-
-    def merge_position(self, other: Position) -> None:
-        self._position = merge_positions(self._position, other)
 
     # writes -------------------------------------------------------------------------------------------------------
 
@@ -360,6 +365,7 @@ class RocksDBSessionStore(SessionOperations):
         self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                                      else _default_changelog_partitions(self.task_dir, self.name))
         self.manage_offsets_flag = manage_offsets
+        self.ignore_invalid_state = ignore_invalid_state
         self.segments = self.SEGMENTS(
             self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
             changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
@@ -382,18 +388,42 @@ class RocksDBSessionStore(SessionOperations):
         if not directory.is_dir():
             self.segments.open_existing(self.observed_stream_time)
             return
-        ids = []
+        found = []
         for entry in sorted(p.name for p in directory.iterdir()):
             try:
-                parsed = seg.parse_segment_name(self.name, entry, self.segment_interval_ms)
+                found.append((entry, seg.parse_segment_name(self.name, entry, self.segment_interval_ms)))
             except KStateError:
                 continue
+        # Every segment is checked before any is opened or renamed: a refused open changes nothing (SS-20).
+        for entry, parsed in found:
+            if parsed.segment_id >= 0:
+                self._check_segment(directory / entry)
+        ids = []
+        for entry, parsed in found:
             if parsed.rename_to is not None:
                 (directory / entry).rename(directory / parsed.rename_to)
             ids.append(parsed.segment_id)
         for segment_id in sorted(i for i in ids if i >= 0):
             self.segments.get_or_create_segment(segment_id)
         self.segments.cleanup_expired_segments(self.observed_stream_time)
+
+    def _check_segment(self, path: Path) -> None:
+        """The refusals of one existing segment that need no write: column families this type does not know (a
+        downgrade, UPG-1) and an offsets status other than CLOSED (KV-52), as each segment's own open decides."""
+        if not rocksdb_directory_state(path, path.name):
+            return
+        known = self.SEGMENTS.LAYOUT.known_column_families(self.manage_offsets_flag)
+        unknown = sorted(cf for cf in list_column_families(path, path.name) if cf not in known)
+        if unknown:
+            raise UnknownColumnFamilyError(
+                f"Error opening store {path.name} at location {path}: Column families not opened: {', '.join(unknown)}",
+                tuple(unknown))
+        if self.manage_offsets_flag:
+            reader = RocksDBEngine(path, store_name=path.name, read_only=True)
+            try:
+                check_offsets_image(read_offsets_image(reader), path.name, self.ignore_invalid_state)
+            finally:
+                reader.close()
 
     def persistent(self) -> bool:
         return True
@@ -402,7 +432,8 @@ class RocksDBSessionStore(SessionOperations):
 
     def _min_live_time(self) -> int:
         """``observedStreamTime - retentionPeriod + 1``: the earliest end a read still answers (SS-13, SS-16)."""
-        return self.observed_stream_time - self.retention_ms + 1
+        # Java long arithmetic: at observed = Long.MAX with retention 0 this wraps to Long.MIN, as in Kafka.
+        return to_int64(self.observed_stream_time - self.retention_ms + 1)
 
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         """``AbstractRocksDBSegmentedBytesStore.put``: advance stream time, then write if the segment is live,
@@ -442,8 +473,11 @@ class RocksDBSessionStore(SessionOperations):
             # upperRangeFixedSize builds SessionWindow(latest_start, MAX): a negative start is refused (SS-5).
             if latest_start < 0:
                 raise InvalidSessionWindowError("Window startMs time cannot be negative.")
-            lower = schema.lower_range_fixed_size(key_from, actual_from)
-            upper = schema.upper_range_fixed_size(key_from, latest_start)
+            # lowerRangeFixedSize / upperRangeFixedSize: sessions (0, max(0, from)) and (latest_start, MAX) (SESS-7).
+            lower = key_from + _TIMES.pack(max(0, actual_from), 0)
+            upper = key_from + _TIMES.pack(INT64_MAX, latest_start)
+            segments = self.segments.segments(actual_from, INT64_MAX, forward=not backward)
+            return self._register(self._scan_key(segments, lower, upper, key_from, actual_from, latest_start, backward))
         else:
             lower = None if key_from is None else schema.lower_range(key_from, actual_from)
             upper = None if key_to is None else schema.upper_range(key_to, latest_start)
@@ -459,17 +493,47 @@ class RocksDBSessionStore(SessionOperations):
               key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
               backward: bool) -> Iterator[SessionRecord]:
         """``SegmentIterator`` with ``hasNextCondition``: key in range, end >= earliest_end, start <= latest_start."""
-        decode = self.SCHEMA.decode
+        # The hot loop of every read: the key split and the times read in place (SS-1), no decoded-key object.
+        unpack_from = _TIMES.unpack_from
+        new = tuple.__new__
+        single = key_from is not None and key_from == key_to
         for segment in segments:
-            if not segment.is_open:
-                continue
             source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
             try:
                 for store_key, value in source:
-                    session = decode(store_key)
-                    if ((key_from is None or session.key >= key_from) and (key_to is None or session.key <= key_to)
-                            and session.end >= earliest_end and session.start <= latest_start):
-                        yield SessionRecord(session.key, session.start, session.end, value)
+                    key_end = len(store_key) - _SUFFIX_SIZE
+                    if key_end < 0:
+                        session_keys.PLAIN.decode(store_key)  # raises the codec's DecodeError
+                    key = store_key[:key_end]
+                    if single:
+                        if key != key_from:
+                            continue
+                    elif (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
+                        continue
+                    end, start = unpack_from(store_key, key_end)
+                    if end >= earliest_end and start <= latest_start:
+                        yield new(SessionRecord, (key, start, end, value))
+            finally:
+                for cursor in cursors:
+                    cursor.close()
+
+    @staticmethod
+    def _scan_key(segments: Sequence[KeyValueSegment], lower: bytes, upper: bytes, key: bytes, earliest_end: int,
+                  latest_start: int, backward: bool) -> Iterator[SessionRecord]:
+        """:meth:`_scan` for one key, the hot read path: every store key between ``[key][...]`` bounds starts with
+        ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5)."""
+        unpack_from = _TIMES.unpack_from
+        new = tuple.__new__
+        key_end = len(key)
+        size = key_end + _SUFFIX_SIZE
+        for segment in segments:
+            source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
+            try:
+                for store_key, value in source:
+                    if len(store_key) == size:
+                        end, start = unpack_from(store_key, key_end)
+                        if end >= earliest_end and start <= latest_start:
+                            yield new(SessionRecord, (key, start, end, value))
             finally:
                 for cursor in cursors:
                     cursor.close()
@@ -579,9 +643,10 @@ class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):
 EndTimeMap = dict[int, dict[bytes, dict[int, bytes]]]
 
 
-class InMemorySessionStore(SessionOperations):
+class InMemorySessionStore(InMemoryOffsets, SessionOperations):
     """Kafka's ``InMemorySessionStore``: ``endTime -> key -> startTime -> aggregate`` maps, no segments, no offsets
-    (SS-17..SS-19). ``segment_interval_ms`` is accepted for a common option set and not used."""
+    (SS-17..SS-19; no offsets, :class:`InMemoryOffsets`). ``segment_interval_ms`` is accepted for a common option set
+    and not used."""
 
     backend = Backend.MEMORY
     store_type = StoreType.SESSION
@@ -595,7 +660,7 @@ class InMemorySessionStore(SessionOperations):
 
     def _remove_expired(self) -> None:
         """``removeExpiredSegments``: drop every end time below ``max(0, observed - retention + 1)`` (SS-17)."""
-        min_live = max(0, self.observed_stream_time - self.retention_ms + 1)
+        min_live = max(0, to_int64(self.observed_stream_time - self.retention_ms + 1))  # Java long wrap, as in Kafka
         for end in [e for e in self._end_times if e < min_live]:
             del self._end_times[end]
 
@@ -669,22 +734,6 @@ class InMemorySessionStore(SessionOperations):
             checked.append((check_session(session.key, session.start, session.end), _value_bytes(value)))
         for (key, start, end), value in checked:
             self._put(key, start, end, value)
-
-    def manages_offsets(self) -> bool:
-        return False
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Nothing to persist (SS-19)."""
-        _changelog_offsets(changelog_offsets)
-        self._check_open()
-
-    def flush(self) -> None:
-        self._check_open()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        _to_codec_tp(partition, "partition")
-        self._check_open()
-        return None
 
     def close(self) -> None:
         """Clear the maps and mark the store closed (SS-19)."""
@@ -778,7 +827,7 @@ class SessionWithHeaders:
 
 class ReadOnlySessionStoreWithHeaders:
     """Kafka's ``ReadOnlySessionStoreWithHeaders`` with byte keys: the reads of a header-aware session store, values
-    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-33)."""
+    decoded as :class:`AggregationWithHeaders` whose headers are parsed only when read (SS-30, HV-10)."""
 
     def __init__(self, inner: SessionStore) -> None:
         self.inner = inner
