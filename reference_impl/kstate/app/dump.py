@@ -121,7 +121,8 @@ class SegmentedStoreDump:
         return None if not statuses else any(statuses)
 
     def committed_offset(self, topic: str, partition: int) -> int | None:
-        """The smallest offset a segment committed: where the store's restore starts again (as the store answers)."""
+        """The smallest offset a segment committed (a clean commit gives every segment the same one; the stores
+        answer the newest segment's, WS-28, or the smallest, SS-23)."""
         found = [o for o in (d.committed_offset(topic, partition) for d in self.segments.values()) if o is not None]
         return min(found) if found else None
 
