@@ -10,7 +10,7 @@ from typing import Any
 from kstate.app.cluster import AppCluster, InputFeeder, InputRecord
 from kstate.app.process import InstanceProcess
 from kstate.app.processors import StoredValue, decode_stored, parse_aggregate
-from kstate.codecs import window_keys
+from kstate.codecs import session_keys, window_keys
 from kstate.codecs.store_types import StoreType
 from kstate.spark.oracle import State
 
@@ -167,3 +167,37 @@ def bounce_one_by_one(cluster: AppCluster, instances: list[InstanceProcess], bou
         instance.wait_caught_up(cluster.input_end())
     cluster.stop_all()
     return sent
+
+
+def session_state(state: State, store_type: StoreType) -> dict[int, dict[SessionId, StoredValue]]:
+    """Each partition's session store rows (``[key][end][start]`` -> aggregate) taken apart."""
+    out: dict[int, dict[SessionId, StoredValue]] = {}
+    for partition, entries in state.items():
+        sessions = out.setdefault(partition, {})
+        for store_key, stored in entries.items():
+            decoded = session_keys.PLAIN.decode(store_key)
+            sessions[(decoded.key, decoded.start, decoded.end)] = decode_stored(store_type, stored)
+    return out
+
+
+def assert_sessions_match_input(cluster: AppCluster, found: dict[int, dict[SessionId, StoredValue]], gap: int,
+                                retention: int) -> int:
+    """Every session in the stores is one the input makes, with its aggregate (count, last value) and, in a
+    header-aware layout, the last record's headers; every session still live at the end (end >= stream time -
+    retention + 1, SS-13) is there. Returns the number of sessions checked."""
+    expected = expected_sessions(cluster, gap)
+    checked = 0
+    for partition in range(cluster.partitions):
+        sessions = expected.get(partition, {})
+        rows = found.get(partition, {})
+        for session, stored in rows.items():
+            aggregate = sessions.get(session)
+            assert aggregate is not None, f"partition {partition} session {session}: not a session of the input"
+            assert parse_aggregate(stored.value) == (aggregate.count, aggregate.last.value), (partition, session)
+            if stored.headers is not None:
+                assert stored.headers == aggregate.last.headers, (partition, session, stored)
+            checked += 1
+        stream_time = max((end for _key, _start, end in sessions), default=-1)
+        missing = {s for s in sessions if s[2] >= stream_time - retention + 1} - set(rows)
+        assert not missing, f"partition {partition}: live sessions lost: {sorted(missing)[:5]}"
+    return checked

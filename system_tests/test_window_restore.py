@@ -2,7 +2,8 @@
 builds a window store over several segments, some expired; the instance's state is wiped and restored from the
 changelog topic (batch by batch, RST-1 to RST-3; stream time advanced per batch, WS-25). The restored store
 equals the original segment by segment, every column family byte for byte (WS-5, WS-27), with the same
-committed changelog offset (WS-28); every live window holds the aggregate of its input records."""
+committed changelog offset (WS-28); every live window holds the aggregate of its input records. The same for a
+session aggregation's session stores, whose changelog also holds the removes of merged sessions (SS-26)."""
 
 from __future__ import annotations
 
@@ -13,26 +14,35 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import assert_windows_match_input, window_state
+from helpers import assert_sessions_match_input, assert_windows_match_input, session_state, window_state
 
 from kstate.app.cluster import AppCluster
-from kstate.codecs.store_types import WINDOW_TYPES, StoreType
+from kstate.codecs.store_types import SESSION_TYPES, STORE_TYPES, WINDOW_TYPES, Family, StoreType
 
 #: Small windows and segments so that one test's input (about 3000 ms of event time) spans many segments and
-#: expires most of them: segments of 200 ms, windows of 100 ms, retention 600 ms (WS-2).
-STORE_OPTIONS = {"retention_ms": 600, "window_size_ms": 100, "segment_interval_ms": 200}
+#: expires most of them: segments of 200 ms, windows of 100 ms, retention 600 ms (WS-2); sessions closed after
+#: 20 ms without a record of their key (a key gets one about every 40 ms: some sessions merge, some not).
+RETENTION_MS = 600
+WINDOW_SIZE_MS = 100
+GAP_MS = 20
+STORE_OPTIONS = {
+    Family.WINDOW: {"retention_ms": RETENTION_MS, "window_size_ms": WINDOW_SIZE_MS, "segment_interval_ms": 200},
+    Family.SESSION: {"retention_ms": RETENTION_MS, "segment_interval_ms": 200},
+}
+PROCESSOR_OPTIONS = {Family.WINDOW: {}, Family.SESSION: {"inactivity_gap_ms": GAP_MS}}
 PARTITIONS = 2
 
+SEGMENTED_TYPES = sorted(WINDOW_TYPES | SESSION_TYPES, key=lambda t: t.value)
 
-WINDOW_STORE_TYPES = sorted(WINDOW_TYPES, key=lambda t: t.value)
 
-
-@pytest.mark.parametrize("store_type", WINDOW_STORE_TYPES, ids=[t.value for t in WINDOW_STORE_TYPES])
-def test_wiped_window_store_restores_segment_by_segment(make_cluster: Callable[..., AppCluster],
-                                                        system_report: Callable[[str, object], None],
-                                                        store_type: StoreType) -> None:
+@pytest.mark.parametrize("store_type", SEGMENTED_TYPES, ids=[t.value for t in SEGMENTED_TYPES])
+def test_wiped_segmented_store_restores_segment_by_segment(make_cluster: Callable[..., AppCluster],
+                                                           system_report: Callable[[str, object], None],
+                                                           store_type: StoreType) -> None:
     started = time.monotonic()
-    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS)
+    family = STORE_TYPES[store_type].family
+    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS[family],
+                           processor_options=PROCESSOR_OPTIONS[family])
     cluster.produce_batch(per_partition=1500, keys=40, rng=random.Random(12))
     instance = cluster.instance("a", range(PARTITIONS), restore_batch_size=250).start()
     instance.wait_caught_up(cluster.input_end())
@@ -60,8 +70,12 @@ def test_wiped_window_store_restores_segment_by_segment(make_cluster: Callable[.
         assert again.status_open is False
         segments += len(again.data_families())
 
-    found = window_state(cluster.logical_state(), store_type)
-    windows = assert_windows_match_input(cluster, found, STORE_OPTIONS["window_size_ms"], STORE_OPTIONS["retention_ms"])
-    system_report(f"window restore {store_type.value}",
-                  {"changelog_records": len(changelog), "segments": segments, "windows_checked": windows,
+    state = cluster.logical_state()
+    if family is Family.WINDOW:
+        checked = assert_windows_match_input(cluster, window_state(state, store_type), WINDOW_SIZE_MS, RETENTION_MS)
+    else:
+        checked = assert_sessions_match_input(cluster, session_state(state, store_type), GAP_MS, RETENTION_MS)
+        assert any(r.value is None for r in changelog)  # merged sessions removed, and restored as removes
+    system_report(f"{family.value} restore {store_type.value}",
+                  {"changelog_records": len(changelog), "segments": segments, "rows_checked": checked,
                    "seconds": round(time.monotonic() - started, 1)})
