@@ -12,8 +12,10 @@
   ``[ts, ts]``) and put the merged one.
 
 The aggregate of both windowed processors is ``b"<count>:<last value>"``: the number of records aggregated
-and the value of the last one, so that a test can tell a lost record from a late one. Records with a null
-value are ignored by both, as Kafka's grouped-stream aggregations ignore them.
+and the value of the last one, so that a test can tell a lost record from a late one. Records with a null value
+are skipped by both before anything is read or written: Kafka's processors skip only a null key and hand a null
+value to the aggregator, and this application's aggregation ignores it (a choice of the application, not a rule
+of the stores).
 """
 
 from __future__ import annotations
