@@ -20,12 +20,17 @@ from typing import Any
 from helpers import bounce_one_by_one
 
 from kstate.app.cluster import AppCluster
-from kstate.app.migration import MIN_COMPACTION_LAG, BrokerTopicConfigAdmin, migrate_to_versioned
+from kstate.app.migration import (
+    MIN_COMPACTION_LAG,
+    BrokerTopicConfigAdmin,
+    changelog_from_broker,
+    migrate_to_versioned,
+)
 from kstate.app.process import InstanceProcess
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID
-from kstate.kafka.changelog_topics import consume_all, describe_topic_config
+from kstate.kafka.changelog_topics import describe_topic_config
 from kstate.spark.oracle import ChangelogRow
 from kstate.stores.api import Backend
 from kstate.stores.factory import open_bytes_store
@@ -99,7 +104,7 @@ def test_kip889_migration_of_a_running_application_to_versioned_stores(
         instance.start()
     for instance in instances:
         instance.wait_caught_up(cluster.input_end())
-    admin = BrokerTopicConfigAdmin(cluster.broker.bootstrap)
+    admin = BrokerTopicConfigAdmin.for_broker(cluster.broker)
     migrated_records = 0
 
     def migrate(instance: InstanceProcess) -> None:
@@ -107,14 +112,11 @@ def test_kip889_migration_of_a_running_application_to_versioned_stores(
         # Stop the instance: nothing writes its stores or their changelog partitions while they migrate.
         assert instance.stop() == 0
         for partition in instance.config.partitions:
-            records = consume_all(cluster.broker, cluster.changelog_topic, partition)
-            assert [r["offset"] for r in records] == list(range(len(records)))  # an offset is an index
+            records = changelog_from_broker(cluster.broker, cluster.changelog_topic, partition)
             result = migrate_to_versioned(
                 store_name=cluster.store_name, history_retention_ms=HISTORY_RETENTION_MS,
-                segment_interval_ms=SEGMENT_INTERVAL_MS,
-                changelog_records=[cl.ChangelogRecord(r["key"], r["value"], r["timestamp"], tuple(r["headers"]))
-                                   for r in records],
-                admin=admin, state_dir=instance.config.state_dir, application_id=cluster.application_id,
+                segment_interval_ms=SEGMENT_INTERVAL_MS, changelog_records=records, admin=admin,
+                state_dir=instance.config.state_dir, application_id=cluster.application_id,
                 task_id=instance.config.task_id(partition), from_store_type=StoreType.TIMESTAMPED_KV)
             assert result.restored.records == len(records) > 0
             assert result.min_compaction_lag_ms == HISTORY_RETENTION_MS + cl.VERSIONED_ADDITIONAL_COMPACTION_LAG_MS
