@@ -117,6 +117,14 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
     "store.table_options": {"handle": HANDLE},
     "store.get_typed": {"handle": HANDLE, "key": "01", "fields": ["value"]},
     "store.wipe": {"state_dir": STATE_DIR, "name": "closed", "application_id": "app", "task_id": "0_0"},
+    # Window operations on the shared key-value handle: wrong types first, then the family is refused by name.
+    "window_store.put": {"handle": HANDLE, "key": "01", "value": "02", "window_start": 5},
+    "window_store.fetch": {"handle": HANDLE, "key": "01", "time": 5},
+    "window_store.fetch_range": {"handle": HANDLE, "key": "01", "from_ms": 0, "to_ms": 9, "backward": True},
+    "window_store.fetch_keys": {"handle": HANDLE, "key_from": "00", "key_to": None, "from_ms": 0, "to_ms": 9,
+                                "backward": False},
+    "window_store.fetch_all": {"handle": HANDLE, "from_ms": 0, "to_ms": 9, "backward": False},
+    "window_store.all": {"handle": HANDLE, "backward": True},
     # On a versioned store with headers (see _LiveStore).
     "versioned_store.put": {"handle": HANDLE, "key": "01", "value": "02", "timestamp": 5, "headers": [["h", "01"]]},
     "versioned_store.get": {"handle": HANDLE, "key": "01", "as_of": 4},

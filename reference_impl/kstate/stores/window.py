@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -188,10 +188,6 @@ class WindowStoreBase(PositionTracker):
 # --- RocksDB -------------------------------------------------------------------------------------------------------
 
 
-def _in_range(key: bytes, key_from: bytes | None, key_to: bytes | None) -> bool:
-    return (key_from is None or key >= key_from) and (key_to is None or key <= key_to)
-
-
 class RocksDBWindowStore(WindowStoreBase):
     """Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` with ``WindowKeySchema`` (WS-1..WS-15).
 
@@ -243,7 +239,7 @@ class RocksDBWindowStore(WindowStoreBase):
         #: that same stream time needs no expiry pass (WS-7, WS-8 decide the same).
         self._last_segment_id = -1
         self._last_segment_time = NO_TIMESTAMP
-        self._last_segment: KeyValueSegment | None = None
+        self._last_segment_put: Callable[[bytes, bytes | None], None] = _no_segment
 
     @staticmethod
     def _legacy_position(task_dir: Path, name: str) -> Position:
@@ -315,20 +311,31 @@ class RocksDBWindowStore(WindowStoreBase):
             key, value, window_start = self._checked_put(key, value, window_start)
         if not self._open:
             self._check_open()
-        if value is None and self.retain_duplicates:
-            return
         if self.retain_duplicates:
-            self.seqnum = (self.seqnum + 1) & INT32_MAX  # WIN-6
+            if value is None:
+                return
+            self.seqnum = seqnum = (self.seqnum + 1) & INT32_MAX  # WIN-6
+        else:
+            seqnum = 0
         # WIN-1: the row key, packed directly (the arguments are checked above).
-        store_key = key + _ROW_SUFFIX.pack(window_start, self.seqnum)
-        # The hot path of _segmented_put: the segment of the previous put, found live at the same stream time.
-        if window_start > self.observed_stream_time:
-            self.observed_stream_time = window_start
-        elif window_start >= 0 and window_start // self.segment_interval == self._last_segment_id \
-                and self.observed_stream_time == self._last_segment_time and self._restore_stack is None:
+        store_key = key + _ROW_SUFFIX.pack(window_start, seqnum)
+        # The hot path of _segmented_put: the segment of the previous put, still live, and no expired segment to
+        # delete (the stream time unchanged since, or the earliest live segment unchanged).
+        stream_time = self.observed_stream_time
+        if window_start > stream_time:
+            self.observed_stream_time = stream_time = window_start
+        interval = self.segment_interval
+        if window_start >= 0 and window_start // interval == self._last_segment_id and self._restore_stack is None:
+            if stream_time != self._last_segment_time:
+                floor = stream_time - self.retention_period
+                min_live = floor // interval if floor >= 0 else -(-floor // interval)  # Java truncation
+                if min_live != self._expired_below or self._last_segment_id < min_live:
+                    self._segmented_put(store_key, window_start, value)
+                    return
+                self._last_segment_time = stream_time
             if self._record_context is not None:
                 self._update_position()
-            self._last_segment.accessor.put(store_key, value)  # type: ignore[union-attr]
+            self._last_segment_put(store_key, value)
             return
         self._segmented_put(store_key, window_start, value)
 
@@ -342,7 +349,7 @@ class RocksDBWindowStore(WindowStoreBase):
             LOG.warning("Skipping record for expired segment.")
             return
         if timestamp >= 0:
-            self._last_segment_id, self._last_segment = timestamp // self.segment_interval, segment
+            self._last_segment_id, self._last_segment_put = timestamp // self.segment_interval, segment.accessor.put
             self._last_segment_time = self.observed_stream_time
         if self._record_context is not None:
             self._update_position()
@@ -611,6 +618,10 @@ class RocksDBWindowStore(WindowStoreBase):
         for segment in self.segments.all_segments():
             segment.instance.simulate_crash()
         self.segments.close()
+
+
+def _no_segment(key: bytes, value: bytes | None) -> None:
+    raise AssertionError("no segment was cached")  # unreachable: the cached id starts at -1, no window start's
 
 
 def _first_time(segment_id: int, interval: int) -> int:

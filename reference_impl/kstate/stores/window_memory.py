@@ -189,8 +189,13 @@ class InMemoryWindowStore(WindowStoreBase):
                 raise NullKeyError("key cannot be null")
             decoded = SCHEMA.decode(bytes(key))
             parsed.append((decoded.key, value, decoded.timestamp))
-        for key, value, start in parsed:
-            self.put(key, value, start)
+        # No record is being processed while restoring: the puts leave the position alone.
+        context, self._record_context = self._record_context, None
+        try:
+            for key, value, start in parsed:
+                self.put(key, value, start)
+        finally:
+            self._record_context = context
 
     # life-cycle -----------------------------------------------------------------------------------------------------
 
