@@ -117,6 +117,13 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
     "store.table_options": {"handle": HANDLE},
     "store.get_typed": {"handle": HANDLE, "key": "01", "fields": ["value"]},
     "store.wipe": {"state_dir": STATE_DIR, "name": "closed", "application_id": "app", "task_id": "0_0"},
+    # The session family's operations on this key-value handle: refused by family, or for the confused field.
+    "session_store.put": {"handle": HANDLE, "key": "01", "start": 0, "end": 5, "value": "02"},
+    "session_store.remove": {"handle": HANDLE, "key": "01", "start": 0, "end": 5},
+    "session_store.fetch_session": {"handle": HANDLE, "key": "01", "start": 0, "end": 5},
+    "session_store.find_sessions": {"handle": HANDLE, "key_from": "01", "key_to": "02", "earliest_end": 0,
+                                    "latest_start": 5, "backward": False},
+    "session_store.fetch": {"handle": HANDLE, "key_from": "01", "key_to": None, "backward": True},
     # Window operations on the shared key-value handle: wrong types first, then the family is refused by name.
     "window_store.put": {"handle": HANDLE, "key": "01", "value": "02", "window_start": 5},
     "window_store.fetch": {"handle": HANDLE, "key": "01", "time": 5},
