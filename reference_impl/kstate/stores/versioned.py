@@ -448,8 +448,10 @@ def _order(order: object) -> ResultOrder:
 
 
 class InMemoryVersionedStore(RocksDBVersionedStore):
-    """An in-memory versioned store with the RocksDB store's observable behaviour (VS-20): the same procedure over
-    a sorted in-memory map; no offsets are managed and closing (or a crash) loses the contents."""
+    """An in-memory versioned store with the RocksDB store's observable behaviour (VS-20): the same per-key procedure
+    over a sorted in-memory map (what Kafka answers depends on which tombstones its rows record, VER-34, so a plain
+    list of versions would have to track the rows again); no offsets are managed and closing (or a crash) loses the
+    contents."""
 
     def __init__(self, name: str, *, history_retention_ms: int, segment_interval_ms: int | None = None) -> None:
         super().__init__(name, history_retention_ms=history_retention_ms, segment_interval_ms=segment_interval_ms,
