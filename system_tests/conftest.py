@@ -94,13 +94,15 @@ def app_name() -> str:
 
 @pytest.fixture
 def make_cluster(broker: Broker, tmp_path: Path, app_name: str) -> Iterator[Callable[..., AppCluster]]:
-    """``make_cluster(store_type, partitions)``: an application on the shared broker; every instance it started
-    is killed when the test ends, whatever happened."""
+    """``make_cluster(store_type, partitions, **options)``: an application on the shared broker (``options``: the
+    family's ``store_options``, ``processor_options``, ``timestamp_jitter_ms``); every instance it started is
+    killed when the test ends, whatever happened."""
     clusters: list[AppCluster] = []
 
-    def make(store_type: StoreType, partitions: int, store_name: str = "store", suffix: str = "") -> AppCluster:
+    def make(store_type: StoreType, partitions: int, store_name: str = "store", suffix: str = "",
+             **options: Any) -> AppCluster:
         cluster = AppCluster(broker, tmp_path / f"cluster{len(clusters)}", application_id=app_name + suffix,
-                             store_name=store_name, store_type=store_type, partitions=partitions)
+                             store_name=store_name, store_type=store_type, partitions=partitions, **options)
         clusters.append(cluster)
         return cluster
 

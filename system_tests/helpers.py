@@ -1,11 +1,17 @@
-"""Checks shared by the scenario tests: decoding store values back to (raw value, timestamp, headers)."""
+"""Checks shared by the scenario tests: stored values taken apart, and what each family's store must hold."""
 
 from __future__ import annotations
 
-from kstate.app.cluster import AppCluster, InputRecord
-from kstate.codecs.header_values import decode_value_timestamp_headers
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kstate.app.cluster import AppCluster, InputFeeder, InputRecord
+from kstate.app.process import InstanceProcess
+from kstate.app.processors import StoredValue, decode_stored, parse_aggregate
+from kstate.codecs import session_keys, window_keys
 from kstate.codecs.store_types import StoreType
-from kstate.codecs.timestamped import decode_value_and_timestamp
 from kstate.spark.oracle import State
 
 Decoded = tuple[bytes, int | None, tuple[tuple[str, bytes | None], ...] | None]
@@ -13,15 +19,8 @@ Decoded = tuple[bytes, int | None, tuple[tuple[str, bytes | None], ...] | None]
 
 def decode(store_type: StoreType, value: bytes) -> Decoded:
     """A stored value as (raw value, timestamp or None, headers or None) for its store type's layout."""
-    if store_type is StoreType.KEY_VALUE:
-        return value, None, None
-    if store_type is StoreType.TIMESTAMPED_KV:
-        pair = decode_value_and_timestamp(value)
-        assert pair is not None
-        return pair[0], pair[1], None
-    decoded = decode_value_timestamp_headers(value)
-    assert decoded is not None
-    return decoded.value, decoded.timestamp, tuple((k, v) for k, v in decoded.headers)
+    stored = decode_stored(store_type, value)
+    return stored.value, stored.timestamp, stored.headers
 
 
 def assert_no_acknowledged_input_lost(cluster: AppCluster, state: State, store_type: StoreType) -> int:
@@ -44,3 +43,161 @@ def assert_no_acknowledged_input_lost(cluster: AppCluster, state: State, store_t
 
 def input_headers(record: InputRecord) -> tuple[tuple[str, bytes | None], ...]:
     return record.headers
+
+
+# --- windowed aggregations (kstate.app.processors): what the stores must hold, from the acknowledged input ---------
+
+#: ``(key, window start)`` or ``(key, session start, session end)``.
+WindowId = tuple[bytes, int]
+SessionId = tuple[bytes, int, int]
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """What a windowed processor's aggregate must be: the count, and the last record aggregated."""
+
+    count: int
+    last: InputRecord
+    timestamp: int
+
+
+def _inputs_in_offset_order(cluster: AppCluster) -> dict[int, list[InputRecord]]:
+    by_partition: dict[int, list[InputRecord]] = {}
+    for record in sorted(cluster.acked, key=lambda r: (r.partition, r.offset)):
+        by_partition.setdefault(record.partition, []).append(record)
+    return by_partition
+
+
+def expected_windows(cluster: AppCluster, window_size: int) -> dict[int, dict[WindowId, Aggregate]]:
+    """Per partition, each tumbling window's aggregate over the non-null input records in offset order
+    (input timestamps increase per partition, so no record is late)."""
+    out: dict[int, dict[WindowId, Aggregate]] = {}
+    for partition, records in _inputs_in_offset_order(cluster).items():
+        windows = out.setdefault(partition, {})
+        for record in records:
+            if record.value is None:
+                continue
+            window = (record.key, record.timestamp - record.timestamp % window_size)
+            old = windows.get(window)
+            windows[window] = Aggregate((old.count if old else 0) + 1, record,
+                                        max(old.timestamp if old else record.timestamp, record.timestamp))
+    return out
+
+
+def expected_sessions(cluster: AppCluster, gap: int) -> dict[int, dict[SessionId, Aggregate]]:
+    """Per partition, each session's aggregate: a record joins (and merges) every session of its key that ends
+    at or after ``ts - gap`` and starts at or before ``ts + gap``."""
+    out: dict[int, dict[SessionId, Aggregate]] = {}
+    for partition, records in _inputs_in_offset_order(cluster).items():
+        sessions = out.setdefault(partition, {})
+        for record in records:
+            if record.value is None:
+                continue
+            ts = record.timestamp
+            overlapping = [s for s in sessions if s[0] == record.key and s[2] >= ts - gap and s[1] <= ts + gap]
+            start = min([ts, *(s[1] for s in overlapping)])
+            end = max([ts, *(s[2] for s in overlapping)])
+            count = sum(sessions.pop(s).count for s in overlapping) + 1
+            sessions[(record.key, start, end)] = Aggregate(count, record, ts)
+    return out
+
+
+def window_state(state: State, store_type: StoreType) -> dict[int, dict[WindowId, StoredValue]]:
+    """Each partition's window store rows (``[key][start][seqnum]`` -> value) taken apart, seqnum 0 checked."""
+    out: dict[int, dict[WindowId, StoredValue]] = {}
+    for partition, entries in state.items():
+        windows = out.setdefault(partition, {})
+        for store_key, stored in entries.items():
+            decoded = window_keys.PLAIN.decode(store_key)
+            assert decoded.seqnum == 0, decoded  # an aggregation's store keeps no duplicates (WS-4)
+            windows[(decoded.key, decoded.timestamp)] = decode_stored(store_type, stored)
+    return out
+
+
+def assert_windows_match_input(cluster: AppCluster, found: dict[int, dict[WindowId, StoredValue]],
+                               window_size: int, retention: int,
+                               legacy: Callable[[int, WindowId], bool] = lambda _p, _w: False) -> int:
+    """Every window in the stores holds the aggregate of its input records (count, last value, largest
+    timestamp) and, in a header-aware layout, the last record's headers, or none for a ``legacy`` row (written
+    before an upgrade, HV-8); every window still live at the end (start >= stream time - retention + 1, WS-10)
+    is there. Returns the number of windows checked."""
+    expected = expected_windows(cluster, window_size)
+    checked = 0
+    for partition in range(cluster.partitions):
+        windows = expected.get(partition, {})
+        rows = found.get(partition, {})
+        for window, stored in rows.items():
+            aggregate = windows.get(window)
+            assert aggregate is not None, f"partition {partition} window {window}: never written"
+            assert parse_aggregate(stored.value) == (aggregate.count, aggregate.last.value), (partition, window, stored)
+            if stored.timestamp is not None:
+                assert stored.timestamp == aggregate.timestamp, (partition, window, stored)
+            if stored.headers is not None:
+                assert stored.headers == (() if legacy(partition, window) else aggregate.last.headers), (
+                    partition, window, stored)
+            checked += 1
+        stream_time = max((start for _key, start in windows), default=-1)
+        live = {w for w in windows if w[1] >= stream_time - retention + 1}
+        missing = live - set(rows)
+        assert not missing, f"partition {partition}: live windows lost: {sorted(missing)[:5]}"
+    return checked
+
+
+def bounce_one_by_one(cluster: AppCluster, instances: list[InstanceProcess], bounce: Callable[[InstanceProcess], None],
+                      on_opened: Callable[[dict[str, Any]], None], *, keys: int, rate: float = 300,
+                      seed: int = 7, settle: float = 0.7) -> int:
+    """A rolling bounce under continuous input (``rate`` records a second over ``keys`` keys): each instance in
+    turn is ``bounce``d (stopped, changed, started), waited for until it runs, and each of its ``opened`` events
+    of that start handed to ``on_opened``; then every instance catches up with the input and all stop cleanly.
+    Returns how many records the continuous input sent."""
+    feeder = InputFeeder(cluster, rate=rate, keys=keys, seed=seed)
+    feeder.start()
+    try:
+        time.sleep(0.5)
+        for instance in instances:
+            bounce(instance)
+            instance.wait_running()
+            for event in instance.events("opened"):
+                if event["pid"] == instance.pid:
+                    on_opened(event)
+            time.sleep(settle)
+    finally:
+        sent = feeder.finish()
+    for instance in instances:
+        instance.wait_caught_up(cluster.input_end())
+    cluster.stop_all()
+    return sent
+
+
+def session_state(state: State, store_type: StoreType) -> dict[int, dict[SessionId, StoredValue]]:
+    """Each partition's session store rows (``[key][end][start]`` -> aggregate) taken apart."""
+    out: dict[int, dict[SessionId, StoredValue]] = {}
+    for partition, entries in state.items():
+        sessions = out.setdefault(partition, {})
+        for store_key, stored in entries.items():
+            decoded = session_keys.PLAIN.decode(store_key)
+            sessions[(decoded.key, decoded.start, decoded.end)] = decode_stored(store_type, stored)
+    return out
+
+
+def assert_sessions_match_input(cluster: AppCluster, found: dict[int, dict[SessionId, StoredValue]], gap: int,
+                                retention: int) -> int:
+    """Every session in the stores is one the input makes, with its aggregate (count, last value) and, in a
+    header-aware layout, the last record's headers; every session still live at the end (end >= stream time -
+    retention + 1, SS-13) is there. Returns the number of sessions checked."""
+    expected = expected_sessions(cluster, gap)
+    checked = 0
+    for partition in range(cluster.partitions):
+        sessions = expected.get(partition, {})
+        rows = found.get(partition, {})
+        for session, stored in rows.items():
+            aggregate = sessions.get(session)
+            assert aggregate is not None, f"partition {partition} session {session}: not a session of the input"
+            assert parse_aggregate(stored.value) == (aggregate.count, aggregate.last.value), (partition, session)
+            if stored.headers is not None:
+                assert stored.headers == aggregate.last.headers, (partition, session, stored)
+            checked += 1
+        stream_time = max((end for _key, _start, end in sessions), default=-1)
+        missing = {s for s in sessions if s[2] >= stream_time - retention + 1} - set(rows)
+        assert not missing, f"partition {partition}: live sessions lost: {sorted(missing)[:5]}"
+    return checked

@@ -7,14 +7,14 @@ the final state matches the oracle computed from the changelog."""
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from conftest import Oracle
-from helpers import assert_no_acknowledged_input_lost, decode
+from helpers import assert_no_acknowledged_input_lost, bounce_one_by_one, decode
 
-from kstate.app.cluster import AppCluster, InputFeeder
+from kstate.app.cluster import AppCluster
 from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, StoreType
 from kstate.spark.oracle import LegacyBoundary
 
@@ -43,28 +43,16 @@ def test_rolling_upgrade_under_continuous_input(make_cluster: Callable[..., AppC
         instance.start()
     for instance in instances:
         instance.wait_caught_up(cluster.input_end())
-    feeder = InputFeeder(cluster, rate=300, keys=KEYS)
-    feeder.start()
     boundaries: dict[int, LegacyBoundary] = {}
-    try:
-        time.sleep(0.5)
-        for instance in instances:
-            instance.bounce(store_type=new.value)
-            instance.wait_running()
-            for event in instance.events("opened"):
-                if event["pid"] != instance.pid:
-                    continue
-                # The mode is decided at open: upgrade mode with both families (KV-30, KV-38).
-                assert event["mode"] == "upgrade", event
-                assert event["column_families"] == [legacy_cf, new_cf], event
-                boundaries[event["partition"]] = LegacyBoundary(event["partition"],
-                                                                event["committed_changelog_offset"] + 1, old)
-            time.sleep(0.7)
-    finally:
-        sent = feeder.finish()
-    for instance in instances:
-        instance.wait_caught_up(cluster.input_end())
-    cluster.stop_all()
+
+    def upgraded(event: dict[str, Any]) -> None:
+        # The mode is decided at open: upgrade mode with both families (KV-30, KV-38).
+        assert event["mode"] == "upgrade", event
+        assert event["column_families"] == [legacy_cf, new_cf], event
+        boundaries[event["partition"]] = LegacyBoundary(event["partition"], event["committed_changelog_offset"] + 1, old)
+
+    sent = bounce_one_by_one(cluster, instances, lambda instance: instance.bounce(store_type=new.value), upgraded,
+                             keys=KEYS)
     assert sorted(boundaries) == list(range(PARTITIONS))
 
     state = cluster.logical_state()

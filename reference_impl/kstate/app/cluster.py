@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kstate.app.config import InstanceConfig
-from kstate.app.dump import StoreDump, dump_store
+from kstate.app.dump import SegmentedStoreDump, StoreDump, dump_segmented_store, dump_store
 from kstate.app.process import InstanceProcess
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.store_types import STORE_TYPES, StoreType
 from kstate.kafka.broker import Broker, describe
 from kstate.kafka.changelog_topics import ChangelogIOError, create_changelog_topic, create_topic, flush_bounded
 from kstate.spark.oracle import ChangelogRow, State, read_changelog_rows
@@ -44,7 +44,8 @@ class AppCluster:
     """One application (one store, one sub-topology) and its instances on ``broker``."""
 
     def __init__(self, broker: Broker, root: Path, *, application_id: str, store_name: str, store_type: StoreType,
-                 partitions: int) -> None:
+                 partitions: int, store_options: dict[str, Any] | None = None,
+                 processor_options: dict[str, int] | None = None, timestamp_jitter_ms: int = 0) -> None:
         self.broker = broker
         self.root = Path(root)
         self.application_id = application_id
@@ -52,8 +53,15 @@ class AppCluster:
         self.partitions = partitions
         self.input_topic = f"{application_id}-input"
         create_topic(broker, self.input_topic, partitions)
-        self.changelog_topic = create_changelog_topic(broker, application_id, store_name,
-                                                      StoreType(store_type), partitions)
+        #: The family's store and processor options every instance gets unless it is given its own.
+        self.store_options = dict(store_options or {})
+        self.processor_options = dict(processor_options or {})
+        #: Input timestamps go back by up to this much at random (out-of-order input); 0 keeps them increasing.
+        self.timestamp_jitter_ms = timestamp_jitter_ms
+        self.changelog_topic = create_changelog_topic(
+            broker, application_id, store_name, StoreType(store_type), partitions,
+            retention_ms=self.store_options.get("retention_ms"),
+            history_retention_ms=self.store_options.get("history_retention_ms"))
         self.store_type = StoreType(store_type)
         self.instances: dict[str, InstanceProcess] = {}
         self.acked: list[InputRecord] = []
@@ -70,6 +78,8 @@ class AppCluster:
     def instance(self, instance_id: str, partitions: Iterable[int], store_type: StoreType | None = None,
                  **settings: Any) -> InstanceProcess:
         """An instance (not started) owning ``partitions``, with its own state directory."""
+        settings.setdefault("store_options", dict(self.store_options))
+        settings.setdefault("processor_options", dict(self.processor_options))
         config = InstanceConfig(
             instance_id=instance_id, bootstrap=self.broker.bootstrap, application_id=self.application_id,
             input_topic=self.input_topic, partitions=sorted(partitions), store_name=self.store_name,
@@ -110,7 +120,8 @@ class AppCluster:
     def next_record(self, partition: int, keys: int, rng: random.Random, tombstone_every: int = 13,
                     key: int | None = None) -> tuple[bytes, bytes | None, int, list[tuple[str, bytes | None]]]:
         """A fresh input record: value ``p<p>-s<seq>`` (unique, so every changelog record traces back to its
-        input), timestamp increasing with ``seq``, headers carrying the sequence number."""
+        input), timestamp increasing with ``seq`` (going back by up to ``timestamp_jitter_ms`` at random), headers
+        carrying the sequence number."""
         with self._lock:
             self._seq += 1
             seq = self._seq
@@ -119,7 +130,8 @@ class AppCluster:
         headers: list[tuple[str, bytes | None]] = [("seq", str(seq).encode()), ("src", b"feeder")]
         if seq % 5 == 0:
             headers.append(("seq", None))  # a duplicate key with a null value
-        return f"key-{k:05d}".encode(), value, 1_700_000_000_000 + seq, headers
+        jitter = rng.randint(0, self.timestamp_jitter_ms) if self.timestamp_jitter_ms else 0
+        return f"key-{k:05d}".encode(), value, 1_700_000_000_000 + seq - jitter, headers
 
     def produce(self, partition: int, records: Iterable[tuple[bytes, bytes | None, int, list[tuple[str, bytes | None]]]],
                 flush: bool = True) -> None:
@@ -171,9 +183,16 @@ class AppCluster:
     # --- stores and changelog -----------------------------------------------------------------------
 
     def dump(self, partition: int, instance: InstanceProcess | None = None) -> StoreDump:
+        """The store of a one-database type (key-value, versioned) of ``partition``, read-only."""
         process = instance or self.owner(partition)
         return dump_store(process.config.state_dir, self.application_id, process.config.task_id(partition),
-                          self.store_name)
+                          self.store_name, StoreType(process.config.store_type))
+
+    def dump_segments(self, partition: int, instance: InstanceProcess | None = None) -> SegmentedStoreDump:
+        """The segments of a window or session store of ``partition``, read-only (LAY-3)."""
+        process = instance or self.owner(partition)
+        return dump_segmented_store(process.config.state_dir, self.application_id, process.config.task_id(partition),
+                                    self.store_name, StoreType(process.config.store_type))
 
     def logical_state(self, store_type: StoreType | None = None) -> State:
         """Every partition's store as its owner's store type reads it (read-only; KV-31, KV-35)."""
@@ -181,7 +200,8 @@ class AppCluster:
         for partition in range(self.partitions):
             owner = self.owner(partition)
             kind = StoreType(store_type or owner.config.store_type)
-            state[partition] = self.dump(partition, owner).logical_view(kind)
+            dump = self.dump(partition, owner) if STORE_TYPES[kind].single_database else self.dump_segments(partition, owner)
+            state[partition] = dump.logical_view(kind)
         return state
 
     def changelog_rows(self) -> list[ChangelogRow]:

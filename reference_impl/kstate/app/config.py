@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
@@ -48,6 +49,11 @@ class InstanceConfig:
     manage_offsets: bool = True
     crash_at: str | None = None
     restore_batch_size: int = 1000
+    #: The store family's own options (``retention_ms``, ``window_size_ms``, ``history_retention_ms``, ...),
+    #: passed to ``open_bytes_store`` as the family's ``StoreClasses.options`` name them.
+    store_options: dict[str, Any] = field(default_factory=dict)
+    #: The family's processor's options (``grace_ms``, ``inactivity_gap_ms``; :mod:`kstate.app.processors`).
+    processor_options: dict[str, int] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -56,6 +62,7 @@ class InstanceConfig:
 
     @property
     def kv_store_type(self) -> StoreType:
+        """The store type, of any family (the name predates the other families)."""
         return StoreType(self.store_type)
 
     def task_id(self, partition: int) -> str:

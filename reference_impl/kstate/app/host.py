@@ -3,7 +3,8 @@
 It owns the input partitions of its config (one task ``0_<p>`` each, with its own store in Kafka's state
 directory layout, LAY-1/LAY-2), opens each store with Kafka's open logic (refusing newer stores, UPG-1;
 detecting an unclean shutdown, KV-52), restores it from its changelog partition from the committed offset
-on (RST-*), then applies every input record to the store through the change-logging layer (CL-*).
+on (RST-*), then applies every input record to the store through the change-logging layer (CL-*). The store
+is of any built family; the processor that applies a record is the family's (:mod:`kstate.app.processors`).
 
 A commit is Kafka's at-least-once commit: flush the producer (every changelog record acknowledged), commit
 the input offsets, then commit each store's data with its changelog offset in one atomic batch (KV-50).
@@ -22,48 +23,49 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from kstate.app.config import CRASH_POINTS, ON_REFUSED_WIPE, UNCLEAN_WIPE, InstanceConfig
+from kstate.app.processors import Processor, processor_for
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import UncleanShutdownError
-from kstate.codecs.store_types import StoreType, encode_stored_value
 from kstate.stores.api import (
     Backend,
     ColumnFamilyStore,
-    KeyValueBytesStore,
     PositionTracking,
     ProcessorStateError,
     RecordContext,
+    StateStore,
     TopicPartition,
     UnknownColumnFamilyError,
 )
-from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, RecordContextHolder
-from kstate.stores.factory import open_kv_store, wipe_store
+from kstate.stores.changelogging import RecordContextHolder
+from kstate.stores.factory import open_bytes_store, wipe_store
 from kstate.stores.families import changelogging_store
 
 EXIT_REFUSED = 3
 EXIT_FATAL = 2
 
 
-def stored_value(store_type: StoreType, value: bytes, timestamp: int,
-                 headers: tuple[tuple[str, bytes | None], ...]) -> bytes:
-    """What a ``table()``-style processor puts for an input record: the value in the store type's layout."""
-    out = encode_stored_value(store_type, value, timestamp, list(headers))
-    assert out is not None
-    return out
+@runtime_checkable
+class SegmentModes(Protocol):
+    """A segmented store that tells each open segment's column-family mode (``regular`` / ``upgrade``)."""
+
+    def segment_modes(self) -> dict[str, str]: ...
 
 
 @dataclass
 class Task:
-    """One input partition, its store and its changelog partition."""
+    """One input partition, its store, its changelog partition, and the family's processor writing to it."""
 
     partition: int
     changelog: TopicPartition
-    store: KeyValueBytesStore
-    logged: ChangeLoggingKeyValueBytesStore
+    store: StateStore
+    #: The change-logging layer over ``store``, of the store's family.
+    logged: Any
     holder: RecordContextHolder
+    processor: Processor
     sink: list[cl.ChangelogRecord] = field(default_factory=list)
     changelog_end: int | None = None
     next_input_offset: int | None = None
@@ -124,15 +126,17 @@ class Host:
 
     # --- opening and restoring -----------------------------------------------------------------------
 
-    def _open(self, partition: int, ignore_invalid_state: bool = False) -> KeyValueBytesStore:
+    def _open(self, partition: int, ignore_invalid_state: bool = False) -> StateStore:
         c = self.config
-        return open_kv_store(self.store_type, Backend.ROCKSDB, name=c.store_name, state_dir=c.state_dir,
-                             application_id=c.application_id, task_id=c.task_id(partition),
-                             ignore_invalid_state=ignore_invalid_state, manage_offsets=c.manage_offsets)
+        return open_bytes_store(self.store_type, Backend.ROCKSDB, name=c.store_name, state_dir=c.state_dir,
+                                application_id=c.application_id, task_id=c.task_id(partition),
+                                ignore_invalid_state=ignore_invalid_state, manage_offsets=c.manage_offsets,
+                                options=c.store_options)
 
     def _wipe(self, partition: int) -> None:
         c = self.config
-        wipe_store(c.state_dir, name=c.store_name, application_id=c.application_id, task_id=c.task_id(partition))
+        wipe_store(c.state_dir, name=c.store_name, application_id=c.application_id, task_id=c.task_id(partition),
+                   store_type=self.store_type)
         self.event("wiped", partition=partition)
 
     def open_task(self, partition: int) -> Task:
@@ -157,11 +161,13 @@ class Host:
             else:
                 store = self._open(partition, ignore_invalid_state=True)
         committed = store.committed_offset(changelog)
-        mode, families = "regular", []
+        mode, families, segments = "regular", [], {}
         if isinstance(store, ColumnFamilyStore):
             mode, families = store.mode, list(store.column_families)
+        if isinstance(store, SegmentModes):
+            segments = store.segment_modes()
         self.event("opened", partition=partition, store_type=self.store_type.value, mode=mode,
-                   column_families=families, committed_changelog_offset=committed)
+                   column_families=families, segment_modes=segments, committed_changelog_offset=committed)
         outcome = restore_from_changelog(store, self.store_type, c.bootstrap, changelog,
                                          batch_size=c.restore_batch_size,
                                          after_batch=lambda _offset: self.crash_point("after_restore_batch"))
@@ -171,7 +177,9 @@ class Host:
         if isinstance(store, PositionTracking):
             holder.subscribe(store.set_record_context)  # each record's context moves the store's position
         sink: list[cl.ChangelogRecord] = []
-        task = Task(partition, changelog, store, changelogging_store(store, self.store_type, holder, sink), holder, sink)
+        logged = changelogging_store(store, self.store_type, holder, sink)
+        processor = processor_for(logged, self.store_type, c.store_options, c.processor_options)
+        task = Task(partition, changelog, store, logged, holder, processor, sink)
         task.changelog_end = outcome.last_offset if outcome.last_offset is not None else committed
         return task
 
@@ -192,11 +200,7 @@ class Host:
         context = RecordContext(timestamp=timestamp, headers=headers, offset=message.offset(),
                                 topic=message.topic(), partition=message.partition())
         task.holder.current = context
-        key, value = message.key(), message.value()
-        if value is None:
-            task.logged.delete(key)
-        else:
-            task.logged.put(key, stored_value(self.store_type, value, timestamp, headers))
+        task.processor.process(message.key(), message.value(), timestamp, headers)
         for record in task.sink:
             while True:
                 try:

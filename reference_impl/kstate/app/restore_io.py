@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
 from kstate.kafka.changelog_topics import iter_batches, restore_rows
-from kstate.stores.api import KeyValueBytesStore, TopicPartition
+from kstate.stores.api import RecordRestorable, StateStore, TopicPartition
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, restoring
+
+Headers = list[tuple[str, "bytes | None"]]
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,7 @@ class RestoreOutcome:
 
 
 def restore_from_changelog(
-    store: KeyValueBytesStore,
+    store: StateStore,
     store_type: StoreType,
     bootstrap: str,
     changelog: TopicPartition,
@@ -36,22 +39,31 @@ def restore_from_changelog(
     """Read ``changelog`` from the store's committed offset + 1 to the end (by fetch, never ListOffsets), write
     each batch converted for ``store_type`` (RST-1, RST-2) and commit it with its last offset (RST-3, KV-50).
 
-    ``after_batch(last_offset)`` runs after each batch is staged and before it is committed.
+    ``after_batch(last_offset)`` runs after each batch is staged and before it is committed. A
+    :class:`RecordRestorable` store (versioned, window, session) takes each batch's records whole, timestamps and
+    headers included; a key-value store takes ``(key, stored value)`` pairs.
     """
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
     start = 0 if committed is None else committed + 1
     store_type = StoreType(store_type)
-    with_headers = cl.restore_reads_headers(store_type)
+    record_store = store if isinstance(store, RecordRestorable) else None
+    with_headers = record_store is not None or cl.restore_reads_headers(store_type)
     records = batches = 0
     first: int | None = None
     last: int | None = None
-    # Messages go straight to (key, stored value) entries, a batch per call, no record objects (RST-2).
+    # Key-value: messages go straight to (key, stored value) entries, a batch per call, no record objects (RST-2).
     with restoring(store):
         for batch in iter_batches(bootstrap, changelog.topic, changelog.partition, start, batch_size=batch_size,
                                   liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
             if first is None:
                 first = batch[0].offset()
-            store.restore_batch(cl.restore_entries(store_type, restore_rows(batch, with_headers)))
+            rows = restore_rows(batch, with_headers)
+            if record_store is not None:
+                # confluent-kafka's headers are (str, bytes | None) pairs already.
+                record_store.restore_records([cl.ChangelogRecord(key, value, timestamp, tuple(cast(Headers, headers or ())))
+                                              for key, value, timestamp, headers in rows])
+            else:
+                store.restore_batch(cl.restore_entries(store_type, rows))
             last = batch[-1].offset()
             if after_batch is not None:
                 after_batch(last)
