@@ -39,6 +39,7 @@ _FAMILY_KEYWORDS = {
     "layout": ("layout",), "offsets": ("offsets", "kv_files"), "changelog": ("changelog", "kv_contract"),
     "kv": ("kv_contract", "kv_files", "kv_store_faults", "kv_state_machine"),
     "store_rules": ("store_rules", "kv_contract", "kv_files"),
+    "versioned_store": ("versioned_store", "versioned_state_machine"),
 }
 
 

@@ -45,6 +45,8 @@ from kstate.ops.compare import differences
 from kstate.storage_files import directory_digest
 
 SCENARIO_OP = "store.scenario"
+#: Steps name the shared store operations or a family's own (``versioned_store.put``, ``window_store.fetch``, ...).
+STORE_OP_PREFIXES = ("store.", "versioned_store.", "window_store.", "session_store.")
 ALL_BACKENDS = ("memory", "rocksdb")
 Call = Callable[[str, JsonDict], JsonDict]
 
@@ -79,7 +81,7 @@ def _steps(payload: JsonDict) -> list[JsonDict]:
         name = step.get("op")
         if isinstance(name, str) and name in FS_OPS:
             pass
-        elif not isinstance(name, str) or not name.startswith("store.") or name == SCENARIO_OP:
+        elif not isinstance(name, str) or not name.startswith(STORE_OP_PREFIXES) or name == SCENARIO_OP:
             raise ScenarioError(f"store.scenario: step {i} names no store.* or fs.* operation: {name!r}")
         _object(step.get("input"), f"step {i} input")
     return steps
