@@ -60,3 +60,25 @@ def test_a_tombstone_at_the_latest_timestamp_after_a_tombstone_is_recorded_nowhe
 def test_java_division_truncates_toward_zero() -> None:
     assert m.segment_id(-5, 10) == 0 and m.segment_id(-15, 10) == -1 and m.segment_id(15, 10) == 1
     assert m.default_segment_interval(300_000) == 60_000 and m.default_segment_interval(0) == 2_000
+
+
+def test_the_model_writes_the_worked_example_row_of_the_reference_notes() -> None:
+    """kafka-formats.md 5.3: "a"@1 then "bc"@5 in one segment with next 9; the gap variant; a degenerate row."""
+    model = m.VersionedStoreModel(1000, 100)
+    model.put(b"k", b"a", 1)
+    model.put(b"k", b"bc", 5)
+    model.put(b"k", b"z", 9)
+    row = model.physical_rows()[bytes(8) + b"k"]
+    assert row.hex() == ("0000000000000009" "0000000000000001" "0000000000000005" "00000002"
+                         "0000000000000001" "00000001" "61" "6263")
+    gap = m.VersionedStoreModel(1000, 100)
+    gap.put(b"k", b"a", 1)
+    gap.put(b"k", None, 5)
+    gap.put(b"k", b"z", 9)
+    gap.put(b"k", b"bc", 7)
+    assert gap.physical_rows()[bytes(8) + b"k"].hex() == (
+        "0000000000000009" "0000000000000001" "0000000000000007" "00000002" "0000000000000005" "ffffffff"
+        "0000000000000001" "00000001" "61" "6263")
+    lone = m.VersionedStoreModel(1000, 100)
+    lone.put(b"k", None, 7)
+    assert lone.physical_rows() == {bytes(8) + b"k": bytes.fromhex("0000000000000007" * 3 + "ffffffff")}
