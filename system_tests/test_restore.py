@@ -13,10 +13,10 @@ from conftest import Oracle
 from helpers import assert_no_acknowledged_input_lost
 
 from kstate.app.cluster import AppCluster
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_wiped_state_restores_byte_for_byte(make_cluster: Callable[..., AppCluster], oracle: Oracle,
                                             store_type: StoreType) -> None:
     cluster = make_cluster(store_type, partitions=2)

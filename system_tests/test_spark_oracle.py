@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kstate.app.cluster import AppCluster
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, create_topic, produce
 from kstate.spark.kafka_source import read_topic
@@ -50,7 +50,7 @@ def _changelog_with_everything(cluster: AppCluster, rng: random.Random) -> None:
                   [("h", b"%d" % n), ("h", None)] if n % 3 else []) for n in range(400)], partition=partition)
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 def test_spark_and_python_engines_agree(spark: Any, make_cluster: Callable[..., AppCluster], store_type: StoreType) -> None:
     cluster = make_cluster(store_type, partitions=3)
     _changelog_with_everything(cluster, random.Random(1))

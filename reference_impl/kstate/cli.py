@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES
+from kstate.codecs.store_types import BUILT_KV_TYPES, LEGACY_ALIASES
 
 # Run from a checkout, the shared material sits beside the repository.
 DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
@@ -416,12 +416,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
         try:
             partition, offset, legacy_name = item.split(":")
             legacy_type = StoreType(legacy_name)
-            if legacy_type not in BUILT_TYPES:
+            if legacy_type not in BUILT_KV_TYPES:
                 raise ValueError(legacy_name)
             boundaries[int(partition)] = LegacyBoundary(int(partition), int(offset), legacy_type)
         except ValueError:
             err_console.print(f"[red]error:[/red] --legacy {item!r}: expected PARTITION:OFFSET:TYPE, TYPE one of "
-                              f"{', '.join(t.value for t in BUILT_TYPES)}", soft_wrap=True)
+                              f"{', '.join(t.value for t in BUILT_KV_TYPES)}", soft_wrap=True)
             return 2
     missing = [d for d in args.state_dir if not Path(d).is_dir()]
     if missing:
@@ -477,7 +477,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 #: ``kstate audit --store-type``: the store types the reference builds, and the legacy alias.
-AUDIT_STORE_TYPES = [t.value for t in BUILT_TYPES] + list(LEGACY_ALIASES)
+AUDIT_STORE_TYPES = [t.value for t in BUILT_KV_TYPES] + list(LEGACY_ALIASES)
 
 AUDIT_EPILOG = """\
 output (stdout): "<topic>: N partitions dumped from M state directories", then "<engine> oracle:

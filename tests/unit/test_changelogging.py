@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import decode_value_timestamp_headers, encode_value_timestamp_headers
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, BUILT_TYPES, StoreType
 from kstate.codecs.timestamped import decode_value_and_timestamp, encode_value_and_timestamp
 from kstate.errors import EncodeError, KStateError, NullKeyError
 from kstate.stores.api import Backend, Flushable, KeyValueBytesStore, RecordContext
@@ -27,7 +27,7 @@ from kstate.stores.families import STORE_CLASSES, changelogging_store
 from kstate.stores.kv import RocksDBStore
 
 Record = cl.ChangelogRecord
-COMBOS = [(t, b) for t in BUILT_TYPES for b in Backend]
+COMBOS = [(t, b) for t in BUILT_KV_TYPES for b in Backend]
 
 
 @pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0].value}-{c[1].value}")

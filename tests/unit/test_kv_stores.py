@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, InvalidPrefixError, InvalidStateStoreError
 from kstate.stores.engine import MemoryEngine, RocksDBEngine, list_column_families
@@ -25,7 +25,7 @@ EXACT_WARNING = (
 )
 
 BACKENDS = [Backend.ROCKSDB, Backend.MEMORY]
-COMBOS = [(b, t) for b in BACKENDS for t in BUILT_TYPES]
+COMBOS = [(b, t) for b in BACKENDS for t in BUILT_KV_TYPES]
 
 
 @pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0].value}-{c[1].value}")

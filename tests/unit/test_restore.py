@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import encode_value_timestamp_headers
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, KeyValueBytesStore
 from kstate.stores.changelogging import RecordContextHolder
@@ -21,7 +21,7 @@ from kstate.stores.kv import RocksDBStore
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, batches_of, convert, converter_for, restore
 
 Record = cl.ChangelogRecord
-COMBOS = [(t, b) for t in BUILT_TYPES for b in Backend]
+COMBOS = [(t, b) for t in BUILT_KV_TYPES for b in Backend]
 FF8 = b"\xff" * 8
 
 
@@ -45,7 +45,7 @@ def test_converters_are_kafkas_per_store_type() -> None:
     assert converter_for(StoreType.TIMESTAMPED_KV)(record) == ts8(77) + b"v"
     expected = encode_value_timestamp_headers(b"v", 77, [("a", b"x"), ("v", b"\x00"), ("a", None)])
     assert converter_for(StoreType.TIMESTAMPED_KV_WITH_HEADERS)(record) == expected
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         assert converter_for(store_type)(Record(b"k", None, 5)) is None
         assert convert(store_type, record) == converter_for(store_type)(record)
 
@@ -151,7 +151,7 @@ RECORDS = st.lists(
 )
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES), ids=lambda t: t.value)
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
 @settings(max_examples=30, deadline=None)
 @given(records=RECORDS, batch_size=st.integers(min_value=1, max_value=5))
 def test_restore_equals_a_replay_into_a_dict(store_type: StoreType, records: list[Record], batch_size: int) -> None:

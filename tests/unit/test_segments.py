@@ -215,7 +215,7 @@ def test_expired_logical_segments_lose_their_prefix_and_the_latest_values_stay()
     segments.close()
 
 
-def test_logical_segments_reopen_the_database_only(tmp_path: Path) -> None:
+def test_logical_segments_find_their_segments_again_on_reopen(tmp_path: Path) -> None:
     segments = _logical(tmp_path)
     segment = segments.get_or_create_segment(3)
     segments.physical.accessor.put(segment.key(b"k"), b"v")
@@ -223,7 +223,8 @@ def test_logical_segments_reopen_the_database_only(tmp_path: Path) -> None:
     segments.close()
 
     reopened = _logical(tmp_path)
-    assert reopened.segment_ids() == []  # Kafka's openExisting does not register the segments on disk
+    # VS-14: the reference registers the segments on disk again (Kafka's openExisting does not).
+    assert reopened.segment_ids() == [3]
     assert reopened.position() == {"in": {0: 1}}
     assert reopened.physical.accessor.get(reopened.get_or_create_segment(3).key(b"k")) == b"v"
     reopened.close()

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kstate.codecs.offsets import UncleanShutdownError
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.errors import InvalidArgumentError
 from kstate.storage_files import directory_digest
 from kstate.stores.api import (
@@ -135,7 +135,7 @@ def test_a_refused_first_open_creates_no_directory(tmp_path: Path) -> None:
 # --- 2: corruption is a typed error, never a short answer ---------------------------------------------------
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES))
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES))
 def test_a_corrupt_table_file_fails_scans_and_gets_with_a_typed_error(tmp_path: Path, store_type: StoreType) -> None:
     """64 flipped bytes in a table file: ``all`` and ``reverse_all`` raise, no scan returns fewer entries,
     and every ``get`` either answers or raises a typed error naming the store (KV-25)."""

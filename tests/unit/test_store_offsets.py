@@ -15,7 +15,7 @@ import pytest
 from test_timestamped_stores import raw_column_families
 
 from kstate.codecs.position import decode_position, encode_position
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.stores.api import Backend, ProcessorStateError, RecordContext, TopicPartition
 from kstate.stores.engine import MemoryEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, task_directory
@@ -33,7 +33,7 @@ def _open(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, **kwargs
     return store
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_TYPES))
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES))
 def test_offsets_family_bytes(tmp_path: Path, store_type: StoreType) -> None:
     store = _open(tmp_path, store_type)
     assert store.manages_offsets()
@@ -348,7 +348,7 @@ def test_downgrade_writes_legacy_files_and_a_pre_4_3_reader_opens_the_store(tmp_
 
 
 def test_in_memory_stores_manage_no_offsets() -> None:
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         store = open_kv_store(store_type, Backend.MEMORY, name="s")
         assert not store.manages_offsets()
         store.put(b"k", b"\x00" + bytes(8))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.store_types import BUILT_TYPES, OFFSETS_CF, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, OFFSETS_CF, StoreType
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
@@ -60,7 +60,7 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
 def _rocksdb_classes_with(mixin: type) -> StoreClasses:
     """Every RocksDB key-value store class with ``mixin`` in front of it: a mutant of one method for all three."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         base = store_classes(store_type).rocksdb
         classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
     return classes
@@ -251,7 +251,7 @@ class _LiveKeysInMemoryStore(InMemoryKeyValueStore):
 @mutant("kv-memory-iterator-sees-inserts", "in-memory iterators walk the live map and see keys inserted later", FAMILY,
         rules=("KV-41",))
 def _memory_iterator_sees_inserts() -> dict[str, Handler]:
-    classes: StoreClasses = {(t, Backend.MEMORY): (lambda name, _t=t: _live_keys_store(name, _t)) for t in BUILT_TYPES}
+    classes: StoreClasses = {(t, Backend.MEMORY): (lambda name, _t=t: _live_keys_store(name, _t)) for t in BUILT_KV_TYPES}
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
 
 
@@ -381,7 +381,7 @@ def _facade_eager_headers() -> dict[str, Handler]:
 
 
 def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
-                  store_types: Sequence[StoreType] = BUILT_TYPES) -> StoreClasses:
+                  store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> StoreClasses:
     """The store classes of ``store_types`` on ``backends`` with ``mixin`` in front of them."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
     for store_type in store_types:
@@ -392,7 +392,7 @@ def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
 
 
 def _stores_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
-                 store_types: Sequence[StoreType] = BUILT_TYPES) -> dict[str, Handler]:
+                 store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_classes_with(mixin, backends, store_types))))
 
 

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import OFFSET_UNKNOWN, OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, encode_status
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file, write_position_file
@@ -55,7 +55,7 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
 def _rocksdb_with(mixin: type) -> dict[str, Handler]:
     """``store.open`` whose RocksDB key-value stores of every type have ``mixin`` in front of their class."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
-    for store_type in BUILT_TYPES:
+    for store_type in BUILT_KV_TYPES:
         base = store_classes(store_type).rocksdb
         classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))

@@ -117,6 +117,17 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
     "store.table_options": {"handle": HANDLE},
     "store.get_typed": {"handle": HANDLE, "key": "01", "fields": ["value"]},
     "store.wipe": {"state_dir": STATE_DIR, "name": "closed", "application_id": "app", "task_id": "0_0"},
+    # On a versioned store with headers (see _LiveStore).
+    "versioned_store.put": {"handle": HANDLE, "key": "01", "value": "02", "timestamp": 5, "headers": [["h", "01"]]},
+    "versioned_store.get": {"handle": HANDLE, "key": "01", "as_of": 4},
+    "versioned_store.delete": {"handle": HANDLE, "key": "01", "timestamp": 6},
+    "versioned_store.get_versions": {"handle": HANDLE, "key": "01", "from_ms": 0, "to_ms": 9, "order": "ascending"},
+    "versioned_store.stream_time": {"handle": HANDLE},
+    "versioned_store.segments": {"handle": HANDLE},
+}
+#: The store type and options a family's operations are tried on (by the operation's prefix).
+FAMILY_STORES: dict[str, dict[str, Any]] = {
+    "versioned_store.": {"store_type": "versioned_kv_with_headers", "options": {"history_retention_ms": 100}},
 }
 #: The same on a RocksDB store, for the operations that reach its files.
 ROCKSDB_EXAMPLES: dict[str, dict[str, Any]] = {
@@ -193,11 +204,14 @@ def test_wrong_json_types_are_refused_not_crashed(codec: Any, op: str) -> None:
 class _LiveStore:
     """A store opened for one confused call of a ``store.*`` operation, closed after it."""
 
-    def __init__(self, codec: Any, backend: str, state_dir: Path) -> None:
+    def __init__(self, codec: Any, backend: str, state_dir: Path, op: str = "") -> None:
         self.codec = codec
         self.state_dir = state_dir
         options: dict[str, Any] = {"store_type": "kv", "backend": backend, "name": "s", "caching": True,
                                    "application_id": "app", "task_id": "0_0", "state_dir": str(state_dir)}
+        for prefix, family in FAMILY_STORES.items():
+            if op.startswith(prefix):
+                options = {**options, "caching": False, **family}
         opened = codec.call("store.open", options)
         assert "error" not in opened, f"opening a {backend} store failed: {opened['error']}"
         self.handle = opened["handle"]
@@ -237,9 +251,9 @@ def test_store_operations_refuse_wrong_json_types(codec: Any, op: str, backend: 
         for number, (what, payload) in enumerate(_confused(example)):
             # In-memory stores are cheap to open; a RocksDB store is shared unless the operation ends it.
             if op in _ENDING or backend == "memory":
-                live = _LiveStore(codec, backend, tmp_path / str(number))
+                live = _LiveStore(codec, backend, tmp_path / str(number), op)
             else:
-                live = shared = shared or _LiveStore(codec, backend, tmp_path / "shared")
+                live = shared = shared or _LiveStore(codec, backend, tmp_path / "shared", op)
             opened: list[str] = []
             try:
                 out = _check_answer(codec, op, live.fill(payload), what)

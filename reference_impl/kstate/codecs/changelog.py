@@ -189,9 +189,10 @@ def kv_delete_record(store_type: StoreType, key: bytes, context: RecordContext,
 
 
 def versioned_record(key: bytes, value: bytes | None, timestamp: int,
-                     position: PositionInput | None = None) -> ChangelogRecord:
-    """``put(k, v, ts)`` and ``delete(k, ts)`` on a versioned store: raw bytes at the version timestamp, always (CL-5)."""
-    return _finish(key, value, timestamp, None, position)
+                     position: PositionInput | None = None, headers: HeaderInput = None) -> ChangelogRecord:
+    """``put(k, v, ts)`` and ``delete(k, ts)`` on a versioned store: raw bytes at the version timestamp, always (CL-5);
+    the header-aware variant also sends ``headers`` (VS-26, tentative)."""
+    return _finish(key, value, timestamp, headers, position)
 
 
 def window_put_record(store_type: StoreType, key: bytes, window_start: int, seqnum: int, stored: bytes | None,

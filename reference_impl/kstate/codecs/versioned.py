@@ -9,6 +9,7 @@ configuration arithmetic, and :class:`KeyVersions`, the per-key put/get/delete p
 from __future__ import annotations
 
 import logging
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
 from kstate.codecs import segments
@@ -474,14 +475,16 @@ class VersionedRecord:
 class KeyVersions:
     """Every physical row of one key in a running ``RocksDBVersionedStore``, and its put/get/delete.
 
-    ``latest`` is the latest-value row; ``segments`` maps live segment ids to this key's row there.
-    Rows of other keys never influence one key, so this is the store's behaviour per key (VER-25..33).
+    ``latest`` is the latest-value row; ``segments`` maps live segment ids to this key's row there. A
+    store passes a mapping over its database: iterating it lists the store's segments (a segment where the
+    key has no row answers None to ``get``, and is skipped as Kafka skips it). Rows of other keys never
+    influence one key, so this is the store's behaviour per key (VER-25..33).
     """
 
     config: StoreConfig
     observed_stream_time: int = NO_TIMESTAMP
     latest: bytes | None = None
-    segments: dict[int, bytes] = field(default_factory=dict)
+    segments: MutableMapping[int, bytes] = field(default_factory=dict)
 
     def physical_rows(self, key: bytes) -> list[tuple[bytes, bytes]]:
         """``(physical key, row)`` pairs in store order (VER-1, VER-2)."""
@@ -508,7 +511,9 @@ class KeyVersions:
             LOG.warning("Returning null for expired get.")
             return None
         for sid in self._segments_from(as_of):
-            row = self.segments[sid]
+            row = self.segments.get(sid)
+            if row is None:
+                continue
             if segment_next_timestamp(row) <= as_of:
                 return None
             if segment_min_timestamp(row) > as_of:
@@ -533,6 +538,12 @@ class KeyVersions:
             LOG.warning("Skipping record for expired put.")
             return PUT_RETURN_CODE_NOT_PUT
         self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        return self._do_put(value, timestamp)
+
+    def apply_put(self, value: bytes | None, timestamp: int) -> int:
+        """Kafka's ``doPut`` alone: no grace check, ``observed_stream_time`` used as given (restore passes the
+        end-of-batch stream time, VER-34)."""
+        _check_timestamps(timestamp)
         return self._do_put(value, timestamp)
 
     def delete(self, timestamp: int) -> VersionedRecord | None:
@@ -594,7 +605,9 @@ class KeyVersions:
 
     def _put_to_segments(self, value: bytes | None, timestamp: int, found: int) -> tuple[bool, int]:
         for sid in self._segments_from(timestamp):
-            row = self.segments[sid]
+            row = self.segments.get(sid)
+            if row is None:
+                continue
             if segment_next_timestamp(row) <= timestamp:
                 return False, found
             row_min = segment_min_timestamp(row)

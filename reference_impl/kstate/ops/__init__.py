@@ -55,6 +55,7 @@ _FAMILY_MODULES = (
     "kstate.ops.timestamped_ops",
     "kstate.ops.header_values_ops",
     "kstate.ops.versioned_ops",
+    "kstate.ops.versioned_store_ops",
     "kstate.ops.window_ops",
     "kstate.ops.session_ops",
     "kstate.ops.offsets_ops",

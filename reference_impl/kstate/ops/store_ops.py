@@ -402,7 +402,8 @@ def store_changelog(payload: JsonDict) -> JsonDict:
 @op("store.flush", rules=["CACHE-9"])
 def store_flush(payload: JsonDict) -> JsonDict:
     """Flush the cache into the store (and the changelog), then the store itself."""
-    handle, store = store_for(payload)
+    handle = handle_for(payload)
+    store = handle.store
     if not isinstance(store, Flushable):
         raise InvalidStateStoreError(f"store {handle.name} cannot be flushed")
     store.flush()
@@ -434,7 +435,7 @@ def _offsets_from_json(payload: JsonDict, name: str) -> dict[TopicPartition, int
 @op("store.commit", rules=["CACHE-9"])
 def store_commit(payload: JsonDict) -> JsonDict:
     """``commit(changelog_offsets)``: ``[[topic, partition, offset-or-null], ...]``; the cache is flushed first."""
-    _, store = store_for(payload)
+    store = handle_for(payload).store
     store.commit(_offsets_from_json(payload, "changelog_offsets"))
     return {}
 
@@ -442,7 +443,7 @@ def store_commit(payload: JsonDict) -> JsonDict:
 @op("store.committed_offset", rules=["KV-50", "KV-44"])
 def store_committed_offset(payload: JsonDict) -> JsonDict:
     """``committedOffset(topic-partition)``; null when none is stored (always for in-memory stores)."""
-    _, store = store_for(payload)
+    store = handle_for(payload).store
     return {"offset": store.committed_offset(TopicPartition(require_str(payload, "topic"), require_int(payload, "partition")))}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
-from kstate.codecs.store_types import BUILT_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
 from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
@@ -147,7 +147,7 @@ def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[in
 
 #: How the expected state of each store type is computed from its changelog, per engine.
 STATE_BUILDERS: dict[StoreType, tuple[Callable[..., State], Callable[..., Any]]] = {
-    store_type: (python_kv_state, spark_kv_state) for store_type in BUILT_TYPES
+    store_type: (python_kv_state, spark_kv_state) for store_type in BUILT_KV_TYPES
 }
 
 

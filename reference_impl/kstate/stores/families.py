@@ -29,6 +29,13 @@ from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 from kstate.stores.segments import AbstractSegments, KeyValueSegments, LogicalKeyValueSegments, TimestampedSegments
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from kstate.stores.versioned import (
+    ChangeLoggingVersionedKeyValueBytesStore,
+    InMemoryVersionedStore,
+    InMemoryVersionedStoreWithHeaders,
+    RocksDBVersionedStore,
+    RocksDBVersionedStoreWithHeaders,
+)
 
 
 class StoreTypeNotBuiltError(KStateError, ValueError):
@@ -103,6 +110,8 @@ class StoreClasses:
         return out
 
 
+_VERSIONED_OPTIONS = (OpenOption("history_retention_ms", int, required=True), OpenOption("segment_interval_ms", int))
+
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
 STORE_CLASSES = MappingProxyType({
     StoreType.KEY_VALUE: StoreClasses(RocksDBStore, InMemoryKeyValueStore, _plain_logging, KeyValueStore),
@@ -111,6 +120,12 @@ STORE_CLASSES = MappingProxyType({
     StoreType.TIMESTAMPED_KV_WITH_HEADERS: StoreClasses(
         RocksDBTimestampedStoreWithHeaders, InMemoryTimestampedKeyValueStoreWithHeaders,
         ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders, TimestampedKeyValueStoreWithHeaders),
+    # VS-4: history retention required, segment interval defaulted by VER-23.
+    StoreType.VERSIONED_KV: StoreClasses(RocksDBVersionedStore, InMemoryVersionedStore,
+                                         ChangeLoggingVersionedKeyValueBytesStore, options=_VERSIONED_OPTIONS),
+    StoreType.VERSIONED_KV_WITH_HEADERS: StoreClasses(
+        RocksDBVersionedStoreWithHeaders, InMemoryVersionedStoreWithHeaders, ChangeLoggingVersionedKeyValueBytesStore,
+        options=_VERSIONED_OPTIONS),
 })
 
 if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the two tables agree
@@ -125,6 +140,7 @@ SEGMENT_MANAGERS: MappingProxyType[StoreType, type[AbstractSegments[Any]]] = Map
     StoreType.TIMESTAMPED_WINDOW: TimestampedSegments,
     StoreType.SESSION: KeyValueSegments,
     StoreType.VERSIONED_KV: LogicalKeyValueSegments,
+    StoreType.VERSIONED_KV_WITH_HEADERS: LogicalKeyValueSegments,
 })
 
 

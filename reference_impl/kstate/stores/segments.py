@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 from kstate.codecs import segments as seg
 from kstate.codecs.layout import ROCKSDB_DIR
 from kstate.codecs.position import Position, merge_positions
-from kstate.codecs.primitives import encode_int64, increment, segment_id
+from kstate.codecs.primitives import INT64_MAX, encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import InvalidStateStoreError, TopicPartition
@@ -319,8 +319,9 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
     ``<task>/rocksdb/<name>`` (VER-1). Regular segments have ids >= 0 and expire; reserved segments (the
     latest-value store, id -1, VER-2) have negative ids, their own names, and never expire.
 
-    :meth:`open_existing` opens the database only, as Kafka does: segments already on disk are known again
-    once asked for (spec/versioned.md, the observation on ``openExisting``).
+    :meth:`open_existing` opens the database and registers again every regular segment that has rows in it
+    (VS-14: Kafka's ``openExisting`` opens the database only, so a segment on disk stays unknown after a restart
+    until a put creates it again; the reference decides to find them, see spec/versioned-store.md).
     """
 
     def __init__(
@@ -360,7 +361,8 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
         return super().segment_name(segment_id_)
 
     def open_existing(self, stream_time: int) -> None:
-        """Open the physical database (LAY-2, VER-1) with the plain key-value layout and its offsets family."""
+        """Open the physical database (LAY-2, VER-1) with the plain key-value layout and its offsets family, register
+        the segments found in it (VS-14), then drop those expired by ``stream_time``."""
         checked = (
             ((self.task_dir, "task directory"), (self.task_dir / ROCKSDB_DIR, "rocksdb directory"))
             if self.task_dir is not None
@@ -376,6 +378,32 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
             changelog_partitions=self.changelog_partitions,
             engine=self._engine,
         )
+        for segment_id_ in self.segment_ids_on_disk():
+            self.get_or_create_segment(segment_id_)
+        self.cleanup_expired_segments(stream_time)
+
+    def segment_ids_on_disk(self) -> list[int]:
+        """The regular segment ids (>= 0) that have rows in the database, ascending (VS-14): one short seek per
+        segment, each scan starting at the next id's prefix; reserved (negative) ids sort after them."""
+        accessor = self.physical.accessor
+        found: list[int] = []
+        lower = encode_int64(0)
+        reserved_start = b"\x80" + bytes(7)
+        while lower < reserved_start:
+            source, cursors = accessor.scan(lower, reserved_start, True, False, False)
+            try:
+                first = next(iter(source), None)
+            finally:
+                for cursor in cursors:
+                    cursor.close()
+            if first is None:
+                break
+            segment_id_ = int.from_bytes(first[0][:8], "big", signed=True)
+            found.append(segment_id_)
+            if segment_id_ == INT64_MAX:
+                break
+            lower = encode_int64(segment_id_ + 1)
+        return found
 
     def get_or_create_segment(self, segment_id_: int) -> LogicalKeyValueSegment:
         existing = self._segments.get(segment_id_)
@@ -417,11 +445,21 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
     def flush(self) -> None:
         self.physical.flush(self.physical.position)
 
-    def close(self) -> None:
-        """Close the logical segments, regular and reserved, then the database."""
+    def close(self, position: Position | None = None) -> None:
+        """Close the logical segments, regular and reserved, then the database, writing ``position`` (default: the
+        position as last written)."""
+        self._close_logical()
+        if self._physical is not None:
+            self._physical.close(self._physical.position if position is None else position)
+
+    def simulate_crash(self) -> None:
+        """Abandon the database as a killed process would: staged writes are lost (KV-52)."""
+        self._close_logical()
+        if self._physical is not None:
+            self._physical.simulate_crash()
+
+    def _close_logical(self) -> None:
         super().close()
         for segment in self._reserved.values():
             segment.close()
         self._reserved.clear()
-        if self._physical is not None:
-            self._physical.close(self._physical.position)
