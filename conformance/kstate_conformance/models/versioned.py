@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kstate_conformance.bytes_model import int64
+from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
 from kstate_conformance.models.kv import HeaderPairs, Record, headers_to_json
 
 VERSIONED = "versioned_kv"
@@ -386,24 +386,32 @@ class VersionedStoreModel:
         self.keys = {}
         self.registered = set()
 
+    def stored_value(self, value: bytes, headers: HeaderPairs) -> bytes:
+        """A version's value bytes: raw; with headers ``[varint size][header bytes][raw]`` (KIP-1271, tentative)."""
+        if not self.with_headers:
+            return value
+        section = header_bytes(headers)
+        return zigzag_varint(len(section)) + section + value
+
     def physical_rows(self) -> dict[bytes, bytes]:
-        """The RocksDB rows of a ``versioned_kv`` store (VER-1..VER-8): the latest-value rows under the reserved
-        prefix ``FF``×8, ``[validFrom][value]``; one row per key and segment, ``[next][min]``, the index newest
-        first ``[validFrom][size]`` (-1 for a tombstone), then the values oldest first."""
+        """The RocksDB rows of the store (VER-1..VER-8): the latest-value rows under the reserved prefix ``FF``×8,
+        ``[validFrom][value]``; one row per key and segment, ``[next][min]``, the index newest first
+        ``[validFrom][size]`` (-1 for a tombstone), then the values oldest first."""
         rows: dict[bytes, bytes] = {}
         for key, history in self.keys.items():
             if history.latest is not None:
-                rows[int64(-1) + key] = int64(history.latest.timestamp) + history.latest.value
+                latest = history.latest
+                rows[int64(-1) + key] = int64(latest.timestamp) + self.stored_value(latest.value, latest.headers)
             by_segment: dict[int, list[Version]] = {}
             for version in history.stored:
                 by_segment.setdefault(self.segment_of(version), []).append(version)
             for sid, row in by_segment.items():
                 newest_first = sorted(row, key=lambda v: v.valid_from, reverse=True)
-                index = b"".join(int64(v.valid_from) + _int32(-1 if v.value is None else len(v.value))
-                                 for v in newest_first)
-                values = b"".join(v.value or b"" for v in reversed(newest_first))
+                values = [b"" if v.value is None else self.stored_value(v.value, v.headers) for v in newest_first]
+                index = b"".join(int64(v.valid_from) + _int32(-1 if v.value is None else len(data))
+                                 for v, data in zip(newest_first, values, strict=True))
                 head = int64(max(v.valid_to for v in row)) + int64(min(v.valid_from for v in row))
-                rows[int64(sid) + key] = head + index + values
+                rows[int64(sid) + key] = head + index + b"".join(reversed(values))
         return rows
 
     def snapshot(self) -> VersionedStoreModel:
