@@ -9,6 +9,7 @@ configuration arithmetic, and :class:`KeyVersions`, the per-key put/get/delete p
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 
@@ -19,7 +20,6 @@ from kstate.codecs.primitives import (
     encode_int32,
     encode_int64,
     java_div,
-    read_int32,
     read_int64,
     segment_id,
 )
@@ -44,6 +44,7 @@ _TIMESTAMP_SIZE = 8
 _VALUE_SIZE_SIZE = 4
 _ENTRY_SIZE = _TIMESTAMP_SIZE + _VALUE_SIZE_SIZE
 _HEADER_SIZE = 2 * _TIMESTAMP_SIZE
+_INDEX_ENTRY = struct.Struct(">qi")
 _TOMBSTONE_SIZE = -1
 # Kafka seeds its index walks with -1 as "no timestamp yet"; a row whose min_timestamp is -1 makes
 # the walk stop before it starts (VER-13).
@@ -249,8 +250,8 @@ class SegmentValue:
         if position + _ENTRY_SIZE > len(self._row):
             raise DecodeError(FMT_SEGMENT, "the index runs past the end of the row before reaching min_timestamp",
                               position)
-        valid_from, after = read_int64(self._row, position, FMT_SEGMENT)
-        size, after = read_int32(self._row, after, FMT_SEGMENT)
+        valid_from, size = _INDEX_ENTRY.unpack_from(self._row, position)  # bounds checked above
+        after = position + _ENTRY_SIZE
         if size < _TOMBSTONE_SIZE:
             raise DecodeError(FMT_SEGMENT, f"value size {size} is neither -1 (tombstone) nor a length", position + 8)
         cumulative = cumulative_before + max(size, 0)

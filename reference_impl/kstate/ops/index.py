@@ -140,6 +140,27 @@ _LOCATION = {"state_dir": "string; optional (with no handle) the instances' stat
              "application_id": "string; optional, default \"app\"",
              "task_id": "string; optional, default \"0_0\""}
 
+_VERSIONED_RECORD = "{value: hex, timestamp: int, valid_to: int | null, headers?: list[[string, hex | null]]}"
+#: The versioned family's operations on a ``store.open`` handle (spec/versioned-store.md).
+VERSIONED_STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
+    "versioned_store.put": ({"handle": _HANDLE, "key": "hex | null; the key", "value": "hex | null; null: a tombstone",
+                             "timestamp": "int; the version's timestamp",
+                             "headers": "list[[string, hex | null]]; optional, the headers variant's headers"},
+                            {"valid_to": "int; the new version's validTo, -1 if latest, -9223372036854775808 if not put"}),
+    "versioned_store.get": ({"handle": _HANDLE, "key": "hex | null; the key",
+                             "as_of": "int | null; optional, the timestamp (absent: the latest value)"},
+                            {"record": f"{_VERSIONED_RECORD} | null"}),
+    "versioned_store.delete": ({"handle": _HANDLE, "key": "hex | null; the key", "timestamp": "int; the tombstone's"},
+                               {"record": f"{_VERSIONED_RECORD} | null; the version valid at timestamp before"}),
+    "versioned_store.get_versions": ({"handle": _HANDLE, "key": "hex | null; the key",
+                                      "from_ms": "int | null; optional, lower bound (absent: unbounded)",
+                                      "to_ms": "int | null; optional, upper bound (absent: unbounded)",
+                                      "order": "string; optional, ascending, descending or any (default)"},
+                                     {"records": f"list[{_VERSIONED_RECORD}]"}),
+    "versioned_store.stream_time": ({"handle": _HANDLE}, {"stream_time": "int; the observed stream time, -1 at first"}),
+    "versioned_store.segments": ({"handle": _HANDLE}, {"segments": "list[int]; the segment ids held, ascending"}),
+}
+
 STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
     "store.capabilities": ({}, {
         "store_types": "list[string]; store types it can open", "backends": "list[string]; rocksdb and/or memory",
@@ -161,6 +182,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                    "partition?: int}; optional, the first record context",
         "ignore_invalid_state": "bool; optional, open a store whose offsets say it is corrupt",
         "pre_4_3_reader": "bool; optional, open as a Kafka before 4.3 would (no offsets column family)",
+        "options": "object; optional, the store family's own options (history_retention_ms, retention_ms, ...)",
     }, {
         "handle": "string; names the store in every later operation",
         "manages_offsets": "bool; the store keeps its changelog offsets itself (KIP-1035)",
@@ -229,6 +251,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                     "application_id": "string; optional, default app", "task_id": "string; optional, default 0_0"}, {}),
     "store.table_options": ({"handle": "string; a closed RocksDB store"},
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
+    **VERSIONED_STORE_FIELDS,
 }
 
 #: The Kafka methods of operations recorded vectors do not name (``java`` in the registry names those).
@@ -316,6 +339,15 @@ STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
     ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
     ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
+    ("store.open", {"store_type": "versioned_kv_with_headers", "backend": "memory", "name": "prices",
+                    "options": {"history_retention_ms": 60000, "segment_interval_ms": 10000}}),
+    ("versioned_store.put", {"handle": "$h4", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
+    ("versioned_store.put", {"handle": "$h4", "key": "6b", "value": "03", "timestamp": 5000}),
+    ("versioned_store.get", {"handle": "$h4", "key": "6b", "as_of": 2000}),
+    ("versioned_store.delete", {"handle": "$h4", "key": "6b", "timestamp": 9000}),
+    ("versioned_store.get_versions", {"handle": "$h4", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
+    ("versioned_store.stream_time", {"handle": "$h4"}),
+    ("versioned_store.segments", {"handle": "$h4"}),
 )
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from struct import Struct
+from typing import NamedTuple
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import versioned as v
@@ -24,7 +25,7 @@ from kstate.codecs.header_values import decode_aggregation_with_headers, encode_
 from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment_id
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
-from kstate.errors import InvalidArgumentError, NullKeyError
+from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import Engine, MemoryEngine
@@ -33,6 +34,13 @@ from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
 LOG = logging.getLogger("kstate.stores")
+
+_INT64 = Struct(">q")
+_INT32 = Struct(">i")
+_ROW_HEADER = Struct(">qq")
+_LATEST_PREFIX = v.LATEST_VALUE_PREFIX
+#: ``VersionedRecord`` built without its Python-level ``__new__`` (the latest-value read's hot path).
+_new_record = tuple.__new__
 
 PUT_RETURN_CODE_NOT_PUT = v.PUT_RETURN_CODE_NOT_PUT
 PUT_RETURN_CODE_VALID_TO_UNDEFINED = v.PUT_RETURN_CODE_VALID_TO_UNDEFINED
@@ -46,9 +54,11 @@ class ResultOrder(str, Enum):
     DESCENDING = "descending"
 
 
-@dataclass(frozen=True)
-class VersionedRecord:
-    """Kafka's ``VersionedRecord``: a non-null value, its validFrom timestamp, and validTo (None: still valid) (VS-22)."""
+class VersionedRecord(NamedTuple):
+    """Kafka's ``VersionedRecord``: a non-null value, its validFrom timestamp, and validTo (None: still valid) (VS-22).
+
+    A named tuple: built on every read, it costs a third of a frozen dataclass.
+    """
 
     value: bytes
     timestamp: int
@@ -161,6 +171,9 @@ class RocksDBVersionedStore:
         self._segments.open_existing(self.observed_stream_time)  # VS-14: segments on disk are found again
         self._latest = self._segments.latest_value_segment()
         self._position: Position = self._segments.position()
+        accessor = self._segments.physical.accessor
+        self._row_get, self._row_put = accessor.get, accessor.put  # the hot paths' two calls
+        self._cleaned_below = self._segments.min_live_segment_id(self.observed_stream_time)
         self._open = True
 
     # --- state --------------------------------------------------------------------------------------------------
@@ -206,35 +219,102 @@ class RocksDBVersionedStore:
         return v.KeyVersions(self.config, stream_time, self._latest_row(key), _KeyRows(self._segments, key))
 
     def _latest_row(self, key: bytes) -> bytes | None:
-        return self._segments.physical.accessor.get(self._latest.prefix + key)
+        return self._row_get(_LATEST_PREFIX + key)
 
     def _write_latest(self, key: bytes, before: bytes | None, after: bytes | None) -> None:
         if after != before:
-            self._segments.physical.accessor.put(self._latest.prefix + key, after)
+            self._row_put(_LATEST_PREFIX + key, after)
 
     def _do_put(self, key: bytes, value: bytes | None, timestamp: int, stream_time: int) -> int:
-        """Kafka's ``doPut``: drop expired segments store-wide, then the per-key procedure (VS-7, VS-13)."""
-        self._segments.cleanup_expired_segments(stream_time)
+        """Kafka's ``doPut``: the per-key procedure, and expired segments dropped store-wide (VS-7, VS-13).
+
+        Kafka drops the expired segments first; the per-key procedure drops this key's rows in them itself and
+        never writes there, so dropping them after it gives the same rows, and a put refused midway (VS-36) has
+        then written nothing.
+        """
         versions = self._key_versions(key, stream_time)
         before = versions.latest
         found = versions.apply_put(value, timestamp)
         self._write_latest(key, before, versions.latest)
+        self._cleanup(stream_time)
         return found
+
+    def _cleanup(self, stream_time: int) -> None:
+        """Drop the segments expired at ``stream_time`` (VS-13); nothing to do while the earliest live id stays."""
+        bound = self._segments.min_live_segment_id(stream_time)
+        if bound > self._cleaned_below:  # stream times only grow: no segment below an earlier bound is created
+            self._segments.cleanup_expired_segments(stream_time)
+            self._cleaned_below = bound
+
+    def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
+        """The common put, written out: a newer value over an existing latest value whose previous version ends
+        exactly where it starts. Returns False, having changed nothing, for any other case; the rows are those
+        :meth:`KeyVersions.apply_put` writes (VER-28, ``insertAsLatest`` at index 0, VS-3)."""
+        latest_key = _LATEST_PREFIX + key
+        latest = self._row_get(latest_key)
+        if latest is None or len(latest) < 8:
+            return False
+        old_ts = _INT64.unpack_from(latest)[0]
+        if timestamp < old_ts:
+            return False
+        stream_time = max(self.observed_stream_time, timestamp)
+        if timestamp > old_ts:
+            sid = timestamp // self.segment_interval  # timestamp >= 0: floor is Java's truncation
+            if sid < self._segments.min_live_segment_id(stream_time):
+                return False
+            segment_key = _INT64.pack(sid) + key
+            row = self._row_get(segment_key)
+            old_value = latest[8:]
+            entry = _INT64.pack(old_ts) + _INT32.pack(len(old_value))
+            if row is None:
+                row = _INT64.pack(timestamp) + _INT64.pack(old_ts) + entry + old_value
+            else:
+                if len(row) < 16:
+                    return False
+                next_ts, min_ts = _ROW_HEADER.unpack_from(row)
+                if next_ts != old_ts or next_ts == min_ts:  # a gap, an inconsistency or a degenerate row
+                    return False
+                row = _INT64.pack(timestamp) + row[8:16] + entry + row[16:] + old_value
+            self._segments.get_or_create_segment(sid)
+            self._row_put(segment_key, row)
+        self._row_put(latest_key, _INT64.pack(timestamp) + value)
+        self.observed_stream_time = stream_time
+        self._cleanup(stream_time)
+        return True
+
+    def _advance_and_put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        """Advance the stream time and put; a refused put leaves the stream time as it was (VS-5, VS-36)."""
+        previous = self.observed_stream_time
+        self.observed_stream_time = max(previous, timestamp)
+        try:
+            return self._do_put(key, value, timestamp, self.observed_stream_time)
+        except KStateError:
+            self.observed_stream_time = previous
+            raise
 
     # --- VersionedKeyValueStore ---------------------------------------------------------------------------------
 
     def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
         """``put(key, value, timestamp)``: the new version's validTo, -1 if it is the latest, ``Long.MIN_VALUE`` if
         older than the grace period (VS-6, VS-7)."""
-        key, value, timestamp = check_key(key), check_value(value), check_timestamp(timestamp)
-        self._check_open()
-        if timestamp < self.observed_stream_time - self.config.grace_period:
+        if type(key) is not bytes:
+            key = check_key(key)
+        if value is not None and type(value) is not bytes:
+            value = check_value(value)
+        if type(timestamp) is not int or not INT64_MIN <= timestamp <= INT64_MAX:
+            timestamp = check_timestamp(timestamp)
+        if not self._open:
+            self._check_open()
+        if timestamp < self.observed_stream_time - self.history_retention:  # grace period = history retention
             LOG.warning("Skipping record for expired put.")
             self._update_position()
             return PUT_RETURN_CODE_NOT_PUT
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        found = self._do_put(key, value, timestamp, self.observed_stream_time)
-        self._update_position()
+        if value is not None and timestamp >= 0 and self._put_in_order(key, value, timestamp):
+            found = PUT_RETURN_CODE_VALID_TO_UNDEFINED
+        else:
+            found = self._advance_and_put(key, value, timestamp)
+        if self._record_context is not None:
+            self._update_position()
         return found
 
     def delete(self, key: bytes, timestamp: int) -> VersionedRecord | None:
@@ -246,22 +326,24 @@ class RocksDBVersionedStore:
             LOG.warning("Skipping record for expired delete.")
             return None
         existing = self.get(key, timestamp)
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
-        self._do_put(key, None, timestamp, self.observed_stream_time)
+        self._advance_and_put(key, None, timestamp)
         self._update_position()
         return existing
 
     def get(self, key: bytes, as_of: int | None = None) -> VersionedRecord | None:
         """``get(key)``: the latest value store only (VS-8); ``get(key, as_of)``: the version valid at ``as_of``
         within history retention, the latest one always (VS-9)."""
-        key = check_key(key)
-        self._check_open()
+        if type(key) is not bytes:
+            key = check_key(key)
+        if not self._open:
+            self._check_open()
         if as_of is None:
-            row = self._latest_row(key)
+            row = self._row_get(_LATEST_PREFIX + key)
             if row is None:
                 return None
-            value, timestamp = v.decode_latest_value(row)
-            return VersionedRecord(value, timestamp)
+            if len(row) < 8:
+                v.decode_latest_value(row)  # raises the typed decode error
+            return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
         as_of = check_timestamp(as_of, "as_of")
         return _record(self._key_versions(key, self.observed_stream_time).get_as_of(as_of))
 

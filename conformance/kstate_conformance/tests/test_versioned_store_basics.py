@@ -1,0 +1,237 @@
+"""The versioned store's basic contract through the ``versioned_store.*`` operations (spec/versioned-store.md, VS-*).
+
+Every expected value here is worked out by hand from the rule text (segment interval 10 unless said otherwise);
+the model-based state machine and Kafka's pinned examples live in the versioned conformance modules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kstate_conformance import rules
+from kstate_conformance.harness import BACKENDS, FF8, ROCKSDB, Kit, Store, i64, kit, record
+
+__all__ = ["kit"]
+
+VKV, VKVH = "versioned_kv", "versioned_kv_with_headers"
+NOT_PUT = -(2**63)
+VERSIONED_OPS = ("versioned_store.put", "versioned_store.get", "versioned_store.delete", "versioned_store.get_versions")
+
+
+def _open(kit: Kit, backend: str, retention: int = 100, interval: int | None = 10, store_type: str = VKV,
+          **extra: Any) -> Store:
+    for name in VERSIONED_OPS:
+        if not kit.codec.supports(name):
+            pytest.skip(f"the implementation does not offer {name}")
+    options: dict[str, Any] = {"history_retention_ms": retention}
+    if interval is not None:
+        options["segment_interval_ms"] = interval
+    return kit.open(store_type, backend, options=options, **extra)
+
+
+def put(store: Store, key: str, value: str | None, ts: int, **extra: Any) -> int:
+    out: int = store.ok("versioned_store.put", key=key, value=value, timestamp=ts, **extra)["valid_to"]
+    return out
+
+
+def get(store: Store, key: str, as_of: int | None = None) -> dict[str, Any] | None:
+    payload: dict[str, Any] = {"key": key} if as_of is None else {"key": key, "as_of": as_of}
+    out: dict[str, Any] | None = store.ok("versioned_store.get", **payload)["record"]
+    return out
+
+
+def versions(store: Store, key: str, order: str = "descending", **bounds: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = store.ok("versioned_store.get_versions", key=key, order=order, **bounds)["records"]
+    return out
+
+
+def rec(value: str, ts: int, valid_to: int | None = None) -> dict[str, Any]:
+    return {"value": value, "timestamp": ts, "valid_to": valid_to}
+
+
+# --- writes and reads --------------------------------------------------------------------------------------------
+
+
+@rules("VS-6", "VS-7", "VS-8", "VS-9", "VS-22", "VS-39")
+@BACKENDS
+def test_put_answers_valid_to_and_get_answers_versions(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    assert put(store, "6b", "61", 1) == -1
+    assert put(store, "6b", "62", 5) == -1
+    assert put(store, "6b", "63", 3) == 5
+    assert get(store, "6b") == rec("62", 5)
+    assert get(store, "6b", 4) == rec("63", 3, 5)
+    assert get(store, "6b", 2) == rec("61", 1, 3)
+    assert get(store, "6b", 0) is None
+    assert put(store, "6b", "64", 200) == -1
+    assert put(store, "6b", "65", 99) == NOT_PUT  # 99 < 200 - 100
+    assert get(store, "6b", 99) is None
+
+
+@rules("VS-10")
+@BACKENDS
+def test_delete_answers_the_version_valid_before_it(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    put(store, "6b", "61", 1)
+    assert store.ok("versioned_store.delete", key="6b", timestamp=7)["record"] == rec("61", 1)
+    assert get(store, "6b") is None and get(store, "6b", 6) == rec("61", 1, 7)
+    assert store.ok("versioned_store.delete", key="6b", timestamp=8)["record"] is None
+
+
+@rules("VS-5", "VS-13", "VS-34")
+@BACKENDS
+def test_one_stream_time_expires_every_key(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    put(store, "01", "61", 1)
+    put(store, "01", "62", 50)  # "61" goes to segment 5, valid 1..50
+    assert get(store, "01", 10) == rec("61", 1, 50)
+    put(store, "02", "7a", 1000)  # another key: stream time 1000, segments below 90 dropped
+    assert get(store, "01", 10) is None
+    assert versions(store, "01") == [rec("62", 50)]
+    assert get(store, "01", 60) == rec("62", 50)
+
+
+@rules("VS-11", "VS-12")
+@BACKENDS
+def test_versions_query_orders_and_bounds(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend, retention=1000)
+    for ts, value in ((1, "61"), (15, "62"), (30, "63")):
+        put(store, "6b", value, ts)
+    store.ok("versioned_store.delete", key="6b", timestamp=40)
+    put(store, "6b", "64", 50)
+    a, b, c, d = rec("61", 1, 15), rec("62", 15, 30), rec("63", 30, 40), rec("64", 50)
+    assert versions(store, "6b", "any") == [d, c, b, a]
+    assert versions(store, "6b", "ascending") == [a, b, c, d]
+    assert versions(store, "6b", "ascending", from_ms=15, to_ms=30) == [b]
+    assert versions(store, "6b", "ascending", from_ms=15, to_ms=29) == []  # "62" is in segment 3, beyond 29's
+    assert versions(store, "6b", from_ms=60, to_ms=70) == [d]
+
+
+@rules("VS-14", "VS-17", "VS-1", "VS-2", "VS-3")
+def test_rows_survive_a_reopen_and_are_found_again(kit: Kit) -> None:
+    store = _open(kit, ROCKSDB, interval=100)
+    for ts, value in ((1, "61"), (5, "6263"), (9, "78")):
+        put(store, "6b", value, ts)
+    store.commit(3)
+    dump = store.dump()["default"]
+    assert dump == {i64(0) + "6b": "0000000000000009" "0000000000000001" "000000000000000500000002"
+                    "000000000000000100000001" "61" "6263", FF8 + "6b": i64(9) + "78"}
+    store.close()
+    again = _open(kit, ROCKSDB, interval=100)
+    assert again.committed() == 3
+    assert get(again, "6b", 2) == rec("61", 1, 5) and get(again, "6b", 6) == rec("6263", 5, 9)
+
+
+@rules("VS-15", "VS-16")
+@BACKENDS
+def test_restore_uses_the_end_of_batch_stream_time(kit: Kit, backend: str) -> None:
+    records = [record("6b", "70", 100), record("6b", "71", 120), record("6b", "72", 95), record("6b", "73", 250)]
+    whole = _open(kit, backend, interval=100, name="whole")
+    batched = _open(kit, backend, interval=100, name="batched")
+    whole.restore(records, batch_size=10)
+    batched.restore(records, batch_size=3)
+    p, q, s = rec("70", 100, 120), rec("71", 120, 250), rec("73", 250)
+    assert versions(whole, "6b") == [s, q, p]
+    assert versions(batched, "6b") == [s, q, p, rec("72", 95, 100)]
+    assert whole.changelog() == []
+
+
+@rules("VS-18", "VS-19")
+@BACKENDS
+def test_every_write_is_logged_and_a_refused_one_is_not(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    put(store, "6b", "61", 500)
+    assert put(store, "6b", "62", 1) == NOT_PUT
+    store.ok("versioned_store.delete", key="6b", timestamp=2)
+    assert store.refused("versioned_store.put", key="6b", value="63", timestamp=-1)
+    assert store.refused("versioned_store.put", key=None, value="63", timestamp=600)
+    assert store.changelog() == [record("6b", "61", 500), record("6b", "62", 1), record("6b", None, 2)]
+    assert versions(store, "6b") == [rec("61", 500)]
+
+
+@rules("VS-20")
+def test_in_memory_store_manages_no_offsets(kit: Kit) -> None:
+    store = _open(kit, "memory")
+    put(store, "6b", "61", 1)
+    store.commit(5)
+    assert store.committed() is None and not store.info["manages_offsets"]
+
+
+@rules("VS-21", "VS-37")
+@BACKENDS
+def test_other_operations_and_a_closed_store_are_refused(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    assert store.refused("store.put", key="6b", value="61")
+    assert store.refused("store.get", key="6b")
+    store.close()
+    assert store.refused("versioned_store.get", key="6b")
+
+
+@rules("VS-4", "VS-23")
+def test_the_history_retention_is_required(kit: Kit) -> None:
+    kit.require(VKV, ROCKSDB)
+    refused = kit.open_refused(VKV, ROCKSDB, options={})
+    assert "history_retention_ms" in refused["error"]["message"]
+    assert "error" in kit.open_refused(VKV, ROCKSDB, options={"history_retention_ms": -1})
+    assert not (kit.state_dir / "app").exists()
+
+
+@rules("VS-24", "VS-32")
+def test_the_changelog_keeps_history_for_a_day_more(kit: Kit) -> None:
+    if not kit.codec.supports("changelog.topic_config"):
+        pytest.skip("no changelog.topic_config")
+    out = kit.codec.call("changelog.topic_config", {"store_type": VKV, "history_retention_ms": 3_600_000})
+    assert out["config"]["min.compaction.lag.ms"] == str(3_600_000 + 86_400_000)
+
+
+@rules("VS-30", "VS-31", "VS-33")
+def test_a_key_value_store_migrates_by_wipe_and_restore(kit: Kit) -> None:
+    old = kit.open("kv", ROCKSDB, name="prices")
+    old.put("6b", "32")
+    old.close()
+    kit.codec.call("store.wipe", {"state_dir": str(kit.state_dir), "name": "prices", "application_id": "app",
+                                  "task_id": "0_0"})
+    store = _open(kit, ROCKSDB, retention=3_600_000, interval=None, name="prices")
+    store.restore([record("6b", "31", 100), record("6b", "32", 200)])
+    assert get(store, "6b", 150) == rec("31", 100, 200) and get(store, "6b") == rec("32", 200)
+
+
+@rules("VS-35", "VS-36")
+@BACKENDS
+def test_null_keys_and_reserved_segments_are_refused(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    assert store.refused("versioned_store.get", key=None)
+    put(store, "6b", "", 5)
+    assert get(store, "6b") == rec("", 5)  # an empty value is a value
+    other = _open(kit, backend, name="neg", logging=False)
+    assert put(other, "6b", "61", -15) == -1
+    assert put(other, "6b", "62", -5) == -1  # "61" moves to segment -5 / 10 = 0
+    assert other.refused("versioned_store.put", key="6b", value="63", timestamp=-25)
+    assert get(other, "6b", -6) == rec("61", -15, -5)
+
+
+@rules("VS-38")
+def test_writes_advance_the_position(kit: Kit) -> None:
+    store = _open(kit, ROCKSDB)
+    store.ok("store.set_context", timestamp=5, topic="in", partition=0, offset=7)
+    put(store, "6b", "61", 5)
+    store.commit(0)
+    position = store.dump()["offsets"]["706f736974696f6e"]  # the "position" entry (OFF-2)
+    assert "696e" + "00000001" + "00000000" + i64(7) in position  # topic "in", one partition: 0 at offset 7
+
+
+@rules("VS-25", "VS-26", "VS-27", "VS-28", "VS-29")
+@BACKENDS
+def test_the_headers_variant_keeps_headers(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend, store_type=VKVH)
+    headers: list[list[Any]] = [["h", "31"], ["h", None]]
+    assert put(store, "6b", "76", 5, headers=headers) == -1
+    assert put(store, "6b", "77", 3) == 5
+    assert get(store, "6b", 6) == {**rec("76", 5), "headers": headers}
+    assert get(store, "6b", 4) == {**rec("77", 3, 5), "headers": []}
+    assert store.changelog() == [record("6b", "76", 5, headers), record("6b", "77", 3, [])]
+    again = _open(kit, backend, store_type=VKVH, name="again")
+    again.restore([record("6b", "76", 5, headers)])
+    assert get(again, "6b") == {**rec("76", 5), "headers": headers}
