@@ -10,7 +10,13 @@ import pytest
 
 from kstate_conformance.models import versioned as m
 from kstate_conformance.models.kv import Record
-from kstate_conformance.tests.test_versioned_store_contract import EXAMPLES, SEGMENT_INTERVAL, Example
+from kstate_conformance.tests.test_versioned_store_contract import (
+    EXAMPLES,
+    RULE_EXAMPLES,
+    RULE_SEGMENT_INTERVAL,
+    SEGMENT_INTERVAL,
+    Example,
+)
 
 
 def _b(text: str | None) -> bytes | None:
@@ -21,9 +27,10 @@ def _seen(record: m.VersionedRecord | None) -> tuple[str, int, int | None] | Non
     return None if record is None else (record.value.decode(), record.timestamp, record.valid_to)
 
 
-@pytest.mark.parametrize("example", EXAMPLES, ids=[e.kafka_test for e in EXAMPLES])
+@pytest.mark.parametrize("example", EXAMPLES + RULE_EXAMPLES, ids=[e.kafka_test for e in EXAMPLES + RULE_EXAMPLES])
 def test_the_model_meets_kafkas_expectations(example: Example) -> None:
-    model = m.VersionedStoreModel(example.history_retention, SEGMENT_INTERVAL)
+    interval = SEGMENT_INTERVAL if example in EXAMPLES else RULE_SEGMENT_INTERVAL.get(example.kafka_test, 10)
+    model = m.VersionedStoreModel(example.history_retention, interval)
     for number, step in enumerate(example.steps):
         where = f"{example.kafka_test} step {number} {step}"
         kind = step[0]

@@ -65,6 +65,9 @@ def _with_key_versions(key_versions: type[v.KeyVersions]) -> dict[str, Handler]:
     """Versioned stores whose per-key procedure is ``key_versions`` (a broken ``KeyVersions``)."""
 
     class BrokenProcedure(RocksDBVersionedStore):
+        def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
+            return False  # every put through the broken procedure (the fast path writes the same rows)
+
         def _key_versions(self, key: bytes, stream_time: int) -> v.KeyVersions:
             honest = super()._key_versions(key, stream_time)
             return key_versions(honest.config, honest.observed_stream_time, honest.latest, honest.segments)
@@ -80,6 +83,9 @@ def _with_row_rewrite(rewrite: Callable[[bytes], bytes]) -> dict[str, Handler]:
             super().__setitem__(sid, rewrite(row))
 
     class BrokenRows(RocksDBVersionedStore):
+        def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
+            return False  # every row through the broken writer (the fast path writes the same rows)
+
         def _key_versions(self, key: bytes, stream_time: int) -> v.KeyVersions:
             honest = super()._key_versions(key, stream_time)
             return v.KeyVersions(honest.config, honest.observed_stream_time, honest.latest,
@@ -120,9 +126,8 @@ def _grace_off_by_one() -> dict[str, Handler]:
         "<= segmentId(streamTime - retention) instead of <)", FAMILY, rules=("VER-30",))
 def _expiry_off_by_one() -> dict[str, Handler]:
     class ExpiryOffByOne(RocksDBVersionedStore):
-        def _do_put(self, key: bytes, value: bytes | None, timestamp: int, stream_time: int) -> int:
+        def _cleanup(self, stream_time: int) -> None:
             self.segments.cleanup_expired_segments(stream_time + self.segment_interval)
-            return super()._do_put(key, value, timestamp, stream_time)
 
     return _with_mixin(ExpiryOffByOne)
 
@@ -224,6 +229,17 @@ def _restore_per_record() -> dict[str, Handler]:
                 super().restore_records([record])
 
     return _with_mixin(PerRecordRestore)
+
+
+@mutant("versioned-store-restore-skips-by-end-of-batch", "restore skips every record older than the grace period "
+        "at the END of its batch, instead of at the stream time reached so far", FAMILY, rules=("VER-25",))
+def _restore_skips_by_end_of_batch() -> dict[str, Handler]:
+    class SkipsByEndOfBatch(RocksDBVersionedStore):
+        def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
+            self.observed_stream_time = max([self.observed_stream_time, *(r.timestamp for r in records)])
+            super().restore_records(records)
+
+    return _with_mixin(SkipsByEndOfBatch)
 
 
 @mutant("versioned-store-tombstone-at-latest-recorded", "a tombstone at exactly the latest version's timestamp is also "

@@ -344,14 +344,16 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
 
 
-@rules("VER-22", "VER-25", "VER-26", "VER-27", "VER-28", "VER-29", "VER-30", "VER-31", "VER-32", "VER-33", "VER-34")
+@rules("VER-22", "VER-25", "VER-26", "VER-27", "VER-28", "VER-29", "VER-30", "VER-31", "VER-32", "VER-33", "VER-34",
+       "VS-1", "VS-2", "VS-3", "VS-5", "VS-6", "VS-7", "VS-8", "VS-9", "VS-10", "VS-11", "VS-12", "VS-13", "VS-14",
+       "VS-15", "VS-16", "VS-17", "VS-18", "VS-20")
 @BACKEND_PARAMS
 def test_versioned_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A versioned store matches the model through puts, deletes, reads, restarts, crashes and restores."""
     _run(codec, m.VERSIONED, backend, tmp_path_factory.mktemp("versioned"))
 
 
-@rules("VER-25", "VER-27", "VER-29", "VER-31", "VER-32", "VER-33")
+@rules("VER-25", "VER-27", "VER-29", "VER-31", "VER-32", "VER-33", "VS-25", "VS-26", "VS-27", "VS-28", "VS-29")
 @BACKEND_PARAMS
 def test_versioned_store_with_headers_behaves_as_the_model(codec: Any, backend: str,
                                                           tmp_path_factory: pytest.TempPathFactory) -> None:
