@@ -7,11 +7,14 @@ hex-level helpers. Values are hex strings, as the operations speak them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from kstate_conformance import bytes_model
 from kstate_conformance.models.kv import offers_store_type
@@ -50,6 +53,38 @@ def is_refusal(out: Any) -> bool:
 
 def record(key: str, value: str | None, timestamp: int, headers: list[list[Any]] | None = None) -> dict[str, Any]:
     return {"key": key, "value": value, "timestamp": timestamp, "headers": headers or []}
+
+
+def run_store_machine(factory: Callable[[], RuleBasedStateMachine], step_count: int) -> None:
+    """Run a model-based store machine: half the profile's examples, each up to ``step_count`` steps. Shrinking
+    re-runs RocksDB stores hundreds of times (minutes): it is off unless KSTATE_SHRINK=1 asks for a minimal run."""
+    profile = settings()  # the loaded profile's values
+    phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
+    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
+        factory,
+        settings=settings(
+            max_examples=max(4, profile.max_examples // 2),
+            stateful_step_count=step_count,
+            phases=phases,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+        ),
+    )
+
+
+class CallsOperations:
+    """``call`` and ``ok`` on ``self.codec``: the plumbing of the model-based state machines."""
+
+    codec: Any
+
+    def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = self.codec.call(op, payload)
+        return out
+
+    def ok(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        out = self.call(op, payload)
+        assert "error" not in out, f"{op} {payload} was refused: {out['error']}"
+        return out
 
 
 class Store:

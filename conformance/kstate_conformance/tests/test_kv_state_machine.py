@@ -9,14 +9,12 @@ reads in both directions, the changelog records sent, and (RocksDB) the data col
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -25,10 +23,10 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 
 from kstate_conformance import rules
+from kstate_conformance.harness import CallsOperations, run_store_machine
 from kstate_conformance.models import kv as m
 from kstate_conformance.strategies import header_lists, nullable_binary
 
@@ -75,7 +73,7 @@ def _show(entries: list[tuple[bytes, bytes]] | dict[bytes, bytes]) -> list[tuple
     return [(k.hex(), v.hex()) for k, v in items]
 
 
-class KeyValueStoreMachine(RuleBasedStateMachine):
+class KeyValueStoreMachine(CallsOperations, RuleBasedStateMachine):
     """Drives one store through ``codec`` and :class:`models.kv.KVModel` side by side."""
 
     iterators = Bundle("iterators")
@@ -100,15 +98,6 @@ class KeyValueStoreMachine(RuleBasedStateMachine):
     def kv(self) -> m.KVModel:
         assert self.model is not None
         return self.model
-
-    def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call(op, payload)
-        return out
-
-    def ok(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out = self.call(op, payload)
-        assert "error" not in out, f"{op} {payload} was refused: {out['error']}"
-        return out
 
     def on_store(self, op: str, **payload: Any) -> dict[str, Any]:
         return self.call(op, {"handle": self.handle, **payload})
@@ -461,21 +450,7 @@ def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
     caps = _capabilities(codec)
     if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
         pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    # Half the profile's examples, each a run of up to 30 steps. Shrinking re-runs RocksDB stores
-    # hundreds of times (minutes): it is off unless KSTATE_SHRINK=1 asks for a minimal failing run.
-    profile = settings()  # the loaded profile's values
-    examples = max(4, profile.max_examples // 2)
-    phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
-    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
-        lambda: KeyValueStoreMachine(codec, store_type, backend, base, caps),  # type: ignore[arg-type,unused-ignore]
-        settings=settings(
-            max_examples=examples,
-            stateful_step_count=30,
-            phases=phases,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
-        ),
-    )
+    run_store_machine(lambda: KeyValueStoreMachine(codec, store_type, backend, base, caps), 30)
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
