@@ -12,7 +12,7 @@ real broker (``confluent_kafka``'s ``AdminClient``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError, KStateError
+from kstate.kafka.broker import Broker
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_bytes_store, task_directory, wipe_store
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
@@ -44,6 +45,11 @@ class TopicConfigAdmin(Protocol):
 
 class BrokerTopicConfigAdmin:
     """:class:`TopicConfigAdmin` over a broker at ``bootstrap`` (incremental alter: other settings are kept)."""
+
+    @classmethod
+    def for_broker(cls, broker: Broker, timeout: float = 15.0) -> BrokerTopicConfigAdmin:
+        """The admin of a :mod:`kstate.kafka.broker` broker (embedded, container or external)."""
+        return cls(broker.bootstrap, timeout)
 
     def __init__(self, bootstrap: str, timeout: float = 15.0, client_config: Mapping[str, Any] | None = None) -> None:
         from confluent_kafka.admin import AdminClient
@@ -87,11 +93,28 @@ class MigrationResult:
     store_directory: Path | None
 
 
+#: A changelog record with its offset in the topic partition (compaction leaves gaps between offsets).
+OffsetRecord = tuple[int, cl.ChangelogRecord]
+
+
+def with_offsets(records: Iterable[cl.ChangelogRecord], first_offset: int = 0) -> Iterator[OffsetRecord]:
+    """``records`` numbered from ``first_offset``: a topic that was never compacted."""
+    return enumerate(records, first_offset)
+
+
+def changelog_from_broker(broker: Broker, topic: str, partition: int = 0, timeout: float = 30.0) -> list[OffsetRecord]:
+    """Every record of ``topic``-``partition`` on ``broker`` from offset 0 to the end, with its offset."""
+    from kstate.kafka.changelog_topics import consume_all
+
+    return [(r["offset"], cl.ChangelogRecord(r["key"], r["value"], r["timestamp"], tuple(r["headers"])))
+            for r in consume_all(broker, topic, partition, timeout=timeout)]
+
+
 def migrate_to_versioned(
     *,
     store_name: str,
     history_retention_ms: int,
-    changelog_records: Iterable[cl.ChangelogRecord],
+    changelog_records: Iterable[OffsetRecord],
     admin: TopicConfigAdmin,
     state_dir: str | Path,
     application_id: str,
@@ -109,8 +132,9 @@ def migrate_to_versioned(
     2. the key-value store's local state is wiped (its directory and ``<store>.position`` file);
     3. the changelog topic's ``min.compaction.lag.ms`` is set to history retention + 1 day through ``admin``;
     4. a versioned store of ``to_store_type`` is opened where the old store was, restored from
-       ``changelog_records`` (the topic's records from offset 0, in order; a record's offset is its index), its
-       offsets committed after each batch, and closed cleanly.
+       ``changelog_records`` (``(offset, record)`` pairs of the topic partition from its start, in order:
+       :func:`changelog_from_broker`, or :func:`with_offsets`), the offset of each batch's last record committed
+       after it, and closed cleanly.
 
     Arguments are checked before anything is done (a refused migration changes nothing).
     """
@@ -144,9 +168,17 @@ def migrate_to_versioned(
     store = open_bytes_store(StoreType(to_store_type), Backend.ROCKSDB, name=store_name,
                              state_dir=state_dir, application_id=application_id, task_id=task_id,
                              changelog_partitions=[changelog], options=options)
+    last_offset = [-1]
+
+    def records() -> Iterator[cl.ChangelogRecord]:
+        for offset, record in changelog_records:
+            last_offset[0] = offset
+            yield record
+
     try:
-        result = restore(store, StoreType(to_store_type), changelog_records, batch_size=batch_size,
-                         after_batch=lambda progress: store.commit({changelog: progress.records - 1}))
+        # A batch is read whole before it is restored, so the last offset read is its last record's.
+        result = restore(store, StoreType(to_store_type), records(), batch_size=batch_size,
+                         after_batch=lambda _progress: store.commit({changelog: last_offset[0]}))
     except BaseException:
         store.close()
         raise

@@ -231,7 +231,34 @@ def _changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], int |
 # --- the shared store surface ---------------------------------------------------------------------------
 
 
-class _KeyValueOperations:
+class PositionTracker:
+    """A store's position for interactive queries: the record context of each write advances it
+    (``StoreQueryUtils.updatePosition``); shared by the key-value and versioned stores."""
+
+    _position: Position
+    _record_context: RecordContext | None
+
+    def set_record_context(self, context: RecordContext | None) -> None:
+        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
+        self._record_context = context
+
+    def _update_position(self) -> None:
+        context = self._record_context
+        if context is not None and context.topic and context.offset >= 0:
+            partitions = self._position.setdefault(context.topic, {})
+            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
+
+    def merge_position(self, other: Position) -> None:
+        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
+        self._position = merge_positions(self._position, other)
+
+    @property
+    def position(self) -> Position:
+        """A copy of the store's position: input topic -> partition -> highest offset applied."""
+        return {topic: dict(parts) for topic, parts in self._position.items()}
+
+
+class _KeyValueOperations(PositionTracker):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -268,26 +295,7 @@ class _KeyValueOperations:
     ) -> StoreIterator:
         raise NotImplementedError
 
-    # position (IQ consistency) ---------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    def merge_position(self, other: Position) -> None:
-        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
-        self._position = merge_positions(self._position, other)
-
-    @property
-    def position(self) -> Position:
-        """A copy of the store's position: input topic -> partition -> highest offset applied."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
+    # position (IQ consistency): PositionTracker's
 
     # KeyValueStore ------------------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import Engine, MemoryEngine
-from kstate.stores.kv import _changelog_offsets, _to_codec_tp, validate_store_name
+from kstate.stores.kv import PositionTracker, _changelog_offsets, _to_codec_tp, validate_store_name
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
@@ -132,7 +132,7 @@ class _KeyRows(MutableMapping[int, bytes]):
         self._segments.physical.accessor.put(encode_int64(sid) + self._key, None)
 
 
-class RocksDBVersionedStore:
+class RocksDBVersionedStore(PositionTracker):
     """Kafka's ``RocksDBVersionedStore``: one database, logical segments, store-wide observed stream time (VS-1..VS-17).
 
     ``RocksDBVersionedStore(name, task_dir, history_retention_ms=...)`` opens ``<task_dir>/rocksdb/<name>``;
@@ -196,22 +196,6 @@ class RocksDBVersionedStore:
     def segment_ids(self) -> list[int]:
         """The ids of the regular segments the store holds, ascending (VS-13, VS-14)."""
         return self._segments.segment_ids()
-
-    # --- position (IQ consistency) ------------------------------------------------------------------------------
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    @property
-    def position(self) -> Position:
-        return {topic: dict(parts) for topic, parts in self._position.items()}
 
     # --- the per-key procedure over this store's rows -----------------------------------------------------------
 
@@ -464,8 +448,10 @@ def _order(order: object) -> ResultOrder:
 
 
 class InMemoryVersionedStore(RocksDBVersionedStore):
-    """An in-memory versioned store with the RocksDB store's observable behaviour (VS-20): the same procedure over
-    a sorted in-memory map; no offsets are managed and closing (or a crash) loses the contents."""
+    """An in-memory versioned store with the RocksDB store's observable behaviour (VS-20): the same per-key procedure
+    over a sorted in-memory map (what Kafka answers depends on which tombstones its rows record, VER-34, so a plain
+    list of versions would have to track the rows again); no offsets are managed and closing (or a crash) loses the
+    contents."""
 
     def __init__(self, name: str, *, history_retention_ms: int, segment_interval_ms: int | None = None) -> None:
         super().__init__(name, history_retention_ms=history_retention_ms, segment_interval_ms=segment_interval_ms,
