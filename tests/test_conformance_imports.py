@@ -17,7 +17,7 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "conformance" / "kstate_conformance"
 #: Modules whose expectations must not come from the implementation under test.
 INDEPENDENT = ("kstate_conformance.bytes_model", "kstate_conformance.strategies", "kstate_conformance.harness",
-               "kstate_conformance.models", "kstate_conformance.models.kv")
+               "kstate_conformance.models", "kstate_conformance.models.kv", "kstate_conformance.models.versioned")
 
 
 def _module_name(path: Path) -> str:

@@ -40,6 +40,7 @@ _FAMILY_KEYWORDS = {
     "kv": ("kv_contract", "kv_files", "kv_store_faults", "kv_state_machine"),
     "store_rules": ("store_rules", "kv_contract", "kv_files"),
     "session_store": ("session_store", "session_state_machine"),
+    "versioned_store": ("versioned_store", "versioned_state_machine"),
 }
 
 

@@ -70,8 +70,8 @@ class StoreMachine(RuleBasedStateMachine):
         assert actual == expected, f"changelog records differ:\n store: {actual}\n model: {expected}"
 
 
-def run_machine(factory: Callable[[], RuleBasedStateMachine]) -> None:
-    """Run a machine with half the profile's examples, each of up to 30 steps. Shrinking re-runs RocksDB stores
+def run_machine(factory: Callable[[], RuleBasedStateMachine], steps: int = 30) -> None:
+    """Run a machine with half the profile's examples, each of up to ``steps`` steps. Shrinking re-runs RocksDB stores
     hundreds of times (minutes): it is off unless KSTATE_SHRINK=1 asks for a minimal failing run."""
     profile = settings()  # the loaded profile's values
     phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
@@ -79,7 +79,7 @@ def run_machine(factory: Callable[[], RuleBasedStateMachine]) -> None:
         factory,
         settings=settings(
             max_examples=max(4, profile.max_examples // 2),
-            stateful_step_count=30,
+            stateful_step_count=steps,
             phases=phases,
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
