@@ -76,7 +76,7 @@ def run_machine(factory: Callable[[], RuleBasedStateMachine], steps: int = 30) -
     profile = settings()  # the loaded profile's values
     phases = [p for p in profile.phases if p is not Phase.shrink or os.environ.get("KSTATE_SHRINK") == "1"]
     run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
-        factory,
+        factory,  # type: ignore[arg-type,unused-ignore]  # newer hypothesis types it as a machine class
         settings=settings(
             max_examples=max(4, profile.max_examples // 2),
             stateful_step_count=steps,
