@@ -70,6 +70,29 @@ def test_put_answers_valid_to_and_get_answers_versions(kit: Kit, backend: str) -
     assert get(store, "6b", 99) is None
 
 
+@rules("VS-5", "VS-6", "VS-7")
+@BACKENDS
+def test_the_grace_period_is_judged_by_the_store_wide_stream_time(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    assert put(store, "01", "61", 200) == -1
+    assert put(store, "02", "62", 99) == NOT_PUT  # key "02" has no history, but 99 < 200 - 100
+    assert get(store, "02") is None
+    assert put(store, "01", "63", 100) == 200  # exactly at 200 - 100: still accepted, valid until 200
+    assert get(store, "01", 150) == rec("63", 100, 200)
+
+
+@rules("VER-34", "VS-7")
+@BACKENDS
+def test_a_tombstone_at_the_latest_timestamp_is_recorded_nowhere(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend, retention=1000)
+    put(store, "6b", "61", 10)
+    put(store, "6b", None, 20)  # "61" is [10, 20) in segment 2
+    put(store, "6b", "62", 30)
+    put(store, "6b", None, 30)  # deletes the latest row, records nothing
+    assert put(store, "6b", "63", 25) == -1  # segment 2's row ends at 20: nothing later is known
+    assert get(store, "6b") == rec("63", 25)
+
+
 @rules("VS-10")
 @BACKENDS
 def test_delete_answers_the_version_valid_before_it(kit: Kit, backend: str) -> None:
