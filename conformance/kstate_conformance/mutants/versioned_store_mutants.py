@@ -1,9 +1,9 @@
-"""Mutants of the versioned stores (VER-22..VER-34, the changelog of a versioned store): each a porting mistake of
-Kafka's ``RocksDBVersionedStore`` that a plausible port could make.
+"""Mutants of the versioned stores (VER-22..VER-34, spec/versioned-store.md VS-*, the changelog of a versioned store):
+each a porting mistake of Kafka's ``RocksDBVersionedStore`` that a plausible port could make.
 
-Each replaces ``store.open`` only: its builder opens the reference's versioned store classes with one mistake mixed
+Most replace ``store.open`` only: its builder opens the reference's versioned store classes with one mistake mixed
 in front (the RocksDB and the in-memory store alike, so the in-memory store cannot hide it), or wraps the
-change-logging layer. Their tests are the versioned conformance tests (``test_versioned_store_contract``,
+change-logging layer; a few wrap one operation's answer (the vocabulary, VS-21, VS-24, VS-39). Their tests are the versioned conformance tests (``test_versioned_store_contract``,
 ``test_versioned_state_machine``) and the hand-worked ``fixtures/spec/versioned_store.json`` cases.
 """
 
@@ -15,18 +15,25 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kstate.codecs import versioned as v
 from kstate.codecs.changelog import ChangelogRecord
-from kstate.codecs.primitives import INT64_MIN, segment_id
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment_id
 from kstate.codecs.store_types import StoreType
-from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
-from kstate.stores.api import Backend, StateStore
+from kstate.ops import JsonDict, call
+from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, handle_for, key_from, make_open_handler
+from kstate.stores.api import Backend, StateStore, TopicPartition
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import store_classes
-from kstate.stores.versioned import ChangeLoggingVersionedKeyValueBytesStore, RocksDBVersionedStore, _KeyRows
+from kstate.stores.versioned import (
+    ChangeLoggingVersionedKeyValueBytesStore,
+    InMemoryVersionedStore,
+    ResultOrder,
+    RocksDBVersionedStore,
+    _KeyRows,
+)
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 from kstate_conformance.mutants.versioned_mutants import _reorder_values
@@ -94,8 +101,20 @@ def _with_row_rewrite(rewrite: Callable[[bytes], bytes]) -> dict[str, Handler]:
     return _with_mixin(BrokenRows)
 
 
+def _logging_layer_with(logging_class: type[ChangeLoggingVersionedKeyValueBytesStore]) -> dict[str, Handler]:
+    """``store.open`` whose versioned stores get ``logging_class`` as their change-logging layer."""
+    honest = DEFAULT_BUILDER.logging_layer
+
+    def layer(inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink) -> Any:
+        if isinstance(inner, RocksDBVersionedStore):
+            return logging_class(inner, context, sink)
+        return honest(inner, store_type, context, sink)
+
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=layer))
+
+
 @mutant("versioned-store-filed-by-valid-from", "a version moved out of the latest-value store (or split off) goes to "
-        "the segment of its validFrom instead of its validTo", FAMILY, rules=("VER-22", "VER-28"))
+        "the segment of its validFrom instead of its validTo", FAMILY, rules=("VER-22", "VER-28", "VS-3"))
 def _filed_by_valid_from() -> dict[str, Handler]:
     class ByValidFrom(v.KeyVersions):
         def _insert_as_latest(self, sid: int, valid_from: int, valid_to: int, value: bytes | None) -> None:
@@ -106,7 +125,7 @@ def _filed_by_valid_from() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-grace-off-by-one", "a put or delete exactly at observed stream time minus the grace period "
-        "is refused as expired (<= instead of <)", FAMILY, rules=("VER-26", "VER-33"))
+        "is refused as expired (<= instead of <)", FAMILY, rules=("VER-26", "VER-33", "VS-6"))
 def _grace_off_by_one() -> dict[str, Handler]:
     class GraceOffByOne(RocksDBVersionedStore):
         def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
@@ -123,7 +142,7 @@ def _grace_off_by_one() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-expiry-off-by-one", "expired-segment cleanup also drops the first live segment (segment ids "
-        "<= segmentId(streamTime - retention) instead of <)", FAMILY, rules=("VER-30",))
+        "<= segmentId(streamTime - retention) instead of <)", FAMILY, rules=("VER-30", "VS-13"))
 def _expiry_off_by_one() -> dict[str, Handler]:
     class ExpiryOffByOne(RocksDBVersionedStore):
         def _cleanup(self, stream_time: int) -> None:
@@ -148,19 +167,19 @@ def _tombstone_sizes_zero(row: bytes) -> bytes:
 
 
 @mutant("versioned-store-tombstone-as-empty", "segment rows store a tombstone as an empty value (size 0 instead of "
-        "-1), so it reads back as a version with an empty value", FAMILY, rules=("VER-8", "VER-32"))
+        "-1), so it reads back as a version with an empty value", FAMILY, rules=("VER-8", "VER-32", "VS-3", "VS-9", "VS-22"))
 def _tombstone_as_empty() -> dict[str, Handler]:
     return _with_row_rewrite(_tombstone_sizes_zero)
 
 
 @mutant("versioned-store-values-newest-first", "segment rows are written with the values region newest first (the "
-        "index's order) instead of oldest first", FAMILY, rules=("VER-6",))
+        "index's order) instead of oldest first", FAMILY, rules=("VER-6", "VS-3"))
 def _values_newest_first() -> dict[str, Handler]:
     return _with_row_rewrite(lambda row: _reorder_values(row, newest_first=True))
 
 
 @mutant("versioned-store-per-key-stream-time", "the observed stream time is kept per key instead of store-wide: a "
-        "put is judged expired, and segments expire, by its own key's history only", FAMILY, rules=("VER-25", "VER-26"))
+        "put is judged expired, and segments expire, by its own key's history only", FAMILY, rules=("VER-25", "VER-26", "VS-5"))
 def _per_key_stream_time() -> dict[str, Handler]:
     class PerKeyStreamTime(RocksDBVersionedStore):
         @contextlib.contextmanager
@@ -190,7 +209,7 @@ def _per_key_stream_time() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-sentinel-returned", "a put that becomes the latest version through the fall-through path "
-        "(no latest value yet) returns the internal sentinel Long.MIN_VALUE instead of -1", FAMILY, rules=("VER-27",))
+        "(no latest value yet) returns the internal sentinel Long.MIN_VALUE instead of -1", FAMILY, rules=("VER-27", "VS-7"))
 def _sentinel_returned() -> dict[str, Handler]:
     class SentinelReturned(v.KeyVersions):
         def _do_put(self, value: bytes | None, timestamp: int) -> int:
@@ -208,7 +227,7 @@ def _sentinel_returned() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-versions-from-inclusive", "the versions query also returns a version whose validTo equals "
-        "the lower bound (validTo >= from instead of >)", FAMILY, rules=("VER-12",))
+        "the lower bound (validTo >= from instead of >)", FAMILY, rules=("VER-12", "VS-11"))
 def _versions_from_inclusive() -> dict[str, Handler]:
     class FromInclusive(RocksDBVersionedStore):
         def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
@@ -221,7 +240,7 @@ def _versions_from_inclusive() -> dict[str, Handler]:
 
 @mutant("versioned-store-restore-per-record-stream-time", "restore puts each record with the stream time reached so "
         "far instead of the end-of-batch stream time, so versions the batch expires are written", FAMILY,
-        rules=("VER-25", "VER-30"))
+        rules=("VER-25", "VER-30", "VS-15"))
 def _restore_per_record() -> dict[str, Handler]:
     class PerRecordRestore(RocksDBVersionedStore):
         def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
@@ -232,7 +251,7 @@ def _restore_per_record() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-restore-skips-by-end-of-batch", "restore skips every record older than the grace period "
-        "at the END of its batch, instead of at the stream time reached so far", FAMILY, rules=("VER-25",))
+        "at the END of its batch, instead of at the stream time reached so far", FAMILY, rules=("VER-25", "VS-15"))
 def _restore_skips_by_end_of_batch() -> dict[str, Handler]:
     class SkipsByEndOfBatch(RocksDBVersionedStore):
         def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
@@ -259,7 +278,7 @@ def _tombstone_at_latest_recorded() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-get-ignores-retention", "get(key, asOf) beyond history retention still reads the segments "
-        "instead of answering only the latest version", FAMILY, rules=("VER-32",))
+        "instead of answering only the latest version", FAMILY, rules=("VER-32", "VS-9"))
 def _get_ignores_retention() -> dict[str, Handler]:
     class IgnoresRetention(RocksDBVersionedStore):
         def get(self, key: bytes, as_of: int | None = None) -> Any:
@@ -275,7 +294,7 @@ def _get_ignores_retention() -> dict[str, Handler]:
 
 
 @mutant("versioned-store-expired-writes-not-logged", "the change-logging layer logs a put or delete only when the "
-        "store applied it, not unconditionally as Kafka does", FAMILY, rules=("VER-26", "VER-33"))
+        "store applied it, not unconditionally as Kafka does", FAMILY, rules=("VER-26", "VER-33", "VS-18"))
 def _expired_writes_not_logged() -> dict[str, Handler]:
     class LogsAppliedOnly(ChangeLoggingVersionedKeyValueBytesStore):
         def _expired(self, timestamp: int) -> bool:
@@ -292,11 +311,242 @@ def _expired_writes_not_logged() -> dict[str, Handler]:
                 return self.inner.delete(key, timestamp)
             return super().delete(key, timestamp)
 
-    honest = DEFAULT_BUILDER.logging_layer
+    return _logging_layer_with(LogsAppliedOnly)
 
-    def layer(inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink) -> Any:
-        if isinstance(inner, RocksDBVersionedStore):
-            return LogsAppliedOnly(inner, context, sink)
-        return honest(inner, store_type, context, sink)
 
-    return _open_with(replace(DEFAULT_BUILDER, logging_layer=layer))
+# --- the store's own rules (spec/versioned-store.md, VS-*) ------------------------------------------------------
+
+
+@mutant("versioned-store-no-offsets-family", "the RocksDB versioned store's database is opened without the KIP-1035 "
+        "offsets column family (a pre-4.3 port): no committed offsets survive", FAMILY, rules=("VS-1", "VS-17"))
+def _no_offsets_family() -> dict[str, Handler]:
+    class NoOffsetsFamily(RocksDBVersionedStore):
+        def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+            if not isinstance(self, InMemoryVersionedStore):
+                kwargs["manage_offsets"] = False
+            super().__init__(name, *args, **kwargs)
+
+    return _with_mixin(NoOffsetsFamily)
+
+
+_MISPLACED_LATEST_PREFIX = struct.pack(">q", INT64_MAX)
+
+
+@mutant("versioned-store-latest-under-max-segment", "the latest values are filed under the reserved segment id "
+        "Long.MAX_VALUE (7F FF ...) instead of -1 (FF x 8)", FAMILY, rules=("VS-2",))
+def _latest_under_max_segment() -> dict[str, Handler]:
+    latest_prefix = struct.pack(">q", v.LATEST_VALUE_SEGMENT_ID)
+
+    def moved(key: bytes) -> bytes:
+        return _MISPLACED_LATEST_PREFIX + key[8:] if key.startswith(latest_prefix) else key
+
+    class LatestUnderMax(RocksDBVersionedStore):
+        def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+            super().__init__(name, *args, **kwargs)
+            row_get, row_put = self._row_get, self._row_put
+            self._row_get = lambda key: row_get(moved(key))
+            self._row_put = lambda key, value: row_put(moved(key), value)
+
+    return _with_mixin(LatestUnderMax)
+
+
+@mutant("versioned-store-history-retention-defaults", "a versioned store opened without history_retention_ms gets a "
+        "default of one day instead of being refused", FAMILY, rules=("VS-4", "VS-23"))
+def _history_retention_defaults() -> dict[str, Handler]:
+    def open_store(store_type: StoreType, backend: Backend, *, options: Mapping[str, Any] | None = None,
+                   **rest: Any) -> StateStore:
+        if StoreType(store_type) in VERSIONED_TYPES and "history_retention_ms" not in (options or {}):
+            options = {**(options or {}), "history_retention_ms": 86_400_000}
+        return open_bytes_store(store_type, backend, options=options, **rest)
+
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
+
+
+@mutant("versioned-store-latest-valid-to-undefined", "the latest value is answered with validTo -1 (the put return "
+        "code PUT_RETURN_CODE_VALID_TO_UNDEFINED) instead of no validTo", FAMILY, rules=("VS-8", "VS-22"))
+def _latest_valid_to_undefined() -> dict[str, Handler]:
+    class ValidToUndefined(RocksDBVersionedStore):
+        def get(self, key: bytes, as_of: int | None = None) -> Any:
+            found = super().get(key, as_of)
+            if found is not None and found.valid_to is None:
+                return found._replace(valid_to=v.PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+            return found
+
+    return _with_mixin(ValidToUndefined)
+
+
+@mutant("versioned-store-delete-answers-latest", "delete(key, ts) answers the latest value instead of the version "
+        "valid at ts", FAMILY, rules=("VS-10",))
+def _delete_answers_latest() -> dict[str, Handler]:
+    class AnswersLatest(RocksDBVersionedStore):
+        def delete(self, key: bytes, timestamp: int) -> Any:
+            latest = self.get(key) if self.is_open and type(key) is bytes else None
+            answered = super().delete(key, timestamp)
+            return latest if answered is not None else None
+
+    return _with_mixin(AnswersLatest)
+
+
+@mutant("versioned-store-any-is-ascending", "the versions query serves ResultOrder.ANY oldest first instead of "
+        "through the descending path", FAMILY, rules=("VS-12",))
+def _any_is_ascending() -> dict[str, Handler]:
+    class AnyAscending(RocksDBVersionedStore):
+        def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
+                         order: Any = "any") -> Any:
+            if order in ("any", ResultOrder.ANY):
+                order = ResultOrder.ASCENDING
+            return super().get_versions(key, from_ms, to_ms, order)
+
+    return _with_mixin(AnyAscending)
+
+
+@mutant("versioned-store-restore-logged", "the change-logging layer logs the records it restores, as if they were "
+        "new writes", FAMILY, rules=("VS-16",))
+def _restore_logged() -> dict[str, Handler]:
+    class LogsRestore(ChangeLoggingVersionedKeyValueBytesStore):
+        def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
+            super().restore_records(records)
+            for record in records:
+                self.sink.append(record)
+
+    return _logging_layer_with(LogsRestore)
+
+
+@mutant("versioned-store-writes-before-logging", "the change-logging layer writes the inner store first and builds "
+        "the changelog record after (Kafka's order): a write the log refuses has already changed the store", FAMILY,
+        rules=("VS-19",))
+def _writes_before_logging() -> dict[str, Handler]:
+    class WritesFirst(ChangeLoggingVersionedKeyValueBytesStore):
+        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+            valid_to = self.inner.put(key, value, timestamp)
+            self.sink.append(self._record(key, value, timestamp))
+            return valid_to
+
+        def delete(self, key: bytes, timestamp: int) -> Any:
+            previous = self.inner.delete(key, timestamp)
+            self.sink.append(self._record(key, None, timestamp))
+            return previous
+
+    return _logging_layer_with(WritesFirst)
+
+
+@mutant("versioned-store-in-memory-keeps-offsets", "the in-memory versioned store answers the changelog offsets it "
+        "was committed with, as if it managed offsets", FAMILY, rules=("VS-20",))
+def _in_memory_keeps_offsets() -> dict[str, Handler]:
+    class KeepsOffsets(RocksDBVersionedStore):
+        def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+            super().commit(changelog_offsets)
+            if isinstance(self, InMemoryVersionedStore):
+                kept = self.__dict__.setdefault("_kept_offsets", {})
+                kept.update({tp: o for tp, o in changelog_offsets.items() if o is not None})
+
+        def committed_offset(self, partition: TopicPartition) -> int | None:
+            committed = super().committed_offset(partition)
+            if isinstance(self, InMemoryVersionedStore):
+                kept: dict[TopicPartition, int] = self.__dict__.get("_kept_offsets", {})
+                return kept.get(partition)
+            return committed
+
+    return _with_mixin(KeepsOffsets)
+
+
+@mutant("versioned-store-answers-key-value-get", "a versioned store also answers the key-value store.get, with its "
+        "latest value (a port implementing KeyValueStore on the versioned store)", FAMILY, rules=("VS-21",))
+def _answers_key_value_get() -> dict[str, Handler]:
+    def get(payload: JsonDict) -> JsonDict:
+        handle = handle_for(payload)
+        if handle.store_type not in VERSIONED_TYPES:
+            return call("store.get", payload)
+        found = cast(RocksDBVersionedStore, handle.store).get(key_from(payload))
+        return {"value": None if found is None else found.value.hex()}
+
+    return {"store.get": get}
+
+
+@mutant("versioned-store-lag-without-a-day", "a versioned changelog topic gets min.compaction.lag.ms = history "
+        "retention, without the extra day", FAMILY, rules=("VS-24",))
+def _lag_without_a_day() -> dict[str, Handler]:
+    def topic_config(payload: JsonDict) -> JsonDict:
+        out = call("changelog.topic_config", payload)
+        if payload.get("store_type") in [t.value for t in VERSIONED_TYPES] and payload.get("log_config") is None:
+            out["config"]["min.compaction.lag.ms"] = str(payload["history_retention_ms"])
+        return out
+
+    return {"changelog.topic_config": topic_config}
+
+
+@mutant("versioned-store-latest-expires", "get(key, asOf) beyond history retention answers null without first "
+        "consulting the latest value, so an old latest value expires", FAMILY, rules=("VS-34", "VS-9"))
+def _latest_expires() -> dict[str, Handler]:
+    class LatestExpires(RocksDBVersionedStore):
+        def get(self, key: bytes, as_of: int | None = None) -> Any:
+            if (self.is_open and type(as_of) is int
+                    and as_of < self.observed_stream_time - self.history_retention):
+                return None
+            return super().get(key, as_of)
+
+    return _with_mixin(LatestExpires)
+
+
+@mutant("versioned-store-empty-value-is-tombstone", "a put of an empty value is stored as a tombstone", FAMILY,
+        rules=("VS-35",))
+def _empty_value_is_tombstone() -> dict[str, Handler]:
+    class EmptyIsTombstone(RocksDBVersionedStore):
+        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+            return super().put(key, None if value == b"" else value, timestamp)
+
+    return _with_mixin(EmptyIsTombstone)
+
+
+@mutant("versioned-store-negative-segment-accepted", "segment ids are not reserved (getOrCreateSegment without its "
+        "negative-id check): a version whose validTo is at or below -segmentInterval is written to a negative segment "
+        "(-1 is the latest-value store's) instead of being refused", FAMILY, rules=("VS-36",))
+def _negative_segment_accepted() -> dict[str, Handler]:
+    class AcceptsNegative(v.KeyVersions):
+        def _live_segment(self, sid: int) -> bool:
+            return sid >= self._min_live_segment()
+
+    class NegativeRows(_KeyRows):
+        def __setitem__(self, sid: int, row: bytes) -> None:
+            if sid >= 0:
+                super().__setitem__(sid, row)
+            else:
+                self._segments.physical.accessor.put(encode_int64(sid) + self._key, row)
+
+    class NegativeSegments(RocksDBVersionedStore):
+        def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
+            return False  # every put through the broken procedure
+
+        def _key_versions(self, key: bytes, stream_time: int) -> v.KeyVersions:
+            honest = super()._key_versions(key, stream_time)
+            return AcceptsNegative(honest.config, honest.observed_stream_time, honest.latest,
+                                   NegativeRows(self.segments, key))
+
+    return _with_mixin(NegativeSegments)
+
+
+@mutant("versioned-store-closed-reads-answer-nothing", "a closed store answers reads with nothing (null, no versions) "
+        "instead of refusing them", FAMILY, rules=("VS-37",))
+def _closed_reads_answer_nothing() -> dict[str, Handler]:
+    class ClosedReadsNothing(RocksDBVersionedStore):
+        def get(self, key: bytes, as_of: int | None = None) -> Any:
+            return super().get(key, as_of) if self.is_open else None
+
+        def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
+                         order: Any = "any") -> Any:
+            return super().get_versions(key, from_ms, to_ms, order) if self.is_open else []
+
+    return _with_mixin(ClosedReadsNothing)
+
+
+@mutant("versioned-store-get-omits-null-valid-to", "versioned_store.get leaves out valid_to for the latest value "
+        "instead of answering it as null", FAMILY, rules=("VS-39",))
+def _get_omits_null_valid_to() -> dict[str, Handler]:
+    def get(payload: JsonDict) -> JsonDict:
+        out = call("versioned_store.get", payload)
+        found = out.get("record")
+        if isinstance(found, dict) and found.get("valid_to") is None:
+            out = {**out, "record": {k: val for k, val in found.items() if k != "valid_to"}}
+        return out
+
+    return {"versioned_store.get": get}

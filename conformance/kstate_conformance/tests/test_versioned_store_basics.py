@@ -70,6 +70,29 @@ def test_put_answers_valid_to_and_get_answers_versions(kit: Kit, backend: str) -
     assert get(store, "6b", 99) is None
 
 
+@rules("VS-5", "VS-6", "VS-7")
+@BACKENDS
+def test_the_grace_period_is_judged_by_the_store_wide_stream_time(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    assert put(store, "01", "61", 200) == -1
+    assert put(store, "02", "62", 99) == NOT_PUT  # key "02" has no history, but 99 < 200 - 100
+    assert get(store, "02") is None
+    assert put(store, "01", "63", 100) == 200  # exactly at 200 - 100: still accepted, valid until 200
+    assert get(store, "01", 150) == rec("63", 100, 200)
+
+
+@rules("VER-34", "VS-7")
+@BACKENDS
+def test_a_tombstone_at_the_latest_timestamp_is_recorded_nowhere(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend, retention=1000)
+    put(store, "6b", "61", 10)
+    put(store, "6b", None, 20)  # "61" is [10, 20) in segment 2
+    put(store, "6b", "62", 30)
+    put(store, "6b", None, 30)  # deletes the latest row, records nothing
+    assert put(store, "6b", "63", 25) == -1  # segment 2's row ends at 20: nothing later is known
+    assert get(store, "6b") == rec("63", 25)
+
+
 @rules("VS-10")
 @BACKENDS
 def test_delete_answers_the_version_valid_before_it(kit: Kit, backend: str) -> None:
@@ -78,6 +101,17 @@ def test_delete_answers_the_version_valid_before_it(kit: Kit, backend: str) -> N
     assert store.ok("versioned_store.delete", key="6b", timestamp=7)["record"] == rec("61", 1)
     assert get(store, "6b") is None and get(store, "6b", 6) == rec("61", 1, 7)
     assert store.ok("versioned_store.delete", key="6b", timestamp=8)["record"] is None
+
+
+@rules("VS-10")
+@BACKENDS
+def test_delete_before_the_latest_answers_the_older_version(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    put(store, "6b", "61", 1)
+    put(store, "6b", "62", 10)  # "61" is now valid 1..10
+    assert store.ok("versioned_store.delete", key="6b", timestamp=5)["record"] == rec("61", 1, 10)
+    assert get(store, "6b", 4) == rec("61", 1, 5) and get(store, "6b", 7) is None
+    assert get(store, "6b") == rec("62", 10)
 
 
 @rules("VS-5", "VS-13", "VS-34")
@@ -151,6 +185,15 @@ def test_every_write_is_logged_and_a_refused_one_is_not(kit: Kit, backend: str) 
     assert versions(store, "6b") == [rec("61", 500)]
 
 
+@rules("VS-19")
+@BACKENDS
+def test_a_put_the_changelog_refuses_changes_nothing(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend)
+    assert store.refused("versioned_store.put", key="6b", value="61", timestamp=-5)  # no negative record timestamps
+    assert get(store, "6b") is None and get(store, "6b", -5) is None and versions(store, "6b") == []
+    assert store.changelog() == []
+
+
 @rules("VS-20")
 def test_in_memory_store_manages_no_offsets(kit: Kit) -> None:
     store = _open(kit, "memory")
@@ -210,6 +253,15 @@ def test_null_keys_and_reserved_segments_are_refused(kit: Kit, backend: str) -> 
     assert put(other, "6b", "62", -5) == -1  # "61" moves to segment -5 / 10 = 0
     assert other.refused("versioned_store.put", key="6b", value="63", timestamp=-25)
     assert get(other, "6b", -6) == rec("61", -15, -5)
+
+
+@rules("VS-36")
+@BACKENDS
+def test_a_version_moved_to_a_negative_segment_is_refused(kit: Kit, backend: str) -> None:
+    store = _open(kit, backend, logging=False)
+    assert put(store, "6b", "61", -35) == -1  # reaches only the latest-value store
+    assert store.refused("versioned_store.put", key="6b", value="62", timestamp=-25)  # "61" would go to -25 / 10 = -2
+    assert get(store, "6b") == rec("61", -35) and versions(store, "6b") == [rec("61", -35)]
 
 
 @rules("VS-38")
