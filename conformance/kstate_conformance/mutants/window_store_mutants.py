@@ -650,21 +650,23 @@ def _null_key_bound_empty() -> dict[str, Handler]:
     return _both(_NullBoundsEmpty)
 
 
-class _NullKeyFetchAnswersNull:
-    """``fetch`` and ``put`` take a null key as a key that is never found / a no-op, without ``NullKeyError``."""
+class _NullKeyReadsAnswerNothing:
+    """Reads take a null key as a key that is never found (an ``Objects.equals`` filter) instead of refusing it
+    with ``NullKeyError``."""
 
     def fetch(self, key: bytes | None, time: int) -> bytes | None:
         return None if key is None else super().fetch(key, time)  # type: ignore[misc]
 
-    def put(self, key: bytes | None, value: bytes | None, window_start: int) -> None:
-        if key is not None:
-            super().put(key, value, window_start)  # type: ignore[misc]
+    def fetch_range(self, key: bytes | None, time_from: int, time_to: int, backward: bool = False) -> Any:
+        if key is None:
+            return []
+        return super().fetch_range(key, time_from, time_to, backward)  # type: ignore[misc]
 
 
-@mutant("window-null-key-accepted", "a null key is not refused: fetch answers null and put does nothing", FAMILY,
-        rules=("WS-35",))
-def _null_key_accepted() -> dict[str, Handler]:
-    return _both(_NullKeyFetchAnswersNull)
+@mutant("window-null-key-read-accepted", "a null key is not refused by fetch and fetch(key, from, to): they answer "
+        "nothing", FAMILY, rules=("WS-35",))
+def _null_key_read_accepted() -> dict[str, Handler]:
+    return _both(_NullKeyReadsAnswerNothing)
 
 
 class _MemoryManagesOffsets:
