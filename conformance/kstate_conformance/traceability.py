@@ -37,6 +37,7 @@ MUTANT_COVERED_PREFIXES = (
     "HDR",
     "PRIM",
     "VS",
+    "WS",
 )
 
 #: Evidence levels whose expected outputs a bug in the reference cannot have produced.
@@ -60,6 +61,7 @@ INDEPENDENT_EVIDENCE_PREFIXES: tuple[str, ...] = (
     "CACHE",
     "RST",
     "VS",
+    "WS",
 )
 
 

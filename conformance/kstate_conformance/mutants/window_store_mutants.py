@@ -15,13 +15,16 @@ masking itself is checked at the codec (``window.next_seqnum``, WIN-6).
 from __future__ import annotations
 
 import dataclasses
+import struct
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kstate.codecs import changelog as cl
+from kstate.codecs import window_keys
 from kstate.codecs.store_types import WINDOW_TYPES, StoreType
+from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import StoreBuilder, make_open_handler
 from kstate.stores.api import Backend
 from kstate.stores.factory import open_bytes_store, task_directory
@@ -283,3 +286,421 @@ class _NoScanBounds:
         "scanning between lowerRange and upperRange", FAMILY, rules=("WS-40",))
 def _no_scan_bounds() -> dict[str, Handler]:
     return _rocksdb(_NoScanBounds)
+
+
+# --- wave 2: one mutant per required rule no earlier mutant breaks --------------------------------------------------
+
+
+def _memory(mixin: Mixin) -> dict[str, Handler]:
+    return _open_with(open_bytes_store=_opening({Backend.MEMORY: mixin}))
+
+
+class _SlowPathRows:
+    """Every RocksDB put takes ``_segmented_put`` (the cached-segment fast path never matches), so a mixin can
+    change the row written through :meth:`_row`."""
+
+    _last_segment_id: int
+
+    def _segmented_put(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
+        store_key, value = self._row(store_key, value)
+        super()._segmented_put(store_key, timestamp, value)  # type: ignore[misc]
+        self._last_segment_id = -1
+
+    def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
+        return store_key, value
+
+
+class _RowKeyedByWindowEnd(_SlowPathRows):
+    """The row key carries the window's end (``Windowed.window().end()``) where Kafka writes its start."""
+
+    window_size: int
+
+    def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
+        key_end = len(store_key) - 12
+        start, seqnum = struct.unpack_from(">qi", store_key, key_end)
+        end = min(start + self.window_size, (1 << 63) - 1)
+        return store_key[:key_end] + struct.pack(">qi", end, seqnum), value
+
+
+@mutant("window-row-keyed-by-window-end", "RocksDB rows are [key][window end][seqnum], not [key][window start]"
+        "[seqnum]", FAMILY, rules=("WS-3",))
+def _row_keyed_by_window_end() -> dict[str, Handler]:
+    return _rocksdb(_RowKeyedByWindowEnd)
+
+
+class _TimestampStripped(_SlowPathRows):
+    """The timestamped RocksDB store keeps the plain value, dropping the ``[ts]`` of the layout it was given."""
+
+    store_type: StoreType
+
+    def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
+        if value is not None and self.store_type is StoreType.TIMESTAMPED_WINDOW:
+            value = value[8:]
+        return store_key, value
+
+
+@mutant("window-timestamped-rows-plain", "the timestamped RocksDB window store stores values without their "
+        "timestamp", FAMILY, rules=("WS-21",))
+def _timestamped_rows_plain() -> dict[str, Handler]:
+    return _rocksdb(_TimestampStripped)
+
+
+class _MemoryTypesArePlain:
+    """The in-memory supplier builds a plain ``window`` store whatever the type asked for."""
+
+    store_type = StoreType.WINDOW
+
+
+@mutant("window-memory-types-plain", "the in-memory store of timestamped_window(_with_headers) is built as a plain "
+        "window store (and logged as one)", FAMILY, rules=("WS-1",))
+def _memory_types_plain() -> dict[str, Handler]:
+    return _memory(_MemoryTypesArePlain)
+
+
+class _WindowSizeUnchecked:
+    """``Stores.persistentWindowStore`` without its ``windowSize > retentionPeriod`` check."""
+
+    def __init__(self, name: str, *args: Any, retention_ms: int, window_size_ms: int, **kwargs: Any) -> None:
+        checked_size = window_size_ms if window_size_ms <= retention_ms else retention_ms
+        super().__init__(name, *args, retention_ms=retention_ms, window_size_ms=checked_size,  # type: ignore[call-arg]
+                         **kwargs)
+        self.window_size = window_size_ms
+
+
+@mutant("window-size-above-retention-accepted", "a window size larger than the retention is accepted", FAMILY,
+        rules=("WS-2",))
+def _size_above_retention_accepted() -> dict[str, Handler]:
+    return _both(_WindowSizeUnchecked)
+
+
+class _ExpiredPutWritten:
+    """A put into an expired segment creates the segment and is written (no ``getOrCreateSegmentIfLive``)."""
+
+    segments: KeyValueSegments
+    segment_interval: int
+
+    def _live_segment(self, timestamp: int) -> Any:
+        segment = super()._live_segment(timestamp)  # type: ignore[misc]
+        if segment is None:
+            segment = self.segments.get_or_create_segment(self.segments.segment_id(timestamp))
+        return segment
+
+
+@mutant("window-expired-put-written", "a RocksDB put into an expired segment is written instead of dropped", FAMILY,
+        rules=("WS-7",))
+def _expired_put_written() -> dict[str, Handler]:
+    return _rocksdb(_ExpiredPutWritten)
+
+
+class _ExpiredSegmentsKept:
+    """Live segments are looked up without the expiry pass: expired segments are never deleted."""
+
+    segments: KeyValueSegments
+    observed_stream_time: int
+
+    def _live_segment(self, timestamp: int) -> Any:
+        segment_id = self.segments.segment_id(timestamp)
+        if segment_id < self.segments.min_live_segment_id(self.observed_stream_time):
+            return None
+        return self.segments.get_or_create_segment(segment_id)
+
+
+@mutant("window-expired-segments-kept", "expired RocksDB segments are never deleted", FAMILY, rules=("WS-8",))
+def _expired_segments_kept() -> dict[str, Handler]:
+    return _rocksdb(_ExpiredSegmentsKept)
+
+
+class _NullPutIgnored:
+    """A null value is a no-op on every store, as it is only with duplicates."""
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        if value is not None:
+            super().put(key, value, window_start)  # type: ignore[misc]
+
+
+@mutant("window-null-put-ignored", "put(key, null, start) without duplicates leaves the row in place", FAMILY,
+        rules=("WS-9",))
+def _null_put_ignored() -> dict[str, Handler]:
+    return _both(_NullPutIgnored)
+
+
+class _MemoryFetchReadsCurrentSeqnum:
+    """The in-memory ``fetch(key, time)`` wraps the key with the current seqnum, as RocksDB reads its row."""
+
+    retain_duplicates: bool
+    seqnum: int
+
+    def fetch(self, key: bytes, time: int) -> bytes | None:
+        value: bytes | None = super().fetch(key, time)  # type: ignore[misc]
+        if value is None and self.retain_duplicates:
+            for start, stored in self.fetch_range(key, time, time):  # type: ignore[attr-defined]
+                value = stored if start == time else value
+        return value
+
+
+@mutant("window-memory-fetch-finds-duplicates", "the in-memory fetch(key, time) with duplicates answers the key's "
+        "last duplicate instead of null", FAMILY, rules=("WS-19",))
+def _memory_fetch_finds_duplicates() -> dict[str, Handler]:
+    return _memory(_MemoryFetchReadsCurrentSeqnum)
+
+
+class _MemoryAllWithoutExpiry:
+    """The in-memory ``all()`` lists every window held, with no expiry pass and no ``> T - R`` bound."""
+
+    def all(self, backward: bool = False) -> Any:
+        self._check_open()  # type: ignore[attr-defined]
+        return self._entries(list(self._starts), None, None, backward)  # type: ignore[attr-defined]
+
+
+@mutant("window-memory-all-unbounded", "the in-memory all() lists windows at or below observed - retention", FAMILY,
+        rules=("WS-20",))
+def _memory_all_unbounded() -> dict[str, Handler]:
+    return _memory(_MemoryAllWithoutExpiry)
+
+
+class _StoreBeforeRecord(ChangeLoggingWindowBytesStore):
+    """Writes the store, then builds the changelog record (Kafka's order): a value the log refuses is stored."""
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        seqnum = window_keys.next_seqnum(self.seqnum, self.retain_duplicates)
+        self.inner.put(key, value, window_start)
+        record = self._record(key, value, window_start, seqnum)
+        self.seqnum = seqnum
+        self.sink.append(record)
+
+
+class _ContextTimestampLogged(ChangeLoggingWindowBytesStore):
+    """The timestamped layers log the record context's timestamp instead of the stored one."""
+
+    def _record(self, key: bytes | None, value: bytes | None, window_start: int, seqnum: int) -> cl.ChangelogRecord:
+        record = super()._record(key, value, window_start, seqnum)
+        if self.store_type is StoreType.WINDOW:
+            return record
+        return dataclasses.replace(record, timestamp=self.context.codec_context().timestamp)
+
+
+def _logging_with(layer: type) -> dict[str, Handler]:
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in WINDOW_TYPES:
+            return layer(inner, context, sink)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(logging_layer=logging_layer)
+
+
+@mutant("window-store-written-before-log-check", "a value the changelog refuses is written to the store first",
+        FAMILY, rules=("WS-24",))
+def _store_written_before_log_check() -> dict[str, Handler]:
+    return _logging_with(_StoreBeforeRecord)
+
+
+@mutant("window-changelog-context-timestamp", "timestamped window stores log the context's timestamp, not the "
+        "stored one", FAMILY, rules=("WS-23",))
+def _changelog_context_timestamp() -> dict[str, Handler]:
+    return _logging_with(_ContextTimestampLogged)
+
+
+class _RestoreUnconverted:
+    """RocksDB restore writes each changelog value as is, without the type's converter (``[ts][value]``,
+    ``[hsize][headers][ts][value]``): the port forgot ``StateManagerUtil.converterForStore`` for window stores."""
+
+    def restore_records(self, records: Any) -> None:
+        self.restore_batch([(r.key, r.value) for r in records])  # type: ignore[attr-defined]
+
+
+@mutant("window-restore-unconverted", "a timestamped RocksDB window store restores changelog values without "
+        "prepending the record timestamp (and headers)", FAMILY, rules=("WS-25",))
+def _restore_unconverted() -> dict[str, Handler]:
+    return _rocksdb(_RestoreUnconverted)
+
+
+class _MemoryRestoreKeepsSeqnum:
+    """The in-memory restore keeps the changelog key's seqnum as the inner key's, its counter unmoved."""
+
+    retain_duplicates: bool
+    seqnum: int
+
+    def restore_batch(self, entries: Any) -> None:
+        if not self.retain_duplicates:
+            super().restore_batch(entries)  # type: ignore[misc]
+            return
+        for key, value in entries:
+            changelog_seqnum = int.from_bytes(bytes(key)[-4:], "big")
+            before, self.seqnum = self.seqnum, (changelog_seqnum - 1) & 0x7FFFFFFF
+            super().restore_batch([(key, value)])  # type: ignore[misc]
+            self.seqnum = before
+
+
+@mutant("window-memory-restore-keeps-changelog-seqnum", "the in-memory store restores duplicates under the "
+        "changelog seqnum, its own counter unmoved", FAMILY, rules=("WS-26", "WS-41"))
+def _memory_restore_keeps_changelog_seqnum() -> dict[str, Handler]:
+    return _memory(_MemoryRestoreKeepsSeqnum)
+
+
+class _RestoreAdvancesSeqnum:
+    """RocksDB restore counts each restored record on the store's duplicate counter, as a put would."""
+
+    retain_duplicates: bool
+    seqnum: int
+
+    def restore_batch(self, entries: Any) -> None:
+        super().restore_batch(entries)  # type: ignore[misc]
+        if self.retain_duplicates:
+            restored = sum(1 for _key, value in entries if value is not None)
+            self.seqnum = (self.seqnum + restored) & 0x7FFFFFFF
+
+
+@mutant("window-restore-advances-seqnum", "a RocksDB restore advances the store's duplicate counter", FAMILY,
+        rules=("WS-41",))
+def _restore_advances_seqnum() -> dict[str, Handler]:
+    return _rocksdb(_RestoreAdvancesSeqnum)
+
+
+class _CommitNewestSegmentOnly:
+    """``commit`` reaches the newest segment only: the older ones keep their rows staged and get no offsets."""
+
+    segments: KeyValueSegments
+    _position: Any
+
+    def commit(self, changelog_offsets: Any) -> None:
+        newest = self.segments.all_segments()[-1:]
+        offsets = {(tp.topic, tp.partition): o for tp, o in dict(changelog_offsets).items()}
+        for segment in newest:
+            segment.instance.commit(offsets, self._position)
+
+
+@mutant("window-commit-newest-segment-only", "commit writes the staged rows and offsets of the newest segment only",
+        FAMILY, rules=("WS-28",))
+def _commit_newest_segment_only() -> dict[str, Handler]:
+    return _rocksdb(_CommitNewestSegmentOnly)
+
+
+class _PositionNotMerged:
+    """The reopened store starts from an empty position: its segments' positions are not merged in."""
+
+    _position: Any
+
+    def _open_existing(self) -> None:
+        super()._open_existing()  # type: ignore[misc]
+        self._position = {}
+
+
+@mutant("window-position-not-merged", "a reopened RocksDB window store does not merge its segments' positions",
+        FAMILY, rules=("WS-29",))
+def _position_not_merged() -> dict[str, Handler]:
+    return _rocksdb(_PositionNotMerged)
+
+
+class _CloseNewestSegmentOnly:
+    """``close`` writes the staged rows of the newest segment only; the older ones are abandoned."""
+
+    segments: KeyValueSegments
+    _position: Any
+
+    def close(self) -> None:
+        segments = self.segments.all_segments()
+        for segment in segments[:-1]:
+            segment.instance.simulate_crash()
+        super().close()  # type: ignore[misc]
+
+
+@mutant("window-close-newest-segment-only", "close writes the staged rows of the newest segment only", FAMILY,
+        rules=("WS-30",))
+def _close_newest_segment_only() -> dict[str, Handler]:
+    return _rocksdb(_CloseNewestSegmentOnly)
+
+
+class _SegmentsNotReopened:
+    """Opening a RocksDB window store opens no existing segment: rows on disk are found only once written to."""
+
+    _position: Any
+
+    def _open_existing(self) -> None:
+        self._position = {}
+
+
+@mutant("window-segments-not-reopened", "a reopened RocksDB window store does not open its segments on disk",
+        FAMILY, rules=("WS-31",))
+def _segments_not_reopened() -> dict[str, Handler]:
+    return _rocksdb(_SegmentsNotReopened)
+
+
+@mutant("window-dups-changelog-compacted", "the changelog of a plain window store with duplicates keeps "
+        "cleanup.policy compact,delete", FAMILY, rules=("WS-32",))
+def _dups_changelog_compacted() -> dict[str, Handler]:
+    def topic_config(payload: JsonDict) -> JsonDict:
+        return call("changelog.topic_config", {**payload, "retain_duplicates": False})
+
+    return {"changelog.topic_config": topic_config}
+
+
+class _NullBoundsEmpty:
+    """A null key bound answers nothing (the pre-KIP-763 store threw; this one returns empty)."""
+
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+                   backward: bool = False) -> Any:
+        if key_from is None or key_to is None:
+            return []
+        return super().fetch_keys(key_from, key_to, time_from, time_to, backward)  # type: ignore[misc]
+
+
+@mutant("window-null-key-bound-empty", "a key-range fetch with a null bound answers nothing", FAMILY,
+        rules=("WS-34",))
+def _null_key_bound_empty() -> dict[str, Handler]:
+    return _both(_NullBoundsEmpty)
+
+
+class _NullKeyReadsAnswerNothing:
+    """Reads take a null key as a key that is never found (an ``Objects.equals`` filter) instead of refusing it
+    with ``NullKeyError``."""
+
+    def fetch(self, key: bytes | None, time: int) -> bytes | None:
+        return None if key is None else super().fetch(key, time)  # type: ignore[misc]
+
+    def fetch_range(self, key: bytes | None, time_from: int, time_to: int, backward: bool = False) -> Any:
+        if key is None:
+            return []
+        return super().fetch_range(key, time_from, time_to, backward)  # type: ignore[misc]
+
+
+@mutant("window-null-key-read-accepted", "a null key is not refused by fetch and fetch(key, from, to): they answer "
+        "nothing", FAMILY, rules=("WS-35",))
+def _null_key_read_accepted() -> dict[str, Handler]:
+    return _both(_NullKeyReadsAnswerNothing)
+
+
+class _MemoryManagesOffsets:
+    """The in-memory store keeps the last committed offsets and answers them."""
+
+    def commit(self, changelog_offsets: Any) -> None:
+        super().commit(changelog_offsets)  # type: ignore[misc]
+        self._committed = {(tp.topic, tp.partition): o for tp, o in dict(changelog_offsets).items()}
+
+    def committed_offset(self, partition: Any) -> int | None:
+        super().committed_offset(partition)  # type: ignore[misc]
+        found: int | None = getattr(self, "_committed", {}).get((partition.topic, partition.partition))
+        return found
+
+
+@mutant("window-memory-keeps-offsets", "the in-memory window store answers the offset it last committed", FAMILY,
+        rules=("WS-36",))
+def _memory_keeps_offsets() -> dict[str, Handler]:
+    return _memory(_MemoryManagesOffsets)
+
+
+class _StreamTimeRecovered:
+    """A reopened RocksDB store recovers its stream time from the largest window start on disk."""
+
+    observed_stream_time: int
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        starts = [start for _key, start, _value in self.all()]  # type: ignore[attr-defined]
+        if starts:
+            self.observed_stream_time = max(starts)
+
+
+@mutant("window-stream-time-recovered", "a reopened RocksDB store takes its stream time from the rows on disk, "
+        "clamping reads at once", FAMILY, rules=("WS-42",))
+def _stream_time_recovered() -> dict[str, Handler]:
+    return _rocksdb(_StreamTimeRecovered)

@@ -116,6 +116,119 @@ FIRST_BATCH = [e(0, "zero", DEFAULT_START), e(1, "one", DEFAULT_START + 1), e(2,
 ZERO, ONE, TWO, THREE, FOUR, FIVE = FIRST_BATCH
 
 
+# --- checks cheap enough to run first -------------------------------------------------------------------------------
+
+
+@rules("WS-2")
+@BACKENDS
+def test_window_size_larger_than_retention_is_refused(kit: Kit, backend: str) -> None:
+    """Mirrors ``StoresTest.shouldThrowIfWindowSizeIsLargerThanRetention`` on both suppliers: a window of 4 ms cannot
+    be kept for 3 ms; a window as long as the retention can."""
+    if not kit.codec.supports("window_store.put"):
+        pytest.skip("the implementation offers no window store operations")
+    kit.require(WINDOW, backend)
+    options = {"retention_ms": 3, "window_size_ms": 4, "retain_duplicates": False}
+    assert "error" in kit.open_refused(WINDOW, backend, options=options)
+    assert "error" not in kit.open_refused(WINDOW, backend, options={**options, "window_size_ms": 3})
+
+
+@rules("WS-21")
+@BACKENDS
+def test_timestamped_window_store_keeps_the_timestamp(kit: Kit, backend: str) -> None:
+    """The bytes-level side of Kafka's ``TimestampedWindowStore`` (what ``MeteredTimestampedWindowStore`` reads back as
+    ``ValueAndTimestamp``): the store holds and answers the ``[timestamp][value]`` it was given, in every segment."""
+    kit.require(TIMESTAMPED, backend)
+    win = open_window(kit, backend, TIMESTAMPED)
+    stored = i64(42) + h("a")
+    win.put_hex(ik(1), stored, 10)
+    win.put_hex(ik(1), stored, SEGMENT_INTERVAL + 10)
+    assert win.fetch(ik(1), 10) == stored
+    assert win.fetch_range(ik(1), 0, 2 * SEGMENT_INTERVAL) == [(10, stored), (SEGMENT_INTERVAL + 10, stored)]
+
+
+@rules("WS-24")
+@BACKENDS
+def test_value_the_changelog_refuses_is_not_stored(kit: Kit, backend: str) -> None:
+    """Where ``ChangeLoggingTimestampedWindowBytesStore.log`` would throw after the store was written (a value shorter
+    than its 8-byte timestamp), the write is refused first: nothing stored, nothing logged."""
+    kit.require(TIMESTAMPED, backend)
+    win = open_window(kit, backend, TIMESTAMPED)
+    assert win.store.refused("window_store.put", key=ik(1), value="0a0b0c", window_start=10)
+    assert win.fetch(ik(1), 10) is None
+    assert win.all() == []
+    assert win.store.changelog() == []
+
+
+@rules("WS-32")
+def test_changelog_topic_of_a_window_store(kit: Kit) -> None:
+    """``WindowStoreBuilder`` over a supplier keeping duplicates logs with ``cleanup.policy=delete``; otherwise (and
+    for the timestamped builder) the windowed changelog is ``compact,delete``, retention + one day either way."""
+    if not kit.codec.supports("changelog.topic_config"):
+        pytest.skip("the implementation offers no changelog.topic_config")
+
+    def config(store_type: str, duplicates: bool) -> dict[str, str]:
+        out: dict[str, str] = kit.codec.call("changelog.topic_config", {
+            "store_type": store_type, "retention_ms": 1000, "retain_duplicates": duplicates})["config"]
+        return out
+
+    day_later = str(1000 + 86_400_000)
+    assert config(WINDOW, True) == {"cleanup.policy": "delete", "message.timestamp.type": "CreateTime",
+                                    "retention.ms": day_later}
+    assert config(WINDOW, False)["cleanup.policy"] == "compact,delete"
+    assert config(TIMESTAMPED, True)["cleanup.policy"] == "compact,delete"
+
+
+@rules("WS-25", "WS-26", "WS-41")
+@BACKENDS
+def test_restored_duplicates_and_the_next_put(kit: Kit, backend: str) -> None:
+    """After restoring changelog seqnums 1 and 3 (2 was a skipped tombstone), a put with duplicates gets seqnum 1 on
+    RocksDB (restore wrote below the store's counter) and replaces the restored row 1; in memory restore went
+    through ``put``, which renumbered the records 1 and 2, so the put gets 3 and all three are kept."""
+    source = open_window(kit, backend, duplicates=True, name="source")
+    source.put(ik(1), "a", 5)
+    source.put(ik(1), None, 5)
+    source.put(ik(1), "b", 5)
+    records = source.store.changelog()
+    assert [r["key"] for r in records] == [store_key(ik(1), 5, s) for s in (1, 2, 3)]
+    target = open_window(kit, backend, duplicates=True, name="target")
+    target.store.restore(records)
+    target.put(ik(1), "c", 5)
+    assert target.values(ik(1), 0, 10) == (["c", "b"] if backend == ROCKSDB else ["a", "b", "c"])
+
+
+@rules("WS-28", "WS-30", "WS-31")
+def test_commit_and_close_reach_every_segment(kit: Kit) -> None:
+    """``AbstractSegments.commit`` and ``close`` go through every segment (KIP-1035): rows of two segments committed,
+    then a crash, are all found again; so are rows of two segments written before a clean close."""
+    kit.require(WINDOW, ROCKSDB, "offsets")
+    win = open_window(kit, ROCKSDB)
+    win.put(ik(1), "a", 5)
+    win.put(ik(1), "b", SEGMENT_INTERVAL + 5)
+    win.store.commit(7)
+    win.store.crash()
+    win = open_window(kit, ROCKSDB, ignore_invalid_state=True)  # a crash leaves status OPEN (OFF-6)
+    assert win.all() == [e(1, "a", 5), e(1, "b", SEGMENT_INTERVAL + 5)]
+    assert win.store.committed() == 7
+    win.put(ik(2), "c", 6)
+    win.put(ik(2), "d", SEGMENT_INTERVAL + 6)
+    win.store.close()
+    win = open_window(kit, ROCKSDB)
+    assert win.all() == [e(1, "a", 5), e(2, "c", 6), e(1, "b", SEGMENT_INTERVAL + 5), e(2, "d", SEGMENT_INTERVAL + 6)]
+
+
+@rules("WS-7", "WS-8")
+def test_expired_put_creates_no_segment(kit: Kit) -> None:
+    """Mirrors ``AbstractRocksDBSegmentedBytesStoreTest.shouldLogAndMeasureExpiredRecords`` with ``testRolling``'s
+    directory check: a put into a segment below ``segmentId(T - R)`` is dropped, its segment never created."""
+    kit.require(WINDOW, ROCKSDB, "dump")
+    win = open_window(kit, ROCKSDB)
+    win.put(ik(1), "on time", 2 * RETENTION_PERIOD)
+    assert win.segment_names() == {"store.240000"}
+    win.put(ik(1), "late", 0)
+    assert win.segment_names() == {"store.240000"}
+    assert win.fetch_all(0, INT64_MAX) == [e(1, "on time", 2 * RETENTION_PERIOD)]
+
+
 # --- AbstractWindowBytesStoreTest ---------------------------------------------------------------------------------
 
 
