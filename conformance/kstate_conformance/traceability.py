@@ -36,6 +36,7 @@ MUTANT_COVERED_PREFIXES = (
     "HV",
     "HDR",
     "PRIM",
+    "SS",
 )
 
 #: Evidence levels whose expected outputs a bug in the reference cannot have produced.
@@ -58,6 +59,7 @@ INDEPENDENT_EVIDENCE_PREFIXES: tuple[str, ...] = (
     "UPG",
     "CACHE",
     "RST",
+    "SS",
 )
 
 
