@@ -431,7 +431,7 @@ def _memory_keeps_offsets() -> dict[str, Handler]:
         out = call("store.committed_offset", payload)
         key = (str(payload.get("handle")), payload.get("topic"), payload.get("partition"))
         if "error" not in out and _session_backend(payload) is Backend.MEMORY and key in committed:
-            out["offset"] = committed[key]  # type: ignore[index]
+            out["offset"] = committed[key]
         return out
 
     return {"store.commit": commit, "store.committed_offset": committed_offset}
@@ -547,8 +547,10 @@ def _changelog_config_like_kv() -> dict[str, Handler]:
     return {"changelog.topic_config": topic_config}
 
 
-class _HeadersInDefault(RocksDBSessionStoreWithHeaders):
-    SEGMENTS = KeyValueSegments
+class _HeadersInDefault(RocksDBSessionStore):
+    """A ``session_with_headers`` store over the plain segment class (its ``LAYOUT`` the plain session's)."""
+
+    store_type = StoreType.SESSION_WITH_HEADERS
 
 
 @mutant("session-headers-segments-plain", "session_with_headers segments are built with the plain segment class: "
