@@ -495,21 +495,19 @@ def _committed_offset_newest_segment() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _NewestSegmentOffsetOnly})
 
 
-class _RestoreAdvancesPerRecord(RocksDBSessionStore):
+class _RestoreIgnoresLiveness(RocksDBSessionStore):
     def restore_batch(self, entries: Any) -> None:
-        for key, value in entries:
-            end = self.SCHEMA.decode(key).end
-            self.observed_stream_time = max(self.observed_stream_time, end)
-            segment = self.segments.get_or_create_segment_if_live(self.segments.segment_id(end),
-                                                                  self.observed_stream_time)
-            if segment is not None:
-                segment.accessor.put(key, value)
+        ends = [self.SCHEMA.decode(key).end for key, _ in entries]
+        self.observed_stream_time = max([self.observed_stream_time, *ends])
+        for (key, value), end in zip(entries, ends, strict=True):
+            self.segments.get_or_create_segment(self.segments.segment_id(end)).accessor.put(key, value)
 
 
-@mutant("session-restore-advances-per-record", "restore advances stream time record by record, so an early "
-        "record of a batch is kept although the batch's largest end expires it", FAMILY, rules=("SS-24",))
-def _restore_advances_per_record() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _RestoreAdvancesPerRecord})
+@mutant("session-restore-ignores-liveness", "restore writes each record into the segment of its end without the "
+        "live check (getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive): an expired record recreates "
+        "its segment", FAMILY, rules=("SS-24",))
+def _restore_ignores_liveness() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _RestoreIgnoresLiveness})
 
 
 _PLAIN_SCHEMA = SessionKeySchema()
