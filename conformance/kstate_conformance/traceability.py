@@ -38,6 +38,7 @@ MUTANT_COVERED_PREFIXES = (
     "PRIM",
     "VS",
     "WS",
+    "SS",
 )
 
 #: Evidence levels whose expected outputs a bug in the reference cannot have produced.
@@ -62,6 +63,7 @@ INDEPENDENT_EVIDENCE_PREFIXES: tuple[str, ...] = (
     "RST",
     "VS",
     "WS",
+    "SS",
 )
 
 

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from kstate.codecs.changelog import ChangelogRecord
+from kstate.codecs.header_values import decode_aggregation_with_headers
 from kstate.codecs.session_keys import SessionKeySchema, SessionStoreKey
 from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
@@ -22,12 +23,14 @@ from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.kv import _changelog_offsets, _to_codec_tp
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.session import (
     ChangeLoggingSessionBytesStore,
     RocksDBSessionStore,
     RocksDBSessionStoreWithHeaders,
     SessionSegmentsWithHeaders,
+    check_session,
 )
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -281,3 +284,313 @@ def _restore_ignores_record_headers() -> dict[str, Handler]:
         return call("store.restore", payload)
 
     return {"store.restore": restore}
+
+
+# --- the reads' and writes' arguments (SS-2, SS-3, SS-8, SS-9) ---------------------------------------------------
+
+
+@mutant("session-null-key-as-empty", "a null session key is written (and removed) as the empty key instead of "
+        "being refused", FAMILY, rules=("SS-2",))
+def _null_key_as_empty() -> dict[str, Handler]:
+    def as_empty(op: str) -> Handler:
+        return lambda payload: call(op, {**payload, "key": ""} if payload.get("key", "") is None else payload)
+
+    return {op: as_empty(op) for op in ("session_store.put", "session_store.remove")}
+
+
+def _lax_session(key: bytes | None, start: int, end: int) -> tuple[bytes, int, int]:
+    """Only ``end >= start`` is checked: a negative start (SessionWindow's first check) passes."""
+    if isinstance(start, int) and isinstance(end, int) and start < 0 <= end and key is not None:
+        return bytes(key), start, end
+    return check_session(key, start, end)
+
+
+class _NegativeStartRocksDB(RocksDBSessionStore):
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        checked_key, start_ms, end_ms = _lax_session(key, start, end)
+        self._check_open()
+        self._put(checked_key, start_ms, end_ms, None if aggregate is None else bytes(aggregate))
+
+    def remove(self, key: bytes, start: int, end: int) -> None:
+        checked_key, start_ms, end_ms = _lax_session(key, start, end)
+        self._check_open()
+        self._remove(checked_key, start_ms, end_ms)
+
+
+class _NegativeStartLogging(ChangeLoggingSessionBytesStore):
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        checked_key, start_ms, end_ms = _lax_session(key, start, end)
+        value = None if aggregate is None else bytes(aggregate)
+        record = self._record(checked_key, start_ms, end_ms, value)
+        self.inner.put(checked_key, start_ms, end_ms, value)
+        self.sink.append(record)
+
+
+@mutant("session-negative-start-accepted", "a session window with a negative start (and end >= start) is written: "
+        "the port checks end >= start only", FAMILY, rules=("SS-3",))
+def _negative_start_accepted() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _NegativeStartRocksDB}, _NegativeStartLogging)
+
+
+@mutant("session-fetch-range-single-key", "fetch(keyFrom, keyTo) answers keyFrom's sessions only (the single-key "
+        "fetch called by mistake)", FAMILY, rules=("SS-8",))
+def _fetch_range_single_key() -> dict[str, Handler]:
+    def fetch(payload: JsonDict) -> JsonDict:
+        if payload.get("key_from") is not None and payload.get("key_to") is not None:
+            payload = {**payload, "key_to": None}
+        return call("session_store.fetch", payload)
+
+    return {"session_store.fetch": fetch}
+
+
+@mutant("session-inverted-range-swapped", "a key range with from > to is read as [to, from] instead of answering "
+        "nothing", FAMILY, rules=("SS-9",))
+def _inverted_range_swapped() -> dict[str, Handler]:
+    def swapped(op: str) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            key_from, key_to = payload.get("key_from"), payload.get("key_to")
+            if isinstance(key_from, str) and isinstance(key_to, str) and bytes.fromhex(key_from) > bytes.fromhex(key_to):
+                payload = {**payload, "key_from": key_to, "key_to": key_from}
+            return call(op, payload)
+
+        return handler
+
+    return {op: swapped(op) for op in _READS}
+
+
+# --- segments, stream time, expiry (SS-11, SS-12, SS-14) ---------------------------------------------------------
+
+
+@mutant("session-default-interval-no-floor", "the default segment interval is retention / 2 without Kafka's 60000 "
+        "floor", FAMILY, rules=("SS-11",))
+def _default_interval_no_floor() -> dict[str, Handler]:
+    def open_store(payload: JsonDict) -> JsonDict:
+        options = payload.get("options")
+        if payload.get("store_type") in SESSION_TYPES and isinstance(options, dict) \
+                and isinstance(options.get("retention_ms"), int) and options["retention_ms"] > 1 \
+                and "segment_interval_ms" not in options:
+            payload = {**payload, "options": {**options, "segment_interval_ms": options["retention_ms"] // 2}}
+        return call("store.open", payload)
+
+    return {"store.open": open_store}
+
+
+class _RemoveKeepsStreamTime(RocksDBSessionStore):
+    def _remove(self, key: bytes, start: int, end: int) -> None:
+        segment = self.segments.segment_for_timestamp(end)
+        if segment is not None:
+            segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), None)
+
+
+@mutant("session-remove-keeps-stream-time", "the RocksDB store's remove does not advance observed stream time (the "
+        "in-memory store's behaviour ported to RocksDB)", FAMILY, rules=("SS-12",))
+def _remove_keeps_stream_time() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _RemoveKeepsStreamTime})
+
+
+class _WritesExpiredPuts(RocksDBSessionStore):
+    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        self.observed_stream_time = max(self.observed_stream_time, end)
+        segment = self.segments.get_or_create_segment(self.segments.segment_id(end))
+        self._update_position()
+        segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
+
+
+@mutant("session-expired-put-written", "a put into an expired segment creates the segment and writes the session "
+        "(getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive)", FAMILY, rules=("SS-14",))
+def _expired_put_written() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _WritesExpiredPuts})
+
+
+# --- offsets, crash, restore (SS-19..SS-25) ----------------------------------------------------------------------
+
+
+def _session_backend(payload: JsonDict) -> Backend | None:
+    try:
+        handle = handle_for(payload)
+    except KStateError:
+        return None
+    return handle.backend if handle.store_type in SESSION_TYPES else None
+
+
+@mutant("session-memory-keeps-offsets", "the in-memory session store remembers the offsets it was committed with "
+        "and answers them (Kafka's is not persistent and manages none)", FAMILY, rules=("SS-19",))
+def _memory_keeps_offsets() -> dict[str, Handler]:
+    committed: dict[tuple[str, str, int], int] = {}
+
+    def commit(payload: JsonDict) -> JsonDict:
+        out = call("store.commit", payload)
+        offsets = payload.get("changelog_offsets")
+        if "error" not in out and _session_backend(payload) is Backend.MEMORY and isinstance(offsets, list):
+            for topic, partition, offset in offsets:
+                if offset is not None:
+                    committed[(str(payload.get("handle")), topic, partition)] = offset
+        return out
+
+    def committed_offset(payload: JsonDict) -> JsonDict:
+        out = call("store.committed_offset", payload)
+        key = (str(payload.get("handle")), payload.get("topic"), payload.get("partition"))
+        if "error" not in out and _session_backend(payload) is Backend.MEMORY and key in committed:
+            out["offset"] = committed[key]
+        return out
+
+    return {"store.commit": commit, "store.committed_offset": committed_offset}
+
+
+class _OpensBeforeChecking(RocksDBSessionStore):
+    """Kafka's ``openExisting`` ported literally: each segment opened in turn, the first bad one refusing the store
+    after the ones before it were opened (and written)."""
+
+    def _check_segment(self, path: Any) -> None:
+        return None
+
+
+class _OpensBeforeCheckingWithHeaders(RocksDBSessionStoreWithHeaders):
+    _check_segment = _OpensBeforeChecking._check_segment
+
+
+@mutant("session-open-checks-segments-one-by-one", "existing segments are opened one by one, each checked only "
+        "when it opens: a refused open has already opened (and written) the segments before the bad one", FAMILY,
+        rules=("SS-20",))
+def _open_checks_one_by_one() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _OpensBeforeChecking,
+                       StoreType.SESSION_WITH_HEADERS: _OpensBeforeCheckingWithHeaders})
+
+
+class _CommitsNewestSegmentOnly(RocksDBSessionStore):
+    def commit(self, changelog_offsets: Mapping[Any, int | None]) -> None:
+        newest = self.segments.all_segments(forward=False)[:1]
+        self._check_open()
+        offsets = _changelog_offsets(changelog_offsets)
+        for segment in newest:
+            segment.instance.commit(offsets, self._position)
+
+
+@mutant("session-commit-newest-segment-only", "commit writes the staged data, position and offsets of the newest "
+        "segment only (the one a put last created), not of every open segment", FAMILY, rules=("SS-21",))
+def _commit_newest_segment_only() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _CommitsNewestSegmentOnly})
+
+
+@mutant("session-crash-closes-cleanly", "a crash of a session store writes its staged data and status CLOSED, as "
+        "close does", FAMILY, rules=("SS-22",))
+def _crash_closes_cleanly() -> dict[str, Handler]:
+    def crash(payload: JsonDict) -> JsonDict:
+        return call("store.close" if _session_backend(payload) is Backend.ROCKSDB else "store.crash", payload)
+
+    return {"store.crash": crash}
+
+
+class _NewestSegmentOffsetOnly(RocksDBSessionStore):
+    def committed_offset(self, partition: Any) -> int | None:
+        self._check_open()
+        newest = self.segments.all_segments(forward=False)[:1]
+        return next((s.instance.committed_offset(_to_codec_tp(partition)) for s in newest), None)
+
+
+@mutant("session-committed-offset-newest-segment", "the committed offset is the newest segment's only: null when "
+        "that segment was created since the last commit, where Kafka walks on to an older one", FAMILY,
+        rules=("SS-23",))
+def _committed_offset_newest_segment() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _NewestSegmentOffsetOnly})
+
+
+class _RestoreIgnoresLiveness(RocksDBSessionStore):
+    def restore_batch(self, entries: Any) -> None:
+        ends = [self.SCHEMA.decode(key).end for key, _ in entries]
+        self.observed_stream_time = max([self.observed_stream_time, *ends])
+        for (key, value), end in zip(entries, ends, strict=True):
+            self.segments.get_or_create_segment(self.segments.segment_id(end)).accessor.put(key, value)
+
+
+@mutant("session-restore-ignores-liveness", "restore writes each record into the segment of its end without the "
+        "live check (getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive): an expired record recreates "
+        "its segment", FAMILY, rules=("SS-24",))
+def _restore_ignores_liveness() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _RestoreIgnoresLiveness})
+
+
+_PLAIN_SCHEMA = SessionKeySchema()
+
+
+@mutant("session-restore-through-put", "restore replays each changelog record through the store's put (the "
+        "change-logging layer included), so restored records are logged again", FAMILY, rules=("SS-25",))
+def _restore_through_put() -> dict[str, Handler]:
+    def restore(payload: JsonDict) -> JsonDict:
+        records = payload.get("records")
+        if _handle_type(payload) is not StoreType.SESSION or not isinstance(records, list):
+            return call("store.restore", payload)
+        for record in records:
+            session = _PLAIN_SCHEMA.decode(bytes.fromhex(record["key"]))
+            out = call("session_store.put", {"handle": payload["handle"], "key": session.key.hex(),
+                                             "start": session.start, "end": session.end, "value": record["value"]})
+            if "error" in out:
+                return out
+        return {"batches": 1 if records else 0, "restored": len(records)}
+
+    return {"store.restore": restore}
+
+
+# --- change logging, header-aware segments, closing (SS-29..SS-37) -----------------------------------------------
+
+
+@mutant("session-changelog-config-like-kv", "a session store's changelog topic is configured as a key-value "
+        "store's: compact only, no retention", FAMILY, rules=("SS-29",))
+def _changelog_config_like_kv() -> dict[str, Handler]:
+    def topic_config(payload: JsonDict) -> JsonDict:
+        if payload.get("store_type") in SESSION_TYPES:
+            payload = {**payload, "store_type": StoreType.KEY_VALUE.value}
+        return call("changelog.topic_config", payload)
+
+    return {"changelog.topic_config": topic_config}
+
+
+class _HeadersInDefault(RocksDBSessionStore):
+    """A ``session_with_headers`` store over the plain segment class (its ``LAYOUT`` the plain session's)."""
+
+    store_type = StoreType.SESSION_WITH_HEADERS
+
+
+@mutant("session-headers-segments-plain", "session_with_headers segments are built with the plain segment class: "
+        "the values go to the default family and no sessionKeyValueWithHeaders family is created", FAMILY,
+        rules=("SS-31", "SS-35"))
+def _headers_segments_plain() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION_WITH_HEADERS: _HeadersInDefault})
+
+
+@mutant("session-closed-store-reads-empty", "a closed session store answers reads with nothing instead of refusing "
+        "them", FAMILY, rules=("SS-37",))
+def _closed_store_reads_empty() -> dict[str, Handler]:
+    def read(op: str) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(op, payload)
+            if "error" in out and "closed" in str(out["error"]).lower():
+                return {"value": None} if op == "session_store.fetch_session" else {"entries": []}
+            return out
+
+        return handler
+
+    return {op: read(op) for op in (*_READS, "session_store.fetch_session")}
+
+
+def _aggregation_only(stored: str | None) -> str | None:
+    decoded = decode_aggregation_with_headers(None if stored is None else bytes.fromhex(stored))
+    return None if decoded is None else decoded.aggregation.hex()
+
+
+@mutant("session-headers-reads-aggregation-only", "session_with_headers reads answer the aggregation without its "
+        "[varint size][headers] prefix (the plain session view), instead of the value as stored", FAMILY,
+        rules=("SS-30",))
+def _headers_reads_aggregation_only() -> dict[str, Handler]:
+    def read(op: str) -> Handler:
+        def handler(payload: JsonDict) -> JsonDict:
+            out = call(op, payload)
+            if "error" in out or _handle_type(payload) is not StoreType.SESSION_WITH_HEADERS:
+                return out
+            if op == "session_store.fetch_session":
+                return {**out, "value": _aggregation_only(out.get("value"))}
+            return {**out, "entries": [[k, s, e, _aggregation_only(v)] for k, s, e, v in out["entries"]]}
+
+        return handler
+
+    return {op: read(op) for op in (*_READS, "session_store.fetch_session")}
