@@ -181,8 +181,8 @@ class RocksDBVersionedStore(PositionTracker):
         # commit, which the in-order put reads and writes directly (what ``accessor.get``/``put`` do, minus calls).
         (self._cf,) = accessor.column_families
         self._staged = physical.staged
-        #: Each key's latest version as last read or written, decoded: a mirror of its latest-value row (VS-2),
-        #: kept by every write of that row; ``_latest_cache_bytes`` bounds what it holds (over-counting only).
+        #: The latest version of each key the in-order put wrote or read, decoded: a mirror of its latest-value row
+        #: (VS-2) kept by every write of that row; ``_latest_cache_bytes`` bounds what it holds (over-counting only).
         self._latest_cache: dict[bytes, VersionedRecord] = {}
         self._latest_cache_bytes = 0
         self._cleaned_below = self._segments.min_live_segment_id(self.observed_stream_time)
@@ -256,16 +256,14 @@ class RocksDBVersionedStore(PositionTracker):
         return first + self.history_retention
 
     def _latest_version(self, key: bytes) -> VersionedRecord | None:
-        """The key's latest version from the cache, else decoded from its latest-value row and cached (VS-2, VS-8)."""
-        found = self._latest_cache.get(key)
-        if found is not None:
-            return found
+        """The key's latest version decoded from its latest-value row (VS-2, VS-8): a read the cache missed, which
+        does not fill the cache (puts do), so reading many keys once costs one lookup more."""
         row = self._row_get(_LATEST_PREFIX + key)
         if row is None:
             return None
         if len(row) < 8:
             v.decode_latest_value(row)  # raises the typed decode error
-        return self._cache_latest(key, row)
+        return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
 
     def _cache_latest(self, key: bytes, row: bytes) -> VersionedRecord:
         """Decode a latest-value row of at least 8 bytes, ``[validFrom int64][value]`` (VS-2), into the cache."""
@@ -384,7 +382,7 @@ class RocksDBVersionedStore(PositionTracker):
         if not self._open:
             self._check_open()
         if as_of is None:
-            return self._latest_version(key)
+            return self._latest_cache.get(key) or self._latest_version(key)
         as_of = check_timestamp(as_of, "as_of")
         return _record(self._key_versions(key, self.observed_stream_time).get_as_of(as_of))
 
