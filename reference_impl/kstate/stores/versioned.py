@@ -36,8 +36,11 @@ from kstate.stores.wrapping import WrappedStore
 LOG = logging.getLogger("kstate.stores")
 
 _INT64 = Struct(">q")
-_INT32 = Struct(">i")
 _ROW_HEADER = Struct(">qq")
+_ENTRY = Struct(">qi")  # a segment row's index entry: validFrom, value size (VER-6)
+_NEW_ROW = Struct(">qqi")  # a new row after its nextTimestamp: minTimestamp, then its one entry (VER-6)
+#: The bytes of keys and values the latest-version cache holds at most (then it starts again empty).
+_LATEST_CACHE_BYTES = 16 << 20
 _LATEST_PREFIX = v.LATEST_VALUE_PREFIX
 #: ``VersionedRecord`` built without its Python-level ``__new__`` (the latest-value read's hot path).
 _new_record = tuple.__new__
@@ -171,9 +174,19 @@ class RocksDBVersionedStore(PositionTracker):
         self._segments.open_existing(self.observed_stream_time)  # VS-14: segments on disk are found again
         self._latest = self._segments.latest_value_segment()
         self._position: Position = self._segments.position()
-        accessor = self._segments.physical.accessor
-        self._row_get, self._row_put = accessor.get, accessor.put  # the hot paths' two calls
+        physical = self._segments.physical
+        accessor = physical.accessor
+        self._row_get, self._row_put = accessor.get, accessor.put
+        # The plain key-value layout has one family (VS-1): its staged writes are the rows written since the last
+        # commit, which the in-order put reads and writes directly (what ``accessor.get``/``put`` do, minus calls).
+        (self._cf,) = accessor.column_families
+        self._staged = physical.staged
+        #: The latest version of each key the in-order put wrote or read, decoded: a mirror of its latest-value row
+        #: (VS-2) kept by every write of that row; ``_latest_cache_bytes`` bounds what it holds (over-counting only).
+        self._latest_cache: dict[bytes, VersionedRecord] = {}
+        self._latest_cache_bytes = 0
         self._cleaned_below = self._segments.min_live_segment_id(self.observed_stream_time)
+        self._cleanup_due = self._first_stream_time_past(self._cleaned_below)
         self._open = True
 
     # --- state --------------------------------------------------------------------------------------------------
@@ -207,6 +220,7 @@ class RocksDBVersionedStore(PositionTracker):
 
     def _write_latest(self, key: bytes, before: bytes | None, after: bytes | None) -> None:
         if after != before:
+            self._latest_cache.pop(key, None)
             self._row_put(_LATEST_PREFIX + key, after)
 
     def _do_put(self, key: bytes, value: bytes | None, timestamp: int, stream_time: int) -> int:
@@ -225,45 +239,91 @@ class RocksDBVersionedStore(PositionTracker):
 
     def _cleanup(self, stream_time: int) -> None:
         """Drop the segments expired at ``stream_time`` (VS-13); nothing to do while the earliest live id stays."""
+        if stream_time < self._cleanup_due:  # the earliest live id is still ``_cleaned_below``
+            return
         bound = self._segments.min_live_segment_id(stream_time)
         if bound > self._cleaned_below:  # stream times only grow: no segment below an earlier bound is created
             self._segments.cleanup_expired_segments(stream_time)
             self._cleaned_below = bound
+            self._cleanup_due = self._first_stream_time_past(bound)
+
+    def _first_stream_time_past(self, segment_id_: int) -> int:
+        """The least stream time whose earliest live segment id (``segmentId(streamTime - retention)``, Java
+        truncation, VER-30) exceeds ``segment_id_``."""
+        next_id = segment_id_ + 1
+        interval = self.segment_interval
+        first = next_id * interval if next_id > 0 else (next_id - 1) * interval + 1  # truncation toward zero
+        return first + self.history_retention
+
+    def _latest_version(self, key: bytes) -> VersionedRecord | None:
+        """The key's latest version decoded from its latest-value row (VS-2, VS-8): a read the cache missed, which
+        does not fill the cache (puts do), so reading many keys once costs one lookup more."""
+        row = self._row_get(_LATEST_PREFIX + key)
+        if row is None:
+            return None
+        if len(row) < 8:
+            v.decode_latest_value(row)  # raises the typed decode error
+        return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
+
+    def _cache_latest(self, key: bytes, row: bytes) -> VersionedRecord:
+        """Decode a latest-value row of at least 8 bytes, ``[validFrom int64][value]`` (VS-2), into the cache."""
+        if self._latest_cache_bytes > _LATEST_CACHE_BYTES:
+            self._drop_latest_cache()
+        self._latest_cache_bytes += len(key) + len(row)
+        found = self._latest_cache[key] = _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
+        return found
+
+    def _drop_latest_cache(self) -> None:
+        self._latest_cache.clear()
+        self._latest_cache_bytes = 0
 
     def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
         """The common put, written out: a newer value over an existing latest value whose previous version ends
         exactly where it starts. Returns False, having changed nothing, for any other case; the rows are those
         :meth:`KeyVersions.apply_put` writes (VER-28, ``insertAsLatest`` at index 0, VS-3)."""
-        latest_key = _LATEST_PREFIX + key
-        latest = self._row_get(latest_key)
-        if latest is None or len(latest) < 8:
-            return False
-        old_ts = _INT64.unpack_from(latest)[0]
+        cache = self._latest_cache
+        latest = cache.get(key)
+        if latest is None:
+            row = self._row_get(_LATEST_PREFIX + key)
+            if row is None or len(row) < 8:
+                return False
+            latest = self._cache_latest(key, row)  # the key is in the cache from here on
+        old_value, old_ts, _ = latest
         if timestamp < old_ts:
             return False
-        stream_time = max(self.observed_stream_time, timestamp)
+        observed = self.observed_stream_time
+        stream_time = timestamp if timestamp > observed else observed
+        # the writes since the last commit (a live view): what the accessor's get and put read and write
+        rows = self._staged.pending.ops.get(self._cf)
+        if rows is None:
+            rows = self._staged.staged(self._cf)
+        stamp = _INT64.pack(timestamp)
         if timestamp > old_ts:
             sid = timestamp // self.segment_interval  # timestamp >= 0: floor is Java's truncation
-            if sid < self._segments.min_live_segment_id(stream_time):
+            # a put at the stream time or later files into a live segment (retention >= 0)
+            if timestamp < stream_time and sid < self._segments.min_live_segment_id(stream_time):
                 return False
             segment_key = _INT64.pack(sid) + key
-            row = self._row_get(segment_key)
-            old_value = latest[8:]
-            entry = _INT64.pack(old_ts) + _INT32.pack(len(old_value))
+            row = rows[segment_key] if segment_key in rows else self._row_get(segment_key)
             if row is None:
-                row = _INT64.pack(timestamp) + _INT64.pack(old_ts) + entry + old_value
+                row = stamp + _NEW_ROW.pack(old_ts, old_ts, len(old_value)) + old_value
             else:
                 if len(row) < 16:
                     return False
                 next_ts, min_ts = _ROW_HEADER.unpack_from(row)
                 if next_ts != old_ts or next_ts == min_ts:  # a gap, an inconsistency or a degenerate row
                     return False
-                row = _INT64.pack(timestamp) + row[8:16] + entry + row[16:] + old_value
+                row = b"".join((stamp, row[8:16], _ENTRY.pack(old_ts, len(old_value)), row[16:], old_value))
             self._segments.get_or_create_segment(sid)
-            self._row_put(segment_key, row)
-        self._row_put(latest_key, _INT64.pack(timestamp) + value)
+            rows[segment_key] = row
+        rows[_LATEST_PREFIX + key] = stamp + value
+        cache[key] = _new_record(VersionedRecord, (value, timestamp, None))  # the key is cached: replaced in place
+        self._latest_cache_bytes += len(value) - len(old_value)
+        if self._latest_cache_bytes > _LATEST_CACHE_BYTES:
+            self._drop_latest_cache()
         self.observed_stream_time = stream_time
-        self._cleanup(stream_time)
+        if stream_time >= self._cleanup_due:
+            self._cleanup(stream_time)
         return True
 
     def _advance_and_put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
@@ -322,12 +382,7 @@ class RocksDBVersionedStore(PositionTracker):
         if not self._open:
             self._check_open()
         if as_of is None:
-            row = self._row_get(_LATEST_PREFIX + key)
-            if row is None:
-                return None
-            if len(row) < 8:
-                v.decode_latest_value(row)  # raises the typed decode error
-            return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
+            return self._latest_cache.get(key) or self._latest_version(key)
         as_of = check_timestamp(as_of, "as_of")
         return _record(self._key_versions(key, self.observed_stream_time).get_as_of(as_of))
 
