@@ -162,6 +162,14 @@ class Engine(ABC):
 # --- memory -----------------------------------------------------------------------------------------
 
 
+#: How often :meth:`RocksDBEngine.abandon` copies a directory that background work keeps changing.
+_ABANDON_COPY_ATTEMPTS = 50
+
+
+def _file_names(directory: Path) -> set[str]:
+    return {entry.name for entry in directory.iterdir() if entry.is_file()}
+
+
 class _SortedMap:
     __slots__ = ("data", "keys")
 
@@ -814,12 +822,21 @@ class RocksDBEngine(Engine):
         if self._db is None:
             return
         crashed = self.path.with_name(self.path.name + ".crashed")
-        shutil.rmtree(crashed, ignore_errors=True)
-        crashed.mkdir()
-        for file in self.path.iterdir():
-            if file.is_file():
+        # A kill sees the files at one instant; a copy file by file does not: a background flush or compaction
+        # between copying the MANIFEST and a table file it names leaves a copy no RocksDB can open. Copy again
+        # until the directory held the same files before and after one whole copy.
+        for _ in range(_ABANDON_COPY_ATTEMPTS):
+            shutil.rmtree(crashed, ignore_errors=True)
+            crashed.mkdir()
+            before = _file_names(self.path)
+            copied = set()
+            # CURRENT and the MANIFEST first: a table file finished after them is one they do not name yet.
+            for name in sorted(before, key=lambda n: (not (n == "CURRENT" or n.startswith("MANIFEST")), n)):
                 with contextlib.suppress(FileNotFoundError):  # an obsolete file deleted meanwhile
-                    shutil.copy2(file, crashed / file.name)
+                    shutil.copy2(self.path / name, crashed / name)
+                    copied.add(name)
+            if copied == before == _file_names(self.path):
+                break
         self.close()
         shutil.rmtree(self.path)
         crashed.rename(self.path)
