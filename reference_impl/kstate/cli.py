@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,7 +25,8 @@ LOG_WIDTH = 200
 
 if TYPE_CHECKING:
     from kstate.codecs.store_types import StoreType
-    from kstate.spark.oracle import AuditReport
+    from kstate.spark.audit_report import StoreAudit
+    from kstate.spark.oracle import AuditReport, LegacyBoundary
 
 
 def _console(stderr: bool = False) -> Console:
@@ -425,17 +427,117 @@ def _detect_audit_store_type(state_dirs: list[str], application_id: str, store: 
     return None, "; ".join(f"{t}: {why}" for t, why in sorted(found.items()))
 
 
+class _AuditProgress:
+    """What ``kstate audit`` is doing, per store and stage: a rich display on a terminal, one plain line to stderr
+    per stage otherwise (CI logs, pipes), nothing with ``--quiet``."""
+
+    STAGES = ("reading stores", "reading the changelog", "computing the expected state", "comparing")
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.progress import SpinnerColumn
+
+        self.quiet = quiet
+        self.live = not quiet and err_console.is_terminal
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=err_console, disable=not self.live)
+        self.task: Any = None
+        self.store = ""
+        self.stage = ""
+        #: The records the current store's changelog spans, when the broker said (shown while it is read).
+        self.changelog_records: int | None = None
+
+    def __enter__(self) -> _AuditProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+    def _say(self, text: str, plain: bool = True) -> None:
+        if self.live:
+            self.progress.update(self.task, description=text)
+        elif plain and not self.quiet:
+            err_console.print(f"audit {text}", markup=False, highlight=False, soft_wrap=True)
+
+    def begin(self, store: str, stages: int = len(STAGES), changelog_records: int | None = None) -> None:
+        """A new row (on a terminal, a new line) for ``store``'s stages."""
+        self.store, self.stage, self.changelog_records = store, "", changelog_records
+        self.task = self.progress.add_task(store, total=stages)
+
+    def __call__(self, stage: str) -> None:
+        """The oracle's progress callback: ``stage`` is one of STAGES, or a stage the oracle names anew."""
+        if stage == self.stage:
+            return
+        self.stage = stage
+        if stage in self.STAGES:
+            self.progress.update(self.task, completed=self.STAGES.index(stage))
+        if stage == "reading the changelog" and self.changelog_records is not None:
+            self.note(f"{self.changelog_records} records")
+        else:
+            self._say(f"{self.store}: {stage}")
+
+    def note(self, detail: str, plain: bool = True) -> None:
+        """Counts known during the current stage (entries dumped so far, records in the changelog); ``plain=False``
+        for a running count, shown on a terminal only (a log gets the stage's last count)."""
+        self._say(f"{self.store}: {self.stage} ({detail})", plain)
+
+    def finish(self, summary: str) -> None:
+        self.progress.update(self.task, completed=self.progress.tasks[-1].total)
+        self.stage = "done"
+        self.note(summary)
+
+
+def _parse_store_spec(spec: str, default_type: str | None) -> tuple[str, str | None]:
+    """``--store NAME[:TYPE]``: the store name and its type (its own, else ``--store-type``, else None: detect).
+    A store name holds no ':' (nor can the changelog topic named after it)."""
+    from kstate.errors import InvalidArgumentError
+
+    name, _, type_name = spec.partition(":")
+    if not name:
+        raise InvalidArgumentError("--store", f"{spec!r}: no store name")
+    if type_name and type_name not in audit_choices():
+        raise InvalidArgumentError("--store", f"{spec!r}: unknown store type {type_name!r}, one of "
+                                              f"{', '.join(audit_choices())}")
+    return name, type_name or default_type
+
+
+def _changelog_extent(bootstrap: str, client_config: dict[str, str], topic: str, partitions: list[int],
+                      timeout: float) -> int | None:
+    """The offsets ``topic``'s partitions span: its record count, fewer where compaction removed records; None
+    when the broker does not say."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({**client_config, "bootstrap.servers": bootstrap, "group.id": "kstate-audit",
+                         "enable.auto.commit": False})
+    try:
+        spans = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in partitions]
+        return sum(max(0, high - low) for low, high in spans)
+    except KafkaException:
+        return None
+    finally:
+        consumer.close()
+
+
+def _task_dirs(args: argparse.Namespace) -> Iterator[tuple[int, Path]]:
+    """Every task directory of the application in the state directories, with its changelog partition, in order."""
+    from kstate.codecs.layout import parse_task_dir_name
+
+    for state_dir in args.state_dir:
+        app_dir = Path(state_dir) / args.application_id
+        for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
+            parsed = parse_task_dir_name(task_dir.name)
+            if parsed is not None and task_dir.is_dir():
+                yield parsed[1], task_dir
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Compare the instances' stores with the state the Spark oracle computes from the changelog topic."""
-    from rich.progress import SpinnerColumn
-
-    from kstate.app.dump import dump_store_dir
     from kstate.codecs.changelog import changelog_topic_name
-    from kstate.codecs.layout import parse_task_dir_name
     from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
-    from kstate.spark.oracle import LegacyBoundary, audit
+    from kstate.spark.audit_report import StoreAudit, report_format, write_report
+    from kstate.spark.families import AuditSetupError, FamilyParameters, check_parameters
+    from kstate.spark.oracle import LegacyBoundary
 
-    topic = changelog_topic_name(args.application_id, args.store)
     boundaries: dict[int, LegacyBoundary] = {}
     for item in args.legacy:
         try:
@@ -452,125 +554,151 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if missing:
         err_console.print(f"[red]error:[/red] no such state directory: {', '.join(missing)}", soft_wrap=True)
         return 2
-    type_name = args.store_type
-    if type_name is None:
-        type_name, evidence = _detect_audit_store_type(args.state_dir, args.application_id, args.store)
+    if args.report:
+        report_format(args.report, args.report_format)  # an unknown format fails now, not after the audit
+    params = FamilyParameters(args.retention_ms, args.history_retention_ms, args.retain_duplicates)
+    targets: list[tuple[str, StoreType]] = []
+    for spec in args.store:
+        name, type_name = _parse_store_spec(spec, args.store_type)
         if type_name is None:
-            err_console.print(f"[red]error:[/red] cannot tell the type of store {escape(args.store)} ({escape(evidence)}); "
-                              "pass --store-type", soft_wrap=True)
+            type_name, evidence = _detect_audit_store_type(args.state_dir, args.application_id, name)
+            if type_name is None:
+                err_console.print(f"[red]error:[/red] cannot tell the type of store {escape(name)} ({escape(evidence)}); "
+                                  f"pass --store-type (or --store {escape(name)}:TYPE)", soft_wrap=True)
+                return 2
+            if not args.quiet:
+                prefix = f"store {name}: " if len(args.store) > 1 else ""
+                err_console.print(f"{escape(prefix)}store type {type_name} (detected: {escape(evidence)})", soft_wrap=True)
+        store_type = StoreType(type_name)
+        problem = None
+        if STORE_TYPES[store_type].family is not Family.KEY_VALUE:
+            if args.legacy:
+                problem = "--legacy applies to key-value stores only"
+            elif args.engine != "spark":
+                problem = f"--engine {args.engine}: {store_type.value} stores are audited by the Spark engine only"
+            try:
+                check_parameters(store_type, params)
+            except AuditSetupError as exc:
+                problem = problem or str(exc)
+        elif args.legacy and len(args.store) > 1:
+            problem = "--legacy names partitions of one store's changelog: give a single --store with it"
+        if problem:
+            err_console.print(f"[red]error:[/red] {escape(problem)}", soft_wrap=True)
             return 2
-        err_console.print(f"store type {type_name} (detected: {escape(evidence)})", soft_wrap=True)
-    store_type = StoreType(type_name)
-    if STORE_TYPES[store_type].family is not Family.KEY_VALUE:
-        return _audit_family(args, store_type, topic)
+        targets.append((name, store_type))
     client_config = _audit_client_config(args)
+    needs_spark = args.engine == "spark" or any(STORE_TYPES[t].family is not Family.KEY_VALUE for _, t in targets)
     # Fail fast, before Spark starts: the extras are there, the configuration is accepted, the broker answers.
     try:
         from kstate.kafka.client_config import check_reachable
 
-        check_reachable(args.bootstrap, client_config, topic, args.connect_timeout)
-        if args.engine == "spark":
+        topic_partitions = {name: check_reachable(args.bootstrap, client_config,
+                                                  changelog_topic_name(args.application_id, name), args.connect_timeout)
+                            for name, _ in targets}
+        if needs_spark:
             import pyspark  # noqa: F401
     except ModuleNotFoundError as exc:
         return _missing_extra(exc, f"kstate audit --engine {args.engine}")
-    steps = ["dumping stores", "starting Spark", "reading the changelog", "computing the expected state", "comparing"]
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
-    with progress:
-        task = progress.add_task(steps[0], total=len(steps))
-        actual: dict[int, dict[bytes, bytes]] = {}
-        for state_dir in args.state_dir:
-            app_dir = Path(state_dir) / args.application_id
-            for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
-                parsed = parse_task_dir_name(task_dir.name)
-                store_dir = task_dir / "rocksdb" / args.store
-                if parsed is not None and store_dir.is_dir():
-                    actual.setdefault(parsed[1], {}).update(dump_store_dir(store_dir).logical_view(store_type))
-        progress.update(task, advance=1, description=steps[1])
+    audits: list[tuple[StoreAudit, str]] = []
+    with _AuditProgress(args.quiet) as progress:
         spark = None
-        if args.engine == "spark":
+        if needs_spark:
             from kstate.spark.session import spark_session
 
+            progress.begin("Spark", stages=1)
+            progress(f"starting on {args.master}")
             spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
-        progress.update(task, advance=1, description=steps[2])
+            progress.finish("started")
+        for name, store_type in targets:
+            topic = changelog_topic_name(args.application_id, name)
+            extent = None if args.quiet else _changelog_extent(args.bootstrap, client_config, topic,
+                                                               topic_partitions[name], args.connect_timeout)
+            progress.begin(name, changelog_records=extent)
+            if STORE_TYPES[store_type].family is Family.KEY_VALUE:
+                partitions, layout, report = _audit_kv_store(args, name, store_type, topic, boundaries, spark, progress,
+                                                             client_config)
+            else:
+                partitions, layout, report = _audit_family_store(args, name, store_type, topic, params, spark, progress,
+                                                                 client_config)
+            progress.finish(f"{report.records_read} changelog records read, {report.difference_count} differences, "
+                            f"{report.seconds:.1f} s")
+            audits.append((StoreAudit(name, store_type.value, topic, partitions, report), layout))
+    for audit, layout in audits:
+        _audit_outcome(args, audit, layout)
+    if len(audits) > 1:
+        console.print(f"{len(audits)} stores audited:", markup=False, highlight=False)
+        for audit, _ in audits:
+            console.print(_store_summary_line(audit), markup=False, highlight=False, soft_wrap=True)
+    if args.report:
+        written = write_report([a for a, _ in audits], args.report, args.report_format)
+        if not args.quiet:
+            err_console.print(f"report ({written}) written to {escape(args.report)}", soft_wrap=True, highlight=False)
+    return 0 if all(a.report.ok for a, _ in audits) else 1
 
-        def step(message: str) -> None:
-            if message != steps[2]:
-                progress.update(task, advance=1, description=message)
 
-        report = audit(args.bootstrap, topic, store_type, actual, spark=spark, boundaries=boundaries, progress=step,
-                       client_config=client_config)
-        progress.update(task, completed=len(steps), description="done")
-    return _audit_outcome(args, topic, len(actual), "rocksdb/<store>", report)
+def _audit_kv_store(args: argparse.Namespace, name: str, store_type: StoreType, topic: str,
+                    boundaries: dict[int, LegacyBoundary], spark: Any, progress: _AuditProgress,
+                    client_config: dict[str, str]) -> tuple[int, str, AuditReport]:
+    """One key-value store: the instances' stores dumped (a later state directory's copy of a partition adds to
+    and overrides an earlier one's), then the oracle's audit; answers partitions dumped, layout and report."""
+    from kstate.app.dump import dump_store_dir
+    from kstate.spark.oracle import audit
+
+    progress("reading stores")
+    actual: dict[int, dict[bytes, bytes]] = {}
+    entries = 0
+    for partition, task_dir in _task_dirs(args):
+        path = task_dir / "rocksdb" / name
+        if path.is_dir():
+            view = dump_store_dir(path).logical_view(store_type)
+            actual.setdefault(partition, {}).update(view)
+            entries += len(view)
+            progress.note(f"{entries} entries from {len(actual)} partitions", plain=False)
+    progress.note(f"{entries} entries from {len(actual)} partitions")
+    report = audit(args.bootstrap, topic, store_type, actual, spark=spark if args.engine == "spark" else None,
+                   boundaries=boundaries, progress=progress, client_config=client_config)
+    return len(actual), "rocksdb/<store>", report
 
 
-def _audit_family(args: argparse.Namespace, store_type: StoreType, topic: str) -> int:
-    """``kstate audit`` of a versioned, window or session store: per-version, per-window or per-session."""
-    from kstate.codecs.layout import parse_task_dir_name, store_dir
-    from kstate.spark.families import AuditSetupError, FamilyParameters, audit_stores, check_parameters
+def _audit_family_store(args: argparse.Namespace, name: str, store_type: StoreType, topic: str, params: Any,
+                        spark: Any, progress: _AuditProgress,
+                        client_config: dict[str, str]) -> tuple[int, str, AuditReport]:
+    """One versioned, window or session store: per version, window or session (the family oracle reads the
+    store directories itself; a later state directory's copy of a partition wins, as for key-value)."""
+    from kstate.codecs.layout import store_dir
+    from kstate.spark.families import audit_stores
 
-    params = FamilyParameters(args.retention_ms, args.history_retention_ms, args.retain_duplicates)
-    problem = None
-    if args.legacy:
-        problem = "--legacy applies to key-value stores only"
-    elif args.engine != "spark":
-        problem = f"--engine {args.engine}: {store_type.value} stores are audited by the Spark engine only"
-    try:
-        check_parameters(store_type, params)
-    except AuditSetupError as exc:
-        problem = problem or str(exc)
-    if problem:
-        err_console.print(f"[red]error:[/red] {escape(problem)}", soft_wrap=True)
-        return 2
-    client_config = _audit_client_config(args)
-    try:
-        from kstate.kafka.client_config import check_reachable
-
-        check_reachable(args.bootstrap, client_config, topic, args.connect_timeout)
-        import pyspark  # noqa: F401
-    except ModuleNotFoundError as exc:
-        return _missing_extra(exc, "kstate audit")
     stores: dict[int, list[Path]] = {}
-    for state_dir in args.state_dir:
-        app_dir = Path(state_dir) / args.application_id
-        for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
-            parsed = parse_task_dir_name(task_dir.name)
-            path = task_dir / store_dir(store_type, args.store)
-            if parsed is not None and path.is_dir():
-                stores[parsed[1]] = [path]  # a later state directory's copy of a partition wins, as for key-value
-    from rich.progress import SpinnerColumn
-
-    from kstate.spark.session import spark_session
-
-    steps = ["starting Spark", "reading stores and the changelog", "computing the expected state", "comparing"]
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=err_console, disable=not err_console.is_terminal)
-    with progress:
-        task = progress.add_task(steps[0], total=len(steps))
-        spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
-        progress.update(task, advance=1, description=steps[1])
-
-        def step(message: str) -> None:
-            if message in steps[2:]:
-                progress.update(task, advance=1, description=message)
-
-        report = audit_stores(args.bootstrap, topic, store_type, stores, params, spark=spark, progress=step,
-                              client_config=client_config)
-        progress.update(task, completed=len(steps), description="done")
-    return _audit_outcome(args, topic, len(stores), store_dir(store_type, "<store>"), report)
+    for partition, task_dir in _task_dirs(args):
+        path = task_dir / store_dir(store_type, name)
+        if path.is_dir():
+            stores[partition] = [path]
+    progress("reading stores")
+    progress.note(f"{len(stores)} partitions")
+    report = audit_stores(args.bootstrap, topic, store_type, stores, params, spark=spark, progress=progress,
+                          client_config=client_config)
+    return len(stores), store_dir(store_type, "<store>"), report
 
 
-def _audit_outcome(args: argparse.Namespace, topic: str, partitions: int, layout: str, report: AuditReport) -> int:
-    """Print what ``kstate audit`` found (AUDIT_EPILOG) and answer its exit code."""
-    console.print(f"{topic}: {partitions} partitions dumped from {len(args.state_dir)} state directories",
+def _audit_outcome(args: argparse.Namespace, audit: StoreAudit, layout: str) -> None:
+    """Print what ``kstate audit`` found for one store (AUDIT_EPILOG)."""
+    console.print(f"{audit.topic}: {audit.partitions} partitions dumped from {len(args.state_dir)} state directories",
                   markup=False, highlight=False, soft_wrap=True)
-    if not partitions:
+    if not audit.partitions:
         # Every changelog entry will read as missing; most likely the names do not match what is on disk.
-        err_console.print(f"[yellow]warning:[/yellow] no store {escape(args.store)} of application "
+        err_console.print(f"[yellow]warning:[/yellow] no store {escape(audit.store)} of application "
                           f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
                           f"(<state-dir>/<application-id>/<task>/{escape(layout)})", soft_wrap=True)
-    console.print(report.summary(), markup=False, highlight=False, soft_wrap=True)
-    return 0 if report.ok else 1
+    console.print(audit.report.summary(), markup=False, highlight=False, soft_wrap=True)
+
+
+def _store_summary_line(audit: StoreAudit) -> str:
+    """One line a store for a run over several: verdict, counts, and the differences by kind."""
+    r = audit.report
+    kinds = ", ".join(f"{kind} {n}" for kind, n in audit.counts.items())
+    return (f"  {audit.store} ({audit.store_type}): {'ok' if r.ok else 'DIFFERENCES'}, {r.records_read} changelog "
+            f"records, {r.expected_keys} expected {r.entity}, {r.actual_keys} actual {r.entity}, "
+            f"{audit.total} differences" + (f" ({kinds})" if kinds else ""))
 
 
 #: ``kstate audit --store-type``: the key-value store types the reference builds (the oracle knows their state), and
@@ -590,6 +718,18 @@ changelog's stream time are compared, "... E expected versions|windows|sessions,
 then one line per difference: "partition P key <hex> valid_from=T | window_start=T seqnum=S | start=S
 end=E (kind): expected <fields>, actual <fields>". Without --store-type the type is detected from the
 state directories as `kstate inspect` detects it.
+
+several stores (--store repeated, each NAME or NAME:TYPE; --store-type is the type of those without
+one, the others are detected): each store's output as above, then "N stores audited:" and one line
+a store: "  <store> (<type>): ok|DIFFERENCES, R changelog records, E expected ..., A actual ...,
+D differences (<kind> N, ...)". The retention options apply to every store of the run.
+
+--report PATH writes a report (--report-format md|html|jsonl, default by suffix): stores and counts
+per store and kind of difference, then the differences (md, html: the first 1000 a store, with a note
+of how many more); jsonl: one object per listed difference {store, store_type, partition, key (hex),
+entry, kind, expected, actual}, expected/actual hex for key-value stores, the compared fields
+otherwise, null when absent. Progress goes to stderr: a live display on a terminal, one line a stage
+otherwise ("audit <store>: <stage>"), nothing with --quiet. Spark runs on --master (local[*]).
 
 exit codes: 0 the stores hold exactly the state the changelog implies; 1 differences were found;
 2 a usage or setup error (a missing extra, a refused client configuration, no broker answering at
@@ -785,10 +925,13 @@ def build_parser() -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     audit.add_argument("--bootstrap", required=True, help="the Kafka bootstrap address (host:port[,host:port...])")
     audit.add_argument("--application-id", required=True, help="the Kafka Streams application.id")
-    audit.add_argument("--store", required=True, help="the store name (changelog <application-id>-<store>-changelog)")
+    audit.add_argument("--store", required=True, action="append", metavar="NAME[:TYPE]",
+                       help="a store name (changelog <application-id>-<store>-changelog), optionally with its type; "
+                            "repeatable: the stores are audited in one run, one summary line each")
     audit.add_argument("--store-type", choices=audit_choices(),
-                       help="the store's type, which fixes its value layout and semantics (default: detected from the "
-                            "state directories; timestamped_kv_headers: the legacy alias of timestamped_kv_with_headers)")
+                       help="the type of every store given without :TYPE, which fixes its value layout and semantics "
+                            "(default: detected from the state directories; timestamped_kv_headers: the legacy alias "
+                            "of timestamped_kv_with_headers)")
     audit.add_argument("--retention-ms", type=int, metavar="MS",
                        help="window and session stores: the store's retention period")
     audit.add_argument("--history-retention-ms", type=int, metavar="MS",
@@ -796,11 +939,19 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--retain-duplicates", action="store_true",
                        help="window stores: the store keeps duplicates (compared per key and window start)")
     audit.add_argument("--state-dir", action="append", required=True, help="an instance's state.dir (repeatable)")
-    audit.add_argument("--master", default="local[2]", help="Spark master: local[N] or a cluster URL")
+    audit.add_argument("--master", default="local[*]",
+                       help="Spark master: local[*] (default: every core), local[N] or a cluster URL")
     audit.add_argument("--engine", choices=["spark", "python"], default="spark",
                        help="compute the expected state with Spark (default) or in this process")
     audit.add_argument("--legacy", action="append", default=[], metavar="P:OFFSET:TYPE",
-                       help="partition P was upgraded in place from TYPE; records before OFFSET are legacy")
+                       help="partition P was upgraded in place from TYPE; records before OFFSET are legacy "
+                            "(one key-value --store only)")
+    audit.add_argument("--report", metavar="PATH",
+                       help="write the differences to PATH: counts per store and kind, then the differences")
+    audit.add_argument("--report-format", choices=["md", "html", "jsonl"],
+                       help="the report's format (default: by PATH's suffix: .md, .html, .jsonl)")
+    audit.add_argument("--quiet", "-q", action="store_true",
+                       help="no progress display and no notes on stderr (errors and warnings only)")
     client = audit.add_argument_group("Kafka client configuration (for a secured cluster)")
     client.add_argument("-X", dest="client_property", action="append", default=[], metavar="KEY=VALUE",
                         help="a librdkafka property, e.g. -X client.id=auditor (repeatable)")
