@@ -109,7 +109,7 @@ def test_json_lines_hold_every_listed_difference_and_read_back_the_same(tmp_path
 def test_the_format_comes_from_the_option_else_the_suffix(tmp_path: Path) -> None:
     assert report_format("x.md", None) == "md" and report_format("x.HTML", None) == "html"
     assert report_format("x.ndjson", None) == "jsonl" and report_format("x.txt", "md") == "md"
-    with pytest.raises(AuditReportError, match="cannot tell the format.*--report-format"):
+    with pytest.raises(AuditReportError, match=r"cannot tell the format.*--report-format"):
         report_format(tmp_path / "report.txt", None)
     with pytest.raises(AuditReportError, match="unknown report format 'pdf'"):
         report_format("x.md", "pdf")
