@@ -484,7 +484,7 @@ class _AuditProgress:
     def finish(self, summary: str) -> None:
         self.progress.update(self.task, completed=self.progress.tasks[-1].total)
         self.stage = "done"
-        self.note(summary)
+        self._say(f"{self.store}: {summary}")
 
 
 def _parse_store_spec(spec: str, default_type: str | None) -> tuple[str, str | None]:
@@ -608,7 +608,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             progress.begin("Spark", stages=1)
             progress(f"starting on {args.master}")
             spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
-            progress.finish("started")
+            progress.finish("ready")
         for name, store_type in targets:
             topic = changelog_topic_name(args.application_id, name)
             extent = None if args.quiet else _changelog_extent(args.bootstrap, client_config, topic,
@@ -620,7 +620,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             else:
                 partitions, layout, report = _audit_family_store(args, name, store_type, topic, params, spark, progress,
                                                                  client_config)
-            progress.finish(f"{report.records_read} changelog records read, {report.difference_count} differences, "
+            progress.finish(f"done, {report.records_read} changelog records read, {report.difference_count} differences, "
                             f"{report.seconds:.1f} s")
             audits.append((StoreAudit(name, store_type.value, topic, partitions, report), layout))
     for audit, layout in audits:
