@@ -120,3 +120,27 @@ def test_the_format_comes_from_the_option_else_the_suffix(tmp_path: Path) -> Non
     blocker.write_text("")
     with pytest.raises(AuditReportError, match="--report"):
         write_report([kv_audit()], blocker / "r.md")
+
+
+def test_the_audit_command_runs_on_every_local_core_by_default_and_takes_several_stores() -> None:
+    from kstate.cli import _parse_store_spec, build_parser
+
+    base = ["audit", "--bootstrap", "b:9092", "--application-id", "app", "--state-dir", "s"]
+    args = build_parser().parse_args([*base, "--store", "a", "--store", "b:window", "--store-type", "session"])
+    assert args.master == "local[*]" and args.store == ["a", "b:window"] and not args.quiet
+    assert [_parse_store_spec(s, args.store_type) for s in args.store] == [("a", "session"), ("b", "window")]
+    assert _parse_store_spec("a", None) == ("a", None)  # detected later
+    assert build_parser().parse_args([*base, "--store", "a", "--master", "spark://h:7077"]).master == "spark://h:7077"
+    with pytest.raises(KStateError, match="unknown store type 'nope'"):
+        _parse_store_spec("a:nope", None)
+    with pytest.raises(KStateError, match="no store name"):
+        _parse_store_spec(":kv", None)
+
+
+def test_an_unknown_report_format_is_refused_before_any_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kstate.cli import main
+
+    code = main(["audit", "--bootstrap", "127.0.0.1:1", "--application-id", "app", "--store", "a",
+                 "--state-dir", str(tmp_path), "--report", str(tmp_path / "r.txt")])
+    assert code == 2
+    assert "cannot tell the format from the suffix" in capsys.readouterr().err
