@@ -432,8 +432,12 @@ class _AuditProgress:
     per stage otherwise (CI logs, pipes), nothing with ``--quiet``."""
 
     STAGES = ("reading stores", "reading the changelog", "computing the expected state", "comparing")
+    #: Seconds between two looks at Spark's running stages (on a terminal only).
+    SPARK_POLL_SECONDS = 0.5
 
     def __init__(self, quiet: bool) -> None:
+        import threading
+
         from rich.progress import SpinnerColumn
 
         self.quiet = quiet
@@ -443,14 +447,20 @@ class _AuditProgress:
         self.task: Any = None
         self.store = ""
         self.stage = ""
+        self.detail = ""
         #: The records the current store's changelog spans, when the broker said (shown while it is read).
         self.changelog_records: int | None = None
+        self._stopped = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def __enter__(self) -> _AuditProgress:
         self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopped.set()
+        if self._watcher is not None:
+            self._watcher.join()
         self.progress.__exit__(None, None, None)
 
     def _say(self, text: str, plain: bool = True) -> None:
@@ -461,14 +471,14 @@ class _AuditProgress:
 
     def begin(self, store: str, stages: int = len(STAGES), changelog_records: int | None = None) -> None:
         """A new row (on a terminal, a new line) for ``store``'s stages."""
-        self.store, self.stage, self.changelog_records = store, "", changelog_records
+        self.store, self.stage, self.detail, self.changelog_records = store, "", "", changelog_records
         self.task = self.progress.add_task(store, total=stages)
 
     def __call__(self, stage: str) -> None:
         """The oracle's progress callback: ``stage`` is one of STAGES, or a stage the oracle names anew."""
         if stage == self.stage:
             return
-        self.stage = stage
+        self.stage, self.detail = stage, ""
         if stage in self.STAGES:
             self.progress.update(self.task, completed=self.STAGES.index(stage))
         if stage == "reading the changelog" and self.changelog_records is not None:
@@ -479,7 +489,29 @@ class _AuditProgress:
     def note(self, detail: str, plain: bool = True) -> None:
         """Counts known during the current stage (entries dumped so far, records in the changelog); ``plain=False``
         for a running count, shown on a terminal only (a log gets the stage's last count)."""
+        self.detail = detail
         self._say(f"{self.store}: {self.stage} ({detail})", plain)
+
+    def watch_spark(self, spark: Any) -> None:
+        """On a terminal, the tasks done of the Spark stages running, beside the stage, until the run ends: the
+        records read so far are not known to the driver, the tasks (one a changelog partition when reading) are."""
+        if not self.live or spark is None:
+            return
+        import threading
+
+        tracker = spark.sparkContext.statusTracker()
+
+        def poll() -> None:
+            while not self._stopped.wait(self.SPARK_POLL_SECONDS):
+                stages = [tracker.getStageInfo(s) for s in tracker.getActiveStageIds()]
+                running = [info for info in stages if info is not None]
+                if running and self.stage in self.STAGES:
+                    done, total = sum(i.numCompletedTasks for i in running), sum(i.numTasks for i in running)
+                    shown = f"{self.detail}; " if self.detail else ""
+                    self._say(f"{self.store}: {self.stage} ({shown}Spark tasks {done}/{total})", plain=False)
+
+        self._watcher = threading.Thread(target=poll, name="kstate-audit-progress", daemon=True)
+        self._watcher.start()
 
     def finish(self, summary: str) -> None:
         self.progress.update(self.task, completed=self.progress.tasks[-1].total)
@@ -609,6 +641,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             progress(f"starting on {args.master}")
             spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
             progress.finish("ready")
+            progress.watch_spark(spark)
         for name, store_type in targets:
             topic = changelog_topic_name(args.application_id, name)
             extent = None if args.quiet else _changelog_extent(args.bootstrap, client_config, topic,
