@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +78,9 @@ def test_a_corrupted_store_copy_is_reported_per_kind_in_every_report_format(
         # Not a terminal: one plain line a stage, on stderr.
         assert f"audit {cluster.store_name}: reading stores" in captured.err
         assert f"audit {cluster.store_name}: comparing" in captured.err
+        # The last line of a store's progress says the records the audit read, as its summary does.
+        read = re.findall(rf"audit {cluster.store_name}: done, (\d+) changelog records read", captured.err)
+        assert len(read) == 1 and f"oracle: {read[0]} changelog records" in captured.out and int(read[0]) > 0
     markdown = reports["md"].read_text(encoding="utf-8")
     assert "| store | missing | unexpected | different | total |" in markdown
     assert f"| {cluster.store_name} | 1 | 1 | 1 | 3 |" in markdown

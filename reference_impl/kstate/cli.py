@@ -448,8 +448,6 @@ class _AuditProgress:
         self.store = ""
         self.stage = ""
         self.detail = ""
-        #: The records the current store's changelog spans, when the broker said (shown while it is read).
-        self.changelog_records: int | None = None
         self._stopped = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -469,9 +467,9 @@ class _AuditProgress:
         elif plain and not self.quiet:
             err_console.print(f"audit {text}", markup=False, highlight=False, soft_wrap=True)
 
-    def begin(self, store: str, stages: int = len(STAGES), changelog_records: int | None = None) -> None:
+    def begin(self, store: str, stages: int = len(STAGES)) -> None:
         """A new row (on a terminal, a new line) for ``store``'s stages."""
-        self.store, self.stage, self.detail, self.changelog_records = store, "", "", changelog_records
+        self.store, self.stage, self.detail = store, "", ""
         self.task = self.progress.add_task(store, total=stages)
 
     def __call__(self, stage: str) -> None:
@@ -481,13 +479,10 @@ class _AuditProgress:
         self.stage, self.detail = stage, ""
         if stage in self.STAGES:
             self.progress.update(self.task, completed=self.STAGES.index(stage))
-        if stage == "reading the changelog" and self.changelog_records is not None:
-            self.note(f"{self.changelog_records} records")
-        else:
-            self._say(f"{self.store}: {stage}")
+        self._say(f"{self.store}: {stage}")
 
     def note(self, detail: str, plain: bool = True) -> None:
-        """Counts known during the current stage (entries dumped so far, records in the changelog); ``plain=False``
+        """Counts known during the current stage (entries dumped so far); ``plain=False``
         for a running count, shown on a terminal only (a log gets the stage's last count)."""
         self.detail = detail
         self._say(f"{self.store}: {self.stage} ({detail})", plain)
@@ -533,23 +528,6 @@ def _parse_store_spec(spec: str, default_type: str | None) -> tuple[str, str | N
     return name, type_name or default_type
 
 
-def _changelog_extent(bootstrap: str, client_config: dict[str, str], topic: str, partitions: list[int],
-                      timeout: float) -> int | None:
-    """The offsets ``topic``'s partitions span: its record count, fewer where compaction removed records; None
-    when the broker does not say."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({**client_config, "bootstrap.servers": bootstrap, "group.id": "kstate-audit",
-                         "enable.auto.commit": False})
-    try:
-        spans = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout) for p in partitions]
-        return sum(max(0, high - low) for low, high in spans)
-    except KafkaException:
-        return None
-    finally:
-        consumer.close()
-
-
 def _task_dirs(args: argparse.Namespace) -> Iterator[tuple[int, Path]]:
     """Every task directory of the application in the state directories, with its changelog partition, in order."""
     from kstate.codecs.layout import parse_task_dir_name
@@ -588,6 +566,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 2
     if args.report:
         report_format(args.report, args.report_format)  # an unknown format fails now, not after the audit
+    elif args.report_format:
+        err_console.print("[red]error:[/red] --report-format needs --report PATH", soft_wrap=True)
+        return 2
     params = FamilyParameters(args.retention_ms, args.history_retention_ms, args.retain_duplicates)
     targets: list[tuple[str, StoreType]] = []
     for spec in args.store:
@@ -624,9 +605,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     try:
         from kstate.kafka.client_config import check_reachable
 
-        topic_partitions = {name: check_reachable(args.bootstrap, client_config,
-                                                  changelog_topic_name(args.application_id, name), args.connect_timeout)
-                            for name, _ in targets}
+        for name, _ in targets:
+            check_reachable(args.bootstrap, client_config, changelog_topic_name(args.application_id, name),
+                            args.connect_timeout)
         if needs_spark:
             import pyspark  # noqa: F401
     except ModuleNotFoundError as exc:
@@ -644,9 +625,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             progress.watch_spark(spark)
         for name, store_type in targets:
             topic = changelog_topic_name(args.application_id, name)
-            extent = None if args.quiet else _changelog_extent(args.bootstrap, client_config, topic,
-                                                               topic_partitions[name], args.connect_timeout)
-            progress.begin(name, changelog_records=extent)
+            progress.begin(name)
             if STORE_TYPES[store_type].family is Family.KEY_VALUE:
                 partitions, layout, report = _audit_kv_store(args, name, store_type, topic, boundaries, spark, progress,
                                                              client_config)

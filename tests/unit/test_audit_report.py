@@ -144,3 +144,6 @@ def test_an_unknown_report_format_is_refused_before_any_work(tmp_path: Path, cap
                  "--state-dir", str(tmp_path), "--report", str(tmp_path / "r.txt")])
     assert code == 2
     assert "cannot tell the format from the suffix" in capsys.readouterr().err
+    assert main(["audit", "--bootstrap", "127.0.0.1:1", "--application-id", "app", "--store", "a",
+                 "--state-dir", str(tmp_path), "--report-format", "md"]) == 2
+    assert "--report-format needs --report PATH" in capsys.readouterr().err
