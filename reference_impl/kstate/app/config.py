@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.store_types import STORE_TYPES, StoreType
 from kstate.errors import KStateError
 
 #: What an instance does when its store directory was left by an unclean shutdown (KV-52): keep the committed
@@ -130,9 +130,12 @@ class InstanceConfig:
                 raise InstanceConfigError(spec.name, f"expected {hints[spec.name]}, got {value!r:.80}")
             known[spec.name] = value
         try:
-            StoreType.parse(known["store_type"])
+            store_type = StoreType.parse(known["store_type"])
         except KStateError as exc:
             raise InstanceConfigError("store_type", str(exc)) from exc
+        if not STORE_TYPES[store_type].built:
+            # Only a type --describe lists is ever given (INST-3); anything else is a usage error.
+            raise InstanceConfigError("store_type", f"the reference has no {store_type.value} store")
         for name, choices in (("on_unclean_shutdown", (UNCLEAN_KEEP, UNCLEAN_WIPE)),
                               ("on_refused", (ON_REFUSED_FAIL, ON_REFUSED_WIPE))):
             if known.get(name, choices[0]) not in choices:
