@@ -40,7 +40,7 @@ DEFAULT_TESTEE = "python3 -m kstate.cli testee"
 EXIT_FATAL, EXIT_REFUSED, EXIT_USAGE = 2, 3, 64
 
 #: The config fields this instance reads, with their JSON types; a field without a default is required (INST-5).
-CONFIG_FIELDS: dict[str, tuple[type | tuple[type, ...], Any]] = {
+CONFIG_FIELDS: dict[str, tuple[type, Any]] = {
     "instance_id": (str, None), "bootstrap": (str, None), "application_id": (str, None),
     "input_topic": (str, None), "partitions": (list, None), "store_name": (str, None),
     "store_type": (str, None), "state_dir": (str, None), "status_dir": (str, None),
@@ -262,7 +262,8 @@ class Instance:
             self.testee.call("store.put", handle=handle, key=key.hex(),
                              value=self.stored_value(value, timestamp, headers))
         for record in self.testee.call("store.changelog", handle=handle)["records"]:
-            record_headers = [(k, None if v is None else bytes.fromhex(v)) for k, v in record["headers"]]
+            record_headers: list[tuple[str, str | bytes | None]] = [
+                (k, None if v is None else bytes.fromhex(v)) for k, v in record["headers"]]
             while True:
                 try:
                     producer.produce(self.changelog_topic, partition=partition, key=bytes.fromhex(record["key"]),
@@ -352,11 +353,12 @@ class Instance:
         try:
             while not self.stopping:
                 for message in consumer.consume(num_messages=500, timeout=0.05):
-                    if message.error() is None:
+                    error = message.error()
+                    if error is None:
                         self.process(message, producer)
                         since_commit += 1
-                    elif message.error().fatal():
-                        raise RuntimeError(str(message.error()))
+                    elif error.fatal():
+                        raise RuntimeError(str(error))
                 producer.poll(0)
                 if since_commit >= c["commit_every_records"] or (
                         since_commit and (time.monotonic() - last_commit) * 1000 >= c["commit_interval_ms"]):

@@ -350,3 +350,12 @@ def test_the_reference_refuses_a_crash_point_it_does_not_list(tmp_path: Path) ->
     path = _config_without(tmp_path, crash_at="before_breakfast:1")
     done = subprocess.run([*COMMANDS["reference"], str(path)], capture_output=True, timeout=60, check=False)
     assert done.returncode == 64 and "'crash_at'" in done.stderr.decode(), done.stderr
+
+
+@rules("INST-26", "INST-18")
+def test_the_reference_refuses_a_processor_option_its_processor_does_not_take(tmp_path: Path) -> None:
+    path = _config_without(tmp_path, store_type="window", store_options={"retention_ms": 100, "window_size_ms": 10},
+                           processor_options={"inactivity_gap_ms": 5})
+    done = subprocess.run([*COMMANDS["reference"], str(path)], capture_output=True, timeout=60, check=False)
+    assert done.returncode == 64 and "'inactivity_gap_ms'" in done.stderr.decode(), done.stderr
+    assert "Traceback" not in done.stderr.decode()

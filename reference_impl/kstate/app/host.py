@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from kstate.app.config import CRASH_POINTS, ON_REFUSED_WIPE, UNCLEAN_WIPE, InstanceConfig, InstanceConfigError
-from kstate.app.processors import Processor, processor_for
+from kstate.app.processors import Processor, ProcessorConfigError, processor_for
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import UncleanShutdownError
@@ -177,17 +177,21 @@ class Host:
             segments = store.segment_modes()
         self.event("opened", partition=partition, store_type=self.store_type.value, mode=mode,
                    column_families=families, segment_modes=segments, committed_changelog_offset=committed)
-        outcome = restore_from_changelog(store, self.store_type, c.bootstrap, changelog,
-                                         batch_size=c.restore_batch_size,
-                                         after_batch=lambda _offset: self.crash_point("after_restore_batch"))
-        self.event("restored", partition=partition, records=outcome.records, batches=outcome.batches,
-                   first_offset=outcome.first_offset, last_offset=outcome.last_offset)
         holder = RecordContextHolder()
         if isinstance(store, PositionTracking):
             holder.subscribe(store.set_record_context)  # each record's context moves the store's position
         sink: list[cl.ChangelogRecord] = []
         logged = changelogging_store(store, self.store_type, holder, sink)
-        processor = processor_for(logged, self.store_type, c.store_options, c.processor_options)
+        try:  # before the restore: a bad processor option is refused at once (INST-26)
+            processor = processor_for(logged, self.store_type, c.store_options, c.processor_options)
+        except ProcessorConfigError:
+            logged.close()
+            raise
+        outcome = restore_from_changelog(store, self.store_type, c.bootstrap, changelog,
+                                         batch_size=c.restore_batch_size,
+                                         after_batch=lambda _offset: self.crash_point("after_restore_batch"))
+        self.event("restored", partition=partition, records=outcome.records, batches=outcome.batches,
+                   first_offset=outcome.first_offset, last_offset=outcome.last_offset)
         task = Task(partition, changelog, store, logged, holder, processor, sink)
         task.changelog_end = outcome.last_offset if outcome.last_offset is not None else committed
         return task
@@ -263,6 +267,11 @@ class Host:
             self.event("exit", code=EXIT_REFUSED, reason=str(exc))
             self._close_stores()
             return EXIT_REFUSED
+        except ProcessorConfigError as exc:
+            print(f"kstate.app: {exc}", file=sys.stderr)
+            self.event("exit", code=EXIT_USAGE, reason=str(exc))
+            self._close_stores()
+            return EXIT_USAGE
         consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": c.application_id,
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              "fetch.queue.backoff.ms": 0, "fetch.wait.max.ms": 10,
