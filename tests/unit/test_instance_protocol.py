@@ -7,6 +7,7 @@ byte for byte, and the state directories they leave equal in every data column f
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -105,13 +106,16 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
     return process.wait(60)
 
 
+def _run_and_stop(process: subprocess.Popen[bytes], config: InstanceConfig, what: str) -> None:
+    """Until the instance is running, then SIGTERM: it must stop with exit 0 (INST-17)."""
+    _wait(process, config, lambda s: s["state"] == "running", what)
+    assert _stop(process) == 0
+
+
 @pytest.fixture(scope="module")
 def broker() -> Iterator[Broker]:
-    instance = start_broker()
-    try:
-        yield instance
-    finally:
-        instance.close()
+    with contextlib.closing(start_broker()) as started:
+        yield started
 
 
 @pytest.fixture(scope="module", params=STORE_TYPES, ids=lambda t: t.value)
@@ -142,9 +146,7 @@ def runs(request: pytest.FixtureRequest, broker: Broker, tmp_path_factory: pytes
             shutil.copytree(config.state_dir, f"{config.state_dir}-first")
             shutil.rmtree(config.state_dir)
             Path(config.status_dir, f"{config.instance_id}.events.jsonl").unlink()
-            process = _start(name, config)
-            _wait(process, config, lambda s: s["state"] == "running", "running again")
-            assert _stop(process) == 0
+            _run_and_stop(_start(name, config), config, "running again")
             out[name] = Run(cluster, config, code, status, events, changelog, _events(config))
         yield out
     finally:
@@ -293,22 +295,28 @@ def small_cluster(broker: Broker, tmp_path_factory: pytest.TempPathFactory) -> I
         cluster.close()
 
 
+def _start_over(cluster: AppCluster, name: str, instance_id: str, left_type: StoreType, *, crash: bool,
+                **settings: Any) -> tuple[subprocess.Popen[bytes], InstanceConfig]:
+    """Instance ``name`` started over a store of ``left_type`` left in partition 0's task directory."""
+    config = cluster.instance(instance_id, [0], **settings).config
+    _leave_store(config, left_type.value, crash=crash)
+    return _start(name, config), config
+
+
 @rules("INST-16", "INST-18", "INST-21")
 @pytest.mark.parametrize("name", COMMANDS)
 @pytest.mark.parametrize("policy", ["fail", "wipe"])
 def test_a_store_written_by_a_newer_type_is_refused_or_wiped(small_cluster: AppCluster, name: str,
                                                              policy: str) -> None:
-    config = small_cluster.instance(f"{name}-refused-{policy}", [0], on_refused=policy).config
-    _leave_store(config, StoreType.TIMESTAMPED_KV.value, crash=False)
-    process = _start(name, config)
+    process, config = _start_over(small_cluster, name, f"{name}-refused-{policy}", StoreType.TIMESTAMPED_KV,
+                                  crash=False, on_refused=policy)
     if policy == "fail":
         assert process.wait(60) == 3
         kinds = [e["event"] for e in _events(config)]
         assert "refused" in kinds and kinds[-1] == "exit" and "running" not in kinds
         assert _events(config)[-1]["code"] == 3
         return
-    _wait(process, config, lambda s: s["state"] == "running", "running after the wipe")
-    assert _stop(process) == 0
+    _run_and_stop(process, config, "running after the wipe")
     kinds = [e["event"] for e in _events(config)]
     assert kinds.index("refused") < kinds.index("wiped") < kinds.index("opened")
     store = dump_store(config.state_dir, config.application_id, "0_0", config.store_name, StoreType.KEY_VALUE)
@@ -320,11 +328,9 @@ def test_a_store_written_by_a_newer_type_is_refused_or_wiped(small_cluster: AppC
 @pytest.mark.parametrize("policy", ["keep", "wipe"])
 def test_a_store_left_by_a_crash_is_kept_or_wiped_as_configured(small_cluster: AppCluster, name: str,
                                                                  policy: str) -> None:
-    config = small_cluster.instance(f"{name}-unclean-{policy}", [0], on_unclean_shutdown=policy).config
-    _leave_store(config, StoreType.KEY_VALUE.value, crash=True)
-    process = _start(name, config)
-    _wait(process, config, lambda s: s["state"] == "running", "running after an unclean shutdown")
-    assert _stop(process) == 0
+    process, config = _start_over(small_cluster, name, f"{name}-unclean-{policy}", StoreType.KEY_VALUE, crash=True,
+                                  on_unclean_shutdown=policy)
+    _run_and_stop(process, config, "running after an unclean shutdown")
     events = _events(config)
     unclean = [e for e in events if e["event"] == "unclean_shutdown"]
     assert len(unclean) == 1 and unclean[0]["policy"] == policy and unclean[0]["partition"] == 0
