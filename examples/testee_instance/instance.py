@@ -11,12 +11,14 @@ It imports nothing from ``kstate``: only the standard library and ``confluent_ka
 
 - one task ``0_<p>`` per owned input partition, its store opened in the state directory (INST-10);
 - restore from the changelog, from the store's committed offset on, batch by batch (INST-14);
-- every input record in offset order: ``store.set_context`` then the family's put (INST-11, INST-12);
+- every input record in offset order: ``store.set_context`` then the family's processor (INST-11, INST-12,
+  INST-22..INST-25), stored values encoded and decoded with the testee's codec operations;
 - the change-logging layer's records drained with ``store.changelog`` and produced by this process (INST-13);
 - at-least-once commit: producer flushed, input offsets committed, then ``store.commit`` (INST-15);
 - SIGTERM: a final commit, ``store.close``, exit 0 (INST-17).
 
-Only the key-value family is supported, and no crash points: ``--describe`` says so (INST-2).
+Every built store type but ``versioned_kv_with_headers`` is supported, and no crash points: ``--describe``
+says so (INST-2).
 """
 
 from __future__ import annotations
@@ -33,7 +35,21 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 IMPLEMENTATION = "kstate-example-testee-instance"
-STORE_TYPES = ("kv", "timestamped_kv", "timestamped_kv_with_headers")
+#: The store types this instance runs: each one's family (which processor, INST-12, INST-22..24) and value layout.
+STORE_TYPES = {
+    "kv": ("key_value", "plain"),
+    "timestamped_kv": ("key_value", "timestamped"),
+    "timestamped_kv_with_headers": ("key_value", "timestamped_with_headers"),
+    "versioned_kv": ("versioned", "plain"),
+    "window": ("window", "plain"),
+    "timestamped_window": ("window", "timestamped"),
+    "timestamped_window_with_headers": ("window", "timestamped_with_headers"),
+    "session": ("session", "plain"),
+    "session_with_headers": ("session", "aggregation_with_headers"),
+}
+#: The processor options each family takes (INST-26); a session processor needs its gap.
+PROCESSOR_OPTIONS = {"key_value": (), "versioned": (), "window": ("grace_ms",),
+                     "session": ("inactivity_gap_ms", "grace_ms")}
 EVENTS = ("starting", "opened", "restored", "running", "refused", "unclean_shutdown", "wiped", "fatal", "exit",
           "stopped")
 DEFAULT_TESTEE = "python3 -m kstate.cli testee"
@@ -85,6 +101,12 @@ def read_config(path: str) -> dict[str, Any]:
         config[name] = value
     if config["store_type"] not in STORE_TYPES:
         raise ConfigError(f"config field 'store_type': {config['store_type']!r} is not one of {', '.join(STORE_TYPES)}")
+    family = STORE_TYPES[config["store_type"]][0]
+    for option, value in config["processor_options"].items():
+        if option not in PROCESSOR_OPTIONS[family] or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"processor option {option!r}: not a non-negative option of the {family} processor")
+    if family == "session" and "inactivity_gap_ms" not in config["processor_options"]:
+        raise ConfigError("processor option 'inactivity_gap_ms': required")
     return config
 
 
@@ -137,7 +159,9 @@ class Instance:
         self.changelog_end: dict[int, int | None] = {}
         self.delivery_errors: list[str] = []
         self.stopping = False
-        self.commits = self.processed = 0
+        self.commits = self.processed = self.dropped = 0
+        #: Per task, the windowed processors' observed stream time (not persisted: -1 again after a restart).
+        self.stream_time: dict[int, int] = {}
 
     # --- reporting (INST-20, INST-21) ---------------------------------------------------------------------
 
@@ -238,29 +262,99 @@ class Instance:
 
     # --- processing (INST-11..INST-13, INST-15) ------------------------------------------------------------
 
-    def stored_value(self, value: bytes, timestamp: int, headers: list[list[Any]]) -> str:
-        """The record's value in the store type's value layout, encoded by the testee's codecs (INST-12)."""
-        store_type = self.config["store_type"]
-        if store_type == "kv":
+    # --- the families' processors (INST-12, INST-22..INST-25) ---------------------------------------------
+
+    def encode(self, value: bytes, timestamp: int, headers: list[list[Any]]) -> str:
+        """``value`` (or an aggregate) in the store type's value layout, encoded by the testee's codecs."""
+        layout = STORE_TYPES[self.config["store_type"]][1]
+        if layout == "plain":
             return value.hex()
-        if store_type == "timestamped_kv":
+        if layout == "timestamped":
             encoded = self.testee.call("timestamped.serialize", value=value.hex(), timestamp=timestamp)
-        else:
+        elif layout == "timestamped_with_headers":
             encoded = self.testee.call("header_values.serialize", value=value.hex(), timestamp=timestamp,
                                        headers=headers)
+        else:
+            encoded = self.testee.call("header_values.serialize_aggregation", aggregation=value.hex(), headers=headers)
         return str(encoded["bytes"])
+
+    def decode(self, stored: str) -> tuple[bytes, int | None]:
+        """A stored value (hex) taken apart: the value or aggregate, and its timestamp where the layout has one."""
+        layout = STORE_TYPES[self.config["store_type"]][1]
+        if layout == "plain":
+            return bytes.fromhex(stored), None
+        if layout == "timestamped":
+            result = self.testee.call("timestamped.deserialize", bytes=stored)["result"]
+        elif layout == "timestamped_with_headers":
+            result = self.testee.call("header_values.deserialize", bytes=stored)["deserialize"]["result"]
+        else:
+            result = self.testee.call("header_values.deserialize_aggregation", bytes=stored)["result"]
+            return bytes.fromhex(result["aggregation"]), None
+        return bytes.fromhex(result["value"]), result["timestamp"]
+
+    def apply(self, partition: int, key: bytes, value: bytes | None, timestamp: int, headers: list[list[Any]]) -> None:
+        """The family's processor applied to one record (the record context already set)."""
+        handle, family = self.handles[partition], STORE_TYPES[self.config["store_type"]][0]
+        if family == "key_value":  # table(): put in the type's layout; a null value deletes the key
+            if value is None:
+                self.testee.call("store.delete", handle=handle, key=key.hex())
+            else:
+                self.testee.call("store.put", handle=handle, key=key.hex(), value=self.encode(value, timestamp, headers))
+        elif family == "versioned":  # table() over a versioned store: a null value is a tombstone version
+            self.testee.call("versioned_store.put", handle=handle, key=key.hex(),
+                             value=None if value is None else value.hex(), timestamp=timestamp)
+        elif value is not None:  # the windowed aggregations skip null values (INST-25)
+            self.stream_time[partition] = max(self.stream_time.get(partition, -1), timestamp)
+            aggregate = self.aggregate_window if family == "window" else self.aggregate_session
+            if not aggregate(handle, key, value, timestamp, headers, self.stream_time[partition]):
+                self.dropped += 1
+
+    def aggregate_window(self, handle: str, key: bytes, value: bytes, timestamp: int, headers: list[list[Any]],
+                         stream_time: int) -> bool:
+        """``KStreamWindowAggregate`` over tumbling windows (INST-23); False when the window is closed."""
+        size, retention = self.config["store_options"]["window_size_ms"], self.config["store_options"]["retention_ms"]
+        grace = self.config["processor_options"].get("grace_ms", retention - size)
+        start = timestamp - timestamp % size
+        if start + size <= stream_time - grace:
+            return False
+        old = self.testee.call("window_store.fetch", handle=handle, key=key.hex(), time=start)["value"]
+        count, new_timestamp = 0, timestamp
+        if old is not None:
+            aggregate, old_timestamp = self.decode(old)
+            count = int(aggregate.partition(b":")[0])
+            new_timestamp = timestamp if old_timestamp is None else max(old_timestamp, timestamp)
+        self.testee.call("window_store.put", handle=handle, key=key.hex(), window_start=start,
+                         value=self.encode(b"%d:" % (count + 1) + value, new_timestamp, headers))
+        return True
+
+    def aggregate_session(self, handle: str, key: bytes, value: bytes, timestamp: int, headers: list[list[Any]],
+                          stream_time: int) -> bool:
+        """``KStreamSessionWindowAggregate`` (INST-24); False when the merged session is closed."""
+        gap = self.config["processor_options"]["inactivity_gap_ms"]
+        grace = self.config["processor_options"].get("grace_ms", max(self.config["store_options"]["retention_ms"] - gap, 0))
+        merged = self.testee.call("session_store.find_sessions", handle=handle, key_from=key.hex(), key_to=None,
+                                  earliest_end=timestamp - gap, latest_start=timestamp + gap)["entries"]
+        start = end = timestamp
+        count = 0
+        for _, session_start, session_end, stored in merged:
+            count += int(self.decode(stored)[0].partition(b":")[0])
+            start, end = min(start, session_start), max(end, session_end)
+        if end < stream_time - grace:
+            return False
+        if (start, end) != (timestamp, timestamp):
+            for _, session_start, session_end, _ in merged:
+                self.testee.call("session_store.remove", handle=handle, key=key.hex(), start=session_start,
+                                 end=session_end)
+        self.testee.call("session_store.put", handle=handle, key=key.hex(), start=start, end=end,
+                         value=self.encode(b"%d:" % (count + 1) + value, timestamp, headers))
+        return True
 
     def process(self, message: Any, producer: Producer) -> None:
         partition, handle = message.partition(), self.handles[message.partition()]
         timestamp, headers = message.timestamp()[1], headers_json(message.headers())
         self.testee.call("store.set_context", handle=handle, timestamp=timestamp, headers=headers,
                          offset=message.offset(), topic=message.topic(), partition=partition)
-        key, value = message.key(), message.value()
-        if value is None:  # table(): a null value deletes the key
-            self.testee.call("store.delete", handle=handle, key=key.hex())
-        else:
-            self.testee.call("store.put", handle=handle, key=key.hex(),
-                             value=self.stored_value(value, timestamp, headers))
+        self.apply(partition, message.key(), message.value(), timestamp, headers)
         for record in self.testee.call("store.changelog", handle=handle)["records"]:
             record_headers: list[tuple[str, str | bytes | None]] = [
                 (k, None if v is None else bytes.fromhex(v)) for k, v in record["headers"]]
