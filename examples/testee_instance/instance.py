@@ -17,8 +17,7 @@ It imports nothing from ``kstate``: only the standard library and ``confluent_ka
 - at-least-once commit: producer flushed, input offsets committed, then ``store.commit`` (INST-15);
 - SIGTERM: a final commit, ``store.close``, exit 0 (INST-17).
 
-Every built store type but ``versioned_kv_with_headers`` is supported, and no crash points: ``--describe``
-says so (INST-2).
+Every built store type is supported, and no crash points: ``--describe`` says so (INST-2).
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ STORE_TYPES = {
     "timestamped_kv": ("key_value", "timestamped"),
     "timestamped_kv_with_headers": ("key_value", "timestamped_with_headers"),
     "versioned_kv": ("versioned", "plain"),
+    "versioned_kv_with_headers": ("versioned", "aggregation_with_headers"),
     "window": ("window", "plain"),
     "timestamped_window": ("window", "timestamped"),
     "timestamped_window_with_headers": ("window", "timestamped_with_headers"),
@@ -301,8 +301,8 @@ class Instance:
             else:
                 self.testee.call("store.put", handle=handle, key=key.hex(), value=self.encode(value, timestamp, headers))
         elif family == "versioned":  # table() over a versioned store: a null value is a tombstone version
-            self.testee.call("versioned_store.put", handle=handle, key=key.hex(),
-                             value=None if value is None else value.hex(), timestamp=timestamp)
+            self.testee.call("versioned_store.put", handle=handle, key=key.hex(), timestamp=timestamp,
+                             value=None if value is None else value.hex(), headers=headers)
         elif value is not None:  # the windowed aggregations skip null values (INST-25)
             self.stream_time[partition] = max(self.stream_time.get(partition, -1), timestamp)
             aggregate = self.aggregate_window if family == "window" else self.aggregate_session

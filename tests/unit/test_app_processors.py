@@ -118,6 +118,16 @@ def test_versioned_table_puts_versions_and_tombstones_at_the_record_timestamp() 
     assert [(r.value, r.timestamp) for r in h.sink] == [(b"a", 100), (b"b", 50), (None, 200)]
 
 
+@rules("INST-22")
+def test_versioned_table_with_headers_keeps_the_record_headers_with_each_version() -> None:
+    h = Harness(StoreType.VERSIONED_KV_WITH_HEADERS, {"history_retention_ms": 10_000}, {})
+    h.send(b"k", b"a", 100)
+    h.send(b"k", None, 200)
+    assert h.store.get(b"k") is None
+    assert h.store.get(b"k", 150).value == encode_stored_value(StoreType.VERSIONED_KV_WITH_HEADERS, b"a", 100, HEADERS)
+    assert [(r.value, r.timestamp, r.headers) for r in h.sink] == [(b"a", 100, HEADERS), (None, 200, HEADERS)]
+
+
 @rules("INST-12")
 def test_key_value_table_puts_the_layout_and_deletes_on_null() -> None:
     h = Harness(StoreType.TIMESTAMPED_KV_WITH_HEADERS, {}, {})

@@ -41,7 +41,7 @@ PARTITIONS = 2
 STORE_TYPES: dict[StoreType, tuple[dict[str, Any], dict[str, int]]] = {
     StoreType.KEY_VALUE: ({}, {}),
     StoreType.TIMESTAMPED_KV_WITH_HEADERS: ({}, {}),
-    StoreType.VERSIONED_KV: ({"history_retention_ms": 60_000}, {}),
+    StoreType.VERSIONED_KV_WITH_HEADERS: ({"history_retention_ms": 60_000}, {}),
     # A key comes back every 50 ms: two records of a key share a window, and sessions merge.
     StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS: ({"retention_ms": 60_000, "window_size_ms": 100}, {"grace_ms": 20}),
     StoreType.SESSION_WITH_HEADERS: ({"retention_ms": 60_000}, {"inactivity_gap_ms": 60, "grace_ms": 100}),
