@@ -17,7 +17,7 @@ It imports nothing from ``kstate``: only the standard library and ``confluent_ka
 - at-least-once commit: producer flushed, input offsets committed, then ``store.commit`` (INST-15);
 - SIGTERM: a final commit, ``store.close``, exit 0 (INST-17).
 
-Every built store type is supported, and no crash points: ``--describe`` says so (INST-2).
+Every built store type and every crash point is supported: ``--describe`` says so (INST-2).
 """
 
 from __future__ import annotations
@@ -50,9 +50,12 @@ STORE_TYPES = {
 #: The processor options each family takes (INST-26); a session processor needs its gap.
 PROCESSOR_OPTIONS = {"key_value": (), "versioned": (), "window": ("grace_ms",),
                      "session": ("inactivity_gap_ms", "grace_ms")}
-EVENTS = ("starting", "opened", "restored", "running", "refused", "unclean_shutdown", "wiped", "fatal", "exit",
-          "stopped")
+EVENTS = ("starting", "opened", "restored", "running", "refused", "unclean_shutdown", "wiped", "crash", "fatal",
+          "exit", "stopped")
 DEFAULT_TESTEE = "python3 -m kstate.cli testee"
+#: The crash points of INST-7, all implemented: where :meth:`Instance.crash_point` is called.
+CRASH_POINTS = ("after_put", "after_producer_flush", "after_consumer_commit", "after_store_commit",
+                "after_restore_batch")
 EXIT_FATAL, EXIT_REFUSED, EXIT_USAGE = 2, 3, 64
 
 #: The config fields this instance reads, with their JSON types; a field without a default is required (INST-5).
@@ -63,6 +66,7 @@ CONFIG_FIELDS: dict[str, tuple[type, Any]] = {
     "commit_every_records": (int, 200), "commit_interval_ms": (int, 200),
     "on_unclean_shutdown": (str, "keep"), "on_refused": (str, "fail"), "manage_offsets": (bool, True),
     "restore_batch_size": (int, 1000), "store_options": (dict, {}), "processor_options": (dict, {}),
+    "crash_at": (str, ""),
 }
 
 
@@ -90,7 +94,7 @@ def read_config(path: str) -> dict[str, Any]:
         raise ConfigError("the config is not a JSON object")
     config: dict[str, Any] = {}
     for name, (kind, default) in CONFIG_FIELDS.items():
-        if name not in data:
+        if data.get(name) is None:  # absent, or null where the field has a default (crash_at)
             if default is None:
                 raise ConfigError(f"config field {name!r}: required")
             config[name] = default
@@ -101,6 +105,9 @@ def read_config(path: str) -> dict[str, Any]:
         config[name] = value
     if config["store_type"] not in STORE_TYPES:
         raise ConfigError(f"config field 'store_type': {config['store_type']!r} is not one of {', '.join(STORE_TYPES)}")
+    point, _, count = config["crash_at"].partition(":")
+    if point and (point not in CRASH_POINTS or not (count or "1").isdigit()):
+        raise ConfigError(f"config field 'crash_at': {config['crash_at']!r} is not <point>[:<n>] of {CRASH_POINTS}")
     family = STORE_TYPES[config["store_type"]][0]
     for option, value in config["processor_options"].items():
         if option not in PROCESSOR_OPTIONS[family] or not isinstance(value, int) or value < 0:
@@ -114,9 +121,10 @@ class Testee:
     """A testee process and its JSON-lines protocol: one request, one answer (TP-1, TP-2)."""
 
     def __init__(self, command: str) -> None:
-        # Its own session: a SIGTERM sent to this instance's group does not stop the testee before the stores close.
+        # Its own session: a SIGTERM sent to this instance's group does not stop the testee before the stores close;
+        # killed with this process (Linux), so that a crash of the instance is a crash of its stores too.
         self.process = subprocess.Popen(shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        start_new_session=True)
+                                        start_new_session=True, preexec_fn=die_with_parent)
         self.next_id = 0
         self.call("hello", protocol=1, suite="kstate-example-testee-instance")
 
@@ -159,7 +167,7 @@ class Instance:
         self.changelog_end: dict[int, int | None] = {}
         self.delivery_errors: list[str] = []
         self.stopping = False
-        self.commits = self.processed = self.dropped = 0
+        self.commits = self.processed = self.dropped = self.crash_count = 0
         #: Per task, the windowed processors' observed stream time (not persisted: -1 again after a restart).
         self.stream_time: dict[int, int] = {}
 
@@ -227,6 +235,7 @@ class Instance:
                  "timestamp": m.timestamp()[1], "headers": headers_json(m.headers())} for m in batch])
             first = batch[0].offset() if first is None else first
             last = batch[-1].offset()
+            self.crash_point("after_restore_batch")
             self.testee.call("store.commit", handle=handle, changelog_offsets=[[self.changelog_topic, partition, last]])
             records, batches = records + len(batch), batches + 1
         self.event("restored", partition=partition, records=records, batches=batches, first_offset=first,
@@ -369,6 +378,7 @@ class Instance:
                     producer.poll(0.05)
         self.input_next[partition] = message.offset() + 1
         self.processed += 1
+        self.crash_point("after_put")
 
     def on_delivery(self, error: Any, message: Any) -> None:
         if error is not None:
@@ -378,6 +388,16 @@ class Instance:
         if end is None or message.offset() > end:
             self.changelog_end[message.partition()] = message.offset()
 
+    def crash_point(self, point: str) -> None:
+        """SIGKILL this process the n-th time ``point`` is reached, if ``crash_at`` says so (INST-7)."""
+        name, _, count = self.config["crash_at"].partition(":")
+        if point != name:
+            return
+        self.crash_count += 1
+        if self.crash_count >= int(count or "1"):
+            self.event("crash", point=point, count=self.crash_count)
+            os.kill(os.getpid(), signal.SIGKILL)
+
     def commit(self, producer: Producer, consumer: Consumer) -> None:
         """Kafka's at-least-once order: changelog acknowledged, input offsets committed, then the stores (INST-15)."""
         deadline = time.monotonic() + 30
@@ -385,14 +405,17 @@ class Instance:
             pass
         if len(producer) or self.delivery_errors:
             raise RuntimeError(f"changelog not acknowledged: {self.delivery_errors[:3]}, {len(producer)} unsent")
+        self.crash_point("after_producer_flush")
         offsets = [TopicPartition(self.config["input_topic"], p, o) for p, o in self.input_next.items() if o is not None]
         if offsets:
             consumer.commit(offsets=offsets, asynchronous=False)
+        self.crash_point("after_consumer_commit")
         for partition, handle in self.handles.items():
             end = self.changelog_end.get(partition)
             if end is not None:
                 self.testee.call("store.commit", handle=handle, changelog_offsets=[[self.changelog_topic, partition, end]])
         self.commits += 1
+        self.crash_point("after_store_commit")
         self.write_status("running")
 
     def run(self) -> int:
@@ -466,6 +489,14 @@ class Instance:
         self.stopping = True
 
 
+def die_with_parent() -> None:
+    """In the testee's child process: be killed when this instance dies (Linux ``PR_SET_PDEATHSIG``)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+
+
 def headers_json(headers: Any) -> list[list[Any]]:
     """confluent-kafka's ``[(key, bytes | None), ...]`` as the testee protocol's ``[[key, hex | null], ...]``."""
     return [[key, None if value is None else value.hex()] for key, value in headers or ()]
@@ -474,7 +505,7 @@ def headers_json(headers: Any) -> list[list[Any]]:
 def describe() -> dict[str, Any]:
     """What ``--describe`` prints (INST-2)."""
     return {"instance_protocol": 1, "implementation": IMPLEMENTATION, "version": "1",
-            "store_types": list(STORE_TYPES), "crash_points": [], "events": list(EVENTS)}
+            "store_types": list(STORE_TYPES), "crash_points": list(CRASH_POINTS), "events": list(EVENTS)}
 
 
 def main(argv: list[str]) -> int:
