@@ -22,6 +22,9 @@ from kstate_conformance.mutants import Mutant, all_mutants
 from kstate_conformance.spec_rules import Rule, load_rules
 
 TESTS_DIR = Path(__file__).resolve().parent / "tests"
+#: The project's own test directories (in a source checkout): their ``@rules`` markers count as citations too, for
+#: rules only a running process can check (the instance protocol, INST); their tests need not cite a rule.
+PROJECT_TEST_DIRS = tuple(TESTS_DIR.parents[2] / d for d in ("tests", "tests/unit", "system_tests"))
 
 #: The rule prefixes whose every ``required`` rule needs a mutant breaking it; one a line, so merges stay easy.
 MUTANT_COVERED_PREFIXES = (
@@ -173,6 +176,9 @@ def analyse(fixtures_root: Path | None = None) -> Traceability:
     loaded = load_rules()
     rules = set(loaded)
     cited, untagged = marker_citations()
+    for directory in PROJECT_TEST_DIRS:
+        for rule, tests in marker_citations(directory)[0].items():
+            cited.setdefault(rule, set()).update(tests)
     from_fixtures = fixture_citations(fixtures_root)
     for rule, cases in from_fixtures.items():
         cited.setdefault(rule, set()).update(cases)

@@ -23,6 +23,7 @@ from kstate.stores.api import Backend, RecordContext
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import changelogging_store
+from kstate_conformance import rules
 
 HEADERS = (("h", b"1"), ("h", None))
 
@@ -54,10 +55,12 @@ def test_every_family_has_a_processor_and_every_value_layout_a_decoder() -> None
             assert stored.headers in (None, HEADERS)
 
 
+@rules("INST-25")
 def test_aggregate_round_trips() -> None:
     assert parse_aggregate(aggregate(12, b"a:b")) == (12, b"a:b")
 
 
+@rules("INST-23", "INST-25")
 @pytest.mark.parametrize("store_type", [StoreType.TIMESTAMPED_WINDOW, StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS])
 def test_window_aggregation_counts_per_tumbling_window_and_drops_closed_windows(store_type: StoreType) -> None:
     h = Harness(store_type, {"retention_ms": 1000, "window_size_ms": 100}, {"grace_ms": 50})
@@ -72,11 +75,13 @@ def test_window_aggregation_counts_per_tumbling_window_and_drops_closed_windows(
     assert [window_keys.PLAIN.decode(r.key).timestamp for r in h.sink] == [100, 100, 200]
 
 
+@rules("INST-26")
 def test_window_processor_refuses_a_grace_beyond_retention() -> None:
     with pytest.raises(ProcessorConfigError, match="grace_ms"):
         Harness(StoreType.WINDOW, {"retention_ms": 100, "window_size_ms": 60}, {"grace_ms": 50})
 
 
+@rules("INST-24", "INST-25")
 @pytest.mark.parametrize("store_type", [StoreType.SESSION, StoreType.SESSION_WITH_HEADERS])
 def test_session_aggregation_merges_overlapping_sessions(store_type: StoreType) -> None:
     h = Harness(store_type, {"retention_ms": 10_000}, {"inactivity_gap_ms": 10})
@@ -93,6 +98,7 @@ def test_session_aggregation_merges_overlapping_sessions(store_type: StoreType) 
     assert logged == [(0, 15, None), (30, 30, None), (0, 30, b"5:v22")]  # removes, then the merged put
 
 
+@rules("INST-26")
 def test_session_processor_needs_its_gap() -> None:
     with pytest.raises(ProcessorConfigError, match="inactivity_gap_ms"):
         Harness(StoreType.SESSION, {"retention_ms": 100}, {})
@@ -100,6 +106,7 @@ def test_session_processor_needs_its_gap() -> None:
         Harness(StoreType.SESSION, {"retention_ms": 100}, {"inactivity_gap_ms": 1, "window_size": 3})
 
 
+@rules("INST-22")
 def test_versioned_table_puts_versions_and_tombstones_at_the_record_timestamp() -> None:
     h = Harness(StoreType.VERSIONED_KV, {"history_retention_ms": 10_000}, {})
     h.send(b"k", b"a", 100)
@@ -111,6 +118,17 @@ def test_versioned_table_puts_versions_and_tombstones_at_the_record_timestamp() 
     assert [(r.value, r.timestamp) for r in h.sink] == [(b"a", 100), (b"b", 50), (None, 200)]
 
 
+@rules("INST-22")
+def test_versioned_table_with_headers_keeps_the_record_headers_with_each_version() -> None:
+    h = Harness(StoreType.VERSIONED_KV_WITH_HEADERS, {"history_retention_ms": 10_000}, {})
+    h.send(b"k", b"a", 100)
+    h.send(b"k", None, 200)
+    assert h.store.get(b"k") is None
+    assert h.store.get(b"k", 150).value == encode_stored_value(StoreType.VERSIONED_KV_WITH_HEADERS, b"a", 100, HEADERS)
+    assert [(r.value, r.timestamp, r.headers) for r in h.sink] == [(b"a", 100, HEADERS), (None, 200, HEADERS)]
+
+
+@rules("INST-12")
 def test_key_value_table_puts_the_layout_and_deletes_on_null() -> None:
     h = Harness(StoreType.TIMESTAMPED_KV_WITH_HEADERS, {}, {})
     h.send(b"k", b"a", 7)

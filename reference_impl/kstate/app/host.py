@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from kstate.app.config import CRASH_POINTS, ON_REFUSED_WIPE, UNCLEAN_WIPE, InstanceConfig
-from kstate.app.processors import Processor, processor_for
+from kstate.app.config import CRASH_POINTS, ON_REFUSED_WIPE, UNCLEAN_WIPE, InstanceConfig, InstanceConfigError
+from kstate.app.processors import Processor, ProcessorConfigError, processor_for
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import UncleanShutdownError
+from kstate.codecs.store_types import STORE_TYPES
 from kstate.stores.api import (
     Backend,
     ColumnFamilyStore,
@@ -46,6 +47,14 @@ from kstate.stores.families import changelogging_store
 
 EXIT_REFUSED = 3
 EXIT_FATAL = 2
+#: A bad command line or config file (INST-1, INST-6).
+EXIT_USAGE = 64
+#: The version of the instance protocol this host speaks (spec/instance-protocol.md, INST-2).
+INSTANCE_PROTOCOL = 1
+IMPLEMENTATION = "kstate-reference"
+#: Every event this host writes (INST-21).
+EVENTS = ("starting", "opened", "restored", "running", "refused", "unclean_shutdown", "wiped", "crash", "fatal",
+          "exit", "stopped")
 
 
 @runtime_checkable
@@ -168,17 +177,21 @@ class Host:
             segments = store.segment_modes()
         self.event("opened", partition=partition, store_type=self.store_type.value, mode=mode,
                    column_families=families, segment_modes=segments, committed_changelog_offset=committed)
-        outcome = restore_from_changelog(store, self.store_type, c.bootstrap, changelog,
-                                         batch_size=c.restore_batch_size,
-                                         after_batch=lambda _offset: self.crash_point("after_restore_batch"))
-        self.event("restored", partition=partition, records=outcome.records, batches=outcome.batches,
-                   first_offset=outcome.first_offset, last_offset=outcome.last_offset)
         holder = RecordContextHolder()
         if isinstance(store, PositionTracking):
             holder.subscribe(store.set_record_context)  # each record's context moves the store's position
         sink: list[cl.ChangelogRecord] = []
         logged = changelogging_store(store, self.store_type, holder, sink)
-        processor = processor_for(logged, self.store_type, c.store_options, c.processor_options)
+        try:  # before the restore: a bad processor option is refused at once (INST-26)
+            processor = processor_for(logged, self.store_type, c.store_options, c.processor_options)
+        except ProcessorConfigError:
+            logged.close()
+            raise
+        outcome = restore_from_changelog(store, self.store_type, c.bootstrap, changelog,
+                                         batch_size=c.restore_batch_size,
+                                         after_batch=lambda _offset: self.crash_point("after_restore_batch"))
+        self.event("restored", partition=partition, records=outcome.records, batches=outcome.batches,
+                   first_offset=outcome.first_offset, last_offset=outcome.last_offset)
         task = Task(partition, changelog, store, logged, holder, processor, sink)
         task.changelog_end = outcome.last_offset if outcome.last_offset is not None else committed
         return task
@@ -254,6 +267,11 @@ class Host:
             self.event("exit", code=EXIT_REFUSED, reason=str(exc))
             self._close_stores()
             return EXIT_REFUSED
+        except ProcessorConfigError as exc:
+            print(f"kstate.app: {exc}", file=sys.stderr)
+            self.event("exit", code=EXIT_USAGE, reason=str(exc))
+            self._close_stores()
+            return EXIT_USAGE
         consumer = Consumer({"bootstrap.servers": c.bootstrap, "group.id": c.application_id,
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              "fetch.queue.backoff.ms": 0, "fetch.wait.max.ms": 10,
@@ -304,9 +322,27 @@ class Host:
         self.stopping = True
 
 
+def describe() -> dict[str, Any]:
+    """What ``--describe`` prints (INST-2): the built store types, :data:`CRASH_POINTS`, :data:`EVENTS`."""
+    from kstate import __version__
+
+    return {"instance_protocol": INSTANCE_PROTOCOL, "implementation": IMPLEMENTATION, "version": __version__,
+            "store_types": [t.value for t, info in STORE_TYPES.items() if info.built],
+            "crash_points": list(CRASH_POINTS), "events": list(EVENTS)}
+
+
 def main(argv: list[str] | None = None) -> int:
+    """``python -m kstate.app CONFIG.json`` or ``--describe`` (INST-1, INST-2); a bad config exits 64 (INST-6)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m kstate.app CONFIG.json", file=sys.stderr)
-        return 64
-    return Host(InstanceConfig.read(args[0])).run()
+    if args == ["--describe"]:
+        print(json.dumps(describe()))
+        return 0
+    if len(args) != 1 or args[0].startswith("-"):
+        print("usage: python -m kstate.app CONFIG.json | --describe", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        config = InstanceConfig.read(args[0])
+    except InstanceConfigError as exc:
+        print(f"kstate.app: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return Host(config).run()

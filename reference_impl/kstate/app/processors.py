@@ -1,8 +1,9 @@
 """What an application instance does with each input record, chosen by the store's family (a table, not an if-chain).
 
 - key-value: ``table()``: the value in the store type's layout is put, a null value deletes the key.
-- versioned: ``table()`` over a versioned store: ``put(key, value, record timestamp)``; a null value is a
-  tombstone put at the record's timestamp (VER-*: a tombstone is a version).
+- versioned: ``table()`` over a versioned store: ``put(key, value, record timestamp)``, the headers variant's
+  value with the record's headers; a null value is a tombstone put at the record's timestamp (VER-*: a
+  tombstone is a version).
 - window: ``groupByKey().windowedBy(TimeWindows.ofSizeAndGrace(size, grace)).aggregate(...)`` as Kafka's
   ``KStreamWindowAggregate`` writes its window store: fetch the window's aggregate, add the record, put it
   back with ``max(old timestamp, record timestamp)``; a record whose window has closed is dropped.
@@ -161,10 +162,12 @@ class TableProcessor(_ProcessorBase):
 
 
 class VersionedTableProcessor(_ProcessorBase):
-    """``table()`` over a versioned store: every record a version at its timestamp; a null value a tombstone."""
+    """``table()`` over a versioned store: every record a version at its timestamp, in the type's value layout
+    (the headers variant: the record's headers with the value); a null value a tombstone (INST-22)."""
 
     def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
-        self.store.put(key, value, timestamp)
+        self.store.put(key, None if value is None else encode_stored(self.store_type, value, timestamp, headers),
+                       timestamp)
 
 
 class _WindowedAggregation(_ProcessorBase):
