@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kstate_conformance import traceability
 from kstate_conformance.mutants import Mutant
 from kstate_conformance.spec_rules import Rule, SpecFormatError, load_rules, parse_document
 from kstate_conformance.traceability import (
@@ -24,6 +25,20 @@ def test_every_rule_has_a_test_and_every_test_a_rule() -> None:
     assert trace.uncovered == [], f"rules no test cites: {trace.uncovered}"
     assert trace.unknown == {}, f"citations of rules that do not exist: {sorted(trace.unknown)}"
     assert trace.untagged_tests == [], f"conformance tests citing no rule: {trace.untagged_tests}"
+
+
+def test_the_instance_rules_are_cited_by_the_checkout_tests_found_beside_the_package_or_the_working_dir(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    checkout = analyse()
+    assert checkout.not_checkable == [] and any(r.startswith("INST-") for r in checkout.cited_by)
+    # An installed kit run from a checkout (tox): the tests are found under the working directory.
+    monkeypatch.setattr(traceability, "TESTS_DIR", tmp_path / "site-packages" / "kstate_conformance" / "tests")
+    assert analyse().not_checkable == []
+    # Outside any checkout: the INST rules cannot be checked, and are listed as such, not as uncited.
+    monkeypatch.chdir(tmp_path)
+    installed = analyse()
+    assert installed.not_checkable and all(r.startswith("INST-") for r in installed.not_checkable)
+    assert not set(installed.not_checkable) & set(installed.uncovered)
 
 
 def test_every_required_rule_of_the_checked_families_is_broken_by_a_mutant() -> None:

@@ -24,7 +24,18 @@ from kstate_conformance.spec_rules import Rule, load_rules
 TESTS_DIR = Path(__file__).resolve().parent / "tests"
 #: The project's own test directories (in a source checkout): their ``@rules`` markers count as citations too, for
 #: rules only a running process can check (the instance protocol, INST); their tests need not cite a rule.
-PROJECT_TEST_DIRS = tuple(TESTS_DIR.parents[2] / d for d in ("tests", "tests/unit", "system_tests"))
+PROJECT_TEST_SUBDIRS = ("tests", "tests/unit", "system_tests")
+#: Rule prefixes cited only by the project's own tests: without a checkout they cannot be checked, only listed.
+PROJECT_TESTED_PREFIXES = ("INST",)
+
+
+def project_test_dirs() -> tuple[Path, ...]:
+    """The checkout's test directories: beside the package (an editable install), else under the working directory
+    (tox runs an installed wheel from the checkout); none outside a checkout."""
+    for root in (TESTS_DIR.parents[2], Path.cwd()):
+        if (root / "system_tests").is_dir() and (root / "pyproject.toml").is_file():
+            return tuple(root / d for d in PROJECT_TEST_SUBDIRS)
+    return ()
 
 #: The rule prefixes whose every ``required`` rule needs a mutant breaking it; one a line, so merges stay easy.
 MUTANT_COVERED_PREFIXES = (
@@ -81,10 +92,12 @@ class Traceability:
     unknown_mutant_rules: dict[str, list[str]] = field(default_factory=dict)
     #: ``required`` rules of INDEPENDENT_EVIDENCE_PREFIXES with no ``kafka-jvm`` or ``spec`` case.
     without_independent_evidence: list[str] = field(default_factory=list)
+    #: Rules of PROJECT_TESTED_PREFIXES, when no checkout's tests are there to cite them (an installed kit).
+    not_checkable: list[str] = field(default_factory=list)
 
     @property
     def uncovered(self) -> list[str]:
-        return sorted(r for r in self.rules if not self.cited_by.get(r))
+        return sorted(r for r in self.rules if not self.cited_by.get(r) and r not in self.not_checkable)
 
     @property
     def ok(self) -> bool:
@@ -176,9 +189,11 @@ def analyse(fixtures_root: Path | None = None) -> Traceability:
     loaded = load_rules()
     rules = set(loaded)
     cited, untagged = marker_citations()
-    for directory in PROJECT_TEST_DIRS:
+    project_dirs = project_test_dirs()
+    for directory in project_dirs:
         for rule, tests in marker_citations(directory)[0].items():
             cited.setdefault(rule, set()).update(tests)
+    not_checkable = [] if project_dirs else sorted(r for r in rules if rule_prefix(r) in PROJECT_TESTED_PREFIXES)
     from_fixtures = fixture_citations(fixtures_root)
     for rule, cases in from_fixtures.items():
         cited.setdefault(rule, set()).update(cases)
@@ -187,4 +202,5 @@ def analyse(fixtures_root: Path | None = None) -> Traceability:
     weak = rules_without_independent_evidence({r.id: r.level for r in loaded.values()}, from_fixtures)
     return Traceability(rules=rules, cited_by={r: ids for r, ids in cited.items() if r in rules},
                         unknown=unknown, untagged_tests=untagged, without_mutant=without_mutant,
-                        unknown_mutant_rules=unknown_mutant_rules, without_independent_evidence=weak)
+                        unknown_mutant_rules=unknown_mutant_rules, without_independent_evidence=weak,
+                        not_checkable=not_checkable)

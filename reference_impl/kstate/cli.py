@@ -357,7 +357,11 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
     from kstate_conformance.traceability import analyse
 
     trace = analyse()
-    console.print(f"{len(trace.rules)} rules, {len(trace.rules) - len(trace.uncovered)} cited by a test")
+    console.print(f"{len(trace.rules)} rules, {len(trace.rules) - len(trace.uncovered) - len(trace.not_checkable)} "
+                  f"cited by a test")
+    if trace.not_checkable:
+        console.print(f"{len(trace.not_checkable)} rules are cited by the project's own tests only, not found here "
+                      f"(run from a checkout to check them): {', '.join(trace.not_checkable)}")
     for rule in trace.uncovered:
         console.print(f"[red]no test cites[/red] {rule}")
     for rule, ids in sorted(trace.unknown.items()):
