@@ -8,7 +8,7 @@ the Spark oracle are marked ``spark`` and can be deselected with ``-m "not spark
 ``--instance CMD`` (or ``KSTATE_INSTANCE``) runs every scenario's instances as CMD, an implementation of the
 instance protocol (spec/instance-protocol.md; the reference by default): CMD is described once before any test
 (INST-2, a bad answer is a usage error), and a scenario needing a store type, crash point or event CMD did not
-describe is skipped as ``unsupported by <implementation>: ...`` (INST-40).
+describe is skipped as ``unsupported by <implementation>: ...`` (INST-3, INST-40).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_REPORTS_KEY] = []
     text = config.getoption("--instance", default=None)
     try:
-        # Described before any test, so that a command that cannot be used fails the run once (INST-2).
+        # Described before any test, so that a command that cannot be used fails the run once (INST-2, INST-41).
         config.stash[_INSTANCE_KEY] = InstanceCommand.from_command_line(text) if text else None
     except InstanceProtocolError as exc:
         raise pytest.UsageError(f"--instance: {exc}") from None
@@ -60,7 +60,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
-    """A scenario that needs what the instance under test did not describe is an explicit skip (INST-40)."""
+    """A scenario that needs what the instance under test did not describe is an explicit skip (INST-3, INST-40)."""
     try:
         return (yield)
     except UnsupportedByInstance as exc:
@@ -132,7 +132,7 @@ def instance_under_test(request: pytest.FixtureRequest, reference_instance: Inst
 @pytest.fixture(scope="session", autouse=True)
 def _instance_in_junit(record_testsuite_property: Callable[[str, object], None],
                        instance_under_test: InstanceCommand) -> None:
-    """The instance under test and its describe answer, as properties of the JUnit test suite (INST-41)."""
+    """The instance under test and its describe answer, as properties of the JUnit test suite (INST-42)."""
     record_testsuite_property("instance_implementation", instance_under_test.name)
     record_testsuite_property("instance_command", shlex.join(instance_under_test.argv))
     record_testsuite_property("instance_describe", json.dumps(instance_under_test.description, sort_keys=True))

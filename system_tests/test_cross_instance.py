@@ -7,7 +7,7 @@ from the first one's committed input offsets. The restored stores equal the orig
 column family, with the same committed changelog offset (RST-6, KV-50, WS-5, WS-27), and hold what the input says.
 (c) a mixed fleet under continuous input: each instance in turn is bounced into the other implementation on the
 same state directory, which opens the other's store at its committed offset (KV-50, OFF-4) instead of restoring
-it; nothing acknowledged is lost and the oracle computed from the changelog agrees (INST-4).
+it; nothing acknowledged is lost and the oracle computed from the changelog agrees (INST-30, INST-43).
 """
 
 from __future__ import annotations

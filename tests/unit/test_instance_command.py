@@ -1,6 +1,6 @@
 """The kit side of the instance protocol: an implementation's ``--describe`` is run and checked (INST-2), every way
 it can be wrong is a typed error naming what was wrong, and the kit never gives an instance a store type, crash
-point or event it did not describe (INST-40)."""
+point or event it did not describe (INST-3); such a scenario is skipped as unsupported (INST-40)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
 
 GOOD = {"instance_protocol": 1, "implementation": "fake-impl", "version": "0.1", "store_types": ["kv", "timestamped_kv"],
-        "crash_points": ["after_put"], "events": ["opened", "restored"]}
+        "crash_points": ["after_put"], "events": ["starting", "opened", "restored", "running", "stopped"]}
 
 
 def _command(tmp_path: Path, body: str) -> str:
@@ -78,6 +78,8 @@ def test_the_reference_describes_itself() -> None:
                  r"unknown crash points \['after_lunch'\]", id="unknown-crash-point"),
     pytest.param(f"print(json.dumps({{**{GOOD!r}, 'implementation': ''}}))", r"names no implementation",
                  id="no-implementation"),
+    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'events': ['opened', 'stopped']}}))",
+                 r"'events' lacks \['starting', 'restored', 'running'\]", id="events-missing"),
     pytest.param("sys.stderr.write('cannot start: no license\\n'); sys.exit(7)",
                  r"--describe exited with 7: cannot start: no license", id="nonzero-exit"),
     pytest.param("sys.stdout.write('x' * (2 << 20))", r"printed 2097152 bytes, more than the 1048576 allowed",

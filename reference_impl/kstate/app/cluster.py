@@ -97,7 +97,7 @@ class AppCluster:
     def require(self, store_types: Iterable[StoreType | str] = (), crash_points: Iterable[str] = (),
                 events: Iterable[str] = ()) -> None:
         """Before any work: :class:`UnsupportedByInstance` unless the cluster's implementation described all of
-        these (INST-40); the reference's own store types are checked when its instances start."""
+        these (INST-3); the reference's own store types are checked when its instances start."""
         if self.instance_command is not None:
             self.instance_command.require(store_types, crash_points, events)
 

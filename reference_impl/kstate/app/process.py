@@ -37,7 +37,7 @@ class InstanceProtocolError(KStateError):
 
 
 class UnsupportedByInstance(InstanceProtocolError):
-    """The kit was about to give an instance a store type, crash point or event its describe did not list (INST-40)."""
+    """The kit was about to give an instance a store type, crash point or event its describe did not list (INST-3)."""
 
 
 #: The reference implementation's command line (INST-1).
@@ -46,6 +46,8 @@ REFERENCE_INSTANCE_ARGV: tuple[str, ...] = (sys.executable, "-m", "kstate.app")
 INSTANCE_PROTOCOL_VERSION = 1
 #: Seconds an implementation has to answer ``--describe`` (INST-2).
 DESCRIBE_TIMEOUT_S = 30.0
+#: The events every instance writes, so its describe lists them (INST-2).
+REQUIRED_EVENTS = ("starting", "opened", "restored", "running", "stopped")
 #: A describe answer larger than this is refused unread: it is one small JSON object.
 MAX_DESCRIBE_BYTES = 1 << 20
 
@@ -92,7 +94,9 @@ def check_description(description: Any) -> dict[str, Any]:
     points = [p for p in _string_list(description, "crash_points", required=False) if p not in CRASH_POINTS]
     if points:
         raise InstanceProtocolError(f"its describe lists unknown crash points {points}; known: {', '.join(CRASH_POINTS)}")
-    _string_list(description, "events", required=False)
+    missing = [e for e in REQUIRED_EVENTS if e not in _string_list(description, "events", required=True)]
+    if missing:
+        raise InstanceProtocolError(f"its describe's 'events' lacks {missing}, which every instance writes")
     return description
 
 
@@ -176,7 +180,8 @@ class InstanceCommand:
 
     def require(self, store_types: Iterable[StoreType | str] = (), crash_points: Iterable[str] = (),
                 events: Iterable[str] = ()) -> None:
-        """:class:`UnsupportedByInstance` (``unsupported by <implementation>: ...``) unless all are described (INST-40)."""
+        """:class:`UnsupportedByInstance` (``unsupported by <implementation>: ...``) unless all are described (INST-3,
+        INST-40)."""
         missing = self.unsupported(store_types, crash_points, events)
         if missing:
             raise UnsupportedByInstance(f"unsupported by {self.name}: {', '.join(missing)}")
@@ -254,7 +259,7 @@ class InstanceProcess:
 
     def start(self, command: InstanceCommand | None = None, **changes: Any) -> InstanceProcess:
         """Start with ``changes`` to the config, and as ``command`` if given; the config's store type and crash
-        point must be ones the command described (:class:`UnsupportedByInstance`, INST-40)."""
+        point must be ones the command described (:class:`UnsupportedByInstance`, INST-3)."""
         if self.running:
             raise InstanceError(f"instance {self.name} is already running")
         config = replace(self.config, **changes) if changes else self.config
@@ -323,7 +328,7 @@ class InstanceProcess:
             return None
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """The events written so far (INST-7), of ``kind`` if given: one the command described (INST-40)."""
+        """The events written so far (INST-21), of ``kind`` if given: one the command described (INST-3)."""
         if kind is not None and self.command is not None:
             self.command.require(events=[kind])
         try:
