@@ -36,6 +36,7 @@ from helpers import (
 from kstate.app.cluster import AppCluster
 from kstate.app.process import InstanceCommand
 from kstate.codecs.store_types import BUILT_KV_TYPES, BUILT_TYPES, STORE_TYPES, Family, StoreType
+from kstate_conformance import rules
 
 PARTITIONS = 2
 #: Every family; not the versioned store with headers (tentative, VS): its table processor takes input values
@@ -63,6 +64,7 @@ def _assert_state_matches_input(cluster: AppCluster, store_type: StoreType) -> i
     return 0  # versioned: byte for byte with the writer's store is the check (its history is VS-* of its own test)
 
 
+@rules("INST-43", "INST-30", "INST-40", "RST-6", "KV-50")
 @pytest.mark.parametrize("direction", DIRECTIONS)
 @pytest.mark.parametrize("store_type", CROSS_TYPES, ids=[t.value for t in CROSS_TYPES])
 def test_cross_restore_from_the_other_implementations_changelog(
@@ -115,6 +117,7 @@ def test_cross_restore_from_the_other_implementations_changelog(
                    "seconds": round(time.monotonic() - started, 1)})
 
 
+@rules("INST-43", "KV-50")
 @pytest.mark.parametrize("store_type", BUILT_KV_TYPES, ids=[t.value for t in BUILT_KV_TYPES])
 def test_cross_mixed_fleet_swaps_implementations_during_a_rolling_bounce(
         make_cluster: Callable[..., AppCluster], oracle: Oracle, reference_instance: InstanceCommand,

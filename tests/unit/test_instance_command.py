@@ -22,6 +22,7 @@ from kstate.app.process import (
 )
 from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
+from kstate_conformance import rules
 
 GOOD = {"instance_protocol": 1, "implementation": "fake-impl", "version": "0.1", "store_types": ["kv", "timestamped_kv"],
         "crash_points": ["after_put"], "events": ["starting", "opened", "restored", "running", "stopped"]}
@@ -38,6 +39,7 @@ def _describing(tmp_path: Path, answer: Any) -> str:
     return _command(tmp_path, f"print(json.dumps({answer!r}))")
 
 
+@rules("INST-2", "INST-40")
 def test_a_good_describe_is_read_and_checked(tmp_path: Path) -> None:
     command = InstanceCommand.from_command_line(_describing(tmp_path, GOOD))
     assert command.name == "fake-impl" and command.description == GOOD
@@ -60,6 +62,7 @@ def test_the_reference_describes_itself() -> None:
     assert {"opened", "restored", "refused", "unclean_shutdown", "wiped"} <= reference.events
 
 
+@rules("INST-2", "INST-41")
 @pytest.mark.parametrize(("body", "message"), [
     pytest.param("print('not json')", r"did not print one JSON object", id="not-json"),
     pytest.param("print('[1, 2]')", r"printed list, not a JSON object", id="not-an-object"),
@@ -93,6 +96,7 @@ def test_a_bad_describe_is_a_typed_error_naming_what_was_wrong(tmp_path: Path, b
     assert str(error.value).startswith(f"instance command {text}: ")
 
 
+@rules("INST-41")
 def test_a_describe_that_does_not_answer_in_time_is_killed(tmp_path: Path) -> None:
     with pytest.raises(InstanceProtocolError, match=r"--describe did not exit within 0.5 s"):
         InstanceCommand.from_command_line(_command(tmp_path, "time.sleep(60)"), timeout=0.5)
@@ -114,6 +118,7 @@ def _config(tmp_path: Path, store_type: str = "kv") -> InstanceConfig:
                           status_dir=str(tmp_path / "status"))
 
 
+@rules("INST-3", "INST-40")
 def test_an_instance_is_never_given_what_its_command_did_not_describe(tmp_path: Path) -> None:
     command = InstanceCommand.from_command_line(_describing(tmp_path, GOOD))
     process = InstanceProcess(_config(tmp_path, store_type="window"), command)
@@ -129,6 +134,7 @@ def test_an_instance_is_never_given_what_its_command_did_not_describe(tmp_path: 
     assert process.events("opened") == []
 
 
+@rules("INST-1")
 def test_an_instance_runs_its_commands_argv_with_the_config_path(tmp_path: Path) -> None:
     script = tmp_path / "echo_instance.py"
     script.write_text("import json, sys\nif sys.argv[-1] == '--describe':\n"
