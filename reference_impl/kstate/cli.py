@@ -815,7 +815,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     system = sub.add_parser(
         "system", help="run the system scenarios against an instance implementation (a real broker, processes)",
-        description=cmd_system.__doc__,
+        description=" ".join((cmd_system.__doc__ or "").split()),
         epilog="exit codes:\n" + "\n".join(textwrap.fill(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
                                              for code, text in SYSTEM_EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
