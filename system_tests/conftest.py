@@ -4,21 +4,28 @@ the oracle, and application clusters whose instance processes never outlive thei
 ``KSTATE_ORACLE=python`` computes the oracle without Spark (the same semantics in plain Python); tests using
 the Spark oracle are marked ``spark`` and can be deselected with ``-m "not spark"``.
 ``KSTATE_SPARK_MASTER`` names a cluster instead of ``local[2]``.
+
+``--instance CMD`` (or ``KSTATE_INSTANCE``) runs every scenario's instances as CMD, an implementation of the
+instance protocol (spec/instance-protocol.md; the reference by default): CMD is described once before any test
+(INST-2, a bad answer is a usage error), and a scenario needing a store type, crash point or event CMD did not
+describe is skipped as ``unsupported by <implementation>: ...`` (INST-3, INST-40).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import uuid
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kstate.app.cluster import AppCluster
+from kstate.app.process import InstanceCommand, InstanceProtocolError, UnsupportedByInstance
 from kstate.codecs.store_types import StoreType
 from kstate.kafka.broker import Broker, BrokerUnavailable, start_broker
 from kstate.spark.oracle import AuditReport, LegacyBoundary, State, audit
@@ -26,11 +33,38 @@ from kstate.spark.oracle import AuditReport, LegacyBoundary, State, audit
 ORACLE_ENGINE = os.environ.get("KSTATE_ORACLE", "spark")
 SPARK_MASTER = os.environ.get("KSTATE_SPARK_MASTER", "local[2]")
 _REPORTS_KEY = pytest.StashKey[list[tuple[str, str]]]()
+_INSTANCE_KEY = pytest.StashKey[InstanceCommand | None]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--instance", metavar="CMD", default=os.environ.get("KSTATE_INSTANCE") or None,
+                     help="run the scenarios' instances as CMD (an instance-protocol implementation; default the "
+                          "reference, or KSTATE_INSTANCE)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "spark: uses the shared SparkSession (deselect with -m 'not spark')")
     config.stash[_REPORTS_KEY] = []
+    text = config.getoption("--instance", default=None)
+    try:
+        # Described before any test, so that a command that cannot be used fails the run once (INST-2, INST-41).
+        config.stash[_INSTANCE_KEY] = InstanceCommand.from_command_line(text) if text else None
+    except InstanceProtocolError as exc:
+        raise pytest.UsageError(f"--instance: {exc}") from None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    command = config.stash.get(_INSTANCE_KEY, None)
+    return f"instance under test: {command if command is not None else 'the reference (python -m kstate.app)'}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A scenario that needs what the instance under test did not describe is an explicit skip (INST-3, INST-40)."""
+    try:
+        return (yield)
+    except UnsupportedByInstance as exc:
+        pytest.skip(str(exc))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -82,6 +116,28 @@ def _broker_stays_alive(request: pytest.FixtureRequest) -> Iterator[None]:
             pytest.fail(f"the shared broker died during this test: {exc}")
 
 
+@pytest.fixture(scope="session")
+def reference_instance() -> InstanceCommand:
+    """The reference implementation, as described by its own ``--describe``."""
+    return InstanceCommand.reference()
+
+
+@pytest.fixture(scope="session")
+def instance_under_test(request: pytest.FixtureRequest, reference_instance: InstanceCommand) -> InstanceCommand:
+    """``--instance CMD`` described (INST-2), or the reference."""
+    command = request.config.stash.get(_INSTANCE_KEY, None)
+    return command if command is not None else reference_instance
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _instance_in_junit(record_testsuite_property: Callable[[str, object], None],
+                       instance_under_test: InstanceCommand) -> None:
+    """The instance under test and its describe answer, as properties of the JUnit test suite (INST-42)."""
+    record_testsuite_property("instance_implementation", instance_under_test.name)
+    record_testsuite_property("instance_command", shlex.join(instance_under_test.argv))
+    record_testsuite_property("instance_describe", json.dumps(instance_under_test.description, sort_keys=True))
+
+
 @pytest.fixture
 def topic_name() -> str:
     return f"kstate-{uuid.uuid4().hex[:12]}"
@@ -93,14 +149,17 @@ def app_name() -> str:
 
 
 @pytest.fixture
-def make_cluster(broker: Broker, tmp_path: Path, app_name: str) -> Iterator[Callable[..., AppCluster]]:
+def make_cluster(broker: Broker, tmp_path: Path, app_name: str,
+                 instance_under_test: InstanceCommand) -> Iterator[Callable[..., AppCluster]]:
     """``make_cluster(store_type, partitions, **options)``: an application on the shared broker (``options``: the
-    family's ``store_options``, ``processor_options``, ``timestamp_jitter_ms``); every instance it started is
-    killed when the test ends, whatever happened."""
+    family's ``store_options``, ``processor_options``, ``timestamp_jitter_ms``, ``instance_command``) whose
+    instances run the instance under test unless told otherwise; every instance it started is killed when the
+    test ends, whatever happened."""
     clusters: list[AppCluster] = []
 
     def make(store_type: StoreType, partitions: int, store_name: str = "store", suffix: str = "",
              **options: Any) -> AppCluster:
+        options.setdefault("instance_command", instance_under_test)
         cluster = AppCluster(broker, tmp_path / f"cluster{len(clusters)}", application_id=app_name + suffix,
                              store_name=store_name, store_type=store_type, partitions=partitions, **options)
         clusters.append(cluster)

@@ -11,10 +11,27 @@ from kstate.app.cluster import AppCluster, InputFeeder, InputRecord
 from kstate.app.process import InstanceProcess
 from kstate.app.processors import StoredValue, decode_stored, parse_aggregate
 from kstate.codecs import session_keys, window_keys
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.store_types import Family, StoreType
 from kstate.spark.oracle import State
 
 Decoded = tuple[bytes, int | None, tuple[tuple[str, bytes | None], ...] | None]
+
+#: Small windows and segments so that one test's input (about 3000 ms of event time) spans many segments and
+#: expires most of them: segments of 200 ms, windows of 100 ms, retention 600 ms (WS-2); sessions closed after
+#: 20 ms without a record of their key (a key gets one about every 40 ms: some sessions merge, some not);
+#: versioned history kept 1500 ms in segments of 300 ms (VS-9).
+RETENTION_MS = 600
+WINDOW_SIZE_MS = 100
+GAP_MS = 20
+HISTORY_RETENTION_MS = 1500
+STORE_OPTIONS: dict[Family, dict[str, Any]] = {
+    Family.KEY_VALUE: {},
+    Family.VERSIONED: {"history_retention_ms": HISTORY_RETENTION_MS, "segment_interval_ms": 300},
+    Family.WINDOW: {"retention_ms": RETENTION_MS, "window_size_ms": WINDOW_SIZE_MS, "segment_interval_ms": 200},
+    Family.SESSION: {"retention_ms": RETENTION_MS, "segment_interval_ms": 200},
+}
+PROCESSOR_OPTIONS: dict[Family, dict[str, int]] = {Family.KEY_VALUE: {}, Family.VERSIONED: {}, Family.WINDOW: {},
+                                                   Family.SESSION: {"inactivity_gap_ms": GAP_MS}}
 
 
 def decode(store_type: StoreType, value: bytes) -> Decoded:

@@ -44,6 +44,8 @@ def _committed_input(cluster: AppCluster) -> dict[int, int]:
 def test_sigkill_at_random_points_never_loses_or_runs_ahead(make_cluster: Callable[..., AppCluster], oracle: Oracle,
                                                             system_report: Callable[[str, object], None]) -> None:
     cluster = make_cluster(STORE_TYPE, partitions=PARTITIONS)
+    # Every crash point, and the events each start is checked by (INST-3), before the first crash.
+    cluster.require(crash_points=CRASH_POINTS, events=("opened", "restored", "unclean_shutdown", "wiped"))
     rng = random.Random(int(os.environ.get("KSTATE_CRASH_SEED", "20261122")))
     instance = cluster.instance("crashy", range(PARTITIONS), commit_every_records=40, commit_interval_ms=30,
                                 restore_batch_size=100)

@@ -28,6 +28,7 @@ DOWNGRADES = [
 def test_older_instance_refuses_then_rebuilds(make_cluster: Callable[..., AppCluster], oracle: Oracle,
                                               older: StoreType, manage_offsets: bool, unknown_cf: str) -> None:
     cluster = make_cluster(StoreType.TIMESTAMPED_KV_WITH_HEADERS, partitions=2)
+    cluster.require(store_types=[StoreType.TIMESTAMPED_KV_WITH_HEADERS, older], events=["refused", "wiped"])
     rng = random.Random(5)
     cluster.produce_batch(per_partition=600, keys=150, rng=rng)
     instance = cluster.instance("a", [0, 1]).start()

@@ -93,6 +93,7 @@ def test_rolling_header_upgrade_under_continuous_input(make_cluster: Callable[..
     started = time.monotonic()
     cluster = make_cluster(case.old, partitions=PARTITIONS, store_options=dict(case.store_options),
                            processor_options=dict(case.processor_options))
+    cluster.require(store_types=[case.old, case.new], events=["opened"])  # before any work (INST-40)
     rng = random.Random(5)
     for partition in range(PARTITIONS):
         cluster.produce(partition, [cluster.next_record(partition, KEYS, rng, tombstone_every=0, key=k)

@@ -32,6 +32,7 @@ def test_rolling_upgrade_under_continuous_input(make_cluster: Callable[..., AppC
                                                 system_report: Callable[[str, object], None], old: StoreType,
                                                 new: StoreType, legacy_cf: str, new_cf: str) -> None:
     cluster = make_cluster(old, partitions=PARTITIONS)
+    cluster.require(store_types=[old, new], events=["opened"])  # before any work (INST-40)
     rng = random.Random(3)
     # Every key exists before the upgrade, so that some keys are still legacy at the end.
     for partition in range(PARTITIONS):

@@ -98,6 +98,7 @@ def test_kip889_migration_of_a_running_application_to_versioned_stores(
         make_cluster: Callable[..., AppCluster], system_report: Callable[[str, object], None]) -> None:
     started = time.monotonic()
     cluster = make_cluster(StoreType.TIMESTAMPED_KV, partitions=PARTITIONS, timestamp_jitter_ms=JITTER_MS)
+    cluster.require(store_types=[StoreType.TIMESTAMPED_KV, StoreType.VERSIONED_KV], events=["opened", "restored"])
     cluster.produce_batch(per_partition=200, keys=KEYS, rng=random.Random(21))
     instances = [cluster.instance(f"i{n}", [n, n + 3]) for n in range(3)]
     for instance in instances:

@@ -14,22 +14,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from helpers import assert_sessions_match_input, assert_windows_match_input, session_state, window_state
+from helpers import (
+    GAP_MS,
+    PROCESSOR_OPTIONS,
+    RETENTION_MS,
+    STORE_OPTIONS,
+    WINDOW_SIZE_MS,
+    assert_sessions_match_input,
+    assert_windows_match_input,
+    session_state,
+    window_state,
+)
 
 from kstate.app.cluster import AppCluster
 from kstate.codecs.store_types import SESSION_TYPES, STORE_TYPES, WINDOW_TYPES, Family, StoreType
 
-#: Small windows and segments so that one test's input (about 3000 ms of event time) spans many segments and
-#: expires most of them: segments of 200 ms, windows of 100 ms, retention 600 ms (WS-2); sessions closed after
-#: 20 ms without a record of their key (a key gets one about every 40 ms: some sessions merge, some not).
-RETENTION_MS = 600
-WINDOW_SIZE_MS = 100
-GAP_MS = 20
-STORE_OPTIONS = {
-    Family.WINDOW: {"retention_ms": RETENTION_MS, "window_size_ms": WINDOW_SIZE_MS, "segment_interval_ms": 200},
-    Family.SESSION: {"retention_ms": RETENTION_MS, "segment_interval_ms": 200},
-}
-PROCESSOR_OPTIONS = {Family.WINDOW: {}, Family.SESSION: {"inactivity_gap_ms": GAP_MS}}
 PARTITIONS = 2
 
 SEGMENTED_TYPES = sorted(WINDOW_TYPES | SESSION_TYPES, key=lambda t: t.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -232,6 +233,64 @@ def cmd_conformance(args: argparse.Namespace) -> int:
             console.print(line, soft_wrap=True, markup=False)
         if not diff.identical:
             return status or 1
+    return status
+
+
+# --- system scenarios -----------------------------------------------------------------------------------
+
+
+#: ``kstate system`` exit codes (its --help and the README); pytest's map onto them as the conformance run's do.
+SYSTEM_EXIT_CODES = {
+    0: "nothing failed: every selected scenario passed, or was skipped as unsupported by the instance (its describe "
+       "does not list what the scenario needs) or for another stated reason",
+    1: "a scenario failed",
+    2: "usage or setup error: a bad option, an instance command that cannot be run or whose --describe is unusable, "
+       "no system_tests directory",
+    3: "internal error of the scenarios or of pytest",
+    4: "interrupted, or errors while collecting the scenarios",
+    5: "no scenarios selected (for example a -k expression that matches nothing)",
+}
+
+
+def _system_tests_dir(given: str | None) -> Path | None:
+    """``--tests``, else ``system_tests`` in the working directory or in the checkout kstate runs from."""
+    import kstate
+
+    candidates = [Path(given)] if given else [Path.cwd() / "system_tests",
+                                              Path(kstate.__file__).resolve().parents[2] / "system_tests"]
+    return next((c.resolve() for c in candidates if (c / "conftest.py").is_file()), None)
+
+
+def cmd_system(args: argparse.Namespace) -> int:
+    """Run the system scenarios (a real broker, instance processes) against an instance implementation (INST-1),
+    the reference by default; with --report, JUnit XML, Markdown and HTML reports (INST-42)."""
+    import pytest
+
+    from kstate.app.process import InstanceCommand
+    from kstate_conformance.system_report import read_junit, write_system_reports
+
+    tests = _system_tests_dir(args.tests)
+    if tests is None:
+        err_console.print("[red]error:[/red] no system_tests directory here or in the kstate checkout; run from a "
+                          "kstate-kit checkout or give --tests DIR", soft_wrap=True, highlight=False)
+        return 2
+    # Described here first, so that an unusable command is one clear error before a broker starts (INST-41).
+    command = InstanceCommand.from_command_line(args.instance) if args.instance else InstanceCommand.reference()
+    console.print(f"instance under test: {command}", soft_wrap=True, highlight=False, markup=False)
+    pytest_args = [str(tests), "-p", "no:cacheprovider", "-q", "-rfEs", f"--instance={shlex.join(command.argv)}"]
+    if args.k:
+        pytest_args += ["-k", args.k]
+    report_dir = Path(args.report) if args.report else None
+    junit = None
+    if report_dir is not None:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        junit = report_dir / "system-junit.xml"
+        pytest_args.append(f"--junitxml={junit}")
+    status = _PYTEST_TO_CONFORMANCE.get(int(pytest.main(pytest_args + list(args.pytest_args))), 3)
+    if junit is not None and junit.exists():
+        run = read_junit(junit)
+        write_system_reports(run, junit.parent)
+        console.print(run.closing_line(report_dir), soft_wrap=True, highlight=False, markup=False)
     return status
 
 
@@ -909,6 +968,24 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--no-progress", action="store_true", help="no progress display, even on a terminal")
     conformance.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
     conformance.set_defaults(func=cmd_conformance)
+
+    system = sub.add_parser(
+        "system", help="run the system scenarios against an instance implementation (a real broker, processes)",
+        description=" ".join((cmd_system.__doc__ or "").split()),
+        epilog="exit codes:\n" + "\n".join(textwrap.fill(text, 78, initial_indent=f"  {code}  ", subsequent_indent="     ")
+                                             for code, text in SYSTEM_EXIT_CODES.items()),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    system.add_argument("--instance", metavar="CMD", default=os.environ.get("KSTATE_INSTANCE") or None,
+                        help="the instance command line (spec/instance-protocol.md), split as a shell would; default "
+                             "KSTATE_INSTANCE, else the reference (python -m kstate.app)")
+    system.add_argument("--report", metavar="DIR",
+                        help="write system-junit.xml, system.md and system.html (each scenario's outcome and the "
+                             "instance's describe) into DIR")
+    system.add_argument("-k", metavar="EXPR", help="only the scenarios matching this pytest -k expression")
+    system.add_argument("--tests", metavar="DIR", help="the system_tests directory (default: ./system_tests, else the "
+                                                       "checkout's)")
+    system.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
+    system.set_defaults(func=cmd_system)
 
     mutants = sub.add_parser("mutants", help="mutation analysis: the suite must fail every mutant")
     mutants.add_argument("names", nargs="*", help="mutants to run (default all)")

@@ -3,7 +3,8 @@
 Used by the system tests and benchmarks: ``AppCluster`` creates the topics (the changelog with Kafka
 Streams' configuration for the store type, CL-15), starts instances each with its own state directory,
 feeds input (recording every record the broker acknowledged, with its offset), and reads the instances'
-stores back (:mod:`kstate.app.dump`).
+stores back (:mod:`kstate.app.dump`). Its instances run the reference unless an :class:`InstanceCommand` of
+another implementation is given, for the cluster or for one instance (INST-1).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from kstate.app.config import InstanceConfig
 from kstate.app.dump import SegmentedStoreDump, StoreDump, dump_segmented_store, dump_store
-from kstate.app.process import InstanceProcess
+from kstate.app.process import InstanceCommand, InstanceError, InstanceProcess
 from kstate.codecs.store_types import STORE_TYPES, StoreType
 from kstate.kafka.broker import Broker, describe
 from kstate.kafka.changelog_topics import ChangelogIOError, create_changelog_topic, create_topic, flush_bounded
@@ -45,8 +46,11 @@ class AppCluster:
 
     def __init__(self, broker: Broker, root: Path, *, application_id: str, store_name: str, store_type: StoreType,
                  partitions: int, store_options: dict[str, Any] | None = None,
-                 processor_options: dict[str, int] | None = None, timestamp_jitter_ms: int = 0) -> None:
+                 processor_options: dict[str, int] | None = None, timestamp_jitter_ms: int = 0,
+                 instance_command: InstanceCommand | None = None) -> None:
         self.broker = broker
+        #: The implementation every instance runs unless it is given its own (None: the reference).
+        self.instance_command = instance_command
         self.root = Path(root)
         self.application_id = application_id
         self.store_name = store_name
@@ -76,8 +80,9 @@ class AppCluster:
     # --- instances -----------------------------------------------------------------------------------
 
     def instance(self, instance_id: str, partitions: Iterable[int], store_type: StoreType | None = None,
-                 **settings: Any) -> InstanceProcess:
-        """An instance (not started) owning ``partitions``, with its own state directory."""
+                 command: InstanceCommand | None = None, **settings: Any) -> InstanceProcess:
+        """An instance (not started) of ``command`` (default the cluster's) owning ``partitions``, with its own
+        state directory."""
         settings.setdefault("store_options", dict(self.store_options))
         settings.setdefault("processor_options", dict(self.processor_options))
         config = InstanceConfig(
@@ -85,9 +90,22 @@ class AppCluster:
             input_topic=self.input_topic, partitions=sorted(partitions), store_name=self.store_name,
             store_type=StoreType(store_type or self.store_type).value,
             state_dir=str(self.root / instance_id / "state"), status_dir=str(self.root / "status"), **settings)
-        process = InstanceProcess(config)
+        process = InstanceProcess(config, command or self.instance_command)
         self.instances[instance_id] = process
         return process
+
+    def require(self, store_types: Iterable[StoreType | str] = (), crash_points: Iterable[str] = (),
+                events: Iterable[str] = ()) -> None:
+        """Before any work: :class:`UnsupportedByInstance` unless the cluster's implementation described all of
+        these (INST-3); the reference's own store types are checked when its instances start."""
+        if self.instance_command is not None:
+            self.instance_command.require(store_types, crash_points, events)
+
+    def retire(self, instance: InstanceProcess) -> None:
+        """A stopped instance gone for good: its partitions are owned by whichever instance else has them."""
+        if instance.running:
+            raise InstanceError(f"instance {instance.name} is still running")
+        del self.instances[instance.name]
 
     def owner(self, partition: int) -> InstanceProcess:
         for process in self.instances.values():
@@ -194,14 +212,22 @@ class AppCluster:
         return dump_segmented_store(process.config.state_dir, self.application_id, process.config.task_id(partition),
                                     self.store_name, StoreType(process.config.store_type))
 
+    def store_dump(self, partition: int, instance: InstanceProcess | None = None,
+                   store_type: StoreType | None = None) -> StoreDump | SegmentedStoreDump:
+        """The store of ``partition`` of any family (one database or segments), read-only."""
+        process = instance or self.owner(partition)
+        kind = StoreType(store_type or process.config.store_type)
+        if STORE_TYPES[kind].single_database:
+            return self.dump(partition, process)
+        return self.dump_segments(partition, process)
+
     def logical_state(self, store_type: StoreType | None = None) -> State:
         """Every partition's store as its owner's store type reads it (read-only; KV-31, KV-35)."""
         state: State = {}
         for partition in range(self.partitions):
             owner = self.owner(partition)
             kind = StoreType(store_type or owner.config.store_type)
-            dump = self.dump(partition, owner) if STORE_TYPES[kind].single_database else self.dump_segments(partition, owner)
-            state[partition] = dump.logical_view(kind)
+            state[partition] = self.store_dump(partition, owner, kind).logical_view(kind)
         return state
 
     def changelog_rows(self) -> list[ChangelogRow]:
