@@ -1,27 +1,49 @@
 """What the model-based state machines of every store family share: calls through the implementation's codec,
 refusals matched against the model's, and the run settings derived from the loaded hypothesis profile.
 
-A family's machine subclasses :class:`StoreMachine` (``self.codec`` and ``self.handle`` set by its
-constructor) and runs with :func:`run_machine`.
+A family's machine subclasses :class:`StoreMachine` (its constructor takes the codec, the backend, a base
+directory and the capabilities) and runs with :func:`run_family_machine`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from kstate_conformance.models.kv import Record, Refused
 
+#: The changelog topic every machine commits offsets of.
+CHANGELOG_TOPIC = "app-store-changelog"
+
 
 class StoreMachine(RuleBasedStateMachine):
     """Speaks to one store of the implementation through ``codec``; ``handle`` names the store currently open."""
 
-    codec: Any
-    handle: str | None
+    def __init__(self, codec: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__()
+        self.codec = codec
+        self.backend = backend
+        self.capabilities = capabilities
+        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
+        self.model: Any = None
+        self.handle: str | None = None
+        self.fresh_stores = 0
+        self.offset = 0
+        self.can_dump = backend in capabilities.get("dump", [])
+
+    def teardown(self) -> None:
+        if self.handle is not None and self.model is not None and self.model.is_open:
+            self.call("store.close", {"handle": self.handle})
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     @property
     def store_model(self) -> Any:
@@ -52,6 +74,42 @@ class StoreMachine(RuleBasedStateMachine):
         assert "error" not in out, f"{op} {payload}: refused ({out['error']}), the model answers {expected!r}"
         return out, expected
 
+    def commit_changelog_offset(self, offset: int | None) -> None:
+        """Commit the changelog offset reached (``None``: nothing logged yet)."""
+        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[CHANGELOG_TOPIC, 0, offset]]})
+
+    def committed_offset(self) -> int | None:
+        """The changelog offset the open store reports as committed."""
+        offset: int | None = self.ok("store.committed_offset",
+                                     {"handle": self.handle, "topic": CHANGELOG_TOPIC, "partition": 0})["offset"]
+        return offset
+
+    def reopen_after_crash(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool, rule_ids: str = "") -> None:
+        """Reopen the store after ``store.crash``: refused first where ``detects_crash`` (a RocksDB store that keeps
+        offsets sees the unclean shutdown), then opened ignoring it; ``handle`` names the reopened store."""
+        if detects_crash and self.backend == "rocksdb" and self.backend in self.capabilities.get("offsets", []):
+            refused = open_store()
+            assert "error" in refused, f"reopening after a crash must detect the unclean shutdown{rule_ids}"
+        out = open_store(ignore_invalid_state=True)
+        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
+        self.handle = out["handle"]
+
+    @contextmanager
+    def fresh_store(self, open_payload: Callable[[str], dict[str, Any]], records: list[Record],
+                    batch_size: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Open a fresh store (``open_payload`` of its name ``fresh<n>``), restore ``records`` into it in batches,
+        yield its name, its handle and the restore's answer; it is closed afterwards (RST-1)."""
+        self.fresh_stores += 1
+        name = f"fresh{self.fresh_stores}"
+        handle: str = self.ok("store.open", open_payload(name))["handle"]
+        try:
+            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
+                                            "batch_size": batch_size})
+            assert out["restored"] == len(records)
+            yield name, handle, out
+        finally:
+            self.ok("store.close", {"handle": handle})
+
     def restore_all(self, records: list[Record], batch_size: int = 3) -> None:
         """Restore ``records`` into the open store and the model (RST-1)."""
         if not records:
@@ -68,6 +126,19 @@ class StoreMachine(RuleBasedStateMachine):
         actual = [Record.from_json(r) for r in out["records"]]
         expected = self.store_model.take_pending()
         assert actual == expected, f"changelog records differ:\n store: {actual}\n model: {expected}"
+
+
+def run_family_machine(codec: Any, family: str, operation: str | None, store_type: str, backend: str,
+                       offers: Callable[[dict[str, Any], str], bool],
+                       machine: Callable[[dict[str, Any]], RuleBasedStateMachine], steps: int = 30) -> None:
+    """Run ``machine(capabilities)`` when the implementation offers ``operation`` and a ``store_type`` store on
+    ``backend`` (``offers``: the family model's store type check); skip the test otherwise."""
+    if not codec.supports("store.capabilities") or (operation is not None and not codec.supports(operation)):
+        pytest.skip(f"the implementation offers no {family} store operations")
+    caps: dict[str, Any] = codec.call("store.capabilities", {})
+    if backend not in caps.get("backends", []) or not offers(caps, store_type):
+        pytest.skip(f"the implementation has no {store_type} store on {backend}")
+    run_machine(lambda: machine(caps), steps)
 
 
 def run_machine(factory: Callable[[], RuleBasedStateMachine], steps: int = 30) -> None:

@@ -9,8 +9,6 @@ reads in both directions, the changelog records sent, and (RocksDB) the data col
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ from hypothesis.stateful import (
 
 from kstate_conformance import rules
 from kstate_conformance.models import kv as m
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import StoreMachine, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
 KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
@@ -77,19 +75,12 @@ class KeyValueStoreMachine(StoreMachine):
 
     iterators = Bundle("iterators")
 
+    model: m.KVModel | None
+
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.start_type = store_type
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.KVModel | None = None
-        self.handle: str | None = None
-        self.fresh_stores = 0
         self.upgraded_in_place = False
-        self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -131,10 +122,9 @@ class KeyValueStoreMachine(StoreMachine):
         self.kv.flush()
         self.check_changelog()
         offset = self.changelog_offset()
-        topic = "app-store-changelog"
-        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[topic, 0, offset]]})
+        self.commit_changelog_offset(offset)
         self.kv.commit(offset)
-        got = self.ok("store.committed_offset", {"handle": self.handle, "topic": topic, "partition": 0})["offset"]
+        got = self.committed_offset()
         assert got == self.kv.committed, f"committed offset {got}, expected {self.kv.committed}"
 
     # --- setup / teardown -----------------------------------------------------------------------------------
@@ -151,11 +141,6 @@ class KeyValueStoreMachine(StoreMachine):
         assert "error" not in out, f"opening a fresh store failed: {out}"
         self.handle = out["handle"]
         self.kv.open()
-
-    def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.kv.is_open:
-            self.call("store.close", {"handle": self.handle})
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- writes ---------------------------------------------------------------------------------------------
 
@@ -349,12 +334,7 @@ class KeyValueStoreMachine(StoreMachine):
         self.ok("store.crash", {"handle": self.handle})
         self.kv.crash()
         self.check_changelog()
-        if self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
-            refused = self.open_store(self.kv.store_type)
-            assert "error" in refused, "reopening after a crash must detect the unclean shutdown"
-        out = self.open_store(self.kv.store_type, ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
+        self.reopen_after_crash(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True)
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_data()
@@ -365,21 +345,15 @@ class KeyValueStoreMachine(StoreMachine):
                 observed_view = dict(_entries(self.on_store("store.all")))
                 assert self.kv.adopt_view(observed_view), "after a crash the store holds no state since the last commit"
         self.kv.open()
-        topic = "app-store-changelog"
-        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": topic, "partition": 0})["offset"]
+        committed = self.committed_offset()
         assert committed == self.kv.committed, f"committed offset after a crash: {committed}, expected {self.kv.committed}"
         self.restore_all(self.kv.records_after(committed))
 
     def restore_into_fresh_store(self, batch_size: int) -> None:
         """Rebuild the whole changelog into a new store of the current type (RST-1, RST-2, RST-4, RST-6)."""
-        self.fresh_stores += 1
-        payload = self.open_payload(self.kv.store_type, name=f"fresh{self.fresh_stores}", caching=False)
-        handle = self.ok("store.open", payload)["handle"]
-        try:
-            records = self.kv.changelog
-            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
-                                            "batch_size": batch_size})
-            assert out["restored"] == len(records)
+        records = self.kv.changelog
+        with self.fresh_store(lambda name: self.open_payload(self.kv.store_type, name=name, caching=False), records,
+                              batch_size) as (_, handle, out):
             assert out["batches"] == -(-len(records) // batch_size)
             expected = sorted(m.replay(self.kv.store_type, records).items())
             actual = _entries(self.ok("store.all", {"handle": handle}))
@@ -388,8 +362,6 @@ class KeyValueStoreMachine(StoreMachine):
             assert logged == [], "a restore must not write to the changelog"
             if self.kv.options.logging and not self.upgraded_in_place and self.kv.is_open:
                 assert dict(expected) == self.kv.below(), "restoring the changelog must reproduce the store"
-        finally:
-            self.ok("store.close", {"handle": handle})
 
     # --- after every step ---------------------------------------------------------------------------------
 
@@ -412,18 +384,9 @@ class KeyValueStoreMachine(StoreMachine):
             assert observed == expected_cfs, f"column families: store {observed}\n model {expected_cfs}"
 
 
-def _capabilities(codec: Any) -> dict[str, Any]:
-    if not codec.supports("store.capabilities"):
-        pytest.skip("the implementation offers no key-value store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    return caps
-
-
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    caps = _capabilities(codec)
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: KeyValueStoreMachine(codec, store_type, backend, base, caps))
+    run_family_machine(codec, "key-value", None, store_type, backend, m.offers_store_type,
+                       lambda caps: KeyValueStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

@@ -10,8 +10,6 @@ after every step: every session in both directions, the changelog records sent, 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +26,7 @@ from kstate_conformance import rules
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context, Refused
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import StoreMachine, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
 KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
@@ -47,7 +45,6 @@ OPTIONS = st.builds(
     segment_interval_ms=st.sampled_from([None, 20, 100]),
     logging=st.sampled_from([True, True, False]),
 )
-TOPIC = "app-store-changelog"
 
 
 def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
@@ -80,18 +77,11 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
 class SessionStoreMachine(StoreMachine):
     """Drives one session store through ``codec`` and :class:`models.session.SessionModel` side by side."""
 
+    model: m.SessionModel | None
+
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.start_type = store_type
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.SessionModel | None = None
-        self.handle: str | None = None
-        self.fresh_stores = 0
-        self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing ---------------------------------------------------------------------------------------------
 
@@ -127,9 +117,9 @@ class SessionStoreMachine(StoreMachine):
     def commit(self) -> None:
         self.check_changelog()
         offset = self.changelog_offset()
-        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[TOPIC, 0, offset]]})
+        self.commit_changelog_offset(offset)
         self.sm.commit(offset)
-        got = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        got = self.committed_offset()
         assert got == self.sm.committed, f"committed offset {got}, expected {self.sm.committed}"
 
     def known_session(self, data: st.DataObject) -> tuple[bytes, int, int]:
@@ -158,11 +148,6 @@ class SessionStoreMachine(StoreMachine):
         assert "error" not in out, f"opening a fresh store failed: {out}"
         self.handle = out["handle"]
         self.sm.open()
-
-    def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.sm.is_open:
-            self.call("store.close", {"handle": self.handle})
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- writes ---------------------------------------------------------------------------------------------------
 
@@ -314,32 +299,23 @@ class SessionStoreMachine(StoreMachine):
         self.sm.crash()
         self.check_changelog()
         # The unclean shutdown is found in the segments' databases: a store without a segment has none to show it.
-        if had_segments and self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
-            refused = self.open_store(self.sm.store_type)
-            assert "error" in refused, "reopening after a crash must detect the unclean shutdown"
-        out = self.open_store(self.sm.store_type, ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
+        self.reopen_after_crash(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments)
         if self.backend == m.ROCKSDB and self.can_dump:
             observed = self.dump_segments()
             assert self.sm.adopt(observed), (
                 f"after a crash the store holds {observed}, which is no state since the last commit: "
                 f"{[self.sm._dump_of(c) for c in self.sm.crash_candidates]}")
         self.sm.open()
-        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        committed = self.committed_offset()
         assert committed == self.sm.committed, f"committed offset after a crash: {committed}, expected {self.sm.committed}"
         self.restore_all(self.sm.records_after(committed))
 
     def restore_into_fresh_store(self, batch_size: int) -> None:
         """Rebuild the whole changelog into a new store of the current type; it holds what the model's replay
         holds (retention applied batch by batch) and logs nothing."""
-        self.fresh_stores += 1
-        handle = self.ok("store.open", self.open_payload(self.sm.store_type, name=f"fresh{self.fresh_stores}"))["handle"]
-        try:
-            records = self.sm.changelog
-            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
-                                            "batch_size": batch_size})
-            assert out["restored"] == len(records)
+        records = self.sm.changelog
+        with self.fresh_store(lambda name: self.open_payload(self.sm.store_type, name=name), records,
+                              batch_size) as (_, handle, _out):
             replayed = m.replay(self.sm.store_type, self.backend, self.sm.options, records, batch_size)
             for backward in (False, True):
                 actual = _entries(self.ok("session_store.fetch", {"handle": handle, **range_payload(None, None, False),
@@ -347,8 +323,6 @@ class SessionStoreMachine(StoreMachine):
                 expected = replayed.fetch(None, None, backward)
                 assert actual == expected, f"restored {_show(actual)}, expected {_show(expected)}"
             assert self.ok("store.changelog", {"handle": handle})["records"] == [], "a restore must not log"
-        finally:
-            self.ok("store.close", {"handle": handle})
 
     # --- after every step -------------------------------------------------------------------------------------------
 
@@ -369,12 +343,8 @@ class SessionStoreMachine(StoreMachine):
 
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    if not codec.supports("store.capabilities") or not codec.supports("session_store.put"):
-        pytest.skip("the implementation offers no session store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: SessionStoreMachine(codec, store_type, backend, base, caps))  # type: ignore[arg-type,unused-ignore]
+    run_family_machine(codec, "session", "session_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: SessionStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

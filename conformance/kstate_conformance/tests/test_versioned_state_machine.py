@@ -12,7 +12,6 @@ process and through the testee protocol, and skips an implementation without ver
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules
 from kstate_conformance.models import versioned as m
 from kstate_conformance.models.kv import Record, headers_to_json
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import StoreMachine, run_family_machine
 
 KEYS = st.sampled_from([b"a", b"b", b"\x00\xff"])
 ALL_KEYS = (b"a", b"b", b"\x00\xff")
@@ -35,7 +34,6 @@ HEADERS = st.lists(st.tuples(st.sampled_from(["h", "ü"]), st.none() | st.binary
 #: ``any`` is served as descending, as Kafka's own tests assert (VS-12).
 ORDERS = st.sampled_from([m.ASCENDING, m.DESCENDING, m.ANY])
 LIFECYCLE = ("commit", "restart", "restart", "crash", "crash", "restore")
-TOPIC = "app-store-changelog"
 
 
 def _h(data: bytes | None) -> str | None:
@@ -63,24 +61,18 @@ def _expected(record: m.VersionedRecord | None, with_headers: bool) -> tuple[Any
 class VersionedStoreMachine(StoreMachine):
     """Drives one versioned store through ``codec`` and :class:`models.versioned.VersionedStoreModel` side by side."""
 
+    model: m.VersionedStoreModel | None
+
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.store_type = store_type
         self.with_headers = store_type == m.VERSIONED_HEADERS
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.VersionedStoreModel | None = None
-        self.handle: str | None = None
         self.logging = True
         self.changelog: list[Record] = []
         self.pending: list[Record] = []
         self.committed: int | None = None
         #: The model after the last commit and after every write since: the states a crash may leave.
         self.crash_candidates: list[m.VersionedStoreModel] = []
-        self.fresh_stores = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -121,9 +113,9 @@ class VersionedStoreMachine(StoreMachine):
     def commit(self) -> None:
         self.check_changelog()
         offset = len(self.changelog) - 1 if self.changelog else None
-        self.on_store("store.commit", changelog_offsets=[[TOPIC, 0, offset]])
+        self.commit_changelog_offset(offset)
         self.committed = offset if self.backend == m.ROCKSDB else None
-        got = self.on_store("store.committed_offset", topic=TOPIC, partition=0)["offset"]
+        got = self.committed_offset()
         assert got == self.committed, f"committed offset {got}, expected {self.committed}"
         self.crash_candidates = [self.vs.snapshot()]
 
@@ -267,12 +259,7 @@ class VersionedStoreMachine(StoreMachine):
             return
         self.on_store("store.crash")
         self.check_changelog()
-        if self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
-            refused = self.open_store()
-            assert "error" in refused, "reopening after a crash must detect the unclean shutdown (VS-17)"
-        out = self.open_store(ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
+        self.reopen_after_crash(self.open_store, detects_crash=True, rule_ids=" (VS-17)")
         if self.backend == m.ROCKSDB:
             # The rows tell the states apart exactly; reads alone cannot tell tombstones apart.
             observed = self.rows() if self.can_dump else self.signature()
@@ -286,7 +273,7 @@ class VersionedStoreMachine(StoreMachine):
                 raise AssertionError(f"after a crash the store holds {observed}, which is no state since the last commit")
         else:
             self.vs.wipe()
-        committed = self.on_store("store.committed_offset", topic=TOPIC, partition=0)["offset"]
+        committed = self.committed_offset()
         assert committed == self.committed, f"committed offset after a crash: {committed}, expected {self.committed}"
         after = self.changelog[(committed + 1 if committed is not None else 0):] if self.logging else []
         # What a restore writes is durable only once committed: a later crash may lose it.
@@ -334,12 +321,8 @@ class VersionedStoreMachine(StoreMachine):
 
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    if not codec.supports("store.capabilities") or not codec.supports("versioned_store.put"):
-        pytest.skip("the implementation offers no versioned store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: VersionedStoreMachine(codec, store_type, backend, base, caps), steps=40)
+    run_family_machine(codec, "versioned", "versioned_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: VersionedStoreMachine(codec, store_type, backend, base, caps), steps=40)
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

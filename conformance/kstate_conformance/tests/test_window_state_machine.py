@@ -11,8 +11,6 @@ records sent, and (RocksDB) every segment database's rows under its directory na
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +21,9 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules
 from kstate_conformance.models import kv
 from kstate_conformance.models import window as m
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import StoreMachine, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-TOPIC = "app-store-changelog"
 KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
 KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
 MAYBE_KEY = st.none() | KEYS
@@ -92,18 +89,11 @@ def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str
 class WindowStoreMachine(StoreMachine):
     """Drives one window store through ``codec`` and :class:`models.window.WindowModel` side by side."""
 
+    model: m.WindowModel | None
+
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.store_type = store_type
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.WindowModel | None = None
-        self.handle: str | None = None
-        self.fresh_stores = 0
-        self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -137,7 +127,7 @@ class WindowStoreMachine(StoreMachine):
         self.ok("store.flush", {"handle": self.handle})
         self.check_changelog()
         offset = len(self.win.changelog) - 1 if self.win.changelog else None
-        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[TOPIC, 0, offset]]})
+        self.commit_changelog_offset(offset)
         self.win.commit(offset)
 
     # --- setup / teardown -----------------------------------------------------------------------------------
@@ -152,11 +142,6 @@ class WindowStoreMachine(StoreMachine):
         assert "error" not in out, f"opening a fresh {self.store_type} store with {options} failed: {out}"
         self.handle = out["handle"]
         self.win.open()
-
-    def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.win.is_open:
-            self.call("store.close", {"handle": self.handle})
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- writes ---------------------------------------------------------------------------------------------
 
@@ -286,9 +271,7 @@ class WindowStoreMachine(StoreMachine):
         self.ok("store.crash", {"handle": self.handle})
         self.win.crash()
         self.check_changelog()
-        out = self.open_store(ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
+        self.reopen_after_crash(self.open_store, detects_crash=False)
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_segments()
@@ -300,7 +283,7 @@ class WindowStoreMachine(StoreMachine):
                 assert self.win.adopt_view(observed_rows), (
                     f"after a crash the store holds {_show(observed_rows)}, which is no state since the last commit")
         self.win.open()
-        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        committed = self.committed_offset()
         assert committed in (None, self.win.committed), (
             f"committed offset after a crash: {committed}, expected {self.win.committed} (or none known)")
         self.restore_all(self.win.records_after(committed))
@@ -320,14 +303,9 @@ class WindowStoreMachine(StoreMachine):
 
     def restore_into_fresh_store(self, batch_size: int) -> None:
         """Rebuild the whole changelog into a new store of the same type and parameters (RST-1, RST-2)."""
-        self.fresh_stores += 1
-        name = f"fresh{self.fresh_stores}"
-        handle = self.ok("store.open", self.open_payload(name=name, logging=False))["handle"]
-        try:
-            records = self.win.changelog
-            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
-                                            "batch_size": batch_size})
-            assert out["restored"] == len(records)
+        records = self.win.changelog
+        with self.fresh_store(lambda name: self.open_payload(name=name, logging=False), records,
+                              batch_size) as (name, handle, _out):
             expected = m.replay(self.win, records, batch_size)
             expected.name = name
             for backward in (False, True):
@@ -337,8 +315,6 @@ class WindowStoreMachine(StoreMachine):
             assert self.ok("store.changelog", {"handle": handle})["records"] == [], "a restore must not log"
             if self.can_dump and self.backend == m.ROCKSDB:
                 assert self.dump_segments(handle) == self.expected_segments(expected), "restored segments differ"
-        finally:
-            self.ok("store.close", {"handle": handle})
 
     # --- after every step ---------------------------------------------------------------------------------
 
@@ -359,12 +335,8 @@ class WindowStoreMachine(StoreMachine):
 
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    if not codec.supports("store.capabilities") or not codec.supports("window_store.put"):
-        pytest.skip("the implementation offers no window store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: WindowStoreMachine(codec, store_type, backend, base, caps))
+    run_family_machine(codec, "window", "window_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: WindowStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
