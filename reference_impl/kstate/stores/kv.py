@@ -268,7 +268,23 @@ class PositionTracker:
         return {topic: dict(parts) for topic, parts in self._position.items()}
 
 
-class _KeyValueOperations(PositionTracker):
+class OpenState:
+    """``is_open``, and the refusal of any use of a closed store in Kafka's words: "Store X is currently closed"
+    (KV-12)."""
+
+    name: str
+    _open: bool
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+
+
+class _KeyValueOperations(OpenState, PositionTracker):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -280,9 +296,6 @@ class _KeyValueOperations(PositionTracker):
         self.name = name
 
     # hooks
-    def _check_open(self) -> None:
-        raise NotImplementedError
-
     def close(self) -> None:
         raise NotImplementedError
 
@@ -466,10 +479,6 @@ class RocksDBStore(_KeyValueOperations):
     # state ----------------------------------------------------------------------------------------------------
 
     @property
-    def is_open(self) -> bool:
-        return self._open
-
-    @property
     def mode(self) -> str:
         """``"upgrade"`` when a legacy family held data at open, else ``"regular"`` (KV-30)."""
         return self._instance.mode
@@ -492,10 +501,6 @@ class RocksDBStore(_KeyValueOperations):
         """Every column family's entries, as the open store presents them: written plus staged (KV-51)."""
         self._check_open()
         return self._instance.column_family_rows()
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     def persistent(self) -> bool:
         return True
@@ -682,14 +687,6 @@ class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
         super().__init__(name)
         self._map = MemoryEngine()
         self._open = True
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     def persistent(self) -> bool:
         return False

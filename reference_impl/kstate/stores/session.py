@@ -41,6 +41,7 @@ from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_di
 from kstate.stores.kv import (
     INVALID_RANGE_WARNING,
     InMemoryOffsets,
+    OpenState,
     PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
@@ -199,7 +200,7 @@ class SessionStore(Protocol):
 # --- the operations both backends share --------------------------------------------------------------------------
 
 
-class SessionOperations(PositionTracker):
+class SessionOperations(OpenState, PositionTracker):
     """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
     ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
 
@@ -219,16 +220,6 @@ class SessionOperations(PositionTracker):
         self._position: Position = {}
         self._record_context: RecordContext | None = None
         self._open = True
-
-    # life cycle ---------------------------------------------------------------------------------------------------
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     # writes -------------------------------------------------------------------------------------------------------
 

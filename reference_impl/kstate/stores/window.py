@@ -29,9 +29,10 @@ from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
 from kstate.storage_files import legacy_file_exists, position_file_path, read_position_file
-from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StateStore, TopicPartition
+from kstate.stores.api import Backend, ProcessorStateError, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
+    OpenState,
     PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
@@ -130,7 +131,7 @@ def check_options(retention_ms: object, window_size_ms: object, retain_duplicate
         raise InvalidArgumentError(argument, exc.reason) from None
 
 
-class WindowStoreBase(PositionTracker):
+class WindowStoreBase(OpenState, PositionTracker):
     """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6,
     WS-29)."""
 
@@ -152,14 +153,6 @@ class WindowStoreBase(PositionTracker):
         #: Puts dropped because their window had expired (Kafka's ``dropped-records`` sensor, WS-38).
         self.dropped_records = 0
         self._open = True
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     # shared steps -----------------------------------------------------------------------------------------------
 
