@@ -93,12 +93,24 @@ def require_key(key: bytes | None) -> bytes:
     return key
 
 
-def _value_bytes(value: bytes | None) -> bytes | None:
+def check_value(value: object, expected: str = "values are bytes or None") -> bytes | None:
+    """A value argument: bytes (a bytearray or memoryview is copied), or None for a tombstone; anything else is
+    an :class:`InvalidArgumentError` naming ``value`` and saying ``expected`` (WS-35, VS-35)."""
     if value is None or type(value) is bytes:
         return value
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
+    raise InvalidArgumentError("value", f"{expected}, got {type(value).__name__}")
+
+
+def check_bound(name: str, key: object, expected: str = "keys are bytes or None") -> bytes | None:
+    """A key-range bound: bytes, or None for unbounded; anything else is an :class:`InvalidArgumentError` naming
+    ``name`` and saying ``expected`` (WS-34)."""
+    if key is None:
+        return None
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgumentError(name, f"{expected}, got {type(key).__name__}")
 
 
 def default_changelog_partitions(task_dir: Path, store_name: str) -> tuple[TopicPartition, ...]:
@@ -329,7 +341,7 @@ class _KeyValueOperations(OpenState, PositionTracker):
     def put(self, key: bytes, value: bytes | None) -> None:
         """Insert or replace; a None value deletes (KV-4)."""
         key = require_key(key)
-        value = _value_bytes(value)
+        value = check_value(value)
         self._check_open()
         self._write(key, value)
         self._update_position()
@@ -337,7 +349,7 @@ class _KeyValueOperations(OpenState, PositionTracker):
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
         """``get``, then ``put`` only if that returned None (even a None value); returns the original (KV-6)."""
         key = require_key(key)
-        value = _value_bytes(value)
+        value = check_value(value)
         self._check_open()
         original = self._get(key)
         if original is None:
@@ -349,7 +361,7 @@ class _KeyValueOperations(OpenState, PositionTracker):
         """All entries at once, later entries for a key winning; a None value deletes; a None key fails first (KV-7)."""
         staged: dict[bytes, bytes | None] = {}
         for key, value in entries:
-            staged[require_key(key)] = _value_bytes(value)
+            staged[require_key(key)] = check_value(value)
         self._check_open()
         self._write_all(staged)
         for _ in staged:
@@ -520,7 +532,7 @@ class RocksDBStore(_KeyValueOperations):
         if type(key) is not bytes:
             key = require_key(key)
         if value is not None and type(value) is not bytes:
-            value = _value_bytes(value)
+            value = check_value(value)
         if not self._open:
             self._check_open()
         self._accessor.put(key, value)
@@ -739,7 +751,7 @@ class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Put each record in turn (null deletes), as Kafka's restore callback does (KV-16)."""
         self._check_open()
-        checked = [(require_key(key), _value_bytes(value)) for key, value in entries]  # refuse before writing
+        checked = [(require_key(key), check_value(value)) for key, value in entries]  # refuse before writing
         for key, value in checked:
             self._write(key, value)
 

@@ -45,6 +45,8 @@ from kstate.stores.kv import (
     PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
+    check_bound,
+    check_value,
     require_key,
     validate_store_name,
 )
@@ -98,21 +100,9 @@ def check_session(key: bytes | None, start: object, end: object) -> tuple[bytes,
     return checked_key, start_ms, end_ms
 
 
-def _value_bytes(value: object) -> bytes | None:
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError("value", f"an aggregate is bytes or None, got {type(value).__name__}")
-
-
-def _range_key(key: object, name: str) -> bytes | None:
-    """A bound of a key range: None (unbounded) or bytes, else :class:`InvalidArgumentError` naming it."""
-    if key is None:
-        return None
-    if not isinstance(key, (bytes, bytearray, memoryview)):
-        raise InvalidArgumentError(name, f"keys are bytes, got {type(key).__name__}")
-    return bytes(key)
+#: What :func:`check_value` and :func:`check_bound` say a session store's aggregates and range bounds are.
+_AGGREGATE = "an aggregate is bytes or None"
+_RANGE_KEY = "keys are bytes"
 
 
 class SessionIterator:
@@ -226,7 +216,7 @@ class SessionOperations(OpenState, PositionTracker):
     def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
         """``put(Windowed(key, SessionWindow(start, end)), aggregate)``; a None aggregate removes (SS-2, SS-4)."""
         checked_key, start_ms, end_ms = check_session(key, start, end)
-        value = _value_bytes(aggregate)
+        value = check_value(aggregate, _AGGREGATE)
         self._check_open()
         self._put(checked_key, start_ms, end_ms, value)
 
@@ -257,7 +247,7 @@ class SessionOperations(OpenState, PositionTracker):
                             *, backward: bool = False) -> SessionIterator:
         """``findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)``: keys in ``[from, to]``
         (None = unbounded); ``from > to`` answers nothing with Kafka's WARN (SS-5..SS-7, SS-9)."""
-        lower, upper = _range_key(key_from, "key_from"), _range_key(key_to, "key_to")
+        lower, upper = check_bound("key_from", key_from, _RANGE_KEY), check_bound("key_to", key_to, _RANGE_KEY)
         earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
         self._check_open()
         if _warn_if_invalid_range(lower, upper):
@@ -270,7 +260,7 @@ class SessionOperations(OpenState, PositionTracker):
 
     def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
         """``fetch(keyFrom, keyTo)`` / ``backwardFetch(keyFrom, keyTo)``: every live session of the keys (SS-8)."""
-        lower, upper = _range_key(key_from, "key_from"), _range_key(key_to, "key_to")
+        lower, upper = check_bound("key_from", key_from, _RANGE_KEY), check_bound("key_to", key_to, _RANGE_KEY)
         self._check_open()
         return self._fetch_range(lower, upper, backward)
 
@@ -544,7 +534,7 @@ class RocksDBSessionStore(SessionOperations):
         decoded = []
         for key, value in entries:
             store_key = require_key(key)
-            decoded.append((store_key, _value_bytes(value), self.SCHEMA.decode(store_key).end))
+            decoded.append((store_key, check_value(value, _AGGREGATE), self.SCHEMA.decode(store_key).end))
         for _, _, end in decoded:
             self.observed_stream_time = max(self.observed_stream_time, end)
         for store_key, value, end in decoded:
@@ -725,7 +715,7 @@ class InMemorySessionStore(InMemoryOffsets, SessionOperations):
         checked = []
         for key, value in entries:
             session = session_keys.PLAIN.decode(require_key(key))
-            checked.append((check_session(session.key, session.start, session.end), _value_bytes(value)))
+            checked.append((check_session(session.key, session.start, session.end), check_value(value, _AGGREGATE)))
         for (key, start, end), value in checked:
             self._put(key, start, end, value)
 
@@ -768,7 +758,7 @@ class ChangeLoggingSessionBytesStore(WrappedStore[SessionBytesStore]):
 
     def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
         checked_key, start_ms, end_ms = check_session(key, start, end)
-        value = _value_bytes(aggregate)
+        value = check_value(aggregate, _AGGREGATE)
         record = self._record(checked_key, start_ms, end_ms, value)
         self.inner.put(checked_key, start_ms, end_ms, value)
         self.sink.append(record)

@@ -36,6 +36,8 @@ from kstate.stores.kv import (
     PositionTracker,
     _changelog_offsets,
     _to_codec_tp,
+    check_bound,
+    check_value,
     default_changelog_partitions,
     require_key,
     validate_store_name,
@@ -90,24 +92,6 @@ def check_time(name: str, value: object) -> int:
     except EncodeError as exc:
         raise InvalidArgumentError(name, exc.reason) from None
     return value  # type: ignore[return-value]
-
-
-def check_value(value: object) -> bytes | None:
-    """A value is bytes or None (a tombstone) (WS-35)."""
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
-
-
-def check_bound(name: str, key: object) -> bytes | None:
-    """A key-range bound: bytes, or None for unbounded (WS-34)."""
-    if key is None:
-        return None
-    if isinstance(key, (bytes, bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidArgumentError(name, f"keys are bytes or None, got {type(key).__name__}")
 
 
 def check_options(retention_ms: object, window_size_ms: object, retain_duplicates: object,
