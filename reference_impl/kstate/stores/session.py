@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -43,15 +43,13 @@ from kstate.stores.kv import (
     InMemoryOffsets,
     OpenState,
     PositionTracker,
-    _changelog_offsets,
-    _to_codec_tp,
     check_bound,
     check_value,
     require_key,
     validate_store_name,
 )
 from kstate.stores.offsets import check_offsets_image, read_offsets_image
-from kstate.stores.segments import KeyValueSegment, KeyValueSegments
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
 from kstate.stores.wrapping import WrappedStore
 
 LOG = logging.getLogger("kstate.stores")
@@ -311,7 +309,7 @@ def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicParti
     return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
 
 
-class RocksDBSessionStore(SessionOperations):
+class RocksDBSessionStore(SegmentedStoreOffsets, SessionOperations):
     """Kafka's ``RocksDBSessionStore`` over ``RocksDBSegmentedBytesStore`` with ``SessionKeySchema`` (SS-1, SS-10).
 
     ``RocksDBSessionStore(name, task_dir, retention_ms=...)`` opens the segments found in ``<task_dir>/<name>``;
@@ -548,29 +546,6 @@ class RocksDBSessionStore(SessionOperations):
     def manages_offsets(self) -> bool:
         """True: each segment database keeps the offsets in its ``offsets`` family (SS-21)."""
         return self.manage_offsets_flag
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Every open segment writes its staged data, the store position and ``changelog_offsets`` in its own
-        atomic batch (SS-21, SS-22)."""
-        offsets = _changelog_offsets(changelog_offsets)
-        self._check_open()
-        self.segments.commit(offsets, self._position)
-
-    def flush(self) -> None:
-        self._check_open()
-        for segment in self.segments.all_segments():
-            segment.instance.flush(self._position)
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """``AbstractSegments.committedOffset``: the offset of the newest segment that holds one for ``partition``
-        (a segment created since the last commit holds none), None if none does (SS-23)."""
-        tp = _to_codec_tp(partition, "partition")
-        self._check_open()
-        for segment in self.segments.all_segments(forward=False):
-            offset = segment.instance.committed_offset(tp)
-            if offset is not None:
-                return offset
-        return None
 
     # inspection --------------------------------------------------------------------------------------------------
 

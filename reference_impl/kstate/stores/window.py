@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -34,8 +34,6 @@ from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
     OpenState,
     PositionTracker,
-    _changelog_offsets,
-    _to_codec_tp,
     check_bound,
     check_value,
     default_changelog_partitions,
@@ -45,6 +43,7 @@ from kstate.stores.kv import (
 from kstate.stores.segments import (
     KeyValueSegment,
     KeyValueSegments,
+    SegmentedStoreOffsets,
     TimestampedSegments,
     TimestampedSegmentsWithHeaders,
 )
@@ -165,7 +164,7 @@ class WindowStoreBase(OpenState, PositionTracker):
 # --- RocksDB -------------------------------------------------------------------------------------------------------
 
 
-class RocksDBWindowStore(WindowStoreBase):
+class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
     """Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` with ``WindowKeySchema`` (WS-1..WS-15).
 
     One :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment under ``<task_dir>/<name>/``
@@ -533,30 +532,6 @@ class RocksDBWindowStore(WindowStoreBase):
 
     def manages_offsets(self) -> bool:
         return self.segments.manage_offsets
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
-        batch (WS-28)."""
-        offsets = _changelog_offsets(changelog_offsets)
-        self._check_open()
-        self.segments.commit(offsets, self._position)
-
-    def flush(self) -> None:
-        """Write every segment's staged rows and the position, committed offsets untouched."""
-        self._check_open()
-        for segment in self.segments.all_segments():
-            segment.instance.flush(self._position)
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """``AbstractSegments.committedOffset``: the offset of the newest segment that has one for ``partition``,
-        else None (WS-28)."""
-        tp = _to_codec_tp(partition, "partition")
-        self._check_open()
-        for segment in self.segments.all_segments(forward=False):
-            offset = segment.instance.committed_offset(tp)
-            if offset is not None:
-                return offset
-        return None
 
     def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
         """Each open segment's committed offsets, by segment name (WS-28)."""
