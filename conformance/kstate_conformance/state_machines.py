@@ -17,12 +17,24 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from kstate_conformance.models.kv import Record, Refused
 
 #: The changelog topic every machine commits offsets of.
 CHANGELOG_TOPIC = "app-store-changelog"
+#: Keys of up to 3 bytes from byte values at the edges of the unsigned order, and range bounds that may be null.
+KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
+KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
+MAYBE_KEY = st.none() | KEYS
+#: Record timestamps: small ones, an epoch time, and any non-negative int64.
+TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
+
+
+def hex_or_none(data: bytes | None) -> str | None:
+    """Bytes as the JSON operations carry them: hex, or null."""
+    return None if data is None else data.hex()
 
 
 class StoreMachine(RuleBasedStateMachine):

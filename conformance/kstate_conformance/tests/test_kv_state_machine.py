@@ -24,14 +24,10 @@ from hypothesis.stateful import (
 
 from kstate_conformance import rules
 from kstate_conformance.models import kv as m
-from kstate_conformance.state_machines import StoreMachine, run_family_machine
+from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
-MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=5)
-TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
 HEADER_VALUES = nullable_binary(3)
 HEADERS = header_lists(st.sampled_from(["a", "b", "ü"]), HEADER_VALUES, max_size=2).map(tuple)
 #: Lifecycle steps, upgrades and crashes twice as likely as the others (they find the most).
@@ -55,10 +51,6 @@ OPTIONS = st.builds(
     cache_max_bytes=st.sampled_from([0, 120, 300, 700, m.DEFAULT_CACHE_MAX_BYTES]),
     cache_flush_listener=st.booleans(),
 )
-
-
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
 
 
 def _entries(out: dict[str, Any]) -> list[tuple[bytes, bytes]]:
@@ -147,7 +139,7 @@ class KeyValueStoreMachine(StoreMachine):
     @rule(key=KEYS, data=st.data())
     def put(self, key: bytes, data: st.DataObject) -> None:
         value = data.draw(st.none() | value_strategy(self.kv.store_type), label="value")
-        self.expect("store.put", {"key": key.hex(), "value": _h(value)}, lambda: self.kv.put(key, value))
+        self.expect("store.put", {"key": key.hex(), "value": hex_or_none(value)}, lambda: self.kv.put(key, value))
 
     @rule(key=KEYS, data=st.data())
     def put_if_absent(self, key: bytes, data: st.DataObject) -> None:
@@ -156,13 +148,13 @@ class KeyValueStoreMachine(StoreMachine):
                              lambda: self.kv.put_if_absent(key, value))
         if result is not None:
             out, expected = result
-            assert out["previous"] == _h(expected)
+            assert out["previous"] == hex_or_none(expected)
 
     @rule(keys=st.lists(KEYS, max_size=4), data=st.data())
     def put_all(self, keys: list[bytes], data: st.DataObject) -> None:
         values = [data.draw(st.none() | value_strategy(self.kv.store_type), label="value") for _ in keys]
         entries = list(zip(keys, values, strict=True))
-        self.expect("store.put_all", {"entries": [[k.hex(), _h(v)] for k, v in entries]},
+        self.expect("store.put_all", {"entries": [[k.hex(), hex_or_none(v)] for k, v in entries]},
                     lambda: self.kv.put_all(entries))
 
     @rule(key=KEYS)
@@ -170,7 +162,7 @@ class KeyValueStoreMachine(StoreMachine):
         result = self.expect("store.delete", {"key": key.hex()}, lambda: self.kv.delete(key))
         if result is not None:
             out, expected = result
-            assert out["previous"] == _h(expected)
+            assert out["previous"] == hex_or_none(expected)
 
     @rule(data=st.data())
     def null_key_is_refused(self, data: st.DataObject) -> None:
@@ -192,15 +184,15 @@ class KeyValueStoreMachine(StoreMachine):
         result = self.expect("store.get", {"key": key.hex()}, lambda: self.kv.get(key))
         if result is not None:
             out, expected = result
-            assert out["value"] == _h(expected), f"get({key.hex()})"
+            assert out["value"] == hex_or_none(expected), f"get({key.hex()})"
 
     @rule(lower=MAYBE_KEY, upper=MAYBE_KEY, reverse=st.booleans())
     def range(self, lower: bytes | None, upper: bytes | None, reverse: bool) -> None:
         op = "store.reverse_range" if reverse else "store.range"
-        result = self.expect(op, {"from": _h(lower), "to": _h(upper)}, lambda: self.kv.range(lower, upper, reverse))
+        result = self.expect(op, {"from": hex_or_none(lower), "to": hex_or_none(upper)}, lambda: self.kv.range(lower, upper, reverse))
         if result is not None:
             out, expected = result
-            assert _entries(out) == expected, f"{op}({_h(lower)}, {_h(upper)}): {_show(_entries(out))} != {_show(expected)}"
+            assert _entries(out) == expected, f"{op}({hex_or_none(lower)}, {hex_or_none(upper)}): {_show(_entries(out))} != {_show(expected)}"
 
     @rule(prefix=KEYS)
     def prefix_scan(self, prefix: bytes) -> None:
@@ -215,7 +207,7 @@ class KeyValueStoreMachine(StoreMachine):
     @rule(target=iterators, lower=st.none() | MAYBE_KEY, upper=st.none() | MAYBE_KEY, reverse=st.booleans())
     def open_iterator(self, lower: bytes | None, upper: bytes | None, reverse: bool) -> tuple[str, m.IteratorModel]:
         kind = "reverse_range" if reverse else "range"
-        out = self.ok("store.iterator_open", {"handle": self.handle, "kind": kind, "from": _h(lower), "to": _h(upper)})
+        out = self.ok("store.iterator_open", {"handle": self.handle, "kind": kind, "from": hex_or_none(lower), "to": hex_or_none(upper)})
         if lower is not None and upper is not None and lower > upper:
             model_it = m.IteratorModel(self.backend)  # Kafka's empty iterator
             self.kv.iterators.append(model_it)

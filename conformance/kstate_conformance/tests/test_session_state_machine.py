@@ -26,12 +26,9 @@ from kstate_conformance import rules
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context, Refused
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
-from kstate_conformance.state_machines import StoreMachine, run_family_machine
+from kstate_conformance.state_machines import KEYS, MAYBE_KEY, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
-MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=4)
 HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(2), max_size=2).map(tuple)
 #: Session ends across a few segments of the small intervals; durations from a point session to a long one.
@@ -54,10 +51,6 @@ def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     return st.builds(m.headers_value, RAW, HEADERS)
 
 
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
-
-
 def _entries(out: dict[str, Any]) -> list[m.Entry]:
     return [(bytes.fromhex(k), int(s), int(e), bytes.fromhex(v)) for k, s, e, v in out["entries"]]
 
@@ -70,8 +63,8 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
     """The single-key form (``key_to`` null), or a range whose unbounded upper key is sent as a key above every
     key the machine writes (they are at most 3 bytes)."""
     if single:
-        return {"key_from": _h(key_from), "key_to": None}
-    return {"key_from": _h(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
+        return {"key_from": hex_or_none(key_from), "key_to": None}
+    return {"key_from": hex_or_none(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
 
 
 class SessionStoreMachine(StoreMachine):
@@ -155,7 +148,7 @@ class SessionStoreMachine(StoreMachine):
     def put(self, key: bytes, end: int, duration: int, data: st.DataObject) -> None:
         start = end - duration
         value = data.draw(st.none() | value_strategy(self.sm.store_type), label="value")
-        self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": _h(value)},
+        self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": hex_or_none(value)},
                     lambda: self.sm.put(key, start, end, value))
 
     @rule(data=st.data())
@@ -205,7 +198,7 @@ class SessionStoreMachine(StoreMachine):
                              lambda: self.sm.fetch_session(key, start, end))
         if result is not None:
             out, expected = result
-            assert out["value"] == _h(expected), f"fetch_session({key.hex()}, {start}, {end})"
+            assert out["value"] == hex_or_none(expected), f"fetch_session({key.hex()}, {start}, {end})"
 
     @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, single=st.booleans(), earliest_end=BOUNDS, latest_start=BOUNDS,
           backward=st.booleans())

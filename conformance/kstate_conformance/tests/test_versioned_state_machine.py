@@ -22,7 +22,7 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules
 from kstate_conformance.models import versioned as m
 from kstate_conformance.models.kv import Record, headers_to_json
-from kstate_conformance.state_machines import StoreMachine, run_family_machine
+from kstate_conformance.state_machines import StoreMachine, hex_or_none, run_family_machine
 
 KEYS = st.sampled_from([b"a", b"b", b"\x00\xff"])
 ALL_KEYS = (b"a", b"b", b"\x00\xff")
@@ -34,10 +34,6 @@ HEADERS = st.lists(st.tuples(st.sampled_from(["h", "ü"]), st.none() | st.binary
 #: ``any`` is served as descending, as Kafka's own tests assert (VS-12).
 ORDERS = st.sampled_from([m.ASCENDING, m.DESCENDING, m.ANY])
 LIFECYCLE = ("commit", "restart", "restart", "crash", "crash", "restore")
-
-
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
 
 
 def _show(rows: dict[bytes, bytes]) -> list[tuple[str, str]]:
@@ -162,13 +158,13 @@ class VersionedStoreMachine(StoreMachine):
 
     @rule(key=KEYS, value=VALUES, timestamp=TIMESTAMPS, headers=HEADERS)
     def put(self, key: bytes, value: bytes | None, timestamp: int, headers: tuple[Any, ...]) -> None:
-        payload: dict[str, Any] = {"key": key.hex(), "value": _h(value), "timestamp": timestamp}
+        payload: dict[str, Any] = {"key": key.hex(), "value": hex_or_none(value), "timestamp": timestamp}
         if self.with_headers:
             payload["headers"] = headers_to_json(headers)
         out = self.on_store("versioned_store.put", **payload)
         expected = self.vs.put(key, value, timestamp, headers if self.with_headers and value is not None else ())
         self.log(key, value, timestamp, headers if value is not None else ())  # a tombstone logs the context's (VS-26)
-        assert out["valid_to"] == expected, f"put({key.hex()}, {_h(value)}, {timestamp}) returned {out['valid_to']}, model {expected}"
+        assert out["valid_to"] == expected, f"put({key.hex()}, {hex_or_none(value)}, {timestamp}) returned {out['valid_to']}, model {expected}"
 
     @rule(key=KEYS, value=VALUES, offset=st.integers(min_value=-1, max_value=1), headers=HEADERS)
     def put_at_the_grace_bound(self, key: bytes, value: bytes | None, offset: int, headers: tuple[Any, ...]) -> None:

@@ -21,18 +21,14 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules
 from kstate_conformance.models import kv
 from kstate_conformance.models import window as m
-from kstate_conformance.state_machines import StoreMachine, run_family_machine
+from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
-MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=4)
 #: Window starts near the segment boundaries of the drawn intervals, and jumps that expire what came before.
 STARTS = st.integers(min_value=0, max_value=130) | st.sampled_from([0, 59_999, 60_000, 60_001, 120_000, 250_000])
 #: Fetch bounds: negative and unbounded ones too (Kafka clamps; it never refuses them).
 TIMES = STARTS | st.sampled_from([-1, m.INT64_MAX])
-TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
 HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(3), max_size=2).map(tuple)
 LIFECYCLE = ("flush", "commit", "restart", "restart", "crash", "crash", "restore")
 
@@ -57,10 +53,6 @@ def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     if store_type == m.TIMESTAMPED:
         return st.builds(kv.timestamped_value, RAW, TIMESTAMPS)
     return st.builds(kv.headers_value, RAW, TIMESTAMPS, HEADERS)
-
-
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
 
 
 def _windowed(out: dict[str, Any]) -> list[m.Entry]:
@@ -201,7 +193,7 @@ class WindowStoreMachine(StoreMachine):
         result = self.expect("window_store.fetch", {"key": key.hex(), "time": time}, lambda: self.win.fetch(key, time))
         if result is not None:
             out, expected = result
-            assert out["value"] == _h(expected), f"fetch({key.hex()}, {time}): {out['value']} != {_h(expected)}"
+            assert out["value"] == hex_or_none(expected), f"fetch({key.hex()}, {time}): {out['value']} != {hex_or_none(expected)}"
 
     @rule(key=KEYS, time_from=TIMES, time_to=TIMES, backward=st.booleans())
     def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool) -> None:
@@ -214,7 +206,7 @@ class WindowStoreMachine(StoreMachine):
 
     @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, time_from=TIMES, time_to=TIMES, backward=st.booleans())
     def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, backward: bool) -> None:
-        payload = {"key_from": _h(key_from), "key_to": _h(key_to), "from_ms": time_from, "to_ms": time_to,
+        payload = {"key_from": hex_or_none(key_from), "key_to": hex_or_none(key_to), "from_ms": time_from, "to_ms": time_to,
                    "backward": backward}
         result = self.expect("window_store.fetch_keys", payload,
                              lambda: self.win.fetch_keys(key_from, key_to, time_from, time_to, backward))
