@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -37,8 +37,13 @@ def hex_or_none(data: bytes | None) -> str | None:
     return None if data is None else data.hex()
 
 
-class StoreMachine(RuleBasedStateMachine):
-    """Speaks to one store of the implementation through ``codec``; ``handle`` names the store currently open."""
+#: The family's model of the store.
+ModelT = TypeVar("ModelT")
+
+
+class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
+    """Speaks to one store of the implementation through ``codec`` and keeps the family's ``model`` of it (set by
+    the machine's initialize rule); ``handle`` names the store currently open."""
 
     def __init__(self, codec: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__()
@@ -46,21 +51,23 @@ class StoreMachine(RuleBasedStateMachine):
         self.backend = backend
         self.capabilities = capabilities
         self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: Any = None
+        self.model: ModelT | None = None
         self.handle: str | None = None
         self.fresh_stores = 0
         self.offset = 0
         self.can_dump = backend in capabilities.get("dump", [])
 
     def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.model.is_open:
+        model: Any = self.model
+        if self.handle is not None and model is not None and model.is_open:
             self.call("store.close", {"handle": self.handle})
         shutil.rmtree(self.dir, ignore_errors=True)
 
     @property
-    def store_model(self) -> Any:
-        """The family's model of the store: ``restore(records, batch_size)`` and ``take_pending()``."""
-        raise NotImplementedError
+    def store_model(self) -> ModelT:
+        """The family's model of the store, once started: ``restore(records, batch_size)`` and ``take_pending()``."""
+        assert self.model is not None
+        return self.model
 
     def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = self.codec.call(op, payload)
@@ -129,14 +136,16 @@ class StoreMachine(RuleBasedStateMachine):
         out = self.on_store("store.restore", records=[r.to_json() for r in records], batch_size=batch_size)
         assert "error" not in out, f"restore refused: {out['error']}"
         assert out["restored"] == len(records)
-        self.store_model.restore(records, batch_size)
+        model: Any = self.store_model  # every family's model restores; not every one keeps pending records
+        model.restore(records, batch_size)
 
     def check_changelog(self) -> None:
         """The records the store sent since the last look are the ones the model predicts."""
         out = self.on_store("store.changelog")
         assert "error" not in out
         actual = [Record.from_json(r) for r in out["records"]]
-        expected = self.store_model.take_pending()
+        model: Any = self.store_model
+        expected = model.take_pending()
         assert actual == expected, f"changelog records differ:\n store: {actual}\n model: {expected}"
 
 

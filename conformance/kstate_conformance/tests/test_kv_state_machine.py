@@ -62,12 +62,10 @@ def _show(entries: list[tuple[bytes, bytes]] | dict[bytes, bytes]) -> list[tuple
     return [(k.hex(), v.hex()) for k, v in items]
 
 
-class KeyValueStoreMachine(StoreMachine):
+class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     """Drives one store through ``codec`` and :class:`models.kv.KVModel` side by side."""
 
     iterators = Bundle("iterators")
-
-    model: m.KVModel | None
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__(codec, backend, base_dir, capabilities)
@@ -77,13 +75,8 @@ class KeyValueStoreMachine(StoreMachine):
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
-    def store_model(self) -> Any:
-        return self.kv
-
-    @property
     def kv(self) -> m.KVModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def open_payload(self, store_type: str, **extra: Any) -> dict[str, Any]:
         options = self.kv.options

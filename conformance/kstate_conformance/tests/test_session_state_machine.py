@@ -67,10 +67,8 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
     return {"key_from": hex_or_none(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
 
 
-class SessionStoreMachine(StoreMachine):
+class SessionStoreMachine(StoreMachine[m.SessionModel]):
     """Drives one session store through ``codec`` and :class:`models.session.SessionModel` side by side."""
-
-    model: m.SessionModel | None
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__(codec, backend, base_dir, capabilities)
@@ -80,8 +78,7 @@ class SessionStoreMachine(StoreMachine):
 
     @property
     def sm(self) -> m.SessionModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def open_payload(self, store_type: str, **extra: Any) -> dict[str, Any]:
         options: dict[str, Any] = {"retention_ms": self.sm.options.retention_ms}
@@ -92,10 +89,6 @@ class SessionStoreMachine(StoreMachine):
 
     def open_store(self, store_type: str, **extra: Any) -> dict[str, Any]:
         return self.call("store.open", self.open_payload(store_type, **extra))
-
-    @property
-    def store_model(self) -> m.SessionModel:
-        return self.sm
 
     def dump_segments(self) -> dict[str, m.Segment]:
         out = self.on_store("store.dump")

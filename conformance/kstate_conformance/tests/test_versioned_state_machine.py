@@ -54,10 +54,8 @@ def _expected(record: m.VersionedRecord | None, with_headers: bool) -> tuple[Any
     return (*base, headers_to_json(record.headers)) if with_headers else base
 
 
-class VersionedStoreMachine(StoreMachine):
+class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
     """Drives one versioned store through ``codec`` and :class:`models.versioned.VersionedStoreModel` side by side."""
-
-    model: m.VersionedStoreModel | None
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__(codec, backend, base_dir, capabilities)
@@ -74,8 +72,7 @@ class VersionedStoreMachine(StoreMachine):
 
     @property
     def vs(self) -> m.VersionedStoreModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def on_store(self, op: str, handle: str | None = None, **payload: Any) -> dict[str, Any]:
         return self.ok(op, {"handle": handle or self.handle, **payload})

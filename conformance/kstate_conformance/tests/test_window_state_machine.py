@@ -78,10 +78,8 @@ def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str
     return segments
 
 
-class WindowStoreMachine(StoreMachine):
+class WindowStoreMachine(StoreMachine[m.WindowModel]):
     """Drives one window store through ``codec`` and :class:`models.window.WindowModel` side by side."""
-
-    model: m.WindowModel | None
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__(codec, backend, base_dir, capabilities)
@@ -90,13 +88,8 @@ class WindowStoreMachine(StoreMachine):
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
-    def store_model(self) -> Any:
-        return self.win
-
-    @property
     def win(self) -> m.WindowModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def open_payload(self, name: str = "store", **extra: Any) -> dict[str, Any]:
         return {"store_type": self.store_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
