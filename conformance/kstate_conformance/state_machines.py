@@ -45,6 +45,9 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     """Speaks to one store of the implementation through ``codec`` and keeps the family's ``model`` of it (set by
     the machine's initialize rule); ``handle`` names the store currently open."""
 
+    #: The family's commit: collect what the store logged, commit the changelog offset reached.
+    commit: Callable[[], None]
+
     def __init__(self, codec: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__()
         self.codec = codec
@@ -92,6 +95,15 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         out = self.on_store(op, **payload)
         assert "error" not in out, f"{op} {payload}: refused ({out['error']}), the model answers {expected!r}"
         return out, expected
+
+    def close_cleanly(self) -> None:
+        """A clean shutdown: the family's commit, then the store and the model closed, and the records the close
+        logged compared."""
+        self.commit()
+        self.ok("store.close", {"handle": self.handle})
+        model: Any = self.store_model
+        model.close()
+        self.check_changelog()
 
     def commit_changelog_offset(self, offset: int | None) -> None:
         """Commit the changelog offset reached (``None``: nothing logged yet)."""

@@ -291,10 +291,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.kv.close()
-        self.check_changelog()
+        self.close_cleanly()
         self._reopen(self.kv.store_type)
 
     def upgrade(self, data: st.DataObject) -> None:
@@ -302,10 +299,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
         if self.kv.store_type == m.HEADERS or self.backend not in self.capabilities.get("upgrade", []):
             return
         new_type = data.draw(st.sampled_from(NEXT_TYPE[self.kv.store_type]), label="new type")
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.kv.close()
-        self.check_changelog()
+        self.close_cleanly()
         previous = self.kv.store_type
         self._reopen(new_type)
         if self.backend == m.ROCKSDB and self.kv.store_type != previous:

@@ -256,10 +256,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
 
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.sm.close()
-        self.check_changelog()
+        self.close_cleanly()
         self._reopen(self.sm.store_type)
 
     def upgrade(self) -> None:
@@ -269,10 +266,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
             return
         if self.backend not in self.capabilities.get("upgrade", []):
             return
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.sm.close()
-        self.check_changelog()
+        self.close_cleanly()
         self._reopen(m.HEADERS)
 
     def crash(self) -> None:

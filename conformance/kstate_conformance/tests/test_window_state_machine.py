@@ -237,10 +237,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
     def restart(self) -> None:
         """A clean close and a reopen: RocksDB keeps its segments but forgets the stream time and the seqnums;
         an in-memory store is rebuilt from its changelog (WIN-1, RST-1)."""
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.win.close()
-        self.check_changelog()
+        self.close_cleanly()
         out = self.open_store()
         assert "error" not in out, f"reopening failed: {out['error']}"
         self.handle = out["handle"]
