@@ -45,8 +45,11 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     """Speaks to one store of the implementation through ``codec`` and keeps the family's ``model`` of it (set by
     the machine's initialize rule); ``handle`` names the store currently open."""
 
-    #: The family's commit: collect what the store logged, commit the changelog offset reached.
+    #: The family's lifecycle steps: commit (compare what the store logged, commit the offset reached), crash and
+    #: reopen, rebuild the changelog into a fresh store in batches of the given size.
     commit: Callable[[], None]
+    crash: Callable[..., None]
+    restore_into_fresh_store: Callable[[int], None]
 
     def __init__(self, codec: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__()
@@ -95,6 +98,21 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         out = self.on_store(op, **payload)
         assert "error" not in out, f"{op} {payload}: refused ({out['error']}), the model answers {expected!r}"
         return out, expected
+
+    def lifecycle_step(self, action: str, data: st.DataObject) -> None:
+        """Run the lifecycle step ``action``: ``crash`` right after a commit half the time (where data and offsets
+        written apart would show, KV-50), ``restore`` with a drawn batch size, ``upgrade`` with ``data``, any other
+        the family's method of that name."""
+        if action == "crash":
+            if data.draw(st.booleans(), label="commit first"):
+                self.commit()
+            self.crash()
+        elif action == "restore":
+            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+        elif action == "upgrade":
+            getattr(self, "upgrade")(data)  # noqa: B009 - only the families that upgrade have it
+        else:
+            getattr(self, action)()
 
     def close_cleanly(self) -> None:
         """A clean shutdown: the family's commit, then the store and the model closed, and the records the close

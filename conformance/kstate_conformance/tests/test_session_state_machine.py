@@ -227,18 +227,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
     @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
     def lifecycle(self, action: str, data: st.DataObject) -> None:
         """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        if action == "commit":
-            self.commit()
-        elif action == "restart":
-            self.restart()
-        elif action == "upgrade":
-            self.upgrade()
-        elif action == "crash":
-            if data.draw(st.booleans(), label="commit first"):
-                self.commit()
-            self.crash()
-        else:
-            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+        self.lifecycle_step(action, data)
 
     def _reopen(self, store_type: str) -> None:
         out = self.open_store(store_type)
@@ -259,9 +248,10 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
         self.close_cleanly()
         self._reopen(self.sm.store_type)
 
-    def upgrade(self) -> None:
+    def upgrade(self, data: st.DataObject) -> None:
         """Reopen a plain session store as ``session_with_headers``: in place on RocksDB (every segment's plain
         family read through the dual column families), rebuilt from the changelog in memory."""
+        del data  # one target type: nothing to draw
         if self.sm.store_type != m.SESSION or not m.offers_store_type(self.capabilities, m.HEADERS):
             return
         if self.backend not in self.capabilities.get("upgrade", []):

@@ -221,18 +221,10 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
     @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
     def lifecycle(self, action: str, data: st.DataObject) -> None:
         """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        if action == "flush":
-            self.ok("store.flush", {"handle": self.handle})
-        elif action == "commit":
-            self.commit()
-        elif action == "restart":
-            self.restart()
-        elif action == "crash":
-            if data.draw(st.booleans(), label="commit first"):
-                self.commit()
-            self.crash()
-        else:
-            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+        self.lifecycle_step(action, data)
+
+    def flush(self) -> None:
+        self.ok("store.flush", {"handle": self.handle})
 
     def restart(self) -> None:
         """A clean close and a reopen: RocksDB keeps its segments but forgets the stream time and the seqnums;
