@@ -133,6 +133,18 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
                                      {"handle": self.handle, "topic": CHANGELOG_TOPIC, "partition": 0})["offset"]
         return offset
 
+    def crash_and_reopen(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool) -> bool:
+        """Kill the store and the model, compare what the store logged, and reopen it (:meth:`reopen_after_crash`);
+        False, doing nothing, when the implementation cannot crash a store."""
+        if not self.capabilities.get("crash"):
+            return False
+        self.ok("store.crash", {"handle": self.handle})
+        model: Any = self.store_model
+        model.crash()
+        self.check_changelog()
+        self.reopen_after_crash(open_store, detects_crash)
+        return True
+
     def reopen_after_crash(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool, rule_ids: str = "") -> None:
         """Reopen the store after ``store.crash``: refused first where ``detects_crash`` (a RocksDB store that keeps
         offsets sees the unclean shutdown), then opened ignoring it; ``handle`` names the reopened store."""

@@ -294,12 +294,8 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     def crash(self) -> None:
         """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
         after the committed offset restores everything that was logged (KIP-1035 at-least-once recovery)."""
-        if not self.capabilities.get("crash"):
+        if not self.crash_and_reopen(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True):
             return
-        self.ok("store.crash", {"handle": self.handle})
-        self.kv.crash()
-        self.check_changelog()
-        self.reopen_after_crash(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True)
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_data()

@@ -262,14 +262,10 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
     def crash(self) -> None:
         """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
         after the committed offset restores everything that was logged."""
-        if not self.capabilities.get("crash"):
-            return
-        had_segments = bool(self.sm.segments)
-        self.ok("store.crash", {"handle": self.handle})
-        self.sm.crash()
-        self.check_changelog()
         # The unclean shutdown is found in the segments' databases: a store without a segment has none to show it.
-        self.reopen_after_crash(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments)
+        had_segments = bool(self.sm.segments)
+        if not self.crash_and_reopen(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments):
+            return
         if self.backend == m.ROCKSDB and self.can_dump:
             observed = self.dump_segments()
             assert self.sm.adopt(observed), (

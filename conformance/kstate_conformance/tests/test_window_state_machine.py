@@ -240,12 +240,8 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
     def crash(self) -> None:
         """Kill the store and reopen it; each segment holds a state since the last commit; replaying the changelog
         after the committed offset gives back every logged write (KIP-1035 at-least-once recovery)."""
-        if not self.capabilities.get("crash"):
+        if not self.crash_and_reopen(self.open_store, detects_crash=False):
             return
-        self.ok("store.crash", {"handle": self.handle})
-        self.win.crash()
-        self.check_changelog()
-        self.reopen_after_crash(self.open_store, detects_crash=False)
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_segments()
