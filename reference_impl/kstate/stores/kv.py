@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import increment, increment_without_overflow
@@ -296,6 +297,42 @@ class OpenState:
             raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
 
+class ClosesItsIterators(OpenState):
+    """A store that tracks its open iterators: closing it closes them first, with Kafka's WARN "Closing N open
+    iterators for store X"; a crash closes them silently. Both are no-ops on a closed store (KV-12, KV-52)."""
+
+    _iterators: Collection[Any]
+
+    def _close_database(self) -> None:
+        """Write the staged data, the position and status CLOSED; release the database."""
+        raise NotImplementedError
+
+    def _abandon_database(self) -> None:
+        """Release the database as a killed process would: staged data lost, status left OPEN."""
+        raise NotImplementedError
+
+    def _close_iterators(self) -> None:
+        if self._iterators:
+            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
+            for iterator in list(self._iterators):
+                iterator.close()
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        self._close_iterators()
+        self._open = False
+        self._close_database()
+
+    def simulate_crash(self) -> None:
+        if not self._open:
+            return
+        for iterator in list(self._iterators):
+            iterator.close()
+        self._open = False
+        self._abandon_database()
+
+
 class _KeyValueOperations(OpenState, PositionTracker):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
@@ -423,7 +460,7 @@ class _KeyValueOperations(OpenState, PositionTracker):
 # --- RocksDB ------------------------------------------------------------------------------------------------
 
 
-class RocksDBStore(_KeyValueOperations):
+class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
     """Kafka's ``RocksDBStore``: data in column family ``default``, KIP-1035 offsets in ``offsets`` (KV-20).
 
     ``RocksDBStore(name, task_dir)`` opens ``<task_dir>/rocksdb/<name>``; pass ``engine`` to run the same
@@ -618,19 +655,8 @@ class RocksDBStore(_KeyValueOperations):
 
     # closing --------------------------------------------------------------------------------------------------
 
-    def _close_iterators(self) -> None:
-        if self._iterators:
-            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
-            for iterator in list(self._iterators):
-                iterator.close()
-
-    def close(self) -> None:
-        """Force-close open iterators, write staged data, the position and status CLOSED in one batch, release
-        the database (KV-12, OFF-7). Idempotent."""
-        if not self._open:
-            return
-        self._close_iterators()
-        self._open = False
+    def _close_database(self) -> None:
+        """Staged data, the position and status CLOSED in one batch; the database released (KV-12, OFF-7)."""
         self._instance.close(self._position)
 
     def close_for_downgrade(self) -> None:
@@ -646,13 +672,8 @@ class RocksDBStore(_KeyValueOperations):
         finally:
             self._open = self._instance.is_open
 
-    def simulate_crash(self) -> None:
-        """Abandon the store as a killed process would: staged writes are lost and status stays OPEN (KV-52)."""
-        if not self._open:
-            return
-        for iterator in list(self._iterators):
-            iterator.close()
-        self._open = False
+    def _abandon_database(self) -> None:
+        """Staged writes lost, status left OPEN (KV-52)."""
         self._instance.simulate_crash()
 
 

@@ -40,6 +40,7 @@ from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
 from kstate.stores.kv import (
     INVALID_RANGE_WARNING,
+    ClosesItsIterators,
     InMemoryOffsets,
     OpenState,
     PositionTracker,
@@ -309,7 +310,7 @@ def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicParti
     return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
 
 
-class RocksDBSessionStore(SegmentedStoreOffsets, SessionOperations):
+class RocksDBSessionStore(SegmentedStoreOffsets, ClosesItsIterators, SessionOperations):
     """Kafka's ``RocksDBSessionStore`` over ``RocksDBSegmentedBytesStore`` with ``SessionKeySchema`` (SS-1, SS-10).
 
     ``RocksDBSessionStore(name, task_dir, retention_ms=...)`` opens the segments found in ``<task_dir>/<name>``;
@@ -560,29 +561,14 @@ class RocksDBSessionStore(SegmentedStoreOffsets, SessionOperations):
 
     # closing -----------------------------------------------------------------------------------------------------
 
-    def _close_iterators(self) -> None:
-        if self._iterators:
-            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
-            for iterator in list(self._iterators):
-                iterator.close()
-
-    def close(self) -> None:
+    def _close_database(self) -> None:
         """Close every segment: staged data, the store position and status CLOSED in its batch (SS-21)."""
-        if not self._open:
-            return
-        self._close_iterators()
-        self._open = False
         for segment in self.segments.all_segments():
             segment.instance.close(self._position)
         self.segments.close()
 
-    def simulate_crash(self) -> None:
+    def _abandon_database(self) -> None:
         """Abandon every segment as a killed process would: staged writes lost, status left OPEN (SS-22)."""
-        if not self._open:
-            return
-        for iterator in list(self._iterators):
-            iterator.close()
-        self._open = False
         for segment in self.segments.all_segments():
             segment.instance.simulate_crash()
         self.segments.close()
