@@ -43,6 +43,16 @@ def raw_load(db: Any, pairs: Sequence[tuple[bytes, bytes | None]], batch_size: i
         db.write(batch)
 
 
+def bench(benchmark: Any, workload: Callable[[], object], rounds: int, results: dict[str, tuple[float, float]],
+          name: str) -> None:
+    """Benchmark ``workload`` over ``rounds`` rounds after two warm-ups; ``results[name]`` keeps its minimum and
+    median seconds (absent when pytest-benchmark is disabled and gives no statistics)."""
+    benchmark.pedantic(workload, rounds=rounds, iterations=1, warmup_rounds=2)
+    stats = getattr(benchmark, "stats", None)
+    if stats is not None and getattr(stats, "stats", None) is not None:
+        results[name] = (stats.stats.min, stats.stats.median)
+
+
 def print_report(request: pytest.FixtureRequest, lines: list[str]) -> None:
     """Print ``lines`` past pytest's output capture, so the ratios show in a normal run."""
     capture = request.config.pluginmanager.get_plugin("capturemanager")

@@ -17,7 +17,6 @@ time / measured time (higher is better), from pytest-benchmark's minimum rounds 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import time
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from bench_tools import bench, interleaved, print_report
 
 from kstate.codecs import session_keys
 from kstate.codecs.store_types import StoreType
@@ -110,20 +110,6 @@ def workloads(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Wo
     kv.close()
 
 
-def _interleaved(measured: Workload, baseline: Workload) -> tuple[float, float]:
-    best_m = best_b = float("inf")
-    for _ in range(INTERLEAVED_ROUNDS):
-        for workload, is_measured in ((measured, True), (baseline, False)):
-            start = time.process_time()
-            workload()
-            elapsed = time.process_time() - start
-            if is_measured:
-                best_m = min(best_m, elapsed)
-            else:
-                best_b = min(best_b, elapsed)
-    return best_m, best_b
-
-
 @pytest.fixture(scope="module", autouse=True)
 def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload]) -> Iterator[None]:
     """After the module: the pair side by side with its ratios and the goal."""
@@ -131,7 +117,7 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
     if "find_sessions" not in RESULTS or "kv_range" not in RESULTS:
         return
     (m_min, m_med), (b_min, b_med) = RESULTS["find_sessions"], RESULTS["kv_range"]
-    i_m, i_b = _interleaved(workloads["find_sessions"], workloads["kv_range"])
+    i_m, i_b = interleaved(workloads["find_sessions"], workloads["kv_range"], INTERLEAVED_ROUNDS)
     steady = i_b / i_m
     lines = [
         "",
@@ -141,16 +127,11 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
         f"{b_min * 1e3:.2f}/{b_med * 1e3:.2f} ms   ratio(min) {b_min / m_min:.2f}   interleaved {steady:.2f}   "
         f"goal {GOAL:.2f}  {'meets goal' if steady >= GOAL else 'BELOW GOAL'}",
     ]
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n".join(lines), flush=True)
+    print_report(request, lines)
 
 
 def _bench(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
-    benchmark.pedantic(workloads[name], rounds=ROUNDS, iterations=1, warmup_rounds=2)
-    stats = getattr(benchmark, "stats", None)
-    if stats is not None and getattr(stats, "stats", None) is not None:
-        RESULTS[name] = (stats.stats.min, stats.stats.median)
+    bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
 
 
 def test_find_sessions(benchmark: Any, workloads: dict[str, Workload]) -> None:

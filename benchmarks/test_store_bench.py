@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import rocksdict
-from bench_tools import interleaved, print_report
+from bench_tools import bench, interleaved, print_report
 
 from kstate.codecs.header_values import encode_value_timestamp_headers
 from kstate.codecs.store_types import StoreType
@@ -181,10 +181,7 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
 
 
 def _bench(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
-    benchmark.pedantic(workloads[name], rounds=ROUNDS, iterations=1, warmup_rounds=2)
-    stats = getattr(benchmark, "stats", None)
-    if stats is not None and getattr(stats, "stats", None) is not None:
-        RESULTS[name] = (stats.stats.min, stats.stats.median)
+    bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
 
 
 def test_put_headers_store(benchmark: Any, workloads: dict[str, Workload]) -> None:

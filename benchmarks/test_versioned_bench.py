@@ -17,7 +17,6 @@ Rounds are timed in process CPU time (as ``test_store_bench.py``). Measurements,
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import random
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_tools import bench, print_report
 
 from kstate.codecs.store_types import StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
@@ -167,17 +167,12 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
         lines.append(f"{label:<26}{f'{measured} {m_min * 1e3:.2f}/{m_med * 1e3:.2f}':>46}"
                      f"{f'{baseline} {b_min * 1e3:.2f}/{b_med * 1e3:.2f}':>36}{ratio:>8.2f}"
                      f"{'' if target is None else f'{target:.2f}':>8}{verdict}")
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n".join(lines), flush=True)
+    print_report(request, lines)
 
 
 def _bench(benchmark: Any, workloads: dict[str, Workload], name: str, group: str) -> None:
     benchmark.group = group
-    benchmark.pedantic(workloads[name], rounds=ROUNDS, iterations=1, warmup_rounds=2)
-    stats = getattr(benchmark, "stats", None)
-    if stats is not None and getattr(stats, "stats", None) is not None:
-        RESULTS[name] = (stats.stats.min, stats.stats.median)
+    bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
 
 
 @pytest.mark.parametrize("name", ["timestamped_put", "versioned_put_in_order", "versioned_put_out_of_order",

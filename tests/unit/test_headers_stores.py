@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_timestamped_stores import raw_column_families, write_raw
 
 from kstate.codecs.header_values import encode_value_timestamp_headers, raw_value_of, raw_value_to_headers_value
 from kstate.codecs.store_types import StoreType
@@ -18,6 +17,7 @@ from kstate.stores.engine import list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, wipe_store
 from kstate.stores.headers import InMemoryTimestampedKeyValueStoreWithHeaders, RocksDBTimestampedStoreWithHeaders
 from kstate.stores.typed import TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
+from kstate_conformance.raw_rocksdb import column_family_maps, put_rows
 
 FF8 = b"\xff" * 8
 
@@ -54,7 +54,7 @@ def test_upgrade_from_a_timestamped_store(tmp_path: Path, caplog: pytest.LogCapt
     assert new_c is not None
     store.put(b"c", new_c)
     store.close()
-    cfs = raw_column_families(path)
+    cfs = column_family_maps(path)
     assert set(cfs) == {"default", "keyValueWithTimestamp", "keyValueWithTimestampAndHeaders", "offsets"}
     assert cfs["default"] == {}
     assert cfs["keyValueWithTimestamp"] == {}
@@ -73,7 +73,7 @@ def test_an_empty_legacy_timestamped_family_is_dropped_at_open(tmp_path: Path, c
     assert store.mode == "regular"
     store.close()
     assert sorted(list_column_families(path)) == ["default", "keyValueWithTimestampAndHeaders", "offsets"]
-    assert raw_column_families(path)["keyValueWithTimestampAndHeaders"] == {b"a": b"\x00" + ts(10) + b"1"}
+    assert column_family_maps(path)["keyValueWithTimestampAndHeaders"] == {b"a": b"\x00" + ts(10) + b"1"}
 
 
 def test_upgrade_from_a_plain_store_gets_timestamp_minus_one(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -90,14 +90,14 @@ def test_upgrade_from_a_plain_store_gets_timestamp_minus_one(tmp_path: Path, cap
     assert (value.value, value.timestamp, value.headers) == (b"plain", -1, [])
     assert list(store.all()) == [(b"j", b"\x00" + FF8), (b"k", b"\x00" + FF8 + b"plain")]
     typed.close()
-    cfs = raw_column_families(store_directory(tmp_path, "app", "0_0", "s"))
+    cfs = column_family_maps(store_directory(tmp_path, "app", "0_0", "s"))
     assert cfs["default"] == {b"j": b""}
     assert cfs["keyValueWithTimestampAndHeaders"] == {b"k": b"\x00" + FF8 + b"plain"}
 
 
 def test_plain_and_timestamped_data_together_are_refused(tmp_path: Path) -> None:
     path = _timestamped_dir(tmp_path, {b"a": (b"1", 10)})
-    write_raw(path, {"default": {b"p": b"plain"}})
+    put_rows(path, {"default": {b"p": b"plain"}})
     with pytest.raises(ProcessorStateError, match=r"Inconsistent store state for s\. Cannot have both plain \(DEFAULT\) and timestamped data"):
         _open_headers(tmp_path)
     # the refused open released the database: a timestamped store still opens it
@@ -202,10 +202,10 @@ def test_a_corrupt_offsets_family_is_a_typed_open_error(tmp_path: Path) -> None:
     store = _open_headers(tmp_path)
     store.close()
     path = store_directory(tmp_path, "app", "0_0", "s")
-    write_raw(path, {"offsets": {b"position": b"\x00\x00\x00\x00\x07"}})
+    put_rows(path, {"offsets": {b"position": b"\x00\x00\x00\x00\x07"}})
     with pytest.raises(ProcessorStateError, match="corrupt offsets column family"):
         _open_headers(tmp_path)
-    write_raw(path, {"offsets": {b"status": b"\x00", b"position": bytes(40)}})  # neither OPEN nor CLOSED (KV-57)
+    put_rows(path, {"offsets": {b"status": b"\x00", b"position": bytes(40)}})  # neither OPEN nor CLOSED (KV-57)
     with pytest.raises(StoreCorruptedError, match="neither OPEN nor CLOSED"):
         _open_headers(tmp_path)
     _open_headers_ignoring = open_kv_store(

@@ -17,6 +17,7 @@ from kstate.stores.api import Backend, InvalidPrefixError, InvalidStateStoreErro
 from kstate.stores.engine import MemoryEngine, RocksDBEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory
 from kstate.stores.kv import INVALID_RANGE_WARNING, InMemoryKeyValueStore, RocksDBStore, StoreIterator
+from kstate_conformance.raw_rocksdb import column_family_rows
 
 EXACT_WARNING = (
     "Returning empty iterator for fetch with invalid key range: from > to. This may be due to range arguments "
@@ -397,26 +398,6 @@ def test_operations_agree_with_a_dict_model(
 # --- KV-20, KV-21: the directory, read with plain rocksdict ---------------------------------------------
 
 
-def _raw_column_families(path: Path) -> dict[str, list[tuple[bytes, bytes]]]:
-    import gc
-
-    import rocksdict
-
-    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
-    try:
-        out = {}
-        for cf in rocksdict.Rdict.list_cf(str(path)):
-            handle = db.get_column_family(cf)
-            out[cf] = list(handle.items())
-            handle.close()
-            del handle
-        return out
-    finally:
-        db.close()
-        del db
-        gc.collect()
-
-
 def test_a_reference_store_is_readable_with_plain_rocksdict(tmp_path: Path) -> None:
     store = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="counts", state_dir=tmp_path, application_id="app", task_id="1_3")
     store.put(b"\x00k", b"\xffv")
@@ -424,7 +405,7 @@ def test_a_reference_store_is_readable_with_plain_rocksdict(tmp_path: Path) -> N
     store.close()
     path = tmp_path / "app" / "1_3" / "rocksdb" / "counts"
     assert path == store_directory(tmp_path, "app", "1_3", "counts")
-    cfs = _raw_column_families(path)
+    cfs = column_family_rows(path)
     assert set(cfs) == {"default", "offsets"}
     assert cfs["default"] == [(b"\x00k", b"\xffv"), (b"a", b"")]
     assert dict(cfs["offsets"])[b"status"] == (0).to_bytes(8, "big")

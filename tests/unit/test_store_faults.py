@@ -33,6 +33,7 @@ from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_fam
 from kstate.stores.factory import open_kv_store, store_directory, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
+from kstate_conformance.raw_rocksdb import drop_column_family, put_rows
 
 TP = TopicPartition("app-s-changelog", 0)
 NOBODY = 65534
@@ -62,25 +63,6 @@ def _filled(state_dir: Path, store_type: StoreType = StoreType.KEY_VALUE, n: int
     store.engine.flush()
     store.close()
     return store_directory(state_dir, "app", "0_0", "s")
-
-
-def _raw(path: Path) -> Any:
-    import rocksdict
-
-    options = rocksdict.Options(raw_mode=True)
-    families = list_column_families(path)
-    return rocksdict.Rdict(str(path), options, column_families={cf: rocksdict.Options(raw_mode=True) for cf in families})
-
-
-def _write_raw(path: Path, cf: str, entries: dict[bytes, bytes]) -> None:
-    db = _raw(path)
-    try:
-        family = db.get_column_family(cf)
-        for key, value in entries.items():
-            family.put(key, value)
-        del family
-    finally:
-        db.close()
 
 
 def _refused(state_dir: Path, error: type[BaseException], match: str, **kwargs: Any) -> None:
@@ -360,9 +342,7 @@ def test_committed_offsets_without_their_data_family_are_refused(tmp_path: Path,
     """The data family dropped, the offset 99 still committed, no family holding data: refused (KV-57)."""
     path = _filled(tmp_path, store_type)
     data_cf = "keyValueWithTimestamp" if store_type is StoreType.TIMESTAMPED_KV else "keyValueWithTimestampAndHeaders"
-    db = _raw(path)
-    db.drop_column_family(data_cf)
-    db.close()
+    drop_column_family(path, data_cf)
     _refused(tmp_path, StoreCorruptedError, "offsets ahead of data", store_type=store_type)
 
 
@@ -379,7 +359,7 @@ def test_an_empty_store_with_committed_offsets_still_opens(tmp_path: Path) -> No
 def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(tmp_path: Path) -> None:
     """A 3-byte committed offset: refused when the store opens, not when the offset is read (KV-57, OFF-3)."""
     path = _filled(tmp_path)
-    _write_raw(path, "offsets", {b"app-s-changelog-0": b"\x00\x00\x63"})
+    put_rows(path, {"offsets": {b"app-s-changelog-0": b"\x00\x00\x63"}})
     _refused(tmp_path, StoreCorruptedError, "is 3 bytes, not an 8-byte long")
     _refused(tmp_path, StoreCorruptedError, "is 3 bytes", ignore_invalid_state=True)
 
@@ -388,7 +368,7 @@ def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(tmp_path: Path
 def test_a_garbage_status_has_its_own_message(tmp_path: Path, status: bytes) -> None:
     """A status neither OPEN nor CLOSED is refused as damaged, not as an unclean shutdown (KV-57, OFF-6)."""
     path = _filled(tmp_path)
-    _write_raw(path, "offsets", {b"status": status})
+    put_rows(path, {"offsets": {b"status": status}})
     before = directory_digest(tmp_path)
     with pytest.raises(StoreCorruptedError, match="neither OPEN nor CLOSED") as info:
         _open(tmp_path)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_timestamped_stores import raw_column_families
 
 from kstate.codecs.position import decode_position, encode_position
 from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
@@ -20,6 +19,7 @@ from kstate.stores.api import Backend, ProcessorStateError, RecordContext, Topic
 from kstate.stores.engine import MemoryEngine, list_column_families
 from kstate.stores.factory import open_kv_store, store_directory, task_directory
 from kstate.stores.kv import RocksDBStore, UnknownColumnFamilyError
+from kstate_conformance.raw_rocksdb import column_family_maps
 
 REPO = Path(__file__).resolve().parents[2]
 TP = TopicPartition("app-s-changelog", 0)
@@ -46,7 +46,7 @@ def test_offsets_family_bytes(tmp_path: Path, store_type: StoreType) -> None:
     assert store.committed_offsets() == {TP: 42}
     assert store.position == {"in": {3: 17}}
     store.close()
-    offsets = raw_column_families(store_directory(tmp_path, "app", "0_0", "s"))["offsets"]
+    offsets = column_family_maps(store_directory(tmp_path, "app", "0_0", "s"))["offsets"]
     assert offsets == {
         b"status": CLOSED,
         b"app-s-changelog-0": (42).to_bytes(8, "big"),
@@ -96,7 +96,7 @@ def test_a_failed_open_writes_no_closed_status(tmp_path: Path) -> None:
     for _ in range(2):
         with pytest.raises(ProcessorStateError):
             _open(tmp_path)
-        assert raw_column_families(path)["offsets"][b"status"] == OPEN
+        assert column_family_maps(path)["offsets"][b"status"] == OPEN
 
 
 def test_close_writes_staged_data(tmp_path: Path) -> None:
@@ -310,7 +310,7 @@ def test_migration_from_checkpoint_and_position_files(tmp_path: Path) -> None:
     assert not (task / "s.position").exists()
     assert (task / ".checkpoint").read_text() == "0\n2\napp-t-changelog 0 7\napp-t-changelog 1 -4\n"
     store.close()
-    offsets = raw_column_families(store_directory(tmp_path, "app", "0_0", "s"))["offsets"]
+    offsets = column_family_maps(store_directory(tmp_path, "app", "0_0", "s"))["offsets"]
     assert decode_position(offsets[b"position"])[0] == {"in": {0: 5, 1: 9}}
     t_partitions = [TopicPartition("app-t-changelog", 0), TopicPartition("app-t-changelog", 1)]
     other = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="t", state_dir=tmp_path, changelog_partitions=t_partitions)

@@ -2,62 +2,25 @@
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 from pathlib import Path
 
 import pytest
-import rocksdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstate.codecs.store_types import StoreType
 from kstate.stores.api import Backend, ProcessorStateError
-from kstate.stores.engine import MemoryEngine, list_column_families
+from kstate.stores.engine import MemoryEngine
 from kstate.stores.factory import open_kv_store, store_directory
 from kstate.stores.kv import RocksDBStore, UnknownColumnFamilyError
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import TimestampedKeyValueStore
+from kstate_conformance.raw_rocksdb import column_family_maps, put_rows
 
 FF8 = b"\xff" * 8
 LEGACY = {b"key%d" % i: (b"%d" % i) * i for i in range(1, 8)}  # key1 -> "1", key2 -> "22", ..., key7 -> "7777777"
-
-
-def raw_column_families(path: Path) -> dict[str, dict[bytes, bytes]]:
-    """Every column family of the RocksDB at ``path``, read with plain rocksdict in raw mode."""
-    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
-    try:
-        out = {}
-        for cf in rocksdict.Rdict.list_cf(str(path)):
-            handle = db.get_column_family(cf)
-            out[cf] = dict(handle.items())
-            handle.close()
-            del handle
-        return out
-    finally:
-        db.close()
-        del db
-        gc.collect()
-
-
-def write_raw(path: Path, writes: dict[str, dict[bytes, bytes]]) -> None:
-    """Write bytes straight into column families (creating them), as another program would."""
-    existing = list_column_families(path) or ["default"]
-    db = rocksdict.Rdict(
-        str(path), rocksdict.Options(raw_mode=True), column_families={cf: rocksdict.Options(raw_mode=True) for cf in existing}
-    )
-    try:
-        for cf, entries in writes.items():
-            handle = db.get_column_family(cf) if cf in existing else db.create_column_family(cf, rocksdict.Options(raw_mode=True))
-            for key, value in entries.items():
-                handle[key] = value
-            handle.close()
-            del handle
-    finally:
-        db.close()
-        del db
-        gc.collect()
 
 
 def prepare_old_store(state_dir: Path) -> Path:
@@ -136,7 +99,7 @@ def test_migration_matrix_on_rocksdb_and_exact_bytes_of_both_families(
     assert isinstance(store, RocksDBTimestampedStore)
     run_migration_matrix(store)
     store.close()
-    cfs = raw_column_families(path)
+    cfs = column_family_maps(path)
     assert set(cfs) == {"default", "keyValueWithTimestamp", "offsets"}
     assert cfs["default"] == EXPECTED_OLD_AFTER
     assert cfs["keyValueWithTimestamp"] == EXPECTED_NEW_AFTER
@@ -162,7 +125,7 @@ def test_the_mode_holds_until_reopen(tmp_path: Path, caplog: pytest.LogCaptureFi
     assert store.mode == "upgrade"  # every key migrated, still upgrade mode
     assert store.column_families == ("default", "keyValueWithTimestamp")
     store.close()
-    assert raw_column_families(path)["default"] == {}
+    assert column_family_maps(path)["default"] == {}
     with caplog.at_level(logging.INFO, logger="kstate.stores"):
         store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert "Opening store s in regular mode" in caplog.messages
@@ -183,14 +146,14 @@ def test_new_store_regular_mode_and_bytes(tmp_path: Path, caplog: pytest.LogCapt
     with caplog.at_level(logging.INFO, logger="kstate.stores"):
         open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path).close()
     assert caplog.messages.count("Opening store s in regular mode") == 2
-    cfs = raw_column_families(store_directory(tmp_path, "app", "0_0", "s"))
+    cfs = column_family_maps(store_directory(tmp_path, "app", "0_0", "s"))
     assert cfs["default"] == {}
     assert cfs["keyValueWithTimestamp"] == {b"key": b"timestamped"}
 
 
 def test_iterators_never_migrate_and_the_new_family_wins_on_equal_keys(tmp_path: Path) -> None:
     path = prepare_old_store(tmp_path)
-    write_raw(path, {"keyValueWithTimestamp": {b"key2": b"NEW2", b"key9": b"NEW9"}})
+    put_rows(path, {"keyValueWithTimestamp": {b"key2": b"NEW2", b"key9": b"NEW9"}})
     store = open_kv_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert isinstance(store, RocksDBTimestampedStore)
     assert store.mode == "upgrade"
@@ -201,7 +164,7 @@ def test_iterators_never_migrate_and_the_new_family_wins_on_equal_keys(tmp_path:
     assert list(store.reverse_all()) == forward[::-1]
     assert store.get(b"key2") == b"NEW2"  # found in the new family: nothing to migrate
     store.close()
-    cfs = raw_column_families(path)
+    cfs = column_family_maps(path)
     assert cfs["default"] == LEGACY  # untouched, key2 included
     assert cfs["keyValueWithTimestamp"] == {b"key2": b"NEW2", b"key9": b"NEW9"}
 
@@ -212,7 +175,7 @@ def test_put_all_and_restore_delete_from_the_old_family(tmp_path: Path) -> None:
     store.put_all([(b"key1", bytes(8) + b"a"), (b"key2", None)])
     store.restore_batch([(b"key3", bytes(8) + b"c"), (b"key4", None)])
     store.close()
-    cfs = raw_column_families(path)
+    cfs = column_family_maps(path)
     assert set(cfs["default"]) == {b"key5", b"key6", b"key7"}
     assert cfs["keyValueWithTimestamp"] == {b"key1": bytes(8) + b"a", b"key3": bytes(8) + b"c"}
 

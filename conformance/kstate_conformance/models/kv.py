@@ -445,13 +445,41 @@ class Options:
     cache_flush_listener: bool = False
 
 
-class KVModel:
+class ChangelogKeeper:
+    """What every family's model keeps of its changelog: each record logged (``changelog``), those the machine has
+    not compared yet (``pending``), and the record context of the next write (CL-1, RST-1)."""
+
+    options: Any
+    changelog: list[Record]
+    pending: list[Record]
+    context: Context
+
+    def set_context(self, context: Context) -> None:
+        self.context = context
+
+    def take_pending(self) -> list[Record]:
+        out, self.pending = self.pending, []
+        return out
+
+    def records_after(self, offset: int | None) -> list[Record]:
+        """The changelog records after ``offset`` (all of them for None)."""
+        return self.changelog[(offset + 1 if offset is not None else 0):]
+
+    def _log(self, record: Record) -> None:
+        if self.options.logging:
+            self.changelog.append(record)
+            self.pending.append(record)
+
+
+class KVModel(ChangelogKeeper):
     """One logical store across its lifetime: opens, writes, commits, closes, crashes, upgrades and restores.
 
     ``image`` is the store's column families as the open store presents them (for RocksDB, what a clean
     close persists); ``changelog`` every record ever logged; ``crash_candidates`` the images a crash may
     leave behind (the last commit or close, then after every later write of the store).
     """
+
+    options: Options
 
     def __init__(self, store_type: str, backend: str, options: Options | None = None) -> None:
         self.store_type = store_type
@@ -574,19 +602,7 @@ class KVModel:
         if self.cache is not None:
             self._flush_cache()
 
-    def take_pending(self) -> list[Record]:
-        out, self.pending = self.pending, []
-        return out
-
-    def set_context(self, context: Context) -> None:
-        self.context = context
-
     # --- writes below the cache ---------------------------------------------------------------------------
-
-    def _log(self, record: Record) -> None:
-        if self.options.logging:
-            self.changelog.append(record)
-            self.pending.append(record)
 
     def _below_put(self, key: bytes, value: bytes | None, context: Context) -> None:
         store = self._require_open()
@@ -747,10 +763,6 @@ class KVModel:
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]
             store.write_batch([(r.key, restored_value(self.store_type, r)) for r in batch])
-
-    def records_after(self, offset: int | None) -> list[Record]:
-        """The changelog records after ``offset`` (all of them for None)."""
-        return self.changelog[(offset + 1 if offset is not None else 0):]
 
     # --- views for comparison ----------------------------------------------------------------------------------
 

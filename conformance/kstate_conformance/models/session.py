@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
-from kstate_conformance.models.kv import Context, HeaderPairs, Record, Refused
+from kstate_conformance.models.kv import ChangelogKeeper, Context, HeaderPairs, Record, Refused
 
 SESSION = "session"
 HEADERS = "session_with_headers"
@@ -146,12 +146,14 @@ class Options:
         return self.segment_interval_ms if self.segment_interval_ms is not None else default_segment_interval(self.retention_ms)
 
 
-class SessionModel:
+class SessionModel(ChangelogKeeper):
     """One logical session store across its lifetime: writes, reads, restarts, crashes, upgrades, restores.
 
     RocksDB state is ``segments``: segment id -> column family -> store key -> stored value (what a clean close
     persists). In-memory state is ``sessions``. ``changelog`` holds every record ever logged.
     """
+
+    options: Options
 
     def __init__(self, store_type: str, backend: str, options: Options | None = None, name: str = "store") -> None:
         if store_type not in STORE_TYPES or backend not in BACKENDS:
@@ -271,21 +273,6 @@ class SessionModel:
 
     def _note_write(self) -> None:
         self.crash_candidates.append(copy.deepcopy(self.segments))
-
-    def set_context(self, context: Context) -> None:
-        self.context = context
-
-    def take_pending(self) -> list[Record]:
-        out, self.pending = self.pending, []
-        return out
-
-    def records_after(self, offset: int | None) -> list[Record]:
-        return self.changelog[(offset + 1 if offset is not None else 0):]
-
-    def _log(self, record: Record) -> None:
-        if self.options.logging:
-            self.changelog.append(record)
-            self.pending.append(record)
 
     # --- RocksDB segments ------------------------------------------------------------------------------------
 

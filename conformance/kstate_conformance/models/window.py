@@ -158,7 +158,7 @@ Entry = tuple[bytes, int, bytes]  # (key, window start, value)
 
 
 @dataclass
-class WindowModel:
+class WindowModel(kv.ChangelogKeeper):
     """One logical window store across its lifetime: opens, writes, commits, closes, crashes and restores.
 
     RocksDB: ``segments`` are the segment databases' rows (what a clean close persists); memory: ``windows``
@@ -221,16 +221,6 @@ class WindowModel:
         self.segments = {s: dict(rows) for s, rows in observed.items() if rows}
         self.crash_candidates = [copy.deepcopy(self.segments)]
         return True
-
-    def set_context(self, context: Context) -> None:
-        self.context = context
-
-    def take_pending(self) -> list[Record]:
-        out, self.pending = self.pending, []
-        return out
-
-    def records_after(self, offset: int | None) -> list[Record]:
-        return self.changelog[(offset + 1 if offset is not None else 0):]
 
     def _require_open(self) -> None:
         if not self.is_open:
@@ -313,9 +303,7 @@ class WindowModel:
         if self.options.logging:
             if self.options.retain_duplicates:
                 self.log_seqnum = (self.log_seqnum + 1) & SEQNUM_MASK
-            record = record_for_put(self.store_type, store_key(key, start, self.log_seqnum), value, self.context)
-            self.changelog.append(record)
-            self.pending.append(record)
+            self._log(record_for_put(self.store_type, store_key(key, start, self.log_seqnum), value, self.context))
 
     # --- restore -----------------------------------------------------------------------------------------------
 

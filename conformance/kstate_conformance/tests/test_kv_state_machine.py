@@ -9,8 +9,6 @@ reads in both directions, the changelog records sent, and (RocksDB) the data col
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +24,10 @@ from hypothesis.stateful import (
 
 from kstate_conformance import rules
 from kstate_conformance.models import kv as m
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
-MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=5)
-TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
 HEADER_VALUES = nullable_binary(3)
 HEADERS = header_lists(st.sampled_from(["a", "b", "ü"]), HEADER_VALUES, max_size=2).map(tuple)
 #: Lifecycle steps, upgrades and crashes twice as likely as the others (they find the most).
@@ -59,10 +53,6 @@ OPTIONS = st.builds(
 )
 
 
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
-
-
 def _entries(out: dict[str, Any]) -> list[tuple[bytes, bytes]]:
     return [(bytes.fromhex(k), bytes.fromhex(v)) for k, v in out["entries"]]
 
@@ -72,35 +62,21 @@ def _show(entries: list[tuple[bytes, bytes]] | dict[bytes, bytes]) -> list[tuple
     return [(k.hex(), v.hex()) for k, v in items]
 
 
-class KeyValueStoreMachine(StoreMachine):
+class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     """Drives one store through ``codec`` and :class:`models.kv.KVModel` side by side."""
 
     iterators = Bundle("iterators")
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.start_type = store_type
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.KVModel | None = None
-        self.handle: str | None = None
-        self.fresh_stores = 0
         self.upgraded_in_place = False
-        self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
-    def store_model(self) -> Any:
-        return self.kv
-
-    @property
     def kv(self) -> m.KVModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def open_payload(self, store_type: str, **extra: Any) -> dict[str, Any]:
         options = self.kv.options
@@ -131,10 +107,9 @@ class KeyValueStoreMachine(StoreMachine):
         self.kv.flush()
         self.check_changelog()
         offset = self.changelog_offset()
-        topic = "app-store-changelog"
-        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[topic, 0, offset]]})
+        self.commit_changelog_offset(offset)
         self.kv.commit(offset)
-        got = self.ok("store.committed_offset", {"handle": self.handle, "topic": topic, "partition": 0})["offset"]
+        got = self.committed_offset()
         assert got == self.kv.committed, f"committed offset {got}, expected {self.kv.committed}"
 
     # --- setup / teardown -----------------------------------------------------------------------------------
@@ -152,17 +127,12 @@ class KeyValueStoreMachine(StoreMachine):
         self.handle = out["handle"]
         self.kv.open()
 
-    def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.kv.is_open:
-            self.call("store.close", {"handle": self.handle})
-        shutil.rmtree(self.dir, ignore_errors=True)
-
     # --- writes ---------------------------------------------------------------------------------------------
 
     @rule(key=KEYS, data=st.data())
     def put(self, key: bytes, data: st.DataObject) -> None:
         value = data.draw(st.none() | value_strategy(self.kv.store_type), label="value")
-        self.expect("store.put", {"key": key.hex(), "value": _h(value)}, lambda: self.kv.put(key, value))
+        self.expect("store.put", {"key": key.hex(), "value": hex_or_none(value)}, lambda: self.kv.put(key, value))
 
     @rule(key=KEYS, data=st.data())
     def put_if_absent(self, key: bytes, data: st.DataObject) -> None:
@@ -171,13 +141,13 @@ class KeyValueStoreMachine(StoreMachine):
                              lambda: self.kv.put_if_absent(key, value))
         if result is not None:
             out, expected = result
-            assert out["previous"] == _h(expected)
+            assert out["previous"] == hex_or_none(expected)
 
     @rule(keys=st.lists(KEYS, max_size=4), data=st.data())
     def put_all(self, keys: list[bytes], data: st.DataObject) -> None:
         values = [data.draw(st.none() | value_strategy(self.kv.store_type), label="value") for _ in keys]
         entries = list(zip(keys, values, strict=True))
-        self.expect("store.put_all", {"entries": [[k.hex(), _h(v)] for k, v in entries]},
+        self.expect("store.put_all", {"entries": [[k.hex(), hex_or_none(v)] for k, v in entries]},
                     lambda: self.kv.put_all(entries))
 
     @rule(key=KEYS)
@@ -185,7 +155,7 @@ class KeyValueStoreMachine(StoreMachine):
         result = self.expect("store.delete", {"key": key.hex()}, lambda: self.kv.delete(key))
         if result is not None:
             out, expected = result
-            assert out["previous"] == _h(expected)
+            assert out["previous"] == hex_or_none(expected)
 
     @rule(data=st.data())
     def null_key_is_refused(self, data: st.DataObject) -> None:
@@ -207,15 +177,15 @@ class KeyValueStoreMachine(StoreMachine):
         result = self.expect("store.get", {"key": key.hex()}, lambda: self.kv.get(key))
         if result is not None:
             out, expected = result
-            assert out["value"] == _h(expected), f"get({key.hex()})"
+            assert out["value"] == hex_or_none(expected), f"get({key.hex()})"
 
     @rule(lower=MAYBE_KEY, upper=MAYBE_KEY, reverse=st.booleans())
     def range(self, lower: bytes | None, upper: bytes | None, reverse: bool) -> None:
         op = "store.reverse_range" if reverse else "store.range"
-        result = self.expect(op, {"from": _h(lower), "to": _h(upper)}, lambda: self.kv.range(lower, upper, reverse))
+        result = self.expect(op, {"from": hex_or_none(lower), "to": hex_or_none(upper)}, lambda: self.kv.range(lower, upper, reverse))
         if result is not None:
             out, expected = result
-            assert _entries(out) == expected, f"{op}({_h(lower)}, {_h(upper)}): {_show(_entries(out))} != {_show(expected)}"
+            assert _entries(out) == expected, f"{op}({hex_or_none(lower)}, {hex_or_none(upper)}): {_show(_entries(out))} != {_show(expected)}"
 
     @rule(prefix=KEYS)
     def prefix_scan(self, prefix: bytes) -> None:
@@ -230,7 +200,7 @@ class KeyValueStoreMachine(StoreMachine):
     @rule(target=iterators, lower=st.none() | MAYBE_KEY, upper=st.none() | MAYBE_KEY, reverse=st.booleans())
     def open_iterator(self, lower: bytes | None, upper: bytes | None, reverse: bool) -> tuple[str, m.IteratorModel]:
         kind = "reverse_range" if reverse else "range"
-        out = self.ok("store.iterator_open", {"handle": self.handle, "kind": kind, "from": _h(lower), "to": _h(upper)})
+        out = self.ok("store.iterator_open", {"handle": self.handle, "kind": kind, "from": hex_or_none(lower), "to": hex_or_none(upper)})
         if lower is not None and upper is not None and lower > upper:
             model_it = m.IteratorModel(self.backend)  # Kafka's empty iterator
             self.kv.iterators.append(model_it)
@@ -282,21 +252,7 @@ class KeyValueStoreMachine(StoreMachine):
     @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
     def lifecycle(self, action: str, data: st.DataObject) -> None:
         """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        if action == "flush":
-            self.flush()
-        elif action == "commit":
-            self.commit()
-        elif action == "restart":
-            self.restart()
-        elif action == "upgrade":
-            self.upgrade(data)
-        elif action == "crash":
-            # A crash right after a commit is where data and offsets written apart would show (KV-50).
-            if data.draw(st.booleans(), label="commit first"):
-                self.commit()
-            self.crash()
-        else:
-            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+        self.lifecycle_step(action, data)
 
     def flush(self) -> None:
         self.ok("store.flush", {"handle": self.handle})
@@ -321,10 +277,7 @@ class KeyValueStoreMachine(StoreMachine):
 
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.kv.close()
-        self.check_changelog()
+        self.close_cleanly()
         self._reopen(self.kv.store_type)
 
     def upgrade(self, data: st.DataObject) -> None:
@@ -332,10 +285,7 @@ class KeyValueStoreMachine(StoreMachine):
         if self.kv.store_type == m.HEADERS or self.backend not in self.capabilities.get("upgrade", []):
             return
         new_type = data.draw(st.sampled_from(NEXT_TYPE[self.kv.store_type]), label="new type")
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.kv.close()
-        self.check_changelog()
+        self.close_cleanly()
         previous = self.kv.store_type
         self._reopen(new_type)
         if self.backend == m.ROCKSDB and self.kv.store_type != previous:
@@ -344,17 +294,8 @@ class KeyValueStoreMachine(StoreMachine):
     def crash(self) -> None:
         """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
         after the committed offset restores everything that was logged (KIP-1035 at-least-once recovery)."""
-        if not self.capabilities.get("crash"):
+        if not self.crash_and_reopen(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True):
             return
-        self.ok("store.crash", {"handle": self.handle})
-        self.kv.crash()
-        self.check_changelog()
-        if self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
-            refused = self.open_store(self.kv.store_type)
-            assert "error" in refused, "reopening after a crash must detect the unclean shutdown"
-        out = self.open_store(self.kv.store_type, ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_data()
@@ -365,21 +306,15 @@ class KeyValueStoreMachine(StoreMachine):
                 observed_view = dict(_entries(self.on_store("store.all")))
                 assert self.kv.adopt_view(observed_view), "after a crash the store holds no state since the last commit"
         self.kv.open()
-        topic = "app-store-changelog"
-        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": topic, "partition": 0})["offset"]
+        committed = self.committed_offset()
         assert committed == self.kv.committed, f"committed offset after a crash: {committed}, expected {self.kv.committed}"
         self.restore_all(self.kv.records_after(committed))
 
     def restore_into_fresh_store(self, batch_size: int) -> None:
         """Rebuild the whole changelog into a new store of the current type (RST-1, RST-2, RST-4, RST-6)."""
-        self.fresh_stores += 1
-        payload = self.open_payload(self.kv.store_type, name=f"fresh{self.fresh_stores}", caching=False)
-        handle = self.ok("store.open", payload)["handle"]
-        try:
-            records = self.kv.changelog
-            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
-                                            "batch_size": batch_size})
-            assert out["restored"] == len(records)
+        records = self.kv.changelog
+        with self.fresh_store(lambda name: self.open_payload(self.kv.store_type, name=name, caching=False), records,
+                              batch_size) as (_, handle, out):
             assert out["batches"] == -(-len(records) // batch_size)
             expected = sorted(m.replay(self.kv.store_type, records).items())
             actual = _entries(self.ok("store.all", {"handle": handle}))
@@ -388,8 +323,6 @@ class KeyValueStoreMachine(StoreMachine):
             assert logged == [], "a restore must not write to the changelog"
             if self.kv.options.logging and not self.upgraded_in_place and self.kv.is_open:
                 assert dict(expected) == self.kv.below(), "restoring the changelog must reproduce the store"
-        finally:
-            self.ok("store.close", {"handle": handle})
 
     # --- after every step ---------------------------------------------------------------------------------
 
@@ -412,18 +345,9 @@ class KeyValueStoreMachine(StoreMachine):
             assert observed == expected_cfs, f"column families: store {observed}\n model {expected_cfs}"
 
 
-def _capabilities(codec: Any) -> dict[str, Any]:
-    if not codec.supports("store.capabilities"):
-        pytest.skip("the implementation offers no key-value store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    return caps
-
-
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    caps = _capabilities(codec)
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: KeyValueStoreMachine(codec, store_type, backend, base, caps))
+    run_family_machine(codec, "key-value", None, store_type, backend, m.offers_store_type,
+                       lambda caps: KeyValueStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

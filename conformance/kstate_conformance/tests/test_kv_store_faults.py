@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kstate.storage_files import directory_digest
-from kstate_conformance import rules
+from kstate_conformance import raw_rocksdb, rules
 from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, kit
 from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 
@@ -43,33 +43,6 @@ def _refused_unchanged(kit: Kit, store_type: str = KV, **options: Any) -> dict[s
     assert "error" in out, f"the open was not refused: {out}"
     assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
     return out
-
-
-def _raw_put(path: Path, cf: str, entries: dict[bytes, bytes]) -> None:
-    import rocksdict
-
-    families = rocksdict.Rdict.list_cf(str(path))
-    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
-                         column_families={f: rocksdict.Options(raw_mode=True) for f in families})
-    try:
-        family = db.get_column_family(cf)
-        for key, value in entries.items():
-            family.put(key, value)
-        del family
-    finally:
-        db.close()
-
-
-def _raw_drop(path: Path, cf: str) -> None:
-    import rocksdict
-
-    families = rocksdict.Rdict.list_cf(str(path))
-    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
-                         column_families={f: rocksdict.Options(raw_mode=True) for f in families})
-    try:
-        db.drop_column_family(cf)
-    finally:
-        db.close()
 
 
 @rules("KV-23", "KV-55")
@@ -160,25 +133,13 @@ def test_a_legacy_file_that_is_a_directory_is_refused(kit: Kit, name: str) -> No
     kit.open(KV, ROCKSDB)  # still CLOSED: no unclean-shutdown refusal
 
 
-def _raw_flush(path: Path) -> None:
-    import rocksdict
-
-    families = rocksdict.Rdict.list_cf(str(path))
-    db = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True),
-                         column_families={f: rocksdict.Options(raw_mode=True) for f in families})
-    try:
-        db.flush()
-    finally:
-        db.close()
-
-
 @rules("KV-25")
 def test_a_damaged_table_file_fails_scans_instead_of_shortening_them(kit: Kit) -> None:
     """64 flipped bytes in the middle of the largest table file: ``all`` and ``reverse_all`` are refused, never
     answered with fewer entries, and every ``get`` answers its value or a typed error (KV-25)."""
     _committed_store(kit, entries=2000)
     path = _store_dir(kit)
-    _raw_flush(path)
+    raw_rocksdb.flush(path)
     table = max(path.glob("*.sst"), key=lambda file: file.stat().st_size)
     data = bytearray(table.read_bytes())
     middle = len(data) // 2
@@ -214,7 +175,7 @@ def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
 def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(kit: Kit) -> None:
     """A 3-byte committed offset in the ``offsets`` family: refused when the store opens."""
     _committed_store(kit)
-    _raw_put(_store_dir(kit), "offsets", {f"{TOPIC}-0".encode(): b"\x00\x00\x63"})
+    raw_rocksdb.put_rows(_store_dir(kit), {"offsets": {f"{TOPIC}-0".encode(): b"\x00\x00\x63"}})
     _refused_unchanged(kit)
 
 
@@ -222,7 +183,7 @@ def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(kit: Kit) -> N
 def test_a_damaged_status_is_refused(kit: Kit) -> None:
     """A ``status`` neither OPEN nor CLOSED: refused, nothing written."""
     _committed_store(kit)
-    _raw_put(_store_dir(kit), "offsets", {b"status": b"\x07"})
+    raw_rocksdb.put_rows(_store_dir(kit), {"offsets": {b"status": b"\x07"}})
     _refused_unchanged(kit)
 
 
@@ -232,7 +193,7 @@ def test_a_damaged_status_is_refused(kit: Kit) -> None:
 def test_offsets_ahead_of_data_are_refused(kit: Kit, store_type: str, data_cf: str) -> None:
     """The data family dropped while offset 7 stays committed and no family holds data: refused."""
     _committed_store(kit, store_type)
-    _raw_drop(_store_dir(kit), data_cf)
+    raw_rocksdb.drop_column_family(_store_dir(kit), data_cf)
     _refused_unchanged(kit, store_type)
 
 

@@ -10,8 +10,6 @@ after every step: every session in both directions, the changelog records sent, 
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +26,9 @@ from kstate_conformance import rules
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context, Refused
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import KEYS, MAYBE_KEY, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
-MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=4)
 HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(2), max_size=2).map(tuple)
 #: Session ends across a few segments of the small intervals; durations from a point session to a long one.
@@ -47,7 +42,6 @@ OPTIONS = st.builds(
     segment_interval_ms=st.sampled_from([None, 20, 100]),
     logging=st.sampled_from([True, True, False]),
 )
-TOPIC = "app-store-changelog"
 
 
 def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
@@ -55,10 +49,6 @@ def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     if store_type == m.SESSION:
         return RAW
     return st.builds(m.headers_value, RAW, HEADERS)
-
-
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
 
 
 def _entries(out: dict[str, Any]) -> list[m.Entry]:
@@ -73,32 +63,22 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
     """The single-key form (``key_to`` null), or a range whose unbounded upper key is sent as a key above every
     key the machine writes (they are at most 3 bytes)."""
     if single:
-        return {"key_from": _h(key_from), "key_to": None}
-    return {"key_from": _h(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
+        return {"key_from": hex_or_none(key_from), "key_to": None}
+    return {"key_from": hex_or_none(key_from), "key_to": ABOVE_EVERY_KEY if key_to is None else key_to.hex()}
 
 
-class SessionStoreMachine(StoreMachine):
+class SessionStoreMachine(StoreMachine[m.SessionModel]):
     """Drives one session store through ``codec`` and :class:`models.session.SessionModel` side by side."""
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.start_type = store_type
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.SessionModel | None = None
-        self.handle: str | None = None
-        self.fresh_stores = 0
-        self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing ---------------------------------------------------------------------------------------------
 
     @property
     def sm(self) -> m.SessionModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def open_payload(self, store_type: str, **extra: Any) -> dict[str, Any]:
         options: dict[str, Any] = {"retention_ms": self.sm.options.retention_ms}
@@ -109,10 +89,6 @@ class SessionStoreMachine(StoreMachine):
 
     def open_store(self, store_type: str, **extra: Any) -> dict[str, Any]:
         return self.call("store.open", self.open_payload(store_type, **extra))
-
-    @property
-    def store_model(self) -> m.SessionModel:
-        return self.sm
 
     def dump_segments(self) -> dict[str, m.Segment]:
         out = self.on_store("store.dump")
@@ -127,9 +103,9 @@ class SessionStoreMachine(StoreMachine):
     def commit(self) -> None:
         self.check_changelog()
         offset = self.changelog_offset()
-        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[TOPIC, 0, offset]]})
+        self.commit_changelog_offset(offset)
         self.sm.commit(offset)
-        got = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        got = self.committed_offset()
         assert got == self.sm.committed, f"committed offset {got}, expected {self.sm.committed}"
 
     def known_session(self, data: st.DataObject) -> tuple[bytes, int, int]:
@@ -159,18 +135,13 @@ class SessionStoreMachine(StoreMachine):
         self.handle = out["handle"]
         self.sm.open()
 
-    def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.sm.is_open:
-            self.call("store.close", {"handle": self.handle})
-        shutil.rmtree(self.dir, ignore_errors=True)
-
     # --- writes ---------------------------------------------------------------------------------------------------
 
     @rule(key=KEYS, end=ENDS, duration=DURATIONS, data=st.data())
     def put(self, key: bytes, end: int, duration: int, data: st.DataObject) -> None:
         start = end - duration
         value = data.draw(st.none() | value_strategy(self.sm.store_type), label="value")
-        self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": _h(value)},
+        self.expect("session_store.put", {"key": key.hex(), "start": start, "end": end, "value": hex_or_none(value)},
                     lambda: self.sm.put(key, start, end, value))
 
     @rule(data=st.data())
@@ -220,7 +191,7 @@ class SessionStoreMachine(StoreMachine):
                              lambda: self.sm.fetch_session(key, start, end))
         if result is not None:
             out, expected = result
-            assert out["value"] == _h(expected), f"fetch_session({key.hex()}, {start}, {end})"
+            assert out["value"] == hex_or_none(expected), f"fetch_session({key.hex()}, {start}, {end})"
 
     @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, single=st.booleans(), earliest_end=BOUNDS, latest_start=BOUNDS,
           backward=st.booleans())
@@ -256,18 +227,7 @@ class SessionStoreMachine(StoreMachine):
     @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
     def lifecycle(self, action: str, data: st.DataObject) -> None:
         """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        if action == "commit":
-            self.commit()
-        elif action == "restart":
-            self.restart()
-        elif action == "upgrade":
-            self.upgrade()
-        elif action == "crash":
-            if data.draw(st.booleans(), label="commit first"):
-                self.commit()
-            self.crash()
-        else:
-            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+        self.lifecycle_step(action, data)
 
     def _reopen(self, store_type: str) -> None:
         out = self.open_store(store_type)
@@ -285,61 +245,43 @@ class SessionStoreMachine(StoreMachine):
 
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.sm.close()
-        self.check_changelog()
+        self.close_cleanly()
         self._reopen(self.sm.store_type)
 
-    def upgrade(self) -> None:
+    def upgrade(self, data: st.DataObject) -> None:
         """Reopen a plain session store as ``session_with_headers``: in place on RocksDB (every segment's plain
         family read through the dual column families), rebuilt from the changelog in memory."""
+        del data  # one target type: nothing to draw
         if self.sm.store_type != m.SESSION or not m.offers_store_type(self.capabilities, m.HEADERS):
             return
         if self.backend not in self.capabilities.get("upgrade", []):
             return
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.sm.close()
-        self.check_changelog()
+        self.close_cleanly()
         self._reopen(m.HEADERS)
 
     def crash(self) -> None:
         """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
         after the committed offset restores everything that was logged."""
-        if not self.capabilities.get("crash"):
-            return
-        had_segments = bool(self.sm.segments)
-        self.ok("store.crash", {"handle": self.handle})
-        self.sm.crash()
-        self.check_changelog()
         # The unclean shutdown is found in the segments' databases: a store without a segment has none to show it.
-        if had_segments and self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
-            refused = self.open_store(self.sm.store_type)
-            assert "error" in refused, "reopening after a crash must detect the unclean shutdown"
-        out = self.open_store(self.sm.store_type, ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
+        had_segments = bool(self.sm.segments)
+        if not self.crash_and_reopen(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments):
+            return
         if self.backend == m.ROCKSDB and self.can_dump:
             observed = self.dump_segments()
             assert self.sm.adopt(observed), (
                 f"after a crash the store holds {observed}, which is no state since the last commit: "
                 f"{[self.sm._dump_of(c) for c in self.sm.crash_candidates]}")
         self.sm.open()
-        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        committed = self.committed_offset()
         assert committed == self.sm.committed, f"committed offset after a crash: {committed}, expected {self.sm.committed}"
         self.restore_all(self.sm.records_after(committed))
 
     def restore_into_fresh_store(self, batch_size: int) -> None:
         """Rebuild the whole changelog into a new store of the current type; it holds what the model's replay
         holds (retention applied batch by batch) and logs nothing."""
-        self.fresh_stores += 1
-        handle = self.ok("store.open", self.open_payload(self.sm.store_type, name=f"fresh{self.fresh_stores}"))["handle"]
-        try:
-            records = self.sm.changelog
-            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
-                                            "batch_size": batch_size})
-            assert out["restored"] == len(records)
+        records = self.sm.changelog
+        with self.fresh_store(lambda name: self.open_payload(self.sm.store_type, name=name), records,
+                              batch_size) as (_, handle, _out):
             replayed = m.replay(self.sm.store_type, self.backend, self.sm.options, records, batch_size)
             for backward in (False, True):
                 actual = _entries(self.ok("session_store.fetch", {"handle": handle, **range_payload(None, None, False),
@@ -347,8 +289,6 @@ class SessionStoreMachine(StoreMachine):
                 expected = replayed.fetch(None, None, backward)
                 assert actual == expected, f"restored {_show(actual)}, expected {_show(expected)}"
             assert self.ok("store.changelog", {"handle": handle})["records"] == [], "a restore must not log"
-        finally:
-            self.ok("store.close", {"handle": handle})
 
     # --- after every step -------------------------------------------------------------------------------------------
 
@@ -369,12 +309,8 @@ class SessionStoreMachine(StoreMachine):
 
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    if not codec.supports("store.capabilities") or not codec.supports("session_store.put"):
-        pytest.skip("the implementation offers no session store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: SessionStoreMachine(codec, store_type, backend, base, caps))  # type: ignore[arg-type,unused-ignore]
+    run_family_machine(codec, "session", "session_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: SessionStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

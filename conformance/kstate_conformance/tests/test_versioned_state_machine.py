@@ -12,7 +12,6 @@ process and through the testee protocol, and skips an implementation without ver
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules
 from kstate_conformance.models import versioned as m
 from kstate_conformance.models.kv import Record, headers_to_json
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import StoreMachine, hex_or_none, run_family_machine
 
 KEYS = st.sampled_from([b"a", b"b", b"\x00\xff"])
 ALL_KEYS = (b"a", b"b", b"\x00\xff")
@@ -35,11 +34,6 @@ HEADERS = st.lists(st.tuples(st.sampled_from(["h", "ü"]), st.none() | st.binary
 #: ``any`` is served as descending, as Kafka's own tests assert (VS-12).
 ORDERS = st.sampled_from([m.ASCENDING, m.DESCENDING, m.ANY])
 LIFECYCLE = ("commit", "restart", "restart", "crash", "crash", "restore")
-TOPIC = "app-store-changelog"
-
-
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
 
 
 def _show(rows: dict[bytes, bytes]) -> list[tuple[str, str]]:
@@ -60,34 +54,25 @@ def _expected(record: m.VersionedRecord | None, with_headers: bool) -> tuple[Any
     return (*base, headers_to_json(record.headers)) if with_headers else base
 
 
-class VersionedStoreMachine(StoreMachine):
+class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
     """Drives one versioned store through ``codec`` and :class:`models.versioned.VersionedStoreModel` side by side."""
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.store_type = store_type
         self.with_headers = store_type == m.VERSIONED_HEADERS
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.VersionedStoreModel | None = None
-        self.handle: str | None = None
         self.logging = True
         self.changelog: list[Record] = []
         self.pending: list[Record] = []
         self.committed: int | None = None
         #: The model after the last commit and after every write since: the states a crash may leave.
         self.crash_candidates: list[m.VersionedStoreModel] = []
-        self.fresh_stores = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
     def vs(self) -> m.VersionedStoreModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def on_store(self, op: str, handle: str | None = None, **payload: Any) -> dict[str, Any]:
         return self.ok(op, {"handle": handle or self.handle, **payload})
@@ -121,9 +106,9 @@ class VersionedStoreMachine(StoreMachine):
     def commit(self) -> None:
         self.check_changelog()
         offset = len(self.changelog) - 1 if self.changelog else None
-        self.on_store("store.commit", changelog_offsets=[[TOPIC, 0, offset]])
+        self.commit_changelog_offset(offset)
         self.committed = offset if self.backend == m.ROCKSDB else None
-        got = self.on_store("store.committed_offset", topic=TOPIC, partition=0)["offset"]
+        got = self.committed_offset()
         assert got == self.committed, f"committed offset {got}, expected {self.committed}"
         self.crash_candidates = [self.vs.snapshot()]
 
@@ -170,13 +155,13 @@ class VersionedStoreMachine(StoreMachine):
 
     @rule(key=KEYS, value=VALUES, timestamp=TIMESTAMPS, headers=HEADERS)
     def put(self, key: bytes, value: bytes | None, timestamp: int, headers: tuple[Any, ...]) -> None:
-        payload: dict[str, Any] = {"key": key.hex(), "value": _h(value), "timestamp": timestamp}
+        payload: dict[str, Any] = {"key": key.hex(), "value": hex_or_none(value), "timestamp": timestamp}
         if self.with_headers:
             payload["headers"] = headers_to_json(headers)
         out = self.on_store("versioned_store.put", **payload)
         expected = self.vs.put(key, value, timestamp, headers if self.with_headers and value is not None else ())
         self.log(key, value, timestamp, headers if value is not None else ())  # a tombstone logs the context's (VS-26)
-        assert out["valid_to"] == expected, f"put({key.hex()}, {_h(value)}, {timestamp}) returned {out['valid_to']}, model {expected}"
+        assert out["valid_to"] == expected, f"put({key.hex()}, {hex_or_none(value)}, {timestamp}) returned {out['valid_to']}, model {expected}"
 
     @rule(key=KEYS, value=VALUES, offset=st.integers(min_value=-1, max_value=1), headers=HEADERS)
     def put_at_the_grace_bound(self, key: bytes, value: bytes | None, offset: int, headers: tuple[Any, ...]) -> None:
@@ -267,12 +252,7 @@ class VersionedStoreMachine(StoreMachine):
             return
         self.on_store("store.crash")
         self.check_changelog()
-        if self.backend == m.ROCKSDB and self.backend in self.capabilities.get("offsets", []):
-            refused = self.open_store()
-            assert "error" in refused, "reopening after a crash must detect the unclean shutdown (VS-17)"
-        out = self.open_store(ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
+        self.reopen_after_crash(self.open_store, detects_crash=True, rule_ids=" (VS-17)")
         if self.backend == m.ROCKSDB:
             # The rows tell the states apart exactly; reads alone cannot tell tombstones apart.
             observed = self.rows() if self.can_dump else self.signature()
@@ -286,7 +266,7 @@ class VersionedStoreMachine(StoreMachine):
                 raise AssertionError(f"after a crash the store holds {observed}, which is no state since the last commit")
         else:
             self.vs.wipe()
-        committed = self.on_store("store.committed_offset", topic=TOPIC, partition=0)["offset"]
+        committed = self.committed_offset()
         assert committed == self.committed, f"committed offset after a crash: {committed}, expected {self.committed}"
         after = self.changelog[(committed + 1 if committed is not None else 0):] if self.logging else []
         # What a restore writes is durable only once committed: a later crash may lose it.
@@ -334,12 +314,8 @@ class VersionedStoreMachine(StoreMachine):
 
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    if not codec.supports("store.capabilities") or not codec.supports("versioned_store.put"):
-        pytest.skip("the implementation offers no versioned store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: VersionedStoreMachine(codec, store_type, backend, base, caps), steps=40)
+    run_family_machine(codec, "versioned", "versioned_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: VersionedStoreMachine(codec, store_type, backend, base, caps), steps=40)
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

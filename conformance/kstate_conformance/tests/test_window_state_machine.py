@@ -11,8 +11,6 @@ records sent, and (RocksDB) every segment database's rows under its directory na
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +21,14 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules
 from kstate_conformance.models import kv
 from kstate_conformance.models import window as m
-from kstate_conformance.state_machines import StoreMachine, run_machine
+from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
 
-TOPIC = "app-store-changelog"
-KEY_BYTES = (0x00, 0x01, 0x7F, 0x80, 0xFF)
-KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
-MAYBE_KEY = st.none() | KEYS
 RAW = st.binary(max_size=4)
 #: Window starts near the segment boundaries of the drawn intervals, and jumps that expire what came before.
 STARTS = st.integers(min_value=0, max_value=130) | st.sampled_from([0, 59_999, 60_000, 60_001, 120_000, 250_000])
 #: Fetch bounds: negative and unbounded ones too (Kafka clamps; it never refuses them).
 TIMES = STARTS | st.sampled_from([-1, m.INT64_MAX])
-TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
 HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(3), max_size=2).map(tuple)
 LIFECYCLE = ("flush", "commit", "restart", "restart", "crash", "crash", "restore")
 
@@ -62,10 +55,6 @@ def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     return st.builds(kv.headers_value, RAW, TIMESTAMPS, HEADERS)
 
 
-def _h(data: bytes | None) -> str | None:
-    return None if data is None else data.hex()
-
-
 def _windowed(out: dict[str, Any]) -> list[m.Entry]:
     return [(bytes.fromhex(k), int(t), bytes.fromhex(v)) for k, t, v in out["entries"]]
 
@@ -89,32 +78,18 @@ def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str
     return segments
 
 
-class WindowStoreMachine(StoreMachine):
+class WindowStoreMachine(StoreMachine[m.WindowModel]):
     """Drives one window store through ``codec`` and :class:`models.window.WindowModel` side by side."""
 
     def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__()
-        self.codec = codec
+        super().__init__(codec, backend, base_dir, capabilities)
         self.store_type = store_type
-        self.backend = backend
-        self.capabilities = capabilities
-        self.dir = Path(tempfile.mkdtemp(dir=base_dir))
-        self.model: m.WindowModel | None = None
-        self.handle: str | None = None
-        self.fresh_stores = 0
-        self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
-    def store_model(self) -> Any:
-        return self.win
-
-    @property
     def win(self) -> m.WindowModel:
-        assert self.model is not None
-        return self.model
+        return self.store_model
 
     def open_payload(self, name: str = "store", **extra: Any) -> dict[str, Any]:
         return {"store_type": self.store_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
@@ -137,7 +112,7 @@ class WindowStoreMachine(StoreMachine):
         self.ok("store.flush", {"handle": self.handle})
         self.check_changelog()
         offset = len(self.win.changelog) - 1 if self.win.changelog else None
-        self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[TOPIC, 0, offset]]})
+        self.commit_changelog_offset(offset)
         self.win.commit(offset)
 
     # --- setup / teardown -----------------------------------------------------------------------------------
@@ -152,11 +127,6 @@ class WindowStoreMachine(StoreMachine):
         assert "error" not in out, f"opening a fresh {self.store_type} store with {options} failed: {out}"
         self.handle = out["handle"]
         self.win.open()
-
-    def teardown(self) -> None:
-        if self.handle is not None and self.model is not None and self.win.is_open:
-            self.call("store.close", {"handle": self.handle})
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     # --- writes ---------------------------------------------------------------------------------------------
 
@@ -216,7 +186,7 @@ class WindowStoreMachine(StoreMachine):
         result = self.expect("window_store.fetch", {"key": key.hex(), "time": time}, lambda: self.win.fetch(key, time))
         if result is not None:
             out, expected = result
-            assert out["value"] == _h(expected), f"fetch({key.hex()}, {time}): {out['value']} != {_h(expected)}"
+            assert out["value"] == hex_or_none(expected), f"fetch({key.hex()}, {time}): {out['value']} != {hex_or_none(expected)}"
 
     @rule(key=KEYS, time_from=TIMES, time_to=TIMES, backward=st.booleans())
     def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool) -> None:
@@ -229,7 +199,7 @@ class WindowStoreMachine(StoreMachine):
 
     @rule(key_from=MAYBE_KEY, key_to=MAYBE_KEY, time_from=TIMES, time_to=TIMES, backward=st.booleans())
     def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, backward: bool) -> None:
-        payload = {"key_from": _h(key_from), "key_to": _h(key_to), "from_ms": time_from, "to_ms": time_to,
+        payload = {"key_from": hex_or_none(key_from), "key_to": hex_or_none(key_to), "from_ms": time_from, "to_ms": time_to,
                    "backward": backward}
         result = self.expect("window_store.fetch_keys", payload,
                              lambda: self.win.fetch_keys(key_from, key_to, time_from, time_to, backward))
@@ -251,26 +221,15 @@ class WindowStoreMachine(StoreMachine):
     @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
     def lifecycle(self, action: str, data: st.DataObject) -> None:
         """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        if action == "flush":
-            self.ok("store.flush", {"handle": self.handle})
-        elif action == "commit":
-            self.commit()
-        elif action == "restart":
-            self.restart()
-        elif action == "crash":
-            if data.draw(st.booleans(), label="commit first"):
-                self.commit()
-            self.crash()
-        else:
-            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
+        self.lifecycle_step(action, data)
+
+    def flush(self) -> None:
+        self.ok("store.flush", {"handle": self.handle})
 
     def restart(self) -> None:
         """A clean close and a reopen: RocksDB keeps its segments but forgets the stream time and the seqnums;
         an in-memory store is rebuilt from its changelog (WIN-1, RST-1)."""
-        self.commit()
-        self.ok("store.close", {"handle": self.handle})
-        self.win.close()
-        self.check_changelog()
+        self.close_cleanly()
         out = self.open_store()
         assert "error" not in out, f"reopening failed: {out['error']}"
         self.handle = out["handle"]
@@ -281,14 +240,8 @@ class WindowStoreMachine(StoreMachine):
     def crash(self) -> None:
         """Kill the store and reopen it; each segment holds a state since the last commit; replaying the changelog
         after the committed offset gives back every logged write (KIP-1035 at-least-once recovery)."""
-        if not self.capabilities.get("crash"):
+        if not self.crash_and_reopen(self.open_store, detects_crash=False):
             return
-        self.ok("store.crash", {"handle": self.handle})
-        self.win.crash()
-        self.check_changelog()
-        out = self.open_store(ignore_invalid_state=True)
-        assert "error" not in out, f"reopening after a crash failed: {out['error']}"
-        self.handle = out["handle"]
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_segments()
@@ -300,7 +253,7 @@ class WindowStoreMachine(StoreMachine):
                 assert self.win.adopt_view(observed_rows), (
                     f"after a crash the store holds {_show(observed_rows)}, which is no state since the last commit")
         self.win.open()
-        committed = self.ok("store.committed_offset", {"handle": self.handle, "topic": TOPIC, "partition": 0})["offset"]
+        committed = self.committed_offset()
         assert committed in (None, self.win.committed), (
             f"committed offset after a crash: {committed}, expected {self.win.committed} (or none known)")
         self.restore_all(self.win.records_after(committed))
@@ -320,14 +273,9 @@ class WindowStoreMachine(StoreMachine):
 
     def restore_into_fresh_store(self, batch_size: int) -> None:
         """Rebuild the whole changelog into a new store of the same type and parameters (RST-1, RST-2)."""
-        self.fresh_stores += 1
-        name = f"fresh{self.fresh_stores}"
-        handle = self.ok("store.open", self.open_payload(name=name, logging=False))["handle"]
-        try:
-            records = self.win.changelog
-            out = self.ok("store.restore", {"handle": handle, "records": [r.to_json() for r in records],
-                                            "batch_size": batch_size})
-            assert out["restored"] == len(records)
+        records = self.win.changelog
+        with self.fresh_store(lambda name: self.open_payload(name=name, logging=False), records,
+                              batch_size) as (name, handle, _out):
             expected = m.replay(self.win, records, batch_size)
             expected.name = name
             for backward in (False, True):
@@ -337,8 +285,6 @@ class WindowStoreMachine(StoreMachine):
             assert self.ok("store.changelog", {"handle": handle})["records"] == [], "a restore must not log"
             if self.can_dump and self.backend == m.ROCKSDB:
                 assert self.dump_segments(handle) == self.expected_segments(expected), "restored segments differ"
-        finally:
-            self.ok("store.close", {"handle": handle})
 
     # --- after every step ---------------------------------------------------------------------------------
 
@@ -359,12 +305,8 @@ class WindowStoreMachine(StoreMachine):
 
 
 def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    if not codec.supports("store.capabilities") or not codec.supports("window_store.put"):
-        pytest.skip("the implementation offers no window store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not m.offers_store_type(caps, store_type):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
-    run_machine(lambda: WindowStoreMachine(codec, store_type, backend, base, caps))
+    run_family_machine(codec, "window", "window_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: WindowStoreMachine(codec, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])

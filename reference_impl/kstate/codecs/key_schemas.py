@@ -261,6 +261,15 @@ def segment_interval_for_retention(fmt: str, store_fmt: str, retention: int) -> 
 # --- argument checks --------------------------------------------------------------------------------
 
 
+def validate_window_bounds(start: int, end: int, error: type[CodecError]) -> None:
+    """``Window``'s constructor checks, for time and session windows alike: start >= 0 and end >= start (WIN-8,
+    SESS-4)."""
+    if start < 0:
+        raise error("window", "window start cannot be negative")
+    if end < start:
+        raise error("window", "window end cannot be smaller than window start")
+
+
 def check_long(fmt: str, name: str, value: int, error: type[CodecError]) -> None:
     """Refuse anything but a Java ``long`` as ``error`` naming ``name``."""
     if not isinstance(value, int) or isinstance(value, bool) or not INT64_MIN <= value <= INT64_MAX:

@@ -21,6 +21,7 @@ from kstate.codecs.key_schemas import (
     check_long,
     encode_long,
     segment_interval_for_retention,
+    validate_window_bounds,
 )
 from kstate.codecs.primitives import INT64_MAX, encode_int64
 from kstate.errors import CodecError, DecodeError, EncodeError, NullKeyError
@@ -42,10 +43,7 @@ class SessionStoreKey:
 
 def validate_session_window(start: int, end: int, *, error: type[CodecError] = DecodeError) -> None:
     """``SessionWindow``'s checks: start >= 0 and end >= start; start == end is a valid session (SESS-4)."""
-    if start < 0:
-        raise error("window", "window start cannot be negative")
-    if end < start:
-        raise error("window", "window end cannot be smaller than window start")
+    validate_window_bounds(start, end, error)
 
 
 class SessionSchema(KeySchemaBase[SessionStoreKey]):

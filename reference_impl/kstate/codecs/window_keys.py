@@ -22,6 +22,7 @@ from kstate.codecs.key_schemas import (
     encode_int,
     encode_long,
     segment_interval_for_retention,
+    validate_window_bounds,
 )
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, encode_int32, encode_int64, read_int64, to_int64
 from kstate.errors import CodecError, DecodeError, EncodeError, NullKeyError
@@ -55,10 +56,7 @@ class TimeWindow:
 
 def validate_window(start: int, end: int, *, time_window: bool, error: type[CodecError] = DecodeError) -> None:
     """``Window``'s checks (start >= 0, end >= start) and, for a ``TimeWindow``, end > start (WIN-8)."""
-    if start < 0:
-        raise error("window", "window start cannot be negative")
-    if end < start:
-        raise error("window", "window end cannot be smaller than window start")
+    validate_window_bounds(start, end, error)
     if time_window and end == start:
         raise error("window", "a time window's end must be greater than its start")
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import increment, increment_without_overflow
@@ -93,12 +94,24 @@ def require_key(key: bytes | None) -> bytes:
     return key
 
 
-def _value_bytes(value: bytes | None) -> bytes | None:
+def check_value(value: object, expected: str = "values are bytes or None") -> bytes | None:
+    """A value argument: bytes (a bytearray or memoryview is copied), or None for a tombstone; anything else is
+    an :class:`InvalidArgumentError` naming ``value`` and saying ``expected`` (WS-35, VS-35)."""
     if value is None or type(value) is bytes:
         return value
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
+    raise InvalidArgumentError("value", f"{expected}, got {type(value).__name__}")
+
+
+def check_bound(name: str, key: object, expected: str = "keys are bytes or None") -> bytes | None:
+    """A key-range bound: bytes, or None for unbounded; anything else is an :class:`InvalidArgumentError` naming
+    ``name`` and saying ``expected`` (WS-34)."""
+    if key is None:
+        return None
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise InvalidArgumentError(name, f"{expected}, got {type(key).__name__}")
 
 
 def default_changelog_partitions(task_dir: Path, store_name: str) -> tuple[TopicPartition, ...]:
@@ -268,7 +281,59 @@ class PositionTracker:
         return {topic: dict(parts) for topic, parts in self._position.items()}
 
 
-class _KeyValueOperations(PositionTracker):
+class OpenState:
+    """``is_open``, and the refusal of any use of a closed store in Kafka's words: "Store X is currently closed"
+    (KV-12)."""
+
+    name: str
+    _open: bool
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+
+
+class ClosesItsIterators(OpenState):
+    """A store that tracks its open iterators: closing it closes them first, with Kafka's WARN "Closing N open
+    iterators for store X"; a crash closes them silently. Both are no-ops on a closed store (KV-12, KV-52)."""
+
+    _iterators: Collection[Any]
+
+    def _close_database(self) -> None:
+        """Write the staged data, the position and status CLOSED; release the database."""
+        raise NotImplementedError
+
+    def _abandon_database(self) -> None:
+        """Release the database as a killed process would: staged data lost, status left OPEN."""
+        raise NotImplementedError
+
+    def _close_iterators(self) -> None:
+        if self._iterators:
+            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
+            for iterator in list(self._iterators):
+                iterator.close()
+
+    def close(self) -> None:
+        if not self._open:
+            return
+        self._close_iterators()
+        self._open = False
+        self._close_database()
+
+    def simulate_crash(self) -> None:
+        if not self._open:
+            return
+        for iterator in list(self._iterators):
+            iterator.close()
+        self._open = False
+        self._abandon_database()
+
+
+class _KeyValueOperations(OpenState, PositionTracker):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -280,9 +345,6 @@ class _KeyValueOperations(PositionTracker):
         self.name = name
 
     # hooks
-    def _check_open(self) -> None:
-        raise NotImplementedError
-
     def close(self) -> None:
         raise NotImplementedError
 
@@ -316,7 +378,7 @@ class _KeyValueOperations(PositionTracker):
     def put(self, key: bytes, value: bytes | None) -> None:
         """Insert or replace; a None value deletes (KV-4)."""
         key = require_key(key)
-        value = _value_bytes(value)
+        value = check_value(value)
         self._check_open()
         self._write(key, value)
         self._update_position()
@@ -324,7 +386,7 @@ class _KeyValueOperations(PositionTracker):
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
         """``get``, then ``put`` only if that returned None (even a None value); returns the original (KV-6)."""
         key = require_key(key)
-        value = _value_bytes(value)
+        value = check_value(value)
         self._check_open()
         original = self._get(key)
         if original is None:
@@ -336,7 +398,7 @@ class _KeyValueOperations(PositionTracker):
         """All entries at once, later entries for a key winning; a None value deletes; a None key fails first (KV-7)."""
         staged: dict[bytes, bytes | None] = {}
         for key, value in entries:
-            staged[require_key(key)] = _value_bytes(value)
+            staged[require_key(key)] = check_value(value)
         self._check_open()
         self._write_all(staged)
         for _ in staged:
@@ -398,7 +460,7 @@ class _KeyValueOperations(PositionTracker):
 # --- RocksDB ------------------------------------------------------------------------------------------------
 
 
-class RocksDBStore(_KeyValueOperations):
+class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
     """Kafka's ``RocksDBStore``: data in column family ``default``, KIP-1035 offsets in ``offsets`` (KV-20).
 
     ``RocksDBStore(name, task_dir)`` opens ``<task_dir>/rocksdb/<name>``; pass ``engine`` to run the same
@@ -466,10 +528,6 @@ class RocksDBStore(_KeyValueOperations):
     # state ----------------------------------------------------------------------------------------------------
 
     @property
-    def is_open(self) -> bool:
-        return self._open
-
-    @property
     def mode(self) -> str:
         """``"upgrade"`` when a legacy family held data at open, else ``"regular"`` (KV-30)."""
         return self._instance.mode
@@ -493,10 +551,6 @@ class RocksDBStore(_KeyValueOperations):
         self._check_open()
         return self._instance.column_family_rows()
 
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
     def persistent(self) -> bool:
         return True
 
@@ -515,7 +569,7 @@ class RocksDBStore(_KeyValueOperations):
         if type(key) is not bytes:
             key = require_key(key)
         if value is not None and type(value) is not bytes:
-            value = _value_bytes(value)
+            value = check_value(value)
         if not self._open:
             self._check_open()
         self._accessor.put(key, value)
@@ -601,19 +655,8 @@ class RocksDBStore(_KeyValueOperations):
 
     # closing --------------------------------------------------------------------------------------------------
 
-    def _close_iterators(self) -> None:
-        if self._iterators:
-            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
-            for iterator in list(self._iterators):
-                iterator.close()
-
-    def close(self) -> None:
-        """Force-close open iterators, write staged data, the position and status CLOSED in one batch, release
-        the database (KV-12, OFF-7). Idempotent."""
-        if not self._open:
-            return
-        self._close_iterators()
-        self._open = False
+    def _close_database(self) -> None:
+        """Staged data, the position and status CLOSED in one batch; the database released (KV-12, OFF-7)."""
         self._instance.close(self._position)
 
     def close_for_downgrade(self) -> None:
@@ -629,13 +672,8 @@ class RocksDBStore(_KeyValueOperations):
         finally:
             self._open = self._instance.is_open
 
-    def simulate_crash(self) -> None:
-        """Abandon the store as a killed process would: staged writes are lost and status stays OPEN (KV-52)."""
-        if not self._open:
-            return
-        for iterator in list(self._iterators):
-            iterator.close()
-        self._open = False
+    def _abandon_database(self) -> None:
+        """Staged writes lost, status left OPEN (KV-52)."""
         self._instance.simulate_crash()
 
 
@@ -682,14 +720,6 @@ class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
         super().__init__(name)
         self._map = MemoryEngine()
         self._open = True
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     def persistent(self) -> bool:
         return False
@@ -742,7 +772,7 @@ class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Put each record in turn (null deletes), as Kafka's restore callback does (KV-16)."""
         self._check_open()
-        checked = [(require_key(key), _value_bytes(value)) for key, value in entries]  # refuse before writing
+        checked = [(require_key(key), check_value(value)) for key, value in entries]  # refuse before writing
         for key, value in checked:
             self._write(key, value)
 

@@ -18,7 +18,7 @@ import logging
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -32,7 +32,7 @@ from kstate.stores.api import InvalidStateStoreError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
 from kstate.stores.engine import Engine
 from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
-from kstate.stores.kv import RocksDBStore, validate_store_name
+from kstate.stores.kv import RocksDBStore, _changelog_offsets, _to_codec_tp, validate_store_name
 from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
 
@@ -280,6 +280,39 @@ class TimestampedSegmentsWithHeaders(KeyValueSegments):
 
 
 # --- logical segments in one database ------------------------------------------------------------------------------
+
+
+class SegmentedStoreOffsets:
+    """KIP-1035 for a store kept in segment databases (session and window stores): each segment commits and
+    flushes in its own batch; the committed offset is the newest segment's (SS-21, SS-22, SS-23, WS-28)."""
+
+    segments: KeyValueSegments
+    _position: Position
+    _check_open: Callable[[], None]
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
+        atomic batch (SS-21, SS-22, WS-28)."""
+        offsets = _changelog_offsets(changelog_offsets)
+        self._check_open()
+        self.segments.commit(offsets, self._position)
+
+    def flush(self) -> None:
+        """Write every segment's staged rows and the position, committed offsets untouched."""
+        self._check_open()
+        for segment in self.segments.all_segments():
+            segment.instance.flush(self._position)
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        """``AbstractSegments.committedOffset``: the offset of the newest segment that holds one for ``partition``
+        (a segment created since the last commit holds none), None if none does (SS-23, WS-28)."""
+        tp = _to_codec_tp(partition, "partition")
+        self._check_open()
+        for segment in self.segments.all_segments(forward=False):
+            offset = segment.instance.committed_offset(tp)
+            if offset is not None:
+                return offset
+        return None
 
 
 class LogicalKeyValueSegment(Segment):

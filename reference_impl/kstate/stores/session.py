@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -40,15 +40,17 @@ from kstate.stores.column_families import ColumnFamilyLayout
 from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
 from kstate.stores.kv import (
     INVALID_RANGE_WARNING,
+    ClosesItsIterators,
     InMemoryOffsets,
+    OpenState,
     PositionTracker,
-    _changelog_offsets,
-    _to_codec_tp,
+    check_bound,
+    check_value,
     require_key,
     validate_store_name,
 )
 from kstate.stores.offsets import check_offsets_image, read_offsets_image
-from kstate.stores.segments import KeyValueSegment, KeyValueSegments
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
 from kstate.stores.wrapping import WrappedStore
 
 LOG = logging.getLogger("kstate.stores")
@@ -97,21 +99,9 @@ def check_session(key: bytes | None, start: object, end: object) -> tuple[bytes,
     return checked_key, start_ms, end_ms
 
 
-def _value_bytes(value: object) -> bytes | None:
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError("value", f"an aggregate is bytes or None, got {type(value).__name__}")
-
-
-def _range_key(key: object, name: str) -> bytes | None:
-    """A bound of a key range: None (unbounded) or bytes, else :class:`InvalidArgumentError` naming it."""
-    if key is None:
-        return None
-    if not isinstance(key, (bytes, bytearray, memoryview)):
-        raise InvalidArgumentError(name, f"keys are bytes, got {type(key).__name__}")
-    return bytes(key)
+#: What :func:`check_value` and :func:`check_bound` say a session store's aggregates and range bounds are.
+_AGGREGATE = "an aggregate is bytes or None"
+_RANGE_KEY = "keys are bytes"
 
 
 class SessionIterator:
@@ -199,7 +189,7 @@ class SessionStore(Protocol):
 # --- the operations both backends share --------------------------------------------------------------------------
 
 
-class SessionOperations(PositionTracker):
+class SessionOperations(OpenState, PositionTracker):
     """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
     ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
 
@@ -220,22 +210,12 @@ class SessionOperations(PositionTracker):
         self._record_context: RecordContext | None = None
         self._open = True
 
-    # life cycle ---------------------------------------------------------------------------------------------------
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
     # writes -------------------------------------------------------------------------------------------------------
 
     def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
         """``put(Windowed(key, SessionWindow(start, end)), aggregate)``; a None aggregate removes (SS-2, SS-4)."""
         checked_key, start_ms, end_ms = check_session(key, start, end)
-        value = _value_bytes(aggregate)
+        value = check_value(aggregate, _AGGREGATE)
         self._check_open()
         self._put(checked_key, start_ms, end_ms, value)
 
@@ -266,7 +246,7 @@ class SessionOperations(PositionTracker):
                             *, backward: bool = False) -> SessionIterator:
         """``findSessions(keyFrom, keyTo, earliestSessionEndTime, latestSessionStartTime)``: keys in ``[from, to]``
         (None = unbounded); ``from > to`` answers nothing with Kafka's WARN (SS-5..SS-7, SS-9)."""
-        lower, upper = _range_key(key_from, "key_from"), _range_key(key_to, "key_to")
+        lower, upper = check_bound("key_from", key_from, _RANGE_KEY), check_bound("key_to", key_to, _RANGE_KEY)
         earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
         self._check_open()
         if _warn_if_invalid_range(lower, upper):
@@ -279,7 +259,7 @@ class SessionOperations(PositionTracker):
 
     def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
         """``fetch(keyFrom, keyTo)`` / ``backwardFetch(keyFrom, keyTo)``: every live session of the keys (SS-8)."""
-        lower, upper = _range_key(key_from, "key_from"), _range_key(key_to, "key_to")
+        lower, upper = check_bound("key_from", key_from, _RANGE_KEY), check_bound("key_to", key_to, _RANGE_KEY)
         self._check_open()
         return self._fetch_range(lower, upper, backward)
 
@@ -330,7 +310,7 @@ def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicParti
     return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
 
 
-class RocksDBSessionStore(SessionOperations):
+class RocksDBSessionStore(SegmentedStoreOffsets, ClosesItsIterators, SessionOperations):
     """Kafka's ``RocksDBSessionStore`` over ``RocksDBSegmentedBytesStore`` with ``SessionKeySchema`` (SS-1, SS-10).
 
     ``RocksDBSessionStore(name, task_dir, retention_ms=...)`` opens the segments found in ``<task_dir>/<name>``;
@@ -553,7 +533,7 @@ class RocksDBSessionStore(SessionOperations):
         decoded = []
         for key, value in entries:
             store_key = require_key(key)
-            decoded.append((store_key, _value_bytes(value), self.SCHEMA.decode(store_key).end))
+            decoded.append((store_key, check_value(value, _AGGREGATE), self.SCHEMA.decode(store_key).end))
         for _, _, end in decoded:
             self.observed_stream_time = max(self.observed_stream_time, end)
         for store_key, value, end in decoded:
@@ -568,29 +548,6 @@ class RocksDBSessionStore(SessionOperations):
         """True: each segment database keeps the offsets in its ``offsets`` family (SS-21)."""
         return self.manage_offsets_flag
 
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Every open segment writes its staged data, the store position and ``changelog_offsets`` in its own
-        atomic batch (SS-21, SS-22)."""
-        offsets = _changelog_offsets(changelog_offsets)
-        self._check_open()
-        self.segments.commit(offsets, self._position)
-
-    def flush(self) -> None:
-        self._check_open()
-        for segment in self.segments.all_segments():
-            segment.instance.flush(self._position)
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """``AbstractSegments.committedOffset``: the offset of the newest segment that holds one for ``partition``
-        (a segment created since the last commit holds none), None if none does (SS-23)."""
-        tp = _to_codec_tp(partition, "partition")
-        self._check_open()
-        for segment in self.segments.all_segments(forward=False):
-            offset = segment.instance.committed_offset(tp)
-            if offset is not None:
-                return offset
-        return None
-
     # inspection --------------------------------------------------------------------------------------------------
 
     def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
@@ -604,29 +561,14 @@ class RocksDBSessionStore(SessionOperations):
 
     # closing -----------------------------------------------------------------------------------------------------
 
-    def _close_iterators(self) -> None:
-        if self._iterators:
-            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
-            for iterator in list(self._iterators):
-                iterator.close()
-
-    def close(self) -> None:
+    def _close_database(self) -> None:
         """Close every segment: staged data, the store position and status CLOSED in its batch (SS-21)."""
-        if not self._open:
-            return
-        self._close_iterators()
-        self._open = False
         for segment in self.segments.all_segments():
             segment.instance.close(self._position)
         self.segments.close()
 
-    def simulate_crash(self) -> None:
+    def _abandon_database(self) -> None:
         """Abandon every segment as a killed process would: staged writes lost, status left OPEN (SS-22)."""
-        if not self._open:
-            return
-        for iterator in list(self._iterators):
-            iterator.close()
-        self._open = False
         for segment in self.segments.all_segments():
             segment.instance.simulate_crash()
         self.segments.close()
@@ -734,7 +676,7 @@ class InMemorySessionStore(InMemoryOffsets, SessionOperations):
         checked = []
         for key, value in entries:
             session = session_keys.PLAIN.decode(require_key(key))
-            checked.append((check_session(session.key, session.start, session.end), _value_bytes(value)))
+            checked.append((check_session(session.key, session.start, session.end), check_value(value, _AGGREGATE)))
         for (key, start, end), value in checked:
             self._put(key, start, end, value)
 
@@ -777,7 +719,7 @@ class ChangeLoggingSessionBytesStore(WrappedStore[SessionBytesStore]):
 
     def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
         checked_key, start_ms, end_ms = check_session(key, start, end)
-        value = _value_bytes(aggregate)
+        value = check_value(aggregate, _AGGREGATE)
         record = self._record(checked_key, start_ms, end_ms, value)
         self.inner.put(checked_key, start_ms, end_ms, value)
         self.sink.append(record)

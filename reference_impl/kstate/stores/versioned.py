@@ -29,7 +29,7 @@ from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import Engine, MemoryEngine
-from kstate.stores.kv import PositionTracker, _changelog_offsets, _to_codec_tp, validate_store_name
+from kstate.stores.kv import PositionTracker, _changelog_offsets, _to_codec_tp, check_value, validate_store_name
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
@@ -77,15 +77,6 @@ def check_key(key: object) -> bytes:
     if isinstance(key, (bytearray, memoryview)):
         return bytes(key)
     raise InvalidArgumentError("key", f"keys are bytes, got {type(key).__name__}")
-
-
-def check_value(value: object) -> bytes | None:
-    """A value is bytes, or None for a tombstone (VS-35)."""
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
 
 
 def check_timestamp(timestamp: object, argument: str = "timestamp") -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -29,12 +29,13 @@ from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
 from kstate.storage_files import legacy_file_exists, position_file_path, read_position_file
-from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StateStore, TopicPartition
+from kstate.stores.api import Backend, ProcessorStateError, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
+    OpenState,
     PositionTracker,
-    _changelog_offsets,
-    _to_codec_tp,
+    check_bound,
+    check_value,
     default_changelog_partitions,
     require_key,
     validate_store_name,
@@ -42,6 +43,7 @@ from kstate.stores.kv import (
 from kstate.stores.segments import (
     KeyValueSegment,
     KeyValueSegments,
+    SegmentedStoreOffsets,
     TimestampedSegments,
     TimestampedSegmentsWithHeaders,
 )
@@ -91,24 +93,6 @@ def check_time(name: str, value: object) -> int:
     return value  # type: ignore[return-value]
 
 
-def check_value(value: object) -> bytes | None:
-    """A value is bytes or None (a tombstone) (WS-35)."""
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError("value", f"values are bytes or None, got {type(value).__name__}")
-
-
-def check_bound(name: str, key: object) -> bytes | None:
-    """A key-range bound: bytes, or None for unbounded (WS-34)."""
-    if key is None:
-        return None
-    if isinstance(key, (bytes, bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidArgumentError(name, f"keys are bytes or None, got {type(key).__name__}")
-
-
 def check_options(retention_ms: object, window_size_ms: object, retain_duplicates: object,
                   segment_interval_ms: object) -> int:
     """``Stores.persistentWindowStore``'s checks; answers the segment interval, defaulted to
@@ -130,7 +114,7 @@ def check_options(retention_ms: object, window_size_ms: object, retain_duplicate
         raise InvalidArgumentError(argument, exc.reason) from None
 
 
-class WindowStoreBase(PositionTracker):
+class WindowStoreBase(OpenState, PositionTracker):
     """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6,
     WS-29)."""
 
@@ -152,14 +136,6 @@ class WindowStoreBase(PositionTracker):
         #: Puts dropped because their window had expired (Kafka's ``dropped-records`` sensor, WS-38).
         self.dropped_records = 0
         self._open = True
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
 
     # shared steps -----------------------------------------------------------------------------------------------
 
@@ -188,7 +164,7 @@ class WindowStoreBase(PositionTracker):
 # --- RocksDB -------------------------------------------------------------------------------------------------------
 
 
-class RocksDBWindowStore(WindowStoreBase):
+class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
     """Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` with ``WindowKeySchema`` (WS-1..WS-15).
 
     One :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment under ``<task_dir>/<name>/``
@@ -556,30 +532,6 @@ class RocksDBWindowStore(WindowStoreBase):
 
     def manages_offsets(self) -> bool:
         return self.segments.manage_offsets
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
-        batch (WS-28)."""
-        offsets = _changelog_offsets(changelog_offsets)
-        self._check_open()
-        self.segments.commit(offsets, self._position)
-
-    def flush(self) -> None:
-        """Write every segment's staged rows and the position, committed offsets untouched."""
-        self._check_open()
-        for segment in self.segments.all_segments():
-            segment.instance.flush(self._position)
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """``AbstractSegments.committedOffset``: the offset of the newest segment that has one for ``partition``,
-        else None (WS-28)."""
-        tp = _to_codec_tp(partition, "partition")
-        self._check_open()
-        for segment in self.segments.all_segments(forward=False):
-            offset = segment.instance.committed_offset(tp)
-            if offset is not None:
-                return offset
-        return None
 
     def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
         """Each open segment's committed offsets, by segment name (WS-28)."""

@@ -16,7 +16,8 @@ from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
 from kstate.errors import NullKeyError
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.window import TimedValue, WindowBytesStore, WindowedEntry, check_time, check_value
+from kstate.stores.kv import check_value
+from kstate.stores.window import TimedValue, WindowBytesStore, WindowedEntry, check_time
 from kstate.stores.wrapping import WrappedStore
 
 

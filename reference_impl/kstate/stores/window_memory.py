@@ -17,13 +17,12 @@ from kstate.codecs.primitives import INT32_MAX, encode_int32
 from kstate.codecs.store_types import StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, TopicPartition
-from kstate.stores.kv import _changelog_offsets, _to_codec_tp, require_key
+from kstate.stores.kv import _changelog_offsets, _to_codec_tp, check_bound, require_key
 from kstate.stores.window import (
     SCHEMA,
     TimedValue,
     WindowedEntry,
     WindowStoreBase,
-    check_bound,
     check_time,
 )
 
