@@ -424,29 +424,36 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
         differences = compare_states(expected, actual)
         return AuditReport("python", len(rows), sum(map(len, expected.values())), sum(map(len, actual.values())),
                            differences, time.monotonic() - started)
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
-        expected_df = spark_builder(changelog, store_type, boundaries)
-        actual_df = state_frame(spark, actual) if isinstance(actual, dict) else actual
-        step("comparing")
-        e, a = expected_df.alias("e"), actual_df.alias("a")
-        joined = e.join(a, (F.col("e.partition") == F.col("a.partition")) & (F.col("e.key") == F.col("a.key")),
-                        "full_outer")
-        rows = (joined.select(F.coalesce("e.partition", "a.partition").alias("partition"),
-                              F.coalesce("e.key", "a.key").alias("key"),
-                              F.col("e.value").alias("expected"), F.col("a.value").alias("actual"),
-                              F.col("e.key").isNotNull().alias("in_expected"),
-                              F.col("a.key").isNotNull().alias("in_actual"))
-                .withColumn("same", F.col("expected").eqNullSafe(F.col("actual")))
-                .groupBy().agg(F.sum(F.col("in_expected").cast("long")).alias("n"),
-                               F.sum(F.col("in_actual").cast("long")).alias("actual_n"),
-                               F.collect_list(F.when(~F.col("same"), F.struct("partition", "key", "expected", "actual")))
-                               .alias("diffs"))
-                .collect()[0])
-        differences = sorted((Difference(d["partition"], bytes(d["key"]),
-                                         None if d["expected"] is None else bytes(d["expected"]),
-                                         None if d["actual"] is None else bytes(d["actual"]))
-                              for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
-    return AuditReport("spark", records, int(rows["n"] or 0), int(rows["actual_n"] or 0), differences,
-                       time.monotonic() - started)
+    # One pass over the topic: the records are counted as they stream into the plan (an observation), not by
+    # a first job over a cached copy.
+    step("reading the changelog")
+    counted = Observation("changelog records")
+    changelog = (read_changelog_frame(spark, bootstrap, topic, partitions, client_config)
+                 .observe(counted, F.count(F.lit(1)).alias("records")))
+    step("computing the expected state")
+    expected_df = spark_builder(changelog, store_type, boundaries)
+    actual_df = state_frame(spark, actual) if isinstance(actual, dict) else actual
+    step("comparing")
+    e, a = expected_df.alias("e"), actual_df.alias("a")
+    joined = e.join(a, (F.col("e.partition") == F.col("a.partition")) & (F.col("e.key") == F.col("a.key")),
+                    "full_outer")
+    rows = (joined.select(F.coalesce("e.partition", "a.partition").alias("partition"),
+                          F.coalesce("e.key", "a.key").alias("key"),
+                          F.col("e.value").alias("expected"), F.col("a.value").alias("actual"),
+                          F.col("e.key").isNotNull().alias("in_expected"),
+                          F.col("a.key").isNotNull().alias("in_actual"))
+            .withColumn("same", F.col("expected").eqNullSafe(F.col("actual")))
+            .groupBy().agg(F.sum(F.col("in_expected").cast("long")).alias("n"),
+                           F.sum(F.col("in_actual").cast("long")).alias("actual_n"),
+                           F.collect_list(F.when(~F.col("same"), F.struct("partition", "key", "expected", "actual")))
+                           .alias("diffs"))
+            .collect()[0])
+    differences = sorted((Difference(d["partition"], bytes(d["key"]),
+                                     None if d["expected"] is None else bytes(d["expected"]),
+                                     None if d["actual"] is None else bytes(d["actual"]))
+                          for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
+    return AuditReport("spark", int(counted.get["records"]), int(rows["n"] or 0), int(rows["actual_n"] or 0),
+                       differences, time.monotonic() - started)
