@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -39,15 +38,6 @@ ROUNDS = int(os.environ.get("KSTATE_BENCH_AUDIT_ROUNDS", "2"))
 MASTERS = ("local[1]", "local[2]")
 AUDITED = (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
 RESULTS: dict[str, float] = {}
-
-
-@pytest.fixture(scope="module")
-def bench_broker() -> Iterator[TansuBroker]:
-    broker = TansuBroker.start()
-    try:
-        yield broker
-    finally:
-        broker.close()
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,6 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -48,15 +47,6 @@ SPARK_RECORDS = int(os.environ.get("KSTATE_BENCH_SPARK_RECORDS", "100000"))
 RESULTS: dict[str, float] = {}
 #: Per store type, the sorted ratios of each restore round to the raw consume run right before it.
 PAIRED: dict[str, list[float]] = {}
-
-
-@pytest.fixture(scope="module")
-def bench_broker() -> Iterator[TansuBroker]:
-    broker = TansuBroker.start()
-    try:
-        yield broker
-    finally:
-        broker.close()
 
 
 def _changelog(broker: TansuBroker, app: str, records: int, partitions: int) -> str:
