@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
-from kstate.spark.kafka_source import TO_THE_END, arrow_batch, arrow_schema, offset_ranges
-from kstate.spark.oracle import convert_arrow_batches, expected_value
-
+pytest.importorskip("pyspark")  # the Kafka source module defines pyspark data-source classes
 pa = pytest.importorskip("pyarrow")
+
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType  # noqa: E402
+from kstate.spark.kafka_source import TO_THE_END, arrow_batch, arrow_schema, offset_ranges  # noqa: E402
+from kstate.spark.oracle import convert_arrow_batches, expected_value  # noqa: E402
 
 Headers = list[tuple[str, bytes | None]] | None
 
