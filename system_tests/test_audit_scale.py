@@ -121,3 +121,25 @@ def test_store_directories_are_read_by_spark_tasks_as_the_dump_reads_them(spark:
     report = audit(broker.bootstrap, topic_name, StoreType.KEY_VALUE, frame, spark=spark)
     assert (report.records_read, report.expected_keys, report.actual_keys) == (6, 3, 4)
     assert [(d.partition, d.key, d.kind) for d in report.differences] == [(1, b"c", "unexpected")]
+
+
+def test_family_stores_are_read_by_spark_tasks_as_read_store_entries_reads_them(spark: Any, tmp_path: Path) -> None:
+    """Window stores of two tasks, segments as directories (WIN-1 keys); a row that does not decode comes back
+    as an ``undecodable`` problem, not a failure, as the driver-side reader reports it."""
+    from pyspark.sql import functions as F
+
+    from kstate.codecs.changelog import window_changelog_key as wk
+    from kstate.spark.families import read_store_entries, read_stores_frame, store_problems
+
+    stores = {0: [tmp_path / "0_0" / "w"], 1: [tmp_path / "0_1" / "w"]}
+    _write_store(stores[0][0] / "w.0", {wk(b"A", 1, 0): b"v", wk(b"A", 1, 1): b"w", b"short": b"x"})
+    _write_store(stores[0][0] / "w.60000", {wk(b"B", 60_001, 0): b"b"})
+    _write_store(stores[1][0] / "w.0", {wk(b"C", 7, 0): b"c"})
+    problems: list[Any] = []
+    expected = sorted(row for p, dirs in stores.items() for d in dirs
+                      for row in read_store_entries(StoreType.WINDOW, p, d, problems))
+    frame = read_stores_frame(spark, StoreType.WINDOW, stores)
+    entries = frame.where(F.col("problem_kind").isNull()).collect()
+    assert sorted(tuple(bytes(v) if isinstance(v, bytearray) else v for v in row[:-4]) for row in entries) == expected
+    assert len(expected) == 4
+    assert store_problems(frame) == problems and [(p.key, p.kind) for p in problems] == [(b"short", "undecodable")]
