@@ -12,8 +12,8 @@
   Each restore round is also paired with a raw consume run just before it, and the median of those
   per-round ratios is printed: on a shared 2-core machine, the machine's speed drifts more between tests
   than between neighbouring rounds.
-- ``spark oracle``: changelog records per second of the Spark audit (read, latest per key, convert, full
-  outer join with the stores' state) on ``local[1]`` and ``local[2]``, and the scaling from 1 to 2 cores.
+The Spark audit's benchmark (records per second against a raw consume, local[1] and local[2]) is
+``test_audit_bench.py``.
 
 Wall-clock rounds; the ratios are printed at the end of the module. Measurements, not timed tests: a ratio
 under its target is reported, never failed. ``KSTATE_BENCH_RECORDS`` sets the restore size (default 200 000).
@@ -28,7 +28,6 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,19 +43,9 @@ from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, gc_paused
 RESTORE_RECORDS = int(os.environ.get("KSTATE_BENCH_RECORDS", "200000"))
 #: Rounds per restore-side benchmark; the fastest is compared (a 2-core machine shared with the broker is noisy).
 ROUNDS = int(os.environ.get("KSTATE_BENCH_ROUNDS", "5"))
-SPARK_RECORDS = int(os.environ.get("KSTATE_BENCH_SPARK_RECORDS", "100000"))
 RESULTS: dict[str, float] = {}
 #: Per store type, the sorted ratios of each restore round to the raw consume run right before it.
 PAIRED: dict[str, list[float]] = {}
-
-
-@pytest.fixture(scope="module")
-def bench_broker() -> Iterator[TansuBroker]:
-    broker = TansuBroker.start()
-    try:
-        yield broker
-    finally:
-        broker.close()
 
 
 def _changelog(broker: TansuBroker, app: str, records: int, partitions: int) -> str:
@@ -171,39 +160,6 @@ def _timed_raw_consume(broker: TansuBroker, topic: str) -> float:
     return time.perf_counter() - start
 
 
-@pytest.fixture(scope="module")
-def spark_topic(bench_broker: TansuBroker) -> str:
-    return _changelog(bench_broker, "bench-spark", SPARK_RECORDS, 4)
-
-
-@pytest.mark.parametrize("master", ["local[1]", "local[2]"])
-def test_spark_oracle(benchmark: Any, bench_broker: TansuBroker, spark_topic: str, master: str) -> None:
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-
-    from kstate.spark.oracle import audit, python_kv_state, read_changelog_rows
-    from kstate.spark.session import spark_session
-
-    topic_name = spark_topic
-    expected = python_kv_state(read_changelog_rows(bench_broker.bootstrap, topic_name, range(4)),
-                               StoreType.TIMESTAMPED_KV_WITH_HEADERS)
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
-    spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false"})
-    try:
-        def run() -> int:
-            report = audit(bench_broker.bootstrap, topic_name, StoreType.TIMESTAMPED_KV_WITH_HEADERS, expected, spark=spark)
-            assert report.ok, report.summary()
-            return report.records_read
-
-        count = benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=1)
-    finally:
-        spark.stop()
-    assert count == SPARK_RECORDS
-    RESULTS[f"spark oracle {master} records/s"] = SPARK_RECORDS / benchmark.stats.stats.min
-
-
 def teardown_module() -> None:
     lines = []
     raw = RESULTS.get("raw consume gc-on records/s")
@@ -227,9 +183,5 @@ def teardown_module() -> None:
             lines.append(f"  paired rounds (restore vs the raw consume just before it): median "
                          f"{statistics.median(paired):.2f}, range {paired[0]:.2f} to {paired[-1]:.2f}, "
                          f"{len(paired)} rounds")
-    one, two = RESULTS.get("spark oracle local[1] records/s"), RESULTS.get("spark oracle local[2] records/s")
-    if one and two:
-        lines.append(f"spark oracle local[1] {one:,.0f} records/s, local[2] {two:,.0f} records/s: "
-                     f"scaling {two / one:.2f}x")
     if lines:
         print("\n" + "\n".join(lines) + f"\n(measured {time.strftime('%Y-%m-%d %H:%M')})")

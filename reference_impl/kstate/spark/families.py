@@ -388,6 +388,62 @@ def read_store_entries(store_type: StoreType, partition: int, store_dir: str | P
     return rows
 
 
+#: The columns :func:`read_stores_frame` adds for a row that did not decode (an ``undecodable`` difference).
+PROBLEM_COLUMNS = "problem_entry string, problem_kind string, problem_expected string, problem_actual string"
+
+
+def _store_directory_reader(type_name: str, schema: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function reading (partition, directory) rows where the task runs: the decoded entries of
+    each directory, and its undecodable rows in the problem columns, as Arrow batches of ``schema``."""
+
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from kstate.codecs.store_types import StoreType as Type
+        from kstate.spark.families import read_store_entries as read_entries
+
+        store_type = Type(type_name)
+        entry_width = len(schema) - 4
+        for batch in batches:
+            for partition, directory in zip(batch.column("partition").to_pylist(),
+                                            batch.column("directory").to_pylist(), strict=True):
+                problems: list[EntryDifference] = []
+                out = [(*row, None, None, None, None) for row in read_entries(store_type, partition, directory, problems)]
+                out += [(p.partition, p.key, *([None] * (entry_width - 2)), p.entry, p.kind, p.expected, p.actual)
+                        for p in problems]
+                if out:
+                    columns = list(zip(*out, strict=True))
+                    yield pa.RecordBatch.from_arrays([pa.array(list(values), field.type)
+                                                      for values, field in zip(columns, schema, strict=True)],
+                                                     schema=schema)
+
+    return read
+
+
+def read_stores_frame(spark: Any, store_type: StoreType, stores: Mapping[int, Iterable[str | Path]]) -> Any:
+    """The closed store directories (changelog partition -> directories) read by Spark tasks in parallel, one
+    per directory, as :func:`read_store_entries` reads them: the family's columns, plus :data:`PROBLEM_COLUMNS`
+    set (and the entry columns null but partition and key) on each row that did not decode."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    store_type = StoreType(store_type)
+    ddl = f"{semantics_for(store_type).schema}, {PROBLEM_COLUMNS}"
+    schema = to_arrow_schema(spark.createDataFrame([], ddl).schema)
+    pairs = [(int(partition), str(d)) for partition, dirs in sorted(stores.items()) for d in dirs]
+    listing = spark.createDataFrame(pairs, "partition int, directory string").repartition(max(len(pairs), 1))
+    return listing.mapInArrow(_store_directory_reader(store_type.value, schema), ddl)
+
+
+def store_problems(frame: Any) -> list[EntryDifference]:
+    """The undecodable rows of a :func:`read_stores_frame` frame, by partition, key and entry."""
+    from pyspark.sql import functions as F
+
+    found = frame.where(F.col("problem_kind").isNotNull()).collect()
+    return sorted((EntryDifference(r["partition"], bytes(r["key"]), r["problem_entry"], r["problem_kind"],
+                                   r["problem_expected"], r["problem_actual"]) for r in found),
+                  key=lambda d: (d.partition, d.key, d.entry))
+
+
 def actual_frame(spark: Any, store_type: StoreType, rows: Iterable[Row]) -> Any:
     """Decoded store entries (from :func:`read_store_entries`) as a DataFrame of the family's schema."""
     return spark.createDataFrame(list(rows), semantics_for(store_type).schema)
@@ -529,6 +585,8 @@ def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapp
                  client_config: Mapping[str, Any] | None = None) -> Any:
     """Audit the closed store directories ``stores`` (changelog partition -> directories) of a versioned, window
     or session store against its changelog ``topic``; answers an :class:`kstate.spark.oracle.AuditReport`."""
+    from pyspark.sql import functions as F
+
     from kstate.spark.oracle import AuditReport, persisted_changelog
 
     store_type = StoreType(store_type)
@@ -536,13 +594,15 @@ def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapp
     semantics = semantics_for(store_type)
     step = progress or (lambda _msg: None)
     started = time.monotonic()
-    problems: list[EntryDifference] = []
-    rows = [row for partition, dirs in sorted(stores.items()) for store_dir in dirs
-            for row in read_store_entries(store_type, partition, store_dir, problems)]
-    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
-        actual = actual_frame(spark, store_type, rows)
-        step("comparing")
-        found = compare_changelog(spark, changelog, store_type, params, actual)
+    read = read_stores_frame(spark, store_type, stores).persist()
+    try:
+        problems = store_problems(read)
+        actual = read.where(F.col("problem_kind").isNull()).select(*spark.createDataFrame([], semantics.schema).columns)
+        with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
+            step("comparing")
+            found = compare_changelog(spark, changelog, store_type, params, actual)
+    finally:
+        read.unpersist()
     counts = dict(found.counts)
     if problems:
         counts["undecodable"] = len(problems)

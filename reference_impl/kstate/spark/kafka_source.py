@@ -1,16 +1,20 @@
 """A pyspark Python Data Source reading Kafka topics with confluent-kafka: ``spark.read.format("kstate-kafka")``.
 
-One Spark partition per Kafka partition (or per ``start``-offset range given as ``offsets``); each reads
-from its start to the end of the partition by fetching until partition EOF, never by ListOffsets (Tansu's
-ListOffsets latest is wrong). Options: ``bootstrap`` (required), ``topic`` (required; comma-separated for
-several), ``partitions`` (comma-separated subset), ``offsets`` (``p:start,...``), ``timeout`` (seconds
-without progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security,
-SASL, TLS, ...) to every client the source creates.
+One Spark partition per Kafka partition, each read from its start (``offsets``) to the end of the partition by
+fetching until partition EOF, never by ListOffsets (Tansu's ListOffsets latest is wrong); with ``splits`` N > 1,
+each Kafka partition is cut into N offset ranges read by N Spark tasks (its end is the high watermark of a
+first fetch), so that a few Kafka partitions can keep many cores busy. Each task yields one Arrow record batch
+per fetched batch, built column by column from the messages (no per-row tuples). Options: ``bootstrap``
+(required), ``topic`` (required; comma-separated for several), ``partitions`` (comma-separated subset),
+``offsets`` (``p:start,...``), ``splits`` (ranges per partition, default 1), ``timeout`` (seconds without
+progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security, SASL, TLS,
+...) to every client the source creates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -22,14 +26,58 @@ SCHEMA = ("topic string, partition int, offset long, timestamp long, timestampTy
           "headers array<struct<key:string,value:binary>>")
 
 
-class KafkaInputPartition(InputPartition):  # type: ignore[misc, unused-ignore]  # pyspark may be absent where mypy runs
-    """One Kafka partition, read from ``start`` to its end."""
+#: ``end`` of a range that reads to the end of the partition (partition EOF).
+TO_THE_END = -1
 
-    def __init__(self, topic: str, partition: int, start: int) -> None:
-        super().__init__((topic, partition, start))
+
+class KafkaInputPartition(InputPartition):  # type: ignore[misc, unused-ignore]  # pyspark may be absent where mypy runs
+    """One Kafka partition, or one offset range of it: read from ``start`` to ``end`` (exclusive) or its end."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int = TO_THE_END) -> None:
+        super().__init__((topic, partition, start, end))
         self.topic = topic
         self.partition = partition
         self.start = start
+        self.end = end
+
+
+def offset_ranges(start: int, end: int, splits: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut into at most ``splits`` contiguous ranges of near-equal size; the last one reads to
+    the end of the partition (records written since ``end`` was measured are read too)."""
+    count = max(end - start, 0)
+    pieces = max(1, min(splits, count))
+    bounds = [start + count * i // pieces for i in range(pieces)]
+    return [(low, high) for low, high in zip(bounds, [*bounds[1:], TO_THE_END], strict=True)]
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int, config: Mapping[str, Any],
+                   timeout: float = 15.0) -> int:
+    """The partition's end offset as the high watermark of a fetch from its beginning (never ListOffsets, which
+    Tansu answers wrongly); 0 for an empty partition. The fetch is kept to about one record."""
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    from kstate.kafka.changelog_topics import CLIENT_DEFAULTS, FAST_FETCH, ChangelogIOError
+
+    consumer = Consumer({**CLIENT_DEFAULTS, **FAST_FETCH, "group.id": f"kstate-probe-{topic}", **config,
+                         "enable.partition.eof": True, "queued.min.messages": 1,
+                         "max.partition.fetch.bytes": 1024, "bootstrap.servers": bootstrap})
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.1)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                raise ChangelogIOError(f"broker at {bootstrap}: probing the end of {topic}-{partition}: {error}")
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), cached=True)
+            return max(int(high), 0)
+        raise ChangelogIOError(f"broker at {bootstrap}: no fetch answer for {topic}-{partition} in {timeout:.0f} s")
+    finally:
+        consumer.close()
 
 
 class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  # pyspark may be absent where mypy runs
@@ -42,6 +90,9 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
         wanted = options.get("partitions")
         self.wanted = None if not wanted else {int(p) for p in wanted.split(",")}
         self.starts = {int(p): int(o) for p, o in (item.split(":") for item in options.get("offsets", "").split(",") if item)}
+        self.splits = int(options.get("splits", "1"))
+        if self.splits < 1:
+            raise ValueError(f"the kstate-kafka option splits must be at least 1, not {self.splits}")
         self.timeout = float(options.get("timeout", "60"))
         self.client_config = {k[len(CLIENT_OPTION_PREFIX):]: v for k, v in options.items()
                               if k.startswith(CLIENT_OPTION_PREFIX)}
@@ -57,23 +108,77 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
             if described is None or described.error is not None:
                 raise ValueError(f"topic {topic!r} not found at {self.bootstrap}")
             for partition in sorted(described.partitions):
-                if self.wanted is None or partition in self.wanted:
-                    out.append(KafkaInputPartition(topic, partition, self.starts.get(partition, 0)))
+                if self.wanted is not None and partition not in self.wanted:
+                    continue
+                start = self.starts.get(partition, 0)
+                if self.splits == 1:
+                    out.append(KafkaInputPartition(topic, partition, start))
+                    continue
+                end = high_watermark(self.bootstrap, topic, partition, self.client_config, self.timeout)
+                out.extend(KafkaInputPartition(topic, partition, low, high)
+                           for low, high in offset_ranges(start, end, self.splits))
         return out
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         from kstate.kafka.changelog_topics import iter_batches
 
         assert isinstance(partition, KafkaInputPartition)
 
-        topic, number = partition.topic, partition.partition
+        topic, number, end = partition.topic, partition.partition, partition.end
         for batch in iter_batches(self.bootstrap, topic, number, partition.start, timeout=self.timeout,
                                   what=f"spark source, broker at {self.bootstrap}", config=self.client_config):
-            for message in batch:
-                timestamp_type, timestamp = message.timestamp()
-                headers = message.headers()
-                yield (topic, number, message.offset(), timestamp, timestamp_type, message.key(), message.value(),
-                       [(k, v) for k, v in headers] if headers else [])
+            if end != TO_THE_END and batch[-1].offset() >= end:
+                batch = [m for m in batch if m.offset() < end]
+                if batch:
+                    yield arrow_batch(topic, number, batch)
+                return
+            yield arrow_batch(topic, number, batch)
+
+
+_FIRST = operator.itemgetter(0)
+_SECOND = operator.itemgetter(1)
+
+
+def arrow_schema() -> Any:
+    """The Arrow schema of :data:`SCHEMA`, the columns of every batch the source yields."""
+    import pyarrow as pa
+
+    header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+    return pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+                      ("timestamp", pa.int64()), ("timestampType", pa.int32()), ("key", pa.binary()),
+                      ("value", pa.binary()), ("headers", pa.list_(header))])
+
+
+def arrow_batch(topic: str, partition: int, messages: list[Any]) -> Any:
+    """One ``pyarrow.RecordBatch`` of :func:`arrow_schema` from confluent-kafka messages, column by column: the
+    per-message accessors are mapped in C, headers are flattened into one key and one value column with offsets
+    (a message without headers has an empty list, as before)."""
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    message = type(messages[0])
+    count = len(messages)
+    stamps = list(map(message.timestamp, messages))
+    header_lists = list(map(message.headers, messages))
+    lengths = [len(h) if h else 0 for h in header_lists]
+    flat = [pair for h in header_lists if h for pair in h]
+    offsets = [0]
+    total = 0
+    for length in lengths:
+        total += length
+        offsets.append(total)
+    header_type = schema.field("headers").type
+    headers = pa.ListArray.from_arrays(
+        pa.array(offsets, pa.int32()),
+        pa.StructArray.from_arrays([pa.array(list(map(_FIRST, flat)), pa.string()),
+                                    pa.array(list(map(_SECOND, flat)), pa.binary())],
+                                   fields=list(header_type.value_type)),
+        type=header_type)
+    return pa.RecordBatch.from_arrays([
+        pa.array([topic] * count, pa.string()), pa.array([partition] * count, pa.int32()),
+        pa.array(list(map(message.offset, messages)), pa.int64()), pa.array(list(map(_SECOND, stamps)), pa.int64()),
+        pa.array(list(map(_FIRST, stamps)), pa.int32()), pa.array(list(map(message.key, messages)), pa.binary()),
+        pa.array(list(map(message.value, messages)), pa.binary()), headers], schema=schema)
 
 
 class KafkaTopicDataSource(DataSource):  # type: ignore[misc, unused-ignore]  # pyspark may be absent where mypy runs

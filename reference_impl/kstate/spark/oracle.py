@@ -14,6 +14,7 @@ version, window and session, in :mod:`kstate.spark.families`, which reports thro
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.layout import column_family_plan
-from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, STORE_TYPES, RestoreConversion, StoreType
 from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
@@ -116,35 +117,173 @@ def read_changelog_rows(bootstrap: str, topic: str, partitions: Iterable[int],
 # --- the Spark engine ---------------------------------------------------------------------------------
 
 
-def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[int, LegacyBoundary] | None = None) -> Any:
-    """Key-value semantics as a Spark job: ``max_by`` offset per (partition, key), tombstones dropped, values
-    converted by a Python UDF calling the same conversion as the Python engine. Columns: partition, key, value."""
+#: The restore conversions a Spark expression computes: the value as is (CL-9), or the record timestamp as 8
+#: big-endian bytes before it (CL-10, TSKV-6). The others (the header layouts) go through Arrow batches.
+_EXPRESSED_RESTORES = (RestoreConversion.IDENTITY, RestoreConversion.TIMESTAMPED)
+_PREFIX_PROBE = b"\x01kstate-probe\xff"
+
+
+def timestamp_bytes(timestamp: Any) -> Any:
+    """A long column as its 8 big-endian two's-complement bytes: ``hex`` of a negative long is already 16 digits."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType
 
-    latest = (changelog.groupBy("partition", "key")
-              .agg(F.max_by(F.struct("offset", "value", "timestamp", "headers"), "offset").alias("r"))
-              .select("partition", "key", "r.offset", "r.value", "r.timestamp", "r.headers")
-              .where(F.col("value").isNotNull()))
-    legacy_column = F.lit(None).cast("string")
-    for boundary in (boundaries or {}).values():
-        legacy_column = F.when((F.col("partition") == boundary.partition) & (F.col("offset") < boundary.before_offset),
-                               F.lit(boundary.legacy_type.value)).otherwise(legacy_column)
-    type_name = StoreType(store_type).value
+    return F.unhex(F.lpad(F.hex(timestamp), 16, "0"))
 
-    def convert(key: bytes, value: bytes, timestamp: int, headers: list[Any], legacy: str | None) -> bytes | None:
+
+def _restore_expression(store_type: StoreType, value: Any, timestamp: Any) -> Any | None:
+    """Restore's conversion of a record as a Spark expression (CL-9, CL-10), or None where it needs Arrow."""
+    from pyspark.sql import functions as F
+
+    conversion = STORE_TYPES[store_type].restore
+    if conversion not in _EXPRESSED_RESTORES:
+        return None
+    return value if conversion is RestoreConversion.IDENTITY else F.concat(timestamp_bytes(timestamp), value)
+
+
+def _legacy_prefix(store_type: StoreType, legacy_type: StoreType) -> bytes | None:
+    """The bytes the upgrade conversion puts before a legacy value (TSKV-5, HV-8: all prefix the value), checked
+    on a probe value; None if the conversion is not a fixed prefix (then the value is converted in Python)."""
+    convert = _legacy_conversion(store_type, legacy_type)
+    prefix = convert(b"")
+    return prefix if prefix is not None and convert(_PREFIX_PROBE) == prefix + _PREFIX_PROBE else None
+
+
+def _legacy_column(boundaries: Mapping[int, LegacyBoundary]) -> Any:
+    """The legacy store type (its name) that wrote each row, from the partition's boundary; null for none."""
+    from pyspark.sql import functions as F
+
+    legacy = F.lit(None).cast("string")
+    for boundary in boundaries.values():
+        legacy = F.when((F.col("partition") == boundary.partition) & (F.col("offset") < boundary.before_offset),
+                        F.lit(boundary.legacy_type.value)).otherwise(legacy)
+    return legacy
+
+
+def _converted_column(store_type: StoreType, boundaries: Mapping[int, LegacyBoundary]) -> tuple[Any, bool]:
+    """The expected value as a Spark expression where one computes it (null elsewhere), and whether every row is
+    covered: then no Arrow pass is needed."""
+    from pyspark.sql import functions as F
+
+    value, timestamp = F.col("value"), F.col("timestamp")
+    own = _restore_expression(store_type, value, timestamp)
+    complete = own is not None
+    converted = F.lit(None).cast("binary") if own is None else own
+    for legacy_type in sorted({b.legacy_type for b in boundaries.values()}, key=lambda t: t.value):
+        prefix = _legacy_prefix(store_type, legacy_type)
+        legacy_value = _restore_expression(legacy_type, value, timestamp)
+        if prefix is None or legacy_value is None:
+            complete = False
+            expression = F.lit(None).cast("binary")
+        else:
+            expression = F.concat(F.lit(prefix), legacy_value)
+        converted = F.when(F.col("legacy") == legacy_type.value, expression).otherwise(converted)
+    return converted, complete
+
+
+def _headers_of(column: Any) -> list[Headers]:
+    """Per row, the ``(key, value)`` header pairs of an Arrow ``list<struct<key, value>>`` column."""
+    offsets = column.offsets.to_pylist()
+    header_keys, header_values = column.values.flatten()  # flatten: the fields as the struct array's slice sees them
+    pairs = list(zip(header_keys.to_pylist(), header_values.to_pylist(), strict=True))
+    return [tuple(pairs[low:high]) for low, high in itertools.pairwise(offsets)]
+
+
+def convert_arrow_batches(type_name: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function that fills the expected values no Spark expression computed: restore's
+    conversion of a whole batch at once (``restore_entries``, CL-9 to CL-11), legacy rows one by one (KV-31)."""
+
+    def convert(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from kstate.codecs.changelog import restore_entries
         from kstate.codecs.store_types import StoreType as Type
         from kstate.spark.oracle import expected_value as expected
 
-        pairs = tuple((h["key"], None if h["value"] is None else bytes(h["value"])) for h in headers or [])
-        return expected(Type(type_name), None if legacy is None else Type(legacy), bytes(key), bytes(value),
-                        timestamp, pairs)
+        store_type = Type(type_name)
+        for batch in batches:
+            columns = batch.to_pydict()
+            values: list[bytes | None] = columns["converted"]
+            todo = [i for i, v in enumerate(values) if v is None]
+            if todo:
+                keys, raw, stamps, legacy = columns["key"], columns["value"], columns["timestamp"], columns["legacy"]
+                headers = _headers_of(batch.column("headers"))
+                own = [i for i in todo if legacy[i] is None]
+                converted = restore_entries(store_type, [(keys[i], raw[i], stamps[i], headers[i]) for i in own])
+                for i, (_key, value) in zip(own, converted, strict=True):
+                    values[i] = value
+                for i in todo:
+                    if legacy[i] is not None:
+                        values[i] = expected(store_type, Type(legacy[i]), keys[i], raw[i], stamps[i], headers[i])
+            yield pa.RecordBatch.from_arrays([batch.column("partition"), batch.column("key"),
+                                              pa.array(values, pa.binary())], names=["partition", "key", "value"])
 
-    # A plain (pickled) Python UDF, said explicitly: left to infer, pyspark reads the type hints as a pandas UDF's
-    # and warns that it cannot, and with Arrow on by default it warns when pandas is missing. Bytes in, bytes out
-    # gain nothing from Arrow here, and the benchmarks were measured this way.
-    to_value = F.udf(convert, BinaryType(), useArrow=False)
-    return latest.select("partition", "key", to_value("key", "value", "timestamp", "headers", legacy_column).alias("value"))
+    return convert
+
+
+def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[int, LegacyBoundary] | None = None) -> Any:
+    """Key-value semantics as a Spark plan: ``max_by`` offset per (partition, key), tombstones dropped (RST-1,
+    RST-2, RST-6), legacy rows by their boundary (RST-7); values converted by Spark expressions, or for the
+    header layouts by ``mapInArrow`` over whole batches (never a per-row Python UDF). Columns: partition, key, value."""
+    from pyspark.sql import functions as F
+
+    store_type = StoreType(store_type)
+    boundaries = boundaries or {}
+    converted, complete = _converted_column(store_type, boundaries)
+    fields = ["offset", "value", "timestamp"] if complete else ["offset", "value", "timestamp", "headers"]
+    latest = (changelog.groupBy("partition", "key")
+              .agg(F.max_by(F.struct(*fields), "offset").alias("r"))
+              .select("partition", "key", *(f"r.{name}" for name in fields))
+              .where(F.col("value").isNotNull())
+              .withColumn("legacy", _legacy_column(boundaries)))
+    if complete:
+        return latest.select("partition", "key", converted.alias("value"))
+    return (latest.withColumn("converted", converted)
+            .select("partition", "key", "value", "timestamp", "headers", "legacy", "converted")
+            .mapInArrow(convert_arrow_batches(store_type.value), "partition int, key binary, value binary"))
+
+
+def state_frame(spark: Any, state: State) -> Any:
+    """A state (partition -> key -> value) as a DataFrame of partition, key, value, handed over as Arrow columns."""
+    import pyarrow as pa
+
+    partitions = [p for p, entries in state.items() for _ in range(len(entries))]
+    keys = [k for entries in state.values() for k in entries]
+    values = [v for entries in state.values() for v in entries.values()]
+    table = pa.table({"partition": pa.array(partitions, pa.int32()), "key": pa.array(keys, pa.binary()),
+                      "value": pa.array(values, pa.binary())})
+    return spark.createDataFrame(table)
+
+
+def read_store_directories(type_name: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function reading store directories (rows of partition, directory) where the task runs:
+    each directory's logical view as a ``type_name`` store sees it (KV-31, KV-35)."""
+
+    def read(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from kstate.app.dump import dump_store_dir
+        from kstate.codecs.store_types import StoreType as Type
+
+        store_type = Type(type_name)
+        for batch in batches:
+            for partition, directory in zip(batch.column("partition").to_pylist(),
+                                            batch.column("directory").to_pylist(), strict=True):
+                view = dump_store_dir(directory).logical_view(store_type)
+                yield pa.RecordBatch.from_arrays([pa.array([partition] * len(view), pa.int32()),
+                                                  pa.array(list(view), pa.binary()),
+                                                  pa.array(list(view.values()), pa.binary())],
+                                                 names=["partition", "key", "value"])
+
+    return read
+
+
+def store_directories_frame(spark: Any, store_type: StoreType, directories: Iterable[tuple[int, str]]) -> Any:
+    """The stores' state read by Spark tasks in parallel, one task per store directory: ``(partition,
+    directory)`` pairs in, a DataFrame of partition, key, value out (the actual side of :func:`audit`)."""
+    pairs = [(int(p), str(d)) for p, d in directories]
+    listing = spark.createDataFrame(pairs, "partition int, directory string")
+    return (listing.repartition(max(len(pairs), 1))
+            .mapInArrow(read_store_directories(StoreType(store_type).value), "partition int, key binary, value binary"))
 
 
 #: How the expected state of each store type is computed from its changelog, per engine.
@@ -256,13 +395,14 @@ def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iter
         changelog.unpersist()
 
 
-def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, spark: Any = None,
+def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any, *, spark: Any = None,
           partitions: Iterable[int] | None = None, boundaries: Mapping[int, LegacyBoundary] | None = None,
           progress: Progress | None = None, client_config: Mapping[str, Any] | None = None) -> AuditReport:
     """Compute the expected state of ``topic`` for ``store_type`` and compare it with ``actual``.
 
     With ``spark`` the Spark job does the work (the comparison too, as a full outer join); without it, the
-    Python engine. ``partitions`` limits the changelog partitions read (default: all of the topic's).
+    Python engine. ``actual`` is a state, or with ``spark`` a DataFrame of partition, key, value (such as
+    :func:`store_directories_frame` reads in parallel). ``partitions`` limits the changelog partitions read (default: all of the topic's).
     ``client_config`` (librdkafka properties: security, SASL, TLS, ...) goes to every Kafka client.
     """
     client_config = dict(client_config or {})
@@ -284,28 +424,36 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State, *, s
         differences = compare_states(expected, actual)
         return AuditReport("python", len(rows), sum(map(len, expected.values())), sum(map(len, actual.values())),
                            differences, time.monotonic() - started)
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step) as (changelog, records):
-        expected_df = spark_builder(changelog, store_type, boundaries)
-        actual_df = spark.createDataFrame([(p, k, v) for p, entries in actual.items() for k, v in entries.items()],
-                                          "partition int, key binary, value binary")
-        step("comparing")
-        e, a = expected_df.alias("e"), actual_df.alias("a")
-        joined = e.join(a, (F.col("e.partition") == F.col("a.partition")) & (F.col("e.key") == F.col("a.key")),
-                        "full_outer")
-        rows = (joined.select(F.coalesce("e.partition", "a.partition").alias("partition"),
-                              F.coalesce("e.key", "a.key").alias("key"),
-                              F.col("e.value").alias("expected"), F.col("a.value").alias("actual"),
-                              F.col("e.key").isNotNull().alias("in_expected"))
-                .withColumn("same", F.col("expected").eqNullSafe(F.col("actual")))
-                .groupBy().agg(F.sum(F.col("in_expected").cast("long")).alias("n"),
-                               F.collect_list(F.when(~F.col("same"), F.struct("partition", "key", "expected", "actual")))
-                               .alias("diffs"))
-                .collect()[0])
-        differences = sorted((Difference(d["partition"], bytes(d["key"]),
-                                         None if d["expected"] is None else bytes(d["expected"]),
-                                         None if d["actual"] is None else bytes(d["actual"]))
-                              for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
-    return AuditReport("spark", records, int(rows["n"] or 0), sum(map(len, actual.values())), differences,
-                       time.monotonic() - started)
+    # One pass over the topic: the records are counted as they stream into the plan (an observation), not by
+    # a first job over a cached copy.
+    step("reading the changelog")
+    counted = Observation("changelog records")
+    changelog = (read_changelog_frame(spark, bootstrap, topic, partitions, client_config)
+                 .observe(counted, F.count(F.lit(1)).alias("records")))
+    step("computing the expected state")
+    expected_df = spark_builder(changelog, store_type, boundaries)
+    actual_df = state_frame(spark, actual) if isinstance(actual, dict) else actual
+    step("comparing")
+    e, a = expected_df.alias("e"), actual_df.alias("a")
+    joined = e.join(a, (F.col("e.partition") == F.col("a.partition")) & (F.col("e.key") == F.col("a.key")),
+                    "full_outer")
+    rows = (joined.select(F.coalesce("e.partition", "a.partition").alias("partition"),
+                          F.coalesce("e.key", "a.key").alias("key"),
+                          F.col("e.value").alias("expected"), F.col("a.value").alias("actual"),
+                          F.col("e.key").isNotNull().alias("in_expected"),
+                          F.col("a.key").isNotNull().alias("in_actual"))
+            .withColumn("same", F.col("expected").eqNullSafe(F.col("actual")))
+            .groupBy().agg(F.sum(F.col("in_expected").cast("long")).alias("n"),
+                           F.sum(F.col("in_actual").cast("long")).alias("actual_n"),
+                           F.collect_list(F.when(~F.col("same"), F.struct("partition", "key", "expected", "actual")))
+                           .alias("diffs"))
+            .collect()[0])
+    differences = sorted((Difference(d["partition"], bytes(d["key"]),
+                                     None if d["expected"] is None else bytes(d["expected"]),
+                                     None if d["actual"] is None else bytes(d["actual"]))
+                          for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
+    return AuditReport("spark", int(counted.get["records"]), int(rows["n"] or 0), int(rows["actual_n"] or 0),
+                       differences, time.monotonic() - started)

@@ -1,4 +1,4 @@
-"""A SparkSession for the oracle: local (``local[2]`` by default) or a cluster by master URL.
+"""A SparkSession for the oracle: local (``local[*]``, every core, by default) or a cluster by master URL.
 
 Python workers must run this interpreter (``PYSPARK_PYTHON``), find ``kstate`` (``PYTHONPATH``) and, locally,
 bind to loopback (``SPARK_LOCAL_IP``); runtime notes §3. The Kafka data source is registered on the session.
@@ -13,7 +13,8 @@ from typing import Any
 
 import kstate
 
-DEFAULT_MASTER = "local[2]"
+#: Every core of the machine; a cluster by its master URL (``spark://host:7077``).
+DEFAULT_MASTER = "local[*]"
 
 
 def prepare_environment(local: bool = True) -> None:

@@ -1,0 +1,121 @@
+"""The Arrow pieces of the audit at scale, without a broker or a JVM: the Kafka source's record batches hold the rows
+the row-by-row source yielded, offset ranges cover a partition exactly, and the Arrow conversion of the expected
+values gives the bytes of the Python engine for every key-value store type, header layouts and legacy rows
+included (CL-9 to CL-11, KV-31, RST-7)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")  # the Kafka source module defines pyspark data-source classes
+pa = pytest.importorskip("pyarrow")
+
+from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType  # noqa: E402
+from kstate.spark.kafka_source import TO_THE_END, arrow_batch, arrow_schema, offset_ranges  # noqa: E402
+from kstate.spark.oracle import convert_arrow_batches, expected_value  # noqa: E402
+
+Headers = list[tuple[str, bytes | None]] | None
+
+
+class FakeMessage:
+    """The accessors of a confluent-kafka message the source calls (headers None when the record has none)."""
+
+    def __init__(self, offset: int, key: bytes | None, value: bytes | None, timestamp: tuple[int, int],
+                 headers: Headers) -> None:
+        self._offset, self._key, self._value, self._timestamp, self._headers = offset, key, value, timestamp, headers
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def timestamp(self) -> tuple[int, int]:
+        return self._timestamp
+
+    def headers(self) -> Headers:
+        return self._headers
+
+
+def _old_rows(topic: str, partition: int, messages: list[FakeMessage]) -> list[tuple[Any, ...]]:
+    """What the source yielded before Arrow, one tuple per message."""
+    out = []
+    for message in messages:
+        timestamp_type, timestamp = message.timestamp()
+        headers = message.headers()
+        out.append((topic, partition, message.offset(), timestamp, timestamp_type, message.key(), message.value(),
+                    [(k, v) for k, v in headers] if headers else []))
+    return out
+
+
+def test_an_arrow_batch_holds_the_rows_the_row_source_yielded() -> None:
+    messages = [FakeMessage(0, b"k1", b"v1", (1, 1_700_000_000_000), [("a", b"1"), ("a", b"2"), ("n", None), ("e", b"")]),
+                FakeMessage(1, b"k2", b"", (1, 5), None), FakeMessage(2, b"k1", None, (1, 7), [("\u0436", b"\xff")]),
+                FakeMessage(3, b"\xff\x00", b"\x00", (0, -1), []), FakeMessage(4, None, b"x", (2, 2**41), None)]
+    batch = arrow_batch("topic-a", 3, messages)
+    assert batch.schema == arrow_schema()
+    got = [tuple(row.values()) for row in batch.to_pylist()]
+    expected = [(*row[:7], [{"key": k, "value": v} for k, v in row[7]]) for row in _old_rows("topic-a", 3, messages)]
+    assert got == expected
+
+
+def test_arrow_batches_of_random_messages_equal_the_old_rows() -> None:
+    rng = random.Random(7)
+    for _ in range(20):
+        messages = [FakeMessage(n, rng.choice([None, rng.randbytes(rng.randrange(4))]),
+                                rng.choice([None, b"", rng.randbytes(rng.randrange(40))]),
+                                (1, rng.randrange(-2**63, 2**63)),
+                                rng.choice([None, [], [(rng.choice("abc"), rng.choice([None, rng.randbytes(3)]))
+                                                       for _ in range(rng.randrange(4))]]))
+                    for n in range(rng.randrange(1, 30))]
+        got = [tuple(row.values()) for row in arrow_batch("t", 0, messages).to_pylist()]
+        assert got == [(*r[:7], [{"key": k, "value": v} for k, v in r[7]]) for r in _old_rows("t", 0, messages)]
+
+
+@pytest.mark.parametrize(("start", "end", "splits"), [(0, 10, 3), (5, 6, 4), (0, 0, 2), (100, 1000, 7), (0, 9, 1)])
+def test_offset_ranges_cover_the_partition_in_order(start: int, end: int, splits: int) -> None:
+    ranges = offset_ranges(start, end, splits)
+    assert ranges[0][0] == start and ranges[-1][1] == TO_THE_END
+    assert 1 <= len(ranges) <= max(1, min(splits, end - start))
+    assert all(low < high for low, high in ranges[:-1])
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+def _latest_batch(rows: list[tuple[int, bytes, bytes, int, list[tuple[str, bytes | None]], str | None]]) -> Any:
+    """The columns ``spark_kv_state`` hands ``mapInArrow``: no value converted by an expression yet."""
+    header = arrow_schema().field("headers").type
+    return pa.RecordBatch.from_arrays([
+        pa.array([r[0] for r in rows], pa.int32()), pa.array([r[1] for r in rows], pa.binary()),
+        pa.array([r[2] for r in rows], pa.binary()), pa.array([r[3] for r in rows], pa.int64()),
+        pa.array([[{"key": k, "value": v} for k, v in r[4]] for r in rows], header),
+        pa.array([r[5] for r in rows], pa.string()), pa.array([None] * len(rows), pa.binary())],
+        names=["partition", "key", "value", "timestamp", "headers", "legacy", "converted"])
+
+
+@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
+def test_the_arrow_conversion_gives_the_python_engines_bytes(store_type: StoreType) -> None:
+    rng = random.Random(3)
+    legacy_types = [None, *[t.value for t in BUILT_KV_TYPES if BUILT_KV_TYPES.index(t) < BUILT_KV_TYPES.index(store_type)]]
+    header_choices: list[list[tuple[str, bytes | None]]] = [[], [("h", b"1")], [("a", None), ("a", b""), ("\u0436", b"\xff" * 70)]]
+    rows = [(n % 3, b"k%d" % n, rng.randbytes(rng.randrange(20)), rng.choice([0, 5, 2**40, -1, -(2**63), 2**63 - 1]),
+             rng.choice(header_choices), rng.choice(legacy_types)) for n in range(200)]
+    out = list(convert_arrow_batches(store_type.value)(iter([_latest_batch(rows[:120]), _latest_batch(rows[120:])])))
+    got = [row for batch in out for row in batch.to_pylist()]
+    assert got == [{"partition": p, "key": k,
+                    "value": expected_value(store_type, None if legacy is None else StoreType(legacy), k, v, ts,
+                                            tuple(headers))}
+                   for p, k, v, ts, headers, legacy in rows]
+
+
+def test_values_already_converted_by_an_expression_are_kept() -> None:
+    batch = _latest_batch([(0, b"k", b"v", 1, [], None)])
+    batch = batch.set_column(6, "converted", pa.array([b"from-expression"], pa.binary()))
+    out = next(convert_arrow_batches(StoreType.TIMESTAMPED_KV_WITH_HEADERS.value)(iter([batch])))
+    assert out.to_pylist() == [{"partition": 0, "key": b"k", "value": b"from-expression"}]
