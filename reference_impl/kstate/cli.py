@@ -714,21 +714,30 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def _audit_kv_store(args: argparse.Namespace, name: str, store_type: StoreType, topic: str,
                     boundaries: dict[int, LegacyBoundary], spark: Any, progress: _AuditProgress,
                     client_config: dict[str, str]) -> tuple[int, str, AuditReport]:
-    """One key-value store: the instances' stores dumped (a later state directory's copy of a partition adds to
-    and overrides an earlier one's), then the oracle's audit; answers partitions dumped, layout and report."""
+    """One key-value store: the instances' stores read, then the oracle's audit; answers partitions read, layout and
+    report. With Spark and one copy of each partition, Spark tasks read the stores in parallel; else they are dumped
+    here (a later state directory's copy of a partition adds to and overrides an earlier one's)."""
     from kstate.app.dump import dump_store_dir
-    from kstate.spark.oracle import audit
+    from kstate.spark.oracle import audit, store_directories_frame
 
+    directories = [(partition, task_dir / "rocksdb" / name) for partition, task_dir in _task_dirs(args)
+                   if (task_dir / "rocksdb" / name).is_dir()]
+    partitions = [partition for partition, _ in directories]
+    if args.engine == "spark" and len(set(partitions)) == len(partitions):
+        progress("reading stores")
+        progress.note(f"{len(directories)} store directories, read by Spark tasks")
+        frame = store_directories_frame(spark, store_type, [(p, str(d)) for p, d in directories])
+        report = audit(args.bootstrap, topic, store_type, frame, spark=spark, boundaries=boundaries,
+                       progress=progress, client_config=client_config)
+        return len(directories), "rocksdb/<store>", report
     progress("reading stores")
     actual: dict[int, dict[bytes, bytes]] = {}
     entries = 0
-    for partition, task_dir in _task_dirs(args):
-        path = task_dir / "rocksdb" / name
-        if path.is_dir():
-            view = dump_store_dir(path).logical_view(store_type)
-            actual.setdefault(partition, {}).update(view)
-            entries += len(view)
-            progress.note(f"{entries} entries from {len(actual)} partitions", plain=False)
+    for partition, path in directories:
+        view = dump_store_dir(path).logical_view(store_type)
+        actual.setdefault(partition, {}).update(view)
+        entries += len(view)
+        progress.note(f"{entries} entries from {len(actual)} partitions", plain=False)
     progress.note(f"{entries} entries from {len(actual)} partitions")
     report = audit(args.bootstrap, topic, store_type, actual, spark=spark if args.engine == "spark" else None,
                    boundaries=boundaries, progress=progress, client_config=client_config)
