@@ -57,6 +57,36 @@ def test_the_arrow_source_reads_what_a_consumer_reads(spark: Any, broker: Broker
     assert _rows(frame) == consumed and len(consumed) == 502
 
 
+@pytest.mark.parametrize("splits", [1, 3])
+def test_the_source_keeps_the_latest_record_per_key_with_exact_counts(spark: Any, broker: Broker, topic_name: str,
+                                                                       splits: int) -> None:
+    """``latest_per_key``: per range, the latest record per key (RST-1) and its count; keys repeated across ranges
+    are combined by Spark's latest by offset into the Python engine's state, tombstones hiding keys (RST-6)."""
+    from pyspark.sql import functions as F
+
+    create_topic(broker, topic_name, 2)
+    rng = random.Random(19)
+    written = {0: _records(rng, 400), 1: _records(rng, 3)}
+    written[0].append((b"key-00", None, 5_000, []))  # key-00 ends deleted in partition 0
+    for partition, records in written.items():
+        produce(broker, topic_name, records, partition=partition)
+    reduced = read_topic(spark, broker.bootstrap, topic_name, splits=str(splits), latest_per_key="true")
+    assert reduced.columns[-1] == "records"
+    assert reduced.agg(F.sum("records")).first()[0] == 404
+    rows = reduced.collect()
+    per_range = {(r.partition, bytes(r.key)) for r in rows}
+    assert (len(rows) == len(per_range)) is (splits == 1)  # several ranges: a key comes once from each range it is in
+    changelog = [ChangelogRow(p, offset, key, value, stamp, tuple(headers))
+                 for p, records in written.items() for offset, (key, value, stamp, headers) in enumerate(records)]
+    assert (0, b"key-00") in per_range
+    for store_type in (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV_WITH_HEADERS):
+        expected = python_kv_state(changelog, store_type)
+        got: dict[int, dict[bytes, bytes]] = {}
+        for row in spark_kv_state(reduced, store_type, one_row_per_key=splits == 1).collect():
+            got.setdefault(row.partition, {})[bytes(row.key)] = bytes(row.value)
+        assert got == expected and b"key-00" not in expected[0]
+
+
 def test_the_source_refuses_a_split_count_below_one(spark: Any, broker: Broker, topic_name: str) -> None:
     create_topic(broker, topic_name, 1)
     with pytest.raises(Exception, match="splits must be at least 1"):

@@ -133,7 +133,8 @@ def test_the_oracle_hands_the_client_configuration_to_the_spark_source(monkeypat
     monkeypatch.setattr(kafka_source, "read_topic", read_topic)
     with pytest.raises(Stop):
         audit("b:1", "t", StoreType.KEY_VALUE, {}, spark=object(), client_config={"client.id": "auditor"})
-    assert seen == {"kafka.client.id": "auditor"}
+    # The audit reads with the source's map-side combine (latest record per key of each partition).
+    assert seen == {"kafka.client.id": "auditor", "latest_per_key": "true"}
 
 
 def test_state_directories_without_the_store_are_warned_about(

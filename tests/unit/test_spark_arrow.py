@@ -15,7 +15,16 @@ pytest.importorskip("pyspark")  # the Kafka source module defines pyspark data-s
 pa = pytest.importorskip("pyarrow")
 
 from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType  # noqa: E402
-from kstate.spark.kafka_source import TO_THE_END, arrow_batch, arrow_schema, offset_ranges  # noqa: E402
+from kstate.errors import InvalidArgumentError  # noqa: E402
+from kstate.spark.kafka_source import (  # noqa: E402
+    TO_THE_END,
+    arrow_batch,
+    arrow_schema,
+    latest_per_key_batches,
+    latest_per_key_option,
+    offset_ranges,
+    range_batches,
+)
 from kstate.spark.oracle import convert_arrow_batches, expected_value  # noqa: E402
 
 Headers = list[tuple[str, bytes | None]] | None
@@ -86,6 +95,90 @@ def test_offset_ranges_cover_the_partition_in_order(start: int, end: int, splits
     assert 1 <= len(ranges) <= max(1, min(splits, end - start))
     assert all(low < high for low, high in ranges[:-1])
     assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+def _changelog(rng: random.Random, count: int) -> list[FakeMessage]:
+    """Messages of one partition in offset order: few keys (each repeated), tombstones, headers on some."""
+    return [FakeMessage(n, b"k%d" % rng.randrange(12), None if rng.random() < 0.2 else rng.randbytes(rng.randrange(9)),
+                        (1, 1_000 + n), rng.choice([None, [("h", b"%d" % n)]])) for n in range(count)]
+
+
+def _fetched(messages: list[FakeMessage], sizes: list[int]) -> list[list[FakeMessage]]:
+    """The messages as the consumer's fetched batches of the given sizes."""
+    bounds = list(itertools.accumulate(sizes, initial=0))
+    return [messages[low:high] for low, high in itertools.pairwise(bounds) if messages[low:high]]
+
+
+def _reduced(batches: Any) -> dict[bytes, tuple[dict[str, Any], int]]:
+    """Per key, the row a reduced range yielded (without its count) and its count; every key once."""
+    out: dict[bytes, tuple[dict[str, Any], int]] = {}
+    for batch in batches:
+        assert batch.schema == arrow_schema(True)
+        for row in batch.to_pylist():
+            records = row.pop("records")
+            assert row["key"] not in out
+            out[row["key"]] = (row, records)
+    return out
+
+
+def test_a_reduced_range_keeps_the_latest_record_per_key_and_counts_them_all() -> None:
+    """RST-1: the highest offset wins per key, also across fetched batches; a tombstone as the latest is kept."""
+    rng = random.Random(17)
+    messages = _changelog(rng, 300)
+    messages.append(FakeMessage(300, b"k0", None, (1, 9), None))  # k0 ends deleted
+    reduced = _reduced(latest_per_key_batches("t", 2, _fetched(messages, [7, 100, 1, 250]), rows_per_batch=5))
+    last = {m.key(): m for m in messages}
+    expected_rows = [tuple(r.values()) for r in arrow_batch("t", 2, list(last.values())).to_pylist()]
+    assert sorted(tuple(row.values()) for row, _n in reduced.values()) == sorted(expected_rows)
+    assert {k: n for k, (_row, n) in reduced.items()} == {k: sum(m.key() == k for m in messages) for k in last}
+    assert sum(n for _row, n in reduced.values()) == len(messages)
+    assert reduced[b"k0"][0]["value"] is None and reduced[b"k0"][0]["offset"] == 300
+
+
+def test_ranges_of_one_partition_reduced_apart_combine_to_the_partitions_latest() -> None:
+    """Several offset ranges of one partition, keys repeated across them: the latest by offset across the ranges
+    (what Spark picks) is the partition's latest per key, and the counts add up to every record exactly once."""
+    rng = random.Random(23)
+    messages = _changelog(rng, 500)
+    fetched = _fetched(messages, [64] * 8)
+    combined: dict[bytes, tuple[dict[str, Any], int]] = {}
+    ranges = offset_ranges(0, len(messages), 4)
+    for low, high in ranges:
+        in_range = [[m for m in batch if m.offset() >= low] for batch in fetched]
+        for key, (row, records) in _reduced(latest_per_key_batches("t", 0, range_batches(
+                [batch for batch in in_range if batch], high))).items():
+            if key in combined:
+                assert combined[key][0]["offset"] != row["offset"]  # a key repeated across ranges
+            best = row if key not in combined or row["offset"] > combined[key][0]["offset"] else combined[key][0]
+            combined[key] = (best, records + (combined[key][1] if key in combined else 0))
+    last = {m.key(): m for m in messages}
+    assert {k: (row["offset"], row["value"]) for k, (row, _n) in combined.items()} == {
+        k: (m.offset(), m.value()) for k, m in last.items()}
+    assert {k: n for k, (_row, n) in combined.items()} == {k: sum(m.key() == k for m in messages) for k in last}
+    assert len(ranges) == 4
+
+
+def test_a_range_is_cut_at_its_end_offset() -> None:
+    messages = _changelog(random.Random(1), 40)
+    cut = list(range_batches(_fetched(messages, [15, 15, 15]), 20))
+    assert [m.offset() for batch in cut for m in batch] == list(range(20))
+    assert [len(b) for b in cut] == [15, 5]
+    assert [m.offset() for batch in range_batches(_fetched(messages, [15, 15, 15]), TO_THE_END) for m in batch] == list(range(40))
+
+
+def test_an_empty_range_reduces_to_nothing() -> None:
+    assert list(latest_per_key_batches("t", 0, iter([]))) == []
+
+
+@pytest.mark.parametrize(("given", "meant"), [({}, False), ({"latest_per_key": "true"}, True),
+                                              ({"latest_per_key": "False"}, False), ({"latest_per_key": " TRUE "}, True)])
+def test_the_latest_per_key_option_is_read(given: dict[str, str], meant: bool) -> None:
+    assert latest_per_key_option(given) is meant
+
+
+def test_a_latest_per_key_option_that_is_not_a_boolean_is_refused_by_name() -> None:
+    with pytest.raises(InvalidArgumentError, match="option latest_per_key: must be true or false, not 'yes'"):
+        latest_per_key_option({"latest_per_key": "yes"})
 
 
 def _latest_batch(rows: list[tuple[int, bytes, bytes, int, list[tuple[str, bytes | None]], str | None]]) -> Any:

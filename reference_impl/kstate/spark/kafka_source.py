@@ -8,16 +8,23 @@ per fetched batch, built column by column from the messages (no per-row tuples).
 (required), ``topic`` (required; comma-separated for several), ``partitions`` (comma-separated subset),
 ``offsets`` (``p:start,...``), ``splits`` (ranges per partition, default 1), ``timeout`` (seconds without
 progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security, SASL, TLS,
-...) to every client the source creates.
+...) to every client the source creates. With ``latest_per_key=true`` each task keeps only the record with the
+highest offset per key of its range (RST-1: the latest record by offset wins within a changelog partition), a
+tombstone too, and adds a ``records`` column counting that key's records in the range (a map-side combine: what
+is counted stays exact, the sum of ``records``).
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 import operator
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from kstate.errors import InvalidArgumentError
 
 #: Options with this prefix are librdkafka properties for the source's clients (``kafka.security.protocol``).
 CLIENT_OPTION_PREFIX = "kafka."
@@ -25,6 +32,12 @@ CLIENT_OPTION_PREFIX = "kafka."
 SCHEMA = ("topic string, partition int, offset long, timestamp long, timestampType int, key binary, value binary, "
           "headers array<struct<key:string,value:binary>>")
 
+
+#: The column ``latest_per_key`` adds: how many records of the range had the row's key (the row is their latest).
+COUNT_COLUMN = "records"
+COUNTED_SCHEMA = f"{SCHEMA}, {COUNT_COLUMN} long"
+#: Rows per Arrow batch a reduced range is yielded in.
+REDUCED_BATCH_ROWS = 10_000
 
 #: ``end`` of a range that reads to the end of the partition (partition EOF).
 TO_THE_END = -1
@@ -94,6 +107,7 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
         if self.splits < 1:
             raise ValueError(f"the kstate-kafka option splits must be at least 1, not {self.splits}")
         self.timeout = float(options.get("timeout", "60"))
+        self.latest_per_key = latest_per_key_option(options)
         self.client_config = {k[len(CLIENT_OPTION_PREFIX):]: v for k, v in options.items()
                               if k.startswith(CLIENT_OPTION_PREFIX)}
 
@@ -124,38 +138,78 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
 
         assert isinstance(partition, KafkaInputPartition)
 
-        topic, number, end = partition.topic, partition.partition, partition.end
-        for batch in iter_batches(self.bootstrap, topic, number, partition.start, timeout=self.timeout,
-                                  what=f"spark source, broker at {self.bootstrap}", config=self.client_config):
-            if end != TO_THE_END and batch[-1].offset() >= end:
-                batch = [m for m in batch if m.offset() < end]
-                if batch:
-                    yield arrow_batch(topic, number, batch)
-                return
+        topic, number = partition.topic, partition.partition
+        batches = range_batches(iter_batches(self.bootstrap, topic, number, partition.start, timeout=self.timeout,
+                                             what=f"spark source, broker at {self.bootstrap}",
+                                             config=self.client_config), partition.end)
+        if self.latest_per_key:
+            yield from latest_per_key_batches(topic, number, batches)
+            return
+        for batch in batches:
             yield arrow_batch(topic, number, batch)
+
+
+def latest_per_key_option(options: Mapping[str, str]) -> bool:
+    """The ``latest_per_key`` option: ``true`` or ``false`` (default), anything else refused by name."""
+    setting = options.get("latest_per_key", "false").strip().lower()
+    if setting not in ("true", "false"):
+        raise InvalidArgumentError("the kstate-kafka option latest_per_key", f"must be true or false, not {setting!r}")
+    return setting == "true"
+
+
+def range_batches(batches: Iterable[list[Any]], end: int) -> Iterator[list[Any]]:
+    """The fetched batches of messages cut at ``end`` (exclusive; :data:`TO_THE_END` reads them all)."""
+    for batch in batches:
+        if end != TO_THE_END and batch[-1].offset() >= end:
+            batch = [m for m in batch if m.offset() < end]
+            if batch:
+                yield batch
+            return
+        yield batch
+
+
+def latest_per_key_batches(topic: str, partition: int, batches: Iterable[list[Any]],
+                           rows_per_batch: int = REDUCED_BATCH_ROWS) -> Iterator[Any]:
+    """The map-side combine of one offset range (RST-1): per key, the message with the highest offset (the last
+    one read: a partition is read in offset order), a tombstone too; Arrow batches of :func:`arrow_schema` with
+    the ``records`` column counting each key's messages. Dict and Counter updates run in C, not per message."""
+    latest: dict[bytes | None, Any] = {}
+    counts: collections.Counter[bytes | None] = collections.Counter()
+    for batch in batches:
+        keys = list(map(type(batch[0]).key, batch))
+        latest.update(zip(keys, batch, strict=True))  # later offsets overwrite earlier ones
+        counts.update(keys)
+    winners = list(latest.values())
+    records = list(map(counts.__getitem__, latest))
+    for low in range(0, len(winners), rows_per_batch):
+        high = low + rows_per_batch
+        yield arrow_batch(topic, partition, winners[low:high], records[low:high])
 
 
 _FIRST = operator.itemgetter(0)
 _SECOND = operator.itemgetter(1)
 
 
-def arrow_schema() -> Any:
-    """The Arrow schema of :data:`SCHEMA`, the columns of every batch the source yields."""
+@functools.cache
+def arrow_schema(counted: bool = False) -> Any:
+    """The Arrow schema of :data:`SCHEMA` (with ``counted``, of :data:`COUNTED_SCHEMA`), the columns of every
+    batch the source yields."""
     import pyarrow as pa
 
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-    return pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
-                      ("timestamp", pa.int64()), ("timestampType", pa.int32()), ("key", pa.binary()),
-                      ("value", pa.binary()), ("headers", pa.list_(header))])
+    fields = [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
+              ("timestampType", pa.int32()), ("key", pa.binary()), ("value", pa.binary()),
+              ("headers", pa.list_(header))]
+    return pa.schema([*fields, (COUNT_COLUMN, pa.int64())] if counted else fields)
 
 
-def arrow_batch(topic: str, partition: int, messages: list[Any]) -> Any:
+def arrow_batch(topic: str, partition: int, messages: list[Any], records: list[int] | None = None) -> Any:
     """One ``pyarrow.RecordBatch`` of :func:`arrow_schema` from confluent-kafka messages, column by column: the
     per-message accessors are mapped in C, headers are flattened into one key and one value column with offsets
-    (a message without headers has an empty list, as before)."""
+    (a message without headers has an empty list, as before); ``records`` adds the ``records`` column."""
     import pyarrow as pa
 
-    schema = arrow_schema()
+    schema = arrow_schema(records is not None)
     message = type(messages[0])
     count = len(messages)
     stamps = list(map(message.timestamp, messages))
@@ -174,11 +228,14 @@ def arrow_batch(topic: str, partition: int, messages: list[Any]) -> Any:
                                     pa.array(list(map(_SECOND, flat)), pa.binary())],
                                    fields=list(header_type.value_type)),
         type=header_type)
-    return pa.RecordBatch.from_arrays([
+    columns = [
         pa.array([topic] * count, pa.string()), pa.array([partition] * count, pa.int32()),
         pa.array(list(map(message.offset, messages)), pa.int64()), pa.array(list(map(_SECOND, stamps)), pa.int64()),
         pa.array(list(map(_FIRST, stamps)), pa.int32()), pa.array(list(map(message.key, messages)), pa.binary()),
-        pa.array(list(map(message.value, messages)), pa.binary()), headers], schema=schema)
+        pa.array(list(map(message.value, messages)), pa.binary()), headers]
+    if records is not None:
+        columns.append(pa.array(records, pa.int64()))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 class KafkaTopicDataSource(DataSource):  # type: ignore[misc, unused-ignore]  # pyspark may be absent where mypy runs
@@ -189,14 +246,15 @@ class KafkaTopicDataSource(DataSource):  # type: ignore[misc, unused-ignore]  # 
         return "kstate-kafka"
 
     def schema(self) -> str:
-        return SCHEMA
+        return COUNTED_SCHEMA if latest_per_key_option(self.options) else SCHEMA
 
     def reader(self, schema: Any) -> KafkaTopicReader:
         return KafkaTopicReader(dict(self.options))
 
 
 def read_topic(spark: Any, bootstrap: str, topic: str, **options: str) -> Any:
-    """The topic as a DataFrame with columns topic, partition, offset, timestamp, timestampType, key, value, headers."""
+    """The topic as a DataFrame with columns topic, partition, offset, timestamp, timestampType, key, value, headers
+    (and ``records`` with ``latest_per_key="true"``)."""
     reader = spark.read.format("kstate-kafka").option("bootstrap", bootstrap).option("topic", topic)
     for key, value in options.items():
         reader = reader.option(key, value)

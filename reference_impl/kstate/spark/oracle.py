@@ -220,21 +220,26 @@ def convert_arrow_batches(type_name: str) -> Callable[[Iterator[Any]], Iterator[
     return convert
 
 
-def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[int, LegacyBoundary] | None = None) -> Any:
+def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[int, LegacyBoundary] | None = None,
+                   *, one_row_per_key: bool = False) -> Any:
     """Key-value semantics as a Spark plan: ``max_by`` offset per (partition, key), tombstones dropped (RST-1,
     RST-2, RST-6), legacy rows by their boundary (RST-7); values converted by Spark expressions, or for the
-    header layouts by ``mapInArrow`` over whole batches (never a per-row Python UDF). Columns: partition, key, value."""
+    header layouts by ``mapInArrow`` over whole batches (never a per-row Python UDF). ``one_row_per_key``: the
+    changelog holds only the latest row per (partition, key) already (the source's ``latest_per_key`` over whole
+    partitions), so no aggregation is planned. Columns: partition, key, value."""
     from pyspark.sql import functions as F
 
     store_type = StoreType(store_type)
     boundaries = boundaries or {}
     converted, complete = _converted_column(store_type, boundaries)
     fields = ["offset", "value", "timestamp"] if complete else ["offset", "value", "timestamp", "headers"]
-    latest = (changelog.groupBy("partition", "key")
-              .agg(F.max_by(F.struct(*fields), "offset").alias("r"))
-              .select("partition", "key", *(f"r.{name}" for name in fields))
-              .where(F.col("value").isNotNull())
-              .withColumn("legacy", _legacy_column(boundaries)))
+    if one_row_per_key:
+        latest = changelog.select("partition", "key", *fields)
+    else:
+        latest = (changelog.groupBy("partition", "key")
+                  .agg(F.max_by(F.struct(*fields), "offset").alias("r"))
+                  .select("partition", "key", *(f"r.{name}" for name in fields)))
+    latest = latest.where(F.col("value").isNotNull()).withColumn("legacy", _legacy_column(boundaries))
     if complete:
         return latest.select("partition", "key", converted.alias("value"))
     return (latest.withColumn("converted", converted)
@@ -372,11 +377,14 @@ def compare_states(expected: State, actual: State) -> list[Difference]:
 
 
 def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None = None,
-                         client_config: Mapping[str, Any] | None = None) -> Any:
-    """The changelog ``topic`` (all its partitions, or ``partitions``) as a DataFrame of the Kafka source."""
+                         client_config: Mapping[str, Any] | None = None, *, latest_per_key: bool = False) -> Any:
+    """The changelog ``topic`` (all its partitions, or ``partitions``) as a DataFrame of the Kafka source; with
+    ``latest_per_key``, the latest record per (partition, key) with its ``records`` count (RST-1)."""
     from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
 
     options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
+    if latest_per_key:
+        options["latest_per_key"] = "true"
     options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in (client_config or {}).items()})
     return read_topic(spark, bootstrap, topic, **options)
 
@@ -427,14 +435,17 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    # One pass over the topic: the records are counted as they stream into the plan (an observation), not by
-    # a first job over a cached copy.
+    from kstate.spark.kafka_source import COUNT_COLUMN
+
+    # One pass over the topic: each source task keeps the latest record per key of its whole partition (a
+    # map-side combine, RST-1) with the number of records it stood for; those are summed as they stream into
+    # the plan (an observation), so the count stays exact without a first job over a cached copy.
     step("reading the changelog")
     counted = Observation("changelog records")
-    changelog = (read_changelog_frame(spark, bootstrap, topic, partitions, client_config)
-                 .observe(counted, F.count(F.lit(1)).alias("records")))
+    changelog = (read_changelog_frame(spark, bootstrap, topic, partitions, client_config, latest_per_key=True)
+                 .observe(counted, F.sum(COUNT_COLUMN).alias("records")))
     step("computing the expected state")
-    expected_df = spark_builder(changelog, store_type, boundaries)
+    expected_df = spark_builder(changelog, store_type, boundaries, one_row_per_key=True)
     actual_df = state_frame(spark, actual) if isinstance(actual, dict) else actual
     step("comparing")
     e, a = expected_df.alias("e"), actual_df.alias("a")
@@ -455,5 +466,5 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
                                      None if d["expected"] is None else bytes(d["expected"]),
                                      None if d["actual"] is None else bytes(d["actual"]))
                           for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
-    return AuditReport("spark", int(counted.get["records"]), int(rows["n"] or 0), int(rows["actual_n"] or 0),
+    return AuditReport("spark", int(counted.get["records"] or 0), int(rows["n"] or 0), int(rows["actual_n"] or 0),
                        differences, time.monotonic() - started)
