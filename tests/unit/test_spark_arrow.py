@@ -20,6 +20,7 @@ from kstate.spark.kafka_source import (  # noqa: E402
     TO_THE_END,
     arrow_batch,
     arrow_schema,
+    collector_paused,
     latest_per_key_batches,
     latest_per_key_option,
     offset_ranges,
@@ -121,12 +122,15 @@ def _reduced(batches: Any) -> dict[bytes, tuple[dict[str, Any], int]]:
     return out
 
 
-def test_a_reduced_range_keeps_the_latest_record_per_key_and_counts_them_all() -> None:
-    """RST-1: the highest offset wins per key, also across fetched batches; a tombstone as the latest is kept."""
+@pytest.mark.parametrize("compact_rows", [1_000_000, 50, 1])
+def test_a_reduced_range_keeps_the_latest_record_per_key_and_counts_them_all(compact_rows: int) -> None:
+    """RST-1: the highest offset wins per key, also across fetched batches and across the reductions of the rows
+    held (``compact_rows``); a tombstone as the latest is kept."""
     rng = random.Random(17)
     messages = _changelog(rng, 300)
     messages.append(FakeMessage(300, b"k0", None, (1, 9), None))  # k0 ends deleted
-    reduced = _reduced(latest_per_key_batches("t", 2, _fetched(messages, [7, 100, 1, 250]), rows_per_batch=5))
+    reduced = _reduced(latest_per_key_batches("t", 2, _fetched(messages, [7, 100, 1, 250]), rows_per_batch=5,
+                                             compact_rows=compact_rows))
     last = {m.key(): m for m in messages}
     expected_rows = [tuple(r.values()) for r in arrow_batch("t", 2, list(last.values())).to_pylist()]
     assert sorted(tuple(row.values()) for row, _n in reduced.values()) == sorted(expected_rows)
@@ -164,6 +168,22 @@ def test_a_range_is_cut_at_its_end_offset() -> None:
     assert [m.offset() for batch in cut for m in batch] == list(range(20))
     assert [len(b) for b in cut] == [15, 5]
     assert [m.offset() for batch in range_batches(_fetched(messages, [15, 15, 15]), TO_THE_END) for m in batch] == list(range(40))
+
+
+def test_the_collector_is_paused_while_a_range_is_read_and_left_as_it_was() -> None:
+    import gc
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_an_empty_range_reduces_to_nothing() -> None:

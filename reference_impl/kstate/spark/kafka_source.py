@@ -16,8 +16,9 @@ is counted stays exact, the sum of ``records``).
 
 from __future__ import annotations
 
-import collections
+import contextlib
 import functools
+import gc
 import operator
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
@@ -38,6 +39,8 @@ COUNT_COLUMN = "records"
 COUNTED_SCHEMA = f"{SCHEMA}, {COUNT_COLUMN} long"
 #: Rows per Arrow batch a reduced range is yielded in.
 REDUCED_BATCH_ROWS = 10_000
+#: Rows a reducing task holds before it reduces them (to one row per key seen so far).
+COMPACT_ROWS = 1_000_000
 
 #: ``end`` of a range that reads to the end of the partition (partition EOF).
 TO_THE_END = -1
@@ -142,11 +145,26 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
         batches = range_batches(iter_batches(self.bootstrap, topic, number, partition.start, timeout=self.timeout,
                                              what=f"spark source, broker at {self.bootstrap}",
                                              config=self.client_config), partition.end)
-        if self.latest_per_key:
-            yield from latest_per_key_batches(topic, number, batches)
-            return
-        for batch in batches:
-            yield arrow_batch(topic, number, batch)
+        with collector_paused():
+            if self.latest_per_key:
+                yield from latest_per_key_batches(topic, number, batches)
+                return
+            for batch in batches:
+                yield arrow_batch(topic, number, batch)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a range is read: the reader makes millions of short-lived
+    objects without cycles (messages, timestamp tuples, column lists), whose collection passes cost about as much
+    as the reading itself; on again after (it was on)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def latest_per_key_option(options: Mapping[str, str]) -> bool:
@@ -169,21 +187,34 @@ def range_batches(batches: Iterable[list[Any]], end: int) -> Iterator[list[Any]]
 
 
 def latest_per_key_batches(topic: str, partition: int, batches: Iterable[list[Any]],
-                           rows_per_batch: int = REDUCED_BATCH_ROWS) -> Iterator[Any]:
+                           rows_per_batch: int = REDUCED_BATCH_ROWS, compact_rows: int = COMPACT_ROWS) -> Iterator[Any]:
     """The map-side combine of one offset range (RST-1): per key, the message with the highest offset (the last
-    one read: a partition is read in offset order), a tombstone too; Arrow batches of :func:`arrow_schema` with
-    the ``records`` column counting each key's messages. Dict and Counter updates run in C, not per message."""
-    latest: dict[bytes | None, Any] = {}
-    counts: collections.Counter[bytes | None] = collections.Counter()
+    one read: a range is read in offset order), a tombstone too, with the ``records`` column counting the key's
+    messages; Arrow batches of ``arrow_schema(True)``. Each fetched batch becomes Arrow at once; the rows held are
+    reduced by Arrow's hash aggregation whenever they pass ``compact_rows``, so memory follows the distinct keys."""
+    held: list[Any] = []
+    held_rows = 0
     for batch in batches:
-        keys = list(map(type(batch[0]).key, batch))
-        latest.update(zip(keys, batch, strict=True))  # later offsets overwrite earlier ones
-        counts.update(keys)
-    winners = list(latest.values())
-    records = list(map(counts.__getitem__, latest))
-    for low in range(0, len(winners), rows_per_batch):
-        high = low + rows_per_batch
-        yield arrow_batch(topic, partition, winners[low:high], records[low:high])
+        held.append(arrow_batch(topic, partition, batch, [1] * len(batch)))
+        held_rows += len(batch)
+        if held_rows >= compact_rows:
+            held = _latest_per_key(held).to_batches()
+            held_rows = sum(b.num_rows for b in held)
+    if held:
+        yield from _latest_per_key(held).to_batches(max_chunksize=rows_per_batch)
+
+
+def _latest_per_key(batches: list[Any]) -> Any:
+    """One table of the rows of ``batches`` (in offset order) that are the last of their key, their ``records``
+    summed: the hash aggregation finds each key's last row number, ``take`` keeps those rows."""
+    import pyarrow as pa
+
+    table = pa.Table.from_batches(batches, schema=arrow_schema(True))
+    numbered = table.select(["key", COUNT_COLUMN]).append_column("row", pa.array(range(table.num_rows), pa.int64()))
+    last = numbered.group_by("key", use_threads=False).aggregate([("row", "max"), (COUNT_COLUMN, "sum")])
+    latest = table.take(last.column("row_max"))
+    return latest.set_column(latest.schema.get_field_index(COUNT_COLUMN), COUNT_COLUMN,
+                             last.column(f"{COUNT_COLUMN}_sum")).combine_chunks()
 
 
 _FIRST = operator.itemgetter(0)
