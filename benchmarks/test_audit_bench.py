@@ -121,7 +121,8 @@ def test_audit(bench_broker: TansuBroker, audit_topic: str, expected_states: dic
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
-    spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false"})
+    # The JVM's default 1 GB heap runs out over the rounds (each hands a 1M-record state over as Arrow).
+    spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"})
     try:
         for store_type in AUDITED:
             seconds: list[float] = []
