@@ -87,6 +87,23 @@ def test_the_source_keeps_the_latest_record_per_key_with_exact_counts(spark: Any
         assert got == expected and b"key-00" not in expected[0]
 
 
+def test_the_persisted_changelog_of_a_window_or_session_audit_counts_every_record(
+        spark: Any, broker: Broker, topic_name: str) -> None:
+    """``persisted_changelog`` with ``latest_per_key`` (what window and session audits read): one row per key,
+    the record count still of every record."""
+    from kstate.spark.oracle import persisted_changelog
+
+    create_topic(broker, topic_name, 2)
+    produce(broker, topic_name, [(b"a", b"1", 1, []), (b"a", None, 2, []), (b"b", b"2", 3, [])], partition=0)
+    produce(broker, topic_name, [(b"a", b"3", 4, [])], partition=1)
+    steps: list[str] = []
+    with persisted_changelog(spark, broker.bootstrap, topic_name, None, None, steps.append,
+                             latest_per_key=True) as (changelog, records):
+        rows = sorted((r.partition, bytes(r.key), r.offset, r.records) for r in changelog.collect())
+    assert records == 4 and rows == [(0, b"a", 1, 2), (0, b"b", 2, 1), (1, b"a", 0, 1)]
+    assert steps == ["reading the changelog", "computing the expected state"]
+
+
 def test_the_source_refuses_a_split_count_below_one(spark: Any, broker: Broker, topic_name: str) -> None:
     create_topic(broker, topic_name, 1)
     with pytest.raises(Exception, match="splits must be at least 1"):

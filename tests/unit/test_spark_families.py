@@ -15,6 +15,7 @@ from kstate.codecs import header_values, versioned
 from kstate.codecs.changelog import session_changelog_key, window_changelog_key
 from kstate.codecs.store_types import StoreType
 from kstate.spark.families import (
+    LATEST_PER_KEY_FAMILIES,
     AuditSetupError,
     FamilyParameters,
     actual_frame,
@@ -481,3 +482,33 @@ def test_the_spark_plans_agree_with_the_semantics_written_out_in_python(
     want = _python_expected(records, store_type, params)
     assert len(want) > 20
     assert got == want
+
+
+@pytest.mark.parametrize(("store_type", "params"), [
+    (StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS, FamilyParameters(retention_ms=250)),
+    (StoreType.SESSION_WITH_HEADERS, FamilyParameters(retention_ms=250)),
+], ids=lambda v: getattr(v, "value", ""))
+def test_window_and_session_entries_come_from_each_keys_latest_record_alone(
+        spark: Any, store_type: StoreType, params: FamilyParameters) -> None:
+    """What the source's ``latest_per_key`` leaves of a changelog (the last record per changelog key, offsets
+    kept, a count added) implies the same entries as the whole changelog: stream time is in the keys (WIN-1,
+    SESS-1)."""
+    from kstate.codecs.store_types import STORE_TYPES
+    from kstate.spark.kafka_source import COUNTED_SCHEMA
+
+    assert STORE_TYPES[store_type].family in LATEST_PER_KEY_FAMILIES
+    records = _random_changelog(store_type, seed=29)
+    whole = _changelog(spark, {p: [r for q, _, r in records if q == p] for p in range(3)})
+    latest: dict[tuple[int, bytes], tuple[int, Record, int]] = {}
+    for partition, offset, record in records:
+        count = latest[(partition, record[1])][2] if (partition, record[1]) in latest else 0
+        latest[(partition, record[1])] = (offset, record, count + 1)
+    assert len(latest) < len(records)
+    reduced = spark.createDataFrame([("t", p, offset, when, 1, key, value, headers, count)
+                                     for offset, (p, key, value, when, headers), count in latest.values()],
+                                    COUNTED_SCHEMA)
+
+    def entries(changelog: Any) -> list[str]:
+        return sorted(map(repr, expected_entries(changelog, store_type, params).collect()))
+
+    assert entries(reduced) == entries(whole) and len(entries(whole)) > 20

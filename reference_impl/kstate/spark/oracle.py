@@ -391,12 +391,19 @@ def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Ite
 
 @contextlib.contextmanager
 def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None,
-                        client_config: Mapping[str, Any] | None, step: Progress) -> Iterator[tuple[Any, int]]:
-    """The changelog read once and kept for the plans that follow, with its record count; says the steps."""
+                        client_config: Mapping[str, Any] | None, step: Progress,
+                        latest_per_key: bool = False) -> Iterator[tuple[Any, int]]:
+    """The changelog read once and kept for the plans that follow, with its record count (with
+    ``latest_per_key``, only each key's latest record, the count still of every record); says the steps."""
+    from pyspark.sql import functions as F
+
+    from kstate.spark.kafka_source import COUNT_COLUMN
+
     step("reading the changelog")
-    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config).persist()
+    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config,
+                                     latest_per_key=latest_per_key).persist()
     try:
-        records = changelog.count()
+        records = int(changelog.agg(F.sum(COUNT_COLUMN)).first()[0] or 0) if latest_per_key else changelog.count()
         step("computing the expected state")
         yield changelog, records
     finally:
