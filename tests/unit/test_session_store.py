@@ -15,7 +15,14 @@ from kstate.codecs.header_values import encode_aggregation_with_headers
 from kstate.codecs.store_types import DEFAULT_CF, OFFSETS_CF, SESSION_HEADERS_CF, StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.storage_files import directory_digest
-from kstate.stores.api import Backend, ProcessorStateError, RecordContext, TopicPartition, UnknownColumnFamilyError
+from kstate.stores.api import (
+    Backend,
+    ProcessorStateError,
+    RecordContext,
+    StoreCorruptedError,
+    TopicPartition,
+    UnknownColumnFamilyError,
+)
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import StoreOptionError, store_classes
@@ -402,6 +409,26 @@ def test_upgrade_in_every_segment(task: Path) -> None:
     with pytest.raises(UnknownColumnFamilyError):  # SS-35, SS-20: no downgrade, nothing changed
         open_store(Backend.ROCKSDB, task)
     assert directory_digest(task) == before
+
+
+def test_an_upgrade_refused_by_a_later_segment_changes_no_earlier_segment(task: Path) -> None:
+    """SS-20, KV-57: every segment is checked before any is opened. Found by the state machine: ``s.300000`` holds
+    committed offsets and no data (its one session removed), which the header-aware type refuses; ``s.0`` had
+    already been given the header family, and the plain store could no longer open it."""
+    plain = open_store(Backend.ROCKSDB, task)
+    plain.put(b"k", 0, 10, b"a")
+    plain.put(b"k", 0, 300_000, b"b")
+    plain.commit({TP: 1})
+    plain.remove(b"k", 0, 300_000)
+    plain.commit({TP: 2})
+    plain.close()
+    before = directory_digest(task)
+    with pytest.raises(StoreCorruptedError, match="offsets ahead of data"):
+        open_store(Backend.ROCKSDB, task, store_type=StoreType.SESSION_WITH_HEADERS)
+    assert directory_digest(task) == before
+    reopened = open_store(Backend.ROCKSDB, task)
+    assert rows(reopened.fetch(b"k")) == [(b"k", 0, 10, b"a")]
+    reopened.close()
 
 
 def test_a_fresh_header_store_is_regular_and_restores_headers(task: Path) -> None:

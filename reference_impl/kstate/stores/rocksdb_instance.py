@@ -48,7 +48,89 @@ LOG = logging.getLogger("kstate.stores")
 CodecTopicPartition = tuple[str, int]
 
 
-class RocksDBInstance:
+class ExistingDatabaseChecks:
+    """The refusals of opening an existing database that need no write, decided from its column families and a
+    read-only look at its content (KV-23..KV-25, KV-52, KV-57, UPG-1): what a refused open must decide before it
+    changes anything; a store of several databases checks each before it opens any (SS-20)."""
+
+    def __init__(self, name: str, path: Path | None, layout: ColumnFamilyLayout, manage_offsets: bool) -> None:
+        self.name = name
+        self.path = path
+        self.layout = layout
+        self.manage_offsets = manage_offsets
+
+    def check_existing(self, ignore_invalid_state: bool) -> None:
+        """Every refusal of the database at ``path`` (which exists) that needs no write."""
+        path = self.path
+        assert path is not None
+        self._check_known_column_families(list_column_families(path, self.name))
+        reader = RocksDBEngine(path, store_name=self.name, read_only=True)
+        try:
+            self._check_open_allowed(reader, ignore_invalid_state)
+            self._check_table_files(reader)
+        finally:
+            reader.close()
+
+    def _check_table_files(self, reader: RocksDBEngine) -> None:
+        """Table files the database does not list, and no ``status`` entry: RocksDB's metadata lost edits (a
+        truncated ``MANIFEST`` reads as a shorter one), so the database would open without data it had (KV-24).
+
+        A crash in the middle of a flush also leaves an unlisted table file, but the status is then OPEN.
+        """
+        unlisted = reader.unreferenced_table_files()
+        if unlisted and STATUS_KEY not in read_offsets_image(reader):
+            raise StoreCorruptedError(
+                self.name,
+                f"Error opening store {self.name} at location {self.path}: table files {', '.join(unlisted[:5])} "
+                "are not in the database and the offsets status is missing: its metadata lost data",
+            )
+
+    def _plan(self, existing: Mapping[str, bool]) -> ColumnFamilyPlan:
+        try:
+            return column_family_plan(self.layout.layout_type, existing)
+        except LayoutError as exc:
+            message = self.layout.layout_message(self.name, exc)
+            raise ProcessorStateError(
+                message if message is not None else f"Error opening store {self.name} at location {self.path}: {exc}"
+            ) from exc
+
+    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
+        """The refusals that depend on the database's content, checked before any family is created or
+        any status written: the layout (LAY-7, LAY-8), the offsets family (KV-52, OFF-6) and offsets ahead
+        of data (KV-57)."""
+        existing = existing_column_families(engine)
+        plan = self._plan(existing)
+        if not self.manage_offsets or OFFSETS_CF not in existing:
+            return
+        image = read_offsets_image(engine)
+        check_offsets_image(image, self.name, ignore_invalid_state)
+        if (
+            plan.data_cf not in existing
+            and has_committed_offsets(image)
+            and not any(has_data for cf, has_data in existing.items() if cf != OFFSETS_CF)
+            # An older type's own family, even emptied by deletes, is an upgrade Kafka opens (KV-57, UPG-*).
+            and not any(cf not in (OFFSETS_CF, "default") for cf in existing)
+        ):
+            raise StoreCorruptedError(
+                self.name,
+                f"Error opening store {self.name} at location {self.path}: the offsets family holds committed "
+                f"changelog offsets but the data column family {plan.data_cf} is missing and no family holds "
+                "data (offsets ahead of data)",
+            )
+
+    def _check_known_column_families(self, existing: Iterable[str]) -> None:
+        known = self.layout.known_column_families(self.manage_offsets)
+        unknown = sorted(cf for cf in existing if cf not in known)
+        if unknown:
+            # RocksDB refuses to open a database without all of its column families; Kafka wraps it (UPG-1).
+            raise UnknownColumnFamilyError(
+                f"Error opening store {self.name} at location {self.path}: "
+                f"Column families not opened: {', '.join(unknown)}",
+                tuple(unknown),
+            )
+
+
+class RocksDBInstance(ExistingDatabaseChecks):
     """One open RocksDB database named ``name`` at ``path``, its column families planned by ``layout``.
 
     ``checked_directories`` are the parents refused, before anything is written, if they are not directories
@@ -73,11 +155,8 @@ class RocksDBInstance:
         changelog_partitions: Iterable[TopicPartition] = (),
         engine: Engine | None = None,
     ) -> None:
-        self.name = name
-        self.path = path
-        self.layout = layout
+        super().__init__(name, path, layout, manage_offsets)
         self.task_dir = task_dir
-        self.manage_offsets = manage_offsets
         self.changelog_partitions = tuple(changelog_partitions)
         self.mode = "regular"
         #: The position as of open, then as last written with the offsets (KV-50); its owner keeps the live one.
@@ -140,77 +219,13 @@ class RocksDBInstance:
         if self.manage_offsets and migrate_legacy_files and self.task_dir is not None and self.task_dir.is_dir():
             check_legacy_files(self.task_dir, self.name, self.changelog_partitions)
         if exists:
-            self._check_known_column_families(list_column_families(path, self.name))
-            reader = RocksDBEngine(path, store_name=self.name, read_only=True)
-            try:
-                self._check_open_allowed(reader, ignore_invalid_state)
-                self._check_table_files(reader)
-            finally:
-                reader.close()
+            self.check_existing(ignore_invalid_state)
         created: Path | None = None
         candidate = path
         while not candidate.exists() and not candidate.is_symlink() and candidate.parent != candidate:
             created = candidate
             candidate = candidate.parent
         return created
-
-    def _check_table_files(self, reader: RocksDBEngine) -> None:
-        """Table files the database does not list, and no ``status`` entry: RocksDB's metadata lost edits (a
-        truncated ``MANIFEST`` reads as a shorter one), so the database would open without data it had (KV-24).
-
-        A crash in the middle of a flush also leaves an unlisted table file, but the status is then OPEN.
-        """
-        unlisted = reader.unreferenced_table_files()
-        if unlisted and STATUS_KEY not in read_offsets_image(reader):
-            raise StoreCorruptedError(
-                self.name,
-                f"Error opening store {self.name} at location {self.path}: table files {', '.join(unlisted[:5])} "
-                "are not in the database and the offsets status is missing: its metadata lost data",
-            )
-
-    def _plan(self, existing: Mapping[str, bool]) -> ColumnFamilyPlan:
-        try:
-            return column_family_plan(self.layout.layout_type, existing)
-        except LayoutError as exc:
-            message = self.layout.layout_message(self.name, exc)
-            raise ProcessorStateError(
-                message if message is not None else f"Error opening store {self.name} at location {self.path}: {exc}"
-            ) from exc
-
-    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
-        """The refusals that depend on the database's content, checked before any family is created or
-        any status written: the layout (LAY-7, LAY-8), the offsets family (KV-52, OFF-6) and offsets ahead
-        of data (KV-57)."""
-        existing = existing_column_families(engine)
-        plan = self._plan(existing)
-        if not self.manage_offsets or OFFSETS_CF not in existing:
-            return
-        image = read_offsets_image(engine)
-        check_offsets_image(image, self.name, ignore_invalid_state)
-        if (
-            plan.data_cf not in existing
-            and has_committed_offsets(image)
-            and not any(has_data for cf, has_data in existing.items() if cf != OFFSETS_CF)
-            # An older type's own family, even emptied by deletes, is an upgrade Kafka opens (KV-57, UPG-*).
-            and not any(cf not in (OFFSETS_CF, "default") for cf in existing)
-        ):
-            raise StoreCorruptedError(
-                self.name,
-                f"Error opening store {self.name} at location {self.path}: the offsets family holds committed "
-                f"changelog offsets but the data column family {plan.data_cf} is missing and no family holds "
-                "data (offsets ahead of data)",
-            )
-
-    def _check_known_column_families(self, existing: Iterable[str]) -> None:
-        known = self.layout.known_column_families(self.manage_offsets)
-        unknown = sorted(cf for cf in existing if cf not in known)
-        if unknown:
-            # RocksDB refuses to open a database without all of its column families; Kafka wraps it (UPG-1).
-            raise UnknownColumnFamilyError(
-                f"Error opening store {self.name} at location {self.path}: "
-                f"Column families not opened: {', '.join(unknown)}",
-                tuple(unknown),
-            )
 
     def _open_column_families(self) -> Accessor:
         """Decide the accessor once, at open, from the families present and whether they hold data (KV-30, LAY-*)."""

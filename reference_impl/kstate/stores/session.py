@@ -33,11 +33,10 @@ from kstate.stores.api import (
     InvalidStateStoreError,
     RecordContext,
     TopicPartition,
-    UnknownColumnFamilyError,
 )
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.engine import RocksDBEngine, list_column_families, rocksdb_directory_state
+from kstate.stores.engine import rocksdb_directory_state
 from kstate.stores.kv import (
     INVALID_RANGE_WARNING,
     ClosesItsIterators,
@@ -49,7 +48,7 @@ from kstate.stores.kv import (
     require_key,
     validate_store_name,
 )
-from kstate.stores.offsets import check_offsets_image, read_offsets_image
+from kstate.stores.rocksdb_instance import ExistingDatabaseChecks
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
 from kstate.stores.wrapping import WrappedStore
 
@@ -388,22 +387,11 @@ class RocksDBSessionStore(SegmentedStoreOffsets, ClosesItsIterators, SessionOper
         self.segments.cleanup_expired_segments(self.observed_stream_time)
 
     def _check_segment(self, path: Path) -> None:
-        """The refusals of one existing segment that need no write: column families this type does not know (a
-        downgrade, UPG-1) and an offsets status other than CLOSED (KV-52), as each segment's own open decides."""
-        if not rocksdb_directory_state(path, path.name):
-            return
-        known = self.SEGMENTS.LAYOUT.known_column_families(self.manage_offsets_flag)
-        unknown = sorted(cf for cf in list_column_families(path, path.name) if cf not in known)
-        if unknown:
-            raise UnknownColumnFamilyError(
-                f"Error opening store {path.name} at location {path}: Column families not opened: {', '.join(unknown)}",
-                tuple(unknown))
-        if self.manage_offsets_flag:
-            reader = RocksDBEngine(path, store_name=path.name, read_only=True)
-            try:
-                check_offsets_image(read_offsets_image(reader), path.name, self.ignore_invalid_state)
-            finally:
-                reader.close()
+        """The refusals of one existing segment that need no write, as its own open decides them: unknown column
+        families (a downgrade, UPG-1), an offsets status other than CLOSED (KV-52), offsets ahead of data (KV-57)."""
+        if rocksdb_directory_state(path, path.name):
+            ExistingDatabaseChecks(path.name, path, self.SEGMENTS.LAYOUT,
+                                   self.manage_offsets_flag).check_existing(self.ignore_invalid_state)
 
     def persistent(self) -> bool:
         return True
