@@ -7,12 +7,18 @@ A changelog of ``KSTATE_BENCH_AUDIT_RECORDS`` records (default 1 000 000; 16-byt
 
 - ``raw consume``: one confluent-kafka consumer assigned every partition, reading to partition EOF on each and
   doing nothing with the messages (the baseline; target: the audit >= 0.3 of it).
-- ``audit``: :func:`kstate.spark.oracle.audit` of each store type measured (timestamped, whose values are Spark
-  expressions, and timestamped with headers, converted in Arrow batches) against the state the Python engine
-  computes, which is right (the audit must find 0 differences). What is timed is the whole ``audit`` call: read
-  the topic through the Kafka data source, count it, latest per key, convert, hand over the actual state as
-  Arrow, full outer join and collect the differences. The SparkSession is started (and warmed by one round)
+- ``audit``: :func:`kstate.spark.oracle.audit` of each store type measured (timestamped, and timestamped with
+  headers, whose header bytes the source encodes) against the state the Python engine computes, which is right
+  (the audit must find 0 differences). What is timed is the whole ``audit`` call: read the topic through the
+  Kafka data source (latest per key in each task), convert by Spark expressions, hand over the actual state as
+  Arrow, compare per-partition digests of both sides. The SparkSession is started (and warmed by one round)
   before timing; its start is not timed.
+
+Each master runs twice: free (the JVM, its Python workers and their librdkafka threads may use every core, so
+``local[1]`` keeps more than one core busy) and pinned (every thread of the driver, its JVM and the JVM's Python
+workers confined to N cores by ``sched_setaffinity`` for ``local[N]``; the broker stays free). The cores kept busy on average
+(``/proc/stat``) are printed beside each rate: the scaling free from ``local[1]`` to ``local[2]`` on two cores
+cannot pass 2 divided by what ``local[1]`` keeps busy.
 
 Wall-clock rounds, the fastest kept (pytest-benchmark times the raw consume; the audit rounds are timed
 here, several store types per session); the ratios and the scaling from 1 to 2 cores are printed at the end of
@@ -21,6 +27,7 @@ the module. Measurements, not timed tests: a ratio under its target is reported,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
@@ -36,6 +43,8 @@ RECORDS = int(os.environ.get("KSTATE_BENCH_AUDIT_RECORDS", "1000000"))
 PARTITIONS = int(os.environ.get("KSTATE_BENCH_AUDIT_PARTITIONS", "4"))
 ROUNDS = int(os.environ.get("KSTATE_BENCH_AUDIT_ROUNDS", "2"))
 MASTERS = ("local[1]", "local[2]")
+#: Free: the audit's processes may use every core; pinned: ``local[N]`` confined to N cores.
+PLACEMENTS = ("free", "pinned")
 AUDITED = (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
 RESULTS: dict[str, float] = {}
 
@@ -109,9 +118,37 @@ def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, audit_topic: str
     RESULTS["raw consume"] = RECORDS / benchmark.stats.stats.min
 
 
+def _busy_core_seconds() -> float:
+    """CPU seconds every core of the machine has spent busy since boot (``/proc/stat``: all but idle and iowait)."""
+    with open("/proc/stat") as stat:
+        fields = [int(n) for n in stat.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _pin(roots: list[int], cores: set[int]) -> None:
+    """Every thread of ``roots`` and of all their descendant processes (the JVM's Python workers) on ``cores``."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/stat") as stat:
+                parents[int(entry)] = int(stat.read().rsplit(")", 1)[1].split()[1])
+    tree, added = set(roots), True
+    while added:
+        children = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= children
+        added = bool(children)
+    for pid in tree:
+        with contextlib.suppress(OSError):
+            for thread in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(int(thread), cores)
+
+
+@pytest.mark.parametrize("store_type", AUDITED, ids=lambda t: t.value)
+@pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("master", MASTERS)
-def test_audit(bench_broker: TansuBroker, audit_topic: str, expected_states: dict[StoreType, Any],
-               master: str) -> None:
+def test_audit(benchmark: Any, bench_broker: TansuBroker, audit_topic: str, expected_states: dict[StoreType, Any],
+               master: str, placement: str, store_type: StoreType) -> None:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
@@ -121,20 +158,36 @@ def test_audit(bench_broker: TansuBroker, audit_topic: str, expected_states: dic
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
+    cores = int(master.removeprefix("local[").removesuffix("]"))
+    every_core = os.sched_getaffinity(0)
+    if placement == "pinned" and len(every_core) < cores:
+        pytest.skip(f"{master} pinned needs {cores} cores, this machine has {len(every_core)}")
     # The JVM's default 1 GB heap runs out over the rounds (each hands a 1M-record state over as Arrow).
     spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"})
+    audit_processes = [os.getpid(), spark.sparkContext._gateway.proc.pid]  # the driver and its JVM (kept across sessions)
+    if placement == "pinned":
+        # The last cores (the broker's threads start on the first); workers forked later inherit the affinity.
+        _pin(audit_processes, set(sorted(every_core)[-cores:]))
+    rounds: list[tuple[float, float]] = []
+
+    def one_audit() -> None:
+        busy = _busy_core_seconds()
+        started = time.perf_counter()
+        report = audit(bench_broker.bootstrap, audit_topic, store_type, expected_states[store_type], spark=spark)
+        seconds = time.perf_counter() - started
+        rounds.append((seconds, (_busy_core_seconds() - busy) / seconds))
+        assert report.ok, report.summary()
+        assert report.records_read == RECORDS
+
     try:
-        for store_type in AUDITED:
-            seconds: list[float] = []
-            for _ in range(ROUNDS + 1):  # the first round warms the workers and the JIT, and is dropped
-                started = time.perf_counter()
-                report = audit(bench_broker.bootstrap, audit_topic, store_type, expected_states[store_type], spark=spark)
-                seconds.append(time.perf_counter() - started)
-                assert report.ok, report.summary()
-                assert report.records_read == RECORDS
-            RESULTS[f"audit {store_type.value} {master}"] = RECORDS / min(seconds[1:])
+        # The warm-up round starts the workers and the JIT, and is dropped.
+        benchmark.pedantic(one_audit, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     finally:
         spark.stop()
+        _pin(audit_processes, every_core)
+    seconds, busy_cores = min(rounds[1:])
+    RESULTS[f"audit {store_type.value} {master} {placement}"] = RECORDS / seconds
+    RESULTS[f"cores {store_type.value} {master} {placement}"] = busy_cores
 
 
 def teardown_module() -> None:
@@ -143,12 +196,15 @@ def teardown_module() -> None:
     if raw:
         lines.append(f"raw consume (one confluent-kafka consumer, all partitions) {raw:,.0f} records/s")
     for store_type in AUDITED:
-        rates = [RESULTS.get(f"audit {store_type.value} {master}") for master in MASTERS]
-        for master, rate in zip(MASTERS, rates, strict=True):
-            if rate:
-                versus = f": ratio {rate / raw:.2f} of raw consume (target >= 0.3)" if raw else ""
-                lines.append(f"audit {store_type.value} {master} {rate:,.0f} records/s{versus}")
-        if rates[0] and rates[1]:
-            lines.append(f"audit {store_type.value} scaling local[1] -> local[2]: {rates[1] / rates[0]:.2f}x "
-                         "(target >= 1.7x)")
+        for placement in PLACEMENTS:
+            rates = [RESULTS.get(f"audit {store_type.value} {master} {placement}") for master in MASTERS]
+            for master, rate in zip(MASTERS, rates, strict=True):
+                if rate:
+                    versus = f": ratio {rate / raw:.2f} of raw consume (target >= 0.3)" if raw else ""
+                    busy = RESULTS[f"cores {store_type.value} {master} {placement}"]
+                    lines.append(f"audit {store_type.value} {master} {placement} {rate:,.0f} records/s{versus}, "
+                                 f"{busy:.2f} cores busy")
+            if rates[0] and rates[1]:
+                lines.append(f"audit {store_type.value} {placement} scaling local[1] -> local[2]: "
+                             f"{rates[1] / rates[0]:.2f}x (target >= 1.7x)")
     print("\n" + "\n".join(lines) + f"\n(measured {time.strftime('%Y-%m-%d %H:%M')})")

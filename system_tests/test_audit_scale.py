@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, RestoreConversion, StoreType
 from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import RawRecord, consume_all, create_topic, produce
+from kstate.spark.expressions import timestamp_bytes
 from kstate.spark.kafka_source import SCHEMA, read_topic
 from kstate.spark.oracle import (
     ChangelogRow,
@@ -24,7 +25,6 @@ from kstate.spark.oracle import (
     python_kv_state,
     spark_kv_state,
     store_directories_frame,
-    timestamp_bytes,
 )
 
 pytestmark = pytest.mark.spark
@@ -190,3 +190,67 @@ def test_family_stores_are_read_by_spark_tasks_as_read_store_entries_reads_them(
     assert sorted(tuple(bytes(v) if isinstance(v, bytearray) else v for v in row[:-4]) for row in entries) == expected
     assert len(expected) == 4
     assert store_problems(frame) == problems and [(p.key, p.kind) for p in problems] == [(b"short", "undecodable")]
+
+
+_LONG_HEADERS = [("k", b"v" * 70), ("\u0436" * 40, b"w" * 9_000), ("n", None), ("e", b""),
+                 ("big", b"x" * 2_100_000)]
+
+
+@pytest.mark.parametrize("conversion", list(RestoreConversion), ids=lambda c: c.value)
+def test_restore_expressions_write_the_codecs_bytes(spark: Any, conversion: RestoreConversion) -> None:
+    """Header bytes with one-, two-, three- and four-byte varints (lengths 70, 9,000, 2,100,000; 70 headers),
+    null and empty values, multi-byte key characters, no headers at all (HV-1, HV-2, HV-6, HV-12, PRIM-6)."""
+    from pyspark.sql import functions as F
+
+    from kstate.codecs.changelog import record_converter
+    from kstate.codecs.store_types import STORE_TYPES
+    from kstate.spark.expressions import header_bytes, restore_expression
+
+    store_type = next(t for t in BUILT_KV_TYPES + tuple(STORE_TYPES) if STORE_TYPES[t].restore is conversion)
+    header_sets: list[list[tuple[str, bytes | None]]] = [
+        [], [("h", b"1")], _LONG_HEADERS, [(f"a{n}", b"%d" % n) for n in range(70)], [("n", None)]]
+    rows = [(n, b"value-%d" % n * (n + 1), stamp, headers)
+            for n, (stamp, headers) in enumerate((s, h) for s in (0, -1, 1_700_000_000_000) for h in header_sets)]
+    frame = spark.createDataFrame([(n, v, s, [{"key": k, "value": hv} for k, hv in h]) for n, v, s, h in rows],
+                                  "n int, value binary, timestamp long, headers array<struct<key:string,value:binary>>")
+    encoded = frame.withColumn("encoded", header_bytes(F.col("headers")))
+    got = {r.n: bytes(r.stored) for r in encoded.select(
+        "n", restore_expression(conversion, F.col("value"), F.col("timestamp"), F.col("encoded")).alias("stored"))
+        .collect()}
+    convert = record_converter(store_type)
+    assert got == {n: convert(v, s, h) for n, v, s, h in rows}
+
+
+def test_the_source_reads_partitions_up_to_the_given_ends(spark: Any, broker: Broker, topic_name: str) -> None:
+    """``ends``: each named partition is read up to that offset (exclusive), also when split into ranges; the
+    others to their end."""
+    create_topic(broker, topic_name, 2)
+    for partition in range(2):
+        produce(broker, topic_name, [(b"k%d" % n, b"v", n, []) for n in range(10)], partition=partition)
+    for splits in ("1", "3"):
+        frame = read_topic(spark, broker.bootstrap, topic_name, ends="0:4", splits=splits)
+        assert sorted((r.partition, r.offset) for r in frame.collect()) == [
+            *((0, n) for n in range(4)), *((1, n) for n in range(10))]
+
+
+def test_the_audit_joins_only_the_partitions_whose_digests_differ(spark: Any, broker: Broker,
+                                                                   topic_name: str) -> None:
+    """Partition 0 agrees; partition 1 has two values swapped between keys (same count, same values); partition 2
+    has every key deleted and an entry left in the store; partition 5 is not in the topic at all."""
+    from kstate.spark.oracle import partition_digests, read_changelog_frame, spark_kv_latest, state_frame
+
+    create_topic(broker, topic_name, 3)
+    produce(broker, topic_name, [(b"a", b"1", 1, []), (b"b", b"2", 2, [])], partition=0)
+    produce(broker, topic_name, [(b"a", b"1", 1, []), (b"b", b"2", 2, [])], partition=1)
+    produce(broker, topic_name, [(b"a", b"1", 1, []), (b"a", None, 2, [])], partition=2)
+    actual = {0: {b"a": b"1", b"b": b"2"}, 1: {b"a": b"2", b"b": b"1"}, 2: {b"a": b"1"}, 5: {b"z": b"9"}}
+    latest = spark_kv_latest(read_changelog_frame(spark, broker.bootstrap, topic_name, latest_per_key=True),
+                             StoreType.KEY_VALUE, one_row_per_key=True)
+    digests = partition_digests(latest, state_frame(spark, actual))
+    assert digests.differing() == [1, 2, 5]
+    assert {p: (d.count, d.records, d.end) for p, d in digests.expected.items()} == {
+        0: (2, 2, 2), 1: (2, 2, 2), 2: (0, 2, 2)}
+    report = audit(broker.bootstrap, topic_name, StoreType.KEY_VALUE, actual, spark=spark)
+    assert [(d.partition, d.key, d.kind) for d in report.differences] == [
+        (1, b"a", "different"), (1, b"b", "different"), (2, b"a", "unexpected"), (5, b"z", "unexpected")]
+    assert (report.records_read, report.expected_keys, report.actual_keys) == (6, 4, 6)

@@ -1,7 +1,6 @@
 """The Arrow pieces of the audit at scale, without a broker or a JVM: the Kafka source's record batches hold the rows
-the row-by-row source yielded, offset ranges cover a partition exactly, and the Arrow conversion of the expected
-values gives the bytes of the Python engine for every key-value store type, header layouts and legacy rows
-included (CL-9 to CL-11, KV-31, RST-7)."""
+the row-by-row source yielded, offset ranges cover a partition exactly, the map-side combine keeps the latest record per key, and the
+offset options are read or refused by name."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import pytest
 pytest.importorskip("pyspark")  # the Kafka source module defines pyspark data-source classes
 pa = pytest.importorskip("pyarrow")
 
-from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType  # noqa: E402
 from kstate.errors import InvalidArgumentError  # noqa: E402
 from kstate.spark.kafka_source import (  # noqa: E402
     TO_THE_END,
@@ -26,7 +24,6 @@ from kstate.spark.kafka_source import (  # noqa: E402
     offset_ranges,
     range_batches,
 )
-from kstate.spark.oracle import convert_arrow_batches, expected_value  # noqa: E402
 
 Headers = list[tuple[str, bytes | None]] | None
 
@@ -201,34 +198,36 @@ def test_a_latest_per_key_option_that_is_not_a_boolean_is_refused_by_name() -> N
         latest_per_key_option({"latest_per_key": "yes"})
 
 
-def _latest_batch(rows: list[tuple[int, bytes, bytes, int, list[tuple[str, bytes | None]], str | None]]) -> Any:
-    """The columns ``spark_kv_state`` hands ``mapInArrow``: no value converted by an expression yet."""
-    header = arrow_schema().field("headers").type
-    return pa.RecordBatch.from_arrays([
-        pa.array([r[0] for r in rows], pa.int32()), pa.array([r[1] for r in rows], pa.binary()),
-        pa.array([r[2] for r in rows], pa.binary()), pa.array([r[3] for r in rows], pa.int64()),
-        pa.array([[{"key": k, "value": v} for k, v in r[4]] for r in rows], header),
-        pa.array([r[5] for r in rows], pa.string()), pa.array([None] * len(rows), pa.binary())],
-        names=["partition", "key", "value", "timestamp", "headers", "legacy", "converted"])
+@pytest.mark.parametrize("name", ["offsets", "ends"])
+def test_a_malformed_offsets_option_is_refused_by_name(name: str) -> None:
+    from kstate.spark.kafka_source import KafkaTopicReader
+
+    with pytest.raises(InvalidArgumentError, match=f"option {name}: must be partition:offset pairs, not '0:x'"):
+        KafkaTopicReader({"bootstrap": "b", "topic": "t", name: "0:x"})
+    assert KafkaTopicReader({"bootstrap": "b", "topic": "t", name: "0:3,2:7"}).__dict__[
+        "starts" if name == "offsets" else "ends"] == {0: 3, 2: 7}
 
 
-@pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
-def test_the_arrow_conversion_gives_the_python_engines_bytes(store_type: StoreType) -> None:
-    rng = random.Random(3)
-    legacy_types = [None, *[t.value for t in BUILT_KV_TYPES if BUILT_KV_TYPES.index(t) < BUILT_KV_TYPES.index(store_type)]]
-    header_choices: list[list[tuple[str, bytes | None]]] = [[], [("h", b"1")], [("a", None), ("a", b""), ("\u0436", b"\xff" * 70)]]
-    rows = [(n % 3, b"k%d" % n, rng.randbytes(rng.randrange(20)), rng.choice([0, 5, 2**40, -1, -(2**63), 2**63 - 1]),
-             rng.choice(header_choices), rng.choice(legacy_types)) for n in range(200)]
-    out = list(convert_arrow_batches(store_type.value)(iter([_latest_batch(rows[:120]), _latest_batch(rows[120:])])))
-    got = [row for batch in out for row in batch.to_pylist()]
-    assert got == [{"partition": p, "key": k,
-                    "value": expected_value(store_type, None if legacy is None else StoreType(legacy), k, v, ts,
-                                            tuple(headers))}
-                   for p, k, v, ts, headers, legacy in rows]
+def test_the_header_bytes_column_holds_what_the_codec_encodes() -> None:
+    """``header_bytes``: each record's headers as header-aware stores embed them (HV-1, HV-2): empty for none, in
+    order, null values and duplicates kept; also through the map-side combine, beside the ``records`` column."""
+    from kstate.codecs.header_values import encode_headers
+
+    long_value = b"\x01" * 300  # a two-byte length varint
+    header_sets: list[Headers] = [None, [], [("a", b"1"), ("a", None), ("\u0436", long_value)], [("e", b"")]]
+    messages = [FakeMessage(n, b"k%d" % (n % 3), b"v", (1, n), header_sets[n % 4]) for n in range(12)]
+    batch = arrow_batch("t", 0, messages, header_bytes=True)
+    assert batch.schema == arrow_schema(False, True)
+    assert batch.column("header_bytes").to_pylist() == [encode_headers(m.headers()) for m in messages]
+    assert encode_headers(header_sets[2])[:3] == b"\x06\x02a"  # count 3, key length 1 (zig-zag)
+    reduced = [row for b in latest_per_key_batches("t", 0, [messages], header_bytes=True) for row in b.to_pylist()]
+    assert {row["offset"]: row["header_bytes"] for row in reduced} == {
+        n: encode_headers(header_sets[n % 4]) for n in (9, 10, 11)}
+    assert [row["records"] for row in reduced] == [4, 4, 4]
 
 
-def test_values_already_converted_by_an_expression_are_kept() -> None:
-    batch = _latest_batch([(0, b"k", b"v", 1, [], None)])
-    batch = batch.set_column(6, "converted", pa.array([b"from-expression"], pa.binary()))
-    out = next(convert_arrow_batches(StoreType.TIMESTAMPED_KV_WITH_HEADERS.value)(iter([batch])))
-    assert out.to_pylist() == [{"partition": 0, "key": b"k", "value": b"from-expression"}]
+def test_a_header_bytes_option_that_is_not_a_boolean_is_refused_by_name() -> None:
+    from kstate.spark.kafka_source import boolean_option
+
+    with pytest.raises(InvalidArgumentError, match="option header_bytes: must be true or false, not '1'"):
+        boolean_option({"header_bytes": "1"}, "header_bytes")

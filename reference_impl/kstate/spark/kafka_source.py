@@ -6,12 +6,14 @@ each Kafka partition is cut into N offset ranges read by N Spark tasks (its end 
 first fetch), so that a few Kafka partitions can keep many cores busy. Each task yields one Arrow record batch
 per fetched batch, built column by column from the messages (no per-row tuples). Options: ``bootstrap``
 (required), ``topic`` (required; comma-separated for several), ``partitions`` (comma-separated subset),
-``offsets`` (``p:start,...``), ``splits`` (ranges per partition, default 1), ``timeout`` (seconds without
+``offsets`` (``p:start,...``), ``ends`` (``p:end,...``: read up to that offset, exclusive, not to the end), ``splits`` (ranges per partition, default 1), ``timeout`` (seconds without
 progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security, SASL, TLS,
 ...) to every client the source creates. With ``latest_per_key=true`` each task keeps only the record with the
 highest offset per key of its range (RST-1: the latest record by offset wins within a changelog partition), a
 tombstone too, and adds a ``records`` column counting that key's records in the range (a map-side combine: what
-is counted stays exact, the sum of ``records``).
+is counted stays exact, the sum of ``records``). With ``header_bytes=true`` a ``header_bytes`` column holds each
+record's headers serialized as header-aware stores embed them (HV-1, HV-2), encoded by the codec where the
+headers are read.
 """
 
 from __future__ import annotations
@@ -37,6 +39,15 @@ SCHEMA = ("topic string, partition int, offset long, timestamp long, timestampTy
 #: The column ``latest_per_key`` adds: how many records of the range had the row's key (the row is their latest).
 COUNT_COLUMN = "records"
 COUNTED_SCHEMA = f"{SCHEMA}, {COUNT_COLUMN} long"
+#: The column ``header_bytes`` adds: the record's header bytes (HV-1).
+HEADER_BYTES_COLUMN = "header_bytes"
+
+
+def source_schema(counted: bool = False, header_bytes: bool = False) -> str:
+    """The source's columns: :data:`SCHEMA`, then ``header_bytes`` and ``records`` where asked for."""
+    return (SCHEMA + (f", {HEADER_BYTES_COLUMN} binary" if header_bytes else "")
+            + (f", {COUNT_COLUMN} long" if counted else ""))
+
 #: Rows per Arrow batch a reduced range is yielded in.
 REDUCED_BATCH_ROWS = 10_000
 #: Rows a reducing task holds before it reduces them (to one row per key seen so far).
@@ -105,12 +116,14 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
             raise ValueError(f"the kstate-kafka source needs the option {exc.args[0]!r}") from None
         wanted = options.get("partitions")
         self.wanted = None if not wanted else {int(p) for p in wanted.split(",")}
-        self.starts = {int(p): int(o) for p, o in (item.split(":") for item in options.get("offsets", "").split(",") if item)}
+        self.starts = _offsets_option(options, "offsets")
+        self.ends = _offsets_option(options, "ends")
         self.splits = int(options.get("splits", "1"))
         if self.splits < 1:
             raise ValueError(f"the kstate-kafka option splits must be at least 1, not {self.splits}")
         self.timeout = float(options.get("timeout", "60"))
         self.latest_per_key = latest_per_key_option(options)
+        self.header_bytes = boolean_option(options, "header_bytes")
         self.client_config = {k[len(CLIENT_OPTION_PREFIX):]: v for k, v in options.items()
                               if k.startswith(CLIENT_OPTION_PREFIX)}
 
@@ -128,12 +141,16 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
                 if self.wanted is not None and partition not in self.wanted:
                     continue
                 start = self.starts.get(partition, 0)
+                end = self.ends.get(partition, TO_THE_END)
                 if self.splits == 1:
-                    out.append(KafkaInputPartition(topic, partition, start))
+                    out.append(KafkaInputPartition(topic, partition, start, end))
                     continue
-                end = high_watermark(self.bootstrap, topic, partition, self.client_config, self.timeout)
-                out.extend(KafkaInputPartition(topic, partition, low, high)
-                           for low, high in offset_ranges(start, end, self.splits))
+                last = end if end != TO_THE_END else high_watermark(self.bootstrap, topic, partition,
+                                                                    self.client_config, self.timeout)
+                ranges = offset_ranges(start, last, self.splits)
+                if end != TO_THE_END:
+                    ranges[-1] = (ranges[-1][0], end)
+                out.extend(KafkaInputPartition(topic, partition, low, high) for low, high in ranges)
         return out
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
@@ -147,10 +164,10 @@ class KafkaTopicReader(DataSourceReader):  # type: ignore[misc, unused-ignore]  
                                              config=self.client_config), partition.end)
         with collector_paused():
             if self.latest_per_key:
-                yield from latest_per_key_batches(topic, number, batches)
+                yield from latest_per_key_batches(topic, number, batches, header_bytes=self.header_bytes)
                 return
             for batch in batches:
-                yield arrow_batch(topic, number, batch)
+                yield arrow_batch(topic, number, batch, header_bytes=self.header_bytes)
 
 
 @contextlib.contextmanager
@@ -167,12 +184,26 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def latest_per_key_option(options: Mapping[str, str]) -> bool:
-    """The ``latest_per_key`` option: ``true`` or ``false`` (default), anything else refused by name."""
-    setting = options.get("latest_per_key", "false").strip().lower()
+def _offsets_option(options: Mapping[str, str], name: str) -> dict[int, int]:
+    """An option of ``partition:offset`` pairs, comma-separated; a malformed one is refused by name."""
+    try:
+        return {int(p): int(o) for p, o in (item.split(":") for item in options.get(name, "").split(",") if item)}
+    except ValueError:
+        raise InvalidArgumentError(f"the kstate-kafka option {name}",
+                                   f"must be partition:offset pairs, not {options[name]!r}") from None
+
+
+def boolean_option(options: Mapping[str, str], name: str) -> bool:
+    """A boolean option: ``true`` or ``false`` (default), anything else refused by name."""
+    setting = options.get(name, "false").strip().lower()
     if setting not in ("true", "false"):
-        raise InvalidArgumentError("the kstate-kafka option latest_per_key", f"must be true or false, not {setting!r}")
+        raise InvalidArgumentError(f"the kstate-kafka option {name}", f"must be true or false, not {setting!r}")
     return setting == "true"
+
+
+def latest_per_key_option(options: Mapping[str, str]) -> bool:
+    """The ``latest_per_key`` option (:func:`boolean_option`)."""
+    return boolean_option(options, "latest_per_key")
 
 
 def range_batches(batches: Iterable[list[Any]], end: int) -> Iterator[list[Any]]:
@@ -187,15 +218,16 @@ def range_batches(batches: Iterable[list[Any]], end: int) -> Iterator[list[Any]]
 
 
 def latest_per_key_batches(topic: str, partition: int, batches: Iterable[list[Any]],
-                           rows_per_batch: int = REDUCED_BATCH_ROWS, compact_rows: int = COMPACT_ROWS) -> Iterator[Any]:
+                           rows_per_batch: int = REDUCED_BATCH_ROWS, compact_rows: int = COMPACT_ROWS,
+                           header_bytes: bool = False) -> Iterator[Any]:
     """The map-side combine of one offset range (RST-1): per key, the message with the highest offset (the last
     one read: a range is read in offset order), a tombstone too, with the ``records`` column counting the key's
-    messages; Arrow batches of ``arrow_schema(True)``. Each fetched batch becomes Arrow at once; the rows held are
+    messages; Arrow batches of ``arrow_schema(True, header_bytes)``. Each fetched batch becomes Arrow at once; the rows held are
     reduced by Arrow's hash aggregation whenever they pass ``compact_rows``, so memory follows the distinct keys."""
     held: list[Any] = []
     held_rows = 0
     for batch in batches:
-        held.append(arrow_batch(topic, partition, batch, [1] * len(batch)))
+        held.append(arrow_batch(topic, partition, batch, [1] * len(batch), header_bytes))
         held_rows += len(batch)
         if held_rows >= compact_rows:
             held = _latest_per_key(held).to_batches()
@@ -209,7 +241,7 @@ def _latest_per_key(batches: list[Any]) -> Any:
     summed: the hash aggregation finds each key's last row number, ``take`` keeps those rows."""
     import pyarrow as pa
 
-    table = pa.Table.from_batches(batches, schema=arrow_schema(True))
+    table = pa.Table.from_batches(batches)
     numbered = table.select(["key", COUNT_COLUMN]).append_column("row", pa.array(range(table.num_rows), pa.int64()))
     last = numbered.group_by("key", use_threads=False).aggregate([("row", "max"), (COUNT_COLUMN, "sum")])
     latest = table.take(last.column("row_max"))
@@ -222,25 +254,28 @@ _SECOND = operator.itemgetter(1)
 
 
 @functools.cache
-def arrow_schema(counted: bool = False) -> Any:
-    """The Arrow schema of :data:`SCHEMA` (with ``counted``, of :data:`COUNTED_SCHEMA`), the columns of every
-    batch the source yields."""
+def arrow_schema(counted: bool = False, header_bytes: bool = False) -> Any:
+    """The Arrow schema of :func:`source_schema`, the columns of every batch the source yields."""
     import pyarrow as pa
 
     header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
     fields = [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("timestamp", pa.int64()),
               ("timestampType", pa.int32()), ("key", pa.binary()), ("value", pa.binary()),
               ("headers", pa.list_(header))]
+    if header_bytes:
+        fields.append((HEADER_BYTES_COLUMN, pa.binary()))
     return pa.schema([*fields, (COUNT_COLUMN, pa.int64())] if counted else fields)
 
 
-def arrow_batch(topic: str, partition: int, messages: list[Any], records: list[int] | None = None) -> Any:
+def arrow_batch(topic: str, partition: int, messages: list[Any], records: list[int] | None = None,
+                header_bytes: bool = False) -> Any:
     """One ``pyarrow.RecordBatch`` of :func:`arrow_schema` from confluent-kafka messages, column by column: the
     per-message accessors are mapped in C, headers are flattened into one key and one value column with offsets
-    (a message without headers has an empty list, as before); ``records`` adds the ``records`` column."""
+    (a message without headers has an empty list, as before); ``records`` adds the ``records`` column,
+    ``header_bytes`` the ``header_bytes`` column (HV-1)."""
     import pyarrow as pa
 
-    schema = arrow_schema(records is not None)
+    schema = arrow_schema(records is not None, header_bytes)
     message = type(messages[0])
     count = len(messages)
     stamps = list(map(message.timestamp, messages))
@@ -264,6 +299,10 @@ def arrow_batch(topic: str, partition: int, messages: list[Any], records: list[i
         pa.array(list(map(message.offset, messages)), pa.int64()), pa.array(list(map(_SECOND, stamps)), pa.int64()),
         pa.array(list(map(_FIRST, stamps)), pa.int32()), pa.array(list(map(message.key, messages)), pa.binary()),
         pa.array(list(map(message.value, messages)), pa.binary()), headers]
+    if header_bytes:
+        from kstate.codecs.header_values import encode_headers
+
+        columns.append(pa.array([encode_headers(h) if h else b"" for h in header_lists], pa.binary()))
     if records is not None:
         columns.append(pa.array(records, pa.int64()))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
@@ -277,7 +316,7 @@ class KafkaTopicDataSource(DataSource):  # type: ignore[misc, unused-ignore]  # 
         return "kstate-kafka"
 
     def schema(self) -> str:
-        return COUNTED_SCHEMA if latest_per_key_option(self.options) else SCHEMA
+        return source_schema(latest_per_key_option(self.options), boolean_option(self.options, "header_bytes"))
 
     def reader(self, schema: Any) -> KafkaTopicReader:
         return KafkaTopicReader(dict(self.options))
@@ -285,7 +324,7 @@ class KafkaTopicDataSource(DataSource):  # type: ignore[misc, unused-ignore]  # 
 
 def read_topic(spark: Any, bootstrap: str, topic: str, **options: str) -> Any:
     """The topic as a DataFrame with columns topic, partition, offset, timestamp, timestampType, key, value, headers
-    (and ``records`` with ``latest_per_key="true"``)."""
+    (and ``header_bytes`` with ``header_bytes="true"``, ``records`` with ``latest_per_key="true"``)."""
     reader = spark.read.format("kstate-kafka").option("bootstrap", bootstrap).option("topic", topic)
     for key, value in options.items():
         reader = reader.option(key, value)

@@ -14,15 +14,16 @@ version, window and session, in :mod:`kstate.spark.families`, which reports thro
 from __future__ import annotations
 
 import contextlib
-import itertools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.changelog import restore_reads_headers
 from kstate.codecs.layout import column_family_plan
-from kstate.codecs.store_types import BUILT_KV_TYPES, STORE_TYPES, RestoreConversion, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, STORE_TYPES, StoreType
+from kstate.spark.expressions import header_bytes, restore_expression
 from kstate.stores.column_families import CONVERTERS
 
 #: One store's state by changelog partition: partition -> key -> value bytes in the store type's layout.
@@ -117,35 +118,34 @@ def read_changelog_rows(bootstrap: str, topic: str, partitions: Iterable[int],
 # --- the Spark engine ---------------------------------------------------------------------------------
 
 
-#: The restore conversions a Spark expression computes: the value as is (CL-9), or the record timestamp as 8
-#: big-endian bytes before it (CL-10, TSKV-6). The others (the header layouts) go through Arrow batches.
-_EXPRESSED_RESTORES = (RestoreConversion.IDENTITY, RestoreConversion.TIMESTAMPED)
-_PREFIX_PROBE = b"\x01kstate-probe\xff"
+#: The column of each record's header bytes (HV-1), computed once where a conversion embeds them: by the
+#: Kafka source (its ``header_bytes`` option) or by :func:`header_bytes`.
+HEADER_BYTES = "header_bytes"
+#: The column saying the latest record is not a tombstone: filters test it, never the converted value, whose
+#: expression the optimizer would copy into the filter.
+PRESENT = "present"
 
 
-def timestamp_bytes(timestamp: Any) -> Any:
-    """A long column as its 8 big-endian two's-complement bytes: ``hex`` of a negative long is already 16 digits."""
-    from pyspark.sql import functions as F
-
-    return F.unhex(F.lpad(F.hex(timestamp), 16, "0"))
-
-
-def _restore_expression(store_type: StoreType, value: Any, timestamp: Any) -> Any | None:
-    """Restore's conversion of a record as a Spark expression (CL-9, CL-10), or None where it needs Arrow."""
-    from pyspark.sql import functions as F
-
+def _restore_expression(store_type: StoreType, value: Any, timestamp: Any, encoded_headers: Any) -> Any:
+    """Restore's conversion of a record as a Spark expression (CL-9 to CL-11)."""
     conversion = STORE_TYPES[store_type].restore
-    if conversion not in _EXPRESSED_RESTORES:
-        return None
-    return value if conversion is RestoreConversion.IDENTITY else F.concat(timestamp_bytes(timestamp), value)
+    if conversion is None:
+        raise ValueError(f"a {store_type.value} store has no restore conversion")
+    return restore_expression(conversion, value, timestamp, encoded_headers)
 
 
-def _legacy_prefix(store_type: StoreType, legacy_type: StoreType) -> bytes | None:
+def _legacy_prefix(store_type: StoreType, legacy_type: StoreType) -> bytes:
     """The bytes the upgrade conversion puts before a legacy value (TSKV-5, HV-8: all prefix the value), checked
-    on a probe value; None if the conversion is not a fixed prefix (then the value is converted in Python)."""
+    on a probe value; a conversion that is not a fixed prefix has no Spark plan and is refused by name."""
     convert = _legacy_conversion(store_type, legacy_type)
     prefix = convert(b"")
-    return prefix if prefix is not None and convert(_PREFIX_PROBE) == prefix + _PREFIX_PROBE else None
+    if prefix is None or convert(_PREFIX_PROBE) != prefix + _PREFIX_PROBE:
+        raise ValueError(f"a {store_type.value} store reads a {legacy_type.value} value by more than a fixed "
+                         "prefix: the Spark oracle has no plan for it")
+    return prefix
+
+
+_PREFIX_PROBE = b"\x01kstate-probe\xff"
 
 
 def _legacy_column(boundaries: Mapping[int, LegacyBoundary]) -> Any:
@@ -159,92 +159,63 @@ def _legacy_column(boundaries: Mapping[int, LegacyBoundary]) -> Any:
     return legacy
 
 
-def _converted_column(store_type: StoreType, boundaries: Mapping[int, LegacyBoundary]) -> tuple[Any, bool]:
-    """The expected value as a Spark expression where one computes it (null elsewhere), and whether every row is
-    covered: then no Arrow pass is needed."""
+def _converted_column(store_type: StoreType, boundaries: Mapping[int, LegacyBoundary]) -> Any:
+    """The expected value of each row as a Spark expression: restore's conversion (CL-9 to CL-11), or for rows
+    below a legacy boundary the legacy type's conversion read through the upgrade's prefix (KV-31, RST-7); null
+    for a tombstone (RST-6)."""
     from pyspark.sql import functions as F
 
-    value, timestamp = F.col("value"), F.col("timestamp")
-    own = _restore_expression(store_type, value, timestamp)
-    complete = own is not None
-    converted = F.lit(None).cast("binary") if own is None else own
+    value, timestamp, headers = F.col("value"), F.col("timestamp"), F.col(HEADER_BYTES)
+    converted = _restore_expression(store_type, value, timestamp, headers)
     for legacy_type in sorted({b.legacy_type for b in boundaries.values()}, key=lambda t: t.value):
-        prefix = _legacy_prefix(store_type, legacy_type)
-        legacy_value = _restore_expression(legacy_type, value, timestamp)
-        if prefix is None or legacy_value is None:
-            complete = False
-            expression = F.lit(None).cast("binary")
-        else:
-            expression = F.concat(F.lit(prefix), legacy_value)
-        converted = F.when(F.col("legacy") == legacy_type.value, expression).otherwise(converted)
-    return converted, complete
+        legacy_value = F.concat(F.lit(_legacy_prefix(store_type, legacy_type)),
+                                _restore_expression(legacy_type, value, timestamp, headers))
+        converted = F.when(_legacy_column(boundaries) == legacy_type.value, legacy_value).otherwise(converted)
+    return F.when(value.isNotNull(), converted)
 
 
-def _headers_of(column: Any) -> list[Headers]:
-    """Per row, the ``(key, value)`` header pairs of an Arrow ``list<struct<key, value>>`` column."""
-    offsets = column.offsets.to_pylist()
-    header_keys, header_values = column.values.flatten()  # flatten: the fields as the struct array's slice sees them
-    pairs = list(zip(header_keys.to_pylist(), header_values.to_pylist(), strict=True))
-    return [tuple(pairs[low:high]) for low, high in itertools.pairwise(offsets)]
+def reads_headers(store_type: StoreType, boundaries: Mapping[int, LegacyBoundary]) -> bool:
+    """Whether the expected values embed record headers: the store type's restore or a legacy one does (CL-11)."""
+    return any(restore_reads_headers(t) for t in {store_type, *(b.legacy_type for b in boundaries.values())})
 
 
-def convert_arrow_batches(type_name: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInArrow`` function that fills the expected values no Spark expression computed: restore's
-    conversion of a whole batch at once (``restore_entries``, CL-9 to CL-11), legacy rows one by one (KV-31)."""
+def spark_kv_latest(changelog: Any, store_type: StoreType, boundaries: Mapping[int, LegacyBoundary] | None = None,
+                    *, one_row_per_key: bool = False) -> Any:
+    """The latest record per (partition, key) (``max_by`` offset, RST-1) with its expected value, null for a
+    tombstone (RST-2, RST-6, RST-7), and the number of records it stands for: columns partition, key, offset,
+    records, present (not a tombstone), value. ``one_row_per_key``: the changelog holds only the latest row per (partition, key) already (the
+    source's ``latest_per_key`` over whole partitions, its ``records`` column), so no aggregation is planned."""
+    from pyspark.sql import functions as F
 
-    def convert(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+    from kstate.spark.kafka_source import COUNT_COLUMN
 
-        from kstate.codecs.changelog import restore_entries
-        from kstate.codecs.store_types import StoreType as Type
-        from kstate.spark.oracle import expected_value as expected
-
-        store_type = Type(type_name)
-        for batch in batches:
-            columns = batch.to_pydict()
-            values: list[bytes | None] = columns["converted"]
-            todo = [i for i, v in enumerate(values) if v is None]
-            if todo:
-                keys, raw, stamps, legacy = columns["key"], columns["value"], columns["timestamp"], columns["legacy"]
-                headers = _headers_of(batch.column("headers"))
-                own = [i for i in todo if legacy[i] is None]
-                converted = restore_entries(store_type, [(keys[i], raw[i], stamps[i], headers[i]) for i in own])
-                for i, (_key, value) in zip(own, converted, strict=True):
-                    values[i] = value
-                for i in todo:
-                    if legacy[i] is not None:
-                        values[i] = expected(store_type, Type(legacy[i]), keys[i], raw[i], stamps[i], headers[i])
-            yield pa.RecordBatch.from_arrays([batch.column("partition"), batch.column("key"),
-                                              pa.array(values, pa.binary())], names=["partition", "key", "value"])
-
-    return convert
+    boundaries = boundaries or {}
+    store_type = StoreType(store_type)
+    fields = ["offset", "value", "timestamp", "headers"]
+    if reads_headers(store_type, boundaries):
+        if HEADER_BYTES not in changelog.columns:
+            changelog = changelog.withColumn(HEADER_BYTES, header_bytes(F.col("headers")))
+        fields.append(HEADER_BYTES)
+    counted = COUNT_COLUMN in changelog.columns
+    if one_row_per_key:
+        latest = changelog.select("partition", "key", *fields,
+                                  F.col(COUNT_COLUMN) if counted else F.lit(1).cast("long").alias(COUNT_COLUMN))
+    else:
+        latest = (changelog.groupBy("partition", "key")
+                  .agg(F.max_by(F.struct(*fields), "offset").alias("r"),
+                       (F.sum(COUNT_COLUMN) if counted else F.count(F.lit(1))).alias(COUNT_COLUMN))
+                  .select("partition", "key", *(f"r.{name}" for name in fields), COUNT_COLUMN))
+    return latest.select("partition", "key", "offset", COUNT_COLUMN, F.col("value").isNotNull().alias(PRESENT),
+                         _converted_column(store_type, boundaries).alias("value"))
 
 
 def spark_kv_state(changelog: Any, store_type: StoreType, boundaries: Mapping[int, LegacyBoundary] | None = None,
                    *, one_row_per_key: bool = False) -> Any:
-    """Key-value semantics as a Spark plan: ``max_by`` offset per (partition, key), tombstones dropped (RST-1,
-    RST-2, RST-6), legacy rows by their boundary (RST-7); values converted by Spark expressions, or for the
-    header layouts by ``mapInArrow`` over whole batches (never a per-row Python UDF). ``one_row_per_key``: the
-    changelog holds only the latest row per (partition, key) already (the source's ``latest_per_key`` over whole
-    partitions), so no aggregation is planned. Columns: partition, key, value."""
-    from pyspark.sql import functions as F
+    """Key-value semantics as a Spark plan: :func:`spark_kv_latest` without the deleted keys; values computed by
+    Spark expressions (never a Python UDF). Columns: partition, key, value."""
 
-    store_type = StoreType(store_type)
-    boundaries = boundaries or {}
-    converted, complete = _converted_column(store_type, boundaries)
-    fields = ["offset", "value", "timestamp"] if complete else ["offset", "value", "timestamp", "headers"]
-    if one_row_per_key:
-        latest = changelog.select("partition", "key", *fields)
-    else:
-        latest = (changelog.groupBy("partition", "key")
-                  .agg(F.max_by(F.struct(*fields), "offset").alias("r"))
-                  .select("partition", "key", *(f"r.{name}" for name in fields)))
-    latest = latest.where(F.col("value").isNotNull()).withColumn("legacy", _legacy_column(boundaries))
-    if complete:
-        return latest.select("partition", "key", converted.alias("value"))
-    return (latest.withColumn("converted", converted)
-            .select("partition", "key", "value", "timestamp", "headers", "legacy", "converted")
-            .mapInArrow(convert_arrow_batches(store_type.value), "partition int, key binary, value binary"))
+    latest = spark_kv_latest(changelog, store_type, boundaries, one_row_per_key=one_row_per_key)
+    return latest.where(PRESENT).select("partition", "key", "value")
 
 
 def state_frame(spark: Any, state: State) -> Any:
@@ -293,7 +264,7 @@ def store_directories_frame(spark: Any, store_type: StoreType, directories: Iter
 
 #: How the expected state of each store type is computed from its changelog, per engine.
 STATE_BUILDERS: dict[StoreType, tuple[Callable[..., State], Callable[..., Any]]] = {
-    store_type: (python_kv_state, spark_kv_state) for store_type in BUILT_KV_TYPES
+    store_type: (python_kv_state, spark_kv_latest) for store_type in BUILT_KV_TYPES
 }
 
 
@@ -377,14 +348,21 @@ def compare_states(expected: State, actual: State) -> list[Difference]:
 
 
 def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None = None,
-                         client_config: Mapping[str, Any] | None = None, *, latest_per_key: bool = False) -> Any:
+                         client_config: Mapping[str, Any] | None = None, *, latest_per_key: bool = False,
+                         ends: Mapping[int, int] | None = None, header_bytes: bool = False) -> Any:
     """The changelog ``topic`` (all its partitions, or ``partitions``) as a DataFrame of the Kafka source; with
-    ``latest_per_key``, the latest record per (partition, key) with its ``records`` count (RST-1)."""
+    ``latest_per_key``, the latest record per (partition, key) with its ``records`` count (RST-1); ``ends``: the
+    offset each partition is read up to (exclusive), instead of its end; ``header_bytes``: with each record's header
+    bytes (HV-1), encoded where the records are read."""
     from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
 
     options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
     if latest_per_key:
         options["latest_per_key"] = "true"
+    if ends:
+        options["ends"] = ",".join(f"{p}:{end}" for p, end in sorted(ends.items()))
+    if header_bytes:
+        options["header_bytes"] = "true"
     options.update({f"{CLIENT_OPTION_PREFIX}{k}": str(v) for k, v in (client_config or {}).items()})
     return read_topic(spark, bootstrap, topic, **options)
 
@@ -415,9 +393,11 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
           progress: Progress | None = None, client_config: Mapping[str, Any] | None = None) -> AuditReport:
     """Compute the expected state of ``topic`` for ``store_type`` and compare it with ``actual``.
 
-    With ``spark`` the Spark job does the work (the comparison too, as a full outer join); without it, the
-    Python engine. ``actual`` is a state, or with ``spark`` a DataFrame of partition, key, value (such as
-    :func:`store_directories_frame` reads in parallel). ``partitions`` limits the changelog partitions read (default: all of the topic's).
+    With ``spark`` Spark jobs do the work: per partition digests of both sides (:func:`partition_digests`), then a
+    full outer join of the partitions whose digests differ, their changelog read again up to the same offsets;
+    without it, the Python engine. ``actual`` is a state, or with ``spark`` a DataFrame of partition, key, value
+    (such as :func:`store_directories_frame` reads in parallel). ``partitions`` limits the changelog partitions
+    read (default: all of the topic's).
     ``client_config`` (librdkafka properties: security, SASL, TLS, ...) goes to every Kafka client.
     """
     client_config = dict(client_config or {})
@@ -439,39 +419,99 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
         differences = compare_states(expected, actual)
         return AuditReport("python", len(rows), sum(map(len, expected.values())), sum(map(len, actual.values())),
                            differences, time.monotonic() - started)
-    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from kstate.spark.kafka_source import COUNT_COLUMN
-
     # One pass over the topic: each source task keeps the latest record per key of its whole partition (a
-    # map-side combine, RST-1) with the number of records it stood for; those are summed as they stream into
-    # the plan (an observation), so the count stays exact without a first job over a cached copy.
+    # map-side combine, RST-1) with the number of records it stood for. Both sides are summed up per partition
+    # (a digest); only partitions whose digests differ are read again and joined key by key.
     step("reading the changelog")
-    counted = Observation("changelog records")
-    changelog = (read_changelog_frame(spark, bootstrap, topic, partitions, client_config, latest_per_key=True)
-                 .observe(counted, F.sum(COUNT_COLUMN).alias("records")))
+    encode_headers = reads_headers(store_type, boundaries or {})
+    changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config, latest_per_key=True,
+                                     header_bytes=encode_headers)
     step("computing the expected state")
-    expected_df = spark_builder(changelog, store_type, boundaries, one_row_per_key=True)
+    latest = spark_builder(changelog, store_type, boundaries, one_row_per_key=True)
     actual_df = state_frame(spark, actual) if isinstance(actual, dict) else actual
     step("comparing")
-    e, a = expected_df.alias("e"), actual_df.alias("a")
+    digests = partition_digests(latest, actual_df)
+    records = sum(d.records for d in digests.expected.values())
+    differing = digests.differing()
+    listed: list[Difference] = []
+    if differing:
+        ends = {p: digests.expected[p].end for p in differing if p in digests.expected}
+        reread = (read_changelog_frame(spark, bootstrap, topic, sorted(ends), client_config, latest_per_key=True,
+                                       ends=ends, header_bytes=encode_headers) if ends else None)
+        expected_df = (spark_builder(reread, store_type, boundaries, one_row_per_key=True)
+                       .where(PRESENT).select("partition", "key", "value") if reread is not None
+                       else spark.createDataFrame([], "partition int, key binary, value binary"))
+        listed = joined_differences(expected_df, actual_df.where(F.col("partition").isin(differing)))
+    return AuditReport("spark", records, sum(d.count for d in digests.expected.values()),
+                       sum(d.count for d in digests.actual.values()), listed, time.monotonic() - started)
+
+
+@dataclass(frozen=True)
+class PartitionDigest:
+    """One side of one partition summed up: its entries, two 64-bit hash sums of (key, value) over them (each kept
+    as the sums of its high and low 32 bits, which cannot overflow), and on the expected side the changelog
+    records read and the offset after the last one."""
+
+    count: int
+    sums: tuple[int, int, int, int]
+    records: int = 0
+    end: int = 0
+
+
+@dataclass(frozen=True)
+class Digests:
+    expected: dict[int, PartitionDigest]
+    actual: dict[int, PartitionDigest]
+
+    def differing(self) -> list[int]:
+        """The partitions whose two sides may differ: their counts or hash sums are not equal (a partition with
+        no entries on one side sums to nothing there)."""
+        empty = PartitionDigest(0, (0, 0, 0, 0))
+        return sorted(p for p in set(self.expected) | set(self.actual)
+                      if (self.expected.get(p, empty).count, self.expected.get(p, empty).sums)
+                      != (self.actual.get(p, empty).count, self.actual.get(p, empty).sums))
+
+
+def partition_digests(latest: Any, actual: Any) -> Digests:
+    """Per partition and side, in one Spark job with no shuffle of entries: the number of entries and the sums of
+    two hashes of each (key, value) (an order-free digest: the sides agree on a partition exactly when its
+    digests are equal, but for hash collisions of two 64-bit sums); ``latest`` keeps its tombstones (a null
+    value, not counted) so that every partition read has its records and end offset."""
+    from pyspark.sql import functions as F
+
+    present = F.col(PRESENT)
+    low_bits = F.lit(0xFFFFFFFF)
+    hashes = [F.when(present, F.xxhash64("key", "value")), F.when(present, F.xxhash64("value", "key"))]
+    sums = [part for h in hashes for part in (F.sum(F.shiftright(h, 32)), F.sum(h.bitwiseAND(low_bits)))]
+    expected = latest.select(F.lit(True).alias("expected"), "partition", "key", PRESENT, "value", "offset", "records")
+    actual_side = actual.select(F.lit(False).alias("expected"), "partition", "key", F.lit(True).alias(PRESENT), "value",
+                                F.lit(None).cast("long").alias("offset"), F.lit(0).cast("long").alias("records"))
+    rows = (expected.unionByName(actual_side).groupBy("expected", "partition")
+            .agg(F.count_if(present).alias("count"), *(total.alias(f"s{n}") for n, total in enumerate(sums)),
+                 F.sum("records").alias("records"), F.max("offset").alias("last"))
+            .collect())
+    sides: dict[bool, dict[int, PartitionDigest]] = {True: {}, False: {}}
+    for row in rows:
+        sides[row["expected"]][row["partition"]] = PartitionDigest(
+            int(row["count"]), tuple(int(row[f"s{n}"] or 0) for n in range(4)),  # type: ignore[arg-type]
+            int(row["records"] or 0), -1 if row["last"] is None else int(row["last"]) + 1)
+    return Digests(sides[True], sides[False])
+
+
+def joined_differences(expected: Any, actual: Any) -> list[Difference]:
+    """Every (partition, key) whose values differ between two frames of partition, key, value: a full outer join."""
+    from pyspark.sql import functions as F
+
+    e, a = expected.alias("e"), actual.alias("a")
     joined = e.join(a, (F.col("e.partition") == F.col("a.partition")) & (F.col("e.key") == F.col("a.key")),
                     "full_outer")
     rows = (joined.select(F.coalesce("e.partition", "a.partition").alias("partition"),
                           F.coalesce("e.key", "a.key").alias("key"),
-                          F.col("e.value").alias("expected"), F.col("a.value").alias("actual"),
-                          F.col("e.key").isNotNull().alias("in_expected"),
-                          F.col("a.key").isNotNull().alias("in_actual"))
-            .withColumn("same", F.col("expected").eqNullSafe(F.col("actual")))
-            .groupBy().agg(F.sum(F.col("in_expected").cast("long")).alias("n"),
-                           F.sum(F.col("in_actual").cast("long")).alias("actual_n"),
-                           F.collect_list(F.when(~F.col("same"), F.struct("partition", "key", "expected", "actual")))
-                           .alias("diffs"))
-            .collect()[0])
-    differences = sorted((Difference(d["partition"], bytes(d["key"]),
-                                     None if d["expected"] is None else bytes(d["expected"]),
-                                     None if d["actual"] is None else bytes(d["actual"]))
-                          for d in rows["diffs"]), key=lambda d: (d.partition, d.key))
-    return AuditReport("spark", int(counted.get["records"] or 0), int(rows["n"] or 0), int(rows["actual_n"] or 0),
-                       differences, time.monotonic() - started)
+                          F.col("e.value").alias("expected"), F.col("a.value").alias("actual"))
+            .where(~F.col("expected").eqNullSafe(F.col("actual")))
+            .collect())
+    return sorted((Difference(r["partition"], bytes(r["key"]), None if r["expected"] is None else bytes(r["expected"]),
+                              None if r["actual"] is None else bytes(r["actual"])) for r in rows),
+                  key=lambda d: (d.partition, d.key))
