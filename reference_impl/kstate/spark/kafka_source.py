@@ -6,8 +6,8 @@ each Kafka partition is cut into N offset ranges read by N Spark tasks (its end 
 first fetch), so that a few Kafka partitions can keep many cores busy. Each task yields one Arrow record batch
 per fetched batch, built column by column from the messages (no per-row tuples). Options: ``bootstrap``
 (required), ``topic`` (required; comma-separated for several), ``partitions`` (comma-separated subset),
-``offsets`` (``p:start,...``), ``ends`` (``p:end,...``: read up to that offset, exclusive, not to the end), ``splits`` (ranges per partition, default 1), ``timeout`` (seconds without
-progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security, SASL, TLS,
+``offsets`` (``p:start,...``), ``ends`` (``p:end,...``: read up to that offset, exclusive, not to the end),
+``splits`` (ranges per partition, default 1), ``timeout`` (seconds without progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security, SASL, TLS,
 ...) to every client the source creates. With ``latest_per_key=true`` each task keeps only the record with the
 highest offset per key of its range (RST-1: the latest record by offset wins within a changelog partition), a
 tombstone too, and adds a ``records`` column counting that key's records in the range (a map-side combine: what
@@ -222,8 +222,9 @@ def latest_per_key_batches(topic: str, partition: int, batches: Iterable[list[An
                            header_bytes: bool = False) -> Iterator[Any]:
     """The map-side combine of one offset range (RST-1): per key, the message with the highest offset (the last
     one read: a range is read in offset order), a tombstone too, with the ``records`` column counting the key's
-    messages; Arrow batches of ``arrow_schema(True, header_bytes)``. Each fetched batch becomes Arrow at once; the rows held are
-    reduced by Arrow's hash aggregation whenever they pass ``compact_rows``, so memory follows the distinct keys."""
+    messages; Arrow batches of ``arrow_schema(True, header_bytes)``. Each fetched batch becomes Arrow at once; the
+    rows held are reduced by Arrow's hash aggregation whenever they pass ``compact_rows``, so memory follows the
+    distinct keys."""
     held: list[Any] = []
     held_rows = 0
     for batch in batches:

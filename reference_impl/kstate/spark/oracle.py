@@ -134,6 +134,9 @@ def _restore_expression(store_type: StoreType, value: Any, timestamp: Any, encod
     return restore_expression(conversion, value, timestamp, encoded_headers)
 
 
+_PREFIX_PROBE = b"\x01kstate-probe\xff"
+
+
 def _legacy_prefix(store_type: StoreType, legacy_type: StoreType) -> bytes:
     """The bytes the upgrade conversion puts before a legacy value (TSKV-5, HV-8: all prefix the value), checked
     on a probe value; a conversion that is not a fixed prefix has no Spark plan and is refused by name."""
@@ -143,9 +146,6 @@ def _legacy_prefix(store_type: StoreType, legacy_type: StoreType) -> bytes:
         raise ValueError(f"a {store_type.value} store reads a {legacy_type.value} value by more than a fixed "
                          "prefix: the Spark oracle has no plan for it")
     return prefix
-
-
-_PREFIX_PROBE = b"\x01kstate-probe\xff"
 
 
 def _legacy_column(boundaries: Mapping[int, LegacyBoundary]) -> Any:
@@ -167,10 +167,11 @@ def _converted_column(store_type: StoreType, boundaries: Mapping[int, LegacyBoun
 
     value, timestamp, headers = F.col("value"), F.col("timestamp"), F.col(HEADER_BYTES)
     converted = _restore_expression(store_type, value, timestamp, headers)
+    legacy = _legacy_column(boundaries)
     for legacy_type in sorted({b.legacy_type for b in boundaries.values()}, key=lambda t: t.value):
         legacy_value = F.concat(F.lit(_legacy_prefix(store_type, legacy_type)),
                                 _restore_expression(legacy_type, value, timestamp, headers))
-        converted = F.when(_legacy_column(boundaries) == legacy_type.value, legacy_value).otherwise(converted)
+        converted = F.when(legacy == legacy_type.value, legacy_value).otherwise(converted)
     return F.when(value.isNotNull(), converted)
 
 
@@ -183,15 +184,16 @@ def spark_kv_latest(changelog: Any, store_type: StoreType, boundaries: Mapping[i
                     *, one_row_per_key: bool = False) -> Any:
     """The latest record per (partition, key) (``max_by`` offset, RST-1) with its expected value, null for a
     tombstone (RST-2, RST-6, RST-7), and the number of records it stands for: columns partition, key, offset,
-    records, present (not a tombstone), value. ``one_row_per_key``: the changelog holds only the latest row per (partition, key) already (the
-    source's ``latest_per_key`` over whole partitions, its ``records`` column), so no aggregation is planned."""
+    records, present (not a tombstone), value. ``one_row_per_key``: the changelog holds only the latest row per
+    (partition, key) already (the source's ``latest_per_key`` over whole partitions, its ``records`` column), so
+    no aggregation is planned."""
     from pyspark.sql import functions as F
 
     from kstate.spark.kafka_source import COUNT_COLUMN
 
     boundaries = boundaries or {}
     store_type = StoreType(store_type)
-    fields = ["offset", "value", "timestamp", "headers"]
+    fields = ["offset", "value", "timestamp"]
     if reads_headers(store_type, boundaries):
         if HEADER_BYTES not in changelog.columns:
             changelog = changelog.withColumn(HEADER_BYTES, header_bytes(F.col("headers")))
