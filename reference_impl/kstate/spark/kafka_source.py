@@ -7,8 +7,8 @@ first fetch), so that a few Kafka partitions can keep many cores busy. Each task
 per fetched batch, built column by column from the messages (no per-row tuples). Options: ``bootstrap``
 (required), ``topic`` (required; comma-separated for several), ``partitions`` (comma-separated subset),
 ``offsets`` (``p:start,...``), ``ends`` (``p:end,...``: read up to that offset, exclusive, not to the end),
-``splits`` (ranges per partition, default 1), ``timeout`` (seconds without progress before failing, default 60); ``kafka.<property>`` passes a librdkafka property (security, SASL, TLS,
-...) to every client the source creates. With ``latest_per_key=true`` each task keeps only the record with the
+``splits`` (ranges per partition, default 1), ``timeout`` (seconds without progress before failing, default 60);
+``kafka.<property>`` passes a librdkafka property (security, SASL, TLS, ...) to every client the source creates. With ``latest_per_key=true`` each task keeps only the record with the
 highest offset per key of its range (RST-1: the latest record by offset wins within a changelog partition), a
 tombstone too, and adds a ``records`` column counting that key's records in the range (a map-side combine: what
 is counted stays exact, the sum of ``records``). With ``header_bytes=true`` a ``header_bytes`` column holds each
