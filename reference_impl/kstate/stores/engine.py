@@ -555,11 +555,16 @@ class _RocksCursor(EngineCursor):
             self._owner = None
 
 
+#: RocksDB's refusal to open a database whose LOCK this process holds (runtime-notes §4).
+_HELD_BY_THIS_PROCESS = "lock hold by current process"
+
+
 class RocksDBEngine(Engine):
     """A RocksDB database through rocksdict in raw mode, every existing column family opened.
 
-    ``close`` closes cursors, column-family objects and handles before the database, then collects
-    garbage: rocksdict keeps the ``LOCK`` while anything refers to the database (runtime-notes §4).
+    ``close`` closes cursors, column-family objects and handles before the database and drops it: rocksdict keeps
+    the ``LOCK`` while anything refers to the database (runtime-notes §4), so an open that finds the LOCK held by
+    this process collects garbage and tries again.
     """
 
     def __init__(
@@ -594,9 +599,20 @@ class RocksDBEngine(Engine):
             db_options.create_if_missing(False)
         extra: dict[str, Any] = {"access_type": rd.AccessType.read_only()} if read_only else {}
         try:
-            self._db: Any = rd.Rdict(
-                str(self.path), db_options, column_families={cf: self._options() for cf in existing}, **extra
-            )
+            try:
+                self._db: Any = rd.Rdict(
+                    str(self.path), db_options, column_families={cf: self._options() for cf in existing}, **extra
+                )
+            except Exception as exc:
+                if _HELD_BY_THIS_PROCESS not in str(exc):
+                    raise
+                # A database this process closed is still referred to by garbage (a cycle, a traceback): collect
+                # it, which releases its LOCK, and try once more. Collecting here, not at every close, keeps a
+                # close cheap in a large heap (runtime-notes §4).
+                gc.collect()
+                self._db = rd.Rdict(
+                    str(self.path), db_options, column_families={cf: self._options() for cf in existing}, **extra
+                )
         except Exception as exc:  # the LOCK held by another process, corruption, unreadable options
             cls = StoreCorruptedError if "Corruption" in str(exc) else StoreStorageError
             raise cls(self.store, f"Error opening store {self.store} at location {self.path}: {exc}") from exc
@@ -856,5 +872,6 @@ class RocksDBEngine(Engine):
         try:
             db.close()
         finally:
+            # Dropping the last reference frees the database and its LOCK; garbage still referring to it is
+            # collected by the next open of the same path in this process (see __init__).
             del db
-            gc.collect()
