@@ -295,8 +295,17 @@ def cmd_system(args: argparse.Namespace) -> int:
 
 
 def cmd_mutants(args: argparse.Namespace) -> int:
+    import time
+
     from kstate_conformance.mutants import all_mutants
-    from kstate_conformance.mutation import MutantResult, describe_result, run_all, write_mutation_report
+    from kstate_conformance.mutation import (
+        MutantResult,
+        MutationRunError,
+        describe_result,
+        run_all,
+        write_kill_map,
+        write_mutation_report,
+    )
     from kstate_conformance.traceability import MUTANT_COVERED_PREFIXES, mutant_coverage
 
     names = args.names or None
@@ -306,6 +315,7 @@ def cmd_mutants(args: argparse.Namespace) -> int:
         err_console.print(f"[red]error:[/red] no mutant named {', '.join(unknown)}")
         return 2
     total = len(names) if names else len(known)
+    started = time.monotonic()
     with _progress() as progress:
         task = progress.add_task("running the suite on mutants", total=total)
 
@@ -319,16 +329,27 @@ def cmd_mutants(args: argparse.Namespace) -> int:
                 err_console.print(line, soft_wrap=True, highlight=False, markup=False)
             progress.advance(task)
 
-        results = run_all(names, workers=args.workers, on_result=decided)
+        try:
+            results = run_all(names, workers=args.workers, on_result=decided, kill_map=args.kill_map,
+                              timeout=args.timeout)
+        except MutationRunError as exc:
+            err_console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False, markup=False)
+            return 3
+    elapsed = time.monotonic() - started
     table = Table(title="Mutation analysis")
-    for column in ("mutant", "family", "rules", "verdict", "seconds", "first failing test"):
+    for column in ("mutant", "family", "rules", "verdict", "seconds", "tests", "first failing test"):
         table.add_column(column)
     for r in sorted(results, key=lambda r: (r.family, r.name)):
         table.add_row(r.name, r.family, ", ".join(r.rules), "[green]killed[/green]" if r.killed else "[red]SURVIVED[/red]",
-                      f"{r.seconds:.1f}", r.first_failure[:90])
+                      f"{r.seconds:.1f}", str(r.tests_run), r.first_failure[:90])
     console.print(table)
     killed = sum(r.killed for r in results)
-    console.print(f"mutation score: {killed}/{len(results)} killed")
+    console.print("slowest mutants: " + ", ".join(
+        f"{r.name} {r.seconds:.1f} s ({r.tests_run} tests)" for r in sorted(results, key=lambda r: -r.seconds)[:10]),
+        soft_wrap=True, markup=False, highlight=False)
+    console.print(f"mutation score: {killed}/{len(results)} killed in {elapsed:.0f} s "
+                  f"({sum(r.seconds for r in results):.0f} s of mutant runs, {args.workers} at a time)",
+                  soft_wrap=True, markup=False, highlight=False)
     without_mutant, unknown_rules = mutant_coverage()
     console.print(f"required rules of {', '.join(MUTANT_COVERED_PREFIXES)} that no mutant breaks: "
                   f"{len(without_mutant)}" + (f" ({', '.join(without_mutant)})" if without_mutant else ""),
@@ -338,6 +359,9 @@ def cmd_mutants(args: argparse.Namespace) -> int:
     if args.report:
         write_mutation_report(results, Path(args.report), without_mutant)
         console.print(f"mutation report written to {args.report}/mutation.md")
+    if args.write_kill_map:
+        written = write_kill_map(results, args.kill_map)
+        console.print(f"kill map written to {written}", soft_wrap=True, markup=False, highlight=False)
     return 0 if killed == len(results) else 1
 
 
@@ -1000,6 +1024,12 @@ def build_parser() -> argparse.ArgumentParser:
     mutants.add_argument("names", nargs="*", help="mutants to run (default all)")
     mutants.add_argument("--workers", type=int, default=2, help="mutants run in parallel (default 2)")
     mutants.add_argument("--report", help="write mutation.md and mutation.json into this directory")
+    mutants.add_argument("--kill-map", default=None,
+                         help="the kill map ordering each mutant's tests (default: the one shipped with the suite); "
+                              "a missing or stale map costs time, never a verdict")
+    mutants.add_argument("--write-kill-map", action="store_true",
+                         help="record the test that killed each mutant in the kill map (--kill-map, or the shipped one)")
+    mutants.add_argument("--timeout", type=float, default=600, help="seconds one mutant may run (default 600)")
     mutants.set_defaults(func=cmd_mutants)
 
     ops = sub.add_parser("ops", help="the operation index: every operation's fields, types, rules and an example",
@@ -1080,12 +1110,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that open many temporary stores, run with TMPDIR on tmpfs where there is one (kstate.scratch).
+_SCRATCH_COMMANDS = {cmd_conformance, cmd_mutants, cmd_fixtures_generate, cmd_fixtures_verify, cmd_system}
+
+
 def main(argv: list[str] | None = None) -> int:
     from kstate.errors import KStateError
+    from kstate.scratch import scratch_temp_dir
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        if args.func not in _SCRATCH_COMMANDS:
+            return int(args.func(args))
+        with scratch_temp_dir(args.func.__name__.removeprefix("cmd_")):
+            return int(args.func(args))
     except KStateError as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
         return 2
