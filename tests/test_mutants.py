@@ -1,74 +1,117 @@
-"""The suite proves its worth: it fails on every deliberately broken implementation."""
+"""The mutation analysis itself: honest verdicts however the kill map is, heard as decided, reported.
+
+The analysis of every mutant runs as its own command (``kstate mutants``, in tox's ``py`` environment); these tests
+check its machinery on a few mutants and a selection of the suite.
+"""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from kstate_conformance import mutation
-from kstate_conformance.mutants import Mutant, all_mutants
-from kstate_conformance.mutation import MutantResult, describe_result, run_all, write_mutation_report
+from kstate_conformance.mutants import all_mutants
+from kstate_conformance.mutation import MutantResult, describe_result, read_kill_map, run_all, write_mutation_report
+from kstate_conformance.pytest_args import suite_args
+
+SUPPORT = Path(__file__).resolve().parent / "support"
+FIXTURE_MODULE = "mutation_fixtures"
+#: A small part of the suite: the primitives' properties (the mutants below die there, or survive all of it).
+MODULE = "kstate_conformance.tests.test_primitives_properties"
+MUTANTS = ["unsigned-varints", "floor-segment-ids", "noop-survivor"]
 
 
-def _announce(config: pytest.Config) -> object:
-    """A callback printing each mutant as it is decided, past pytest's output capture (issue 14)."""
-    capture = config.pluginmanager.getplugin("capturemanager")
-    reporter = config.pluginmanager.getplugin("terminalreporter")
-
-    def announce(result: MutantResult) -> None:
-        line = describe_result(result)
-        if capture is not None and reporter is not None:
-            with capture.global_and_fixture_disabled():
-                reporter.write_line(line)
-                reporter.flush()
-        elif sys.__stderr__ is not None:
-            sys.__stderr__.write(line + "\n")
-            sys.__stderr__.flush()
-
-    return announce
+@pytest.fixture
+def fixture_mutants(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test-only mutants importable here and in the analysis's worker process."""
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    monkeypatch.setenv("PYTHONPATH", str(SUPPORT))
 
 
-def test_the_suite_kills_every_mutant(pytestconfig: pytest.Config) -> None:
-    results = run_all(workers=2, on_result=_announce(pytestconfig))  # type: ignore[arg-type]
-    survivors = [f"{r.name}: {r.description} ({r.first_failure})" for r in results if not r.killed]
-    assert not survivors, "mutants the suite did not catch:\n" + "\n".join(survivors)
-    assert len(results) == len(all_mutants()) >= 2
+def _selected_count() -> int:
+    """How many tests the selection holds, counted by pytest itself, apart from the analysis."""
+    args = suite_args()
+    args[args.index("kstate_conformance.tests")] = MODULE
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *args],
+                          capture_output=True, text=True, check=False)
+    return sum(1 for line in proc.stdout.splitlines() if "::" in line)
 
 
-def test_the_reference_itself_passes_the_suite() -> None:
-    # The control: the same harness on the unmutated reference must pass, or "killed" means nothing.
-    import subprocess
-
-    from kstate_conformance.mutation import _suite_command
-
-    proc = subprocess.run(_suite_command("reference", []), capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-2000:]
+def _analyse(kill_map: Path) -> dict[str, MutantResult]:
+    results = run_all(MUTANTS, kill_map=kill_map, mutant_modules=(FIXTURE_MODULE,), modules=(MODULE,))
+    return {r.name: r for r in results}
 
 
-def test_mutants_are_heard_as_decided_and_reported_with_their_rules(monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.usefixtures("fixture_mutants")
+def test_a_stale_or_missing_kill_map_changes_the_time_never_the_verdict(tmp_path: Path) -> None:
+    absent = _analyse(tmp_path / "absent.json")
+    # The map's only use is the order: record the true killers, then name a test that passes on every mutant.
+    honest = tmp_path / "honest.json"
+    honest.write_text(json.dumps({n: r.killing_test for n, r in absent.items() if r.killed}), encoding="utf-8")
+    # A wrong map: each mutant first runs the other's killer (a test it passes), the survivor a test that is gone.
+    killers = {n: r.killing_test for n, r in absent.items()}
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"unsigned-varints": killers["floor-segment-ids"],
+                                 "floor-segment-ids": killers["unsigned-varints"],
+                                 "noop-survivor": "test_primitives_properties.py::test_gone"}), encoding="utf-8")
+    runs = {"absent": absent, "honest": _analyse(honest), "wrong": _analyse(wrong)}
+    selected = _selected_count()
+    for label, results in runs.items():
+        verdicts = {n: r.killed for n, r in results.items()}
+        assert verdicts == {"unsigned-varints": True, "floor-segment-ids": True, "noop-survivor": False}, label
+        # A survivor is reported alive only after every selected test ran against it.
+        assert results["noop-survivor"].tests_run == selected > 2, label
+    # With the true killers first, a killed mutant is decided by its first test; with a wrong one, by its second.
+    assert all(runs["honest"][n].tests_run == 1 for n in ("unsigned-varints", "floor-segment-ids"))
+    assert all(runs["wrong"][n].tests_run >= 2 for n in ("unsigned-varints", "floor-segment-ids"))
+
+
+@pytest.mark.usefixtures("fixture_mutants")
+def test_a_kill_by_a_test_that_fails_on_the_reference_too_is_no_kill(monkeypatch: pytest.MonkeyPatch,
                                                                      tmp_path: Path) -> None:
-    # The harness only (the suite runs are faked): the slow first mutant is heard last, results keep the order asked.
-    names = ["kv-get-absent-empty", "kv-delete-returns-null", "kv-put-all-first-wins"]
+    monkeypatch.setenv("KSTATE_TEST_BREAK_REFERENCE", "1")
+    results = {r.name: r for r in run_all(["unsigned-varints"], kill_map=tmp_path / "none.json",
+                                          mutant_modules=(FIXTURE_MODULE,), modules=(MODULE,))}
+    result = results["unsigned-varints"]
+    assert not result.killed
+    assert "fails on the unmutated reference too" in result.first_failure
 
-    def fake_run(m: Mutant, extra: list[str] | None = None, timeout: float = 600) -> MutantResult:
-        time.sleep(0.5 if m.name == names[0] else 0)
-        return MutantResult(m.name, m.family, m.description, True, 0.1, "FAILED t::x", m.rules)
 
-    monkeypatch.setattr(mutation, "run_one", fake_run)
+def test_mutants_are_heard_as_decided_and_reported_with_their_rules(tmp_path: Path) -> None:
     heard: list[MutantResult] = []
-    results = run_all(names, workers=2, on_result=heard.append)
-    assert [r.name for r in results] == names
-    assert [r.name for r in heard][-1] == names[0] and sorted(r.name for r in heard) == sorted(names)
-    assert describe_result(results[0]) == "mutant kv-get-absent-empty [KV-5]: killed in 0.1 s by FAILED t::x"
+    results = run_all(["unsigned-varints", "floor-segment-ids"], on_result=heard.append,
+                      kill_map=tmp_path / "none.json", modules=(MODULE,))
+    assert [r.name for r in results] == ["unsigned-varints", "floor-segment-ids"]
+    assert sorted(r.name for r in heard) == sorted(r.name for r in results)
+    first = results[0]
+    assert first.killed and first.killing_test.startswith("test_primitives_properties.py::")
+    assert describe_result(first).startswith(f"mutant unsigned-varints [PRIM-6]: killed in {first.seconds:.1f} s by ")
     write_mutation_report(results, tmp_path, ["KV-99"])
     document = json.loads((tmp_path / "mutation.json").read_text(encoding="utf-8"))
-    assert document["mutants"][0]["rules"] == ["KV-5"]
+    assert document["mutants"][0]["rules"] == ["PRIM-6"]
+    assert document["mutants"][0]["killing_test"] == first.killing_test
     assert document["required_rules_without_mutant"] == ["KV-99"]
     markdown = (tmp_path / "mutation.md").read_text(encoding="utf-8")
-    assert "| kv-get-absent-empty | kv | KV-5 | killed |" in markdown and "KV-99" in markdown
+    assert "| unsigned-varints | varint | PRIM-6 | killed |" in markdown and "KV-99" in markdown
+    assert "Slowest mutants" in markdown
     with pytest.raises(LookupError, match="no-such-mutant"):
         run_all(["no-such-mutant"])
+
+
+def test_the_kill_map_records_killers_and_forgets_survivors(tmp_path: Path) -> None:
+    path = tmp_path / "kill_map.json"
+    path.write_text(json.dumps({"old": "test_x.py::test_y", "gone": "test_x.py::test_z"}), encoding="utf-8")
+    killed = MutantResult("new", "kv", "", True, 0.1, "FAILED t", (), "test_a.py::test_b", 1)
+    alive = MutantResult("gone", "kv", "", False, 0.1, "", (), "", 9)
+    mutation.write_kill_map([killed, alive], path)
+    assert read_kill_map(path) == {"new": "test_a.py::test_b", "old": "test_x.py::test_y"}
+    path.write_text("not json", encoding="utf-8")
+    assert read_kill_map(path) == {}
+
+
+def test_the_shipped_kill_map_names_only_known_mutants() -> None:
+    assert set(read_kill_map()) <= set(all_mutants())
