@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
+from kstate.scratch import scratch_temp_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_VECTORS = REPO_ROOT.parent / "shared" / "jvm-vectors" / "kafka-jvm-vectors.json"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The stores these tests open go to tmpfs where there is one (kstate.scratch), removed when pytest ends.
+    scratch = contextlib.ExitStack()
+    scratch.enter_context(scratch_temp_dir("tests"))
+    config.add_cleanup(scratch.close)
 
 
 @pytest.fixture(scope="session")

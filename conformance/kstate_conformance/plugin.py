@@ -8,6 +8,7 @@ implementation; without ``--kstate-impl`` (or ``KSTATE_IMPL``) the reference imp
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Generator
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
+from kstate.scratch import scratch_temp_dir
 from kstate_conformance.adapter import CodecAdapter, JsonDict, Unsupported
 from kstate_conformance.expectations import Entry, ExpectationFileError, ExpectedFailures, stable_test_id
 from kstate_conformance.loading import ImplementationError, load_implementation
@@ -98,6 +100,15 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("--kstate-profile") or os.environ.get("KSTATE_PROFILE")
     if profile or any("kstate_conformance" in str(arg) for arg in config.args):
         settings.load_profile(f"kstate-{profile or 'default'}")
+    if is_suite_run(config):
+        # Stores on tmpfs where there is one (kstate.scratch); removed when pytest ends. Forked children of the
+        # mutation analysis leave without clean-up, so their stores go with the parent's directory.
+        scratch = contextlib.ExitStack()
+        scratch.enter_context(scratch_temp_dir("suite"))
+        config.add_cleanup(scratch.close)
+        from kstate_conformance.timings import SuiteTimings
+
+        config.pluginmanager.register(SuiteTimings(), "kstate-timings")
     expected = config.getoption("--kstate-expected-failures")
     if expected:
         config.pluginmanager.register(_ExpectedFailurePlugin(config, Path(expected)), "kstate-expected-failures")
