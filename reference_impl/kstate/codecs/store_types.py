@@ -17,7 +17,6 @@ from types import MappingProxyType
 
 from kstate.codecs.header_values import (
     HeaderInput,
-    HeaderList,
     convert_from_plain_to_header_format,
     convert_to_header_format,
     decode_aggregation_with_headers,
@@ -151,8 +150,8 @@ class StoredValue:
     value: bytes
     #: None: the layout keeps no timestamp (PLAIN, AGGREGATION_WITH_HEADERS).
     timestamp: int | None = None
-    #: None: the layout keeps no headers (PLAIN, TIMESTAMPED).
-    headers: HeaderList | None = None
+    #: None: the layout keeps no headers (PLAIN, TIMESTAMPED); else in order, duplicates and null values kept.
+    headers: tuple[tuple[str, bytes | None], ...] | None = None
 
 
 def _decode_plain(stored: bytes) -> StoredValue:
@@ -170,14 +169,14 @@ def _decode_timestamped_with_headers(stored: bytes) -> StoredValue:
     decoded = decode_value_timestamp_headers(stored)
     if decoded is None:
         raise DecodeError(FORMAT, "a value with timestamp and headers did not decode")
-    return StoredValue(decoded.value, decoded.timestamp, decoded.headers)
+    return StoredValue(decoded.value, decoded.timestamp, tuple(decoded.headers))
 
 
 def _decode_aggregation_with_headers(stored: bytes) -> StoredValue:
     decoded = decode_aggregation_with_headers(stored)
     if decoded is None:
         raise DecodeError(FORMAT, "an aggregation with headers did not decode")
-    return StoredValue(decoded.aggregation, None, decoded.headers)
+    return StoredValue(decoded.aggregation, None, tuple(decoded.headers))
 
 
 #: The decoder of each value format: a non-null stored value split into its parts (TSKV-1, HV-6, HV-11).

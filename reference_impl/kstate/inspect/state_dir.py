@@ -14,7 +14,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -345,7 +345,7 @@ def _text(data: bytes | None) -> str | None:
     return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
 
 
-def _headers(pairs: list[tuple[str, bytes | None]]) -> list[list[str | None]]:
+def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> list[list[str | None]]:
     return [[k, _text(v)] for k, v in pairs]
 
 

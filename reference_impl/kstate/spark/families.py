@@ -197,12 +197,12 @@ def _versioned_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterat
         if segment == versioned.LATEST_VALUE_SEGMENT_ID:
             value, valid_from = versioned.decode_latest_value(stored)
             parts = decode(value)
-            yield key, valid_from, None, parts.value, parts.headers
+            yield key, valid_from, None, parts.value, _header_list(parts)
             continue
         for version in versioned.deserialize_segment_value(stored).versions():
             if version.value is not None:
                 parts = decode(version.value)
-                yield key, version.valid_from, version.valid_to, parts.value, parts.headers
+                yield key, version.valid_from, version.valid_to, parts.value, _header_list(parts)
 
 
 def _versioned_queryable(params: FamilyParameters) -> Any:
@@ -244,12 +244,17 @@ def _value_decoder(store_type: StoreType) -> Callable[[bytes], StoredValue]:
     return VALUE_DECODERS[value_format]
 
 
+def _header_list(parts: StoredValue) -> list[tuple[str, bytes | None]] | None:
+    """The headers as the entry schema's array column holds them (None: the layout keeps none)."""
+    return None if parts.headers is None else list(parts.headers)
+
+
 def _window_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
     decode = _value_decoder(store_type)
     for store_key, stored in view.items():
         decoded = window_keys.PLAIN.decode(store_key)
         parts = decode(stored)
-        yield decoded.key, decoded.timestamp, decoded.seqnum, parts.value, parts.timestamp, parts.headers
+        yield decoded.key, decoded.timestamp, decoded.seqnum, parts.value, parts.timestamp, _header_list(parts)
 
 
 def _window_queryable(params: FamilyParameters) -> Any:
@@ -274,7 +279,7 @@ def _session_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator
     for store_key, stored in view.items():
         decoded = session_keys.PLAIN.decode(store_key)
         parts = decode(stored)
-        yield decoded.key, decoded.start, decoded.end, parts.value, parts.headers
+        yield decoded.key, decoded.start, decoded.end, parts.value, _header_list(parts)
 
 
 def _session_queryable(params: FamilyParameters) -> Any:
