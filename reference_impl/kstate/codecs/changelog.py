@@ -38,6 +38,7 @@ from kstate.codecs.store_types import (
     RestoreConversion,
     Source,
     StoreType,
+    ValueFormat,
     decode_stored_value,
     types_where,
 )
@@ -204,7 +205,8 @@ def versioned_write_record(store_type: StoreType, key: bytes, stored: bytes | No
     the raw value at the version timestamp (CL-5); a type logging headers sends the version's, a tombstone the
     context's (VS-26). The table's changelog fields decide; a type without a versioned rule is refused."""
     _require(store_type, VERSIONED_TYPES)
-    fields = STORE_TYPES[store_type].changelog
+    info = STORE_TYPES[store_type]
+    fields = info.changelog
     if fields is None or fields.timestamp is not Source.VERSION:
         raise EncodeError(FORMAT, f"no versioned changelog rule for store type {store_type.value}")
     if stored is None:
@@ -215,6 +217,8 @@ def versioned_write_record(store_type: StoreType, key: bytes, stored: bytes | No
         if context is None:
             raise EncodeError(FORMAT, f"a record context is required for a {store_type.value} tombstone (VS-26)")
         return _finish(key, None, timestamp, context.headers, position)
+    if fields.headers is Source.NONE and info.value_format is ValueFormat.PLAIN:
+        return _finish(key, stored, timestamp, None, position)  # the stored bytes are the raw value: nothing to split
     parts = decode_stored_value(store_type, stored)
     if fields.headers is Source.NONE:
         return _finish(key, parts.value, timestamp, None, position)
