@@ -79,7 +79,7 @@ def _store_type(payload: JsonDict) -> StoreType:
 
 @op(
     "changelog.record_for_write",
-    rules=["CL-1", "CL-2", "CL-3", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-12"],
+    rules=["CL-1", "CL-2", "CL-3", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-12", "VS-26"],
 )
 def record_for_write(payload: JsonDict) -> JsonDict:
     """The changelog record one store write sends (``record`` null: nothing logged); window writes report the layer's seqnum."""
@@ -121,7 +121,7 @@ def record_for_write(payload: JsonDict) -> JsonDict:
     raise EncodeError(cl.FORMAT, f"no changelog rule for the {family.value} family")  # a family added to the table
 
 
-@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18"])
+@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18", "VS-27"])
 def restore_value(payload: JsonDict) -> JsonDict:
     """The key and value a store writes when restoring ``record``; versioned stores also report the put timestamp."""
     store_type = _store_type(payload)
