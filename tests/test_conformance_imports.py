@@ -100,5 +100,5 @@ def test_the_suites_store_type_spellings_are_the_specs() -> None:
     paragraph = text[text.index("Store types have one name each:"):text.index("The older name")]
     assert set(re.findall(r"`([a-z_]+)`", paragraph)) == set(store_types.ALL_TYPES)
     assert len(set(store_types.ALL_TYPES)) == len(store_types.ALL_TYPES)
-    assert store_types.ALL_TYPES == tuple(t.value for t in StoreType)
-    assert store_types.ALIASES == dict(LEGACY_ALIASES)
+    assert tuple(t.value for t in StoreType) == store_types.ALL_TYPES
+    assert dict(LEGACY_ALIASES) == store_types.ALIASES

@@ -101,9 +101,8 @@ def _dumped_rows(dump: dict[str, Any]) -> list[tuple[str, bytes, bytes]]:
 
 @pytest.mark.parametrize("store_type", BUILT_TYPES, ids=[t.value for t in BUILT_TYPES])
 def test_every_built_type_passes_every_dispatch_site(tmp_path: Path, store_type: StoreType) -> None:
-    """One write of ``v`` (with header ``h`` where the layout keeps headers) through store open, the change-logging
-    layer, changelog.record_for_write and restore_value (CL-3 to CL-11, VS-26, VS-27), inspect's row decoding (LAY-5),
-    the oracle's conversions and the audit's choice of semantics: each answers for every built type."""
+    """One write through store open, change-logging, record_for_write, restore_value (CL-3 to CL-11, VS-26, VS-27),
+    inspect's decode_row (LAY-5), the oracle's conversions and the audit's semantics answers for every built type."""
     info = STORE_TYPES[store_type]
     options, write_op, fields = _FAMILY_WRITES[info.family]
     stored = encode_stored_value(store_type, b"v", 1000, _HEADERS)
