@@ -17,7 +17,8 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parents[1] / "conformance" / "kstate_conformance"
 #: Modules whose expectations must not come from the implementation under test.
 INDEPENDENT = ("kstate_conformance.bytes_model", "kstate_conformance.strategies", "kstate_conformance.harness",
-               "kstate_conformance.models", "kstate_conformance.models.kv", "kstate_conformance.models.versioned")
+               "kstate_conformance.models", "kstate_conformance.models.kv", "kstate_conformance.models.versioned",
+               "kstate_conformance.store_types")
 
 
 def _module_name(path: Path) -> str:
@@ -85,3 +86,19 @@ def test_the_suites_models_do_not_import_the_reference(module: str) -> None:
 def test_each_module_imports_alone_in_a_fresh_interpreter(module: str) -> None:
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_suites_store_type_spellings_are_the_specs() -> None:
+    """OPS-2: the suite's one module of store-type names holds every name of spec/ops.md and its legacy alias, and
+    they are the reference's table's names too."""
+    import re
+
+    from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
+    from kstate_conformance import store_types
+
+    text = (PACKAGE_DIR.parents[1] / "spec" / "ops.md").read_text(encoding="utf-8")
+    paragraph = text[text.index("Store types have one name each:"):text.index("The older name")]
+    assert set(re.findall(r"`([a-z_]+)`", paragraph)) == set(store_types.ALL_TYPES)
+    assert len(set(store_types.ALL_TYPES)) == len(store_types.ALL_TYPES)
+    assert tuple(t.value for t in StoreType) == store_types.ALL_TYPES
+    assert dict(LEGACY_ALIASES) == store_types.ALIASES

@@ -93,3 +93,30 @@ def test_kstate_ops_json_and_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["ops", "store.get"]) == 0
     detail = capsys.readouterr().out
     assert "### `store.get`" in detail and "ReadOnlyKeyValueStore.get" in detail and "### `store.put`" not in detail
+
+
+def test_store_scenario_is_marked_not_for_testees(index: list[dict[str, Any]]) -> None:
+    """OPS-5: the harness expands a scenario; the index says a testee does not implement it, and only it."""
+    harness_only = [e["name"] for e in index if not e["testee"]]
+    assert harness_only == ["store.scenario"]
+    text = render_markdown(index)
+    assert "| [`store.scenario`](#storescenario) | OPS-5 | — | harness only |" in text
+    assert "**Harness only, not for testees.**" in text
+
+
+def test_no_conformance_test_sends_a_harness_only_operation() -> None:
+    """OPS-5: the wrong-JSON-types test confuses every fixture operation but the scenario, so a testee is never sent
+    it and the report never counts it as unsupported."""
+    from kstate.ops.index import HARNESS_ONLY
+    from kstate_conformance.tests.test_hostile_input import CODEC_EXAMPLES
+
+    assert not set(HARNESS_ONLY) & set(CODEC_EXAMPLES)
+
+
+def test_store_open_names_every_built_store_type(index: list[dict[str, Any]]) -> None:
+    """OPS-2: store.open opens a store of any built type, of every family; the note lists them all."""
+    from kstate.codecs.store_types import BUILT_TYPES
+
+    (store_type,) = [f for e in index if e["name"] == "store.open" for f in e["inputs"] if f["name"] == "store_type"]
+    assert all(t.value in store_type["note"] for t in BUILT_TYPES)
+    assert "versioned_kv_with_headers" in store_type["note"] and "session_with_headers" in store_type["note"]

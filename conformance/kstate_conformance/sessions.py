@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from kstate_conformance import harness
+from kstate_conformance import store_types as types
 from kstate_conformance.harness import Kit, Store
 
-SESSION, SESSION_WITH_HEADERS = "session", "session_with_headers"
-SESSION_TYPES = (SESSION, SESSION_WITH_HEADERS)
+SESSION, SESSION_WITH_HEADERS = types.SESSION, types.SESSION_WITH_HEADERS
+SESSION_TYPES = types.SESSION_TYPES
 INT64_MAX = (1 << 63) - 1
 #: ``AbstractSessionBytesStoreTest``'s retention and the segment interval Kafka derives from it.
 RETENTION_PERIOD = 10_000

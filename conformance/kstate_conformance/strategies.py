@@ -10,6 +10,8 @@ from typing import TypeVar
 
 from hypothesis import strategies as st
 
+from kstate_conformance import store_types as types
+
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -25,11 +27,11 @@ NON_NEGATIVE_INT32 = st.integers(min_value=0, max_value=INT32_MAX)
 TIMESTAMPS = st.integers(min_value=0, max_value=INT64_MAX)
 NEGATIVE_INT64 = st.integers(min_value=INT64_MIN, max_value=-1)
 
-KV_STORE_TYPES = ("kv", "timestamped_kv", "timestamped_kv_with_headers")
-WINDOW_STORE_TYPES = ("window", "timestamped_window", "timestamped_window_with_headers")
-SESSION_STORE_TYPES = ("session", "session_with_headers")
+KV_STORE_TYPES = types.KV_TYPES
+WINDOW_STORE_TYPES = types.WINDOW_TYPES
+SESSION_STORE_TYPES = types.SESSION_TYPES
 #: The store types whose values carry the record's headers (KIP-1271).
-HEADERS_STORE_TYPES = ("timestamped_kv_with_headers", "timestamped_window_with_headers", "session_with_headers")
+HEADERS_STORE_TYPES = types.HEADERS_TYPES
 
 
 def nullable_binary(max_size: int) -> st.SearchStrategy[bytes | None]:

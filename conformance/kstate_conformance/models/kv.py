@@ -19,14 +19,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 
-PLAIN = "kv"
-TIMESTAMPED = "timestamped_kv"
-HEADERS = "timestamped_kv_with_headers"
-STORE_TYPES = (PLAIN, TIMESTAMPED, HEADERS)
+PLAIN = types.KV
+TIMESTAMPED = types.TIMESTAMPED_KV
+HEADERS = types.TIMESTAMPED_KV_WITH_HEADERS
+STORE_TYPES = types.KV_TYPES
 #: Older spellings a ``store.open`` still accepts and a ``store.capabilities`` may list (spec/ops.md).
-STORE_TYPE_ALIASES = {"timestamped_kv_headers": HEADERS}
+STORE_TYPE_ALIASES = types.ALIASES
 ROCKSDB = "rocksdb"
 MEMORY = "memory"
 BACKENDS = (ROCKSDB, MEMORY)

@@ -27,12 +27,13 @@ import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models.kv import ChangelogKeeper, Context, HeaderPairs, Record, Refused
 
-SESSION = "session"
-HEADERS = "session_with_headers"
-STORE_TYPES = (SESSION, HEADERS)
+SESSION = types.SESSION
+HEADERS = types.SESSION_WITH_HEADERS
+STORE_TYPES = types.SESSION_TYPES
 ROCKSDB = "rocksdb"
 MEMORY = "memory"
 BACKENDS = (ROCKSDB, MEMORY)

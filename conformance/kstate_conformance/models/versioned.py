@@ -28,12 +28,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
 from kstate_conformance.models.kv import HeaderPairs, Record, headers_to_json
 
-VERSIONED = "versioned_kv"
-VERSIONED_HEADERS = "versioned_kv_with_headers"
-STORE_TYPES = (VERSIONED, VERSIONED_HEADERS)
+VERSIONED = types.VERSIONED_KV
+VERSIONED_HEADERS = types.VERSIONED_KV_WITH_HEADERS
+STORE_TYPES = types.VERSIONED_TYPES
 ROCKSDB = "rocksdb"
 MEMORY = "memory"
 

@@ -25,12 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kstate_conformance import store_types as types
 from kstate_conformance.models import kv
 
-WINDOW = "window"
-TIMESTAMPED = "timestamped_window"
-HEADERS = "timestamped_window_with_headers"
-STORE_TYPES = (WINDOW, TIMESTAMPED, HEADERS)
+WINDOW = types.WINDOW
+TIMESTAMPED = types.TIMESTAMPED_WINDOW
+HEADERS = types.TIMESTAMPED_WINDOW_WITH_HEADERS
+STORE_TYPES = types.WINDOW_TYPES
 ROCKSDB = kv.ROCKSDB
 MEMORY = kv.MEMORY
 BACKENDS = kv.BACKENDS

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from kstate.ops import JsonDict, call
+from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
-_TIMESTAMPED = {"timestamped_kv", "timestamped_window", "timestamped_kv_with_headers", "timestamped_window_with_headers"}
-_HEADERS = {"timestamped_kv_with_headers", "timestamped_window_with_headers", "session_with_headers"}
+_TIMESTAMPED = set(types.TIMESTAMPED_TYPES)
+_HEADERS = set(types.HEADERS_TYPES)
 
 
 @mutant("changelog-processing-time", "timestamped stores log at the record context's timestamp, not the stored one", "changelog", rules=("CL-4", "CL-8"))

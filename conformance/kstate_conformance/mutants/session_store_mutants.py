@@ -32,11 +32,12 @@ from kstate.stores.session import (
     SessionSegmentsWithHeaders,
     check_session,
 )
+from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
 FAMILY = "session_store"
-SESSION_TYPES = ("session", "session_with_headers")
+SESSION_TYPES = types.SESSION_TYPES
 _READS = ("session_store.find_sessions", "session_store.fetch")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.harness import (
     BACKENDS,
     FF8,
@@ -33,7 +34,7 @@ __all__ = ["kit"]
 
 # The headers type by its legacy spelling, which store.open still accepts (spec/ops.md): these tests exercise
 # the alias, and their ids stay as they were.
-KV, TS, HDR = "kv", "timestamped_kv", "timestamped_kv_headers"
+KV, TS, HDR = types.KV, types.TIMESTAMPED_KV, types.TIMESTAMPED_KV_HEADERS_ALIAS
 
 ALL_STORES = [(t, b) for t in (KV, TS, HDR) for b in (ROCKSDB, MEMORY)]
 STORES = pytest.mark.parametrize(("store_type", "backend"), ALL_STORES, ids=[f"{t}-{b}" for t, b in ALL_STORES])

@@ -10,10 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.strategies import KV_STORE_TYPES, NON_NEGATIVE_INT32, SESSION_STORE_TYPES, WINDOW_STORE_TYPES
 
 STORE_NAME = st.text(alphabet="abcxyz_-.0123456789", min_size=1, max_size=12)
-KV_LIKE = (*KV_STORE_TYPES, "versioned_kv")
+KV_LIKE = (*KV_STORE_TYPES, types.VERSIONED_KV)
 SEGMENTED_STORE_TYPES = WINDOW_STORE_TYPES + SESSION_STORE_TYPES
 
 

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, FF8, ROCKSDB, Kit, Store, i64, kit, record
 
 __all__ = ["kit"]
 
-VKV, VKVH = "versioned_kv", "versioned_kv_with_headers"
+VKV, VKVH = types.VERSIONED_TYPES
 NOT_PUT = -(2**63)
 VERSIONED_OPS = ("versioned_store.put", "versioned_store.get", "versioned_store.delete", "versioned_store.get_versions")
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, Kit, Store, h, kit
 
 __all__ = ["kit"]
@@ -28,7 +29,7 @@ SI = SEGMENT_INTERVAL
 UNDEFINED = -1
 NOT_PUT = -(1 << 63)
 MIN_LONG, MAX_LONG = -(1 << 63), (1 << 63) - 1
-VERSIONED_TYPES = ("versioned_kv", "versioned_kv_with_headers")
+VERSIONED_TYPES = types.VERSIONED_TYPES
 
 #: A read's expected answer: (value, timestamp, validTo or None = undefined), or None for no record.
 Expected = tuple[str, int, int | None] | None

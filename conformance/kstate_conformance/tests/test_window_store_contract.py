@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, kit
 
 __all__ = ["kit"]
 
-WINDOW, TIMESTAMPED = "window", "timestamped_window"
+WINDOW, TIMESTAMPED = types.WINDOW, types.TIMESTAMPED_WINDOW
 # AbstractWindowBytesStoreTest's constants.
 WINDOW_SIZE = 3
 SEGMENT_INTERVAL = 60_000

@@ -22,13 +22,17 @@ of the stores).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from kstate.codecs.header_values import decode_aggregation_with_headers, decode_value_timestamp_headers
-from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, ValueFormat, encode_stored_value
-from kstate.codecs.timestamped import decode_value_and_timestamp
+from kstate.codecs.store_types import (
+    STORE_TYPES,
+    VALUE_DECODERS,
+    Family,
+    StoredValue,
+    StoreType,
+    encode_stored_value,
+)
 from kstate.errors import KStateError
 
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -45,46 +49,6 @@ class ProcessorConfigError(KStateError, ValueError):
 
 
 # --- stored values ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StoredValue:
-    """A stored value taken apart: the raw value (or aggregation), its timestamp and headers where the layout has them."""
-
-    value: bytes
-    timestamp: int | None = None
-    headers: Headers | None = None
-
-
-def _plain(data: bytes) -> StoredValue:
-    return StoredValue(data)
-
-
-def _timestamped(data: bytes) -> StoredValue:
-    pair = decode_value_and_timestamp(data)
-    assert pair is not None
-    return StoredValue(pair[0], pair[1])
-
-
-def _timestamped_with_headers(data: bytes) -> StoredValue:
-    decoded = decode_value_timestamp_headers(data)
-    assert decoded is not None
-    return StoredValue(decoded.value, decoded.timestamp, tuple(decoded.headers))
-
-
-def _aggregation_with_headers(data: bytes) -> StoredValue:
-    decoded = decode_aggregation_with_headers(data)
-    assert decoded is not None
-    return StoredValue(decoded.aggregation, None, tuple(decoded.headers))
-
-
-#: How a stored value of each layout is taken apart (the inverse of ``VALUE_ENCODERS``).
-VALUE_DECODERS: Mapping[ValueFormat, Callable[[bytes], StoredValue]] = MappingProxyType({
-    ValueFormat.PLAIN: _plain,
-    ValueFormat.TIMESTAMPED: _timestamped,
-    ValueFormat.TIMESTAMPED_WITH_HEADERS: _timestamped_with_headers,
-    ValueFormat.AGGREGATION_WITH_HEADERS: _aggregation_with_headers,
-})
 
 
 def decode_stored(store_type: StoreType, data: bytes) -> StoredValue:

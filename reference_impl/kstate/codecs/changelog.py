@@ -33,10 +33,13 @@ from kstate.codecs.store_types import (
     STORE_TYPES,
     TIMESTAMPED_LOGGED,
     VALUE_ENCODERS,
+    VERSIONED_TYPES,
     WINDOW_TYPES,
     RestoreConversion,
     Source,
     StoreType,
+    ValueFormat,
+    decode_stored_value,
     types_where,
 )
 from kstate.codecs.timestamped import (
@@ -193,6 +196,35 @@ def versioned_record(key: bytes, value: bytes | None, timestamp: int,
     """``put(k, v, ts)`` and ``delete(k, ts)`` on a versioned store: raw bytes at the version timestamp, always (CL-5);
     the header-aware variant also sends ``headers`` (VS-26, tentative)."""
     return _finish(key, value, timestamp, headers, position)
+
+
+def versioned_write_record(store_type: StoreType, key: bytes, stored: bytes | None, timestamp: int,
+                           context: RecordContext | None = None,
+                           position: PositionInput | None = None) -> ChangelogRecord:
+    """``put(k, v, ts)`` (``stored`` in the type's layout) or ``delete(k, ts)`` (``stored`` None) on a versioned store:
+    the raw value at the version timestamp (CL-5); a type logging headers sends the version's, a tombstone the
+    context's (VS-26). The table's changelog fields decide; a type without a versioned rule is refused."""
+    _require(store_type, VERSIONED_TYPES)
+    info = STORE_TYPES[store_type]
+    fields = info.changelog
+    if fields is None or fields.timestamp is not Source.VERSION:
+        raise EncodeError(FORMAT, f"no versioned changelog rule for store type {store_type.value}")
+    if stored is None:
+        if fields.headers is Source.NONE:
+            return _finish(key, None, timestamp, None, position)
+        if fields.headers is not Source.VALUE:
+            raise EncodeError(FORMAT, f"no tombstone headers rule for store type {store_type.value}")
+        if context is None:
+            raise EncodeError(FORMAT, f"a record context is required for a {store_type.value} tombstone (VS-26)")
+        return _finish(key, None, timestamp, context.headers, position)
+    if fields.headers is Source.NONE and info.value_format is ValueFormat.PLAIN:
+        return _finish(key, stored, timestamp, None, position)  # the stored bytes are the raw value: nothing to split
+    parts = decode_stored_value(store_type, stored)
+    if fields.headers is Source.NONE:
+        return _finish(key, parts.value, timestamp, None, position)
+    if fields.headers is not Source.VALUE or parts.headers is None:
+        raise EncodeError(FORMAT, f"no headers rule for store type {store_type.value}")
+    return _finish(key, parts.value, timestamp, parts.headers, position)
 
 
 def window_put_record(store_type: StoreType, key: bytes, window_start: int, seqnum: int, stored: bytes | None,
@@ -383,6 +415,7 @@ __all__ = [
     "session_changelog_key",
     "session_put_record",
     "versioned_record",
+    "versioned_write_record",
     "window_changelog_key",
     "window_put_record",
 ]

@@ -19,11 +19,17 @@ from kstate.codecs.header_values import (
     HeaderInput,
     convert_from_plain_to_header_format,
     convert_to_header_format,
+    decode_aggregation_with_headers,
+    decode_value_timestamp_headers,
     encode_aggregation_with_headers,
     encode_value_timestamp_headers,
 )
-from kstate.codecs.timestamped import convert_to_timestamped_format, encode_value_and_timestamp
-from kstate.errors import EncodeError
+from kstate.codecs.timestamped import (
+    convert_to_timestamped_format,
+    decode_value_and_timestamp,
+    encode_value_and_timestamp,
+)
+from kstate.errors import DecodeError, EncodeError
 
 FORMAT = "store-type"
 
@@ -138,6 +144,51 @@ VALUE_ENCODERS: Mapping[ValueFormat, ValueEncoder] = MappingProxyType({
 
 
 @dataclass(frozen=True)
+class StoredValue:
+    """A stored value split by its layout: the raw value, and the timestamp and headers where the layout keeps them."""
+
+    value: bytes
+    #: None: the layout keeps no timestamp (PLAIN, AGGREGATION_WITH_HEADERS).
+    timestamp: int | None = None
+    #: None: the layout keeps no headers (PLAIN, TIMESTAMPED); else in order, duplicates and null values kept.
+    headers: tuple[tuple[str, bytes | None], ...] | None = None
+
+
+def _decode_plain(stored: bytes) -> StoredValue:
+    return StoredValue(stored)
+
+
+def _decode_timestamped(stored: bytes) -> StoredValue:
+    decoded = decode_value_and_timestamp(stored)
+    if decoded is None:  # only a None input decodes to None
+        raise DecodeError(FORMAT, "a timestamped value did not decode")
+    return StoredValue(decoded[0], decoded[1])
+
+
+def _decode_timestamped_with_headers(stored: bytes) -> StoredValue:
+    decoded = decode_value_timestamp_headers(stored)
+    if decoded is None:
+        raise DecodeError(FORMAT, "a value with timestamp and headers did not decode")
+    return StoredValue(decoded.value, decoded.timestamp, tuple(decoded.headers))
+
+
+def _decode_aggregation_with_headers(stored: bytes) -> StoredValue:
+    decoded = decode_aggregation_with_headers(stored)
+    if decoded is None:
+        raise DecodeError(FORMAT, "an aggregation with headers did not decode")
+    return StoredValue(decoded.aggregation, None, tuple(decoded.headers))
+
+
+#: The decoder of each value format: a non-null stored value split into its parts (TSKV-1, HV-6, HV-11).
+VALUE_DECODERS: Mapping[ValueFormat, Callable[[bytes], StoredValue]] = MappingProxyType({
+    ValueFormat.PLAIN: _decode_plain,
+    ValueFormat.TIMESTAMPED: _decode_timestamped,
+    ValueFormat.TIMESTAMPED_WITH_HEADERS: _decode_timestamped_with_headers,
+    ValueFormat.AGGREGATION_WITH_HEADERS: _decode_aggregation_with_headers,
+})
+
+
+@dataclass(frozen=True)
 class ChangelogFields:
     """What a change-logging layer sends for a write: the record value is the stored value's raw value (CL-3 to CL-8)."""
 
@@ -199,6 +250,11 @@ class StoreTypeInfo:
     topic: TopicConfig | None
     #: Whether the reference implementation has a store of this type.
     built: bool = False
+
+    @property
+    def stores_headers(self) -> bool:
+        """Whether the stored value keeps record headers (HV-6, HV-11, VS-25)."""
+        return self.value_format in (ValueFormat.TIMESTAMPED_WITH_HEADERS, ValueFormat.AGGREGATION_WITH_HEADERS)
 
     @property
     def single_database(self) -> bool:
@@ -288,6 +344,15 @@ def encode_stored_value(store_type: StoreType, value: bytes | None, timestamp: i
     return VALUE_ENCODERS[value_format](value, timestamp, headers)
 
 
+def decode_stored_value(store_type: StoreType, stored: bytes) -> StoredValue:
+    """A non-null value in ``store_type``'s layout split into its parts; :class:`DecodeError` for a type without a
+    specified layout or bytes that do not decode."""
+    value_format = STORE_TYPES[store_type].value_format
+    if value_format is None:
+        raise DecodeError(FORMAT, f"no value layout for store type {store_type.value}")
+    return VALUE_DECODERS[value_format](bytes(stored))
+
+
 def types_where(predicate: Callable[[StoreTypeInfo], bool]) -> frozenset[StoreType]:
     """The store types whose entry satisfies ``predicate``."""
     return frozenset(t for t, i in STORE_TYPES.items() if predicate(i))
@@ -297,6 +362,7 @@ def types_where(predicate: Callable[[StoreTypeInfo], bool]) -> frozenset[StoreTy
 KV_TYPES = types_where(lambda i: i.family is Family.KEY_VALUE)
 WINDOW_TYPES = types_where(lambda i: i.family is Family.WINDOW and i.changelog is not None)
 SESSION_TYPES = types_where(lambda i: i.family is Family.SESSION and i.changelog is not None)
+VERSIONED_TYPES = types_where(lambda i: i.family is Family.VERSIONED and i.changelog is not None)
 #: The store types the reference implementation can open.
 BUILT_TYPES = tuple(t for t in StoreType if STORE_TYPES[t].built)
 #: The built types of the key-value family: what the key-value stores, tests, mutants and oracle iterate over.
@@ -311,7 +377,9 @@ __all__ = [
     "LEGACY_CONVERSIONS",
     "SESSION_TYPES",
     "STORE_TYPES",
+    "VALUE_DECODERS",
     "VALUE_ENCODERS",
+    "VERSIONED_TYPES",
     "WINDOW_TYPES",
     "ChangelogFields",
     "ColumnFamilies",
@@ -320,11 +388,13 @@ __all__ = [
     "Source",
     "StoreType",
     "StoreTypeInfo",
+    "StoredValue",
     "TopicConfig",
     "UnknownStoreTypeError",
     "Upgrade",
     "ValueEncoder",
     "ValueFormat",
+    "decode_stored_value",
     "encode_stored_value",
     "info",
     "types_where",

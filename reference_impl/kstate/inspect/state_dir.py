@@ -14,12 +14,12 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import header_values, key_schemas, session_keys, timestamped, versioned, window_keys
+from kstate.codecs import key_schemas, session_keys, versioned, window_keys
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
     GLOBAL_DIR,
@@ -43,11 +43,14 @@ from kstate.codecs.store_types import (
     STORE_TYPES,
     TIMESTAMPED_CF,
     TIMESTAMPED_HEADERS_CF,
+    VALUE_DECODERS,
     WINDOW_HEADERS_CF,
     Family,
     StoreType,
+    ValueFormat,
 )
-from kstate.errors import KStateError
+from kstate.codecs.store_types import FORMAT as STORE_TYPE_FORMAT
+from kstate.errors import DecodeError, KStateError
 
 # Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
 _IMMUTABLE_SUFFIXES = (".sst", ".blob")
@@ -342,53 +345,81 @@ def _text(data: bytes | None) -> str | None:
     return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
 
 
-def _headers(pairs: list[tuple[str, bytes | None]]) -> list[list[str | None]]:
+def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> list[list[str | None]]:
     return [[k, _text(v)] for k, v in pairs]
 
 
+#: The value layout a column family holds when it is not the store type's data family: a legacy family read
+#: during an upgrade (LAY-6, LAY-8), or a family of a type whose values the table leaves open (time-ordered
+#: window stores with headers keep ``[hsize][headers][aggregation]``, LAY-5).
+_CF_VALUE_FORMATS: dict[str, ValueFormat] = {
+    DEFAULT_CF: ValueFormat.PLAIN,
+    TIMESTAMPED_CF: ValueFormat.TIMESTAMPED,
+    TIMESTAMPED_HEADERS_CF: ValueFormat.TIMESTAMPED_WITH_HEADERS,
+    SESSION_HEADERS_CF: ValueFormat.AGGREGATION_WITH_HEADERS,
+    WINDOW_HEADERS_CF: ValueFormat.AGGREGATION_WITH_HEADERS,
+}
+
+
+def _value_format(store_type: StoreType, cf: str) -> ValueFormat:
+    """The layout of ``cf``'s values in a ``store_type`` store: the table's, in its data family (VS-25: a versioned
+    store with headers keeps them in ``default``); else what the family holds. Unknown families are refused."""
+    info = STORE_TYPES[store_type]
+    if info.value_format is not None and info.column_families is not None and cf == info.column_families.data_cf:
+        return info.value_format
+    found = _CF_VALUE_FORMATS.get(cf)
+    if found is None:
+        raise DecodeError(STORE_TYPE_FORMAT, f"no value layout for column family {cf!r} of a {store_type.value} store")
+    return found
+
+
+def _value_fields(value_format: ValueFormat, value: bytes | None) -> dict[str, Any]:
+    """``value`` and, where the layout keeps them, ``timestamp`` and ``headers`` of one stored value (a tombstone
+    version of a segment row is null in every layout, VER-8)."""
+    if value is None:
+        return {"value": None}
+    parts = VALUE_DECODERS[value_format](value)
+    out: dict[str, Any] = {"value": _text(parts.value)}
+    if parts.timestamp is not None:
+        out["timestamp"] = parts.timestamp
+    if parts.headers is not None:
+        out["headers"] = _headers(parts.headers)
+    return out
+
+
 def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -> dict[str, Any]:
-    """One stored row decoded by the codec of its store type and column family; raises DecodeError on bad bytes."""
+    """One stored row decoded by the codec of its store type's family and value layout (from the table of store
+    types) and its column family; raises DecodeError on bad bytes, and on a type or family it has no codec for."""
     time_ordered = store_type == TIME_ORDERED
-    store_type = StoreType.WINDOW if time_ordered else StoreType(store_type)
+    store_type = StoreType.WINDOW if time_ordered else StoreType.parse(store_type)
     row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex()}
     family = STORE_TYPES[store_type].family
-    if store_type is StoreType.VERSIONED_KV:
+    value_format = _value_format(store_type, cf)
+    if family is Family.VERSIONED:
         segment, raw_key = versioned.split_segment_key(key)
         row["key"] = _text(raw_key)
         if segment == versioned.LATEST_VALUE_SEGMENT_ID:
             latest, ts = versioned.decode_latest_value(value)
-            row.update(segment="latest", value=_text(latest), timestamp=ts)
+            row.update(segment="latest", **_value_fields(value_format, latest), timestamp=ts)
         else:
             row["segment"] = segment
-            row["versions"] = [{"valid_from": v.valid_from, "valid_to": v.valid_to, "value": _text(v.value)}
+            row["versions"] = [{"valid_from": v.valid_from, "valid_to": v.valid_to, **_value_fields(value_format, v.value)}
                                for v in versioned.deserialize_segment_value(value).versions()]
         return row
-    if time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS:
-        decoded = _window_schema(key).decode(key)
-        row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
-    elif family is Family.WINDOW:
-        decoded = window_keys.PLAIN.decode(key)
+    if family is Family.WINDOW:
+        # Time-ordered window stores keep time-first base rows and key-first index rows (WIN-2, WIN-3).
+        time_first = time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS
+        decoded = (_window_schema(key) if time_first else window_keys.PLAIN).decode(key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
     elif family is Family.SESSION:
         skey = session_keys.PLAIN.decode(key)
         session_keys.validate_session_window(skey.start, skey.end)
         row.update(key=_text(skey.key), session={"start": skey.start, "end": skey.end})
-    else:
+    elif family is Family.KEY_VALUE:
         row["key"] = _text(key)
-    if cf in (TIMESTAMPED_HEADERS_CF,):
-        vth = header_values.decode_value_timestamp_headers(value)
-        assert vth is not None
-        row.update(value=_text(vth.value), timestamp=vth.timestamp, headers=_headers(vth.headers))
-    elif cf in (SESSION_HEADERS_CF, WINDOW_HEADERS_CF):
-        agg = header_values.decode_aggregation_with_headers(value)
-        assert agg is not None
-        row.update(value=_text(agg.aggregation), headers=_headers(agg.headers))
-    elif cf == TIMESTAMPED_CF:
-        decoded_ts = timestamped.decode_value_and_timestamp(value)
-        assert decoded_ts is not None
-        row.update(value=_text(decoded_ts[0]), timestamp=decoded_ts[1])
     else:
-        row["value"] = _text(value)
+        raise DecodeError(STORE_TYPE_FORMAT, f"no row decoding for the {family.value} family")
+    row.update(_value_fields(value_format, value))
     return row
 
 

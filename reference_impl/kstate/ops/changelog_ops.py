@@ -12,7 +12,7 @@ from typing import Any
 from kstate.codecs import changelog as cl
 from kstate.codecs import layout as lay
 from kstate.codecs import segments as seg
-from kstate.codecs.store_types import KV_TYPES, SESSION_TYPES, WINDOW_TYPES, StoreType
+from kstate.codecs.store_types import STORE_TYPES, Family, Source, StoreType
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
 from kstate.ops.inputs import (
@@ -30,12 +30,19 @@ from kstate.ops.inputs import (
 )
 from kstate.ops.offsets_ops import position_from_json, position_to_json
 
-_OPERATIONS = {
-    **dict.fromkeys(KV_TYPES, ("put", "put_if_absent", "delete")),
-    StoreType.VERSIONED_KV: ("put", "delete"),
-    **dict.fromkeys(WINDOW_TYPES, ("put",)),
-    **dict.fromkeys(SESSION_TYPES, ("put", "remove")),
+#: The writes each family's change-logging layer logs (CL-3 to CL-7); a family missing here has no changelog rule.
+_FAMILY_OPERATIONS: dict[Family, tuple[str, ...]] = {
+    Family.KEY_VALUE: ("put", "put_if_absent", "delete"),
+    Family.VERSIONED: ("put", "delete"),
+    Family.WINDOW: ("put",),
+    Family.SESSION: ("put", "remove"),
 }
+
+
+def _operations(store_type: StoreType) -> tuple[str, ...]:
+    """The writes ``store_type`` logs, from the table: none for a type whose changelog the spec leaves open."""
+    info = STORE_TYPES[store_type]
+    return () if info.changelog is None else _FAMILY_OPERATIONS.get(info.family, ())
 
 
 def _record_to_json(record: cl.ChangelogRecord | None) -> JsonDict | None:
@@ -72,23 +79,28 @@ def _store_type(payload: JsonDict) -> StoreType:
 
 @op(
     "changelog.record_for_write",
-    rules=["CL-1", "CL-2", "CL-3", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-12"],
+    rules=["CL-1", "CL-2", "CL-3", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-12", "VS-26"],
 )
 def record_for_write(payload: JsonDict) -> JsonDict:
     """The changelog record one store write sends (``record`` null: nothing logged); window writes report the layer's seqnum."""
     store_type = _store_type(payload)
+    family = STORE_TYPES[store_type].family
     operation = require_str(payload, "operation")
-    if operation not in _OPERATIONS.get(store_type, ()):
+    if operation not in _operations(store_type):
         raise EncodeError(cl.FORMAT, f"operation {operation!r} is not defined for {store_type.value}")
     key = require_hex(payload, "key", nullable=False)
     value = require_hex(payload, "value", None)
     position_json = payload.get("consistency_position")
     position = None if position_json is None else position_from_json(position_json, "consistency_position")
-    if store_type is StoreType.VERSIONED_KV:
+    if family is Family.VERSIONED:
         logged = None if operation == "delete" else value
-        return {"record": _record_to_json(cl.versioned_record(key, logged, require_int(payload, "timestamp"), position))}
+        # The context matters only where a tombstone logs its headers (VS-26); plain versioned records never read it.
+        fields = STORE_TYPES[store_type].changelog
+        context = _context(payload) if fields is not None and fields.headers is Source.VALUE else None
+        record = cl.versioned_write_record(store_type, key, logged, require_int(payload, "timestamp"), context, position)
+        return {"record": _record_to_json(record)}
     context = _context(payload)
-    if store_type in KV_TYPES:
+    if family is Family.KEY_VALUE:
         if operation == "delete":
             record = cl.kv_delete_record(store_type, key, context, position)
         elif operation == "put_if_absent":
@@ -97,23 +109,25 @@ def record_for_write(payload: JsonDict) -> JsonDict:
         else:
             record = cl.kv_put_record(store_type, key, value, context, position)
         return {"record": _record_to_json(record)}
-    if store_type in WINDOW_TYPES:
+    if family is Family.WINDOW:
         seqnum = cl.next_seqnum(require_int(payload, "seqnum", 0), require_bool(payload, "retain_duplicates", False))
         record = cl.window_put_record(store_type, key, require_int(payload, "window_start"), seqnum, value, context, position)
         return {"record": _record_to_json(record), "seqnum": seqnum}
-    stored = None if operation == "remove" else value
-    record = cl.session_put_record(store_type, key, require_int(payload, "start"), require_int(payload, "end"), stored, context,
-                                  position)
-    return {"record": _record_to_json(record)}
+    if family is Family.SESSION:
+        stored = None if operation == "remove" else value
+        record = cl.session_put_record(store_type, key, require_int(payload, "start"), require_int(payload, "end"), stored,
+                                      context, position)
+        return {"record": _record_to_json(record)}
+    raise EncodeError(cl.FORMAT, f"no changelog rule for the {family.value} family")  # a family added to the table
 
 
-@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18"])
+@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18", "VS-27"])
 def restore_value(payload: JsonDict) -> JsonDict:
     """The key and value a store writes when restoring ``record``; versioned stores also report the put timestamp."""
     store_type = _store_type(payload)
     record = _record_from_json(field(payload, "record"))
     out: JsonDict = {"key": record.key.hex(), "value": tohex(cl.restore_value(store_type, record))}
-    if store_type is StoreType.VERSIONED_KV:
+    if STORE_TYPES[store_type].family is Family.VERSIONED:  # restore puts at the record's timestamp (CL-9, VS-27)
         out["timestamp"] = record.timestamp
     return out
 

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, StoreType
 from kstate.ops import JsonDict, OpSpec, call, load_all, window_store_ops
+from kstate.ops.store_scenario_ops import SCENARIO_OP
 
 _HEX = re.compile(r"^(?:[0-9a-f]{2})*$")
 #: Objects with more keys than this, or nested deeper, are shown as ``object`` (the example shows them).
@@ -129,6 +131,19 @@ class Shape:
 
 # --- the stateful store operations: declared fields, a real session for examples ----------------------------------
 
+#: store.open's ``store_type``: every type of every family the reference builds, from the table of store types
+#: (OPS-2), so the note cannot fall behind a new family.
+_STORE_TYPE_NOTE = (
+    "string; optional, one of " + ", ".join(f"{t.value} (default)" if t is StoreType.KEY_VALUE else t.value
+                                            for t in BUILT_TYPES)
+    + " (legacy alias " + ", ".join(LEGACY_ALIASES) + "); a type of the spec that is not built is refused by name")
+#: Operations the harness runs itself and never sends to an implementation, with why (OPS-5): a testee does not
+#: implement them, and the index says so.
+HARNESS_ONLY: dict[str, str] = {
+    SCENARIO_OP: "The harness expands a scenario into the implementation's own store.* calls (OPS-5); it is never "
+                 "sent to a testee, and a testee does not list it in hello.",
+}
+
 #: ``store.*`` fields: name -> "type; meaning". A field whose meaning starts with "optional" may be left out.
 _HANDLE = "string; the handle store.open answered"
 _KEY = "hex | null; the key (a null key is refused as Kafka does)"
@@ -188,8 +203,7 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
         "iterators": "bool", "upgrade": "list[string]; backends that upgrade in place",
     }),
     "store.open": ({
-        "store_type": ("string; optional, kv (default), timestamped_kv or timestamped_kv_with_headers "
-                       "(legacy alias timestamped_kv_headers)"),
+        "store_type": _STORE_TYPE_NOTE,
         "backend": "string; optional, rocksdb (default) or memory",
         "name": "string; optional, the store name, default \"store\"",
         **_LOCATION,
@@ -487,6 +501,8 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
         "kafka": list(spec.java_ops or KAFKA_METHODS.get(spec.name, ())),
         "lenient": None,
         "fixture_cases": len(cases),
+        # False: the harness runs it and never sends it to a testee (OPS-5).
+        "testee": spec.name not in HARNESS_ONLY,
     }
     if spec.lenient is not None:
         entry["lenient"] = (spec.lenient.__doc__ or "Kafka accepts some malformed input").strip().splitlines()[0]
@@ -542,7 +558,8 @@ _PREAMBLE = """\
 Every operation of the neutral vocabulary ([ops.md](ops.md)): its input and output fields with their
 JSON types, the rules it serves, the Kafka method it mirrors, whether Kafka is lenient with malformed
 input (OPS-4), and one example input with the reference's output. A testee ([testee-protocol.md](testee-protocol.md))
-lists the operations it implements in `hello` and answers each request with the output object.
+lists the operations it implements in `hello` and answers each request with the output object; an operation
+marked *harness only* is run by the suite itself and never sent to a testee.
 
 Types: `hex` is lowercase hex of bytes (`""` is zero bytes), `null` is a Java null kept apart from
 `""`, `int` is a signed 64-bit integer, `[a, b]` is a fixed-length JSON array, `list[T]` a JSON array,
@@ -578,14 +595,16 @@ def render_markdown(index: list[JsonDict], preamble: bool = True) -> str:
                   "|---|---|---|---|---|---|"]
         for entry in index:
             lines.append(f"| [`{entry['name']}`](#{_anchor(entry['name'])}) | {', '.join(entry['rules'])} | "
-                         f"{', '.join(entry['kafka']) or '—'} | {entry['level']} | "
+                         f"{', '.join(entry['kafka']) or '—'} | {_level(entry)} | "
                          f"{'yes' if entry['lenient'] else 'no'} | {entry['fixture_cases']} |")
     for family, entries in families.items():
         if preamble:
             lines += ["", f"## {family}"]
         for entry in entries:
             lines += ["", f"### `{entry['name']}`", "", entry["doc"] or "(no description)", ""]
-            lines.append(f"rules: {', '.join(entry['rules'])} | level: {entry['level']} | "
+            if not entry["testee"]:
+                lines += [f"**Harness only, not for testees.** {HARNESS_ONLY[entry['name']]}", ""]
+            lines.append(f"rules: {', '.join(entry['rules'])} | level: {_level(entry)} | "
                          f"Kafka: {', '.join(entry['kafka']) or '—'}")
             if entry["lenient"]:
                 lines += ["", f"lenient: {entry['lenient']}"]
@@ -599,6 +618,11 @@ def render_markdown(index: list[JsonDict], preamble: bool = True) -> str:
                           json.dumps({"input": example["input"]}, sort_keys=True),
                           json.dumps({"output": example["output"]}, sort_keys=True), "```"]
     return "\n".join(lines) + "\n"
+
+
+def _level(entry: JsonDict) -> str:
+    """The level a testee reads: ``harness only`` for an operation never sent to it (OPS-5)."""
+    return str(entry["level"]) if entry["testee"] else "harness only"
 
 
 def _anchor(name: str) -> str:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kstate.codecs.header_values import decode_aggregation_with_headers, encode_aggregation_with_headers
-from kstate.codecs.store_types import Family, StoreType
+from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, decode_stored_value, encode_stored_value
 from kstate.ops import JsonDict, headers_to_json, op, tohex
 from kstate.ops.inputs import require_choice, require_headers, require_hex, require_int
 from kstate.ops.store_ops import StoreHandle, family_store_for, key_from
@@ -21,21 +20,20 @@ from kstate.stores.versioned import ResultOrder, RocksDBVersionedStore, Versione
 _ORDERS = tuple(o.value for o in ResultOrder)
 
 
-def _store(payload: JsonDict) -> tuple[StoreHandle, Any, bool]:
+def _store(payload: JsonDict) -> tuple[StoreHandle, Any, StoreType]:
     handle, store = family_store_for(payload, Family.VERSIONED)
-    return handle, store, handle.store_type is StoreType.VERSIONED_KV_WITH_HEADERS
+    return handle, store, handle.store_type
 
 
-def record_to_json(record: VersionedRecord | None, with_headers: bool) -> JsonDict | None:
-    """``{value, timestamp, valid_to}`` (headers variant: the value split from its ``headers``) or None (VS-22)."""
+def record_to_json(record: VersionedRecord | None, store_type: StoreType) -> JsonDict | None:
+    """``{value, timestamp, valid_to}``, the value split by the type's layout: ``headers`` where it keeps them
+    (VS-22, VS-28); None for no record."""
     if record is None:
         return None
-    out: JsonDict = {"value": tohex(record.value), "timestamp": record.timestamp, "valid_to": record.valid_to}
-    if with_headers:
-        parsed = decode_aggregation_with_headers(record.value)
-        assert parsed is not None
-        out["value"] = tohex(parsed.aggregation)
-        out["headers"] = headers_to_json(list(parsed.headers))
+    parts = decode_stored_value(store_type, record.value)
+    out: JsonDict = {"value": tohex(parts.value), "timestamp": record.timestamp, "valid_to": record.valid_to}
+    if parts.headers is not None:
+        out["headers"] = headers_to_json(list(parts.headers))
     return out
 
 
@@ -43,39 +41,41 @@ def record_to_json(record: VersionedRecord | None, with_headers: bool) -> JsonDi
 def versioned_put(payload: JsonDict) -> JsonDict:
     """``put(key, value, timestamp)``: ``{"valid_to"}``, -1 if the new version is the latest, Long.MIN_VALUE if
     not put (expired); the headers variant takes ``headers``."""
-    _, store, with_headers = _store(payload)
+    _, store, store_type = _store(payload)
     value = require_hex(payload, "value", None)
     timestamp = require_int(payload, "timestamp")
-    if with_headers and value is not None:
-        value = encode_aggregation_with_headers(value, require_headers(payload, "headers", None) or [])
+    if value is not None:
+        # Only a type whose layout keeps headers reads them; the plain type ignores the field, as it always has.
+        headers = require_headers(payload, "headers", None) if STORE_TYPES[store_type].stores_headers else None
+        value = encode_stored_value(store_type, value, timestamp, headers or [])
     return {"valid_to": store.put(key_from(payload), value, timestamp)}
 
 
 @op("versioned_store.get", rules=["VS-8", "VS-9"], java=["VersionedKeyValueStore.get"])
 def versioned_get(payload: JsonDict) -> JsonDict:
     """``get(key)`` or, with ``as_of``, ``get(key, asOfTimestamp)``: ``{"record": {...} | null}``."""
-    _, store, with_headers = _store(payload)
+    _, store, store_type = _store(payload)
     as_of = require_int(payload, "as_of", None, nullable=True)
-    return {"record": record_to_json(store.get(key_from(payload), as_of), with_headers)}
+    return {"record": record_to_json(store.get(key_from(payload), as_of), store_type)}
 
 
 @op("versioned_store.delete", rules=["VS-10", "VS-18"], java=["VersionedKeyValueStore.delete"])
 def versioned_delete(payload: JsonDict) -> JsonDict:
     """``delete(key, timestamp)``: the record valid at ``timestamp`` before the delete, ``{"record"}``."""
-    _, store, with_headers = _store(payload)
+    _, store, store_type = _store(payload)
     timestamp = require_int(payload, "timestamp")
-    return {"record": record_to_json(store.delete(key_from(payload), timestamp), with_headers)}
+    return {"record": record_to_json(store.delete(key_from(payload), timestamp), store_type)}
 
 
 @op("versioned_store.get_versions", rules=["VS-11", "VS-12"], java=["MultiVersionedKeyQuery"])
 def versioned_get_versions(payload: JsonDict) -> JsonDict:
     """KIP-968's versions of one key between ``from_ms`` and ``to_ms`` (null: unbounded), in ``order``."""
-    _, store, with_headers = _store(payload)
+    _, store, store_type = _store(payload)
     from_ms = require_int(payload, "from_ms", None, nullable=True)
     to_ms = require_int(payload, "to_ms", None, nullable=True)
     order = require_choice(payload, "order", _ORDERS, ResultOrder.ANY.value)
     records = store.get_versions(key_from(payload), from_ms, to_ms, order)
-    return {"records": [record_to_json(r, with_headers) for r in records]}
+    return {"records": [record_to_json(r, store_type) for r in records]}
 
 
 @op("versioned_store.stream_time", rules=["VS-5"], level="recommended")

@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import header_values, session_keys, timestamped, versioned, window_keys
+from kstate.codecs import session_keys, versioned, window_keys
 from kstate.codecs.segments import parse_segment_name
-from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, ValueFormat
+from kstate.codecs.store_types import STORE_TYPES, VALUE_DECODERS, Family, StoredValue, StoreType, ValueFormat
 from kstate.errors import KStateError
 
 #: The largest number of differences listed one by one; the counts per kind are always complete.
@@ -189,26 +189,20 @@ def _versioned_expected(changelog: Any, store_type: StoreType, params: FamilyPar
 
 
 def _versioned_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
-    """Every version a versioned store holds: the latest-value rows and each segment row's non-tombstones; the
-    header-aware type keeps each version's value as ``[headers][value]`` (KIP-1271, tentative)."""
-    with_headers = STORE_TYPES[store_type].value_format is ValueFormat.AGGREGATION_WITH_HEADERS
-
-    def fields(value: bytes) -> tuple[bytes, list[tuple[str, bytes | None]] | None]:
-        if not with_headers:
-            return value, None
-        split = header_values.decode_aggregation_with_headers(value)
-        assert split is not None
-        return split.aggregation, list(split.headers)
-
+    """Every version a versioned store holds: the latest-value rows and each segment row's non-tombstones, each value
+    split by the type's layout (the header-aware type keeps ``[headers][value]``, KIP-1271, tentative)."""
+    decode = _value_decoder(store_type)
     for physical, stored in view.items():
         segment, key = versioned.split_segment_key(physical)
         if segment == versioned.LATEST_VALUE_SEGMENT_ID:
             value, valid_from = versioned.decode_latest_value(stored)
-            yield key, valid_from, None, *fields(value)
+            parts = decode(value)
+            yield key, valid_from, None, parts.value, _header_list(parts)
             continue
         for version in versioned.deserialize_segment_value(stored).versions():
             if version.value is not None:
-                yield key, version.valid_from, version.valid_to, *fields(version.value)
+                parts = decode(version.value)
+                yield key, version.valid_from, version.valid_to, parts.value, _header_list(parts)
 
 
 def _versioned_queryable(params: FamilyParameters) -> Any:
@@ -241,24 +235,26 @@ def _window_expected(changelog: Any, store_type: StoreType, params: FamilyParame
     return entries, events
 
 
-def _window_value(store_type: StoreType, stored: bytes) -> tuple[bytes, int | None, list[tuple[str, bytes | None]] | None]:
+def _value_decoder(store_type: StoreType) -> Callable[[bytes], StoredValue]:
+    """The table's decoder of ``store_type``'s stored values; a layout the family's decoders do not know is refused."""
+    semantics = semantics_for(store_type)
     value_format = STORE_TYPES[store_type].value_format
-    if value_format is ValueFormat.TIMESTAMPED:
-        decoded = timestamped.decode_value_and_timestamp(stored)
-        assert decoded is not None
-        return decoded[0], decoded[1], None
-    if value_format is ValueFormat.TIMESTAMPED_WITH_HEADERS:
-        vth = header_values.decode_value_timestamp_headers(stored)
-        assert vth is not None
-        return vth.value, vth.timestamp, list(vth.headers)
-    return stored, None, None
+    if value_format is None or value_format not in semantics.value_formats:
+        raise AuditSetupError(f"the family oracle cannot decode {StoreType(store_type).value} values")
+    return VALUE_DECODERS[value_format]
+
+
+def _header_list(parts: StoredValue) -> list[tuple[str, bytes | None]] | None:
+    """The headers as the entry schema's array column holds them (None: the layout keeps none)."""
+    return None if parts.headers is None else list(parts.headers)
 
 
 def _window_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
+    decode = _value_decoder(store_type)
     for store_key, stored in view.items():
         decoded = window_keys.PLAIN.decode(store_key)
-        value, timestamp, headers = _window_value(store_type, stored)
-        yield decoded.key, decoded.timestamp, decoded.seqnum, value, timestamp, headers
+        parts = decode(stored)
+        yield decoded.key, decoded.timestamp, decoded.seqnum, parts.value, parts.timestamp, _header_list(parts)
 
 
 def _window_queryable(params: FamilyParameters) -> Any:
@@ -279,15 +275,11 @@ def _session_expected(changelog: Any, store_type: StoreType, params: FamilyParam
 
 
 def _session_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
-    headers_layout = STORE_TYPES[store_type].value_format is ValueFormat.AGGREGATION_WITH_HEADERS
+    decode = _value_decoder(store_type)
     for store_key, stored in view.items():
         decoded = session_keys.PLAIN.decode(store_key)
-        if headers_layout:
-            aggregation = header_values.decode_aggregation_with_headers(stored)
-            assert aggregation is not None
-            yield decoded.key, decoded.start, decoded.end, aggregation.aggregation, list(aggregation.headers)
-        else:
-            yield decoded.key, decoded.start, decoded.end, stored, None
+        parts = decode(stored)
+        yield decoded.key, decoded.start, decoded.end, parts.value, _header_list(parts)
 
 
 def _session_queryable(params: FamilyParameters) -> Any:

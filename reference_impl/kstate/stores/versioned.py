@@ -21,7 +21,6 @@ from typing import NamedTuple
 from kstate.codecs import changelog as cl
 from kstate.codecs import versioned as v
 from kstate.codecs.changelog import ChangelogRecord
-from kstate.codecs.header_values import decode_aggregation_with_headers, encode_aggregation_with_headers
 from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment_id
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
@@ -537,7 +536,7 @@ class RocksDBVersionedStoreWithHeaders(RocksDBVersionedStore):
 
     def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
         """Each record's value gets the record's headers in front, as header-aware restore converts (VS-27)."""
-        super().restore_records([_with_record_headers(r) for r in records])
+        super().restore_records(_converted(self.store_type, records))
 
 
 class InMemoryVersionedStoreWithHeaders(InMemoryVersionedStore):
@@ -546,13 +545,13 @@ class InMemoryVersionedStoreWithHeaders(InMemoryVersionedStore):
     store_type = StoreType.VERSIONED_KV_WITH_HEADERS
 
     def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
-        super().restore_records([_with_record_headers(r) for r in records])
+        super().restore_records(_converted(self.store_type, records))
 
 
-def _with_record_headers(record: ChangelogRecord) -> ChangelogRecord:
-    """The record with its value in the header-aware layout, carrying all record headers (VS-27)."""
-    return ChangelogRecord(record.key, encode_aggregation_with_headers(record.value, record.headers),
-                           record.timestamp, record.headers)
+def _converted(store_type: StoreType, records: Sequence[ChangelogRecord]) -> list[ChangelogRecord]:
+    """The records with their values in the type's layout, by the table's restore conversion (CL-9, VS-27)."""
+    convert = cl.record_converter(store_type)
+    return [ChangelogRecord(r.key, convert(r.value, r.timestamp, r.headers), r.timestamp, r.headers) for r in records]
 
 
 class ChangeLoggingVersionedKeyValueBytesStore(WrappedStore[RocksDBVersionedStore]):
@@ -566,17 +565,11 @@ class ChangeLoggingVersionedKeyValueBytesStore(WrappedStore[RocksDBVersionedStor
         self.context = context
         self.sink = sink
         self.store_type = inner.store_type
-        self._with_headers = inner.store_type is StoreType.VERSIONED_KV_WITH_HEADERS
 
     def _record(self, key: bytes, value: bytes | None, timestamp: int) -> ChangelogRecord:
+        """The record the type's changelog fields make of the write, as ``changelog.record_for_write`` (CL-5, VS-26)."""
         key, value, timestamp = check_key(key), check_value(value), check_timestamp(timestamp)
-        if not self._with_headers:
-            return cl.versioned_record(key, value, timestamp)
-        if value is None:
-            return cl.versioned_record(key, None, timestamp, headers=self.context.current.headers)
-        parsed = decode_aggregation_with_headers(value)
-        assert parsed is not None
-        return cl.versioned_record(key, parsed.aggregation, timestamp, headers=parsed.headers)
+        return cl.versioned_write_record(self.store_type, key, value, timestamp, self.context.codec_context())
 
     def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
         record = self._record(key, value, timestamp)

@@ -1,0 +1,36 @@
+"""The suite's spellings of the store types, in one module (spec/ops.md OPS-2: one name each, one legacy alias).
+
+Written from the spec's text, not imported from the reference, so that the models, strategies and tests that
+use them stay independent of the implementation under test. Groups are by family; ``tests/test_conformance_
+imports.py`` checks the names against the spec's table.
+"""
+
+from __future__ import annotations
+
+KV = "kv"
+TIMESTAMPED_KV = "timestamped_kv"
+TIMESTAMPED_KV_WITH_HEADERS = "timestamped_kv_with_headers"
+#: The legacy spelling of :data:`TIMESTAMPED_KV_WITH_HEADERS`: accepted wherever a store type is read, never answered.
+TIMESTAMPED_KV_HEADERS_ALIAS = "timestamped_kv_headers"
+VERSIONED_KV = "versioned_kv"
+VERSIONED_KV_WITH_HEADERS = "versioned_kv_with_headers"
+WINDOW = "window"
+TIMESTAMPED_WINDOW = "timestamped_window"
+TIMESTAMPED_WINDOW_WITH_HEADERS = "timestamped_window_with_headers"
+SESSION = "session"
+SESSION_WITH_HEADERS = "session_with_headers"
+#: Only a column-family layout (LAY-5 to LAY-8); no store of it is opened.
+TIME_ORDERED_WINDOW_WITH_HEADERS = "time_ordered_window_with_headers"
+
+KV_TYPES = (KV, TIMESTAMPED_KV, TIMESTAMPED_KV_WITH_HEADERS)
+VERSIONED_TYPES = (VERSIONED_KV, VERSIONED_KV_WITH_HEADERS)
+WINDOW_TYPES = (WINDOW, TIMESTAMPED_WINDOW, TIMESTAMPED_WINDOW_WITH_HEADERS)
+SESSION_TYPES = (SESSION, SESSION_WITH_HEADERS)
+#: Every store type of the spec, the layout-only one last.
+ALL_TYPES = (*KV_TYPES, *VERSIONED_TYPES, *WINDOW_TYPES, *SESSION_TYPES, TIME_ORDERED_WINDOW_WITH_HEADERS)
+#: The types whose stored value keeps the record timestamp (TSKV-1, HV-6).
+TIMESTAMPED_TYPES = (TIMESTAMPED_KV, TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW, TIMESTAMPED_WINDOW_WITH_HEADERS)
+#: The merged header-aware types (HV-6, HV-11); the versioned one (KIP-1271, tentative) is apart.
+HEADERS_TYPES = (TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW_WITH_HEADERS, SESSION_WITH_HEADERS)
+#: Legacy spelling -> the type it names (spec/ops.md).
+ALIASES = {TIMESTAMPED_KV_HEADERS_ALIAS: TIMESTAMPED_KV_WITH_HEADERS}
