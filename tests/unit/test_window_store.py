@@ -409,6 +409,22 @@ def test_a_refused_write_changes_nothing(tmp_path: Path, backend: Backend) -> No
     layer.close()
 
 
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+@pytest.mark.parametrize("key", [1 << 40, "k", 7.5], ids=["huge-int", "str", "float"])
+def test_a_key_that_is_not_bytes_is_refused_by_the_logging_layer_by_name(
+        tmp_path: Path, backend: Backend, key: Any) -> None:
+    """WS-35, KV-26: an int key is never ``bytes(key)`` (1 << 40 would allocate a terabyte), a str has no encoding:
+    an InvalidArgumentError naming ``key``, nothing written, logged or counted."""
+    layer, sink, _context = logged(backend, tmp_path, T.WINDOW, retain_duplicates=True)
+    with pytest.raises(InvalidArgumentError) as info:
+        layer.put(key, b"v", 1000)
+    assert info.value.argument == "key"
+    with pytest.raises(InvalidArgumentError):
+        layer.check_write(key, b"v", 1000)
+    assert sink == [] and layer.seqnum == 0 and layer.all() == []
+    layer.close()
+
+
 def test_bad_reads_are_typed_errors(tmp_path: Path) -> None:
     """WS-35."""
     for backend in BACKENDS:
