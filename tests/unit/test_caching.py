@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
-from kstate.errors import EncodeError, NullKeyError
+from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import Backend, InvalidStateStoreError, RecordContext, TopicPartition
 from kstate.stores.caching import (
     DEFAULT_CACHE_MAX_BYTES,
@@ -161,6 +162,29 @@ def test_null_keys_are_refused_before_anything_is_cached(cached: tuple[CachingKe
         with pytest.raises(NullKeyError):
             call()
     assert len(store.cache) == 0
+
+
+@pytest.mark.parametrize(("key", "value", "argument"), [(1 << 40, b"v", "key"), ("k", b"v", "key"),
+                                                         (b"k", "v", "value"), (b"k", 1 << 40, "value")],
+                         ids=["huge-int-key", "str-key", "str-value", "huge-int-value"])
+def test_keys_and_values_that_are_not_bytes_are_refused_before_anything_is_cached(
+        cached: tuple[CachingKeyValueStore, list[Record], RecordContextHolder, list[FlushedEntry]],
+        key: Any, value: Any, argument: str) -> None:
+    """KV-26: the cache never sizes (``entry_size``) or keeps a key or value that is not bytes: an
+    InvalidArgumentError naming it, and nothing cached, stored or logged, even after a flush."""
+    store, sink, _, _ = cached
+    writes: list[Callable[[], object]] = [lambda: store.put(key, value), lambda: store.put_all([(key, value)]),
+                                          lambda: store.put_if_absent(key, value)]
+    if argument == "key":
+        writes += [lambda: store.delete(key), lambda: store.get(key)]
+    for write in writes:
+        with pytest.raises(InvalidArgumentError) as info:
+            write()
+        assert info.value.argument == argument
+    with pytest.raises(InvalidArgumentError):
+        store.range("a", b"z")  # type: ignore[arg-type]
+    store.flush()
+    assert store.cache.size_bytes == 0 and sink == [] and list(store.all()) == []
 
 
 def test_tombstones_with_and_without_a_flush_listener() -> None:

@@ -62,6 +62,26 @@ def test_negative_timestamps_are_refused() -> None:
         cl.kv_put_record(T.TIMESTAMPED_KV, b"k", encode_value_and_timestamp(b"v", -1), CTX)
 
 
+@pytest.mark.parametrize("bad", [1 << 40, "k", 3.5], ids=["huge-int", "str", "float"])
+def test_keys_values_and_header_values_that_are_not_bytes_are_encode_errors(bad: object) -> None:
+    """KV-26, CL-2: the record builders take bytes only; ``bytes(1 << 40)`` is never tried, a str is no TypeError."""
+    builds = [
+        lambda: cl.kv_put_record(T.KEY_VALUE, bad, b"v", CTX),  # type: ignore[arg-type]
+        lambda: cl.kv_put_record(T.TIMESTAMPED_KV, b"k", bad, CTX),  # type: ignore[arg-type]
+        lambda: cl.kv_put_record(T.TIMESTAMPED_KV_WITH_HEADERS, b"k", bad, CTX),  # type: ignore[arg-type]
+        lambda: cl.kv_delete_record(T.KEY_VALUE, bad, CTX),  # type: ignore[arg-type]
+        lambda: cl.versioned_record(bad, b"v", 5),  # type: ignore[arg-type]
+        lambda: cl.versioned_record(b"k", b"v", 5, headers=[("h", bad)]),  # type: ignore[list-item]
+        lambda: cl.window_put_record(T.WINDOW, bad, 0, 1, b"v", CTX),  # type: ignore[arg-type]
+        lambda: cl.session_put_record(T.SESSION, bad, 0, 0, b"v", CTX),  # type: ignore[arg-type]
+        lambda: cl.window_changelog_key(bad, 0, 1),  # type: ignore[arg-type]
+        lambda: cl.session_changelog_key(bad, 0, 0),  # type: ignore[arg-type]
+    ]
+    for build in builds:
+        with pytest.raises(EncodeError):
+            build()
+
+
 def test_operations_are_checked_against_the_store_type() -> None:
     with pytest.raises(EncodeError):
         cl.kv_put_record(T.WINDOW, b"k", b"v", CTX)

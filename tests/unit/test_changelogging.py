@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.header_values import decode_value_timestamp_headers, encode_value_timestamp_headers
 from kstate.codecs.store_types import BUILT_KV_TYPES, BUILT_TYPES, StoreType
 from kstate.codecs.timestamped import decode_value_and_timestamp, encode_value_and_timestamp
-from kstate.errors import EncodeError, KStateError, NullKeyError
+from kstate.errors import EncodeError, InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import Backend, Flushable, KeyValueBytesStore, RecordContext
 from kstate.stores.caching import CachingKeyValueStore
 from kstate.stores.changelogging import (
@@ -135,6 +136,31 @@ def test_a_write_refused_by_the_log_leaves_the_store_unchanged(logged: tuple[Cha
         store.delete(b"d")
     assert store.get(b"k") is None and store.get(b"d") == value_of(t, b"v")
     assert sink == []
+
+
+@pytest.mark.parametrize(("key", "value", "argument"), [(1 << 40, b"v", "key"), ("k", b"v", "key"),
+                                                         (b"k", "v", "value"), (b"k", 1 << 40, "value")],
+                         ids=["huge-int-key", "str-key", "str-value", "huge-int-value"])
+def test_keys_and_values_that_are_not_bytes_are_refused_by_name(
+        logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder],
+        key: Any, value: Any, argument: str) -> None:
+    """KV-26: every write of the logging layer refuses a key or value that is not bytes with an InvalidArgumentError
+    naming it (never ``bytes(1 << 40)``, never a TypeError), before the store or the log is written."""
+    store, sink, _context = logged
+    store.put(b"d", value_of(store.store_type, b"v"))
+    sink.clear()
+    writes: list[Callable[[], object]] = [lambda: store.put(key, value), lambda: store.put_all([(key, value)]),
+                                          lambda: store.check_write(key, value)]
+    if argument == "key":
+        writes += [lambda: store.delete(key), lambda: store.put_if_absent(key, value)]
+    else:
+        writes += [lambda: store.put_if_absent(b"d", value), lambda: store.put_if_absent(b"n", value)]
+    for write in writes:
+        with pytest.raises(InvalidArgumentError) as info:
+            write()
+        assert info.value.argument == argument
+    assert sink == []
+    assert list(store.all()) == [(b"d", value_of(store.store_type, b"v"))]
 
 
 def test_the_context_in_force_at_each_write_is_logged(logged: tuple[ChangeLoggingKeyValueBytesStore, list[Record], RecordContextHolder]) -> None:

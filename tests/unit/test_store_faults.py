@@ -30,7 +30,7 @@ from kstate.stores.api import (
     TopicPartition,
 )
 from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_families
-from kstate.stores.factory import open_kv_store, store_directory, task_directory
+from kstate.stores.factory import open_kv_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
 from kstate_conformance.raw_rocksdb import drop_column_family, put_rows
@@ -395,6 +395,60 @@ def test_store_names_kafka_accepts_open(tmp_path: Path, name: str) -> None:
     store = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name=name, state_dir=tmp_path)
     store.close()
     assert (tmp_path / "app" / "0_0" / "rocksdb" / name).is_dir()
+
+
+#: Application ids that are not one path component Kafka's naming rule allows: each would reach outside
+#: ``state.dir`` or into another directory of it (LAY-11).
+BAD_APPLICATION_IDS = ["..", ".", "", "../esc", "a/b", "/abs", "a b", "caf\u00e9", "x" * 250]
+#: Task ids that are not a task directory Kafka lists (``[0-9]+_[0-9]+``, Java ints; LAY-1, LAY-11).
+BAD_TASK_IDS = ["../../esc", "..", ".", "", "0_0/..", "/0_0", "0", "0_", "_0", "-1_0", "+1_0", "0_0_0",
+                "topo__0_0", "2147483648_0", "0_2147483648", "\u0661_0"]
+
+
+@pytest.mark.parametrize("backend", list(Backend))
+@pytest.mark.parametrize(("argument", "value"), [("application_id", v) for v in BAD_APPLICATION_IDS]
+                         + [("task_id", v) for v in BAD_TASK_IDS])
+def test_a_location_outside_the_state_directory_is_refused_before_anything_is_made(
+        tmp_path: Path, backend: Backend, argument: str, value: str) -> None:
+    """An application id or task id that is not one path component as Kafka names it: a typed error naming the
+    argument, and nothing created anywhere, on every backend (LAY-11)."""
+    state_dir = tmp_path / "root" / "state"
+    state_dir.mkdir(parents=True)
+    before = directory_digest(tmp_path)
+    with pytest.raises(InvalidArgumentError) as info:
+        open_kv_store(StoreType.KEY_VALUE, backend, name="s", state_dir=state_dir, **{argument: value})
+    assert info.value.argument == argument
+    assert directory_digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(("argument", "value"), [("application_id", v) for v in BAD_APPLICATION_IDS]
+                         + [("task_id", v) for v in BAD_TASK_IDS])
+def test_wiping_a_location_outside_the_state_directory_is_refused_and_deletes_nothing(
+        tmp_path: Path, argument: str, value: str) -> None:
+    """A wipe by an application id or task id that is not one path component deletes nothing, wherever the
+    path would lead: ``..`` as application id named ``<state>/../0_0/rocksdb/s`` (LAY-11)."""
+    state_dir = tmp_path / "state"
+    for task_dir in (tmp_path / "0_0", tmp_path / "v", state_dir / "app" / "0_0", state_dir / "0_0"):
+        (task_dir / "rocksdb" / "s").mkdir(parents=True)
+        (task_dir / "rocksdb" / "s" / "CURRENT").write_text("MANIFEST-000001\n")
+        (task_dir / "s.position").write_text("0\n0\n")
+    (state_dir / "app" / "0_0" / "x" / "y").mkdir(parents=True)
+    before = directory_digest(tmp_path)
+    with pytest.raises(InvalidArgumentError) as info:
+        wipe_store(state_dir, name="s", **{argument: value})
+    assert info.value.argument == argument
+    assert directory_digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(("application_id", "task_id"), [("my-app.v2_1", "0_0"), ("x" * 249, "12_345"),
+                                                         ("app", "00_7"), ("app", "2147483647_2147483647")])
+def test_locations_kafka_writes_open_where_kafka_puts_them(tmp_path: Path, application_id: str, task_id: str) -> None:
+    """An application id of topic-name characters and a task id Kafka lists: ``<state>/<app>/<task>`` (LAY-1, LAY-11)."""
+    store = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=tmp_path,
+                          application_id=application_id, task_id=task_id)
+    store.close()
+    assert (tmp_path / application_id / task_id / "rocksdb" / "s").is_dir()
+    assert task_directory(tmp_path, application_id, task_id) == tmp_path / application_id / task_id
 
 
 def _stores(tmp_path: Path) -> Iterator[Any]:

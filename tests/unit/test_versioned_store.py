@@ -17,7 +17,8 @@ from kstate.codecs.header_values import encode_aggregation_with_headers
 from kstate.codecs.primitives import INT64_MIN, encode_int64
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
-from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, TopicPartition
+from kstate.storage_files import directory_digest
+from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StoreCorruptedError, TopicPartition
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
 from kstate.stores.restore import restore
@@ -27,6 +28,7 @@ from kstate.stores.versioned import (
     RocksDBVersionedStore,
     VersionedRecord,
 )
+from kstate_conformance.raw_rocksdb import put_rows
 
 NOT_PUT = INT64_MIN
 TP = TopicPartition("app-v-changelog", 0)
@@ -224,6 +226,37 @@ def test_a_crash_loses_uncommitted_rows_and_is_detected(tmp_path: Path) -> None:
     assert isinstance(reopened, RocksDBVersionedStore)
     assert reopened.get(b"k") == VersionedRecord(b"a", 1) and reopened.committed_offset(TP) == 0
     reopened.close()
+
+
+@pytest.mark.parametrize("short_key", [b"k", b"\x00\x00\x00", b"\x7f" * 7, b"\x00" * 6 + b"\x01"],
+                         ids=["k", "3-zero-bytes", "7-bytes", "7-zeros-then-1"])
+def test_a_row_shorter_than_a_segment_prefix_is_a_typed_corruption_error_not_a_hang(
+        tmp_path: Path, short_key: bytes) -> None:
+    """VS-14: a row whose key cannot hold the 8-byte segment id (``b"k"`` reads as segment 107 and sorts after the
+    next seek's start, so the seek finds it again for ever) refuses the open as corrupt, before anything is
+    written: the status stays CLOSED, and no file changes."""
+    store = _rocksdb(tmp_path)
+    store.put(b"key", b"a", 1)
+    store.commit({TP: 0})
+    store.close()
+    path = tmp_path / "app" / "0_0" / "rocksdb" / "v"
+    put_rows(path, {"default": {short_key: b"x"}})
+    before = directory_digest(tmp_path)
+    with pytest.raises(StoreCorruptedError, match="segment"):
+        _rocksdb(tmp_path)
+    assert directory_digest(tmp_path) == before
+
+
+def test_a_key_value_directory_with_a_short_key_opened_as_versioned_is_refused_not_a_hang(tmp_path: Path) -> None:
+    """VS-14, issue 25: ``b"k"`` in a key-value store, the directory then opened as versioned: a typed refusal,
+    nothing written (the open looped for ever)."""
+    kv = open_kv_store(StoreType.KEY_VALUE, Backend.ROCKSDB, name="v", state_dir=tmp_path)
+    kv.put(b"k", b"v")
+    kv.close()
+    before = directory_digest(tmp_path)
+    with pytest.raises(ProcessorStateError):
+        _rocksdb(tmp_path)
+    assert directory_digest(tmp_path) == before
 
 
 def test_in_memory_store_keeps_no_offsets_and_forgets_on_close() -> None:

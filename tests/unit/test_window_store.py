@@ -15,7 +15,8 @@ from kstate.codecs.store_types import DEFAULT_CF, OFFSETS_CF, TIMESTAMPED_CF, TI
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.errors import DecodeError, InvalidArgumentError, KStateError, NullKeyError
 from kstate.ops import call
-from kstate.stores.api import Backend, ProcessorStateError, RecordContext, TopicPartition
+from kstate.storage_files import directory_digest
+from kstate.stores.api import Backend, ProcessorStateError, RecordContext, StoreStorageError, TopicPartition
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import StoreOptionError
@@ -407,6 +408,38 @@ def test_a_refused_write_changes_nothing(tmp_path: Path, backend: Backend) -> No
     if backend is Backend.ROCKSDB:
         assert layer.inner.segment_names() == [] and segment_dirs(tmp_path) == []
     layer.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)
+@pytest.mark.parametrize("key", [1 << 40, "k", 7.5], ids=["huge-int", "str", "float"])
+def test_a_key_that_is_not_bytes_is_refused_by_the_logging_layer_by_name(
+        tmp_path: Path, backend: Backend, key: Any) -> None:
+    """WS-35, KV-26: an int key is never ``bytes(key)`` (1 << 40 would allocate a terabyte), a str has no encoding:
+    an InvalidArgumentError naming ``key``, nothing written, logged or counted."""
+    layer, sink, _context = logged(backend, tmp_path, T.WINDOW, retain_duplicates=True)
+    with pytest.raises(InvalidArgumentError) as info:
+        layer.put(key, b"v", 1000)
+    assert info.value.argument == "key"
+    with pytest.raises(InvalidArgumentError):
+        layer.check_write(key, b"v", 1000)
+    assert sink == [] and layer.seqnum == 0 and layer.all() == []
+    layer.close()
+
+
+@pytest.mark.parametrize("with_segments", [False, True], ids=["new", "existing"])
+def test_a_position_path_that_is_a_directory_is_refused_with_a_typed_error(tmp_path: Path, with_segments: bool) -> None:
+    """WS-29, KV-25: ``<store>.position`` a directory is refused as a key-value store refuses it (a typed
+    StoreStorageError naming the store, not IsADirectoryError), before any segment is opened or created."""
+    if with_segments:
+        store = open_store(Backend.ROCKSDB, tmp_path)
+        store.put(b"k", b"v", 1000)
+        store.close()
+    (tmp_path / "app" / "0_0" / "w.position").mkdir(parents=True)
+    before = directory_digest(tmp_path)
+    with pytest.raises(StoreStorageError, match="not a regular file") as info:
+        open_store(Backend.ROCKSDB, tmp_path)
+    assert info.value.store == "w"
+    assert directory_digest(tmp_path) == before
 
 
 def test_bad_reads_are_typed_errors(tmp_path: Path) -> None:

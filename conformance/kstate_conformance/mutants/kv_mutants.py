@@ -1290,6 +1290,46 @@ def _store_name_sanitized() -> dict[str, Handler]:
     return _asking("store.open", _file_name_safe)
 
 
+@contextlib.contextmanager
+def _locations_unchecked() -> Iterator[None]:
+    """The reference with its location check off: the application id and task id joined into the path as given."""
+    from kstate.stores import factory
+
+    checked = factory.validate_task_location
+
+    def as_given(application_id: object, task_id: object) -> tuple[str, str]:
+        return cast(str, application_id), cast(str, task_id)
+
+    factory.validate_task_location = as_given
+    try:
+        yield
+    finally:
+        factory.validate_task_location = checked
+
+
+def _unchecked(op_name: str) -> Handler:
+    def handler(payload: JsonDict) -> JsonDict:
+        with _locations_unchecked():
+            return call(op_name, payload)
+
+    return handler
+
+
+_LOCATION_OPS = ("store.open", "store.wipe", "store.write_task_file", "store.task_files", "store.dump")
+
+
+@mutant("kv-location-joined-as-given", "the application id and task id are joined into the path unchecked: "
+        "'../esc' or '/abs' opens, wipes and writes outside the state directory", FAMILY, rules=("LAY-11",))
+def _location_joined_as_given() -> dict[str, Handler]:
+    return {op_name: _unchecked(op_name) for op_name in _LOCATION_OPS}
+
+
+@mutant("kv-wipe-location-unchecked", "the store name is checked before a wipe, the application id and task id "
+        "are not: a wipe by '..' deletes another directory's store", FAMILY, rules=("LAY-11", "UPG-3"))
+def _wipe_location_unchecked() -> dict[str, Handler]:
+    return {"store.wipe": _unchecked("store.wipe")}
+
+
 class _LongOffsetsView:
     """An engine whose ``offsets`` family shows only the committed offsets that are 8 bytes long."""
 

@@ -113,6 +113,59 @@ def _logging_layer_with(logging_class: type[ChangeLoggingVersionedKeyValueBytesS
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=layer))
 
 
+@contextlib.contextmanager
+def _patched(owner: Any, attribute: str, replacement: Any) -> Iterator[None]:
+    original = getattr(owner, attribute)
+    setattr(owner, attribute, replacement)
+    try:
+        yield
+    finally:
+        setattr(owner, attribute, original)
+
+
+def _opening_patched(owner: Any, attribute: str, replacement: Any) -> dict[str, Handler]:
+    """``store.open`` run with ``owner.attribute`` replaced: how the versioned store's one database opens."""
+
+    def handler(payload: JsonDict) -> JsonDict:
+        with _patched(owner, attribute, replacement):
+            return call("store.open", payload)
+
+    return {"store.open": handler}
+
+
+def _scan_skipping_short_rows(first_key_in: Callable[[bytes, bytes], bytes | None], store: str) -> list[int]:
+    """Segment discovery that steps over a key too short to hold a segment id instead of refusing it."""
+    found: list[int] = []
+    lower = encode_int64(0)
+    upper = b"\x80" + bytes(7)
+    while (key := first_key_in(lower, upper)) is not None:
+        if len(key) < 8:
+            lower = key + b"\x00"
+            continue
+        found.append(int.from_bytes(key[:8], "big", signed=True))
+        lower = encode_int64(found[-1] + 1)
+    return found
+
+
+@mutant("versioned-store-short-row-skipped", "a row whose key is shorter than the 8-byte segment id is stepped over "
+        "when the store opens, not refused as corrupt", FAMILY, rules=("VS-1",))
+def _short_row_skipped() -> dict[str, Handler]:
+    from kstate.stores import segments
+
+    return _opening_patched(segments, "scan_segment_ids", _scan_skipping_short_rows)
+
+
+@mutant("versioned-store-short-row-refused-after-open", "a row shorter than a segment id is refused only once the "
+        "database is open for writing: the refused open has written status OPEN and new RocksDB files",
+        FAMILY, rules=("VS-1", "KV-23"))
+def _short_row_refused_after_open() -> dict[str, Handler]:
+    from kstate.stores import segments
+    from kstate.stores.rocksdb_instance import RocksDBInstance
+
+    return _opening_patched(segments._LogicalSegmentsDatabase, "_check_open_allowed",
+                            RocksDBInstance._check_open_allowed)
+
+
 @mutant("versioned-store-filed-by-valid-from", "a version moved out of the latest-value store (or split off) goes to "
         "the segment of its validFrom instead of its validTo", FAMILY, rules=("VER-22", "VER-28", "VS-3"))
 def _filed_by_valid_from() -> dict[str, Handler]:

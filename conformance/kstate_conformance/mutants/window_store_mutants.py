@@ -591,6 +591,25 @@ def _position_not_merged() -> dict[str, Handler]:
     return _rocksdb(_PositionNotMerged)
 
 
+class _PositionPathOfAnyKindIgnored:
+    """A ``<store>.position`` that is not a regular file is taken for no file (``File.isFile`` where Kafka's
+    reader needs ``exists``): a directory in its place is skipped and the store opens (WS-29)."""
+
+    @staticmethod
+    def _legacy_position(task_dir: Path, name: str) -> Any:
+        from kstate.stores.offsets import read_legacy_position
+
+        if not (task_dir / f"{name}.position").is_file():
+            return {}
+        return read_legacy_position(task_dir, name)
+
+
+@mutant("window-position-path-of-any-kind-ignored", "a <store>.position that is a directory is skipped, not refused",
+        FAMILY, rules=("WS-29", "KV-25"))
+def _position_path_of_any_kind_ignored() -> dict[str, Handler]:
+    return _rocksdb(_PositionPathOfAnyKindIgnored)
+
+
 class _CloseNewestSegmentOnly:
     """``close`` writes the staged rows of the newest segment only; the older ones are abandoned."""
 

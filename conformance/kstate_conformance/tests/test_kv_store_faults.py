@@ -171,6 +171,94 @@ def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
     assert directory_digest(kit.state_dir.parent) == before
 
 
+#: Application ids that are not one directory name of Kafka's naming rule, and task ids that are not a task
+#: directory Kafka lists (LAY-11): each, joined as given, names a directory outside the state directory or
+#: another one inside it.
+_BAD_APPLICATION_IDS = ["..", "../esc", "/abs", "a/b", ".", "", "x" * 250, "a b"]
+_BAD_TASK_IDS = ["../../esc", "../0_0", "..", "0_0/..", "/0_0", "topo__0_0", "-1_0", "0", "2147483648_0"]
+_BAD_LOCATIONS = ([("application_id", v) for v in _BAD_APPLICATION_IDS]
+                  + [("task_id", v) for v in _BAD_TASK_IDS])
+_LOCATION_IDS = [f"{argument}={value[:12]!r}" for argument, value in _BAD_LOCATIONS]
+
+
+def _nested_state_dir(kit: Kit) -> Path:
+    """A state directory two levels down, so that what a location escaping it would touch is in the test's own
+    directory, where the digest sees it."""
+    state_dir = kit.state_dir / "root" / "state"
+    state_dir.mkdir(parents=True, exist_ok=True)
+    return state_dir
+
+
+@rules("LAY-11")
+@pytest.mark.parametrize("backend", ["rocksdb", "memory"])
+@pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
+def test_a_location_kafka_would_not_name_is_refused_and_nothing_is_created(
+        kit: Kit, backend: str, argument: str, value: str) -> None:
+    """``store.open`` with such an application id or task id is refused before any directory is made, on
+    every backend, wherever the path would lead."""
+    kit.require(KV, backend)
+    state_dir = _nested_state_dir(kit)
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(KV, backend, state_dir=str(state_dir), **{argument: value})
+    assert "error" in out, f"store.open with {argument} {value!r} was accepted"
+    assert directory_digest(kit.state_dir) == before, "a refused open created or changed something"
+
+
+def _victims(kit: Kit, state_dir: Path) -> None:
+    """A closed store with a ``<store>.position`` file in every task directory a bad location could name."""
+    for task in (kit.state_dir / "root" / "0_0", kit.state_dir / "root" / "esc", kit.state_dir / "root" / "v",
+                 state_dir / "app" / "0_0", state_dir / "0_0", state_dir / "app" / "esc"):
+        (task / "rocksdb" / "store").mkdir(parents=True, exist_ok=True)
+        (task / "rocksdb" / "store" / "CURRENT").write_text("MANIFEST-000001\n", encoding="utf-8")
+        (task / "store.position").write_text("0\n0\n", encoding="utf-8")
+
+
+@rules("LAY-11", "UPG-3")
+@pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
+def test_wiping_a_location_kafka_would_not_name_deletes_nothing(kit: Kit, argument: str, value: str) -> None:
+    """``store.wipe`` with such an application id or task id is refused and deletes nothing: ``..`` as the
+    application id would name ``<state>/../0_0/rocksdb/store``."""
+    if not kit.codec.supports("store.wipe"):
+        pytest.skip("the implementation does not offer store.wipe")
+    state_dir = _nested_state_dir(kit)
+    _victims(kit, state_dir)
+    before = directory_digest(kit.state_dir)
+    location = {"state_dir": str(state_dir), "name": "store", "application_id": "app", "task_id": "0_0"}
+    out = kit.codec.call("store.wipe", {**location, argument: value})
+    assert "error" in out, f"store.wipe with {argument} {value!r} was accepted"
+    assert directory_digest(kit.state_dir) == before, "a refused wipe deleted or changed something"
+
+
+@rules("LAY-11", "KV-55")
+@pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
+def test_task_files_of_a_location_kafka_would_not_name_are_refused(kit: Kit, argument: str, value: str) -> None:
+    """``store.write_task_file`` and ``store.task_files`` by such a location are refused; nothing is written."""
+    if not kit.codec.supports("store.write_task_file"):
+        pytest.skip("the implementation does not offer store.write_task_file")
+    state_dir = _nested_state_dir(kit)
+    _victims(kit, state_dir)
+    before = directory_digest(kit.state_dir)
+    location = {"state_dir": str(state_dir), "application_id": "app", "task_id": "0_0", argument: value}
+    out = kit.codec.call("store.write_task_file", {**location, "file": ".checkpoint", "text": "0\n0\n"})
+    assert "error" in out, f"store.write_task_file with {argument} {value!r} was accepted"
+    if kit.codec.supports("store.task_files"):
+        listed = kit.codec.call("store.task_files", location)
+        assert "error" in listed, f"store.task_files with {argument} {value!r} listed {listed}"
+    assert directory_digest(kit.state_dir) == before, "a refused task file write changed something"
+
+
+@rules("LAY-11", "LAY-1")
+@pytest.mark.parametrize(("application_id", "task_id"), [("my-app.v2_1", "3_12"), ("a" * 200, "0_2147483647")])
+def test_a_location_kafka_names_opens_where_kafka_puts_it(kit: Kit, application_id: str, task_id: str) -> None:
+    """An application id of topic-name characters and a task id Kafka lists: the store is in
+    ``<state>/<application id>/<task id>/rocksdb/<store>``."""
+    kit.require(KV, ROCKSDB)
+    store = kit.open(KV, ROCKSDB, application_id=application_id, task_id=task_id)
+    store.call("store.put", key=h("k"), value=h("v"))
+    store.call("store.close")
+    assert (kit.state_dir / application_id / task_id / "rocksdb" / "store").is_dir()
+
+
 @rules("KV-57", "OFF-3")
 def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(kit: Kit) -> None:
     """A 3-byte committed offset in the ``offsets`` family: refused when the store opens."""

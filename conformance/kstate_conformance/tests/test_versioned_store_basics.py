@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from kstate_conformance import rules
+from kstate.storage_files import directory_digest
+from kstate_conformance import raw_rocksdb, rules
 from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, FF8, ROCKSDB, Kit, Store, i64, kit, record
 
@@ -220,6 +221,24 @@ def test_the_history_retention_is_required(kit: Kit) -> None:
     assert "history_retention_ms" in refused["error"]["message"]
     assert "error" in kit.open_refused(VKV, ROCKSDB, options={"history_retention_ms": -1})
     assert not (kit.state_dir / "app").exists()
+
+
+@rules("VS-1", "KV-23")
+@pytest.mark.parametrize("short_key", [b"k", b"\x00\x00\x00", b"\x7f" * 7],
+                         ids=["k", "3-zero-bytes-before-segment-0", "7-bytes"])
+def test_a_row_shorter_than_a_segment_id_refuses_the_open_and_changes_nothing(kit: Kit, short_key: bytes) -> None:
+    """Every row starts with an 8-byte segment id (VER-1): a shorter key, written into the closed database, refuses
+    the open as corrupt before anything is written; the open ends (``b"k"`` once made it seek for ever)."""
+    kit.require(VKV, ROCKSDB)
+    store = _open(kit, ROCKSDB)
+    put(store, "61", "78", 5)
+    store.commit(3)
+    store.close()
+    raw_rocksdb.put_rows(kit.state_dir / "app" / "0_0" / "rocksdb" / "store", {"default": {short_key: b"x"}})
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(VKV, ROCKSDB, options={"history_retention_ms": 100, "segment_interval_ms": 10})
+    assert "error" in out, f"a versioned store opened over the row {short_key.hex()}: {out}"
+    assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
 
 
 @rules("VS-24", "VS-32")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from kstate.storage_files import directory_digest
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, kit
@@ -682,6 +683,26 @@ def test_position_is_the_merge_of_the_segments(kit: Kit) -> None:
     stored = dict(win.segments()[segment(SEGMENT_INTERVAL)]["offsets"])
     position = kit.codec.call("position.deserialize", {"bytes": stored[h("position")]})["position"]
     assert position == [["in", [[0, 4], [1, 9]]]]
+
+
+@rules("WS-29", "KV-25")
+@pytest.mark.parametrize("with_segments", [False, True], ids=["new", "existing"])
+def test_a_position_path_that_is_a_directory_refuses_the_open(kit: Kit, with_segments: bool) -> None:
+    """A pre-4.3 ``<store>.position`` that cannot be read refuses the open before any segment is opened: here
+    a directory in its place, refused (not an internal error), and nothing in the state directory changes."""
+    kit.require(WINDOW, ROCKSDB)
+    if with_segments:
+        win = open_window(kit, ROCKSDB)
+        win.put(ik(1), "a", 1_000)
+        win.store.commit(0)
+        win.store.close()
+    (kit.state_dir / "app" / "0_0" / "store.position").mkdir(parents=True)
+    before = directory_digest(kit.state_dir)
+    options = {"retention_ms": RETENTION_PERIOD, "window_size_ms": WINDOW_SIZE, "retain_duplicates": False,
+               "segment_interval_ms": SEGMENT_INTERVAL}
+    out = kit.open_refused(WINDOW, ROCKSDB, options=options)
+    assert "error" in out, f"a window store opened with a directory as its position file: {out}"
+    assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
 
 
 @rules("WS-39", "WS-15", "WS-17")

@@ -22,7 +22,7 @@ from kstate.codecs.header_values import (
     timestamp_of_headers_value,
 )
 from kstate.codecs.position import Position, PositionInput, decode_position, encode_position, merge_positions
-from kstate.codecs.primitives import INT64_MAX, INT64_MIN
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, bytes_of
 from kstate.codecs.record_headers import Header
 from kstate.codecs.store_types import (
     AGGREGATION_HEADERS_LOGGED,
@@ -102,7 +102,7 @@ def _headers(headers: HeaderInput) -> tuple[tuple[str, bytes | None], ...]:
     out: list[tuple[str, bytes | None]] = []
     for item in headers:
         key, value = (item.key, item.value) if isinstance(item, Header) else item
-        out.append((key, None if value is None else bytes(value)))
+        out.append((key, None if value is None else bytes_of(FORMAT, "header value", value)))
     return tuple(out)
 
 
@@ -120,11 +120,14 @@ def _finish(key: bytes, value: bytes | None, timestamp: int, headers: HeaderInpu
     record_headers = _headers(headers)
     if position is not None:
         record_headers += consistency_headers(position)
-    return ChangelogRecord(bytes(key), None if value is None else bytes(value), timestamp, record_headers)
+    # bytes_of, never bytes(): an int would allocate that many bytes, a str has no encoding (KV-26).
+    return ChangelogRecord(bytes_of(FORMAT, "key", key), None if value is None else bytes_of(FORMAT, "value", value),
+                           timestamp, record_headers)
 
 
 def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordContext) -> tuple[bytes | None, int, HeaderInput]:
     """What a change-logging layer sends for one stored value: raw value, timestamp, headers (CL-3 to CL-8)."""
+    stored = None if stored is None else bytes_of(FORMAT, "value", stored)
     if store_type in _PLAIN_LOGGED:
         return stored, context.timestamp, None
     if store_type in _TIMESTAMPED_LOGGED:
@@ -151,12 +154,12 @@ def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordCo
 
 def window_changelog_key(key: bytes, window_start: int, seqnum: int) -> bytes:
     """``WindowKeySchema.toStoreKeyBinary``: ``[key][windowStart int64][seqnum int32]`` (CL-6, WIN-1)."""
-    return window_keys.PLAIN.to_store_key(bytes(key), window_start, seqnum)
+    return window_keys.PLAIN.to_store_key(bytes_of(FORMAT, "key", key), window_start, seqnum)
 
 
 def session_changelog_key(key: bytes, start: int, end: int) -> bytes:
     """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7, SESS-1)."""
-    return session_keys.PLAIN.to_store_key(bytes(key), start, end)
+    return session_keys.PLAIN.to_store_key(bytes_of(FORMAT, "key", key), start, end)
 
 
 #: The change-logging window layer's own counter, ``(seqnum + 1) & 0x7FFFFFFF`` per put with duplicates (CL-6).

@@ -30,6 +30,9 @@ TABLE_FORMAT_VERSION = 5
 ROCKSDICT_SIDECAR = "rocksdict-config.json"
 
 _TASK_DIR = re.compile(r"[0-9]+_[0-9]+")
+#: ``Named.MAX_NAME_LENGTH`` (and ``Topic.MAX_NAME_LENGTH``): the longest name Kafka accepts (KV-26, LAY-11).
+MAX_NAME_LENGTH = 249
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
 class LayoutError(KStateError):
@@ -63,6 +66,31 @@ def parse_task_dir_name(name: str) -> tuple[int, int] | None:
         return None
     subtopology, partition = name.split("_")
     return parse_java_int(subtopology, "subtopology", FORMAT), parse_java_int(partition, "partition", FORMAT)
+
+
+def name_problem(name: str) -> str | None:
+    """Why Kafka's naming rule (``Named.validate``; ``Topic.validate`` has the same) refuses ``name``, in Kafka's
+    words; None for a legal name: one path component, never ``.`` or ``..`` (KV-26, LAY-11)."""
+    if not name:
+        return "Name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Name cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return f"Name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, name: {name}"
+    if not _NAME_CHARS.issuperset(name):
+        return f'Name "{name}" is illegal, it contains a character other than ASCII alphanumerics, \'.\', \'_\' and \'-\''
+    return None
+
+
+def task_id_problem(task_id: str) -> str | None:
+    """Why ``task_id`` is not a task directory name Kafka lists (``<subtopology>_<partition>``, both decimal Java
+    ints, LAY-1); None for one that is (LAY-11)."""
+    try:
+        if parse_task_dir_name(task_id) is not None:
+            return None
+    except KStateError as exc:
+        return f"task id {task_id!r:.80} is not <subtopology>_<partition> with both parts Java ints: {exc}"
+    return f"task id {task_id!r:.80} is not a task directory name <subtopology>_<partition> (ASCII digits)"
 
 
 def store_dir(store_type: StoreType, store_name: str) -> str:

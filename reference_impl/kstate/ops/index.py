@@ -152,8 +152,8 @@ _RANGE = {"handle": _HANDLE, "from": "hex | null; lower bound, inclusive; null i
 _ENTRIES = {"entries": "list[[hex, hex]]; [key, value] pairs in iteration order"}
 _RECORD = "{key: hex, value: hex | null, timestamp: int, headers: list[[string, hex | null]]}"
 _LOCATION = {"state_dir": "string; optional (with no handle) the instances' state.dir",
-             "application_id": "string; optional, default \"app\"",
-             "task_id": "string; optional, default \"0_0\""}
+             "application_id": "string; optional, default \"app\"; a name of [a-zA-Z0-9._-], not . or .. (LAY-11)",
+             "task_id": "string; optional, default \"0_0\"; <subtopology>_<partition>, ASCII digits (LAY-11)"}
 
 _VERSIONED_RECORD = "{value: hex, timestamp: int, valid_to: int | null, headers?: list[[string, hex | null]]}"
 #: The versioned family's operations on a ``store.open`` handle (spec/versioned-store.md).
@@ -283,7 +283,8 @@ STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
                        {"open": "object; the first open's answer, reduced to open_fields",
                         "steps": "list[object]; each step's answer, reduced to its fields"}),
     "store.wipe": ({"state_dir": "string", "name": "string; a closed store's name",
-                    "application_id": "string; optional, default app", "task_id": "string; optional, default 0_0"}, {}),
+                    "application_id": "string; optional, default app (LAY-11)",
+                    "task_id": "string; optional, default 0_0 (LAY-11)"}, {}),
     "store.table_options": ({"handle": "string; a closed RocksDB store"},
                             {"column_families": "object; name -> {format_version: string, comparator: string}"}),
     **VERSIONED_STORE_FIELDS,

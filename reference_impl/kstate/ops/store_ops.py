@@ -292,7 +292,7 @@ def make_open_handler(builder: StoreBuilder) -> Callable[[JsonDict], JsonDict]:
     return lambda payload: open_store(payload, builder)
 
 
-@op("store.open", rules=["CACHE-2", "RST-4"])
+@op("store.open", rules=["CACHE-2", "RST-4", "LAY-11"])
 def store_open(payload: JsonDict) -> JsonDict:
     """Open a store (type, backend, location, the family's options, logging, caching, context); answers a handle."""
     return open_store(payload)
@@ -534,7 +534,7 @@ def store_dump(payload: JsonDict) -> JsonDict:
     return {"column_families": _dump_path(path)}
 
 
-@op("store.wipe", rules=["UPG-3"])
+@op("store.wipe", rules=["UPG-3", "LAY-11"])
 def store_wipe(payload: JsonDict) -> JsonDict:
     """Delete a closed RocksDB store's directory and its ``<store>.position`` file, as Kafka wipes a refused
     store before restoring it from the changelog (UPG-3); refused while a handle on it is open."""
@@ -579,7 +579,7 @@ def _check_task_file_name(name: str) -> None:
         raise InvalidStateStoreError(f"not a legacy task file name: {name!r} (.checkpoint or <store>.position)")
 
 
-@op("store.task_files", rules=["KV-55", "UPG-4", "LAY-1"])
+@op("store.task_files", rules=["KV-55", "UPG-4", "LAY-1", "LAY-11"])
 def store_task_files(payload: JsonDict) -> JsonDict:
     """The task directory's entries, with the text of its ``.checkpoint`` and ``<store>.position`` files."""
     directory = _task_dir(payload)
@@ -589,7 +589,7 @@ def store_task_files(payload: JsonDict) -> JsonDict:
     return {"entries": names, "files": texts}
 
 
-@op("store.write_task_file", rules=["KV-55"])
+@op("store.write_task_file", rules=["KV-55", "LAY-11"])
 def store_write_task_file(payload: JsonDict) -> JsonDict:
     """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open)."""
     name = require_str(payload, "file")

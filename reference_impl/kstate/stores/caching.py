@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kstate.codecs.primitives import increment
-from kstate.errors import NullKeyError
 from kstate.stores.api import (
     InvalidStateStoreError,
     KeyValueBytesStore,
@@ -24,7 +23,7 @@ from kstate.stores.api import (
     WriteChecking,
 )
 from kstate.stores.changelogging import RecordContextHolder
-from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.kv import INVALID_RANGE_WARNING, check_bound, check_value, require_key
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
 #: The logger of every store layer (KV-10).
@@ -321,9 +320,9 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
 
     @staticmethod
     def _require_key(key: bytes | None) -> bytes:
-        if key is None:
-            raise NullKeyError("key cannot be null")
-        return key
+        """A null key is Kafka's NullPointerException (KV-3); a key that is not bytes a typed error naming it,
+        before the cache sizes or stores it (KV-26)."""
+        return require_key(key)
 
     # --- flushing ---------------------------------------------------------------------------------------
 
@@ -357,6 +356,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
             check(key, value)
 
     def _put_internal(self, key: bytes, value: bytes | None) -> None:
+        value = check_value(value)  # a value that is not bytes is refused before the cache sizes it (KV-26)
         self._check_write(key, value)
         context = self.context.current
         self.cache.put(key, CacheEntry(value, context, True, entry_size(key, value, context)))
@@ -376,7 +376,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
 
     def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         # Every key is checked before any is cached, as the metered layer above does (KV-3).
-        checked = [(self._require_key(key), value) for key, value in entries]
+        checked = [(self._require_key(key), check_value(value)) for key, value in entries]
         self._validate_open()
         for key, value in checked:
             self._check_write(key, value)  # all before any is cached: a refused putAll caches nothing
@@ -413,6 +413,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
         return False
 
     def _merged_range(self, from_key: bytes | None, to_key: bytes | None, reverse: bool) -> KeyValueIterator:
+        from_key, to_key = check_bound("from", from_key), check_bound("to", to_key)
         if self._invalid_range(from_key, to_key):
             return _EmptyIterator()
         self._validate_open()

@@ -15,8 +15,9 @@ from typing import Protocol
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
-from kstate.errors import KStateError, NullKeyError
+from kstate.errors import KStateError
 from kstate.stores.api import KeyValueBytesStore, RecordContext
+from kstate.stores.kv import check_value, require_key
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
 
@@ -81,9 +82,8 @@ class ChangeLoggingKeyValueBytesStore(WrappedKeyValueBytesStore):
     # --- writes: the record first (a refusal changes nothing), then the inner store, then the log ---------
 
     def _record(self, key: bytes | None, value: bytes | None) -> cl.ChangelogRecord:
-        if key is None:
-            raise NullKeyError("key cannot be null")
-        return cl.kv_put_record(self._codec_type, key, value, self.context.codec_context())
+        # A key or value that is not bytes is refused by name before any record is built (KV-26).
+        return cl.kv_put_record(self._codec_type, require_key(key), check_value(value), self.context.codec_context())
 
     def check_write(self, key: bytes | None, value: bytes | None) -> None:
         """Refuse, as :meth:`put` would, a write whose changelog record cannot be built (CL-1, CL-2).
@@ -99,6 +99,7 @@ class ChangeLoggingKeyValueBytesStore(WrappedKeyValueBytesStore):
         self.sink.append(record)
 
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
+        key, value = require_key(key), check_value(value)  # wrong types are refused, present key or not (KV-26)
         try:
             record = self._record(key, value)
         except KStateError:
@@ -120,8 +121,7 @@ class ChangeLoggingKeyValueBytesStore(WrappedKeyValueBytesStore):
             self.sink.append(record)
 
     def delete(self, key: bytes) -> bytes | None:
-        if key is None:
-            raise NullKeyError("key cannot be null")
+        key = require_key(key)
         record = cl.kv_delete_record(self._codec_type, key, self.context.codec_context())
         previous = self.inner.delete(key)
         self.sink.append(record)

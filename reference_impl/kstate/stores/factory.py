@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from kstate.codecs.layout import store_dir
+from kstate.codecs.layout import name_problem, store_dir, task_id_problem
 from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError
 from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPartition
@@ -24,8 +24,25 @@ from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPart
 E = TypeVar("E", StoreType, Backend)
 
 
+def validate_task_location(application_id: object, task_id: object) -> tuple[str, str]:
+    """The application id and task id of a task directory, each one path component as Kafka names them:
+    anything else is an :class:`InvalidArgumentError` naming the argument, before any path is used (LAY-11)."""
+    if not isinstance(application_id, str):
+        raise InvalidArgumentError("application_id", f"an application id is a str, got {type(application_id).__name__}")
+    problem = name_problem(application_id)
+    if problem is not None:
+        raise InvalidArgumentError("application_id", f"not a directory name Kafka's naming rule allows: {problem}")
+    if not isinstance(task_id, str):
+        raise InvalidArgumentError("task_id", f"a task id is a str, got {type(task_id).__name__}")
+    problem = task_id_problem(task_id)
+    if problem is not None:
+        raise InvalidArgumentError("task_id", problem)
+    return application_id, task_id
+
+
 def task_directory(state_dir: str | Path, application_id: str, task_id: str) -> Path:
-    """``<state.dir>/<application.id>/<subtopology>_<partition>`` (KV-20)."""
+    """``<state.dir>/<application.id>/<subtopology>_<partition>`` (KV-20), never outside ``state_dir`` (LAY-11)."""
+    validate_task_location(application_id, task_id)
     return Path(state_dir) / application_id / task_id
 
 
@@ -69,6 +86,8 @@ def open_bytes_store(
 
     classes = store_classes(store_type)
     validate_store_name(name)
+    # On every backend, as the store name (KV-26): the location is refused before any directory is made (LAY-11).
+    validate_task_location(application_id, task_id)
     family_options = classes.check_options(options or {})
     if backend is Backend.MEMORY:
         return cast(StateStore, classes.memory(name, **family_options))
@@ -113,8 +132,10 @@ def wipe_store(state_dir: str | Path, *, name: str, application_id: str = "app",
     must be closed."""
     from kstate.stores.kv import validate_store_name
 
-    # A name that is not a store name (KV-26) could point the delete outside the task directory.
+    # A name, application id or task id Kafka would not write could point the delete outside the task
+    # directory: each is refused before anything is deleted (KV-26, LAY-11).
     validate_store_name(name)
+    validate_task_location(application_id, task_id)
     shutil.rmtree(store_directory(state_dir, application_id, task_id, name, store_type), ignore_errors=True)
     (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
 

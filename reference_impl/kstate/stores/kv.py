@@ -20,6 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kstate.codecs.layout import MAX_NAME_LENGTH, name_problem
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import increment, increment_without_overflow
 from kstate.codecs.store_types import StoreType
@@ -59,8 +60,7 @@ __all__ = [
 Entry = tuple[bytes, bytes]
 
 #: ``Named.MAX_NAME_LENGTH``: the longest store name Kafka Streams accepts (KV-26).
-MAX_STORE_NAME_LENGTH = 249
-_STORE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+MAX_STORE_NAME_LENGTH = MAX_NAME_LENGTH
 
 
 def validate_store_name(name: object) -> str:
@@ -68,18 +68,9 @@ def validate_store_name(name: object) -> str:
     letter or digit, ``.``, ``_`` or ``-`` (KV-26); so a name never leaves ``rocksdb/``."""
     if not isinstance(name, str):
         raise InvalidArgumentError("name", f"a store name is a str, got {type(name).__name__}")
-    if not name:
-        raise InvalidStoreNameError("Name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise InvalidStoreNameError('Name cannot be "." or ".."')
-    if len(name) > MAX_STORE_NAME_LENGTH:
-        raise InvalidStoreNameError(
-            f"Name is illegal, it can't be longer than {MAX_STORE_NAME_LENGTH} characters, name: {name}"
-        )
-    if not _STORE_NAME_CHARS.issuperset(name):
-        raise InvalidStoreNameError(
-            f'Name "{name}" is illegal, it contains a character other than ASCII alphanumerics, \'.\', \'_\' and \'-\''
-        )
+    problem = name_problem(name)
+    if problem is not None:
+        raise InvalidStoreNameError(problem)
     return name
 
 

@@ -127,6 +127,28 @@ def has_committed_offsets(image: Mapping[bytes, bytes]) -> bool:
     return any(key not in (STATUS_KEY, POSITION_KEY) for key in image)
 
 
+def check_legacy_file(path: Path, store: str) -> None:
+    """A legacy ``.checkpoint`` or ``<store>.position`` that exists but is not a regular file (a directory, a
+    dangling link) is refused with a typed error naming the store, before anything reads or writes (KV-25)."""
+    if legacy_file_exists(path) and not path.is_file():
+        raise StoreStorageError(store, f"Error opening store {store}: {path} is not a regular file")
+
+
+def read_legacy_position(task_dir: Path, store: str) -> Position:
+    """The task's pre-4.3 ``<store>.position`` file as a position, empty when there is none; one that is not a
+    regular file, cannot be read or does not parse is refused with a typed error (KV-25, WS-29)."""
+    path = position_file_path(task_dir, store)
+    try:
+        if not legacy_file_exists(path):  # as Java's File.exists: a name too long for the system is no file (KV-26)
+            return {}
+        check_legacy_file(path, store)
+        return read_position_file(task_dir, store)
+    except DecodeError as exc:
+        raise ProcessorStateError(f"Error reading the position file of store {store}: {exc}") from exc
+    except OSError as exc:
+        raise storage_error(store, f"reading the position file of {task_dir}", exc) from exc
+
+
 def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterable[TopicPartition]) -> None:
     """Refuse, before anything is written, legacy files the store could not migrate (KV-25, KV-55, OFF-19).
 
@@ -139,8 +161,7 @@ def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterabl
     partitions = {(tp.topic, tp.partition) for tp in changelog_partitions}
     try:
         for path in (checkpoint_path, position_path):
-            if legacy_file_exists(path) and not path.is_file():
-                raise StoreStorageError(store, f"Error opening store {store}: {path} is not a regular file")
+            check_legacy_file(path, store)
         checkpoint = read_checkpoint_file(checkpoint_path)
         read_position_file(task_dir, store)
         migrates = legacy_file_exists(position_path) or any(

@@ -25,12 +25,12 @@ from typing import Generic, TypeVar
 from kstate.codecs import segments as seg
 from kstate.codecs.layout import ROCKSDB_DIR
 from kstate.codecs.position import Position, merge_positions
-from kstate.codecs.primitives import INT64_MAX, encode_int64, increment, segment_id
+from kstate.codecs.primitives import encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.stores.api import InvalidStateStoreError, TopicPartition
+from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
-from kstate.stores.engine import Engine
+from kstate.stores.engine import DEFAULT_CF, Engine
 from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import RocksDBStore, _changelog_offsets, _to_codec_tp, validate_store_name
 from kstate.stores.rocksdb_instance import RocksDBInstance
@@ -359,6 +359,56 @@ _NEGATIVE_ID_NAMED = (
 )
 
 
+#: The key prefix of a logical segment's rows: its id as an int64 (VER-1).
+_SEGMENT_PREFIX_LENGTH = 8
+_RESERVED_START = b"\x80" + bytes(7)
+
+
+def scan_segment_ids(first_key_in: Callable[[bytes, bytes], bytes | None], store: str) -> list[int]:
+    """The regular segment ids (>= 0) with rows, ascending: ``first_key_in(lower, upper)`` answers the first key
+    with ``lower <= key < upper``, or None. Each seek starts past the last id found, so the scan ends; a key too
+    short to hold a segment id (found there, or sorting before segment 0) is a :class:`StoreCorruptedError`: such
+    a key once made the scan find itself for ever (issue 25; VS-14)."""
+    found: list[int] = []
+    lower = encode_int64(0)
+    # Only a key shorter than 8 bytes, all zero, sorts before segment 0.
+    key = first_key_in(b"", lower)
+    if key is None:
+        key = first_key_in(lower, _RESERVED_START)
+    while key is not None:
+        if len(key) < _SEGMENT_PREFIX_LENGTH:
+            raise StoreCorruptedError(
+                store, f"Error opening store {store}: the row key {key.hex()!r} is shorter than the "
+                f"{_SEGMENT_PREFIX_LENGTH}-byte segment id every versioned store row starts with")
+        segment_id_ = int.from_bytes(key[:_SEGMENT_PREFIX_LENGTH], "big", signed=True)
+        found.append(segment_id_)
+        lower = encode_int64(segment_id_ + 1)  # below INT64_MAX: the keys scanned are below _RESERVED_START
+        key = first_key_in(lower, _RESERVED_START)
+    return found
+
+
+def _first_key_of(engine: Engine, cf: str) -> Callable[[bytes, bytes], bytes | None]:
+    def first_key_in(lower: bytes, upper: bytes) -> bytes | None:
+        cursor = engine.iterate(cf, lower, upper, upper_inclusive=False)
+        try:
+            first = next(cursor, None)
+        finally:
+            cursor.close()
+        return None if first is None else first[0]
+
+    return first_key_in
+
+
+class _LogicalSegmentsDatabase(RocksDBInstance):
+    """The one database of a versioned store: its open also refuses rows no segment can hold, checked with the
+    other refusals, on the read-only pass, before anything is written (VS-14, KV-23)."""
+
+    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
+        super()._check_open_allowed(engine, ignore_invalid_state)
+        if engine.has_column_family(DEFAULT_CF):
+            scan_segment_ids(_first_key_of(engine, DEFAULT_CF), self.name)
+
+
 class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
     """Kafka's ``LogicalKeyValueSegments``: versioned stores, every segment a key prefix of one database at
     ``<task>/rocksdb/<name>`` (VER-1). Regular segments have ids >= 0 and expire; reserved segments (the
@@ -413,7 +463,7 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
             if self.task_dir is not None
             else ()
         )
-        self._physical = RocksDBInstance(
+        self._physical = _LogicalSegmentsDatabase(
             self.name,
             self.path,
             RocksDBStore.COLUMN_FAMILY_LAYOUT,
@@ -431,24 +481,17 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
         """The regular segment ids (>= 0) that have rows in the database, ascending (VS-14): one short seek per
         segment, each scan starting at the next id's prefix; reserved (negative) ids sort after them."""
         accessor = self.physical.accessor
-        found: list[int] = []
-        lower = encode_int64(0)
-        reserved_start = b"\x80" + bytes(7)
-        while lower < reserved_start:
-            source, cursors = accessor.scan(lower, reserved_start, True, False, False)
+
+        def first_key_in(lower: bytes, upper: bytes) -> bytes | None:
+            source, cursors = accessor.scan(lower, upper, True, False, False)
             try:
                 first = next(iter(source), None)
             finally:
                 for cursor in cursors:
                     cursor.close()
-            if first is None:
-                break
-            segment_id_ = int.from_bytes(first[0][:8], "big", signed=True)
-            found.append(segment_id_)
-            if segment_id_ == INT64_MAX:
-                break
-            lower = encode_int64(segment_id_ + 1)
-        return found
+            return None if first is None else first[0]
+
+        return scan_segment_ids(first_key_in, self.name)
 
     def get_or_create_segment(self, segment_id_: int) -> LogicalKeyValueSegment:
         existing = self._segments.get(segment_id_)

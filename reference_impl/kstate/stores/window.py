@@ -28,8 +28,7 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
-from kstate.storage_files import legacy_file_exists, position_file_path, read_position_file
-from kstate.stores.api import Backend, ProcessorStateError, StateStore, TopicPartition
+from kstate.stores.api import Backend, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
     OpenState,
@@ -40,6 +39,7 @@ from kstate.stores.kv import (
     require_key,
     validate_store_name,
 )
+from kstate.stores.offsets import read_legacy_position
 from kstate.stores.segments import (
     KeyValueSegment,
     KeyValueSegments,
@@ -219,13 +219,9 @@ class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
 
     @staticmethod
     def _legacy_position(task_dir: Path, name: str) -> Position:
-        """The task's pre-4.3 ``<store>.position`` file, or an empty position (WS-29)."""
-        if not legacy_file_exists(position_file_path(task_dir, name)):
-            return {}
-        try:
-            return read_position_file(task_dir, name)
-        except DecodeError as exc:
-            raise ProcessorStateError(f"Error reading the position file of store {name}: {exc}") from exc
+        """The task's pre-4.3 ``<store>.position`` file, or an empty position; one that is not a regular file or
+        cannot be read is refused as a key-value store's open refuses it (WS-29, KV-25)."""
+        return read_legacy_position(task_dir, name)
 
     def _open_existing(self) -> None:
         """Open every segment found, as ``openExisting`` at stream time -1 does (WS-31); the position is the

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
-from kstate.errors import NullKeyError
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.kv import check_value
+from kstate.stores.kv import check_value, require_key
 from kstate.stores.window import TimedValue, WindowBytesStore, WindowedEntry, check_time
 from kstate.stores.wrapping import WrappedStore
 
@@ -38,8 +37,7 @@ class ChangeLoggingWindowBytesStore(WrappedStore[WindowBytesStore]):
         self._record(key, value, window_start, self.seqnum)
 
     def _record(self, key: bytes | None, value: bytes | None, window_start: int, seqnum: int) -> cl.ChangelogRecord:
-        if key is None:
-            raise NullKeyError("key cannot be null")
+        key = require_key(key)  # None: NullKeyError; not bytes: refused by name, never bytes(key) (WS-35)
         check_time("window_start", window_start)
         return cl.window_put_record(self.store_type, key, window_start, seqnum, check_value(value),
                                     self.context.codec_context())
