@@ -109,6 +109,17 @@ class MutantForker:
                 ordered.append(item)
         return ordered
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # The quick profile without shrinking: a kill needs one failing example, not the smallest one, and
+        # shrinking a failure is most of the time a property takes to fail.
+        from hypothesis import Phase, settings
+
+        current = settings()
+        settings.register_profile("kstate-mutation", parent=current,
+                                  phases=[p for p in current.phases if p is not Phase.shrink])
+        settings.load_profile("kstate-mutation")
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         if session.testsfailed:
