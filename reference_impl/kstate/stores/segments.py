@@ -19,6 +19,7 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -28,12 +29,12 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.stores.api import InvalidStateStoreError, TopicPartition
+from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
-from kstate.stores.engine import Engine
+from kstate.stores.engine import Engine, check_directory, rocksdb_directory_state, storage_error
 from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import RocksDBStore, _changelog_offsets, _to_codec_tp, validate_store_name
-from kstate.stores.rocksdb_instance import RocksDBInstance
+from kstate.stores.rocksdb_instance import ExistingDatabaseChecks, RocksDBInstance
 from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
 
 LOG = logging.getLogger("kstate.stores")
@@ -147,6 +148,65 @@ class AbstractSegments(ABC, Generic[S]):
         self._segments.clear()
 
 
+# --- the segment directory of a window or session store ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundSegment:
+    """An entry of a store's segment directory that names a segment: its name, its id, the name it is renamed to."""
+
+    entry: str
+    segment_id: int
+    rename_to: str | None = None
+
+
+def scan_segment_directory(directory: Path, store_name: str, segment_interval: int) -> list[FoundSegment]:
+    """The segments in ``directory``, in id order, each name read as Kafka's ``segmentIdFromSegmentName`` (LAY-3).
+
+    The one reader of a segment directory (LAY-11): an entry whose name is no segment name (``junk``,
+    ``<store>.notanumber``, an undated ``-`` name) and a negative id are skipped with a WARN, and never stop the
+    scan. An entry with an id that is not a directory, or that the store would not open under its own name (two
+    entries of one segment, a name that is not ``<store>.<start>`` once renamed, e.g. written with another
+    interval), is refused with a typed error: its data would otherwise be silently ignored (KV-25).
+    """
+    try:
+        entries = sorted(entry.name for entry in directory.iterdir())
+    except OSError as exc:
+        raise storage_error(store_name, f"listing the segments directory {directory}", exc) from exc
+    by_id: dict[int, FoundSegment] = {}
+    for entry in entries:
+        try:
+            parsed = seg.parse_segment_name(store_name, entry, segment_interval)
+        except KStateError as exc:
+            LOG.warning("Skipping entry %s of the segments directory of store %s: %s", entry, store_name, exc)
+            continue
+        if parsed.segment_id < 0:
+            LOG.warning("Skipping entry %s of the segments directory of store %s: no segment id >= 0",
+                        entry, store_name)
+            continue
+        check_directory(directory / entry, store_name, "segment directory")
+        canonical = seg.segment_name(store_name, parsed.segment_id, segment_interval)
+        if (parsed.rename_to or entry) != canonical:
+            raise StoreCorruptedError(
+                store_name, f"Error opening store {store_name}: the entry {entry} of {directory} names segment "
+                f"{parsed.segment_id}, whose directory is {canonical}: written with another segment interval?")
+        earlier = by_id.get(parsed.segment_id)
+        if earlier is not None:
+            raise StoreCorruptedError(
+                store_name, f"Error opening store {store_name}: the entries {earlier.entry} and {entry} of "
+                f"{directory} both name segment {parsed.segment_id} ({canonical})")
+        by_id[parsed.segment_id] = FoundSegment(entry, parsed.segment_id, parsed.rename_to)
+    return [by_id[i] for i in sorted(by_id)]
+
+
+def _rename(store_name: str, source: Path, target: Path) -> None:
+    """``renameSegmentFile``: a legacy segment name to the ``.`` form (LAY-3); a failure is a typed error."""
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        raise storage_error(store_name, f"renaming the segment {source} to {target.name}", exc) from exc
+
+
 # --- one RocksDB per segment ------------------------------------------------------------------------------------
 
 
@@ -228,24 +288,44 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         self.cleanup_expired_segments(stream_time)
         return segment
 
-    def open_existing(self, stream_time: int) -> None:
-        """Open every segment directory found, in id order, renaming legacy names to the ``.`` form; ids below
-        zero and unparseable dates are skipped (LAY-3). As in Kafka, an entry whose name cannot be read at all
-        stops the scan and no segment is opened; expired segments are then dropped."""
-        try:
-            if self.directory.is_dir():
-                ids = []
-                for entry in sorted(os.listdir(self.directory)):
-                    parsed = seg.parse_segment_name(self.name, entry, self.segment_interval)
-                    if parsed.rename_to is not None:
-                        os.rename(self.directory / entry, self.directory / parsed.rename_to)
-                    ids.append(parsed.segment_id)
-                for segment_id_ in sorted(i for i in ids if i >= 0):
-                    self.get_or_create_segment(segment_id_)
-            else:
+    def check_existing_segment(self, path: Path) -> None:
+        """The refusals of one existing segment that need no write, as its own open decides them: lost RocksDB
+        metadata (KV-24), unknown column families (UPG-1), an offsets status other than CLOSED (KV-52), damaged
+        offsets or offsets ahead of data (KV-57)."""
+        if rocksdb_directory_state(path, path.name):
+            ExistingDatabaseChecks(path.name, path, self.LAYOUT, self.manage_offsets).check_existing(
+                self.ignore_invalid_state)
+
+    def open_existing(self, stream_time: int, check: Callable[[Path], None] | None = None) -> None:
+        """Open what a restart finds (WS-31, SS-10), then drop what has expired by ``stream_time``.
+
+        The directory is read by :func:`scan_segment_directory` (entries that name no segment are skipped and
+        logged, LAY-3); every segment found is checked by ``check`` (default :meth:`check_existing_segment`)
+        before any is renamed or opened, so a refused open changes nothing (SS-20, WS-31); the segments are then
+        opened in id order, and all closed again if one still fails. Kafka swallows every error here and opens
+        nothing; the reference refuses instead.
+        """
+        for directory, what in ((self.task_dir, "task directory"), (self.directory, "segments directory")):
+            check_directory(directory, self.name, what)
+        if not self.directory.exists():
+            try:
                 self.directory.mkdir(parents=True)
-        except (OSError, KStateError) as exc:
-            LOG.debug("Opening the existing segments of %s stopped: %s", self.name, exc)  # Kafka ignores it
+            except OSError as exc:
+                raise storage_error(self.name, f"creating the segments directory {self.directory}", exc) from exc
+            return
+        found = scan_segment_directory(self.directory, self.name, self.segment_interval)
+        check = self.check_existing_segment if check is None else check
+        for segment in found:
+            check(self.directory / segment.entry)
+        try:
+            for segment in found:
+                if segment.rename_to is not None:
+                    _rename(self.name, self.directory / segment.entry, self.directory / segment.rename_to)
+            for segment in found:
+                self.get_or_create_segment(segment.segment_id)
+        except BaseException:
+            self.close()
+            raise
         self.cleanup_expired_segments(stream_time)
 
     def position(self) -> Position:
