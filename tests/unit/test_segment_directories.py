@@ -5,15 +5,17 @@ refused open changes no file of any segment (LAY-3, LAY-11, WS-31, SS-20, KV-23)
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kstate.codecs.header_values import encode_value_timestamp_headers
+from kstate.codecs.layout import SEGMENT_LIST_SIDECAR
 from kstate.codecs.store_types import StoreType
 from kstate.storage_files import directory_digest
-from kstate.stores.api import Backend, ProcessorStateError, StoreStorageError, TopicPartition
+from kstate.stores.api import Backend, ProcessorStateError, StoreCorruptedError, StoreStorageError, TopicPartition
 from kstate.stores.factory import open_bytes_store
 from kstate_conformance.raw_rocksdb import put_rows
 
@@ -157,3 +159,65 @@ def test_a_bad_newest_segment_refuses_the_open_before_any_segment_is_opened(tmp_
     directory = _filled(tmp_path, store_type)
     damage(directory / "s.120000")
     _refused(tmp_path, store_type, ProcessorStateError, None)
+
+
+# --- item 4: a deleted segment ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store_type", TYPES)
+@pytest.mark.parametrize("lost", ["s.0", "s.60000", "s.120000"])
+def test_a_deleted_segment_refuses_the_open_while_offsets_claim_it(tmp_path: Path, store_type: StoreType,
+                                                                   lost: str) -> None:
+    """LAY-12: a segment named by the others' segment lists is gone while they hold a committed offset: the store
+    would claim rows it lost, so the open is refused, typed, and changes nothing; wiped, it opens empty."""
+    directory = _filled(tmp_path, store_type)
+    shutil.rmtree(directory / lost)
+    _refused(tmp_path, store_type, StoreCorruptedError, lost)
+    shutil.rmtree(directory)  # what a wipe does (UPG-3); restore then rebuilds every segment
+    store = _open(tmp_path, store_type)
+    assert store.committed_offset(TP) is None
+    store.close()
+
+
+@pytest.mark.parametrize("store_type", [T.WINDOW, T.SESSION])
+def test_a_deleted_segment_no_offset_claims_opens_with_a_warning(tmp_path: Path, store_type: StoreType,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """LAY-12: with every committed offset wiped (``commit({})``, KV-53) nothing claims the lost rows: the store
+    opens, and says which segment it lost."""
+    directory = _filled(tmp_path, store_type)
+    store = _open(tmp_path, store_type)
+    store.commit({})
+    store.close()
+    shutil.rmtree(directory / "s.60000")
+    with caplog.at_level(logging.WARNING, logger="kstate.stores"):
+        store = _open(tmp_path, store_type)
+    assert store.committed_offset(TP) is None
+    assert _rows(store, store_type) == [b"k0", b"k2"]
+    store.close()
+    assert any("s.60000" in record.getMessage() for record in caplog.records)
+
+
+@pytest.mark.parametrize("store_type", [T.WINDOW, T.SESSION])
+def test_expired_segments_are_not_taken_for_deleted_ones(tmp_path: Path, store_type: StoreType) -> None:
+    """LAY-12, WS-8, SS-15: a segment the store dropped as expired leaves every segment list first: the store
+    reopens, after a clean close and after a crash opened with ``ignore_invalid_state``."""
+    directory = _filled(tmp_path, store_type)
+    store = _open(tmp_path, store_type)
+    _put(store, store_type, b"k3", 12 * MINUTE)  # earliest live segment: 2
+    store.commit({TP: 8})
+    assert sorted(p.name for p in directory.iterdir()) == ["s.120000", "s.720000"]
+    _put(store, store_type, b"k4", 13 * MINUTE)  # segment 2 expires: dropped before any commit
+    store.simulate_crash()
+    assert sorted(p.name for p in directory.iterdir()) == ["s.720000", "s.780000"]
+    reopened = open_bytes_store(store_type, Backend.ROCKSDB, name="s", state_dir=tmp_path,
+                                ignore_invalid_state=True, options=_options(store_type))
+    assert reopened.committed_offset(TP) == 8
+    reopened.close()
+    _open(tmp_path, store_type).close()
+
+
+def test_segment_lists_name_every_segment(tmp_path: Path) -> None:
+    """LAY-12: after a commit each segment holds the names of all, one a line, in id order."""
+    directory = _filled(tmp_path, T.WINDOW)
+    for name in ("s.0", "s.60000", "s.120000"):
+        assert (directory / name / SEGMENT_LIST_SIDECAR).read_text() == "s.0\ns.60000\ns.120000\n"

@@ -484,6 +484,24 @@ def _stray_entry_stops_the_scan() -> dict[str, Handler]:
                        StoreType.SESSION_WITH_HEADERS: _StrayEntryStopsTheScanWithHeaders})
 
 
+class _DeletedSegmentUnnoticed(RocksDBSessionStore):
+    """A segment directory deleted outside the store goes unnoticed while the others claim the committed offset."""
+
+    def _check_listed_segments(self, found: Any) -> None:
+        return None
+
+
+class _DeletedSegmentUnnoticedWithHeaders(_DeletedSegmentUnnoticed, RocksDBSessionStoreWithHeaders):
+    pass
+
+
+@mutant("session-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
+        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-12",))
+def _deleted_segment_unnoticed() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _DeletedSegmentUnnoticed,
+                       StoreType.SESSION_WITH_HEADERS: _DeletedSegmentUnnoticedWithHeaders})
+
+
 class _CommitsNewestSegmentOnly(RocksDBSessionStore):
     def commit(self, changelog_offsets: Mapping[Any, int | None]) -> None:
         newest = self.segments.all_segments(forward=False)[:1]

@@ -668,6 +668,20 @@ def _stray_entry_stops_the_scan() -> dict[str, Handler]:
     return _rocksdb(_StrayEntryStopsTheScan)
 
 
+class _DeletedSegmentUnnoticed:
+    """The segments found are opened as they are: a segment deleted outside the store goes unnoticed while the
+    others still claim the committed offset (Kafka's ``openExisting`` checks nothing of the kind)."""
+
+    def _check_listed_segments(self, found: Any) -> None:
+        return None
+
+
+@mutant("window-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
+        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-12",))
+def _deleted_segment_unnoticed() -> dict[str, Handler]:
+    return _rocksdb(_DeletedSegmentUnnoticed)
+
+
 @mutant("window-dups-changelog-compacted", "the changelog of a plain window store with duplicates keeps "
         "cleanup.policy compact,delete", FAMILY, rules=("WS-32",))
 def _dups_changelog_compacted() -> dict[str, Handler]:

@@ -7,6 +7,7 @@ The tests edit the directory Kafka's layout puts the segments in (LAY-3): ``<tas
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,33 @@ def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit
     out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
     assert "error" in out, f"the open was not refused: {out}"
     assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+
+
+@rules("LAY-12", "KV-23", "WS-28", "SS-23")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+@pytest.mark.parametrize("lost", ["store.0", "store.60000", "store.120000"])
+def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, family: str, lost: str) -> None:
+    """A segment directory deleted outside the store: the others still hold offset 7, which would claim its rows
+    (restore would never bring them back), so the open is refused and changes nothing."""
+    directory = _filled(kit, family)
+    shutil.rmtree(directory / lost)
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
+    assert "error" in out, f"the open was not refused: {out}"
+    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+
+
+@rules("LAY-12", "KV-53")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+def test_a_deleted_segment_no_offset_claims_opens(kit: Kit, family: str) -> None:
+    """With the committed offsets wiped (``commit({})``), nothing claims the lost rows: the store opens with the
+    rows of the segments left, and no committed offset."""
+    directory = _filled(kit, family)
+    store = _open(kit, family)
+    store.ok("store.commit", changelog_offsets=[])
+    store.close()
+    shutil.rmtree(directory / "store.60000")
+    store = _open(kit, family)
+    assert _keys(store, family) == ["k0", "k2"]
+    assert store.committed() is None
+    store.close()

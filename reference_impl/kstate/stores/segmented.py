@@ -3,10 +3,11 @@
 
 A window or a session store keeps one RocksDB database per segment under ``<task>/<store>/`` (LAY-3), managed by
 a :class:`~kstate.stores.segments.KeyValueSegments`. What does not depend on the key schema lives here, once:
-opening what a restart finds (every segment checked before any is opened, SS-20, WS-31), the position merged from
-the segments (WS-29, SS-21), the KIP-1035 offsets of :class:`SegmentedStoreOffsets` (WS-28, SS-23), the segments'
-rows for dumps, and close and crash (WS-30, SS-21, SS-22). The key schema's operations stay in the adapters,
-:class:`~kstate.stores.window.RocksDBWindowStore` and :class:`~kstate.stores.session.RocksDBSessionStore`.
+opening what a restart finds (every segment checked before any is opened, SS-20, WS-31; none lost while an
+offset claims it, LAY-12), the position merged from the segments (WS-29, SS-21), the KIP-1035 offsets of
+:class:`SegmentedStoreOffsets` (WS-28, SS-23), the segments' rows for dumps, and close and crash (WS-30, SS-21,
+SS-22). The key schema's operations stay in the adapters, :class:`~kstate.stores.window.RocksDBWindowStore` and
+:class:`~kstate.stores.session.RocksDBSessionStore`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kstate.codecs.position import Position
-from kstate.stores.segments import KeyValueSegments, SegmentedStoreOffsets
+from kstate.stores.segments import FoundSegment, KeyValueSegments, SegmentedStoreOffsets
 
 
 class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
@@ -31,12 +32,16 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
     def _open_existing(self) -> None:
         """``openExisting`` at the restarted stream time: every segment on disk is checked, then opened (SS-20,
         WS-31); the store's position is the merge of theirs (WS-29, SS-21)."""
-        self.segments.open_existing(self.observed_stream_time, self._check_segment)
+        self.segments.open_existing(self.observed_stream_time, self._check_segment, self._check_listed_segments)
         self._position = self.segments.position()
 
     def _check_segment(self, path: Path) -> None:
         """The refusals of one existing segment that need no write (KV-24, KV-52, KV-57, UPG-1; SS-20, WS-31)."""
         self.segments.check_existing_segment(path)
+
+    def _check_listed_segments(self, found: list[FoundSegment]) -> None:
+        """A segment the others list is gone while a committed offset claims it: refused (LAY-12)."""
+        self.segments.check_listed_segments(found)
 
     # state ----------------------------------------------------------------------------------------------------------
 
@@ -62,10 +67,13 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
 
     def _close_database(self) -> None:
         """Every segment writes its staged rows, the store's position and status CLOSED, then is released (WS-30,
-        SS-21)."""
+        SS-21); the segment lists first (LAY-12)."""
         try:
-            for segment in self.segments.all_segments():
-                segment.instance.close(self._position)
+            try:
+                self.segments.write_segment_lists()
+            finally:
+                for segment in self.segments.all_segments():
+                    segment.instance.close(self._position)
         finally:
             self.segments.close()
 

@@ -24,16 +24,17 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from kstate.codecs import segments as seg
-from kstate.codecs.layout import ROCKSDB_DIR
+from kstate.codecs.layout import ROCKSDB_DIR, SEGMENT_LIST_SIDECAR
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT64_MAX, encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
-from kstate.stores.engine import Engine, check_directory, rocksdb_directory_state, storage_error
+from kstate.stores.engine import Engine, RocksDBEngine, check_directory, rocksdb_directory_state, storage_error
 from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import RocksDBStore, _changelog_offsets, _to_codec_tp, validate_store_name
+from kstate.stores.offsets import has_committed_offsets, read_offsets_image
 from kstate.stores.rocksdb_instance import ExistingDatabaseChecks, RocksDBInstance
 from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
 
@@ -199,6 +200,45 @@ def scan_segment_directory(directory: Path, store_name: str, segment_interval: i
     return [by_id[i] for i in sorted(by_id)]
 
 
+def read_segment_list(segment_dir: Path, store_name: str) -> list[str]:
+    """The segment names listed in ``segment_dir`` (LAY-12); none when it holds no list (a store written before
+    the lists, or by another implementation)."""
+    path = segment_dir / SEGMENT_LIST_SIDECAR
+    try:
+        if not path.is_file():
+            return []
+        data = path.read_bytes()
+    except OSError as exc:
+        raise storage_error(store_name, f"reading the segment list {path}", exc) from exc
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise StoreCorruptedError(store_name, f"Error opening store {store_name}: the segment list {path} is not "
+                                              f"UTF-8: {exc}") from exc
+
+
+def write_segment_list(segment_dir: Path, store_name: str, text: bytes) -> None:
+    """Replace the segment list of ``segment_dir`` at once (a reader sees the old list or the new, LAY-12)."""
+    path = segment_dir / SEGMENT_LIST_SIDECAR
+    staging = segment_dir / (SEGMENT_LIST_SIDECAR + ".tmp")
+    try:
+        staging.write_bytes(text)
+        os.replace(staging, path)
+    except OSError as exc:
+        raise storage_error(store_name, f"writing the segment list {path}", exc) from exc
+
+
+def _holds_committed_offsets(segment_dir: Path) -> bool:
+    """Whether the segment database at ``segment_dir`` holds a committed changelog offset (read-only, LAY-12)."""
+    if not rocksdb_directory_state(segment_dir, segment_dir.name):
+        return False
+    reader = RocksDBEngine(segment_dir, store_name=segment_dir.name, read_only=True)
+    try:
+        return has_committed_offsets(read_offsets_image(reader))
+    finally:
+        reader.close()
+
+
 def _rename(store_name: str, source: Path, target: Path) -> None:
     """``renameSegmentFile``: a legacy segment name to the ``.`` form (LAY-3); a failure is a typed error."""
     try:
@@ -263,6 +303,9 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         self.manage_offsets = manage_offsets
         self.changelog_partitions = tuple(changelog_partitions)
         self.ignore_invalid_state = ignore_invalid_state
+        #: The segment names last written to the segment lists (LAY-12), and the ids of the segments holding them.
+        self._listed: tuple[str, ...] | None = None
+        self._listed_in: set[int] = set()
 
     def get_or_create_segment(self, segment_id_: int) -> KeyValueSegment:
         existing = self._segments.get(segment_id_)
@@ -296,12 +339,14 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
             ExistingDatabaseChecks(path.name, path, self.LAYOUT, self.manage_offsets).check_existing(
                 self.ignore_invalid_state)
 
-    def open_existing(self, stream_time: int, check: Callable[[Path], None] | None = None) -> None:
+    def open_existing(self, stream_time: int, check: Callable[[Path], None] | None = None,
+                      check_listed: Callable[[list[FoundSegment]], None] | None = None) -> None:
         """Open what a restart finds (WS-31, SS-10), then drop what has expired by ``stream_time``.
 
         The directory is read by :func:`scan_segment_directory` (entries that name no segment are skipped and
-        logged, LAY-3); every segment found is checked by ``check`` (default :meth:`check_existing_segment`)
-        before any is renamed or opened, so a refused open changes nothing (SS-20, WS-31); the segments are then
+        logged, LAY-11); every segment found is checked by ``check`` (default :meth:`check_existing_segment`),
+        and the segments they list by ``check_listed`` (default :meth:`check_listed_segments`, LAY-12), before any
+        is renamed or opened, so a refused open changes nothing (SS-20, WS-31); the segments are then
         opened in id order, and all closed again if one still fails. Kafka swallows every error here and opens
         nothing; the reference refuses instead.
         """
@@ -317,6 +362,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         check = self.check_existing_segment if check is None else check
         for segment in found:
             check(self.directory / segment.entry)
+        (self.check_listed_segments if check_listed is None else check_listed)(found)
         try:
             for segment in found:
                 if segment.rename_to is not None:
@@ -328,6 +374,49 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
             raise
         self.cleanup_expired_segments(stream_time)
 
+    def check_listed_segments(self, found: list[FoundSegment]) -> None:
+        """Refuse a store that lost a segment it still claims offsets for (LAY-12): a segment named in the segment
+        list of a segment found, but not found itself, while a segment found holds a committed changelog offset."""
+        present = {seg.segment_name(self.name, s.segment_id, self.segment_interval): s for s in found}
+        listed: set[str] = set()
+        for segment in present.values():
+            listed.update(read_segment_list(self.directory / segment.entry, self.name))
+        missing = sorted(listed - set(present))
+        if not missing:
+            return
+        for segment in present.values():
+            if _holds_committed_offsets(self.directory / segment.entry):
+                raise StoreCorruptedError(
+                    self.name, f"Error opening store {self.name} at location {self.directory}: the segment "
+                    f"{', '.join(missing[:5])} is missing, but segment {segment.entry} still holds committed "
+                    "changelog offsets, which would claim its lost rows: refused (wipe the store and restore it)")
+        LOG.warning("Store %s lost the segment %s; no committed offset claims it", self.name, ", ".join(missing))
+
+    def write_segment_lists(self, below: int | None = None) -> None:
+        """Write the names of the segments held (those below ``below`` left out) into each of them that does not
+        hold that list yet (LAY-12); nothing without an ``offsets`` family to stand behind."""
+        if not self.manage_offsets:
+            return
+        kept = [i for i in sorted(self._segments) if below is None or i >= below]
+        names = tuple(self._segments[i].name for i in kept)
+        if names != self._listed:
+            self._listed, self._listed_in = names, set()
+        text = "".join(f"{name}\n" for name in names).encode()
+        for segment_id_ in kept:
+            segment = self._segments[segment_id_]
+            if segment_id_ in self._listed_in or not segment.is_open or segment.instance.path is None:
+                continue
+            write_segment_list(segment.instance.path, self.name, text)
+            self._listed_in.add(segment_id_)
+
+    def cleanup_expired_segments(self, stream_time: int) -> None:
+        """Drop the expired segments (WIN-16); the survivors' lists are written first, so a crash in between leaves a
+        segment unlisted, never a dropped one listed (LAY-12)."""
+        bound = self.min_live_segment_id(stream_time)
+        if self.manage_offsets and any(i < bound for i in self._segments):
+            self.write_segment_lists(below=bound)
+        super().cleanup_expired_segments(stream_time)
+
     def position(self) -> Position:
         """The store's position: the merge of its segments' positions (per partition the larger offset)."""
         merged: Position = {}
@@ -336,7 +425,9 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         return merged
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
-        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6)."""
+        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6),
+        after the segment lists (LAY-12)."""
+        self.write_segment_lists()
         for segment in self.all_segments():
             segment.instance.commit(offsets, position)
 
