@@ -7,7 +7,9 @@ PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
 
 - :class:`KeyValueSegments` and :class:`TimestampedSegments` (window and session stores): one
   :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment in ``<task>/<store>/<store>.<start>``
-  (LAY-3), each with its own ``offsets`` family (LAY-6); existing segments are opened at restart.
+  (LAY-3), each with its own ``offsets`` family (LAY-6); existing segments are opened at restart, the directory
+  read by :func:`scan_segment_directory` (LAY-11), every segment checked before any opens (SS-20, WS-31), and a
+  segment lost while an offset claims it refused through the segment lists (LAY-12).
 - :class:`LogicalKeyValueSegments` (versioned stores): one database at ``<task>/rocksdb/<store>`` (VER-1) whose
   segments are 8-byte key prefixes; the reserved segment -1 holds the latest values and never expires (VER-2).
 """
