@@ -1,6 +1,6 @@
 """The segment directory of RocksDB window and session stores, read by one shared open (issue 25, items 3, 4, 10):
 stray entries are skipped and logged, entries the store would not open under their own name are refused, and a
-refused open changes no file of any segment (LAY-3, LAY-11, WS-31, SS-20, KV-23)."""
+refused open changes no file of any segment (LAY-3, LAY-12, WS-31, SS-20, KV-23)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def _refused(state_dir: Path, store_type: StoreType, error: type[BaseException],
 @pytest.mark.parametrize("store_type", TYPES)
 def test_stray_entries_are_skipped_with_a_warning_and_every_segment_opens(
         tmp_path: Path, store_type: StoreType, caplog: pytest.LogCaptureFixture) -> None:
-    """LAY-11: ``junk``, ``s.notanumber``, an undated ``s-`` name and regular files name no segment: each is
+    """LAY-12: ``junk``, ``s.notanumber``, an undated ``s-`` name and regular files name no segment: each is
     skipped with a WARN naming it, the scan goes on, every segment opens and the committed offset stands."""
     directory = _filled(tmp_path, store_type)
     (directory / "junk").mkdir()
@@ -120,7 +120,7 @@ def _two_names_of_one_segment(directory: Path) -> None:
 @pytest.mark.parametrize("damage", [_file_named_as_a_segment, _another_interval, _two_names_of_one_segment])
 def test_an_entry_the_store_would_not_open_by_its_name_is_refused(tmp_path: Path, store_type: StoreType,
                                                                   damage: Any) -> None:
-    """LAY-11: an entry with a segment id that is not a directory, or is not the segment's own ``<store>.<start>``
+    """LAY-12: an entry with a segment id that is not a directory, or is not the segment's own ``<store>.<start>``
     name once renamed, would be ignored or overwritten: the open is refused, typed, and changes nothing."""
     damage(_filled(tmp_path, store_type))
     _refused(tmp_path, store_type, StoreStorageError, "store s")
@@ -168,7 +168,7 @@ def test_a_bad_newest_segment_refuses_the_open_before_any_segment_is_opened(tmp_
 @pytest.mark.parametrize("lost", ["s.0", "s.60000", "s.120000"])
 def test_a_deleted_segment_refuses_the_open_while_offsets_claim_it(tmp_path: Path, store_type: StoreType,
                                                                    lost: str) -> None:
-    """LAY-12: a segment named by the others' segment lists is gone while they hold a committed offset: the store
+    """LAY-13: a segment named by the others' segment lists is gone while they hold a committed offset: the store
     would claim rows it lost, so the open is refused, typed, and changes nothing; wiped, it opens empty."""
     directory = _filled(tmp_path, store_type)
     shutil.rmtree(directory / lost)
@@ -182,7 +182,7 @@ def test_a_deleted_segment_refuses_the_open_while_offsets_claim_it(tmp_path: Pat
 @pytest.mark.parametrize("store_type", [T.WINDOW, T.SESSION])
 def test_a_deleted_segment_no_offset_claims_opens_with_a_warning(tmp_path: Path, store_type: StoreType,
                                                                  caplog: pytest.LogCaptureFixture) -> None:
-    """LAY-12: with every committed offset wiped (``commit({})``, KV-53) nothing claims the lost rows: the store
+    """LAY-13: with every committed offset wiped (``commit({})``, KV-53) nothing claims the lost rows: the store
     opens, and says which segment it lost."""
     directory = _filled(tmp_path, store_type)
     store = _open(tmp_path, store_type)
@@ -199,7 +199,7 @@ def test_a_deleted_segment_no_offset_claims_opens_with_a_warning(tmp_path: Path,
 
 @pytest.mark.parametrize("store_type", [T.WINDOW, T.SESSION])
 def test_expired_segments_are_not_taken_for_deleted_ones(tmp_path: Path, store_type: StoreType) -> None:
-    """LAY-12, WS-8, SS-15: a segment the store dropped as expired leaves every segment list first: the store
+    """LAY-13, WS-8, SS-15: a segment the store dropped as expired leaves every segment list first: the store
     reopens, after a clean close and after a crash opened with ``ignore_invalid_state``."""
     directory = _filled(tmp_path, store_type)
     store = _open(tmp_path, store_type)
@@ -217,7 +217,7 @@ def test_expired_segments_are_not_taken_for_deleted_ones(tmp_path: Path, store_t
 
 
 def test_segment_lists_name_every_segment(tmp_path: Path) -> None:
-    """LAY-12: after a commit each segment holds the names of all, one a line, in id order."""
+    """LAY-13: after a commit each segment holds the names of all, one a line, in id order."""
     directory = _filled(tmp_path, T.WINDOW)
     for name in ("s.0", "s.60000", "s.120000"):
         assert (directory / name / SEGMENT_LIST_SIDECAR).read_text() == "s.0\ns.60000\ns.120000\n"

@@ -129,7 +129,7 @@ def test_restart_renames_legacy_names_and_skips_what_kafka_skips(tmp_path: Path)
 
 
 def test_an_unreadable_name_is_skipped_and_the_scan_goes_on(tmp_path: Path) -> None:
-    """LAY-11: Kafka's ``openExisting`` swallows the parse error and opens nothing; the reference skips the entry."""
+    """LAY-12: Kafka's ``openExisting`` swallows the parse error and opens nothing; the reference skips the entry."""
     segments = _segments(tmp_path)
     segments.get_or_create_segment(1)
     segments.close()

@@ -478,7 +478,7 @@ class _StrayEntryStopsTheScanWithHeaders(_StrayEntryStopsTheScan, RocksDBSession
 
 
 @mutant("session-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
-        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-11",))
+        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
 def _stray_entry_stops_the_scan() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _StrayEntryStopsTheScan,
                        StoreType.SESSION_WITH_HEADERS: _StrayEntryStopsTheScanWithHeaders})
@@ -496,7 +496,7 @@ class _DeletedSegmentUnnoticedWithHeaders(_DeletedSegmentUnnoticed, RocksDBSessi
 
 
 @mutant("session-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
-        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-12",))
+        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-13",))
 def _deleted_segment_unnoticed() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _DeletedSegmentUnnoticed,
                        StoreType.SESSION_WITH_HEADERS: _DeletedSegmentUnnoticedWithHeaders})

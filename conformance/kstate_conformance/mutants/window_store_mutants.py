@@ -663,7 +663,7 @@ class _StrayEntryStopsTheScan:
 
 
 @mutant("window-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
-        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-11",))
+        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
 def _stray_entry_stops_the_scan() -> dict[str, Handler]:
     return _rocksdb(_StrayEntryStopsTheScan)
 
@@ -677,7 +677,7 @@ class _DeletedSegmentUnnoticed:
 
 
 @mutant("window-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
-        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-12",))
+        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-13",))
 def _deleted_segment_unnoticed() -> dict[str, Handler]:
     return _rocksdb(_DeletedSegmentUnnoticed)
 

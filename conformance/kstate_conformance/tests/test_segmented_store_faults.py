@@ -1,6 +1,6 @@
 """Faults in the segment directory of RocksDB window and session stores, through the neutral operations: entries
 that name no segment are skipped and every segment still opens, and a damaged segment refuses the open before any
-segment is opened (LAY-3, LAY-11, WS-31, SS-20, KV-23).
+segment is opened (LAY-3, LAY-12, WS-31, SS-20, KV-23).
 
 The tests edit the directory Kafka's layout puts the segments in (LAY-3): ``<task>/<store>/<store>.<start>``.
 """
@@ -69,7 +69,7 @@ def _filled(kit: Kit, family: str) -> Path:
     return directory
 
 
-@rules("LAY-3", "LAY-11", "WS-31", "SS-10")
+@rules("LAY-3", "LAY-12", "WS-31", "SS-10")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: Kit, family: str) -> None:
     """A directory ``junk``, a ``store.notanumber`` directory and a regular file beside the segments are no segment
@@ -99,7 +99,7 @@ def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit
     assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
 
 
-@rules("LAY-12", "KV-23", "WS-28", "SS-23")
+@rules("LAY-13", "KV-23", "WS-28", "SS-23")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 @pytest.mark.parametrize("lost", ["store.0", "store.60000", "store.120000"])
 def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, family: str, lost: str) -> None:
@@ -113,7 +113,7 @@ def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, 
     assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
 
 
-@rules("LAY-12", "KV-53")
+@rules("LAY-13", "KV-53")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_a_deleted_segment_no_offset_claims_opens(kit: Kit, family: str) -> None:
     """With the committed offsets wiped (``commit({})``), nothing claims the lost rows: the store opens with the

@@ -54,7 +54,7 @@ from kstate.errors import KStateError
 _IMMUTABLE_SUFFIXES = (".sst", ".blob")
 _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-")
 #: Files beside RocksDB's own that are not part of the layout (LAY-10): the binding's, and the reference's segment
-#: list with its staging name (LAY-12).
+#: list with its staging name (LAY-13).
 _SIDECARS = (ROCKSDICT_SIDECAR, SEGMENT_LIST_SIDECAR, SEGMENT_LIST_SIDECAR + ".tmp")
 # A placeholder interval for parsing segment names: only the separator and the number are wanted.
 _NAME_INTERVAL = 1

@@ -4,7 +4,7 @@
 A window or a session store keeps one RocksDB database per segment under ``<task>/<store>/`` (LAY-3), managed by
 a :class:`~kstate.stores.segments.KeyValueSegments`. What does not depend on the key schema lives here, once:
 opening what a restart finds (every segment checked before any is opened, SS-20, WS-31; none lost while an
-offset claims it, LAY-12), the position merged from the segments (WS-29, SS-21), the KIP-1035 offsets of
+offset claims it, LAY-13), the position merged from the segments (WS-29, SS-21), the KIP-1035 offsets of
 :class:`SegmentedStoreOffsets` (WS-28, SS-23), the segments' rows for dumps, and close and crash (WS-30, SS-21,
 SS-22). The key schema's operations stay in the adapters, :class:`~kstate.stores.window.RocksDBWindowStore` and
 :class:`~kstate.stores.session.RocksDBSessionStore`.
@@ -40,7 +40,7 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
         self.segments.check_existing_segment(path)
 
     def _check_listed_segments(self, found: list[FoundSegment]) -> None:
-        """A segment the others list is gone while a committed offset claims it: refused (LAY-12)."""
+        """A segment the others list is gone while a committed offset claims it: refused (LAY-13)."""
         self.segments.check_listed_segments(found)
 
     # state ----------------------------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
 
     def _close_database(self) -> None:
         """Every segment writes its staged rows, the store's position and status CLOSED, then is released (WS-30,
-        SS-21); the segment lists first (LAY-12)."""
+        SS-21); the segment lists first (LAY-13)."""
         try:
             try:
                 self.segments.write_segment_lists()

@@ -8,8 +8,8 @@ PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
 - :class:`KeyValueSegments` and :class:`TimestampedSegments` (window and session stores): one
   :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment in ``<task>/<store>/<store>.<start>``
   (LAY-3), each with its own ``offsets`` family (LAY-6); existing segments are opened at restart, the directory
-  read by :func:`scan_segment_directory` (LAY-11), every segment checked before any opens (SS-20, WS-31), and a
-  segment lost while an offset claims it refused through the segment lists (LAY-12).
+  read by :func:`scan_segment_directory` (LAY-12), every segment checked before any opens (SS-20, WS-31), and a
+  segment lost while an offset claims it refused through the segment lists (LAY-13).
 - :class:`LogicalKeyValueSegments` (versioned stores): one database at ``<task>/rocksdb/<store>`` (VER-1) whose
   segments are 8-byte key prefixes; the reserved segment -1 holds the latest values and never expires (VER-2).
 """
@@ -166,7 +166,7 @@ class FoundSegment:
 def scan_segment_directory(directory: Path, store_name: str, segment_interval: int) -> list[FoundSegment]:
     """The segments in ``directory``, in id order, each name read as Kafka's ``segmentIdFromSegmentName`` (LAY-3).
 
-    The one reader of a segment directory (LAY-11): an entry whose name is no segment name (``junk``,
+    The one reader of a segment directory (LAY-12): an entry whose name is no segment name (``junk``,
     ``<store>.notanumber``, an undated ``-`` name) and a negative id are skipped with a WARN, and never stop the
     scan. An entry with an id that is not a directory, or that the store would not open under its own name (two
     entries of one segment, a name that is not ``<store>.<start>`` once renamed, e.g. written with another
@@ -203,7 +203,7 @@ def scan_segment_directory(directory: Path, store_name: str, segment_interval: i
 
 
 def read_segment_list(segment_dir: Path, store_name: str) -> list[str]:
-    """The segment names listed in ``segment_dir`` (LAY-12); none when it holds no list (a store written before
+    """The segment names listed in ``segment_dir`` (LAY-13); none when it holds no list (a store written before
     the lists, or by another implementation)."""
     path = segment_dir / SEGMENT_LIST_SIDECAR
     try:
@@ -220,7 +220,7 @@ def read_segment_list(segment_dir: Path, store_name: str) -> list[str]:
 
 
 def write_segment_list(segment_dir: Path, store_name: str, text: bytes) -> None:
-    """Replace the segment list of ``segment_dir`` at once (a reader sees the old list or the new, LAY-12)."""
+    """Replace the segment list of ``segment_dir`` at once (a reader sees the old list or the new, LAY-13)."""
     path = segment_dir / SEGMENT_LIST_SIDECAR
     staging = segment_dir / (SEGMENT_LIST_SIDECAR + ".tmp")
     try:
@@ -231,7 +231,7 @@ def write_segment_list(segment_dir: Path, store_name: str, text: bytes) -> None:
 
 
 def _holds_committed_offsets(segment_dir: Path) -> bool:
-    """Whether the segment database at ``segment_dir`` holds a committed changelog offset (read-only, LAY-12)."""
+    """Whether the segment database at ``segment_dir`` holds a committed changelog offset (read-only, LAY-13)."""
     if not rocksdb_directory_state(segment_dir, segment_dir.name):
         return False
     reader = RocksDBEngine(segment_dir, store_name=segment_dir.name, read_only=True)
@@ -305,7 +305,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         self.manage_offsets = manage_offsets
         self.changelog_partitions = tuple(changelog_partitions)
         self.ignore_invalid_state = ignore_invalid_state
-        #: The segment names last written to the segment lists (LAY-12), and the ids of the segments holding them.
+        #: The segment names last written to the segment lists (LAY-13), and the ids of the segments holding them.
         self._listed: tuple[str, ...] | None = None
         self._listed_in: set[int] = set()
 
@@ -346,8 +346,8 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         """Open what a restart finds (WS-31, SS-10), then drop what has expired by ``stream_time``.
 
         The directory is read by :func:`scan_segment_directory` (entries that name no segment are skipped and
-        logged, LAY-11); every segment found is checked by ``check`` (default :meth:`check_existing_segment`),
-        and the segments they list by ``check_listed`` (default :meth:`check_listed_segments`, LAY-12), before any
+        logged, LAY-12); every segment found is checked by ``check`` (default :meth:`check_existing_segment`),
+        and the segments they list by ``check_listed`` (default :meth:`check_listed_segments`, LAY-13), before any
         is renamed or opened, so a refused open changes nothing (SS-20, WS-31); the segments are then
         opened in id order, and all closed again if one still fails. Kafka swallows every error here and opens
         nothing; the reference refuses instead.
@@ -377,7 +377,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         self.cleanup_expired_segments(stream_time)
 
     def check_listed_segments(self, found: list[FoundSegment]) -> None:
-        """Refuse a store that lost a segment it still claims offsets for (LAY-12): a segment named in the segment
+        """Refuse a store that lost a segment it still claims offsets for (LAY-13): a segment named in the segment
         list of a segment found, but not found itself, while a segment found holds a committed changelog offset."""
         present = {seg.segment_name(self.name, s.segment_id, self.segment_interval): s for s in found}
         listed: set[str] = set()
@@ -396,7 +396,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
 
     def write_segment_lists(self, below: int | None = None) -> None:
         """Write the names of the segments held (those below ``below`` left out) into each of them that does not
-        hold that list yet (LAY-12); nothing without an ``offsets`` family to stand behind."""
+        hold that list yet (LAY-13); nothing without an ``offsets`` family to stand behind."""
         if not self.manage_offsets:
             return
         kept = [i for i in sorted(self._segments) if below is None or i >= below]
@@ -413,7 +413,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
 
     def cleanup_expired_segments(self, stream_time: int) -> None:
         """Drop the expired segments (WIN-16); the survivors' lists are written first, so a crash in between leaves a
-        segment unlisted, never a dropped one listed (LAY-12)."""
+        segment unlisted, never a dropped one listed (LAY-13)."""
         bound = self.min_live_segment_id(stream_time)
         if self.manage_offsets and any(i < bound for i in self._segments):
             self.write_segment_lists(below=bound)
@@ -428,7 +428,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
         """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6),
-        after the segment lists (LAY-12)."""
+        after the segment lists (LAY-13)."""
         self.write_segment_lists()
         for segment in self.all_segments():
             segment.instance.commit(offsets, position)
