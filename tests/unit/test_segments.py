@@ -128,13 +128,15 @@ def test_restart_renames_legacy_names_and_skips_what_kafka_skips(tmp_path: Path)
     reopened.close()
 
 
-def test_an_unreadable_name_stops_the_scan_as_in_kafka(tmp_path: Path) -> None:
+def test_an_unreadable_name_is_skipped_and_the_scan_goes_on(tmp_path: Path) -> None:
+    """LAY-12: Kafka's ``openExisting`` swallows the parse error and opens nothing; the reference skips the entry."""
     segments = _segments(tmp_path)
     segments.get_or_create_segment(1)
     segments.close()
     (tmp_path / "win" / "win.notanumber").mkdir()
     reopened = _segments(tmp_path)
-    assert reopened.segment_ids() == []  # Kafka's openExisting swallows the error and opens nothing
+    assert reopened.segment_ids() == [1]
+    assert (tmp_path / "win" / "win.notanumber").is_dir()
     reopened.close()
 
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from kstate.codecs.changelog import ChangelogRecord
 from kstate.codecs.header_values import decode_aggregation_with_headers
+from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.session_keys import SessionKeySchema, SessionStoreKey
 from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
@@ -456,6 +457,50 @@ class _OpensBeforeCheckingWithHeaders(RocksDBSessionStoreWithHeaders):
 def _open_checks_one_by_one() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _OpensBeforeChecking,
                        StoreType.SESSION_WITH_HEADERS: _OpensBeforeCheckingWithHeaders})
+
+
+class _StrayEntryStopsTheScan(RocksDBSessionStore):
+    """Kafka's ``openExisting`` ported literally: an entry whose name does not parse throws inside the scan, the
+    error is swallowed, and no segment is opened (the store answers nothing and claims no offset)."""
+
+    def _open_existing(self) -> None:
+        directory = self.segments.directory
+        try:
+            for entry in sorted(p.name for p in directory.iterdir()) if directory.is_dir() else ():
+                parse_segment_name(self.name, entry, self.segment_interval_ms)
+        except KStateError:
+            self._position = {}
+            return
+        super()._open_existing()
+
+
+class _StrayEntryStopsTheScanWithHeaders(_StrayEntryStopsTheScan, RocksDBSessionStoreWithHeaders):
+    pass
+
+
+@mutant("session-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
+        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
+def _stray_entry_stops_the_scan() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _StrayEntryStopsTheScan,
+                       StoreType.SESSION_WITH_HEADERS: _StrayEntryStopsTheScanWithHeaders})
+
+
+class _DeletedSegmentUnnoticed(RocksDBSessionStore):
+    """A segment directory deleted outside the store goes unnoticed while the others claim the committed offset."""
+
+    def _check_listed_segments(self, found: Any) -> None:
+        return None
+
+
+class _DeletedSegmentUnnoticedWithHeaders(_DeletedSegmentUnnoticed, RocksDBSessionStoreWithHeaders):
+    pass
+
+
+@mutant("session-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
+        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-13",))
+def _deleted_segment_unnoticed() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION: _DeletedSegmentUnnoticed,
+                       StoreType.SESSION_WITH_HEADERS: _DeletedSegmentUnnoticedWithHeaders})
 
 
 class _CommitsNewestSegmentOnly(RocksDBSessionStore):

@@ -23,7 +23,9 @@ from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
+from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import WINDOW_TYPES, StoreType
+from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import StoreBuilder, make_open_handler
 from kstate.stores.api import Backend
@@ -642,6 +644,61 @@ class _SegmentsNotReopened:
         FAMILY, rules=("WS-31",))
 def _segments_not_reopened() -> dict[str, Handler]:
     return _rocksdb(_SegmentsNotReopened)
+
+
+class _OpensBeforeChecking:
+    """Kafka's ``openExisting`` ported literally: each segment opened in turn, the first bad one refusing the store
+    after the healthy ones before it were opened (and given new MANIFEST, OPTIONS and LOG files)."""
+
+    def _check_segment(self, path: Path) -> None:
+        return None
+
+
+@mutant("window-open-checks-segments-one-by-one", "existing segments are opened one by one, each checked only "
+        "when it opens: a refused open has already opened (and written) the healthy segments", FAMILY,
+        rules=("WS-31",))
+def _open_checks_one_by_one() -> dict[str, Handler]:
+    return _rocksdb(_OpensBeforeChecking)
+
+
+class _StrayEntryStopsTheScan:
+    """Kafka's ``openExisting`` ported literally: a directory entry whose name does not parse throws inside the scan,
+    the error is swallowed, and no segment is opened (the store answers nothing and claims no offset)."""
+
+    name: str
+    segment_interval: int
+    segments: KeyValueSegments
+    _position: Any
+
+    def _open_existing(self) -> None:
+        directory = self.segments.directory
+        try:
+            for entry in sorted(p.name for p in directory.iterdir()) if directory.is_dir() else ():
+                parse_segment_name(self.name, entry, self.segment_interval)
+        except KStateError:
+            self._position = {}
+            return
+        super()._open_existing()  # type: ignore[misc]
+
+
+@mutant("window-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
+        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
+def _stray_entry_stops_the_scan() -> dict[str, Handler]:
+    return _rocksdb(_StrayEntryStopsTheScan)
+
+
+class _DeletedSegmentUnnoticed:
+    """The segments found are opened as they are: a segment deleted outside the store goes unnoticed while the
+    others still claim the committed offset (Kafka's ``openExisting`` checks nothing of the kind)."""
+
+    def _check_listed_segments(self, found: Any) -> None:
+        return None
+
+
+@mutant("window-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
+        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-13",))
+def _deleted_segment_unnoticed() -> dict[str, Handler]:
+    return _rocksdb(_DeletedSegmentUnnoticed)
 
 
 @mutant("window-dups-changelog-compacted", "the changelog of a plain window store with duplicates keeps "

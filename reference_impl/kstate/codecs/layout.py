@@ -28,6 +28,9 @@ PROCESS_METADATA_FILE = "kafka-streams-process-metadata"
 TABLE_FORMAT_VERSION = 5
 #: Written by the rocksdict binding beside a store; not part of the layout (LAY-10).
 ROCKSDICT_SIDECAR = "rocksdict-config.json"
+#: Written by the reference in each segment of a window or session store: the names of the store's segments, so a
+#: deleted segment is noticed at open (LAY-13); not part of the layout (LAY-10).
+SEGMENT_LIST_SIDECAR = "kstate-segments"
 
 _TASK_DIR = re.compile(r"[0-9]+_[0-9]+")
 #: ``Named.MAX_NAME_LENGTH`` (and ``Topic.MAX_NAME_LENGTH``): the longest name Kafka accepts (KV-26, LAY-11).

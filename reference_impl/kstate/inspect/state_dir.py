@@ -28,6 +28,7 @@ from kstate.codecs.layout import (
     PROCESS_METADATA_FILE,
     ROCKSDB_DIR,
     ROCKSDICT_SIDECAR,
+    SEGMENT_LIST_SIDECAR,
     LayoutError,
     column_family_plan,
     parse_task_dir_name,
@@ -55,6 +56,9 @@ from kstate.errors import DecodeError, KStateError
 # Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
 _IMMUTABLE_SUFFIXES = (".sst", ".blob")
 _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-")
+#: Files beside RocksDB's own that are not part of the layout (LAY-10): the binding's, and the reference's segment
+#: list with its staging name (LAY-13).
+_SIDECARS = (ROCKSDICT_SIDECAR, SEGMENT_LIST_SIDECAR, SEGMENT_LIST_SIDECAR + ".tmp")
 # A placeholder interval for parsing segment names: only the separator and the number are wanted.
 _NAME_INTERVAL = 1
 _LATEST_PREFIX = versioned.LATEST_VALUE_PREFIX
@@ -543,7 +547,7 @@ class _Walker:
     def _stray_files(self, db_dir: Path) -> None:
         for entry in db_dir.iterdir():
             n = entry.name
-            ok = n.startswith(_ROCKSDB_FILE_PREFIXES) or n.endswith((".sst", ".log", ".blob")) or n == ROCKSDICT_SIDECAR
+            ok = n.startswith(_ROCKSDB_FILE_PREFIXES) or n.endswith((".sst", ".log", ".blob")) or n in _SIDECARS
             if not ok:
                 self.violate("LAY-10", "stray-file", entry, "not a RocksDB file")
 

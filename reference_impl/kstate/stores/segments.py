@@ -7,7 +7,9 @@ PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
 
 - :class:`KeyValueSegments` and :class:`TimestampedSegments` (window and session stores): one
   :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment in ``<task>/<store>/<store>.<start>``
-  (LAY-3), each with its own ``offsets`` family (LAY-6); existing segments are opened at restart.
+  (LAY-3), each with its own ``offsets`` family (LAY-6); existing segments are opened at restart, the directory
+  read by :func:`scan_segment_directory` (LAY-12), every segment checked before any opens (SS-20, WS-31), and a
+  segment lost while an offset claims it refused through the segment lists (LAY-13).
 - :class:`LogicalKeyValueSegments` (versioned stores): one database at ``<task>/rocksdb/<store>`` (VER-1) whose
   segments are 8-byte key prefixes; the reserved segment -1 holds the latest values and never expires (VER-2).
 """
@@ -19,21 +21,30 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
 from kstate.codecs import segments as seg
-from kstate.codecs.layout import ROCKSDB_DIR
+from kstate.codecs.layout import ROCKSDB_DIR, SEGMENT_LIST_SIDECAR
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
 from kstate.stores.column_families import Accessor, ColumnFamilyLayout
-from kstate.stores.engine import DEFAULT_CF, Engine
+from kstate.stores.engine import (
+    DEFAULT_CF,
+    Engine,
+    RocksDBEngine,
+    check_directory,
+    rocksdb_directory_state,
+    storage_error,
+)
 from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import RocksDBStore, _changelog_offsets, _to_codec_tp, validate_store_name
-from kstate.stores.rocksdb_instance import RocksDBInstance
+from kstate.stores.offsets import has_committed_offsets, read_offsets_image
+from kstate.stores.rocksdb_instance import ExistingDatabaseChecks, RocksDBInstance
 from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
 
 LOG = logging.getLogger("kstate.stores")
@@ -147,6 +158,104 @@ class AbstractSegments(ABC, Generic[S]):
         self._segments.clear()
 
 
+# --- the segment directory of a window or session store ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoundSegment:
+    """An entry of a store's segment directory that names a segment: its name, its id, the name it is renamed to."""
+
+    entry: str
+    segment_id: int
+    rename_to: str | None = None
+
+
+def scan_segment_directory(directory: Path, store_name: str, segment_interval: int) -> list[FoundSegment]:
+    """The segments in ``directory``, in id order, each name read as Kafka's ``segmentIdFromSegmentName`` (LAY-3).
+
+    The one reader of a segment directory (LAY-12): an entry whose name is no segment name (``junk``,
+    ``<store>.notanumber``, an undated ``-`` name) and a negative id are skipped with a WARN, and never stop the
+    scan. An entry with an id that is not a directory, or that the store would not open under its own name (two
+    entries of one segment, a name that is not ``<store>.<start>`` once renamed, e.g. written with another
+    interval), is refused with a typed error: its data would otherwise be silently ignored (KV-25).
+    """
+    try:
+        entries = sorted(entry.name for entry in directory.iterdir())
+    except OSError as exc:
+        raise storage_error(store_name, f"listing the segments directory {directory}", exc) from exc
+    by_id: dict[int, FoundSegment] = {}
+    for entry in entries:
+        try:
+            parsed = seg.parse_segment_name(store_name, entry, segment_interval)
+        except KStateError as exc:
+            LOG.warning("Skipping entry %s of the segments directory of store %s: %s", entry, store_name, exc)
+            continue
+        if parsed.segment_id < 0:
+            LOG.warning("Skipping entry %s of the segments directory of store %s: no segment id >= 0",
+                        entry, store_name)
+            continue
+        check_directory(directory / entry, store_name, "segment directory")
+        canonical = seg.segment_name(store_name, parsed.segment_id, segment_interval)
+        if (parsed.rename_to or entry) != canonical:
+            raise StoreCorruptedError(
+                store_name, f"Error opening store {store_name}: the entry {entry} of {directory} names segment "
+                f"{parsed.segment_id}, whose directory is {canonical}: written with another segment interval?")
+        earlier = by_id.get(parsed.segment_id)
+        if earlier is not None:
+            raise StoreCorruptedError(
+                store_name, f"Error opening store {store_name}: the entries {earlier.entry} and {entry} of "
+                f"{directory} both name segment {parsed.segment_id} ({canonical})")
+        by_id[parsed.segment_id] = FoundSegment(entry, parsed.segment_id, parsed.rename_to)
+    return [by_id[i] for i in sorted(by_id)]
+
+
+def read_segment_list(segment_dir: Path, store_name: str) -> list[str]:
+    """The segment names listed in ``segment_dir`` (LAY-13); none when it holds no list (a store written before
+    the lists, or by another implementation)."""
+    path = segment_dir / SEGMENT_LIST_SIDECAR
+    try:
+        if not path.is_file():
+            return []
+        data = path.read_bytes()
+    except OSError as exc:
+        raise storage_error(store_name, f"reading the segment list {path}", exc) from exc
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise StoreCorruptedError(store_name, f"Error opening store {store_name}: the segment list {path} is not "
+                                              f"UTF-8: {exc}") from exc
+
+
+def write_segment_list(segment_dir: Path, store_name: str, text: bytes) -> None:
+    """Replace the segment list of ``segment_dir`` at once (a reader sees the old list or the new, LAY-13)."""
+    path = segment_dir / SEGMENT_LIST_SIDECAR
+    staging = segment_dir / (SEGMENT_LIST_SIDECAR + ".tmp")
+    try:
+        staging.write_bytes(text)
+        os.replace(staging, path)
+    except OSError as exc:
+        raise storage_error(store_name, f"writing the segment list {path}", exc) from exc
+
+
+def _holds_committed_offsets(segment_dir: Path) -> bool:
+    """Whether the segment database at ``segment_dir`` holds a committed changelog offset (read-only, LAY-13)."""
+    if not rocksdb_directory_state(segment_dir, segment_dir.name):
+        return False
+    reader = RocksDBEngine(segment_dir, store_name=segment_dir.name, read_only=True)
+    try:
+        return has_committed_offsets(read_offsets_image(reader))
+    finally:
+        reader.close()
+
+
+def _rename(store_name: str, source: Path, target: Path) -> None:
+    """``renameSegmentFile``: a legacy segment name to the ``.`` form (LAY-3); a failure is a typed error."""
+    try:
+        os.rename(source, target)
+    except OSError as exc:
+        raise storage_error(store_name, f"renaming the segment {source} to {target.name}", exc) from exc
+
+
 # --- one RocksDB per segment ------------------------------------------------------------------------------------
 
 
@@ -203,6 +312,9 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         self.manage_offsets = manage_offsets
         self.changelog_partitions = tuple(changelog_partitions)
         self.ignore_invalid_state = ignore_invalid_state
+        #: The segment names last written to the segment lists (LAY-13), and the ids of the segments holding them.
+        self._listed: tuple[str, ...] | None = None
+        self._listed_in: set[int] = set()
 
     def get_or_create_segment(self, segment_id_: int) -> KeyValueSegment:
         existing = self._segments.get(segment_id_)
@@ -228,25 +340,91 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         self.cleanup_expired_segments(stream_time)
         return segment
 
-    def open_existing(self, stream_time: int) -> None:
-        """Open every segment directory found, in id order, renaming legacy names to the ``.`` form; ids below
-        zero and unparseable dates are skipped (LAY-3). As in Kafka, an entry whose name cannot be read at all
-        stops the scan and no segment is opened; expired segments are then dropped."""
-        try:
-            if self.directory.is_dir():
-                ids = []
-                for entry in sorted(os.listdir(self.directory)):
-                    parsed = seg.parse_segment_name(self.name, entry, self.segment_interval)
-                    if parsed.rename_to is not None:
-                        os.rename(self.directory / entry, self.directory / parsed.rename_to)
-                    ids.append(parsed.segment_id)
-                for segment_id_ in sorted(i for i in ids if i >= 0):
-                    self.get_or_create_segment(segment_id_)
-            else:
+    def check_existing_segment(self, path: Path) -> None:
+        """The refusals of one existing segment that need no write, as its own open decides them: lost RocksDB
+        metadata (KV-24), unknown column families (UPG-1), an offsets status other than CLOSED (KV-52), damaged
+        offsets or offsets ahead of data (KV-57)."""
+        if rocksdb_directory_state(path, path.name):
+            ExistingDatabaseChecks(path.name, path, self.LAYOUT, self.manage_offsets).check_existing(
+                self.ignore_invalid_state)
+
+    def open_existing(self, stream_time: int, check: Callable[[Path], None] | None = None,
+                      check_listed: Callable[[list[FoundSegment]], None] | None = None) -> None:
+        """Open what a restart finds (WS-31, SS-10), then drop what has expired by ``stream_time``.
+
+        The directory is read by :func:`scan_segment_directory` (entries that name no segment are skipped and
+        logged, LAY-12); every segment found is checked by ``check`` (default :meth:`check_existing_segment`),
+        and the segments they list by ``check_listed`` (default :meth:`check_listed_segments`, LAY-13), before any
+        is renamed or opened, so a refused open changes nothing (SS-20, WS-31); the segments are then
+        opened in id order, and all closed again if one still fails. Kafka swallows every error here and opens
+        nothing; the reference refuses instead.
+        """
+        for directory, what in ((self.task_dir, "task directory"), (self.directory, "segments directory")):
+            check_directory(directory, self.name, what)
+        if not self.directory.exists():
+            try:
                 self.directory.mkdir(parents=True)
-        except (OSError, KStateError) as exc:
-            LOG.debug("Opening the existing segments of %s stopped: %s", self.name, exc)  # Kafka ignores it
+            except OSError as exc:
+                raise storage_error(self.name, f"creating the segments directory {self.directory}", exc) from exc
+            return
+        found = scan_segment_directory(self.directory, self.name, self.segment_interval)
+        check = self.check_existing_segment if check is None else check
+        for segment in found:
+            check(self.directory / segment.entry)
+        (self.check_listed_segments if check_listed is None else check_listed)(found)
+        try:
+            for segment in found:
+                if segment.rename_to is not None:
+                    _rename(self.name, self.directory / segment.entry, self.directory / segment.rename_to)
+            for segment in found:
+                self.get_or_create_segment(segment.segment_id)
+        except BaseException:
+            self.close()
+            raise
         self.cleanup_expired_segments(stream_time)
+
+    def check_listed_segments(self, found: list[FoundSegment]) -> None:
+        """Refuse a store that lost a segment it still claims offsets for (LAY-13): a segment named in the segment
+        list of a segment found, but not found itself, while a segment found holds a committed changelog offset."""
+        present = {seg.segment_name(self.name, s.segment_id, self.segment_interval): s for s in found}
+        listed: set[str] = set()
+        for segment in present.values():
+            listed.update(read_segment_list(self.directory / segment.entry, self.name))
+        missing = sorted(listed - set(present))
+        if not missing:
+            return
+        for segment in present.values():
+            if _holds_committed_offsets(self.directory / segment.entry):
+                raise StoreCorruptedError(
+                    self.name, f"Error opening store {self.name} at location {self.directory}: the segment "
+                    f"{', '.join(missing[:5])} is missing, but segment {segment.entry} still holds committed "
+                    "changelog offsets, which would claim its lost rows: refused (wipe the store and restore it)")
+        LOG.warning("Store %s lost the segment %s; no committed offset claims it", self.name, ", ".join(missing))
+
+    def write_segment_lists(self, below: int | None = None) -> None:
+        """Write the names of the segments held (those below ``below`` left out) into each of them that does not
+        hold that list yet (LAY-13); nothing without an ``offsets`` family to stand behind."""
+        if not self.manage_offsets:
+            return
+        kept = [i for i in sorted(self._segments) if below is None or i >= below]
+        names = tuple(self._segments[i].name for i in kept)
+        if names != self._listed:
+            self._listed, self._listed_in = names, set()
+        text = "".join(f"{name}\n" for name in names).encode()
+        for segment_id_ in kept:
+            segment = self._segments[segment_id_]
+            if segment_id_ in self._listed_in or not segment.is_open or segment.instance.path is None:
+                continue
+            write_segment_list(segment.instance.path, self.name, text)
+            self._listed_in.add(segment_id_)
+
+    def cleanup_expired_segments(self, stream_time: int) -> None:
+        """Drop the expired segments (WIN-16); the survivors' lists are written first, so a crash in between leaves a
+        segment unlisted, never a dropped one listed (LAY-13)."""
+        bound = self.min_live_segment_id(stream_time)
+        if self.manage_offsets and any(i < bound for i in self._segments):
+            self.write_segment_lists(below=bound)
+        super().cleanup_expired_segments(stream_time)
 
     def position(self) -> Position:
         """The store's position: the merge of its segments' positions (per partition the larger offset)."""
@@ -256,7 +434,9 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         return merged
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
-        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6)."""
+        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6),
+        after the segment lists (LAY-13)."""
+        self.write_segment_lists()
         for segment in self.all_segments():
             segment.instance.commit(offsets, position)
 

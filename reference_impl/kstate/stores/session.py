@@ -20,7 +20,6 @@ from types import TracebackType
 from typing import NamedTuple, Protocol
 
 from kstate.codecs import changelog as cl
-from kstate.codecs import segments as seg
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.layout import ColumnFamilyPlan
@@ -36,7 +35,6 @@ from kstate.stores.api import (
 )
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.engine import rocksdb_directory_state
 from kstate.stores.kv import (
     INVALID_RANGE_WARNING,
     ClosesItsIterators,
@@ -48,8 +46,8 @@ from kstate.stores.kv import (
     require_key,
     validate_store_name,
 )
-from kstate.stores.rocksdb_instance import ExistingDatabaseChecks
-from kstate.stores.segments import KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
+from kstate.stores.segmented import RocksDBSegmentedBytesStore
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
 LOG = logging.getLogger("kstate.stores")
@@ -309,7 +307,7 @@ def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicParti
     return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
 
 
-class RocksDBSessionStore(SegmentedStoreOffsets, ClosesItsIterators, SessionOperations):
+class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, SessionOperations):
     """Kafka's ``RocksDBSessionStore`` over ``RocksDBSegmentedBytesStore`` with ``SessionKeySchema`` (SS-1, SS-10).
 
     ``RocksDBSessionStore(name, task_dir, retention_ms=...)`` opens the segments found in ``<task_dir>/<name>``;
@@ -343,55 +341,13 @@ class RocksDBSessionStore(SegmentedStoreOffsets, ClosesItsIterators, SessionOper
         self.segment_interval_ms = segment_interval_ms
         self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
                                      else _default_changelog_partitions(self.task_dir, self.name))
-        self.manage_offsets_flag = manage_offsets
         self.ignore_invalid_state = ignore_invalid_state
         self.segments = self.SEGMENTS(
             self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
             changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
-        # A segment refused at open (unclean shutdown, unknown families) stops the open; what opened is closed.
-        try:
-            self._open_existing()
-        except BaseException:
-            self.segments.close()
-            raise
-        self._position = self.segments.position()
+        self._open_existing()
         self._iterators: set[SessionIterator] = set()
         self._open = True
-
-    def _open_existing(self) -> None:
-        """``openExisting``: every segment directory, then expiry by the (unknown, -1) stream time (SS-10, SS-12).
-
-        Unlike :meth:`KeyValueSegments.open_existing`, a segment the open refuses is not ignored: the store is
-        refused with it (a segment with an unclean shutdown or a newer format must not be skipped silently)."""
-        directory = self.segments.directory
-        if not directory.is_dir():
-            self.segments.open_existing(self.observed_stream_time)
-            return
-        found = []
-        for entry in sorted(p.name for p in directory.iterdir()):
-            try:
-                found.append((entry, seg.parse_segment_name(self.name, entry, self.segment_interval_ms)))
-            except KStateError:
-                continue
-        # Every segment is checked before any is opened or renamed: a refused open changes nothing (SS-20).
-        for entry, parsed in found:
-            if parsed.segment_id >= 0:
-                self._check_segment(directory / entry)
-        ids = []
-        for entry, parsed in found:
-            if parsed.rename_to is not None:
-                (directory / entry).rename(directory / parsed.rename_to)
-            ids.append(parsed.segment_id)
-        for segment_id in sorted(i for i in ids if i >= 0):
-            self.segments.get_or_create_segment(segment_id)
-        self.segments.cleanup_expired_segments(self.observed_stream_time)
-
-    def _check_segment(self, path: Path) -> None:
-        """The refusals of one existing segment that need no write, as its own open decides them: unknown column
-        families (a downgrade, UPG-1), an offsets status other than CLOSED (KV-52), offsets ahead of data (KV-57)."""
-        if rocksdb_directory_state(path, path.name):
-            ExistingDatabaseChecks(path.name, path, self.SEGMENTS.LAYOUT,
-                                   self.manage_offsets_flag).check_existing(self.ignore_invalid_state)
 
     def persistent(self) -> bool:
         return True
@@ -529,37 +485,6 @@ class RocksDBSessionStore(SegmentedStoreOffsets, ClosesItsIterators, SessionOper
                 self.segments.segment_id(end), self.observed_stream_time)
             if segment is not None:
                 segment.accessor.put(store_key, value)
-
-    # KIP-1035 ------------------------------------------------------------------------------------------------------
-
-    def manages_offsets(self) -> bool:
-        """True: each segment database keeps the offsets in its ``offsets`` family (SS-21)."""
-        return self.manage_offsets_flag
-
-    # inspection --------------------------------------------------------------------------------------------------
-
-    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
-        """Every open segment's column families and rows, staged writes included, by segment name (SS-10)."""
-        self._check_open()
-        return {segment.name: segment.instance.column_family_rows() for segment in self.segments.all_segments()}
-
-    def segment_modes(self) -> dict[str, str]:
-        """Each open segment's column-family mode: ``upgrade`` while its legacy family holds data (SS-32)."""
-        return {segment.name: segment.instance.mode for segment in self.segments.all_segments()}
-
-    # closing -----------------------------------------------------------------------------------------------------
-
-    def _close_database(self) -> None:
-        """Close every segment: staged data, the store position and status CLOSED in its batch (SS-21)."""
-        for segment in self.segments.all_segments():
-            segment.instance.close(self._position)
-        self.segments.close()
-
-    def _abandon_database(self) -> None:
-        """Abandon every segment as a killed process would: staged writes lost, status left OPEN (SS-22)."""
-        for segment in self.segments.all_segments():
-            segment.instance.simulate_crash()
-        self.segments.close()
 
 
 class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):

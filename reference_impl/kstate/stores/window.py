@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from kstate.codecs import changelog as cl
-from kstate.codecs import segments as seg
 from kstate.codecs import window_keys
 from kstate.codecs.key_schemas import check_long
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
-from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, KStateError, NullKeyError
+from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import Backend, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
 from kstate.stores.kv import (
@@ -40,10 +39,10 @@ from kstate.stores.kv import (
     validate_store_name,
 )
 from kstate.stores.offsets import read_legacy_position
+from kstate.stores.segmented import RocksDBSegmentedBytesStore
 from kstate.stores.segments import (
     KeyValueSegment,
     KeyValueSegments,
-    SegmentedStoreOffsets,
     TimestampedSegments,
     TimestampedSegmentsWithHeaders,
 )
@@ -164,7 +163,7 @@ class WindowStoreBase(OpenState, PositionTracker):
 # --- RocksDB -------------------------------------------------------------------------------------------------------
 
 
-class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
+class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
     """Kafka's ``RocksDBWindowStore`` over ``RocksDBSegmentedBytesStore`` with ``WindowKeySchema`` (WS-1..WS-15).
 
     One :class:`~kstate.stores.rocksdb_instance.RocksDBInstance` per segment under ``<task_dir>/<name>/``
@@ -222,56 +221,6 @@ class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
         """The task's pre-4.3 ``<store>.position`` file, or an empty position; one that is not a regular file or
         cannot be read is refused as a key-value store's open refuses it (WS-29, KV-25)."""
         return read_legacy_position(task_dir, name)
-
-    def _open_existing(self) -> None:
-        """Open every segment found, as ``openExisting`` at stream time -1 does (WS-31); the position is the
-        merge of the segments' (WS-29).
-
-        Kafka's ``openExisting`` swallows a segment that refuses to open and fails at its next put instead;
-        here the refusal (an unclean shutdown, an unknown column family) is the open's, and the segments
-        already opened are closed again (WS-31).
-        """
-        try:
-            self.segments.open_existing(self.observed_stream_time)
-            on_disk = self._segment_ids_on_disk()
-            if on_disk is not None:
-                for segment_id in sorted(on_disk - set(self.segments.segment_ids())):
-                    self.segments.get_or_create_segment(segment_id)
-        except BaseException:
-            self.segments.close()
-            raise
-        self._position = self.segments.position()
-
-    def _segment_ids_on_disk(self) -> set[int] | None:
-        """The segment ids ``openExisting`` would open; None when a name stops its scan (LAY-3)."""
-        ids: set[int] = set()
-        try:
-            entries = sorted(p.name for p in self.segments.directory.iterdir())
-        except OSError:
-            return None
-        for entry in entries:
-            try:
-                parsed = seg.parse_segment_name(self.name, entry, self.segment_interval)
-            except KStateError:
-                return None
-            if parsed.segment_id >= 0:
-                ids.add(parsed.segment_id)
-        return ids
-
-    # state --------------------------------------------------------------------------------------------------------
-
-    def segment_names(self) -> list[str]:
-        """The names of the open segments, oldest first (``<store>.<segment start>``, WS-5)."""
-        return [s.name for s in self.segments.all_segments()]
-
-    def segment_modes(self) -> dict[str, str]:
-        """Each open segment's column-family mode: ``regular`` or ``upgrade`` (WS-27)."""
-        return {s.name: s.instance.mode for s in self.segments.all_segments()}
-
-    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
-        """Every open segment's column families and rows, written plus staged, by segment name (WS-5, WS-27)."""
-        self._check_open()
-        return {s.name: s.instance.column_family_rows() for s in self.segments.all_segments()}
 
     # writes -------------------------------------------------------------------------------------------------------
 
@@ -526,9 +475,6 @@ class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
 
     # KIP-1035 -------------------------------------------------------------------------------------------------------
 
-    def manages_offsets(self) -> bool:
-        return self.segments.manage_offsets
-
     def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
         """Each open segment's committed offsets, by segment name (WS-28)."""
         return {s.name: {TopicPartition(t, p): o for (t, p), o in s.instance.committed_offsets().items()}
@@ -552,20 +498,14 @@ class RocksDBWindowStore(SegmentedStoreOffsets, WindowStoreBase):
         if not self._open:
             return
         self._open = False
-        try:
-            for segment in self.segments.all_segments():
-                segment.instance.close(self._position)
-        finally:
-            self.segments.close()
+        self._close_database()
 
     def simulate_crash(self) -> None:
         """Abandon every segment as a killed process would: staged rows lost, status left OPEN (WS-30)."""
         if not self._open:
             return
         self._open = False
-        for segment in self.segments.all_segments():
-            segment.instance.simulate_crash()
-        self.segments.close()
+        self._abandon_database()
 
 
 def _no_segment(key: bytes, value: bytes | None) -> None:

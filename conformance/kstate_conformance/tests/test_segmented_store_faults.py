@@ -1,0 +1,129 @@
+"""Faults in the segment directory of RocksDB window and session stores, through the neutral operations: entries
+that name no segment are skipped and every segment still opens, and a damaged segment refuses the open before any
+segment is opened (LAY-3, LAY-12, WS-31, SS-20, KV-23).
+
+The tests edit the directory Kafka's layout puts the segments in (LAY-3): ``<task>/<store>/<store>.<start>``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstate.storage_files import directory_digest
+from kstate_conformance import rules
+from kstate_conformance.harness import ROCKSDB, Kit, Store, h, kit
+
+__all__ = ["kit"]
+
+WINDOW, SESSION = "window", "session"
+INTERVAL = 60_000
+OPTIONS = {
+    WINDOW: {"retention_ms": 10 * INTERVAL, "window_size_ms": 1000, "segment_interval_ms": INTERVAL},
+    SESSION: {"retention_ms": 10 * INTERVAL, "segment_interval_ms": INTERVAL},
+}
+TIMES = (0, INTERVAL, 2 * INTERVAL)
+SEGMENTS = ["store.0", "store.120000", "store.60000"]
+
+
+def _segment_dir(kit: Kit) -> Path:
+    return kit.state_dir / "app" / "0_0" / "store"
+
+
+def _open(kit: Kit, family: str, **extra: Any) -> Store:
+    op = f"{family}_store.put"
+    if not kit.codec.supports(op):
+        pytest.skip(f"the implementation offers no {family} store operations")
+    return kit.open(family, ROCKSDB, options=OPTIONS[family], **extra)
+
+
+def _put(store: Store, family: str, key: str, time: int) -> None:
+    if family == WINDOW:
+        store.ok("window_store.put", key=h(key), value=h(key), window_start=time)
+    else:
+        store.ok("session_store.put", key=h(key), start=time, end=time, value=h(key))
+
+
+def _keys(store: Store, family: str) -> list[str]:
+    """The keys the store answers, over every segment."""
+    if family == WINDOW:
+        entries = store.ok("window_store.all")["entries"]
+    else:
+        entries = store.ok("session_store.fetch", key_from=h("k"), key_to=h("l"))["entries"]
+    return sorted(bytes.fromhex(entry[0]).decode() for entry in entries)
+
+
+def _filled(kit: Kit, family: str) -> Path:
+    """One row in each of three segments, committed at 7, closed cleanly; answers the segment directory."""
+    kit.require(family, ROCKSDB, "offsets")
+    store = _open(kit, family)
+    for i, time in enumerate(TIMES):
+        _put(store, family, f"k{i}", time)
+    store.commit(7)
+    store.close()
+    directory = _segment_dir(kit)
+    assert sorted(p.name for p in directory.iterdir()) == SEGMENTS
+    return directory
+
+
+@rules("LAY-3", "LAY-12", "WS-31", "SS-10")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: Kit, family: str) -> None:
+    """A directory ``junk``, a ``store.notanumber`` directory and a regular file beside the segments are no segment
+    names: each is left alone, every segment opens with its rows, and the committed offset stands (Kafka's
+    ``openExisting`` would swallow the parse error and open no segment at all)."""
+    directory = _filled(kit, family)
+    (directory / "junk").mkdir()
+    (directory / "store.notanumber").mkdir()
+    (directory / "notes.txt").write_text("not a segment")
+    store = _open(kit, family)
+    assert _keys(store, family) == ["k0", "k1", "k2"]
+    assert store.committed() == 7
+    store.close()
+    assert sorted(p.name for p in directory.iterdir()) == ["junk", "notes.txt", *SEGMENTS, "store.notanumber"]
+
+
+@rules("WS-31", "SS-20", "KV-23", "KV-52")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit, family: str) -> None:
+    """The newest segment lost its ``CURRENT``: the open is refused and no file of any segment changed (a port
+    that opens the healthy segments first gives them new MANIFEST, OPTIONS and LOG files)."""
+    directory = _filled(kit, family)
+    (directory / "store.120000" / "CURRENT").unlink()
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
+    assert "error" in out, f"the open was not refused: {out}"
+    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+
+
+@rules("LAY-13", "KV-23", "WS-28", "SS-23")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+@pytest.mark.parametrize("lost", ["store.0", "store.60000", "store.120000"])
+def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, family: str, lost: str) -> None:
+    """A segment directory deleted outside the store: the others still hold offset 7, which would claim its rows
+    (restore would never bring them back), so the open is refused and changes nothing."""
+    directory = _filled(kit, family)
+    shutil.rmtree(directory / lost)
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
+    assert "error" in out, f"the open was not refused: {out}"
+    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+
+
+@rules("LAY-13", "KV-53")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+def test_a_deleted_segment_no_offset_claims_opens(kit: Kit, family: str) -> None:
+    """With the committed offsets wiped (``commit({})``), nothing claims the lost rows: the store opens with the
+    rows of the segments left, and no committed offset."""
+    directory = _filled(kit, family)
+    store = _open(kit, family)
+    store.ok("store.commit", changelog_offsets=[])
+    store.close()
+    shutil.rmtree(directory / "store.60000")
+    store = _open(kit, family)
+    assert _keys(store, family) == ["k0", "k2"]
+    assert store.committed() is None
+    store.close()
