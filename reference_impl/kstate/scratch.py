@@ -37,6 +37,8 @@ def scratch_temp_dir(label: str) -> Iterator[Path | None]:
         yield None
         return
     directory = Path(tempfile.mkdtemp(prefix=f"kstate-{label}-", dir=root))
+    # As /tmp is: a test that drops privileges (root ignores file modes) must still reach its own files below.
+    directory.chmod(0o1777)
     saved = tempfile.tempdir
     os.environ["TMPDIR"] = str(directory)
     tempfile.tempdir = None  # gettempdir() caches its answer: ask again
