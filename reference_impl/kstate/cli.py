@@ -18,8 +18,17 @@ from rich.table import Table
 
 from kstate.codecs.store_types import BUILT_KV_TYPES, LEGACY_ALIASES
 
-# Run from a checkout, the shared material sits beside the repository.
-DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
+#: Run from a checkout, the shared material sits beside the repository (a public clone has none).
+SHARED_VECTORS = Path("../shared/jvm-vectors/kafka-jvm-vectors.json")
+
+
+def default_vectors() -> Path:
+    """The vector file when none is named: ``$KSTATE_VECTORS``, else the shared material's."""
+    return Path(os.environ.get("KSTATE_VECTORS") or SHARED_VECTORS)
+
+
+def _is_shared_location(path: Path) -> bool:
+    return path.resolve() == SHARED_VECTORS.resolve()
 
 #: Outside a terminal (CI logs, pipes) rich would cut tables at 80 columns; a log has room for whole rows.
 LOG_WIDTH = 200
@@ -52,6 +61,16 @@ def _progress() -> Progress:
 def cmd_vectors_check(args: argparse.Namespace) -> int:
     from kstate.vectors import VectorFileError, check, load_vector_file
 
+    path = Path(args.file) if args.file else default_vectors()
+    if not path.exists() and _is_shared_location(path):
+        # A clone without the shared material beside it: the vectors are imported in fixtures/kafka-jvm/, which
+        # `fixtures verify` and the suite replay; only the raw file's replay is left out, said in one line.
+        console.print(f"vectors check skipped: no vector file at {path} (the shared material is not beside this "
+                      "clone; name a file or set KSTATE_VECTORS)", soft_wrap=True, markup=False, highlight=False)
+        if args.junit:
+            _write_skipped_junit(Path(args.junit), f"no vector file at {path}")
+        return 0
+    args.file = path
     try:
         document = load_vector_file(args.file)
     except VectorFileError as exc:
@@ -85,6 +104,17 @@ def cmd_vectors_check(args: argparse.Namespace) -> int:
     if args.junit:
         _write_vector_junit(report, Path(args.junit))
     return 0 if report.ok else 1
+
+
+def _write_skipped_junit(path: Path, reason: str) -> None:
+    """A JUnit report of one skipped case, so that CI shows the replay was left out rather than passed."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="kafka-jvm-vectors", tests="1", failures="0", skipped="1")
+    case = ET.SubElement(suite, "testcase", classname="vectors", name="kafka-jvm-vectors")
+    ET.SubElement(case, "skipped", message=reason)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def _write_vector_junit(report: object, path: Path) -> None:
@@ -130,7 +160,7 @@ def cmd_fixtures_generate(args: argparse.Namespace) -> int:
         err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
         return 2
     documents = reference_fixture_documents()
-    vectors = Path(args.vectors) if args.vectors else DEFAULT_VECTORS
+    vectors = Path(args.vectors) if args.vectors else default_vectors()
     if vectors.exists():
         documents.update(jvm_fixture_documents(vectors))
     elif args.vectors:
@@ -927,7 +957,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     vectors = sub.add_parser("vectors", help="replay recorded Kafka vectors").add_subparsers(dest="action", required=True)
     check = vectors.add_parser("check", help="replay every vector of FILE against the reference codecs")
-    check.add_argument("file", help="a vector file in the jvm-vectors layout (e.g. ../shared/jvm-vectors/kafka-jvm-vectors.json)")
+    check.add_argument("file", nargs="?",
+                       help=f"a vector file in the jvm-vectors layout (default: $KSTATE_VECTORS, else {SHARED_VECTORS}; "
+                            "if that default location holds no file, the check is skipped with a notice and exit 0)")
     check.add_argument("--junit", help="write a JUnit XML report here")
     check.add_argument("--show", type=int, default=20, help="mismatches to print (default 20)")
     check.add_argument("--show-lenient", action="store_true", help="list the vectors Kafka accepted leniently")
@@ -936,7 +968,7 @@ def build_parser() -> argparse.ArgumentParser:
     fixtures = sub.add_parser("fixtures", help="golden fixtures").add_subparsers(dest="action", required=True)
     generate = fixtures.add_parser("generate", help="rebuild the fixtures deterministically")
     generate.add_argument("--root", help="fixtures directory (default: ./fixtures)")
-    generate.add_argument("--vectors", help=f"Kafka vector file to import (default {DEFAULT_VECTORS})")
+    generate.add_argument("--vectors", help=f"Kafka vector file to import (default: $KSTATE_VECTORS, else {SHARED_VECTORS})")
     generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
     generate.set_defaults(func=cmd_fixtures_generate)
     verify = fixtures.add_parser("verify", help="validate every fixture and check it against the reference")
