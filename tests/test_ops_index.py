@@ -93,3 +93,19 @@ def test_kstate_ops_json_and_check(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["ops", "store.get"]) == 0
     detail = capsys.readouterr().out
     assert "### `store.get`" in detail and "ReadOnlyKeyValueStore.get" in detail and "### `store.put`" not in detail
+
+
+def test_a_reader_that_leaves_early_is_no_traceback() -> None:
+    # `kstate ops --json | head`: the output is larger than a pipe's buffer, so the write meets the closed pipe.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["reference_impl", "conformance"])}
+    proc = subprocess.Popen([sys.executable, "-m", "kstate.cli", "ops", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=Path(__file__).resolve().parents[1])
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err

@@ -241,6 +241,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         pytest_args.append(f"--kstate-expected-failures={expected}")
     if args.fix:
         pytest_args.append("--kstate-fix")
+    if args.require_rules:
+        pytest_args += [f"--kstate-require-rules={ids}" for ids in args.require_rules]
     report_dir = Path(args.report) if args.report else None
     if args.compare and report_dir is None:
         err_console.print("[red]error:[/red] --compare needs --report DIR (the verdicts are read from results.json)")
@@ -476,7 +478,8 @@ _EXTRAS = {"confluent_kafka": ("kafka", "confluent-kafka"), "pyspark": ("spark",
 def _missing_extra(exc: ModuleNotFoundError, what: str) -> int:
     root = (exc.name or "").split(".")[0]
     extra, packages = _EXTRAS.get(root, ("", root))
-    hint = (f"pip install 'kstate-kit[{extra}]' (or the wheel with [{extra}])" if extra
+    # The README's install command: the audit needs both extras, so both are named whichever is missing.
+    hint = ("python -m pip install '.[kafka,spark]' from a clone (or the wheel, with [kafka,spark])" if extra
             else f"install the Python package {root}")
     err_console.print(f"[red]error:[/red] {escape(f'{what} needs {packages}, which is not installed: {hint}')}",
                       soft_wrap=True)
@@ -694,15 +697,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
         targets.append((name, store_type))
     client_config = _audit_client_config(args)
     needs_spark = args.engine == "spark" or any(STORE_TYPES[t].family is not Family.KEY_VALUE for _, t in targets)
-    # Fail fast, before Spark starts: the extras are there, the configuration is accepted, the broker answers.
+    # Fail fast, before Spark starts: the extras are there (before the broker is waited for), the configuration
+    # is accepted, the broker answers.
     try:
+        import confluent_kafka  # noqa: F401
+
+        if needs_spark:
+            import pyspark  # noqa: F401
         from kstate.kafka.client_config import check_reachable
 
         for name, _ in targets:
             check_reachable(args.bootstrap, client_config, changelog_topic_name(args.application_id, name),
                             args.connect_timeout)
-        if needs_spark:
-            import pyspark  # noqa: F401
     except ModuleNotFoundError as exc:
         return _missing_extra(exc, f"kstate audit --engine {args.engine}")
     audits: list[tuple[StoreAudit, str]] = []
@@ -1004,6 +1010,10 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--fix", action="store_true",
                              help="rewrite (or create) the expected-failure list with this run's failures, each "
                                   "with its reason, say what changed, and exit 0")
+    conformance.add_argument("--require-rules", action="append", metavar="IDS",
+                             help="rule families or rule IDs, comma-separated (e.g. PRIM,TSKV-3), whose every rule "
+                                  "must pass: one that is unsupported, partial, failed or not run fails the run "
+                                  "(exit 1), so that a pipeline cannot pass by supporting nothing")
     conformance.add_argument("--compare", metavar="RESULTS",
                              help="results.json (or its directory) of another run: fail unless verdicts are identical")
     conformance.add_argument("--no-progress", action="store_true", help="no progress display, even on a terminal")
@@ -1117,10 +1127,18 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # a reader that left early is met here, not in the interpreter's last flush
+        return status
     except KStateError as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
         return 2
+    except BrokenPipeError:
+        # `kstate inspect --json | head`: the reader has what it wanted. Python's own recipe: send the rest of
+        # the output nowhere, so that the exit's flush cannot fail again; 141 is a shell's code for SIGPIPE.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
