@@ -277,3 +277,11 @@ def test_required_rules_are_families_or_ids_of_the_spec() -> None:
     assert "PRIM-6" in required_rules(["PRIM"], "required")
     with pytest.raises(pytest.UsageError, match="NOPE names no rule"):
         required_rules(["PRIM,NOPE"], "tentative")
+
+
+def test_case_runs_exactly_the_named_tests(impl_dir: Path) -> None:
+    # -k kafka-jvm.varint.decode_varint_edge_1 would also run decode_varint_edge_10, _11, ...
+    proc = kstate(impl_dir, "--case", "kafka-jvm.varint.decode_varint_edge_1",
+                  "--case", "test_primitives_properties.py::test_varlong_round_trips")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert re.search(r"\b2 passed, \d+ deselected", proc.stdout), proc.stdout[-2000:]

@@ -98,6 +98,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kstate-require-rules", action="append", default=[], metavar="IDS",
                     help="rule families or IDs (comma-separated, e.g. PRIM,TSKV-3) whose every rule must pass, not be "
                          "unsupported, partial or not run; otherwise the run fails")
+    group.addoption("--kstate-case", action="append", default=[], metavar="ID",
+                    help="run exactly this test (repeatable): a golden case id (kafka-jvm.varint.varint_edge_4), a test "
+                         "id as reports and expected-failure files name it, or a test's name; unlike -k, no "
+                         "similar ids")
     group.addoption("--kstate-progress", action="store_true",
                     help="show a progress display on stderr instead of pytest's per-test letters")
 
@@ -139,9 +143,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = item.get_closest_marker("kstate_level")
         level = marker.args[0] if marker else "required"
         (keep if LEVEL_ORDER.get(level, 0) <= limit else dropped).append(item)
+    wanted = set(config.getoption("--kstate-case"))
+    if wanted:
+        chosen = [item for item in keep if wanted & case_names(item)]
+        missing = wanted - set().union(*(case_names(item) for item in chosen))
+        if missing:
+            raise pytest.UsageError(f"--kstate-case: no test of this run is named {', '.join(sorted(missing))}")
+        dropped += [item for item in keep if item not in chosen]
+        keep = chosen
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+def case_names(item: pytest.Item) -> set[str]:
+    """The exact names ``--kstate-case`` knows a test by: its stable id, its name with parameters, its parameters
+    (a golden case's id)."""
+    test_id = stable_test_id(item.nodeid)
+    names = {test_id, test_id.split("::", 1)[-1]}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        names.add(str(callspec.id))
+    return names
 
 
 def is_suite_run(config: pytest.Config) -> bool:
@@ -627,8 +650,8 @@ class _ReportCollector:
         # The last line of the run, after pytest's own counts (as protobuf's conformance runner ends).
         from kstate_conformance.report import closing_line
 
-        if not self.report.outcomes and self.exit_status == 0:
-            return  # nothing ran (--collect-only, --help): nothing to close
+        if not self.report.outcomes and self.exit_status in (pytest.ExitCode.OK, pytest.ExitCode.USAGE_ERROR):
+            return  # nothing ran (--collect-only, --help, a usage error): nothing to close
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         line = closing_line(self.report, self.report_dir, self.exit_status)
         if terminal is not None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,13 +185,46 @@ def cmd_fixtures_verify(args: argparse.Namespace) -> int:
     from kstate.fixtures_tool import fixture_files, verify
 
     root = _fixtures_root(args)
-    with _progress() as progress:
+    with _progress() as progress, _store_log(Path(args.log) if args.log else None) as logged:
         task = progress.add_task("verifying fixtures", total=len(fixture_files(root)))
         checked, failures = verify(root, progress=lambda _n: progress.advance(task))
     for failure in failures[: args.show]:
         console.print(f"[red]FAIL[/red] {failure.file} {failure.case_id}: {failure.detail}")
     console.print(f"{checked} fixture cases checked against the reference, {len(failures)} failed")
+    if logged:
+        where = f"written to {args.log}" if args.log else "not shown (--log FILE keeps them)"
+        console.print(f"{len(logged)} store log lines (what Kafka logs too for the inputs the cases feed) {where}",
+                      soft_wrap=True, markup=False, highlight=False)
     return 1 if failures else 0
+
+
+@contextmanager
+def _store_log(path: Path | None) -> Iterator[list[logging.LogRecord]]:
+    """The ``kstate`` loggers' records, kept out of the output: counted, and written to ``path`` if given."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("kstate")
+    handlers: list[logging.Handler] = [Keep()]
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w", encoding="utf-8"))
+        handlers[-1].setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    saved = logger.propagate
+    for handler in handlers:
+        logger.addHandler(handler)
+    # Without a handler of its own, Python's last-resort handler would print each warning amid the output.
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.propagate = saved
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
 
 
 # --- conformance, mutants, spec -------------------------------------------------------------------------
@@ -241,6 +276,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         pytest_args.append(f"--kstate-expected-failures={expected}")
     if args.fix:
         pytest_args.append("--kstate-fix")
+    pytest_args += [f"--kstate-case={case}" for case in args.case or ()]
     if args.require_rules:
         pytest_args += [f"--kstate-require-rules={ids}" for ids in args.require_rules]
     report_dir = Path(args.report) if args.report else None
@@ -980,6 +1016,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify = fixtures.add_parser("verify", help="validate every fixture and check it against the reference")
     verify.add_argument("--root", help="fixtures directory (default: the shipped fixtures)")
     verify.add_argument("--show", type=int, default=20, help="failures to print (default 20)")
+    verify.add_argument("--log", metavar="FILE",
+                        help="write the store log lines the cases cause (Kafka's warnings, e.g. for an expired put) "
+                             "here; without it they are only counted")
     verify.set_defaults(func=cmd_fixtures_verify)
 
     conformance = sub.add_parser(
@@ -1010,6 +1049,10 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--fix", action="store_true",
                              help="rewrite (or create) the expected-failure list with this run's failures, each "
                                   "with its reason, say what changed, and exit 0")
+    conformance.add_argument("--case", action="append", metavar="ID",
+                             help="run exactly this test (repeatable): a golden case id from a failure "
+                                  "(kafka-jvm.varint.varint_edge_4) or a test id as the reports name it; unlike "
+                                  "-- -k, no test whose name merely contains it")
     conformance.add_argument("--require-rules", action="append", metavar="IDS",
                              help="rule families or rule IDs, comma-separated (e.g. PRIM,TSKV-3), whose every rule "
                                   "must pass: one that is unsupported, partial, failed or not run fails the run "
