@@ -112,3 +112,18 @@ def test_the_environment_names_the_file_when_none_is_given(tmp_path: Path, monke
                                     "input": {"value": 1}, "output": {"bytes": "01", "size": 1}}])
     monkeypatch.setenv("KSTATE_VECTORS", str(path))
     assert main(["vectors", "check"]) == 1
+
+
+@pytest.mark.parametrize(("command", "words"), [
+    (["vectors"], "recorded by running Apache Kafka's own Java classes"),
+    (["vectors", "check"], "Exit 0 all matched"),
+    (["fixtures"], "The golden fixtures"),
+    (["spec"], "The normative spec"),
+    (["spec", "check"], "every spec rule is cited by a test"),
+    (["testee"], "out-of-process testee: JSON lines on stdin and stdout"),
+])
+def test_command_groups_and_the_testee_say_what_they_do(command: list[str], words: str,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    assert words in " ".join(capsys.readouterr().out.split())
