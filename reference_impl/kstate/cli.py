@@ -234,8 +234,10 @@ def _store_log(path: Path | None) -> Iterator[list[logging.LogRecord]]:
 CONFORMANCE_EXIT_CODES = {
     0: "conforming: every selected test passed, was skipped (unsupported or not applicable) or failed as listed "
        "in the expected-failure file",
-    1: "not conforming: a test failed, or a test listed as an expected failure passed",
-    2: "usage or setup error: a bad option; an implementation that cannot be imported, built or started, or a "
+    1: "not conforming: a test failed, a test listed as an expected failure passed, or a rule named by "
+       "--require-rules did not pass",
+    2: "usage or setup error: a bad option (a --case that names no test, a --require-rules that names no rule); "
+       "an implementation that cannot be imported, built or started, or a "
        "testee that fails its handshake (reported before any test runs); a missing or unreadable expected-failure "
        "file (without --fix)",
     3: "internal error of the suite or of pytest",
