@@ -4,6 +4,7 @@ line; tidy JUnit XML; OPS-1 on an implementation without varints."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -268,6 +269,8 @@ def test_required_rules_that_do_not_pass_fail_the_run(impl_dir: Path, tmp_path: 
     last = run.stdout.strip().splitlines()[-1]
     assert last.startswith("CONFORMANCE SUITE FAILED for tiny_impl:nothing: 0 of 1 rules pass, 1 unsupported (0 of ")
     assert re.search(r"\(0 of \d+ operations\); 1 required rules not met;", last), last
+    results = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
+    assert results["requirement_shortfalls"] == {"OPS-1": "unsupported"} and results["operations"]["supported"] == 0
 
 
 def test_required_rules_are_families_or_ids_of_the_spec() -> None:

@@ -431,6 +431,10 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     (directory / "report.html").write_text(render_html(report, rule_titles), encoding="utf-8")
     (directory / "results.json").write_text(
         json.dumps({"implementation": report.implementation, "expected_failures_file": report.expected_failures_file,
+                    "coverage": coverage_line(report),
+                    "operations": dict(zip(("supported", "total"), report.operations, strict=True))
+                    if report.operations else None,
+                    "requirement_shortfalls": report.requirement_shortfalls,
                     "outcomes": [asdict(o) for o in report.outcomes]}, indent=1, default=repr),
         encoding="utf-8",
     )
