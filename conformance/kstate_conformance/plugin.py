@@ -405,12 +405,8 @@ CONTEXT_KEY = pytest.StashKey[FailureContext]()
 
 
 def failure_context(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None = None) -> FailureContext:
-    """The :class:`FailureContext` of a failed test (computed once per test, for the report and the expectations).
-
-    A golden case carries its operation, input and expected output. Otherwise the operation is the one whose
-    answer was wrong: the test's last call if it raised, else the last call of a pure operation whose answer
-    differs from the reference's for the same input (which is then the expected output), else the last call.
-    """
+    """The :class:`FailureContext` of a failed test, computed once (the report and the expectations both ask):
+    a golden case's operation, else the call :func:`blamed_call` finds, else the test's last call."""
     cached = item.stash.get(CONTEXT_KEY, None)
     if cached is not None:
         return cached
@@ -434,11 +430,10 @@ def failure_context(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExcepti
 
 
 def blamed_call(calls: list[tuple[str, JsonDict, Any]]) -> tuple[str, JsonDict, Any, Any] | None:
-    """(operation, input, expected, actual) of the call that failed, or None if no call can be blamed.
-
-    In a round trip (write, then read back) the assertion fails after the read, though the write may be what
-    is wrong: replaying the pure calls on the reference finds the one that answered differently.
-    """
+    """(operation, input, expected, actual) of the call that failed: the last call if it raised, else the last
+    pure call whose answer differs from the reference's (its expected output); None if no call can be blamed."""
+    # In a round trip (write, then read back) the assertion fails after the read, though the write may be what
+    # is wrong: replaying the pure calls on the reference finds the one that answered differently.
     if not calls:
         return None
     if calls[-1][2] is None:

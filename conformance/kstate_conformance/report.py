@@ -120,12 +120,11 @@ class RunReport:
         counts = Counter(_skip_text(o.detail) for o in self.outcomes if o.skip_kind == NOT_APPLICABLE)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
-    def failure_groups(self, outcome: str = "failed") -> list[FailureGroup]:
-        """Outcomes (failures by default) grouped by the operation they blame: one bug is one group, whichever
-        tests and rules it failed."""
+    def failure_groups(self) -> list[FailureGroup]:
+        """Failures grouped by the operation they blame: one bug is one group, whichever tests and rules it failed."""
         groups: dict[str, FailureGroup] = {}
         for o in self.outcomes:
-            if o.outcome != outcome:
+            if o.outcome != "failed":
                 continue
             key = o.op or o.test_id.split("[", 1)[0]
             group = groups.setdefault(key, FailureGroup([], key))
@@ -163,14 +162,10 @@ class FailureGroup:
 
     @property
     def title(self) -> str:
-        return self.heading("failed")
-
-    def heading(self, what: str) -> str:
-        """``rules R · operation OP · N <what> (tests)``."""
         tests = Counter(_test_name(o) for o in self.outcomes)
         which = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in tests.items())
         return (f"rules {', '.join(self.rules) or '(none)'} · operation {self.op} · "
-                f"{len(self.outcomes)} {what} ({which})")
+                f"{len(self.outcomes)} failed ({which})")
 
 
 def _count(counter: Counter[str], outcome: TestOutcome) -> None:
