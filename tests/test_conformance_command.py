@@ -240,11 +240,12 @@ def test_hypothesis_wrappers_are_unwrapped_to_the_innermost_error() -> None:
     inner = AssertionError("assert {'value': -1} == {'value': 1}")
     # As hypothesis attaches it (add_note is Python 3.11's; the attribute is what it sets).
     inner.__notes__ = ["Falsifying example: test_varlong_round_trips(\n    codec=<x>,\n    value=1,\n)"]
-    wrapped = FlakyFailure("Hypothesis test_varlong_round_trips produces unreliable results", [
+    wrapped = FlakyFailure("Hypothesis test_varlong_round_trips(codec=<x.Adapter object at 0x7f>, value=1) produces "
+                           "unreliable results", [
         FlakyFailure("two errors", [inner, ValueError("other")])])
     message, example = unwrapped_error(wrapped)
     assert message.splitlines()[0] == "AssertionError: assert {'value': -1} == {'value': 1}"
-    assert "FlakyFailure" in message and "+---" not in message
+    assert "FlakyFailure: Hypothesis test_varlong_round_trips(value=1) produces" in message and "+---" not in message
     assert example == "Falsifying example: test_varlong_round_trips(\n    value=1,\n)"
     assert unwrapped_error(ValueError("plain")) == ("", "")
 

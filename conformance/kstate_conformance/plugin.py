@@ -472,6 +472,7 @@ def unwrapped_error(exc: BaseException) -> tuple[str, str]:
     outer = wrappers[0]
     count = len(getattr(outer, "exceptions", ()))
     first_line = next((line for line in str(outer).splitlines() if line.strip()), "")
+    first_line = re.sub(r"codec=<[^>]*>,\s*", "", first_line)  # the adapter object's repr says nothing
     text = [line for line in f"{type(inner).__name__}: {inner}".splitlines() if line.strip()][:3]
     text.append(f"(the innermost error{f', 1 of {count},' if count > 1 else ''} of {type(outer).__name__}: "
                 f"{first_line})")
