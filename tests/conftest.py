@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from kstate.scratch import scratch_temp_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_VECTORS = REPO_ROOT.parent / "shared" / "jvm-vectors" / "kafka-jvm-vectors.json"
+#: The raw vector file: $KSTATE_VECTORS (tox sets it), else the shared material beside the repository.
+SHARED_VECTORS = Path(os.environ.get("KSTATE_VECTORS") or REPO_ROOT.parent / "shared" / "jvm-vectors" / "kafka-jvm-vectors.json")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -27,6 +29,9 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_vectors() -> Path:
+    # A public clone has no shared material; what these tests read is imported in fixtures/kafka-jvm/, which
+    # `kstate fixtures verify` and the suite replay.
     if not SHARED_VECTORS.exists():
-        pytest.fail(f"the recorded Kafka vectors are missing: {SHARED_VECTORS} (shared/ must sit beside the repo)")
+        pytest.skip(f"the raw Kafka vector file is absent: {SHARED_VECTORS} (../shared is not beside this clone; "
+                    "set KSTATE_VECTORS to run these tests)")
     return SHARED_VECTORS

@@ -4,6 +4,7 @@ line; tidy JUnit XML; OPS-1 on an implementation without varints."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from suite_runner import REPO_ROOT, child_env, run_suite
 
-from kstate_conformance.plugin import tidy_junit
+from kstate_conformance.plugin import blamed_call, tidy_junit, unwrapped_error
 from kstate_conformance.report import (
     NOT_APPLICABLE,
     UNSUPPORTED,
@@ -23,6 +24,7 @@ from kstate_conformance.report import (
     classify_skip,
     closing_line,
     console_summary,
+    grouped_listing,
     render_html,
     render_markdown,
 )
@@ -168,8 +170,8 @@ def test_one_bug_failing_sixteen_cases_is_one_group() -> None:
     assert markdown.count("| `test_golden[c") == 16 and markdown.count("#### `test_golden.py::") == 5
     assert render_html(report, {}).count("<div class='group'>") == 2
     line = closing_line(report, None)
-    assert line.startswith("CONFORMANCE SUITE FAILED for m: 0 passed, 17 failed, 0 expected failures, "
-                           "1 unexpected passes, 0 skipped")
+    assert line.startswith("CONFORMANCE SUITE FAILED for m: 0 of 2 rules pass, 2 failed; 0 passed, 17 failed, "
+                           "0 expected failures, 1 unexpected passes, 0 skipped")
 
 
 def test_junit_xml_without_hypothesis_blobs_and_with_module_class_names(tmp_path: Path) -> None:
@@ -185,3 +187,105 @@ def test_junit_xml_without_hypothesis_blobs_and_with_module_class_names(tmp_path
     assert "hypothesis-statistics" not in text and "<properties" not in text
     names = Counter(part.split('"')[1] for part in text.split("classname=")[1:])
     assert set(names) == {"kstate_conformance.tests.test_golden", "kstate_conformance.tests.test_ops_protocol"}
+
+
+def test_the_closing_line_says_how_much_was_tested() -> None:
+    report = RunReport("porter", [
+        outcome("a", "passed", ["A-1"]), outcome("b", "passed", ["A-2"]),
+        outcome("c", "passed", ["B-1"]), outcome("d", "skipped", ["B-1"], "Skipped: x does not support operation op.b"),
+        outcome("e", "skipped", ["C-1"], "Skipped: x does not support operation op.c"),
+        outcome("f", "skipped", ["D-1"], "Skipped: not an out-of-process testee"),
+    ], operations=(14, 168))
+    line = closing_line(report, None)
+    assert line.startswith("CONFORMANCE SUITE PASSED for porter: 2 of 5 rules pass, 1 partial, 1 unsupported, "
+                           "1 not applicable (14 of 168 operations); 3 passed, 0 failed")
+    report.requirement_shortfalls = {"C-1": "unsupported"}
+    assert closing_line(report, None).startswith("CONFORMANCE SUITE FAILED for porter: ")
+    assert "1 required rules not met" in closing_line(report, None)
+    assert any("C-1 (unsupported)" in line for line in console_summary(report))
+
+
+def test_a_fix_run_says_what_it_wrote() -> None:
+    report = RunReport("m", [outcome("a", "failed", ["A-1"], "E   assert 1 == 2")],
+                       fixed="--fix wrote x.txt: 1 entries, 1 added, 0 removed")
+    line = closing_line(report, None)
+    assert line.startswith("CONFORMANCE SUITE RUN, EXPECTED FAILURES WRITTEN (--fix wrote x.txt: 1 entries, 1 added")
+    assert "FAILED" not in line
+
+
+def test_groups_of_one_operation_are_merged_whatever_their_rules() -> None:
+    golden = [outcome(f"test_golden.py::test_golden[c{i}]", "failed", ["PRIM-5"], "E   x", op="varint.write_varlong")
+              for i in range(4)]
+    hostile = outcome("test_hostile.py::test_types[varint.write_varlong]", "failed", ["OPS-2"], "E   y",
+                      op="varint.write_varlong")
+    report = RunReport("m", [*golden, hostile])
+    (group,) = report.failure_groups()
+    assert group.rules == ["OPS-2", "PRIM-5"] and len(group.outcomes) == 5
+    # The first failure of each test leads, so that the examples shown cover every test of the group.
+    assert [o.test_id for o in group.outcomes[:2]] == [golden[0].test_id, hostile.test_id]
+
+
+def test_listings_are_grouped_by_operation_and_keep_whole_reasons() -> None:
+    reason = "AssertionError: " + "x" * 200
+    lines = grouped_listing([("varint.write_varlong", ["PRIM-5"], f"+ t{i}  # {reason}") for i in range(101)]
+                            + [("primitives.compare", ["PRIM-2"], "+ u  # other")])
+    assert lines[0] == "operation varint.write_varlong · rules PRIM-5 · 101"
+    assert lines[1] == f"  + t0  # {reason}" and lines[6] == "  ... and 96 more"
+    assert lines[7:] == ["operation primitives.compare · rules PRIM-2 · 1", "  + u  # other"]
+
+
+def test_hypothesis_wrappers_are_unwrapped_to_the_innermost_error() -> None:
+    from hypothesis.errors import FlakyFailure
+
+    inner = AssertionError("assert {'value': -1} == {'value': 1}")
+    # As hypothesis attaches it (add_note is Python 3.11's; the attribute is what it sets).
+    inner.__notes__ = ["Falsifying example: test_varlong_round_trips(\n    codec=<x>,\n    value=1,\n)"]
+    wrapped = FlakyFailure("Hypothesis test_varlong_round_trips(codec=<x.Adapter object at 0x7f>, value=1) produces "
+                           "unreliable results", [
+        FlakyFailure("two errors", [inner, ValueError("other")])])
+    message, example = unwrapped_error(wrapped)
+    assert message.splitlines()[0] == "AssertionError: assert {'value': -1} == {'value': 1}"
+    assert "FlakyFailure: Hypothesis test_varlong_round_trips(value=1) produces" in message and "+---" not in message
+    assert example == "Falsifying example: test_varlong_round_trips(\n    value=1,\n)"
+    assert unwrapped_error(ValueError("plain")) == ("", "")
+
+
+def test_a_round_trip_blames_the_call_whose_answer_is_wrong() -> None:
+    write = ("varint.write_varlong", {"value": 1}, {"bytes": "01", "size": 1})  # the reference writes 02
+    read = ("varint.read_varlong", {"bytes": "01"}, {"value": -1, "bytes_consumed": 1})  # right for its input
+    assert blamed_call([write, read]) == ("varint.write_varlong", {"value": 1}, {"bytes": "02", "size": 1},
+                                          {"bytes": "01", "size": 1})
+    # A call that raised (a crash, a hang) is the one that failed.
+    assert blamed_call([write, ("varint.read_varlong", {"bytes": "01"}, None)])[:2] == (
+        "varint.read_varlong", {"bytes": "01"})
+    assert blamed_call([read]) is None
+
+
+def test_required_rules_that_do_not_pass_fail_the_run(impl_dir: Path, tmp_path: Path) -> None:
+    selected = ("-k", "test_an_unknown_operation_is_not_claimed", "--kstate-profile", "quick")
+    run = run_suite("tiny_impl:nothing", tmp_path / "r", *selected, "--kstate-require-rules", "OPS-1",
+                    env=child_env(impl_dir))
+    assert run.returncode == 1, run.stdout[-2000:]
+    assert "OPS-1 (unsupported)" in run.stdout
+    last = run.stdout.strip().splitlines()[-1]
+    assert last.startswith("CONFORMANCE SUITE FAILED for tiny_impl:nothing: 0 of 1 rules pass, 1 unsupported (0 of ")
+    assert re.search(r"\(0 of \d+ operations\); 1 required rules not met;", last), last
+    results = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
+    assert results["requirement_shortfalls"] == {"OPS-1": "unsupported"} and results["operations"]["supported"] == 0
+
+
+def test_required_rules_are_families_or_ids_of_the_spec() -> None:
+    from kstate_conformance.plugin import required_rules
+
+    assert required_rules(["OPS-1,PRIM"], "tentative")[:2] == ["OPS-1", "PRIM-1"]
+    assert "PRIM-6" in required_rules(["PRIM"], "required")
+    with pytest.raises(pytest.UsageError, match="NOPE names no rule"):
+        required_rules(["PRIM,NOPE"], "tentative")
+
+
+def test_case_runs_exactly_the_named_tests(impl_dir: Path) -> None:
+    # -k kafka-jvm.varint.decode_varint_edge_1 would also run decode_varint_edge_10, _11, ...
+    proc = kstate(impl_dir, "--case", "kafka-jvm.varint.decode_varint_edge_1",
+                  "--case", "test_primitives_properties.py::test_varlong_round_trips")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert re.search(r"\b2 passed, \d+ deselected", proc.stdout), proc.stdout[-2000:]

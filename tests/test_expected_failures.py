@@ -37,6 +37,16 @@ def test_the_mutant_fails_exactly_the_listed_tests(plain_run: object) -> None:
     assert stdout.strip().splitlines()[-1].startswith("CONFORMANCE SUITE FAILED for mutant:unsigned-varints: ")
 
 
+def test_a_round_trip_failure_blames_the_write_and_shows_its_expected_output(plain_run: object) -> None:
+    # The read back is what the assertion checks, but the mutant's write is what is wrong.
+    failure = next(o for o in plain_run.by_outcome("failed")  # type: ignore[attr-defined]
+                   if o["test_id"] == FAILING[0])
+    assert failure["op"] == "varint.write_varint"
+    assert failure["expected"] != failure["actual"] and set(failure["expected"]) == {"bytes", "size"}
+    assert "operation varint.write_varint · " in plain_run.stdout  # type: ignore[attr-defined]
+    assert "operation varint.read_varint" not in plain_run.stdout  # type: ignore[attr-defined]
+
+
 def test_listed_failures_are_expected_and_the_run_passes(tmp_path: Path) -> None:
     listing = tmp_path / "mutant.txt"
     listing.write_text("# failures of the unsigned-varints mutant\n\n" + "\n".join(
@@ -54,7 +64,8 @@ def test_a_listed_test_that_passes_fails_the_run(tmp_path: Path) -> None:
     listing.write_text(json.dumps([*FAILING, {"id": PASSING, "reason": "stale"}]))
     run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
     assert run.returncode == 1
-    assert f"UNEXPECTED PASS {PASSING}" in run.stdout
+    assert f"  UNEXPECTED PASS {PASSING}" in run.stdout
+    assert "test test_segment_id_truncates_toward_zero · rules PRIM-4 · 1" in run.stdout
     # Reported as what it is, not as a failure of the test.
     assert not [line for line in run.stdout.splitlines() if line.startswith("FAILED") and PASSING in line]
     assert "1 unexpected pass" in run.stdout and "1 unexpected passes" in run.stdout.splitlines()[-1]
@@ -78,6 +89,8 @@ def test_fix_rewrites_the_list_with_the_actual_failures(tmp_path: Path) -> None:
     run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), "--kstate-fix")
     assert run.returncode == 0, run.stdout[-2000:]
     assert f"--fix wrote {listing}: 4 entries, 2 added, 1 removed" in run.stdout
+    assert run.stdout.strip().splitlines()[-1].startswith(
+        f"CONFORMANCE SUITE RUN, EXPECTED FAILURES WRITTEN (--fix wrote {listing}: 4 entries")
     assert f"  - {PASSING}" in run.stdout
     for test_id in FAILING[1:]:
         added = next(line for line in run.stdout.splitlines() if line.startswith(f"  + {test_id}  # "))

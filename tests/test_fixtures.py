@@ -114,3 +114,24 @@ def test_verify_reports_a_wrong_expected_output(repo_root: Path, tmp_path: Path)
     document["cases"] = [dict(document["cases"][0], output={"segment_id": 12345})]
     (root / "reference" / "primitives.json").write_text(json.dumps(document))
     assert main(["fixtures", "verify", "--root", str(root)]) == 1
+
+
+def test_verify_keeps_store_log_lines_out_of_its_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import logging
+
+    import kstate.fixtures_tool
+
+    def verify(root: Path, progress: object = None) -> tuple[int, list[object]]:
+        logging.getLogger("kstate.stores").warning("Skipping record for expired put.")
+        return 1, []
+
+    monkeypatch.setattr(kstate.fixtures_tool, "verify", verify)
+    log = tmp_path / "store.log"
+    assert main(["fixtures", "verify", "--log", str(log)]) == 0
+    captured = capsys.readouterr()
+    assert "Skipping record" not in captured.out + captured.err
+    assert f"1 store log lines (what Kafka logs too for the inputs the cases feed) written to {log}" in captured.out
+    assert "WARNING kstate.stores: Skipping record for expired put." in log.read_text()
+    assert main(["fixtures", "verify"]) == 0
+    assert "Skipping record" not in capsys.readouterr().err

@@ -120,3 +120,19 @@ def test_store_open_names_every_built_store_type(index: list[dict[str, Any]]) ->
     (store_type,) = [f for e in index if e["name"] == "store.open" for f in e["inputs"] if f["name"] == "store_type"]
     assert all(t.value in store_type["note"] for t in BUILT_TYPES)
     assert "versioned_kv_with_headers" in store_type["note"] and "session_with_headers" in store_type["note"]
+
+
+def test_a_reader_that_leaves_early_is_no_traceback() -> None:
+    # `kstate ops --json | head`: the output is larger than a pipe's buffer, so the write meets the closed pipe.
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(["reference_impl", "conformance"])}
+    proc = subprocess.Popen([sys.executable, "-m", "kstate.cli", "ops", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=Path(__file__).resolve().parents[1])
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141
+    assert "Traceback" not in err and "BrokenPipeError" not in err

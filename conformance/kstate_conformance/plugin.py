@@ -9,8 +9,12 @@ implementation; without ``--kstate-impl`` (or ``KSTATE_IMPL``) the reference imp
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
-from collections.abc import Generator
+import re
+from collections import deque
+from collections.abc import Generator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,14 @@ WRAPPER_KEY = pytest.StashKey["SkippingAdapter"]()
 #: Parameter values that name a store type or a backend, when a test's parameters are not named so.
 BACKENDS = ("rocksdb", "memory", "in_memory")
 STORE_TYPES = tuple(t.value for t in StoreType) + tuple(LEGACY_ALIASES)
+#: Operations never sent to an implementation (OPS-5: the harness expands a scenario), so not counted in coverage.
+NEVER_SENT = frozenset({"store.scenario"})
+#: Families of pure operations (bytes and numbers in and out, no handle, no files): a failure's calls of these
+#: are replayed on the reference to find the one whose answer is wrong.
+PURE_FAMILIES = frozenset({"varint", "primitives", "headers", "record_v2", "timestamped", "header_values",
+                           "versioned", "window", "session", "position", "layout", "changelog"})
+#: Calls of one test remembered for that search (hypothesis replays the minimal example last).
+REMEMBERED_CALLS = 64
 
 
 class SkippingAdapter:
@@ -42,18 +54,23 @@ class SkippingAdapter:
     def __init__(self, inner: CodecAdapter) -> None:
         self.inner = inner
         self.name = inner.name
-        self.last_call: tuple[str, JsonDict, Any] | None = None
+        #: The running test's latest calls as (operation, input, output); output None if the call raised.
+        self.calls: deque[tuple[str, JsonDict, Any]] = deque(maxlen=REMEMBERED_CALLS)
+
+    @property
+    def last_call(self) -> tuple[str, JsonDict, Any] | None:
+        return self.calls[-1] if self.calls else None
 
     def supports(self, op: str) -> bool:
         return self.inner.supports(op)
 
     def call(self, op: str, payload: JsonDict) -> JsonDict:
-        self.last_call = (op, payload, None)
+        self.calls.append((op, payload, None))
         try:
             output = self.inner.call(op, payload)
         except Unsupported:
             pytest.skip(f"{self.name} does not support operation {op}")
-        self.last_call = (op, payload, output)
+        self.calls[-1] = (op, payload, output)
         return output
 
 
@@ -80,6 +97,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kstate-grouped-failures", action="store_true",
                     help="show failures only grouped by rule and operation (with input, expected and actual output), "
                          "not as one pytest traceback each")
+    group.addoption("--kstate-require-rules", action="append", default=[], metavar="IDS",
+                    help="rule families or IDs (comma-separated, e.g. PRIM,TSKV-3) whose every rule must pass, not be "
+                         "unsupported, partial or not run; otherwise the run fails")
+    group.addoption("--kstate-case", action="append", default=[], metavar="ID",
+                    help="run exactly this test (repeatable): a golden case id (kafka-jvm.varint.varint_edge_4), a test "
+                         "id as reports and expected-failure files name it, or a test's name; unlike -k, no "
+                         "similar ids")
     group.addoption("--kstate-progress", action="store_true",
                     help="show a progress display on stderr instead of pytest's per-test letters")
 
@@ -130,9 +154,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marker = item.get_closest_marker("kstate_level")
         level = marker.args[0] if marker else "required"
         (keep if LEVEL_ORDER.get(level, 0) <= limit else dropped).append(item)
+    wanted = set(config.getoption("--kstate-case"))
+    if wanted:
+        chosen = [item for item in keep if wanted & case_names(item)]
+        missing = wanted - set().union(*(case_names(item) for item in chosen))
+        if missing:
+            raise pytest.UsageError(f"--kstate-case: no test of this run is named {', '.join(sorted(missing))}")
+        dropped += [item for item in keep if item not in chosen]
+        keep = chosen
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+def case_names(item: pytest.Item) -> set[str]:
+    """The exact names ``--kstate-case`` knows a test by: its stable id, its name with parameters, its parameters
+    (a golden case's id)."""
+    test_id = stable_test_id(item.nodeid)
+    names = {test_id, test_id.split("::", 1)[-1]}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        names.add(str(callspec.id))
+    return names
 
 
 def is_suite_run(config: pytest.Config) -> bool:
@@ -226,7 +269,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     adapter = item.config.stash.get(ADAPTER_KEY, None)
     wrapper = item.config.stash.get(WRAPPER_KEY, None)
     if wrapper is not None:
-        wrapper.last_call = None
+        wrapper.calls.clear()
     begin_test = getattr(adapter, "begin_test", None)
     if callable(begin_test):
         begin_test(item.nodeid)
@@ -254,6 +297,8 @@ class _ExpectedFailurePlugin:
         self.reasons: dict[str, str] = {}
         self.unexpected_passes: list[str] = []
         self.collected: set[str] = set()
+        #: Each test's (operation, rules), to list entries and unexpected passes by operation.
+        self.keys: dict[str, tuple[str, list[str]]] = {}
         self.rewritten: tuple[list[Entry], list[Entry], ExpectedFailures] | None = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -267,7 +312,9 @@ class _ExpectedFailurePlugin:
             self.ran.add(test_id)
         if report.failed:
             self.failed.add(test_id)
-            self.reasons.setdefault(test_id, failure_reason(report))
+            self.reasons.setdefault(test_id, failure_reason(report, failure_context(item, call.excinfo).message))
+        if report.when == "call" or report.failed:
+            self.keys[test_id] = grouping_key(item, report.failed)
         entry = self.expectations.match(test_id)
         if entry is None:
             return report
@@ -303,13 +350,19 @@ class _ExpectedFailurePlugin:
         if session.exitstatus == pytest.ExitCode.TESTS_FAILED:
             session.exitstatus = pytest.ExitCode.OK
 
+    def _grouped(self, lines: dict[str, str]) -> list[str]:
+        """``{test id: line}`` grouped by operation (one bug touching a hundred tests is one heading)."""
+        from kstate_conformance.report import grouped_listing
+
+        return grouped_listing([(*self.keys.get(test_id, ("(not run)", [])), line) for test_id, line in lines.items()])
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         stale = self.expectations.unmatched(self.collected)
         if self.unexpected_passes:
             terminalreporter.write_sep("=", f"{len(self.unexpected_passes)} unexpected passes "
-                                       "(listed as expected failures, but passed)", red=True)
-            for test_id in self.unexpected_passes:
-                terminalreporter.write_line(f"UNEXPECTED PASS {test_id}")
+                                       "(listed as expected failures, but passed), by operation", red=True)
+            for line in self._grouped({t: f"UNEXPECTED PASS {t}" for t in self.unexpected_passes}):
+                terminalreporter.write_line(line)
         if stale:
             terminalreporter.write_sep("-", f"{len(stale)} expected-failure entries match no test of this run")
             for entry in stale:
@@ -318,10 +371,10 @@ class _ExpectedFailurePlugin:
             added, removed, fixed = self.rewritten
             terminalreporter.write_sep("=", f"--fix wrote {fixed.path}: {len(fixed.entries)} entries, "
                                        f"{len(added)} added, {len(removed)} removed")
-            for entry in added:
-                terminalreporter.write_line(f"  + {entry.pattern}  # {entry.reason}")
-            for entry in removed:
-                terminalreporter.write_line(f"  - {entry.pattern}")
+            for line in self._grouped({e.pattern: f"+ {e.pattern}  # {e.reason}" for e in added}):
+                terminalreporter.write_line(line)
+            for line in self._grouped({e.pattern: f"- {e.pattern}" for e in removed}):
+                terminalreporter.write_line(line)
         elif self.unexpected_passes or (self.failed - self.listed_failures()):
             terminalreporter.write_line(f"to update the list: rerun with --kstate-fix "
                                         f"(kstate conformance --expected-failures {self.expectations.path} --fix)")
@@ -330,34 +383,148 @@ class _ExpectedFailurePlugin:
         return {t for t in self.failed if self.expectations.match(t)}
 
 
-def failure_reason(report: pytest.TestReport) -> str:
-    """A one-line reason for an expected-failure entry: the failure's own first line."""
+#: An expected-failure reason longer than this is cut (a repr of a large value, not a reason).
+REASON_LIMIT = 400
+
+
+def failure_reason(report: pytest.TestReport, innermost: str = "") -> str:
+    """A one-line reason for an expected-failure entry: the failure's own first line (the innermost error's,
+    when hypothesis wrapped it)."""
     crash = getattr(report.longrepr, "reprcrash", None)
-    text = str(getattr(crash, "message", "") or report.longrepr or "")
+    text = innermost or str(getattr(crash, "message", "") or report.longrepr or "")
     line = next((x.strip() for x in text.splitlines() if x.strip()), "failed")
-    return (line[:117] + "...") if len(line) > 120 else line
+    return (line[:REASON_LIMIT - 3] + "...") if len(line) > REASON_LIMIT else line
 
 
 # --- reports -------------------------------------------------------------------------------------------------
 
 
-def failure_context(item: pytest.Item) -> tuple[str, Any, Any, Any]:
-    """(operation, input, expected output, actual output) of a failed test, as far as they are known.
+@dataclass(frozen=True)
+class FailureContext:
+    """What a failed test was about: the operation blamed, its input, expected and actual output, and the
+    innermost error's message and minimal example when hypothesis wrapped it (else empty)."""
 
-    A golden case carries its operation, input and expected output; otherwise the test's last call to the
-    implementation gives the operation, input and actual output (for a property, hypothesis replays the
-    minimal example last).
-    """
+    op: str = ""
+    input: Any = None
+    expected: Any = None
+    actual: Any = None
+    message: str = ""
+    example: str = ""
+
+
+CONTEXT_KEY = pytest.StashKey[FailureContext]()
+
+
+def failure_context(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None = None) -> FailureContext:
+    """The :class:`FailureContext` of a failed test, computed once (the report and the expectations both ask):
+    a golden case's operation, else the call :func:`blamed_call` finds, else the test's last call."""
+    cached = item.stash.get(CONTEXT_KEY, None)
+    if cached is not None:
+        return cached
+    message, example = unwrapped_error(excinfo.value) if excinfo is not None else ("", "")
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("case") if callspec is not None else None
     wrapper = item.config.stash.get(WRAPPER_KEY, None)
-    last = wrapper.last_call if wrapper is not None else None
+    calls = list(wrapper.calls) if wrapper is not None else []
+    last = calls[-1] if calls else None
     if isinstance(case, dict) and isinstance(case.get("op"), str):
         actual = last[2] if last is not None and last[0] == case["op"] else None
-        return case["op"], case.get("input"), case.get("output"), actual
-    if last is not None:
-        return last[0], last[1], None, last[2]
-    return "", None, None, None
+        context = FailureContext(case["op"], case.get("input"), case.get("output"), actual, message, example)
+    elif (blamed := blamed_call(calls)) is not None:
+        context = FailureContext(*blamed, message, example)
+    elif last is not None:
+        context = FailureContext(last[0], last[1], None, last[2], message, example)
+    else:
+        context = FailureContext(message=message, example=example)
+    item.stash[CONTEXT_KEY] = context
+    return context
+
+
+def blamed_call(calls: list[tuple[str, JsonDict, Any]]) -> tuple[str, JsonDict, Any, Any] | None:
+    """(operation, input, expected, actual) of the call that failed: the last call if it raised, else the last
+    pure call whose answer differs from the reference's (its expected output); None if no call can be blamed."""
+    # In a round trip (write, then read back) the assertion fails after the read, though the write may be what
+    # is wrong: replaying the pure calls on the reference finds the one that answered differently.
+    if not calls:
+        return None
+    if calls[-1][2] is None:
+        # The last call raised (a crash, a hang, garbage from a testee): that operation failed.
+        return calls[-1][0], calls[-1][1], None, None
+    from kstate.ops import call as reference_call
+    from kstate.ops import load_all
+    from kstate.ops.compare import differences
+
+    known = load_all()
+    for op, payload, output in reversed(calls):
+        if op not in known or op.split(".", 1)[0] not in PURE_FAMILIES:
+            continue
+        try:
+            expected = reference_call(op, copy.deepcopy(payload))
+        except Exception:  # a payload the reference cannot even take is no evidence either way
+            continue
+        if differences(expected, output):
+            return op, payload, expected, output
+    return None
+
+
+_EXAMPLE_NOTE = re.compile(r"^\s*(Falsifying example|Falsifying explicit example|Failing test case)")
+
+
+def unwrapped_error(exc: BaseException) -> tuple[str, str]:
+    """(message, minimal example) of the innermost error inside hypothesis's FlakyFailure or an ExceptionGroup;
+    ("", "") for an error that wraps nothing (its own text is read from the report as before)."""
+    wrappers: list[BaseException] = []
+    inner = exc
+    while isinstance(getattr(inner, "exceptions", None), tuple) and inner.exceptions:  # type: ignore[attr-defined]
+        wrappers.append(inner)
+        inner = inner.exceptions[0]  # type: ignore[attr-defined]
+    if not wrappers:
+        return "", ""
+    outer = wrappers[0]
+    count = len(getattr(outer, "exceptions", ()))
+    first_line = next((line for line in str(outer).splitlines() if line.strip()), "")
+    first_line = re.sub(r"codec=<[^>]*>,\s*", "", first_line)  # the adapter object's repr says nothing
+    text = [line for line in f"{type(inner).__name__}: {inner}".splitlines() if line.strip()][:3]
+    text.append(f"(the innermost error{f', 1 of {count},' if count > 1 else ''} of {type(outer).__name__}: "
+                f"{first_line})")
+    notes = [str(n) for n in getattr(inner, "__notes__", ())]
+    example = next((n for n in notes if _EXAMPLE_NOTE.match(n)), "")
+    example_lines = [line.rstrip() for line in example.strip().splitlines() if not re.match(r"\s*codec=<", line)]
+    if example_lines:
+        example_lines[0] = example_lines[0].replace("Failing test case", "Falsifying example", 1)
+    return "\n".join(text), "\n".join(example_lines)
+
+
+def grouping_key(item: pytest.Item, failed: bool) -> tuple[str, list[str]]:
+    """(operation, rules) a test's outcome is grouped under: the blamed operation of a failure, a golden case's
+    operation, else the test's name."""
+    marker = item.get_closest_marker("rules")
+    rules = [str(r) for r in marker.args] if marker else []
+    if failed:
+        op = failure_context(item).op
+        if op:
+            return op, rules
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("case") if callspec is not None else None
+    if isinstance(case, dict) and isinstance(case.get("op"), str):
+        return case["op"], rules
+    return getattr(item, "originalname", None) or item.name, rules
+
+
+def required_rules(tokens: Iterable[str], level: str) -> list[str]:
+    """The rules ``--require-rules`` names (families or IDs, comma-separated), up to the run's level."""
+    from kstate_conformance.spec_rules import load_rules
+
+    rules = load_rules()
+    wanted: list[str] = []
+    for token in (t.strip() for chunk in tokens for t in chunk.split(",")):
+        if not token:
+            continue
+        matched = [r for r in rules if r == token or r.split("-", 1)[0] == token]
+        if not matched:
+            raise pytest.UsageError(f"--require-rules: {token} names no rule and no rule family of the spec")
+        wanted += [r for r in matched if LEVEL_ORDER[rules[r].level] <= LEVEL_ORDER[level] and r not in wanted]
+    return wanted
 
 
 class _ReportCollector:
@@ -372,9 +539,10 @@ class _ReportCollector:
         self.report = RunReport(implementation=implementation_spec(config))
         self._meta: dict[str, tuple[list[str], str, str, str]] = {}
         self._outcomes: dict[str, Any] = {}
-        self._context: dict[str, tuple[str, Any, Any, Any]] = {}
+        self._context: dict[str, FailureContext] = {}
         self.report_dir: Path | None = None
         self.exit_status = 0
+        self.required = required_rules(config.getoption("--kstate-require-rules"), config.getoption("--kstate-level"))
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -388,8 +556,8 @@ class _ReportCollector:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         report: pytest.TestReport = yield
-        if report.when in ("setup", "call") and not report.passed:
-            self._context[item.nodeid] = failure_context(item)
+        if report.when in ("setup", "call") and (report.failed or hasattr(report, "wasxfail")):
+            self._context[item.nodeid] = failure_context(item, call.excinfo)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -411,16 +579,17 @@ class _ReportCollector:
                 existing.detail = (existing.detail + "\n--- teardown ---\n" + detail).strip()
                 return
             rules, level, store_type, backend = self._meta[report.nodeid]
-            op, given, expected, actual = ("", None, None, None)
+            context = FailureContext()
             if outcome in ("failed", "xfailed"):
-                op, given, expected, actual = self._context.pop(report.nodeid, ("", None, None, None))
+                context = self._context.pop(report.nodeid, context)
             skip_kind, unsupported = classify_skip(detail) if outcome == "skipped" else ("", "")
             outcome_record = TestOutcome(
                 report.nodeid, outcome, rules, level, detail, test_id=stable_test_id(report.nodeid),
                 store_type=store_type, backend=backend, expected_failure=wasxfail,
-                example=minimal_example(detail) if outcome in ("failed", "xfailed") else "",
+                example=context.example or (minimal_example(detail) if outcome in ("failed", "xfailed") else ""),
                 seconds=round(report.duration, 4), skip_kind=skip_kind, unsupported=unsupported,
-                op=op, input=given, expected=expected, actual=actual,
+                op=context.op, input=context.input, expected=context.expected, actual=context.actual,
+                message=context.message,
             )
             self._outcomes[report.nodeid] = outcome_record
             self.report.outcomes.append(outcome_record)
@@ -430,6 +599,19 @@ class _ReportCollector:
         from kstate_conformance.report import write_reports
         from kstate_conformance.spec_rules import load_rules
 
+        self.report.operations = self._operations()
+        fixing = self.config.pluginmanager.get_plugin("kstate-expected-failures")
+        if isinstance(fixing, _ExpectedFailurePlugin) and fixing.rewritten is not None:
+            added, removed, fixed = fixing.rewritten
+            self.report.fixed = f"--fix wrote {fixed.path}: {len(fixed.entries)} entries, {len(added)} added, " \
+                                f"{len(removed)} removed"
+        if self.required and self.report.outcomes:
+            verdicts = self.report.rule_verdicts()
+            self.report.requirement_shortfalls = {
+                rule: verdicts.get(rule, "not run") for rule in self.required
+                if verdicts.get(rule, "not run") not in ("pass", "n/a")}
+            if self.report.requirement_shortfalls and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self.exit_status = int(session.exitstatus)
 
         if self.config.getoption("--kstate-grouped-failures"):
@@ -443,6 +625,23 @@ class _ReportCollector:
         self.report.expected_failures_file = str(expected or "")
         self.report_dir = Path(directory)
         write_reports(self.report, self.report_dir, titles)
+
+    def _operations(self) -> tuple[int, int] | None:
+        """(operations the implementation supports, operations it can be sent), if it was built."""
+        adapter = self.config.stash.get(ADAPTER_KEY, None)
+        if adapter is None:
+            return None
+        from kstate.ops import load_all
+
+        names = [name for name in load_all() if name not in NEVER_SENT]
+
+        def supported(name: str) -> bool:
+            try:
+                return bool(adapter.supports(name))
+            except Exception:  # an adapter that cannot answer supports() does not support the operation
+                return False
+
+        return sum(supported(name) for name in names), len(names)
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -458,8 +657,8 @@ class _ReportCollector:
         # The last line of the run, after pytest's own counts (as protobuf's conformance runner ends).
         from kstate_conformance.report import closing_line
 
-        if not self.report.outcomes and self.exit_status == 0:
-            return  # nothing ran (--collect-only, --help): nothing to close
+        if not self.report.outcomes and self.exit_status in (pytest.ExitCode.OK, pytest.ExitCode.USAGE_ERROR):
+            return  # nothing ran (--collect-only, --help, a usage error): nothing to close
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         line = closing_line(self.report, self.report_dir, self.exit_status)
         if terminal is not None:

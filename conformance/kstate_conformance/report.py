@@ -54,6 +54,8 @@ class TestOutcome:
     input: Any = None
     expected: Any = None
     actual: Any = None
+    #: For a failure: the innermost error (hypothesis's FlakyFailure and ExceptionGroup unwrapped), when known.
+    message: str = ""
 
     def __post_init__(self) -> None:
         if not self.test_id:
@@ -67,6 +69,12 @@ class RunReport:
     implementation: str
     outcomes: list[TestOutcome] = field(default_factory=list)
     expected_failures_file: str = ""
+    #: (operations the implementation supports, operations an implementation can be sent), when known.
+    operations: tuple[int, int] | None = None
+    #: --require-rules: each required rule that did not pass, with its verdict (or ``not run``).
+    requirement_shortfalls: dict[str, str] = field(default_factory=dict)
+    #: What ``--fix`` wrote (``FILE: N entries, A added, R removed``), when it ran.
+    fixed: str = ""
 
     def by_rule(self) -> dict[str, Counter[str]]:
         table: dict[str, Counter[str]] = {}
@@ -113,18 +121,35 @@ class RunReport:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def failure_groups(self) -> list[FailureGroup]:
-        """Failures grouped by their rules and operation: one bug failing many cases is one group."""
-        groups: dict[tuple[tuple[str, ...], str], FailureGroup] = {}
+        """Failures grouped by the operation they blame: one bug is one group, whichever tests and rules it failed."""
+        groups: dict[str, FailureGroup] = {}
         for o in self.outcomes:
             if o.outcome != "failed":
                 continue
-            key = (tuple(o.rules), o.op or o.test_id.split("[", 1)[0])
-            groups.setdefault(key, FailureGroup(list(key[0]), key[1])).outcomes.append(o)
+            key = o.op or o.test_id.split("[", 1)[0]
+            group = groups.setdefault(key, FailureGroup([], key))
+            group.rules = sorted(set(group.rules) | set(o.rules), key=_rule_key)
+            group.outcomes.append(o)
+        for group in groups.values():
+            # The first failure of each test first: a group's shown examples cover its different tests.
+            firsts: dict[str, TestOutcome] = {}
+            for o in group.outcomes:
+                firsts.setdefault(_test_name(o), o)
+            lead = {id(o) for o in firsts.values()}
+            group.outcomes = [*firsts.values(), *(o for o in group.outcomes if id(o) not in lead)]
         return sorted(groups.values(), key=lambda g: (-len(g.outcomes), [_rule_key(r) for r in g.rules], g.op))
+
+    def rule_verdicts(self) -> dict[str, str]:
+        """Each rule the run's tests cite, with its verdict."""
+        return {rule: _verdict(counts) for rule, counts in self.by_rule().items() if rule != "(none)"}
 
     def ok(self) -> bool:
         totals = self.totals()
-        return not totals["failed"] and not totals["unexpected_pass"]
+        return not totals["failed"] and not totals["unexpected_pass"] and not self.requirement_shortfalls
+
+
+def _test_name(outcome: TestOutcome) -> str:
+    return outcome.test_id.split("::", 1)[-1].split("[", 1)[0]
 
 
 @dataclass
@@ -137,7 +162,7 @@ class FailureGroup:
 
     @property
     def title(self) -> str:
-        tests = Counter(o.test_id.split("::", 1)[-1].split("[", 1)[0] for o in self.outcomes)
+        tests = Counter(_test_name(o) for o in self.outcomes)
         which = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in tests.items())
         return (f"rules {', '.join(self.rules) or '(none)'} · operation {self.op} · "
                 f"{len(self.outcomes)} failed ({which})")
@@ -252,6 +277,19 @@ def failure_message(detail: str, max_lines: int = 8) -> str:
     return tail[-1] if tail else ""
 
 
+def coverage_line(report: RunReport) -> str:
+    """How much was tested: ``18 of 367 rules pass, 4 partial, 345 unsupported (14 of 168 operations)``."""
+    verdicts = Counter(report.rule_verdicts().values())
+    parts = [f"{verdicts['pass']} of {sum(verdicts.values())} rules pass"]
+    parts += [f"{verdicts[v]} {label}" for v, label in (("partial", "partial"), ("unsupported", "unsupported"),
+                                                        ("FAIL", "failed"), ("xfail", "expected failures"),
+                                                        ("n/a", "not applicable")) if verdicts[v]]
+    line = ", ".join(parts)
+    if report.operations is not None:
+        line += f" ({report.operations[0]} of {report.operations[1]} operations)"
+    return line
+
+
 def counts_line(report: RunReport) -> str:
     """passed, failed, expected failures, unexpected passes, skipped (why), unsupported operations."""
     totals = report.totals()
@@ -267,7 +305,10 @@ def closing_line(report: RunReport, report_dir: Path | None, exit_status: int = 
 
     ``exit_status`` is pytest's: a run that was interrupted or broke (2, 3, 4) did not pass, whatever it counted.
     """
-    if not report.ok():
+    if report.fixed and exit_status in (0, 1):
+        # A --fix run's outcome is the file it wrote; its failures are in that file now.
+        verdict = f"RUN, EXPECTED FAILURES WRITTEN ({report.fixed})"
+    elif not report.ok():
         verdict = "FAILED"
     elif exit_status == 5 or not report.outcomes:
         verdict = "RAN NO TESTS"
@@ -276,12 +317,16 @@ def closing_line(report: RunReport, report_dir: Path | None, exit_status: int = 
     else:
         verdict = f"DID NOT COMPLETE (pytest exit status {exit_status})"
     where = f"reports written to {report_dir}" if report_dir is not None else "no reports written (--report DIR)"
-    return f"CONFORMANCE SUITE {verdict} for {report.implementation}: {counts_line(report)}; {where}"
+    required = ""
+    if report.requirement_shortfalls:
+        required = f"{len(report.requirement_shortfalls)} required rules not met; "
+    return (f"CONFORMANCE SUITE {verdict} for {report.implementation}: {coverage_line(report)}; {required}"
+            f"{counts_line(report)}; {where}")
 
 
 def _summary(report: RunReport, rows: dict[str, Counter[str]]) -> str:
     verdicts = Counter(_verdict(c) for c in rows.values())
-    return (f"{counts_line(report)}. {len(report.outcomes)} tests, {len(rows)} rules: "
+    return (f"{coverage_line(report)}. {counts_line(report)}. {len(report.outcomes)} tests, {len(rows)} rules: "
             + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())) + ".")
 
 
@@ -303,7 +348,8 @@ def failure_lines(outcome: TestOutcome) -> list[str]:
         lines.append(f"actual:    {_json_text(outcome.actual)}")
     if outcome.example:
         lines += ["Minimal failing example:", *outcome.example.splitlines()]
-    message = textwrap.dedent(failure_message(outcome.detail, max_lines=4)).strip().splitlines()
+    text = outcome.message or failure_message(outcome.detail, max_lines=4)
+    message = textwrap.dedent(text).strip().splitlines()[:4]
     lines += [f"message:   {line}" if i == 0 else f"           {line}" for i, line in enumerate(message)]
     return lines
 
@@ -327,6 +373,9 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
                 names = ", ".join(o.test_id.split("::", 1)[-1] for o in rest[:4])
                 lines.append(f"    ... and {len(rest)} more: {names}" + (", ..." if len(rest) > 4 else "")
                              + " (all in the reports)")
+    if report.requirement_shortfalls:
+        lines.append(f"=== {len(report.requirement_shortfalls)} required rules not met (--require-rules) ===")
+        lines += _wrapped([f"{rule} ({verdict})" for rule, verdict in report.requirement_shortfalls.items()])
     unsupported = report.unsupported_operations()
     if unsupported:
         lines.append(f"=== {len(unsupported)} operations not supported by {report.implementation} "
@@ -338,6 +387,25 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
                      "(no shortfall) ===")
         lines += [f"{n:>5}  {why}" for why, n in not_applicable.items()]
     return lines
+
+
+def grouped_listing(entries: list[tuple[str, list[str], str]], shown: int = 5) -> list[str]:
+    """Lines of ``(operation, rules, line)`` entries, grouped by operation: a heading each, then at most
+    ``shown`` of its lines, so that one bug is a few lines however many tests it touches."""
+    groups: dict[str, tuple[set[str], list[str]]] = {}
+    for op, rules, line in entries:
+        group = groups.setdefault(op, (set(), []))
+        group[0].update(rules)
+        group[1].append(line)
+    out: list[str] = []
+    for op, (rule_set, lines) in sorted(groups.items(), key=lambda kv: (-len(kv[1][1]), kv[0])):
+        # Operations are dotted (family.name); a key without a dot is a test's name (no operation to blame).
+        label = "operation" if "." in op else "test"
+        out.append(f"{label} {op} · rules {', '.join(sorted(rule_set, key=_rule_key)) or '(none)'} · {len(lines)}")
+        out += [f"  {line}" for line in lines[:shown]]
+        if len(lines) > shown:
+            out.append(f"  ... and {len(lines) - shown} more")
+    return out
 
 
 def _wrapped(items: list[str], width: int = 110) -> list[str]:
@@ -358,6 +426,10 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     (directory / "report.html").write_text(render_html(report, rule_titles), encoding="utf-8")
     (directory / "results.json").write_text(
         json.dumps({"implementation": report.implementation, "expected_failures_file": report.expected_failures_file,
+                    "coverage": coverage_line(report),
+                    "operations": dict(zip(("supported", "total"), report.operations, strict=True))
+                    if report.operations else None,
+                    "requirement_shortfalls": report.requirement_shortfalls,
                     "outcomes": [asdict(o) for o in report.outcomes]}, indent=1, default=repr),
         encoding="utf-8",
     )
@@ -367,13 +439,16 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
     rows = report.by_rule()
     columns = report.columns()
     xfailed = [o for o in report.outcomes if o.outcome == "xfailed"]
-    md = [f"# Conformance report: `{report.implementation}`", "", _summary(report, rows), "",
-          "Verdicts: `pass` every case passed; `partial` some cases passed and others were skipped because the "
-          "implementation does not support their operation; `unsupported` no case could run; `n/a` the rule's "
-          "tests do not apply to this kind of implementation (no shortfall); `FAIL`; `xfail` listed failures.", "",
-          "## Rules", "",
-          "| rule | level | title | verdict | passed | failed | unsupported | n/a | xfailed |",
-          "|---|---|---|---|---|---|---|---|---|"]
+    md = [f"# Conformance report: `{report.implementation}`", "", _summary(report, rows), ""]
+    if report.requirement_shortfalls:
+        md += ["**Required rules not met** (`--require-rules`): " + ", ".join(
+            f"{rule} ({verdict})" for rule, verdict in report.requirement_shortfalls.items()), ""]
+    md += ["Verdicts: `pass` every case passed; `partial` some cases passed and others were skipped because the "
+           "implementation does not support their operation; `unsupported` no case could run; `n/a` the rule's "
+           "tests do not apply to this kind of implementation (no shortfall); `FAIL`; `xfail` listed failures.", "",
+           "## Rules", "",
+           "| rule | level | title | verdict | passed | failed | unsupported | n/a | xfailed |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for rule, counts in rows.items():
         title, level = rule_titles.get(rule, ("", ""))
         md.append(f"| {rule} | {level} | {title} | {_verdict(counts)} | {counts['passed']} "

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,8 +20,17 @@ from rich.table import Table
 
 from kstate.codecs.store_types import BUILT_KV_TYPES, LEGACY_ALIASES
 
-# Run from a checkout, the shared material sits beside the repository.
-DEFAULT_VECTORS = Path(os.environ.get("KSTATE_VECTORS", "../shared/jvm-vectors/kafka-jvm-vectors.json"))
+#: Run from a checkout, the shared material sits beside the repository (a public clone has none).
+SHARED_VECTORS = Path("../shared/jvm-vectors/kafka-jvm-vectors.json")
+
+
+def default_vectors() -> Path:
+    """The vector file when none is named: ``$KSTATE_VECTORS``, else the shared material's."""
+    return Path(os.environ.get("KSTATE_VECTORS") or SHARED_VECTORS)
+
+
+def _is_shared_location(path: Path) -> bool:
+    return path.resolve() == SHARED_VECTORS.resolve()
 
 #: Outside a terminal (CI logs, pipes) rich would cut tables at 80 columns; a log has room for whole rows.
 LOG_WIDTH = 200
@@ -52,6 +63,16 @@ def _progress() -> Progress:
 def cmd_vectors_check(args: argparse.Namespace) -> int:
     from kstate.vectors import VectorFileError, check, load_vector_file
 
+    path = Path(args.file) if args.file else default_vectors()
+    if not path.exists() and _is_shared_location(path):
+        # A clone without the shared material beside it: the vectors are imported in fixtures/kafka-jvm/, which
+        # `fixtures verify` and the suite replay; only the raw file's replay is left out, said in one line.
+        console.print(f"vectors check skipped: no vector file at {path} (the shared material is not beside this "
+                      "clone; name a file or set KSTATE_VECTORS)", soft_wrap=True, markup=False, highlight=False)
+        if args.junit:
+            _write_skipped_junit(Path(args.junit), f"no vector file at {path}")
+        return 0
+    args.file = path
     try:
         document = load_vector_file(args.file)
     except VectorFileError as exc:
@@ -85,6 +106,17 @@ def cmd_vectors_check(args: argparse.Namespace) -> int:
     if args.junit:
         _write_vector_junit(report, Path(args.junit))
     return 0 if report.ok else 1
+
+
+def _write_skipped_junit(path: Path, reason: str) -> None:
+    """A JUnit report of one skipped case, so that CI shows the replay was left out rather than passed."""
+    from xml.etree import ElementTree as ET
+
+    suite = ET.Element("testsuite", name="kafka-jvm-vectors", tests="1", failures="0", skipped="1")
+    case = ET.SubElement(suite, "testcase", classname="vectors", name="kafka-jvm-vectors")
+    ET.SubElement(case, "skipped", message=reason)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def _write_vector_junit(report: object, path: Path) -> None:
@@ -130,7 +162,7 @@ def cmd_fixtures_generate(args: argparse.Namespace) -> int:
         err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
         return 2
     documents = reference_fixture_documents()
-    vectors = Path(args.vectors) if args.vectors else DEFAULT_VECTORS
+    vectors = Path(args.vectors) if args.vectors else default_vectors()
     if vectors.exists():
         documents.update(jvm_fixture_documents(vectors))
     elif args.vectors:
@@ -153,13 +185,46 @@ def cmd_fixtures_verify(args: argparse.Namespace) -> int:
     from kstate.fixtures_tool import fixture_files, verify
 
     root = _fixtures_root(args)
-    with _progress() as progress:
+    with _progress() as progress, _store_log(Path(args.log) if args.log else None) as logged:
         task = progress.add_task("verifying fixtures", total=len(fixture_files(root)))
         checked, failures = verify(root, progress=lambda _n: progress.advance(task))
     for failure in failures[: args.show]:
         console.print(f"[red]FAIL[/red] {failure.file} {failure.case_id}: {failure.detail}")
     console.print(f"{checked} fixture cases checked against the reference, {len(failures)} failed")
+    if logged:
+        where = f"written to {args.log}" if args.log else "not shown (--log FILE keeps them)"
+        console.print(f"{len(logged)} store log lines (what Kafka logs too for the inputs the cases feed) {where}",
+                      soft_wrap=True, markup=False, highlight=False)
     return 1 if failures else 0
+
+
+@contextmanager
+def _store_log(path: Path | None) -> Iterator[list[logging.LogRecord]]:
+    """The ``kstate`` loggers' records, kept out of the output: counted, and written to ``path`` if given."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("kstate")
+    handlers: list[logging.Handler] = [Keep()]
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(path, mode="w", encoding="utf-8"))
+        handlers[-1].setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    saved = logger.propagate
+    for handler in handlers:
+        logger.addHandler(handler)
+    # Without a handler of its own, Python's last-resort handler would print each warning amid the output.
+    logger.propagate = False
+    try:
+        yield records
+    finally:
+        logger.propagate = saved
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
 
 
 # --- conformance, mutants, spec -------------------------------------------------------------------------
@@ -169,8 +234,10 @@ def cmd_fixtures_verify(args: argparse.Namespace) -> int:
 CONFORMANCE_EXIT_CODES = {
     0: "conforming: every selected test passed, was skipped (unsupported or not applicable) or failed as listed "
        "in the expected-failure file",
-    1: "not conforming: a test failed, or a test listed as an expected failure passed",
-    2: "usage or setup error: a bad option; an implementation that cannot be imported, built or started, or a "
+    1: "not conforming: a test failed, a test listed as an expected failure passed, or a rule named by "
+       "--require-rules did not pass",
+    2: "usage or setup error: a bad option (a --case that names no test, a --require-rules that names no rule); "
+       "an implementation that cannot be imported, built or started, or a "
        "testee that fails its handshake (reported before any test runs); a missing or unreadable expected-failure "
        "file (without --fix)",
     3: "internal error of the suite or of pytest",
@@ -211,6 +278,9 @@ def cmd_conformance(args: argparse.Namespace) -> int:
         pytest_args.append(f"--kstate-expected-failures={expected}")
     if args.fix:
         pytest_args.append("--kstate-fix")
+    pytest_args += [f"--kstate-case={case}" for case in args.case or ()]
+    if args.require_rules:
+        pytest_args += [f"--kstate-require-rules={ids}" for ids in args.require_rules]
     report_dir = Path(args.report) if args.report else None
     if args.compare and report_dir is None:
         err_console.print("[red]error:[/red] --compare needs --report DIR (the verdicts are read from results.json)")
@@ -470,7 +540,8 @@ _EXTRAS = {"confluent_kafka": ("kafka", "confluent-kafka"), "pyspark": ("spark",
 def _missing_extra(exc: ModuleNotFoundError, what: str) -> int:
     root = (exc.name or "").split(".")[0]
     extra, packages = _EXTRAS.get(root, ("", root))
-    hint = (f"pip install 'kstate-kit[{extra}]' (or the wheel with [{extra}])" if extra
+    # The README's install command: the audit needs both extras, so both are named whichever is missing.
+    hint = ("python -m pip install '.[kafka,spark]' from a clone (or the wheel, with [kafka,spark])" if extra
             else f"install the Python package {root}")
     err_console.print(f"[red]error:[/red] {escape(f'{what} needs {packages}, which is not installed: {hint}')}",
                       soft_wrap=True)
@@ -688,15 +759,18 @@ def cmd_audit(args: argparse.Namespace) -> int:
         targets.append((name, store_type))
     client_config = _audit_client_config(args)
     needs_spark = args.engine == "spark" or any(STORE_TYPES[t].family is not Family.KEY_VALUE for _, t in targets)
-    # Fail fast, before Spark starts: the extras are there, the configuration is accepted, the broker answers.
+    # Fail fast, before Spark starts: the extras are there (before the broker is waited for), the configuration
+    # is accepted, the broker answers.
     try:
+        import confluent_kafka  # noqa: F401
+
+        if needs_spark:
+            import pyspark  # noqa: F401
         from kstate.kafka.client_config import check_reachable
 
         for name, _ in targets:
             check_reachable(args.bootstrap, client_config, changelog_topic_name(args.application_id, name),
                             args.connect_timeout)
-        if needs_spark:
-            import pyspark  # noqa: F401
     except ModuleNotFoundError as exc:
         return _missing_extra(exc, f"kstate audit --engine {args.engine}")
     audits: list[tuple[StoreAudit, str]] = []
@@ -949,23 +1023,48 @@ def build_parser() -> argparse.ArgumentParser:
                         help="print the kstate-kit version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
 
-    vectors = sub.add_parser("vectors", help="replay recorded Kafka vectors").add_subparsers(dest="action", required=True)
-    check = vectors.add_parser("check", help="replay every vector of FILE against the reference codecs")
-    check.add_argument("file", help="a vector file in the jvm-vectors layout (e.g. ../shared/jvm-vectors/kafka-jvm-vectors.json)")
+    vectors = sub.add_parser(
+        "vectors", help="replay recorded Kafka vectors",
+        description="Vectors recorded by running Apache Kafka's own Java classes (../shared/jvm-vectors/), replayed "
+                    "against the reference. They are also imported into fixtures/kafka-jvm/, which `kstate fixtures "
+                    "verify` and the suite run without the raw file.",
+    ).add_subparsers(dest="action", required=True, title="commands", metavar="COMMAND")
+    check = vectors.add_parser(
+        "check", help="replay every vector of FILE against the reference codecs",
+        description="Replay every vector of FILE against the reference: a table per group and Java method of "
+                    "matched, lenient, mismatched and unsupported vectors. Exit 0 all matched (or skipped: no file "
+                    "at the default location), 1 a mismatch or an unsupported vector, 2 an unreadable or empty file.")
+    check.add_argument("file", nargs="?",
+                       help=f"a vector file in the jvm-vectors layout (default: $KSTATE_VECTORS, else {SHARED_VECTORS}; "
+                            "if that default location holds no file, the check is skipped with a notice and exit 0)")
     check.add_argument("--junit", help="write a JUnit XML report here")
     check.add_argument("--show", type=int, default=20, help="mismatches to print (default 20)")
     check.add_argument("--show-lenient", action="store_true", help="list the vectors Kafka accepted leniently")
     check.set_defaults(func=cmd_vectors_check)
 
-    fixtures = sub.add_parser("fixtures", help="golden fixtures").add_subparsers(dest="action", required=True)
-    generate = fixtures.add_parser("generate", help="rebuild the fixtures deterministically")
+    fixtures = sub.add_parser(
+        "fixtures", help="golden fixtures",
+        description="The golden fixtures (JSON with a JSON Schema): cases of an operation's input and expected output, "
+                    "recorded from Kafka (kafka-jvm), worked out from the spec (spec) or generated by the reference "
+                    "(reference).",
+    ).add_subparsers(dest="action", required=True, title="commands", metavar="COMMAND")
+    generate = fixtures.add_parser(
+        "generate", help="rebuild the fixtures deterministically",
+        description="Rebuild fixtures/ in a checkout: the reference cases, and the import of Kafka's vectors when the "
+                    "vector file is there; the hand-written fixtures/spec/ is left alone.")
     generate.add_argument("--root", help="fixtures directory (default: ./fixtures)")
-    generate.add_argument("--vectors", help=f"Kafka vector file to import (default {DEFAULT_VECTORS})")
+    generate.add_argument("--vectors", help=f"Kafka vector file to import (default: $KSTATE_VECTORS, else {SHARED_VECTORS})")
     generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
     generate.set_defaults(func=cmd_fixtures_generate)
-    verify = fixtures.add_parser("verify", help="validate every fixture and check it against the reference")
+    verify = fixtures.add_parser(
+        "verify", help="validate every fixture and check it against the reference",
+        description="Validate every fixture file against the schema and replay every case against the reference. "
+                    "Exit 1 if a case fails.")
     verify.add_argument("--root", help="fixtures directory (default: the shipped fixtures)")
     verify.add_argument("--show", type=int, default=20, help="failures to print (default 20)")
+    verify.add_argument("--log", metavar="FILE",
+                        help="write the store log lines the cases cause (Kafka's warnings, e.g. for an expired put) "
+                             "here; without it they are only counted")
     verify.set_defaults(func=cmd_fixtures_verify)
 
     conformance = sub.add_parser(
@@ -996,6 +1095,14 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.add_argument("--fix", action="store_true",
                              help="rewrite (or create) the expected-failure list with this run's failures, each "
                                   "with its reason, say what changed, and exit 0")
+    conformance.add_argument("--case", action="append", metavar="ID",
+                             help="run exactly this test (repeatable): a golden case id from a failure "
+                                  "(kafka-jvm.varint.varint_edge_4) or a test id as the reports name it; unlike "
+                                  "-- -k, no test whose name merely contains it")
+    conformance.add_argument("--require-rules", action="append", metavar="IDS",
+                             help="rule families or rule IDs, comma-separated (e.g. PRIM,TSKV-3), whose every rule "
+                                  "must pass: one that is unsupported, partial, failed or not run fails the run "
+                                  "(exit 1), so that a pipeline cannot pass by supporting nothing")
     conformance.add_argument("--compare", metavar="RESULTS",
                              help="results.json (or its directory) of another run: fail unless verdicts are identical")
     conformance.add_argument("--no-progress", action="store_true", help="no progress display, even on a terminal")
@@ -1045,11 +1152,22 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--root", help="fixtures directory the field types and examples are read from (default: shipped)")
     ops.set_defaults(func=cmd_ops)
 
-    testee = sub.add_parser("testee", help="serve the reference implementation as a testee on stdin/stdout")
+    testee = sub.add_parser(
+        "testee", help="serve the reference implementation as a testee on stdin/stdout",
+        description="Serve the reference implementation as an out-of-process testee: JSON lines on stdin and stdout "
+                    "(spec/testee-protocol.md), until stdin ends or a shutdown request. Run by the suite as "
+                    "`kstate conformance --impl \"cmd:kstate testee\"`; a model for a testee in another language.")
     testee.set_defaults(func=cmd_testee)
 
-    spec = sub.add_parser("spec", help="the normative spec").add_subparsers(dest="action", required=True)
-    spec_check = spec.add_parser("check", help="every rule cited by a test; every citation names a rule")
+    spec = sub.add_parser(
+        "spec", help="the normative spec",
+        description="The normative spec (spec/*.md): every rule has an ID, a level and the Kafka source it was read "
+                    "from.",
+    ).add_subparsers(dest="action", required=True, title="commands", metavar="COMMAND")
+    spec_check = spec.add_parser(
+        "check", help="every rule cited by a test; every citation names a rule",
+        description="Traceability: every spec rule is cited by a test, every citation names a rule, every required "
+                    "rule of the mutant-covered families is broken by a mutant and has a kafka-jvm or spec case.")
     spec_check.set_defaults(func=cmd_spec_check)
 
     audit = sub.add_parser("audit", help="compare instances' stores with the Spark changelog oracle",
@@ -1121,12 +1239,21 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.func not in _SCRATCH_COMMANDS:
-            return int(args.func(args))
-        with scratch_temp_dir(args.func.__name__.removeprefix("cmd_")):
-            return int(args.func(args))
+            status = int(args.func(args))
+        else:
+            with scratch_temp_dir(args.func.__name__.removeprefix("cmd_")):
+                status = int(args.func(args))
+        sys.stdout.flush()  # a reader that left early is met here, not in the interpreter's last flush
+        return status
     except KStateError as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True, highlight=False)
         return 2
+    except BrokenPipeError:
+        # `kstate inspect --json | head`: the reader has what it wanted. Python's own recipe: send the rest of
+        # the output nowhere, so that the exit's flush cannot fail again; 141 is a shell's code for SIGPIPE.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -349,3 +349,12 @@ def test_plain_time_ordered_window_store(tmp_path: Path) -> None:
     rows = list(dump_store(tmp_path, "o"))
     assert [(r["key"], r["window"], r["value"]) for r in rows] == [("key", {"start": 180_001}, "v"),
                                                                     ("key", {"start": 180_001}, "")]
+
+
+def test_a_missing_path_does_not_exist_and_a_file_is_not_a_directory(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(tmp_path / "absent")]) == 2
+    assert "absent does not exist" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotAStateDirectoryError, match="is not a directory"):
+        list(dump_store(tmp_path / "file", "store"))

@@ -652,11 +652,18 @@ def _task_dirs(root: Path) -> Iterator[tuple[Path, str]]:
             yield from tasks_in(app)
 
 
-def inspect_state_dir(path: str | Path) -> Report:
-    """Inspect a state directory (state.dir, an application directory or a task directory) without writing to it."""
+def _root(path: str | Path) -> Path:
     root = Path(path)
+    if not root.exists():
+        raise NotAStateDirectoryError(f"{root} does not exist")
     if not root.is_dir():
         raise NotAStateDirectoryError(f"{root} is not a directory")
+    return root
+
+
+def inspect_state_dir(path: str | Path) -> Report:
+    """Inspect a state directory (state.dir, an application directory or a task directory) without writing to it."""
+    root = _root(path)
     walker = _Walker(root)
     tasks = list(_task_dirs(root))
     if not tasks:
@@ -671,9 +678,7 @@ def inspect_state_dir(path: str | Path) -> Report:
 
 def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
     """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
-    root = Path(path)
-    if not root.is_dir():
-        raise NotAStateDirectoryError(f"{root} is not a directory")
+    root = _root(path)
     walker = _Walker(root, keep_rows=True)
     found = False
     for task_dir, name in _task_dirs(root):
