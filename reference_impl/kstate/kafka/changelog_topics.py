@@ -56,6 +56,18 @@ def create_topic(broker: Broker, topic: str, partitions: int = 1, config: Mappin
         futures[topic].result(timeout)
     except Exception as exc:
         raise _failure(broker, f"cannot create {topic}", exc) from exc
+    # A KRaft controller acknowledges the creation before the broker has applied the new metadata: a
+    # DescribeConfigs or a produce sent at once can still get UNKNOWN_TOPIC_OR_PARTITION. Wait (bounded) until
+    # the broker's metadata has every partition with a leader.
+    deadline = time.monotonic() + timeout
+    while True:
+        found = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+        if (found is not None and found.error is None and len(found.partitions) == partitions
+                and all(p.leader >= 0 for p in found.partitions.values())):
+            return
+        if time.monotonic() >= deadline:
+            raise _failure(broker, f"{topic} created but not in the broker's metadata within {timeout:.0f} s", found)
+        time.sleep(0.05)
 
 
 def create_changelog_topic(broker: Broker, application_id: str, store_name: str, store_type: StoreType,
