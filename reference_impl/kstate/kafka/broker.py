@@ -48,11 +48,14 @@ class Capabilities:
     create_partitions: bool = True
     timestamp_zero_via_librdkafka: bool = False
     survives_restart: bool = True
+    #: DescribeConfigs reports every entry, defaults included, each with its source (a topic's own or a default).
+    describe_configs_sources: bool = True
 
 
 TANSU_CAPABILITIES = Capabilities(
     list_offsets_latest_exact=False, offsets_for_times=False, read_committed_filters_aborted=False,
     compaction=False, delete_records=False, create_partitions=False, survives_restart=False,
+    describe_configs_sources=False,
 )
 
 
@@ -247,7 +250,10 @@ APACHE_JVM_OPTIONS = ("-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStop
 #: for work every 200 ms with a small dedupe buffer (128 MB by default, too much for a 512 MB heap), so that
 #: compaction runs within a test; LogManager's periodic tasks starting after 1 s, not 30 s; any record timestamp
 #: accepted (Kafka 4 refuses one more than an hour ahead by default, and the scenarios write synthetic event times
-#: far from now).
+#: far from now); segments rolled by size only, unless a topic sets segment.ms: a segment rolls once its first
+#: record's timestamp is older than log.roll.ms, so event times of 2023 would start a segment with every batch and
+#: the cleaner would compact each scenario's changelog while the scenario reads it (the compaction scenario sets
+#: its own segment.ms).
 APACHE_BROKER_CONFIG: dict[str, str] = {
     "num.partitions": "1",
     "num.network.threads": "2",
@@ -266,6 +272,7 @@ APACHE_BROKER_CONFIG: dict[str, str] = {
     "log.initial.task.delay.ms": "1000",
     "log.message.timestamp.before.max.ms": str(2**63 - 1),
     "log.message.timestamp.after.max.ms": str(2**63 - 1),
+    "log.roll.ms": str(2**63 - 1),
 }
 #: The line the broker logs once it serves clients (its log4j2 configuration keeps it at INFO).
 _APACHE_STARTED = b"Kafka Server started"
