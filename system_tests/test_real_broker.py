@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -260,8 +260,8 @@ def _large_changelog(broker: Broker, topic: str) -> list[RawRecord]:
 
 
 @rules("RST-1", "RST-3")
-def test_a_broker_restart_in_the_middle_of_a_restore_loses_nothing(broker: Broker, tmp_path: Path,
-                                                                   app_name: str) -> None:
+def test_a_broker_restart_in_the_middle_of_a_restore_loses_nothing(broker: Broker, tmp_path: Path, app_name: str,
+                                                                   system_report: Callable[[str, Any], None]) -> None:
     """The broker is stopped and started again (same data, same address) after the restore's third batch: the
     same restore goes on from where it was and ends with every record applied (RST-1, RST-3)."""
     apache = restartable(broker)
@@ -273,7 +273,10 @@ def test_a_broker_restart_in_the_middle_of_a_restore_loses_nothing(broker: Broke
     def restart_once(last: int) -> None:
         if not restarted_at and last >= 300:
             restarted_at.append(last)
+            started = time.monotonic()
             apache.restart()
+            system_report("broker restart", {"seconds": round(time.monotonic() - started, 1),
+                                             "jvm_start_to_first_answer": round(apache.start_times[-1], 1)})
 
     tp = TopicPartition(topic, 0)
     store = open_store(store_type, tmp_path, app_name)
