@@ -364,7 +364,11 @@ class ApacheBroker:
         last_error = ""
         for _ in range(attempts):
             directory = Path(tempfile.mkdtemp(prefix="kstate-kafka-"))
-            broker = cls(java, classpath, project / "log4j2.properties", directory, _free_port(), _free_port())
+            port = _free_port()
+            controller_port = _free_port()
+            while controller_port == port:  # each probe releases its port: the second may get the same one
+                controller_port = _free_port()
+            broker = cls(java, classpath, project / "log4j2.properties", directory, port, controller_port)
             _RUNNING.add(broker)
             try:
                 broker._write_config({**APACHE_BROKER_CONFIG, **(config or {})})
