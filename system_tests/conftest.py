@@ -1,5 +1,9 @@
-"""System-test fixtures: one real broker per session (embedded Tansu by default), one shared SparkSession for
-the oracle, and application clusters whose instance processes never outlive their test.
+"""System-test fixtures: one real broker per session, one shared SparkSession for the oracle, and application
+clusters whose instance processes never outlive their test.
+
+The broker is ``KSTATE_BOOTSTRAP`` (an external cluster), else ``KSTATE_BROKER`` (apache, tansu,
+testcontainers, auto), else Apache Kafka 4.4.0 run from Maven jars where Java is installed (its Maven project is
+``brokers/apache``, resolved once), else the embedded Tansu broker with a one-line notice.
 
 ``KSTATE_ORACLE=python`` computes the oracle without Spark (the same semantics in plain Python); tests using
 the Spark oracle are marked ``spark`` and can be deselected with ``-m "not spark"``.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import time
 import uuid
 import warnings
 from collections.abc import Callable, Generator, Iterator
@@ -27,13 +32,22 @@ import pytest
 from kstate.app.cluster import AppCluster
 from kstate.app.process import InstanceCommand, InstanceProtocolError, UnsupportedByInstance
 from kstate.codecs.store_types import StoreType
-from kstate.kafka.broker import Broker, BrokerUnavailable, start_broker
+from kstate.kafka.broker import (
+    APACHE_KAFKA_VERSION,
+    ApacheBroker,
+    Broker,
+    BrokerUnavailable,
+    embedded_provider,
+    start_broker,
+)
 from kstate.spark.oracle import AuditReport, LegacyBoundary, State, audit
 
 ORACLE_ENGINE = os.environ.get("KSTATE_ORACLE", "spark")
 SPARK_MASTER = os.environ.get("KSTATE_SPARK_MASTER", "local[2]")
 _REPORTS_KEY = pytest.StashKey[list[tuple[str, str]]]()
 _INSTANCE_KEY = pytest.StashKey[InstanceCommand | None]()
+#: The Maven project of the ``apache`` provider (Kafka's broker jars).
+APACHE_PROJECT = Path(__file__).resolve().parent / "brokers" / "apache"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,9 +67,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--instance: {exc}") from None
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     command = config.stash.get(_INSTANCE_KEY, None)
-    return f"instance under test: {command if command is not None else 'the reference (python -m kstate.app)'}"
+    lines = [f"instance under test: {command if command is not None else 'the reference (python -m kstate.app)'}"]
+    if os.environ.get("KSTATE_BOOTSTRAP"):
+        lines.append(f"broker: external, {os.environ['KSTATE_BOOTSTRAP']}")
+    elif os.environ.get("KSTATE_BROKER"):
+        lines.append(f"broker: {os.environ['KSTATE_BROKER']} (KSTATE_BROKER)")
+    else:
+        kind, notice = embedded_provider()
+        lines.append(f"broker: {notice}" if notice else f"broker: {kind} (Kafka {APACHE_KAFKA_VERSION} from Maven jars)")
+    return lines
 
 
 @pytest.hookimpl(wrapper=True)
@@ -95,13 +117,23 @@ def system_report(request: pytest.FixtureRequest) -> Callable[[str, Any], None]:
 
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[Broker]:
-    """The broker under test: ``KSTATE_BOOTSTRAP``, else ``KSTATE_BROKER`` (tansu default)."""
-    instance = start_broker()
+def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """The broker under test: ``KSTATE_BOOTSTRAP``, else ``KSTATE_BROKER``, else apache where Java is installed,
+    else tansu. How long an Apache broker took to start and stop goes to the system report."""
+    started = time.monotonic()
+    instance = start_broker(default="embedded", apache_project=APACHE_PROJECT)
+    reports = request.config.stash[_REPORTS_KEY]
+    if isinstance(instance, ApacheBroker):
+        reports.append(("broker", f"apache (Kafka {APACHE_KAFKA_VERSION}) at {instance.bootstrap}: ready "
+                                  f"{time.monotonic() - started:.1f} s after the fixture began (storage format "
+                                  f"{instance.format_time:.1f} s, JVM start to first answer {instance.start_times[0]:.1f} s)"))
     try:
         yield instance
     finally:
+        stopping = time.monotonic()
         instance.close()
+        if isinstance(instance, ApacheBroker):
+            reports.append(("broker stop", f"{time.monotonic() - stopping:.1f} s"))
 
 
 @pytest.fixture(autouse=True)

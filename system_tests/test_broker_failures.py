@@ -4,15 +4,18 @@ nothing is left running. Changelog topics get Kafka Streams' configuration per s
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from conftest import APACHE_PROJECT
 
 from kstate.codecs.store_types import StoreType
-from kstate.kafka.broker import Broker, BrokerUnavailable, ExternalBroker, TansuBroker, ensure_reachable
+from kstate.kafka.broker import Broker, BrokerUnavailable, ExternalBroker, TansuBroker, ensure_reachable, java_binary
 from kstate.kafka.changelog_topics import (
     consume_all,
     create_changelog_topic,
@@ -75,21 +78,29 @@ def test_an_unreachable_external_cluster_is_named() -> None:
     assert time.monotonic() - started < BOUND_S
 
 
-def test_a_killed_test_process_leaves_no_broker_behind() -> None:
+@pytest.mark.parametrize("provider", ["tansu", "apache"])
+def test_a_killed_test_process_leaves_no_broker_behind(provider: str, tmp_path: Path) -> None:
     """The broker dies with the process that started it, even when that process is SIGKILLed."""
-    script = ("import sys, time\nfrom kstate.kafka.broker import TansuBroker\n"
-              "b = TansuBroker.start()\nprint(b.pid, flush=True)\ntime.sleep(60)\n")
+    if provider == "apache" and java_binary() is None:
+        pytest.skip("no Java: the apache provider cannot run here")
+    start = "TansuBroker.start()" if provider == "tansu" else f"ApacheBroker.start(Path({str(APACHE_PROJECT)!r}))"
+    script = ("import sys, time\nfrom pathlib import Path\nfrom kstate.kafka.broker import ApacheBroker, TansuBroker\n"
+              f"b = {start}\nprint(b.pid, b.log_path, flush=True)\ntime.sleep(120)\n")
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env={**os.environ,
                              "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
     try:
         assert child.stdout is not None
-        broker_pid = int(child.stdout.readline())
+        pid_text, log_path = child.stdout.readline().split()
+        broker_pid = int(pid_text)
         child.kill()
         child.wait(10)
         assert _gone(broker_pid), f"broker {broker_pid} outlived the process that started it"
     finally:
         child.kill()
         child.wait(10)
+        if provider == "apache":
+            # A SIGKILLed process removes nothing: its broker's temporary directory is left, removed here.
+            shutil.rmtree(Path(log_path.decode()).parent, ignore_errors=True)
 
 
 STORE_TOPIC_CASES = [

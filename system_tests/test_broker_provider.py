@@ -1,13 +1,26 @@
-"""The broker provider: starts, answers, keeps records byte-exact, fails clearly, leaves nothing behind."""
+"""The broker providers (Tansu, Apache Kafka from Maven jars): each starts, answers, keeps records byte-exact,
+fails clearly and leaves nothing behind."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+from pathlib import Path
 
 import pytest
+from conftest import APACHE_PROJECT
 
-from kstate.kafka.broker import Broker, BrokerUnavailable, TansuBroker
+from kstate.kafka.broker import (
+    APACHE_KAFKA_VERSION,
+    ApacheBroker,
+    ApacheClasspathError,
+    Broker,
+    BrokerUnavailable,
+    TansuBroker,
+    apache_classpath,
+    java_binary,
+)
 from kstate.kafka.changelog_topics import consume_all, create_topic, produce
 
 
@@ -56,3 +69,62 @@ def test_close_leaves_no_process() -> None:
     broker.close()
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+# --- the apache provider -----------------------------------------------------------------------------------------
+
+needs_java = pytest.mark.skipif(java_binary() is None, reason="no Java: the apache provider cannot run here")
+
+
+def _project_copy(tmp_path: Path, kafka_version: str | None = None) -> Path:
+    """The apache provider's Maven project copied (without its target/), the Kafka version replaced if given."""
+    project = tmp_path / "apache"
+    project.mkdir()
+    pom = (APACHE_PROJECT / "pom.xml").read_text()
+    if kafka_version is not None:
+        pom = pom.replace(f"<kafka.version>{APACHE_KAFKA_VERSION}</kafka.version>",
+                          f"<kafka.version>{kafka_version}</kafka.version>")
+        assert kafka_version in pom
+    (project / "pom.xml").write_text(pom)
+    shutil.copy(APACHE_PROJECT / "log4j2.properties", project)
+    return project
+
+
+def test_the_apache_project_pins_the_kafka_version() -> None:
+    assert f"<kafka.version>{APACHE_KAFKA_VERSION}</kafka.version>" in (APACHE_PROJECT / "pom.xml").read_text()
+
+
+def test_apache_without_a_maven_project_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ApacheClasspathError, match=r"no Maven project at .*pom\.xml missing"):
+        apache_classpath(tmp_path)
+
+
+def test_apache_without_maven_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = _project_copy(tmp_path)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    with pytest.raises(ApacheClasspathError, match=r"Maven \(mvn\) is not on the PATH.*KSTATE_BROKER=tansu"):
+        apache_classpath(project)
+
+
+@pytest.mark.skipif(shutil.which("mvn") is None, reason="no Maven: the apache provider's resolution cannot run")
+def test_apache_jars_maven_cannot_resolve_are_a_clear_error(tmp_path: Path) -> None:
+    project = _project_copy(tmp_path, kafka_version="0.0.0-kstate-no-such-version")
+    with pytest.raises(ApacheClasspathError, match=r"Maven could not resolve Kafka .*mvn exit 1"):
+        apache_classpath(project)
+
+
+@needs_java
+def test_apache_close_leaves_no_process_and_no_data() -> None:
+    """A private broker: started on 127.0.0.1, answering; closed, its JVM is gone and its directory removed."""
+    broker = ApacheBroker.start(APACHE_PROJECT)
+    try:
+        assert broker.bootstrap.startswith("127.0.0.1:")
+        create_topic(broker, "t", 1)
+        assert produce(broker, "t", [(b"k", b"v", 1, [])]) == 1
+        pid, directory = broker.pid, broker.directory
+        assert (directory / "data").is_dir()
+    finally:
+        broker.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not directory.exists()

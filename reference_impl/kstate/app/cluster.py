@@ -72,6 +72,11 @@ class AppCluster:
         self._lock = threading.Lock()
         self._errors: list[str] = []
         self._seq = 0
+        #: Input timestamps start at the beginning of the current hour: event times years old would be deleted
+        #: at once by a real broker's retention (a window or session changelog keeps retention + 1 day of
+        #: record timestamps, counted from the broker's clock, CL-16).
+        now_ms = int(time.time() * 1000)
+        self.time_base = now_ms - now_ms % 3_600_000
         from confluent_kafka import Producer
 
         self._producer: Any = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "enable.idempotence": True,
@@ -149,7 +154,7 @@ class AppCluster:
         if seq % 5 == 0:
             headers.append(("seq", None))  # a duplicate key with a null value
         jitter = rng.randint(0, self.timestamp_jitter_ms) if self.timestamp_jitter_ms else 0
-        return f"key-{k:05d}".encode(), value, 1_700_000_000_000 + seq - jitter, headers
+        return f"key-{k:05d}".encode(), value, self.time_base + seq - jitter, headers
 
     def produce(self, partition: int, records: Iterable[tuple[bytes, bytes | None, int, list[tuple[str, bytes | None]]]],
                 flush: bool = True) -> None:

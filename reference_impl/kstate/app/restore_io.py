@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
@@ -35,11 +35,13 @@ def restore_from_changelog(
     liveness: Callable[[], None] | None = None,
     after_batch: Callable[[int], None] | None = None,
     timeout: float = 60.0,
+    config: Mapping[str, Any] | None = None,
 ) -> RestoreOutcome:
     """Read ``changelog`` from the store's committed offset + 1 to the end (by fetch, never ListOffsets), write
     each batch converted for ``store_type`` (RST-1, RST-2) and commit it with its last offset (RST-3, KV-50).
 
-    ``after_batch(last_offset)`` runs after each batch is staged and before it is committed. A
+    ``after_batch(last_offset)`` runs after each batch is staged and before it is committed. ``config``
+    (librdkafka properties) overrides the reading consumer's defaults. A
     :class:`RecordRestorable` store (versioned, window, session) takes each batch's records whole, timestamps and
     headers included; a key-value store takes ``(key, stored value)`` pairs.
     """
@@ -54,7 +56,8 @@ def restore_from_changelog(
     # Key-value: messages go straight to (key, stored value) entries, a batch per call, no record objects (RST-2).
     with restoring(store):
         for batch in iter_batches(bootstrap, changelog.topic, changelog.partition, start, batch_size=batch_size,
-                                  liveness=liveness, timeout=timeout, what=f"restoring {store.name}"):
+                                  liveness=liveness, timeout=timeout, what=f"restoring {store.name}",
+                                  config=config):
             if first is None:
                 first = batch[0].offset()
             rows = restore_rows(batch, with_headers)

@@ -19,10 +19,13 @@ from kstate.errors import KStateError
 from kstate.kafka.broker import Broker, BrokerUnavailable, describe
 
 CLIENT_DEFAULTS: dict[str, Any] = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
-#: Consumer settings that make reading to the end fast on loopback (runtime notes §1).
+#: Consumer settings that make reading to the end fast on loopback (runtime notes §1). ``read_committed`` (also
+#: librdkafka's default, said here because restore depends on it): a changelog written by exactly-once
+#: transactions is read without its aborted records, and its end is the last stable offset (RST-9).
 FAST_FETCH: dict[str, Any] = {
     "enable.auto.commit": False, "enable.partition.eof": True, "fetch.queue.backoff.ms": 0,
     "fetch.wait.max.ms": 10, "queued.min.messages": 1_000_000, "auto.offset.reset": "earliest",
+    "isolation.level": "read_committed",
 }
 #: How often a waiting reader or writer checks that the broker is still alive.
 LIVENESS_INTERVAL_S = 1.0
@@ -56,6 +59,18 @@ def create_topic(broker: Broker, topic: str, partitions: int = 1, config: Mappin
         futures[topic].result(timeout)
     except Exception as exc:
         raise _failure(broker, f"cannot create {topic}", exc) from exc
+    # A KRaft controller acknowledges the creation before the broker has applied the new metadata: a
+    # DescribeConfigs or a produce sent at once can still get UNKNOWN_TOPIC_OR_PARTITION. Wait (bounded) until
+    # the broker's metadata has every partition with a leader.
+    deadline = time.monotonic() + timeout
+    while True:
+        found = admin.list_topics(topic, timeout=timeout).topics.get(topic)
+        if (found is not None and found.error is None and len(found.partitions) == partitions
+                and all(p.leader >= 0 for p in found.partitions.values())):
+            return
+        if time.monotonic() >= deadline:
+            raise _failure(broker, f"{topic} created but not in the broker's metadata within {timeout:.0f} s", found)
+        time.sleep(0.05)
 
 
 def create_changelog_topic(broker: Broker, application_id: str, store_name: str, store_type: StoreType,
