@@ -17,6 +17,7 @@ describe is skipped as ``unsupported by <implementation>: ...`` (INST-3, INST-40
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -40,6 +41,7 @@ from kstate.kafka.broker import (
     embedded_provider,
     start_broker,
 )
+from kstate.scratch import scratch_temp_dir
 from kstate.spark.oracle import AuditReport, LegacyBoundary, State, audit
 
 ORACLE_ENGINE = os.environ.get("KSTATE_ORACLE", "spark")
@@ -59,6 +61,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "spark: uses the shared SparkSession (deselect with -m 'not spark')")
     config.stash[_REPORTS_KEY] = []
+    # Stores, state directories and the broker's log on tmpfs where there is one (kstate.scratch).
+    scratch = contextlib.ExitStack()
+    scratch.enter_context(scratch_temp_dir("system"))
+    config.add_cleanup(scratch.close)
     text = config.getoption("--instance", default=None)
     try:
         # Described before any test, so that a command that cannot be used fails the run once (INST-2, INST-41).
