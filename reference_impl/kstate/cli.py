@@ -911,6 +911,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     console.print(table)
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {note}", markup=True, highlight=False)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", markup=True, highlight=False)
     for v in report.violations:
         console.print(f"[red]{v.rule} {v.kind}[/red] {v.path}: {v.message}", highlight=False)
     console.print(f"{len(report.tasks)} tasks, {sum(len(t.stores) for t in report.tasks)} stores, "

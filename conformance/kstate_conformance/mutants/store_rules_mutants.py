@@ -30,6 +30,7 @@ from kstate.stores.engine import RocksDBEngine, WriteBatch
 from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.restore import RestoreResult, restore
+from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -772,9 +773,11 @@ def _restore_drops_partial_batch() -> dict[str, Handler]:
 # --- every family's store: KV-54, KV-12, VER-23 (issue 25's blind spots) -----------------------------------------
 
 
-def _every_family_with(mixin: type, types: Sequence[StoreType] = BUILT_TYPES) -> dict[str, Handler]:
+def _every_family_with(mixin: type, types: Sequence[StoreType] = BUILT_TYPES,
+                       check_type: bool = True) -> dict[str, Handler]:
     """``store.open`` whose stores of ``types`` (every built type by default), on both backends, have ``mixin`` in
-    front of their class; the rest of ``open_bytes_store`` is the reference's."""
+    front of their class; the rest of ``open_bytes_store`` is the reference's (its LAY-11 check unless not
+    ``check_type``)."""
 
     def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: str | Path | None = None,
                    application_id: str = "app", task_id: str = "0_0", ignore_invalid_state: bool = False,
@@ -790,6 +793,8 @@ def _every_family_with(mixin: type, types: Sequence[StoreType] = BUILT_TYPES) ->
         if backend is Backend.MEMORY:
             return cast(StateStore, cls(name, **family_options))
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
+        if check_type:
+            check_store_type_on_disk(store_type, task_dir, name, family_options)
         return cast(StateStore, cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **rest,
                                     **family_options))
 
@@ -867,3 +872,14 @@ class _DefaultIntervalWithoutFloor:
 def _versioned_default_interval_without_floor() -> dict[str, Handler]:
     return _every_family_with(_DefaultIntervalWithoutFloor,
                               (StoreType.VERSIONED_KV, StoreType.VERSIONED_KV_WITH_HEADERS))
+
+
+class _OpensWhateverIsThere:
+    """No change to the store: only the check of what its directory holds is left out, as Kafka opens it."""
+
+
+@mutant("store-type-not-checked", "a store opens whatever its directory holds: a key-value store's directory opens as "
+        "versioned (null to every get, its offset kept), a window store's as a session store's", FAMILY,
+        rules=("LAY-11",))
+def _store_type_not_checked() -> dict[str, Handler]:
+    return _every_family_with(_OpensWhateverIsThere, check_type=False)

@@ -37,7 +37,9 @@ class Family:
         return tuple(dict.fromkeys(op for op, _ in (self.write, *self.reads, *self.extra)))
 
 
-K = h("k")
+#: Nine bytes: longer than a versioned segment id, so a key-value row read as versioned fails on its value (LAY-11),
+#: and an implementation without the check is not sent into the short-key scan of issue 25 (item 6).
+K = h("kkkkkkkkk")
 FAMILIES = {
     "kv": Family("kv", {}, ("store.put", {"key": K, "value": "aa"}),
                  (("store.get", {"key": K}), ("store.all", {}), ("store.reverse_all", {}),
@@ -186,3 +188,34 @@ def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: st
     assert store.ok("versioned_store.get", key=K, as_of=0)["record"] == {"value": "aa", "timestamp": 0,
                                                                            "valid_to": later}
 
+
+
+# --- LAY-11: a directory reopened as another store type --------------------------------------------------------
+
+#: (the type written, the type then opened over it): pairs whose bytes tell them apart.
+TOLD_APART = [("kv", "versioned_kv"), ("versioned_kv", "versioned_kv_with_headers"), ("window", "session"),
+              ("session", "window")]
+_FAMILY_OF = {"kv": "kv", "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned", "window": "window",
+              "session": "session"}
+
+
+@rules("LAY-11", "KV-23")
+@pytest.mark.parametrize(("written", "opened"), TOLD_APART)
+def test_a_directory_opened_as_another_type_is_refused_and_left_as_it_was(kit: Kit, written: str,
+                                                                          opened: str) -> None:
+    """A key-value store's row is no versioned row, "aa" no ``[varint][headers][value]``, a window key no session
+    key inside its segment (nor the reverse); the refused open leaves the store to reopen clean, offset and row kept."""
+    kit.require(opened, ROCKSDB)
+    first, other = FAMILIES[_FAMILY_OF[written]], FAMILIES[_FAMILY_OF[opened]]
+    first = replace(first, store_type=written)
+    store = _open(kit, first, ROCKSDB)
+    first.put(store, K)
+    store.commit(5)
+    read, payload = first.reads[0]
+    before = store.ok(read, **payload)
+    store.close()
+    out = kit.open_refused(opened, ROCKSDB, **({"options": other.options} if other.options else {}))
+    assert "error" in out, f"a {written} directory opened as {opened} was accepted"
+    again = _open(kit, first, ROCKSDB)  # no ignore_invalid_state: the refused open wrote no OPEN status
+    assert again.committed() == 5
+    assert again.ok(read, **payload) == before
