@@ -1,4 +1,4 @@
-"""A store directory reopened as another store type (LAY-11): refused where the bytes tell, before anything is written;
+"""A store directory reopened as another store type (LAY-14): refused where the bytes tell, before anything is written;
 accepted where they do not, and then ``kstate inspect`` warns (issue 25, item 5)."""
 
 from __future__ import annotations

@@ -776,7 +776,7 @@ def _restore_drops_partial_batch() -> dict[str, Handler]:
 def _every_family_with(mixin: type, types: Sequence[StoreType] = BUILT_TYPES,
                        check_type: bool = True) -> dict[str, Handler]:
     """``store.open`` whose stores of ``types`` (every built type by default), on both backends, have ``mixin`` in
-    front of their class; the rest of ``open_bytes_store`` is the reference's (its LAY-11 check unless not
+    front of their class; the rest of ``open_bytes_store`` is the reference's (its LAY-14 check unless not
     ``check_type``)."""
 
     def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: str | Path | None = None,
@@ -880,6 +880,6 @@ class _OpensWhateverIsThere:
 
 @mutant("store-type-not-checked", "a store opens whatever its directory holds: a key-value store's directory opens as "
         "versioned (null to every get, its offset kept), a window store's as a session store's", FAMILY,
-        rules=("LAY-11",))
+        rules=("LAY-14",))
 def _store_type_not_checked() -> dict[str, Handler]:
     return _every_family_with(_OpensWhateverIsThere, check_type=False)

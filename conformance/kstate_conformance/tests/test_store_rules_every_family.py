@@ -37,7 +37,7 @@ class Family:
         return tuple(dict.fromkeys(op for op, _ in (self.write, *self.reads, *self.extra)))
 
 
-#: Nine bytes: longer than a versioned segment id, so a key-value row read as versioned fails on its value (LAY-11),
+#: Nine bytes: longer than a versioned segment id, so a key-value row read as versioned fails on its value (LAY-14),
 #: and an implementation without the check is not sent into the short-key scan of issue 25 (item 6).
 K = h("kkkkkkkkk")
 FAMILIES = {
@@ -190,7 +190,7 @@ def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: st
 
 
 
-# --- LAY-11: a directory reopened as another store type --------------------------------------------------------
+# --- LAY-14: a directory reopened as another store type --------------------------------------------------------
 
 #: (the type written, the type then opened over it): pairs whose bytes tell them apart.
 TOLD_APART = [("kv", "versioned_kv"), ("versioned_kv", "versioned_kv_with_headers"), ("window", "session"),
@@ -199,7 +199,7 @@ _FAMILY_OF = {"kv": "kv", "versioned_kv": "versioned", "versioned_kv_with_header
               "session": "session"}
 
 
-@rules("LAY-11", "KV-23")
+@rules("LAY-14", "KV-23")
 @pytest.mark.parametrize(("written", "opened"), TOLD_APART)
 def test_a_directory_opened_as_another_type_is_refused_and_left_as_it_was(kit: Kit, written: str,
                                                                           opened: str) -> None:

@@ -1,7 +1,7 @@
 """What a store's rows tell of its type, rows in and a type out, no I/O (spec/layout.md "Detecting a store's type").
 
 Nothing on disk records a store's type. ``kstate inspect`` names a type from these readings; a store opening
-existing bytes refuses them where they cannot be its own type's (LAY-11).
+existing bytes refuses them where they cannot be its own type's (LAY-14).
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ class Report:
     tasks: list[TaskReport] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: Stores whose bytes fit another type as well: opened as that type, they would be accepted (LAY-11).
+    #: Stores whose bytes fit another type as well: opened as that type, they would be accepted (LAY-14).
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -383,16 +383,16 @@ class _Walker:
                            evidence, mode, [db])
 
     def _warn_kv_ambiguity(self, store_dir: Path, store_type: StoreType, has_rows: bool) -> None:
-        """A ``default``-only store's rows fit another type too; opened as it, the store would be accepted (LAY-11)."""
+        """A ``default``-only store's rows fit another type too; opened as it, the store would be accepted (LAY-14)."""
         if store_type is StoreType.VERSIONED_KV:
             self.report.warnings.append(
                 f"{self.rel(store_dir)}: read as versioned_kv, but its rows are valid key-value rows and may be "
                 "versioned_kv_with_headers values: opened as kv or as the headers variant it would be accepted and "
-                "answer these rows as its own (LAY-11)")
+                "answer these rows as its own (LAY-14)")
         elif not has_rows:
             self.report.warnings.append(
                 f"{self.rel(store_dir)}: empty, so a key-value and a versioned store read the same: opened as either "
-                "it would be accepted with its committed offsets (LAY-11)")
+                "it would be accepted with its committed offsets (LAY-14)")
 
     def segmented_store(self, store_dir: Path) -> StoreReport:
         name = store_dir.name
@@ -422,7 +422,7 @@ class _Walker:
         if loaded and detect_segmented_family([(start, rows) for _, start, rows in loaded])[0] is None:
             self.report.warnings.append(
                 f"{self.rel(store_dir)}: its segments' keys read as well as window and as session keys: opened as "
-                "either family it would be accepted (LAY-11)")
+                "either family it would be accepted (LAY-14)")
         report = StoreReport(name, self.rel(store_dir), store_type or "unknown", evidence)
         modes = set()
         for entry, start, rows in loaded:

@@ -76,7 +76,7 @@ def open_bytes_store(
     if state_dir is None:
         state_dir = tempfile.mkdtemp(prefix="kstate-")
     task_dir = task_directory(state_dir, application_id, task_id)
-    check_store_type_on_disk(store_type, task_dir, name, family_options)  # LAY-11: before anything is written
+    check_store_type_on_disk(store_type, task_dir, name, family_options)  # LAY-14: before anything is written
     return cast(StateStore, classes.rocksdb(
         name,
         task_dir,

@@ -1,4 +1,4 @@
-"""A store directory opened as another store type is refused where its bytes tell, before anything is written (LAY-11).
+"""A store directory opened as another store type is refused where its bytes tell, before anything is written (LAY-14).
 
 Kafka records no store type on disk and opens whatever the directory holds. The readings are those ``kstate inspect``
 names types by (:mod:`kstate.codecs.type_detection`), over at most :data:`SAMPLE_ROWS` rows of each database, read
@@ -34,7 +34,7 @@ SAMPLE_SEGMENTS = 64
 
 
 class WrongStoreTypeError(ProcessorStateError):
-    """The directory holds another store type's rows (LAY-11): ``found`` names what the bytes are, ``row`` the key."""
+    """The directory holds another store type's rows (LAY-14): ``found`` names what the bytes are, ``row`` the key."""
 
     def __init__(self, store: str, store_type: StoreType, found: str, why: str) -> None:
         super().__init__(f"Error opening store {store} as {store_type.value}: its directory holds {found} ({why})")
@@ -59,7 +59,7 @@ def _sample(path: Path, name: str, cf: str = DEFAULT_CF) -> Rows:
 
 
 def check_store_type_on_disk(store_type: StoreType, task_dir: Path, name: str, options: Mapping[str, Any]) -> None:
-    """Refuse a directory whose rows cannot be ``store_type``'s (LAY-11); silent where the bytes do not tell."""
+    """Refuse a directory whose rows cannot be ``store_type``'s (LAY-14); silent where the bytes do not tell."""
     family = STORE_TYPES[store_type].family
     path = task_dir / store_dir(store_type, name)
     if family is Family.VERSIONED:
