@@ -109,3 +109,17 @@ def test_reference_cases_do_not_count_as_independent(tmp_path: Path) -> None:
         (tmp_path / path.parent.name).mkdir(exist_ok=True)
         (tmp_path / path.parent.name / path.name).write_text(json.dumps(document), encoding="utf-8")
     assert "KV-1" in analyse(tmp_path).without_independent_evidence
+
+
+def test_required_rules_naming_a_store_without_a_store_case_are_listed_not_failed() -> None:
+    """Issue 25: a rule checked only on a pure operation is reported; the listing never fails the check."""
+    store_rule = Rule("VER-1", "t", "required", "s", "4.3", "x.md", "A store opened without an interval files ...")
+    pure_rule = Rule("VER-2", "t", "required", "s", "4.3", "x.md", "The codec encodes the row.")
+    process_rule = Rule("INST-1", "t", "required", "s", "4.3", "x.md", "The instance opens its store.")
+    rules = {r.id: r for r in (store_rule, pure_rule, process_rule, _rule("VER-3"))}
+    assert traceability.rules_without_store_case(rules, {}) == ["VER-1"]
+    assert traceability.rules_without_store_case(rules, {"VER-1": {"t::x"}}) == []
+    trace = analyse()
+    assert "VER-23" not in trace.without_store_case  # store cases open versioned stores without an interval
+    listed_only = traceability.Traceability(rules={"VER-1"}, cited_by={"VER-1": {"t::x"}}, without_store_case=["VER-1"])
+    assert listed_only.ok

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,6 +95,9 @@ class Traceability:
     without_independent_evidence: list[str] = field(default_factory=list)
     #: Rules of PROJECT_TESTED_PREFIXES, when no checkout's tests are there to cite them (an installed kit).
     not_checkable: list[str] = field(default_factory=list)
+    #: ``required`` rules whose text names a store and that no case reaches through the store operations (reported,
+    #: never failing: a rule checked only on a pure operation, issue 25).
+    without_store_case: list[str] = field(default_factory=list)
 
     @property
     def uncovered(self) -> list[str]:
@@ -158,6 +162,52 @@ def marker_citations(tests_dir: Path = TESTS_DIR) -> tuple[dict[str, set[str]], 
     return cited, untagged
 
 
+#: Rules of processes and protocols, not of a store's operations: an instance (INST), the testee protocol (TP).
+NOT_STORE_OPERATION_PREFIXES = (*PROJECT_TESTED_PREFIXES, "TP")
+#: The operations that reach a store (OPS-2): a case calling one checks a rule where a store applies it.
+STORE_OP_PREFIXES = ("store.", "versioned_store.", "window_store.", "session_store.")
+#: A rule "names a store behaviour" when its text speaks of a store: the word, or one of the store operations.
+_NAMES_A_STORE = re.compile(r"\bstores?\b|\b(?:put|get|fetch|commit|restore)\(", re.IGNORECASE)
+
+
+def _reaches_a_store(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A test opens stores (the ``kit`` fixture) or names a store operation in a string."""
+    if any(a.arg == "kit" for a in node.args.args):
+        return True
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith(STORE_OP_PREFIXES)
+               for n in ast.walk(node))
+
+
+def store_marker_citations(tests_dir: Path = TESTS_DIR) -> dict[str, set[str]]:
+    """``{rule: {test ids}}`` from the ``@rules`` markers of tests that reach a store through its operations."""
+    cited: dict[str, set[str]] = {}
+    for path in sorted(tests_dir.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_") \
+                    and _reaches_a_store(node):
+                for rule in (r for d in node.decorator_list for r in (_marker_rules(d) or [])):
+                    cited.setdefault(rule, set()).add(f"{path.stem}::{node.name}")
+    return cited
+
+
+def store_fixture_citations(root: Path | None = None) -> dict[str, set[str]]:
+    """``{rule: {case ids}}`` of the fixture cases whose operation is a store operation (``store.scenario`` too)."""
+    cited: dict[str, set[str]] = {}
+    for path in sorted((root or fixtures_dir()).glob("*/*.json")):
+        for case in json.loads(path.read_text(encoding="utf-8"))["cases"]:
+            if str(case["op"]).startswith(STORE_OP_PREFIXES):
+                for rule in case["rules"]:
+                    cited.setdefault(rule, set()).add(case["id"])
+    return cited
+
+
+def rules_without_store_case(rules: Mapping[str, Rule], store_cited: Mapping[str, set[str]]) -> list[str]:
+    """``required`` rules whose text names a store (:data:`_NAMES_A_STORE`) and that no store-reaching case cites."""
+    return sorted((r.id for r in rules.values() if r.level == "required" and _NAMES_A_STORE.search(r.text)
+                   and rule_prefix(r.id) not in NOT_STORE_OPERATION_PREFIXES and not store_cited.get(r.id)),
+                  key=_rule_order)
+
+
 def fixture_citations(root: Path | None = None) -> dict[str, set[str]]:
     cited: dict[str, set[str]] = {}
     for path in sorted((root or fixtures_dir()).glob("*/*.json")):
@@ -200,7 +250,12 @@ def analyse(fixtures_root: Path | None = None) -> Traceability:
     unknown = {r: ids for r, ids in cited.items() if r not in rules}
     without_mutant, unknown_mutant_rules = mutant_coverage(loaded)
     weak = rules_without_independent_evidence({r.id: r.level for r in loaded.values()}, from_fixtures)
+    store_cited = store_fixture_citations(fixtures_root)
+    for directory in (TESTS_DIR, *project_dirs):
+        for rule, tests in store_marker_citations(directory).items():
+            store_cited.setdefault(rule, set()).update(tests)
     return Traceability(rules=rules, cited_by={r: ids for r, ids in cited.items() if r in rules},
                         unknown=unknown, untagged_tests=untagged, without_mutant=without_mutant,
                         unknown_mutant_rules=unknown_mutant_rules, without_independent_evidence=weak,
-                        not_checkable=not_checkable)
+                        not_checkable=not_checkable,
+                        without_store_case=rules_without_store_case(loaded, store_cited))

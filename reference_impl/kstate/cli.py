@@ -529,6 +529,10 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         console.print(f"[red]{len(trace.without_independent_evidence)} required rules have no kafka-jvm or spec "
                       f"case[/red] (expected outputs only from the reference): "
                       f"{', '.join(trace.without_independent_evidence)}")
+    if trace.without_store_case:  # reported only: a rule may be checkable on a pure operation alone
+        console.print(f"[yellow]{len(trace.without_store_case)} required rules name a store behaviour but no case "
+                      f"reaches them through the store operations[/yellow] (issue 25): "
+                      f"{', '.join(trace.without_store_case)}")
     return 0 if trace.ok else 1
 
 
@@ -1009,6 +1013,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     console.print(table)
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {note}", markup=True, highlight=False)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", markup=True, highlight=False)
     for v in report.violations:
         console.print(f"[red]{v.rule} {v.kind}[/red] {v.path}: {v.message}", highlight=False)
     console.print(f"{len(report.tasks)} tasks, {sum(len(t.stores) for t in report.tasks)} stores, "

@@ -17,18 +17,20 @@ from typing import Any, cast
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import OFFSET_UNKNOWN, OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, encode_status
-from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
+from kstate.codecs.position import Position
+from kstate.codecs.store_types import BUILT_KV_TYPES, BUILT_TYPES, WINDOW_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file, write_position_file
-from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
+from kstate.stores.api import Backend, KeyValueBytesStore, RecordContext, StateStore, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache, entry_size
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, WriteBatch
-from kstate.stores.factory import open_kv_store, task_directory
+from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.restore import RestoreResult, restore
+from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -766,3 +768,118 @@ def _whole_batches_restore(store: KeyValueBytesStore, store_type: StoreType, rec
         FAMILY, rules=("RST-3",))
 def _restore_drops_partial_batch() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, restorer=_whole_batches_restore))
+
+
+# --- every family's store: KV-54, KV-12, VER-23 (issue 25's blind spots) -----------------------------------------
+
+
+def _every_family_with(mixin: type, types: Sequence[StoreType] = BUILT_TYPES,
+                       check_type: bool = True) -> dict[str, Handler]:
+    """``store.open`` whose stores of ``types`` (every built type by default), on both backends, have ``mixin`` in
+    front of their class; the rest of ``open_bytes_store`` is the reference's (its LAY-14 check unless not
+    ``check_type``)."""
+
+    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: str | Path | None = None,
+                   application_id: str = "app", task_id: str = "0_0", ignore_invalid_state: bool = False,
+                   options: Mapping[str, Any] | None = None, **rest: Any) -> StateStore:
+        store_type, backend = StoreType(store_type), Backend(backend)
+        if store_type not in types:
+            return open_bytes_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
+                                    task_id=task_id, ignore_invalid_state=ignore_invalid_state, options=options, **rest)
+        classes = store_classes(store_type)
+        family_options = classes.check_options(options or {})
+        base = classes.memory if backend is Backend.MEMORY else classes.rocksdb
+        cls = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
+        if backend is Backend.MEMORY:
+            return cast(StateStore, cls(name, **family_options))
+        task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
+        if check_type:
+            check_store_type_on_disk(store_type, task_dir, name, family_options)
+        return cast(StateStore, cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **rest,
+                                    **family_options))
+
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
+
+
+class _PositionSetNotRaised:
+    """Kafka 3.x's ``Position.withComponent``: the record's offset is put, so a reprocessed record moves it back."""
+
+    _record_context: RecordContext | None
+    _position: Position
+
+    def _update_position(self) -> None:
+        context = self._record_context
+        if context is not None and context.topic and context.offset >= 0:
+            self._position.setdefault(context.topic, {})[context.partition] = context.offset
+
+
+@mutant("position-goes-back", "a write sets its partition's position to the record's offset, so a reprocessed record "
+        "at a lower offset moves the position back (key-value, versioned and session stores)", FAMILY,
+        rules=("KV-54",))
+def _position_goes_back() -> dict[str, Handler]:
+    # Not the window types: the hand-worked window case of WS-29 already writes a lower offset after a reopen.
+    return _every_family_with(_PositionSetNotRaised, tuple(t for t in BUILT_TYPES if t not in WINDOW_TYPES))
+
+
+class _LifecycleQuietWhenClosed:
+    """flush, commit and committed_offset skip the open check: a closed store flushes and commits nothing, quietly,
+    and answers "no offset" (as a port that guards only the data operations would)."""
+
+    is_open: bool
+
+    def flush(self) -> None:
+        if self.is_open:
+            super().flush()  # type: ignore[misc]
+
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        if self.is_open:
+            super().commit(changelog_offsets)  # type: ignore[misc]
+
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        if not self.is_open:
+            return None
+        offset: int | None = super().committed_offset(partition)  # type: ignore[misc]
+        return offset
+
+
+@mutant("closed-store-lifecycle-answers", "a closed store answers flush, commit and committed_offset instead of "
+        "refusing them", FAMILY, rules=("KV-12",))
+def _closed_store_lifecycle_answers() -> dict[str, Handler]:
+    return _every_family_with(_LifecycleQuietWhenClosed)
+
+
+def _quotient_only(history_retention: int) -> int:
+    """VER-23's tiers without their floors: the quotient alone (at least 1)."""
+    divisor = 3 if history_retention <= 60_000 else 5 if history_retention <= 300_000 else \
+        12 if history_retention <= 3_600_000 else 24
+    return max(history_retention // divisor, 1)
+
+
+class _DefaultIntervalWithoutFloor:
+    """A store opened without a segment interval divides the history retention by its tier's divisor but drops the
+    floor (``Math.max(hr / 3, 2000)`` ported as ``hr / 3``)."""
+
+    def __init__(self, name: str, *args: Any, history_retention_ms: int, segment_interval_ms: int | None = None,
+                 **kwargs: Any) -> None:
+        if segment_interval_ms is None and isinstance(history_retention_ms, int) and history_retention_ms >= 0:
+            segment_interval_ms = _quotient_only(history_retention_ms)
+        super().__init__(name, *args, history_retention_ms=history_retention_ms,  # type: ignore[call-arg]
+                         segment_interval_ms=segment_interval_ms, **kwargs)
+
+
+@mutant("versioned-default-interval-without-floor", "a versioned store opened without a segment interval uses the "
+        "history retention's quotient without VER-23's floors", FAMILY, rules=("VER-23",))
+def _versioned_default_interval_without_floor() -> dict[str, Handler]:
+    return _every_family_with(_DefaultIntervalWithoutFloor,
+                              (StoreType.VERSIONED_KV, StoreType.VERSIONED_KV_WITH_HEADERS))
+
+
+class _OpensWhateverIsThere:
+    """No change to the store: only the check of what its directory holds is left out, as Kafka opens it."""
+
+
+@mutant("store-type-not-checked", "a store opens whatever its directory holds: a key-value store's directory opens as "
+        "versioned (null to every get, its offset kept), a window store's as a session store's", FAMILY,
+        rules=("LAY-14",))
+def _store_type_not_checked() -> dict[str, Handler]:
+    return _every_family_with(_OpensWhateverIsThere, check_type=False)

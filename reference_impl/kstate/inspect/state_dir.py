@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import os
 import shutil
 import tempfile
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import key_schemas, session_keys, versioned, window_keys
+from kstate.codecs import session_keys, versioned, window_keys
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
     GLOBAL_DIR,
@@ -34,7 +33,6 @@ from kstate.codecs.layout import (
     parse_task_dir_name,
 )
 from kstate.codecs.offsets import decode_entry, read_checkpoint_text
-from kstate.codecs.primitives import read_int64
 from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import (
     DEFAULT_CF,
@@ -51,6 +49,13 @@ from kstate.codecs.store_types import (
     ValueFormat,
 )
 from kstate.codecs.store_types import FORMAT as STORE_TYPE_FORMAT
+from kstate.codecs.type_detection import (
+    TIME_ORDERED,
+    detect_kv_type,
+    detect_segmented_family,
+    detect_segmented_type,
+    window_schema,
+)
 from kstate.errors import DecodeError, KStateError
 
 # Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
@@ -61,9 +66,6 @@ _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OP
 _SIDECARS = (ROCKSDICT_SIDECAR, SEGMENT_LIST_SIDECAR, SEGMENT_LIST_SIDECAR + ".tmp")
 # A placeholder interval for parsing segment names: only the separator and the number are wanted.
 _NAME_INTERVAL = 1
-_LATEST_PREFIX = versioned.LATEST_VALUE_PREFIX
-#: A plain time-ordered window store (LAY-5 counts it as a plain window store); reported by this name.
-TIME_ORDERED = "time_ordered_window"
 
 
 class InspectError(KStateError):
@@ -173,6 +175,8 @@ class Report:
     tasks: list[TaskReport] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: Stores whose bytes fit another type as well: opened as that type, they would be accepted (LAY-14).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -180,7 +184,8 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {"root": self.root, "clean": self.clean, "tasks": [t.to_json() for t in self.tasks],
-                "violations": [v.to_json() for v in self.violations], "notes": self.notes}
+                "violations": [v.to_json() for v in self.violations], "notes": self.notes,
+                "warnings": self.warnings}
 
 
 # --- reading RocksDB without writing ----------------------------------------------------------------
@@ -236,103 +241,6 @@ def read_database(db_dir: Path) -> dict[str, list[tuple[bytes, bytes]]]:
 
 
 # --- detection --------------------------------------------------------------------------------------
-
-
-def _is_versioned(rows: list[tuple[bytes, bytes]]) -> bool:
-    """Every key a segment id (-1 or >= 0) and a row that decodes as VER-3 or VER-4..9; at least one latest row."""
-    seen_latest = False
-    for key, value in rows:
-        if len(key) < 8:
-            return False
-        if key.startswith(_LATEST_PREFIX):
-            seen_latest = True
-            if len(value) < 8:
-                return False
-            continue
-        if read_int64(key, 0, "versioned")[0] < 0:
-            return False
-        try:
-            versioned.deserialize_segment_value(value).versions()
-        except (KStateError, IndexError):
-            return False
-    return seen_latest
-
-
-def detect_kv_type(rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[StoreType | None, str]:
-    """The type of a ``rocksdb/<store>`` database from its column families and, for ``default`` alone, its rows."""
-    families = set(rows)
-    if TIMESTAMPED_HEADERS_CF in families:
-        return StoreType.TIMESTAMPED_KV_WITH_HEADERS, f"column family {TIMESTAMPED_HEADERS_CF}"
-    if TIMESTAMPED_CF in families:
-        return StoreType.TIMESTAMPED_KV, f"column family {TIMESTAMPED_CF}"
-    if SESSION_HEADERS_CF in families or WINDOW_HEADERS_CF in families:
-        return None, "a segmented store's column family in a key-value database"
-    data = rows.get(DEFAULT_CF, [])
-    if data and _is_versioned(data):
-        return StoreType.VERSIONED_KV, "default only; every key a segment-id prefix, rows decode as versioned (VER-1..3)"
-    if not data:
-        return StoreType.KEY_VALUE, "default only and empty (a versioned store would look the same)"
-    return StoreType.KEY_VALUE, "default only; rows are not versioned rows"
-
-
-def _plausible_window(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < window_keys.SUFFIX_SIZE:
-        return False
-    ts = window_keys.PLAIN.decode(key).timestamp
-    return ts >= low and (high is None or ts < high)
-
-
-def _plausible_time_ordered_window(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < window_keys.TIME_FIRST.min_key_length or key[0] not in (
-            key_schemas.TIME_FIRST_PREFIX, key_schemas.KEY_FIRST_PREFIX):
-        return False
-    ts = _window_schema(key).decode(key).timestamp
-    return ts >= low and (high is None or ts < high)
-
-
-def _window_schema(key: bytes) -> window_keys.WindowSchema:
-    """Time-ordered window stores keep time-first base rows and key-first index rows in one database (WIN-2, WIN-3)."""
-    if key[:1] == bytes([key_schemas.KEY_FIRST_PREFIX]):
-        return window_keys.KEY_FIRST
-    return window_keys.TIME_FIRST
-
-
-def _plausible_session(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < session_keys.SUFFIX_SIZE:
-        return False
-    decoded = session_keys.PLAIN.decode(key)
-    return 0 <= decoded.start <= decoded.end and decoded.end >= low and (high is None or decoded.end < high)
-
-
-def detect_segmented_type(segments: list[tuple[int, dict[str, list[tuple[bytes, bytes]]]]]) -> tuple[str | None, str]:
-    """The type of a ``<store>/`` segment directory from its segments' families and plain keys (LAY-3, LAY-5)."""
-    families = {cf for _, rows in segments for cf in rows}
-    if WINDOW_HEADERS_CF in families:
-        return StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS.value, f"column family {WINDOW_HEADERS_CF}"
-    if SESSION_HEADERS_CF in families:
-        return StoreType.SESSION_WITH_HEADERS.value, f"column family {SESSION_HEADERS_CF}"
-    if TIMESTAMPED_HEADERS_CF in families:
-        return StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS.value, f"column family {TIMESTAMPED_HEADERS_CF}"
-    if TIMESTAMPED_CF in families:
-        return StoreType.TIMESTAMPED_WINDOW.value, f"column family {TIMESTAMPED_CF}"
-    # Plain window and session keys differ in their suffix: [ts][seqnum] against [end][start]; the
-    # timestamp read under each reading must fall inside the segment it is filed in.
-    # The interval divides every segment start, so the gcd of the starts bounds each segment's end.
-    spacing = math.gcd(*(start for start, _ in segments)) if segments else 0
-    votes = {TIME_ORDERED: 0, StoreType.WINDOW.value: 0, StoreType.SESSION.value: 0}
-    for start, rows in segments:
-        high = start + spacing if spacing else None
-        for key, _ in rows.get(DEFAULT_CF, []):
-            votes[StoreType.WINDOW.value] += _plausible_window(key, start, high)
-            votes[StoreType.SESSION.value] += _plausible_session(key, start, high)
-            votes[TIME_ORDERED] += _plausible_time_ordered_window(key, start, high)
-    ranked = sorted(votes.items(), key=lambda kv: -kv[1])
-    if ranked[0][1] == ranked[1][1]:
-        return None, "default only; window, time-ordered window or session (keys do not tell)"
-    winner, count = ranked[0]
-    how = {TIME_ORDERED: "[00][ts][key][seqnum] or [01][key][ts][seqnum]", StoreType.WINDOW.value: "[key][ts][seqnum]",
-           StoreType.SESSION.value: "[key][end][start]"}[winner]
-    return winner, f"default only; {count} keys read as {how} within their segment"
 
 
 # --- row decoding -----------------------------------------------------------------------------------
@@ -413,7 +321,7 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
     if family is Family.WINDOW:
         # Time-ordered window stores keep time-first base rows and key-first index rows (WIN-2, WIN-3).
         time_first = time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS
-        decoded = (_window_schema(key) if time_first else window_keys.PLAIN).decode(key)
+        decoded = (window_schema(key) if time_first else window_keys.PLAIN).decode(key)
         row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
     elif family is Family.SESSION:
         skey = session_keys.PLAIN.decode(key)
@@ -502,10 +410,24 @@ class _Walker:
         store_type, evidence = detect_kv_type(rows)
         if store_type is None:
             self.violate("LAY-2", "wrong-place", store_dir, evidence)
+        elif set(rows) <= {DEFAULT_CF, OFFSETS_CF}:
+            self._warn_kv_ambiguity(store_dir, store_type, bool(rows.get(DEFAULT_CF)))
         db, mode = self.database(store_dir, store_type.value if store_type else None, None, rows)
         self._stray_files(store_dir)
         return StoreReport(store_dir.name, self.rel(store_dir), store_type.value if store_type else "unknown",
                            evidence, mode, [db])
+
+    def _warn_kv_ambiguity(self, store_dir: Path, store_type: StoreType, has_rows: bool) -> None:
+        """A ``default``-only store's rows fit another type too; opened as it, the store would be accepted (LAY-14)."""
+        if store_type is StoreType.VERSIONED_KV:
+            self.report.warnings.append(
+                f"{self.rel(store_dir)}: read as versioned_kv, but its rows are valid key-value rows and may be "
+                "versioned_kv_with_headers values: opened as kv or as the headers variant it would be accepted and "
+                "answer these rows as its own (LAY-14)")
+        elif not has_rows:
+            self.report.warnings.append(
+                f"{self.rel(store_dir)}: empty, so a key-value and a versioned store read the same: opened as either "
+                "it would be accepted with its committed offsets (LAY-14)")
 
     def segmented_store(self, store_dir: Path) -> StoreReport:
         name = store_dir.name
@@ -532,6 +454,10 @@ class _Walker:
                 self.violate("LAY-3", "unreadable-store", entry, str(exc))
                 errors.append(DatabaseReport(self.rel(entry), parsed.segment_id, error=str(exc)))
         store_type, evidence = detect_segmented_type([(start, rows) for _, start, rows in loaded])
+        if loaded and detect_segmented_family([(start, rows) for _, start, rows in loaded])[0] is None:
+            self.report.warnings.append(
+                f"{self.rel(store_dir)}: its segments' keys read as well as window and as session keys: opened as "
+                "either family it would be accepted (LAY-14)")
         report = StoreReport(name, self.rel(store_dir), store_type or "unknown", evidence)
         modes = set()
         for entry, start, rows in loaded:

@@ -20,6 +20,7 @@ from kstate.codecs.layout import name_problem, store_dir, task_id_problem
 from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError
 from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPartition
+from kstate.stores.type_check import check_store_type_on_disk
 
 E = TypeVar("E", StoreType, Backend)
 
@@ -94,6 +95,7 @@ def open_bytes_store(
     if state_dir is None:
         state_dir = tempfile.mkdtemp(prefix="kstate-")
     task_dir = task_directory(state_dir, application_id, task_id)
+    check_store_type_on_disk(store_type, task_dir, name, family_options)  # LAY-14: before anything is written
     return cast(StateStore, classes.rocksdb(
         name,
         task_dir,

@@ -1,0 +1,221 @@
+"""Store rules checked where each family's store applies them, through its own neutral operations: the position
+never going back (KV-54), every operation of a closed store refused (KV-12), and the default segment interval's
+floors at the store (VER-23). Issue 25's blind spots: each was checked only where it was easy to reach.
+
+Each test was written against a mutant of ``mutants/store_rules_mutants.py`` that the rest of the suite let through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pytest
+
+from kstate_conformance import rules
+from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, Kit, Store, h, i64, kit
+
+__all__ = ["kit"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One family's plain store type, its open options, a write of key ``k`` and its reads of it, as payloads."""
+
+    store_type: str
+    options: dict[str, Any]
+    write: tuple[str, dict[str, Any]]
+    reads: tuple[tuple[str, dict[str, Any]], ...]
+    restore_key: str
+    extra: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
+
+    def put(self, store: Store, key: str) -> None:
+        op, payload = self.write
+        store.ok(op, **{**payload, "key": key})
+
+    def ops(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(op for op, _ in (self.write, *self.reads, *self.extra)))
+
+
+#: Nine bytes: longer than a versioned segment id, so a key-value row read as versioned fails on its value (LAY-14),
+#: and an implementation without the check is not sent into the short-key scan of issue 25 (item 6).
+K = h("kkkkkkkkk")
+FAMILIES = {
+    "kv": Family("kv", {}, ("store.put", {"key": K, "value": "aa"}),
+                 (("store.get", {"key": K}), ("store.all", {}), ("store.reverse_all", {}),
+                  ("store.range", {"from": None, "to": None}), ("store.reverse_range", {"from": None, "to": None}),
+                  ("store.prefix_scan", {"prefix": K}), ("store.approximate_num_entries", {}),
+                  ("store.iterator_open", {"kind": "all"})),
+                 K,
+                 (("store.put_if_absent", {"key": h("j"), "value": "bb"}), ("store.delete", {"key": K}),
+                  ("store.put_all", {"entries": [[K, "cc"]]}))),
+    "versioned": Family("versioned_kv", {"history_retention_ms": 10_000},
+                        ("versioned_store.put", {"key": K, "value": "aa", "timestamp": 1}),
+                        (("versioned_store.get", {"key": K}), ("versioned_store.get", {"key": K, "as_of": 1}),
+                         ("versioned_store.get_versions", {"key": K})),
+                        K, (("versioned_store.delete", {"key": K, "timestamp": 2}),)),
+    "window": Family("window", {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},
+                     ("window_store.put", {"key": K, "value": "aa", "window_start": 1}),
+                     (("window_store.fetch", {"key": K, "time": 1}),
+                      ("window_store.fetch_range", {"key": K, "from_ms": 0, "to_ms": 10}),
+                      ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 10}),
+                      ("window_store.fetch_all", {"from_ms": 0, "to_ms": 10}), ("window_store.all", {})),
+                     K + i64(1) + "00000000"),
+    "session": Family("session", {"retention_ms": 1_000, "segment_interval_ms": 500},
+                      ("session_store.put", {"key": K, "value": "aa", "start": 1, "end": 2}),
+                      (("session_store.fetch_session", {"key": K, "start": 1, "end": 2}),
+                       ("session_store.fetch", {"key_from": K}),
+                       ("session_store.find_sessions", {"key_from": K, "earliest_end": 0, "latest_start": 10})),
+                      K + i64(2) + i64(1), (("session_store.remove", {"key": K, "start": 1, "end": 2}),)),
+}
+
+
+def _open(kit: Kit, family: Family, backend: str, **extra: Any) -> Store:
+    for name in family.ops():
+        if not kit.codec.supports(name):
+            pytest.skip(f"the implementation does not offer {name}")
+    return kit.open(family.store_type, backend, **({"options": family.options} if family.options else {}), **extra)
+
+
+# --- KV-54: the position keeps the highest offset -----------------------------------------------------------------
+
+
+def _context(store: Store, offset: int, partition: int = 0) -> None:
+    store.ok("store.set_context", timestamp=1, headers=[], topic="in", partition=partition, offset=offset)
+
+
+def _positions(kit: Kit, store: Store) -> list[dict[str, dict[int, int]]]:
+    """Every committed position the store's databases hold (one; or one per segment), decoded as maps."""
+    if not kit.codec.supports("position.deserialize"):
+        pytest.skip("the implementation does not offer position.deserialize")
+    dumped = store.ok("store.dump")
+    databases = dumped["segments"].values() if "segments" in dumped else [dumped["column_families"]]
+    found = []
+    for families in databases:
+        stored = dict(families.get("offsets", [])).get(h("position"))
+        if stored is not None:
+            out = kit.codec.call("position.deserialize", {"bytes": stored})
+            assert "error" not in out, out
+            found.append({topic: dict(map(tuple, parts)) for topic, parts in out["position"]})
+    return found
+
+
+@rules("KV-54", "VS-38", "WS-29", "SS-38")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_reprocessed_record_leaves_the_position_where_it_was(kit: Kit, name: str) -> None:
+    """A write at a lower offset after a higher one on the same partition keeps the higher one: before a commit,
+    after it, and after a reopen (Position.withComponent keeps the larger offset)."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 9)
+    family.put(store, h("a"))
+    _context(store, 5)  # reprocessed: the same partition, a lower offset
+    family.put(store, h("b"))
+    _context(store, 2, partition=1)
+    family.put(store, h("c"))
+    store.commit(1)
+    expected = {"in": {0: 9, 1: 2}}
+    assert _positions(kit, store) and all(p == expected for p in _positions(kit, store)), _positions(kit, store)
+    store.close()
+    again = _open(kit, family, ROCKSDB)
+    _context(again, 3)  # lower than the position loaded at open
+    family.put(again, h("d"))
+    again.commit(2)
+    positions = _positions(kit, again)
+    assert positions and all(p == expected for p in positions), positions
+
+
+# --- KV-12: a closed store refuses every operation ---------------------------------------------------------------
+
+
+def _every_operation(family: Family) -> list[tuple[str, dict[str, Any]]]:
+    record: dict[str, Any] = {"key": family.restore_key, "value": None, "timestamp": 1, "headers": []}
+    return [family.write, *family.reads, *family.extra, ("store.flush", {}),
+            ("store.commit", {"changelog_offsets": [["app-store-changelog", 0, 3]]}),
+            ("store.committed_offset", {"topic": "app-store-changelog", "partition": 0}),
+            ("store.restore", {"records": [record]})]
+
+
+@rules("KV-12", "VS-37", "SS-37")
+@pytest.mark.parametrize("name", FAMILIES)
+@BACKENDS
+def test_a_closed_store_refuses_every_operation(kit: Kit, name: str, backend: str) -> None:
+    """Reads and writes, and flush, commit, committed_offset and restore too, with no caching layer to refuse first;
+    each was answered while the store was open."""
+    family = FAMILIES[name]
+    if backend == MEMORY and name in ("kv", "window"):
+        pytest.skip("Kafka's in-memory key-value and window stores may answer after close (KV-43)")
+    store = _open(kit, family, backend)
+    for op, payload in _every_operation(family):
+        store.ok(op, **payload)
+    store.close()
+    answered = [op for op, payload in _every_operation(family) if not store.refused(op, **payload)]
+    assert not answered, f"a closed {family.store_type} store on {backend} answered {answered}"
+
+
+@rules("KV-12", "CACHE-9")
+def test_a_closed_caching_store_refuses_flush_commit_and_committed_offset(kit: Kit) -> None:
+    """The caching layer over a closed RocksDB store refuses the life-cycle operations as it refuses reads."""
+    family = FAMILIES["kv"]
+    store = _open(kit, family, ROCKSDB, caching=True)
+    store.close()
+    answered = [op for op, payload in _every_operation(family)[-4:] if not store.refused(op, **payload)]
+    assert not answered, f"a closed caching store answered {answered}"
+
+
+# --- VER-23: the default segment interval, at the store --------------------------------------------------------
+
+#: History retentions whose quotient is under the floor of their tier, the floor (the interval the store must use),
+#: and a timestamp T with T // floor == 1 but T // quotient >= 2.
+FLOORED = [(3_000, 2_000, 3_000), (70_000, 20_000, 30_000), (400_000, 60_000, 90_000),
+           (4_000_000, 300_000, 450_000)]
+
+
+@rules("VER-23", "VS-4", "VER-22")
+@pytest.mark.parametrize(("retention", "floor", "later"), FLOORED)
+@BACKENDS
+def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: str, retention: int, floor: int,
+                                                           later: int) -> None:
+    """A version valid up to T goes to segment T // interval: with the floor that is 1, with the quotient 2 or more."""
+    if not kit.codec.supports("versioned_store.segments"):
+        pytest.skip("the implementation does not offer versioned_store.segments")
+    family = FAMILIES["versioned"]
+    store = _open(kit, replace(family, options={"history_retention_ms": retention}), backend)
+    store.ok("versioned_store.put", key=K, value="aa", timestamp=0)
+    store.ok("versioned_store.put", key=K, value="bb", timestamp=later)  # "aa" is now valid 0..later
+    assert store.ok("versioned_store.segments")["segments"] == [later // floor] == [1]
+    assert store.ok("versioned_store.get", key=K, as_of=0)["record"] == {"value": "aa", "timestamp": 0,
+                                                                           "valid_to": later}
+
+
+
+# --- LAY-14: a directory reopened as another store type --------------------------------------------------------
+
+#: (the type written, the type then opened over it): pairs whose bytes tell them apart.
+TOLD_APART = [("kv", "versioned_kv"), ("versioned_kv", "versioned_kv_with_headers"), ("window", "session"),
+              ("session", "window")]
+_FAMILY_OF = {"kv": "kv", "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned", "window": "window",
+              "session": "session"}
+
+
+@rules("LAY-14", "KV-23")
+@pytest.mark.parametrize(("written", "opened"), TOLD_APART)
+def test_a_directory_opened_as_another_type_is_refused_and_left_as_it_was(kit: Kit, written: str,
+                                                                          opened: str) -> None:
+    """A key-value store's row is no versioned row, "aa" no ``[varint][headers][value]``, a window key no session
+    key inside its segment (nor the reverse); the refused open leaves the store to reopen clean, offset and row kept."""
+    kit.require(opened, ROCKSDB)
+    first, other = FAMILIES[_FAMILY_OF[written]], FAMILIES[_FAMILY_OF[opened]]
+    first = replace(first, store_type=written)
+    store = _open(kit, first, ROCKSDB)
+    first.put(store, K)
+    store.commit(5)
+    read, payload = first.reads[0]
+    before = store.ok(read, **payload)
+    store.close()
+    out = kit.open_refused(opened, ROCKSDB, **({"options": other.options} if other.options else {}))
+    assert "error" in out, f"a {written} directory opened as {opened} was accepted"
+    again = _open(kit, first, ROCKSDB)  # no ignore_invalid_state: the refused open wrote no OPEN status
+    assert again.committed() == 5
+    assert again.ok(read, **payload) == before
