@@ -142,9 +142,17 @@ final class Codecs {
                 return obj().set("bytes", hexNode(s.serialize(TOPIC, lng(in, "value"))));
             }
         });
-        // Kafka's store code reads a big-endian long with ByteBuffer.getLong (e.g. the versioned formatter).
-        register("primitives.read_int64", in -> obj().put("value",
-            ByteBuffer.wrap(hex(in, "bytes")).getLong(integer(in.has("offset") ? in : obj().put("offset", 0), "offset"))));
+        // Kafka's store code reads a big-endian long with ByteBuffer.getLong (e.g. the versioned formatter, the
+        // key schemas); its IndexOutOfBoundsException past the end is the refusal.
+        register("primitives.read_int64", in -> {
+            final byte[] data = hex(in, "bytes");
+            final int offset = in.has("offset") ? integer(in, "offset") : 0;
+            try {
+                return obj().put("value", ByteBuffer.wrap(data).getLong(offset));
+            } catch (IndexOutOfBoundsException e) {
+                throw new Json.InputError("offset", "no 8 bytes at offset " + offset + " of " + data.length);
+            }
+        });
         register("primitives.segment_id", in -> {
             final long interval = lng(in, "segment_interval");
             final Object segments = K.construct("KeyValueSegments", t(String.class, String.class, long.class, long.class),
@@ -375,7 +383,10 @@ final class Codecs {
             if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
                 throw new Json.InputError(where, "partition outside the Java int range");
             }
-            map.put(new TopicPartition(e.get(0).textValue(), (int) partition), Json.asLong(e.get(2), where));
+            // The input stands for a Java Map: a partition twice cannot be one, so the input is refused.
+            if (map.put(new TopicPartition(e.get(0).textValue(), (int) partition), Json.asLong(e.get(2), where)) != null) {
+                throw new Json.InputError(where, "a partition appears twice");
+            }
         }
         return map;
     }
@@ -564,10 +575,15 @@ final class Codecs {
             if (!list.isArray()) {
                 throw new Json.InputError("position", "a list of [topic, [[partition, offset], ...]]");
             }
-            Position p = Position.emptyPosition();
+            // The input stands for Position's Map<String, Map<Integer, Long>>: a topic or partition twice is refused.
+            final Map<String, Map<Integer, Long>> map = new LinkedHashMap<>();
             for (final JsonNode topic : list) {
                 if (!topic.isArray() || topic.size() != 2 || !topic.get(0).isTextual() || !topic.get(1).isArray()) {
                     throw new Json.InputError("position", "a list of [topic, [[partition, offset], ...]]");
+                }
+                final Map<Integer, Long> partitions = new LinkedHashMap<>();
+                if (map.put(topic.get(0).textValue(), partitions) != null) {
+                    throw new Json.InputError("position", "a topic appears twice");
                 }
                 for (final JsonNode po : topic.get(1)) {
                     if (!po.isArray() || po.size() != 2) {
@@ -577,9 +593,12 @@ final class Codecs {
                     if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
                         throw new Json.InputError("position", "partition outside the Java int range");
                     }
-                    p = p.withComponent(topic.get(0).textValue(), (int) partition, Json.asLong(po.get(1), "position"));
+                    if (partitions.put((int) partition, Json.asLong(po.get(1), "position")) != null) {
+                        throw new Json.InputError("position", "a partition appears twice");
+                    }
                 }
             }
+            final Position p = Position.fromMap(map);
             final ByteBuffer b = (ByteBuffer) K.call("PositionSerde", "serialize", t(Position.class), p);
             return obj().set("bytes", hexNode(b.array()));
         });

@@ -129,12 +129,18 @@ public final class Main {
         if (e instanceof Json.InputError) {
             return true;
         }
-        if (e instanceof K.Unavailable || e instanceof Error && !(e instanceof AssertionError)) {
+        if (e instanceof K.Unavailable) {
             return false;
+        }
+        // Kafka's ApiException subclasses (InvalidRecordException, ...) carry no stack trace: their class says it.
+        if (e.getClass().getName().startsWith("org.apache.kafka.")) {
+            return true;
         }
         for (final StackTraceElement frame : e.getStackTrace()) {
             final String cls = frame.getClassName();
             if (cls.startsWith("org.apache.kafka.") || cls.startsWith("org.rocksdb.")) {
+                // Thrown by Kafka (or by the JDK inside a Kafka call): Kafka's refusal, an Error included
+                // (a length field asking for an array beyond the VM's limit is answered, not fatal).
                 return true;
             }
             if (cls.startsWith("kstate.kafkajvm.")) {

@@ -1,12 +1,598 @@
 package kstate.kafkajvm;
 
-/** Store-level operations (spec/ops-index.md, store.*): stores built through Kafka's Stores.* builders. */
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.internals.ProcessorRecordContext;
+import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static kstate.kafkajvm.Json.hexNode;
+import static kstate.kafkajvm.Json.hexOrNull;
+import static kstate.kafkajvm.Json.obj;
+import static kstate.kafkajvm.Main.register;
+
+/** Store-level operations (spec/ops-index.md, store.*): key-value stores built by Kafka's Stores.* suppliers and
+ *  builders (metered, caching and change-logging layers over RocksDB or in memory), initialised in a task
+ *  context ({@link StoreContext}); each operation calls the store's own method. */
 final class Stores {
     private Stores() { }
 
-    static void registerAll() {
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Map<String, Handle> HANDLES = new LinkedHashMap<>();
+    private static final Map<String, Iter> ITERATORS = new HashMap<>();
+    private static final long DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024L;
+
+    /** The key-value store types a release offers: its Stores.* supplier per backend and its builder. */
+    private static final List<String> KV_TYPES = List.of("kv", "timestamped_kv", "timestamped_kv_with_headers");
+
+    static final class Handle {
+        String id;
+        String type;
+        String backend;
+        String name;
+        StoreContext context;
+        StateStore root;
+        KeyValueStore<Bytes, byte[]> bytes;
+        boolean closed;
+        int iterators;
+        Path stateDir;
+        boolean tempStateDir;
     }
 
+    private record Iter(Handle handle, KeyValueIterator<Bytes, byte[]> it) { }
+
     static void closeAll() {
+        for (final Handle h : HANDLES.values()) {
+            if (!h.closed) {
+                try {
+                    h.root.close();
+                } catch (RuntimeException e) {
+                    // shutting down: a store that refuses to close is left to the process exit
+                }
+                h.closed = true;
+            }
+        }
+    }
+
+    private static boolean hasType(final String type) {
+        try {
+            if (type.equals("timestamped_kv_with_headers")) {
+                org.apache.kafka.streams.state.Stores.class.getMethod("persistentTimestampedKeyValueStoreWithHeaders", String.class);
+                org.apache.kafka.streams.state.Stores.class.getMethod("timestampedKeyValueStoreWithHeadersBuilder",
+                    KeyValueBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
+                    org.apache.kafka.common.serialization.Serde.class);
+            }
+            return KV_TYPES.contains(type);
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    static void registerAll() {
+        register("store.capabilities", in -> {
+            final ObjectNode out = obj();
+            final ArrayNode types = Json.arr();
+            for (final String t : KV_TYPES) {
+                if (hasType(t)) {
+                    types.add(t);
+                }
+            }
+            out.set("store_types", types);
+            out.set("backends", Json.arr().add("rocksdb").add("memory"));
+            out.put("logging", true);
+            out.put("caching", true);
+            out.put("cache_flush_listener", false);
+            // A killed process cannot be simulated inside the JVM that holds RocksDB open, and the raw column
+            // families are not read here yet: no crash, no dump, no legacy upgrades.
+            out.put("crash", false);
+            out.set("dump", Json.arr());
+            out.set("offsets", Json.arr().add("rocksdb"));
+            out.put("iterators", true);
+            out.set("upgrade", Json.arr());
+            return out;
+        });
+        register("store.open", Stores::open);
+        register("store.close", in -> {
+            final Handle h = handle(in);
+            if (Json.bool(in, "downgrade", false)) {
+                throw new K.Unavailable("a downgrade close is not reachable through Kafka's store API");
+            }
+            try {
+                h.root.close();
+            } finally {
+                h.closed = true;
+                forgetIterators(h);
+            }
+            return obj();
+        });
+        register("store.set_context", in -> {
+            final Handle h = handle(in);
+            h.context.recordContext = contextFrom(in, h.context.recordContext);
+            return obj();
+        });
+        register("store.changelog", in -> {
+            final Handle h = handle(in);
+            final ArrayNode records = Json.arr();
+            for (final StoreContext.Logged r : h.context.changelog) {
+                final ObjectNode rec = obj();
+                rec.set("key", hexNode(r.key() == null ? null : r.key().get()));
+                rec.set("value", hexNode(r.value()));
+                rec.put("timestamp", r.timestamp());
+                rec.set("headers", Json.headersJson(r.headers()));
+                records.add(rec);
+            }
+            h.context.changelog.clear();
+            final ObjectNode out = obj();
+            out.put("topic", changelogTopic(h));
+            out.put("partition", h.context.taskId.partition());
+            out.set("records", records);
+            return out;
+        });
+        register("store.put", in -> {
+            final Handle h = handle(in);
+            h.bytes.put(key(in, "key"), hexOrNull(in, "value"));
+            return obj();
+        });
+        register("store.put_if_absent", in -> {
+            final Handle h = handle(in);
+            return obj().set("previous", hexNode(h.bytes.putIfAbsent(key(in, "key"), hexOrNull(in, "value"))));
+        });
+        register("store.put_all", in -> {
+            final Handle h = handle(in);
+            final JsonNode list = Json.field(in, "entries");
+            if (!list.isArray()) {
+                throw new Json.InputError("entries", "a list of [key, value] pairs");
+            }
+            final List<KeyValue<Bytes, byte[]>> entries = new ArrayList<>();
+            int i = 0;
+            for (final JsonNode pair : list) {
+                final String where = "entries[" + i++ + "]";
+                if (!pair.isArray() || pair.size() != 2) {
+                    throw new Json.InputError(where, "a [key, value] pair");
+                }
+                final byte[] k = Json.parseHex(pair.get(0), where, true);
+                entries.add(KeyValue.pair(k == null ? null : Bytes.wrap(k), Json.parseHex(pair.get(1), where, true)));
+            }
+            h.bytes.putAll(entries);
+            return obj();
+        });
+        register("store.get", in -> obj().set("value", hexNode(handle(in).bytes.get(key(in, "key")))));
+        register("store.delete", in -> obj().set("previous", hexNode(handle(in).bytes.delete(key(in, "key")))));
+        register("store.get_typed", Stores::getTyped);
+        register("store.range", in -> drain(handle(in).bytes.range(key(in, "from"), key(in, "to"))));
+        register("store.reverse_range", in -> drain(handle(in).bytes.reverseRange(key(in, "from"), key(in, "to"))));
+        register("store.all", in -> drain(handle(in).bytes.all()));
+        register("store.reverse_all", in -> drain(handle(in).bytes.reverseAll()));
+        register("store.prefix_scan", in -> drain(handle(in).bytes.prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer())));
+        register("store.approximate_num_entries", in -> obj().put("count", handle(in).bytes.approximateNumEntries()));
+        register("store.iterator_open", in -> {
+            final Handle h = handle(in);
+            final String kind = in.has("kind") && !in.get("kind").isNull() ? Json.str(in, "kind") : "range";
+            final KeyValueIterator<Bytes, byte[]> it;
+            switch (kind) {
+                case "range": it = h.bytes.range(optKey(in, "from"), optKey(in, "to")); break;
+                case "reverse_range": it = h.bytes.reverseRange(optKey(in, "from"), optKey(in, "to")); break;
+                case "all": it = h.bytes.all(); break;
+                case "reverse_all": it = h.bytes.reverseAll(); break;
+                case "prefix_scan": it = h.bytes.prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer()); break;
+                default: throw new Json.InputError("kind", "one of range, reverse_range, all, reverse_all, prefix_scan");
+            }
+            final String id = h.id + "-i" + ++h.iterators;
+            ITERATORS.put(id, new Iter(h, it));
+            return obj().put("iterator", id);
+        });
+        register("store.iterator_next", in -> {
+            final Iter iter = iterator(in);
+            final long max = Json.lng(in, "max", 1);
+            final ArrayNode entries = Json.arr();
+            for (long n = 0; n < max && iter.it().hasNext(); n++) {
+                final KeyValue<Bytes, byte[]> kv = iter.it().next();
+                entries.add(Json.arr().add(hexNode(kv.key.get())).add(hexNode(kv.value)));
+            }
+            return obj().set("entries", entries);
+        });
+        register("store.iterator_peek_next_key", in -> {
+            final Iter iter = iterator(in);
+            // peekNextKey throws at the end; the operation answers null there (its definition), so ask hasNext first.
+            return obj().set("key", iter.it().hasNext() ? hexNode(iter.it().peekNextKey().get()) : NullNode.instance);
+        });
+        register("store.iterator_close", in -> {
+            iterator(in).it().close();
+            return obj();
+        });
+        register("store.flush", in -> {
+            handle(in).root.flush();
+            return obj();
+        });
+        register("store.flush_cache", in -> {
+            final Handle h = handle(in);
+            final Object caching = layer(h.root, "CachingKeyValueStore");
+            if (caching != null) {
+                K.callOn(caching, "flushCache", K.t());
+            } else if (h.closed || !h.root.isOpen()) {
+                throw new Json.InputError("handle", "Store " + h.name + " is currently closed.");
+            }
+            return obj();
+        });
+        register("store.commit", in -> {
+            final Handle h = handle(in);
+            h.root.commit(offsets(in, "changelog_offsets"));
+            return obj();
+        });
+        register("store.committed_offset", in -> {
+            final Handle h = handle(in);
+            final Long offset = h.root.committedOffset(new TopicPartition(Json.str(in, "topic"), Json.integer(in, "partition")));
+            return obj().set("offset", offset == null ? NullNode.instance : Json.F.numberNode(offset));
+        });
+        register("store.restore", Stores::restore);
+        register("store.task_files", in -> {
+            final Path dir = taskDir(in);
+            final Set<String> names = new TreeSet<>();
+            final ObjectNode files = obj();
+            if (Files.isDirectory(dir)) {
+                try (var list = Files.list(dir)) {
+                    list.forEach(p -> names.add(p.getFileName().toString()));
+                }
+                for (final String n : names) {
+                    final Path p = dir.resolve(n);
+                    if ((n.equals(".checkpoint") || n.endsWith(".position")) && Files.isRegularFile(p)) {
+                        files.put(n, new String(Files.readAllBytes(p), StandardCharsets.UTF_8));
+                    }
+                }
+            }
+            final ArrayNode entries = Json.arr();
+            names.forEach(entries::add);
+            return obj().<ObjectNode>set("entries", entries).set("files", files);
+        });
+        register("store.write_task_file", in -> {
+            final String file = Json.str(in, "file");
+            if (!file.equals(".checkpoint") && !file.endsWith(".position") || file.contains("/")) {
+                throw new Json.InputError("file", "a .checkpoint or <store>.position file");
+            }
+            final Path dir = taskDir(in);
+            Files.createDirectories(dir);
+            Files.write(dir.resolve(file), Json.str(in, "text").getBytes(StandardCharsets.UTF_8));
+            return obj();
+        });
+    }
+
+    // --- opening --------------------------------------------------------------------------------------------
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static ObjectNode open(final JsonNode in) throws Exception {
+        String type = in.has("store_type") && !in.get("store_type").isNull() ? Json.str(in, "store_type") : "kv";
+        if (type.equals("timestamped_kv_headers")) {
+            type = "timestamped_kv_with_headers";  // the legacy alias (OPS-2)
+        }
+        if (!hasType(type)) {
+            throw new K.Unavailable("the kafka-jvm testee builds no " + type + " store on this release");
+        }
+        final String backend = in.has("backend") && !in.get("backend").isNull() ? Json.str(in, "backend") : "rocksdb";
+        if (!backend.equals("rocksdb") && !backend.equals("memory")) {
+            throw new Json.InputError("backend", "rocksdb or memory");
+        }
+        final JsonNode options = in.get("options");
+        if (options != null && !options.isNull()) {
+            if (!options.isObject()) {
+                throw new Json.InputError("options", "an object");
+            }
+            if (options.size() > 0) {
+                throw new Json.InputError("options." + options.fieldNames().next(), "a key-value store takes no options");
+            }
+        }
+        if (Json.bool(in, "pre_4_3_reader", false)) {
+            throw new K.Unavailable("a pre-4.3 reader is another Kafka release, not this one");
+        }
+        final String name = in.has("name") ? Json.str(in, "name") : "store";
+        final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
+        final String taskIdText = in.has("task_id") ? Json.str(in, "task_id") : "0_0";
+        final TaskId taskId;
+        try {
+            taskId = TaskId.parse(taskIdText);
+        } catch (RuntimeException e) {
+            throw new Json.InputError("task_id", "not a task id: " + taskIdText);
+        }
+        final boolean logging = Json.bool(in, "logging", true);
+        final boolean caching = Json.bool(in, "caching", false);
+        if (Json.bool(in, "cache_flush_listener", false)) {
+            throw new K.Unavailable("the cache flush listener is not reached by the kafka-jvm testee");
+        }
+        final long cacheMaxBytes = Json.lng(in, "cache_max_bytes", DEFAULT_CACHE_MAX_BYTES);
+        final Handle h = new Handle();
+        if (in.has("state_dir") && !in.get("state_dir").isNull()) {
+            h.stateDir = Path.of(Json.str(in, "state_dir"));
+        } else {
+            h.stateDir = Files.createTempDirectory("kstate-kafka-jvm");
+            h.tempStateDir = true;
+        }
+        final File taskDir = h.stateDir.resolve(applicationId).resolve(taskIdText).toFile();
+        taskDir.mkdirs();
+        final ProcessorRecordContext initial = contextFrom(in.has("context") && in.get("context").isObject() ? in.get("context") : obj(),
+            StoreContext.recordContext(0L, 0L, taskId.partition(), "input", new RecordHeaders()));
+        final StoreContext context = new StoreContext(applicationId, taskId, taskDir, cacheMaxBytes, initial);
+        if (Json.bool(in, "ignore_invalid_state", false)) {
+            throw new K.Unavailable("ignore_invalid_state is not a Kafka store option");
+        }
+
+        final KeyValueBytesStoreSupplier supplier;
+        StoreBuilder builder;
+        final boolean rocks = backend.equals("rocksdb");
+        switch (type) {
+            case "kv":
+                supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentKeyValueStore(name)
+                    : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
+                builder = org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
+                break;
+            case "timestamped_kv":
+                supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentTimestampedKeyValueStore(name)
+                    : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
+                builder = org.apache.kafka.streams.state.Stores.timestampedKeyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
+                break;
+            default:
+                supplier = rocks ? (KeyValueBytesStoreSupplier) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
+                    "persistentTimestampedKeyValueStoreWithHeaders", String.class), null, name)
+                    : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
+                builder = (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
+                    "timestampedKeyValueStoreWithHeadersBuilder", KeyValueBytesStoreSupplier.class,
+                    org.apache.kafka.common.serialization.Serde.class, org.apache.kafka.common.serialization.Serde.class),
+                    null, supplier, Serdes.Bytes(), Serdes.ByteArray());
+                break;
+        }
+        builder = logging ? builder.withLoggingEnabled(new HashMap<>()) : builder.withLoggingDisabled();
+        builder = caching ? builder.withCachingEnabled() : builder.withCachingDisabled();
+        final StateStore root = (StateStore) builder.build();
+        root.init(context.proxy, root);
+        h.id = "h" + IDS.incrementAndGet();
+        h.type = type;
+        h.backend = backend;
+        h.name = name;
+        h.context = context;
+        h.root = root;
+        // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
+        // the interface of the layers under the metered (typed) store.
+        h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        HANDLES.put(h.id, h);
+        final ObjectNode out = obj();
+        out.put("handle", h.id);
+        out.put("manages_offsets", root.managesOffsets());
+        out.putNull("mode");
+        out.put("changelog_topic", changelogTopic(h));
+        out.put("changelog_partition", taskId.partition());
+        return out;
+    }
+
+    private static String changelogTopic(final Handle h) {
+        return (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager", "storeChangelogTopic",
+            K.t(String.class, String.class, String.class), h.context.applicationId, h.name, null);
+    }
+
+    private static ProcessorRecordContext contextFrom(final JsonNode in, final ProcessorRecordContext current) {
+        final long timestamp = in.has("timestamp") ? Json.lng(in, "timestamp") : current.timestamp();
+        final long offset = in.has("offset") ? Json.lng(in, "offset") : current.offset();
+        final int partition = in.has("partition") ? Json.integer(in, "partition") : current.partition();
+        final String topic = in.has("topic") ? Json.str(in, "topic") : current.topic();
+        final Headers headers = in.has("headers") ? Json.headers(in, "headers") : current.headers();
+        return StoreContext.recordContext(timestamp, offset, partition, topic, headers);
+    }
+
+    // --- helpers --------------------------------------------------------------------------------------------------
+
+    private static Handle handle(final JsonNode in) {
+        final String id = Json.str(in, "handle");
+        final Handle h = HANDLES.get(id);
+        if (h == null) {
+            throw new Json.InputError("handle", "no store " + id);
+        }
+        return h;
+    }
+
+    private static Iter iterator(final JsonNode in) {
+        final String id = Json.str(in, "iterator");
+        final Iter it = ITERATORS.get(id);
+        if (it == null) {
+            throw new Json.InputError("iterator", "no open iterator " + id);
+        }
+        return it;
+    }
+
+    private static void forgetIterators(final Handle h) {
+        ITERATORS.values().removeIf(i -> i.handle() == h);
+    }
+
+    private static Bytes key(final JsonNode in, final String name) {
+        final byte[] k = hexOrNull(in, name);
+        return k == null ? null : Bytes.wrap(k);
+    }
+
+    private static Bytes optKey(final JsonNode in, final String name) {
+        return in.has(name) ? key(in, name) : null;
+    }
+
+    private static ObjectNode drain(final KeyValueIterator<Bytes, byte[]> it) {
+        final ArrayNode entries = Json.arr();
+        try (it) {
+            while (it.hasNext()) {
+                final KeyValue<Bytes, byte[]> kv = it.next();
+                entries.add(Json.arr().add(hexNode(kv.key.get())).add(hexNode(kv.value)));
+            }
+        }
+        return obj().set("entries", entries);
+    }
+
+    /** The first layer of the given simple class name in the wrapped chain, or null. */
+    private static Object layer(final StateStore root, final String simpleName) {
+        StateStore s = root;
+        while (true) {
+            if (s.getClass().getSimpleName().equals(simpleName)) {
+                return s;
+            }
+            if (!(s instanceof WrappedStateStore)) {
+                return null;
+            }
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+    }
+
+    private static Map<TopicPartition, Long> offsets(final JsonNode in, final String name) {
+        final Map<TopicPartition, Long> out = new LinkedHashMap<>();
+        final JsonNode list = in.get(name);
+        if (list == null || list.isNull()) {
+            return out;
+        }
+        if (!list.isArray()) {
+            throw new Json.InputError(name, "a list of [topic, partition, offset-or-null]");
+        }
+        int i = 0;
+        for (final JsonNode e : list) {
+            final String where = name + "[" + i++ + "]";
+            if (!e.isArray() || e.size() != 3 || !e.get(0).isTextual()) {
+                throw new Json.InputError(where, "a [topic, partition, offset-or-null] triple");
+            }
+            final long partition = Json.asLong(e.get(1), where);
+            if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
+                throw new Json.InputError(where, "partition outside the Java int range");
+            }
+            out.put(new TopicPartition(e.get(0).textValue(), (int) partition), e.get(2).isNull() ? null : Json.asLong(e.get(2), where));
+        }
+        return out;
+    }
+
+    private static Path taskDir(final JsonNode in) {
+        if (in.has("handle") && !in.get("handle").isNull()) {
+            return handle(in).context.taskDir.toPath();
+        }
+        return Path.of(Json.str(in, "state_dir")).resolve(in.has("application_id") ? Json.str(in, "application_id") : "app")
+            .resolve(in.has("task_id") ? Json.str(in, "task_id") : "0_0");
+    }
+
+    // --- typed reads and restore ------------------------------------------------------------------------------
+
+    @SuppressWarnings("unchecked")
+    private static ObjectNode getTyped(final JsonNode in) {
+        final Handle h = handle(in);
+        final Bytes key = key(in, "key");
+        final Object typed = ((KeyValueStore<Bytes, Object>) h.root).get(key);
+        final ObjectNode out = obj();
+        out.put("found", typed != null);
+        if (typed == null) {
+            return out;
+        }
+        final Set<String> fields = new TreeSet<>();
+        if (in.has("fields") && in.get("fields").isArray()) {
+            in.get("fields").forEach(f -> fields.add(f.asText()));
+        } else {
+            fields.add("value");
+            fields.add("timestamp");
+            fields.add("headers");
+        }
+        if (typed instanceof byte[]) {
+            if (fields.contains("value")) {
+                out.set("value", hexNode((byte[]) typed));
+            }
+        } else if (typed instanceof ValueAndTimestamp) {
+            final ValueAndTimestamp<byte[]> v = (ValueAndTimestamp<byte[]>) typed;
+            if (fields.contains("value")) {
+                out.set("value", hexNode(v.value()));
+            }
+            if (fields.contains("timestamp")) {
+                out.put("timestamp", v.timestamp());
+            }
+        } else {
+            final org.apache.kafka.streams.state.ValueTimestampHeaders<byte[]> v =
+                (org.apache.kafka.streams.state.ValueTimestampHeaders<byte[]>) typed;
+            if (fields.contains("value")) {
+                out.set("value", hexNode(v.value()));
+            }
+            if (fields.contains("timestamp")) {
+                out.put("timestamp", v.timestamp());
+            }
+            if (fields.contains("headers")) {
+                out.set("headers", Json.headersJson(v.headers()));
+            }
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ObjectNode restore(final JsonNode in) {
+        final Handle h = handle(in);
+        final JsonNode list = Json.field(in, "records");
+        if (!list.isArray()) {
+            throw new Json.InputError("records", "a list of records");
+        }
+        final long batchSize = Json.lng(in, "batch_size", 1000);
+        if (batchSize < 1 || batchSize > Integer.MAX_VALUE) {
+            throw new Json.InputError("batch_size", "at least one record a batch");
+        }
+        final boolean commit = Json.bool(in, "commit_offsets", false);
+        final TopicPartition partition = new TopicPartition(changelogTopic(h), h.context.taskId.partition());
+        final List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
+        int i = 0;
+        for (final JsonNode r : list) {
+            final String where = "records[" + i + "]";
+            if (!r.isObject()) {
+                throw new Json.InputError(where, "a record object");
+            }
+            final byte[] k = Json.hex(r, "key");
+            final byte[] v = hexOrNull(r, "value");
+            final Headers headers = r.has("headers") ? Json.headers(r, "headers") : new RecordHeaders();
+            records.add(new ConsumerRecord<>(partition.topic(), partition.partition(), i, Json.lng(r, "timestamp"),
+                org.apache.kafka.common.record.TimestampType.CREATE_TIME, k.length, v == null ? -1 : v.length, k, v,
+                headers == null ? new RecordHeaders() : headers, java.util.Optional.empty()));
+            i++;
+        }
+        if (h.context.restoreCallback == null) {
+            throw new IllegalStateException("the store registered no restore callback");
+        }
+        // ProcessorStateManager converts each changelog record for the store's format (StateManagerUtil.converterForStore)
+        // and hands the batch to the store's registered callback; the testee does the same with Kafka's classes.
+        final Object converter = K.call("org.apache.kafka.streams.processor.internals.StateManagerUtil", "converterForStore",
+            K.t(StateStore.class), h.root);
+        final Object adapter = K.call("org.apache.kafka.streams.processor.internals.StateRestoreCallbackAdapter", "adapt",
+            K.t(org.apache.kafka.streams.processor.StateRestoreCallback.class), h.context.restoreCallback);
+        int batches = 0;
+        for (int from = 0; from < records.size(); from += (int) batchSize) {
+            final List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
+            for (final ConsumerRecord<byte[], byte[]> r : records.subList(from, (int) Math.min(records.size(), from + batchSize))) {
+                batch.add((ConsumerRecord<byte[], byte[]>) K.callOn(converter, "convert", K.t(ConsumerRecord.class), r));
+            }
+            K.callOn(adapter, "restoreBatch", K.t(java.util.Collection.class), batch);
+            batches++;
+            if (commit) {
+                final Map<TopicPartition, Long> offsets = new HashMap<>();
+                offsets.put(partition, batch.get(batch.size() - 1).offset());
+                h.root.commit(offsets);
+            }
+        }
+        return obj().put("restored", records.size()).put("batches", batches);
     }
 }
