@@ -335,7 +335,8 @@ final class Codecs {
             final long baseTimestamp = lng(in, "base_timestamp");
             final Object r = readRecord(buffer, baseOffset, baseTimestamp);
             final ObjectNode out = decoded(r, baseOffset, baseTimestamp);
-            out.put("attributes", (int) (byte) K.callOn(r, "attributes", t()));
+            // The attributes byte as the unsigned value the vocabulary reports.
+            out.put("attributes", Byte.toUnsignedInt((byte) K.callOn(r, "attributes", t())));
             out.put("size_in_bytes", (int) K.callOn(r, "sizeInBytes", t()));
             out.put("bytes_consumed", buffer.position());
             return out;
@@ -393,7 +394,13 @@ final class Codecs {
 
     private static void checkpoint() {
         register("checkpoint.write", in -> {
-            final Map<TopicPartition, Long> map = entriesMap(in, "entries_in_map_order");
+            final Map<TopicPartition, Long> map;
+            try {
+                map = entriesMap(in, "entries_in_map_order");
+            } catch (Json.InputError e) {
+                // A refused write leaves no file; the operation always says whether one exists.
+                return obj().<ObjectNode>set("error", Main.error(e)).put("file_exists", false);
+            }
             final Path dir = Files.createTempDirectory("kstate-checkpoint");
             try {
                 final File file = dir.resolve(".checkpoint").toFile();

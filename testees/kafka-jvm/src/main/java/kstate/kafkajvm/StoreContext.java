@@ -116,6 +116,9 @@ final class StoreContext implements InvocationHandler {
                 cache.addDirtyEntryFlushListener((String) args[0], (ThreadCache.DirtyEntryFlushListener) args[1]);
                 return null;
             case "logChange":
+                // A task sends the change as a ProducerRecord; its constructor refuses what a producer refuses (a
+                // negative timestamp), after the store below has already written, as in Kafka.
+                new org.apache.kafka.clients.producer.ProducerRecord<>("changelog", 0, (long) args[3], args[1], args[2]);
                 // 4.3: (store, key, value, timestamp, position); 4.4: (store, key, value, timestamp, headers, position).
                 changelog.add(new Logged((Bytes) args[1], (byte[]) args[2], (long) args[3],
                     args.length == 6 && args[4] != null ? (Headers) args[4] : recordContext.headers()));
