@@ -192,7 +192,11 @@ final class Codecs {
         });
         register("timestamped.values_are_same_and_time_is_increasing", in -> {
             final byte[] old = hexOrNull(in, "old");
-            final byte[] neu = Json.bool(in, "same_reference", false) ? old : hexOrNull(in, "new");
+            final byte[] parsed = hexOrNull(in, "new");
+            // Two distinct arrays unless the input says one array was passed twice (the parser may share one
+            // empty array, which Java's == would take for the same reference).
+            final byte[] neu = Json.bool(in, "same_reference", false) ? old
+                : parsed == null ? null : java.util.Arrays.copyOf(parsed, parsed.length);
             return obj().put("result", ValueAndTimestampSerializer.valuesAreSameAndTimeIsIncreasing(old, neu));
         });
     }

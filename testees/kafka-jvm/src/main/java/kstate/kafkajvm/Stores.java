@@ -492,11 +492,11 @@ final class Stores {
         return obj().set("entries", entries);
     }
 
-    /** The first layer of the given simple class name in the wrapped chain, or null. */
+    /** The first layer whose class name starts with the given one (CachingKeyValueStore, CachingKeyValueStoreWithHeaders). */
     private static Object layer(final StateStore root, final String simpleName) {
         StateStore s = root;
         while (true) {
-            if (s.getClass().getSimpleName().equals(simpleName)) {
+            if (s.getClass().getSimpleName().startsWith(simpleName)) {
                 return s;
             }
             if (!(s instanceof WrappedStateStore)) {
