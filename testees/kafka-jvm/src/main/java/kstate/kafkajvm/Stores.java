@@ -19,7 +19,10 @@ import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
 import java.io.File;
@@ -53,6 +56,7 @@ final class Stores {
 
     /** The key-value store types a release offers: its Stores.* supplier per backend and its builder. */
     private static final List<String> KV_TYPES = List.of("kv", "timestamped_kv", "timestamped_kv_with_headers");
+    private static final List<String> WINDOW_TYPES = List.of("window", "timestamped_window", "timestamped_window_with_headers");
 
     static final class Handle {
         String id;
@@ -62,6 +66,7 @@ final class Stores {
         StoreContext context;
         StateStore root;
         KeyValueStore<Bytes, byte[]> bytes;
+        WindowStore<Bytes, byte[]> window;
         boolean closed;
         int iterators;
         Path stateDir;
@@ -91,7 +96,14 @@ final class Stores {
                     KeyValueBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
                     org.apache.kafka.common.serialization.Serde.class);
             }
-            return KV_TYPES.contains(type);
+            if (type.equals("timestamped_window_with_headers")) {
+                org.apache.kafka.streams.state.Stores.class.getMethod("persistentTimestampedWindowStoreWithHeaders", String.class,
+                    java.time.Duration.class, java.time.Duration.class, boolean.class);
+                org.apache.kafka.streams.state.Stores.class.getMethod("timestampedWindowStoreWithHeadersBuilder",
+                    org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
+                    org.apache.kafka.common.serialization.Serde.class);
+            }
+            return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type);
         } catch (NoSuchMethodException e) {
             return false;
         }
@@ -102,6 +114,11 @@ final class Stores {
             final ObjectNode out = obj();
             final ArrayNode types = Json.arr();
             for (final String t : KV_TYPES) {
+                if (hasType(t)) {
+                    types.add(t);
+                }
+            }
+            for (final String t : WINDOW_TYPES) {
                 if (hasType(t)) {
                     types.add(t);
                 }
@@ -159,12 +176,12 @@ final class Stores {
         });
         register("store.put", in -> {
             final Handle h = handle(in);
-            h.bytes.put(key(in, "key"), hexOrNull(in, "value"));
+            kv(h).put(key(in, "key"), hexOrNull(in, "value"));
             return obj();
         });
         register("store.put_if_absent", in -> {
             final Handle h = handle(in);
-            return obj().set("previous", hexNode(h.bytes.putIfAbsent(key(in, "key"), hexOrNull(in, "value"))));
+            return obj().set("previous", hexNode(kv(h).putIfAbsent(key(in, "key"), hexOrNull(in, "value"))));
         });
         register("store.put_all", in -> {
             final Handle h = handle(in);
@@ -187,28 +204,28 @@ final class Stores {
                 // through it, so that Kafka's user-facing store refuses it whole (the layers below write first).
                 ((KeyValueStore<Bytes, byte[]>) (KeyValueStore<?, ?>) h.root).putAll(entries);
             }
-            h.bytes.putAll(entries);
+            kv(h).putAll(entries);
             return obj();
         });
-        register("store.get", in -> obj().set("value", hexNode(handle(in).bytes.get(key(in, "key")))));
-        register("store.delete", in -> obj().set("previous", hexNode(handle(in).bytes.delete(key(in, "key")))));
+        register("store.get", in -> obj().set("value", hexNode(kv(handle(in)).get(key(in, "key")))));
+        register("store.delete", in -> obj().set("previous", hexNode(kv(handle(in)).delete(key(in, "key")))));
         register("store.get_typed", Stores::getTyped);
-        register("store.range", in -> drain(handle(in).bytes.range(key(in, "from"), key(in, "to"))));
-        register("store.reverse_range", in -> drain(handle(in).bytes.reverseRange(key(in, "from"), key(in, "to"))));
-        register("store.all", in -> drain(handle(in).bytes.all()));
-        register("store.reverse_all", in -> drain(handle(in).bytes.reverseAll()));
-        register("store.prefix_scan", in -> drain(handle(in).bytes.prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer())));
-        register("store.approximate_num_entries", in -> obj().put("count", handle(in).bytes.approximateNumEntries()));
+        register("store.range", in -> drain(kv(handle(in)).range(key(in, "from"), key(in, "to"))));
+        register("store.reverse_range", in -> drain(kv(handle(in)).reverseRange(key(in, "from"), key(in, "to"))));
+        register("store.all", in -> drain(kv(handle(in)).all()));
+        register("store.reverse_all", in -> drain(kv(handle(in)).reverseAll()));
+        register("store.prefix_scan", in -> drain(kv(handle(in)).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer())));
+        register("store.approximate_num_entries", in -> obj().put("count", kv(handle(in)).approximateNumEntries()));
         register("store.iterator_open", in -> {
             final Handle h = handle(in);
             final String kind = in.has("kind") && !in.get("kind").isNull() ? Json.str(in, "kind") : "range";
             final KeyValueIterator<Bytes, byte[]> it;
             switch (kind) {
-                case "range": it = h.bytes.range(optKey(in, "from"), optKey(in, "to")); break;
-                case "reverse_range": it = h.bytes.reverseRange(optKey(in, "from"), optKey(in, "to")); break;
-                case "all": it = h.bytes.all(); break;
-                case "reverse_all": it = h.bytes.reverseAll(); break;
-                case "prefix_scan": it = h.bytes.prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer()); break;
+                case "range": it = kv(h).range(optKey(in, "from"), optKey(in, "to")); break;
+                case "reverse_range": it = kv(h).reverseRange(optKey(in, "from"), optKey(in, "to")); break;
+                case "all": it = kv(h).all(); break;
+                case "reverse_all": it = kv(h).reverseAll(); break;
+                case "prefix_scan": it = kv(h).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer()); break;
                 default: throw new Json.InputError("kind", "one of range, reverse_range, all, reverse_all, prefix_scan");
             }
             final String id = h.id + "-i" + ++h.iterators;
@@ -266,6 +283,44 @@ final class Stores {
             return obj().set("offset", offset == null ? NullNode.instance : Json.F.numberNode(offset));
         });
         register("store.restore", Stores::restore);
+        register("window_store.put", in -> {
+            window(handle(in)).put(key(in, "key"), hexOrNull(in, "value"), Json.lng(in, "window_start"));
+            return obj();
+        });
+        register("window_store.fetch", in -> obj().set("value",
+            hexNode(window(handle(in)).fetch(key(in, "key"), Json.lng(in, "time")))));
+        register("window_store.fetch_range", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            final Bytes k = key(in, "key");
+            final long from = Json.lng(in, "from_ms");
+            final long to = Json.lng(in, "to_ms");
+            final ArrayNode entries = Json.arr();
+            try (WindowStoreIterator<byte[]> it = Json.bool(in, "backward", false) ? w.backwardFetch(k, from, to) : w.fetch(k, from, to)) {
+                while (it.hasNext()) {
+                    final KeyValue<Long, byte[]> kv = it.next();
+                    entries.add(Json.arr().add(kv.key).add(hexNode(kv.value)));
+                }
+            }
+            return obj().set("entries", entries);
+        });
+        register("window_store.fetch_keys", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            final Bytes from = key(in, "key_from");
+            final Bytes to = key(in, "key_to");
+            final long fromMs = Json.lng(in, "from_ms");
+            final long toMs = Json.lng(in, "to_ms");
+            return windowed(Json.bool(in, "backward", false) ? w.backwardFetch(from, to, fromMs, toMs) : w.fetch(from, to, fromMs, toMs));
+        });
+        register("window_store.fetch_all", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            final long fromMs = Json.lng(in, "from_ms");
+            final long toMs = Json.lng(in, "to_ms");
+            return windowed(Json.bool(in, "backward", false) ? w.backwardFetchAll(fromMs, toMs) : w.fetchAll(fromMs, toMs));
+        });
+        register("window_store.all", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            return windowed(Json.bool(in, "backward", false) ? w.backwardAll() : w.all());
+        });
         register("store.task_files", in -> {
             final Path dir = taskDir(in);
             final Set<String> names = new TreeSet<>();
@@ -309,9 +364,24 @@ final class Stores {
             if (!options.isObject()) {
                 throw new Json.InputError("options", "an object");
             }
-            if (options.size() > 0) {
+            if (options.size() > 0 && KV_TYPES.contains(type)) {
                 throw new Json.InputError("options." + options.fieldNames().next(), "a key-value store takes no options");
             }
+        }
+        final boolean isWindow = WINDOW_TYPES.contains(type);
+        final JsonNode opts = options == null || options.isNull() ? obj() : options;
+        if (isWindow) {
+            for (final java.util.Iterator<String> it = opts.fieldNames(); it.hasNext();) {
+                final String option = it.next();
+                if (!List.of("retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms").contains(option)) {
+                    throw new Json.InputError("options." + option, "a window store takes retention_ms, window_size_ms, "
+                        + "retain_duplicates and segment_interval_ms");
+                }
+            }
+            Json.lng(opts, "retention_ms");
+            Json.lng(opts, "window_size_ms");
+            Json.bool(opts, "retain_duplicates", false);
+            Json.lng(opts, "segment_interval_ms", 0);
         }
         if (Json.bool(in, "pre_4_3_reader", false)) {
             throw new K.Unavailable("a pre-4.3 reader is another Kafka release, not this one");
@@ -351,10 +421,13 @@ final class Stores {
             throw new K.Unavailable("ignore_invalid_state is not a Kafka store option");
         }
 
-        final KeyValueBytesStoreSupplier supplier;
+        KeyValueBytesStoreSupplier supplier;
         StoreBuilder builder;
         final boolean rocks = backend.equals("rocksdb");
-        switch (type) {
+        if (isWindow) {
+            builder = windowBuilder(type, name, rocks, opts);
+            supplier = null;
+        } else switch (type) {
             case "kv":
                 supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentKeyValueStore(name)
                     : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
@@ -397,7 +470,11 @@ final class Stores {
         h.root = root;
         // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
         // the interface of the layers under the metered (typed) store.
-        h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        if (isWindow) {
+            h.window = (WindowStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        } else {
+            h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        }
         HANDLES.put(h.id, h);
         final ObjectNode out = obj();
         out.put("handle", h.id);
@@ -461,6 +538,66 @@ final class Stores {
             throw new Json.InputError("handle", "no store " + id);
         }
         return h;
+    }
+
+    /** The key-value bytes store of a handle; an operation of one family sent to a store of another is refused (OPS-2). */
+    private static KeyValueStore<Bytes, byte[]> kv(final Handle h) {
+        if (h.bytes == null) {
+            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a key-value store");
+        }
+        return h.bytes;
+    }
+
+    private static WindowStore<Bytes, byte[]> window(final Handle h) {
+        if (h.window == null) {
+            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a window store");
+        }
+        return h.window;
+    }
+
+    /** Stores.persistent*WindowStore checks the parameters (and picks Kafka's default segment interval); a given
+     *  segment interval is passed to the same supplier class through its constructor. */
+    @SuppressWarnings("rawtypes")
+    private static StoreBuilder windowBuilder(final String type, final String name, final boolean rocks, final JsonNode opts) {
+        final java.time.Duration retention = java.time.Duration.ofMillis(Json.lng(opts, "retention_ms"));
+        final java.time.Duration size = java.time.Duration.ofMillis(Json.lng(opts, "window_size_ms"));
+        final boolean duplicates = Json.bool(opts, "retain_duplicates", false);
+        final String kind = type.equals("window") ? "" : type.equals("timestamped_window") ? "Timestamped" : "TimestampedWithHeaders";
+        org.apache.kafka.streams.state.WindowBytesStoreSupplier supplier;
+        if (rocks) {
+            final String method = kind.equals("TimestampedWithHeaders") ? "persistentTimestampedWindowStoreWithHeaders"
+                : "persistent" + kind + "WindowStore";
+            supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.invoke(K.method(
+                org.apache.kafka.streams.state.Stores.class, method, String.class, java.time.Duration.class,
+                java.time.Duration.class, boolean.class), null, name, retention, size, duplicates);
+            if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()) {
+                final Class<?> types = K.cls("RocksDbWindowBytesStoreSupplier$WindowStoreTypes");
+                final String constant = kind.isEmpty() ? "DEFAULT_WINDOW_STORE"
+                    : kind.equals("Timestamped") ? "TIMESTAMPED_WINDOW_STORE" : "TIMESTAMPED_WINDOW_STORE_WITH_HEADERS";
+                supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.construct("RocksDbWindowBytesStoreSupplier",
+                    K.t(String.class, long.class, long.class, long.class, boolean.class, types), name, retention.toMillis(),
+                    Json.lng(opts, "segment_interval_ms"), size.toMillis(), duplicates,
+                    Enum.valueOf(types.asSubclass(Enum.class), constant));
+            }
+        } else {
+            supplier = org.apache.kafka.streams.state.Stores.inMemoryWindowStore(name, retention, size, duplicates);
+        }
+        final String builder = kind.equals("TimestampedWithHeaders") ? "timestampedWindowStoreWithHeadersBuilder"
+            : kind.equals("Timestamped") ? "timestampedWindowStoreBuilder" : "windowStoreBuilder";
+        return (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class, builder,
+            org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
+            org.apache.kafka.common.serialization.Serde.class), null, supplier, Serdes.Bytes(), Serdes.ByteArray());
+    }
+
+    private static ObjectNode windowed(final KeyValueIterator<Windowed<Bytes>, byte[]> it) {
+        final ArrayNode entries = Json.arr();
+        try (it) {
+            while (it.hasNext()) {
+                final KeyValue<Windowed<Bytes>, byte[]> kv = it.next();
+                entries.add(Json.arr().add(hexNode(kv.key.key().get())).add(kv.key.window().start()).add(hexNode(kv.value)));
+            }
+        }
+        return obj().set("entries", entries);
     }
 
     private static Iter iterator(final JsonNode in) {
@@ -543,6 +680,7 @@ final class Stores {
     @SuppressWarnings("unchecked")
     private static ObjectNode getTyped(final JsonNode in) {
         final Handle h = handle(in);
+        kv(h);  // a key-value operation: refused on a store of another family
         final Bytes key = key(in, "key");
         final Object typed = ((KeyValueStore<Bytes, Object>) h.root).get(key);
         final ObjectNode out = obj();
