@@ -570,7 +570,12 @@ final class Stores {
             supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.invoke(K.method(
                 org.apache.kafka.streams.state.Stores.class, method, String.class, java.time.Duration.class,
                 java.time.Duration.class, boolean.class), null, name, retention, size, duplicates);
-            if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()) {
+            if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull() && kind.equals("TimestampedWithHeaders")) {
+                // The header-aware window store has its own supplier class (the enum value is refused by the plain one).
+                supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.construct("RocksDbWindowHeadersBytesStoreSupplier",
+                    K.t(String.class, long.class, long.class, long.class, boolean.class), name, retention.toMillis(),
+                    Json.lng(opts, "segment_interval_ms"), size.toMillis(), duplicates);
+            } else if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()) {
                 final Class<?> types = K.cls("RocksDbWindowBytesStoreSupplier$WindowStoreTypes");
                 final String constant = kind.isEmpty() ? "DEFAULT_WINDOW_STORE"
                     : kind.equals("Timestamped") ? "TIMESTAMPED_WINDOW_STORE" : "TIMESTAMPED_WINDOW_STORE_WITH_HEADERS";
