@@ -21,6 +21,8 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
 import org.apache.kafka.streams.state.WindowStore;
 import org.apache.kafka.streams.state.WindowStoreIterator;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
@@ -56,6 +58,7 @@ final class Stores {
 
     /** The key-value store types a release offers: its Stores.* supplier per backend and its builder. */
     private static final List<String> KV_TYPES = List.of("kv", "timestamped_kv", "timestamped_kv_with_headers");
+    private static final List<String> VERSIONED_TYPES = List.of("versioned_kv");
     private static final List<String> WINDOW_TYPES = List.of("window", "timestamped_window", "timestamped_window_with_headers");
 
     static final class Handle {
@@ -67,6 +70,8 @@ final class Stores {
         StateStore root;
         KeyValueStore<Bytes, byte[]> bytes;
         WindowStore<Bytes, byte[]> window;
+        VersionedKeyValueStore<Bytes, byte[]> versioned;
+        VersionedKeyValueStore<Bytes, byte[]> versionedInner;
         boolean closed;
         int iterators;
         Path stateDir;
@@ -103,7 +108,7 @@ final class Stores {
                     org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
                     org.apache.kafka.common.serialization.Serde.class);
             }
-            return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type);
+            return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type) || VERSIONED_TYPES.contains(type);
         } catch (NoSuchMethodException e) {
             return false;
         }
@@ -123,6 +128,7 @@ final class Stores {
                     types.add(t);
                 }
             }
+            VERSIONED_TYPES.forEach(types::add);
             out.set("store_types", types);
             out.set("backends", Json.arr().add("rocksdb").add("memory"));
             out.put("logging", true);
@@ -283,6 +289,55 @@ final class Stores {
             return obj().set("offset", offset == null ? NullNode.instance : Json.F.numberNode(offset));
         });
         register("store.restore", Stores::restore);
+        register("versioned_store.put", in -> {
+            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+            if (in.has("headers") && !in.get("headers").isNull() && in.get("headers").size() > 0) {
+                throw new Json.InputError("headers", "a versioned_kv store takes no headers");
+            }
+            return obj().put("valid_to", v.put(key(in, "key"), hexOrNull(in, "value"), Json.lng(in, "timestamp")));
+        });
+        register("versioned_store.get", in -> {
+            final Handle vh = handle(in);
+            versioned(vh);
+            final VersionedKeyValueStore<Bytes, byte[]> v = vh.versionedInner;
+            final boolean asOf = in.has("as_of") && !in.get("as_of").isNull();
+            return obj().set("record", versionedRecord(asOf ? v.get(key(in, "key"), Json.lng(in, "as_of")) : v.get(key(in, "key"))));
+        });
+        register("versioned_store.delete", in -> {
+            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+            return obj().set("record", versionedRecord(v.delete(key(in, "key"), Json.lng(in, "timestamp"))));
+        });
+        register("versioned_store.get_versions", in -> {
+            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+            // KIP-968: MultiVersionedKeyQuery through the store's IQv2 query().
+            org.apache.kafka.streams.query.MultiVersionedKeyQuery<Bytes, byte[]> q =
+                org.apache.kafka.streams.query.MultiVersionedKeyQuery.withKey(key(in, "key"));
+            if (in.has("from_ms") && !in.get("from_ms").isNull()) {
+                q = q.fromTime(java.time.Instant.ofEpochMilli(Json.lng(in, "from_ms")));
+            }
+            if (in.has("to_ms") && !in.get("to_ms").isNull()) {
+                q = q.toTime(java.time.Instant.ofEpochMilli(Json.lng(in, "to_ms")));
+            }
+            final String order = in.has("order") && !in.get("order").isNull() ? Json.str(in, "order") : "any";
+            switch (order) {
+                case "ascending": q = q.withAscendingTimestamps(); break;
+                case "descending": q = q.withDescendingTimestamps(); break;
+                case "any": break;
+                default: throw new Json.InputError("order", "any, ascending or descending");
+            }
+            final org.apache.kafka.streams.query.QueryResult<org.apache.kafka.streams.state.VersionedRecordIterator<byte[]>> r =
+                v.query(q, org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
+            if (!r.isSuccess()) {
+                throw new IllegalStateException("MultiVersionedKeyQuery failed: " + r.getFailureReason() + " " + r.getFailureMessage());
+            }
+            final ArrayNode records = Json.arr();
+            try (org.apache.kafka.streams.state.VersionedRecordIterator<byte[]> it = r.getResult()) {
+                while (it.hasNext()) {
+                    records.add(versionedRecord(it.next()));
+                }
+            }
+            return obj().set("records", records);
+        });
         register("window_store.put", in -> {
             window(handle(in)).put(key(in, "key"), hexOrNull(in, "value"), Json.lng(in, "window_start"));
             return obj();
@@ -369,6 +424,21 @@ final class Stores {
             }
         }
         final boolean isWindow = WINDOW_TYPES.contains(type);
+        final boolean isVersioned = VERSIONED_TYPES.contains(type);
+        if (isVersioned) {
+            final JsonNode vopts = options == null || options.isNull() ? obj() : options;
+            for (final java.util.Iterator<String> it = vopts.fieldNames(); it.hasNext();) {
+                final String option = it.next();
+                if (!List.of("history_retention_ms", "segment_interval_ms").contains(option)) {
+                    throw new Json.InputError("options." + option, "a versioned store takes history_retention_ms and segment_interval_ms");
+                }
+            }
+            Json.lng(vopts, "history_retention_ms");
+            Json.lng(vopts, "segment_interval_ms", 0);
+            if (!backend.equals("rocksdb")) {
+                throw new K.Unavailable("Kafka has no in-memory versioned store (Stores.persistentVersionedKeyValueStore only)");
+            }
+        }
         final JsonNode opts = options == null || options.isNull() ? obj() : options;
         if (isWindow) {
             for (final java.util.Iterator<String> it = opts.fieldNames(); it.hasNext();) {
@@ -412,7 +482,6 @@ final class Stores {
             h.tempStateDir = true;
         }
         final File taskDir = h.stateDir.resolve(applicationId).resolve(taskIdText).toFile();
-        taskDir.mkdirs();
         final ProcessorRecordContext initial = contextFrom(in.has("context") && in.get("context").isObject() ? in.get("context") : obj(),
             // The neutral operations' default record context (timestamp 0, offset -1, no topic, partition -1).
             StoreContext.recordContext(0L, -1L, -1, "", new RecordHeaders()));
@@ -426,6 +495,15 @@ final class Stores {
         final boolean rocks = backend.equals("rocksdb");
         if (isWindow) {
             builder = windowBuilder(type, name, rocks, opts);
+            supplier = null;
+        } else if (isVersioned) {
+            final java.time.Duration history = java.time.Duration.ofMillis(Json.lng(opts, "history_retention_ms"));
+            final org.apache.kafka.streams.state.VersionedBytesStoreSupplier versionedSupplier =
+                opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()
+                    ? org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(name, history,
+                        java.time.Duration.ofMillis(Json.lng(opts, "segment_interval_ms")))
+                    : org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(name, history);
+            builder = org.apache.kafka.streams.state.Stores.versionedKeyValueStoreBuilder(versionedSupplier, Serdes.Bytes(), Serdes.ByteArray());
             supplier = null;
         } else switch (type) {
             case "kv":
@@ -451,6 +529,8 @@ final class Stores {
         builder = logging ? builder.withLoggingEnabled(new HashMap<>()) : builder.withLoggingDisabled();
         builder = caching ? builder.withCachingEnabled() : builder.withCachingDisabled();
         final StateStore root = (StateStore) builder.build();
+        // Kafka's suppliers and builders have checked every parameter by now: only then is the task directory made.
+        taskDir.mkdirs();
         try {
             root.init(context.proxy, root);
         } catch (RuntimeException e) {
@@ -470,7 +550,24 @@ final class Stores {
         h.root = root;
         // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
         // the interface of the layers under the metered (typed) store.
-        if (isWindow) {
+        if (isVersioned) {
+            // The typed (metered) versioned store over Bytes and byte[]: its values are the user's bytes.
+            h.versioned = (VersionedKeyValueStore<Bytes, byte[]>) root;
+            // MeteredVersionedKeyValueStore.get rebuilds the record from a ValueAndTimestamp and drops validTo;
+            // reads go to the innermost store (RocksDBVersionedStore), whose records carry it.
+            StateStore inner = root;
+            while (inner instanceof WrappedStateStore) {
+                inner = ((WrappedStateStore<?, ?, ?>) inner).wrapped();
+            }
+            // Below the change-logging layer a VersionedKeyValueToBytesStoreAdapter holds the RocksDBVersionedStore.
+            Object innermost = inner;
+            if (!(innermost instanceof VersionedKeyValueStore)) {
+                final java.lang.reflect.Field f = innermost.getClass().getDeclaredField("inner");
+                f.setAccessible(true);
+                innermost = f.get(innermost);
+            }
+            h.versionedInner = (VersionedKeyValueStore<Bytes, byte[]>) innermost;
+        } else if (isWindow) {
             h.window = (WindowStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
         } else {
             h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
@@ -546,6 +643,24 @@ final class Stores {
             throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a key-value store");
         }
         return h.bytes;
+    }
+
+    private static VersionedKeyValueStore<Bytes, byte[]> versioned(final Handle h) {
+        if (h.versioned == null) {
+            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a versioned store");
+        }
+        return h.versioned;
+    }
+
+    private static JsonNode versionedRecord(final VersionedRecord<byte[]> r) {
+        if (r == null) {
+            return NullNode.instance;
+        }
+        final ObjectNode out = obj();
+        out.set("value", hexNode(r.value()));
+        out.put("timestamp", r.timestamp());
+        out.set("valid_to", r.validTo().isPresent() ? Json.F.numberNode(r.validTo().get()) : NullNode.instance);
+        return out;
     }
 
     private static WindowStore<Bytes, byte[]> window(final Handle h) {
