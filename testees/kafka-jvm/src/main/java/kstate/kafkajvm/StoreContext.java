@@ -105,6 +105,8 @@ final class StoreContext implements InvocationHandler {
             case "keySerde": return Serdes.ByteArray();
             case "valueSerde": return Serdes.ByteArray();
             case "taskType": return Task.TaskType.ACTIVE;
+            // The wall clock, as ProcessorContextImpl answers it (a store logs and measures dropped records with it).
+            case "currentSystemTimeMs": return Time.SYSTEM.milliseconds();
             case "currentNode": return null;
             case "changelogFor": return K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
                 "storeChangelogTopic", K.t(String.class, String.class, String.class), applicationId, args[0], null);
