@@ -28,8 +28,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.File;
 import java.nio.ByteBuffer;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -630,14 +628,5 @@ final class Codecs {
             }
             return obj().put("bytes_consumed", b.position()).set("position", out);
         });
-    }
-
-    static boolean validUtf8(final byte[] data) {
-        try {
-            StandardCharsets.UTF_8.newDecoder().decode(ByteBuffer.wrap(data));
-            return true;
-        } catch (CharacterCodingException e) {
-            return false;
-        }
     }
 }

@@ -8,7 +8,6 @@ import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.StateRestoreCallback;
-import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.internals.InternalProcessorContext;
 import org.apache.kafka.streams.processor.internals.ProcessorRecordContext;
@@ -131,9 +130,5 @@ final class StoreContext implements InvocationHandler {
             default:
                 throw new UnsupportedOperationException("the testee's task context does not answer " + name);
         }
-    }
-
-    StateStore unused() {
-        return null;
     }
 }
