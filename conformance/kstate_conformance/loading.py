@@ -1,4 +1,4 @@
-"""Loading the implementation under test: ``--impl reference | mutant:NAME | module:factory | cmd:COMMAND``.
+"""Loading the implementation under test: ``--impl reference | mutant:NAME | module:factory | cmd:COMMAND | kafka-jvm:VERSION``.
 
 The one module that knows every kind of implementation, so that the adapter protocol, the out-of-process
 testee and the mutants import one another in one direction only (adapter < testee, mutants < loading).
@@ -7,6 +7,11 @@ testee and the mutants import one another in one direction only (adapter < teste
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
 
 from kstate.errors import KStateError
 from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
@@ -23,6 +28,59 @@ class ImplementationNotFound(ImplementationError, LookupError):
 
 
 TESTEE_PREFIXES = ("cmd:", "testee:")
+KAFKA_JVM_PREFIX = "kafka-jvm:"
+KAFKA_JVM_MAIN = "kstate.kafkajvm.Main"
+# Building the testee the first time downloads Kafka and its dependencies from Maven Central.
+KAFKA_JVM_BUILD_TIMEOUT = 1800.0
+# A JVM that opens RocksDB needs longer than the Python testees for its first answer.
+KAFKA_JVM_START_TIMEOUT = 120.0
+
+
+def kafka_jvm_project() -> Path:
+    """The Maven project of the Kafka testee: ``$KSTATE_KAFKA_JVM_DIR``, else ``testees/kafka-jvm`` of this tree."""
+    override = os.environ.get("KSTATE_KAFKA_JVM_DIR")
+    return Path(override) if override else Path(__file__).resolve().parents[2] / "testees" / "kafka-jvm"
+
+
+def _stale(marker: Path, sources: Path) -> bool:
+    if not marker.exists():
+        return True
+    built = marker.stat().st_mtime
+    return any(path.stat().st_mtime > built for path in [sources.parent / "pom.xml", *sources.rglob("*.java")])
+
+
+def kafka_jvm_command(version: str, *, project: Path | None = None) -> str:
+    """The command that starts the Kafka testee of ``version``, building it with Maven first if needed.
+
+    Maven builds ``target/<version>/classes`` and ``target/<version>/classpath.txt`` (the jars in ``~/.m2``);
+    it runs when they are missing or older than the sources. Java or Maven missing, or a failed build, is an
+    :class:`ImplementationError` naming what to install or what Maven said.
+    """
+    if not version or any(c not in "0123456789.-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" for c in version):
+        raise ImplementationNotFound(f"{KAFKA_JVM_PREFIX}{version!r}: name a Kafka release, e.g. kafka-jvm:4.4.0")
+    root = project or kafka_jvm_project()
+    if not (root / "pom.xml").exists():
+        raise ImplementationNotFound(f"no Kafka testee project at {root} (pom.xml missing)")
+    java = shutil.which("java")
+    if java is None:
+        raise ImplementationError("kafka-jvm needs Java 17 or later on PATH (java not found)")
+    target = root / "target" / version
+    classpath_file = target / "classpath.txt"
+    if _stale(classpath_file, root / "src"):
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            raise ImplementationError("kafka-jvm needs Maven on PATH to build the testee (mvn not found); "
+                                      f"or build it once: mvn -q -B -f {root}/pom.xml -Dkafka.version={version} compile")
+        try:
+            done = subprocess.run([mvn, "-q", "-B", "-f", str(root / "pom.xml"), f"-Dkafka.version={version}", "compile"],
+                                  capture_output=True, text=True, timeout=KAFKA_JVM_BUILD_TIMEOUT, check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise ImplementationError(f"building the Kafka {version} testee took over {KAFKA_JVM_BUILD_TIMEOUT:.0f} s") from exc
+        if done.returncode != 0 or not classpath_file.exists():
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            raise ImplementationError(f"building the Kafka {version} testee failed (mvn exit {done.returncode}):\n{tail}")
+    classpath = os.pathsep.join([str(target / "classes"), classpath_file.read_text(encoding="utf-8").strip()])
+    return f"{shlex.quote(java)} -Xss4m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp {shlex.quote(classpath)} {KAFKA_JVM_MAIN}"
 
 
 def load_implementation(spec: str, *, timeout: float | None = None, validate: bool = False,
@@ -36,6 +94,14 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
     """
     if spec == "reference":
         return ReferenceAdapter()
+    if spec.startswith(KAFKA_JVM_PREFIX):
+        command = kafka_jvm_command(spec[len(KAFKA_JVM_PREFIX):].strip())
+        try:
+            return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                                     start_timeout=KAFKA_JVM_START_TIMEOUT if start_timeout is None else start_timeout,
+                                     validate=validate, label=spec)
+        except TesteeError as exc:
+            raise ImplementationError(f"cannot start the Kafka testee: {exc}") from exc
     if spec.startswith(TESTEE_PREFIXES):
         command = spec.split(":", 1)[1].strip()
         if not command:
@@ -55,7 +121,7 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
     if ":" in spec:
         return _build_factory(spec)
     raise ImplementationNotFound(
-        f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND or module:factory")
+        f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND, kafka-jvm:VERSION or module:factory")
 
 
 def _build_factory(spec: str) -> CodecAdapter:

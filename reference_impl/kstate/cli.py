@@ -1081,7 +1081,7 @@ def build_parser() -> argparse.ArgumentParser:
                                              for code, text in CONFORMANCE_EXIT_CODES.items()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     conformance.add_argument("--impl", default="reference",
-                             help="reference, mutant:NAME, module:factory, or cmd:COMMAND for an out-of-process testee")
+                             help="reference, mutant:NAME, module:factory, kafka-jvm:VERSION (Apache Kafka under test, built with Maven), or cmd:COMMAND for an out-of-process testee")
     conformance.add_argument("--report", help="write reports (JUnit XML, Markdown, HTML) into this directory")
     conformance.add_argument("--level", default="tentative", choices=["required", "recommended", "tentative"],
                              help="run the cases up to this level: required only, required and recommended, or all "

@@ -1,0 +1,903 @@
+package kstate.kafkajvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.StateStore;
+import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.internals.ProcessorRecordContext;
+import org.apache.kafka.streams.state.KeyValueBytesStoreSupplier;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.state.ValueAndTimestamp;
+import org.apache.kafka.streams.state.VersionedKeyValueStore;
+import org.apache.kafka.streams.state.VersionedRecord;
+import org.apache.kafka.streams.state.WindowStore;
+import org.apache.kafka.streams.state.WindowStoreIterator;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static kstate.kafkajvm.Json.hexNode;
+import static kstate.kafkajvm.Json.hexOrNull;
+import static kstate.kafkajvm.Json.obj;
+import static kstate.kafkajvm.Main.register;
+
+/** Store-level operations (spec/ops-index.md, store.*): key-value stores built by Kafka's Stores.* suppliers and
+ *  builders (metered, caching and change-logging layers over RocksDB or in memory), initialised in a task
+ *  context ({@link StoreContext}); each operation calls the store's own method. */
+final class Stores {
+    private Stores() { }
+
+    private static final AtomicInteger IDS = new AtomicInteger();
+    private static final Map<String, Handle> HANDLES = new LinkedHashMap<>();
+    private static final Map<String, Iter> ITERATORS = new HashMap<>();
+    private static final long DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024L;
+
+    /** The key-value store types a release offers: its Stores.* supplier per backend and its builder. */
+    private static final List<String> KV_TYPES = List.of("kv", "timestamped_kv", "timestamped_kv_with_headers");
+    private static final List<String> VERSIONED_TYPES = List.of("versioned_kv");
+    private static final List<String> WINDOW_TYPES = List.of("window", "timestamped_window", "timestamped_window_with_headers");
+
+    static final class Handle {
+        String id;
+        String type;
+        String backend;
+        String name;
+        StoreContext context;
+        StateStore root;
+        KeyValueStore<Bytes, byte[]> bytes;
+        WindowStore<Bytes, byte[]> window;
+        VersionedKeyValueStore<Bytes, byte[]> versioned;
+        VersionedKeyValueStore<Bytes, byte[]> versionedInner;
+        boolean closed;
+        int iterators;
+        Path stateDir;
+        boolean tempStateDir;
+    }
+
+    private record Iter(Handle handle, KeyValueIterator<Bytes, byte[]> it) { }
+
+    static void closeAll() {
+        for (final Handle h : HANDLES.values()) {
+            if (!h.closed) {
+                try {
+                    h.root.close();
+                } catch (RuntimeException e) {
+                    // shutting down: a store that refuses to close is left to the process exit
+                }
+                h.closed = true;
+            }
+        }
+    }
+
+    private static boolean hasType(final String type) {
+        try {
+            if (type.equals("timestamped_kv_with_headers")) {
+                org.apache.kafka.streams.state.Stores.class.getMethod("persistentTimestampedKeyValueStoreWithHeaders", String.class);
+                org.apache.kafka.streams.state.Stores.class.getMethod("timestampedKeyValueStoreWithHeadersBuilder",
+                    KeyValueBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
+                    org.apache.kafka.common.serialization.Serde.class);
+            }
+            if (type.equals("timestamped_window_with_headers")) {
+                org.apache.kafka.streams.state.Stores.class.getMethod("persistentTimestampedWindowStoreWithHeaders", String.class,
+                    java.time.Duration.class, java.time.Duration.class, boolean.class);
+                org.apache.kafka.streams.state.Stores.class.getMethod("timestampedWindowStoreWithHeadersBuilder",
+                    org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
+                    org.apache.kafka.common.serialization.Serde.class);
+            }
+            return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type) || VERSIONED_TYPES.contains(type);
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
+    static void registerAll() {
+        register("store.capabilities", in -> {
+            final ObjectNode out = obj();
+            final ArrayNode types = Json.arr();
+            for (final String t : KV_TYPES) {
+                if (hasType(t)) {
+                    types.add(t);
+                }
+            }
+            for (final String t : WINDOW_TYPES) {
+                if (hasType(t)) {
+                    types.add(t);
+                }
+            }
+            VERSIONED_TYPES.forEach(types::add);
+            out.set("store_types", types);
+            out.set("backends", Json.arr().add("rocksdb").add("memory"));
+            out.put("logging", true);
+            out.put("caching", true);
+            out.put("cache_flush_listener", false);
+            // A killed process cannot be simulated inside the JVM that holds RocksDB open, and the raw column
+            // families are not read here yet: no crash, no dump, no legacy upgrades.
+            out.put("crash", false);
+            out.set("dump", Json.arr());
+            out.set("offsets", Json.arr().add("rocksdb"));
+            out.put("iterators", true);
+            out.set("upgrade", Json.arr());
+            return out;
+        });
+        register("store.open", Stores::open);
+        register("store.close", in -> {
+            final Handle h = handle(in);
+            if (Json.bool(in, "downgrade", false)) {
+                throw new K.Unavailable("a downgrade close is not reachable through Kafka's store API");
+            }
+            try {
+                h.root.close();
+            } finally {
+                // Iterators stay: what a read of one answers after the close is the store's own behaviour.
+                h.closed = true;
+            }
+            return obj();
+        });
+        register("store.set_context", in -> {
+            final Handle h = handle(in);
+            h.context.recordContext = contextFrom(in, h.context.recordContext);
+            return obj();
+        });
+        register("store.changelog", in -> {
+            final Handle h = handle(in);
+            final ArrayNode records = Json.arr();
+            for (final StoreContext.Logged r : h.context.changelog) {
+                final ObjectNode rec = obj();
+                rec.set("key", hexNode(r.key() == null ? null : r.key().get()));
+                rec.set("value", hexNode(r.value()));
+                rec.put("timestamp", r.timestamp());
+                rec.set("headers", Json.headersJson(r.headers()));
+                records.add(rec);
+            }
+            h.context.changelog.clear();
+            final ObjectNode out = obj();
+            out.put("topic", changelogTopic(h));
+            out.put("partition", h.context.taskId.partition());
+            out.set("records", records);
+            return out;
+        });
+        register("store.put", in -> {
+            final Handle h = handle(in);
+            kv(h).put(key(in, "key"), hexOrNull(in, "value"));
+            return obj();
+        });
+        register("store.put_if_absent", in -> {
+            final Handle h = handle(in);
+            return obj().set("previous", hexNode(kv(h).putIfAbsent(key(in, "key"), hexOrNull(in, "value"))));
+        });
+        register("store.put_all", in -> {
+            final Handle h = handle(in);
+            final JsonNode list = Json.field(in, "entries");
+            if (!list.isArray()) {
+                throw new Json.InputError("entries", "a list of [key, value] pairs");
+            }
+            final List<KeyValue<Bytes, byte[]>> entries = new ArrayList<>();
+            int i = 0;
+            for (final JsonNode pair : list) {
+                final String where = "entries[" + i++ + "]";
+                if (!pair.isArray() || pair.size() != 2) {
+                    throw new Json.InputError(where, "a [key, value] pair");
+                }
+                final byte[] k = Json.parseHex(pair.get(0), where, true);
+                entries.add(KeyValue.pair(k == null ? null : Bytes.wrap(k), Json.parseHex(pair.get(1), where, true)));
+            }
+            if (entries.stream().anyMatch(e -> e.key == null)) {
+                // MeteredKeyValueStore.putAll checks every key before it writes any: a batch with a null key goes
+                // through it, so that Kafka's user-facing store refuses it whole (the layers below write first).
+                ((KeyValueStore<Bytes, byte[]>) (KeyValueStore<?, ?>) h.root).putAll(entries);
+            }
+            kv(h).putAll(entries);
+            return obj();
+        });
+        register("store.get", in -> obj().set("value", hexNode(kv(handle(in)).get(key(in, "key")))));
+        register("store.delete", in -> obj().set("previous", hexNode(kv(handle(in)).delete(key(in, "key")))));
+        register("store.get_typed", Stores::getTyped);
+        register("store.range", in -> drain(kv(handle(in)).range(key(in, "from"), key(in, "to"))));
+        register("store.reverse_range", in -> drain(kv(handle(in)).reverseRange(key(in, "from"), key(in, "to"))));
+        register("store.all", in -> drain(kv(handle(in)).all()));
+        register("store.reverse_all", in -> drain(kv(handle(in)).reverseAll()));
+        register("store.prefix_scan", in -> drain(kv(handle(in)).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer())));
+        register("store.approximate_num_entries", in -> obj().put("count", kv(handle(in)).approximateNumEntries()));
+        register("store.iterator_open", in -> {
+            final Handle h = handle(in);
+            final String kind = in.has("kind") && !in.get("kind").isNull() ? Json.str(in, "kind") : "range";
+            final KeyValueIterator<Bytes, byte[]> it;
+            switch (kind) {
+                case "range": it = kv(h).range(optKey(in, "from"), optKey(in, "to")); break;
+                case "reverse_range": it = kv(h).reverseRange(optKey(in, "from"), optKey(in, "to")); break;
+                case "all": it = kv(h).all(); break;
+                case "reverse_all": it = kv(h).reverseAll(); break;
+                case "prefix_scan": it = kv(h).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer()); break;
+                default: throw new Json.InputError("kind", "one of range, reverse_range, all, reverse_all, prefix_scan");
+            }
+            final String id = h.id + "-i" + ++h.iterators;
+            ITERATORS.put(id, new Iter(h, it));
+            return obj().put("iterator", id);
+        });
+        register("store.iterator_next", in -> {
+            final Iter iter = iterator(in);
+            final long max = Json.lng(in, "max", 1);
+            final ArrayNode entries = Json.arr();
+            for (long n = 0; n < max && iter.it().hasNext(); n++) {
+                final KeyValue<Bytes, byte[]> kv = iter.it().next();
+                entries.add(Json.arr().add(hexNode(kv.key.get())).add(hexNode(kv.value)));
+            }
+            return obj().set("entries", entries);
+        });
+        register("store.iterator_peek_next_key", in -> {
+            final Iter iter = iterator(in);
+            // peekNextKey throws at the end; the operation answers null there (its definition), so ask hasNext first.
+            return obj().set("key", iter.it().hasNext() ? hexNode(iter.it().peekNextKey().get()) : NullNode.instance);
+        });
+        register("store.iterator_close", in -> {
+            iterator(in).it().close();
+            return obj();
+        });
+        register("store.flush", in -> {
+            // The operation flushes the cache, then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
+            // (KIP-1035: a task commits instead), so the cache is flushed by the caching layer's own flushCache().
+            final Handle h = handle(in);
+            final Object caching = layer(h.root, "CachingKeyValueStore");
+            if (caching != null) {
+                K.callOn(caching, "flushCache", K.t());
+            }
+            flushDeprecated(h.root);
+            return obj();
+        });
+        register("store.flush_cache", in -> {
+            final Handle h = handle(in);
+            final Object caching = layer(h.root, "CachingKeyValueStore");
+            if (caching != null) {
+                K.callOn(caching, "flushCache", K.t());
+            } else if (h.closed || !h.root.isOpen()) {
+                throw new Json.InputError("handle", "Store " + h.name + " is currently closed.");
+            }
+            return obj();
+        });
+        register("store.commit", in -> {
+            final Handle h = handle(in);
+            h.root.commit(offsets(in, "changelog_offsets"));
+            return obj();
+        });
+        register("store.committed_offset", in -> {
+            final Handle h = handle(in);
+            final Long offset = h.root.committedOffset(new TopicPartition(Json.str(in, "topic"), Json.integer(in, "partition")));
+            return obj().set("offset", offset == null ? NullNode.instance : Json.F.numberNode(offset));
+        });
+        register("store.restore", Stores::restore);
+        register("versioned_store.put", in -> {
+            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+            if (in.has("headers") && !in.get("headers").isNull() && in.get("headers").size() > 0) {
+                throw new Json.InputError("headers", "a versioned_kv store takes no headers");
+            }
+            return obj().put("valid_to", v.put(key(in, "key"), hexOrNull(in, "value"), Json.lng(in, "timestamp")));
+        });
+        register("versioned_store.get", in -> {
+            final Handle vh = handle(in);
+            versioned(vh);
+            final VersionedKeyValueStore<Bytes, byte[]> v = vh.versionedInner;
+            final boolean asOf = in.has("as_of") && !in.get("as_of").isNull();
+            return obj().set("record", versionedRecord(asOf ? v.get(key(in, "key"), Json.lng(in, "as_of")) : v.get(key(in, "key"))));
+        });
+        register("versioned_store.delete", in -> {
+            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+            return obj().set("record", versionedRecord(v.delete(key(in, "key"), Json.lng(in, "timestamp"))));
+        });
+        register("versioned_store.get_versions", in -> {
+            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+            // KIP-968: MultiVersionedKeyQuery through the store's IQv2 query().
+            org.apache.kafka.streams.query.MultiVersionedKeyQuery<Bytes, byte[]> q =
+                org.apache.kafka.streams.query.MultiVersionedKeyQuery.withKey(key(in, "key"));
+            if (in.has("from_ms") && !in.get("from_ms").isNull()) {
+                q = q.fromTime(java.time.Instant.ofEpochMilli(Json.lng(in, "from_ms")));
+            }
+            if (in.has("to_ms") && !in.get("to_ms").isNull()) {
+                q = q.toTime(java.time.Instant.ofEpochMilli(Json.lng(in, "to_ms")));
+            }
+            final String order = in.has("order") && !in.get("order").isNull() ? Json.str(in, "order") : "any";
+            switch (order) {
+                case "ascending": q = q.withAscendingTimestamps(); break;
+                case "descending": q = q.withDescendingTimestamps(); break;
+                case "any": break;
+                default: throw new Json.InputError("order", "any, ascending or descending");
+            }
+            final org.apache.kafka.streams.query.QueryResult<org.apache.kafka.streams.state.VersionedRecordIterator<byte[]>> r =
+                v.query(q, org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
+            if (!r.isSuccess()) {
+                throw new IllegalStateException("MultiVersionedKeyQuery failed: " + r.getFailureReason() + " " + r.getFailureMessage());
+            }
+            final ArrayNode records = Json.arr();
+            try (org.apache.kafka.streams.state.VersionedRecordIterator<byte[]> it = r.getResult()) {
+                while (it.hasNext()) {
+                    records.add(versionedRecord(it.next()));
+                }
+            }
+            return obj().set("records", records);
+        });
+        register("window_store.put", in -> {
+            window(handle(in)).put(key(in, "key"), hexOrNull(in, "value"), Json.lng(in, "window_start"));
+            return obj();
+        });
+        register("window_store.fetch", in -> obj().set("value",
+            hexNode(window(handle(in)).fetch(key(in, "key"), Json.lng(in, "time")))));
+        register("window_store.fetch_range", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            final Bytes k = key(in, "key");
+            final long from = Json.lng(in, "from_ms");
+            final long to = Json.lng(in, "to_ms");
+            final ArrayNode entries = Json.arr();
+            try (WindowStoreIterator<byte[]> it = Json.bool(in, "backward", false) ? w.backwardFetch(k, from, to) : w.fetch(k, from, to)) {
+                while (it.hasNext()) {
+                    final KeyValue<Long, byte[]> kv = it.next();
+                    entries.add(Json.arr().add(kv.key).add(hexNode(kv.value)));
+                }
+            }
+            return obj().set("entries", entries);
+        });
+        register("window_store.fetch_keys", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            final Bytes from = key(in, "key_from");
+            final Bytes to = key(in, "key_to");
+            final long fromMs = Json.lng(in, "from_ms");
+            final long toMs = Json.lng(in, "to_ms");
+            return windowed(Json.bool(in, "backward", false) ? w.backwardFetch(from, to, fromMs, toMs) : w.fetch(from, to, fromMs, toMs));
+        });
+        register("window_store.fetch_all", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            final long fromMs = Json.lng(in, "from_ms");
+            final long toMs = Json.lng(in, "to_ms");
+            return windowed(Json.bool(in, "backward", false) ? w.backwardFetchAll(fromMs, toMs) : w.fetchAll(fromMs, toMs));
+        });
+        register("window_store.all", in -> {
+            final WindowStore<Bytes, byte[]> w = window(handle(in));
+            return windowed(Json.bool(in, "backward", false) ? w.backwardAll() : w.all());
+        });
+        register("store.task_files", in -> {
+            final Path dir = taskDir(in);
+            final Set<String> names = new TreeSet<>();
+            final ObjectNode files = obj();
+            if (Files.isDirectory(dir)) {
+                try (var list = Files.list(dir)) {
+                    list.forEach(p -> names.add(p.getFileName().toString()));
+                }
+                for (final String n : names) {
+                    final Path p = dir.resolve(n);
+                    if ((n.equals(".checkpoint") || n.endsWith(".position")) && Files.isRegularFile(p)) {
+                        files.put(n, new String(Files.readAllBytes(p), StandardCharsets.UTF_8));
+                    }
+                }
+            }
+            final ArrayNode entries = Json.arr();
+            names.forEach(entries::add);
+            return obj().<ObjectNode>set("entries", entries).set("files", files);
+        });
+        // store.write_task_file is not offered: the legacy .checkpoint and position files are read by the task
+        // (ProcessorStateManager), which the testee does not run; the tests that place them are skipped.
+    }
+
+    // --- opening --------------------------------------------------------------------------------------------
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static ObjectNode open(final JsonNode in) throws Exception {
+        String type = in.has("store_type") && !in.get("store_type").isNull() ? Json.str(in, "store_type") : "kv";
+        if (type.equals("timestamped_kv_headers")) {
+            type = "timestamped_kv_with_headers";  // the legacy alias (OPS-2)
+        }
+        if (!hasType(type)) {
+            throw new K.Unavailable("the kafka-jvm testee builds no " + type + " store on this release");
+        }
+        final String backend = in.has("backend") && !in.get("backend").isNull() ? Json.str(in, "backend") : "rocksdb";
+        if (!backend.equals("rocksdb") && !backend.equals("memory")) {
+            throw new Json.InputError("backend", "rocksdb or memory");
+        }
+        final JsonNode options = in.get("options");
+        if (options != null && !options.isNull()) {
+            if (!options.isObject()) {
+                throw new Json.InputError("options", "an object");
+            }
+            if (options.size() > 0 && KV_TYPES.contains(type)) {
+                throw new Json.InputError("options." + options.fieldNames().next(), "a key-value store takes no options");
+            }
+        }
+        final boolean isWindow = WINDOW_TYPES.contains(type);
+        final boolean isVersioned = VERSIONED_TYPES.contains(type);
+        if (isVersioned) {
+            final JsonNode vopts = options == null || options.isNull() ? obj() : options;
+            for (final java.util.Iterator<String> it = vopts.fieldNames(); it.hasNext();) {
+                final String option = it.next();
+                if (!List.of("history_retention_ms", "segment_interval_ms").contains(option)) {
+                    throw new Json.InputError("options." + option, "a versioned store takes history_retention_ms and segment_interval_ms");
+                }
+            }
+            Json.lng(vopts, "history_retention_ms");
+            Json.lng(vopts, "segment_interval_ms", 0);
+            if (!backend.equals("rocksdb")) {
+                throw new K.Unavailable("Kafka has no in-memory versioned store (Stores.persistentVersionedKeyValueStore only)");
+            }
+        }
+        final JsonNode opts = options == null || options.isNull() ? obj() : options;
+        if (isWindow) {
+            for (final java.util.Iterator<String> it = opts.fieldNames(); it.hasNext();) {
+                final String option = it.next();
+                if (!List.of("retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms").contains(option)) {
+                    throw new Json.InputError("options." + option, "a window store takes retention_ms, window_size_ms, "
+                        + "retain_duplicates and segment_interval_ms");
+                }
+            }
+            Json.lng(opts, "retention_ms");
+            Json.lng(opts, "window_size_ms");
+            Json.bool(opts, "retain_duplicates", false);
+            Json.lng(opts, "segment_interval_ms", 0);
+        }
+        if (Json.bool(in, "pre_4_3_reader", false)) {
+            throw new K.Unavailable("a pre-4.3 reader is another Kafka release, not this one");
+        }
+        final String name = in.has("name") ? Json.str(in, "name") : "store";
+        // Kafka checks a store name where a topology names it (Materialized.as -> Named.validate), before anything
+        // is created; Stores.* suppliers do not, so the testee calls that check first.
+        org.apache.kafka.streams.kstream.Materialized.as(name);
+        final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
+        final String taskIdText = in.has("task_id") ? Json.str(in, "task_id") : "0_0";
+        final TaskId taskId;
+        try {
+            taskId = TaskId.parse(taskIdText);
+        } catch (RuntimeException e) {
+            throw new Json.InputError("task_id", "not a task id: " + taskIdText);
+        }
+        final boolean logging = Json.bool(in, "logging", true);
+        final boolean caching = Json.bool(in, "caching", false);
+        if (Json.bool(in, "cache_flush_listener", false)) {
+            throw new K.Unavailable("the cache flush listener is not reached by the kafka-jvm testee");
+        }
+        final long cacheMaxBytes = Json.lng(in, "cache_max_bytes", DEFAULT_CACHE_MAX_BYTES);
+        final Handle h = new Handle();
+        if (in.has("state_dir") && !in.get("state_dir").isNull()) {
+            h.stateDir = Path.of(Json.str(in, "state_dir"));
+        } else {
+            h.stateDir = Files.createTempDirectory("kstate-kafka-jvm");
+            h.tempStateDir = true;
+        }
+        final File taskDir = h.stateDir.resolve(applicationId).resolve(taskIdText).toFile();
+        final ProcessorRecordContext initial = contextFrom(in.has("context") && in.get("context").isObject() ? in.get("context") : obj(),
+            // The neutral operations' default record context (timestamp 0, offset -1, no topic, partition -1).
+            StoreContext.recordContext(0L, -1L, -1, "", new RecordHeaders()));
+        final StoreContext context = new StoreContext(applicationId, taskId, taskDir, cacheMaxBytes, initial);
+        if (Json.bool(in, "ignore_invalid_state", false)) {
+            throw new K.Unavailable("ignore_invalid_state is not a Kafka store option");
+        }
+
+        KeyValueBytesStoreSupplier supplier;
+        StoreBuilder builder;
+        final boolean rocks = backend.equals("rocksdb");
+        if (isWindow) {
+            builder = windowBuilder(type, name, rocks, opts);
+            supplier = null;
+        } else if (isVersioned) {
+            final java.time.Duration history = java.time.Duration.ofMillis(Json.lng(opts, "history_retention_ms"));
+            final org.apache.kafka.streams.state.VersionedBytesStoreSupplier versionedSupplier =
+                opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()
+                    ? org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(name, history,
+                        java.time.Duration.ofMillis(Json.lng(opts, "segment_interval_ms")))
+                    : org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(name, history);
+            builder = org.apache.kafka.streams.state.Stores.versionedKeyValueStoreBuilder(versionedSupplier, Serdes.Bytes(), Serdes.ByteArray());
+            supplier = null;
+        } else switch (type) {
+            case "kv":
+                supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentKeyValueStore(name)
+                    : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
+                builder = org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
+                break;
+            case "timestamped_kv":
+                supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentTimestampedKeyValueStore(name)
+                    : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
+                builder = org.apache.kafka.streams.state.Stores.timestampedKeyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
+                break;
+            default:
+                supplier = rocks ? (KeyValueBytesStoreSupplier) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
+                    "persistentTimestampedKeyValueStoreWithHeaders", String.class), null, name)
+                    : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
+                builder = (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
+                    "timestampedKeyValueStoreWithHeadersBuilder", KeyValueBytesStoreSupplier.class,
+                    org.apache.kafka.common.serialization.Serde.class, org.apache.kafka.common.serialization.Serde.class),
+                    null, supplier, Serdes.Bytes(), Serdes.ByteArray());
+                break;
+        }
+        builder = logging ? builder.withLoggingEnabled(new HashMap<>()) : builder.withLoggingDisabled();
+        builder = caching ? builder.withCachingEnabled() : builder.withCachingDisabled();
+        final StateStore root = (StateStore) builder.build();
+        // Kafka's suppliers and builders have checked every parameter by now: only then is the task directory made.
+        taskDir.mkdirs();
+        try {
+            root.init(context.proxy, root);
+        } catch (RuntimeException e) {
+            // A task whose store fails to initialise closes it (releasing RocksDB's lock) before it gives up.
+            try {
+                root.close();
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        h.id = "h" + IDS.incrementAndGet();
+        h.type = type;
+        h.backend = backend;
+        h.name = name;
+        h.context = context;
+        h.root = root;
+        // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
+        // the interface of the layers under the metered (typed) store.
+        if (isVersioned) {
+            // The typed (metered) versioned store over Bytes and byte[]: its values are the user's bytes.
+            h.versioned = (VersionedKeyValueStore<Bytes, byte[]>) root;
+            // MeteredVersionedKeyValueStore.get rebuilds the record from a ValueAndTimestamp and drops validTo;
+            // reads go to the innermost store (RocksDBVersionedStore), whose records carry it.
+            StateStore inner = root;
+            while (inner instanceof WrappedStateStore) {
+                inner = ((WrappedStateStore<?, ?, ?>) inner).wrapped();
+            }
+            // Below the change-logging layer a VersionedKeyValueToBytesStoreAdapter holds the RocksDBVersionedStore.
+            Object innermost = inner;
+            if (!(innermost instanceof VersionedKeyValueStore)) {
+                final java.lang.reflect.Field f = innermost.getClass().getDeclaredField("inner");
+                f.setAccessible(true);
+                innermost = f.get(innermost);
+            }
+            h.versionedInner = (VersionedKeyValueStore<Bytes, byte[]>) innermost;
+        } else if (isWindow) {
+            h.window = (WindowStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        } else {
+            h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        }
+        HANDLES.put(h.id, h);
+        final ObjectNode out = obj();
+        out.put("handle", h.id);
+        out.put("manages_offsets", root.managesOffsets());
+        out.set("mode", mode(root));
+        out.put("changelog_topic", changelogTopic(h));
+        out.put("changelog_partition", taskId.partition());
+        return out;
+    }
+
+    @SuppressWarnings("deprecation")
+    private static void flushDeprecated(final StateStore store) {
+        store.flush();
+    }
+
+    /** RocksDBTimestampedStore (and the header-aware store) open a plain store in upgrade mode, reading both column
+     *  families through a DualColumnFamilyAccessor until reopened; the accessor Kafka chose says the mode. */
+    private static JsonNode mode(final StateStore root) {
+        Object s = root;
+        while (s instanceof WrappedStateStore) {
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+        if (!s.getClass().getName().contains("RocksDB")) {
+            return NullNode.instance;
+        }
+        for (Class<?> c = s.getClass(); c != null; c = c.getSuperclass()) {
+            try {
+                final java.lang.reflect.Field f = c.getDeclaredField("cfAccessor");
+                f.setAccessible(true);
+                final Object accessor = f.get(s);
+                return Json.F.textNode(accessor != null && accessor.getClass().getSimpleName().startsWith("Dual") ? "upgrade" : "regular");
+            } catch (NoSuchFieldException e) {
+                // look in the superclass
+            } catch (IllegalAccessException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return NullNode.instance;
+    }
+
+    private static String changelogTopic(final Handle h) {
+        return (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager", "storeChangelogTopic",
+            K.t(String.class, String.class, String.class), h.context.applicationId, h.name, null);
+    }
+
+    private static ProcessorRecordContext contextFrom(final JsonNode in, final ProcessorRecordContext current) {
+        final long timestamp = in.has("timestamp") ? Json.lng(in, "timestamp") : current.timestamp();
+        final long offset = in.has("offset") ? Json.lng(in, "offset") : current.offset();
+        final int partition = in.has("partition") ? Json.integer(in, "partition") : current.partition();
+        final String topic = in.has("topic") ? Json.str(in, "topic") : current.topic();
+        final Headers headers = in.has("headers") ? Json.headers(in, "headers") : current.headers();
+        return StoreContext.recordContext(timestamp, offset, partition, topic, headers);
+    }
+
+    // --- helpers --------------------------------------------------------------------------------------------------
+
+    private static Handle handle(final JsonNode in) {
+        final String id = Json.str(in, "handle");
+        final Handle h = HANDLES.get(id);
+        if (h == null) {
+            throw new Json.InputError("handle", "no store " + id);
+        }
+        return h;
+    }
+
+    /** The key-value bytes store of a handle; an operation of one family sent to a store of another is refused (OPS-2). */
+    private static KeyValueStore<Bytes, byte[]> kv(final Handle h) {
+        if (h.bytes == null) {
+            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a key-value store");
+        }
+        return h.bytes;
+    }
+
+    private static VersionedKeyValueStore<Bytes, byte[]> versioned(final Handle h) {
+        if (h.versioned == null) {
+            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a versioned store");
+        }
+        return h.versioned;
+    }
+
+    private static JsonNode versionedRecord(final VersionedRecord<byte[]> r) {
+        if (r == null) {
+            return NullNode.instance;
+        }
+        final ObjectNode out = obj();
+        out.set("value", hexNode(r.value()));
+        out.put("timestamp", r.timestamp());
+        out.set("valid_to", r.validTo().isPresent() ? Json.F.numberNode(r.validTo().get()) : NullNode.instance);
+        return out;
+    }
+
+    private static WindowStore<Bytes, byte[]> window(final Handle h) {
+        if (h.window == null) {
+            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a window store");
+        }
+        return h.window;
+    }
+
+    /** Stores.persistent*WindowStore checks the parameters (and picks Kafka's default segment interval); a given
+     *  segment interval is passed to the same supplier class through its constructor. */
+    @SuppressWarnings("rawtypes")
+    private static StoreBuilder windowBuilder(final String type, final String name, final boolean rocks, final JsonNode opts) {
+        final java.time.Duration retention = java.time.Duration.ofMillis(Json.lng(opts, "retention_ms"));
+        final java.time.Duration size = java.time.Duration.ofMillis(Json.lng(opts, "window_size_ms"));
+        final boolean duplicates = Json.bool(opts, "retain_duplicates", false);
+        final String kind = type.equals("window") ? "" : type.equals("timestamped_window") ? "Timestamped" : "TimestampedWithHeaders";
+        org.apache.kafka.streams.state.WindowBytesStoreSupplier supplier;
+        if (rocks) {
+            final String method = kind.equals("TimestampedWithHeaders") ? "persistentTimestampedWindowStoreWithHeaders"
+                : "persistent" + kind + "WindowStore";
+            supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.invoke(K.method(
+                org.apache.kafka.streams.state.Stores.class, method, String.class, java.time.Duration.class,
+                java.time.Duration.class, boolean.class), null, name, retention, size, duplicates);
+            if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull() && kind.equals("TimestampedWithHeaders")) {
+                // The header-aware window store has its own supplier class (the enum value is refused by the plain one).
+                supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.construct("RocksDbWindowHeadersBytesStoreSupplier",
+                    K.t(String.class, long.class, long.class, long.class, boolean.class), name, retention.toMillis(),
+                    Json.lng(opts, "segment_interval_ms"), size.toMillis(), duplicates);
+            } else if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()) {
+                final Class<?> types = K.cls("RocksDbWindowBytesStoreSupplier$WindowStoreTypes");
+                final String constant = kind.isEmpty() ? "DEFAULT_WINDOW_STORE"
+                    : kind.equals("Timestamped") ? "TIMESTAMPED_WINDOW_STORE" : "TIMESTAMPED_WINDOW_STORE_WITH_HEADERS";
+                supplier = (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.construct("RocksDbWindowBytesStoreSupplier",
+                    K.t(String.class, long.class, long.class, long.class, boolean.class, types), name, retention.toMillis(),
+                    Json.lng(opts, "segment_interval_ms"), size.toMillis(), duplicates,
+                    Enum.valueOf(types.asSubclass(Enum.class), constant));
+            }
+        } else {
+            supplier = org.apache.kafka.streams.state.Stores.inMemoryWindowStore(name, retention, size, duplicates);
+        }
+        final String builder = kind.equals("TimestampedWithHeaders") ? "timestampedWindowStoreWithHeadersBuilder"
+            : kind.equals("Timestamped") ? "timestampedWindowStoreBuilder" : "windowStoreBuilder";
+        return (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class, builder,
+            org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
+            org.apache.kafka.common.serialization.Serde.class), null, supplier, Serdes.Bytes(), Serdes.ByteArray());
+    }
+
+    private static ObjectNode windowed(final KeyValueIterator<Windowed<Bytes>, byte[]> it) {
+        final ArrayNode entries = Json.arr();
+        try (it) {
+            while (it.hasNext()) {
+                final KeyValue<Windowed<Bytes>, byte[]> kv = it.next();
+                entries.add(Json.arr().add(hexNode(kv.key.key().get())).add(kv.key.window().start()).add(hexNode(kv.value)));
+            }
+        }
+        return obj().set("entries", entries);
+    }
+
+    private static Iter iterator(final JsonNode in) {
+        final String id = Json.str(in, "iterator");
+        final Iter it = ITERATORS.get(id);
+        if (it == null) {
+            throw new Json.InputError("iterator", "no open iterator " + id);
+        }
+        return it;
+    }
+
+    private static Bytes key(final JsonNode in, final String name) {
+        final byte[] k = hexOrNull(in, name);
+        return k == null ? null : Bytes.wrap(k);
+    }
+
+    private static Bytes optKey(final JsonNode in, final String name) {
+        return in.has(name) ? key(in, name) : null;
+    }
+
+    private static ObjectNode drain(final KeyValueIterator<Bytes, byte[]> it) {
+        final ArrayNode entries = Json.arr();
+        try (it) {
+            while (it.hasNext()) {
+                final KeyValue<Bytes, byte[]> kv = it.next();
+                entries.add(Json.arr().add(hexNode(kv.key.get())).add(hexNode(kv.value)));
+            }
+        }
+        return obj().set("entries", entries);
+    }
+
+    /** The first layer whose class name starts with the given one (CachingKeyValueStore, CachingKeyValueStoreWithHeaders). */
+    private static Object layer(final StateStore root, final String simpleName) {
+        StateStore s = root;
+        while (true) {
+            if (s.getClass().getSimpleName().startsWith(simpleName)) {
+                return s;
+            }
+            if (!(s instanceof WrappedStateStore)) {
+                return null;
+            }
+            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
+        }
+    }
+
+    private static Map<TopicPartition, Long> offsets(final JsonNode in, final String name) {
+        final Map<TopicPartition, Long> out = new LinkedHashMap<>();
+        final JsonNode list = in.get(name);
+        if (list == null || list.isNull()) {
+            return out;
+        }
+        if (!list.isArray()) {
+            throw new Json.InputError(name, "a list of [topic, partition, offset-or-null]");
+        }
+        int i = 0;
+        for (final JsonNode e : list) {
+            final String where = name + "[" + i++ + "]";
+            if (!e.isArray() || e.size() != 3 || !e.get(0).isTextual()) {
+                throw new Json.InputError(where, "a [topic, partition, offset-or-null] triple");
+            }
+            final long partition = Json.asLong(e.get(1), where);
+            if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
+                throw new Json.InputError(where, "partition outside the Java int range");
+            }
+            out.put(new TopicPartition(e.get(0).textValue(), (int) partition), e.get(2).isNull() ? null : Json.asLong(e.get(2), where));
+        }
+        return out;
+    }
+
+    private static Path taskDir(final JsonNode in) {
+        if (in.has("handle") && !in.get("handle").isNull()) {
+            return handle(in).context.taskDir.toPath();
+        }
+        return Path.of(Json.str(in, "state_dir")).resolve(in.has("application_id") ? Json.str(in, "application_id") : "app")
+            .resolve(in.has("task_id") ? Json.str(in, "task_id") : "0_0");
+    }
+
+    // --- typed reads and restore ------------------------------------------------------------------------------
+
+    @SuppressWarnings("unchecked")
+    private static ObjectNode getTyped(final JsonNode in) {
+        final Handle h = handle(in);
+        kv(h);  // a key-value operation: refused on a store of another family
+        final Bytes key = key(in, "key");
+        final Object typed = ((KeyValueStore<Bytes, Object>) h.root).get(key);
+        final ObjectNode out = obj();
+        out.put("found", typed != null);
+        if (typed == null) {
+            if (h.type.equals("kv")) {
+                out.putNull("value");  // the plain facade answers the (null) stored bytes as they are
+            }
+            return out;
+        }
+        final Set<String> fields = new TreeSet<>();
+        if (in.has("fields") && in.get("fields").isArray()) {
+            in.get("fields").forEach(f -> fields.add(f.asText()));
+        } else {
+            fields.add("value");
+            fields.add("timestamp");
+            fields.add("headers");
+        }
+        if (typed instanceof byte[]) {
+            if (fields.contains("value")) {
+                out.set("value", hexNode((byte[]) typed));
+            }
+        } else if (typed instanceof ValueAndTimestamp) {
+            final ValueAndTimestamp<byte[]> v = (ValueAndTimestamp<byte[]>) typed;
+            if (fields.contains("value")) {
+                out.set("value", hexNode(v.value()));
+            }
+            if (fields.contains("timestamp")) {
+                out.put("timestamp", v.timestamp());
+            }
+        } else {
+            final org.apache.kafka.streams.state.ValueTimestampHeaders<byte[]> v =
+                (org.apache.kafka.streams.state.ValueTimestampHeaders<byte[]>) typed;
+            if (fields.contains("value")) {
+                out.set("value", hexNode(v.value()));
+            }
+            if (fields.contains("timestamp")) {
+                out.put("timestamp", v.timestamp());
+            }
+            if (fields.contains("headers")) {
+                out.set("headers", Json.headersJson(v.headers()));
+            }
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ObjectNode restore(final JsonNode in) {
+        final Handle h = handle(in);
+        final JsonNode list = Json.field(in, "records");
+        if (!list.isArray()) {
+            throw new Json.InputError("records", "a list of records");
+        }
+        final long batchSize = Json.lng(in, "batch_size", 1000);
+        if (batchSize < 1 || batchSize > Integer.MAX_VALUE) {
+            throw new Json.InputError("batch_size", "at least one record a batch");
+        }
+        final boolean commit = Json.bool(in, "commit_offsets", false);
+        final TopicPartition partition = new TopicPartition(changelogTopic(h), h.context.taskId.partition());
+        final List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
+        int i = 0;
+        for (final JsonNode r : list) {
+            final String where = "records[" + i + "]";
+            if (!r.isObject()) {
+                throw new Json.InputError(where, "a record object");
+            }
+            final byte[] k = Json.hex(r, "key");
+            final byte[] v = hexOrNull(r, "value");
+            final Headers headers = r.has("headers") ? Json.headers(r, "headers") : new RecordHeaders();
+            records.add(new ConsumerRecord<>(partition.topic(), partition.partition(), i, Json.lng(r, "timestamp"),
+                org.apache.kafka.common.record.TimestampType.CREATE_TIME, k.length, v == null ? -1 : v.length, k, v,
+                headers == null ? new RecordHeaders() : headers, java.util.Optional.empty()));
+            i++;
+        }
+        if (h.context.restoreCallback == null) {
+            throw new IllegalStateException("the store registered no restore callback");
+        }
+        // ProcessorStateManager converts each changelog record for the store's format (StateManagerUtil.converterForStore)
+        // and hands the batch to the store's registered callback; the testee does the same with Kafka's classes.
+        final Object converter = K.call("org.apache.kafka.streams.processor.internals.StateManagerUtil", "converterForStore",
+            K.t(StateStore.class), h.root);
+        final Object adapter = K.call("org.apache.kafka.streams.processor.internals.StateRestoreCallbackAdapter", "adapt",
+            K.t(org.apache.kafka.streams.processor.StateRestoreCallback.class), h.context.restoreCallback);
+        int batches = 0;
+        for (int from = 0; from < records.size(); from += (int) batchSize) {
+            final List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
+            for (final ConsumerRecord<byte[], byte[]> r : records.subList(from, (int) Math.min(records.size(), from + batchSize))) {
+                batch.add((ConsumerRecord<byte[], byte[]>) K.callOn(converter, "convert", K.t(ConsumerRecord.class), r));
+            }
+            K.callOn(adapter, "restoreBatch", K.t(java.util.Collection.class), batch);
+            batches++;
+            if (commit) {
+                final Map<TopicPartition, Long> offsets = new HashMap<>();
+                offsets.put(partition, batch.get(batch.size() - 1).offset());
+                h.root.commit(offsets);
+            }
+        }
+        return obj().put("restored", records.size()).put("batches", batches);
+    }
+}

@@ -1,0 +1,71 @@
+"""``--impl kafka-jvm:VERSION``: how the loader finds, builds and starts the Kafka testee, without a JVM."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from kstate_conformance import loading
+from kstate_conformance.loading import ImplementationError, ImplementationNotFound, kafka_jvm_command
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "kafka-jvm"
+    (root / "src" / "main" / "java").mkdir(parents=True)
+    (root / "pom.xml").write_text("<project/>", encoding="utf-8")
+    (root / "src" / "main" / "java" / "Main.java").write_text("class Main {}", encoding="utf-8")
+    return root
+
+
+def _built(root: Path, version: str) -> None:
+    target = root / "target" / version
+    (target / "classes").mkdir(parents=True)
+    (target / "classpath.txt").write_text("/jars/kafka-streams.jar:/jars/kafka-clients.jar\n", encoding="utf-8")
+    later = time.time() + 10
+    os.utime(target / "classpath.txt", (later, later))
+
+
+def test_a_version_that_is_not_a_release_name_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ImplementationNotFound, match="name a Kafka release"):
+        kafka_jvm_command("4.4.0; rm -rf /", project=_project(tmp_path))
+
+
+def test_a_missing_project_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ImplementationNotFound, match=r"pom\.xml missing"):
+        kafka_jvm_command("4.4.0", project=tmp_path / "nowhere")
+
+
+def test_without_java_the_error_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(ImplementationError, match="Java 17"):
+        kafka_jvm_command("4.4.0", project=_project(tmp_path))
+
+
+def test_without_maven_an_unbuilt_testee_says_how_to_build_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
+    with pytest.raises(ImplementationError, match="mvn not found"):
+        kafka_jvm_command("4.4.0", project=_project(tmp_path))
+
+
+def test_a_built_testee_starts_without_maven_with_its_classes_and_classpath(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path)
+    _built(root, "4.3.1")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
+    command = kafka_jvm_command("4.3.1", project=root)
+    assert command.startswith("/usr/bin/java ")
+    assert f"{root}/target/4.3.1/classes:/jars/kafka-streams.jar:/jars/kafka-clients.jar" in command
+    assert command.endswith(loading.KAFKA_JVM_MAIN)
+
+
+def test_sources_newer_than_the_build_rebuild_it(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    _built(root, "4.4.0")
+    assert not loading._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
+    later = time.time() + 20
+    os.utime(root / "src" / "main" / "java" / "Main.java", (later, later))
+    assert loading._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
