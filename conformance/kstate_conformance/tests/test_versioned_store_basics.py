@@ -241,6 +241,28 @@ def test_a_row_shorter_than_a_segment_id_refuses_the_open_and_changes_nothing(ki
     assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
 
 
+@rules("VS-1", "KV-23")
+@pytest.mark.parametrize("short_key", [b"k", b"\x7f" * 7], ids=["k", "7-bytes"])
+def test_a_short_row_behind_hundreds_of_versioned_rows_still_refuses_the_open(kit: Kit, short_key: bytes) -> None:
+    """VS-1 holds for every row, not only for the first ones an implementation happens to look at: 300 well-formed
+    rows of segment 0 sort before the short key, and the open is still refused without a change."""
+    kit.require(VKV, ROCKSDB)
+    store = _open(kit, ROCKSDB)
+    put(store, "61", "78", 5)
+    put(store, "61", "79", 6)  # the version [5, 6) moves to segment 6 // 10 = 0
+    store.commit(3)
+    store.close()
+    path = kit.state_dir / "app" / "0_0" / "rocksdb" / "store"
+    segment_zero = bytes(8)
+    (row,) = [v for k, v in raw_rocksdb.column_family_maps(path)["default"].items() if k.startswith(segment_zero)]
+    rows = {segment_zero + f"k{n:03d}".encode(): row for n in range(300)}
+    raw_rocksdb.put_rows(path, {"default": {**rows, short_key: b"x"}})
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(VKV, ROCKSDB, options={"history_retention_ms": 100, "segment_interval_ms": 10})
+    assert "error" in out, f"a versioned store opened over the row {short_key.hex()} behind 300 others: {out}"
+    assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
+
+
 @rules("VS-24", "VS-32")
 def test_the_changelog_keeps_history_for_a_day_more(kit: Kit) -> None:
     if not kit.codec.supports("changelog.topic_config"):
