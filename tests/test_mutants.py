@@ -7,6 +7,7 @@ check its machinery on a few mutants and a selection of the suite.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ MUTANTS = ["unsigned-varints", "floor-segment-ids", "noop-survivor"]
 def fixture_mutants(monkeypatch: pytest.MonkeyPatch) -> None:
     """The test-only mutants importable here and in the analysis's worker process."""
     monkeypatch.syspath_prepend(str(SUPPORT))
-    monkeypatch.setenv("PYTHONPATH", str(SUPPORT))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(SUPPORT), os.environ.get("PYTHONPATH")) if p))
 
 
 def _selected_count() -> int:

@@ -89,6 +89,26 @@ def test_a_non_object_input_is_refused() -> None:
 
 
 def test_every_operation_has_a_type_confusion_example() -> None:
-    """The hostile-input module feeds wrong JSON types to every registered operation (OPS-3)."""
-    missing = sorted(set(load_all()) - set(CODEC_EXAMPLES) - set(STORE_EXAMPLES))
+    """The hostile-input module feeds wrong JSON types to every operation a testee implements (OPS-3); the
+    harness-only operations are the reference's own, checked below."""
+    from kstate.ops.index import HARNESS_ONLY
+
+    missing = sorted(set(load_all()) - set(CODEC_EXAMPLES) - set(STORE_EXAMPLES) - set(HARNESS_ONLY))
     assert missing == [], f"operations without an example input in test_hostile_input: {missing}"
+
+
+def test_the_scenario_operation_refuses_wrong_json_types() -> None:
+    """``store.scenario`` is the harness's (never sent to a testee): the reference still answers a wrong type in
+    any top-level field or step field with a refusal, never an exception (OPS-3)."""
+    from kstate_conformance.fixtures import all_cases
+    from kstate_conformance.tests.test_hostile_input import CONFUSIONS, MISSING, _replaced
+
+    example = min((c["input"] for c in all_cases() if c["op"] == "store.scenario" and "error" not in c["output"]
+                   and len(c["input"].get("steps", [])) >= 2), key=lambda i: len(str(i)))
+    step = example["steps"][1]
+    paths = [(key,) for key in example] + [("steps", 1, key) for key in step]
+    paths += [("steps", 1, "input", key) for key in step.get("input", {})]
+    for path in paths:
+        for confusion in (*CONFUSIONS, MISSING):
+            out = call("store.scenario", _replaced(example, path, confusion))
+            assert isinstance(out, dict), f"{path} = {confusion!r}: {out!r}"

@@ -248,7 +248,8 @@ def test_task_files_of_a_location_kafka_would_not_name_are_refused(kit: Kit, arg
 
 
 @rules("LAY-11", "LAY-1")
-@pytest.mark.parametrize(("application_id", "task_id"), [("my-app.v2_1", "3_12"), ("a" * 200, "0_2147483647")])
+@pytest.mark.parametrize(("application_id", "task_id"), [("my-app.v2_1", "3_12"), ("a" * 200, "0_2147483647")],
+                         ids=["dotted-app-id", "long-app-id-largest-partition"])
 def test_a_location_kafka_names_opens_where_kafka_puts_it(kit: Kit, application_id: str, task_id: str) -> None:
     """An application id of topic-name characters and a task id Kafka lists: the store is in
     ``<state>/<application id>/<task id>/rocksdb/<store>``."""
