@@ -206,6 +206,10 @@ final class Instance {
         p.put(StreamsConfig.CLIENT_TAG_PREFIX + ConfiguredPartitionsAssignor.TAG,
                 ConfiguredPartitionsAssignor.encode(config.partitions));
         p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
+        // Kafka 4.4 clients send the cluster and node ids in ApiVersions v5 (metadata.cluster.check.enable); Tansu
+        // 0.6 misreads that request and drops the connection, so no coordinator is ever reached. Older clients
+        // ignore the setting; a real broker only loses the misrouted-connection check.
+        p.put("metadata.cluster.check.enable", false);
         // Group joins on Tansu take session.timeout.ms / 2 (runtime notes): a short session keeps starts quick.
         p.put(StreamsConfig.mainConsumerPrefix("session.timeout.ms"), 2000);
         p.put(StreamsConfig.mainConsumerPrefix("heartbeat.interval.ms"), 500);
