@@ -218,7 +218,11 @@ final class Instance {
         p.put(StreamsConfig.restoreConsumerPrefix("max.poll.records"), config.restoreBatchSize);
         p.put(StreamsConfig.producerPrefix("acks"), "all");
         p.put(StreamsConfig.producerPrefix("enable.idempotence"), true);
-        p.put(StreamsConfig.producerPrefix("linger.ms"), 5);
+        p.put(StreamsConfig.producerPrefix("linger.ms"), 0);
+        // One changelog record per produce batch: Tansu 0.6 answers ListOffsets(latest) with the base offset of the
+        // last batch + 1 (runtime notes), and Kafka Streams' restore stops at that end offset (StoreChangelogReader
+        // asks the Admin client), so a multi-record last batch would be cut short. A real broker loses only speed.
+        p.put(StreamsConfig.producerPrefix("batch.size"), 0);
         p.putAll(config.extra); // free-form settings of this implementation (INST-5)
         return p;
     }
@@ -347,6 +351,28 @@ final class Instance {
         }
     }
 
+    /**
+     * The group's committed input offsets before this run (INST-20's `input_next` from the start): Kafka Streams
+     * commits only when it processed something, so an instance with nothing new to read would otherwise never say
+     * where its input stands.
+     */
+    private void readCommittedInput() throws Exception {
+        Map<String, Object> cfg = new HashMap<>();
+        cfg.put("bootstrap.servers", config.bootstrap);
+        cfg.put("metadata.cluster.check.enable", false); // see properties()
+        try (Admin admin = Admin.create(cfg)) {
+            Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(config.applicationId)
+                    .partitionsToOffsetAndMetadata().get(30, java.util.concurrent.TimeUnit.SECONDS);
+            synchronized (inputNext) {
+                offsets.forEach((tp, o) -> {
+                    if (o != null && tp.topic().equals(config.inputTopic) && inputNext.containsKey(tp.partition())) {
+                        inputNext.put(tp.partition(), o.offset());
+                    }
+                });
+            }
+        }
+    }
+
     private static void deleteTree(Path root) throws IOException {
         if (!Files.exists(root)) {
             return;
@@ -425,15 +451,9 @@ final class Instance {
     /** At RUNNING: stores Kafka found nothing to restore for get their `opened` and `restored` events here. */
     private void becameRunning(KafkaStreams streams) {
         java.util.Set<Integer> active = new java.util.HashSet<>();
-        Map<Integer, Long> fromKafka = new HashMap<>();
         for (ThreadMetadata thread : streams.metadataForLocalThreads()) {
             for (TaskMetadata task : thread.activeTasks()) {
                 active.add(task.taskId().partition());
-                task.committedOffsets().forEach((tp, o) -> {
-                    if (tp.topic().equals(config.inputTopic) && o != null && o >= 0) {
-                        fromKafka.put(tp.partition(), o);
-                    }
-                });
             }
         }
         synchronized (this) {
@@ -443,13 +463,6 @@ final class Instance {
                     restored(p);
                 }
             }
-        }
-        synchronized (inputNext) {
-            fromKafka.forEach((p, o) -> {
-                if (inputNext.containsKey(p) && inputNext.get(p) == null) {
-                    inputNext.put(p, o);
-                }
-            });
         }
         if (!running) {
             running = true;
@@ -471,6 +484,7 @@ final class Instance {
             return Main.EXIT_USAGE;
         }
         inspectStores();
+        readCommittedInput();
         KafkaStreams streams = new KafkaStreams(topology(), properties(), new Clients());
         streams.setGlobalStateRestoreListener(new RestoreListener());
         streams.setUncaughtExceptionHandler(exception -> {
