@@ -83,6 +83,10 @@ public final class Main {
         d.put("store_types", storeTypes());
         d.put("crash_points", CRASH_POINTS);
         d.put("events", EVENTS);
+        // The protocol's options for what Kafka Streams does differently (spec/instance-protocol.md, INST-2):
+        // the group assigns the partitions (INST-10), and a restore ends at ListOffsets(latest) (INST-14).
+        d.put("partition_assignment", "group");
+        d.put("restore_end_offset", "list_offsets");
         return d;
     }
 
