@@ -332,7 +332,9 @@ final class Instance {
             String key = config.changelogTopic() + "-" + p;
             StoreInspector.Inspection inspection = StoreInspector.inspect(storeDir(p), key, legacyFamily());
             Long committed = inspection == null ? null : inspection.committedOffset();
-            if (!Main.managesOffsets()) {
+            if (committed == null) {
+                // Before 4.3 the offset lives in the task's .checkpoint; 4.3+ migrates it into the store on open
+                // (OFF-19), so a store written by 4.2 opens at that offset.
                 committed = StoreInspector.checkpointOffset(taskDir(p), config.changelogTopic(), p);
             }
             if (inspection != null && inspection.open()) {
