@@ -25,7 +25,6 @@ from kstate.app.cluster import AppCluster
 from kstate.app.process import InstanceCommand
 from kstate.codecs.store_types import StoreType
 from kstate.storage_files import read_checkpoint_file
-from kstate.stores.api import TopicPartition
 from kstate_conformance import rules
 
 RUN = Path(__file__).resolve().parent.parent / "instances" / "kafka-streams" / "run"
@@ -73,7 +72,7 @@ def test_checkpoint_offsets_move_into_the_store_and_nothing_is_restored_again(
     before = {}
     for p in range(PARTITIONS):
         entries = read_checkpoint_file(state_dir / f"0_{p}" / ".checkpoint")
-        checkpointed[p] = entries.get(TopicPartition(cluster.changelog_topic, p))
+        checkpointed[p] = entries.get((cluster.changelog_topic, p))
         assert checkpointed[p] is not None, (p, entries)  # 4.2 checkpointed its changelog offset (OFF-13)
         dump = cluster.dump(p)
         assert dump.committed_offset(cluster.changelog_topic, p) is None  # no offsets column family before 4.3
