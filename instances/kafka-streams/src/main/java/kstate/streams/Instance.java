@@ -2,7 +2,6 @@ package kstate.streams;
 
 import java.io.IOException;
 import java.lang.reflect.Method;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -44,8 +43,6 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.state.ValueAndTimestamp;
-import org.rocksdb.Options;
-import org.rocksdb.RocksDB;
 
 /**
  * One instance: a `KafkaStreams` application with one sub-topology, source -> processor(store) (INST-10), whose
@@ -326,6 +323,15 @@ final class Instance {
         };
     }
 
+    /** The type's own data family (LAY-5). */
+    private String dataFamily() {
+        return switch (config.storeType) {
+            case "timestamped_kv" -> "keyValueWithTimestamp";
+            case "timestamped_kv_with_headers" -> "keyValueWithTimestampAndHeaders";
+            default -> "default";
+        };
+    }
+
     /** Before Kafka opens anything: unclean shutdowns (KV-52) by the config's policy (INST-16). */
     private void inspectStores() throws Exception {
         for (int p : config.partitions) {
@@ -391,19 +397,14 @@ final class Instance {
             return;
         }
         StoreInspector.Inspection inspection = before.get(p);
-        List<String> families = new ArrayList<>();
-        try (Options options = new Options()) {
-            RocksDB.loadLibrary();
-            for (byte[] name : RocksDB.listColumnFamilies(options, storeDir(p).toString())) {
-                families.add(new String(name, StandardCharsets.UTF_8));
-            }
-        } catch (Exception e) {
-            families.clear(); // "where the implementation can tell, else []" (INST-21)
-        }
+        boolean upgrade = inspection != null && inspection.legacyDataPresent();
+        // The families the store reads in its mode, as the reference names them: Kafka opens a timestamped store
+        // in upgrade mode when its legacy family holds data (LAY-7, LAY-8), reading both, else its own family.
+        List<String> families = upgrade ? List.of(legacyFamily(), dataFamily()) : List.of(dataFamily());
         Map<String, Object> e = new LinkedHashMap<>();
         e.put("partition", p);
         e.put("store_type", config.storeType);
-        e.put("mode", inspection != null && inspection.legacyDataPresent() ? "upgrade" : "regular");
+        e.put("mode", upgrade ? "upgrade" : "regular");
         e.put("column_families", families);
         e.put("segment_modes", Map.of());
         e.put("committed_changelog_offset", committedBefore.get(p));
