@@ -22,6 +22,7 @@ from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateErr
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
 from kstate.stores.restore import restore
+from kstate.stores.type_check import WrongStoreTypeError
 from kstate.stores.versioned import (
     ChangeLoggingVersionedKeyValueBytesStore,
     InMemoryVersionedStore,
@@ -242,7 +243,9 @@ def test_a_row_shorter_than_a_segment_prefix_is_a_typed_corruption_error_not_a_h
     path = tmp_path / "app" / "0_0" / "rocksdb" / "v"
     put_rows(path, {"default": {short_key: b"x"}})
     before = directory_digest(tmp_path)
-    with pytest.raises(StoreCorruptedError, match="segment"):
+    # The type check of LAY-14 meets the short row first; behind hundreds of well-formed rows, the segment scan
+    # does (the conformance suite's test_a_short_row_behind_hundreds_of_versioned_rows_still_refuses_the_open).
+    with pytest.raises((StoreCorruptedError, WrongStoreTypeError), match=r"segment|versioned rows"):
         _rocksdb(tmp_path)
     assert directory_digest(tmp_path) == before
 
