@@ -328,6 +328,11 @@ final class Stores {
             final org.apache.kafka.streams.query.QueryResult<org.apache.kafka.streams.state.VersionedRecordIterator<byte[]>> r =
                 v.query(q, org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
             if (!r.isSuccess()) {
+                if (r.getFailureReason() == org.apache.kafka.streams.query.FailureReason.STORE_EXCEPTION) {
+                    // The store refused the query (a closed store: InvalidStateStoreException, caught by
+                    // StoreQueryUtils.handleBasicQueries); Kafka's own FailedQueryResult.getResult throws it as a refusal.
+                    r.getResult();
+                }
                 throw new IllegalStateException("MultiVersionedKeyQuery failed: " + r.getFailureReason() + " " + r.getFailureMessage());
             }
             final ArrayNode records = Json.arr();
@@ -462,12 +467,7 @@ final class Stores {
         org.apache.kafka.streams.kstream.Materialized.as(name);
         final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
         final String taskIdText = in.has("task_id") ? Json.str(in, "task_id") : "0_0";
-        final TaskId taskId;
-        try {
-            taskId = TaskId.parse(taskIdText);
-        } catch (RuntimeException e) {
-            throw new Json.InputError("task_id", "not a task id: " + taskIdText);
-        }
+        final TaskId taskId = taskId(taskIdText);
         final boolean logging = Json.bool(in, "logging", true);
         final boolean caching = Json.bool(in, "caching", false);
         if (Json.bool(in, "cache_flush_listener", false)) {
@@ -787,12 +787,24 @@ final class Stores {
         return out;
     }
 
+    /** The task id as Kafka parses it (TaskId.parse); text it refuses is bad input. */
+    private static TaskId taskId(final String taskIdText) {
+        try {
+            return TaskId.parse(taskIdText);
+        } catch (RuntimeException e) {
+            throw new Json.InputError("task_id", "not a task id: " + taskIdText);
+        }
+    }
+
     private static Path taskDir(final JsonNode in) {
         if (in.has("handle") && !in.get("handle").isNull()) {
             return handle(in).context.taskDir.toPath();
         }
+        final String taskIdText = in.has("task_id") ? Json.str(in, "task_id") : "0_0";
+        // The same task id store.open accepts: what TaskId.parse refuses names no task directory.
+        taskId(taskIdText);
         return Path.of(Json.str(in, "state_dir")).resolve(in.has("application_id") ? Json.str(in, "application_id") : "app")
-            .resolve(in.has("task_id") ? Json.str(in, "task_id") : "0_0");
+            .resolve(taskIdText);
     }
 
     // --- typed reads and restore ------------------------------------------------------------------------------
