@@ -481,7 +481,7 @@ final class Stores {
             h.stateDir = Files.createTempDirectory("kstate-kafka-jvm");
             h.tempStateDir = true;
         }
-        final File taskDir = h.stateDir.resolve(applicationId).resolve(taskIdText).toFile();
+        final File taskDir = kafkaTaskDir(h.stateDir, applicationId, taskId);
         final ProcessorRecordContext initial = contextFrom(in.has("context") && in.get("context").isObject() ? in.get("context") : obj(),
             // The neutral operations' default record context (timestamp 0, offset -1, no topic, partition -1).
             StoreContext.recordContext(0L, -1L, -1, "", new RecordHeaders()));
@@ -796,15 +796,28 @@ final class Stores {
         }
     }
 
+    /** The task directory as Kafka's StateDirectory names it (getOrCreateDirectoryForTask, which creates nothing in
+     *  a StateDirectory without persistent stores): {@code <state.dir>/<application.id>/<task>}. As in an
+     *  application without named topologies (KafkaStreams: topologyMetadata.hasNamedTopologies() false), a named
+     *  topology's task is refused (getTaskDirectoryParentName: IllegalStateException). */
+    private static File kafkaTaskDir(final Path stateDir, final String applicationId, final TaskId taskId) {
+        final Map<String, Object> props = new HashMap<>();
+        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        final org.apache.kafka.streams.processor.internals.StateDirectory directory =
+            new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
+                org.apache.kafka.common.utils.Time.SYSTEM, false, false);
+        return directory.getOrCreateDirectoryForTask(taskId);
+    }
+
     private static Path taskDir(final JsonNode in) {
         if (in.has("handle") && !in.get("handle").isNull()) {
             return handle(in).context.taskDir.toPath();
         }
-        final String taskIdText = in.has("task_id") ? Json.str(in, "task_id") : "0_0";
-        // The same task id store.open accepts: what TaskId.parse refuses names no task directory.
-        taskId(taskIdText);
-        return Path.of(Json.str(in, "state_dir")).resolve(in.has("application_id") ? Json.str(in, "application_id") : "app")
-            .resolve(taskIdText);
+        // The same task id and directory store.open takes: what TaskId.parse refuses names no task directory.
+        return kafkaTaskDir(Path.of(Json.str(in, "state_dir")), in.has("application_id") ? Json.str(in, "application_id") : "app",
+            taskId(in.has("task_id") ? Json.str(in, "task_id") : "0_0")).toPath();
     }
 
     // --- typed reads and restore ------------------------------------------------------------------------------
