@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from kstate_conformance import loading
+from kstate_conformance.expectations import ExpectedFailures
 from kstate_conformance.loading import ImplementationError, ImplementationNotFound, kafka_jvm_command
 
 
@@ -69,3 +72,41 @@ def test_sources_newer_than_the_build_rebuild_it(tmp_path: Path) -> None:
     later = time.time() + 20
     os.utime(root / "src" / "main" / "java" / "Main.java", (later, later))
     assert loading._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
+
+
+_REPO = Path(__file__).resolve().parents[1]
+_CLASSES = ("KAFKA", "SPEC", "TESTEE", "UNCLASSIFIED")
+
+
+def _readme_counts() -> dict[str, tuple[int, dict[str, int]]]:
+    """The README's stated counts per release: ``**4.4.0**: 68 entries: `[KAFKA]` 43, `[SPEC]` 19, ...``."""
+    text = (_REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Apache Kafka under test"):]
+    section = section[:section.index("\n## ")]
+    stated: dict[str, tuple[int, dict[str, int]]] = {}
+    for version, total, classes in re.findall(
+            r"\*\*(\d+\.\d+\.\d+)\*\*: (\d+) entries: ((?:`\[[A-Z]+\]` \d+(?:,\s+)?)+)", section):
+        stated[version] = (int(total), {name: int(count) for name, count in re.findall(r"`\[([A-Z]+)\]` (\d+)", classes)})
+    return stated
+
+
+def _file_counts(version: str) -> tuple[int, dict[str, int]]:
+    entries = ExpectedFailures.load(_REPO / "testees" / "kafka-jvm" / f"expected-failures-{version}.txt").entries
+    classes: Counter[str] = Counter()
+    for entry in entries:
+        match = re.match(r"\s*\[([A-Z]+)\]", entry.reason)
+        assert match and match.group(1) in _CLASSES, f"{entry.pattern}: the reason names no class: {entry.reason!r}"
+        classes[match.group(1)] += 1
+    return len(entries), {name: classes[name] for name in _CLASSES}
+
+
+def test_the_readme_states_the_deviation_counts_of_the_expected_failure_files() -> None:
+    """The README's "Apache Kafka under test" counts are those of the files, per release and per class."""
+    stated = _readme_counts()
+    versions = sorted(path.name[len("expected-failures-"):-len(".txt")]
+                      for path in (_REPO / "testees" / "kafka-jvm").glob("expected-failures-*.txt"))
+    assert versions and sorted(stated) == versions, f"the README states {sorted(stated)}, the files are {versions}"
+    for version in versions:
+        total, classes = _file_counts(version)
+        assert stated[version][0] == total, f"{version}: the README states {stated[version][0]} entries, the file has {total}"
+        assert stated[version][1] == classes, f"{version}: the README states {stated[version][1]}, the file has {classes}"

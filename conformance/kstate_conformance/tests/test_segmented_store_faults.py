@@ -74,7 +74,8 @@ def _filled(kit: Kit, family: str) -> Path:
 def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: Kit, family: str) -> None:
     """A directory ``junk``, a ``store.notanumber`` directory and a regular file beside the segments are no segment
     names: each is left alone, every segment opens with its rows, and the committed offset stands (Kafka's
-    ``openExisting`` would swallow the parse error and open no segment at all)."""
+    ``openExisting`` refuses the open at the first such name in 4.3.1 and 4.4.0; before, it swallowed the parse
+    error and opened no segment at all)."""
     directory = _filled(kit, family)
     (directory / "junk").mkdir()
     (directory / "store.notanumber").mkdir()

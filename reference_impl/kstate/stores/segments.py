@@ -356,8 +356,8 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         logged, LAY-12); every segment found is checked by ``check`` (default :meth:`check_existing_segment`),
         and the segments they list by ``check_listed`` (default :meth:`check_listed_segments`, LAY-13), before any
         is renamed or opened, so a refused open changes nothing (SS-20, WS-31); the segments are then
-        opened in id order, and all closed again if one still fails. Kafka swallows every error here and opens
-        nothing; the reference refuses instead.
+        opened in id order, and all closed again if one still fails. Kafka (4.3.1, 4.4.0) opens the
+        segments one by one and refuses at the first that fails, after opening the older ones.
         """
         for directory, what in ((self.task_dir, "task directory"), (self.directory, "segments directory")):
             check_directory(directory, self.name, what)

@@ -328,6 +328,11 @@ final class Stores {
             final org.apache.kafka.streams.query.QueryResult<org.apache.kafka.streams.state.VersionedRecordIterator<byte[]>> r =
                 v.query(q, org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
             if (!r.isSuccess()) {
+                if (r.getFailureReason() == org.apache.kafka.streams.query.FailureReason.STORE_EXCEPTION) {
+                    // The store refused the query (a closed store: InvalidStateStoreException, caught by
+                    // StoreQueryUtils.handleBasicQueries); Kafka's own FailedQueryResult.getResult throws it as a refusal.
+                    r.getResult();
+                }
                 throw new IllegalStateException("MultiVersionedKeyQuery failed: " + r.getFailureReason() + " " + r.getFailureMessage());
             }
             final ArrayNode records = Json.arr();
@@ -462,12 +467,7 @@ final class Stores {
         org.apache.kafka.streams.kstream.Materialized.as(name);
         final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
         final String taskIdText = in.has("task_id") ? Json.str(in, "task_id") : "0_0";
-        final TaskId taskId;
-        try {
-            taskId = TaskId.parse(taskIdText);
-        } catch (RuntimeException e) {
-            throw new Json.InputError("task_id", "not a task id: " + taskIdText);
-        }
+        final TaskId taskId = taskId(taskIdText);
         final boolean logging = Json.bool(in, "logging", true);
         final boolean caching = Json.bool(in, "caching", false);
         if (Json.bool(in, "cache_flush_listener", false)) {
@@ -481,7 +481,7 @@ final class Stores {
             h.stateDir = Files.createTempDirectory("kstate-kafka-jvm");
             h.tempStateDir = true;
         }
-        final File taskDir = h.stateDir.resolve(applicationId).resolve(taskIdText).toFile();
+        final File taskDir = kafkaTaskDir(h.stateDir, applicationId, taskId);
         final ProcessorRecordContext initial = contextFrom(in.has("context") && in.get("context").isObject() ? in.get("context") : obj(),
             // The neutral operations' default record context (timestamp 0, offset -1, no topic, partition -1).
             StoreContext.recordContext(0L, -1L, -1, "", new RecordHeaders()));
@@ -787,12 +787,37 @@ final class Stores {
         return out;
     }
 
+    /** The task id as Kafka parses it (TaskId.parse); text it refuses is bad input. */
+    private static TaskId taskId(final String taskIdText) {
+        try {
+            return TaskId.parse(taskIdText);
+        } catch (RuntimeException e) {
+            throw new Json.InputError("task_id", "not a task id: " + taskIdText);
+        }
+    }
+
+    /** The task directory as Kafka's StateDirectory names it (getOrCreateDirectoryForTask, which creates nothing in
+     *  a StateDirectory without persistent stores): {@code <state.dir>/<application.id>/<task>}. As in an
+     *  application without named topologies (KafkaStreams: topologyMetadata.hasNamedTopologies() false), a named
+     *  topology's task is refused (getTaskDirectoryParentName: IllegalStateException). */
+    private static File kafkaTaskDir(final Path stateDir, final String applicationId, final TaskId taskId) {
+        final Map<String, Object> props = new HashMap<>();
+        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        final org.apache.kafka.streams.processor.internals.StateDirectory directory =
+            new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
+                org.apache.kafka.common.utils.Time.SYSTEM, false, false);
+        return directory.getOrCreateDirectoryForTask(taskId);
+    }
+
     private static Path taskDir(final JsonNode in) {
         if (in.has("handle") && !in.get("handle").isNull()) {
             return handle(in).context.taskDir.toPath();
         }
-        return Path.of(Json.str(in, "state_dir")).resolve(in.has("application_id") ? Json.str(in, "application_id") : "app")
-            .resolve(in.has("task_id") ? Json.str(in, "task_id") : "0_0");
+        // The same task id and directory store.open takes: what TaskId.parse refuses names no task directory.
+        return kafkaTaskDir(Path.of(Json.str(in, "state_dir")), in.has("application_id") ? Json.str(in, "application_id") : "app",
+            taskId(in.has("task_id") ? Json.str(in, "task_id") : "0_0")).toPath();
     }
 
     // --- typed reads and restore ------------------------------------------------------------------------------
