@@ -121,6 +121,10 @@ def test_unsupported_and_failed_runs_read_as_such(impl_dir: Path, tmp_path: Path
     assert last.startswith("CONFORMANCE SUITE PASSED for tiny_impl:timestamped_only: ")
     assert "0 failed, 0 expected failures, 0 unexpected passes" in last and f"reports written to {tmp_path / 'r'}" in last
     assert "operations not supported by tiny_impl:timestamped_only" in run.stdout
+    # Where the time went (issue 22): each phase, then the slowest tests by their stable ids.
+    assert "time by phase: start-up and collection " in run.stdout
+    slowest = run.stdout.split("slowest tests (setup, call and teardown):")[1].splitlines()[1:4]
+    assert all(line.strip().split("  ", 1)[1].startswith("test_") for line in slowest), slowest
     markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "| TSKV-1 | required |" in markdown and "| partial |" in markdown
     assert "## Unsupported operations" in markdown and "| `timestamped.raw_value` |" in markdown

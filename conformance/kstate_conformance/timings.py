@@ -7,6 +7,8 @@ from collections import defaultdict
 
 import pytest
 
+from kstate_conformance.expectations import stable_test_id
+
 #: How many of the slowest tests a run names.
 SLOWEST = 10
 
@@ -48,4 +50,4 @@ class SuiteTimings:
         write("time by phase: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.phases()))
         write(f"the {min(SLOWEST, len(self.per_test))} slowest tests (setup, call and teardown):")
         for nodeid, seconds in self.slowest():
-            write(f"  {seconds:6.2f} s  {nodeid}")
+            write(f"  {seconds:6.2f} s  {stable_test_id(nodeid)}")
