@@ -495,8 +495,9 @@ def test_unknown_factory_enums_name_the_argument(tmp_path: Path, kwargs: dict[st
 
 
 def test_table_options_are_kafkas(tmp_path: Path) -> None:
-    """A 50 MiB LRU block cache, 4 KiB blocks, a full 10-bit bloom filter, ``optimize_filters_for_hits``,
-    and the reference's own ``format_version`` 5 and atomic flush (KV-22, KV-21)."""
+    """The data family: a 50 MiB LRU block cache, 4 KiB blocks, a full 10-bit bloom filter, ``optimize_filters_for_hits``;
+    the offsets family: Kafka's offsets options; both with the reference's own ``format_version`` 5, and atomic flush
+    (KV-22, KV-21)."""
     store = _open(tmp_path)
     for i in range(3000):
         store.put(b"k%05d" % i, b"v" * 50)
@@ -513,13 +514,56 @@ def test_table_options_are_kafkas(tmp_path: Path) -> None:
     store.close()
     path = store_directory(tmp_path, "app", "0_0", "s")
     options = max(path.glob("OPTIONS-*"), key=lambda file: int(file.name.split("-")[1])).read_text()
-    for cf in ("default", "offsets"):
-        section = options.split(f'[TableOptions/BlockBasedTable "{cf}"]')[1].split("[")[0]
-        for setting in ("block_size=4096", "filter_policy=bloomfilter", "format_version=5", "partition_filters=false"):
-            assert f"  {setting}\n" in section, (cf, setting)
-        cf_section = options.split(f'[CFOptions "{cf}"]')[1].split("[")[0]
-        assert "  optimize_filters_for_hits=true\n" in cf_section
+    def settings(section: str) -> dict[str, str]:
+        body = options.split(section)[1].split("\n[")[0]
+        return dict(line.strip().split("=", 1) for line in body.splitlines() if "=" in line)
+
+    data_table, data_cf = settings('[TableOptions/BlockBasedTable "default"]'), settings('[CFOptions "default"]')
+    assert data_table["block_size"] == "4096" and data_table["format_version"] == "5"
+    assert data_table["filter_policy"].startswith("bloomfilter") and data_table["partition_filters"] == "false"
+    assert data_cf["optimize_filters_for_hits"] == "true" and data_cf["compression"] == "kNoCompression"
+    assert data_cf["write_buffer_size"] == "16777216" and data_cf["max_write_buffer_number"] == "3"
+    assert data_cf["compaction_style"] == "kCompactionStyleUniversal"
+    # The offsets family: RocksDBStore.openDB's offsetsCfOptions, no compression, a 1 MiB write buffer, the
+    # default table (no filter), with the reference's format_version 5.
+    offsets_table, offsets_cf = settings('[TableOptions/BlockBasedTable "offsets"]'), settings('[CFOptions "offsets"]')
+    assert offsets_table["filter_policy"] == "nullptr" and offsets_table["format_version"] == "5", offsets_table
+    assert offsets_cf["optimize_filters_for_hits"] == "false" and offsets_cf["compression"] == "kNoCompression"
+    assert offsets_cf["write_buffer_size"] == "1048576" and offsets_cf["compaction_style"] == "kCompactionStyleLevel"
     assert "  atomic_flush=true\n" in options.split("[DBOptions]")[1].split("[")[0]
+
+
+def _offsets_family_settings(state_dir: Path) -> dict[str, str]:
+    """The ``offsets`` family's block-based table and column-family settings in the store's newest OPTIONS file."""
+    path = store_directory(state_dir, "app", "0_0", "s")
+    options = max(path.glob("OPTIONS-*"), key=lambda file: int(file.name.split("-")[1])).read_text()
+    settings: dict[str, str] = {}
+    for section in ('[TableOptions/BlockBasedTable "offsets"]', '[CFOptions "offsets"]'):
+        body = options.split(section)[1].split("\n[")[0]
+        settings.update(line.strip().split("=", 1) for line in body.splitlines() if "=" in line)
+    return settings
+
+
+def test_a_store_written_with_the_data_options_in_its_offsets_family_reopens_with_kafkas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose offsets family was created with the data families' options (the reference before KV-22 was
+    corrected) opens, keeps its data and offsets, and has Kafka's offsets options from then on (KV-22)."""
+    from kstate.stores import engine
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "offsets_options", engine.rocksdb_options)
+        store = _open(tmp_path)
+        store.put(b"k", b"v")
+        store.commit({TP: 7})
+        store.close()
+    assert _offsets_family_settings(tmp_path)["filter_policy"].startswith("bloomfilter")
+    store = _open(tmp_path)
+    assert store.get(b"k") == b"v" and store.committed_offset(TP) == 7
+    store.close()
+    settings = _offsets_family_settings(tmp_path)
+    assert settings["filter_policy"] == "nullptr" and settings["write_buffer_size"] == "1048576", settings
+    assert settings["optimize_filters_for_hits"] == "false"
 
 
 def test_a_first_open_failing_after_the_database_was_created_removes_it(

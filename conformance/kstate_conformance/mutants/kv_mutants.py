@@ -24,7 +24,14 @@ from kstate.stores.api import Backend, KeyValueBytesStore, TopicPartition
 from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListener, NamedCache
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor
-from kstate.stores.engine import RocksDBEngine, _SnapshotCursor, block_cache, rocksdb_options, storage_error
+from kstate.stores.engine import (
+    RocksDBEngine,
+    _SnapshotCursor,
+    block_cache,
+    offsets_options,
+    rocksdb_options,
+    storage_error,
+)
 from kstate.stores.factory import open_kv_store, store_directory, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
@@ -319,7 +326,8 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
     state_dir = state_dir or tempfile.mkdtemp(prefix="kstate-")
     cache = block_cache()
     engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name),
-                           options=lambda: rocksdb_options(cache, format_version=6), store_name=name)
+                           options=lambda: rocksdb_options(cache, format_version=6),
+                           offsets=lambda: offsets_options(format_version=6), store_name=name)
     return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
         name, task_directory(state_dir, application_id, task_id), engine=engine, **options))
 
@@ -328,6 +336,28 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
         rules=("KV-21", "LAY-9"))
 def _tables_newest_format() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_newest_table_format))
+
+
+def _open_offsets_with_data_options(store_type: StoreType, backend: Backend, *, name: str,
+                                    state_dir: str | Path | None = None, application_id: str = "app",
+                                    task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
+    """The data families' options (bloom filter, ``optimize_filters_for_hits``, 16 MiB write buffers) in the
+    ``offsets`` family too, as KV-22 said before Kafka's ``offsetsCfOptions`` were read."""
+    if Backend(backend) is Backend.MEMORY:
+        return open_kv_store(store_type, backend, name=name, **options)
+    state_dir = state_dir or tempfile.mkdtemp(prefix="kstate-")
+    cache = block_cache()
+    engine = RocksDBEngine(store_directory(state_dir, application_id, task_id, name),
+                           options=lambda: rocksdb_options(cache), offsets=lambda: rocksdb_options(cache),
+                           store_name=name)
+    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
+        name, task_directory(state_dir, application_id, task_id), engine=engine, **options))
+
+
+@mutant("kv-offsets-family-data-options", "the offsets family gets the data families' RocksDB options (KV-22)",
+        FAMILY, rules=("KV-22",))
+def _offsets_family_data_options() -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_offsets_with_data_options))
 
 
 def _open_without_migration(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:

@@ -288,16 +288,28 @@ def test_offsets_ahead_of_data_are_refused(kit: Kit, store_type: str, data_cf: s
 
 @rules("KV-22")
 def test_table_options_are_kafkas(kit: Kit) -> None:
-    """4 KiB blocks, a bloom filter and ``optimize_filters_for_hits`` in every family (the OPTIONS file)."""
+    """The OPTIONS file: the data family has 4 KiB blocks, a bloom filter, ``optimize_filters_for_hits``, no
+    compression and 16 MiB write buffers; the offsets family has Kafka's offsets options (``RocksDBStore.openDB``'s
+    ``offsetsCfOptions``): no compression, a 1 MiB write buffer, the default table with no filter."""
     _committed_store(kit)
     options_files = sorted(_store_dir(kit).glob("OPTIONS-*"), key=lambda p: int(p.name.split("-", 1)[1]))
     assert options_files, "no OPTIONS file"
     text = options_files[-1].read_text(encoding="utf-8")
+
+    def settings(section: str) -> dict[str, str]:
+        body = text.split(section)[1].split("\n[")[0]
+        return dict(line.strip().split("=", 1) for line in body.splitlines() if "=" in line)
+
     for cf in ("default", "offsets"):
-        table = text.split(f'[TableOptions/BlockBasedTable "{cf}"]')[1].split("\n[")[0]
-        settings = dict(line.strip().split("=", 1) for line in table.splitlines() if "=" in line)
-        assert settings.get("block_size") == "4096", (cf, settings.get("block_size"))
-        assert settings.get("filter_policy", "").startswith("bloomfilter"), (cf, settings.get("filter_policy"))
-        assert settings.get("no_block_cache") == "false", cf
-        family = text.split(f'[CFOptions "{cf}"]')[1].split("\n[")[0]
-        assert "optimize_filters_for_hits=true" in family, cf
+        table = settings(f'[TableOptions/BlockBasedTable "{cf}"]')
+        assert table.get("block_size") == "4096", (cf, table.get("block_size"))
+        assert table.get("no_block_cache") == "false", cf
+        assert settings(f'[CFOptions "{cf}"]').get("compression") == "kNoCompression", cf
+    data_table, data = settings('[TableOptions/BlockBasedTable "default"]'), settings('[CFOptions "default"]')
+    assert data_table.get("filter_policy", "").startswith("bloomfilter"), data_table.get("filter_policy")
+    assert data.get("optimize_filters_for_hits") == "true"
+    assert data.get("write_buffer_size") == "16777216", data.get("write_buffer_size")
+    offsets_table, offsets = settings('[TableOptions/BlockBasedTable "offsets"]'), settings('[CFOptions "offsets"]')
+    assert offsets_table.get("filter_policy") == "nullptr", ("offsets", offsets_table.get("filter_policy"))
+    assert offsets.get("optimize_filters_for_hits") == "false", "offsets"
+    assert offsets.get("write_buffer_size") == "1048576", ("offsets", offsets.get("write_buffer_size"))

@@ -362,6 +362,8 @@ BLOCK_SIZE = 4096
 BLOCK_CACHE_SIZE = 50 * 1024 * 1024
 #: RocksJava's ``new BloomFilter()``: 10 bits a key, a full (format) filter (RocksDB 7+ builds no other kind).
 BLOOM_BITS_PER_KEY = 10
+#: ``RocksDBStore.openDB``'s ``offsetsCfOptions``: the offsets family's write buffer (1 MiB).
+OFFSETS_WRITE_BUFFER_SIZE = 1024 * 1024
 
 
 def block_cache() -> Any:
@@ -370,7 +372,8 @@ def block_cache() -> Any:
 
 
 def rocksdb_options(cache: Any = None, *, format_version: int = TABLE_FORMAT_VERSION) -> Any:
-    """The options of every column family: raw bytes, table ``format_version`` 5, Kafka's table options (KV-21, KV-22).
+    """The database's options and every data family's: raw bytes, table ``format_version`` 5, Kafka's table options
+    (KV-21, KV-22); the ``offsets`` family has :func:`offsets_options`.
 
     Kafka's ``RocksDBStore.openDB``: a block-based table with an LRU block cache of 50 MiB, 4 KiB blocks and a
     10-bit bloom filter, ``optimizeFiltersForHits``, no compression, universal compaction, 16 MiB write buffers
@@ -396,6 +399,24 @@ def rocksdb_options(cache: Any = None, *, format_version: int = TABLE_FORMAT_VER
     options.set_max_write_buffer_number(MAX_WRITE_BUFFERS)
     # Cross-CF atomicity of memtable flushes, as Kafka 4.3 configures it for the offsets CF.
     options.set_atomic_flush(True)
+    return options
+
+
+def offsets_options(*, format_version: int = TABLE_FORMAT_VERSION) -> Any:
+    """The ``offsets`` family's options, Kafka's ``offsetsCfOptions`` of ``RocksDBStore.openDB`` (KV-22).
+
+    A fresh ``ColumnFamilyOptions`` with no compression and a 1 MiB write buffer, and otherwise RocksDB's defaults:
+    the default block-based table (no filter, its own block cache), no ``optimize_filters_for_hits``, level
+    compaction, 2 write buffers at most. The table ``format_version`` is the reference's 5, as in every family
+    (KV-21). Column-family options only: the database's options are :func:`rocksdb_options`'.
+    """
+    rd = _rocksdict()
+    options = rd.Options(raw_mode=True)
+    table = rd.BlockBasedOptions()
+    table.set_format_version(format_version)
+    options.set_block_based_table_factory(table)
+    options.set_compression_type(rd.DBCompressionType.none())
+    options.set_write_buffer_size(OFFSETS_WRITE_BUFFER_SIZE)
     return options
 
 
@@ -562,6 +583,10 @@ _HELD_BY_THIS_PROCESS = "lock hold by current process"
 class RocksDBEngine(Engine):
     """A RocksDB database through rocksdict in raw mode, every existing column family opened.
 
+    ``options`` makes the database's options and every data family's (:func:`rocksdb_options` by default, with one
+    block cache for the store); ``offsets`` the ``offsets`` family's (:func:`offsets_options` by default), as
+    Kafka's ``RocksDBStore.openDB`` gives that family its own (KV-22), whether it is created or opened.
+
     ``close`` closes cursors, column-family objects and handles before the database and drops it: rocksdict keeps
     the ``LOCK`` while anything refers to the database (runtime-notes §4), so an open that finds the LOCK held by
     this process collects garbage and tries again.
@@ -572,6 +597,7 @@ class RocksDBEngine(Engine):
         path: str | Path,
         options: Callable[[], Any] | None = None,
         *,
+        offsets: Callable[[], Any] | None = None,
         store_name: str | None = None,
         read_only: bool = False,
     ) -> None:
@@ -592,6 +618,7 @@ class RocksDBEngine(Engine):
             self._options: Callable[[], Any] = lambda: rocksdb_options(cache)
         else:
             self._options = options
+        self._offsets_options: Callable[[], Any] = offsets if offsets is not None else offsets_options
         existing = list_column_families(self.path, self.store) or [DEFAULT_CF]
         db_options = self._options()
         if exists:
@@ -601,7 +628,7 @@ class RocksDBEngine(Engine):
         try:
             try:
                 self._db: Any = rd.Rdict(
-                    str(self.path), db_options, column_families={cf: self._options() for cf in existing}, **extra
+                    str(self.path), db_options, column_families={cf: self._family_options(cf) for cf in existing}, **extra
                 )
             except Exception as exc:
                 if _HELD_BY_THIS_PROCESS not in str(exc):
@@ -611,7 +638,7 @@ class RocksDBEngine(Engine):
                 # close cheap in a large heap (runtime-notes §4).
                 gc.collect()
                 self._db = rd.Rdict(
-                    str(self.path), db_options, column_families={cf: self._options() for cf in existing}, **extra
+                    str(self.path), db_options, column_families={cf: self._family_options(cf) for cf in existing}, **extra
                 )
         except Exception as exc:  # the LOCK held by another process, corruption, unreadable options
             cls = StoreCorruptedError if "Corruption" in str(exc) else StoreStorageError
@@ -652,6 +679,10 @@ class RocksDBEngine(Engine):
         self._check()
         return list(self._cf_objects)
 
+    def _family_options(self, cf: str) -> Any:
+        """Kafka's offsets options for the ``offsets`` family, on create and on open; the data options for others."""
+        return self._offsets_options() if cf == OFFSETS_CF else self._options()
+
     def _error(self, what: str, exc: BaseException) -> KStateError:
         return storage_error(self.store, what, exc)
 
@@ -659,7 +690,7 @@ class RocksDBEngine(Engine):
         db = self._check()
         if cf not in self._cf_objects:
             try:
-                self._cf_objects[cf] = db.create_column_family(cf, self._options())
+                self._cf_objects[cf] = db.create_column_family(cf, self._family_options(cf))
             except Exception as exc:
                 raise self._error(f"creating column family {cf}", exc) from exc
 
