@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from kstate.errors import KStateError
-from kstate.maven import maven_lock
+from kstate.maven import run_maven
 from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
 from kstate_conformance.mutants import get_mutant
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
@@ -73,10 +73,8 @@ def kafka_jvm_command(version: str, *, project: Path | None = None) -> str:
             raise ImplementationError("kafka-jvm needs Maven on PATH to build the testee (mvn not found); "
                                       f"or build it once: mvn -q -B -f {root}/pom.xml -Dkafka.version={version} compile")
         try:
-            with maven_lock():
-                done = subprocess.run([mvn, "-q", "-B", "-f", str(root / "pom.xml"), f"-Dkafka.version={version}",
-                                       "compile"], capture_output=True, text=True, timeout=KAFKA_JVM_BUILD_TIMEOUT,
-                                      check=False)
+            done = run_maven(mvn, root / "pom.xml", f"-Dkafka.version={version}", "compile",
+                             timeout=KAFKA_JVM_BUILD_TIMEOUT)
         except subprocess.TimeoutExpired as exc:
             raise ImplementationError(f"building the Kafka {version} testee took over {KAFKA_JVM_BUILD_TIMEOUT:.0f} s") from exc
         if done.returncode != 0 or not classpath_file.exists():

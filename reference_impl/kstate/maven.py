@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,3 +29,11 @@ def maven_lock(path: Path = MAVEN_LOCK) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def run_maven(mvn: str, pom: Path, *args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """``mvn -q -B -f POM ARGS`` under the kit's Maven lock, its output captured as text; raises
+    ``subprocess.TimeoutExpired`` past ``timeout`` seconds (callers turn both outcomes into their own typed errors)."""
+    with maven_lock():
+        return subprocess.run([mvn, "-q", "-B", "-f", str(pom), *args], capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)

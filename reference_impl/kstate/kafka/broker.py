@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from kstate.errors import KStateError
-from kstate.maven import maven_lock
+from kstate.maven import run_maven
 
 START_TIMEOUT_S = 20.0
 #: How long a liveness or reachability probe may take before a broker is declared unavailable.
@@ -313,14 +313,12 @@ def apache_classpath(project: Path, *, timeout: float = 600.0) -> str:
             raise ApacheClasspathError("apache broker: Maven (mvn) is not on the PATH, so Kafka "
                                        f"{APACHE_KAFKA_VERSION}'s jars cannot be resolved (or set KSTATE_BROKER=tansu)")
         try:
-            with maven_lock():
-                done = subprocess.run([mvn, "-q", "-B", "-f", str(pom), "dependency:build-classpath"],
-                                      capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            done = run_maven(mvn, pom, "dependency:build-classpath", timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             raise ApacheClasspathError(f"apache broker: Maven did not resolve Kafka {APACHE_KAFKA_VERSION}'s jars "
                                        f"within {timeout:.0f} s ({pom})") from exc
         if done.returncode != 0 or not usable():
-            tail = (done.stdout + done.stderr).decode("utf-8", "replace").strip()[-1500:]
+            tail = (done.stdout + done.stderr).strip()[-1500:]
             raise ApacheClasspathError(f"apache broker: Maven could not resolve Kafka {APACHE_KAFKA_VERSION}'s jars "
                                        f"(mvn exit {done.returncode}, {pom}): {tail}")
     return out.read_text().strip()
