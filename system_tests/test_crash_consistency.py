@@ -41,6 +41,13 @@ def _committed_input(cluster: AppCluster) -> dict[int, int]:
         consumer.close()
 
 
+def _store_state(cluster: AppCluster, partition: int) -> dict[str, object]:
+    """The offsets status and the file names of one partition's store, read-only (a failure's evidence)."""
+    dump = cluster.dump(partition)
+    files = sorted(p.name for p in dump.path.iterdir()) if dump.path.is_dir() else None
+    return {"status_open": dump.status_open, "families": sorted(dump.column_families), "files": files}
+
+
 def test_sigkill_at_random_points_never_loses_or_runs_ahead(make_cluster: Callable[..., AppCluster], oracle: Oracle,
                                                             system_report: Callable[[str, object], None]) -> None:
     cluster = make_cluster(STORE_TYPE, partitions=PARTITIONS)
@@ -64,6 +71,8 @@ def test_sigkill_at_random_points_never_loses_or_runs_ahead(make_cluster: Callab
             crash_at = f"{point}:{rng.randint(1, 3)}"
             if point == "after_restore_batch":
                 policy = UNCLEAN_WIPE  # a full restore from the changelog, to be crashed in the middle of
+        # What each store holds before this start, for the message of a failed check below (read-only).
+        before_start = {p: _store_state(cluster, p) for p in range(PARTITIONS)}
         instance.start(crash_at=crash_at, on_unclean_shutdown=policy)
         if crash_at is None:
             time.sleep(rng.uniform(0.2, 1.5))
@@ -89,7 +98,8 @@ def test_sigkill_at_random_points_never_loses_or_runs_ahead(make_cluster: Callab
         opened_now = {e["partition"] for e in mine if e["event"] == "opened"}
         wiped_now = {e["partition"] for e in mine if e["event"] == "wiped"}
         assert opened_before_crash & opened_now <= detected, (iteration, opened_before_crash, detected,
-                                                              [(e["event"], e.get("partition")) for e in mine])
+                                                              [(e["event"], e.get("partition")) for e in mine],
+                                                              before_start)
         # A store wiped and not opened again (killed in between) is gone: its next open is a clean one.
         outcomes["killed between wipe and reopen"] += len(wiped_now - opened_now)
         opened_before_crash = opened_now | (opened_before_crash - opened_now - wiped_now)
