@@ -128,6 +128,7 @@ public final class Main {
                 throw new InstanceConfig.UsageError("crash_at", "expected <point>:<n>, got " + c.crashAt);
             }
         }
+        DslTopology.check(c);
         if (c.manageOffsets != managesOffsets()) {
             // The Kafka version decides, not a setting: 4.3+ always keeps offsets in the store, 4.2 never does.
             throw new InstanceConfig.UsageError("manage_offsets", "Kafka Streams " + kafkaVersion()
