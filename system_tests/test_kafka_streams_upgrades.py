@@ -17,6 +17,7 @@ pair runs with ``KSTATE_STREAMS_MATRIX=1`` (``tox -e streams-matrix``). Needs Ja
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -136,6 +137,9 @@ def assert_header_store_after_upgrade(cluster: AppCluster, partitions: range, fa
 def test_rolling_upgrade_to_header_stores_under_continuous_input(
         make_cluster: Callable[..., AppCluster], oracle: Oracle, tmp_path: Path,
         system_report: Callable[[str, object], None], family: str, older: str) -> None:
+    """Mirrors ``streams_upgrade_test.py::test_rolling_upgrade_with_2_bounces`` (two instances of one group bounced
+    one at a time onto the newer version under a running input driver) for the store format: Kafka
+    ``StoreUpgradeIntegrationTest``'s timestamped-to-headers migration, on a fleet."""
     started = time.monotonic()
     old, new = kafka_streams(older), kafka_streams(NEWEST)
     cluster = make_cluster(OLD_TYPE, partitions=4, instance_command=old)
@@ -179,6 +183,8 @@ def test_rolling_upgrade_to_header_stores_under_continuous_input(
 def test_downgrade_is_refused_then_rebuilt_from_the_changelog(
         make_cluster: Callable[..., AppCluster], oracle: Oracle, tmp_path: Path,
         system_report: Callable[[str, object], None], family: str, older: str) -> None:
+    """Mirrors ``streams_upgrade_test.py::test_simple_upgrade_downgrade`` in the downgrade direction, with the state
+    directory kept: the older version refuses the newer store (INST-28), the operator clears it, and it is rebuilt."""
     started = time.monotonic()
     old, new = kafka_streams(older), kafka_streams(NEWEST)
     cluster = make_cluster(NEW_TYPE, partitions=2, instance_command=new)
@@ -200,8 +206,13 @@ def test_downgrade_is_refused_then_rebuilt_from_the_changelog(
         instance.start(command=old, **settings(family, older))
         assert instance.wait_exit(timeout=120) == 2, instance.log_tail()
         (fatal,) = [e for e in instance.events("fatal") if e["pid"] == instance.pid]
-        unknown = [TIMESTAMPED_HEADERS_CF] + ([OFFSETS_CF] if older.startswith("4.2") else [])
-        assert "Column families not opened" in fatal["reason"] and all(cf in fatal["reason"] for cf in unknown), fatal
+        if older.startswith("4.2"):
+            # 4.2.1 opens the families it knows; RocksDB refuses a database with others (INST-28).
+            unknown = [OFFSETS_CF, TIMESTAMPED_HEADERS_CF]
+            assert "Column families not opened" in fatal["reason"] and all(cf in fatal["reason"] for cf in unknown)
+        else:
+            # 4.3.1 names the unexpected family itself (RocksDBStore.openRocksDB), from KafkaStreams.start().
+            assert "is a headers-aware store and cannot be opened as a timestamped store" in fatal["reason"], fatal
         assert not [e for e in instance.events("running") if e["pid"] == instance.pid]
         for p in range(2):
             assert cluster.dump(p, instance).column_families == before[p], f"partition {p}: the refusal changed it"
@@ -232,3 +243,41 @@ def test_downgrade_is_refused_then_rebuilt_from_the_changelog(
     system_report(f"downgrade by rebuild {family} Kafka Streams {NEWEST} -> {older}",
                   {"input_during_downgrade": sent, "keys_checked": checked, "refusal": fatal["reason"][:200],
                    "audit": "clean", "seconds": round(time.monotonic() - started, 1)})
+
+
+BAD_DSL_CONFIGS = [
+    # The format's store type and the config's disagree: the DSL would build another type than asked for.
+    pytest.param(NEWEST, {"store_type": "timestamped_kv", "extra": {"kstate.topology": "dsl",
+                                                                     "dsl.store.format": "headers"}},
+                 "store_type", id="format-headers-type-timestamped"),
+    pytest.param(NEWEST, {"store_type": "timestamped_kv_with_headers", "extra": {"kstate.topology": "dsl"}},
+                 "store_type", id="format-default-type-headers"),
+    pytest.param(NEWEST, {"store_type": "kv", "extra": {"kstate.topology": "dsl"}}, "store_type", id="plain"),
+    pytest.param(NEWEST, {"store_type": "timestamped_kv", "extra": {"kstate.topology": "streams"}}, "extra",
+                 id="unknown-topology"),
+    pytest.param(NEWEST, {"store_type": "timestamped_kv", "extra": {"kstate.topology": "dsl",
+                                                                     "dsl.store.format": "json"}},
+                 "extra", id="unknown-format"),
+    pytest.param(NEWEST, {"store_type": "timestamped_kv", "crash_at": "after_put",
+                          "extra": {"kstate.topology": "dsl"}}, "crash_at", id="after-put-without-processor"),
+    # Kafka 4.2 does not know the setting and would silently build a timestamped store.
+    pytest.param("4.2.1", {"store_type": "timestamped_kv", "manage_offsets": False,
+                           "extra": {"kstate.topology": "dsl", "dsl.store.format": "headers"}},
+                 "extra", id="headers-format-on-4.2.1"),
+]
+
+
+@rules("INST-27", "INST-6")
+@pytest.mark.parametrize(("version", "fields", "named"), BAD_DSL_CONFIGS)
+def test_a_dsl_config_the_instance_cannot_run_is_a_usage_error(tmp_path: Path, version: str, fields: dict[str, Any],
+                                                               named: str) -> None:
+    command = kafka_streams(version)
+    config = {"instance_id": "bad", "bootstrap": "127.0.0.1:1", "application_id": "app", "input_topic": "in",
+              "partitions": [0], "store_name": "store", "state_dir": str(tmp_path / "state"),
+              "status_dir": str(tmp_path / "status"), **fields}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    done = subprocess.run([*command.argv, str(path)], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 64, done.stderr
+    assert f"field '{named}'" in done.stderr.decode("utf-8", "replace"), done.stderr
+    assert not (tmp_path / "state").exists()  # refused before anything opened (INST-6)

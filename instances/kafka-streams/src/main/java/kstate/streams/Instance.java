@@ -509,7 +509,14 @@ final class Instance {
         });
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> done.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), signal -> done.countDown());
-        streams.start();
+        try {
+            streams.start();
+        } catch (RuntimeException e) {
+            // Kafka 4.3+ opens the stores of existing task directories in start() (StateDirectory
+            // .initializeStartupStores): a store it refuses surfaces here, not on a stream thread (INST-28).
+            fatal.compareAndSet(null, e);
+            done.countDown();
+        }
         done.await();
         Throwable error = fatal.get();
         // INST-17: Kafka's clean close commits, closes every store (status CLOSED) and leaves the group.
