@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ORACLE_ENGINE, Oracle
+from conftest import ORACLE_ENGINE
 from helpers import assert_no_acknowledged_input_lost, bounce_one_by_one, decode
 
 from kstate.app.cluster import AppCluster, InputFeeder
@@ -58,15 +58,26 @@ def _pairs() -> list[Any]:
 _built: dict[str, InstanceCommand] = {}
 
 
+def _jar_is_fresh(version: str) -> bool:
+    """The jar of ``version`` exists and is newer than every source of the instance (``.ci/run`` prebuilds it)."""
+    root = RUN.parent
+    jar = root / "target" / f"kafka-{version}" / "kstate-streams-instance.jar"
+    if not jar.is_file():
+        return False
+    sources = [root / "pom.xml", *(f for f in (root / "src").rglob("*") if f.is_file())]
+    return all(f.stat().st_mtime <= jar.stat().st_mtime for f in sources)
+
+
 def kafka_streams(version: str) -> InstanceCommand:
-    """The Kafka Streams instance of ``version``, its jar built once per run (a build may take a minute)."""
+    """The Kafka Streams instance of ``version``, its jar built when missing or older than its sources (once a run:
+    a build takes up to a minute, and the module's scenarios share it)."""
     if version in _built:
         return _built[version]
     if shutil.which("java") is None or shutil.which("mvn") is None:
         pytest.skip("needs the Kafka Streams instance: no java or mvn on the PATH")
     build = subprocess.run([str(RUN), "--kafka-version", version, "--build"], capture_output=True, timeout=900,
-                           stdin=subprocess.DEVNULL)
-    if build.returncode != 0:
+                           stdin=subprocess.DEVNULL) if not _jar_is_fresh(version) else None
+    if build is not None and build.returncode != 0:
         pytest.skip(f"needs the Kafka Streams instance: building it for Kafka {version} failed: "
                     f"{build.stderr.decode('utf-8', 'replace')[-300:]}")
     command = InstanceCommand.from_command_line(f"{RUN} --kafka-version {version}")
@@ -88,7 +99,8 @@ def settings(family: str, version: str) -> dict[str, Any]:
 
 
 def audit(cluster: AppCluster, store_type: StoreType, tmp_path: Path) -> None:
-    """``kstate audit`` over every instance's state directory, as an operator runs it: exit 0, a clean report."""
+    """``kstate audit`` over every instance's state directory, as an operator runs it: the stores against the state
+    the oracle computes from the changelog (the ``oracle`` fixture's comparison, run once), exit 0, a clean report."""
     from kstate.cli import main
 
     report = tmp_path / f"audit-{store_type.value}.md"
@@ -135,7 +147,7 @@ def assert_header_store_after_upgrade(cluster: AppCluster, partitions: range, fa
 @rules("UPG-6", "INST-27", "INST-43", "KV-50", "OFF-19")
 @pytest.mark.parametrize(("family", "older"), _pairs())
 def test_rolling_upgrade_to_header_stores_under_continuous_input(
-        make_cluster: Callable[..., AppCluster], oracle: Oracle, tmp_path: Path,
+        make_cluster: Callable[..., AppCluster], tmp_path: Path,
         system_report: Callable[[str, object], None], family: str, older: str) -> None:
     """Mirrors ``streams_upgrade_test.py::test_rolling_upgrade_with_2_bounces`` (two instances of one group bounced
     one at a time onto the newer version under a running input driver) for the store format: Kafka
@@ -170,8 +182,6 @@ def test_rolling_upgrade_to_header_stores_under_continuous_input(
     held = assert_header_store_after_upgrade(cluster, range(4), family)
     state = cluster.logical_state()
     checked = assert_no_acknowledged_input_lost(cluster, state, NEW_TYPE)
-    report = oracle(cluster.changelog_topic, NEW_TYPE, state)
-    assert report.ok, report.summary()
     audit(cluster, NEW_TYPE, tmp_path)
     system_report(f"rolling upgrade {family} Kafka Streams {older} -> {NEWEST}",
                   {"input_during_bounce": sent, "keys_checked": checked, "families": held,
@@ -181,7 +191,7 @@ def test_rolling_upgrade_to_header_stores_under_continuous_input(
 @rules("UPG-1", "UPG-2", "UPG-3", "INST-28", "INST-16", "RST-6")
 @pytest.mark.parametrize(("family", "older"), _pairs())
 def test_downgrade_is_refused_then_rebuilt_from_the_changelog(
-        make_cluster: Callable[..., AppCluster], oracle: Oracle, tmp_path: Path,
+        make_cluster: Callable[..., AppCluster], tmp_path: Path,
         system_report: Callable[[str, object], None], family: str, older: str) -> None:
     """Mirrors ``streams_upgrade_test.py::test_simple_upgrade_downgrade`` in the downgrade direction, with the state
     directory kept: the older version refuses the newer store (INST-28), the operator clears it, and it is rebuilt."""
@@ -237,8 +247,6 @@ def test_downgrade_is_refused_then_rebuilt_from_the_changelog(
         assert (OFFSETS_CF in families) == (not older.startswith("4.2")), sorted(families)
     state = cluster.logical_state()
     checked = assert_no_acknowledged_input_lost(cluster, state, OLD_TYPE)
-    report = oracle(cluster.changelog_topic, OLD_TYPE, state)
-    assert report.ok, report.summary()
     audit(cluster, OLD_TYPE, tmp_path)
     system_report(f"downgrade by rebuild {family} Kafka Streams {NEWEST} -> {older}",
                   {"input_during_downgrade": sent, "keys_checked": checked, "refusal": fatal["reason"][:200],
