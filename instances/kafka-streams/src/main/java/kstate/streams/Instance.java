@@ -181,6 +181,9 @@ final class Instance {
     }
 
     private Topology topology() {
+        if (DslTopology.requested(config)) {
+            return DslTopology.table(config, properties());
+        }
         Topology topology = new Topology();
         topology.addSource("source", new ByteArrayDeserializer(), new ByteArrayDeserializer(), config.inputTopic);
         topology.addProcessor("processor", TableProcessor::new, "source");
@@ -221,6 +224,7 @@ final class Instance {
         // asks the Admin client), so a multi-record last batch would be cut short. A real broker loses only speed.
         p.put(StreamsConfig.producerPrefix("batch.size"), 0);
         p.putAll(config.extra); // free-form settings of this implementation (INST-5)
+        p.remove(DslTopology.TOPOLOGY); // the instance's own choice (INST-27), not a Kafka setting
         return p;
     }
 
@@ -505,7 +509,14 @@ final class Instance {
         });
         sun.misc.Signal.handle(new sun.misc.Signal("TERM"), signal -> done.countDown());
         sun.misc.Signal.handle(new sun.misc.Signal("INT"), signal -> done.countDown());
-        streams.start();
+        try {
+            streams.start();
+        } catch (RuntimeException e) {
+            // Kafka 4.3+ opens the stores of existing task directories in start() (StateDirectory
+            // .initializeStartupStores): a store it refuses surfaces here, not on a stream thread (INST-28).
+            fatal.compareAndSet(null, e);
+            done.countDown();
+        }
         done.await();
         Throwable error = fatal.get();
         // INST-17: Kafka's clean close commits, closes every store (status CLOSED) and leaves the group.

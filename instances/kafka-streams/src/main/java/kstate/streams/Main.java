@@ -87,6 +87,10 @@ public final class Main {
         // the group assigns the partitions (INST-10), and a restore ends at ListOffsets(latest) (INST-14).
         d.put("partition_assignment", "group");
         d.put("restore_end_offset", "list_offsets");
+        // A store Kafka refuses ends the client with `fatal`, never wiped (INST-16, INST-28); the DSL's table() is
+        // the second topology of the key-value family (INST-27).
+        d.put("refused_store", "fatal");
+        d.put("topologies", List.of("papi", "dsl"));
         return d;
     }
 
@@ -128,6 +132,7 @@ public final class Main {
                 throw new InstanceConfig.UsageError("crash_at", "expected <point>:<n>, got " + c.crashAt);
             }
         }
+        DslTopology.check(c);
         if (c.manageOffsets != managesOffsets()) {
             // The Kafka version decides, not a setting: 4.3+ always keeps offsets in the store, 4.2 never does.
             throw new InstanceConfig.UsageError("manage_offsets", "Kafka Streams " + kafkaVersion()
