@@ -819,8 +819,8 @@ def _audit_kv_store(args: argparse.Namespace, name: str, store_type: StoreType, 
     """One key-value store: the instances' stores read, then the oracle's audit; answers partitions read, layout and
     report. With Spark and one copy of each partition, Spark tasks read the stores in parallel; else they are dumped
     here (a later state directory's copy of a partition adds to and overrides an earlier one's)."""
-    from kstate.app.dump import dump_store_dir
     from kstate.spark.oracle import audit, store_directories_frame
+    from kstate.store_dump import dump_store_dir
 
     directories = [(partition, task_dir / "rocksdb" / name) for partition, task_dir in _task_dirs(args)
                    if (task_dir / "rocksdb" / name).is_dir()]

@@ -41,6 +41,7 @@ from kstate.ops.inputs import (
     require_list,
     require_str,
 )
+from kstate.store_dump import Rows, is_database, read_database, segment_databases
 from kstate.stores.api import (
     Backend,
     ColumnFamilyStore,
@@ -59,7 +60,6 @@ from kstate.stores.api import (
 )
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.engine import RocksDBEngine, list_column_families
 from kstate.stores.factory import open_bytes_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
@@ -476,32 +476,24 @@ def _dump_open(store: StateStore) -> dict[str, list[list[str]]]:
     # The column families as the open store presents them: what it has written plus what it has staged.
     if not isinstance(store, ColumnFamilyStore):
         raise InvalidStateStoreError("this store has no column families to dump")
-    return {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in store.column_family_rows().items()}
+    return _hex_rows(store.column_family_rows())
+
+
+def _hex_rows(rows: Rows) -> dict[str, list[list[str]]]:
+    return {cf: [[k.hex(), v.hex()] for k, v in cf_rows] for cf, cf_rows in rows.items()}
 
 
 def _dump_path(path: Path) -> dict[str, list[list[str]]]:
-    if not list_column_families(path):
+    if not is_database(path):
         raise InvalidStateStoreError(f"no RocksDB store at {path}")
-    engine = RocksDBEngine(path)
-    try:
-        out: dict[str, list[list[str]]] = {}
-        for cf in engine.column_families():
-            cursor = engine.iterate(cf)
-            try:
-                out[cf] = [[k.hex(), v.hex()] for k, v in cursor]
-            finally:
-                cursor.close()
-        return out
-    finally:
-        engine.close()
+    return _hex_rows(read_database(path))
 
 
 def _dump_segments(path: Path) -> dict[str, dict[str, list[list[str]]]]:
     # A segmented store's directory holds one RocksDB database per segment, named <store>.<segment start> (LAY-3).
     if not path.is_dir():
         raise InvalidStateStoreError(f"no segmented store at {path}")
-    return {child.name: _dump_path(child) for child in sorted(path.iterdir())
-            if child.is_dir() and list_column_families(child)}
+    return {db.name: _hex_rows(read_database(db)) for db, _ in segment_databases(path)}
 
 
 @op("store.dump", rules=["KV-20", "RST-5", "LAY-3"])
@@ -517,7 +509,7 @@ def store_dump(payload: JsonDict) -> JsonDict:
             raise InvalidStateStoreError("an in-memory store has no column families")
         if not handle.closed and handle.bytes_store.is_open:
             if isinstance(handle.bytes_store, SegmentedStore):
-                return {"segments": {segment: {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in cfs.items()}
+                return {"segments": {segment: _hex_rows(cfs)
                                      for segment, cfs in handle.bytes_store.segment_rows().items()}}
             return {"column_families": _dump_open(handle.bytes_store)}
         path = handle.store_path()
