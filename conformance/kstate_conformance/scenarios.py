@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario
+from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, open_input, run_scenario
 from kstate_conformance.models.kv import offers_store_type
 
 __all__ = ["SCENARIO_OP", "run_for"]
@@ -23,7 +23,7 @@ def run_for(codec: Any, payload: dict[str, Any]) -> dict[str, Any]:
     store_type = payload.get("store_type", "kv")
     if not offers_store_type(caps, store_type):
         pytest.skip(f"{codec.name} does not support the {store_type} store")
-    options = payload.get("options") or {}
+    options = open_input(payload)
     if options.get("caching") and not caps.get("caching"):
         pytest.skip(f"{codec.name} offers no record cache")
     offered = [b for b in ALL_BACKENDS if b in caps.get("backends", [])]
