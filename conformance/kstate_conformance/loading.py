@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kstate.errors import KStateError
 from kstate.maven import run_maven
-from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
+from kstate_conformance.adapter import CodecAdapter, ImplementationAdapter, ReferenceAdapter, as_implementation
 from kstate_conformance.mutants import get_mutant
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
 
@@ -85,7 +85,7 @@ def kafka_jvm_command(version: str, *, project: Path | None = None) -> str:
 
 
 def load_implementation(spec: str, *, timeout: float | None = None, validate: bool = False,
-                        start_timeout: float | None = None) -> CodecAdapter:
+                        start_timeout: float | None = None) -> ImplementationAdapter:
     """Resolve ``reference``, ``mutant:NAME``, ``cmd:COMMAND`` (a testee) or ``module:factory`` to an adapter.
 
     ``timeout`` (seconds per request), ``start_timeout`` (seconds for the start and the ``hello``) and
@@ -125,7 +125,7 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND, kafka-jvm:VERSION or module:factory")
 
 
-def _build_factory(spec: str) -> CodecAdapter:
+def _build_factory(spec: str) -> ImplementationAdapter:
     """Import ``module:factory`` and build the adapter; every way this can go wrong is an :class:`ImplementationError`."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
@@ -144,7 +144,7 @@ def _build_factory(spec: str) -> CodecAdapter:
     except AttributeError as exc:
         raise ImplementationNotFound(f"cannot load implementation {spec!r}: module {module_name} has no "
                                      f"attribute {attr!r}") from exc
-    if isinstance(factory, CodecAdapter) and not isinstance(factory, type):
+    if isinstance(factory, (ImplementationAdapter, CodecAdapter)) and not isinstance(factory, type):
         adapter: object = factory
     elif callable(factory):
         try:
@@ -155,7 +155,7 @@ def _build_factory(spec: str) -> CodecAdapter:
     else:
         raise ImplementationError(f"cannot build implementation {spec!r}: {module_name}.{attr} is a "
                                   f"{type(factory).__name__}, neither callable nor an adapter")
-    if not isinstance(adapter, CodecAdapter):
+    if not isinstance(adapter, (ImplementationAdapter, CodecAdapter)):
         raise ImplementationError(f"{spec!r} gave a {type(adapter).__name__}, not an adapter: it needs name, "
                                   "supports(op) and call(op, input)")
-    return adapter
+    return as_implementation(adapter)

@@ -72,7 +72,7 @@ FAMILIES = {
 
 def _open(kit: Kit, family: Family, backend: str, **extra: Any) -> Store:
     for name in family.ops():
-        if not kit.codec.supports(name):
+        if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
     return kit.open(family.store_type, backend, **({"options": family.options} if family.options else {}), **extra)
 
@@ -86,7 +86,7 @@ def _context(store: Store, offset: int, partition: int = 0) -> None:
 
 def _positions(kit: Kit, store: Store) -> list[dict[str, dict[int, int]]]:
     """Every committed position the store's databases hold (one; or one per segment), decoded as maps."""
-    if not kit.codec.supports("position.deserialize"):
+    if not kit.implementation.supports("position.deserialize"):
         pytest.skip("the implementation does not offer position.deserialize")
     dumped = store.ok("store.dump")
     databases = dumped["segments"].values() if "segments" in dumped else [dumped["column_families"]]
@@ -94,7 +94,7 @@ def _positions(kit: Kit, store: Store) -> list[dict[str, dict[int, int]]]:
     for families in databases:
         stored = dict(families.get("offsets", [])).get(h("position"))
         if stored is not None:
-            out = kit.codec.call("position.deserialize", {"bytes": stored})
+            out = kit.implementation.call("position.deserialize", {"bytes": stored})
             assert "error" not in out, out
             found.append({topic: dict(map(tuple, parts)) for topic, parts in out["position"]})
     return found
@@ -178,7 +178,7 @@ FLOORED = [(3_000, 2_000, 3_000), (70_000, 20_000, 30_000), (400_000, 60_000, 90
 def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: str, retention: int, floor: int,
                                                            later: int) -> None:
     """A version valid up to T goes to segment T // interval: with the floor that is 1, with the quotient 2 or more."""
-    if not kit.codec.supports("versioned_store.segments"):
+    if not kit.implementation.supports("versioned_store.segments"):
         pytest.skip("the implementation does not offer versioned_store.segments")
     family = FAMILIES["versioned"]
     store = _open(kit, replace(family, options={"history_retention_ms": retention}), backend)

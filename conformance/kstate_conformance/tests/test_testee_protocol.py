@@ -23,8 +23,8 @@ REFUSALS = [
 
 
 @pytest.fixture
-def testee(codec: Any) -> SubprocessAdapter:
-    inner = getattr(codec, "inner", codec)
+def testee(implementation: Any) -> SubprocessAdapter:
+    inner = getattr(implementation, "inner", implementation)
     if not isinstance(inner, SubprocessAdapter):
         pytest.skip("the implementation under test is not an out-of-process testee")
     return inner
