@@ -4,7 +4,7 @@ A :class:`Field` names an input field, its JSON type as the index shows it, its 
 when it has none), its doc and how it is read; :func:`parse_request` reads every declared field, in
 declaration order, into a :class:`Request` before the handler runs, so a missing field or one of the wrong
 JSON type is refused by name (an :class:`~kstate.ops.inputs.InputError`) as the readers of
-:mod:`kstate.ops.inputs` refuse it. :class:`Output` documents an answer's field. The operation index
+:mod:`kstate.ops.inputs` refuse it. :data:`Output` (a field too) documents an answer's. The operation index
 (:mod:`kstate.ops.index`, spec/ops-index.md) renders both.
 """
 
@@ -15,18 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kstate.ops.inputs import (
-    INT64_MAX,
-    INT64_MIN,
-    field,
-    require_bool,
-    require_choice,
-    require_hex,
-    require_int,
-    require_list,
-    require_object,
-    require_str,
-)
+from kstate.ops import inputs
+from kstate.ops.inputs import INT64_MAX, INT64_MIN
 
 JsonDict = dict[str, Any]
 
@@ -45,7 +35,7 @@ Reader = Callable[[JsonDict, str, Any], Any]
 
 def _raw(payload: JsonDict, name: str, default: Any) -> Any:
     # A field the handler's own helpers check (a handle resolves to its store): passed on as sent.
-    return payload.get(name) if default is REQUIRED else field(payload, name, default)
+    return payload.get(name) if default is REQUIRED else inputs.field(payload, name, default)
 
 
 @dataclass(frozen=True)
@@ -99,20 +89,20 @@ def _call(reader: Callable[..., Any], **options: Any) -> Reader:
 def hex_field(name: str, doc: str = "", default: Any = REQUIRED, *, nullable: bool = True,
               type: str = "hex | null") -> Field:
     """Bytes of a hex field; ``nullable=False`` refuses ``null``."""
-    return Field(name, type, doc, default, _call(require_hex, nullable=nullable))
+    return Field(name, type, doc, default, _call(inputs.require_hex, nullable=nullable))
 
 
 def int_field(name: str, doc: str = "", default: Any = REQUIRED, *, nullable: bool = False,
               minimum: int = INT64_MIN, maximum: int = INT64_MAX, type: str = "int") -> Field:
-    return Field(name, type, doc, default, _call(require_int, nullable=nullable, minimum=minimum, maximum=maximum))
+    return Field(name, type, doc, default, _call(inputs.require_int, nullable=nullable, minimum=minimum, maximum=maximum))
 
 
 def str_field(name: str, doc: str = "", default: Any = REQUIRED, *, type: str = "string") -> Field:
-    return Field(name, type, doc, default, _call(require_str))
+    return Field(name, type, doc, default, _call(inputs.require_str))
 
 
 def bool_field(name: str, doc: str = "", default: Any = REQUIRED) -> Field:
-    return Field(name, "bool", doc, default, _call(require_bool))
+    return Field(name, "bool", doc, default, _call(inputs.require_bool))
 
 
 def choice_field(name: str, choices: Sequence[str], doc: str = "", default: Any = REQUIRED) -> Field:
@@ -121,31 +111,22 @@ def choice_field(name: str, choices: Sequence[str], doc: str = "", default: Any 
 
     def read(payload: JsonDict, field_name: str, given: Any) -> Any:
         if given is _Missing:
-            return require_choice(payload, field_name, options)
-        return require_choice(payload, field_name, options, given)
+            return inputs.require_choice(payload, field_name, options)
+        return inputs.require_choice(payload, field_name, options, given)
 
     return Field(name, "string", doc, default, read)
 
 
 def list_field(name: str, type: str, doc: str = "", default: Any = REQUIRED) -> Field:
-    return Field(name, type, doc, default, _call(require_list))
+    return Field(name, type, doc, default, _call(inputs.require_list))
 
 
 def object_field(name: str, type: str, doc: str = "", default: Any = REQUIRED) -> Field:
-    return Field(name, type, doc, default, _call(require_object))
+    return Field(name, type, doc, default, _call(inputs.require_object))
 
 
-@dataclass(frozen=True)
-class Output:
-    """One field of an operation's answer: name, JSON type, doc; ``optional`` when some answers leave it out."""
-
-    name: str
-    type: str
-    doc: str = ""
-    optional: bool = False
-
-    def note(self) -> str:
-        return "; ".join(p for p in ("optional" if self.optional else "", self.doc) if p)
+#: One field of an operation's answer: name, JSON type, doc; ``optional=True`` when some answers leave it out.
+Output = Field
 
 
 class Request:
@@ -178,4 +159,4 @@ def parse_request(fields: Sequence[Field], payload: JsonDict) -> Request:
 
 def nullable_hex(name: str, doc: str = "", *, type: str = "hex | null") -> Field:
     """A required hex field that may be null and whose absence reads as null (a key or value the store checks)."""
-    return Field(name, type, doc, read=lambda payload, field_name, _default: require_hex(payload, field_name, None))
+    return Field(name, type, doc, read=lambda payload, field_name, _default: inputs.require_hex(payload, field_name, None))

@@ -352,7 +352,7 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
         entry["lenient"] = (spec.lenient.__doc__ or "Kafka accepts some malformed input").strip().splitlines()[0]
     if spec.inputs is not None:
         entry["inputs"] = [FieldInfo(f.name, f.type, f.required, f.note()).to_json() for f in spec.inputs]
-        entry["outputs"] = [FieldInfo(o.name, o.type, not o.optional, o.note()).to_json() for o in spec.outputs]
+        entry["outputs"] = [FieldInfo(o.name, o.type, o.required, o.note()).to_json() for o in spec.outputs]
         entry["refuses"] = "when Kafka throws (closed store, unknown handle, null key, ...)"
     elif cases:
         in_shape, out_shape = Shape(), Shape()
