@@ -129,6 +129,7 @@ def _fixtures_root(args: argparse.Namespace) -> Path:
 
 def cmd_fixtures_generate(args: argparse.Namespace) -> int:
     from kstate.fixtures_tool import (
+        hand_written_documents,
         jvm_fixture_documents,
         reference_fixture_documents,
         stale_documents,
@@ -140,7 +141,7 @@ def cmd_fixtures_generate(args: argparse.Namespace) -> int:
     if not (root / "fixture.schema.json").exists():
         err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
         return 2
-    documents = reference_fixture_documents()
+    documents = reference_fixture_documents() | hand_written_documents(root)
     vectors = Path(args.vectors) if args.vectors else default_vectors()
     if vectors.exists():
         documents.update(jvm_fixture_documents(vectors))
@@ -638,7 +639,8 @@ def build_parser() -> argparse.ArgumentParser:
     generate = fixtures.add_parser(
         "generate", help="rebuild the fixtures deterministically",
         description="Rebuild fixtures/ in a checkout: the reference cases, and the import of Kafka's vectors when the "
-                    "vector file is there; the hand-written fixtures/spec/ is left alone.")
+                    "vector file is there; the hand-written fixtures/spec/ keeps its cases, only each case's derived "
+                    "requires (store type, backend, features) is filled in.")
     generate.add_argument("--root", help="fixtures directory (default: ./fixtures)")
     generate.add_argument("--vectors", help=f"Kafka vector file to import (default: $KSTATE_VECTORS, else {SHARED_VECTORS})")
     generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")

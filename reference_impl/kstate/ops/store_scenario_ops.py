@@ -213,6 +213,32 @@ def open_input(payload: JsonDict) -> JsonDict:
     return _object(payload.get(name), name)
 
 
+#: The store.capabilities a scenario step needs, by operation (a step of the state directory: ``fs``).
+_STEP_FEATURES = {"store.crash": "crash", "store.dump": "dump", "store.iterator_open": "iterators"}
+#: store.open fields that need a capability of the same name.
+_OPEN_FEATURES = ("caching", "cache_flush_listener")
+
+
+def scenario_requires(payload: JsonDict) -> JsonDict:
+    """What a scenario needs of an implementation, as a golden case declares it (``requires``): its store type,
+    its backend when it names one, and the features (store.capabilities names, ``fs`` for state-directory steps)."""
+    opens = [open_input(payload)] + [_object(step.get("input"), "input") for step in _steps(payload)
+                                     if step.get("op") == "store.open"]
+    features = {name for fields in opens for name in _OPEN_FEATURES if fields.get(name)}
+    for step in _steps(payload):
+        name = str(step.get("op"))
+        if name in FS_OPS:
+            features.add("fs")
+        elif name in _STEP_FEATURES:
+            features.add(_STEP_FEATURES[name])
+    out: JsonDict = {"store_type": payload.get("store_type", "kv")}
+    if payload.get("backend") is not None:
+        out["backend"] = payload["backend"]
+    if features:
+        out["features"] = sorted(features)
+    return out
+
+
 def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) -> JsonDict:
     """Run the scenario on one backend in ``state_dir`` through ``call_op``; closes what it opened."""
     store_type = payload.get("store_type", "kv")
