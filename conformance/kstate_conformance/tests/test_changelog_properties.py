@@ -10,6 +10,14 @@ from hypothesis import strategies as st
 
 from kstate_conformance import rules
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
+from kstate_conformance.store_types import (
+    KV,
+    SESSION_WITH_HEADERS,
+    TIMESTAMPED_KV,
+    TIMESTAMPED_KV_WITH_HEADERS,
+    TIMESTAMPED_WINDOW,
+    VERSIONED_KV,
+)
 from kstate_conformance.strategies import (
     HEADERS_STORE_TYPES,
     INT64,
@@ -29,13 +37,13 @@ HEADERS = header_lists(st.text(max_size=4, alphabet=st.characters(codec="utf-8")
 
 def stored_value(store_type: str, value: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> bytes:
     """The bytes a store of ``store_type`` holds for (value, ts, headers)."""
-    if store_type in ("kv", "window", "session", "versioned_kv"):
+    if store_type in (KV, "window", "session", VERSIONED_KV):
         return value
-    if store_type in ("timestamped_kv", "timestamped_window"):
+    if store_type in (TIMESTAMPED_KV, TIMESTAMPED_WINDOW):
         return int64(ts) + value
     hdr = header_bytes(headers)
     prefix = zigzag_varint(len(hdr)) + hdr
-    return prefix + value if store_type == "session_with_headers" else prefix + int64(ts) + value
+    return prefix + value if store_type == SESSION_WITH_HEADERS else prefix + int64(ts) + value
 
 
 def json_headers(headers: list[tuple[str, bytes | None]]) -> list[list[Any]]:
@@ -71,7 +79,7 @@ def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200,
 
 
 @rules("CL-2", "CL-3", "CL-6", "CL-7")
-@given(st.sampled_from(["kv", "window", "session"]), BYTES, BYTES, TIMESTAMPS, HEADERS)
+@given(st.sampled_from([KV, "window", "session"]), BYTES, BYTES, TIMESTAMPS, HEADERS)
 def test_plain_stores_log_the_value_at_the_context_timestamp(implementation: Any, store_type: str, key: bytes, value: bytes,
                                                             ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
     out = write(implementation, store_type, "put", key, value, ctx_ts, ctx_headers, **shape_extra(store_type))
@@ -79,7 +87,7 @@ def test_plain_stores_log_the_value_at_the_context_timestamp(implementation: Any
 
 
 @rules("CL-4", "CL-6")
-@given(st.sampled_from(["timestamped_kv", "timestamped_window"]), BYTES, BYTES, TIMESTAMPS, TIMESTAMPS)
+@given(st.sampled_from([TIMESTAMPED_KV, TIMESTAMPED_WINDOW]), BYTES, BYTES, TIMESTAMPS, TIMESTAMPS)
 def test_timestamped_stores_log_the_raw_value_at_the_stored_timestamp(implementation: Any, store_type: str, key: bytes, value: bytes,
                                                                      stored_ts: int, ctx_ts: int) -> None:
     stored = stored_value(store_type, value, stored_ts, [])
@@ -94,7 +102,7 @@ def test_header_stores_log_raw_value_and_stored_headers(implementation: Any, sto
                                                         ctx_headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, stored_ts, headers)
     out = write(implementation, store_type, "put", key, stored, ctx_ts, ctx_headers, **shape_extra(store_type))
-    expected_ts = ctx_ts if store_type == "session_with_headers" else stored_ts
+    expected_ts = ctx_ts if store_type == SESSION_WITH_HEADERS else stored_ts
     assert out["record"] == {"key": changelog_key(store_type, key).hex(), "value": value.hex(),
                              "timestamp": expected_ts, "headers": json_headers(headers)}
 
@@ -132,7 +140,7 @@ def test_put_if_absent_logs_only_when_absent(implementation: Any, store_type: st
 @given(BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS, TIMESTAMPS)
 def test_versioned_stores_log_at_the_version_timestamp(implementation: Any, key: bytes, value: bytes | None, ts: int, ctx_ts: int) -> None:
     operation = "delete" if value is None else "put"
-    out = write(implementation, "versioned_kv", operation, key, value, ctx_ts, [("h", None)], timestamp=ts)
+    out = write(implementation, VERSIONED_KV, operation, key, value, ctx_ts, [("h", None)], timestamp=ts)
     assert out["record"] == {"key": key.hex(), "value": None if value is None else value.hex(), "timestamp": ts, "headers": []}
 
 
@@ -145,8 +153,8 @@ def test_negative_context_timestamps_cannot_be_logged(implementation: Any, store
 @rules("CL-2", "CL-4", "CL-5")
 @given(NEGATIVE_INT64, BYTES)
 def test_negative_stored_or_version_timestamps_cannot_be_logged(implementation: Any, ts: int, value: bytes) -> None:
-    assert "error" in write(implementation, "timestamped_kv", "put", b"k", int64(ts) + value, 5, [])
-    assert "error" in write(implementation, "versioned_kv", "put", b"k", value, 5, [], timestamp=ts)
+    assert "error" in write(implementation, TIMESTAMPED_KV, "put", b"k", int64(ts) + value, 5, [])
+    assert "error" in write(implementation, VERSIONED_KV, "put", b"k", value, 5, [], timestamp=ts)
 
 
 @rules("CL-6")
@@ -169,7 +177,7 @@ def test_window_sequence_numbers_wrap_at_31_bits(implementation: Any, seqnum: in
 
 
 @rules("CL-12")
-@given(st.sampled_from(["kv", "timestamped_kv_with_headers", "session"]), HEADERS,
+@given(st.sampled_from([KV, TIMESTAMPED_KV_WITH_HEADERS, "session"]), HEADERS,
        st.dictionaries(st.text(max_size=3, alphabet="abc"), st.dictionaries(st.integers(0, 9), st.integers(0, 99), max_size=2), max_size=2))
 def test_consistency_headers_are_appended_v_then_c(implementation: Any, store_type: str, headers: list[tuple[str, bytes | None]],
                                                    position: dict[str, dict[int, int]]) -> None:
@@ -193,7 +201,7 @@ def restore(implementation: Any, store_type: str, key: bytes, value: bytes | Non
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from(["kv", "window", "session", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]),
+@given(st.sampled_from([KV, "window", "session", VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]),
        BYTES, BYTES, INT64, HEADERS)
 def test_restore_builds_the_stored_format_from_the_record(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                           headers: list[tuple[str, bytes | None]]) -> None:
@@ -205,13 +213,13 @@ def test_restore_builds_the_stored_format_from_the_record(implementation: Any, s
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from(["kv", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]), BYTES, INT64, HEADERS)
+@given(st.sampled_from([KV, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]), BYTES, INT64, HEADERS)
 def test_restore_keeps_tombstones(implementation: Any, store_type: str, key: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> None:
     assert restore(implementation, store_type, key, None, ts, headers)["value"] is None
 
 
 @rules("CL-4", "CL-8", "CL-10", "CL-11")
-@given(st.sampled_from(["timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
+@given(st.sampled_from([TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
 def test_logging_then_restoring_gives_back_the_stored_value(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                             headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, ts, headers)
@@ -225,8 +233,8 @@ def test_logging_then_restoring_gives_back_the_stored_value(implementation: Any,
 def test_restore_embeds_consistency_headers_in_header_values(implementation: Any) -> None:
     c_value = implementation.call("position.serialize", {"position": []})["bytes"]
     headers: list[tuple[str, bytes | None]] = [("a", b"x"), ("v", b"\x00"), ("c", bytes.fromhex(c_value))]
-    out = restore(implementation, "timestamped_kv_with_headers", b"k", b"v", 7, headers)
-    assert out["value"] == stored_value("timestamped_kv_with_headers", b"v", 7, headers).hex()
+    out = restore(implementation, TIMESTAMPED_KV_WITH_HEADERS, b"k", b"v", 7, headers)
+    assert out["value"] == stored_value(TIMESTAMPED_KV_WITH_HEADERS, b"v", 7, headers).hex()
 
 
 @rules("CL-13")
@@ -307,21 +315,21 @@ def test_windowed_changelog_retention_is_retention_plus_additional_saturating(im
 def test_plain_window_store_with_duplicates_is_delete_only(implementation: Any) -> None:
     dup = implementation.call("changelog.topic_config", {"store_type": "window", "retention_ms": 0, "retain_duplicates": True})["config"]
     assert dup["cleanup.policy"] == "delete" and dup["retention.ms"] == "86400000"
-    ts = implementation.call("changelog.topic_config", {"store_type": "timestamped_window", "retention_ms": 0, "retain_duplicates": True})
+    ts = implementation.call("changelog.topic_config", {"store_type": TIMESTAMPED_WINDOW, "retention_ms": 0, "retain_duplicates": True})
     assert ts["config"]["cleanup.policy"] == "compact,delete"
 
 
 @rules("CL-17")
 @given(st.integers(min_value=0, max_value=INT64_MAX), st.integers(min_value=0, max_value=INT64_MAX))
 def test_versioned_changelog_compaction_lag_is_history_plus_one_day(implementation: Any, history: int, additional: int) -> None:
-    out = implementation.call("changelog.topic_config", {"store_type": "versioned_kv", "history_retention_ms": history,
+    out = implementation.call("changelog.topic_config", {"store_type": VERSIONED_KV, "history_retention_ms": history,
                                                 "additional_retention_ms": additional})["config"]
     assert out["min.compaction.lag.ms"] == str(min(history + 86_400_000, INT64_MAX))
     assert out["cleanup.policy"] == "compact" and "retention.ms" not in out
 
 
 @rules("CL-1", "CL-2")
-@pytest.mark.parametrize(("store_type", "operation"), [("window", "delete"), ("session", "delete"), ("versioned_kv", "put_if_absent"),
-                                                       ("kv", "remove"), ("no_such_store", "put")])
+@pytest.mark.parametrize(("store_type", "operation"), [("window", "delete"), ("session", "delete"), (VERSIONED_KV, "put_if_absent"),
+                                                       (KV, "remove"), ("no_such_store", "put")])
 def test_undefined_writes_are_refused(implementation: Any, store_type: str, operation: str) -> None:
     assert "error" in write(implementation, store_type, operation, b"k", b"v", 1, [], timestamp=1, **shape_extra(store_type))

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from kstate_conformance import rules
 from kstate_conformance.fixtures import all_cases
 from kstate_conformance.scenarios import SCENARIO_OP
+from kstate_conformance.store_types import KV, TIMESTAMPED_KV_HEADERS_ALIAS, VERSIONED_KV_WITH_HEADERS
 
 BYTES_FIELDS = ("bytes", "file")
 
@@ -84,7 +85,7 @@ HANDLE, ITERATOR, STATE_DIR = "$handle", "$iterator", "$state_dir"
 CONTEXT = {"timestamp": 1, "headers": [["h", "01"]], "offset": 0, "topic": "in", "partition": 0}
 #: Valid inputs of the ``store.*`` operations around a live in-memory key-value store (placeholders filled per call).
 STORE_EXAMPLES: dict[str, dict[str, Any]] = {
-    "store.open": {"store_type": "kv", "backend": "memory", "name": "s", "state_dir": STATE_DIR, "logging": True, "caching": True,
+    "store.open": {"store_type": KV, "backend": "memory", "name": "s", "state_dir": STATE_DIR, "logging": True, "caching": True,
                    "cache_max_bytes": 1000, "cache_flush_listener": True, "context": CONTEXT,
                    "ignore_invalid_state": False, "application_id": "app", "task_id": "0_0"},
     "store.close": {"handle": HANDLE, "downgrade": False},
@@ -144,11 +145,11 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 #: The store type and options a family's operations are tried on (by the operation's prefix).
 FAMILY_STORES: dict[str, dict[str, Any]] = {
-    "versioned_store.": {"store_type": "versioned_kv_with_headers", "options": {"history_retention_ms": 100}},
+    "versioned_store.": {"store_type": VERSIONED_KV_WITH_HEADERS, "options": {"history_retention_ms": 100}},
 }
 #: The same on a RocksDB store, for the operations that reach its files.
 ROCKSDB_EXAMPLES: dict[str, dict[str, Any]] = {
-    "store.open": {"store_type": "timestamped_kv_headers", "backend": "rocksdb", "name": "t", "state_dir": STATE_DIR,
+    "store.open": {"store_type": TIMESTAMPED_KV_HEADERS_ALIAS, "backend": "rocksdb", "name": "t", "state_dir": STATE_DIR,
                    "application_id": "app", "task_id": "0_0", "pre_4_3_reader": False, "ignore_invalid_state": True},
     "store.dump": {"handle": HANDLE},
     "store.table_options": {"handle": HANDLE},
@@ -224,7 +225,7 @@ class _LiveStore:
     def __init__(self, implementation: Any, backend: str, state_dir: Path, op: str = "") -> None:
         self.implementation = implementation
         self.state_dir = state_dir
-        options: dict[str, Any] = {"store_type": "kv", "backend": backend, "name": "s", "caching": True,
+        options: dict[str, Any] = {"store_type": KV, "backend": backend, "name": "s", "caching": True,
                                    "application_id": "app", "task_id": "0_0", "state_dir": str(state_dir)}
         for prefix, family in FAMILY_STORES.items():
             if op.startswith(prefix):

@@ -11,6 +11,15 @@ from hypothesis import strategies as st
 
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
+from kstate_conformance.store_types import (
+    KV,
+    SESSION_WITH_HEADERS,
+    TIMESTAMPED_KV,
+    TIMESTAMPED_KV_WITH_HEADERS,
+    TIMESTAMPED_WINDOW,
+    TIMESTAMPED_WINDOW_WITH_HEADERS,
+    VERSIONED_KV,
+)
 from kstate_conformance.strategies import KV_STORE_TYPES, NON_NEGATIVE_INT32, SESSION_STORE_TYPES, WINDOW_STORE_TYPES
 
 STORE_NAME = st.text(alphabet="abcxyz_-.0123456789", min_size=1, max_size=12)
@@ -116,15 +125,15 @@ def plan(implementation: Any, store_type: str, existing: dict[str, bool]) -> dic
 
 
 COLUMN_FAMILIES_BY_STORE_TYPE = [
-    ("kv", ["default", "offsets"], "default"),
-    ("versioned_kv", ["default", "offsets"], "default"),
+    (KV, ["default", "offsets"], "default"),
+    (VERSIONED_KV, ["default", "offsets"], "default"),
     ("window", ["default", "offsets"], "default"),
     ("session", ["default", "offsets"], "default"),
-    ("timestamped_kv", ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
-    ("timestamped_window", ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
-    ("timestamped_kv_with_headers", ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    ("timestamped_window_with_headers", ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    ("session_with_headers", ["default", "sessionKeyValueWithHeaders", "offsets"], "sessionKeyValueWithHeaders"),
+    (TIMESTAMPED_KV, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
+    (TIMESTAMPED_WINDOW, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
+    (TIMESTAMPED_KV_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
+    (TIMESTAMPED_WINDOW_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
+    (SESSION_WITH_HEADERS, ["default", "sessionKeyValueWithHeaders", "offsets"], "sessionKeyValueWithHeaders"),
     ("time_ordered_window_with_headers", ["default", "windowKeyValueWithHeaders", "offsets"], "windowKeyValueWithHeaders"),
 ]
 
@@ -140,10 +149,10 @@ def test_each_store_type_opens_its_column_families(implementation: Any, store_ty
 
 @rules("LAY-7")
 @pytest.mark.parametrize(("store_type", "legacy", "conversion"), [
-    ("timestamped_kv", "default", "convert_to_timestamped_format"),
-    ("timestamped_window", "default", "convert_to_timestamped_format"),
-    ("timestamped_kv_with_headers", "default", "convert_from_plain_to_header_format"),
-    ("session_with_headers", "default", "convert_to_header_format"),
+    (TIMESTAMPED_KV, "default", "convert_to_timestamped_format"),
+    (TIMESTAMPED_WINDOW, "default", "convert_to_timestamped_format"),
+    (TIMESTAMPED_KV_WITH_HEADERS, "default", "convert_from_plain_to_header_format"),
+    (SESSION_WITH_HEADERS, "default", "convert_to_header_format"),
     ("time_ordered_window_with_headers", "default", "convert_to_header_format"),
 ])
 def test_legacy_data_opens_in_upgrade_mode(implementation: Any, store_type: str, legacy: str, conversion: str) -> None:
@@ -152,7 +161,7 @@ def test_legacy_data_opens_in_upgrade_mode(implementation: Any, store_type: str,
 
 
 @rules("LAY-8")
-@pytest.mark.parametrize("store_type", ["timestamped_kv_with_headers", "timestamped_window_with_headers"])
+@pytest.mark.parametrize("store_type", [TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW_WITH_HEADERS])
 def test_header_store_over_a_timestamped_database(implementation: Any, store_type: str) -> None:
     families = ["default", "keyValueWithTimestamp", "keyValueWithTimestampAndHeaders", "offsets"]
     upgrade = plan(implementation, store_type, {"default": False, "keyValueWithTimestamp": True})
@@ -166,8 +175,8 @@ def test_header_store_over_a_timestamped_database(implementation: Any, store_typ
 
 @rules("LAY-8")
 @pytest.mark.parametrize(("store_type", "foreign"), [
-    ("kv", "keyValueWithTimestamp"), ("kv", "keyValueWithTimestampAndHeaders"), ("timestamped_kv", "keyValueWithTimestampAndHeaders"),
-    ("session", "sessionKeyValueWithHeaders"), ("versioned_kv", "__offsets"), ("window", "keyValueWithTimestamp"),
+    (KV, "keyValueWithTimestamp"), (KV, "keyValueWithTimestampAndHeaders"), (TIMESTAMPED_KV, "keyValueWithTimestampAndHeaders"),
+    ("session", "sessionKeyValueWithHeaders"), (VERSIONED_KV, "__offsets"), ("window", "keyValueWithTimestamp"),
 ])
 def test_databases_with_unknown_column_families_are_refused(implementation: Any, store_type: str, foreign: str) -> None:
     assert "error" in plan(implementation, store_type, {"default": True, foreign: False})

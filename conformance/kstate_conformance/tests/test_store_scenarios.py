@@ -6,6 +6,7 @@ from typing import Any
 
 from kstate_conformance import rules
 from kstate_conformance.scenarios import SCENARIO_OP, run_for
+from kstate_conformance.store_types import KV
 
 
 class Recording:
@@ -26,7 +27,7 @@ class Recording:
 
 
 SCENARIO = {
-    "store_type": "kv",
+    "store_type": KV,
     "open_input": {"logging": False},
     "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}},

@@ -14,6 +14,7 @@ from kstate.storage_files import directory_digest
 from kstate_conformance import raw_rocksdb, rules
 from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, FF8, ROCKSDB, Kit, Store, i64, kit, record
+from kstate_conformance.store_types import KV
 
 __all__ = ["kit"]
 
@@ -273,7 +274,7 @@ def test_the_changelog_keeps_history_for_a_day_more(kit: Kit) -> None:
 
 @rules("VS-30", "VS-31", "VS-33")
 def test_a_key_value_store_migrates_by_wipe_and_restore(kit: Kit) -> None:
-    old = kit.open("kv", ROCKSDB, name="prices")
+    old = kit.open(KV, ROCKSDB, name="prices")
     old.put("6b", "32")
     old.close()
     kit.implementation.call("store.wipe", {"state_dir": str(kit.state_dir), "name": "prices", "application_id": "app",
