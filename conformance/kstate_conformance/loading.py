@@ -97,22 +97,14 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         return ReferenceAdapter()
     if spec.startswith(KAFKA_JVM_PREFIX):
         command = kafka_jvm_command(spec[len(KAFKA_JVM_PREFIX):].strip())
-        try:
-            return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-                                     start_timeout=KAFKA_JVM_START_TIMEOUT if start_timeout is None else start_timeout,
-                                     validate=validate, label=spec)
-        except TesteeError as exc:
-            raise ImplementationError(f"cannot start the Kafka testee: {exc}") from exc
+        return _start_testee(spec, command, timeout, KAFKA_JVM_START_TIMEOUT if start_timeout is None else start_timeout,
+                             validate, "cannot start the Kafka testee")
     if spec.startswith(TESTEE_PREFIXES):
         command = spec.split(":", 1)[1].strip()
         if not command:
             raise ImplementationNotFound(f"{spec!r} names no command")
-        try:
-            return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-                                     start_timeout=DEFAULT_START_TIMEOUT if start_timeout is None else start_timeout,
-                                     validate=validate, label=spec)
-        except TesteeError as exc:
-            raise ImplementationError(f"cannot start the testee: {exc}") from exc
+        return _start_testee(spec, command, timeout, DEFAULT_START_TIMEOUT if start_timeout is None else start_timeout,
+                             validate, "cannot start the testee")
     if spec.startswith("mutant:"):
         try:
             mutant = get_mutant(spec.split(":", 1)[1])
@@ -123,6 +115,16 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         return _build_factory(spec)
     raise ImplementationNotFound(
         f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND, kafka-jvm:VERSION or module:factory")
+
+
+def _start_testee(spec: str, command: str, timeout: float | None, start_timeout: float, validate: bool,
+                  failure: str) -> ImplementationAdapter:
+    """An out-of-process testee started and its handshake done; a failure is an :class:`ImplementationError`."""
+    try:
+        return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                                 start_timeout=start_timeout, validate=validate, label=spec)
+    except TesteeError as exc:
+        raise ImplementationError(f"{failure}: {exc}") from exc
 
 
 def _build_factory(spec: str) -> ImplementationAdapter:

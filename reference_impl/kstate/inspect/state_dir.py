@@ -82,6 +82,11 @@ class Violation:
         return {"rule": self.rule, "kind": self.kind, "path": self.path, "message": self.message}
 
 
+def _position_json(position: dict[str, dict[int, int]] | None) -> dict[str, dict[str, int]] | None:
+    """A position as JSON: topic -> partition (a string key) -> offset; None stays None."""
+    return None if position is None else {t: {str(p): o for p, o in ps.items()} for t, ps in position.items()}
+
+
 @dataclass
 class DatabaseReport:
     """One RocksDB database: a key-value store's, or one segment's (LAY-2, LAY-3, LAY-5, OFF-1)."""
@@ -107,8 +112,7 @@ class DatabaseReport:
             "committed_offsets": self.committed_offsets,
             "status": self.status,
             "unclean_shutdown": self.unclean,
-            "position": {t: {str(p): o for p, o in ps.items()} for t, ps in self.position.items()}
-            if self.position is not None else None,
+            "position": _position_json(self.position),
             "error": self.error,
         }
 
@@ -140,8 +144,7 @@ class StoreReport:
             "rows": self.rows,
             "unclean_shutdown": any(db.unclean for db in self.databases),
             "databases": [db.to_json() for db in self.databases],
-            "position_file": {t: {str(p): o for p, o in ps.items()} for t, ps in self.position_file.items()}
-            if self.position_file is not None else None,
+            "position_file": _position_json(self.position_file),
             "legacy_checkpoint": self.legacy_checkpoint,
         }
 

@@ -25,7 +25,8 @@ from typing import Any, cast
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
+from kstate.ops import JsonDict, headers_from_json, op
+from kstate.ops.changelog_ops import record_to_json
 from kstate.ops.fields import (
     Field,
     Output,
@@ -195,15 +196,6 @@ def context_from_json(data: JsonDict | None, where: str = "context") -> RecordCo
         topic=as_str(data.get("topic", ""), f"{prefix}topic"),
         partition=as_int(data.get("partition", -1), f"{prefix}partition", minimum=INT32_MIN, maximum=INT32_MAX),
     )
-
-
-def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
-    return {
-        "key": record.key.hex(),
-        "value": tohex(record.value),
-        "timestamp": record.timestamp,
-        "headers": headers_to_json(list(record.headers)),
-    }
 
 
 def record_from_json(data: Any, where: str = "record") -> cl.ChangelogRecord:
