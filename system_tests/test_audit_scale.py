@@ -153,7 +153,7 @@ def test_store_directories_are_read_by_spark_tasks_as_the_dump_reads_them(spark:
                                                                             topic_name: str, tmp_path: Path) -> None:
     """Plain key-value stores of two tasks, audited with the stores read in parallel: a lost update is reported
     by key, and the actual side is counted from the frame."""
-    from kstate.app.dump import dump_store_dir
+    from kstate.store_dump import dump_store_dir
 
     create_topic(broker, topic_name, 2)
     produce(broker, topic_name, [(b"a", b"1", 10, []), (b"b", b"2", 11, []), (b"a", b"3", 12, [])], partition=0)

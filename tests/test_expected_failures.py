@@ -112,7 +112,7 @@ def test_the_report_shows_the_minimal_failing_example(plain_run: object) -> None
     failure = next(o for o in plain_run.by_outcome("failed")  # type: ignore[attr-defined]
                    if o["test_id"] == FAILING[0])
     assert failure["example"].startswith("Falsifying example: test_varint_round_trips(")
-    assert "value=" in failure["example"] and "codec=" not in failure["example"]
+    assert "value=" in failure["example"] and "implementation=" not in failure["example"]
     markdown = (plain_run.report_dir / "report.md").read_text()  # type: ignore[attr-defined]
     assert "Minimal failing example:" in markdown and "Falsifying example: test_varint_round_trips(" in markdown
 

@@ -135,3 +135,25 @@ def test_verify_keeps_store_log_lines_out_of_its_output(tmp_path: Path, monkeypa
     assert "WARNING kstate.stores: Skipping record for expired put." in log.read_text()
     assert main(["fixtures", "verify"]) == 0
     assert "Skipping record" not in capsys.readouterr().err
+
+
+def test_a_scenario_case_declares_what_it_requires_and_generate_fills_it(repo_root: Path, tmp_path: Path) -> None:
+    """A store scenario's ``requires`` (store type, backend, features) is checked against its input by ``verify``
+    and filled by ``generate`` in a hand-written file, its other bytes kept."""
+    root = tmp_path / "fixtures"
+    (root / "spec").mkdir(parents=True)
+    (root / "fixture.schema.json").write_text((repo_root / "fixtures" / "fixture.schema.json").read_text())
+    scenario = {"store_type": "kv", "backend": "memory", "open_input": {"caching": True},
+                "steps": [{"op": "store.put", "input": {"key": "01", "value": "0a"}},
+                          {"op": "store.get", "input": {"key": "01"}}]}
+    case = {"id": "spec.kv_store.cached_put", "op": "store.scenario", "rules": ["CACHE-1"], "level": "required",
+            "evidence": "spec", "input": scenario, "output": {"open": {}, "steps": [{}, {"value": "0a"}]}}
+    path = root / "spec" / "kv_store.json"
+    path.write_text('{\n "cases": [\n' + json.dumps(case, sort_keys=True) + '\n ],\n "description": "d",\n'
+                    ' "evidence": "spec",\n "family": "kv_store",\n "fixture_format": 1\n}\n')
+    assert main(["fixtures", "verify", "--root", str(root)]) == 1  # requires missing
+    assert main(["fixtures", "generate", "--root", str(root)]) == 0
+    written = json.loads(path.read_text())["cases"][0]
+    assert written["requires"] == {"store_type": "kv", "backend": "memory", "features": ["caching"]}
+    assert {k: v for k, v in written.items() if k != "requires"} == case
+    assert main(["fixtures", "verify", "--root", str(root)]) == 0

@@ -11,7 +11,8 @@ import pytest
 from kstate.cli import main
 from kstate.ops import call, load_all
 from kstate.ops.compare import differences
-from kstate.ops.index import STORE_FIELDS, Shape, build_index, render_markdown, run_store_session
+from kstate.ops.fields import REQUIRED
+from kstate.ops.index import Shape, build_index, declared_ops, render_markdown, run_store_session
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,18 +32,31 @@ def test_every_operation_has_fields_and_an_example(index: list[dict[str, Any]]) 
     assert [entry["name"] for entry in index] == sorted(load_all())
     bare = [e["name"] for e in index if e["example"] is None or not (e["inputs"] or e["outputs"] or e["fixture_cases"])]
     assert not bare, f"operations a porter could not write from the index: {bare}"
-    assert not [n for n in load_all() if n.startswith("store.") and n not in STORE_FIELDS]
+    assert not [n for n in load_all() if n.startswith("store.") and n not in declared_ops()]
 
 
 def test_store_examples_use_only_declared_fields() -> None:
     session = run_store_session()
-    assert {op for op, _, _ in session} == set(STORE_FIELDS), "the session shows every store operation"
+    declared = declared_ops()
+    assert {op for op, _, _ in session} == set(declared), "the session shows every store operation"
     for name, payload, output in session:
-        inputs, outputs = STORE_FIELDS[name]
-        assert set(payload) <= set(inputs), f"{name}: undeclared input fields {set(payload) - set(inputs)}"
+        inputs, outputs = {f.name for f in declared[name].inputs or ()}, {o.name: o for o in declared[name].outputs}
+        assert set(payload) <= inputs, f"{name}: undeclared input fields {set(payload) - inputs}"
         assert set(output) <= set(outputs), f"{name}: undeclared output fields {set(output) - set(outputs)}"
-        required = {k for k, v in outputs.items() if not v.partition(";")[2].strip().startswith("optional")}
+        required = {k for k, o in outputs.items() if not o.optional}
         assert required <= set(output), f"{name}: declared output fields missing {required - set(output)}"
+
+
+def test_declared_defaults_are_what_the_parse_gives() -> None:
+    """A field left out takes the default the index shows (OPS-2): the declaration is the parse."""
+    checked = 0
+    for name, spec in declared_ops().items():
+        for field in spec.inputs or ():
+            if field.default in (REQUIRED, None):
+                continue
+            assert field.parse({}) == field.default, f"{name}.{field.name}"
+            checked += 1
+    assert checked >= 20
 
 
 def test_fixture_examples_replay_against_the_reference(index: list[dict[str, Any]]) -> None:

@@ -1,12 +1,17 @@
 """The adapter protocol an implementation under test satisfies (spec/ops.md, OPS-1).
 
-A codec adapter answers :meth:`CodecAdapter.call` with the JSON output of a neutral operation, or a
-``{"error": ...}`` object when the implementation refuses the input; it raises :class:`Unsupported`
-for an operation it does not implement (a first-class answer: the test is skipped, not failed).
+An implementation adapter answers :meth:`ImplementationAdapter.call` with the JSON output of a neutral
+operation, or a ``{"error": ...}`` object when the implementation refuses the input; it raises
+:class:`Unsupported` for an operation it does not implement (a first-class answer: the test is skipped, not
+failed). The suite calls :meth:`~ImplementationAdapter.begin_test` before each test and
+:meth:`~ImplementationAdapter.close` once at the end; the base class makes both no-ops, so an adapter
+overrides only what it needs. :class:`CodecAdapter`, the protocol's first name (name, supports, call), stays
+for third-party adapters and type hints: :func:`as_implementation` adopts such an adapter.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -18,9 +23,33 @@ class Unsupported(Exception):
     """The implementation does not provide this operation or capability."""
 
 
+class ImplementationAdapter(ABC):
+    """What the suite needs from an implementation: ``name``, ``supports``, ``call``; ``begin_test`` and
+    ``close`` are no-ops unless the implementation needs them (an out-of-process testee does)."""
+
+    name: str
+
+    @abstractmethod
+    def supports(self, op: str) -> bool:
+        """Whether ``op`` is implemented."""
+
+    @abstractmethod
+    def call(self, op: str, payload: JsonDict) -> JsonDict:
+        """Run ``op`` on ``payload``; errors as ``{"error": ...}``; :class:`Unsupported` if absent."""
+
+    def begin_test(self, test_id: str = "") -> None:
+        """Called before each test (``test_id`` is its pytest node id)."""
+        return None  # an in-process implementation has nothing to reset
+
+    def close(self) -> None:
+        """Called once when the run ends: release what the implementation holds."""
+        return None  # an in-process implementation holds nothing to release
+
+
 @runtime_checkable
 class CodecAdapter(Protocol):
-    """What the suite needs from an implementation's codecs."""
+    """Deprecated name of the adapter protocol, as first published (name, supports, call): an object of this
+    shape is still accepted, adopted by :func:`as_implementation`."""
 
     name: str
 
@@ -33,7 +62,36 @@ class CodecAdapter(Protocol):
         ...
 
 
-class ReferenceAdapter:
+class _Adopted(ImplementationAdapter):
+    """An adapter of the first protocol behind the base class; its own ``begin_test``/``close``, if any, are kept."""
+
+    def __init__(self, inner: CodecAdapter) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    def supports(self, op: str) -> bool:
+        return self.inner.supports(op)
+
+    def call(self, op: str, payload: JsonDict) -> JsonDict:
+        return self.inner.call(op, payload)
+
+    def begin_test(self, test_id: str = "") -> None:
+        begin_test = getattr(self.inner, "begin_test", None)
+        if callable(begin_test):
+            begin_test(test_id)
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
+
+
+def as_implementation(adapter: ImplementationAdapter | CodecAdapter) -> ImplementationAdapter:
+    """``adapter`` itself if it has the base class, else an adoption of it (a third party's first-protocol adapter)."""
+    return adapter if isinstance(adapter, ImplementationAdapter) else _Adopted(adapter)
+
+
+class ReferenceAdapter(ImplementationAdapter):
     """The reference implementation (``kstate``) behind the adapter protocol."""
 
     name = "reference"
@@ -54,10 +112,10 @@ class ReferenceAdapter:
         return call(op, payload)
 
 
-class OverrideAdapter:
+class OverrideAdapter(ImplementationAdapter):
     """An adapter whose chosen operations are replaced; how mutants are built."""
 
-    def __init__(self, name: str, base: CodecAdapter, overrides: Mapping[str, Handler]) -> None:
+    def __init__(self, name: str, base: ImplementationAdapter, overrides: Mapping[str, Handler]) -> None:
         self.name = name
         self._base = base
         self._overrides = dict(overrides)
@@ -76,3 +134,9 @@ class OverrideAdapter:
             return handler(payload)
         except KStateError as exc:
             return error_of(exc)
+
+    def begin_test(self, test_id: str = "") -> None:
+        self._base.begin_test(test_id)
+
+    def close(self) -> None:
+        self._base.close()

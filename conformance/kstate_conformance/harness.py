@@ -55,13 +55,13 @@ def record(key: str, value: str | None, timestamp: int, headers: list[list[Any]]
 class Store:
     """A handle on one store of the implementation, with hex-level helpers."""
 
-    def __init__(self, codec: Any, handle: str, info: dict[str, Any]) -> None:
-        self.codec = codec
+    def __init__(self, implementation: Any, handle: str, info: dict[str, Any]) -> None:
+        self.implementation = implementation
         self.handle = handle
         self.info = info
 
     def call(self, op: str, **payload: Any) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call(op, {"handle": self.handle, **payload})
+        out: dict[str, Any] = self.implementation.call(op, {"handle": self.handle, **payload})
         return out
 
     def ok(self, op: str, **payload: Any) -> dict[str, Any]:
@@ -149,19 +149,19 @@ class Store:
         return iterator_id
 
     def next(self, iterator_id: str, count: int = 100) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call("store.iterator_next", {"iterator": iterator_id, "max": count})
+        out: dict[str, Any] = self.implementation.call("store.iterator_next", {"iterator": iterator_id, "max": count})
         return out
 
 
 class Kit:
     """Opens stores of the implementation under test in one state directory, skipping what it lacks."""
 
-    def __init__(self, codec: Any, state_dir: Path) -> None:
-        self.codec = codec
+    def __init__(self, implementation: Any, state_dir: Path) -> None:
+        self.implementation = implementation
         self.state_dir = state_dir
-        if not codec.supports("store.capabilities"):
+        if not implementation.supports("store.capabilities"):
             pytest.skip("the implementation offers no key-value store operations")
-        self.caps: dict[str, Any] = codec.call("store.capabilities", {})
+        self.caps: dict[str, Any] = implementation.call("store.capabilities", {})
         self.opened: list[Store] = []
 
     def require(self, store_type: str | None = None, backend: str | None = None, *features: str) -> None:
@@ -180,16 +180,16 @@ class Kit:
 
     def open(self, store_type: str, backend: str, **options: Any) -> Store:
         self.require(store_type, backend, *(["caching"] if options.get("caching") else []))
-        out = self.codec.call("store.open", self.open_payload(store_type, backend, **options))
+        out = self.implementation.call("store.open", self.open_payload(store_type, backend, **options))
         assert "error" not in out, f"opening a {store_type} store on {backend} failed: {out['error']}"
-        store = Store(self.codec, out["handle"], out)
+        store = Store(self.implementation, out["handle"], out)
         self.opened.append(store)
         return store
 
     def open_refused(self, store_type: str, backend: str, **options: Any) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call("store.open", self.open_payload(store_type, backend, **options))
+        out: dict[str, Any] = self.implementation.call("store.open", self.open_payload(store_type, backend, **options))
         if "error" not in out:
-            self.opened.append(Store(self.codec, out["handle"], out))
+            self.opened.append(Store(self.implementation, out["handle"], out))
         return out
 
     def close_all(self) -> None:
@@ -198,7 +198,7 @@ class Kit:
 
 
 @pytest.fixture
-def kit(codec: Any, tmp_path: Path) -> Any:
-    k = Kit(codec, tmp_path)
+def kit(implementation: Any, tmp_path: Path) -> Any:
+    k = Kit(implementation, tmp_path)
     yield k
     k.close_all()

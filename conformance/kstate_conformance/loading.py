@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kstate.errors import KStateError
 from kstate.maven import run_maven
-from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
+from kstate_conformance.adapter import CodecAdapter, ImplementationAdapter, ReferenceAdapter, as_implementation
 from kstate_conformance.mutants import get_mutant
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
 
@@ -85,7 +85,7 @@ def kafka_jvm_command(version: str, *, project: Path | None = None) -> str:
 
 
 def load_implementation(spec: str, *, timeout: float | None = None, validate: bool = False,
-                        start_timeout: float | None = None) -> CodecAdapter:
+                        start_timeout: float | None = None) -> ImplementationAdapter:
     """Resolve ``reference``, ``mutant:NAME``, ``cmd:COMMAND`` (a testee) or ``module:factory`` to an adapter.
 
     ``timeout`` (seconds per request), ``start_timeout`` (seconds for the start and the ``hello``) and
@@ -97,22 +97,14 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         return ReferenceAdapter()
     if spec.startswith(KAFKA_JVM_PREFIX):
         command = kafka_jvm_command(spec[len(KAFKA_JVM_PREFIX):].strip())
-        try:
-            return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-                                     start_timeout=KAFKA_JVM_START_TIMEOUT if start_timeout is None else start_timeout,
-                                     validate=validate, label=spec)
-        except TesteeError as exc:
-            raise ImplementationError(f"cannot start the Kafka testee: {exc}") from exc
+        return _start_testee(spec, command, timeout, KAFKA_JVM_START_TIMEOUT if start_timeout is None else start_timeout,
+                             validate, "cannot start the Kafka testee")
     if spec.startswith(TESTEE_PREFIXES):
         command = spec.split(":", 1)[1].strip()
         if not command:
             raise ImplementationNotFound(f"{spec!r} names no command")
-        try:
-            return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
-                                     start_timeout=DEFAULT_START_TIMEOUT if start_timeout is None else start_timeout,
-                                     validate=validate, label=spec)
-        except TesteeError as exc:
-            raise ImplementationError(f"cannot start the testee: {exc}") from exc
+        return _start_testee(spec, command, timeout, DEFAULT_START_TIMEOUT if start_timeout is None else start_timeout,
+                             validate, "cannot start the testee")
     if spec.startswith("mutant:"):
         try:
             mutant = get_mutant(spec.split(":", 1)[1])
@@ -125,7 +117,17 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND, kafka-jvm:VERSION or module:factory")
 
 
-def _build_factory(spec: str) -> CodecAdapter:
+def _start_testee(spec: str, command: str, timeout: float | None, start_timeout: float, validate: bool,
+                  failure: str) -> ImplementationAdapter:
+    """An out-of-process testee started and its handshake done; a failure is an :class:`ImplementationError`."""
+    try:
+        return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                                 start_timeout=start_timeout, validate=validate, label=spec)
+    except TesteeError as exc:
+        raise ImplementationError(f"{failure}: {exc}") from exc
+
+
+def _build_factory(spec: str) -> ImplementationAdapter:
     """Import ``module:factory`` and build the adapter; every way this can go wrong is an :class:`ImplementationError`."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
@@ -144,7 +146,7 @@ def _build_factory(spec: str) -> CodecAdapter:
     except AttributeError as exc:
         raise ImplementationNotFound(f"cannot load implementation {spec!r}: module {module_name} has no "
                                      f"attribute {attr!r}") from exc
-    if isinstance(factory, CodecAdapter) and not isinstance(factory, type):
+    if isinstance(factory, (ImplementationAdapter, CodecAdapter)) and not isinstance(factory, type):
         adapter: object = factory
     elif callable(factory):
         try:
@@ -155,7 +157,7 @@ def _build_factory(spec: str) -> CodecAdapter:
     else:
         raise ImplementationError(f"cannot build implementation {spec!r}: {module_name}.{attr} is a "
                                   f"{type(factory).__name__}, neither callable nor an adapter")
-    if not isinstance(adapter, CodecAdapter):
+    if not isinstance(adapter, (ImplementationAdapter, CodecAdapter)):
         raise ImplementationError(f"{spec!r} gave a {type(adapter).__name__}, not an adapter: it needs name, "
                                   "supports(op) and call(op, input)")
-    return adapter
+    return as_implementation(adapter)

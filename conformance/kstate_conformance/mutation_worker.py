@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from _pytest.runner import runtestprotocol
 
-from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
+from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter
 from kstate_conformance.expectations import stable_test_id
 from kstate_conformance.mutants import Mutant, all_mutants
 from kstate_conformance.plugin import ADAPTER_KEY, WRAPPER_KEY
@@ -50,7 +50,7 @@ def failure_message(report: pytest.TestReport) -> str:
     return first_line(str(message)) if message else first_line(report.longreprtext)
 
 
-def run_items(config: pytest.Config, adapter: CodecAdapter, order: list[pytest.Item], *,
+def run_items(config: pytest.Config, adapter: ImplementationAdapter, order: list[pytest.Item], *,
               stop_at_first_failure: bool) -> ChildResult:
     """Run ``order`` against ``adapter`` in this (forked) process; the failing tests and how many ran."""
     config.stash[ADAPTER_KEY] = adapter
@@ -179,7 +179,7 @@ def _module_name(item: pytest.Item) -> str:
     return str(getattr(module, "__name__", ""))
 
 
-def _bind(config: pytest.Config, adapter: CodecAdapter, order: list[pytest.Item],
+def _bind(config: pytest.Config, adapter: ImplementationAdapter, order: list[pytest.Item],
           stop: bool) -> Callable[[], ChildResult]:
     return lambda: run_items(config, adapter, order, stop_at_first_failure=stop)
 

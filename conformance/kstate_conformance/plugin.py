@@ -1,4 +1,4 @@
-"""The pytest plugin (entry point ``pytest11``): options, the ``codec`` fixture, hypothesis profiles,
+"""The pytest plugin (entry point ``pytest11``): options, the ``implementation`` fixture (``codec``, its deprecated name), hypothesis profiles,
 expected-failure files, reports and progress.
 
 ``pytest --pyargs kstate_conformance.tests --kstate-impl module:factory`` runs the suite against an
@@ -22,7 +22,7 @@ import pytest
 
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate.scratch import scratch_temp_dir
-from kstate_conformance.adapter import CodecAdapter, JsonDict, Unsupported
+from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
 from kstate_conformance.expectations import Entry, ExpectationFileError, ExpectedFailures, stable_test_id
 from kstate_conformance.loading import ImplementationError, load_implementation
 
@@ -32,7 +32,7 @@ pytest.register_assert_rewrite("kstate_conformance.harness")
 
 LEVEL_ORDER = {"required": 0, "recommended": 1, "tentative": 2}
 PROFILES = {"quick": 15, "default": 60, "thorough": 1000}
-ADAPTER_KEY = pytest.StashKey[CodecAdapter]()
+ADAPTER_KEY = pytest.StashKey[ImplementationAdapter]()
 WRAPPER_KEY = pytest.StashKey["SkippingAdapter"]()
 #: Parameter values that name a store type or a backend, when a test's parameters are not named so.
 BACKENDS = ("rocksdb", "memory", "in_memory")
@@ -47,11 +47,11 @@ PURE_FAMILIES = frozenset({"varint", "primitives", "headers", "record_v2", "time
 REMEMBERED_CALLS = 64
 
 
-class SkippingAdapter:
+class SkippingAdapter(ImplementationAdapter):
     """Wraps an adapter so that an unsupported operation skips the test, with the reason; remembers the
     last call of the running test, so that a failure can name its operation, input and actual output."""
 
-    def __init__(self, inner: CodecAdapter) -> None:
+    def __init__(self, inner: ImplementationAdapter) -> None:
         self.inner = inner
         self.name = inner.name
         #: The running test's latest calls as (operation, input, output); output None if the call raised.
@@ -220,7 +220,7 @@ def positional_ids(items: list[pytest.Item]) -> list[str]:
 # --- the implementation under test ------------------------------------------------------------------------
 
 
-def build_implementation(config: pytest.Config) -> CodecAdapter:
+def build_implementation(config: pytest.Config) -> ImplementationAdapter:
     """Load, build or start the implementation under test; :class:`ImplementationError` if it cannot be."""
     timeout = config.getoption("--kstate-testee-timeout")
     if timeout is None and os.environ.get("KSTATE_TESTEE_TIMEOUT"):
@@ -245,13 +245,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     adapter = config.stash.get(ADAPTER_KEY, None)
-    close = getattr(adapter, "close", None)
-    if callable(close):
-        close()
+    if adapter is not None:
+        adapter.close()
 
 
 @pytest.fixture(scope="session")
-def codec(request: pytest.FixtureRequest) -> Any:
+def implementation(request: pytest.FixtureRequest) -> Any:
     """The implementation under test, behind the adapter protocol."""
     config = request.config
     adapter = config.stash.get(ADAPTER_KEY, None)
@@ -263,6 +262,12 @@ def codec(request: pytest.FixtureRequest) -> Any:
     return wrapper
 
 
+@pytest.fixture(scope="session")
+def codec(implementation: Any) -> Any:
+    """Deprecated name of the ``implementation`` fixture, kept for third-party tests and plugins."""
+    return implementation
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # An out-of-process testee that failed in the previous test is restarted for this one.
@@ -270,9 +275,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     wrapper = item.config.stash.get(WRAPPER_KEY, None)
     if wrapper is not None:
         wrapper.calls.clear()
-    begin_test = getattr(adapter, "begin_test", None)
-    if callable(begin_test):
-        begin_test(item.nodeid)
+    if adapter is not None:
+        adapter.begin_test(item.nodeid)
 
 
 # --- expected failures (strict) ------------------------------------------------------------------------------
@@ -483,13 +487,13 @@ def unwrapped_error(exc: BaseException) -> tuple[str, str]:
     outer = wrappers[0]
     count = len(getattr(outer, "exceptions", ()))
     first_line = next((line for line in str(outer).splitlines() if line.strip()), "")
-    first_line = re.sub(r"codec=<[^>]*>,\s*", "", first_line)  # the adapter object's repr says nothing
+    first_line = re.sub(r"(?:implementation|codec)=<[^>]*>,\s*", "", first_line)  # the adapter object's repr says nothing
     text = [line for line in f"{type(inner).__name__}: {inner}".splitlines() if line.strip()][:3]
     text.append(f"(the innermost error{f', 1 of {count},' if count > 1 else ''} of {type(outer).__name__}: "
                 f"{first_line})")
     notes = [str(n) for n in getattr(inner, "__notes__", ())]
     example = next((n for n in notes if _EXAMPLE_NOTE.match(n)), "")
-    example_lines = [line.rstrip() for line in example.strip().splitlines() if not re.match(r"\s*codec=<", line)]
+    example_lines = [line.rstrip() for line in example.strip().splitlines() if not re.match(r"\s*(?:implementation|codec)=<", line)]
     if example_lines:
         example_lines[0] = example_lines[0].replace("Failing test case", "Falsifying example", 1)
     return "\n".join(text), "\n".join(example_lines)

@@ -251,7 +251,7 @@ def minimal_example(detail: str) -> str:
             text = _strip_marker(follow)
             if not text.strip():
                 break
-            if re.match(r"\s*codec=<", text):
+            if re.match(r"\s*(?:implementation|codec)=<", text):
                 continue
             block.append(text.rstrip())
         return "\n".join(block)

@@ -11,25 +11,26 @@ from typing import Any
 
 import pytest
 
-from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario
+from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario, scenario_requires
 from kstate_conformance.models.kv import offers_store_type
 
 __all__ = ["SCENARIO_OP", "run_for"]
 
 
-def run_for(codec: Any, payload: dict[str, Any]) -> dict[str, Any]:
-    """The scenario's answer from ``codec``; skips when it lacks the store type, backend or caching asked for."""
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
-    store_type = payload.get("store_type", "kv")
+def run_for(implementation: Any, payload: dict[str, Any], requires: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The scenario's answer from ``implementation``; skips when it lacks the store type, backend or record cache
+    the case ``requires`` (a golden case declares it; otherwise it is derived from the scenario)."""
+    needs = requires if requires is not None else scenario_requires(payload)
+    caps: dict[str, Any] = implementation.call("store.capabilities", {})
+    store_type = needs["store_type"]
     if not offers_store_type(caps, store_type):
-        pytest.skip(f"{codec.name} does not support the {store_type} store")
-    options = payload.get("options") or {}
-    if options.get("caching") and not caps.get("caching"):
-        pytest.skip(f"{codec.name} offers no record cache")
+        pytest.skip(f"{implementation.name} does not support the {store_type} store")
+    if "caching" in needs.get("features", ()) and not caps.get("caching"):
+        pytest.skip(f"{implementation.name} offers no record cache")
     offered = [b for b in ALL_BACKENDS if b in caps.get("backends", [])]
-    backend = payload.get("backend")
+    backend = needs.get("backend")
     if backend is not None and backend not in offered:
-        pytest.skip(f"{codec.name} does not support the {backend} backend")
+        pytest.skip(f"{implementation.name} does not support the {backend} backend")
     if not offered:
-        pytest.skip(f"{codec.name} offers no store backend")
-    return run_scenario(codec.call, payload, None if backend is not None else offered)
+        pytest.skip(f"{implementation.name} offers no store backend")
+    return run_scenario(implementation.call, payload, None if backend is not None else offered)

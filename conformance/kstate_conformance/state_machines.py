@@ -1,7 +1,7 @@
-"""What the model-based state machines of every store family share: calls through the implementation's codec,
+"""What the model-based state machines of every store family share: calls through the implementation's adapter,
 refusals matched against the model's, and the run settings derived from the loaded hypothesis profile.
 
-A family's machine subclasses :class:`StoreMachine` (its constructor takes the codec, the backend, a base
+A family's machine subclasses :class:`StoreMachine` (its constructor takes the implementation, the backend, a base
 directory and the capabilities) and runs with :func:`run_family_machine`.
 """
 
@@ -42,7 +42,7 @@ ModelT = TypeVar("ModelT")
 
 
 class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
-    """Speaks to one store of the implementation through ``codec`` and keeps the family's ``model`` of it (set by
+    """Speaks to one store of the implementation through ``implementation`` and keeps the family's ``model`` of it (set by
     the machine's initialize rule); ``handle`` names the store currently open."""
 
     #: The family's lifecycle steps: commit (compare what the store logged, commit the offset reached), crash and
@@ -51,9 +51,9 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     crash: Callable[..., None]
     restore_into_fresh_store: Callable[[int], None]
 
-    def __init__(self, codec: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+    def __init__(self, implementation: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
         super().__init__()
-        self.codec = codec
+        self.implementation = implementation
         self.backend = backend
         self.capabilities = capabilities
         self.dir = Path(tempfile.mkdtemp(dir=base_dir))
@@ -76,7 +76,7 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         return self.model
 
     def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = self.codec.call(op, payload)
+        out: dict[str, Any] = self.implementation.call(op, payload)
         return out
 
     def ok(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -191,14 +191,14 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         assert actual == expected, f"changelog records differ:\n store: {actual}\n model: {expected}"
 
 
-def run_family_machine(codec: Any, family: str, operation: str | None, store_type: str, backend: str,
+def run_family_machine(implementation: Any, family: str, operation: str | None, store_type: str, backend: str,
                        offers: Callable[[dict[str, Any], str], bool],
                        machine: Callable[[dict[str, Any]], RuleBasedStateMachine], steps: int = 30) -> None:
     """Run ``machine(capabilities)`` when the implementation offers ``operation`` and a ``store_type`` store on
     ``backend`` (``offers``: the family model's store type check); skip the test otherwise."""
-    if not codec.supports("store.capabilities") or (operation is not None and not codec.supports(operation)):
+    if not implementation.supports("store.capabilities") or (operation is not None and not implementation.supports(operation)):
         pytest.skip(f"the implementation offers no {family} store operations")
-    caps: dict[str, Any] = codec.call("store.capabilities", {})
+    caps: dict[str, Any] = implementation.call("store.capabilities", {})
     if backend not in caps.get("backends", []) or not offers(caps, store_type):
         pytest.skip(f"the implementation has no {store_type} store on {backend}")
     run_machine(lambda: machine(caps), steps)

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Mapping
 from typing import IO, Any
 
-from kstate_conformance.adapter import JsonDict, Unsupported
+from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
@@ -143,8 +143,8 @@ class _Process:
         self.stderr_file.close()
 
 
-class SubprocessAdapter:
-    """A :class:`~kstate_conformance.adapter.CodecAdapter` speaking the testee protocol to a child process."""
+class SubprocessAdapter(ImplementationAdapter):
+    """A :class:`~kstate_conformance.adapter.ImplementationAdapter` speaking the testee protocol to a child process."""
 
     def __init__(
         self,

@@ -123,7 +123,8 @@ def test_the_format_comes_from_the_option_else_the_suffix(tmp_path: Path) -> Non
 
 
 def test_the_audit_command_runs_on_every_local_core_by_default_and_takes_several_stores() -> None:
-    from kstate.cli import _parse_store_spec, build_parser
+    from kstate.cli import build_parser
+    from kstate.spark.audit_command import _parse_store_spec
 
     base = ["audit", "--bootstrap", "b:9092", "--application-id", "app", "--state-dir", "s"]
     args = build_parser().parse_args([*base, "--store", "a", "--store", "b:window", "--store-type", "session"])

@@ -23,11 +23,11 @@ import pytest
 
 from kstate.app.cluster import AppCluster
 from kstate.app.config import CRASH_POINTS, InstanceConfig
-from kstate.app.dump import dump_segmented_store, dump_store
 from kstate.codecs.store_types import BUILT_TYPES, Family, StoreType
 from kstate.codecs.store_types import STORE_TYPES as STORE_TYPES_INFO
 from kstate.kafka.broker import Broker, start_broker
 from kstate.kafka.changelog_topics import consume_all
+from kstate.store_dump import dump_segmented_store, dump_store
 from kstate_conformance import rules
 
 SECOND_INSTANCE = Path(__file__).resolve().parents[2] / "examples" / "testee_instance" / "instance.py"

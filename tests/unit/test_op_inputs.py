@@ -112,3 +112,15 @@ def test_the_scenario_operation_refuses_wrong_json_types() -> None:
         for confusion in (*CONFUSIONS, MISSING):
             out = call("store.scenario", _replaced(example, path, confusion))
             assert isinstance(out, dict), f"{path} = {confusion!r}: {out!r}"
+
+
+def test_a_refused_close_leaves_the_store_open() -> None:
+    """A close refused for its input (OPS-3) closes nothing: its fields are parsed before the handler runs, so the
+    handle is not marked closed while its store stays open."""
+    from kstate.ops import call
+
+    handle = call("store.open", {"store_type": "kv", "backend": "memory"})["handle"]
+    refused = call("store.close", {"handle": handle, "downgrade": "yes"})
+    assert refused["error"]["type"] == "InputError" and refused["error"]["field"] == "downgrade"
+    assert call("store.flush_cache", {"handle": handle}) == {}  # still open
+    assert call("store.close", {"handle": handle}) == {}

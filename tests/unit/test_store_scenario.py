@@ -84,3 +84,14 @@ def test_fs_steps_run_on_the_state_directory_and_are_never_sent() -> None:
 def test_malformed_fs_steps_are_refused(step: dict[str, Any]) -> None:
     with pytest.raises(ScenarioError):
         run_scenario(call, {"store_type": "kv", "backend": "rocksdb", "steps": [step]})
+
+
+def test_open_input_is_the_scenarios_store_open_fields_and_options_stays_its_alias() -> None:
+    """``open_input`` names the scenario's other store.open fields; ``options``, the old name, answers the same
+    (OPS-5), and giving both is refused by name."""
+    steps = [{"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.changelog", "input": {}}]
+    new = call("store.scenario", {"backend": "memory", "open_input": {"logging": False}, "steps": steps})
+    old = call("store.scenario", {"backend": "memory", "options": {"logging": False}, "steps": steps})
+    assert new == old and new["steps"][1]["records"] == []  # logging off: the declared input reached store.open
+    both = call("store.scenario", {"backend": "memory", "open_input": {}, "options": {}, "steps": steps})
+    assert both["error"]["type"] == "ScenarioError" and "open_input" in both["error"]["message"]

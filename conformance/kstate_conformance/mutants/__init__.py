@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kstate.ops import import_family_modules
-from kstate_conformance.adapter import CodecAdapter, Handler, OverrideAdapter, ReferenceAdapter
+from kstate_conformance.adapter import Handler, ImplementationAdapter, OverrideAdapter, ReferenceAdapter
 
 _FAMILY_MODULES = (
     "kstate_conformance.mutants.primitives_mutants",
@@ -39,7 +39,7 @@ class Mutant:
     # The spec rules this mutant breaks (and nothing else): the evidence that a citation of them is checked.
     rules: tuple[str, ...] = ()
 
-    def adapter(self) -> CodecAdapter:
+    def adapter(self) -> ImplementationAdapter:
         return OverrideAdapter(f"mutant:{self.name}", ReferenceAdapter(), self.overrides)
 
 

@@ -6,6 +6,7 @@ from kstate.ops import JsonDict, call
 from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
+from kstate_conformance.store_types import TIMESTAMPED_KV, TIMESTAMPED_WINDOW, VERSIONED_KV
 
 _TIMESTAMPED = set(types.TIMESTAMPED_TYPES)
 _HEADERS = set(types.HEADERS_TYPES)
@@ -38,7 +39,7 @@ def _header_value_kept() -> dict[str, Handler]:
 @mutant("restore-drops-timestamp", "restore of timestamped stores writes the changelog value as is", "changelog", rules=("CL-10", "RST-2", "TSKV-6"))
 def _restore_drops_timestamp() -> dict[str, Handler]:
     def restore_value(payload: JsonDict) -> JsonDict:
-        if payload.get("store_type") in ("timestamped_kv", "timestamped_window"):
+        if payload.get("store_type") in (TIMESTAMPED_KV, TIMESTAMPED_WINDOW):
             record = payload["record"]
             return {"key": record["key"], "value": record.get("value")}
         return call("changelog.restore_value", payload)
@@ -91,7 +92,7 @@ def _seqnum_unmasked() -> dict[str, Handler]:
         "changelog", rules=("CL-5",))
 def _versioned_logs_context_time() -> dict[str, Handler]:
     def record_for_write(payload: JsonDict) -> JsonDict:
-        if payload.get("store_type") == "versioned_kv" and isinstance(payload.get("context"), dict) \
+        if payload.get("store_type") == VERSIONED_KV and isinstance(payload.get("context"), dict) \
                 and "timestamp" in payload["context"]:
             return call("changelog.record_for_write", {**payload, "timestamp": payload["context"]["timestamp"]})
         return call("changelog.record_for_write", payload)
@@ -118,7 +119,7 @@ def _session_logs_end_time() -> dict[str, Handler]:
 def _window_restore_prepends_timestamp() -> dict[str, Handler]:
     def restore_value(payload: JsonDict) -> JsonDict:
         if payload.get("store_type") == "window":
-            return call("changelog.restore_value", {**payload, "store_type": "timestamped_window"})
+            return call("changelog.restore_value", {**payload, "store_type": TIMESTAMPED_WINDOW})
         return call("changelog.restore_value", payload)
 
     return {"changelog.restore_value": restore_value}
@@ -256,7 +257,7 @@ def _window_headers_cf_as_kv() -> dict[str, Handler]:
 def _empty_legacy_family_upgrades() -> dict[str, Handler]:
     def column_families(payload: JsonDict) -> JsonDict:
         existing = payload.get("existing")
-        if payload.get("store_type") in ("timestamped_kv", "timestamped_window") and isinstance(existing, dict) \
+        if payload.get("store_type") in (TIMESTAMPED_KV, TIMESTAMPED_WINDOW) and isinstance(existing, dict) \
                 and existing.get("default") is False:
             return call("layout.column_families", {**payload, "existing": {**existing, "default": True}})
         return call("layout.column_families", payload)

@@ -1,1 +1,1 @@
-"""The conformance tests. They speak only the neutral operation vocabulary through ``codec``."""
+"""The conformance tests. They speak only the neutral operation vocabulary through ``implementation``."""

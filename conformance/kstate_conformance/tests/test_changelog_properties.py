@@ -10,6 +10,14 @@ from hypothesis import strategies as st
 
 from kstate_conformance import rules
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
+from kstate_conformance.store_types import (
+    KV,
+    SESSION_WITH_HEADERS,
+    TIMESTAMPED_KV,
+    TIMESTAMPED_KV_WITH_HEADERS,
+    TIMESTAMPED_WINDOW,
+    VERSIONED_KV,
+)
 from kstate_conformance.strategies import (
     HEADERS_STORE_TYPES,
     INT64,
@@ -29,25 +37,25 @@ HEADERS = header_lists(st.text(max_size=4, alphabet=st.characters(codec="utf-8")
 
 def stored_value(store_type: str, value: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> bytes:
     """The bytes a store of ``store_type`` holds for (value, ts, headers)."""
-    if store_type in ("kv", "window", "session", "versioned_kv"):
+    if store_type in (KV, "window", "session", VERSIONED_KV):
         return value
-    if store_type in ("timestamped_kv", "timestamped_window"):
+    if store_type in (TIMESTAMPED_KV, TIMESTAMPED_WINDOW):
         return int64(ts) + value
     hdr = header_bytes(headers)
     prefix = zigzag_varint(len(hdr)) + hdr
-    return prefix + value if store_type == "session_with_headers" else prefix + int64(ts) + value
+    return prefix + value if store_type == SESSION_WITH_HEADERS else prefix + int64(ts) + value
 
 
 def json_headers(headers: list[tuple[str, bytes | None]]) -> list[list[Any]]:
     return [[k, None if v is None else v.hex()] for k, v in headers]
 
 
-def write(codec: Any, store_type: str, operation: str, key: bytes, value: bytes | None, ctx_ts: int,
+def write(implementation: Any, store_type: str, operation: str, key: bytes, value: bytes | None, ctx_ts: int,
           ctx_headers: list[tuple[str, bytes | None]], **extra: Any) -> dict[str, Any]:
     payload = {"store_type": store_type, "operation": operation, "key": key.hex(),
                "value": None if value is None else value.hex(),
                "context": {"timestamp": ctx_ts, "headers": json_headers(ctx_headers)}, **extra}
-    result: dict[str, Any] = codec.call("changelog.record_for_write", payload)
+    result: dict[str, Any] = implementation.call("changelog.record_for_write", payload)
     return result
 
 
@@ -71,30 +79,30 @@ def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200,
 
 
 @rules("CL-2", "CL-3", "CL-6", "CL-7")
-@given(st.sampled_from(["kv", "window", "session"]), BYTES, BYTES, TIMESTAMPS, HEADERS)
-def test_plain_stores_log_the_value_at_the_context_timestamp(codec: Any, store_type: str, key: bytes, value: bytes,
+@given(st.sampled_from([KV, "window", "session"]), BYTES, BYTES, TIMESTAMPS, HEADERS)
+def test_plain_stores_log_the_value_at_the_context_timestamp(implementation: Any, store_type: str, key: bytes, value: bytes,
                                                             ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
-    out = write(codec, store_type, "put", key, value, ctx_ts, ctx_headers, **shape_extra(store_type))
+    out = write(implementation, store_type, "put", key, value, ctx_ts, ctx_headers, **shape_extra(store_type))
     assert out["record"] == {"key": changelog_key(store_type, key).hex(), "value": value.hex(), "timestamp": ctx_ts, "headers": []}
 
 
 @rules("CL-4", "CL-6")
-@given(st.sampled_from(["timestamped_kv", "timestamped_window"]), BYTES, BYTES, TIMESTAMPS, TIMESTAMPS)
-def test_timestamped_stores_log_the_raw_value_at_the_stored_timestamp(codec: Any, store_type: str, key: bytes, value: bytes,
+@given(st.sampled_from([TIMESTAMPED_KV, TIMESTAMPED_WINDOW]), BYTES, BYTES, TIMESTAMPS, TIMESTAMPS)
+def test_timestamped_stores_log_the_raw_value_at_the_stored_timestamp(implementation: Any, store_type: str, key: bytes, value: bytes,
                                                                      stored_ts: int, ctx_ts: int) -> None:
     stored = stored_value(store_type, value, stored_ts, [])
-    out = write(codec, store_type, "put", key, stored, ctx_ts, [("h", b"1")], **shape_extra(store_type))
+    out = write(implementation, store_type, "put", key, stored, ctx_ts, [("h", b"1")], **shape_extra(store_type))
     assert out["record"] == {"key": changelog_key(store_type, key).hex(), "value": value.hex(), "timestamp": stored_ts, "headers": []}
 
 
 @rules("CL-8")
 @given(st.sampled_from(HEADERS_STORE_TYPES), BYTES, BYTES, TIMESTAMPS, HEADERS, TIMESTAMPS, HEADERS)
-def test_header_stores_log_raw_value_and_stored_headers(codec: Any, store_type: str, key: bytes, value: bytes, stored_ts: int,
+def test_header_stores_log_raw_value_and_stored_headers(implementation: Any, store_type: str, key: bytes, value: bytes, stored_ts: int,
                                                         headers: list[tuple[str, bytes | None]], ctx_ts: int,
                                                         ctx_headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, stored_ts, headers)
-    out = write(codec, store_type, "put", key, stored, ctx_ts, ctx_headers, **shape_extra(store_type))
-    expected_ts = ctx_ts if store_type == "session_with_headers" else stored_ts
+    out = write(implementation, store_type, "put", key, stored, ctx_ts, ctx_headers, **shape_extra(store_type))
+    expected_ts = ctx_ts if store_type == SESSION_WITH_HEADERS else stored_ts
     assert out["record"] == {"key": changelog_key(store_type, key).hex(), "value": value.hex(),
                              "timestamp": expected_ts, "headers": json_headers(headers)}
 
@@ -102,7 +110,7 @@ def test_header_stores_log_raw_value_and_stored_headers(codec: Any, store_type: 
 @rules("CL-3", "CL-4", "CL-6", "CL-7", "CL-8")
 @given(st.sampled_from(KV_STORE_TYPES + WINDOW_STORE_TYPES + SESSION_STORE_TYPES), BYTES, TIMESTAMPS, HEADERS)
 def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_context_headers(
-        codec: Any, store_type: str, key: bytes, ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
+        implementation: Any, store_type: str, key: bytes, ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
     expected_headers = json_headers(ctx_headers) if store_type in HEADERS_STORE_TYPES else []
     expected = {"key": changelog_key(store_type, key).hex(), "value": None, "timestamp": ctx_ts, "headers": expected_headers}
     operations = ["put"]
@@ -111,17 +119,17 @@ def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_conte
     if store_type in SESSION_STORE_TYPES:
         operations.append("remove")
     for operation in operations:
-        out = write(codec, store_type, operation, key, None, ctx_ts, ctx_headers, **shape_extra(store_type))
+        out = write(implementation, store_type, operation, key, None, ctx_ts, ctx_headers, **shape_extra(store_type))
         assert out["record"] == expected, operation
 
 
 @rules("CL-3", "CL-4", "CL-8")
 @given(st.sampled_from(KV_STORE_TYPES), BYTES, BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS)
-def test_put_if_absent_logs_only_when_absent(codec: Any, store_type: str, key: bytes, value: bytes,
+def test_put_if_absent_logs_only_when_absent(implementation: Any, store_type: str, key: bytes, value: bytes,
                                              previous: bytes | None, ts: int) -> None:
     stored = stored_value(store_type, value, ts, [])
     prev = None if previous is None else stored_value(store_type, previous, ts, [])
-    out = write(codec, store_type, "put_if_absent", key, stored, ts, [], previous=None if prev is None else prev.hex())
+    out = write(implementation, store_type, "put_if_absent", key, stored, ts, [], previous=None if prev is None else prev.hex())
     if prev is None:
         assert out["record"] == {"key": key.hex(), "value": value.hex(), "timestamp": ts, "headers": []}
     else:
@@ -130,31 +138,31 @@ def test_put_if_absent_logs_only_when_absent(codec: Any, store_type: str, key: b
 
 @rules("CL-5")
 @given(BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS, TIMESTAMPS)
-def test_versioned_stores_log_at_the_version_timestamp(codec: Any, key: bytes, value: bytes | None, ts: int, ctx_ts: int) -> None:
+def test_versioned_stores_log_at_the_version_timestamp(implementation: Any, key: bytes, value: bytes | None, ts: int, ctx_ts: int) -> None:
     operation = "delete" if value is None else "put"
-    out = write(codec, "versioned_kv", operation, key, value, ctx_ts, [("h", None)], timestamp=ts)
+    out = write(implementation, VERSIONED_KV, operation, key, value, ctx_ts, [("h", None)], timestamp=ts)
     assert out["record"] == {"key": key.hex(), "value": None if value is None else value.hex(), "timestamp": ts, "headers": []}
 
 
 @rules("CL-2")
 @given(st.sampled_from(KV_STORE_TYPES[:1] + WINDOW_STORE_TYPES[:1] + SESSION_STORE_TYPES[:1]), BYTES, NEGATIVE_INT64)
-def test_negative_context_timestamps_cannot_be_logged(codec: Any, store_type: str, key: bytes, ctx_ts: int) -> None:
-    assert "error" in write(codec, store_type, "put", key, b"v", ctx_ts, [], **shape_extra(store_type))
+def test_negative_context_timestamps_cannot_be_logged(implementation: Any, store_type: str, key: bytes, ctx_ts: int) -> None:
+    assert "error" in write(implementation, store_type, "put", key, b"v", ctx_ts, [], **shape_extra(store_type))
 
 
 @rules("CL-2", "CL-4", "CL-5")
 @given(NEGATIVE_INT64, BYTES)
-def test_negative_stored_or_version_timestamps_cannot_be_logged(codec: Any, ts: int, value: bytes) -> None:
-    assert "error" in write(codec, "timestamped_kv", "put", b"k", int64(ts) + value, 5, [])
-    assert "error" in write(codec, "versioned_kv", "put", b"k", value, 5, [], timestamp=ts)
+def test_negative_stored_or_version_timestamps_cannot_be_logged(implementation: Any, ts: int, value: bytes) -> None:
+    assert "error" in write(implementation, TIMESTAMPED_KV, "put", b"k", int64(ts) + value, 5, [])
+    assert "error" in write(implementation, VERSIONED_KV, "put", b"k", value, 5, [], timestamp=ts)
 
 
 @rules("CL-6")
 @given(st.sampled_from(WINDOW_STORE_TYPES), st.integers(min_value=0, max_value=(1 << 31) - 1), st.booleans(), st.booleans(), INT64)
-def test_window_logging_layer_counts_its_own_sequence_numbers(codec: Any, store_type: str, seqnum: int, dups: bool,
+def test_window_logging_layer_counts_its_own_sequence_numbers(implementation: Any, store_type: str, seqnum: int, dups: bool,
                                                               tombstone: bool, start: int) -> None:
     value = None if tombstone else stored_value(store_type, b"v", 1, [])
-    out = write(codec, store_type, "put", b"k", value, 9, [], window_start=start, seqnum=seqnum, retain_duplicates=dups)
+    out = write(implementation, store_type, "put", b"k", value, 9, [], window_start=start, seqnum=seqnum, retain_duplicates=dups)
     expected = ((seqnum + 1) & 0x7FFFFFFF) if dups else seqnum
     assert out["seqnum"] == expected
     assert out["record"]["key"] == (b"k" + int64(start) + expected.to_bytes(4, "big")).hex()
@@ -163,41 +171,41 @@ def test_window_logging_layer_counts_its_own_sequence_numbers(codec: Any, store_
 @rules("CL-6")
 @pytest.mark.parametrize(("seqnum", "dups", "expected"), [((1 << 31) - 1, True, 0), ((1 << 31) - 2, True, (1 << 31) - 1),
                                                           (0, True, 1), (5, False, 5)])
-def test_window_sequence_numbers_wrap_at_31_bits(codec: Any, seqnum: int, dups: bool, expected: int) -> None:
-    out = write(codec, "window", "put", b"k", None, 9, [], window_start=0, seqnum=seqnum, retain_duplicates=dups)
+def test_window_sequence_numbers_wrap_at_31_bits(implementation: Any, seqnum: int, dups: bool, expected: int) -> None:
+    out = write(implementation, "window", "put", b"k", None, 9, [], window_start=0, seqnum=seqnum, retain_duplicates=dups)
     assert out["seqnum"] == expected and out["record"]["key"].endswith(expected.to_bytes(4, "big").hex())
 
 
 @rules("CL-12")
-@given(st.sampled_from(["kv", "timestamped_kv_with_headers", "session"]), HEADERS,
+@given(st.sampled_from([KV, TIMESTAMPED_KV_WITH_HEADERS, "session"]), HEADERS,
        st.dictionaries(st.text(max_size=3, alphabet="abc"), st.dictionaries(st.integers(0, 9), st.integers(0, 99), max_size=2), max_size=2))
-def test_consistency_headers_are_appended_v_then_c(codec: Any, store_type: str, headers: list[tuple[str, bytes | None]],
+def test_consistency_headers_are_appended_v_then_c(implementation: Any, store_type: str, headers: list[tuple[str, bytes | None]],
                                                    position: dict[str, dict[int, int]]) -> None:
     pos_json = [[t, [[p, o] for p, o in parts.items()]] for t, parts in position.items()]
     stored = stored_value(store_type, b"v", 3, headers)
-    out = write(codec, store_type, "put", b"k", stored, 3, [], consistency_position=pos_json, **shape_extra(store_type))
-    c_value = codec.call("position.serialize", {"position": pos_json})["bytes"]
+    out = write(implementation, store_type, "put", b"k", stored, 3, [], consistency_position=pos_json, **shape_extra(store_type))
+    c_value = implementation.call("position.serialize", {"position": pos_json})["bytes"]
     own = json_headers(headers) if store_type in HEADERS_STORE_TYPES else []
     assert out["record"]["headers"] == [*own, ["v", "00"], ["c", c_value]]
-    assert codec.call("changelog.consistency_headers", {"position": pos_json}) == {"headers": [["v", "00"], ["c", c_value]]}
+    assert implementation.call("changelog.consistency_headers", {"position": pos_json}) == {"headers": [["v", "00"], ["c", c_value]]}
 
 
 # --- restore ----------------------------------------------------------------------------------------------
 
 
-def restore(codec: Any, store_type: str, key: bytes, value: bytes | None, ts: int,
+def restore(implementation: Any, store_type: str, key: bytes, value: bytes | None, ts: int,
             headers: list[tuple[str, bytes | None]]) -> dict[str, Any]:
     record = {"key": key.hex(), "value": None if value is None else value.hex(), "timestamp": ts, "headers": json_headers(headers)}
-    result: dict[str, Any] = codec.call("changelog.restore_value", {"store_type": store_type, "record": record})
+    result: dict[str, Any] = implementation.call("changelog.restore_value", {"store_type": store_type, "record": record})
     return result
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from(["kv", "window", "session", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]),
+@given(st.sampled_from([KV, "window", "session", VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]),
        BYTES, BYTES, INT64, HEADERS)
-def test_restore_builds_the_stored_format_from_the_record(codec: Any, store_type: str, key: bytes, value: bytes, ts: int,
+def test_restore_builds_the_stored_format_from_the_record(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                           headers: list[tuple[str, bytes | None]]) -> None:
-    out = restore(codec, store_type, key, value, ts, headers)
+    out = restore(implementation, store_type, key, value, ts, headers)
     assert out["key"] == key.hex()
     assert out["value"] == stored_value(store_type, value, ts, headers).hex()
     if store_type == "versioned_kv":
@@ -205,47 +213,47 @@ def test_restore_builds_the_stored_format_from_the_record(codec: Any, store_type
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from(["kv", "versioned_kv", "timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]), BYTES, INT64, HEADERS)
-def test_restore_keeps_tombstones(codec: Any, store_type: str, key: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> None:
-    assert restore(codec, store_type, key, None, ts, headers)["value"] is None
+@given(st.sampled_from([KV, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]), BYTES, INT64, HEADERS)
+def test_restore_keeps_tombstones(implementation: Any, store_type: str, key: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> None:
+    assert restore(implementation, store_type, key, None, ts, headers)["value"] is None
 
 
 @rules("CL-4", "CL-8", "CL-10", "CL-11")
-@given(st.sampled_from(["timestamped_kv", "timestamped_window", *HEADERS_STORE_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
-def test_logging_then_restoring_gives_back_the_stored_value(codec: Any, store_type: str, key: bytes, value: bytes, ts: int,
+@given(st.sampled_from([TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
+def test_logging_then_restoring_gives_back_the_stored_value(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                             headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, ts, headers)
-    record = write(codec, store_type, "put", key, stored, ts, [], **shape_extra(store_type))["record"]
-    back = codec.call("changelog.restore_value", {"store_type": store_type, "record": record})
+    record = write(implementation, store_type, "put", key, stored, ts, [], **shape_extra(store_type))["record"]
+    back = implementation.call("changelog.restore_value", {"store_type": store_type, "record": record})
     assert back["value"] == stored.hex()
 
 
 @rules("CL-18")
 @pytest.mark.kstate_level("tentative")
-def test_restore_embeds_consistency_headers_in_header_values(codec: Any) -> None:
-    c_value = codec.call("position.serialize", {"position": []})["bytes"]
+def test_restore_embeds_consistency_headers_in_header_values(implementation: Any) -> None:
+    c_value = implementation.call("position.serialize", {"position": []})["bytes"]
     headers: list[tuple[str, bytes | None]] = [("a", b"x"), ("v", b"\x00"), ("c", bytes.fromhex(c_value))]
-    out = restore(codec, "timestamped_kv_with_headers", b"k", b"v", 7, headers)
-    assert out["value"] == stored_value("timestamped_kv_with_headers", b"v", 7, headers).hex()
+    out = restore(implementation, TIMESTAMPED_KV_WITH_HEADERS, b"k", b"v", 7, headers)
+    assert out["value"] == stored_value(TIMESTAMPED_KV_WITH_HEADERS, b"v", 7, headers).hex()
 
 
 @rules("CL-13")
 @given(st.dictionaries(st.sampled_from("ab"), st.dictionaries(st.integers(0, 3), st.integers(0, 50), max_size=3), max_size=2),
        st.dictionaries(st.sampled_from("ab"), st.dictionaries(st.integers(0, 3), st.integers(0, 50), max_size=3), max_size=2))
-def test_restore_merges_the_consistency_position(codec: Any, current: dict[str, dict[int, int]], logged: dict[str, dict[int, int]]) -> None:
+def test_restore_merges_the_consistency_position(implementation: Any, current: dict[str, dict[int, int]], logged: dict[str, dict[int, int]]) -> None:
     def as_json(p: dict[str, dict[int, int]]) -> list[list[Any]]:
         return [[t, [[q, o] for q, o in parts.items()]] for t, parts in p.items()]
 
-    c_value = codec.call("position.serialize", {"position": as_json(logged)})["bytes"]
-    merged = codec.call("position.merge", {"base": as_json(current), "other": as_json(logged)})
-    applied = codec.call("changelog.apply_consistency",
+    c_value = implementation.call("position.serialize", {"position": as_json(logged)})["bytes"]
+    merged = implementation.call("position.merge", {"base": as_json(current), "other": as_json(logged)})
+    applied = implementation.call("changelog.apply_consistency",
                          {"position": as_json(current), "headers": [["v", "00"], ["c", c_value]], "enabled": True})
     assert applied == merged
-    unchanged = codec.call("position.merge", {"base": as_json(current), "other": []})
+    unchanged = implementation.call("position.merge", {"base": as_json(current), "other": []})
     for headers, enabled in [([["v", "00"], ["c", c_value]], False), ([["c", c_value]], True), ([["v", "01"], ["c", c_value]], True)]:
-        assert codec.call("changelog.apply_consistency", {"position": as_json(current), "headers": headers, "enabled": enabled}) == unchanged
+        assert implementation.call("changelog.apply_consistency", {"position": as_json(current), "headers": headers, "enabled": enabled}) == unchanged
     for bad in ([["v", "00"]], [["v", ""]], [["v", None]], [["v", "00"], ["c", None]]):
-        assert "error" in codec.call("changelog.apply_consistency", {"position": [], "headers": bad, "enabled": True})
+        assert "error" in implementation.call("changelog.apply_consistency", {"position": [], "headers": bad, "enabled": True})
 
 
 # --- topics -----------------------------------------------------------------------------------------------
@@ -255,36 +263,36 @@ TOPIC_PART = st.text(alphabet="abcXYZ019._-", min_size=1, max_size=20)
 
 @rules("CL-14")
 @given(TOPIC_PART, TOPIC_PART, st.one_of(st.none(), TOPIC_PART))
-def test_changelog_topic_name(codec: Any, app: str, store: str, topology: str | None) -> None:
+def test_changelog_topic_name(implementation: Any, app: str, store: str, topology: str | None) -> None:
     payload: dict[str, Any] = {"application_id": app, "store_name": store}
     if topology is not None:
         payload["named_topology"] = topology
     middle = "" if topology is None else topology + "-"
-    assert codec.call("changelog.topic_name", payload) == {"topic": f"{app}-{middle}{store}-changelog"}
+    assert implementation.call("changelog.topic_name", payload) == {"topic": f"{app}-{middle}{store}-changelog"}
 
 
 @rules("CL-14")
 @pytest.mark.parametrize("app", ["my app", "app/1", "app\u00e9", "a" * 240],
                          ids=["space", "slash", "non-ascii", "too-long"])
-def test_illegal_changelog_topic_names_are_refused(codec: Any, app: str) -> None:
-    assert "error" in codec.call("changelog.topic_name", {"application_id": app, "store_name": "s"})
+def test_illegal_changelog_topic_names_are_refused(implementation: Any, app: str) -> None:
+    assert "error" in implementation.call("changelog.topic_name", {"application_id": app, "store_name": "s"})
 
 
 @rules("CL-15")
 @pytest.mark.parametrize("store_type", KV_STORE_TYPES)
-def test_key_value_changelogs_are_compacted_create_time_topics(codec: Any, store_type: str) -> None:
-    out = codec.call("changelog.topic_config", {"store_type": store_type, "topic_defaults": {"cleanup.policy": "delete", "x": "1"},
+def test_key_value_changelogs_are_compacted_create_time_topics(implementation: Any, store_type: str) -> None:
+    out = implementation.call("changelog.topic_config", {"store_type": store_type, "topic_defaults": {"cleanup.policy": "delete", "x": "1"},
                                                 "log_config": {"y": "2"}})
     assert out == {"config": {"cleanup.policy": "delete", "message.timestamp.type": "CreateTime", "x": "1", "y": "2"}}
-    assert codec.call("changelog.topic_config", {"store_type": store_type})["config"] == {
+    assert implementation.call("changelog.topic_config", {"store_type": store_type})["config"] == {
         "cleanup.policy": "compact", "message.timestamp.type": "CreateTime"}
 
 
 @rules("CL-15")
 @pytest.mark.parametrize("store_type", KV_STORE_TYPES)
-def test_the_stores_log_config_wins_over_the_applications_topic_defaults(codec: Any, store_type: str) -> None:
+def test_the_stores_log_config_wins_over_the_applications_topic_defaults(implementation: Any, store_type: str) -> None:
     """Library defaults, then ``topic.*`` defaults, then the store's own log config: the last one set wins."""
-    out = codec.call("changelog.topic_config", {"store_type": store_type,
+    out = implementation.call("changelog.topic_config", {"store_type": store_type,
                                                 "topic_defaults": {"cleanup.policy": "delete", "segment.ms": "10"},
                                                 "log_config": {"segment.ms": "20"}})
     assert out == {"config": {"cleanup.policy": "delete", "message.timestamp.type": "CreateTime", "segment.ms": "20"}}
@@ -292,36 +300,36 @@ def test_the_stores_log_config_wins_over_the_applications_topic_defaults(codec: 
 
 @rules("CL-16")
 @given(st.sampled_from(WINDOW_STORE_TYPES + SESSION_STORE_TYPES), INT64, st.integers(min_value=0, max_value=INT64_MAX))
-def test_windowed_changelog_retention_is_retention_plus_additional_saturating(codec: Any, store_type: str, retention: int,
+def test_windowed_changelog_retention_is_retention_plus_additional_saturating(implementation: Any, store_type: str, retention: int,
                                                                               additional: int) -> None:
-    out = codec.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention,
+    out = implementation.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention,
                                                 "additional_retention_ms": additional})["config"]
     total = retention + additional
     assert out["retention.ms"] == str(total if -(1 << 63) <= total <= INT64_MAX else INT64_MAX)
     assert out["cleanup.policy"] == "compact,delete" and out["message.timestamp.type"] == "CreateTime"
-    user = codec.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention, "log_config": {"retention.ms": "7"}})
+    user = implementation.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention, "log_config": {"retention.ms": "7"}})
     assert user["config"]["retention.ms"] == "7"
 
 
 @rules("CL-16")
-def test_plain_window_store_with_duplicates_is_delete_only(codec: Any) -> None:
-    dup = codec.call("changelog.topic_config", {"store_type": "window", "retention_ms": 0, "retain_duplicates": True})["config"]
+def test_plain_window_store_with_duplicates_is_delete_only(implementation: Any) -> None:
+    dup = implementation.call("changelog.topic_config", {"store_type": "window", "retention_ms": 0, "retain_duplicates": True})["config"]
     assert dup["cleanup.policy"] == "delete" and dup["retention.ms"] == "86400000"
-    ts = codec.call("changelog.topic_config", {"store_type": "timestamped_window", "retention_ms": 0, "retain_duplicates": True})
+    ts = implementation.call("changelog.topic_config", {"store_type": TIMESTAMPED_WINDOW, "retention_ms": 0, "retain_duplicates": True})
     assert ts["config"]["cleanup.policy"] == "compact,delete"
 
 
 @rules("CL-17")
 @given(st.integers(min_value=0, max_value=INT64_MAX), st.integers(min_value=0, max_value=INT64_MAX))
-def test_versioned_changelog_compaction_lag_is_history_plus_one_day(codec: Any, history: int, additional: int) -> None:
-    out = codec.call("changelog.topic_config", {"store_type": "versioned_kv", "history_retention_ms": history,
+def test_versioned_changelog_compaction_lag_is_history_plus_one_day(implementation: Any, history: int, additional: int) -> None:
+    out = implementation.call("changelog.topic_config", {"store_type": VERSIONED_KV, "history_retention_ms": history,
                                                 "additional_retention_ms": additional})["config"]
     assert out["min.compaction.lag.ms"] == str(min(history + 86_400_000, INT64_MAX))
     assert out["cleanup.policy"] == "compact" and "retention.ms" not in out
 
 
 @rules("CL-1", "CL-2")
-@pytest.mark.parametrize(("store_type", "operation"), [("window", "delete"), ("session", "delete"), ("versioned_kv", "put_if_absent"),
-                                                       ("kv", "remove"), ("no_such_store", "put")])
-def test_undefined_writes_are_refused(codec: Any, store_type: str, operation: str) -> None:
-    assert "error" in write(codec, store_type, operation, b"k", b"v", 1, [], timestamp=1, **shape_extra(store_type))
+@pytest.mark.parametrize(("store_type", "operation"), [("window", "delete"), ("session", "delete"), (VERSIONED_KV, "put_if_absent"),
+                                                       (KV, "remove"), ("no_such_store", "put")])
+def test_undefined_writes_are_refused(implementation: Any, store_type: str, operation: str) -> None:
+    assert "error" in write(implementation, store_type, operation, b"k", b"v", 1, [], timestamp=1, **shape_extra(store_type))

@@ -18,8 +18,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_golden(codec: Any, case: dict[str, Any]) -> None:
+def test_golden(implementation: Any, case: dict[str, Any]) -> None:
     # A scenario is expanded into the implementation's own store.* calls (OPS-5).
-    actual = run_for(codec, case["input"]) if case["op"] == SCENARIO_OP else codec.call(case["op"], case["input"])
+    actual = (run_for(implementation, case["input"], case.get("requires")) if case["op"] == SCENARIO_OP
+              else implementation.call(case["op"], case["input"]))
     diffs = differences(case["output"], actual)
     assert not diffs, f"{case['id']} ({case['op']}): " + "; ".join(diffs[:5])

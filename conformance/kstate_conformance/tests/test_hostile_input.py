@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from kstate_conformance import rules
 from kstate_conformance.fixtures import all_cases
 from kstate_conformance.scenarios import SCENARIO_OP
+from kstate_conformance.store_types import KV, TIMESTAMPED_KV_HEADERS_ALIAS, VERSIONED_KV_WITH_HEADERS
 
 BYTES_FIELDS = ("bytes", "file")
 
@@ -48,9 +49,9 @@ ADVERSARIAL = [
 @pytest.mark.parametrize("op", list(TEMPLATES))
 @settings(max_examples=40)
 @given(data=st.one_of(st.binary(max_size=64), st.sampled_from(ADVERSARIAL).map(bytes.fromhex)))
-def test_decoders_refuse_or_answer(codec: Any, op: str, data: bytes) -> None:
+def test_decoders_refuse_or_answer(implementation: Any, op: str, data: bytes) -> None:
     field, template = TEMPLATES[op]
-    out = codec.call(op, {**template, field: data.hex()})
+    out = implementation.call(op, {**template, field: data.hex()})
     assert isinstance(out, dict)
 
 
@@ -84,7 +85,7 @@ HANDLE, ITERATOR, STATE_DIR = "$handle", "$iterator", "$state_dir"
 CONTEXT = {"timestamp": 1, "headers": [["h", "01"]], "offset": 0, "topic": "in", "partition": 0}
 #: Valid inputs of the ``store.*`` operations around a live in-memory key-value store (placeholders filled per call).
 STORE_EXAMPLES: dict[str, dict[str, Any]] = {
-    "store.open": {"store_type": "kv", "backend": "memory", "name": "s", "state_dir": STATE_DIR, "logging": True, "caching": True,
+    "store.open": {"store_type": KV, "backend": "memory", "name": "s", "state_dir": STATE_DIR, "logging": True, "caching": True,
                    "cache_max_bytes": 1000, "cache_flush_listener": True, "context": CONTEXT,
                    "ignore_invalid_state": False, "application_id": "app", "task_id": "0_0"},
     "store.close": {"handle": HANDLE, "downgrade": False},
@@ -144,11 +145,11 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
 }
 #: The store type and options a family's operations are tried on (by the operation's prefix).
 FAMILY_STORES: dict[str, dict[str, Any]] = {
-    "versioned_store.": {"store_type": "versioned_kv_with_headers", "options": {"history_retention_ms": 100}},
+    "versioned_store.": {"store_type": VERSIONED_KV_WITH_HEADERS, "options": {"history_retention_ms": 100}},
 }
 #: The same on a RocksDB store, for the operations that reach its files.
 ROCKSDB_EXAMPLES: dict[str, dict[str, Any]] = {
-    "store.open": {"store_type": "timestamped_kv_headers", "backend": "rocksdb", "name": "t", "state_dir": STATE_DIR,
+    "store.open": {"store_type": TIMESTAMPED_KV_HEADERS_ALIAS, "backend": "rocksdb", "name": "t", "state_dir": STATE_DIR,
                    "application_id": "app", "task_id": "0_0", "pre_4_3_reader": False, "ignore_invalid_state": True},
     "store.dump": {"handle": HANDLE},
     "store.table_options": {"handle": HANDLE},
@@ -196,9 +197,9 @@ def _confused(example: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
             yield f"{'.'.join(map(str, path))} = {shown}", _replaced(example, path, confusion)
 
 
-def _check_answer(codec: Any, op: str, payload: dict[str, Any], what: str) -> dict[str, Any]:
+def _check_answer(implementation: Any, op: str, payload: dict[str, Any], what: str) -> dict[str, Any]:
     try:
-        out = codec.call(op, payload)
+        out = implementation.call(op, payload)
     except Exception as exc:  # an internal error of the implementation: the finding this test reports
         pytest.fail(f"{op} with {what}: {type(exc).__name__}: {exc}")
     assert isinstance(out, dict), f"{op} with {what}: the answer is not an object: {out!r}"
@@ -210,30 +211,30 @@ def _check_answer(codec: Any, op: str, payload: dict[str, Any], what: str) -> di
 
 @rules("OPS-2", "OPS-3")
 @pytest.mark.parametrize("op", list(CODEC_EXAMPLES))
-def test_wrong_json_types_are_refused_not_crashed(codec: Any, op: str) -> None:
-    if not codec.supports(op):
-        pytest.skip(f"{codec.name} does not support operation {op}")
+def test_wrong_json_types_are_refused_not_crashed(implementation: Any, op: str) -> None:
+    if not implementation.supports(op):
+        pytest.skip(f"{implementation.name} does not support operation {op}")
     for example in CODEC_EXAMPLES[op]:
         for what, payload in _confused(example):
-            _check_answer(codec, op, payload, what)
+            _check_answer(implementation, op, payload, what)
 
 
 class _LiveStore:
     """A store opened for one confused call of a ``store.*`` operation, closed after it."""
 
-    def __init__(self, codec: Any, backend: str, state_dir: Path, op: str = "") -> None:
-        self.codec = codec
+    def __init__(self, implementation: Any, backend: str, state_dir: Path, op: str = "") -> None:
+        self.implementation = implementation
         self.state_dir = state_dir
-        options: dict[str, Any] = {"store_type": "kv", "backend": backend, "name": "s", "caching": True,
+        options: dict[str, Any] = {"store_type": KV, "backend": backend, "name": "s", "caching": True,
                                    "application_id": "app", "task_id": "0_0", "state_dir": str(state_dir)}
         for prefix, family in FAMILY_STORES.items():
             if op.startswith(prefix):
                 options = {**options, "caching": False, **family}
-        opened = codec.call("store.open", options)
+        opened = implementation.call("store.open", options)
         assert "error" not in opened, f"opening a {backend} store failed: {opened['error']}"
         self.handle = opened["handle"]
-        codec.call("store.put_all", {"handle": self.handle, "entries": [["01", "aa"], ["02", "bb"]]})
-        self.iterator = codec.call("store.iterator_open", {"handle": self.handle, "kind": "all"}).get("iterator")
+        implementation.call("store.put_all", {"handle": self.handle, "entries": [["01", "aa"], ["02", "bb"]]})
+        self.iterator = implementation.call("store.iterator_open", {"handle": self.handle, "kind": "all"}).get("iterator")
 
     def fill(self, value: Any) -> Any:
         if isinstance(value, dict):
@@ -245,7 +246,7 @@ class _LiveStore:
 
     def close(self, answer_handles: list[str], *, with_own: bool = True) -> None:
         for handle in [self.handle] * with_own + answer_handles:
-            self.codec.call("store.close", {"handle": handle})
+            self.implementation.call("store.close", {"handle": handle})
 
 
 def _store_cases() -> list[tuple[str, str]]:
@@ -258,22 +259,22 @@ _ENDING = ("store.close", "store.crash", "store.iterator_close")
 
 @rules("OPS-2", "OPS-3")
 @pytest.mark.parametrize(("op", "backend"), _store_cases())
-def test_store_operations_refuse_wrong_json_types(codec: Any, op: str, backend: str, tmp_path: Path) -> None:
+def test_store_operations_refuse_wrong_json_types(implementation: Any, op: str, backend: str, tmp_path: Path) -> None:
     for op_needed in ("store.open", "store.put_all", "store.iterator_open", "store.close", op):
-        if not codec.supports(op_needed):
-            pytest.skip(f"{codec.name} does not support operation {op_needed}")
+        if not implementation.supports(op_needed):
+            pytest.skip(f"{implementation.name} does not support operation {op_needed}")
     example = (ROCKSDB_EXAMPLES if backend == "rocksdb" else STORE_EXAMPLES)[op]
     shared: _LiveStore | None = None
     try:
         for number, (what, payload) in enumerate(_confused(example)):
             # In-memory stores are cheap to open; a RocksDB store is shared unless the operation ends it.
             if op in _ENDING or backend == "memory":
-                live = _LiveStore(codec, backend, tmp_path / str(number), op)
+                live = _LiveStore(implementation, backend, tmp_path / str(number), op)
             else:
-                live = shared = shared or _LiveStore(codec, backend, tmp_path / "shared", op)
+                live = shared = shared or _LiveStore(implementation, backend, tmp_path / "shared", op)
             opened: list[str] = []
             try:
-                out = _check_answer(codec, op, live.fill(payload), what)
+                out = _check_answer(implementation, op, live.fill(payload), what)
                 if op == "store.open" and isinstance(out.get("handle"), str):
                     opened.append(out["handle"])
             finally:

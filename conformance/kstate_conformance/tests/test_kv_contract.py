@@ -905,11 +905,11 @@ def test_a_store_lives_under_its_task_directory(kit: Kit) -> None:
     store = kit.open(KV, ROCKSDB, name="located")
     store.put("01", "aa")
     store.close()
-    by_location = kit.codec.call("store.dump", {"state_dir": str(kit.state_dir), "application_id": "app",
+    by_location = kit.implementation.call("store.dump", {"state_dir": str(kit.state_dir), "application_id": "app",
                                                 "task_id": "0_0", "name": "located"})
     assert "error" not in by_location
     assert dict(by_location["column_families"]["default"]) == {"01": "aa"}
-    elsewhere = kit.codec.call("store.dump", {"state_dir": str(kit.state_dir), "application_id": "app",
+    elsewhere = kit.implementation.call("store.dump", {"state_dir": str(kit.state_dir), "application_id": "app",
                                               "task_id": "1_0", "name": "located"})
     assert "error" in elsewhere
 

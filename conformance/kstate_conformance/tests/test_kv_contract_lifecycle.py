@@ -23,7 +23,7 @@ def _location(kit: Kit) -> dict[str, Any]:
 
 def _require_ops(kit: Kit, *ops: str) -> None:
     for name in ops:
-        if not kit.codec.supports(name):
+        if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
 
 
@@ -45,7 +45,7 @@ def test_a_second_close_is_a_no_op(kit: Kit, backend: str, caching: bool) -> Non
 
 
 def _peek(store: Store, iterator: str) -> dict[str, Any]:
-    out: dict[str, Any] = store.codec.call("store.iterator_peek_next_key", {"iterator": iterator})
+    out: dict[str, Any] = store.implementation.call("store.iterator_peek_next_key", {"iterator": iterator})
     return out
 
 
@@ -114,7 +114,7 @@ def _position(kit: Kit, store: Store) -> Any:
     stored = offsets.get(h("position"))
     if stored is None:
         return None
-    out = kit.codec.call("position.deserialize", {"bytes": stored})
+    out = kit.implementation.call("position.deserialize", {"bytes": stored})
     assert "error" not in out, out
     return out["position"]
 
@@ -184,7 +184,7 @@ def test_an_empty_commit_writes_no_position(kit: Kit) -> None:
 
 
 def _checkpoint_lines(kit: Kit) -> set[str] | None:
-    text = kit.codec.call("store.task_files", _location(kit))["files"].get(".checkpoint")
+    text = kit.implementation.call("store.task_files", _location(kit))["files"].get(".checkpoint")
     if text is None:
         return None
     lines = text.splitlines()
@@ -197,7 +197,7 @@ def test_migrating_a_checkpoint_keeps_the_other_stores_entries(kit: Kit) -> None
     """Each store takes its own entries from the task's .checkpoint; the file goes once every entry is in a store."""
     kit.require(KV, ROCKSDB, "offsets")
     _require_ops(kit, "store.write_task_file", "store.task_files")
-    kit.codec.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
                                              "text": f"0\n2\n{TOPIC} 0 41\napp-other-changelog 0 17\n"})
     store = kit.open(KV, ROCKSDB)
     assert store.committed() == 41
@@ -212,7 +212,7 @@ def test_an_unknown_checkpoint_offset_is_not_committed(kit: Kit) -> None:
     """A -4 (unknown) entry for the store's partition commits nothing: the store has no committed offset."""
     kit.require(KV, ROCKSDB, "offsets")
     _require_ops(kit, "store.write_task_file")
-    kit.codec.call("store.write_task_file", {**_location(kit), "file": ".checkpoint", "text": f"0\n1\n{TOPIC} 0 -4\n"})
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint", "text": f"0\n1\n{TOPIC} 0 -4\n"})
     store = kit.open(KV, ROCKSDB)
     assert store.committed() is None
 
@@ -222,7 +222,7 @@ def test_a_downgrade_close_merges_into_the_tasks_checkpoint(kit: Kit) -> None:
     """The downgrade .checkpoint keeps other stores' entries and writes -4 for a partition without an offset."""
     kit.require(KV, ROCKSDB, "offsets")
     _require_ops(kit, "store.write_task_file", "store.task_files")
-    kit.codec.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
                                              "text": "0\n1\napp-other-changelog 0 17\n"})
     store = kit.open(KV, ROCKSDB)
     store.put("01", "aa")
@@ -269,7 +269,7 @@ def test_a_wiped_store_is_rebuilt_by_an_older_store_type(kit: Kit) -> None:
     changelog = store.changelog()
     store.close()
     assert "error" in kit.open_refused(KV, ROCKSDB)
-    assert "error" not in kit.codec.call("store.wipe", {**_location(kit), "name": "store"})
+    assert "error" not in kit.implementation.call("store.wipe", {**_location(kit), "name": "store"})
     rebuilt = kit.open(KV, ROCKSDB)
     assert rebuilt.committed() is None, "a wiped store starts without committed offsets"
     rebuilt.restore(changelog)

@@ -17,7 +17,7 @@ __all__ = ["kit"]
 def _require(kit: Kit, *ops: str) -> None:
     kit.require(None, ROCKSDB, "offsets")
     for name in ops:
-        if not kit.codec.supports(name):
+        if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
 
 
@@ -54,10 +54,10 @@ def test_the_position_is_committed_zero_padded_with_the_offsets(kit: Kit) -> Non
 def test_a_legacy_checkpoint_is_migrated_into_the_store_on_open(kit: Kit) -> None:
     _require(kit, "store.write_task_file", "store.task_files")
     location = {"state_dir": str(kit.state_dir), "application_id": "app", "task_id": "0_0"}
-    kit.codec.call("store.write_task_file", {**location, "file": ".checkpoint", "text": f"0\n1\n{TOPIC} 0 41\n"})
+    kit.implementation.call("store.write_task_file", {**location, "file": ".checkpoint", "text": f"0\n1\n{TOPIC} 0 41\n"})
     store = kit.open(KV, ROCKSDB)
     assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 41
-    assert ".checkpoint" not in kit.codec.call("store.task_files", location)["files"]
+    assert ".checkpoint" not in kit.implementation.call("store.task_files", location)["files"]
 
 
 @rules("UPG-2", "UPG-1")
@@ -79,7 +79,7 @@ def test_a_downgrade_close_writes_the_legacy_checkpoint_and_an_old_reader_opens(
     store.call("store.put", key=h("k"), value=h("v"))
     store.call("store.commit", changelog_offsets=[[TOPIC, 0, 5]])
     store.call("store.close", downgrade=True)
-    files = kit.codec.call("store.task_files", {"state_dir": str(kit.state_dir), "application_id": "app",
+    files = kit.implementation.call("store.task_files", {"state_dir": str(kit.state_dir), "application_id": "app",
                                                 "task_id": "0_0"})["files"]
     assert files.get(".checkpoint") == f"0\n1\n{TOPIC} 0 5\n"
     old = kit.open(KV, ROCKSDB, pre_4_3_reader=True)
@@ -90,14 +90,14 @@ def _typed(store: Any, key: str, fields: list[str] | None = None) -> dict[str, A
     payload: dict[str, Any] = {"key": key}
     if fields is not None:
         payload["fields"] = fields
-    out: dict[str, Any] = store.codec.call("store.get_typed", {"handle": store.handle, **payload})
+    out: dict[str, Any] = store.implementation.call("store.get_typed", {"handle": store.handle, **payload})
     return out
 
 
 @rules("KV-60", "KV-61")
 @pytest.mark.parametrize("backend", [ROCKSDB, "memory"])
 def test_plain_and_timestamped_facades_read_the_stored_layout(kit: Kit, backend: str) -> None:
-    if not kit.codec.supports("store.get_typed"):
+    if not kit.implementation.supports("store.get_typed"):
         pytest.skip("the implementation does not offer store.get_typed")
     plain = kit.open(KV, backend, name="plain")
     plain.call("store.put", key=h("k"), value=i64(3) + h("v"))
@@ -112,7 +112,7 @@ def test_plain_and_timestamped_facades_read_the_stored_layout(kit: Kit, backend:
 @rules("KV-62", "HV-10")
 @pytest.mark.parametrize("backend", [ROCKSDB, "memory"])
 def test_the_headers_facade_parses_headers_only_when_asked(kit: Kit, backend: str) -> None:
-    if not kit.codec.supports("store.get_typed"):
+    if not kit.implementation.supports("store.get_typed"):
         pytest.skip("the implementation does not offer store.get_typed")
     # Unlogged: a logged write of header bytes the log cannot parse is refused and stores nothing (CL-1, CL-8).
     store = kit.open(HDR, backend, logging=False)

@@ -63,12 +63,12 @@ def _show(entries: list[tuple[bytes, bytes]] | dict[bytes, bytes]) -> list[tuple
 
 
 class KeyValueStoreMachine(StoreMachine[m.KVModel]):
-    """Drives one store through ``codec`` and :class:`models.kv.KVModel` side by side."""
+    """Drives one store through ``implementation`` and :class:`models.kv.KVModel` side by side."""
 
     iterators = Bundle("iterators")
 
-    def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__(codec, backend, base_dir, capabilities)
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__(implementation, backend, base_dir, capabilities)
         self.start_type = store_type
         self.upgraded_in_place = False
 
@@ -345,9 +345,9 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
             assert observed == expected_cfs, f"column families: store {observed}\n model {expected_cfs}"
 
 
-def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(codec, "key-value", None, store_type, backend, m.offers_store_type,
-                       lambda caps: KeyValueStoreMachine(codec, store_type, backend, base, caps))
+def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
+    run_family_machine(implementation, "key-value", None, store_type, backend, m.offers_store_type,
+                       lambda caps: KeyValueStoreMachine(implementation, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
@@ -356,20 +356,20 @@ BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
 @rules("CACHE-1", "CACHE-2", "CACHE-3", "CACHE-4", "CACHE-5", "CACHE-6", "CACHE-7", "CACHE-8", "CACHE-9", "CACHE-10",
        "RST-1", "RST-2", "RST-4", "RST-6")
 @BACKEND_PARAMS
-def test_plain_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_plain_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A plain key-value store matches the model through writes, reads, restarts, crashes, restores, upgrades."""
-    _run(codec, m.PLAIN, backend, tmp_path_factory.mktemp("kv-plain"))
+    _run(implementation, m.PLAIN, backend, tmp_path_factory.mktemp("kv-plain"))
 
 
 @rules("CACHE-1", "CACHE-2", "CACHE-3", "CACHE-6", "CACHE-7", "CACHE-9", "RST-1", "RST-2", "RST-4", "RST-5", "RST-6")
 @BACKEND_PARAMS
-def test_timestamped_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_timestamped_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A timestamped key-value store matches the model, including the upgrade to the header-aware store."""
-    _run(codec, m.TIMESTAMPED, backend, tmp_path_factory.mktemp("kv-ts"))
+    _run(implementation, m.TIMESTAMPED, backend, tmp_path_factory.mktemp("kv-ts"))
 
 
 @rules("CACHE-1", "CACHE-2", "CACHE-3", "CACHE-6", "CACHE-7", "CACHE-9", "RST-1", "RST-2", "RST-4", "RST-6")
 @BACKEND_PARAMS
-def test_headers_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_headers_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A timestamped key-value store with headers matches the model."""
-    _run(codec, m.HEADERS, backend, tmp_path_factory.mktemp("kv-hdr"))
+    _run(implementation, m.HEADERS, backend, tmp_path_factory.mktemp("kv-hdr"))

@@ -218,13 +218,13 @@ def _victims(kit: Kit, state_dir: Path) -> None:
 def test_wiping_a_location_kafka_would_not_name_deletes_nothing(kit: Kit, argument: str, value: str) -> None:
     """``store.wipe`` with such an application id or task id is refused and deletes nothing: ``..`` as the
     application id would name ``<state>/../0_0/rocksdb/store``."""
-    if not kit.codec.supports("store.wipe"):
+    if not kit.implementation.supports("store.wipe"):
         pytest.skip("the implementation does not offer store.wipe")
     state_dir = _nested_state_dir(kit)
     _victims(kit, state_dir)
     before = directory_digest(kit.state_dir)
     location = {"state_dir": str(state_dir), "name": "store", "application_id": "app", "task_id": "0_0"}
-    out = kit.codec.call("store.wipe", {**location, argument: value})
+    out = kit.implementation.call("store.wipe", {**location, argument: value})
     assert "error" in out, f"store.wipe with {argument} {value!r} was accepted"
     assert directory_digest(kit.state_dir) == before, "a refused wipe deleted or changed something"
 
@@ -233,16 +233,16 @@ def test_wiping_a_location_kafka_would_not_name_deletes_nothing(kit: Kit, argume
 @pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
 def test_task_files_of_a_location_kafka_would_not_name_are_refused(kit: Kit, argument: str, value: str) -> None:
     """``store.write_task_file`` and ``store.task_files`` by such a location are refused; nothing is written."""
-    if not kit.codec.supports("store.write_task_file"):
+    if not kit.implementation.supports("store.write_task_file"):
         pytest.skip("the implementation does not offer store.write_task_file")
     state_dir = _nested_state_dir(kit)
     _victims(kit, state_dir)
     before = directory_digest(kit.state_dir)
     location = {"state_dir": str(state_dir), "application_id": "app", "task_id": "0_0", argument: value}
-    out = kit.codec.call("store.write_task_file", {**location, "file": ".checkpoint", "text": "0\n0\n"})
+    out = kit.implementation.call("store.write_task_file", {**location, "file": ".checkpoint", "text": "0\n0\n"})
     assert "error" in out, f"store.write_task_file with {argument} {value!r} was accepted"
-    if kit.codec.supports("store.task_files"):
-        listed = kit.codec.call("store.task_files", location)
+    if kit.implementation.supports("store.task_files"):
+        listed = kit.implementation.call("store.task_files", location)
         assert "error" in listed, f"store.task_files with {argument} {value!r} listed {listed}"
     assert directory_digest(kit.state_dir) == before, "a refused task file write changed something"
 

@@ -11,6 +11,15 @@ from hypothesis import strategies as st
 
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
+from kstate_conformance.store_types import (
+    KV,
+    SESSION_WITH_HEADERS,
+    TIMESTAMPED_KV,
+    TIMESTAMPED_KV_WITH_HEADERS,
+    TIMESTAMPED_WINDOW,
+    TIMESTAMPED_WINDOW_WITH_HEADERS,
+    VERSIONED_KV,
+)
 from kstate_conformance.strategies import KV_STORE_TYPES, NON_NEGATIVE_INT32, SESSION_STORE_TYPES, WINDOW_STORE_TYPES
 
 STORE_NAME = st.text(alphabet="abcxyz_-.0123456789", min_size=1, max_size=12)
@@ -30,46 +39,46 @@ def java_div(a: int, b: int) -> int:
 
 @rules("LAY-1")
 @given(NON_NEGATIVE_INT32, NON_NEGATIVE_INT32, st.one_of(st.none(), st.text(alphabet="abc-", min_size=1, max_size=6)))
-def test_task_directory_names(codec: Any, subtopology: int, partition: int, topology: str | None) -> None:
+def test_task_directory_names(implementation: Any, subtopology: int, partition: int, topology: str | None) -> None:
     payload: dict[str, Any] = {"application_id": "app", "subtopology": subtopology, "partition": partition}
     if topology is not None:
         payload["named_topology"] = topology
-    out = codec.call("layout.task_dir", payload)
+    out = implementation.call("layout.task_dir", payload)
     name = f"{subtopology}_{partition}"
     assert out == {"name": name, "task_dir": f"app/{name}" if topology is None else f"app/__{topology}__/{name}"}
-    assert codec.call("layout.parse_task_dir_name", {"name": name}) == {"task": [subtopology, partition]}
+    assert implementation.call("layout.parse_task_dir_name", {"name": name}) == {"task": [subtopology, partition]}
 
 
 @rules("LAY-1")
 @pytest.mark.parametrize("name", ["global", "0_", "_0", "0-0", "0_0_0", "a_0", " 0_0", "\u0660_0", "0_0.tmp"])
-def test_names_that_are_not_task_directories(codec: Any, name: str) -> None:
-    assert codec.call("layout.parse_task_dir_name", {"name": name}) == {"task": None}
+def test_names_that_are_not_task_directories(implementation: Any, name: str) -> None:
+    assert implementation.call("layout.parse_task_dir_name", {"name": name}) == {"task": None}
 
 
 @rules("LAY-2", "LAY-4")
 @given(st.sampled_from(KV_LIKE), STORE_NAME)
-def test_key_value_and_versioned_stores_live_under_rocksdb(codec: Any, store_type: str, name: str) -> None:
-    out = codec.call("layout.store_paths", {"store_type": store_type, "store_name": name})
+def test_key_value_and_versioned_stores_live_under_rocksdb(implementation: Any, store_type: str, name: str) -> None:
+    out = implementation.call("layout.store_paths", {"store_type": store_type, "store_name": name})
     assert out == {"store_dir": f"rocksdb/{name}", "position_file": f"{name}.position", "task_checkpoint_file": ".checkpoint",
                    "legacy_store_checkpoint_file": f".checkpoint_{name}"}
 
 
 @rules("LAY-3", "LAY-4")
 @given(st.sampled_from(SEGMENTED_STORE_TYPES), STORE_NAME, st.integers(min_value=0, max_value=1 << 40), st.integers(min_value=1, max_value=1 << 31))
-def test_segments_are_named_by_their_start_time(codec: Any, store_type: str, name: str, segment_id: int, interval: int) -> None:
-    out = codec.call("layout.store_paths", {"store_type": store_type, "store_name": name, "segment_id": segment_id,
+def test_segments_are_named_by_their_start_time(implementation: Any, store_type: str, name: str, segment_id: int, interval: int) -> None:
+    out = implementation.call("layout.store_paths", {"store_type": store_type, "store_name": name, "segment_id": segment_id,
                                             "segment_interval": interval})
     start = java_long(segment_id * interval)
     assert out["store_dir"] == name and out["position_file"] == f"{name}.position"
     assert out["segment_dir"] == f"{name}/{name}.{start}"
-    assert codec.call("layout.segment_dir_name", {"store_name": name, "segment_id": segment_id,
+    assert implementation.call("layout.segment_dir_name", {"store_name": name, "segment_id": segment_id,
                                                   "segment_interval": interval}) == {"name": f"{name}.{start}"}
 
 
 @rules("LAY-3")
 @given(STORE_NAME, st.integers(min_value=0, max_value=1 << 50), st.integers(min_value=1, max_value=1 << 31), st.sampled_from(".:"))
-def test_segment_names_parse_back_to_their_id(codec: Any, name: str, start: int, interval: int, separator: str) -> None:
-    out = codec.call("layout.parse_segment_name", {"store_name": name, "segment_name": f"{name}{separator}{start}",
+def test_segment_names_parse_back_to_their_id(implementation: Any, name: str, start: int, interval: int, separator: str) -> None:
+    out = implementation.call("layout.parse_segment_name", {"store_name": name, "segment_name": f"{name}{separator}{start}",
                                                    "segment_interval": interval})
     segment_id = start // interval
     assert out == {"segment_id": segment_id, "rename_to": None if separator == "." else f"{name}.{segment_id * interval}"}
@@ -78,19 +87,19 @@ def test_segment_names_parse_back_to_their_id(codec: Any, name: str, start: int,
 @rules("LAY-3")
 @given(STORE_NAME, st.datetimes(min_value=datetime.datetime(1970, 1, 1), max_value=datetime.datetime(9999, 12, 31)),
        st.integers(min_value=1, max_value=1 << 31))
-def test_legacy_date_segment_names_are_read_as_utc_and_renamed(codec: Any, name: str, when: datetime.datetime, interval: int) -> None:
+def test_legacy_date_segment_names_are_read_as_utc_and_renamed(implementation: Any, name: str, when: datetime.datetime, interval: int) -> None:
     minute = when.replace(second=0, microsecond=0, tzinfo=datetime.timezone.utc)
     millis = int(minute.timestamp()) * 1000
-    out = codec.call("layout.parse_segment_name", {"store_name": name, "segment_name": f"{name}-{minute:%Y%m%d%H%M}",
+    out = implementation.call("layout.parse_segment_name", {"store_name": name, "segment_name": f"{name}-{minute:%Y%m%d%H%M}",
                                                    "segment_interval": interval})
     segment_id = java_div(millis, interval)
     assert out == {"segment_id": segment_id, "rename_to": f"{name}.{java_long(segment_id * interval)}"}
 
 
 @rules("LAY-3")
-def test_unreadable_segment_names(codec: Any) -> None:
+def test_unreadable_segment_names(implementation: Any) -> None:
     def parse(segment_name: str) -> dict[str, Any]:
-        result: dict[str, Any] = codec.call("layout.parse_segment_name", {"store_name": "store", "segment_name": segment_name, "segment_interval": 60000})
+        result: dict[str, Any] = implementation.call("layout.parse_segment_name", {"store_name": "store", "segment_name": segment_name, "segment_interval": 60000})
         return result
 
     assert parse("store-notadate") == {"segment_id": -1, "rename_to": None}
@@ -100,9 +109,9 @@ def test_unreadable_segment_names(codec: Any) -> None:
 
 @rules("LAY-3")
 @pytest.mark.kstate_level("recommended")
-def test_legacy_date_names_are_parsed_leniently(codec: Any) -> None:
+def test_legacy_date_names_are_parsed_leniently(implementation: Any) -> None:
     def parse(segment_name: str) -> dict[str, Any]:
-        result: dict[str, Any] = codec.call("layout.parse_segment_name", {"store_name": "s", "segment_name": segment_name, "segment_interval": 60000})
+        result: dict[str, Any] = implementation.call("layout.parse_segment_name", {"store_name": "s", "segment_name": segment_name, "segment_interval": 60000})
         return result
 
     # Month 13 of 2018 is January 2019; trailing characters after the minutes are ignored.
@@ -110,21 +119,21 @@ def test_legacy_date_names_are_parsed_leniently(codec: Any) -> None:
     assert parse("s-201801011200.old") == parse("s-201801011200")
 
 
-def plan(codec: Any, store_type: str, existing: dict[str, bool]) -> dict[str, Any]:
-    result: dict[str, Any] = codec.call("layout.column_families", {"store_type": store_type, "existing": existing})
+def plan(implementation: Any, store_type: str, existing: dict[str, bool]) -> dict[str, Any]:
+    result: dict[str, Any] = implementation.call("layout.column_families", {"store_type": store_type, "existing": existing})
     return result
 
 
 COLUMN_FAMILIES_BY_STORE_TYPE = [
-    ("kv", ["default", "offsets"], "default"),
-    ("versioned_kv", ["default", "offsets"], "default"),
+    (KV, ["default", "offsets"], "default"),
+    (VERSIONED_KV, ["default", "offsets"], "default"),
     ("window", ["default", "offsets"], "default"),
     ("session", ["default", "offsets"], "default"),
-    ("timestamped_kv", ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
-    ("timestamped_window", ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
-    ("timestamped_kv_with_headers", ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    ("timestamped_window_with_headers", ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    ("session_with_headers", ["default", "sessionKeyValueWithHeaders", "offsets"], "sessionKeyValueWithHeaders"),
+    (TIMESTAMPED_KV, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
+    (TIMESTAMPED_WINDOW, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
+    (TIMESTAMPED_KV_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
+    (TIMESTAMPED_WINDOW_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
+    (SESSION_WITH_HEADERS, ["default", "sessionKeyValueWithHeaders", "offsets"], "sessionKeyValueWithHeaders"),
     ("time_ordered_window_with_headers", ["default", "windowKeyValueWithHeaders", "offsets"], "windowKeyValueWithHeaders"),
 ]
 
@@ -132,56 +141,56 @@ COLUMN_FAMILIES_BY_STORE_TYPE = [
 @rules("LAY-5", "LAY-6")
 @pytest.mark.parametrize(("store_type", "families", "data_cf"), COLUMN_FAMILIES_BY_STORE_TYPE,
                          ids=[row[0] for row in COLUMN_FAMILIES_BY_STORE_TYPE])
-def test_each_store_type_opens_its_column_families(codec: Any, store_type: str, families: list[str], data_cf: str) -> None:
-    out = plan(codec, store_type, {})
+def test_each_store_type_opens_its_column_families(implementation: Any, store_type: str, families: list[str], data_cf: str) -> None:
+    out = plan(implementation, store_type, {})
     assert out == {"open": families, "data_cf": data_cf, "mode": "regular", "legacy_cf": None, "conversion": None, "dropped": []}
-    assert plan(codec, store_type, dict.fromkeys(families, True) | {"default": False}) == out
+    assert plan(implementation, store_type, dict.fromkeys(families, True) | {"default": False}) == out
 
 
 @rules("LAY-7")
 @pytest.mark.parametrize(("store_type", "legacy", "conversion"), [
-    ("timestamped_kv", "default", "convert_to_timestamped_format"),
-    ("timestamped_window", "default", "convert_to_timestamped_format"),
-    ("timestamped_kv_with_headers", "default", "convert_from_plain_to_header_format"),
-    ("session_with_headers", "default", "convert_to_header_format"),
+    (TIMESTAMPED_KV, "default", "convert_to_timestamped_format"),
+    (TIMESTAMPED_WINDOW, "default", "convert_to_timestamped_format"),
+    (TIMESTAMPED_KV_WITH_HEADERS, "default", "convert_from_plain_to_header_format"),
+    (SESSION_WITH_HEADERS, "default", "convert_to_header_format"),
     ("time_ordered_window_with_headers", "default", "convert_to_header_format"),
 ])
-def test_legacy_data_opens_in_upgrade_mode(codec: Any, store_type: str, legacy: str, conversion: str) -> None:
-    out = plan(codec, store_type, {legacy: True})
+def test_legacy_data_opens_in_upgrade_mode(implementation: Any, store_type: str, legacy: str, conversion: str) -> None:
+    out = plan(implementation, store_type, {legacy: True})
     assert (out["mode"], out["legacy_cf"], out["conversion"]) == ("upgrade", legacy, conversion)
 
 
 @rules("LAY-8")
-@pytest.mark.parametrize("store_type", ["timestamped_kv_with_headers", "timestamped_window_with_headers"])
-def test_header_store_over_a_timestamped_database(codec: Any, store_type: str) -> None:
+@pytest.mark.parametrize("store_type", [TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW_WITH_HEADERS])
+def test_header_store_over_a_timestamped_database(implementation: Any, store_type: str) -> None:
     families = ["default", "keyValueWithTimestamp", "keyValueWithTimestampAndHeaders", "offsets"]
-    upgrade = plan(codec, store_type, {"default": False, "keyValueWithTimestamp": True})
+    upgrade = plan(implementation, store_type, {"default": False, "keyValueWithTimestamp": True})
     assert upgrade == {"open": families, "data_cf": "keyValueWithTimestampAndHeaders", "mode": "upgrade",
                        "legacy_cf": "keyValueWithTimestamp", "conversion": "convert_to_header_format", "dropped": []}
-    empty = plan(codec, store_type, {"default": False, "keyValueWithTimestamp": False})
+    empty = plan(implementation, store_type, {"default": False, "keyValueWithTimestamp": False})
     assert empty["mode"] == "regular" and empty["dropped"] == ["keyValueWithTimestamp"]
-    assert "error" in plan(codec, store_type, {"default": True, "keyValueWithTimestamp": True})
-    assert "error" in plan(codec, store_type, {"default": True, "keyValueWithTimestamp": False})
+    assert "error" in plan(implementation, store_type, {"default": True, "keyValueWithTimestamp": True})
+    assert "error" in plan(implementation, store_type, {"default": True, "keyValueWithTimestamp": False})
 
 
 @rules("LAY-8")
 @pytest.mark.parametrize(("store_type", "foreign"), [
-    ("kv", "keyValueWithTimestamp"), ("kv", "keyValueWithTimestampAndHeaders"), ("timestamped_kv", "keyValueWithTimestampAndHeaders"),
-    ("session", "sessionKeyValueWithHeaders"), ("versioned_kv", "__offsets"), ("window", "keyValueWithTimestamp"),
+    (KV, "keyValueWithTimestamp"), (KV, "keyValueWithTimestampAndHeaders"), (TIMESTAMPED_KV, "keyValueWithTimestampAndHeaders"),
+    ("session", "sessionKeyValueWithHeaders"), (VERSIONED_KV, "__offsets"), ("window", "keyValueWithTimestamp"),
 ])
-def test_databases_with_unknown_column_families_are_refused(codec: Any, store_type: str, foreign: str) -> None:
-    assert "error" in plan(codec, store_type, {"default": True, foreign: False})
+def test_databases_with_unknown_column_families_are_refused(implementation: Any, store_type: str, foreign: str) -> None:
+    assert "error" in plan(implementation, store_type, {"default": True, foreign: False})
 
 
 @rules("LAY-9")
 @pytest.mark.kstate_level("recommended")
 @given(st.lists(st.tuples(st.sampled_from(["default", "offsets", "keyValueWithTimestamp"]), st.integers(1, 7)), min_size=1,
                 max_size=3, unique_by=lambda e: e[0]))
-def test_options_file_format_versions(codec: Any, tables: list[tuple[str, int]]) -> None:
+def test_options_file_format_versions(implementation: Any, tables: list[tuple[str, int]]) -> None:
     text = "[Version]\n  rocksdb_version=9.8.4\n" + "".join(
         f'[CFOptions "{cf}"]\n  comparator=leveldb.BytewiseComparator\n[TableOptions/BlockBasedTable "{cf}"]\n'
         f"  block_size=4096\n  format_version={v}\n" for cf, v in tables)
-    out = codec.call("layout.options_format_versions", {"options_text": text})
+    out = implementation.call("layout.options_format_versions", {"options_text": text})
     assert out == {"format_versions": dict(sorted(tables)), "readable_before_rocksdb_8_6": all(v <= 5 for _, v in tables)}
 
 
@@ -189,5 +198,5 @@ def test_options_file_format_versions(codec: Any, tables: list[tuple[str, int]])
 @pytest.mark.parametrize(("name", "kind"), [("rocksdict-config.json", "not_layout"), ("CURRENT", "rocksdb"), ("MANIFEST-000004", "rocksdb"),
                                             ("OPTIONS-000009", "rocksdb"), ("000010.sst", "rocksdb"), ("LOG.old.1712345678901234", "rocksdb"),
                                             ("random.bin", "unknown")])
-def test_binding_sidecars_are_not_part_of_the_layout(codec: Any, name: str, kind: str) -> None:
-    assert codec.call("layout.classify_store_file", {"name": name}) == {"kind": kind}
+def test_binding_sidecars_are_not_part_of_the_layout(implementation: Any, name: str, kind: str) -> None:
+    assert implementation.call("layout.classify_store_file", {"name": name}) == {"kind": kind}

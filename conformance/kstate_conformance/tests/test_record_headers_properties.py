@@ -50,16 +50,16 @@ def headers_json(headers: Pairs) -> list[list[Any]]:
     return [[k, hexed(v)] for k, v in headers]
 
 
-def write(codec: Any, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+def write(implementation: Any, offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
           headers: Pairs) -> dict[str, Any]:
-    out: dict[str, Any] = codec.call("record_v2.write", {
+    out: dict[str, Any] = implementation.call("record_v2.write", {
         "offset_delta": offset_delta, "timestamp_delta": timestamp_delta, "key": hexed(key), "value": hexed(value),
         "headers": headers_json(headers)})
     return out
 
 
-def read(codec: Any, data: bytes, base_offset: int = 0, base_timestamp: int = 0) -> dict[str, Any]:
-    out: dict[str, Any] = codec.call("record_v2.read",
+def read(implementation: Any, data: bytes, base_offset: int = 0, base_timestamp: int = 0) -> dict[str, Any]:
+    out: dict[str, Any] = implementation.call("record_v2.read",
                                      {"bytes": data.hex(), "base_offset": base_offset, "base_timestamp": base_timestamp})
     return out
 
@@ -75,11 +75,11 @@ def is_error(out: dict[str, Any]) -> bool:
 @given(INT32, INT64, NULLABLE_BYTES, NULLABLE_BYTES, HEADERS)
 @example(0, 0, None, None, [])
 @example(0, 0, b"", b"", [("a", None), ("a", b""), ("b", b"\x01")])
-def test_write_matches_the_v2_layout(codec: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
+def test_write_matches_the_v2_layout(implementation: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
                                      value: bytes | None, headers: Pairs) -> None:
     section = header_section(headers)
     expected = framed(record_body(offset_delta, timestamp_delta, key, value, section))
-    out = write(codec, offset_delta, timestamp_delta, key, value, headers)
+    out = write(implementation, offset_delta, timestamp_delta, key, value, headers)
     assert out["record"] == expected.hex()
     assert out["size_in_bytes"] == len(expected)
     assert out["headers_section"] == section.hex()
@@ -87,10 +87,10 @@ def test_write_matches_the_v2_layout(codec: Any, offset_delta: int, timestamp_de
 
 @rules("HDR-1", "HDR-3", "HDR-9", "HDR-10", "HDR-12")
 @given(INT32, INT64, NULLABLE_BYTES, NULLABLE_BYTES, HEADERS, INT64, INT64)
-def test_written_record_reads_back(codec: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
+def test_written_record_reads_back(implementation: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
                                    value: bytes | None, headers: Pairs, base_offset: int, base_timestamp: int) -> None:
-    record = bytes.fromhex(write(codec, offset_delta, timestamp_delta, key, value, headers)["record"])
-    assert read(codec, record + b"\x07\x07", base_offset, base_timestamp) == {
+    record = bytes.fromhex(write(implementation, offset_delta, timestamp_delta, key, value, headers)["record"])
+    assert read(implementation, record + b"\x07\x07", base_offset, base_timestamp) == {
         "base_offset": base_offset,
         "base_timestamp": base_timestamp,
         "offset": java_long(base_offset + offset_delta),
@@ -106,9 +106,9 @@ def test_written_record_reads_back(codec: Any, offset_delta: int, timestamp_delt
 
 @rules("HDR-9")
 @given(INT32, INT64, HEADERS)
-def test_write_reports_the_record_read_back_at_base_1000_5000(codec: Any, offset_delta: int, timestamp_delta: int,
+def test_write_reports_the_record_read_back_at_base_1000_5000(implementation: Any, offset_delta: int, timestamp_delta: int,
                                                              headers: Pairs) -> None:
-    decoded = write(codec, offset_delta, timestamp_delta, b"k", None, headers)["decoded"]
+    decoded = write(implementation, offset_delta, timestamp_delta, b"k", None, headers)["decoded"]
     assert decoded == {"base_offset": 1000, "base_timestamp": 5000, "offset": 1000 + offset_delta,
                        "timestamp": java_long(5000 + timestamp_delta), "key": "6b", "value": None,
                        "headers": headers_json(headers)}
@@ -116,20 +116,20 @@ def test_write_reports_the_record_read_back_at_base_1000_5000(codec: Any, offset
 
 @rules("HDR-1", "HDR-3", "HDR-11", "HDR-12", "HDR-13")
 @given(HEADERS)
-def test_header_section_round_trips(codec: Any, headers: Pairs) -> None:
-    written = codec.call("record_v2.write_headers", {"headers": headers_json(headers)})
+def test_header_section_round_trips(implementation: Any, headers: Pairs) -> None:
+    written = implementation.call("record_v2.write_headers", {"headers": headers_json(headers)})
     assert written == {"bytes": header_section(headers).hex()}
-    assert written["bytes"] == write(codec, 0, 0, None, None, headers)["headers_section"]
-    back = codec.call("record_v2.read_headers", {"bytes": written["bytes"] + "ff"})
+    assert written["bytes"] == write(implementation, 0, 0, None, None, headers)["headers_section"]
+    back = implementation.call("record_v2.read_headers", {"bytes": written["bytes"] + "ff"})
     assert back == {"headers": headers_json(headers), "bytes_consumed": len(written["bytes"]) // 2}
 
 
 @rules("HDR-7", "HDR-10")
 @given(INT32, INT64, NULLABLE_BYTES, NULLABLE_BYTES, HEADERS)
-def test_size_matches_the_written_record(codec: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
+def test_size_matches_the_written_record(implementation: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
                                          value: bytes | None, headers: Pairs) -> None:
-    record = write(codec, offset_delta, timestamp_delta, key, value, headers)["record"]
-    sizes = codec.call("record_v2.size", {
+    record = write(implementation, offset_delta, timestamp_delta, key, value, headers)["record"]
+    sizes = implementation.call("record_v2.size", {
         "offset_delta": offset_delta, "timestamp_delta": timestamp_delta, "key_size": -1 if key is None else len(key),
         "value_size": -1 if value is None else len(value), "headers": headers_json(headers)})
     body = sizes["size_of_body_in_bytes"]
@@ -138,35 +138,35 @@ def test_size_matches_the_written_record(codec: Any, offset_delta: int, timestam
 
 @rules("HDR-3", "HDR-10", "HDR-12")
 @given(KEYS, st.booleans())
-def test_null_and_empty_stay_distinct(codec: Any, key: str, in_header: bool) -> None:
+def test_null_and_empty_stay_distinct(implementation: Any, key: str, in_header: bool) -> None:
     def record(empty: bytes | None) -> str:
         if in_header:
-            return str(write(codec, 0, 0, None, None, [(key, empty)])["record"])
-        return str(write(codec, 0, 0, empty, empty, [])["record"])
+            return str(write(implementation, 0, 0, None, None, [(key, empty)])["record"])
+        return str(write(implementation, 0, 0, empty, empty, [])["record"])
 
     with_null, with_empty = record(None), record(b"")
     assert with_null != with_empty
-    assert read(codec, bytes.fromhex(with_null))["headers" if in_header else "value"] == (
+    assert read(implementation, bytes.fromhex(with_null))["headers" if in_header else "value"] == (
         [[key, None]] if in_header else None)
-    assert read(codec, bytes.fromhex(with_empty))["headers" if in_header else "value"] == (
+    assert read(implementation, bytes.fromhex(with_empty))["headers" if in_header else "value"] == (
         [[key, ""]] if in_header else "")
 
 
 @rules("HDR-11", "HDR-12")
 @pytest.mark.parametrize("headers", [None, [["a", "01"], [None, "02"]], [[None, None]]],
                          ids=["null-headers", "second-key-null", "only-key-null"])
-def test_null_headers_and_null_header_keys_are_refused(codec: Any, headers: Any) -> None:
+def test_null_headers_and_null_header_keys_are_refused(implementation: Any, headers: Any) -> None:
     payload = {"offset_delta": 0, "timestamp_delta": 0, "key": None, "value": None, "headers": headers}
-    assert is_error(codec.call("record_v2.write", payload))
-    assert is_error(codec.call("record_v2.write_headers", {"headers": headers}))
+    assert is_error(implementation.call("record_v2.write", payload))
+    assert is_error(implementation.call("record_v2.write_headers", {"headers": headers}))
 
 
 @rules("HDR-9")
 @pytest.mark.parametrize(("offset_delta", "timestamp_delta"), [(1 << 31, 0), (-(1 << 31) - 1, 0), (0, 1 << 63)])
-def test_deltas_outside_java_types_are_refused(codec: Any, offset_delta: int, timestamp_delta: int) -> None:
+def test_deltas_outside_java_types_are_refused(implementation: Any, offset_delta: int, timestamp_delta: int) -> None:
     payload: dict[str, Any] = {"offset_delta": offset_delta, "timestamp_delta": timestamp_delta, "key": None, "value": None,
                "headers": []}
-    assert is_error(codec.call("record_v2.write", payload))
+    assert is_error(implementation.call("record_v2.write", payload))
 
 
 # --- reading: refusals (HDR-13) ---------------------------------------------------------------------------
@@ -174,51 +174,51 @@ def test_deltas_outside_java_types_are_refused(codec: Any, offset_delta: int, ti
 
 @rules("HDR-13")
 @given(INT32, INT64, NULLABLE_BYTES, NULLABLE_BYTES, HEADERS, st.data())
-def test_a_truncated_record_is_refused(codec: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
+def test_a_truncated_record_is_refused(implementation: Any, offset_delta: int, timestamp_delta: int, key: bytes | None,
                                        value: bytes | None, headers: Pairs, data: st.DataObject) -> None:
     record = framed(record_body(offset_delta, timestamp_delta, key, value, header_section(headers)))
     cut = data.draw(st.integers(min_value=0, max_value=len(record) - 1))
-    assert is_error(read(codec, record[:cut]))
+    assert is_error(read(implementation, record[:cut]))
 
 
 @rules("HDR-13")
 @given(NULLABLE_BYTES, HEADERS, st.binary(min_size=1, max_size=3))
-def test_bytes_left_in_the_body_are_refused(codec: Any, value: bytes | None, headers: Pairs, extra: bytes) -> None:
+def test_bytes_left_in_the_body_are_refused(implementation: Any, value: bytes | None, headers: Pairs, extra: bytes) -> None:
     body = record_body(0, 0, None, value, header_section(headers)) + extra
-    assert is_error(read(codec, framed(body)))
+    assert is_error(read(implementation, framed(body)))
 
 
 @rules("HDR-13")
 @given(HEADERS, st.integers(min_value=-(1 << 31), max_value=-1))
-def test_a_negative_header_count_is_refused(codec: Any, headers: Pairs, count: int) -> None:
+def test_a_negative_header_count_is_refused(implementation: Any, headers: Pairs, count: int) -> None:
     section = header_section(headers, count=count)
-    assert is_error(read(codec, framed(record_body(0, 0, None, None, section))))
-    assert is_error(codec.call("record_v2.read_headers", {"bytes": section.hex()}))
+    assert is_error(read(implementation, framed(record_body(0, 0, None, None, section))))
+    assert is_error(implementation.call("record_v2.read_headers", {"bytes": section.hex()}))
 
 
 @rules("HDR-13")
 @given(HEADERS, st.integers(min_value=1, max_value=(1 << 31) - 1))
-def test_a_header_count_beyond_the_remaining_bytes_is_refused(codec: Any, headers: Pairs, excess: int) -> None:
+def test_a_header_count_beyond_the_remaining_bytes_is_refused(implementation: Any, headers: Pairs, excess: int) -> None:
     tail = header_section(headers)[len(zigzag_varint(len(headers))):]
     count = min(len(tail) + excess, (1 << 31) - 1)
     section = zigzag_varint(count) + tail
-    assert is_error(read(codec, framed(record_body(0, 0, None, None, section))))
-    assert is_error(codec.call("record_v2.read_headers", {"bytes": section.hex()}))
+    assert is_error(read(implementation, framed(record_body(0, 0, None, None, section))))
+    assert is_error(implementation.call("record_v2.read_headers", {"bytes": section.hex()}))
 
 
 @rules("HDR-13")
 @given(st.integers(min_value=-(1 << 31), max_value=-1), VALUES)
-def test_a_negative_header_key_length_is_refused(codec: Any, key_length: int, value: bytes | None) -> None:
+def test_a_negative_header_key_length_is_refused(implementation: Any, key_length: int, value: bytes | None) -> None:
     section = zigzag_varint(1) + zigzag_varint(key_length) + sized(value)
-    assert is_error(read(codec, framed(record_body(0, 0, None, None, section))))
-    assert is_error(codec.call("record_v2.read_headers", {"bytes": section.hex()}))
+    assert is_error(read(implementation, framed(record_body(0, 0, None, None, section))))
+    assert is_error(implementation.call("record_v2.read_headers", {"bytes": section.hex()}))
 
 
 @rules("HDR-13")
 @pytest.mark.parametrize("length", [-1, -(1 << 31), 8, (1 << 31) - 1])
-def test_a_body_length_that_does_not_fit_is_refused(codec: Any, length: int) -> None:
+def test_a_body_length_that_does_not_fit_is_refused(implementation: Any, length: int) -> None:
     body = record_body(0, 0, None, None, zigzag_varint(0))
-    assert is_error(read(codec, zigzag_varint(length) + body))
+    assert is_error(read(implementation, zigzag_varint(length) + body))
 
 
 # --- reading: Kafka's leniency (HDR-14) ---------------------------------------------------------------------
@@ -228,20 +228,20 @@ def test_a_body_length_that_does_not_fit_is_refused(codec: Any, length: int) -> 
 @pytest.mark.kstate_level("recommended")
 @given(st.integers(min_value=-(1 << 31), max_value=-2), st.integers(min_value=-(1 << 31), max_value=-2),
        st.integers(min_value=-(1 << 31), max_value=-2), st.integers(min_value=1, max_value=255), KEYS)
-def test_reader_accepts_what_kafka_accepts(codec: Any, key_length: int, value_length: int, header_value_length: int,
+def test_reader_accepts_what_kafka_accepts(implementation: Any, key_length: int, value_length: int, header_value_length: int,
                                            attributes: int, header_key: str) -> None:
     section = zigzag_varint(1) + sized(header_key.encode("utf-8")) + zigzag_varint(header_value_length)
     body = (bytes([attributes]) + zigzag_varlong(0) + zigzag_varint(0) + zigzag_varint(key_length) + zigzag_varint(value_length) + section)
-    out = read(codec, framed(body) + b"\x00")
+    out = read(implementation, framed(body) + b"\x00")
     assert (out["key"], out["value"], out["headers"], out["attributes"]) == (None, None, [[header_key, None]], attributes)
     assert out["bytes_consumed"] == len(framed(body))
 
 
 @rules("HDR-14")
 @pytest.mark.kstate_level("recommended")
-def test_size_in_bytes_uses_the_minimal_length_varint(codec: Any) -> None:
+def test_size_in_bytes_uses_the_minimal_length_varint(implementation: Any) -> None:
     body = record_body(0, 0, None, None, zigzag_varint(0))
-    out = read(codec, bytes([len(body) * 2 | 0x80, 0x00]) + body)
+    out = read(implementation, bytes([len(body) * 2 | 0x80, 0x00]) + body)
     assert (out["size_in_bytes"], out["bytes_consumed"]) == (len(body) + 1, len(body) + 2)
 
 
@@ -251,9 +251,9 @@ def test_size_in_bytes_uses_the_minimal_length_varint(codec: Any) -> None:
     ("eda080", "\ufffd"), ("eda041", "\ufffdA"), ("c0af", "\ufffd\ufffd"), ("e241", "\ufffdA"), ("f09f8e", "\ufffd"),
     ("61ff62", "a\ufffdb"),
 ])
-def test_invalid_utf8_keys_decode_as_the_jdk_does(codec: Any, key_bytes: str, key: str) -> None:
+def test_invalid_utf8_keys_decode_as_the_jdk_does(implementation: Any, key_bytes: str, key: str) -> None:
     section = zigzag_varint(1) + sized(bytes.fromhex(key_bytes)) + zigzag_varint(-1)
-    assert read(codec, framed(record_body(0, 0, None, None, section)))["headers"] == [[key, None]]
+    assert read(implementation, framed(record_body(0, 0, None, None, section)))["headers"] == [[key, None]]
 
 
 # --- writing keys with unpaired surrogates (HDR-15) -------------------------------------------------------------
@@ -262,12 +262,12 @@ def test_invalid_utf8_keys_decode_as_the_jdk_does(codec: Any, key_bytes: str, ke
 @rules("HDR-15")
 @pytest.mark.kstate_level("recommended")
 @pytest.mark.parametrize("key", ["a\ud800b", "\udc00", "x\ud83d"])
-def test_a_key_with_an_unpaired_surrogate_is_not_written_inconsistently(codec: Any, key: str) -> None:
-    out = codec.call("record_v2.write", {"offset_delta": 0, "timestamp_delta": 0, "key": None, "value": None,
+def test_a_key_with_an_unpaired_surrogate_is_not_written_inconsistently(implementation: Any, key: str) -> None:
+    out = implementation.call("record_v2.write", {"offset_delta": 0, "timestamp_delta": 0, "key": None, "value": None,
                                          "headers": [[key, None]]})
     if not is_error(out):
         record = bytes.fromhex(out["record"])
-        assert not is_error(read(codec, record)), "the written record must be readable: its length must match"
+        assert not is_error(read(implementation, record)), "the written record must be readable: its length must match"
 
 
 # --- header semantics against a list model (HDR-1..HDR-6) --------------------------------------------------------
@@ -327,8 +327,8 @@ class ListModel:
           {"op": "add", "key": "a", "value": ""}, {"op": "remove", "key": "a"}, {"op": "to_list"}])
 @example([{"op": "add", "key": "a", "value": None}, {"op": "set_read_only"}, {"op": "add", "key": "a", "value": "01"},
           {"op": "remove", "key": "a"}, {"op": "remove", "key": None}, {"op": "last_header", "key": "a"}])
-def test_semantics_match_the_list_model(codec: Any, steps: list[dict[str, Any]]) -> None:
-    out = codec.call("headers.semantics", {"steps": steps})
+def test_semantics_match_the_list_model(implementation: Any, steps: list[dict[str, Any]]) -> None:
+    out = implementation.call("headers.semantics", {"steps": steps})
     model = ListModel()
     assert len(out["steps"]) == len(steps)
     for index, (step, actual) in enumerate(zip(steps, out["steps"], strict=True)):
@@ -341,19 +341,19 @@ def test_semantics_match_the_list_model(codec: Any, steps: list[dict[str, Any]])
 
 
 @rules("HDR-4")
-def test_remove_takes_every_duplicate(codec: Any) -> None:
+def test_remove_takes_every_duplicate(implementation: Any) -> None:
     steps = [{"op": "add", "key": k, "value": v} for k, v in [("a", "01"), ("a", "02"), ("b", None), ("a", None)]]
-    out = codec.call("headers.semantics", {"steps": [*steps, {"op": "remove", "key": "a"}]})
+    out = implementation.call("headers.semantics", {"steps": [*steps, {"op": "remove", "key": "a"}]})
     assert out["steps"][-1] == {"headers": [["b", None]]}
 
 
 @rules("HDR-6")
-def test_read_only_refuses_add_and_remove_but_not_reads(codec: Any) -> None:
+def test_read_only_refuses_add_and_remove_but_not_reads(implementation: Any) -> None:
     steps = [{"op": "add", "key": "a", "value": "01"}, {"op": "set_read_only"},
              {"op": "add", "key": "b", "value": None}, {"op": "remove", "key": "a"}, {"op": "remove", "key": "zz"},
              {"op": "remove", "key": None}, {"op": "add", "key": None, "value": None},
              {"op": "last_header", "key": "a"}, {"op": "headers", "key": "a"}]
-    out = codec.call("headers.semantics", {"steps": steps})["steps"]
+    out = implementation.call("headers.semantics", {"steps": steps})["steps"]
     assert [is_error(s) for s in out] == [False, False, True, True, True, True, True, False, False]
     assert all(s["headers"] == [["a", "01"]] for s in out)
     assert out[-2]["result"] == ["a", "01"] and out[-1]["result"] == [["a", "01"]]

@@ -35,7 +35,7 @@ def _segment_dir(kit: Kit) -> Path:
 
 def _open(kit: Kit, family: str, **extra: Any) -> Store:
     op = f"{family}_store.put"
-    if not kit.codec.supports(op):
+    if not kit.implementation.supports(op):
         pytest.skip(f"the implementation offers no {family} store operations")
     return kit.open(family, ROCKSDB, options=OPTIONS[family], **extra)
 

@@ -68,10 +68,10 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
 
 
 class SessionStoreMachine(StoreMachine[m.SessionModel]):
-    """Drives one session store through ``codec`` and :class:`models.session.SessionModel` side by side."""
+    """Drives one session store through ``implementation`` and :class:`models.session.SessionModel` side by side."""
 
-    def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__(codec, backend, base_dir, capabilities)
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__(implementation, backend, base_dir, capabilities)
         self.start_type = store_type
 
     # --- plumbing ---------------------------------------------------------------------------------------------
@@ -308,9 +308,9 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
             assert observed == expected_segments, f"segments: store {observed}\n model {expected_segments}"
 
 
-def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(codec, "session", "session_store.put", store_type, backend, m.offers_store_type,
-                       lambda caps: SessionStoreMachine(codec, store_type, backend, base, caps))
+def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
+    run_family_machine(implementation, "session", "session_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: SessionStoreMachine(implementation, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
@@ -318,15 +318,15 @@ BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
 
 @rules("SS-4", "SS-5", "SS-6", "SS-7", "SS-12", "SS-13", "SS-14", "SS-15", "SS-17", "SS-22", "SS-24", "SS-26", "SS-32")
 @BACKEND_PARAMS
-def test_session_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_session_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A session store matches the model through puts, removes, merges, reads, restarts, crashes, restores and
     the upgrade to the header-aware type."""
-    _run(codec, m.SESSION, backend, tmp_path_factory.mktemp("session"))
+    _run(implementation, m.SESSION, backend, tmp_path_factory.mktemp("session"))
 
 
 @rules("SS-26", "SS-27", "SS-30", "SS-34")
 @BACKEND_PARAMS
-def test_session_store_with_headers_behaves_as_the_model(codec: Any, backend: str,
+def test_session_store_with_headers_behaves_as_the_model(implementation: Any, backend: str,
                                                          tmp_path_factory: pytest.TempPathFactory) -> None:
     """A session store with headers matches the model (headers in the changelog records and in restore)."""
-    _run(codec, m.HEADERS, backend, tmp_path_factory.mktemp("session-hdr"))
+    _run(implementation, m.HEADERS, backend, tmp_path_factory.mktemp("session-hdr"))

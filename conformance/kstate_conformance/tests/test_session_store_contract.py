@@ -24,6 +24,7 @@ from kstate_conformance.sessions import (
     SessionStore,
     open_session_store,
 )
+from kstate_conformance.store_types import SESSION_WITH_HEADERS
 
 __all__ = ["kit"]
 
@@ -395,7 +396,7 @@ def test_restore(opened: Any, store_type: str, backend: str) -> None:
 
 @rules("SS-34", "SS-26")
 @pytest.mark.parametrize("backend", [ROCKSDB, MEMORY])
-@pytest.mark.parametrize("store_type", ["session_with_headers"])
+@pytest.mark.parametrize("store_type", [SESSION_WITH_HEADERS])
 def test_restore_with_headers_round_trip(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldRestore for the header-aware store (KIP-1271 RecordConverters): the
     headers travel as record headers and come back into the stored value; the round trip gives the same bytes."""
@@ -439,8 +440,8 @@ def test_upgrade_to_headers_reads_every_segment(kit: Kit, opened: Any, store_typ
     sessions = [("a", 0, 10, 1), ("a", 60_000, 60_000, 2), ("b", 60_001, 120_000, 3)]
     put_all(store, "session", *sessions)
     store.close()
-    upgraded = open_session_store(kit, "session_with_headers", backend, retention, interval)
-    expected = windowed("session_with_headers", *sessions)
+    upgraded = open_session_store(kit, SESSION_WITH_HEADERS, backend, retention, interval)
+    expected = windowed(SESSION_WITH_HEADERS, *sessions)
     assert upgraded.fetch_range(None, None) == expected
     assert upgraded.fetch_range(None, None, backward=True) == expected[::-1]
     segments = upgraded.segments()

@@ -186,18 +186,18 @@ def test_a_refused_open_retried_is_refused_again(kit: Kit) -> None:
 def _require_task_files(kit: Kit) -> None:
     kit.require(KV, ROCKSDB, "offsets")
     for name in ("store.write_task_file", "store.task_files"):
-        if not kit.codec.supports(name):
+        if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
 
 
 def _write_checkpoint(kit: Kit, text: str) -> None:
-    out = kit.codec.call("store.write_task_file", {"state_dir": str(kit.state_dir), **LOCATION, "file": ".checkpoint",
+    out = kit.implementation.call("store.write_task_file", {"state_dir": str(kit.state_dir), **LOCATION, "file": ".checkpoint",
                                                    "text": text})
     assert "error" not in out, out
 
 
 def _task_checkpoint(kit: Kit) -> str | None:
-    files = kit.codec.call("store.task_files", {"state_dir": str(kit.state_dir), **LOCATION})["files"]
+    files = kit.implementation.call("store.task_files", {"state_dir": str(kit.state_dir), **LOCATION})["files"]
     text: str | None = files.get(".checkpoint")
     return text
 

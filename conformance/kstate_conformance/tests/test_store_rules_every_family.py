@@ -14,6 +14,7 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, Kit, Store, h, i64, kit
+from kstate_conformance.store_types import KV, VERSIONED_KV, VERSIONED_KV_WITH_HEADERS
 
 __all__ = ["kit"]
 
@@ -41,7 +42,7 @@ class Family:
 #: and an implementation without the check is not sent into the short-key scan of issue 25 (item 6).
 K = h("kkkkkkkkk")
 FAMILIES = {
-    "kv": Family("kv", {}, ("store.put", {"key": K, "value": "aa"}),
+    "kv": Family(KV, {}, ("store.put", {"key": K, "value": "aa"}),
                  (("store.get", {"key": K}), ("store.all", {}), ("store.reverse_all", {}),
                   ("store.range", {"from": None, "to": None}), ("store.reverse_range", {"from": None, "to": None}),
                   ("store.prefix_scan", {"prefix": K}), ("store.approximate_num_entries", {}),
@@ -49,7 +50,7 @@ FAMILIES = {
                  K,
                  (("store.put_if_absent", {"key": h("j"), "value": "bb"}), ("store.delete", {"key": K}),
                   ("store.put_all", {"entries": [[K, "cc"]]}))),
-    "versioned": Family("versioned_kv", {"history_retention_ms": 10_000},
+    "versioned": Family(VERSIONED_KV, {"history_retention_ms": 10_000},
                         ("versioned_store.put", {"key": K, "value": "aa", "timestamp": 1}),
                         (("versioned_store.get", {"key": K}), ("versioned_store.get", {"key": K, "as_of": 1}),
                          ("versioned_store.get_versions", {"key": K})),
@@ -72,7 +73,7 @@ FAMILIES = {
 
 def _open(kit: Kit, family: Family, backend: str, **extra: Any) -> Store:
     for name in family.ops():
-        if not kit.codec.supports(name):
+        if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
     return kit.open(family.store_type, backend, **({"options": family.options} if family.options else {}), **extra)
 
@@ -86,7 +87,7 @@ def _context(store: Store, offset: int, partition: int = 0) -> None:
 
 def _positions(kit: Kit, store: Store) -> list[dict[str, dict[int, int]]]:
     """Every committed position the store's databases hold (one; or one per segment), decoded as maps."""
-    if not kit.codec.supports("position.deserialize"):
+    if not kit.implementation.supports("position.deserialize"):
         pytest.skip("the implementation does not offer position.deserialize")
     dumped = store.ok("store.dump")
     databases = dumped["segments"].values() if "segments" in dumped else [dumped["column_families"]]
@@ -94,7 +95,7 @@ def _positions(kit: Kit, store: Store) -> list[dict[str, dict[int, int]]]:
     for families in databases:
         stored = dict(families.get("offsets", [])).get(h("position"))
         if stored is not None:
-            out = kit.codec.call("position.deserialize", {"bytes": stored})
+            out = kit.implementation.call("position.deserialize", {"bytes": stored})
             assert "error" not in out, out
             found.append({topic: dict(map(tuple, parts)) for topic, parts in out["position"]})
     return found
@@ -144,7 +145,7 @@ def test_a_closed_store_refuses_every_operation(kit: Kit, name: str, backend: st
     """Reads and writes, and flush, commit, committed_offset and restore too, with no caching layer to refuse first;
     each was answered while the store was open."""
     family = FAMILIES[name]
-    if backend == MEMORY and name in ("kv", "window"):
+    if backend == MEMORY and name in (KV, "window"):
         pytest.skip("Kafka's in-memory key-value and window stores may answer after close (KV-43)")
     store = _open(kit, family, backend)
     for op, payload in _every_operation(family):
@@ -157,7 +158,7 @@ def test_a_closed_store_refuses_every_operation(kit: Kit, name: str, backend: st
 @rules("KV-12", "CACHE-9")
 def test_a_closed_caching_store_refuses_flush_commit_and_committed_offset(kit: Kit) -> None:
     """The caching layer over a closed RocksDB store refuses the life-cycle operations as it refuses reads."""
-    family = FAMILIES["kv"]
+    family = FAMILIES[KV]
     store = _open(kit, family, ROCKSDB, caching=True)
     store.close()
     answered = [op for op, payload in _every_operation(family)[-4:] if not store.refused(op, **payload)]
@@ -178,7 +179,7 @@ FLOORED = [(3_000, 2_000, 3_000), (70_000, 20_000, 30_000), (400_000, 60_000, 90
 def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: str, retention: int, floor: int,
                                                            later: int) -> None:
     """A version valid up to T goes to segment T // interval: with the floor that is 1, with the quotient 2 or more."""
-    if not kit.codec.supports("versioned_store.segments"):
+    if not kit.implementation.supports("versioned_store.segments"):
         pytest.skip("the implementation does not offer versioned_store.segments")
     family = FAMILIES["versioned"]
     store = _open(kit, replace(family, options={"history_retention_ms": retention}), backend)
@@ -193,9 +194,9 @@ def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: st
 # --- LAY-14: a directory reopened as another store type --------------------------------------------------------
 
 #: (the type written, the type then opened over it): pairs whose bytes tell them apart.
-TOLD_APART = [("kv", "versioned_kv"), ("versioned_kv", "versioned_kv_with_headers"), ("window", "session"),
+TOLD_APART = [(KV, VERSIONED_KV), (VERSIONED_KV, VERSIONED_KV_WITH_HEADERS), ("window", "session"),
               ("session", "window")]
-_FAMILY_OF = {"kv": "kv", "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned", "window": "window",
+_FAMILY_OF = {"kv": KV, "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned", "window": "window",
               "session": "session"}
 
 

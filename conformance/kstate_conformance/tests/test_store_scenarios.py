@@ -6,28 +6,29 @@ from typing import Any
 
 from kstate_conformance import rules
 from kstate_conformance.scenarios import SCENARIO_OP, run_for
+from kstate_conformance.store_types import KV
 
 
 class Recording:
     """Passes calls to the implementation under test and records their operation names."""
 
-    def __init__(self, codec: Any) -> None:
-        self.codec = codec
-        self.name = codec.name
+    def __init__(self, implementation: Any) -> None:
+        self.implementation = implementation
+        self.name = implementation.name
         self.ops: list[str] = []
 
     def supports(self, op: str) -> bool:
-        return bool(self.codec.supports(op))
+        return bool(self.implementation.supports(op))
 
     def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
         self.ops.append(op)
-        out: dict[str, Any] = self.codec.call(op, payload)
+        out: dict[str, Any] = self.implementation.call(op, payload)
         return out
 
 
 SCENARIO = {
-    "store_type": "kv",
-    "options": {"logging": False},
+    "store_type": KV,
+    "open_input": {"logging": False},
     "steps": [
         {"op": "store.put", "input": {"key": "01", "value": "0a"}},
         {"op": "store.iterator_open", "input": {"kind": "all"}, "as": "scan"},
@@ -41,8 +42,8 @@ SCENARIO = {
 
 
 @rules("OPS-5")
-def test_a_scenario_is_expanded_into_store_operations(codec: Any) -> None:
-    recording = Recording(codec)
+def test_a_scenario_is_expanded_into_store_operations(implementation: Any) -> None:
+    recording = Recording(implementation)
     out = run_for(recording, SCENARIO)
     assert SCENARIO_OP not in recording.ops
     assert {"store.open", "store.put", "store.iterator_open", "store.get"} <= set(recording.ops)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
+from kstate_conformance.store_types import KV
 from kstate_conformance.testee import CONTROL_OPS, PROTOCOL_VERSION, SubprocessAdapter, protocol_validator
 
 #: Operations with an input every conforming implementation refuses (OPS-3), to provoke an ``error`` answer.
@@ -23,8 +24,8 @@ REFUSALS = [
 
 
 @pytest.fixture
-def testee(codec: Any) -> SubprocessAdapter:
-    inner = getattr(codec, "inner", codec)
+def testee(implementation: Any) -> SubprocessAdapter:
+    inner = getattr(implementation, "inner", implementation)
     if not isinstance(inner, SubprocessAdapter):
         pytest.skip("the implementation under test is not an out-of-process testee")
     return inner
@@ -108,9 +109,9 @@ def test_store_handles_live_across_requests(testee: SubprocessAdapter, tmp_path:
     if not all(testee.supports(op) for op in needed):
         pytest.skip("the testee offers no key-value store operations")
     caps = testee.call("store.capabilities", {})
-    if "kv" not in caps.get("store_types", []) or not caps.get("backends"):
+    if KV not in caps.get("store_types", []) or not caps.get("backends"):
         pytest.skip("the testee has no plain key-value store")
-    opened = testee.call("store.open", {"store_type": "kv", "backend": caps["backends"][0], "name": "tp",
+    opened = testee.call("store.open", {"store_type": KV, "backend": caps["backends"][0], "name": "tp",
                                         "state_dir": str(tmp_path), "application_id": "app", "task_id": "0_0"})
     handle = opened["handle"]
     assert "error" not in testee.call("store.put", {"handle": handle, "key": "6b", "value": "76"})

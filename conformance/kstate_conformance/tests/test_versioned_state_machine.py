@@ -55,10 +55,10 @@ def _expected(record: m.VersionedRecord | None, with_headers: bool) -> tuple[Any
 
 
 class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
-    """Drives one versioned store through ``codec`` and :class:`models.versioned.VersionedStoreModel` side by side."""
+    """Drives one versioned store through ``implementation`` and :class:`models.versioned.VersionedStoreModel` side by side."""
 
-    def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__(codec, backend, base_dir, capabilities)
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__(implementation, backend, base_dir, capabilities)
         self.store_type = store_type
         self.with_headers = store_type == m.VERSIONED_HEADERS
         self.logging = True
@@ -313,9 +313,9 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
             assert observed == expected, (f"rows: store {_show(observed)}\n model {_show(expected)}")
 
 
-def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(codec, "versioned", "versioned_store.put", store_type, backend, m.offers_store_type,
-                       lambda caps: VersionedStoreMachine(codec, store_type, backend, base, caps), steps=40)
+def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
+    run_family_machine(implementation, "versioned", "versioned_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: VersionedStoreMachine(implementation, store_type, backend, base, caps), steps=40)
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
@@ -325,14 +325,14 @@ BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
        "VS-1", "VS-2", "VS-3", "VS-5", "VS-6", "VS-7", "VS-8", "VS-9", "VS-10", "VS-11", "VS-12", "VS-13", "VS-14",
        "VS-15", "VS-16", "VS-17", "VS-18", "VS-20")
 @BACKEND_PARAMS
-def test_versioned_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_versioned_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A versioned store matches the model through puts, deletes, reads, restarts, crashes and restores."""
-    _run(codec, m.VERSIONED, backend, tmp_path_factory.mktemp("versioned"))
+    _run(implementation, m.VERSIONED, backend, tmp_path_factory.mktemp("versioned"))
 
 
 @rules("VER-25", "VER-27", "VER-29", "VER-31", "VER-32", "VER-33", "VS-25", "VS-26", "VS-27", "VS-28", "VS-29")
 @BACKEND_PARAMS
-def test_versioned_store_with_headers_behaves_as_the_model(codec: Any, backend: str,
+def test_versioned_store_with_headers_behaves_as_the_model(implementation: Any, backend: str,
                                                           tmp_path_factory: pytest.TempPathFactory) -> None:
     """A versioned store with headers (KIP-1271, tentative) matches the model; every record carries its headers."""
-    _run(codec, m.VERSIONED_HEADERS, backend, tmp_path_factory.mktemp("versioned-hdr"))
+    _run(implementation, m.VERSIONED_HEADERS, backend, tmp_path_factory.mktemp("versioned-hdr"))

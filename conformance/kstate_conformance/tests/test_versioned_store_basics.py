@@ -14,6 +14,7 @@ from kstate.storage_files import directory_digest
 from kstate_conformance import raw_rocksdb, rules
 from kstate_conformance import store_types as types
 from kstate_conformance.harness import BACKENDS, FF8, ROCKSDB, Kit, Store, i64, kit, record
+from kstate_conformance.store_types import KV
 
 __all__ = ["kit"]
 
@@ -25,7 +26,7 @@ VERSIONED_OPS = ("versioned_store.put", "versioned_store.get", "versioned_store.
 def _open(kit: Kit, backend: str, retention: int = 100, interval: int | None = 10, store_type: str = VKV,
           **extra: Any) -> Store:
     for name in VERSIONED_OPS:
-        if not kit.codec.supports(name):
+        if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
     options: dict[str, Any] = {"history_retention_ms": retention}
     if interval is not None:
@@ -265,18 +266,18 @@ def test_a_short_row_behind_hundreds_of_versioned_rows_still_refuses_the_open(ki
 
 @rules("VS-24", "VS-32")
 def test_the_changelog_keeps_history_for_a_day_more(kit: Kit) -> None:
-    if not kit.codec.supports("changelog.topic_config"):
+    if not kit.implementation.supports("changelog.topic_config"):
         pytest.skip("no changelog.topic_config")
-    out = kit.codec.call("changelog.topic_config", {"store_type": VKV, "history_retention_ms": 3_600_000})
+    out = kit.implementation.call("changelog.topic_config", {"store_type": VKV, "history_retention_ms": 3_600_000})
     assert out["config"]["min.compaction.lag.ms"] == str(3_600_000 + 86_400_000)
 
 
 @rules("VS-30", "VS-31", "VS-33")
 def test_a_key_value_store_migrates_by_wipe_and_restore(kit: Kit) -> None:
-    old = kit.open("kv", ROCKSDB, name="prices")
+    old = kit.open(KV, ROCKSDB, name="prices")
     old.put("6b", "32")
     old.close()
-    kit.codec.call("store.wipe", {"state_dir": str(kit.state_dir), "name": "prices", "application_id": "app",
+    kit.implementation.call("store.wipe", {"state_dir": str(kit.state_dir), "name": "prices", "application_id": "app",
                                   "task_id": "0_0"})
     store = _open(kit, ROCKSDB, retention=3_600_000, interval=None, name="prices")
     store.restore([record("6b", "31", 100), record("6b", "32", 200)])

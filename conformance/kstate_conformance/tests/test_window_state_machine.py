@@ -79,10 +79,10 @@ def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str
 
 
 class WindowStoreMachine(StoreMachine[m.WindowModel]):
-    """Drives one window store through ``codec`` and :class:`models.window.WindowModel` side by side."""
+    """Drives one window store through ``implementation`` and :class:`models.window.WindowModel` side by side."""
 
-    def __init__(self, codec: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
-        super().__init__(codec, backend, base_dir, capabilities)
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+        super().__init__(implementation, backend, base_dir, capabilities)
         self.store_type = store_type
 
     # --- plumbing -----------------------------------------------------------------------------------------
@@ -304,9 +304,9 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
             assert observed == expected_segments, f"segments: store {observed}\n model {expected_segments}"
 
 
-def _run(codec: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(codec, "window", "window_store.put", store_type, backend, m.offers_store_type,
-                       lambda caps: WindowStoreMachine(codec, store_type, backend, base, caps))
+def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
+    run_family_machine(implementation, "window", "window_store.put", store_type, backend, m.offers_store_type,
+                       lambda caps: WindowStoreMachine(implementation, store_type, backend, base, caps))
 
 
 BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
@@ -314,20 +314,20 @@ BACKEND_PARAMS = pytest.mark.parametrize("backend", [m.ROCKSDB, m.MEMORY])
 
 @rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
 @BACKEND_PARAMS
-def test_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_window_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A plain window store matches the model through puts, fetches, expiry, restarts, crashes and restores."""
-    _run(codec, m.WINDOW, backend, tmp_path_factory.mktemp("win-plain"))
+    _run(implementation, m.WINDOW, backend, tmp_path_factory.mktemp("win-plain"))
 
 
 @rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
 @BACKEND_PARAMS
-def test_timestamped_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_timestamped_window_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A timestamped window store matches the model (timestamps from the value in its changelog records)."""
-    _run(codec, m.TIMESTAMPED, backend, tmp_path_factory.mktemp("win-ts"))
+    _run(implementation, m.TIMESTAMPED, backend, tmp_path_factory.mktemp("win-ts"))
 
 
 @rules("RST-1", "RST-2", "WS-4", "WS-6", "WS-7", "WS-8", "WS-11", "WS-12", "WS-13", "WS-14", "WS-15", "WS-17", "WS-18", "WS-22", "WS-23", "WS-25", "WS-26", "WS-30")
 @BACKEND_PARAMS
-def test_headers_window_store_behaves_as_the_model(codec: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_headers_window_store_behaves_as_the_model(implementation: Any, backend: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A timestamped window store with headers matches the model."""
-    _run(codec, m.HEADERS, backend, tmp_path_factory.mktemp("win-hdr"))
+    _run(implementation, m.HEADERS, backend, tmp_path_factory.mktemp("win-hdr"))

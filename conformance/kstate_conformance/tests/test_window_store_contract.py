@@ -91,7 +91,7 @@ class Win:
 def open_window(kit: Kit, backend: str, store_type: str = WINDOW, *, retention: int = RETENTION_PERIOD,
                 window_size: int = WINDOW_SIZE, duplicates: bool = False, segment_interval: int | None = SEGMENT_INTERVAL,
                 **extra: Any) -> Win:
-    if not kit.codec.supports("window_store.put"):
+    if not kit.implementation.supports("window_store.put"):
         pytest.skip("the implementation offers no window store operations")
     options: dict[str, Any] = {"retention_ms": retention, "window_size_ms": window_size, "retain_duplicates": duplicates}
     if segment_interval is not None:
@@ -126,7 +126,7 @@ ZERO, ONE, TWO, THREE, FOUR, FIVE = FIRST_BATCH
 def test_window_size_larger_than_retention_is_refused(kit: Kit, backend: str) -> None:
     """Mirrors ``StoresTest.shouldThrowIfWindowSizeIsLargerThanRetention`` on both suppliers: a window of 4 ms cannot
     be kept for 3 ms; a window as long as the retention can."""
-    if not kit.codec.supports("window_store.put"):
+    if not kit.implementation.supports("window_store.put"):
         pytest.skip("the implementation offers no window store operations")
     kit.require(WINDOW, backend)
     options = {"retention_ms": 3, "window_size_ms": 4, "retain_duplicates": False}
@@ -165,11 +165,11 @@ def test_value_the_changelog_refuses_is_not_stored(kit: Kit, backend: str) -> No
 def test_changelog_topic_of_a_window_store(kit: Kit) -> None:
     """``WindowStoreBuilder`` over a supplier keeping duplicates logs with ``cleanup.policy=delete``; otherwise (and
     for the timestamped builder) the windowed changelog is ``compact,delete``, retention + one day either way."""
-    if not kit.codec.supports("changelog.topic_config"):
+    if not kit.implementation.supports("changelog.topic_config"):
         pytest.skip("the implementation offers no changelog.topic_config")
 
     def config(store_type: str, duplicates: bool) -> dict[str, str]:
-        out: dict[str, str] = kit.codec.call("changelog.topic_config", {
+        out: dict[str, str] = kit.implementation.call("changelog.topic_config", {
             "store_type": store_type, "retention_ms": 1000, "retain_duplicates": duplicates})["config"]
         return out
 
@@ -669,7 +669,7 @@ def test_position_is_the_merge_of_the_segments(kit: Kit) -> None:
     """Mirrors ``AbstractRocksDBWindowStoreTest.shouldMatchPositionAfterPut``: a reopened store's position is the
     merge of its segments' positions, so a segment first written after the restart commits both partitions."""
     kit.require(WINDOW, ROCKSDB, "dump")
-    if not kit.codec.supports("position.deserialize"):
+    if not kit.implementation.supports("position.deserialize"):
         pytest.skip("the implementation offers no position.deserialize")
     win = open_window(kit, ROCKSDB)
     win.store.ok("store.set_context", timestamp=1, headers=[], topic="in", partition=0, offset=4)
@@ -681,7 +681,7 @@ def test_position_is_the_merge_of_the_segments(kit: Kit) -> None:
     win.put(ik(1), "b", SEGMENT_INTERVAL)
     win.store.commit(1)
     stored = dict(win.segments()[segment(SEGMENT_INTERVAL)]["offsets"])
-    position = kit.codec.call("position.deserialize", {"bytes": stored[h("position")]})["position"]
+    position = kit.implementation.call("position.deserialize", {"bytes": stored[h("position")]})["position"]
     assert position == [["in", [[0, 4], [1, 9]]]]
 
 

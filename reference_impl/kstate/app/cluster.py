@@ -3,7 +3,7 @@
 Used by the system tests and benchmarks: ``AppCluster`` creates the topics (the changelog with Kafka
 Streams' configuration for the store type, CL-15), starts instances each with its own state directory,
 feeds input (recording every record the broker acknowledged, with its offset), and reads the instances'
-stores back (:mod:`kstate.app.dump`). Its instances run the reference unless an :class:`InstanceCommand` of
+stores back (:mod:`kstate.store_dump`). Its instances run the reference unless an :class:`InstanceCommand` of
 another implementation is given, for the cluster or for one instance (INST-1).
 """
 
@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from kstate.app.config import InstanceConfig
-from kstate.app.dump import SegmentedStoreDump, StoreDump, dump_segmented_store, dump_store
 from kstate.app.process import InstanceCommand, InstanceError, InstanceProcess
 from kstate.codecs.store_types import STORE_TYPES, StoreType
 from kstate.kafka.broker import Broker, describe
 from kstate.kafka.changelog_topics import ChangelogIOError, create_changelog_topic, create_topic, flush_bounded
 from kstate.spark.oracle import ChangelogRow, State, read_changelog_rows
+from kstate.store_dump import SegmentedStoreDump, StoreDump, dump_segmented_store, dump_store
 
 Headers = tuple[tuple[str, bytes | None], ...]
 

@@ -1,18 +1,12 @@
 """Read a Kafka Streams state directory without writing to it: tasks, stores, types, offsets, violations (LAY-*, OFF-*).
 
-Every RocksDB is opened from a scratch copy in a temporary directory (immutable ``*.sst``/``*.blob``
-files are symlinked, the rest copied), read-only, so neither RocksDB nor the binding can touch the
-inspected directory (rocksdict rewrites its ``rocksdict-config.json`` even on a read-only open).
+Every RocksDB is read by :func:`kstate.store_dump.read_database`, from a scratch copy, so neither RocksDB nor
+the binding can touch the inspected directory.
 Store types are detected as spec/layout.md "Detecting a store's type" describes.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,9 +51,8 @@ from kstate.codecs.type_detection import (
     window_schema,
 )
 from kstate.errors import DecodeError, KStateError
+from kstate.store_dump import DatabaseReadError, read_database
 
-# Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
-_IMMUTABLE_SUFFIXES = (".sst", ".blob")
 _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-")
 #: Files beside RocksDB's own that are not part of the layout (LAY-10): the binding's, and the reference's segment
 #: list with its staging name (LAY-13).
@@ -89,6 +82,11 @@ class Violation:
         return {"rule": self.rule, "kind": self.kind, "path": self.path, "message": self.message}
 
 
+def _position_json(position: dict[str, dict[int, int]] | None) -> dict[str, dict[str, int]] | None:
+    """A position as JSON: topic -> partition (a string key) -> offset; None stays None."""
+    return None if position is None else {t: {str(p): o for p, o in ps.items()} for t, ps in position.items()}
+
+
 @dataclass
 class DatabaseReport:
     """One RocksDB database: a key-value store's, or one segment's (LAY-2, LAY-3, LAY-5, OFF-1)."""
@@ -114,8 +112,7 @@ class DatabaseReport:
             "committed_offsets": self.committed_offsets,
             "status": self.status,
             "unclean_shutdown": self.unclean,
-            "position": {t: {str(p): o for p, o in ps.items()} for t, ps in self.position.items()}
-            if self.position is not None else None,
+            "position": _position_json(self.position),
             "error": self.error,
         }
 
@@ -147,8 +144,7 @@ class StoreReport:
             "rows": self.rows,
             "unclean_shutdown": any(db.unclean for db in self.databases),
             "databases": [db.to_json() for db in self.databases],
-            "position_file": {t: {str(p): o for p, o in ps.items()} for t, ps in self.position_file.items()}
-            if self.position_file is not None else None,
+            "position_file": _position_json(self.position_file),
             "legacy_checkpoint": self.legacy_checkpoint,
         }
 
@@ -186,58 +182,6 @@ class Report:
         return {"root": self.root, "clean": self.clean, "tasks": [t.to_json() for t in self.tasks],
                 "violations": [v.to_json() for v in self.violations], "notes": self.notes,
                 "warnings": self.warnings}
-
-
-# --- reading RocksDB without writing ----------------------------------------------------------------
-
-
-def _rocksdict() -> Any:
-    import rocksdict
-
-    return rocksdict
-
-
-@contextlib.contextmanager
-def _scratch_copy(db_dir: Path) -> Iterator[Path]:
-    """A private copy of a RocksDB directory: immutable table files symlinked, the rest copied."""
-    with tempfile.TemporaryDirectory(prefix="kstate-inspect-") as tmp:
-        copy = Path(tmp) / "db"
-        copy.mkdir()
-        for entry in db_dir.iterdir():
-            if entry.is_dir():
-                continue
-            if entry.name.endswith(_IMMUTABLE_SUFFIXES):
-                os.symlink(entry.resolve(), copy / entry.name)
-            else:
-                shutil.copyfile(entry, copy / entry.name)
-        yield copy
-
-
-def read_database(db_dir: Path) -> dict[str, list[tuple[bytes, bytes]]]:
-    """Every column family of the RocksDB at ``db_dir`` with its rows in key order; the directory is not touched."""
-    if not (db_dir / "CURRENT").is_file():
-        raise InspectError(f"{db_dir} is not a RocksDB database (no CURRENT file)")
-    rd = _rocksdict()
-    with _scratch_copy(db_dir) as copy:
-        db: Any = None
-        try:
-            families = [str(cf) for cf in rd.Rdict.list_cf(str(copy))]
-            options = rd.Options(raw_mode=True)
-            db = rd.Rdict(str(copy), options, column_families={cf: rd.Options(raw_mode=True) for cf in families},
-                          access_type=rd.AccessType.read_only())
-            rows: dict[str, list[tuple[bytes, bytes]]] = {}
-            for cf in families:
-                handle = db.get_column_family(cf)
-                rows[cf] = [(bytes(k), bytes(v)) for k, v in handle.items()]
-                del handle
-            return rows
-        except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
-            raise InspectError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
-        finally:
-            if db is not None:
-                db.close()
-                del db
-            gc.collect()  # rocksdict keeps files open while anything refers to the database
 
 
 # --- detection --------------------------------------------------------------------------------------
@@ -403,7 +347,7 @@ class _Walker:
     def kv_store(self, task: Path, store_dir: Path) -> StoreReport:
         try:
             rows = read_database(store_dir)
-        except InspectError as exc:
+        except DatabaseReadError as exc:
             self.violate("LAY-2", "unreadable-store", store_dir, str(exc))
             return StoreReport(store_dir.name, self.rel(store_dir), "unknown", "unreadable",
                                databases=[DatabaseReport(self.rel(store_dir), error=str(exc))])
@@ -450,7 +394,7 @@ class _Walker:
                                          f"{parsed.rename_to!r} on open (LAY-3)")
             try:
                 loaded.append((entry, parsed.segment_id, read_database(entry)))
-            except InspectError as exc:
+            except DatabaseReadError as exc:
                 self.violate("LAY-3", "unreadable-store", entry, str(exc))
                 errors.append(DatabaseReport(self.rel(entry), parsed.segment_id, error=str(exc)))
         store_type, evidence = detect_segmented_type([(start, rows) for _, start, rows in loaded])

@@ -9,7 +9,9 @@ handler taking and returning JSON-shaped dicts. Conventions (spec/ops.md, OPS-*)
 * a refused input is ``{"error": {...}}`` in place of the output (or of a sub-output), possibly
   beside other fields the operation always reports;
 * handlers read their input through :mod:`kstate.ops.inputs`, so a missing field or one of the wrong
-  JSON type is refused as an ``InputError`` naming the field, never raised as a ``TypeError``.
+  JSON type is refused as an ``InputError`` naming the field, never raised as a ``TypeError``; an operation
+  that declares its fields on ``@op`` (:mod:`kstate.ops.fields`: name, type, default, doc) gets them parsed
+  into a :class:`~kstate.ops.fields.Request` before its handler runs, and the index is generated from them.
 
 The same vocabulary is what golden fixtures, recorded Kafka vectors and out-of-process testees speak.
 """
@@ -17,15 +19,17 @@ The same vocabulary is what golden fixtures, recorded Kafka vectors and out-of-p
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from kstate.errors import CodecError, KStateError
+from kstate.ops.fields import Field, Output, Request, parse_request
 from kstate.ops.inputs import InputError, as_headers, as_payload
 
 JsonDict = dict[str, Any]
 Handler = Callable[[JsonDict], JsonDict]
+RequestHandler = Callable[[Request], JsonDict]
 LeniencyCheck = Callable[[JsonDict], "str | None"]
 
 LEVELS = ("required", "recommended", "tentative")
@@ -44,6 +48,9 @@ class OpSpec:
     lenient: LeniencyCheck | None = None
     doc: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The declared input and output fields; None where the index derives them from the fixtures.
+    inputs: tuple[Field, ...] | None = None
+    outputs: tuple[Output, ...] = ()
 
 
 REGISTRY: dict[str, OpSpec] = {}
@@ -68,6 +75,18 @@ _FAMILY_MODULES = (
 )
 
 
+@overload
+def op(name: str, *, rules: tuple[str, ...] | list[str], java: tuple[str, ...] | list[str] = (),
+       level: str = "required", lenient: LeniencyCheck | None = None, inputs: None = None,
+       outputs: Sequence[Output] = ()) -> Callable[[Handler], Handler]: ...
+
+
+@overload
+def op(name: str, *, rules: tuple[str, ...] | list[str], java: tuple[str, ...] | list[str] = (),
+       level: str = "required", lenient: LeniencyCheck | None = None, inputs: Sequence[Field],
+       outputs: Sequence[Output] = ()) -> Callable[[RequestHandler], Handler]: ...
+
+
 def op(
     name: str,
     *,
@@ -75,25 +94,44 @@ def op(
     java: tuple[str, ...] | list[str] = (),
     level: str = "required",
     lenient: LeniencyCheck | None = None,
-) -> Callable[[Handler], Handler]:
-    """Register ``handler`` as operation ``name``; the family is the part before the first dot."""
+    inputs: Sequence[Field] | None = None,
+    outputs: Sequence[Output] = (),
+) -> Callable[[Any], Handler]:
+    """Register ``handler`` as operation ``name``; the family is the part before the first dot.
+
+    With ``inputs`` the handler takes the :class:`Request` those fields parse (OPS-2, OPS-3), and what is
+    registered and returned is a handler of the JSON input, so mutants and callers keep passing payloads.
+    """
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}")
+    declared = None if inputs is None else tuple(inputs)
 
-    def register(handler: Handler) -> Handler:
+    def register(handler: Any) -> Handler:
         if name in REGISTRY:
             raise ValueError(f"operation {name!r} registered twice")
+        if declared is None:
+            json_handler: Handler = handler
+        else:
+            typed: RequestHandler = handler
+
+            def json_handler(payload: JsonDict) -> JsonDict:
+                return typed(parse_request(declared, payload))
+
+            json_handler.__doc__, json_handler.__name__ = handler.__doc__, handler.__name__
+            json_handler.__wrapped__ = handler  # type: ignore[attr-defined]
         REGISTRY[name] = OpSpec(
             name=name,
             family=name.split(".", 1)[0],
             rules=tuple(rules),
-            handler=handler,
+            handler=json_handler,
             java_ops=tuple(java),
             level=level,
             lenient=lenient,
             doc=(handler.__doc__ or "").strip().splitlines()[0] if handler.__doc__ else "",
+            inputs=declared,
+            outputs=tuple(outputs),
         )
-        return handler
+        return json_handler
 
     return register
 

@@ -45,15 +45,18 @@ def _operations(store_type: StoreType) -> tuple[str, ...]:
     return () if info.changelog is None else _FAMILY_OPERATIONS.get(info.family, ())
 
 
-def _record_to_json(record: cl.ChangelogRecord | None) -> JsonDict | None:
-    if record is None:
-        return None
+def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
+    """``{key, value, timestamp, headers}``: a changelog record as every operation answers it."""
     return {
         "key": record.key.hex(),
         "value": tohex(record.value),
         "timestamp": record.timestamp,
         "headers": headers_to_json(list(record.headers)),
     }
+
+
+def _maybe_record(record: cl.ChangelogRecord | None) -> JsonDict | None:
+    return None if record is None else record_to_json(record)
 
 
 def _record_from_json(value: Any, where: str = "record") -> cl.ChangelogRecord:
@@ -98,26 +101,26 @@ def record_for_write(payload: JsonDict) -> JsonDict:
         fields = STORE_TYPES[store_type].changelog
         context = _context(payload) if fields is not None and fields.headers is Source.VALUE else None
         record = cl.versioned_write_record(store_type, key, logged, require_int(payload, "timestamp"), context, position)
-        return {"record": _record_to_json(record)}
+        return {"record": _maybe_record(record)}
     context = _context(payload)
     if family is Family.KEY_VALUE:
         if operation == "delete":
             record = cl.kv_delete_record(store_type, key, context, position)
         elif operation == "put_if_absent":
             previous = require_hex(payload, "previous", None)
-            return {"record": _record_to_json(cl.kv_put_if_absent_record(store_type, key, value, previous, context, position))}
+            return {"record": _maybe_record(cl.kv_put_if_absent_record(store_type, key, value, previous, context, position))}
         else:
             record = cl.kv_put_record(store_type, key, value, context, position)
-        return {"record": _record_to_json(record)}
+        return {"record": _maybe_record(record)}
     if family is Family.WINDOW:
         seqnum = cl.next_seqnum(require_int(payload, "seqnum", 0), require_bool(payload, "retain_duplicates", False))
         record = cl.window_put_record(store_type, key, require_int(payload, "window_start"), seqnum, value, context, position)
-        return {"record": _record_to_json(record), "seqnum": seqnum}
+        return {"record": _maybe_record(record), "seqnum": seqnum}
     if family is Family.SESSION:
         stored = None if operation == "remove" else value
         record = cl.session_put_record(store_type, key, require_int(payload, "start"), require_int(payload, "end"), stored,
                                       context, position)
-        return {"record": _record_to_json(record)}
+        return {"record": _maybe_record(record)}
     raise EncodeError(cl.FORMAT, f"no changelog rule for the {family.value} family")  # a family added to the table
 
 

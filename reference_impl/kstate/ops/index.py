@@ -2,8 +2,9 @@
 
 Field names and types of an operation are derived from its golden fixture cases (every case's input
 and output, merged into one shape); an example is one of those cases. Stateful ``store.*`` operations
-have no fixtures: their fields are declared below and their examples come from running
-:data:`STORE_SESSION` against the reference, so every example in the index is a real answer (OPS-1..4).
+have no fixtures: their fields are declared once on ``@op`` (:mod:`kstate.ops.fields`, the same declaration
+that parses their input) and their examples come from running :data:`STORE_SESSION` against the reference,
+so every example in the index is a real answer (OPS-1..4).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, StoreType
 from kstate.ops import JsonDict, OpSpec, call, load_all, window_store_ops
 from kstate.ops.store_scenario_ops import SCENARIO_OP
 
@@ -129,14 +129,8 @@ class Shape:
         return "values seen: " + ", ".join(sorted(self.texts))
 
 
-# --- the stateful store operations: declared fields, a real session for examples ----------------------------------
+# --- the stateful store operations: fields declared on @op, a real session for examples --------------------------
 
-#: store.open's ``store_type``: every type of every family the reference builds, from the table of store types
-#: (OPS-2), so the note cannot fall behind a new family.
-_STORE_TYPE_NOTE = (
-    "string; optional, one of " + ", ".join(f"{t.value} (default)" if t is StoreType.KEY_VALUE else t.value
-                                            for t in BUILT_TYPES)
-    + " (legacy alias " + ", ".join(LEGACY_ALIASES) + "); a type of the spec that is not built is refused by name")
 #: Operations the harness runs itself and never sends to an implementation, with why (OPS-5): a testee does not
 #: implement them, and the index says so.
 HARNESS_ONLY: dict[str, str] = {
@@ -144,154 +138,11 @@ HARNESS_ONLY: dict[str, str] = {
                  "sent to a testee, and a testee does not list it in hello.",
 }
 
-#: ``store.*`` fields: name -> "type; meaning". A field whose meaning starts with "optional" may be left out.
-_HANDLE = "string; the handle store.open answered"
-_KEY = "hex | null; the key (a null key is refused as Kafka does)"
-_RANGE = {"handle": _HANDLE, "from": "hex | null; lower bound, inclusive; null is unbounded",
-          "to": "hex | null; upper bound, inclusive; null is unbounded"}
-_ENTRIES = {"entries": "list[[hex, hex]]; [key, value] pairs in iteration order"}
-_RECORD = "{key: hex, value: hex | null, timestamp: int, headers: list[[string, hex | null]]}"
-_LOCATION = {"state_dir": "string; optional (with no handle) the instances' state.dir",
-             "application_id": "string; optional, default \"app\"; a name of [a-zA-Z0-9._-], not . or .. (LAY-11)",
-             "task_id": "string; optional, default \"0_0\"; <subtopology>_<partition>, ASCII digits (LAY-11)"}
 
-_VERSIONED_RECORD = "{value: hex, timestamp: int, valid_to: int | null, headers?: list[[string, hex | null]]}"
-#: The versioned family's operations on a ``store.open`` handle (spec/versioned-store.md).
-VERSIONED_STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "versioned_store.put": ({"handle": _HANDLE, "key": "hex | null; the key", "value": "hex | null; null: a tombstone",
-                             "timestamp": "int; the version's timestamp",
-                             "headers": "list[[string, hex | null]]; optional, the headers variant's headers"},
-                            {"valid_to": "int; the new version's validTo, -1 if latest, -9223372036854775808 if not put"}),
-    "versioned_store.get": ({"handle": _HANDLE, "key": "hex | null; the key",
-                             "as_of": "int | null; optional, the timestamp (absent: the latest value)"},
-                            {"record": f"{_VERSIONED_RECORD} | null"}),
-    "versioned_store.delete": ({"handle": _HANDLE, "key": "hex | null; the key", "timestamp": "int; the tombstone's"},
-                               {"record": f"{_VERSIONED_RECORD} | null; the version valid at timestamp before"}),
-    "versioned_store.get_versions": ({"handle": _HANDLE, "key": "hex | null; the key",
-                                      "from_ms": "int | null; optional, lower bound (absent: unbounded)",
-                                      "to_ms": "int | null; optional, upper bound (absent: unbounded)",
-                                      "order": "string; optional, ascending, descending or any (default)"},
-                                     {"records": f"list[{_VERSIONED_RECORD}]"}),
-    "versioned_store.stream_time": ({"handle": _HANDLE}, {"stream_time": "int; the observed stream time, -1 at first"}),
-    "versioned_store.segments": ({"handle": _HANDLE}, {"segments": "list[int]; the segment ids held, ascending"}),
-}
-# The session family's operations (spec/session-store.md, SS-*).
-_SESSION = "hex; the session's key (a null key is refused as Kafka does)"
-_SESSION_ENTRIES = {"entries": "list[[hex, int, int, hex]]; [key, start, end, value] in Kafka's iteration order"}
-_SESSION_WINDOW = {"start": "int; the session start (>= 0)", "end": "int; the session end (>= start)"}
-SESSION_STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "session_store.put": ({"handle": _HANDLE, "key": _SESSION, **_SESSION_WINDOW,
-                           "value": "hex | null; in the store type's layout; null removes"}, {}),
-    "session_store.remove": ({"handle": _HANDLE, "key": _SESSION, **_SESSION_WINDOW}, {}),
-    "session_store.fetch_session": ({"handle": _HANDLE, "key": _SESSION, "start": "int", "end": "int"},
-                                    {"value": "hex | null"}),
-    "session_store.find_sessions": ({"handle": _HANDLE, "key_from": "hex | null; the key, or the range's lower bound",
-                                     "key_to": "hex | null; null: the single-key form",
-                                     "earliest_end": "int; sessions ending at or after it",
-                                     "latest_start": "int; sessions starting at or before it",
-                                     "backward": "bool; optional, default false"}, _SESSION_ENTRIES),
-    "session_store.fetch": ({"handle": _HANDLE, "key_from": "hex | null; the key, or the range's lower bound",
-                             "key_to": "hex | null; null: the single-key form",
-                             "backward": "bool; optional, default false"}, _SESSION_ENTRIES),
-}
+def declared_ops() -> dict[str, OpSpec]:
+    """The operations that declare their fields on ``@op`` (the stateful ones; the others' come from fixtures)."""
+    return {name: spec for name, spec in load_all().items() if spec.inputs is not None}
 
-STORE_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "store.capabilities": ({}, {
-        "store_types": "list[string]; store types it can open", "backends": "list[string]; rocksdb and/or memory",
-        "logging": "bool", "caching": "bool", "cache_flush_listener": "bool", "crash": "bool",
-        "dump": "list[string]; backends store.dump works on", "offsets": "list[string]; backends that manage offsets",
-        "iterators": "bool", "upgrade": "list[string]; backends that upgrade in place",
-    }),
-    "store.open": ({
-        "store_type": _STORE_TYPE_NOTE,
-        "backend": "string; optional, rocksdb (default) or memory",
-        "name": "string; optional, the store name, default \"store\"",
-        **_LOCATION,
-        "logging": "bool; optional, default true: write a changelog",
-        "caching": "bool; optional, default false: put the record cache on top",
-        "cache_max_bytes": "int; optional, the cache size",
-        "cache_flush_listener": "bool; optional, record what the cache forwards",
-        "context": "{timestamp?: int, headers?: list[[string, hex | null]], offset?: int, topic?: string, "
-                   "partition?: int}; optional, the first record context",
-        "ignore_invalid_state": "bool; optional, open a store whose offsets say it is corrupt",
-        "pre_4_3_reader": "bool; optional, open as a Kafka before 4.3 would (no offsets column family)",
-        "options": "object; optional, the store family's own options, named as its spec names them (versioned: "
-                   "history_retention_ms, segment_interval_ms; window: retention_ms, window_size_ms, "
-                   "retain_duplicates, segment_interval_ms; session: retention_ms, segment_interval_ms)",
-    }, {
-        "handle": "string; names the store in every later operation",
-        "manages_offsets": "bool; the store keeps its changelog offsets itself (KIP-1035)",
-        "mode": "string | null; how the column families were opened (regular, upgrade, ...)",
-        "changelog_topic": "string", "changelog_partition": "int",
-    }),
-    "store.close": ({"handle": _HANDLE, "downgrade": "bool; optional, close writing the files an older Kafka reads"},
-                    {}),
-    "store.crash": ({"handle": _HANDLE}, {}),
-    "store.set_context": ({"handle": _HANDLE, "timestamp": "int; optional", "headers": "list[[string, hex | null]]; optional",
-                           "offset": "int; optional", "topic": "string; optional", "partition": "int; optional"}, {}),
-    "store.changelog": ({"handle": _HANDLE}, {"topic": "string", "partition": "int",
-                                              "records": f"list[{_RECORD}]; sent since the last call, in order"}),
-    "store.flush": ({"handle": _HANDLE}, {}),
-    "store.flush_cache": ({"handle": _HANDLE}, {}),
-    "store.commit": ({"handle": _HANDLE, "changelog_offsets": "list[[string, int, int | null]]; [topic, partition, offset]"},
-                     {}),
-    "store.committed_offset": ({"handle": _HANDLE, "topic": "string", "partition": "int"}, {"offset": "int | null"}),
-    "store.put": ({"handle": _HANDLE, "key": _KEY, "value": "hex | null; in the store type's layout; null deletes"}, {}),
-    "store.put_if_absent": ({"handle": _HANDLE, "key": _KEY, "value": "hex | null"},
-                            {"previous": "hex | null; the value before, null if none"}),
-    "store.put_all": ({"handle": _HANDLE, "entries": "list[[hex, hex | null]]; [key, value] pairs"}, {}),
-    "store.delete": ({"handle": _HANDLE, "key": _KEY}, {"previous": "hex | null"}),
-    "store.get": ({"handle": _HANDLE, "key": _KEY}, {"value": "hex | null"}),
-    "store.get_typed": ({"handle": _HANDLE, "key": _KEY,
-                         "fields": "list[string]; optional, of value, timestamp, headers (default all)"},
-                        {"found": "bool", "value": "hex | null; optional, when asked for and found",
-                         "timestamp": "int; optional, timestamped stores", "headers": "list[[string, hex | null]]; optional"}),
-    "store.range": (_RANGE, _ENTRIES),
-    "store.reverse_range": (_RANGE, _ENTRIES),
-    "store.all": ({"handle": _HANDLE}, _ENTRIES),
-    "store.reverse_all": ({"handle": _HANDLE}, _ENTRIES),
-    "store.prefix_scan": ({"handle": _HANDLE, "prefix": "hex"}, _ENTRIES),
-    "store.approximate_num_entries": ({"handle": _HANDLE}, {"count": "int"}),
-    "store.iterator_open": ({**_RANGE, "kind": "string; optional, range, reverse_range, all (default), reverse_all or "
-                                               "prefix_scan", "from": "hex | null; optional", "to": "hex | null; optional",
-                             "prefix": "hex; optional, for prefix_scan"}, {"iterator": "string; names the iterator"}),
-    "store.iterator_next": ({"iterator": "string", "max": "int; optional, default 1"}, _ENTRIES),
-    "store.iterator_peek_next_key": ({"iterator": "string"}, {"key": "hex | null; null at the end"}),
-    "store.iterator_close": ({"iterator": "string"}, {}),
-    "store.restore": ({"handle": _HANDLE, "records": f"list[{_RECORD}]; changelog records, offset = index",
-                       "batch_size": "int; optional", "commit_offsets": "bool; optional, commit each batch"},
-                      {"restored": "int", "batches": "int"}),
-    "store.dump": ({"handle": "string; optional (or name the store by location)", "name": "string; optional",
-                    **_LOCATION},
-                   {"column_families": "object; column family name -> list[[hex, hex]] raw entries"}),
-    "store.task_files": ({"handle": "string; optional (or name the task by location)", **_LOCATION},
-                         {"entries": "list[string]; the task directory's entries",
-                          "files": "object; .checkpoint and <store>.position file name -> text"}),
-    "store.write_task_file": ({"handle": "string; optional (or name the task by location)", **_LOCATION,
-                               "file": "string; .checkpoint or <store>.position", "text": "string"}, {}),
-    "store.scenario": ({"store_type": "string; optional, default kv",
-                        "backend": "string | null; optional, memory or rocksdb; omitted, every backend must answer the same",
-                        "options": "object; optional, the other store.open fields", "open_fields": "list[string]; optional",
-                        "steps": "list[{op: string, input: object, as?: string, fields?: list[string], keep?: list[string], "
-                                 "by_location?: bool}]; store.* calls, the handle filled in; or fs.* steps the harness "
-                                 "runs itself on the state directory (paths relative to it, a * in the last part: the "
-                                 "largest matching file): fs.write {path, hex | text}, fs.mkdir {path}, fs.symlink "
-                                 "{path, target}, fs.delete {path}, fs.truncate {path, size (negative: cut from the end)}, fs.corrupt {path, "
-                                 "offset?, length?} (XOR FF; default the middle, 64 bytes), fs.rocksdb_put {path, "
-                                 "family, key, value}, fs.rocksdb_drop_family {path, family} (a closed database), "
-                                 "fs.snapshot {as?}, fs.changed {since?} -> {changed: [paths]}"},
-                       {"open": "object; the first open's answer, reduced to open_fields",
-                        "steps": "list[object]; each step's answer, reduced to its fields"}),
-    "store.wipe": ({"state_dir": "string", "name": "string; a closed store's name",
-                    "application_id": "string; optional, default app (LAY-11)",
-                    "task_id": "string; optional, default 0_0 (LAY-11)"}, {}),
-    "store.table_options": ({"handle": "string; a closed RocksDB store"},
-                            {"column_families": "object; name -> {format_version: string, comparator: string}"}),
-    **VERSIONED_STORE_FIELDS,
-    **{name: (dict(inputs), dict(outputs)) for name, (inputs, outputs) in SESSION_STORE_FIELDS.items()},
-}
-
-STORE_FIELDS.update(window_store_ops.INDEX_FIELDS)
 
 #: The Kafka methods of operations recorded vectors do not name (``java`` in the registry names those).
 KAFKA_METHODS: dict[str, tuple[str, ...]] = {
@@ -466,14 +317,6 @@ def _derived_fields(shape: Shape, cases: int) -> list[FieldInfo]:
                       shape.fields[name].values_note(name)) for name in sorted(shape.fields)]
 
 
-def _declared_fields(declared: dict[str, str]) -> list[FieldInfo]:
-    out: list[FieldInfo] = []
-    for name, text in declared.items():
-        type_, _, note = (part.strip() for part in text.partition(";"))
-        out.append(FieldInfo(name, type_, not note.startswith("optional"), note))
-    return out
-
-
 def _example_rank(case: JsonDict) -> tuple[int, int, int, str]:
     # A case that answers (not refuses), shows the most fields, and is short; ties broken by id for stability.
     refused = int("error" in case["output"]) * 2 + int('"error"' in json.dumps(case["output"]))
@@ -507,10 +350,9 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
     }
     if spec.lenient is not None:
         entry["lenient"] = (spec.lenient.__doc__ or "Kafka accepts some malformed input").strip().splitlines()[0]
-    if spec.name in STORE_FIELDS:
-        inputs, outputs = STORE_FIELDS[spec.name]
-        entry["inputs"] = [f.to_json() for f in _declared_fields(inputs)]
-        entry["outputs"] = [f.to_json() for f in _declared_fields(outputs)]
+    if spec.inputs is not None:
+        entry["inputs"] = [FieldInfo(f.name, f.type, f.required, f.note()).to_json() for f in spec.inputs]
+        entry["outputs"] = [FieldInfo(o.name, o.type, o.required, o.note()).to_json() for o in spec.outputs]
         entry["refuses"] = "when Kafka throws (closed store, unknown handle, null key, ...)"
     elif cases:
         in_shape, out_shape = Shape(), Shape()

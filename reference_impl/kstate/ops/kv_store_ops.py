@@ -11,115 +11,106 @@ from typing import Any
 
 from kstate.codecs.store_types import STORE_TYPES, ValueFormat
 from kstate.ops import JsonDict, headers_to_json, op, tohex
-from kstate.ops.inputs import (
-    INT32_MAX,
-    as_hex,
-    as_str,
-    as_tuple,
-    require_choice,
-    require_hex,
-    require_int,
-    require_list,
-)
-from kstate.ops.store_ops import (
-    drain,
-    entries_of,
-    handle_for,
-    iterator_for,
-    key_from,
-    register_iterator,
-    store_for,
-)
+from kstate.ops.fields import Field, Output, Request, choice_field, int_field, nullable_hex
+from kstate.ops.inputs import INT32_MAX, as_hex, as_str, as_tuple, require_list
+from kstate.ops.store_ops import HANDLE, KV_HANDLE, drain, entries_of, iterator_for, register_iterator
 from kstate.stores.api import InvalidStateStoreError, KeyValueIterator
 from kstate.stores.families import store_classes
+
+_KEY = nullable_hex("key", "the key (a null key is refused as Kafka does)")
+_VALUE = nullable_hex("value")
+_RANGE = (KV_HANDLE, nullable_hex("from", "lower bound, inclusive; null is unbounded"),
+          nullable_hex("to", "upper bound, inclusive; null is unbounded"))
+_ENTRIES = (Output("entries", "list[[hex, hex]]", "[key, value] pairs in iteration order"),)
+_PREVIOUS = (Output("previous", "hex | null", "the value before, null if none"),)
+
+
+def _store(request: Request) -> Any:
+    return request.handle.store
+
 
 # --- writes -----------------------------------------------------------------------------------------------------
 
 
-@op("store.put", rules=["CACHE-2"])
-def store_put(payload: JsonDict) -> JsonDict:
+@op("store.put", rules=["CACHE-2"], inputs=(
+    KV_HANDLE, _KEY, nullable_hex("value", "in the store type's layout; null deletes")))
+def store_put(request: Request) -> JsonDict:
     """``put(key, value)``; a null value deletes."""
-    _, store = store_for(payload)
-    store.put(key_from(payload), require_hex(payload, "value", None))
+    _store(request).put(request.key, request.value)
     return {}
 
 
-@op("store.put_if_absent", rules=["CACHE-2"])
-def store_put_if_absent(payload: JsonDict) -> JsonDict:
+@op("store.put_if_absent", rules=["CACHE-2"], inputs=(KV_HANDLE, _KEY, _VALUE), outputs=_PREVIOUS)
+def store_put_if_absent(request: Request) -> JsonDict:
     """``putIfAbsent(key, value)``: answers the previous value."""
-    _, store = store_for(payload)
-    return {"previous": tohex(store.put_if_absent(key_from(payload), require_hex(payload, "value", None)))}
+    return {"previous": tohex(_store(request).put_if_absent(request.key, request.value))}
 
 
-@op("store.put_all", rules=["CACHE-2"])
-def store_put_all(payload: JsonDict) -> JsonDict:
-    """``putAll([[key, value], ...])``."""
-    _, store = store_for(payload)
+def _entries(payload: JsonDict, name: str, _default: Any) -> list[tuple[bytes | None, bytes | None]]:
     entries = []
-    for i, item in enumerate(require_list(payload, "entries", None) or []):
-        key, value = as_tuple(item, 2, f"entries[{i}]")
-        entries.append((as_hex(key, f"entries[{i}][0]"), as_hex(value, f"entries[{i}][1]")))
-    store.put_all(entries)
+    for i, item in enumerate(require_list(payload, name, None) or []):
+        key, value = as_tuple(item, 2, f"{name}[{i}]")
+        entries.append((as_hex(key, f"{name}[{i}][0]"), as_hex(value, f"{name}[{i}][1]")))
+    return entries
+
+
+@op("store.put_all", rules=["CACHE-2"], inputs=(
+    KV_HANDLE, Field("entries", "list[[hex, hex | null]]", "[key, value] pairs", read=_entries)))
+def store_put_all(request: Request) -> JsonDict:
+    """``putAll([[key, value], ...])``."""
+    _store(request).put_all(request.entries)
     return {}
 
 
-@op("store.delete", rules=["CACHE-2"])
-def store_delete(payload: JsonDict) -> JsonDict:
+@op("store.delete", rules=["CACHE-2"], inputs=(KV_HANDLE, _KEY), outputs=_PREVIOUS)
+def store_delete(request: Request) -> JsonDict:
     """``delete(key)``: answers the previous value."""
-    _, store = store_for(payload)
-    return {"previous": tohex(store.delete(key_from(payload)))}
+    return {"previous": tohex(_store(request).delete(request.key))}
 
 
 # --- reads ------------------------------------------------------------------------------------------------------
 
 
-@op("store.get", rules=["CACHE-1"])
-def store_get(payload: JsonDict) -> JsonDict:
+@op("store.get", rules=["CACHE-1"], inputs=(KV_HANDLE, _KEY), outputs=(Output("value", "hex | null"),))
+def store_get(request: Request) -> JsonDict:
     """``get(key)``."""
-    _, store = store_for(payload)
-    return {"value": tohex(store.get(key_from(payload)))}
+    return {"value": tohex(_store(request).get(request.key))}
 
 
-@op("store.range", rules=["CACHE-7"])
-def store_range(payload: JsonDict) -> JsonDict:
+@op("store.range", rules=["CACHE-7"], inputs=_RANGE, outputs=_ENTRIES)
+def store_range(request: Request) -> JsonDict:
     """``range(from, to)``, both inclusive, null unbounded: ``{"entries": [[key, value], ...]}``."""
-    _, store = store_for(payload)
-    return drain(store.range(require_hex(payload, "from", None), require_hex(payload, "to", None)))
+    return drain(_store(request).range(request["from"], request.to))
 
 
-@op("store.reverse_range", rules=["CACHE-7"])
-def store_reverse_range(payload: JsonDict) -> JsonDict:
+@op("store.reverse_range", rules=["CACHE-7"], inputs=_RANGE, outputs=_ENTRIES)
+def store_reverse_range(request: Request) -> JsonDict:
     """``reverseRange(from, to)``."""
-    _, store = store_for(payload)
-    return drain(store.reverse_range(require_hex(payload, "from", None), require_hex(payload, "to", None)))
+    return drain(_store(request).reverse_range(request["from"], request.to))
 
 
-@op("store.all", rules=["CACHE-7"])
-def store_all(payload: JsonDict) -> JsonDict:
+@op("store.all", rules=["CACHE-7"], inputs=(KV_HANDLE,), outputs=_ENTRIES)
+def store_all(request: Request) -> JsonDict:
     """``all()``."""
-    _, store = store_for(payload)
-    return drain(store.all())
+    return drain(_store(request).all())
 
 
-@op("store.reverse_all", rules=["CACHE-7"])
-def store_reverse_all(payload: JsonDict) -> JsonDict:
+@op("store.reverse_all", rules=["CACHE-7"], inputs=(KV_HANDLE,), outputs=_ENTRIES)
+def store_reverse_all(request: Request) -> JsonDict:
     """``reverseAll()``."""
-    _, store = store_for(payload)
-    return drain(store.reverse_all())
+    return drain(_store(request).reverse_all())
 
 
-@op("store.prefix_scan", rules=["CACHE-8"])
-def store_prefix_scan(payload: JsonDict) -> JsonDict:
+@op("store.prefix_scan", rules=["CACHE-8"], inputs=(KV_HANDLE, nullable_hex("prefix", type="hex")), outputs=_ENTRIES)
+def store_prefix_scan(request: Request) -> JsonDict:
     """``prefixScan(prefix)`` with the bytes serializer."""
-    _, store = store_for(payload)
-    return drain(store.prefix_scan(key_from(payload, "prefix")))
+    return drain(_store(request).prefix_scan(request.prefix))
 
 
-@op("store.approximate_num_entries", rules=["CACHE-10"])
-def store_approximate_num_entries(payload: JsonDict) -> JsonDict:
+@op("store.approximate_num_entries", rules=["CACHE-10"], inputs=(KV_HANDLE,), outputs=(Output("count", "int"),))
+def store_approximate_num_entries(request: Request) -> JsonDict:
     """``approximateNumEntries()``: ``{"count": n}``."""
-    _, store = store_for(payload)
-    return {"count": store.approximate_num_entries()}
+    return {"count": _store(request).approximate_num_entries()}
 
 
 # --- live iterators ----------------------------------------------------------------------------------------------
@@ -128,62 +119,87 @@ def store_approximate_num_entries(payload: JsonDict) -> JsonDict:
 _ITERATOR_KINDS = ("range", "reverse_range", "all", "reverse_all", "prefix_scan")
 
 
-@op("store.iterator_open", rules=["CACHE-7"])
-def store_iterator_open(payload: JsonDict) -> JsonDict:
+def _for_kinds(inner: Field, kinds: tuple[str, ...]) -> Field:
+    # A bound only some iterator kinds read: the others leave it unread, as their Kafka methods take no such argument.
+    def read(payload: Any, _name: str, _default: Any) -> Any:
+        return inner.parse(payload) if payload.get("kind", "all") in kinds else None
+
+    return Field(inner.name, inner.type, inner.doc, inner.default, read, optional=True)
+
+
+@op("store.iterator_open", rules=["CACHE-7"], inputs=(
+    KV_HANDLE, choice_field("kind", _ITERATOR_KINDS, "range, reverse_range, all, reverse_all or prefix_scan", "all"),
+    _for_kinds(nullable_hex("from", "lower bound of a range, inclusive; null is unbounded"), ("range", "reverse_range")),
+    _for_kinds(nullable_hex("to", "upper bound of a range, inclusive; null is unbounded"), ("range", "reverse_range")),
+    _for_kinds(nullable_hex("prefix", "for prefix_scan", type="hex"), ("prefix_scan",))),
+    outputs=(Output("iterator", "string", "names the iterator"),))
+def store_iterator_open(request: Request) -> JsonDict:
     """Open an iterator: ``kind`` range, reverse_range, all, reverse_all or prefix_scan (``from``, ``to``, ``prefix``)."""
-    handle, store = store_for(payload)
-    kind = require_choice(payload, "kind", _ITERATOR_KINDS, "all")
+    store, kind = _store(request), request.kind
     iterator: KeyValueIterator
     if kind == "range":
-        iterator = store.range(require_hex(payload, "from", None), require_hex(payload, "to", None))
+        iterator = store.range(request["from"], request.to)
     elif kind == "reverse_range":
-        iterator = store.reverse_range(require_hex(payload, "from", None), require_hex(payload, "to", None))
+        iterator = store.reverse_range(request["from"], request.to)
     elif kind == "all":
         iterator = store.all()
     elif kind == "reverse_all":
         iterator = store.reverse_all()
     elif kind == "prefix_scan":
-        iterator = store.prefix_scan(key_from(payload, "prefix"))
+        iterator = store.prefix_scan(request.prefix)
     else:
         raise InvalidStateStoreError(f"unknown iterator kind {kind!r}")
-    return {"iterator": register_iterator(handle, iterator)}
+    return {"iterator": register_iterator(request.handle, iterator)}
 
 
-@op("store.iterator_next", rules=["CACHE-7"])
-def store_iterator_next(payload: JsonDict) -> JsonDict:
+_ITERATOR = Field("iterator", "string", "the iterator store.iterator_open answered",
+                  read=lambda payload, _name, _default: iterator_for(payload))
+
+
+@op("store.iterator_next", rules=["CACHE-7"], inputs=(
+    _ITERATOR, int_field("max", "how many entries", 1, minimum=1, maximum=INT32_MAX)), outputs=_ENTRIES)
+def store_iterator_next(request: Request) -> JsonDict:
     """Up to ``max`` (default 1) more entries; fewer at the end; an error once the iterator is closed."""
-    iterator = iterator_for(payload)
-    limit = require_int(payload, "max", 1, minimum=1, maximum=INT32_MAX)
-    return {"entries": entries_of(iterator, limit)}
+    return {"entries": entries_of(request.iterator, request.max)}
 
 
-@op("store.iterator_peek_next_key", rules=["CACHE-7", "KV-17"])
-def store_iterator_peek_next_key(payload: JsonDict) -> JsonDict:
+@op("store.iterator_peek_next_key", rules=["CACHE-7", "KV-17"], inputs=(_ITERATOR,),
+    outputs=(Output("key", "hex | null", "null at the end"),))
+def store_iterator_peek_next_key(request: Request) -> JsonDict:
     """The next key without consuming it (null at the end)."""
-    return {"key": tohex(iterator_for(payload).peek_next_key())}
+    return {"key": tohex(request.iterator.peek_next_key())}
 
 
-@op("store.iterator_close", rules=["CACHE-7"])
-def store_iterator_close(payload: JsonDict) -> JsonDict:
+@op("store.iterator_close", rules=["CACHE-7"], inputs=(_ITERATOR,))
+def store_iterator_close(request: Request) -> JsonDict:
     """Close the iterator; later reads of it are refused."""
-    iterator_for(payload).close()
+    request.iterator.close()
     return {}
 
 
 # --- typed reads ------------------------------------------------------------------------------------------------
 
+_ALL_TYPED = ["value", "timestamp", "headers"]
 
-@op("store.get_typed", rules=["KV-60", "KV-61", "KV-62"])
-def store_get_typed(payload: JsonDict) -> JsonDict:
+
+def _typed_fields(payload: JsonDict, name: str, _default: Any) -> list[str]:
+    return [as_str(f, f"{name}[{i}]") for i, f in enumerate(require_list(payload, name, None) or _ALL_TYPED)]
+
+
+@op("store.get_typed", rules=["KV-60", "KV-61", "KV-62"], inputs=(
+    HANDLE, Field("fields", "list[string]", "of value, timestamp, headers (default all)", read=_typed_fields,
+                  optional=True), _KEY),
+    outputs=(Output("found", "bool"), Output("value", "hex | null", "when asked for and found", optional=True),
+             Output("timestamp", "int", "timestamped stores", optional=True),
+             Output("headers", "list[[string, hex | null]]", optional=True)))
+def store_get_typed(request: Request) -> JsonDict:
     """``get`` through the store type's value facade; only the ``fields`` asked for are decoded."""
-    handle = handle_for(payload)
-    fields = [as_str(f, f"fields[{i}]") for i, f in enumerate(require_list(payload, "fields", None)
-                                                                  or ["value", "timestamp", "headers"])]
+    handle = request.handle
     facade = store_classes(handle.store_type).facade
     if facade is None:
         raise InvalidStateStoreError(f"store {handle.name} has no typed view")
-    value = facade(handle.store).get(key_from(payload))
-    return _TYPED_TO_JSON[STORE_TYPES[handle.store_type].value_format](value, fields)
+    value = facade(handle.store).get(request.key)
+    return _TYPED_TO_JSON[STORE_TYPES[handle.store_type].value_format](value, request.fields)
 
 
 def _plain_to_json(value: Any, _fields: list[str]) -> JsonDict:

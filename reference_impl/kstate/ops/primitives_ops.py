@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kstate.codecs import primitives as p
-from kstate.ops import JsonDict, op, tohex
+from kstate.ops import Handler, JsonDict, op, tohex
 from kstate.ops.inputs import require_hex, require_int
 
 
@@ -23,70 +25,42 @@ def _lenient_varint(payload: JsonDict) -> str | None:
     return None
 
 
-@op("varint.write_varint", rules=["PRIM-5", "PRIM-6"], java=["ByteUtils.writeVarint"])
-def write_varint(payload: JsonDict) -> JsonDict:
-    """Zig-zag varint of a Java int."""
-    data = p.write_varint(require_int(payload, "value"))
-    return {"bytes": tohex(data), "size": len(data)}
+def _writer(write: Callable[[int], bytes], doc: str) -> Handler:
+    def handler(payload: JsonDict) -> JsonDict:
+        data = write(require_int(payload, "value"))
+        return {"bytes": tohex(data), "size": len(data)}
+
+    handler.__doc__ = doc
+    return handler
 
 
-@op("varint.write_varlong", rules=["PRIM-5", "PRIM-6"], java=["ByteUtils.writeVarlong"])
-def write_varlong(payload: JsonDict) -> JsonDict:
-    """Zig-zag varlong of a Java long."""
-    data = p.write_varlong(require_int(payload, "value"))
-    return {"bytes": tohex(data), "size": len(data)}
+def _reader(read: Callable[[bytes], tuple[int, int]], doc: str) -> Handler:
+    def handler(payload: JsonDict) -> JsonDict:
+        value, consumed = read(require_hex(payload, "bytes", nullable=False))
+        return {"value": value, "bytes_consumed": consumed}
+
+    handler.__doc__ = doc
+    return handler
 
 
-@op("varint.write_unsigned_varint", rules=["PRIM-5"], java=["ByteUtils.writeUnsignedVarint"])
-def write_unsigned_varint(payload: JsonDict) -> JsonDict:
-    """Unsigned varint of a Java int's bit pattern."""
-    data = p.write_unsigned_varint(require_int(payload, "value"))
-    return {"bytes": tohex(data), "size": len(data)}
-
-
-@op("varint.write_unsigned_varlong", rules=["PRIM-5"], java=["ByteUtils.writeUnsignedVarlong"])
-def write_unsigned_varlong(payload: JsonDict) -> JsonDict:
-    """Unsigned varlong of a Java long's bit pattern."""
-    data = p.write_unsigned_varlong(require_int(payload, "value"))
-    return {"bytes": tohex(data), "size": len(data)}
-
-
-@op("varint.read_varint", rules=["PRIM-6", "PRIM-7"], java=["ByteUtils.readVarint"], lenient=_lenient_varint)
-def read_varint(payload: JsonDict) -> JsonDict:
-    """Decode a zig-zag varint from the start of ``bytes``."""
-    value, consumed = p.read_varint(require_hex(payload, "bytes", nullable=False))
-    return {"value": value, "bytes_consumed": consumed}
-
-
-@op("varint.read_varlong", rules=["PRIM-6", "PRIM-7"], java=["ByteUtils.readVarlong"], lenient=_lenient_varint)
-def read_varlong(payload: JsonDict) -> JsonDict:
-    """Decode a zig-zag varlong from the start of ``bytes``."""
-    value, consumed = p.read_varlong(require_hex(payload, "bytes", nullable=False))
-    return {"value": value, "bytes_consumed": consumed}
-
-
-@op(
-    "varint.read_unsigned_varint",
-    rules=["PRIM-5", "PRIM-7"],
-    java=["ByteUtils.readUnsignedVarint"],
-    lenient=_lenient_varint,
+#: The varint encodings Kafka's ``ByteUtils`` writes and reads (PRIM-5 to PRIM-7): name, codec pair, the rules of
+#: the write and of the read, the Java name, and what the write and the read docs say.
+_VARINTS = (
+    ("varint", p.write_varint, p.read_varint, ("PRIM-5", "PRIM-6"), ("PRIM-6", "PRIM-7"), "Varint",
+     "Zig-zag varint of a Java int.", "Decode a zig-zag varint from the start of ``bytes``."),
+    ("varlong", p.write_varlong, p.read_varlong, ("PRIM-5", "PRIM-6"), ("PRIM-6", "PRIM-7"), "Varlong",
+     "Zig-zag varlong of a Java long.", "Decode a zig-zag varlong from the start of ``bytes``."),
+    ("unsigned_varint", p.write_unsigned_varint, p.read_unsigned_varint, ("PRIM-5",), ("PRIM-5", "PRIM-7"),
+     "UnsignedVarint", "Unsigned varint of a Java int's bit pattern.", "Decode an unsigned varint from the start of ``bytes``."),
+    ("unsigned_varlong", p.write_unsigned_varlong, p.read_unsigned_varlong, ("PRIM-5",), ("PRIM-5", "PRIM-7"),
+     "UnsignedVarlong", "Unsigned varlong of a Java long's bit pattern.",
+     "Decode an unsigned varlong from the start of ``bytes``."),
 )
-def read_unsigned_varint(payload: JsonDict) -> JsonDict:
-    """Decode an unsigned varint from the start of ``bytes``."""
-    value, consumed = p.read_unsigned_varint(require_hex(payload, "bytes", nullable=False))
-    return {"value": value, "bytes_consumed": consumed}
 
-
-@op(
-    "varint.read_unsigned_varlong",
-    rules=["PRIM-5", "PRIM-7"],
-    java=["ByteUtils.readUnsignedVarlong"],
-    lenient=_lenient_varint,
-)
-def read_unsigned_varlong(payload: JsonDict) -> JsonDict:
-    """Decode an unsigned varlong from the start of ``bytes``."""
-    value, consumed = p.read_unsigned_varlong(require_hex(payload, "bytes", nullable=False))
-    return {"value": value, "bytes_consumed": consumed}
+for _name, _write, _read, _write_rules, _read_rules, _java, _write_doc, _read_doc in _VARINTS:
+    op(f"varint.write_{_name}", rules=_write_rules, java=[f"ByteUtils.write{_java}"])(_writer(_write, _write_doc))
+    op(f"varint.read_{_name}", rules=_read_rules, java=[f"ByteUtils.read{_java}"], lenient=_lenient_varint)(
+        _reader(_read, _read_doc))
 
 
 @op("primitives.segment_id", rules=["PRIM-4"])

@@ -12,14 +12,22 @@ from typing import cast
 
 from kstate.codecs.store_types import Family
 from kstate.ops import JsonDict, op, tohex
-from kstate.ops.inputs import require_bool, require_hex, require_int
-from kstate.ops.store_ops import family_store_for, key_from
+from kstate.ops.fields import Output, Request, bool_field, int_field, nullable_hex
+from kstate.ops.store_ops import family_handle
 from kstate.stores.session import SessionIterator, SessionStore
 
+_HANDLE = family_handle(Family.SESSION)
+_KEY = nullable_hex("key", "the session's key (a null key is refused as Kafka does)", type="hex")
+_WINDOW = (int_field("start", "the session start (>= 0)"), int_field("end", "the session end (>= start)"))
+_BACKWARD = bool_field("backward", "", False)
+_KEY_FROM = nullable_hex("key_from", "the key, or the range's lower bound")
+_KEY_TO = nullable_hex("key_to", "null: the single-key form")
+_ENTRIES = (Output("entries", "list[[hex, int, int, hex]]", "[key, start, end, value] in Kafka's iteration order"),)
 
-def _session_store(payload: JsonDict) -> SessionStore:
+
+def _session_store(request: Request) -> SessionStore:
     """The outermost layer of the session store the handle names (another family's store is refused)."""
-    return cast(SessionStore, family_store_for(payload, Family.SESSION)[1])
+    return cast(SessionStore, request.handle[1])
 
 
 def _entries(iterator: SessionIterator) -> JsonDict:
@@ -28,54 +36,46 @@ def _entries(iterator: SessionIterator) -> JsonDict:
         return {"entries": [[r.key.hex(), r.start, r.end, r.value.hex()] for r in iterator]}
 
 
-@op("session_store.put", rules=["SS-2", "SS-3", "SS-4", "SS-26"], java=["SessionStore.put"])
-def session_store_put(payload: JsonDict) -> JsonDict:
+@op("session_store.put", rules=["SS-2", "SS-3", "SS-4", "SS-26"], java=["SessionStore.put"], inputs=(
+    _HANDLE, _KEY, *_WINDOW, nullable_hex("value", "in the store type's layout; null removes")))
+def session_store_put(request: Request) -> JsonDict:
     """``put(Windowed(key, SessionWindow(start, end)), value)``; a null value removes the session."""
-    store = _session_store(payload)
-    store.put(key_from(payload), require_int(payload, "start"), require_int(payload, "end"),
-              require_hex(payload, "value", None))
+    _session_store(request).put(request.key, request.start, request.end, request.value)
     return {}
 
 
-@op("session_store.remove", rules=["SS-4", "SS-27"], java=["SessionStore.remove"])
-def session_store_remove(payload: JsonDict) -> JsonDict:
+@op("session_store.remove", rules=["SS-4", "SS-27"], java=["SessionStore.remove"], inputs=(_HANDLE, _KEY, *_WINDOW))
+def session_store_remove(request: Request) -> JsonDict:
     """``remove(Windowed(key, SessionWindow(start, end)))``; logged as a tombstone."""
-    store = _session_store(payload)
-    store.remove(key_from(payload), require_int(payload, "start"), require_int(payload, "end"))
+    _session_store(request).remove(request.key, request.start, request.end)
     return {}
 
 
-@op("session_store.fetch_session", rules=["SS-16"], java=["SessionStore.fetchSession"])
-def session_store_fetch_session(payload: JsonDict) -> JsonDict:
+@op("session_store.fetch_session", rules=["SS-16"], java=["SessionStore.fetchSession"],
+    inputs=(_HANDLE, _KEY, int_field("start"), int_field("end")), outputs=(Output("value", "hex | null"),))
+def session_store_fetch_session(request: Request) -> JsonDict:
     """``fetchSession(key, start, end)``: ``{"value": hex | null}``."""
-    store = _session_store(payload)
-    value = store.fetch_session(key_from(payload), require_int(payload, "start"),
-                                require_int(payload, "end"))
-    return {"value": tohex(value)}
+    return {"value": tohex(_session_store(request).fetch_session(request.key, request.start, request.end))}
 
 
 @op("session_store.find_sessions", rules=["SS-5", "SS-6", "SS-7", "SS-9", "SS-13"],
-    java=["SessionStore.findSessions", "SessionStore.backwardFindSessions"])
-def session_store_find_sessions(payload: JsonDict) -> JsonDict:
+    java=["SessionStore.findSessions", "SessionStore.backwardFindSessions"], inputs=(
+        _HANDLE, int_field("earliest_end", "sessions ending at or after it"),
+        int_field("latest_start", "sessions starting at or before it"), _BACKWARD, _KEY_TO, _KEY_FROM),
+    outputs=_ENTRIES)
+def session_store_find_sessions(request: Request) -> JsonDict:
     """``findSessions(key_from[, key_to], earliest_end, latest_start)``; ``key_to`` null = the single-key form."""
-    store = _session_store(payload)
-    earliest, latest = require_int(payload, "earliest_end"), require_int(payload, "latest_start")
-    backward = require_bool(payload, "backward", False)
-    key_to = require_hex(payload, "key_to", None)
-    if key_to is None:
-        return _entries(store.find_sessions(key_from(payload, "key_from"), earliest, latest,
-                                            backward=backward))
-    return _entries(store.find_sessions_range(require_hex(payload, "key_from", None), key_to,
-                                              earliest, latest, backward=backward))
+    store, earliest, latest, backward = _session_store(request), request.earliest_end, request.latest_start, request.backward
+    if request.key_to is None:
+        return _entries(store.find_sessions(request.key_from, earliest, latest, backward=backward))
+    return _entries(store.find_sessions_range(request.key_from, request.key_to, earliest, latest, backward=backward))
 
 
-@op("session_store.fetch", rules=["SS-8", "SS-9"], java=["SessionStore.fetch", "SessionStore.backwardFetch"])
-def session_store_fetch(payload: JsonDict) -> JsonDict:
+@op("session_store.fetch", rules=["SS-8", "SS-9"], java=["SessionStore.fetch", "SessionStore.backwardFetch"],
+    inputs=(_HANDLE, _BACKWARD, _KEY_TO, _KEY_FROM), outputs=_ENTRIES)
+def session_store_fetch(request: Request) -> JsonDict:
     """``fetch(key_from[, key_to])``: every live session of the key (or key range); ``key_to`` null = single key."""
-    store = _session_store(payload)
-    backward = require_bool(payload, "backward", False)
-    key_to = require_hex(payload, "key_to", None)
-    if key_to is None:
-        return _entries(store.fetch(key_from(payload, "key_from"), backward=backward))
-    return _entries(store.fetch_range(require_hex(payload, "key_from", None), key_to,
-                                      backward=backward))
+    store = _session_store(request)
+    if request.key_to is None:
+        return _entries(store.fetch(request.key_from, backward=request.backward))
+    return _entries(store.fetch_range(request.key_from, request.key_to, backward=request.backward))

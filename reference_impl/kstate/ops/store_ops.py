@@ -25,7 +25,19 @@ from typing import Any, cast
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import BUILT_TYPES, LEGACY_ALIASES, STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
+from kstate.ops import JsonDict, headers_from_json, op
+from kstate.ops.changelog_ops import record_to_json
+from kstate.ops.fields import (
+    Field,
+    Output,
+    Request,
+    bool_field,
+    choice_field,
+    int_field,
+    object_field,
+    parse_request,
+    str_field,
+)
 from kstate.ops.inputs import (
     INT32_MAX,
     INT32_MIN,
@@ -34,13 +46,13 @@ from kstate.ops.inputs import (
     as_object,
     as_str,
     as_tuple,
-    require_bool,
-    require_choice,
+    require_headers,
     require_hex,
     require_int,
     require_list,
     require_str,
 )
+from kstate.store_dump import Rows, is_database, read_database, segment_databases
 from kstate.stores.api import (
     Backend,
     ColumnFamilyStore,
@@ -59,7 +71,6 @@ from kstate.stores.api import (
 )
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.engine import RocksDBEngine, list_column_families
 from kstate.stores.factory import open_bytes_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
@@ -187,15 +198,6 @@ def context_from_json(data: JsonDict | None, where: str = "context") -> RecordCo
     )
 
 
-def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
-    return {
-        "key": record.key.hex(),
-        "value": tohex(record.value),
-        "timestamp": record.timestamp,
-        "headers": headers_to_json(list(record.headers)),
-    }
-
-
 def record_from_json(data: Any, where: str = "record") -> cl.ChangelogRecord:
     data = as_object(data, where)
     key = as_hex(data.get("key"), f"{where}.key")
@@ -224,24 +226,84 @@ def drain(iterator: KeyValueIterator) -> JsonDict:
         iterator.close()
 
 
+# --- declared fields shared by the store.* operations (the index renders them, spec/ops-index.md) -----------------
+
+HANDLE_DOC = "the handle store.open answered"
+#: The handle a ``store.*`` operation names, resolved (an unknown one refused, OPS-2) before any other field is read.
+HANDLE = Field("handle", "string", HANDLE_DOC, read=lambda payload, _name, _default: handle_for(payload))
+#: The handle of a key-value store (another family's is refused by name).
+KV_HANDLE = Field("handle", "string", HANDLE_DOC, read=lambda payload, _name, _default: store_for(payload)[0])
+
+
+def family_handle(family: Family, doc: str = HANDLE_DOC) -> Field:
+    """The handle of a ``family`` store, resolved to ``(handle, store)``; another family's is refused by name."""
+    return Field("handle", "string", doc, read=lambda payload, _name, _default: family_store_for(payload, family))
+
+
+def _unless_handle(inner: Field) -> Field:
+    # A location field: read only when the operation names no handle (then the handle's location is used).
+    def read(payload: Any, _name: str, _default: Any) -> Any:
+        return None if "handle" in payload else inner.parse(payload)
+
+    return Field(inner.name, inner.type, inner.doc, inner.default, read, optional=True)
+
+
+#: ``store_type``: every type of every family the reference builds, from the table of store types (OPS-2).
+STORE_TYPE_DOC = ("one of " + ", ".join(t.value for t in BUILT_TYPES) + " (legacy alias " + ", ".join(LEGACY_ALIASES)
+                  + "); a type of the spec that is not built is refused by name")
+STORE_TYPE = choice_field("store_type", STORE_TYPE_NAMES, STORE_TYPE_DOC, StoreType.KEY_VALUE.value)
+APPLICATION_ID = str_field("application_id", "a name of [a-zA-Z0-9._-], not . or .. (LAY-11)", "app")
+TASK_ID = str_field("task_id", "<subtopology>_<partition>, ASCII digits (LAY-11)", "0_0")
+#: Where a closed store or a task directory is, when no handle names it.
+LOCATION = (_unless_handle(str_field("state_dir", "(with no handle) the instances' state.dir")),
+            _unless_handle(APPLICATION_ID), _unless_handle(TASK_ID))
+RECORD_TYPE = "{key: hex, value: hex | null, timestamp: int, headers: list[[string, hex | null]]}"
+HEADERS_TYPE = "list[[string, hex | null]]"
+
+
+def _built_store_type(payload: Any, name: str, default: Any) -> StoreType:
+    store_type = StoreType(STORE_TYPE.parse(payload))
+    store_classes(store_type)  # a type without a built store is refused by name before anything else is read
+    return store_type
+
+
+def _context(payload: Any, name: str, default: Any) -> RecordContext:
+    return context_from_json(payload.get(name))
+
+
+OPEN_FIELDS: tuple[Field, ...] = (
+    Field("store_type", "string", STORE_TYPE_DOC, StoreType.KEY_VALUE.value, _built_store_type),
+    choice_field("backend", BACKENDS, "rocksdb or memory", Backend.ROCKSDB.value),
+    str_field("name", "the store name", "store"),
+    str_field("state_dir", "the instances' state.dir (a rocksdb store)", None),
+    APPLICATION_ID,
+    TASK_ID,
+    bool_field("logging", "write a changelog", True),
+    bool_field("caching", "put the record cache on top", False),
+    bool_field("cache_flush_listener", "record what the cache forwards", False),
+    int_field("cache_max_bytes", "the cache size", DEFAULT_CACHE_MAX_BYTES, minimum=0),
+    Field("context", "{timestamp?: int, headers?: list[[string, hex | null]], offset?: int, topic?: string, "
+          "partition?: int}", "the first record context", None, _context),
+    object_field("options", "object", "the store family's own options, named as its spec names them (versioned: "
+                 "history_retention_ms, segment_interval_ms; window: retention_ms, window_size_ms, "
+                 "retain_duplicates, segment_interval_ms; session: retention_ms, segment_interval_ms)", None),
+    bool_field("ignore_invalid_state", "open a store whose offsets say it is corrupt", False),
+    bool_field("pre_4_3_reader", "open as a Kafka before 4.3 would (no offsets column family)", False),
+)
+
+
 # --- opening and closing -----------------------------------------------------------------------------------------
 
 
 def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> JsonDict:
-    """``store.open`` over ``builder``'s layers (see the module docstring for the fields)."""
-    store_type = StoreType(require_choice(payload, "store_type", STORE_TYPE_NAMES, StoreType.KEY_VALUE.value))
-    store_classes(store_type)  # a type without a built store is refused by name before anything is opened
-    backend = Backend(require_choice(payload, "backend", BACKENDS, Backend.ROCKSDB.value))
-    name = require_str(payload, "name", "store")
-    state_dir = require_str(payload, "state_dir", None)
-    application_id = require_str(payload, "application_id", "app")
-    task_id = require_str(payload, "task_id", "0_0")
-    logging = require_bool(payload, "logging", True)
-    caching_on = require_bool(payload, "caching", False)
-    flush_listener = require_bool(payload, "cache_flush_listener", False)
-    cache_max_bytes = require_int(payload, "cache_max_bytes", DEFAULT_CACHE_MAX_BYTES, minimum=0)
-    initial_context = context_from_json(payload.get("context"))
-    options = as_object(payload.get("options"), "options", nullable=True) or {}
+    """``store.open`` over ``builder``'s layers (:data:`OPEN_FIELDS` are its fields)."""
+    return _open(parse_request(OPEN_FIELDS, payload), builder)
+
+
+def _open(request: Request, builder: StoreBuilder) -> JsonDict:
+    store_type, backend, name, state_dir = request.store_type, Backend(request.backend), request.name, request.state_dir
+    application_id, task_id = request.application_id, request.task_id
+    caching_on, initial_context, options = request.caching, request.context, request.options or {}
     if caching_on and STORE_TYPES[store_type].family is not Family.KEY_VALUE:
         raise InvalidArgumentError("caching", f"the reference has no record cache for {store_type.value} stores")
     bytes_store = builder.open_bytes_store(
@@ -251,10 +313,10 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
         state_dir=state_dir,
         application_id=application_id,
         task_id=task_id,
-        ignore_invalid_state=require_bool(payload, "ignore_invalid_state", False),
+        ignore_invalid_state=request.ignore_invalid_state,
         **({"options": options} if options else {}),
         # A pre-4.3 reader knows no ``offsets`` family (UPG-2).
-        **({"manage_offsets": False} if require_bool(payload, "pre_4_3_reader", False) else {}),
+        **({"manage_offsets": False} if request.pre_4_3_reader else {}),
     )
     context = RecordContextHolder(initial_context)
     if isinstance(bytes_store, PositionTracking):
@@ -262,13 +324,13 @@ def open_store(payload: JsonDict, builder: StoreBuilder = DEFAULT_BUILDER) -> Js
     handle_id = f"h{next(_IDS)}"
     sink: list[cl.ChangelogRecord] = []
     store: StateStore = bytes_store
-    if logging:
+    if request.logging:
         store = builder.logging_layer(store, store_type, context, sink)
     caching: CachingKeyValueStore | None = None
     forwarded: list[FlushedEntry] = []
     if caching_on:
-        listener: FlushListener | None = forwarded.append if flush_listener else None
-        caching = builder.caching_layer(cast(KeyValueBytesStore, store), context, cache_max_bytes, listener)
+        listener: FlushListener | None = forwarded.append if request.cache_flush_listener else None
+        caching = builder.caching_layer(cast(KeyValueBytesStore, store), context, request.cache_max_bytes, listener)
         store = caching
     handle = StoreHandle(
         id=handle_id, store_type=store_type, backend=backend, name=name,
@@ -292,10 +354,14 @@ def make_open_handler(builder: StoreBuilder) -> Callable[[JsonDict], JsonDict]:
     return lambda payload: open_store(payload, builder)
 
 
-@op("store.open", rules=["CACHE-2", "RST-4", "LAY-11"])
-def store_open(payload: JsonDict) -> JsonDict:
+@op("store.open", rules=["CACHE-2", "RST-4", "LAY-11"], inputs=OPEN_FIELDS, outputs=(
+    Output("handle", "string", "names the store in every later operation"),
+    Output("manages_offsets", "bool", "the store keeps its changelog offsets itself (KIP-1035)"),
+    Output("mode", "string | null", "how the column families were opened (regular, upgrade, ...)"),
+    Output("changelog_topic", "string"), Output("changelog_partition", "int")))
+def store_open(request: Request) -> JsonDict:
     """Open a store (type, backend, location, the family's options, logging, caching, context); answers a handle."""
-    return open_store(payload)
+    return _open(request, DEFAULT_BUILDER)
 
 
 def register_iterator(handle: StoreHandle, iterator: KeyValueIterator) -> str:
@@ -321,12 +387,13 @@ def _forget_iterators(handle: StoreHandle) -> None:
             entry[1].close()  # RocksDB closes open iterators with the store; in-memory ones just end
 
 
-@op("store.close", rules=["CACHE-9"])
-def store_close(payload: JsonDict) -> JsonDict:
+@op("store.close", rules=["CACHE-9"], inputs=(
+    HANDLE, bool_field("downgrade", "close writing the files an older Kafka reads", False)))
+def store_close(request: Request) -> JsonDict:
     """Close cleanly: flush the cache, commit what the store stages, release it."""
-    handle = handle_for(payload)
+    handle = request.handle
     try:
-        if require_bool(payload, "downgrade", False):
+        if request.downgrade:
             _close_for_downgrade(handle)
         else:
             handle.store.close()
@@ -345,10 +412,10 @@ def _close_for_downgrade(handle: StoreHandle) -> None:
     handle.bytes_store.close_for_downgrade()
 
 
-@op("store.crash", rules=["CACHE-9"])
-def store_crash(payload: JsonDict) -> JsonDict:
+@op("store.crash", rules=["CACHE-9"], inputs=(HANDLE,))
+def store_crash(request: Request) -> JsonDict:
     """Abandon the store as a killed process would: no cache flush, no clean close."""
-    handle = handle_for(payload)
+    handle = request.handle
     if handle.caching is not None:
         handle.caching.drop_cache()
     if not isinstance(handle.bytes_store, Crashable):
@@ -361,8 +428,14 @@ def store_crash(payload: JsonDict) -> JsonDict:
     return {}
 
 
-@op("store.capabilities", rules=["OPS-1"])
-def store_capabilities(payload: JsonDict) -> JsonDict:
+@op("store.capabilities", rules=["OPS-1"], inputs=(), outputs=(
+    Output("store_types", "list[string]", "store types it can open"),
+    Output("backends", "list[string]", "rocksdb and/or memory"),
+    Output("logging", "bool"), Output("caching", "bool"), Output("cache_flush_listener", "bool"),
+    Output("crash", "bool"), Output("dump", "list[string]", "backends store.dump works on"),
+    Output("offsets", "list[string]", "backends that manage offsets"), Output("iterators", "bool"),
+    Output("upgrade", "list[string]", "backends that upgrade in place")))
+def store_capabilities(request: Request) -> JsonDict:
     """What this implementation offers: store types, backends, layers and lifecycle operations."""
     return {
         "store_types": [t.value for t in BUILT_TYPES],
@@ -381,28 +454,41 @@ def store_capabilities(payload: JsonDict) -> JsonDict:
 # --- context, changelog, commit ---------------------------------------------------------------------------------
 
 
-@op("store.set_context", rules=["CACHE-2"])
-def store_set_context(payload: JsonDict) -> JsonDict:
+#: A record context's fields, in the order :func:`context_from_json` reads them.
+CONTEXT_FIELDS: tuple[Field, ...] = (
+    Field("headers", HEADERS_TYPE, default=None, read=lambda payload, name, _default: require_headers(payload, name, None)),
+    int_field("timestamp", default=0),
+    int_field("offset", default=-1),
+    str_field("topic", default=""),
+    int_field("partition", default=-1, minimum=INT32_MIN, maximum=INT32_MAX),
+)
+
+
+@op("store.set_context", rules=["CACHE-2"], inputs=(HANDLE, *CONTEXT_FIELDS))
+def store_set_context(request: Request) -> JsonDict:
     """Make ``{timestamp, headers, offset, topic, partition}`` the current record context."""
-    handle = handle_for(payload)
-    handle.context.current = context_from_json(payload, "")
+    request.handle.context.current = RecordContext(
+        timestamp=request.timestamp, headers=tuple(request.headers or []), offset=request.offset,
+        topic=request.topic, partition=request.partition)
     return {}
 
 
-@op("store.changelog", rules=["CACHE-3", "CACHE-4"])
-def store_changelog(payload: JsonDict) -> JsonDict:
+@op("store.changelog", rules=["CACHE-3", "CACHE-4"], inputs=(HANDLE,), outputs=(
+    Output("topic", "string"), Output("partition", "int"),
+    Output("records", f"list[{RECORD_TYPE}]", "sent since the last call, in order")))
+def store_changelog(request: Request) -> JsonDict:
     """The changelog records sent since the previous call, in order (also after close or crash)."""
-    handle = handle_for(payload)
+    handle = request.handle
     records = [record_to_json(r) for r in handle.changelog]
     handle.changelog.clear()
     partition = handle.changelog_partition
     return {"topic": partition.topic, "partition": partition.partition, "records": records}
 
 
-@op("store.flush", rules=["CACHE-9"])
-def store_flush(payload: JsonDict) -> JsonDict:
+@op("store.flush", rules=["CACHE-9"], inputs=(HANDLE,))
+def store_flush(request: Request) -> JsonDict:
     """Flush the cache into the store (and the changelog), then the store itself."""
-    handle = handle_for(payload)
+    handle = request.handle
     store = handle.store
     if not isinstance(store, Flushable):
         raise InvalidStateStoreError(f"store {handle.name} cannot be flushed")
@@ -410,11 +496,11 @@ def store_flush(payload: JsonDict) -> JsonDict:
     return {}
 
 
-@op("store.flush_cache", rules=["CACHE-3", "CACHE-9"])
-def store_flush_cache(payload: JsonDict) -> JsonDict:
+@op("store.flush_cache", rules=["CACHE-3", "CACHE-9"], inputs=(HANDLE,))
+def store_flush_cache(request: Request) -> JsonDict:
     """``flushCache``: write the cache's dirty entries through (and to the changelog), nothing more; a no-op
     without a cache. A task does this before it commits."""
-    handle = handle_for(payload)
+    handle = request.handle
     if handle.caching is not None:
         handle.caching.flush_cache()
     elif handle.closed or not handle.store.is_open:
@@ -422,7 +508,7 @@ def store_flush_cache(payload: JsonDict) -> JsonDict:
     return {}
 
 
-def _offsets_from_json(payload: JsonDict, name: str) -> dict[TopicPartition, int | None]:
+def _offsets_from_json(payload: JsonDict, name: str, _default: Any = None) -> dict[TopicPartition, int | None]:
     """``[[topic, partition, offset-or-null], ...]`` (null or absent: an empty map)."""
     out: dict[TopicPartition, int | None] = {}
     for i, item in enumerate(require_list(payload, name, None) or []):
@@ -432,37 +518,50 @@ def _offsets_from_json(payload: JsonDict, name: str) -> dict[TopicPartition, int
     return out
 
 
-@op("store.commit", rules=["CACHE-9"])
-def store_commit(payload: JsonDict) -> JsonDict:
+@op("store.commit", rules=["CACHE-9"], inputs=(
+    HANDLE, Field("changelog_offsets", "list[[string, int, int | null]]", "[topic, partition, offset]",
+                  read=_offsets_from_json)))
+def store_commit(request: Request) -> JsonDict:
     """``commit(changelog_offsets)``: ``[[topic, partition, offset-or-null], ...]``; the cache is flushed first."""
-    handle_for(payload).store.commit(_offsets_from_json(payload, "changelog_offsets"))
+    request.handle.store.commit(request.changelog_offsets)
     return {}
 
 
-@op("store.committed_offset", rules=["KV-50", "KV-44"])
-def store_committed_offset(payload: JsonDict) -> JsonDict:
+@op("store.committed_offset", rules=["KV-50", "KV-44"], inputs=(HANDLE, str_field("topic"), int_field("partition")),
+    outputs=(Output("offset", "int | null"),))
+def store_committed_offset(request: Request) -> JsonDict:
     """``committedOffset(topic-partition)``; null when none is stored (always for in-memory stores)."""
-    store = handle_for(payload).store
-    return {"offset": store.committed_offset(TopicPartition(require_str(payload, "topic"), require_int(payload, "partition")))}
+    return {"offset": request.handle.store.committed_offset(TopicPartition(request.topic, request.partition))}
 
 
 # --- restore and dump -------------------------------------------------------------------------------------------
 
 
-@op("store.restore", rules=["RST-1", "RST-2", "RST-3", "RST-4", "RST-8"])
-def store_restore(payload: JsonDict) -> JsonDict:
+def _records(payload: JsonDict, name: str, _default: Any) -> list[cl.ChangelogRecord]:
+    return [record_from_json(r, f"{name}[{i}]") for i, r in enumerate(require_list(payload, name, None) or [])]
+
+
+def _batch_size(payload: JsonDict, name: str, default: Any) -> int:
+    batch_size: int = require_int(payload, name, default, maximum=INT32_MAX)
+    if batch_size < 1:
+        raise ProcessorStateError("a restore batch holds at least one record")
+    return batch_size
+
+
+@op("store.restore", rules=["RST-1", "RST-2", "RST-3", "RST-4", "RST-8"], inputs=(
+    HANDLE, Field("records", f"list[{RECORD_TYPE}]", "changelog records, offset = index", read=_records),
+    Field("batch_size", "int", default=DEFAULT_RESTORE_BATCH_SIZE, read=_batch_size),
+    bool_field("commit_offsets", "commit each batch", False)),
+    outputs=(Output("restored", "int"), Output("batches", "int")))
+def store_restore(request: Request) -> JsonDict:
     """Restore changelog records ``[{key, value, timestamp, headers}, ...]`` in batches of ``batch_size``.
 
     With ``commit_offsets`` true each batch is committed as Kafka records a restored batch: the store's changelog
     partition at the offset of the batch's last record, a record's offset being its index in ``records`` (RST-8).
     """
-    handle = handle_for(payload)
-    records = [record_from_json(r, f"records[{i}]") for i, r in enumerate(require_list(payload, "records", None) or [])]
-    batch_size = require_int(payload, "batch_size", DEFAULT_RESTORE_BATCH_SIZE, maximum=INT32_MAX)
-    if batch_size < 1:
-        raise ProcessorStateError("a restore batch holds at least one record")
+    handle, records, batch_size = request.handle, request.records, request.batch_size
     after_batch: AfterBatch = None
-    if require_bool(payload, "commit_offsets", False):
+    if request.commit_offsets:
         store, partition = handle.store, handle.changelog_partition
 
         def after_batch(progress: RestoreResult) -> None:
@@ -476,57 +575,57 @@ def _dump_open(store: StateStore) -> dict[str, list[list[str]]]:
     # The column families as the open store presents them: what it has written plus what it has staged.
     if not isinstance(store, ColumnFamilyStore):
         raise InvalidStateStoreError("this store has no column families to dump")
-    return {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in store.column_family_rows().items()}
+    return _hex_rows(store.column_family_rows())
+
+
+def _hex_rows(rows: Rows) -> dict[str, list[list[str]]]:
+    return {cf: [[k.hex(), v.hex()] for k, v in cf_rows] for cf, cf_rows in rows.items()}
 
 
 def _dump_path(path: Path) -> dict[str, list[list[str]]]:
-    if not list_column_families(path):
+    if not is_database(path):
         raise InvalidStateStoreError(f"no RocksDB store at {path}")
-    engine = RocksDBEngine(path)
-    try:
-        out: dict[str, list[list[str]]] = {}
-        for cf in engine.column_families():
-            cursor = engine.iterate(cf)
-            try:
-                out[cf] = [[k.hex(), v.hex()] for k, v in cursor]
-            finally:
-                cursor.close()
-        return out
-    finally:
-        engine.close()
+    return _hex_rows(read_database(path))
 
 
 def _dump_segments(path: Path) -> dict[str, dict[str, list[list[str]]]]:
     # A segmented store's directory holds one RocksDB database per segment, named <store>.<segment start> (LAY-3).
     if not path.is_dir():
         raise InvalidStateStoreError(f"no segmented store at {path}")
-    return {child.name: _dump_path(child) for child in sorted(path.iterdir())
-            if child.is_dir() and list_column_families(child)}
+    return {db.name: _hex_rows(read_database(db)) for db, _ in segment_databases(path)}
 
 
-@op("store.dump", rules=["KV-20", "RST-5", "LAY-3"])
-def store_dump(payload: JsonDict) -> JsonDict:
+def _optional_handle(payload: JsonDict, _name: str, _default: Any) -> StoreHandle | None:
+    return handle_for(payload) if "handle" in payload else None
+
+
+#: A handle, or (without one) the location of a closed store or a task.
+OPTIONAL_HANDLE = Field("handle", "string", "(or name the store by location)", read=_optional_handle, optional=True)
+
+
+@op("store.dump", rules=["KV-20", "RST-5", "LAY-3"], inputs=(
+    OPTIONAL_HANDLE, _unless_handle(STORE_TYPE), *LOCATION, _unless_handle(str_field("name", "the store's name"))),
+    outputs=(Output("column_families", "object", "column family name -> list[[hex, hex]] raw entries", optional=True),
+             Output("segments", "object", "a segmented store's: segment name -> its column_families", optional=True)))
+def store_dump(request: Request) -> JsonDict:
     """Every column family's raw entries, of an open handle as it presents them, of a closed one as on disk.
 
     A segmented store (window, session) answers ``segments``: each segment's column families by segment name.
     """
-    if "handle" in payload:
-        handle = handle_for(payload)
+    if request.handle is not None:
+        handle = request.handle
         store_type = handle.store_type
         if handle.backend is not Backend.ROCKSDB:
             raise InvalidStateStoreError("an in-memory store has no column families")
         if not handle.closed and handle.bytes_store.is_open:
             if isinstance(handle.bytes_store, SegmentedStore):
-                return {"segments": {segment: {cf: [[k.hex(), v.hex()] for k, v in rows] for cf, rows in cfs.items()}
+                return {"segments": {segment: _hex_rows(cfs)
                                      for segment, cfs in handle.bytes_store.segment_rows().items()}}
             return {"column_families": _dump_open(handle.bytes_store)}
         path = handle.store_path()
     else:
-        store_type = StoreType(require_choice(payload, "store_type", STORE_TYPE_NAMES, StoreType.KEY_VALUE.value))
-        path = store_directory(
-            require_str(payload, "state_dir"), require_str(payload, "application_id", "app"),
-            require_str(payload, "task_id", "0_0"), require_str(payload, "name"), store_type,
-        )
+        store_type = StoreType(request.store_type)
+        path = store_directory(request.state_dir, request.application_id, request.task_id, request.name, store_type)
     if path is None:
         raise InvalidStateStoreError("the store has no directory")
     if not STORE_TYPES[store_type].single_database:
@@ -534,13 +633,13 @@ def store_dump(payload: JsonDict) -> JsonDict:
     return {"column_families": _dump_path(path)}
 
 
-@op("store.wipe", rules=["UPG-3", "LAY-11"])
-def store_wipe(payload: JsonDict) -> JsonDict:
+@op("store.wipe", rules=["UPG-3", "LAY-11"], inputs=(
+    str_field("state_dir"), str_field("name", "a closed store's name"), APPLICATION_ID, TASK_ID, STORE_TYPE))
+def store_wipe(request: Request) -> JsonDict:
     """Delete a closed RocksDB store's directory and its ``<store>.position`` file, as Kafka wipes a refused
     store before restoring it from the changelog (UPG-3); refused while a handle on it is open."""
-    state_dir, name = require_str(payload, "state_dir"), require_str(payload, "name")
-    application_id, task_id = require_str(payload, "application_id", "app"), require_str(payload, "task_id", "0_0")
-    store_type = StoreType(require_choice(payload, "store_type", STORE_TYPE_NAMES, StoreType.KEY_VALUE.value))
+    state_dir, name, application_id, task_id = request.state_dir, request.name, request.application_id, request.task_id
+    store_type = StoreType(request.store_type)
     path = store_directory(state_dir, application_id, task_id, name, store_type)
     for handle in _HANDLES.values():
         if not handle.closed and handle.store_path() == path:
@@ -564,47 +663,55 @@ def reset() -> None:
 _TASK_FILE_NAMES = (".checkpoint",)
 
 
-def _task_dir(payload: JsonDict) -> Path:
-    if "handle" in payload:
-        handle = handle_for(payload)
+def _task_dir(request: Request) -> Path:
+    handle = request.handle
+    if handle is not None:
         if handle.state_dir is None:
             raise InvalidStateStoreError("the store has no state directory")
         return task_directory(handle.state_dir, handle.application_id, handle.task_id)
-    return task_directory(require_str(payload, "state_dir"), require_str(payload, "application_id", "app"),
-                          require_str(payload, "task_id", "0_0"))
+    return task_directory(request.state_dir, request.application_id, request.task_id)
 
 
-def _check_task_file_name(name: str) -> None:
-    if not (name in _TASK_FILE_NAMES or (name.endswith(".position") and "/" not in name and name != ".position")):
-        raise InvalidStateStoreError(f"not a legacy task file name: {name!r} (.checkpoint or <store>.position)")
+def _task_file_name(payload: JsonDict, name: str, _default: Any) -> str:
+    file_name: str = require_str(payload, name)
+    if not (file_name in _TASK_FILE_NAMES
+            or (file_name.endswith(".position") and "/" not in file_name and file_name != ".position")):
+        raise InvalidStateStoreError(f"not a legacy task file name: {file_name!r} (.checkpoint or <store>.position)")
+    return file_name
 
 
-@op("store.task_files", rules=["KV-55", "UPG-4", "LAY-1", "LAY-11"])
-def store_task_files(payload: JsonDict) -> JsonDict:
+_TASK_HANDLE = Field("handle", "string", "(or name the task by location)", read=_optional_handle, optional=True)
+
+
+@op("store.task_files", rules=["KV-55", "UPG-4", "LAY-1", "LAY-11"], inputs=(_TASK_HANDLE, *LOCATION), outputs=(
+    Output("entries", "list[string]", "the task directory's entries"),
+    Output("files", "object", ".checkpoint and <store>.position file name -> text")))
+def store_task_files(request: Request) -> JsonDict:
     """The task directory's entries, with the text of its ``.checkpoint`` and ``<store>.position`` files."""
-    directory = _task_dir(payload)
+    directory = _task_dir(request)
     names = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
     texts = {n: (directory / n).read_text(encoding="utf-8") for n in names
              if n == ".checkpoint" or (n.endswith(".position") and (directory / n).is_file())}
     return {"entries": names, "files": texts}
 
 
-@op("store.write_task_file", rules=["KV-55", "LAY-11"])
-def store_write_task_file(payload: JsonDict) -> JsonDict:
+@op("store.write_task_file", rules=["KV-55", "LAY-11"], inputs=(
+    Field("file", "string", ".checkpoint or <store>.position", read=_task_file_name), str_field("text"),
+    _TASK_HANDLE, *LOCATION))
+def store_write_task_file(request: Request) -> JsonDict:
     """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open)."""
-    name = require_str(payload, "file")
-    _check_task_file_name(name)
-    text = require_str(payload, "text")
-    directory = _task_dir(payload)
+    directory = _task_dir(request)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / name).write_text(text, encoding="utf-8")
+    (directory / request.file).write_text(request.text, encoding="utf-8")
     return {}
 
 
-@op("store.table_options", rules=["KV-21", "LAY-9"])
-def store_table_options(payload: JsonDict) -> JsonDict:
+@op("store.table_options", rules=["KV-21", "LAY-9"],
+    inputs=(Field("handle", "string", "a closed RocksDB store", read=HANDLE.read),),
+    outputs=(Output("column_families", "object", "name -> {format_version: string, comparator: string}"),))
+def store_table_options(request: Request) -> JsonDict:
     """Per column family, the block-based table ``format_version`` and comparator of a closed RocksDB store."""
-    handle = handle_for(payload)
+    handle = request.handle
     path = handle.store_path()
     if path is None or not handle.closed:
         raise InvalidStateStoreError("table options are read from a closed RocksDB store's OPTIONS file")

@@ -1,8 +1,8 @@
 """``store.scenario``: a stateful store case as one fixture, expanded into ordinary ``store.*`` calls (OPS-5).
 
 Input: ``store_type``, ``backend`` (``memory``/``rocksdb``; omitted, every backend runs the scenario and
-must answer the same), ``options`` (the other fields of ``store.open``: logging, caching, cache size,
-context, ...) and ``steps``, each ``{"op": "store.x", "input": {...}}``. The scenario opens a fresh store
+must answer the same), ``open_input`` (the other fields of ``store.open``: logging, caching, cache size,
+context, the family's ``options``, ...; ``options`` is its deprecated name) and ``steps``, each ``{"op": "store.x", "input": {...}}``. The scenario opens a fresh store
 in a new temporary state directory, then runs the steps in order. A ``store.open`` step reopens: its
 input is merged over the scenario's type and options, and later steps use the new handle. A step
 naming a handle gets the current one; ``store.iterator_open`` answers the step's ``as`` name (default
@@ -42,6 +42,7 @@ from typing import Any
 from kstate.errors import KStateError
 from kstate.ops import JsonDict, call, op
 from kstate.ops.compare import differences
+from kstate.ops.fields import Field, Output, Request
 from kstate.storage_files import directory_digest
 
 SCENARIO_OP = "store.scenario"
@@ -53,6 +54,10 @@ _NO_HANDLE = frozenset({"store.open", "store.capabilities", "store.iterator_next
                         "store.iterator_peek_next_key", "store.iterator_close"})
 _ITERATOR_OPS = frozenset({"store.iterator_next", "store.iterator_peek_next_key", "store.iterator_close"})
 _LOCATION = {"application_id": "app", "task_id": "0_0", "name": "store"}
+#: The scenario's ``store.open`` fields; ``options``, its first name, stays an alias (``options.options`` was the
+#: family's options inside it).
+OPEN_INPUT = "open_input"
+OPEN_INPUT_ALIAS = "options"
 
 
 class ScenarioError(KStateError):
@@ -200,10 +205,44 @@ def run_fs_step(root: Path, name: str, given: JsonDict, snapshots: dict[str, dic
     return {}
 
 
+def open_input(payload: JsonDict) -> JsonDict:
+    """The scenario's other ``store.open`` fields: ``open_input``, or its deprecated name ``options`` (not both)."""
+    if OPEN_INPUT in payload and OPEN_INPUT_ALIAS in payload:
+        raise ScenarioError(f"store.scenario: {OPEN_INPUT} and its old name {OPEN_INPUT_ALIAS} are both given")
+    name = OPEN_INPUT if OPEN_INPUT in payload else OPEN_INPUT_ALIAS
+    return _object(payload.get(name), name)
+
+
+#: The store.capabilities a scenario step needs, by operation (a step of the state directory: ``fs``).
+_STEP_FEATURES = {"store.crash": "crash", "store.dump": "dump", "store.iterator_open": "iterators"}
+#: store.open fields that need a capability of the same name.
+_OPEN_FEATURES = ("caching", "cache_flush_listener")
+
+
+def scenario_requires(payload: JsonDict) -> JsonDict:
+    """What a scenario needs of an implementation, as a golden case declares it (``requires``): its store type,
+    its backend when it names one, and the features (store.capabilities names, ``fs`` for state-directory steps)."""
+    opens = [open_input(payload)] + [_object(step.get("input"), "input") for step in _steps(payload)
+                                     if step.get("op") == "store.open"]
+    features = {name for fields in opens for name in _OPEN_FEATURES if fields.get(name)}
+    for step in _steps(payload):
+        name = str(step.get("op"))
+        if name in FS_OPS:
+            features.add("fs")
+        elif name in _STEP_FEATURES:
+            features.add(_STEP_FEATURES[name])
+    out: JsonDict = {"store_type": payload.get("store_type", "kv")}
+    if payload.get("backend") is not None:
+        out["backend"] = payload["backend"]
+    if features:
+        out["features"] = sorted(features)
+    return out
+
+
 def run_backend(call_op: Call, payload: JsonDict, backend: str, state_dir: str) -> JsonDict:
     """Run the scenario on one backend in ``state_dir`` through ``call_op``; closes what it opened."""
     store_type = payload.get("store_type", "kv")
-    options = _object(payload.get("options"), "options")
+    options = open_input(payload)
     location = {**_LOCATION, **{k: options[k] for k in _LOCATION if k in options}, "state_dir": state_dir}
     base = {"store_type": store_type, **options, **location, "backend": backend}
     handles: list[str] = []
@@ -280,7 +319,27 @@ def run_scenario(call_op: Call, payload: JsonDict, backends: Sequence[str] | Non
     return first
 
 
-@op(SCENARIO_OP, rules=["OPS-5"])
-def store_scenario(payload: JsonDict) -> JsonDict:
+#: The scenario's fields; :func:`run_scenario` reads them itself, as the harness runs it on a testee's operations.
+SCENARIO_FIELDS: tuple[Field, ...] = (
+    Field("store_type", "string", default="kv"),
+    Field("backend", "string | null", "memory or rocksdb; omitted, every backend must answer the same", None),
+    Field(OPEN_INPUT, "object", "the other store.open fields (the family's own are its options)", None),
+    Field(OPEN_INPUT_ALIAS, "object", f"deprecated name of {OPEN_INPUT}", None),
+    Field("open_fields", "list[string]", "the first open's answer fields to keep", None),
+    Field("steps", "list[{op: string, input: object, as?: string, fields?: list[string], keep?: list[string], "
+          "by_location?: bool}]", "store.* calls, the handle filled in; or fs.* steps the harness "
+          "runs itself on the state directory (paths relative to it, a * in the last part: the "
+          "largest matching file): fs.write {path, hex | text}, fs.mkdir {path}, fs.symlink "
+          "{path, target}, fs.delete {path}, fs.truncate {path, size (negative: cut from the end)}, fs.corrupt {path, "
+          "offset?, length?} (XOR FF; default the middle, 64 bytes), fs.rocksdb_put {path, "
+          "family, key, value}, fs.rocksdb_drop_family {path, family} (a closed database), "
+          "fs.snapshot {as?}, fs.changed {since?} -> {changed: [paths]}"),
+)
+
+
+@op(SCENARIO_OP, rules=["OPS-5"], inputs=SCENARIO_FIELDS, outputs=(
+    Output("open", "object", "the first open's answer, reduced to open_fields"),
+    Output("steps", "list[object]", "each step's answer, reduced to its fields")))
+def store_scenario(request: Request) -> JsonDict:
     """Run a list of ``store.*`` steps on a fresh store (per backend when none is named); their answers."""
-    return run_scenario(call, payload)
+    return run_scenario(call, request.payload)

@@ -12,17 +12,31 @@ from typing import Any
 
 from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, decode_stored_value, encode_stored_value
 from kstate.ops import JsonDict, headers_to_json, op, tohex
-from kstate.ops.inputs import require_choice, require_headers, require_hex, require_int
-from kstate.ops.store_ops import StoreHandle, family_store_for, key_from
+from kstate.ops.fields import Field, Output, Request, choice_field, int_field, nullable_hex
+from kstate.ops.inputs import require_headers
+from kstate.ops.store_ops import StoreHandle, family_handle, handle_for
 from kstate.stores.api import InvalidStateStoreError
 from kstate.stores.versioned import ResultOrder, RocksDBVersionedStore, VersionedRecord
 
 _ORDERS = tuple(o.value for o in ResultOrder)
 
 
-def _store(payload: JsonDict) -> tuple[StoreHandle, Any, StoreType]:
-    handle, store = family_store_for(payload, Family.VERSIONED)
+_HANDLE = family_handle(Family.VERSIONED)
+_KEY = nullable_hex("key", "the key")
+_RECORD = "{value: hex, timestamp: int, valid_to: int | null, headers?: list[[string, hex | null]]}"
+
+
+def _store(request: Request) -> tuple[StoreHandle, Any, StoreType]:
+    handle, store = request.handle
     return handle, store, handle.store_type
+
+
+def _put_headers(payload: JsonDict, name: str, _default: Any) -> Any:
+    # Only a type whose layout keeps headers reads them, for a value (not a tombstone); the plain type ignores the
+    # field, as it always has. ``value`` was read before, so a non-null one is valid hex.
+    if payload.get("value") is None or not STORE_TYPES[handle_for(payload).store_type].stores_headers:
+        return None
+    return require_headers(payload, name, None)
 
 
 def record_to_json(record: VersionedRecord | None, store_type: StoreType) -> JsonDict | None:
@@ -37,58 +51,63 @@ def record_to_json(record: VersionedRecord | None, store_type: StoreType) -> Jso
     return out
 
 
-@op("versioned_store.put", rules=["VS-6", "VS-7", "VS-18", "VS-25"], java=["VersionedKeyValueStore.put"])
-def versioned_put(payload: JsonDict) -> JsonDict:
+@op("versioned_store.put", rules=["VS-6", "VS-7", "VS-18", "VS-25"], java=["VersionedKeyValueStore.put"], inputs=(
+    _HANDLE, nullable_hex("value", "null: a tombstone"), int_field("timestamp", "the version's timestamp"),
+    Field("headers", "list[[string, hex | null]]", "the headers variant's headers", None, _put_headers), _KEY),
+    outputs=(Output("valid_to", "int", "the new version's validTo, -1 if latest, -9223372036854775808 if not put"),))
+def versioned_put(request: Request) -> JsonDict:
     """``put(key, value, timestamp)``: ``{"valid_to"}``, -1 if the new version is the latest, Long.MIN_VALUE if
     not put (expired); the headers variant takes ``headers``."""
-    _, store, store_type = _store(payload)
-    value = require_hex(payload, "value", None)
-    timestamp = require_int(payload, "timestamp")
+    _, store, store_type = _store(request)
+    value, timestamp = request.value, request.timestamp
     if value is not None:
-        # Only a type whose layout keeps headers reads them; the plain type ignores the field, as it always has.
-        headers = require_headers(payload, "headers", None) if STORE_TYPES[store_type].stores_headers else None
-        value = encode_stored_value(store_type, value, timestamp, headers or [])
-    return {"valid_to": store.put(key_from(payload), value, timestamp)}
+        value = encode_stored_value(store_type, value, timestamp, request.headers or [])
+    return {"valid_to": store.put(request.key, value, timestamp)}
 
 
-@op("versioned_store.get", rules=["VS-8", "VS-9"], java=["VersionedKeyValueStore.get"])
-def versioned_get(payload: JsonDict) -> JsonDict:
+@op("versioned_store.get", rules=["VS-8", "VS-9"], java=["VersionedKeyValueStore.get"], inputs=(
+    _HANDLE, int_field("as_of", "the timestamp (absent: the latest value)", None, nullable=True, type="int | null"),
+    _KEY), outputs=(Output("record", f"{_RECORD} | null"),))
+def versioned_get(request: Request) -> JsonDict:
     """``get(key)`` or, with ``as_of``, ``get(key, asOfTimestamp)``: ``{"record": {...} | null}``."""
-    _, store, store_type = _store(payload)
-    as_of = require_int(payload, "as_of", None, nullable=True)
-    return {"record": record_to_json(store.get(key_from(payload), as_of), store_type)}
+    _, store, store_type = _store(request)
+    return {"record": record_to_json(store.get(request.key, request.as_of), store_type)}
 
 
-@op("versioned_store.delete", rules=["VS-10", "VS-18"], java=["VersionedKeyValueStore.delete"])
-def versioned_delete(payload: JsonDict) -> JsonDict:
+@op("versioned_store.delete", rules=["VS-10", "VS-18"], java=["VersionedKeyValueStore.delete"], inputs=(
+    _HANDLE, int_field("timestamp", "the tombstone's"), _KEY),
+    outputs=(Output("record", f"{_RECORD} | null", "the version valid at timestamp before"),))
+def versioned_delete(request: Request) -> JsonDict:
     """``delete(key, timestamp)``: the record valid at ``timestamp`` before the delete, ``{"record"}``."""
-    _, store, store_type = _store(payload)
-    timestamp = require_int(payload, "timestamp")
-    return {"record": record_to_json(store.delete(key_from(payload), timestamp), store_type)}
+    _, store, store_type = _store(request)
+    return {"record": record_to_json(store.delete(request.key, request.timestamp), store_type)}
 
 
-@op("versioned_store.get_versions", rules=["VS-11", "VS-12"], java=["MultiVersionedKeyQuery"])
-def versioned_get_versions(payload: JsonDict) -> JsonDict:
+@op("versioned_store.get_versions", rules=["VS-11", "VS-12"], java=["MultiVersionedKeyQuery"], inputs=(
+    _HANDLE, int_field("from_ms", "lower bound (absent: unbounded)", None, nullable=True, type="int | null"),
+    int_field("to_ms", "upper bound (absent: unbounded)", None, nullable=True, type="int | null"),
+    choice_field("order", _ORDERS, "ascending, descending or any", ResultOrder.ANY.value), _KEY),
+    outputs=(Output("records", f"list[{_RECORD}]"),))
+def versioned_get_versions(request: Request) -> JsonDict:
     """KIP-968's versions of one key between ``from_ms`` and ``to_ms`` (null: unbounded), in ``order``."""
-    _, store, store_type = _store(payload)
-    from_ms = require_int(payload, "from_ms", None, nullable=True)
-    to_ms = require_int(payload, "to_ms", None, nullable=True)
-    order = require_choice(payload, "order", _ORDERS, ResultOrder.ANY.value)
-    records = store.get_versions(key_from(payload), from_ms, to_ms, order)
+    _, store, store_type = _store(request)
+    records = store.get_versions(request.key, request.from_ms, request.to_ms, request.order)
     return {"records": [record_to_json(r, store_type) for r in records]}
 
 
-@op("versioned_store.stream_time", rules=["VS-5"], level="recommended")
-def versioned_stream_time(payload: JsonDict) -> JsonDict:
+@op("versioned_store.stream_time", rules=["VS-5"], level="recommended", inputs=(_HANDLE,),
+    outputs=(Output("stream_time", "int", "the observed stream time, -1 at first"),))
+def versioned_stream_time(request: Request) -> JsonDict:
     """The store's observed stream time (-1 before any write): ``{"stream_time"}``; not a Kafka method."""
-    _, store, _ = _store(payload)
+    _, store, _ = _store(request)
     return {"stream_time": store.observed_stream_time}
 
 
-@op("versioned_store.segments", rules=["VS-13", "VS-14"], level="recommended")
-def versioned_segments(payload: JsonDict) -> JsonDict:
+@op("versioned_store.segments", rules=["VS-13", "VS-14"], level="recommended", inputs=(_HANDLE,),
+    outputs=(Output("segments", "list[int]", "the segment ids held, ascending"),))
+def versioned_segments(request: Request) -> JsonDict:
     """The regular segment ids the store holds, ascending: ``{"segments": [...]}``; not a Kafka method."""
-    handle, _, _ = _store(payload)
+    handle, _, _ = _store(request)
     store = handle.bytes_store
     if not isinstance(store, RocksDBVersionedStore):
         raise InvalidStateStoreError(f"store {handle.name} does not list its segments")

@@ -11,13 +11,19 @@ from typing import Any
 
 from kstate.codecs.store_types import Family
 from kstate.ops import JsonDict, op, tohex
-from kstate.ops.inputs import require_bool, require_hex, require_int
-from kstate.ops.store_ops import family_store_for, key_from
+from kstate.ops.fields import Output, Request, bool_field, int_field, nullable_hex
+from kstate.ops.store_ops import family_handle
 from kstate.stores.window import TimedValue, WindowedEntry
 
+_HANDLE = family_handle(Family.WINDOW, "the handle store.open answered (a window store)")
+_KEY = nullable_hex("key", "the key (a null key is refused as Kafka does)")
+_BACKWARD = bool_field("backward", "the backward* variant", False)
+_TIMES = (int_field("from_ms", "earliest window start, inclusive"), int_field("to_ms", "latest window start, inclusive"))
+_WINDOWED = (Output("entries", "list[[hex, int, hex]]", "[key, window start, value] in the store's order"),)
 
-def _window_store(payload: JsonDict) -> Any:
-    return family_store_for(payload, Family.WINDOW)[1]
+
+def _window_store(request: Request) -> Any:
+    return request.handle[1]
 
 
 def _timed(entries: list[TimedValue]) -> JsonDict:
@@ -28,74 +34,55 @@ def _windowed(entries: list[WindowedEntry]) -> JsonDict:
     return {"entries": [[key.hex(), start, value.hex()] for key, start, value in entries]}
 
 
-@op("window_store.put", rules=["WS-4", "WS-7", "WS-9", "WS-22", "WS-24"], java=["WindowStore.put"])
-def window_store_put(payload: JsonDict) -> JsonDict:
+@op("window_store.put", rules=["WS-4", "WS-7", "WS-9", "WS-22", "WS-24"], java=["WindowStore.put"], inputs=(
+    _HANDLE, _KEY, nullable_hex("value", "in the type's layout; null deletes"), int_field("window_start")))
+def window_store_put(request: Request) -> JsonDict:
     """``put(key, value, windowStart)``; a null value deletes (a no-op with duplicates)."""
-    _window_store(payload).put(key_from(payload), require_hex(payload, "value", None), require_int(payload, "window_start"))
+    _window_store(request).put(request.key, request.value, request.window_start)
     return {}
 
 
-@op("window_store.fetch", rules=["WS-10", "WS-19"], java=["ReadOnlyWindowStore.fetch"])
-def window_store_fetch(payload: JsonDict) -> JsonDict:
+@op("window_store.fetch", rules=["WS-10", "WS-19"], java=["ReadOnlyWindowStore.fetch"], inputs=(
+    _HANDLE, _KEY, int_field("time", "the window start")), outputs=(Output("value", "hex | null"),))
+def window_store_fetch(request: Request) -> JsonDict:
     """``fetch(key, time)``: the value of the key's window starting at ``time``, or null."""
-    return {"value": tohex(_window_store(payload).fetch(key_from(payload), require_int(payload, "time")))}
+    return {"value": tohex(_window_store(request).fetch(request.key, request.time))}
 
 
 @op("window_store.fetch_range", rules=["WS-11", "WS-12", "WS-18"],
-    java=["ReadOnlyWindowStore.fetch", "ReadOnlyWindowStore.backwardFetch"])
-def window_store_fetch_range(payload: JsonDict) -> JsonDict:
+    java=["ReadOnlyWindowStore.fetch", "ReadOnlyWindowStore.backwardFetch"], inputs=(_HANDLE, _KEY, *_TIMES, _BACKWARD),
+    outputs=(Output("entries", "list[[int, hex]]", "[window start, value] in the store's order"),))
+def window_store_fetch_range(request: Request) -> JsonDict:
     """``fetch(key, from, to)`` (``backwardFetch`` with ``backward``): ``[[window_start, value], ...]``."""
-    store = _window_store(payload)
-    return _timed(store.fetch_range(key_from(payload), require_int(payload, "from_ms"), require_int(payload, "to_ms"),
-                                    require_bool(payload, "backward", False)))
+    return _timed(_window_store(request).fetch_range(request.key, request.from_ms, request.to_ms, request.backward))
 
 
 @op("window_store.fetch_keys", rules=["WS-13", "WS-18", "WS-34"],
-    java=["ReadOnlyWindowStore.fetch", "ReadOnlyWindowStore.backwardFetch"])
-def window_store_fetch_keys(payload: JsonDict) -> JsonDict:
+    java=["ReadOnlyWindowStore.fetch", "ReadOnlyWindowStore.backwardFetch"], inputs=(
+        _HANDLE, nullable_hex("key_from", "inclusive, null unbounded"), nullable_hex("key_to", "inclusive, null unbounded"),
+        *_TIMES, _BACKWARD), outputs=_WINDOWED)
+def window_store_fetch_keys(request: Request) -> JsonDict:
     """``fetch(keyFrom, keyTo, from, to)`` (null bounds unbounded): ``[[key, window_start, value], ...]``."""
-    store = _window_store(payload)
-    return _windowed(store.fetch_keys(
-        require_hex(payload, "key_from", None), require_hex(payload, "key_to", None),
-        require_int(payload, "from_ms"), require_int(payload, "to_ms"), require_bool(payload, "backward", False)))
+    return _windowed(_window_store(request).fetch_keys(request.key_from, request.key_to, request.from_ms, request.to_ms,
+                                                       request.backward))
 
 
 @op("window_store.fetch_all", rules=["WS-14", "WS-18"],
-    java=["ReadOnlyWindowStore.fetchAll", "ReadOnlyWindowStore.backwardFetchAll"])
-def window_store_fetch_all(payload: JsonDict) -> JsonDict:
+    java=["ReadOnlyWindowStore.fetchAll", "ReadOnlyWindowStore.backwardFetchAll"], inputs=(_HANDLE, *_TIMES, _BACKWARD),
+    outputs=_WINDOWED)
+def window_store_fetch_all(request: Request) -> JsonDict:
     """``fetchAll(from, to)`` (``backwardFetchAll`` with ``backward``): ``[[key, window_start, value], ...]``."""
-    store = _window_store(payload)
-    return _windowed(store.fetch_all(require_int(payload, "from_ms"), require_int(payload, "to_ms"),
-                                     require_bool(payload, "backward", False)))
+    return _windowed(_window_store(request).fetch_all(request.from_ms, request.to_ms, request.backward))
 
 
-@op("window_store.all", rules=["WS-15", "WS-18", "WS-20"], java=["ReadOnlyWindowStore.all", "ReadOnlyWindowStore.backwardAll"])
-def window_store_all(payload: JsonDict) -> JsonDict:
+@op("window_store.all", rules=["WS-15", "WS-18", "WS-20"], java=["ReadOnlyWindowStore.all", "ReadOnlyWindowStore.backwardAll"],
+    inputs=(_HANDLE, _BACKWARD), outputs=_WINDOWED)
+def window_store_all(request: Request) -> JsonDict:
     """``all()`` (``backwardAll`` with ``backward``): ``[[key, window_start, value], ...]``."""
-    return _windowed(_window_store(payload).all(require_bool(payload, "backward", False)))
+    return _windowed(_window_store(request).all(request.backward))
 
 
-# --- the operation index's declarations and example session (kstate.ops.index) ---------------------------------------
-
-_HANDLE = "string; the handle store.open answered (a window store)"
-_KEY = "hex | null; the key (a null key is refused as Kafka does)"
-_BACKWARD = "bool; optional, the backward* variant (default false)"
-_WINDOWED = {"entries": "list[[hex, int, hex]]; [key, window start, value] in the store's order"}
-_TIMES = {"from_ms": "int; earliest window start, inclusive", "to_ms": "int; latest window start, inclusive"}
-
-INDEX_FIELDS: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "window_store.put": ({"handle": _HANDLE, "key": _KEY, "value": "hex | null; in the type's layout; null deletes",
-                          "window_start": "int"}, {}),
-    "window_store.fetch": ({"handle": _HANDLE, "key": _KEY, "time": "int; the window start"},
-                           {"value": "hex | null"}),
-    "window_store.fetch_range": ({"handle": _HANDLE, "key": _KEY, **_TIMES, "backward": _BACKWARD},
-                                 {"entries": "list[[int, hex]]; [window start, value] in the store's order"}),
-    "window_store.fetch_keys": ({"handle": _HANDLE, "key_from": "hex | null; inclusive, null unbounded",
-                                 "key_to": "hex | null; inclusive, null unbounded", **_TIMES, "backward": _BACKWARD},
-                                _WINDOWED),
-    "window_store.fetch_all": ({"handle": _HANDLE, **_TIMES, "backward": _BACKWARD}, _WINDOWED),
-    "window_store.all": ({"handle": _HANDLE, "backward": _BACKWARD}, _WINDOWED),
-}
+# --- the operation index's example session (kstate.ops.index) ----------------------------------------------------------
 
 #: Steps of the index's example session; ``$W`` is replaced by the handle the session's window store got.
 INDEX_SESSION: tuple[tuple[str, JsonDict], ...] = (

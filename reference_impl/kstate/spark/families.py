@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from kstate.codecs import session_keys, versioned, window_keys
-from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import STORE_TYPES, VALUE_DECODERS, Family, StoredValue, StoreType, ValueFormat
 from kstate.errors import KStateError
 
@@ -290,7 +289,7 @@ def _session_queryable(params: FamilyParameters) -> Any:
 
 def _data_view(store_type: StoreType, families: dict[str, dict[bytes, bytes]]) -> dict[bytes, bytes]:
     """What the store's iterators read: the data family, legacy rows converted (LAY-6, LAY-8)."""
-    from kstate.app.dump import logical_view
+    from kstate.store_dump import logical_view
 
     return logical_view(store_type, families)
 
@@ -344,19 +343,11 @@ def check_parameters(store_type: StoreType, params: FamilyParameters) -> None:
 
 def _databases(store_type: StoreType, store_dir: Path) -> list[Path]:
     """The RocksDB directories of a store: itself (versioned) or its segments (LAY-2, LAY-3)."""
+    from kstate.store_dump import segment_databases
+
     if STORE_TYPES[store_type].single_database:
         return [store_dir]
-    out = []
-    for entry in sorted(store_dir.iterdir()):
-        if not entry.is_dir():
-            continue
-        try:
-            parsed = parse_segment_name(store_dir.name, entry.name, 1)
-        except KStateError:
-            continue
-        if parsed.segment_id >= 0:
-            out.append(entry)
-    return out
+    return [db for db, _ in segment_databases(store_dir)]
 
 
 def read_store_entries(store_type: StoreType, partition: int, store_dir: str | Path,
@@ -364,7 +355,7 @@ def read_store_entries(store_type: StoreType, partition: int, store_dir: str | P
     """Every entry of a closed store directory, decoded as :data:`SEMANTICS` lays them out (read from scratch
     copies, the directory untouched); with ``problems``, rows that do not decode are added to it (kind
     ``undecodable``) instead of failing the read."""
-    from kstate.inspect.state_dir import read_database
+    from kstate.store_dump import read_database
 
     semantics = semantics_for(store_type)
     rows: list[Row] = []

@@ -239,8 +239,8 @@ def read_store_directories(type_name: str) -> Callable[[Iterator[Any]], Iterator
     def read(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from kstate.app.dump import dump_store_dir
         from kstate.codecs.store_types import StoreType as Type
+        from kstate.store_dump import dump_store_dir
 
         store_type = Type(type_name)
         for batch in batches:

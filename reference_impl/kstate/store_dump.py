@@ -1,17 +1,25 @@
-"""Read a store's RocksDB without opening it for writing: every column family, the offsets, the logical view.
+"""Every row of every column family of a store's directory, read without writing to it: the kit's one reader.
 
-Opening a store through :mod:`kstate.stores.factory` writes its status (OFF-6) and may migrate or drop
-families, so a crashed or running instance's directory is read here in RocksDB's read-only mode instead.
-The logical view is what the store's iterators return: the data family, plus in upgrade mode every legacy
-entry converted, the new family winning on equal keys (KV-30, KV-31, KV-35). A segmented store (window,
-session) is one such database per segment, ``<task>/<store>/<store>.<segment start>`` (LAY-3), each upgrading
-its own families: :func:`dump_segmented_store` reads every segment. A versioned store is one database whose
-segments are key prefixes: :meth:`StoreDump.logical_segments` splits them.
+A RocksDB is opened read-only from a scratch copy in a temporary directory (immutable ``*.sst``/``*.blob`` files
+symlinked, the rest copied), so neither RocksDB nor the binding touches the directory read (rocksdict rewrites its
+``rocksdict-config.json`` even on a read-only open), and a crashed or running instance's store is read as it is:
+opening it through :mod:`kstate.stores.factory` would write its status (OFF-6) and may migrate or drop families.
+The logical view is what the store's iterators return: the data family, plus in upgrade mode every legacy entry
+converted, the new family winning on equal keys (KV-30, KV-31, KV-35). A segmented store (window, session) is one
+such database per segment, ``<task>/<store>/<store>.<segment start>`` (LAY-3), each upgrading its own families:
+:func:`dump_segmented_store` reads every segment. A versioned store is one database whose segments are key
+prefixes: :meth:`StoreDump.logical_segments` splits them. The inspector (:mod:`kstate.inspect`), ``store.dump``
+and the Spark oracle read through :func:`read_database` and :func:`segment_databases`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,12 +27,95 @@ from typing import Any
 from kstate.codecs.layout import column_family_plan
 from kstate.codecs.offsets import OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, STATUS_OPEN, decode_offset_value
 from kstate.codecs.primitives import read_int64
+from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, StoreType
+from kstate.errors import KStateError
 from kstate.stores.column_families import CONVERTERS
-from kstate.stores.engine import list_column_families, rocksdb_options
 from kstate.stores.factory import store_directory
 
 ColumnFamilies = dict[str, dict[bytes, bytes]]
+Rows = dict[str, list[tuple[bytes, bytes]]]
+
+# Files RocksDB never rewrites once written: safe to symlink into the scratch copy.
+_IMMUTABLE_SUFFIXES = (".sst", ".blob")
+# A placeholder interval for parsing segment names: only the separator and the number are wanted.
+_NAME_INTERVAL = 1
+
+
+class DatabaseReadError(KStateError):
+    """A directory that is not a RocksDB database, or one RocksDB could not read."""
+
+
+def is_database(db_dir: str | Path) -> bool:
+    """True if ``db_dir`` holds a RocksDB database (its ``CURRENT`` file)."""
+    return (Path(db_dir) / "CURRENT").is_file()
+
+
+@contextlib.contextmanager
+def _scratch_copy(db_dir: Path) -> Iterator[Path]:
+    """A private copy of a RocksDB directory: immutable table files symlinked, the rest copied."""
+    with tempfile.TemporaryDirectory(prefix="kstate-read-") as tmp:
+        copy = Path(tmp) / "db"
+        copy.mkdir()
+        for entry in db_dir.iterdir():
+            if entry.is_dir():
+                continue
+            if entry.name.endswith(_IMMUTABLE_SUFFIXES):
+                os.symlink(entry.resolve(), copy / entry.name)
+            else:
+                shutil.copyfile(entry, copy / entry.name)
+        yield copy
+
+
+def read_database(db_dir: str | Path) -> Rows:
+    """Every column family of the RocksDB at ``db_dir`` with its rows in key order; the directory is not touched.
+
+    Raises :class:`DatabaseReadError` for a directory without a database or one RocksDB cannot read.
+    """
+    import rocksdict as rd
+
+    db_dir = Path(db_dir)
+    if not is_database(db_dir):
+        raise DatabaseReadError(f"{db_dir} is not a RocksDB database (no CURRENT file)")
+    with _scratch_copy(db_dir) as copy:
+        db: Any = None
+        try:
+            families = [str(cf) for cf in rd.Rdict.list_cf(str(copy))]
+            db = rd.Rdict(str(copy), rd.Options(raw_mode=True),
+                          column_families={cf: rd.Options(raw_mode=True) for cf in families},
+                          access_type=rd.AccessType.read_only())
+            rows: Rows = {}
+            for cf in families:
+                handle = db.get_column_family(cf)
+                rows[cf] = [(bytes(k), bytes(v)) for k, v in handle.items()]
+                del handle
+            return rows
+        except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
+            raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
+        finally:
+            if db is not None:
+                db.close()
+                del db
+            gc.collect()  # rocksdict keeps files open while anything refers to the database
+
+
+def segment_databases(store_dir: str | Path) -> list[tuple[Path, int]]:
+    """A segmented store's segment databases with their segment starts, oldest first (LAY-3): the entries of
+    ``store_dir`` whose names Kafka reads as a segment of the store (a legacy name too) and that hold a database."""
+    store_dir = Path(store_dir)
+    if not store_dir.is_dir():
+        return []
+    found = []
+    for entry in store_dir.iterdir():
+        if not entry.is_dir() or not is_database(entry):
+            continue
+        try:
+            parsed = parse_segment_name(store_dir.name, entry.name, _NAME_INTERVAL)
+        except KStateError:
+            continue
+        if parsed.segment_id >= 0:
+            found.append((entry, parsed.segment_id))
+    return sorted(found, key=lambda pair: (pair[1], pair[0].name))
 
 
 @dataclass(frozen=True)
@@ -71,27 +162,11 @@ class StoreDump:
 
 
 def dump_store_dir(path: str | Path) -> StoreDump:
-    """Every column family of the RocksDB at ``path``, read in RocksDB's read-only mode (no LOCK taken)."""
-    import rocksdict
-
+    """Every column family of the RocksDB at ``path`` (none if there is no database there), read untouched."""
     path = Path(path)
-    families = list_column_families(path)
-    if not families:
+    if not is_database(path):
         return StoreDump(path, {})
-    db: Any = rocksdict.Rdict(str(path), rocksdb_options(), column_families={cf: rocksdb_options() for cf in families},
-                              access_type=rocksdict.AccessType.read_only())
-    out: ColumnFamilies = {}
-    try:
-        for cf in families:
-            handle = db.get_column_family(cf)
-            out[cf] = {bytes(k): bytes(v) for k, v in handle.items()}
-            handle.close()
-            del handle
-    finally:
-        db.close()
-        del db
-        gc.collect()
-    return StoreDump(path, out)
+    return StoreDump(path, {cf: dict(rows) for cf, rows in read_database(path).items()})
 
 
 def dump_store(state_dir: str | Path, application_id: str, task_id: str, store_name: str,
@@ -138,17 +213,10 @@ class SegmentedStoreDump:
         return view
 
 
-def _segment_start(name: str) -> tuple[int, str]:
-    start = name.rpartition(".")[2]
-    return (int(start), name) if start.isdigit() else (-1, name)
-
-
 def dump_segmented_dir(path: str | Path) -> SegmentedStoreDump:
-    """Every segment database under a segmented store's directory, read-only (no LOCK taken)."""
-    path = Path(path)
-    children = sorted((c.name for c in path.iterdir() if c.is_dir()), key=_segment_start) if path.is_dir() else []
-    segments = {name: dump_store_dir(path / name) for name in children}
-    return SegmentedStoreDump(path, {name: dump for name, dump in segments.items() if dump.column_families})
+    """Every segment database under a segmented store's directory, read untouched (LAY-3)."""
+    segments = {db.name: dump_store_dir(db) for db, _ in segment_databases(path)}
+    return SegmentedStoreDump(Path(path), {name: dump for name, dump in segments.items() if dump.column_families})
 
 
 def dump_segmented_store(state_dir: str | Path, application_id: str, task_id: str, store_name: str,

@@ -1,4 +1,4 @@
-"""The app's read-only dumps of any family (kstate.app.dump): a window or session store segment by segment
+"""The app's read-only dumps of any family (kstate.store_dump): a window or session store segment by segment
 (LAY-3), a versioned store's logical segments (VER-1, VER-2); what they answer matches the open store."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from kstate.app.dump import dump_segmented_store, dump_store
 from kstate.codecs import window_keys
 from kstate.codecs.store_types import TIMESTAMPED_CF, StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID
+from kstate.store_dump import dump_segmented_store, dump_store
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_bytes_store
 
@@ -51,3 +51,17 @@ def test_a_versioned_store_dumps_its_logical_segments(tmp_path: Path) -> None:
     assert set(segments) - {LATEST_VALUE_SEGMENT_ID}  # history by validTo in segments of its own
     with pytest.raises(ValueError, match="one database"):
         dump_segmented_store(tmp_path, "app", "0_0", "v", StoreType.VERSIONED_KV)
+
+
+def test_store_dump_of_a_closed_store_leaves_its_directory_untouched(tmp_path: Path) -> None:
+    """``store.dump`` reads a closed store as it is on disk (KV-20): through the read-only reader, not by opening it."""
+    from kstate.ops import call
+
+    opened = call("store.open", {"store_type": "kv", "name": "s", "state_dir": str(tmp_path)})
+    call("store.put", {"handle": opened["handle"], "key": "6b", "value": "76"})
+    call("store.close", {"handle": opened["handle"]})
+    store_dir = tmp_path / "app" / "0_0" / "rocksdb" / "s"
+    before = {p.name: p.read_bytes() for p in store_dir.iterdir() if p.is_file()}
+    dumped = call("store.dump", {"state_dir": str(tmp_path), "name": "s"})
+    assert dumped["column_families"]["default"] == [["6b", "76"]]
+    assert {p.name: p.read_bytes() for p in store_dir.iterdir() if p.is_file()} == before
