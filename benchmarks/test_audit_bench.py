@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 from kstate.codecs.store_types import StoreType
-from kstate.kafka.broker import TansuBroker
+from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import CLIENT_DEFAULTS, FAST_FETCH, create_changelog_topic, flush_bounded
 
 RECORDS = int(os.environ.get("KSTATE_BENCH_AUDIT_RECORDS", "1000000"))
@@ -50,7 +50,7 @@ RESULTS: dict[str, float] = {}
 
 
 @pytest.fixture(scope="module")
-def audit_topic(bench_broker: TansuBroker) -> str:
+def audit_topic(bench_broker: Broker) -> str:
     """The changelog, produced in bulk: large batches, round-robin over partitions, acknowledged by the broker."""
     from confluent_kafka import Producer
 
@@ -79,7 +79,7 @@ def audit_topic(bench_broker: TansuBroker) -> str:
 
 
 @pytest.fixture(scope="module")
-def expected_states(bench_broker: TansuBroker, audit_topic: str) -> dict[StoreType, Any]:
+def expected_states(bench_broker: Broker, audit_topic: str) -> dict[StoreType, Any]:
     """The right state of each audited store type, from the Python engine (the audit compares against it)."""
     from kstate.spark.oracle import python_kv_state, read_changelog_rows
 
@@ -111,7 +111,7 @@ def _raw_consume(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
-def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, audit_topic: str) -> None:
+def test_raw_consume(benchmark: Any, bench_broker: Broker, audit_topic: str) -> None:
     count = benchmark.pedantic(_raw_consume, args=(bench_broker.bootstrap, audit_topic), rounds=3, iterations=1,
                                warmup_rounds=1)
     assert count == RECORDS
@@ -147,7 +147,7 @@ def _pin(roots: list[int], cores: set[int]) -> None:
 @pytest.mark.parametrize("store_type", AUDITED, ids=lambda t: t.value)
 @pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("master", MASTERS)
-def test_audit(benchmark: Any, bench_broker: TansuBroker, audit_topic: str, expected_states: dict[StoreType, Any],
+def test_audit(benchmark: Any, bench_broker: Broker, audit_topic: str, expected_states: dict[StoreType, Any],
                master: str, placement: str, store_type: StoreType) -> None:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
