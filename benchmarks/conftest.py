@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bench_tools import print_report
+from bench_tools import KafkaSide, print_report, start_kafka_side
 
 from kstate.kafka.broker import Broker, BrokerUnavailable, TansuBroker, describe, start_broker
 
@@ -36,3 +36,15 @@ def bench_broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
         yield broker
     finally:
         broker.close()
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaSide]:
+    """Kafka's stores for one module (issue 23), skipped where the testee cannot run (no Java or Maven)."""
+    side = start_kafka_side(tmp_path_factory.mktemp("kafka"))
+    if isinstance(side, str):
+        pytest.skip(side)
+    try:
+        yield side
+    finally:
+        side.close()
