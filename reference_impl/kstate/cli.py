@@ -731,6 +731,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     elif args.report_format:
         err_console.print("[red]error:[/red] --report-format needs --report PATH", soft_wrap=True)
         return 2
+    if args.source != "python" and args.engine != "spark":
+        err_console.print(f"[red]error:[/red] --source {args.source} is a Spark reader: it needs --engine spark",
+                          soft_wrap=True)
+        return 2
     params = FamilyParameters(args.retention_ms, args.history_retention_ms, args.retain_duplicates)
     targets: list[tuple[str, StoreType]] = []
     for spec in args.store:
@@ -785,7 +789,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
             progress.begin("Spark", stages=1)
             progress(f"starting on {args.master}")
-            spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
+            conf = {"spark.ui.showConsoleProgress": "false"}
+            if args.source == "spark-kafka":
+                from kstate.spark.spark_kafka import connector
+
+                conf.update(connector().conf)
+            spark = spark_session(args.master, conf=conf)
             progress.finish("ready")
             progress.watch_spark(spark)
         for name, store_type in targets:
@@ -830,7 +839,7 @@ def _audit_kv_store(args: argparse.Namespace, name: str, store_type: StoreType, 
         progress.note(f"{len(directories)} store directories, read by Spark tasks")
         frame = store_directories_frame(spark, store_type, [(p, str(d)) for p, d in directories])
         report = audit(args.bootstrap, topic, store_type, frame, spark=spark, boundaries=boundaries,
-                       progress=progress, client_config=client_config)
+                       progress=progress, client_config=client_config, source=args.source)
         return len(directories), "rocksdb/<store>", report
     progress("reading stores")
     actual: dict[int, dict[bytes, bytes]] = {}
@@ -842,7 +851,7 @@ def _audit_kv_store(args: argparse.Namespace, name: str, store_type: StoreType, 
         progress.note(f"{entries} entries from {len(actual)} partitions", plain=False)
     progress.note(f"{entries} entries from {len(actual)} partitions")
     report = audit(args.bootstrap, topic, store_type, actual, spark=spark if args.engine == "spark" else None,
-                   boundaries=boundaries, progress=progress, client_config=client_config)
+                   boundaries=boundaries, progress=progress, client_config=client_config, source=args.source)
     return len(actual), "rocksdb/<store>", report
 
 
@@ -862,7 +871,7 @@ def _audit_family_store(args: argparse.Namespace, name: str, store_type: StoreTy
     progress("reading stores")
     progress.note(f"{len(stores)} partitions")
     report = audit_stores(args.bootstrap, topic, store_type, stores, params, spark=spark, progress=progress,
-                          client_config=client_config)
+                          client_config=client_config, source=args.source)
     return len(stores), store_dir(store_type, "<store>"), report
 
 
@@ -1199,6 +1208,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Spark master: local[*] (default: every core), local[N] or a cluster URL")
     audit.add_argument("--engine", choices=["spark", "python"], default="spark",
                        help="compute the expected state with Spark (default) or in this process")
+    audit.add_argument("--source", choices=["python", "spark-kafka"], default="python",
+                       help="the Spark engine's reader of the changelog: the kit's Python Data Source (default) or "
+                            "Spark's own Kafka source (spark-sql-kafka-0-10, fetched by Maven on first use)")
     audit.add_argument("--legacy", action="append", default=[], metavar="P:OFFSET:TYPE",
                        help="partition P was upgraded in place from TYPE; records before OFFSET are legacy "
                             "(one key-value --store only)")
