@@ -4,7 +4,8 @@
 Every operation runs ``N`` times per round over the same bytes on both sides. Kafka's rounds are timed inside its
 JVM (the testee's ``bench.run``: the loop, ``System.nanoTime`` around each round, JIT warm-up rounds first), so
 that the pipe's round trips are not measured; kstate's rounds are timed the same way in this process (wall clock,
-``time.perf_counter``, two warm-up rounds). Both sides call the store at the same layer: Kafka's bytes store
+``time.perf_counter``, two warm-up rounds). Each side's rounds run in three blocks that alternate between the
+sides, so that both see the load of the same minutes on a shared machine. Both sides call the store at the same layer: Kafka's bytes store
 under the metered layer (logging and caching off), kstate's RocksDB bytes store. The fastest round of each side
 is compared: ``kstate/Kafka`` is Kafka's time over kstate's (higher is better; 1.0 is Kafka's speed).
 
@@ -43,6 +44,8 @@ pytestmark = pytest.mark.benchmark(timer=time.perf_counter)
 N = 2_000
 ROUNDS = int(os.environ.get("KSTATE_BENCH_KAFKA_ROUNDS", "30"))
 PY_WARMUP = 2
+#: Each side's rounds are cut into this many blocks, alternating between the sides.
+BLOCKS = 3
 TP = TopicPartition("bench-changelog", 0)
 MINUTE = 60_000
 HOUR = 60 * MINUTE
@@ -87,25 +90,55 @@ RESULTS: dict[str, tuple[Side | None, Side | None]] = {}
 NOTES: list[str] = []
 
 
-def _py_rounds(benchmark: Any, workload: Callable[[int], int]) -> Side:
-    """kstate's rounds: ``workload(round)`` after ``PY_WARMUP`` untimed rounds, each round timed on the wall clock;
-    pytest-benchmark records the same rounds in its own table."""
+KafkaBlock = Callable[[int, int, int], Side]
+
+
+def _kafka(kafka: KafkaSide, handle: str, kind: str, **inputs: Any) -> KafkaBlock:
+    """Kafka's side of an operation: ``(first round, warm-up rounds, timed rounds) -> Side``, timed in the JVM."""
+    return lambda first, warmup, rounds: kafka.run(handle, kind, first_round=first, warmup=warmup, rounds=rounds,
+                                                   **inputs)
+
+
+def _py_block(workload: Callable[[int], int], first: int, warmup: int, rounds: int, benchmark: Any = None) -> Side:
+    """kstate's rounds ``first`` on: ``warmup`` untimed, then ``rounds`` timed on the wall clock (through
+    pytest-benchmark where given, which records them in its own table too)."""
     nanos: list[int] = []
     found = [0]
-    counter = iter(range(1_000_000))
+    counter = iter(range(first, first + 10 * (warmup + rounds) + 10))
 
     def one() -> None:
         r = next(counter)
         start = time.perf_counter_ns()
         found[0] = workload(r)
-        if r >= PY_WARMUP:
+        if r >= first + warmup:
             nanos.append(time.perf_counter_ns() - start)
 
-    benchmark.pedantic(one, rounds=ROUNDS, iterations=1, warmup_rounds=PY_WARMUP)
-    if not nanos:  # pytest-benchmark disabled: it ran one round, not the series
-        for _ in range(PY_WARMUP + ROUNDS):
-            one()
-    return Side(nanos, found[0])
+    if benchmark is not None:
+        benchmark.pedantic(one, rounds=rounds, iterations=1, warmup_rounds=warmup)
+    while len(nanos) < rounds:  # no benchmark, or pytest-benchmark disabled (it ran one round)
+        one()
+    return Side(nanos[:rounds], found[0])
+
+
+def _paired(kafka_block: KafkaBlock | None, workload: Callable[[int], int],
+            benchmark: Any = None) -> tuple[Side | None, Side]:
+    """Both sides of an operation in ``BLOCKS`` blocks that alternate (Kafka's, then kstate's), so that both see
+    the machine's load of the same minutes; the first block of each side warms up."""
+    per_block = max(1, ROUNDS // BLOCKS)
+    k_nanos: list[int] = []
+    p_nanos: list[int] = []
+    k_found = p_found = k_next = p_next = 0
+    for block in range(BLOCKS):
+        if kafka_block is not None:
+            warmup = JVM_WARMUP if block == 0 else 0
+            side = kafka_block(k_next, warmup, per_block)
+            k_nanos += side.nanos
+            k_found, k_next = side.found, k_next + warmup + per_block
+        warmup = PY_WARMUP if block == 0 else 0
+        ours = _py_block(workload, p_next, warmup, per_block, benchmark if block == 0 else None)
+        p_nanos += ours.nanos
+        p_found, p_next = ours.found, p_next + warmup + per_block
+    return (None if kafka_block is None else Side(k_nanos, k_found)), Side(p_nanos, p_found)
 
 
 def _record(kind: str, kafka: Side | None, ours: Side | None) -> None:
@@ -120,15 +153,13 @@ def _kv_store(tmp_path_factory: pytest.TempPathFactory, store_type: StoreType) -
 
 def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
     """put (+ commit), get and range on a timestamped key-value store; put's round fills the store for the reads."""
-    k_put = kafka.run(kafka.open("timestamped_kv"), "put", rounds=ROUNDS, keys=hexes(KEYS), values=hexes(TS_VALUES),
-                      commit=True)
+    k_put = _kafka(kafka, kafka.open("timestamped_kv"), "put", keys=hexes(KEYS), values=hexes(TS_VALUES), commit=True)
     # The reads go to stores written once on each side (the put rounds leave each key's overwritten versions in
     # the memtable, as many as the side ran rounds).
     reads = kafka.open("timestamped_kv")
     kafka.run(reads, "put", warmup=0, rounds=1, keys=hexes(KEYS), values=hexes(TS_VALUES), commit=True)
-    k_get = kafka.run(reads, "get", rounds=ROUNDS, keys=hexes(KEYS))
-    k_range = kafka.run(reads, "range", rounds=ROUNDS, keys=hexes([a for a, _ in RANGES]),
-                        to_keys=hexes([b for _, b in RANGES]))
+    k_get = _kafka(kafka, reads, "get", keys=hexes(KEYS))
+    k_range = _kafka(kafka, reads, "range", keys=hexes([a for a, _ in RANGES]), to_keys=hexes([b for _, b in RANGES]))
     store = _kv_store(tmp_path_factory, StoreType.TIMESTAMPED_KV)
     read_store = _kv_store(tmp_path_factory, StoreType.TIMESTAMPED_KV)
     for key, value in zip(KEYS, TS_VALUES, strict=True):
@@ -154,23 +185,12 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
         return found
 
     benchmark.group = "kafka side by side: put"
-    _record("put", k_put, _py_rounds(benchmark, put))
+    _record("put", *_paired(k_put, put, benchmark))
     # get and range are timed here, outside pytest-benchmark's table (one benchmark per test).
-    _record("get", k_get, _own_rounds(get))
-    _record("range", k_range, _own_rounds(ranges))
+    _record("get", *_paired(k_get, get))
+    _record("range", *_paired(k_range, ranges))
     store.close()
     read_store.close()
-
-
-def _own_rounds(workload: Callable[[int], int]) -> Side:
-    nanos: list[int] = []
-    found = 0
-    for r in range(PY_WARMUP + ROUNDS):
-        start = time.perf_counter_ns()
-        found = workload(r)
-        if r >= PY_WARMUP:
-            nanos.append(time.perf_counter_ns() - start)
-    return Side(nanos, found)
 
 
 def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -178,11 +198,11 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
     options = {"retention_ms": HOUR, "window_size_ms": 1000, "segment_interval_ms": MINUTE}
     rows = {"keys": hexes([k for k, _, _ in WINDOW_ROWS]), "values": hexes([v for _, _, v in WINDOW_ROWS]),
             "timestamps": [t for _, t, _ in WINDOW_ROWS], "commit": True}
-    k_put = kafka.run(kafka.open("window", options), "window_put", rounds=ROUNDS, **rows)
+    k_put = _kafka(kafka, kafka.open("window", options), "window_put", **rows)
     reads = kafka.open("window", options)  # written once, as the key-value reads
     kafka.run(reads, "window_put", warmup=0, rounds=1, **rows)
-    k_fetch = kafka.run(reads, "window_fetch", rounds=ROUNDS, keys=hexes([k for k, _, _ in WINDOW_FETCHES]),
-                        timestamps=[f for _, f, _ in WINDOW_FETCHES], to_times=[t for _, _, t in WINDOW_FETCHES])
+    k_fetch = _kafka(kafka, reads, "window_fetch", keys=hexes([k for k, _, _ in WINDOW_FETCHES]),
+                     timestamps=[f for _, f, _ in WINDOW_FETCHES], to_times=[t for _, _, t in WINDOW_FETCHES])
     store, read_store = (open_bytes_store(StoreType.WINDOW, Backend.ROCKSDB, name="bench", options=options,
                                           state_dir=tmp_path_factory.mktemp("window")) for _ in range(2))
     for key, start, value in WINDOW_ROWS:
@@ -201,8 +221,8 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
         return sum(len(f(key, low, high)) for key, low, high in WINDOW_FETCHES)
 
     benchmark.group = "kafka side by side: window"
-    _record("window_put", k_put, _py_rounds(benchmark, put))
-    _record("window_fetch", k_fetch, _own_rounds(fetch))
+    _record("window_put", *_paired(k_put, put, benchmark))
+    _record("window_fetch", *_paired(k_fetch, fetch))
     store.close()
     read_store.close()
 
@@ -222,18 +242,18 @@ def test_find_sessions(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytes
                 found += sum(1 for _ in iterator)
         return found
 
-    k_find: Side | None = None
+    k_find: KafkaBlock | None = None
     if "session" in kafka.store_types:
         handle = kafka.open("session", {"retention_ms": HOUR})
         kafka.run(handle, "session_put", warmup=0, rounds=1, keys=hexes([k for k, _, _, _ in SESSIONS]),
                   values=hexes([v for _, _, _, v in SESSIONS]), timestamps=[s for _, s, _, _ in SESSIONS],
                   to_times=[e for _, _, e, _ in SESSIONS], commit=True)
-        k_find = kafka.run(handle, "find_sessions", rounds=ROUNDS, keys=hexes([k for k, _, _ in SESSION_FINDS]),
-                           timestamps=[e for _, e, _ in SESSION_FINDS], to_times=[s for _, _, s in SESSION_FINDS])
+        k_find = _kafka(kafka, handle, "find_sessions", keys=hexes([k for k, _, _ in SESSION_FINDS]),
+                        timestamps=[e for _, e, _ in SESSION_FINDS], to_times=[s for _, _, s in SESSION_FINDS])
     else:
         NOTES.append(f"findSessions: the Kafka {KAFKA_VERSION} testee builds no session store yet (store.capabilities)")
     benchmark.group = "kafka side by side: session"
-    _record("find_sessions", k_find, _py_rounds(benchmark, find))
+    _record("find_sessions", *_paired(k_find, find, benchmark))
     store.close()
 
 
@@ -241,14 +261,13 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     """versioned put in order (+ commit) against a timestamped put of the same keys, on each side; get as of."""
     options = {"history_retention_ms": HISTORY_MS, "segment_interval_ms": SEGMENT_MS}
     ts_values = [encode_value_and_timestamp(v, t) for v, t in zip(RAW_VALUES, VTIMES, strict=True)]
-    k_ts = kafka.run(kafka.open("timestamped_kv"), "put", rounds=ROUNDS, keys=hexes(VKEYS), values=hexes(ts_values),
-                     commit=True)
-    k_put = kafka.run(kafka.open("versioned_kv", options), "versioned_put", rounds=ROUNDS, keys=hexes(VKEYS),
-                      values=hexes(RAW_VALUES), timestamps=VTIMES, round_shift_ms=VSHIFT, commit=True)
+    k_ts = _kafka(kafka, kafka.open("timestamped_kv"), "put", keys=hexes(VKEYS), values=hexes(ts_values), commit=True)
+    k_put = _kafka(kafka, kafka.open("versioned_kv", options), "versioned_put", keys=hexes(VKEYS),
+                   values=hexes(RAW_VALUES), timestamps=VTIMES, round_shift_ms=VSHIFT, commit=True)
     reads = kafka.open("versioned_kv", options)
     kafka.run(reads, "versioned_put", warmup=0, rounds=VFILL_ROUNDS, keys=hexes(VKEYS), values=hexes(RAW_VALUES),
               timestamps=VTIMES, round_shift_ms=VSHIFT, commit=True)
-    k_get = kafka.run(reads, "versioned_get", rounds=ROUNDS, keys=hexes(VKEYS), timestamps=AS_OF)
+    k_get = _kafka(kafka, reads, "versioned_get", keys=hexes(VKEYS), timestamps=AS_OF)
 
     timestamped = _kv_store(tmp_path_factory, StoreType.TIMESTAMPED_KV)
     versioned = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name="bench",
@@ -282,9 +301,9 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
         return sum(g(key, as_of) is not None for key, as_of in zip(VKEYS, AS_OF, strict=True))
 
     benchmark.group = "kafka side by side: versioned"
-    _record("versioned_put", k_put, _py_rounds(benchmark, putter(versioned)))
-    _record("timestamped_put", k_ts, _own_rounds(ts_put))
-    _record("versioned_get_as_of", k_get, _own_rounds(get_as_of))
+    _record("versioned_put", *_paired(k_put, putter(versioned), benchmark))
+    _record("timestamped_put", *_paired(k_ts, ts_put))
+    _record("versioned_get_as_of", *_paired(k_get, get_as_of))
     for store in (timestamped, versioned, read_store):
         store.close()
     gc.collect()
@@ -311,8 +330,8 @@ def report_lines() -> list[str]:
     """The Markdown report of what ran: one row per operation, then the versioned put target."""
     lines = [f"## kstate beside Apache Kafka {KAFKA_VERSION}'s stores ({time.strftime('%Y-%m-%d %H:%M')}, "
              f"commit {_commit()})", "",
-             f"Wall clock, fastest of {ROUNDS} rounds (median in brackets); Kafka timed inside its JVM after "
-             f"{JVM_WARMUP} warm-up rounds; kstate/Kafka = Kafka's time / kstate's (higher is better); "
+             f"Wall clock, fastest of {BLOCKS * max(1, ROUNDS // BLOCKS)} rounds (median in brackets) in {BLOCKS} "
+             f"blocks alternating between the sides; Kafka timed inside its JVM after {JVM_WARMUP} warm-up rounds; kstate/Kafka = Kafka's time / kstate's (higher is better); "
              f"{machine_load()} at the end of the run.", "",
              "| operation | ops/round | Kafka µs/op | kstate µs/op | kstate/Kafka |", "|---|---:|---:|---:|---:|"]
     for label, kind in OPERATIONS:

@@ -41,15 +41,18 @@ final class Bench {
     }
 
     /** Input: handle, kind, keys (hex), and per kind values, timestamps (window start, session start, as-of time),
-     *  to_keys, to_times (session end, fetch end), commit (each round ends with a commit, KV-50); warmup rounds
-     *  (untimed: the JIT compiles the loop) and rounds. Output: each timed round's nanoseconds and the entries read. */
+     *  to_keys, to_times (session end, fetch end), commit (each round ends with a commit, KV-50), round_shift_ms
+     *  (added per round to put timestamps), first_round (the first round's number); warmup rounds (untimed: the JIT
+     *  compiles the loop) and rounds. Output: each timed round's nanoseconds and the entries read. */
     static ObjectNode run(final JsonNode in) {
         final Stores.Handle h = Stores.handle(in);
         final String kind = Json.str(in, "kind");
         final int warmup = (int) Json.lng(in, "warmup", 20);
         final int rounds = (int) Json.lng(in, "rounds", 30);
-        if (warmup < 0 || rounds < 1) {
-            throw new Json.InputError("rounds", "warmup >= 0 and rounds >= 1");
+        // A series cut into blocks (alternating with the other side's) numbers its rounds on from the last block.
+        final int first = (int) Json.lng(in, "first_round", 0);
+        if (warmup < 0 || rounds < 1 || first < 0) {
+            throw new Json.InputError("rounds", "warmup >= 0, rounds >= 1 and first_round >= 0");
         }
         final List<Bytes> keys = bytesList(in, "keys", true);
         final int n = keys.size();
@@ -203,11 +206,11 @@ final class Bench {
             return found;
         } : round;
         long found = 0;
-        for (int r = 0; r < warmup; r++) {
+        for (int r = first; r < first + warmup; r++) {
             timed.run(r);
         }
         final ArrayNode nanos = Json.arr();
-        for (int r = warmup; r < warmup + rounds; r++) {
+        for (int r = first + warmup; r < first + warmup + rounds; r++) {
             final long start = System.nanoTime();
             found = timed.run(r);
             nanos.add(System.nanoTime() - start);
