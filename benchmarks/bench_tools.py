@@ -1,10 +1,15 @@
-"""What the benchmark modules share: interleaved timing, the raw rocksdict baseline, and the printed report."""
+"""What the benchmark modules share: interleaved timing, the raw rocksdict baseline, the printed report, and
+Kafka's stores timed inside the JVM (the testee's ``bench.run``)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import statistics
+import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +63,80 @@ def print_report(request: pytest.FixtureRequest, lines: list[str]) -> None:
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
         print("\n".join(lines), flush=True)
+
+
+#: The Kafka release whose stores the benchmarks measure beside kstate's.
+KAFKA_VERSION = os.environ.get("KSTATE_BENCH_KAFKA_VERSION", "4.4.0")
+#: Untimed JVM rounds before the timed ones: 20 rounds of 2 000 calls let the JIT compile the loop and the store's path.
+JVM_WARMUP = 20
+
+
+@dataclass
+class Side:
+    """One side's rounds of one operation, in nanoseconds, and the entries its last round read."""
+
+    nanos: list[int]
+    found: int
+
+    @property
+    def best(self) -> int:
+        return min(self.nanos)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.nanos)
+
+
+def hexes(items: Sequence[bytes]) -> list[str]:
+    return [item.hex() for item in items]
+
+
+class KafkaSide:
+    """Kafka's stores through the testee (full JIT): opened with logging and caching off, each in its own
+    directory under ``base``, and timed inside the JVM by ``bench.run``."""
+
+    def __init__(self, adapter: Any, base: Path) -> None:
+        self.adapter, self.base = adapter, base
+        self.store_types = set(adapter.call("store.capabilities", {})["store_types"])
+        self.opened = 0
+
+    def open(self, store_type: str, options: dict[str, Any] | None = None) -> str:
+        self.opened += 1
+        answer = self.adapter.call("store.open", {"store_type": store_type, "backend": "rocksdb", "logging": False,
+                                                  "caching": False, "options": options or {}, "name": store_type,
+                                                  "state_dir": str(self.base / f"{store_type}-{self.opened}")})
+        if "error" in answer:
+            raise RuntimeError(f"the Kafka testee refused to open a {store_type} store: {answer['error']}")
+        return str(answer["handle"])
+
+    def run(self, handle: str, kind: str, *, rounds: int, warmup: int = JVM_WARMUP, **inputs: Any) -> Side:
+        """``rounds`` timed rounds of ``kind`` (after ``warmup`` untimed ones) on the store ``handle``."""
+        answer = self.adapter.call("bench.run", {"handle": handle, "kind": kind, "warmup": warmup, "rounds": rounds,
+                                                 **inputs})
+        if "error" in answer:
+            raise RuntimeError(f"bench.run {kind} refused: {answer['error']}")
+        return Side([int(n) for n in answer["nanos"]], int(answer["found"]))
+
+    def close(self) -> None:
+        self.adapter.close()
+
+
+def start_kafka_side(base: Path) -> KafkaSide | str:
+    """The Kafka testee of ``KAFKA_VERSION`` (built by Maven on first use), or why it cannot run here."""
+    from kstate_conformance.loading import ImplementationError, kafka_jvm_command
+    from kstate_conformance.testee import SubprocessAdapter, TesteeError
+
+    try:
+        command = kafka_jvm_command(KAFKA_VERSION, full_jit=True)
+        adapter = SubprocessAdapter(command, timeout=900, start_timeout=120, label=f"kafka-jvm:{KAFKA_VERSION}")
+    except (ImplementationError, TesteeError, subprocess.SubprocessError) as exc:
+        return f"the Kafka testee cannot run here: {exc}"
+    if not adapter.supports("bench.run"):
+        adapter.close()
+        return "the Kafka testee answers no bench.run"
+    return KafkaSide(adapter, base)
+
+
+def machine_load() -> str:
+    """The 1-minute load average and the core count, printed with every side-by-side figure."""
+    return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"

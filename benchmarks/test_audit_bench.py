@@ -14,6 +14,11 @@ A changelog of ``KSTATE_BENCH_AUDIT_RECORDS`` records (default 1 000 000; 16-byt
   Arrow, compare per-partition digests of both sides. The SparkSession is started (and warmed by one round)
   before timing; its start is not timed.
 
+``audit source``: the same audit on ``local[2]`` through each reader of the changelog, the kit's Python Data Source
+(``python``) and Spark's own Kafka source (``spark-kafka``, ``spark-sql-kafka-0-10`` fetched by Maven, issue 24),
+side by side; the ratio is Spark's source's records per second over the Python source's. Every session of the
+module starts with Spark's Kafka source on its classpath where it resolves (the JVM takes jars when it starts).
+
 Each master runs twice: free (the JVM, its Python workers and their librdkafka threads may use every core, so
 ``local[1]`` keeps more than one core busy) and pinned (every thread of the driver, its JVM and the JVM's Python
 workers confined to N cores by ``sched_setaffinity`` for ``local[N]``; the broker stays free). The cores kept busy on average
@@ -36,7 +41,7 @@ from typing import Any
 import pytest
 
 from kstate.codecs.store_types import StoreType
-from kstate.kafka.broker import TansuBroker
+from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import CLIENT_DEFAULTS, FAST_FETCH, create_changelog_topic, flush_bounded
 
 RECORDS = int(os.environ.get("KSTATE_BENCH_AUDIT_RECORDS", "1000000"))
@@ -46,11 +51,37 @@ MASTERS = ("local[1]", "local[2]")
 #: Free: the audit's processes may use every core; pinned: ``local[N]`` confined to N cores.
 PLACEMENTS = ("free", "pinned")
 AUDITED = (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
+#: The audit's readers of the changelog (kstate.spark.spark_kafka.SOURCES).
+SOURCES = ("python", "spark-kafka")
 RESULTS: dict[str, float] = {}
+#: The session configuration that puts Spark's Kafka source on the classpath, or why it cannot (filled once).
+_CONNECTOR: list[dict[str, str] | str] = []
+
+
+def connector_conf() -> dict[str, str] | str:
+    """``spark.jars`` of Spark's Kafka source (resolved by Maven once), or why it is unavailable."""
+    if not _CONNECTOR:
+        from kstate.spark.spark_kafka import SparkKafkaUnavailable, connector
+
+        try:
+            _CONNECTOR.append(connector().conf)
+        except SparkKafkaUnavailable as exc:
+            _CONNECTOR.append(str(exc))
+    return _CONNECTOR[0]
+
+
+def _session(master: str) -> Any:
+    """A session of ``master`` with a 2 GB heap (the default 1 GB runs out over the rounds, each handing a 1M-record
+    state over as Arrow), and Spark's Kafka source on the classpath where it resolves."""
+    from kstate.spark.session import spark_session
+
+    jars = connector_conf()
+    return spark_session(master, conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g",
+                                       **(jars if isinstance(jars, dict) else {})})
 
 
 @pytest.fixture(scope="module")
-def audit_topic(bench_broker: TansuBroker) -> str:
+def audit_topic(bench_broker: Broker) -> str:
     """The changelog, produced in bulk: large batches, round-robin over partitions, acknowledged by the broker."""
     from confluent_kafka import Producer
 
@@ -79,7 +110,7 @@ def audit_topic(bench_broker: TansuBroker) -> str:
 
 
 @pytest.fixture(scope="module")
-def expected_states(bench_broker: TansuBroker, audit_topic: str) -> dict[StoreType, Any]:
+def expected_states(bench_broker: Broker, audit_topic: str) -> dict[StoreType, Any]:
     """The right state of each audited store type, from the Python engine (the audit compares against it)."""
     from kstate.spark.oracle import python_kv_state, read_changelog_rows
 
@@ -111,7 +142,7 @@ def _raw_consume(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
-def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, audit_topic: str) -> None:
+def test_raw_consume(benchmark: Any, bench_broker: Broker, audit_topic: str) -> None:
     count = benchmark.pedantic(_raw_consume, args=(bench_broker.bootstrap, audit_topic), rounds=3, iterations=1,
                                warmup_rounds=1)
     assert count == RECORDS
@@ -147,13 +178,12 @@ def _pin(roots: list[int], cores: set[int]) -> None:
 @pytest.mark.parametrize("store_type", AUDITED, ids=lambda t: t.value)
 @pytest.mark.parametrize("placement", PLACEMENTS)
 @pytest.mark.parametrize("master", MASTERS)
-def test_audit(benchmark: Any, bench_broker: TansuBroker, audit_topic: str, expected_states: dict[StoreType, Any],
+def test_audit(benchmark: Any, bench_broker: Broker, audit_topic: str, expected_states: dict[StoreType, Any],
                master: str, placement: str, store_type: StoreType) -> None:
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
     from kstate.spark.oracle import audit
-    from kstate.spark.session import spark_session
 
     active = SparkSession.getActiveSession()
     if active is not None:
@@ -162,8 +192,7 @@ def test_audit(benchmark: Any, bench_broker: TansuBroker, audit_topic: str, expe
     every_core = os.sched_getaffinity(0)
     if placement == "pinned" and len(every_core) < cores:
         pytest.skip(f"{master} pinned needs {cores} cores, this machine has {len(every_core)}")
-    # The JVM's default 1 GB heap runs out over the rounds (each hands a 1M-record state over as Arrow).
-    spark = spark_session(master, conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": "2g"})
+    spark = _session(master)
     audit_processes = [os.getpid(), spark.sparkContext._gateway.proc.pid]  # the driver and its JVM (kept across sessions)
     if placement == "pinned":
         # The last cores (the broker's threads start on the first); workers forked later inherit the affinity.
@@ -190,6 +219,33 @@ def test_audit(benchmark: Any, bench_broker: TansuBroker, audit_topic: str, expe
     RESULTS[f"cores {store_type.value} {master} {placement}"] = busy_cores
 
 
+@pytest.mark.parametrize("store_type", AUDITED, ids=lambda t: t.value)
+@pytest.mark.parametrize("source", SOURCES)
+def test_audit_source(benchmark: Any, bench_broker: Broker, audit_topic: str, expected_states: dict[StoreType, Any],
+                      source: str, store_type: StoreType) -> None:
+    """The audit on local[2] through one reader of the changelog; the same answer (no difference) either way."""
+    pytest.importorskip("pyspark")
+    from kstate.spark.oracle import audit
+
+    jars = connector_conf()
+    if source == "spark-kafka" and isinstance(jars, str):
+        pytest.skip(jars)
+    spark = _session("local[2]")
+    seconds: list[float] = []
+
+    def one_audit() -> None:
+        started = time.perf_counter()
+        report = audit(bench_broker.bootstrap, audit_topic, store_type, expected_states[store_type], spark=spark,
+                       source=source)
+        seconds.append(time.perf_counter() - started)
+        assert report.ok, report.summary()
+        assert report.records_read == RECORDS
+
+    # The warm-up round starts the workers, loads the source's classes and warms the JIT; it is dropped.
+    benchmark.pedantic(one_audit, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+    RESULTS[f"source {source} {store_type.value}"] = RECORDS / min(seconds[1:])
+
+
 def teardown_module() -> None:
     raw = RESULTS.get("raw consume")
     lines = [f"audit benchmark: {RECORDS:,} changelog records over {PARTITIONS} partitions"]
@@ -207,4 +263,9 @@ def teardown_module() -> None:
             if rates[0] and rates[1]:
                 lines.append(f"audit {store_type.value} {placement} scaling local[1] -> local[2]: "
                              f"{rates[1] / rates[0]:.2f}x (target >= 1.7x)")
+    for store_type in AUDITED:
+        python, spark_kafka = (RESULTS.get(f"source {source} {store_type.value}") for source in SOURCES)
+        if python and spark_kafka:
+            lines.append(f"audit {store_type.value} local[2] through the Python source {python:,.0f} records/s, "
+                         f"through Spark's Kafka source {spark_kafka:,.0f} records/s: ratio {spark_kafka / python:.2f}")
     print("\n" + "\n".join(lines) + f"\n(measured {time.strftime('%Y-%m-%d %H:%M')})")

@@ -1,4 +1,5 @@
-"""System benchmarks on a real broker (embedded Tansu), measured side by side in one run.
+"""System benchmarks on a real broker (the kit's default, Apache Kafka where Java is installed, else Tansu;
+``benchmarks/conftest.py``), measured side by side in one run.
 
 - ``restore``: restoring a changelog partition into a RocksDB store of each key-value type (read by fetch to
   EOF, converted, written batch by batch with its offsets, KV-50) against two baselines from the same broker:
@@ -34,7 +35,7 @@ import pytest
 
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
-from kstate.kafka.broker import TansuBroker
+from kstate.kafka.broker import Broker
 from kstate.kafka.changelog_topics import create_changelog_topic, iter_batches, produce
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_kv_store
@@ -48,7 +49,7 @@ RESULTS: dict[str, float] = {}
 PAIRED: dict[str, list[float]] = {}
 
 
-def _changelog(broker: TansuBroker, app: str, records: int, partitions: int) -> str:
+def _changelog(broker: Broker, app: str, records: int, partitions: int) -> str:
     topic = create_changelog_topic(broker, app, "s", StoreType.TIMESTAMPED_KV_WITH_HEADERS, partitions)
     rng = random.Random(1)
     for partition in range(partitions):
@@ -59,7 +60,7 @@ def _changelog(broker: TansuBroker, app: str, records: int, partitions: int) -> 
 
 
 @pytest.fixture(scope="module")
-def restore_topic(bench_broker: TansuBroker) -> str:
+def restore_topic(bench_broker: Broker) -> str:
     return _changelog(bench_broker, "bench-restore", RESTORE_RECORDS, 1)
 
 
@@ -72,7 +73,7 @@ def _retire(databases: list[Any], directories: list[str]) -> None:
 
 
 @pytest.mark.parametrize("collector", ["gc-on", "gc-paused"])
-def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, restore_topic: str, collector: str) -> None:
+def test_raw_consume(benchmark: Any, bench_broker: Broker, restore_topic: str, collector: str) -> None:
     """Reading the partition and nothing else; ``gc-paused`` as restore runs (``gc_paused``), for comparison."""
     def consume() -> int:
         with gc_paused() if collector == "gc-paused" else contextlib.nullcontext():
@@ -83,7 +84,7 @@ def test_raw_consume(benchmark: Any, bench_broker: TansuBroker, restore_topic: s
     RESULTS[f"raw consume {collector} records/s"] = RESTORE_RECORDS / benchmark.stats.stats.min
 
 
-def test_consume_and_raw_write(benchmark: Any, bench_broker: TansuBroker, restore_topic: str) -> None:
+def test_consume_and_raw_write(benchmark: Any, bench_broker: Broker, restore_topic: str) -> None:
     """The floor of a restore through rocksdict: the same reads, keys and values written as they come."""
     import rocksdict
 
@@ -119,7 +120,7 @@ def test_consume_and_raw_write(benchmark: Any, bench_broker: TansuBroker, restor
 
 
 @pytest.mark.parametrize("store_type", list(BUILT_KV_TYPES), ids=lambda t: t.value)
-def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore_topic: str,
+def test_restore_into_rocksdb(benchmark: Any, bench_broker: Broker, restore_topic: str,
                               store_type: StoreType) -> None:
     stores: list[Any] = []
     directories: list[str] = []
@@ -149,12 +150,12 @@ def test_restore_into_rocksdb(benchmark: Any, bench_broker: TansuBroker, restore
     PAIRED[store_type.value] = paired
 
 
-def _raw_consume(broker: TansuBroker, topic: str) -> int:
+def _raw_consume(broker: Broker, topic: str) -> int:
     """The baseline: every message of the partition read, nothing done with it."""
     return sum(len(batch) for batch in iter_batches(broker.bootstrap, topic, 0))
 
 
-def _timed_raw_consume(broker: TansuBroker, topic: str) -> float:
+def _timed_raw_consume(broker: Broker, topic: str) -> float:
     start = time.perf_counter()
     assert _raw_consume(broker, topic) == RESTORE_RECORDS
     return time.perf_counter() - start

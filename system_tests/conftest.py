@@ -210,18 +210,41 @@ def make_cluster(broker: Broker, tmp_path: Path, app_name: str,
             cluster.close()
 
 
+#: Why Spark's own Kafka source is not on the shared session's classpath (None: it is), set when the session starts.
+SPARK_KAFKA_PROBLEM: list[str] = []
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    """One SparkSession for the whole run (``local[2]``, UI off)."""
+def spark(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """One SparkSession for the whole run (``local[2]``, UI off); where a collected test reads through Spark's own
+    Kafka source (``spark_kafka``), with that source on its classpath, fetched by Maven (a JVM takes jars only when
+    it starts; issue 24)."""
     pytest.importorskip("pyspark")
     from kstate.spark.session import spark_session
+    from kstate.spark.spark_kafka import SparkKafkaUnavailable, connector
 
     warnings.filterwarnings("ignore", module="pyspark")
-    session = spark_session(SPARK_MASTER, conf={"spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if any("spark_kafka" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        try:
+            conf.update(connector().conf)
+        except SparkKafkaUnavailable as exc:
+            SPARK_KAFKA_PROBLEM.append(str(exc))
+    else:
+        SPARK_KAFKA_PROBLEM.append("no collected test reads through Spark's Kafka source")
+    session = spark_session(SPARK_MASTER, conf=conf)
     try:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture
+def spark_kafka(spark: Any) -> Any:
+    """The shared session, skipping the test where Spark's Kafka source could not be put on its classpath."""
+    if SPARK_KAFKA_PROBLEM:
+        pytest.skip(SPARK_KAFKA_PROBLEM[0])
+    return spark
 
 
 Oracle = Callable[..., AuditReport]

@@ -177,3 +177,58 @@ def test_without_a_store_type_one_is_detected_or_asked_for(tmp_path: Path, capsy
     assert main(args) == 2
     assert "cannot tell the type of store s (no such store in any task directory); pass --store-type" in (
         capsys.readouterr().err)
+
+
+def test_spark_kafka_source_without_the_spark_engine_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(_audit(tmp_path, "--source", "spark-kafka")) == 2
+    err = capsys.readouterr().err
+    assert "--source spark-kafka is a Spark reader: it needs --engine spark" in err and "Traceback" not in err
+
+
+def test_the_spark_kafka_source_reads_what_the_python_source_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--source spark-kafka`` hands the audit's reads to Spark's Kafka source: read_committed, from the start,
+    the partitions and (exclusive) ends asked for, client properties as ``kafka.*`` options."""
+    pytest.importorskip("pyspark")
+    from kstate.codecs.store_types import StoreType
+    from kstate.spark.oracle import audit, read_changelog_frame
+
+    options: dict[str, str] = {}
+
+    class Stop(Exception):
+        pass
+
+    class Reader:
+        def format(self, name: str) -> Reader:
+            options["format"] = name
+            return self
+
+        def option(self, key: str, value: str) -> Reader:
+            options[key] = value
+            return self
+
+        def load(self) -> None:
+            raise Stop
+
+    class Session:
+        read = Reader()
+
+    with pytest.raises(Stop):
+        audit("b:1", "t", StoreType.KEY_VALUE, {}, spark=Session(), client_config={"client.id": "auditor"},
+              source="spark-kafka")
+    assert options == {"format": "kafka", "kafka.bootstrap.servers": "b:1", "includeHeaders": "true",
+                       "startingOffsets": "earliest", "kafka.isolation.level": "read_committed",
+                       "failOnDataLoss": "false", "subscribe": "t", "endingOffsets": "latest",
+                       "kafka.client.id": "auditor"}
+    options.clear()
+    with pytest.raises(Stop):
+        read_changelog_frame(Session(), "b:1", "t", [1, 0], ends={0: 5, 1: 7}, source="spark-kafka")
+    assert options["assign"] == '{"t": [0, 1]}' and options["endingOffsets"] == '{"t": {"0": 5, "1": 7}}'
+    assert "subscribe" not in options
+
+
+def test_connector_jars_are_named_without_their_versions() -> None:
+    from kstate.spark.spark_kafka import artifact_name
+
+    assert [artifact_name(j) for j in ("/m2/spark-sql-kafka-0-10_2.13-4.2.0.jar", "kafka-clients-3.9.2.jar",
+                                        "lz4-java-1.10.1.jar", "netty-common-4.1.118.Final.jar")] == [
+        "spark-sql-kafka-0-10_2.13", "kafka-clients", "lz4-java", "netty-common"]

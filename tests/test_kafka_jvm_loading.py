@@ -65,6 +65,15 @@ def test_a_built_testee_starts_without_maven_with_its_classes_and_classpath(
     assert command.endswith(loading.KAFKA_JVM_MAIN)
 
 
+def test_conformance_runs_stop_the_jit_at_c1_and_benchmarks_do_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path)
+    _built(root, "4.4.0")
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
+    assert "-XX:TieredStopAtLevel=1" in kafka_jvm_command("4.4.0", project=root).split()
+    assert "-XX:TieredStopAtLevel=1" not in kafka_jvm_command("4.4.0", project=root, full_jit=True).split()
+
+
 def test_sources_newer_than_the_build_rebuild_it(tmp_path: Path) -> None:
     root = _project(tmp_path)
     _built(root, "4.4.0")

@@ -50,8 +50,11 @@ def _stale(marker: Path, sources: Path) -> bool:
     return any(path.stat().st_mtime > built for path in [sources.parent / "pom.xml", *sources.rglob("*.java")])
 
 
-def kafka_jvm_command(version: str, *, project: Path | None = None) -> str:
+def kafka_jvm_command(version: str, *, project: Path | None = None, full_jit: bool = False) -> str:
     """The command that starts the Kafka testee of ``version``, building it with Maven first if needed.
+
+    The conformance runs stop the JIT at C1 (short runs start sooner); ``full_jit`` leaves the JVM's default tiered
+    compilation on, as a benchmark of Kafka's stores needs.
 
     Maven builds ``target/<version>/classes`` and ``target/<version>/classpath.txt`` (the jars in ``~/.m2``);
     it runs when they are missing or older than the sources. Java or Maven missing, or a failed build, is an
@@ -81,7 +84,8 @@ def kafka_jvm_command(version: str, *, project: Path | None = None) -> str:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             raise ImplementationError(f"building the Kafka {version} testee failed (mvn exit {done.returncode}):\n{tail}")
     classpath = os.pathsep.join([str(target / "classes"), classpath_file.read_text(encoding="utf-8").strip()])
-    return f"{shlex.quote(java)} -Xss4m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp {shlex.quote(classpath)} {KAFKA_JVM_MAIN}"
+    jit = "" if full_jit else " -XX:TieredStopAtLevel=1"
+    return f"{shlex.quote(java)} -Xss4m -XX:+UseSerialGC{jit} -cp {shlex.quote(classpath)} {KAFKA_JVM_MAIN}"
 
 
 def load_implementation(spec: str, *, timeout: float | None = None, validate: bool = False,

@@ -782,6 +782,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="Spark master: local[*] (default: every core), local[N] or a cluster URL")
     audit.add_argument("--engine", choices=["spark", "python"], default="spark",
                        help="compute the expected state with Spark (default) or in this process")
+    audit.add_argument("--source", choices=["python", "spark-kafka"], default="python",
+                       help="the Spark engine's reader of the changelog: the kit's Python Data Source (default) or "
+                            "Spark's own Kafka source (spark-sql-kafka-0-10, fetched by Maven on first use)")
     audit.add_argument("--legacy", action="append", default=[], metavar="P:OFFSET:TYPE",
                        help="partition P was upgraded in place from TYPE; records before OFFSET are legacy "
                             "(one key-value --store only)")

@@ -223,6 +223,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     elif args.report_format:
         err_console.print("[red]error:[/red] --report-format needs --report PATH", soft_wrap=True)
         return 2
+    if args.source != "python" and args.engine != "spark":
+        err_console.print(f"[red]error:[/red] --source {args.source} is a Spark reader: it needs --engine spark",
+                          soft_wrap=True)
+        return 2
     params = FamilyParameters(args.retention_ms, args.history_retention_ms, args.retain_duplicates)
     targets: list[tuple[str, StoreType]] = []
     for spec in args.store:
@@ -266,7 +270,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
             progress.begin("Spark", stages=1)
             progress(f"starting on {args.master}")
-            spark = spark_session(args.master, conf={"spark.ui.showConsoleProgress": "false"})
+            conf = {"spark.ui.showConsoleProgress": "false"}
+            if args.source == "spark-kafka":
+                from kstate.spark.spark_kafka import connector
+
+                conf.update(connector().conf)
+            spark = spark_session(args.master, conf=conf)
             progress.finish("ready")
             progress.watch_spark(spark)
         run = AuditRun(args, boundaries, params, spark, progress, client_config)
@@ -340,7 +349,7 @@ def _audit_kv_store(run: AuditRun, name: str, store_type: StoreType, topic: str)
         progress.note(f"{len(directories)} store directories, read by Spark tasks")
         frame = store_directories_frame(spark, store_type, [(p, str(d)) for p, d in directories])
         report = audit(args.bootstrap, topic, store_type, frame, spark=spark, boundaries=boundaries,
-                       progress=progress, client_config=client_config)
+                       progress=progress, client_config=client_config, source=run.args.source)
         return len(directories), "rocksdb/<store>", report
     progress("reading stores")
     actual: dict[int, dict[bytes, bytes]] = {}
@@ -352,7 +361,8 @@ def _audit_kv_store(run: AuditRun, name: str, store_type: StoreType, topic: str)
         progress.note(f"{entries} entries from {len(actual)} partitions", plain=False)
     progress.note(f"{entries} entries from {len(actual)} partitions")
     report = audit(args.bootstrap, topic, store_type, actual, spark=spark if args.engine == "spark" else None,
-                   boundaries=boundaries, progress=progress, client_config=client_config)
+                   boundaries=boundaries, progress=progress, client_config=client_config,
+                   source=run.args.source)
     return len(actual), "rocksdb/<store>", report
 
 
@@ -371,7 +381,7 @@ def _audit_family_store(run: AuditRun, name: str, store_type: StoreType, topic: 
     progress("reading stores")
     progress.note(f"{len(stores)} partitions")
     report = audit_stores(args.bootstrap, topic, store_type, stores, run.params, spark=run.spark, progress=progress,
-                          client_config=run.client_config)
+                          client_config=run.client_config, source=run.args.source)
     return len(stores), store_dir(store_type, "<store>"), report
 
 

@@ -570,9 +570,10 @@ def compare_changelog(spark: Any, changelog: Any, store_type: StoreType, params:
 def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapping[int, Iterable[str | Path]],
                  params: FamilyParameters, *, spark: Any, partitions: Iterable[int] | None = None,
                  progress: Callable[[str], None] | None = None,
-                 client_config: Mapping[str, Any] | None = None) -> Any:
+                 client_config: Mapping[str, Any] | None = None, source: str = "python") -> Any:
     """Audit the closed store directories ``stores`` (changelog partition -> directories) of a versioned, window
-    or session store against its changelog ``topic``; answers an :class:`kstate.spark.oracle.AuditReport`."""
+    or session store against its changelog ``topic``, read through ``source`` (``python`` or ``spark-kafka``);
+    answers an :class:`kstate.spark.oracle.AuditReport`."""
     from pyspark.sql import functions as F
 
     from kstate.spark.oracle import AuditReport, persisted_changelog
@@ -587,7 +588,8 @@ def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapp
         problems = store_problems(read)
         actual = read.where(F.col("problem_kind").isNull()).select(*spark.createDataFrame([], semantics.schema).columns)
         with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step,
-                                 latest_per_key=semantics.family in LATEST_PER_KEY_FAMILIES) as (changelog, records):
+                                 latest_per_key=semantics.family in LATEST_PER_KEY_FAMILIES,
+                                 source=source) as (changelog, records):
             step("comparing")
             found = compare_changelog(spark, changelog, store_type, params, actual)
     finally:

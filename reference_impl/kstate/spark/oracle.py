@@ -23,6 +23,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.changelog import restore_reads_headers
 from kstate.codecs.layout import column_family_plan
 from kstate.codecs.store_types import BUILT_KV_TYPES, STORE_TYPES, StoreType
+from kstate.errors import InvalidArgumentError
 from kstate.spark.expressions import header_bytes, restore_expression
 from kstate.stores.column_families import CONVERTERS
 
@@ -351,12 +352,21 @@ def compare_states(expected: State, actual: State) -> list[Difference]:
 
 def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None = None,
                          client_config: Mapping[str, Any] | None = None, *, latest_per_key: bool = False,
-                         ends: Mapping[int, int] | None = None, header_bytes: bool = False) -> Any:
+                         ends: Mapping[int, int] | None = None, header_bytes: bool = False,
+                         source: str = "python") -> Any:
     """The changelog ``topic`` (all its partitions, or ``partitions``) as a DataFrame of the Kafka source; with
     ``latest_per_key``, the latest record per (partition, key) with its ``records`` count (RST-1); ``ends``: the
     offset each partition is read up to (exclusive), instead of its end; ``header_bytes``: with each record's header
-    bytes (HV-1), encoded where the records are read."""
+    bytes (HV-1), encoded where the records are read. ``source``: ``python`` (the Python Data Source) or
+    ``spark-kafka`` (Spark's own Kafka source, :mod:`kstate.spark.spark_kafka`), the same columns either way."""
     from kstate.spark.kafka_source import CLIENT_OPTION_PREFIX, read_topic
+    from kstate.spark.spark_kafka import SOURCES, read_changelog
+
+    if source not in SOURCES:
+        raise InvalidArgumentError("source", f"unknown changelog source {source!r}: {' or '.join(SOURCES)}")
+    if source == "spark-kafka":
+        return read_changelog(spark, bootstrap, topic, partitions, client_config, latest_per_key=latest_per_key,
+                              ends=ends, header_bytes=header_bytes)
 
     options = {} if partitions is None else {"partitions": ",".join(str(p) for p in partitions)}
     if latest_per_key:
@@ -372,7 +382,7 @@ def read_changelog_frame(spark: Any, bootstrap: str, topic: str, partitions: Ite
 @contextlib.contextmanager
 def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iterable[int] | None,
                         client_config: Mapping[str, Any] | None, step: Progress,
-                        latest_per_key: bool = False) -> Iterator[tuple[Any, int]]:
+                        latest_per_key: bool = False, source: str = "python") -> Iterator[tuple[Any, int]]:
     """The changelog read once and kept for the plans that follow, with its record count (with
     ``latest_per_key``, only each key's latest record, the count still of every record); says the steps."""
     from pyspark.sql import functions as F
@@ -381,7 +391,7 @@ def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iter
 
     step("reading the changelog")
     changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config,
-                                     latest_per_key=latest_per_key).persist()
+                                     latest_per_key=latest_per_key, source=source).persist()
     try:
         records = int(changelog.agg(F.sum(COUNT_COLUMN)).first()[0] or 0) if latest_per_key else changelog.count()
         step("computing the expected state")
@@ -392,7 +402,8 @@ def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iter
 
 def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any, *, spark: Any = None,
           partitions: Iterable[int] | None = None, boundaries: Mapping[int, LegacyBoundary] | None = None,
-          progress: Progress | None = None, client_config: Mapping[str, Any] | None = None) -> AuditReport:
+          progress: Progress | None = None, client_config: Mapping[str, Any] | None = None,
+          source: str = "python") -> AuditReport:
     """Compute the expected state of ``topic`` for ``store_type`` and compare it with ``actual``.
 
     With ``spark`` Spark jobs do the work: per partition digests of both sides (:func:`partition_digests`), then a
@@ -400,7 +411,8 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
     without it, the Python engine. ``actual`` is a state, or with ``spark`` a DataFrame of partition, key, value
     (such as :func:`store_directories_frame` reads in parallel). ``partitions`` limits the changelog partitions
     read (default: all of the topic's).
-    ``client_config`` (librdkafka properties: security, SASL, TLS, ...) goes to every Kafka client.
+    ``client_config`` (librdkafka properties: security, SASL, TLS, ...) goes to every Kafka client. ``source``
+    names the Spark reader of the changelog (:func:`read_changelog_frame`); the Python engine reads it itself.
     """
     client_config = dict(client_config or {})
     store_type = StoreType(store_type)
@@ -429,7 +441,7 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
     step("reading the changelog")
     encode_headers = reads_headers(store_type, boundaries or {})
     changelog = read_changelog_frame(spark, bootstrap, topic, partitions, client_config, latest_per_key=True,
-                                     header_bytes=encode_headers)
+                                     header_bytes=encode_headers, source=source)
     step("computing the expected state")
     latest = spark_builder(changelog, store_type, boundaries, one_row_per_key=True)
     actual_df = state_frame(spark, actual) if isinstance(actual, dict) else actual
@@ -441,7 +453,7 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
     if differing:
         ends = {p: digests.expected[p].end for p in differing if p in digests.expected}
         reread = (read_changelog_frame(spark, bootstrap, topic, sorted(ends), client_config, latest_per_key=True,
-                                       ends=ends, header_bytes=encode_headers) if ends else None)
+                                       ends=ends, header_bytes=encode_headers, source=source) if ends else None)
         expected_df = (spark_builder(reread, store_type, boundaries, one_row_per_key=True)
                        .where(PRESENT).select("partition", "key", "value") if reread is not None
                        else spark.createDataFrame([], "partition int, key binary, value binary"))

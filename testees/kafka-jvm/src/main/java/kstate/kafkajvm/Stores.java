@@ -628,7 +628,7 @@ final class Stores {
 
     // --- helpers --------------------------------------------------------------------------------------------------
 
-    private static Handle handle(final JsonNode in) {
+    static Handle handle(final JsonNode in) {
         final String id = Json.str(in, "handle");
         final Handle h = HANDLES.get(id);
         if (h == null) {
