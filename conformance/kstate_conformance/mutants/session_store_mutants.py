@@ -24,7 +24,6 @@ from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
-from kstate.stores.kv import _changelog_offsets, _to_codec_tp
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.session import (
     ChangeLoggingSessionBytesStore,
@@ -33,6 +32,7 @@ from kstate.stores.session import (
     SessionSegmentsWithHeaders,
     check_session,
 )
+from kstate.stores.surface import check_changelog_offsets, to_codec_tp
 from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -507,7 +507,7 @@ class _CommitsNewestSegmentOnly(RocksDBSessionStore):
     def commit(self, changelog_offsets: Mapping[Any, int | None]) -> None:
         newest = self.segments.all_segments(forward=False)[:1]
         self._check_open()
-        offsets = _changelog_offsets(changelog_offsets)
+        offsets = check_changelog_offsets(changelog_offsets)
         for segment in newest:
             segment.instance.commit(offsets, self._position)
 
@@ -531,7 +531,7 @@ class _NewestSegmentOffsetOnly(RocksDBSessionStore):
     def committed_offset(self, partition: Any) -> int | None:
         self._check_open()
         newest = self.segments.all_segments(forward=False)[:1]
-        return next((s.instance.committed_offset(_to_codec_tp(partition)) for s in newest), None)
+        return next((s.instance.committed_offset(to_codec_tp(partition)) for s in newest), None)
 
 
 @mutant("session-committed-offset-newest-segment", "the committed offset is the newest segment's only: null when "

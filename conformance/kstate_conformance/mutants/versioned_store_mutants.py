@@ -27,6 +27,7 @@ from kstate.stores.api import Backend, StateStore, TopicPartition
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import store_classes
+from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.versioned import (
     ChangeLoggingVersionedKeyValueBytesStore,
     InMemoryVersionedStore,
@@ -63,7 +64,8 @@ def _with_mixin(mixin: type) -> dict[str, Handler]:
         if Backend(backend) is Backend.MEMORY:
             return cls(name, **family_options)  # type: ignore[no-any-return]
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **family_options)  # type: ignore[no-any-return]
+        return cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **rest),  # type: ignore[no-any-return]
+                   **family_options)
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
 
@@ -376,7 +378,7 @@ def _no_offsets_family() -> dict[str, Handler]:
     class NoOffsetsFamily(RocksDBVersionedStore):
         def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
             if not isinstance(self, InMemoryVersionedStore):
-                kwargs["manage_offsets"] = False
+                kwargs["options"] = replace(kwargs.get("options", DEFAULT_ROCKSDB_OPTIONS), manage_offsets=False)
             super().__init__(name, *args, **kwargs)
 
     return _with_mixin(NoOffsetsFamily)

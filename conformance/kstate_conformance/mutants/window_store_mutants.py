@@ -32,6 +32,7 @@ from kstate.stores.api import Backend
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.segments import KeyValueSegments, TimestampedSegments
+from kstate.stores.surface import RocksDBOptions
 from kstate.stores.window_logging import ChangeLoggingWindowBytesStore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -64,8 +65,8 @@ def _opening(mixins: dict[Backend, Mixin | Callable[[type], type]]) -> Callable[
         if backend is Backend.MEMORY:
             return mutated(classes.memory, backend)(name, **family_options)
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return mutated(classes.rocksdb, backend)(name, task_dir, ignore_invalid_state=ignore_invalid_state,
-                                                 **rest, **family_options)
+        return mutated(classes.rocksdb, backend)(
+            name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **rest), **family_options)
 
     return open_store
 

@@ -17,7 +17,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
 from kstate.stores.api import KeyValueBytesStore, RecordContext
-from kstate.stores.kv import check_value, require_key
+from kstate.stores.surface import check_value, require_key
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
 

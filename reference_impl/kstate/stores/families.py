@@ -114,8 +114,8 @@ class StoreClasses:
     """The classes of one store type: bytes stores per backend, change-logging layer, typed facade, and the
     options its constructors take beyond the common ones.
 
-    ``rocksdb(name, task_dir, *, ignore_invalid_state, migrate_legacy_files, manage_offsets,
-    changelog_partitions, **options)`` and ``memory(name, **options)`` build the bytes store.
+    ``rocksdb(name, task_dir, *, options=RocksDBOptions(...), **family_options)`` and
+    ``memory(name, **family_options)`` build the bytes store.
     """
 
     rocksdb: type[Any]

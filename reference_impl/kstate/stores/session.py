@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -22,7 +22,6 @@ from typing import NamedTuple, Protocol
 from kstate.codecs import changelog as cl
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
-from kstate.codecs.layout import ColumnFamilyPlan
 from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
 from kstate.codecs.store_types import StoreType
@@ -31,23 +30,24 @@ from kstate.stores.api import (
     Backend,
     InvalidStateStoreError,
     RecordContext,
-    TopicPartition,
 )
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.kv import (
-    INVALID_RANGE_WARNING,
+from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
+from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.segmented import RocksDBSegmentedBytesStore
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
     ClosesItsIterators,
     InMemoryOffsets,
     OpenState,
     PositionTracker,
+    RocksDBOptions,
     check_bound,
     check_value,
     require_key,
     validate_store_name,
 )
-from kstate.stores.segmented import RocksDBSegmentedBytesStore
-from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.wrapping import WrappedStore
 
 LOG = logging.getLogger("kstate.stores")
@@ -282,29 +282,11 @@ class SessionOperations(OpenState, PositionTracker):
 # --- RocksDB -----------------------------------------------------------------------------------------------------
 
 
-def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
-    """``RocksDBMigratingSessionStoreWithHeaders``' INFO line at open (SS-32)."""
-    return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
-
-
-#: The column families of a header-aware session segment: ``sessionKeyValueWithHeaders``, upgraded lazily from
-#: ``default`` with ``convertToHeaderFormat`` (SS-31, SS-32).
-SESSION_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(StoreType.SESSION_WITH_HEADERS, _headers_mode_message)
-
-
 class SessionSegmentsWithHeaders(KeyValueSegments):
     """Kafka's session segments with headers (``SessionSegmentWithHeaders``): each segment a database that migrates
     its own ``default`` family lazily into ``sessionKeyValueWithHeaders`` (SS-31, SS-32)."""
 
     LAYOUT = SESSION_WITH_HEADERS_LAYOUT
-
-
-def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicPartition, ...]:
-    """``<application.id>-<store>-changelog`` on the task's partition, read from the task directory's names."""
-    _, _, partition = task_dir.name.rpartition("_")
-    if not partition.isdigit():
-        return ()
-    return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
 
 
 class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, SessionOperations):
@@ -328,10 +310,7 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         *,
         retention_ms: int,
         segment_interval_ms: int | None = None,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
-        changelog_partitions: Iterable[TopicPartition] | None = None,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
     ) -> None:
         super().__init__(name, retention_ms)
         self._open = False
@@ -339,12 +318,11 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         if segment_interval_ms is None:
             segment_interval_ms = session_keys.default_segment_interval(retention_ms)
         self.segment_interval_ms = segment_interval_ms
-        self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
-                                     else _default_changelog_partitions(self.task_dir, self.name))
-        self.ignore_invalid_state = ignore_invalid_state
+        self.changelog_partitions = options.partitions_for(self.task_dir, self.name)
+        self.ignore_invalid_state = options.ignore_invalid_state
         self.segments = self.SEGMENTS(
-            self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
-            changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
+            self.name, self.task_dir, retention_ms, segment_interval_ms, options=options,
+            changelog_partitions=self.changelog_partitions)
         self._open_existing()
         self._iterators: set[SessionIterator] = set()
         self._open = True

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -29,15 +29,6 @@ from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import Backend, StateStore, TopicPartition
 from kstate.stores.engine import EngineCursor
-from kstate.stores.kv import (
-    OpenState,
-    PositionTracker,
-    check_bound,
-    check_value,
-    default_changelog_partitions,
-    require_key,
-    validate_store_name,
-)
 from kstate.stores.offsets import read_legacy_position
 from kstate.stores.segmented import RocksDBSegmentedBytesStore
 from kstate.stores.segments import (
@@ -45,6 +36,16 @@ from kstate.stores.segments import (
     KeyValueSegments,
     TimestampedSegments,
     TimestampedSegmentsWithHeaders,
+)
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
+    OpenState,
+    PositionTracker,
+    RocksDBOptions,
+    check_bound,
+    check_value,
+    require_key,
+    validate_store_name,
 )
 
 LOG = logging.getLogger("kstate.stores")
@@ -185,23 +186,17 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         window_size_ms: int,
         retain_duplicates: bool = False,
         segment_interval_ms: int | None = None,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
-        changelog_partitions: Iterable[TopicPartition] | None = None,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
     ) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.task_dir = Path(task_dir)
         # StoreQueryUtils.maybeMigrateExistingPositionFile: read before any segment opens, so a bad file refuses
         # the open with nothing changed (WS-29). Kafka merges the file and leaves it in place.
-        legacy_position = self._legacy_position(self.task_dir, self.name) if migrate_legacy_files else {}
+        legacy_position = self._legacy_position(self.task_dir, self.name) if options.migrate_legacy_files else {}
         self.path = self.task_dir / self.name
-        partitions = (tuple(changelog_partitions) if changelog_partitions is not None
-                      else default_changelog_partitions(self.task_dir, self.name))
         self.segments = self.SEGMENTS(
-            self.name, self.task_dir, self.retention_period, self.segment_interval,
-            manage_offsets=manage_offsets, changelog_partitions=partitions,
-            ignore_invalid_state=ignore_invalid_state)
+            self.name, self.task_dir, self.retention_period, self.segment_interval, options=options,
+            changelog_partitions=options.partitions_for(self.task_dir, self.name))
         self._open_existing()
         self._position = merge_positions(self._position, legacy_position)
         self._open = True

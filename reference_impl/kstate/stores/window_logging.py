@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.kv import check_value, require_key
+from kstate.stores.surface import check_value, require_key
 from kstate.stores.window import TimedValue, WindowBytesStore, WindowedEntry, check_time
 from kstate.stores.wrapping import WrappedStore
 
