@@ -668,7 +668,8 @@ def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: 
         return open_kv_store(store_type, backend, name=name, **options)
     task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
     engine = RocksDBEngine(task_dir / name)
-    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(name, task_dir, engine=engine, **options))
+    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
+        name, task_dir, engine=engine, options=RocksDBOptions(**options)))
 
 
 @mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level", FAMILY,

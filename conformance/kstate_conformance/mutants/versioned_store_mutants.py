@@ -24,12 +24,11 @@ from kstate.codecs.store_types import StoreType
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, handle_for, key_from, make_open_handler
 from kstate.stores.api import Backend, StateStore, TopicPartition
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
+from kstate.stores.changelogging import ChangeLoggingVersionedKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.versioned import (
-    ChangeLoggingVersionedKeyValueBytesStore,
     InMemoryVersionedStore,
     ResultOrder,
     RocksDBVersionedStore,
@@ -109,7 +108,7 @@ def _logging_layer_with(logging_class: type[ChangeLoggingVersionedKeyValueBytesS
 
     def layer(inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink) -> Any:
         if isinstance(inner, RocksDBVersionedStore):
-            return logging_class(inner, context, sink)
+            return logging_class(inner, store_type, context, sink)
         return honest(inner, store_type, context, sink)
 
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=layer))

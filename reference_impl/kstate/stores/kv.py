@@ -16,7 +16,6 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from types import TracebackType
 
 from kstate.codecs.primitives import increment, increment_without_overflow
 from kstate.codecs.store_types import StoreType
@@ -35,6 +34,7 @@ from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
     LOG,
     ClosesItsIterators,
+    ClosesOnExit,
     InMemoryOffsets,
     OpenState,
     PositionTracker,
@@ -68,7 +68,7 @@ Entry = tuple[bytes, bytes]
 # --- iterators ----------------------------------------------------------------------------------------
 
 
-class StoreIterator:
+class StoreIterator(ClosesOnExit):
     """Kafka's ``KeyValueIterator<Bytes, byte[]>`` over a store (KV-11, KV-12).
 
     Iterate it, or call :meth:`has_next` / :meth:`peek_next_key` / ``next``; :meth:`close` releases it
@@ -141,13 +141,6 @@ class StoreIterator:
         if on_close is not None:
             on_close(self)
 
-    def __enter__(self) -> StoreIterator:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def empty_iterator(store_name: str) -> StoreIterator:
@@ -162,7 +155,7 @@ def _warn_if_invalid_range(from_key: bytes | None, to_key: bytes | None) -> bool
     return False
 
 
-class _KeyValueOperations(OpenState, PositionTracker):
+class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -277,13 +270,6 @@ class _KeyValueOperations(OpenState, PositionTracker):
         upper = increment_without_overflow(prefix)
         return self._iterator(prefix, upper, upper is None, False)
 
-    def __enter__(self) -> _KeyValueOperations:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 # --- RocksDB ------------------------------------------------------------------------------------------------

@@ -13,8 +13,10 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Protocol, TypeVar
 
+from kstate.codecs import changelog as cl
 from kstate.codecs.layout import MAX_NAME_LENGTH, name_problem
 from kstate.codecs.position import Position, merge_positions
 from kstate.errors import InvalidArgumentError, NullKeyError
@@ -118,6 +120,24 @@ def check_changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], 
 # --- the shared store surface ---------------------------------------------------------------------------------
 
 
+_C = TypeVar("_C", bound="ClosesOnExit")
+
+
+class ClosesOnExit:
+    """``with store:`` or ``with iterator:`` closes it when the block ends, as Java's try-with-resources (KV-12)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _C) -> _C:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 class PositionTracker:
     """A store's position (IQ consistency): advanced by each write from the record being processed."""
 
@@ -159,6 +179,15 @@ class OpenState:
     def _check_open(self) -> None:
         if not self._open:
             raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+
+
+class StoreState(OpenState, PositionTracker):
+    """What a window or session bytes store keeps besides its data: its name, checked as Kafka's ``Named.validate``
+    checks it (KV-26), whether it is open (KV-12) and its position."""
+
+    def __init__(self, name: object) -> None:
+        super().__init__()
+        self.name = validate_store_name(name)
 
 
 class ClosesItsIterators(OpenState):
@@ -222,6 +251,46 @@ class InMemoryOffsets:
         return None
 
 
+# --- the record being processed, and where its changelog records go -------------------------------------------
+
+
+class ChangelogSink(Protocol):
+    """Where changelog records go: Kafka's record collector; a ``list`` will do."""
+
+    def append(self, record: cl.ChangelogRecord, /) -> None: ...
+
+
+class RecordContextHolder:
+    """The record context the layers of one store share, as Kafka's ``InternalProcessorContext`` is shared.
+
+    The caching layer swaps in each cached entry's own context while it flushes it (CACHE-3).
+    """
+
+    __slots__ = ("_current", "_subscribers")
+
+    def __init__(self, context: RecordContext | None = None) -> None:
+        self._current = context if context is not None else RecordContext(timestamp=0)
+        self._subscribers: list[Callable[[RecordContext], None]] = []
+
+    @property
+    def current(self) -> RecordContext:
+        return self._current
+
+    @current.setter
+    def current(self, context: RecordContext) -> None:
+        self._current = context
+        for subscriber in self._subscribers:
+            subscriber(context)
+
+    def subscribe(self, subscriber: Callable[[RecordContext], None]) -> None:
+        """Call ``subscriber`` with every new context, and now with the current one (a store's position tracking)."""
+        self._subscribers.append(subscriber)
+        subscriber(self._current)
+
+    def codec_context(self) -> cl.RecordContext:
+        return cl.RecordContext(self.current.timestamp, tuple(self.current.headers))
+
+
 # --- opening a RocksDB store ------------------------------------------------------------------------------------
 
 
@@ -264,12 +333,16 @@ __all__ = [
     "DEFAULT_ROCKSDB_OPTIONS",
     "LOG",
     "MAX_STORE_NAME_LENGTH",
+    "ChangelogSink",
     "ClosesItsIterators",
+    "ClosesOnExit",
     "CodecTopicPartition",
     "InMemoryOffsets",
     "OpenState",
     "PositionTracker",
+    "RecordContextHolder",
     "RocksDBOptions",
+    "StoreState",
     "check_bound",
     "check_changelog_offsets",
     "check_value",

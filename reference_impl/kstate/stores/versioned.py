@@ -26,7 +26,6 @@ from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import Engine, MemoryEngine
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.surface import (
@@ -38,7 +37,6 @@ from kstate.stores.surface import (
     to_codec_tp,
     validate_store_name,
 )
-from kstate.stores.wrapping import WrappedStore
 
 LOG = logging.getLogger("kstate.stores")
 
@@ -558,46 +556,3 @@ def _converted(store_type: StoreType, records: Sequence[ChangelogRecord]) -> lis
     return [ChangelogRecord(r.key, convert(r.value, r.timestamp, r.headers), r.timestamp, r.headers) for r in records]
 
 
-class ChangeLoggingVersionedKeyValueBytesStore(WrappedStore[RocksDBVersionedStore]):
-    """Kafka's ``ChangeLoggingVersionedKeyValueBytesStore``: every ``put`` and ``delete`` is logged as the raw value
-    at the version's timestamp, even a put refused as expired (VS-18); the headers variant logs the version's
-    headers, and a tombstone the context's (VS-26). The record is built first: a write the log refuses changes
-    nothing (VS-19)."""
-
-    def __init__(self, inner: RocksDBVersionedStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
-        super().__init__(inner)
-        self.context = context
-        self.sink = sink
-        self.store_type = inner.store_type
-
-    def _record(self, key: bytes, value: bytes | None, timestamp: int) -> ChangelogRecord:
-        """The record the type's changelog fields make of the write, as ``changelog.record_for_write`` (CL-5, VS-26)."""
-        key, value, timestamp = check_key(key), check_value(value), check_timestamp(timestamp)
-        return cl.versioned_write_record(self.store_type, key, value, timestamp, self.context.codec_context())
-
-    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-        record = self._record(key, value, timestamp)
-        valid_to = self.inner.put(key, value, timestamp)
-        self.sink.append(record)
-        return valid_to
-
-    def delete(self, key: bytes, timestamp: int) -> VersionedRecord | None:
-        record = self._record(key, None, timestamp)
-        previous = self.inner.delete(key, timestamp)
-        self.sink.append(record)
-        return previous
-
-    def get(self, key: bytes, as_of: int | None = None) -> VersionedRecord | None:
-        return self.inner.get(key, as_of)
-
-    def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
-                     order: ResultOrder | str = ResultOrder.ANY) -> list[VersionedRecord]:
-        return self.inner.get_versions(key, from_ms, to_ms, order)
-
-    @property
-    def observed_stream_time(self) -> int:
-        return self.inner.observed_stream_time
-
-    def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
-        """Restore reaches the store beneath and is not logged again (VS-16, RST-4)."""
-        self.inner.restore_records(records)
