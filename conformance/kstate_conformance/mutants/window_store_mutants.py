@@ -359,7 +359,8 @@ class _MemoryTypesArePlain:
 
 
 @mutant("window-memory-types-plain", "the in-memory store of timestamped_window(_with_headers) is built as a plain "
-        "window store (and logged as one)", FAMILY, rules=("WS-1",))
+        "window store (its change-logging layer, chosen by the store type opened, still logs the type's records)",
+        FAMILY, rules=("WS-1",))
 def _memory_types_plain() -> dict[str, Handler]:
     return _memory(_MemoryTypesArePlain)
 
