@@ -169,17 +169,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
     #: The segment manager of this type: Kafka's ``KeyValueSegments`` / ``TimestampedSegments`` / ... (WS-27).
     SEGMENTS: type[KeyValueSegments] = KeyValueSegments
 
-    def __init__(
-        self,
-        name: str,
-        task_dir: str | Path,
-        *,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool = False,
-        segment_interval_ms: int | None = None,
-        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
-    ) -> None:
+    def __init__(self, name: str, task_dir: str | Path, *, retention_ms: int, window_size_ms: int,
+                 retain_duplicates: bool = False, segment_interval_ms: int | None = None,
+                 options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.task_dir = Path(task_dir)
         # StoreQueryUtils.maybeMigrateExistingPositionFile: read before any segment opens, so a bad file refuses
