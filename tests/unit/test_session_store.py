@@ -23,12 +23,11 @@ from kstate.stores.api import (
     TopicPartition,
     UnknownColumnFamilyError,
 )
-from kstate.stores.changelogging import RecordContextHolder
+from kstate.stores.changelogging import ChangeLoggingSessionBytesStore, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import StoreOptionError, store_classes
 from kstate.stores.restore import restore
 from kstate.stores.session import (
-    ChangeLoggingSessionBytesStore,
     InMemorySessionStore,
     InvalidSessionWindowError,
     ReadOnlySessionStoreWithHeaders,
@@ -343,6 +342,28 @@ def test_restore_advances_stream_time_first(task: Path, backend: Backend) -> Non
     store.close()
 
 
+@pytest.mark.parametrize("store_type", [StoreType.SESSION, StoreType.SESSION_WITH_HEADERS])
+def test_restore_skips_the_wal_in_every_segment_and_flushes_at_its_end(task: Path, store_type: StoreType) -> None:
+    """RST-8 for a segmented store: the segments open at restore and those it creates write without the WAL, and
+    each is flushed when restore ends, so no family keeps a memtable entry (a session store used to restore
+    through the WAL and leave the rows in memtables)."""
+    store = open_store(Backend.ROCKSDB, task, retention=10_000, interval=1_000, store_type=store_type)
+    assert isinstance(store, RocksDBSessionStore)
+    store.put(b"a", 0, 10, b"before")
+    store.commit({TP: 0})
+    records = [cl.ChangelogRecord(key(b"k", t, t + 5), b"v", t) for t in (0, 1_500, 2_500, 3_500)]
+    restore(store, store_type, records,
+            after_batch=lambda done: store.commit({TP: done.records}))
+    segments = store.segments.all_segments()
+    assert [s.name for s in segments] == ["s.0", "s.1000", "s.2000", "s.3000"]
+    for segment in segments:
+        families = segment.instance.engine._cf_objects  # type: ignore[attr-defined]
+        assert {cf: families[cf].property_int_value("rocksdb.num-entries-active-mem-table") for cf in families} \
+            == dict.fromkeys(families, 0), segment.name
+    assert [r[:3] for r in rows(store.fetch(b"k"))] == [(b"k", t, t + 5) for t in (0, 1_500, 2_500, 3_500)]
+    store.close()
+
+
 def test_restore_of_a_bad_key_writes_nothing(task: Path) -> None:
     """Restore checks every key before writing (a key shorter than 16 bytes cannot be a session key)."""
     store = open_store(Backend.ROCKSDB, task)
@@ -360,7 +381,7 @@ def test_changelog_records(task: Path, backend: Backend) -> None:
     for store_type in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS):
         log: list[cl.ChangelogRecord] = []
         inner = open_store(backend, task, retention=100, interval=50, store_type=store_type)
-        store = store_classes(store_type).logging(inner, context, log)
+        store = store_classes(store_type).logging(inner, store_type, context, log)
         value = b"v" if store_type is StoreType.SESSION else encode_aggregation_with_headers(b"v", [("a", b"x")])
         store.put(b"k", 0, 500, value)
         store.put(b"k", 0, 5, value)  # expired: dropped by the store, logged anyway

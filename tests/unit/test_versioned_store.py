@@ -19,12 +19,11 @@ from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.storage_files import directory_digest
 from kstate.stores.api import Backend, InvalidStateStoreError, ProcessorStateError, StoreCorruptedError, TopicPartition
-from kstate.stores.changelogging import RecordContextHolder
+from kstate.stores.changelogging import ChangeLoggingVersionedKeyValueBytesStore, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
 from kstate.stores.restore import restore
 from kstate.stores.type_check import WrongStoreTypeError
 from kstate.stores.versioned import (
-    ChangeLoggingVersionedKeyValueBytesStore,
     InMemoryVersionedStore,
     RocksDBVersionedStore,
     VersionedRecord,
@@ -301,7 +300,7 @@ def test_restore_skips_records_older_than_the_running_grace_period(open_store: O
 
 def test_restore_with_logging_reaches_the_store_and_logs_nothing(open_store: Opener) -> None:
     sink: list[cl.ChangelogRecord] = []
-    logged = ChangeLoggingVersionedKeyValueBytesStore(open_store(), RecordContextHolder(), sink)
+    logged = ChangeLoggingVersionedKeyValueBytesStore(open_store(), None, RecordContextHolder(), sink)
     restore(logged, StoreType.VERSIONED_KV, _records((b"k", b"a", 1)))
     assert sink == [] and logged.get(b"k") == VersionedRecord(b"a", 1)
     with pytest.raises(InvalidArgumentError):
@@ -313,7 +312,7 @@ def test_restore_with_logging_reaches_the_store_and_logs_nothing(open_store: Ope
 
 def test_every_put_and_delete_is_logged_at_the_version_timestamp(open_store: Opener) -> None:
     sink: list[cl.ChangelogRecord] = []
-    store = ChangeLoggingVersionedKeyValueBytesStore(open_store(), RecordContextHolder(), sink)
+    store = ChangeLoggingVersionedKeyValueBytesStore(open_store(), None, RecordContextHolder(), sink)
     store.put(b"k", b"a", 500)
     assert store.put(b"k", b"expired", 1) == NOT_PUT
     store.delete(b"k", 2)
@@ -330,7 +329,7 @@ def test_a_refused_write_reaches_neither_store_nor_changelog(open_store: Opener,
     sink: list[cl.ChangelogRecord] = []
     inner = open_store()
     inner.put(b"k", b"first", 5)
-    store = ChangeLoggingVersionedKeyValueBytesStore(inner, RecordContextHolder(), sink)
+    store = ChangeLoggingVersionedKeyValueBytesStore(inner, None, RecordContextHolder(), sink)
     with pytest.raises(error):
         store.put(key, value, timestamp)
     if value == b"v":  # the bad field is the key or the timestamp: a delete is refused as well
@@ -368,7 +367,7 @@ def test_options_are_checked_by_name(tmp_path: Path) -> None:
 def test_headers_variant_stores_logs_and_restores_headers(open_store: Opener) -> None:
     sink: list[cl.ChangelogRecord] = []
     inner = open_store(store_type=StoreType.VERSIONED_KV_WITH_HEADERS)
-    store = ChangeLoggingVersionedKeyValueBytesStore(inner, RecordContextHolder(), sink)
+    store = ChangeLoggingVersionedKeyValueBytesStore(inner, None, RecordContextHolder(), sink)
     headers = [("h", b"1"), ("h", None)]
     assert store.put(b"k", encode_aggregation_with_headers(b"v", headers), 5) == -1
     store.delete(b"k", 9)

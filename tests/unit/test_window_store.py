@@ -17,12 +17,11 @@ from kstate.errors import DecodeError, InvalidArgumentError, KStateError, NullKe
 from kstate.ops import call
 from kstate.storage_files import directory_digest
 from kstate.stores.api import Backend, ProcessorStateError, RecordContext, StoreStorageError, TopicPartition
-from kstate.stores.changelogging import RecordContextHolder
+from kstate.stores.changelogging import ChangeLoggingWindowBytesStore, RecordContextHolder
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import StoreOptionError
 from kstate.stores.restore import restore
 from kstate.stores.window import RocksDBWindowStore
-from kstate.stores.window_logging import ChangeLoggingWindowBytesStore
 from kstate.stores.window_memory import InMemoryWindowStore
 
 T = StoreType
@@ -355,7 +354,8 @@ def logged(backend: Backend, tmp_path: Path, store_type: StoreType = T.WINDOW,
            **options: Any) -> tuple[ChangeLoggingWindowBytesStore, list[cl.ChangelogRecord], RecordContextHolder]:
     sink: list[cl.ChangelogRecord] = []
     context = RecordContextHolder(RecordContext(timestamp=42, headers=(("c", b"x"),)))
-    return ChangeLoggingWindowBytesStore(open_store(backend, tmp_path, store_type, **options), context, sink), sink, context
+    inner = open_store(backend, tmp_path, store_type, **options)
+    return ChangeLoggingWindowBytesStore(inner, store_type, context, sink), sink, context
 
 
 @pytest.mark.parametrize("backend", BACKENDS, ids=lambda b: b.value)

@@ -38,6 +38,7 @@ from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import InMemoryKeyValueStore, StoreIterator
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.rocksdb_instance import RocksDBInstance
+from kstate.stores.surface import RocksDBOptions
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -59,7 +60,7 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
         if Backend(backend) is Backend.MEMORY:
             return cls(name)
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **options)
+        return cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **options))
 
     return open_store
 
@@ -329,7 +330,7 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
                            options=lambda: rocksdb_options(cache, format_version=6),
                            offsets=lambda: offsets_options(format_version=6), store_name=name)
     return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
-        name, task_directory(state_dir, application_id, task_id), engine=engine, **options))
+        name, task_directory(state_dir, application_id, task_id), engine=engine, options=RocksDBOptions(**options)))
 
 
 @mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY,
@@ -351,7 +352,7 @@ def _open_offsets_with_data_options(store_type: StoreType, backend: Backend, *, 
                            options=lambda: rocksdb_options(cache), offsets=lambda: rocksdb_options(cache),
                            store_name=name)
     return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
-        name, task_directory(state_dir, application_id, task_id), engine=engine, **options))
+        name, task_directory(state_dir, application_id, task_id), engine=engine, options=RocksDBOptions(**options)))
 
 
 @mutant("kv-offsets-family-data-options", "the offsets family gets the data families' RocksDB options (KV-22)",
@@ -667,7 +668,8 @@ def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: 
         return open_kv_store(store_type, backend, name=name, **options)
     task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
     engine = RocksDBEngine(task_dir / name)
-    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(name, task_dir, engine=engine, **options))
+    return cast(KeyValueBytesStore, store_classes(StoreType(store_type)).rocksdb(
+        name, task_dir, engine=engine, options=RocksDBOptions(**options)))
 
 
 @mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level", FAMILY,

@@ -20,19 +20,18 @@ from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, handle_for, make_open_handler
 from kstate.stores.api import Backend
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
+from kstate.stores.changelogging import ChangeLoggingSessionBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
-from kstate.stores.kv import _changelog_offsets, _to_codec_tp
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.session import (
-    ChangeLoggingSessionBytesStore,
     RocksDBSessionStore,
     RocksDBSessionStoreWithHeaders,
     SessionSegmentsWithHeaders,
     check_session,
 )
+from kstate.stores.surface import RocksDBOptions, check_changelog_offsets, to_codec_tp
 from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -128,7 +127,8 @@ def _open_with(rocksdb: Mapping[StoreType, type] | None = None, logging: type | 
         options = store_classes(StoreType(store_type)).check_options(kwargs.pop("options", None) or {})
         state_dir = kwargs.pop("state_dir", None) or tempfile.mkdtemp(prefix="kstate-")
         task_dir = task_directory(state_dir, kwargs.pop("application_id", "app"), kwargs.pop("task_id", "0_0"))
-        return cls(kwargs.pop("name"), task_dir, **kwargs, **options)
+        name = kwargs.pop("name")
+        return cls(name, task_dir, options=RocksDBOptions(**kwargs), **options)
 
     def logging_layer(inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink) -> Any:
         if logging is not None and StoreType(store_type) in (StoreType.SESSION, StoreType.SESSION_WITH_HEADERS):
@@ -507,7 +507,7 @@ class _CommitsNewestSegmentOnly(RocksDBSessionStore):
     def commit(self, changelog_offsets: Mapping[Any, int | None]) -> None:
         newest = self.segments.all_segments(forward=False)[:1]
         self._check_open()
-        offsets = _changelog_offsets(changelog_offsets)
+        offsets = check_changelog_offsets(changelog_offsets)
         for segment in newest:
             segment.instance.commit(offsets, self._position)
 
@@ -531,7 +531,7 @@ class _NewestSegmentOffsetOnly(RocksDBSessionStore):
     def committed_offset(self, partition: Any) -> int | None:
         self._check_open()
         newest = self.segments.all_segments(forward=False)[:1]
-        return next((s.instance.committed_offset(_to_codec_tp(partition)) for s in newest), None)
+        return next((s.instance.committed_offset(to_codec_tp(partition)) for s in newest), None)
 
 
 @mutant("session-committed-offset-newest-segment", "the committed offset is the newest segment's only: null when "

@@ -30,6 +30,7 @@ from kstate.stores.engine import RocksDBEngine, WriteBatch
 from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.restore import RestoreResult, restore
+from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -49,7 +50,7 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
             return open_kv_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
                                  task_id=task_id, ignore_invalid_state=ignore_invalid_state, **options)
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state)
+        return cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state))
 
     return open_store
 
@@ -528,7 +529,8 @@ class _Migration:
     delete_whole_file = False  # the file is deleted, with the entries of the task's other stores
 
     def __init__(self, name: str, task_dir: Any = None, **kwargs: Any) -> None:
-        super().__init__(name, task_dir, migrate_legacy_files=False, **kwargs)  # type: ignore[call-arg]
+        options = replace(kwargs.pop("options", DEFAULT_ROCKSDB_OPTIONS), migrate_legacy_files=False)
+        super().__init__(name, task_dir, options=options, **kwargs)  # type: ignore[call-arg]
         offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         if offsets_store is None or self.task_dir is None:  # type: ignore[attr-defined]
             return
@@ -795,7 +797,7 @@ def _every_family_with(mixin: type, types: Sequence[StoreType] = BUILT_TYPES,
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
         if check_type:
             check_store_type_on_disk(store_type, task_dir, name, family_options)
-        return cast(StateStore, cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **rest,
+        return cast(StateStore, cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **rest),
                                     **family_options))
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))

@@ -24,11 +24,11 @@ from kstate.codecs.store_types import StoreType
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, handle_for, key_from, make_open_handler
 from kstate.stores.api import Backend, StateStore, TopicPartition
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
+from kstate.stores.changelogging import ChangeLoggingVersionedKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import store_classes
+from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.versioned import (
-    ChangeLoggingVersionedKeyValueBytesStore,
     InMemoryVersionedStore,
     ResultOrder,
     RocksDBVersionedStore,
@@ -63,7 +63,8 @@ def _with_mixin(mixin: type) -> dict[str, Handler]:
         if Backend(backend) is Backend.MEMORY:
             return cls(name, **family_options)  # type: ignore[no-any-return]
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return cls(name, task_dir, ignore_invalid_state=ignore_invalid_state, **family_options)  # type: ignore[no-any-return]
+        return cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **rest),  # type: ignore[no-any-return]
+                   **family_options)
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
 
@@ -107,7 +108,7 @@ def _logging_layer_with(logging_class: type[ChangeLoggingVersionedKeyValueBytesS
 
     def layer(inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink) -> Any:
         if isinstance(inner, RocksDBVersionedStore):
-            return logging_class(inner, context, sink)
+            return logging_class(inner, store_type, context, sink)
         return honest(inner, store_type, context, sink)
 
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=layer))
@@ -376,7 +377,7 @@ def _no_offsets_family() -> dict[str, Handler]:
     class NoOffsetsFamily(RocksDBVersionedStore):
         def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
             if not isinstance(self, InMemoryVersionedStore):
-                kwargs["manage_offsets"] = False
+                kwargs["options"] = replace(kwargs.get("options", DEFAULT_ROCKSDB_OPTIONS), manage_offsets=False)
             super().__init__(name, *args, **kwargs)
 
     return _with_mixin(NoOffsetsFamily)

@@ -29,10 +29,11 @@ from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import StoreBuilder, make_open_handler
 from kstate.stores.api import Backend
+from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.segments import KeyValueSegments, TimestampedSegments
-from kstate.stores.window_logging import ChangeLoggingWindowBytesStore
+from kstate.stores.surface import RocksDBOptions
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -64,8 +65,8 @@ def _opening(mixins: dict[Backend, Mixin | Callable[[type], type]]) -> Callable[
         if backend is Backend.MEMORY:
             return mutated(classes.memory, backend)(name, **family_options)
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return mutated(classes.rocksdb, backend)(name, task_dir, ignore_invalid_state=ignore_invalid_state,
-                                                 **rest, **family_options)
+        return mutated(classes.rocksdb, backend)(
+            name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **rest), **family_options)
 
     return open_store
 
@@ -254,6 +255,15 @@ def _upgrade_first_segment_only() -> dict[str, Handler]:
 # --- the changelog (WS-22) --------------------------------------------------------------------------------------
 
 
+def _logging_with(layer: type) -> dict[str, Handler]:
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in WINDOW_TYPES:
+            return layer(inner, store_type, context, sink)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(logging_layer=logging_layer)
+
+
 class _PipeKeyLogging(ChangeLoggingWindowBytesStore):
     """Logs ``WindowKeySchema.toBinary`` (``[key][start]``, the repartition serde) instead of the store key
     ``[key][start][seqnum]``."""
@@ -266,12 +276,7 @@ class _PipeKeyLogging(ChangeLoggingWindowBytesStore):
 @mutant("window-changelog-key-without-seqnum", "the changelog key is [key][start] without the logging layer's "
         "seqnum", FAMILY, rules=("WS-22",))
 def _changelog_key_without_seqnum() -> dict[str, Handler]:
-    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
-        if StoreType(store_type) in WINDOW_TYPES:
-            return _PipeKeyLogging(inner, context, sink)
-        return changelogging_store(inner, store_type, context, sink)
-
-    return _open_with(logging_layer=logging_layer)
+    return _logging_with(_PipeKeyLogging)
 
 
 class _NoScanBounds:
@@ -354,7 +359,8 @@ class _MemoryTypesArePlain:
 
 
 @mutant("window-memory-types-plain", "the in-memory store of timestamped_window(_with_headers) is built as a plain "
-        "window store (and logged as one)", FAMILY, rules=("WS-1",))
+        "window store (its change-logging layer, chosen by the store type opened, still logs the type's records)",
+        FAMILY, rules=("WS-1",))
 def _memory_types_plain() -> dict[str, Handler]:
     return _memory(_MemoryTypesArePlain)
 
@@ -479,15 +485,6 @@ class _ContextTimestampLogged(ChangeLoggingWindowBytesStore):
         if self.store_type is StoreType.WINDOW:
             return record
         return dataclasses.replace(record, timestamp=self.context.codec_context().timestamp)
-
-
-def _logging_with(layer: type) -> dict[str, Handler]:
-    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
-        if StoreType(store_type) in WINDOW_TYPES:
-            return layer(inner, context, sink)
-        return changelogging_store(inner, store_type, context, sink)
-
-    return _open_with(logging_layer=logging_layer)
 
 
 @mutant("window-store-written-before-log-check", "a value the changelog refuses is written to the store first",

@@ -22,8 +22,8 @@ from kstate.stores.api import (
     TopicPartition,
     WriteChecking,
 )
-from kstate.stores.changelogging import RecordContextHolder
-from kstate.stores.kv import INVALID_RANGE_WARNING, check_bound, check_value, require_key
+from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.surface import RecordContextHolder, check_bound, check_value, require_key
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
 #: The logger of every store layer (KV-10).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kstate.codecs.layout import ColumnFamilyPlan, LayoutError
 from kstate.codecs.primitives import INT64_MAX
-from kstate.codecs.store_types import LEGACY_CONVERSIONS, OFFSETS_CF, STORE_TYPES, StoreType
+from kstate.codecs.store_types import LEGACY_CONVERSIONS, OFFSETS_CF, STORE_TYPES, TIMESTAMPED_CF, StoreType
 from kstate.stores.api import InvalidStateStoreError, ProcessorStateError
 from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, WriteBatch, storage_error
 
@@ -326,3 +326,46 @@ class ColumnFamilyLayout:
 def existing_column_families(engine: Engine) -> dict[str, bool]:
     """Each column family of ``engine`` and whether it holds a key (the input of the layout plan)."""
     return {cf: not engine.is_empty(cf) for cf in engine.column_families()}
+
+
+# --- the layouts of the RocksDB store types ---------------------------------------------------------------------
+
+
+def _upgrade_mode_message(plan: ColumnFamilyPlan) -> str | None:
+    """The INFO line at open of a store with one legacy family (KV-30, SS-32)."""
+    return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
+
+
+#: Kafka's message when both ``default`` and ``keyValueWithTimestamp`` hold data (UPG-7).
+MIXED_LEGACY_DATA_MESSAGE = (
+    "Inconsistent store state for {name}. Cannot have both plain (DEFAULT) and timestamped data simultaneously. "
+    "Headers store can upgrade from either plain or timestamped format, but not both."
+)
+
+
+def _headers_layout_message(name: str, exc: LayoutError) -> str | None:
+    return MIXED_LEGACY_DATA_MESSAGE.format(name=name) if "plain (DEFAULT) and timestamped" in str(exc) else None
+
+
+def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
+    if plan.legacy_cf == DEFAULT_CF:
+        return "Opening store %s in upgrade mode from plain key value store"
+    if plan.legacy_cf == TIMESTAMPED_CF:
+        return "Opening store %s in upgrade mode from timestamped store"
+    return "Opening store %s in regular headers-aware mode"
+
+
+#: The column families of plain key-value stores, plain window and session segments and the versioned stores'
+#: database: ``default`` alone (LAY-5).
+KEY_VALUE_LAYOUT = ColumnFamilyLayout(StoreType.KEY_VALUE)
+#: The column families of timestamped key-value stores and timestamped window segments (LAY-5, LAY-7).
+TIMESTAMPED_LAYOUT = ColumnFamilyLayout(StoreType.TIMESTAMPED_KV, _upgrade_mode_message)
+#: The column families of header-aware timestamped key-value stores and window segments (LAY-5, LAY-8, UPG-6..UPG-8).
+TIMESTAMPED_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(
+    StoreType.TIMESTAMPED_KV_WITH_HEADERS,
+    _headers_mode_message,
+    _headers_layout_message,
+)
+#: The column families of a header-aware session segment: ``sessionKeyValueWithHeaders``, upgraded lazily from
+#: ``default`` with ``convertToHeaderFormat`` (SS-31, SS-32).
+SESSION_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(StoreType.SESSION_WITH_HEADERS, _upgrade_mode_message)

@@ -118,7 +118,6 @@ class Engine(ABC):
     def write(self, batch: WriteBatch) -> None:
         """Apply every write of ``batch`` atomically (all column families or none)."""
 
-    @abstractmethod
     def iterate(
         self,
         cf: str,
@@ -130,6 +129,12 @@ class Engine(ABC):
         reverse: bool = False,
     ) -> EngineCursor:
         """Entries of ``cf`` with ``lower <= key <= upper`` (bounds None = open), ascending or descending."""
+        return self._cursor(cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
+
+    @abstractmethod
+    def _cursor(self, cf: str, lower: bytes | None, upper: bytes | None, lower_inclusive: bool,
+                upper_inclusive: bool, reverse: bool) -> EngineCursor:
+        """:meth:`iterate` of this engine, its arguments all given; the engine tracks the cursor until it closes."""
 
     def is_empty(self, cf: str) -> bool:
         cursor = self.iterate(cf)
@@ -285,16 +290,8 @@ class MemoryEngine(Engine):
                 else:
                     target.put(bytes(key), bytes(value))
 
-    def iterate(
-        self,
-        cf: str,
-        lower: bytes | None = None,
-        upper: bytes | None = None,
-        *,
-        lower_inclusive: bool = True,
-        upper_inclusive: bool = True,
-        reverse: bool = False,
-    ) -> EngineCursor:
+    def _cursor(self, cf: str, lower: bytes | None, upper: bytes | None, lower_inclusive: bool,
+                upper_inclusive: bool, reverse: bool) -> EngineCursor:
         target = self._cf(cf)
         keys = target.key_slice(lower, upper, lower_inclusive, upper_inclusive)
         if reverse:
@@ -310,15 +307,8 @@ class MemoryEngine(Engine):
     def approximate_count(self, cf: str) -> int:
         return len(self._cf(cf).keys)
 
-    def key_range(
-        self,
-        cf: str,
-        lower: bytes | None = None,
-        upper: bytes | None = None,
-        *,
-        lower_inclusive: bool = True,
-        upper_inclusive: bool = True,
-    ) -> list[bytes]:
+    def key_range(self, cf: str, lower: bytes | None = None, upper: bytes | None = None, *,
+                  lower_inclusive: bool = True, upper_inclusive: bool = True) -> list[bytes]:
         """A copy of the sorted keys of ``cf`` between the bounds (the in-memory store's key-set snapshot)."""
         return self._cf(cf).key_slice(lower, upper, lower_inclusive, upper_inclusive)
 
@@ -756,16 +746,8 @@ class RocksDBEngine(Engine):
         except Exception as exc:
             raise self._error("writing a batch", exc) from exc
 
-    def iterate(
-        self,
-        cf: str,
-        lower: bytes | None = None,
-        upper: bytes | None = None,
-        *,
-        lower_inclusive: bool = True,
-        upper_inclusive: bool = True,
-        reverse: bool = False,
-    ) -> EngineCursor:
+    def _cursor(self, cf: str, lower: bytes | None, upper: bytes | None, lower_inclusive: bool,
+                upper_inclusive: bool, reverse: bool) -> EngineCursor:
         target = self._cf(cf)
         # from_key seeks (forward) or seeks-for-prev (reverse): never rely on ReadOptions lower bounds.
         try:

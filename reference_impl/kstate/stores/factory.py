@@ -83,7 +83,7 @@ def open_bytes_store(
     store_type = _enum(StoreType, store_type, "store_type", BUILT_TYPES)
     backend = _enum(Backend, backend, "backend", tuple(Backend))
     from kstate.stores.families import store_classes
-    from kstate.stores.kv import validate_store_name
+    from kstate.stores.surface import RocksDBOptions, validate_store_name
 
     classes = store_classes(store_type)
     validate_store_name(name)
@@ -99,10 +99,8 @@ def open_bytes_store(
     return cast(StateStore, classes.rocksdb(
         name,
         task_dir,
-        ignore_invalid_state=ignore_invalid_state,
-        migrate_legacy_files=migrate_legacy_files,
-        manage_offsets=manage_offsets,
-        changelog_partitions=changelog_partitions,
+        options=RocksDBOptions(ignore_invalid_state, migrate_legacy_files, manage_offsets,
+                               None if changelog_partitions is None else tuple(changelog_partitions)),
         **family_options,
     ))
 
@@ -132,7 +130,7 @@ def wipe_store(state_dir: str | Path, *, name: str, application_id: str = "app",
     """Delete a RocksDB store's directory (a segmented store's: all its segments) and its ``<store>.position``
     file: the wipe before a rebuild from the changelog that Kafka does after a refused open (UPG-3). The store
     must be closed."""
-    from kstate.stores.kv import validate_store_name
+    from kstate.stores.surface import validate_store_name
 
     # A name, application id or task id Kafka would not write could point the delete outside the task
     # directory: each is refused before anything is deleted (KV-26, LAY-11).

@@ -16,11 +16,14 @@ from typing import Any
 
 from kstate.codecs.store_types import STORE_TYPES, StoreType
 from kstate.errors import KStateError
-from kstate.stores.api import KeyValueBytesStore, StateStore
+from kstate.stores.api import StateStore
 from kstate.stores.changelogging import (
     ChangeLoggingKeyValueBytesStore,
+    ChangeLoggingSessionBytesStore,
     ChangeLoggingTimestampedKeyValueBytesStore,
     ChangeLoggingTimestampedKeyValueBytesStoreWithHeaders,
+    ChangeLoggingVersionedKeyValueBytesStore,
+    ChangeLoggingWindowBytesStore,
     ChangelogSink,
     RecordContextHolder,
 )
@@ -34,18 +37,15 @@ from kstate.stores.segments import (
     TimestampedSegmentsWithHeaders,
 )
 from kstate.stores.session import (
-    ChangeLoggingSessionBytesStore,
     InMemorySessionStore,
     InMemorySessionStoreWithHeaders,
     RocksDBSessionStore,
     RocksDBSessionStoreWithHeaders,
-    SessionBytesStore,
     SessionSegmentsWithHeaders,
 )
 from kstate.stores.timestamped import InMemoryTimestampedKeyValueStore, RocksDBTimestampedStore
 from kstate.stores.typed import KeyValueStore, TimestampedKeyValueStore, TimestampedKeyValueStoreWithHeaders
 from kstate.stores.versioned import (
-    ChangeLoggingVersionedKeyValueBytesStore,
     InMemoryVersionedStore,
     InMemoryVersionedStoreWithHeaders,
     RocksDBVersionedStore,
@@ -56,7 +56,6 @@ from kstate.stores.window import (
     RocksDBTimestampedWindowStoreWithHeaders,
     RocksDBWindowStore,
 )
-from kstate.stores.window_logging import ChangeLoggingWindowBytesStore
 from kstate.stores.window_memory import (
     InMemoryTimestampedWindowStore,
     InMemoryTimestampedWindowStoreWithHeaders,
@@ -72,23 +71,9 @@ class StoreTypeNotBuiltError(KStateError, ValueError):
         super().__init__(f"the reference implementation has no {store_type.value} store yet")
 
 
-#: A change-logging layer's constructor: ``(inner, context, sink)``; the inner store is of the type's family.
-LoggingConstructor = Callable[[Any, RecordContextHolder, ChangelogSink], StateStore]
-
-
-def _plain_logging(inner: KeyValueBytesStore, context: RecordContextHolder,
-                   sink: ChangelogSink) -> ChangeLoggingKeyValueBytesStore:
-    return ChangeLoggingKeyValueBytesStore(inner, StoreType.KEY_VALUE, context, sink)
-
-
-def _session_logging(inner: SessionBytesStore, context: RecordContextHolder,
-                     sink: ChangelogSink) -> ChangeLoggingSessionBytesStore:
-    return ChangeLoggingSessionBytesStore(inner, StoreType.SESSION, context, sink)
-
-
-def _session_with_headers_logging(inner: SessionBytesStore, context: RecordContextHolder,
-                                  sink: ChangelogSink) -> ChangeLoggingSessionBytesStore:
-    return ChangeLoggingSessionBytesStore(inner, StoreType.SESSION_WITH_HEADERS, context, sink)
+#: A change-logging layer's constructor: ``(inner, store_type, context, sink)``; the inner store is of the type's
+#: family (:class:`~kstate.stores.changelogging.ChangeLoggingStore`).
+LoggingConstructor = Callable[[Any, StoreType, RecordContextHolder, ChangelogSink], StateStore]
 
 
 class StoreOptionError(KStateError, ValueError):
@@ -114,8 +99,8 @@ class StoreClasses:
     """The classes of one store type: bytes stores per backend, change-logging layer, typed facade, and the
     options its constructors take beyond the common ones.
 
-    ``rocksdb(name, task_dir, *, ignore_invalid_state, migrate_legacy_files, manage_offsets,
-    changelog_partitions, **options)`` and ``memory(name, **options)`` build the bytes store.
+    ``rocksdb(name, task_dir, *, options=RocksDBOptions(...), **family_options)`` and
+    ``memory(name, **family_options)`` build the bytes store.
     """
 
     rocksdb: type[Any]
@@ -161,7 +146,8 @@ SESSION_OPTIONS = (OpenOption("retention_ms", int, required=True), OpenOption("s
 
 #: One entry per built store type (``StoreTypeInfo.built`` in the codecs' table).
 STORE_CLASSES = MappingProxyType({
-    StoreType.KEY_VALUE: StoreClasses(RocksDBStore, InMemoryKeyValueStore, _plain_logging, KeyValueStore),
+    StoreType.KEY_VALUE: StoreClasses(RocksDBStore, InMemoryKeyValueStore, ChangeLoggingKeyValueBytesStore,
+                                      KeyValueStore),
     StoreType.TIMESTAMPED_KV: StoreClasses(RocksDBTimestampedStore, InMemoryTimestampedKeyValueStore,
                                            ChangeLoggingTimestampedKeyValueBytesStore, TimestampedKeyValueStore),
     StoreType.TIMESTAMPED_KV_WITH_HEADERS: StoreClasses(
@@ -181,10 +167,10 @@ STORE_CLASSES = MappingProxyType({
         RocksDBTimestampedWindowStoreWithHeaders, InMemoryTimestampedWindowStoreWithHeaders,
         ChangeLoggingWindowBytesStore, options=WINDOW_OPTIONS),
     # Session stores (SS-*): ``Stores.persistentSessionStore(name, retention)`` / ``inMemorySessionStore``.
-    StoreType.SESSION: StoreClasses(RocksDBSessionStore, InMemorySessionStore, _session_logging,
+    StoreType.SESSION: StoreClasses(RocksDBSessionStore, InMemorySessionStore, ChangeLoggingSessionBytesStore,
                                     options=SESSION_OPTIONS),
     StoreType.SESSION_WITH_HEADERS: StoreClasses(RocksDBSessionStoreWithHeaders, InMemorySessionStoreWithHeaders,
-                                                 _session_with_headers_logging, options=SESSION_OPTIONS),
+                                                 ChangeLoggingSessionBytesStore, options=SESSION_OPTIONS),
 })
 
 if set(STORE_CLASSES) != {t for t, i in STORE_TYPES.items() if i.built}:  # the two tables agree
@@ -225,7 +211,8 @@ def changelogging_store(
     inner: Any, store_type: StoreType, context: RecordContextHolder, sink: ChangelogSink
 ) -> Any:
     """The change-logging layer Kafka's builder for ``store_type`` puts around ``inner`` (CL-3 to CL-8)."""
-    return store_classes(StoreType(store_type)).logging(inner, context, sink)
+    store_type = StoreType(store_type)
+    return store_classes(store_type).logging(inner, store_type, context, sink)
 
 
 __all__ = [

@@ -12,16 +12,11 @@ which stages their writes and applies them, with the KIP-1035 offsets, in one at
 
 from __future__ import annotations
 
-import logging
 import weakref
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
-from kstate.codecs.layout import MAX_NAME_LENGTH, name_problem
-from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import increment, increment_without_overflow
 from kstate.codecs.store_types import StoreType
 from kstate.errors import EncodeError, InvalidArgumentError, NullKeyError
@@ -29,16 +24,27 @@ from kstate.stores.api import (
     Backend,
     InvalidPrefixError,
     InvalidStateStoreError,
-    InvalidStoreNameError,
-    RecordContext,
     TopicPartition,
     UnknownColumnFamilyError,
 )
-from kstate.stores.column_families import Accessor, ColumnFamilyLayout
+from kstate.stores.column_families import KEY_VALUE_LAYOUT, Accessor, ColumnFamilyLayout
 from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, MemoryEngine
 from kstate.stores.rocksdb_instance import RocksDBInstance
-
-LOG = logging.getLogger("kstate.stores")
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
+    LOG,
+    ClosesItsIterators,
+    ClosesOnExit,
+    InMemoryOffsets,
+    OpenState,
+    PositionTracker,
+    RocksDBOptions,
+    check_changelog_offsets,
+    check_value,
+    require_key,
+    to_codec_tp,
+    validate_store_name,
+)
 
 #: The WARN Kafka logs for ``range``/``reverseRange`` with ``from > to`` (KV-10), word for word.
 INVALID_RANGE_WARNING = (
@@ -59,66 +65,10 @@ __all__ = [
 
 Entry = tuple[bytes, bytes]
 
-#: ``Named.MAX_NAME_LENGTH``: the longest store name Kafka Streams accepts (KV-26).
-MAX_STORE_NAME_LENGTH = MAX_NAME_LENGTH
-
-
-def validate_store_name(name: object) -> str:
-    """Kafka's ``Named.validate``: non-empty, not ``.`` or ``..``, at most 249 characters, each an ASCII
-    letter or digit, ``.``, ``_`` or ``-`` (KV-26); so a name never leaves ``rocksdb/``."""
-    if not isinstance(name, str):
-        raise InvalidArgumentError("name", f"a store name is a str, got {type(name).__name__}")
-    problem = name_problem(name)
-    if problem is not None:
-        raise InvalidStoreNameError(problem)
-    return name
-
-
-def require_key(key: bytes | None) -> bytes:
-    """Kafka's ``Objects.requireNonNull(key, "key cannot be null")`` (KV-3)."""
-    if key is None:
-        raise NullKeyError("key cannot be null")
-    if not isinstance(key, bytes):
-        if isinstance(key, (bytearray, memoryview)):
-            return bytes(key)
-        raise InvalidArgumentError("key", f"keys are bytes, got {type(key).__name__}")
-    return key
-
-
-def check_value(value: object, expected: str = "values are bytes or None") -> bytes | None:
-    """A value argument: bytes (a bytearray or memoryview is copied), or None for a tombstone; anything else is
-    an :class:`InvalidArgumentError` naming ``value`` and saying ``expected`` (WS-35, VS-35)."""
-    if value is None or type(value) is bytes:
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError("value", f"{expected}, got {type(value).__name__}")
-
-
-def check_bound(name: str, key: object, expected: str = "keys are bytes or None") -> bytes | None:
-    """A key-range bound: bytes, or None for unbounded; anything else is an :class:`InvalidArgumentError` naming
-    ``name`` and saying ``expected`` (WS-34)."""
-    if key is None:
-        return None
-    if isinstance(key, (bytes, bytearray, memoryview)):
-        return bytes(key)
-    raise InvalidArgumentError(name, f"{expected}, got {type(key).__name__}")
-
-
-def default_changelog_partitions(task_dir: Path, store_name: str) -> tuple[TopicPartition, ...]:
-    """``<application.id>-<store>-changelog``, partition = the task's partition, read from the directory names
-    ``<application.id>/<subtopology>_<partition>``; none when they do not have that form."""
-    try:
-        partition = int(task_dir.name.rsplit("_", 1)[1])
-    except (IndexError, ValueError):
-        return ()
-    return (TopicPartition(f"{task_dir.parent.name}-{store_name}-changelog", partition),)
-
-
 # --- iterators ----------------------------------------------------------------------------------------
 
 
-class StoreIterator:
+class StoreIterator(ClosesOnExit):
     """Kafka's ``KeyValueIterator<Bytes, byte[]>`` over a store (KV-11, KV-12).
 
     Iterate it, or call :meth:`has_next` / :meth:`peek_next_key` / ``next``; :meth:`close` releases it
@@ -191,13 +141,6 @@ class StoreIterator:
         if on_close is not None:
             on_close(self)
 
-    def __enter__(self) -> StoreIterator:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 def empty_iterator(store_name: str) -> StoreIterator:
@@ -212,119 +155,7 @@ def _warn_if_invalid_range(from_key: bytes | None, to_key: bytes | None) -> bool
     return False
 
 
-def _to_codec_tp(tp: object, argument: str = "partition") -> tuple[str, int]:
-    """A ``TopicPartition`` or a ``(topic, partition)`` pair; anything else is refused naming ``argument``."""
-    if isinstance(tp, TopicPartition):
-        topic, partition = tp.topic, tp.partition
-    elif isinstance(tp, tuple) and len(tp) == 2:
-        topic, partition = tp
-    else:
-        raise InvalidArgumentError(argument, f"expected a TopicPartition, got {type(tp).__name__} {tp!r:.80}")
-    if not isinstance(topic, str) or not isinstance(partition, int) or isinstance(partition, bool):
-        raise InvalidArgumentError(argument, f"expected a str topic and an int partition, got {tp!r:.80}")
-    return topic, partition
-
-
-def _changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], int | None]:
-    """``commit``'s argument checked: a mapping of partitions to int offsets or None."""
-    if not isinstance(changelog_offsets, Mapping):
-        raise InvalidArgumentError(
-            "changelog_offsets", f"expected a mapping of TopicPartition to offset, got {type(changelog_offsets).__name__}"
-        )
-    out: dict[tuple[str, int], int | None] = {}
-    for tp, offset in changelog_offsets.items():
-        key = _to_codec_tp(tp, "changelog_offsets")
-        if offset is not None and (not isinstance(offset, int) or isinstance(offset, bool)):
-            raise InvalidArgumentError(
-                "changelog_offsets", f"the offset of {key[0]}-{key[1]} is {type(offset).__name__}, not an int or None"
-            )
-        out[key] = offset
-    return out
-
-
-# --- the shared store surface ---------------------------------------------------------------------------
-
-
-class PositionTracker:
-    """A store's position (IQ consistency): advanced by each write from the record being processed."""
-
-    def __init__(self) -> None:
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
-
-    def set_record_context(self, context: RecordContext | None) -> None:
-        """The record being processed; writes then advance the store position (``StoreQueryUtils.updatePosition``)."""
-        self._record_context = context
-
-    def _update_position(self) -> None:
-        context = self._record_context
-        if context is not None and context.topic and context.offset >= 0:
-            partitions = self._position.setdefault(context.topic, {})
-            partitions[context.partition] = max(partitions.get(context.partition, context.offset), context.offset)
-
-    def merge_position(self, other: Position) -> None:
-        """``Position.merge``: per partition the larger offset wins (restore with consistency headers)."""
-        self._position = merge_positions(self._position, other)
-
-    @property
-    def position(self) -> Position:
-        """A copy of the store's position: input topic -> partition -> highest offset applied."""
-        return {topic: dict(parts) for topic, parts in self._position.items()}
-
-
-class OpenState:
-    """``is_open``, and the refusal of any use of a closed store in Kafka's words: "Store X is currently closed"
-    (KV-12)."""
-
-    name: str
-    _open: bool
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
-
-
-class ClosesItsIterators(OpenState):
-    """A store that tracks its open iterators: closing it closes them first, with Kafka's WARN "Closing N open
-    iterators for store X"; a crash closes them silently. Both are no-ops on a closed store (KV-12, KV-52)."""
-
-    _iterators: Collection[Any]
-
-    def _close_database(self) -> None:
-        """Write the staged data, the position and status CLOSED; release the database."""
-        raise NotImplementedError
-
-    def _abandon_database(self) -> None:
-        """Release the database as a killed process would: staged data lost, status left OPEN."""
-        raise NotImplementedError
-
-    def _close_iterators(self) -> None:
-        if self._iterators:
-            LOG.warning("Closing %d open iterators for store %s", len(self._iterators), self.name)
-            for iterator in list(self._iterators):
-                iterator.close()
-
-    def close(self) -> None:
-        if not self._open:
-            return
-        self._close_iterators()
-        self._open = False
-        self._close_database()
-
-    def simulate_crash(self) -> None:
-        if not self._open:
-            return
-        for iterator in list(self._iterators):
-            iterator.close()
-        self._open = False
-        self._abandon_database()
-
-
-class _KeyValueOperations(OpenState, PositionTracker):
+class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
     name: str
@@ -439,13 +270,6 @@ class _KeyValueOperations(OpenState, PositionTracker):
         upper = increment_without_overflow(prefix)
         return self._iterator(prefix, upper, upper is None, False)
 
-    def __enter__(self) -> _KeyValueOperations:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 # --- RocksDB ------------------------------------------------------------------------------------------------
@@ -456,7 +280,8 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
     ``RocksDBStore(name, task_dir)`` opens ``<task_dir>/rocksdb/<name>``; pass ``engine`` to run the same
     logic over another :class:`~kstate.stores.engine.Engine` (tests use :class:`MemoryEngine`).
-    ``manage_offsets=False`` models a pre-4.3 store: it knows no ``offsets`` column family, so it refuses
+    ``options`` (:class:`~kstate.stores.surface.RocksDBOptions`) say how it opens; ``manage_offsets=False`` models
+    a pre-4.3 store: it knows no ``offsets`` column family, so it refuses
     a directory that has one (UPG-2). Writes are staged until :meth:`commit` or :meth:`close` (KV-50).
     Opening raises :class:`ProcessorStateError` for an unknown column family (UPG-1) or an unclean
     shutdown (KV-52) unless ``ignore_invalid_state``. The database's life is a
@@ -466,7 +291,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
     backend = Backend.ROCKSDB
     store_type = StoreType.KEY_VALUE
     #: The column families of this store type: layout rules, known families, mode messages (spec/layout.md).
-    COLUMN_FAMILY_LAYOUT = ColumnFamilyLayout(StoreType.KEY_VALUE)
+    COLUMN_FAMILY_LAYOUT: ColumnFamilyLayout = KEY_VALUE_LAYOUT
     #: The class that opens and owns the database (a test or mutant may put a subclass here).
     INSTANCE_CLASS: type[RocksDBInstance] = RocksDBInstance
 
@@ -475,10 +300,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         name: str,
         task_dir: str | Path | None = None,
         *,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
-        changelog_partitions: Iterable[TopicPartition] | None = None,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
         engine: Engine | None = None,
     ) -> None:
         super().__init__(validate_store_name(name))
@@ -486,9 +308,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
             raise InvalidArgumentError("task_dir", "a RocksDB store needs a task directory or an engine")
         self.task_dir = Path(task_dir) if task_dir is not None else None
         self.path = self.task_dir / ROCKSDB_DIR / name if self.task_dir is not None else None
-        self.changelog_partitions = (
-            tuple(changelog_partitions) if changelog_partitions is not None else self._default_changelog_partitions()
-        )
+        self.changelog_partitions = options.partitions_for(self.task_dir, self.name)
         self._iterators: weakref.WeakSet[StoreIterator] = weakref.WeakSet()
         self._open = False
         checked = (
@@ -502,19 +322,13 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
             self.COLUMN_FAMILY_LAYOUT,
             checked_directories=checked,
             task_dir=self.task_dir,
-            ignore_invalid_state=ignore_invalid_state,
-            migrate_legacy_files=migrate_legacy_files,
-            manage_offsets=manage_offsets,
+            options=options,
             changelog_partitions=self.changelog_partitions,
             engine=engine,
         )
         self._accessor: Accessor = self._instance.accessor
         self._position = self._instance.position
         self._open = True
-
-    def _default_changelog_partitions(self) -> tuple[TopicPartition, ...]:
-        """``<application.id>-<store>-changelog``, partition = the task's partition (from the directory names)."""
-        return () if self.task_dir is None else default_changelog_partitions(self.task_dir, self.name)
 
     # state ----------------------------------------------------------------------------------------------------
 
@@ -620,7 +434,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
         An empty mapping wipes every committed offset; a None value removes that partition's offset.
         """
-        offsets = _changelog_offsets(changelog_offsets)
+        offsets = check_changelog_offsets(changelog_offsets)
         self._check_open()
         self._instance.commit(offsets, self._position)
 
@@ -631,7 +445,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """The committed changelog offset of ``partition``, or None (OFF-3)."""
-        tp = _to_codec_tp(partition, "partition")
+        tp = to_codec_tp(partition, "partition")
         self._check_open()
         return self._instance.committed_offset(tp)
 
@@ -669,31 +483,6 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
 
 # --- in memory ------------------------------------------------------------------------------------------------
-
-
-class InMemoryOffsets:
-    """What every in-memory store answers about offsets: it keeps none, and commits and flushes nothing (KV-44)."""
-
-    #: The store's own check (declared only: the class this is mixed into defines it).
-    _check_open: Callable[[], None]
-
-    def manages_offsets(self) -> bool:
-        """In-memory stores keep no offsets (KV-44)."""
-        return False
-
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Nothing to persist (KV-44)."""
-        _changelog_offsets(changelog_offsets)
-        self._check_open()
-
-    def flush(self) -> None:
-        self._check_open()
-
-    def committed_offset(self, partition: TopicPartition) -> int | None:
-        """Always None: the offsets are not managed by an in-memory store (KV-44)."""
-        _to_codec_tp(partition, "partition")
-        self._check_open()
-        return None
 
 
 class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):

@@ -9,7 +9,6 @@ its own, at once, so that a crash before the first commit is still detected (KV-
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,10 +42,8 @@ from kstate.storage_files import (
 )
 from kstate.stores.api import ProcessorStateError, StoreCorruptedError, StoreStorageError, TopicPartition
 from kstate.stores.engine import Engine, WriteBatch, storage_error
+from kstate.stores.surface import LOG, CodecTopicPartition
 
-LOG = logging.getLogger("kstate.stores")
-
-CodecTopicPartition = tuple[str, int]
 OffsetsImage = dict[bytes, bytes]
 
 

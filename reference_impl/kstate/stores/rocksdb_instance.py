@@ -10,7 +10,6 @@ downgrade (UPG-4) and crashed (KV-52) closes, and a read-only view of its famili
 
 from __future__ import annotations
 
-import logging
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -42,10 +41,7 @@ from kstate.stores.offsets import (
     has_committed_offsets,
     read_offsets_image,
 )
-
-LOG = logging.getLogger("kstate.stores")
-
-CodecTopicPartition = tuple[str, int]
+from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, LOG, CodecTopicPartition, RocksDBOptions
 
 
 class ExistingDatabaseChecks:
@@ -149,12 +145,13 @@ class RocksDBInstance(ExistingDatabaseChecks):
         *,
         checked_directories: Sequence[tuple[Path, str]] = (),
         task_dir: Path | None = None,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
         changelog_partitions: Iterable[TopicPartition] = (),
         engine: Engine | None = None,
     ) -> None:
+        ignore_invalid_state = options.ignore_invalid_state
+        migrate_legacy_files = options.migrate_legacy_files
+        manage_offsets = options.manage_offsets
         super().__init__(name, path, layout, manage_offsets)
         self.task_dir = task_dir
         self.changelog_partitions = tuple(changelog_partitions)

@@ -4,28 +4,57 @@
 A window or a session store keeps one RocksDB database per segment under ``<task>/<store>/`` (LAY-3), managed by
 a :class:`~kstate.stores.segments.KeyValueSegments`. What does not depend on the key schema lives here, once:
 opening what a restart finds (every segment checked before any is opened, SS-20, WS-31; none lost while an
-offset claims it, LAY-13), the position merged from the segments (WS-29, SS-21), the KIP-1035 offsets of
-:class:`SegmentedStoreOffsets` (WS-28, SS-23), the segments' rows for dumps, and close and crash (WS-30, SS-21,
-SS-22). The key schema's operations stay in the adapters, :class:`~kstate.stores.window.RocksDBWindowStore` and
-:class:`~kstate.stores.session.RocksDBSessionStore`.
+offset claims it, LAY-13), the position merged from the segments (WS-29, SS-21), the live segment of a write
+(WS-7, WS-8, SS-12, SS-14), restore mode in every segment (RST-8), the KIP-1035 offsets of
+:class:`SegmentedStoreOffsets` (WS-28, SS-23), the segments' rows for dumps, and close and crash with the open
+iterators (WS-30, SS-21, SS-22). The key schema's operations stay in the adapters,
+:class:`~kstate.stores.window.RocksDBWindowStore` and :class:`~kstate.stores.session.RocksDBSessionStore`.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
-from kstate.codecs.position import Position
-from kstate.stores.segments import FoundSegment, KeyValueSegments, SegmentedStoreOffsets
+from kstate.codecs.position import Position, merge_positions
+from kstate.codecs.primitives import java_div
+from kstate.stores.api import TopicPartition
+from kstate.stores.segments import FoundSegment, KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
+from kstate.stores.surface import ClosesItsIterators
 
 
-class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
-    """The segment life of a window or session store: open-existing, offsets, dumps, close and crash (WS-28..WS-31,
-    SS-20..SS-23). The adapter sets ``segments`` and ``observed_stream_time`` before :meth:`_open_existing`."""
+def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, upper: bytes | None,
+                  backward: bool) -> Iterator[tuple[KeyValueSegment, Iterable[tuple[bytes, bytes]]]]:
+    """The scan loop of ``SegmentIterator``: each segment in turn with its rows in ``[lower, upper]`` (both
+    inclusive, None unbounded), in byte order or reversed; each segment's cursors are closed before the next opens,
+    or when the reader stops. The key schema's adapter splits and filters the rows (WS-11, WS-13, SS-5, SS-6)."""
+    for segment in segments:
+        source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
+        try:
+            yield segment, source
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
+
+class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
+    """The segment life of a window or session store: open-existing, the live segment, restore mode, offsets,
+    dumps, close and crash (WS-7, WS-8, WS-28..WS-31, SS-12, SS-14, SS-20..SS-23, RST-8). The adapter sets
+    ``segments`` and ``observed_stream_time`` before :meth:`_open_existing`."""
 
     name: str
     segments: KeyValueSegments
     observed_stream_time: int
     _position: Position
+    #: The open iterators a close closes (KV-12); a store whose reads answer lists keeps none.
+    _iterators: Collection[Any] = ()
+    #: The restore in progress (None: none), and the segments that entered its restore mode (RST-8).
+    _restore_stack: contextlib.ExitStack | None = None
+    _restore_entered: frozenset[str] | set[str] = frozenset()
+    #: The earliest live segment id when expired segments were last deleted (None: not since open).
+    _expired_below: int | None = None
 
     # opening ------------------------------------------------------------------------------------------------------
 
@@ -42,6 +71,54 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
     def _check_listed_segments(self, found: list[FoundSegment]) -> None:
         """A segment the others list is gone while a committed offset claims it: refused (LAY-13)."""
         self.segments.check_listed_segments(found)
+
+    # the live segment -----------------------------------------------------------------------------------------------
+
+    def _live_segment(self, timestamp: int) -> KeyValueSegment | None:
+        """``getOrCreateSegmentIfLive(segmentId(timestamp), T)``: None when expired; expired segments are deleted
+        whenever the earliest live segment moves (WS-7, WS-8, SS-12, SS-14). A segment already held at an unchanged
+        earliest live segment is answered without the expiry pass, which would find nothing to delete."""
+        segments = self.segments
+        interval = segments.segment_interval
+        segment_id = timestamp // interval if timestamp >= 0 else java_div(timestamp, interval)
+        floor = self.observed_stream_time - segments.retention_period
+        min_live = floor // interval if floor >= 0 else java_div(floor, interval)
+        if segment_id < min_live:
+            return None
+        if min_live == self._expired_below:
+            segment = segments.segment_by_id(segment_id)
+            if segment is not None:
+                return segment
+        segment = segments.get_or_create_segment_if_live(segment_id, self.observed_stream_time)
+        self._expired_below = min_live
+        return segment
+
+    # restore mode ---------------------------------------------------------------------------------------------------
+
+    def restoring(self) -> contextlib.AbstractContextManager[None]:
+        """Restore mode in every segment, those a restore creates included: no WAL, one flush at the end (RST-8)."""
+        self._check_open()
+        return self._restore_mode()
+
+    @contextlib.contextmanager
+    def _restore_mode(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            self._restore_stack = stack
+            self._restore_entered = set()
+            for segment in self.segments.all_segments():
+                self._enter_restore_mode(segment)
+            try:
+                yield
+            finally:
+                self._restore_stack = None
+
+    def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
+        """``segment`` joins the restore in progress, if any (RST-8)."""
+        stack = self._restore_stack
+        if stack is not None and segment.name not in self._restore_entered:
+            assert isinstance(self._restore_entered, set)
+            self._restore_entered.add(segment.name)
+            stack.enter_context(segment.instance.restoring())
 
     # state ----------------------------------------------------------------------------------------------------------
 
@@ -62,6 +139,22 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
         """Every open segment's column families and rows, staged writes included, by segment name (LAY-3)."""
         self._check_open()
         return {s.name: s.instance.column_family_rows() for s in self.segments.all_segments()}
+
+    def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Each open segment's committed offsets, by segment name (WS-28, SS-23)."""
+        return {s.name: {TopicPartition(t, p): o for (t, p), o in s.instance.committed_offsets().items()}
+                for s in self.segments.all_segments()}
+
+    def segment_positions(self) -> dict[str, Position]:
+        """Each open segment's position as last written (WS-29, SS-21)."""
+        return {s.name: s.instance.position for s in self.segments.all_segments()}
+
+    def merged_position(self) -> Position:
+        """The merge of the segments' written positions (WS-29, SS-21)."""
+        merged: Position = {}
+        for segment in self.segments.all_segments():
+            merged = merge_positions(merged, segment.instance.position)
+        return merged
 
     # closing --------------------------------------------------------------------------------------------------------
 
@@ -84,4 +177,4 @@ class RocksDBSegmentedBytesStore(SegmentedStoreOffsets):
         self.segments.close()
 
 
-__all__ = ["RocksDBSegmentedBytesStore"]
+__all__ = ["RocksDBSegmentedBytesStore", "scan_segments"]

@@ -16,7 +16,6 @@ PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 from abc import ABC, abstractmethod
@@ -32,7 +31,13 @@ from kstate.codecs.primitives import encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
-from kstate.stores.column_families import Accessor, ColumnFamilyLayout
+from kstate.stores.column_families import (
+    KEY_VALUE_LAYOUT,
+    TIMESTAMPED_LAYOUT,
+    TIMESTAMPED_WITH_HEADERS_LAYOUT,
+    Accessor,
+    ColumnFamilyLayout,
+)
 from kstate.stores.engine import (
     DEFAULT_CF,
     Engine,
@@ -41,15 +46,17 @@ from kstate.stores.engine import (
     rocksdb_directory_state,
     storage_error,
 )
-from kstate.stores.headers import TIMESTAMPED_WITH_HEADERS_LAYOUT
-from kstate.stores.kv import RocksDBStore, _changelog_offsets, _to_codec_tp, validate_store_name
 from kstate.stores.offsets import has_committed_offsets, read_offsets_image
 from kstate.stores.rocksdb_instance import ExistingDatabaseChecks, RocksDBInstance
-from kstate.stores.timestamped import TIMESTAMPED_LAYOUT
-
-LOG = logging.getLogger("kstate.stores")
-
-CodecTopicPartition = tuple[str, int]
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
+    LOG,
+    CodecTopicPartition,
+    RocksDBOptions,
+    check_changelog_offsets,
+    to_codec_tp,
+    validate_store_name,
+)
 
 
 class Segment(ABC):
@@ -293,7 +300,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
     """
 
     #: The column families of every segment (LAY-5): the plain key-value layout.
-    LAYOUT: ColumnFamilyLayout = RocksDBStore.COLUMN_FAMILY_LAYOUT
+    LAYOUT: ColumnFamilyLayout = KEY_VALUE_LAYOUT
 
     def __init__(
         self,
@@ -302,16 +309,16 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         retention_period: int,
         segment_interval: int,
         *,
-        manage_offsets: bool = True,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
         changelog_partitions: Iterable[TopicPartition] = (),
-        ignore_invalid_state: bool = False,
     ) -> None:
         super().__init__(name, retention_period, segment_interval)
         self.task_dir = Path(task_dir)
         self.directory = self.task_dir / self.name
-        self.manage_offsets = manage_offsets
+        self.options = options
+        self.manage_offsets = options.manage_offsets
         self.changelog_partitions = tuple(changelog_partitions)
-        self.ignore_invalid_state = ignore_invalid_state
+        self.ignore_invalid_state = options.ignore_invalid_state
         #: The segment names last written to the segment lists (LAY-13), and the ids of the segments holding them.
         self._listed: tuple[str, ...] | None = None
         self._listed_in: set[int] = set()
@@ -326,8 +333,7 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
             self.directory / name,
             self.LAYOUT,
             checked_directories=((self.task_dir, "task directory"), (self.directory, "segments directory")),
-            ignore_invalid_state=self.ignore_invalid_state,
-            manage_offsets=self.manage_offsets,
+            options=self.options,
             changelog_partitions=self.changelog_partitions,
         )
         segment = KeyValueSegment(segment_id_, name, instance)
@@ -473,7 +479,7 @@ class SegmentedStoreOffsets:
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
         atomic batch (SS-21, SS-22, WS-28)."""
-        offsets = _changelog_offsets(changelog_offsets)
+        offsets = check_changelog_offsets(changelog_offsets)
         self._check_open()
         self.segments.commit(offsets, self._position)
 
@@ -486,7 +492,7 @@ class SegmentedStoreOffsets:
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """``AbstractSegments.committedOffset``: the offset of the newest segment that holds one for ``partition``
         (a segment created since the last commit holds none), None if none does (SS-23, WS-28)."""
-        tp = _to_codec_tp(partition, "partition")
+        tp = to_codec_tp(partition, "partition")
         self._check_open()
         for segment in self.segments.all_segments(forward=False):
             offset = segment.instance.committed_offset(tp)
@@ -606,9 +612,8 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
         retention_period: int,
         segment_interval: int,
         *,
-        manage_offsets: bool = True,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
         changelog_partitions: Iterable[TopicPartition] = (),
-        ignore_invalid_state: bool = False,
         engine: Engine | None = None,
     ) -> None:
         super().__init__(name, retention_period, segment_interval)
@@ -616,9 +621,10 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
             raise InvalidArgumentError("task_dir", "a RocksDB store needs a task directory or an engine")
         self.task_dir = Path(task_dir) if task_dir is not None else None
         self.path = self.task_dir / ROCKSDB_DIR / self.name if self.task_dir is not None else None
-        self.manage_offsets = manage_offsets
+        self.options = options
+        self.manage_offsets = options.manage_offsets
         self.changelog_partitions = tuple(changelog_partitions)
-        self.ignore_invalid_state = ignore_invalid_state
+        self.ignore_invalid_state = options.ignore_invalid_state
         self._engine = engine
         self._physical: RocksDBInstance | None = None
         self._reserved: dict[int, LogicalKeyValueSegment] = {}
@@ -646,10 +652,9 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
         self._physical = _LogicalSegmentsDatabase(
             self.name,
             self.path,
-            RocksDBStore.COLUMN_FAMILY_LAYOUT,
+            KEY_VALUE_LAYOUT,
             checked_directories=checked,
-            ignore_invalid_state=self.ignore_invalid_state,
-            manage_offsets=self.manage_offsets,
+            options=self.options,
             changelog_partitions=self.changelog_partitions,
             engine=self._engine,
         )

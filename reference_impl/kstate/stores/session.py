@@ -11,46 +11,36 @@ earliest_end and start <= latest_start (SS-5), in Kafka's order (SS-6, SS-7).
 
 from __future__ import annotations
 
-import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import NamedTuple, Protocol
 
-from kstate.codecs import changelog as cl
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
-from kstate.codecs.layout import ColumnFamilyPlan
-from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import (
     Backend,
     InvalidStateStoreError,
-    RecordContext,
-    TopicPartition,
 )
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
-from kstate.stores.column_families import ColumnFamilyLayout
-from kstate.stores.kv import (
-    INVALID_RANGE_WARNING,
-    ClosesItsIterators,
+from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
+from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.segmented import RocksDBSegmentedBytesStore, scan_segments
+from kstate.stores.segments import KeyValueSegment, KeyValueSegments
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
+    LOG,
+    ClosesOnExit,
     InMemoryOffsets,
-    OpenState,
-    PositionTracker,
+    RocksDBOptions,
+    StoreState,
     check_bound,
     check_value,
     require_key,
-    validate_store_name,
 )
-from kstate.stores.segmented import RocksDBSegmentedBytesStore
-from kstate.stores.segments import KeyValueSegment, KeyValueSegments
-from kstate.stores.wrapping import WrappedStore
-
-LOG = logging.getLogger("kstate.stores")
 
 #: ``ConsumerRecord.NO_TIMESTAMP``: the observed stream time of a store that has seen no write (SS-12).
 NO_TIMESTAMP = -1
@@ -101,7 +91,7 @@ _AGGREGATE = "an aggregate is bytes or None"
 _RANGE_KEY = "keys are bytes"
 
 
-class SessionIterator:
+class SessionIterator(ClosesOnExit):
     """Kafka's ``KeyValueIterator<Windowed<Bytes>, byte[]>``: :class:`SessionRecord` entries, ``peek_next``, and
     ``close``; a read after close raises :class:`InvalidStateStoreError`."""
 
@@ -146,12 +136,6 @@ class SessionIterator:
         if on_close is not None:
             on_close(self)
 
-    def __enter__(self) -> SessionIterator:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.close()
 
 
 def empty_session_iterator() -> SessionIterator:
@@ -186,7 +170,7 @@ class SessionStore(Protocol):
 # --- the operations both backends share --------------------------------------------------------------------------
 
 
-class SessionOperations(OpenState, PositionTracker):
+class SessionOperations(StoreState):
     """Kafka's ``SessionStore<Bytes, byte[]>`` surface over the backend hooks ``_put``, ``_remove``, ``_get``,
     ``_find`` (single key when ``single``) and ``_fetch_range`` (SS-2..SS-9)."""
 
@@ -195,7 +179,7 @@ class SessionOperations(OpenState, PositionTracker):
     store_type: StoreType = StoreType.SESSION
 
     def __init__(self, name: str, retention_ms: int) -> None:
-        self.name = validate_store_name(name)
+        super().__init__(name)
         if isinstance(retention_ms, bool) or not isinstance(retention_ms, int) or retention_ms < 0:
             raise InvalidArgumentError("retention_ms", f"retentionPeriod cannot be negative, got {retention_ms!r:.80}")
         self.retention_ms = retention_ms
@@ -203,8 +187,6 @@ class SessionOperations(OpenState, PositionTracker):
         self.observed_stream_time = NO_TIMESTAMP
         #: Puts dropped because their segment had expired (Kafka's ``dropped-records`` sensor, SS-14).
         self.dropped_records = 0
-        self._position: Position = {}
-        self._record_context: RecordContext | None = None
         self._open = True
 
     # writes -------------------------------------------------------------------------------------------------------
@@ -282,16 +264,6 @@ class SessionOperations(OpenState, PositionTracker):
 # --- RocksDB -----------------------------------------------------------------------------------------------------
 
 
-def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
-    """``RocksDBMigratingSessionStoreWithHeaders``' INFO line at open (SS-32)."""
-    return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
-
-
-#: The column families of a header-aware session segment: ``sessionKeyValueWithHeaders``, upgraded lazily from
-#: ``default`` with ``convertToHeaderFormat`` (SS-31, SS-32).
-SESSION_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(StoreType.SESSION_WITH_HEADERS, _headers_mode_message)
-
-
 class SessionSegmentsWithHeaders(KeyValueSegments):
     """Kafka's session segments with headers (``SessionSegmentWithHeaders``): each segment a database that migrates
     its own ``default`` family lazily into ``sessionKeyValueWithHeaders`` (SS-31, SS-32)."""
@@ -299,15 +271,7 @@ class SessionSegmentsWithHeaders(KeyValueSegments):
     LAYOUT = SESSION_WITH_HEADERS_LAYOUT
 
 
-def _default_changelog_partitions(task_dir: Path, name: str) -> tuple[TopicPartition, ...]:
-    """``<application.id>-<store>-changelog`` on the task's partition, read from the task directory's names."""
-    _, _, partition = task_dir.name.rpartition("_")
-    if not partition.isdigit():
-        return ()
-    return (TopicPartition(cl.changelog_topic_name(task_dir.parent.name, name), int(partition)),)
-
-
-class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, SessionOperations):
+class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
     """Kafka's ``RocksDBSessionStore`` over ``RocksDBSegmentedBytesStore`` with ``SessionKeySchema`` (SS-1, SS-10).
 
     ``RocksDBSessionStore(name, task_dir, retention_ms=...)`` opens the segments found in ``<task_dir>/<name>``;
@@ -328,10 +292,7 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         *,
         retention_ms: int,
         segment_interval_ms: int | None = None,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
-        changelog_partitions: Iterable[TopicPartition] | None = None,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
     ) -> None:
         super().__init__(name, retention_ms)
         self._open = False
@@ -339,12 +300,11 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         if segment_interval_ms is None:
             segment_interval_ms = session_keys.default_segment_interval(retention_ms)
         self.segment_interval_ms = segment_interval_ms
-        self.changelog_partitions = (tuple(changelog_partitions) if changelog_partitions is not None
-                                     else _default_changelog_partitions(self.task_dir, self.name))
-        self.ignore_invalid_state = ignore_invalid_state
+        self.changelog_partitions = options.partitions_for(self.task_dir, self.name)
+        self.ignore_invalid_state = options.ignore_invalid_state
         self.segments = self.SEGMENTS(
-            self.name, self.task_dir, retention_ms, segment_interval_ms, manage_offsets=manage_offsets,
-            changelog_partitions=self.changelog_partitions, ignore_invalid_state=ignore_invalid_state)
+            self.name, self.task_dir, retention_ms, segment_interval_ms, options=options,
+            changelog_partitions=self.changelog_partitions)
         self._open_existing()
         self._iterators: set[SessionIterator] = set()
         self._open = True
@@ -363,12 +323,12 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         """``AbstractRocksDBSegmentedBytesStore.put``: advance stream time, then write if the segment is live,
         else count the drop (SS-12, SS-14)."""
         self.observed_stream_time = max(self.observed_stream_time, end)
-        segment = self.segments.get_or_create_segment_if_live(
-            self.segments.segment_id(end), self.observed_stream_time)
+        segment = self._live_segment(end)
         if segment is None:
             self.dropped_records += 1
             return
         self._update_position()
+        self._enter_restore_mode(segment)
         segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
 
     def _remove(self, key: bytes, start: int, end: int) -> None:
@@ -421,25 +381,20 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         unpack_from = _TIMES.unpack_from
         new = tuple.__new__
         single = key_from is not None and key_from == key_to
-        for segment in segments:
-            source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
-            try:
-                for store_key, value in source:
-                    key_end = len(store_key) - _SUFFIX_SIZE
-                    if key_end < 0:
-                        session_keys.PLAIN.decode(store_key)  # raises the codec's DecodeError
-                    key = store_key[:key_end]
-                    if single:
-                        if key != key_from:
-                            continue
-                    elif (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
+        for _, source in scan_segments(segments, lower, upper, backward):
+            for store_key, value in source:
+                key_end = len(store_key) - _SUFFIX_SIZE
+                if key_end < 0:
+                    session_keys.PLAIN.decode(store_key)  # raises the codec's DecodeError
+                key = store_key[:key_end]
+                if single:
+                    if key != key_from:
                         continue
-                    end, start = unpack_from(store_key, key_end)
-                    if end >= earliest_end and start <= latest_start:
-                        yield new(SessionRecord, (key, start, end, value))
-            finally:
-                for cursor in cursors:
-                    cursor.close()
+                elif (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
+                    continue
+                end, start = unpack_from(store_key, key_end)
+                if end >= earliest_end and start <= latest_start:
+                    yield new(SessionRecord, (key, start, end, value))
 
     @staticmethod
     def _scan_key(segments: Sequence[KeyValueSegment], lower: bytes, upper: bytes, key: bytes, earliest_end: int,
@@ -450,17 +405,12 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         new = tuple.__new__
         key_end = len(key)
         size = key_end + _SUFFIX_SIZE
-        for segment in segments:
-            source, cursors = segment.accessor.scan(lower, upper, True, True, backward)
-            try:
-                for store_key, value in source:
-                    if len(store_key) == size:
-                        end, start = unpack_from(store_key, key_end)
-                        if end >= earliest_end and start <= latest_start:
-                            yield new(SessionRecord, (key, start, end, value))
-            finally:
-                for cursor in cursors:
-                    cursor.close()
+        for _, source in scan_segments(segments, lower, upper, backward):
+            for store_key, value in source:
+                if len(store_key) == size:
+                    end, start = unpack_from(store_key, key_end)
+                    if end >= earliest_end and start <= latest_start:
+                        yield new(SessionRecord, (key, start, end, value))
 
     def _register(self, source: Iterator[SessionRecord]) -> SessionIterator:
         iterator = SessionIterator(source, self._iterators.discard,
@@ -481,9 +431,9 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, ClosesItsIterators, Sessio
         for _, _, end in decoded:
             self.observed_stream_time = max(self.observed_stream_time, end)
         for store_key, value, end in decoded:
-            segment = self.segments.get_or_create_segment_if_live(
-                self.segments.segment_id(end), self.observed_stream_time)
+            segment = self._live_segment(end)
             if segment is not None:
+                self._enter_restore_mode(segment)
                 segment.accessor.put(store_key, value)
 
 
@@ -612,62 +562,6 @@ class InMemorySessionStoreWithHeaders(InMemorySessionStore):
 # --- change logging ----------------------------------------------------------------------------------------------
 
 SessionBytesStore = RocksDBSessionStore | InMemorySessionStore
-
-
-class ChangeLoggingSessionBytesStore(WrappedStore[SessionBytesStore]):
-    """Kafka's ``ChangeLoggingSessionBytesStore`` (and ``...WithHeaders``): ``put`` and ``remove`` also send
-    ``(SessionKeySchema.toBinary(session), raw aggregate or null)`` at the context timestamp, with the stored
-    headers for the header-aware type (SS-26..SS-29). The record is built first: a write it would refuse
-    changes nothing."""
-
-    def __init__(self, inner: SessionBytesStore, store_type: StoreType, context: RecordContextHolder,
-                 sink: ChangelogSink) -> None:
-        super().__init__(inner)
-        self.store_type = StoreType(store_type)
-        self.context = context
-        self.sink = sink
-
-    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> cl.ChangelogRecord:
-        return cl.session_put_record(self.store_type, key, start, end, value, self.context.codec_context())
-
-    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
-        checked_key, start_ms, end_ms = check_session(key, start, end)
-        value = check_value(aggregate, _AGGREGATE)
-        record = self._record(checked_key, start_ms, end_ms, value)
-        self.inner.put(checked_key, start_ms, end_ms, value)
-        self.sink.append(record)
-
-    def remove(self, key: bytes, start: int, end: int) -> None:
-        checked_key, start_ms, end_ms = check_session(key, start, end)
-        record = self._record(checked_key, start_ms, end_ms, None)
-        self.inner.remove(checked_key, start_ms, end_ms)
-        self.sink.append(record)
-
-    # reads go to the store beneath ------------------------------------------------------------------------------
-
-    def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
-        return self.inner.fetch_session(key, start, end)
-
-    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *, backward: bool = False) -> SessionIterator:
-        return self.inner.find_sessions(key, earliest_end, latest_start, backward=backward)
-
-    def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
-                            *, backward: bool = False) -> SessionIterator:
-        return self.inner.find_sessions_range(key_from, key_to, earliest_end, latest_start, backward=backward)
-
-    def fetch(self, key: bytes, *, backward: bool = False) -> SessionIterator:
-        return self.inner.fetch(key, backward=backward)
-
-    def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
-        return self.inner.fetch_range(key_from, key_to, backward=backward)
-
-    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
-        if not isinstance(self.inner, RocksDBSessionStore):
-            raise InvalidStateStoreError("an in-memory store has no segments")
-        return self.inner.segment_rows()
-
-    def simulate_crash(self) -> None:
-        self.inner.simulate_crash()
 
 
 # --- typed read view of the header-aware store --------------------------------------------------------------------

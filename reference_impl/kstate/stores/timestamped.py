@@ -7,20 +7,11 @@ whose ``default`` family still holds plain values opens in upgrade mode, migrati
 
 from __future__ import annotations
 
-from kstate.codecs.layout import ColumnFamilyPlan
 from kstate.codecs.store_types import TIMESTAMPED_CF, StoreType
-from kstate.stores.column_families import ColumnFamilyLayout
+from kstate.stores.column_families import TIMESTAMPED_LAYOUT
 from kstate.stores.kv import InMemoryKeyValueStore, RocksDBStore
 
 TIMESTAMPED_VALUES_COLUMN_FAMILY = TIMESTAMPED_CF
-
-
-def _timestamped_mode_message(plan: ColumnFamilyPlan) -> str | None:
-    return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
-
-
-#: The column families of timestamped key-value stores and timestamped window segments (LAY-5, LAY-7).
-TIMESTAMPED_LAYOUT = ColumnFamilyLayout(StoreType.TIMESTAMPED_KV, _timestamped_mode_message)
 
 
 class RocksDBTimestampedStore(RocksDBStore):

@@ -11,7 +11,7 @@ offsets (VS-17) and the life-cycle.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from contextlib import AbstractContextManager
 from enum import Enum
 from pathlib import Path
@@ -26,11 +26,17 @@ from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
-from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.engine import Engine, MemoryEngine
-from kstate.stores.kv import PositionTracker, _changelog_offsets, _to_codec_tp, check_value, validate_store_name
 from kstate.stores.segments import LogicalKeyValueSegments
-from kstate.stores.wrapping import WrappedStore
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
+    PositionTracker,
+    RocksDBOptions,
+    check_changelog_offsets,
+    check_value,
+    to_codec_tp,
+    validate_store_name,
+)
 
 LOG = logging.getLogger("kstate.stores")
 
@@ -143,13 +149,10 @@ class RocksDBVersionedStore(PositionTracker):
         *,
         history_retention_ms: int,
         segment_interval_ms: int | None = None,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
-        changelog_partitions: Iterable[TopicPartition] | None = None,
+        options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
         engine: Engine | None = None,
     ) -> None:
-        del migrate_legacy_files  # a versioned store never wrote legacy offset files of its own (VS-17)
+        # options.migrate_legacy_files is not read: a versioned store never wrote legacy offset files (VS-17).
         self.name = validate_store_name(name)
         self.config = v.store_config(history_retention_ms, segment_interval_ms)  # VS-4
         self.history_retention = self.config.history_retention
@@ -158,8 +161,7 @@ class RocksDBVersionedStore(PositionTracker):
         self._record_context: RecordContext | None = None
         self._segments = LogicalKeyValueSegments(
             self.name, task_dir, self.history_retention, self.segment_interval,
-            manage_offsets=manage_offsets, changelog_partitions=tuple(changelog_partitions or ()),
-            ignore_invalid_state=ignore_invalid_state, engine=engine,
+            options=options, changelog_partitions=options.changelog_partitions or (), engine=engine,
         )
         self._segments.open_existing(self.observed_stream_time)  # VS-14: segments on disk are found again
         self._latest = self._segments.latest_value_segment()
@@ -447,7 +449,7 @@ class RocksDBVersionedStore(PositionTracker):
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Write the staged rows, the position and ``changelog_offsets`` in ONE atomic batch (VS-17)."""
-        offsets = _changelog_offsets(changelog_offsets)
+        offsets = check_changelog_offsets(changelog_offsets)
         self._check_open()
         self._segments.commit(offsets, self._position)
 
@@ -456,7 +458,7 @@ class RocksDBVersionedStore(PositionTracker):
         self._segments.physical.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
-        tp = _to_codec_tp(partition, "partition")
+        tp = to_codec_tp(partition, "partition")
         self._check_open()
         return self._segments.physical.committed_offset(tp)
 
@@ -500,20 +502,20 @@ class InMemoryVersionedStore(RocksDBVersionedStore):
 
     def __init__(self, name: str, *, history_retention_ms: int, segment_interval_ms: int | None = None) -> None:
         super().__init__(name, history_retention_ms=history_retention_ms, segment_interval_ms=segment_interval_ms,
-                         manage_offsets=False, engine=MemoryEngine())
+                         options=RocksDBOptions(manage_offsets=False), engine=MemoryEngine())
 
     def persistent(self) -> bool:
         return False
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Nothing to persist beyond memory (VS-20); writes become visible at once either way."""
-        offsets = _changelog_offsets(changelog_offsets)
+        offsets = check_changelog_offsets(changelog_offsets)
         self._check_open()
         self._segments.commit(offsets, self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """Always None: an in-memory store keeps no offsets (VS-20)."""
-        _to_codec_tp(partition, "partition")
+        to_codec_tp(partition, "partition")
         self._check_open()
         return None
 
@@ -554,46 +556,3 @@ def _converted(store_type: StoreType, records: Sequence[ChangelogRecord]) -> lis
     return [ChangelogRecord(r.key, convert(r.value, r.timestamp, r.headers), r.timestamp, r.headers) for r in records]
 
 
-class ChangeLoggingVersionedKeyValueBytesStore(WrappedStore[RocksDBVersionedStore]):
-    """Kafka's ``ChangeLoggingVersionedKeyValueBytesStore``: every ``put`` and ``delete`` is logged as the raw value
-    at the version's timestamp, even a put refused as expired (VS-18); the headers variant logs the version's
-    headers, and a tombstone the context's (VS-26). The record is built first: a write the log refuses changes
-    nothing (VS-19)."""
-
-    def __init__(self, inner: RocksDBVersionedStore, context: RecordContextHolder, sink: ChangelogSink) -> None:
-        super().__init__(inner)
-        self.context = context
-        self.sink = sink
-        self.store_type = inner.store_type
-
-    def _record(self, key: bytes, value: bytes | None, timestamp: int) -> ChangelogRecord:
-        """The record the type's changelog fields make of the write, as ``changelog.record_for_write`` (CL-5, VS-26)."""
-        key, value, timestamp = check_key(key), check_value(value), check_timestamp(timestamp)
-        return cl.versioned_write_record(self.store_type, key, value, timestamp, self.context.codec_context())
-
-    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-        record = self._record(key, value, timestamp)
-        valid_to = self.inner.put(key, value, timestamp)
-        self.sink.append(record)
-        return valid_to
-
-    def delete(self, key: bytes, timestamp: int) -> VersionedRecord | None:
-        record = self._record(key, None, timestamp)
-        previous = self.inner.delete(key, timestamp)
-        self.sink.append(record)
-        return previous
-
-    def get(self, key: bytes, as_of: int | None = None) -> VersionedRecord | None:
-        return self.inner.get(key, as_of)
-
-    def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
-                     order: ResultOrder | str = ResultOrder.ANY) -> list[VersionedRecord]:
-        return self.inner.get_versions(key, from_ms, to_ms, order)
-
-    @property
-    def observed_stream_time(self) -> int:
-        return self.inner.observed_stream_time
-
-    def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
-        """Restore reaches the store beneath and is not logged again (VS-16, RST-4)."""
-        self.inner.restore_records(records)

@@ -8,15 +8,13 @@ What a store answers is materialised: ``fetch_range`` gives ``(window start, val
 scans ``(key, window start, value)`` triples, each in Kafka's order (WS-11 to WS-15).
 
 The in-memory store is :mod:`kstate.stores.window_memory`; the change-logging layer
-:mod:`kstate.stores.window_logging`.
+:class:`kstate.stores.changelogging.ChangeLoggingWindowBytesStore`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -27,27 +25,23 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, NullKeyError
-from kstate.stores.api import Backend, StateStore, TopicPartition
-from kstate.stores.engine import EngineCursor
-from kstate.stores.kv import (
-    OpenState,
-    PositionTracker,
-    check_bound,
-    check_value,
-    default_changelog_partitions,
-    require_key,
-    validate_store_name,
-)
+from kstate.stores.api import Backend, StateStore
 from kstate.stores.offsets import read_legacy_position
-from kstate.stores.segmented import RocksDBSegmentedBytesStore
+from kstate.stores.segmented import RocksDBSegmentedBytesStore, scan_segments
 from kstate.stores.segments import (
-    KeyValueSegment,
     KeyValueSegments,
     TimestampedSegments,
     TimestampedSegmentsWithHeaders,
 )
-
-LOG = logging.getLogger("kstate.stores")
+from kstate.stores.surface import (
+    DEFAULT_ROCKSDB_OPTIONS,
+    LOG,
+    RocksDBOptions,
+    StoreState,
+    check_bound,
+    check_value,
+    require_key,
+)
 
 SCHEMA = window_keys.PLAIN
 #: The row key's suffix ``[window start int64][seqnum int32]`` (WIN-1) and its window start (WIN-4).
@@ -113,7 +107,7 @@ def check_options(retention_ms: object, window_size_ms: object, retain_duplicate
         raise InvalidArgumentError(argument, exc.reason) from None
 
 
-class WindowStoreBase(OpenState, PositionTracker):
+class WindowStoreBase(StoreState):
     """What both backends share: options, the observed stream time, the seqnum, the position (WS-2, WS-4, WS-6,
     WS-29)."""
 
@@ -122,8 +116,7 @@ class WindowStoreBase(OpenState, PositionTracker):
 
     def __init__(self, name: str, retention_ms: int, window_size_ms: int, retain_duplicates: bool,
                  segment_interval_ms: int | None) -> None:
-        super().__init__()
-        self.name = validate_store_name(name)
+        super().__init__(name)
         self.segment_interval = check_options(retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.retention_period = retention_ms
         self.window_size = window_size_ms
@@ -176,40 +169,22 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
     #: The segment manager of this type: Kafka's ``KeyValueSegments`` / ``TimestampedSegments`` / ... (WS-27).
     SEGMENTS: type[KeyValueSegments] = KeyValueSegments
 
-    def __init__(
-        self,
-        name: str,
-        task_dir: str | Path,
-        *,
-        retention_ms: int,
-        window_size_ms: int,
-        retain_duplicates: bool = False,
-        segment_interval_ms: int | None = None,
-        ignore_invalid_state: bool = False,
-        migrate_legacy_files: bool = True,
-        manage_offsets: bool = True,
-        changelog_partitions: Iterable[TopicPartition] | None = None,
-    ) -> None:
+    def __init__(self, name: str, task_dir: str | Path, *, retention_ms: int, window_size_ms: int,
+                 retain_duplicates: bool = False, segment_interval_ms: int | None = None,
+                 options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
         self.task_dir = Path(task_dir)
         # StoreQueryUtils.maybeMigrateExistingPositionFile: read before any segment opens, so a bad file refuses
         # the open with nothing changed (WS-29). Kafka merges the file and leaves it in place.
-        legacy_position = self._legacy_position(self.task_dir, self.name) if migrate_legacy_files else {}
+        legacy_position = self._legacy_position(self.task_dir, self.name) if options.migrate_legacy_files else {}
         self.path = self.task_dir / self.name
-        partitions = (tuple(changelog_partitions) if changelog_partitions is not None
-                      else default_changelog_partitions(self.task_dir, self.name))
         self.segments = self.SEGMENTS(
-            self.name, self.task_dir, self.retention_period, self.segment_interval,
-            manage_offsets=manage_offsets, changelog_partitions=partitions,
-            ignore_invalid_state=ignore_invalid_state)
+            self.name, self.task_dir, self.retention_period, self.segment_interval, options=options,
+            changelog_partitions=options.partitions_for(self.task_dir, self.name))
         self._open_existing()
         self._position = merge_positions(self._position, legacy_position)
         self._open = True
-        self._restore_stack: contextlib.ExitStack | None = None
-        self._restore_entered: set[str] = set()
         self._identity_restore = STORE_TYPES[self.store_type].restore is RestoreConversion.IDENTITY
-        #: The earliest live segment id when expired segments were last deleted (None: not since open).
-        self._expired_below: int | None = None
         #: The segment of the last put (id -1: none) and the stream time it was found live at: a put into it at
         #: that same stream time needs no expiry pass (WS-7, WS-8 decide the same).
         self._last_segment_id = -1
@@ -278,24 +253,6 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
             self._enter_restore_mode(segment)
         segment.accessor.put(store_key, value)
 
-    def _live_segment(self, timestamp: int) -> KeyValueSegment | None:
-        """``getOrCreateSegmentIfLive(segmentId(timestamp), T)``: None when expired; expired segments are deleted
-        whenever the earliest live segment moves (WS-7, WS-8). A segment already held at an unchanged earliest
-        live segment is answered without the expiry pass, which would find nothing to delete."""
-        interval = self.segment_interval
-        segment_id = timestamp // interval if timestamp >= 0 else java_div(timestamp, interval)
-        floor = self.observed_stream_time - self.retention_period
-        min_live = floor // interval if floor >= 0 else java_div(floor, interval)
-        if segment_id < min_live:
-            return None
-        if min_live == self._expired_below:
-            segment = self.segments.segment_by_id(segment_id)
-            if segment is not None:
-                return segment
-        segment = self.segments.get_or_create_segment_if_live(segment_id, self.observed_stream_time)
-        self._expired_below = min_live
-        return segment
-
     # reads --------------------------------------------------------------------------------------------------------
 
     def fetch(self, key: bytes, time: int) -> bytes | None:
@@ -335,16 +292,12 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         row_length = key_length + window_keys.SUFFIX_SIZE
         unpack_start = _START.unpack_from
         append = out.append
-        for segment in self.segments.segments(time_from, time_to, forward):
-            source, cursors = segment.accessor.scan(lower, upper, True, True, not forward)
-            try:
-                for store_key, value in source:
-                    if len(store_key) == row_length and store_key.startswith(key):
-                        start = unpack_start(store_key, key_length)[0]
-                        if time_from <= start <= time_to:
-                            append((start, value))
-            finally:
-                _close_all(cursors)
+        for _, source in scan_segments(self.segments.segments(time_from, time_to, forward), lower, upper, not forward):
+            for store_key, value in source:
+                if len(store_key) == row_length and store_key.startswith(key):
+                    start = unpack_start(store_key, key_length)[0]
+                    if time_from <= start <= time_to:
+                        append((start, value))
         return out
 
     def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
@@ -388,20 +341,17 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         if lower is not None and upper is not None and lower > upper:
             return out  # RocksDBStore.range refuses an inverted range with an empty iterator
         unpack_start = _START.unpack_from
-        for segment in self.segments.segments(time_from, time_to, forward):
-            source, cursors = segment.accessor.scan(lower, upper, True, True, not forward)
-            try:
-                for store_key, value in source:
-                    key_end = len(store_key) - window_keys.SUFFIX_SIZE
-                    if key_end < 0:
-                        raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
-                    start = unpack_start(store_key, key_end)[0]
-                    if time_from <= start <= time_to:
-                        key = store_key[:key_end]
-                        if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
-                            out.append((key, start, value))
-            finally:
-                _close_all(cursors)
+        for segment, source in scan_segments(self.segments.segments(time_from, time_to, forward), lower, upper,
+                                             not forward):
+            for store_key, value in source:
+                key_end = len(store_key) - window_keys.SUFFIX_SIZE
+                if key_end < 0:
+                    raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
+                start = unpack_start(store_key, key_end)[0]
+                if time_from <= start <= time_to:
+                    key = store_key[:key_end]
+                    if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
+                        out.append((key, start, value))
         return out
 
     # restore ------------------------------------------------------------------------------------------------------
@@ -450,64 +400,6 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
                 self._enter_restore_mode(segment)
                 segment.accessor.put_all(rows)
 
-    def restoring(self) -> contextlib.AbstractContextManager[None]:
-        """Restore mode in every segment, those a restore creates included: no WAL, one flush at the end (RST-8)."""
-        self._check_open()
-        return self._restore_mode()
-
-    @contextlib.contextmanager
-    def _restore_mode(self) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            self._restore_stack = stack
-            self._restore_entered = set()
-            for segment in self.segments.all_segments():
-                self._enter_restore_mode(segment)
-            try:
-                yield
-            finally:
-                self._restore_stack = None
-
-    def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
-        stack = self._restore_stack
-        if stack is not None and segment.name not in self._restore_entered:
-            self._restore_entered.add(segment.name)
-            stack.enter_context(segment.instance.restoring())
-
-    # KIP-1035 -------------------------------------------------------------------------------------------------------
-
-    def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
-        """Each open segment's committed offsets, by segment name (WS-28)."""
-        return {s.name: {TopicPartition(t, p): o for (t, p), o in s.instance.committed_offsets().items()}
-                for s in self.segments.all_segments()}
-
-    def segment_positions(self) -> dict[str, Position]:
-        """Each open segment's position as last written (WS-29)."""
-        return {s.name: s.instance.position for s in self.segments.all_segments()}
-
-    def merged_position(self) -> Position:
-        """The merge of the segments' written positions (WS-29)."""
-        merged: Position = {}
-        for segment in self.segments.all_segments():
-            merged = merge_positions(merged, segment.instance.position)
-        return merged
-
-    # closing --------------------------------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Each segment writes its staged rows, the position and status CLOSED, then is released (WS-30)."""
-        if not self._open:
-            return
-        self._open = False
-        self._close_database()
-
-    def simulate_crash(self) -> None:
-        """Abandon every segment as a killed process would: staged rows lost, status left OPEN (WS-30)."""
-        if not self._open:
-            return
-        self._open = False
-        self._abandon_database()
-
-
 def _no_segment(key: bytes, value: bytes | None) -> None:
     raise AssertionError("no segment was cached")  # unreachable: the cached id starts at -1, no window start's
 
@@ -515,11 +407,6 @@ def _no_segment(key: bytes, value: bytes | None) -> None:
 def _first_time(segment_id: int, interval: int) -> int:
     """A time whose segment is ``segment_id`` when that id is negative (Java truncation: ``id * I - I + 1``)."""
     return segment_id * interval - interval + 1
-
-
-def _close_all(cursors: Sequence[EngineCursor]) -> None:
-    for cursor in cursors:
-        cursor.close()
 
 
 class RocksDBTimestampedWindowStore(RocksDBWindowStore):

@@ -17,7 +17,7 @@ from kstate.codecs.primitives import INT32_MAX, encode_int32
 from kstate.codecs.store_types import StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, TopicPartition
-from kstate.stores.kv import _changelog_offsets, _to_codec_tp, check_bound, require_key
+from kstate.stores.surface import check_bound, check_changelog_offsets, require_key, to_codec_tp
 from kstate.stores.window import (
     SCHEMA,
     TimedValue,
@@ -202,11 +202,11 @@ class InMemoryWindowStore(WindowStoreBase):
         return False
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        _changelog_offsets(changelog_offsets)
+        check_changelog_offsets(changelog_offsets)
         self._check_open()
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
-        _to_codec_tp(partition, "partition")
+        to_codec_tp(partition, "partition")
         self._check_open()
         return None
 
