@@ -40,6 +40,7 @@ public final class Main {
         Codecs.registerAll();
         KeySchemas.registerAll();
         Stores.registerAll();
+        Sessions.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
