@@ -265,10 +265,11 @@ final class Stores {
             return obj();
         });
         register("store.flush", in -> {
-            // The operation flushes the cache, then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
+            // The operation flushes the cache (CachingKeyValueStore[WithHeaders], CachingWindowStore or
+            // CachingSessionStore: each has flushCache()), then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
             // (KIP-1035: a task commits instead), so the cache is flushed by the caching layer's own flushCache().
             final Handle h = handle(in);
-            final Object caching = layer(h.root, "CachingKeyValueStore");
+            final Object caching = layer(h.root, "Caching");
             if (caching != null) {
                 K.callOn(caching, "flushCache", K.t());
             }
@@ -277,7 +278,7 @@ final class Stores {
         });
         register("store.flush_cache", in -> {
             final Handle h = handle(in);
-            final Object caching = layer(h.root, "CachingKeyValueStore");
+            final Object caching = layer(h.root, "Caching");
             if (caching != null) {
                 K.callOn(caching, "flushCache", K.t());
             } else if (h.closed || !h.root.isOpen()) {
