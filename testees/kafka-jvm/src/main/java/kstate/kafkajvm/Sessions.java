@@ -61,8 +61,9 @@ final class Sessions {
     /** Kafka's supplier checks the retention and picks the default segment interval max(retention / 2, 60000)
      *  (SS-11). Kafka has no public segment interval for session stores: a given one is handed to the classes
      *  the supplier's get() builds (RocksDBSegmentedBytesStore or SessionRocksDBSegmentedBytesStoreWithHeaders under
-     *  RocksDBSessionStore or RocksDBSessionStoreWithHeaders), which do not check it. The in-memory store has no
-     *  segments and ignores it, as the reference does. */
+     *  RocksDBSessionStore or RocksDBSessionStoreWithHeaders), which do not check it: an interval of 0 is refused
+     *  only because the segments divide by it when the store opens (ArithmeticException), not by a check (SS-11).
+     *  The in-memory store has no segments and ignores it, as the reference does. */
     @SuppressWarnings("rawtypes")
     static StoreBuilder builder(final String type, final String name, final boolean rocks, final JsonNode opts) {
         final Duration retention = Duration.ofMillis(Json.lng(opts, "retention_ms"));
