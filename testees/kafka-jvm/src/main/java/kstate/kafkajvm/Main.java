@@ -41,6 +41,7 @@ public final class Main {
         KeySchemas.registerAll();
         Stores.registerAll();
         Sessions.registerAll();
+        Suppliers.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
