@@ -777,3 +777,33 @@ class _StreamTimeRecovered:
         "clamping reads at once", FAMILY, rules=("WS-42",))
 def _stream_time_recovered() -> dict[str, Handler]:
     return _rocksdb(_StreamTimeRecovered)
+
+
+class _WindowsOfSizeZeroAnswered:
+    """The windowed reads answer their entries at window size 0, as if ``TimeWindow`` took end == start."""
+
+    def _windowed(self, entries: list[Any]) -> list[Any]:
+        return entries
+
+
+@mutant("window-size-zero-windows-answered", "all, fetchAll and the key-range fetch answer entries at window size 0 "
+        "instead of refusing them as Kafka's TimeWindow does", FAMILY, rules=("WS-43",))
+def _windows_of_size_zero_answered() -> dict[str, Handler]:
+    return _both(_WindowsOfSizeZeroAnswered)
+
+
+class _SeqnumTakenBeforeKeyCheck(ChangeLoggingWindowBytesStore):
+    """The layer takes its next seqnum before the record's key is checked, so a refused null-key put uses one up
+    (what Kafka's ``ChangeLoggingWindowBytesStore.put`` does when the in-memory store dropped the put as expired)."""
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        self.seqnum = window_keys.next_seqnum(self.seqnum, self.retain_duplicates)
+        record = self._record(key, value, window_start, self.seqnum)
+        self.inner.put(key, value, window_start)
+        self.sink.append(record)
+
+
+@mutant("window-log-seqnum-before-key-check", "a refused null-key put advances the change-logging layer's seqnum",
+        FAMILY, rules=("WS-24", "WS-35"))
+def _log_seqnum_before_key_check() -> dict[str, Handler]:
+    return _logging_with(_SeqnumTakenBeforeKeyCheck)

@@ -35,11 +35,12 @@ LIFECYCLE = ("flush", "commit", "restart", "restart", "crash", "crash", "restore
 
 @st.composite
 def store_options(draw: st.DrawFn) -> m.Options:
-    """Retention small enough that stream time passes it, a window no larger than the retention (WIN-16)."""
+    """Retention small enough that stream time passes it, a window of 1 ms up to the retention (WIN-16); a window of
+    0 ms refuses every windowed read that finds an entry (WS-43), so its checks are test_window_store_contract's."""
     retention = draw(st.sampled_from([3, 10, 50, 100, 60_000, 120_000]))
     return m.Options(
         retention_ms=retention,
-        window_size_ms=draw(st.integers(min_value=0, max_value=min(retention, 5))),
+        window_size_ms=draw(st.integers(min_value=1, max_value=min(retention, 5))),
         retain_duplicates=draw(st.booleans()),
         segment_interval_ms=draw(st.sampled_from([None, None, 1, 7, 20, 60_000])),
         logging=draw(st.sampled_from([True, True, False])),
@@ -169,7 +170,9 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
     @rule()
     def put_null_key(self) -> None:
-        out = self.on_store("window_store.put", key=None, value="00", window_start=0)
+        """Refused at a live window; at an expired one it is test_a_null_key_put_into_an_expired_window_logs_nothing's
+        (Kafka's in-memory store counts a seqnum there, WS-24)."""
+        out = self.on_store("window_store.put", key=None, value="00", window_start=max(0, self.win.observed))
         assert "error" in out, f"a put with a null key answered {out}"
 
     @rule(timestamp=TIMESTAMPS)

@@ -134,6 +134,27 @@ def test_window_size_larger_than_retention_is_refused(kit: Kit, backend: str) ->
     assert "error" not in kit.open_refused(WINDOW, backend, options={**options, "window_size_ms": 3})
 
 
+@rules("WS-2", "WS-43")
+@BACKENDS
+def test_window_size_zero_answers_starts_and_refuses_windows(kit: Kit, backend: str) -> None:
+    """A window of 0 ms opens (``Stores`` refuses only a negative size) and the single-key fetches answer it, but the
+    reads that answer ``Windowed`` keys build ``TimeWindow(start, start)``, which Kafka refuses once an entry is
+    answered; empty answers stay empty."""
+    win = open_window(kit, backend, retention=10, window_size=0, segment_interval=100)
+    assert win.all() == [] and win.fetch_all(0, 10) == []
+    win.put(ik(1), "a", 5)
+    assert win.fetch(ik(1), 5) == h("a")
+    assert win.fetch_range(ik(1), 0, 10) == [(5, h("a"))]
+    assert win.fetch_range(ik(1), 0, 10, backward=True) == [(5, h("a"))]
+    assert win.fetch_all(6, 10) == [] and win.fetch_keys(ik(2), ik(3), 0, 10) == []
+    for backward in (False, True):
+        assert win.store.refused("window_store.all", backward=backward)
+        assert win.store.refused("window_store.fetch_all", from_ms=0, to_ms=10, backward=backward)
+        assert win.store.refused("window_store.fetch_keys", key_from=ik(0), key_to=ik(1), from_ms=0, to_ms=10,
+                                 backward=backward)
+    assert win.fetch(ik(1), 5) == h("a")
+
+
 @rules("WS-21")
 @BACKENDS
 def test_timestamped_window_store_keeps_the_timestamp(kit: Kit, backend: str) -> None:
@@ -416,6 +437,19 @@ def test_missing_window_and_null_keys(kit: Kit, backend: str) -> None:
     assert win.store.changelog() == []
 
 
+@rules("WS-22", "WS-24", "WS-35")
+@BACKENDS
+def test_a_null_key_put_into_an_expired_window_logs_nothing(kit: Kit, backend: str) -> None:
+    """A null-key put is refused and changes nothing, also where the store would drop the put as expired: the
+    change-logging layer's seqnum does not move, so the next duplicate is logged with seqnum 2."""
+    win = open_window(kit, backend, retention=10, window_size=1, duplicates=True, segment_interval=100)
+    win.put(ik(1), "a", 100)
+    assert win.store.refused("window_store.put", key=None, value=h("x"), window_start=0)
+    win.put(ik(1), "b", 100)
+    assert [r["key"] for r in win.store.changelog()] == [store_key(ik(1), 100, 1), store_key(ik(1), 100, 2)]
+    assert win.all() == [e(1, "a", 100), e(1, "b", 100)]
+
+
 @rules("WS-11", "WS-13")
 @BACKENDS
 def test_single_key_fetch_equals_equal_key_range_fetch(kit: Kit, backend: str) -> None:
@@ -552,12 +586,12 @@ def test_reopened_store_forgets_its_stream_time(kit: Kit) -> None:
     """``observedStreamTime`` lives in memory (NO_TIMESTAMP after an open): a row of a live segment that was
     clamped away before the close is visible again until the next put advances the time."""
     kit.require(WINDOW, ROCKSDB)
-    win = open_window(kit, ROCKSDB, retention=10, window_size=0, segment_interval=100)
+    win = open_window(kit, ROCKSDB, retention=10, window_size=1, segment_interval=100)
     win.put(ik(1), "old", 5)
     win.put(ik(1), "new", 50)
     assert win.all() == [e(1, "new", 50)]
     win.store.close()
-    win = open_window(kit, ROCKSDB, retention=10, window_size=0, segment_interval=100)
+    win = open_window(kit, ROCKSDB, retention=10, window_size=1, segment_interval=100)
     assert win.all() == [e(1, "old", 5), e(1, "new", 50)]
     win.put(ik(2), "x", 51)
     assert win.all() == [e(1, "new", 50), e(2, "x", 51)]
@@ -722,7 +756,7 @@ def test_late_record_does_not_move_stream_time_back(kit: Kit, backend: str) -> N
     """Observed stream time is the largest window start seen, not the last: after 20, late puts at 5 and 8 leave it
     at 20 (retention 10), so neither is answered (RocksDB stores them in the live segment 0 but clamps reads
     from 11; memory drops them)."""
-    win = open_window(kit, backend, retention=10, window_size=0, segment_interval=100)
+    win = open_window(kit, backend, retention=10, window_size=1, segment_interval=100)
     win.put(ik(1), "a", 20)
     win.put(ik(2), "b", 5)
     win.put(ik(4), "c", 8)

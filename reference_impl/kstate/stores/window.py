@@ -152,6 +152,14 @@ class WindowStoreBase(StoreState):
     def persistent(self) -> bool:
         return self.backend is Backend.ROCKSDB
 
+    def _windowed(self, entries: list[WindowedEntry]) -> list[WindowedEntry]:
+        """An answer of windows, refused when it holds one at window size 0: Kafka's windowed iterators build
+        ``TimeWindow(start, start + 0)``, whose constructor refuses end == start (WS-43)."""
+        if entries and self.window_size == 0:
+            raise InvalidArgumentError(
+                "window_size_ms", "a window of size 0 cannot be answered (TimeWindow refuses end == start)")
+        return entries
+
 
 # --- RocksDB -------------------------------------------------------------------------------------------------------
 
@@ -315,7 +323,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
             return []
         lower = None if key_from is None else SCHEMA.lower_range(key_from, actual_from)
         upper = None if key_to is None else SCHEMA.upper_range(key_to, time_to)
-        return self._scan(actual_from, time_to, lower, upper, key_from, key_to, not backward)
+        return self._windowed(self._scan(actual_from, time_to, lower, upper, key_from, key_to, not backward))
 
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
@@ -324,13 +332,13 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         actual_from = max(time_from, self._earliest_live())
         if time_to < actual_from:
             return []
-        return self._scan(actual_from, time_to, None, None, None, None, not backward)
+        return self._windowed(self._scan(actual_from, time_to, None, None, None, None, not backward))
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every live row from ``max(0, earliest live)`` on (WS-15)."""
         self._check_open()
         actual_from = max(0, self._earliest_live())
-        return self._scan(actual_from, INT64_MAX, None, None, None, None, not backward)
+        return self._windowed(self._scan(actual_from, INT64_MAX, None, None, None, None, not backward))
 
     def _scan(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
               key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[WindowedEntry]:

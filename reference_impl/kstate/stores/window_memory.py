@@ -133,19 +133,19 @@ class InMemoryWindowStore(WindowStoreBase):
             return []
         if min_time is None:
             return []
-        return self._scan(min_time, time_to, key_from, key_to, backward)
+        return self._windowed(self._scan(min_time, time_to, key_from, key_to, backward))
 
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14, WS-18)."""
         min_time = self._clamped_from(time_from, time_to)
-        return [] if min_time is None else self._scan(min_time, time_to, None, None, backward)
+        return [] if min_time is None else self._windowed(self._scan(min_time, time_to, None, None, backward))
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every window start above ``observed - retention`` (WS-20)."""
         self._check_open()
         self._remove_expired()
         first = bisect.bisect_right(self._starts, self.observed_stream_time - self.retention_period)
-        return self._entries(self._starts[first:], None, None, backward)
+        return self._windowed(self._entries(self._starts[first:], None, None, backward))
 
     def _scan(self, time_from: int, time_to: int, key_from: bytes | None, key_to: bytes | None,
               backward: bool) -> list[WindowedEntry]:

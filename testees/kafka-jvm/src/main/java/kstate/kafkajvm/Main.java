@@ -40,6 +40,8 @@ public final class Main {
         Codecs.registerAll();
         KeySchemas.registerAll();
         Stores.registerAll();
+        Sessions.registerAll();
+        Suppliers.registerAll();
         // Benchmarks only (benchmarks/test_kafka_side_bench.py): outside the neutral vocabulary.
         Bench.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));

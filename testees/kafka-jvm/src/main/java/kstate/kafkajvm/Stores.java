@@ -70,6 +70,7 @@ final class Stores {
         StateStore root;
         KeyValueStore<Bytes, byte[]> bytes;
         WindowStore<Bytes, byte[]> window;
+        org.apache.kafka.streams.state.SessionStore<Bytes, byte[]> session;
         VersionedKeyValueStore<Bytes, byte[]> versioned;
         VersionedKeyValueStore<Bytes, byte[]> versionedInner;
         boolean closed;
@@ -108,7 +109,8 @@ final class Stores {
                     org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
                     org.apache.kafka.common.serialization.Serde.class);
             }
-            return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type) || VERSIONED_TYPES.contains(type);
+            return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type) || VERSIONED_TYPES.contains(type)
+                || Sessions.hasType(type);
         } catch (NoSuchMethodException e) {
             return false;
         }
@@ -129,6 +131,11 @@ final class Stores {
                 }
             }
             VERSIONED_TYPES.forEach(types::add);
+            for (final String t : Sessions.TYPES) {
+                if (Sessions.hasType(t)) {
+                    types.add(t);
+                }
+            }
             out.set("store_types", types);
             out.set("backends", Json.arr().add("rocksdb").add("memory"));
             out.put("logging", true);
@@ -258,10 +265,11 @@ final class Stores {
             return obj();
         });
         register("store.flush", in -> {
-            // The operation flushes the cache, then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
+            // The operation flushes the cache (CachingKeyValueStore[WithHeaders], CachingWindowStore or
+            // CachingSessionStore: each has flushCache()), then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
             // (KIP-1035: a task commits instead), so the cache is flushed by the caching layer's own flushCache().
             final Handle h = handle(in);
-            final Object caching = layer(h.root, "CachingKeyValueStore");
+            final Object caching = layer(h.root, "Caching");
             if (caching != null) {
                 K.callOn(caching, "flushCache", K.t());
             }
@@ -270,7 +278,7 @@ final class Stores {
         });
         register("store.flush_cache", in -> {
             final Handle h = handle(in);
-            final Object caching = layer(h.root, "CachingKeyValueStore");
+            final Object caching = layer(h.root, "Caching");
             if (caching != null) {
                 K.callOn(caching, "flushCache", K.t());
             } else if (h.closed || !h.root.isOpen()) {
@@ -412,6 +420,12 @@ final class Stores {
         if (type.equals("timestamped_kv_headers")) {
             type = "timestamped_kv_with_headers";  // the legacy alias (OPS-2)
         }
+        if (type.equals("versioned_kv_with_headers") && java.util.Arrays.stream(org.apache.kafka.streams.state.Stores.class.getMethods())
+                .noneMatch(m -> m.getName().startsWith("persistentVersionedKeyValueStoreWithHeaders"))) {
+            // 4.3.1 and 4.4.0: the release, not the testee, lacks the type.
+            throw new K.Unavailable("this Kafka release has no header-aware versioned store (its Stores has no "
+                + "persistentVersionedKeyValueStoreWithHeaders)");
+        }
         if (!hasType(type)) {
             throw new K.Unavailable("the kafka-jvm testee builds no " + type + " store on this release");
         }
@@ -429,6 +443,7 @@ final class Stores {
             }
         }
         final boolean isWindow = WINDOW_TYPES.contains(type);
+        final boolean isSession = Sessions.TYPES.contains(type);
         final boolean isVersioned = VERSIONED_TYPES.contains(type);
         if (isVersioned) {
             final JsonNode vopts = options == null || options.isNull() ? obj() : options;
@@ -457,6 +472,9 @@ final class Stores {
             Json.lng(opts, "window_size_ms");
             Json.bool(opts, "retain_duplicates", false);
             Json.lng(opts, "segment_interval_ms", 0);
+        }
+        if (isSession) {
+            Sessions.checkOptions(opts);
         }
         if (Json.bool(in, "pre_4_3_reader", false)) {
             throw new K.Unavailable("a pre-4.3 reader is another Kafka release, not this one");
@@ -495,6 +513,9 @@ final class Stores {
         final boolean rocks = backend.equals("rocksdb");
         if (isWindow) {
             builder = windowBuilder(type, name, rocks, opts);
+            supplier = null;
+        } else if (isSession) {
+            builder = Sessions.builder(type, name, rocks, opts);
             supplier = null;
         } else if (isVersioned) {
             final java.time.Duration history = java.time.Duration.ofMillis(Json.lng(opts, "history_retention_ms"));
@@ -569,6 +590,8 @@ final class Stores {
             h.versionedInner = (VersionedKeyValueStore<Bytes, byte[]>) innermost;
         } else if (isWindow) {
             h.window = (WindowStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        } else if (isSession) {
+            h.session = (org.apache.kafka.streams.state.SessionStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
         } else {
             h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
         }
