@@ -40,6 +40,9 @@ public final class Main {
         Codecs.registerAll();
         KeySchemas.registerAll();
         Stores.registerAll();
+        // Operations added beside the original classes: the offsets column family and KIP-1271 formats.
+        OffsetsFamily.registerAll();
+        HeaderFormats.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
