@@ -135,6 +135,11 @@ public final class Main {
         if (e instanceof K.Unavailable) {
             return false;
         }
+        // HotSpot fills in the stack of only its first few OutOfMemoryErrors; later ones come preallocated and
+        // empty. An empty one is an array a length field asked for, as the first ones (with Kafka's frames) show.
+        if (e instanceof OutOfMemoryError && e.getStackTrace().length == 0) {
+            return true;
+        }
         // Kafka's ApiException subclasses (InvalidRecordException, ...) carry no stack trace: their class says it.
         if (e.getClass().getName().startsWith("org.apache.kafka.")) {
             return true;
