@@ -88,3 +88,15 @@ def test_a_kafka_runs_report_shows_its_verdicts_beside_the_other_releases() -> N
     assert "| rule | 4.3.1 | 4.4.0 (this run) |" in lines
     assert "| KV-1 | xfail | pass |" in lines and "| KV-2 | not run | partial |" in lines
     assert release_section("reference", {"KV-1": "pass"}, kept) == []
+
+
+def test_the_section_is_appended_to_a_kafka_runs_report(tmp_path: Path) -> None:
+    from kstate_conformance.kafka_verdicts import append_release_section
+
+    report = tmp_path / "report.md"
+    report.write_text("# Conformance report\n", encoding="utf-8")
+    append_release_section(report, "kafka-jvm:4.4.0", {"KV-1": "pass"}, TESTEE)
+    text = report.read_text(encoding="utf-8")
+    assert text.startswith("# Conformance report\n") and "| rule | 4.3.1 | 4.4.0 (this run) |" in text
+    append_release_section(report, "reference", {"KV-1": "pass"}, TESTEE)
+    assert report.read_text(encoding="utf-8") == text

@@ -115,3 +115,12 @@ def release_section(implementation: str, verdicts: dict[str, str], kept: list[di
     lines += [f"| {rule} | " + " | ".join(run["verdicts"].get(rule, "not run") for run in runs) + " |"
               for rule in rules]
     return [*lines, ""]
+
+
+def append_release_section(report_md: Path, implementation: str, verdicts: dict[str, str], kept_dir: Path) -> None:
+    """Append :func:`release_section` to a kafka-jvm run's ``report.md``, beside the releases kept in ``kept_dir``."""
+    kept = load_verdict_files(kept_dir) if kept_dir.is_dir() else []
+    lines = release_section(implementation, verdicts, kept)
+    if lines:
+        with report_md.open("a", encoding="utf-8") as out:
+            out.write("\n" + "\n".join(lines))

@@ -435,18 +435,6 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     )
 
 
-def _kafka_release_section(report: RunReport) -> list[str]:
-    """For Apache Kafka under test (``kafka-jvm:VERSION``): the verdict per rule beside the other kept releases'."""
-    from kstate_conformance.kafka_verdicts import load_verdict_files, release_section
-    from kstate_conformance.loading import kafka_jvm_project
-
-    if not report.implementation.startswith("kafka-jvm:"):
-        return []
-    project = kafka_jvm_project()
-    kept = load_verdict_files(project) if project.is_dir() else []
-    return release_section(report.implementation, report.rule_verdicts(), kept)
-
-
 def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> str:
     rows = report.by_rule()
     columns = report.columns()
@@ -471,8 +459,7 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
            "|---|" + "---|" * len(columns)]
     for rule, cells in report.matrix().items():
         md.append(f"| {rule} | " + " | ".join(_cell(cells.get(c)) for c in columns) + " |")
-    md += ["", *_kafka_release_section(report)]
-    md += ["## Unsupported operations", ""]
+    md += ["", "## Unsupported operations", ""]
     unsupported = report.unsupported_operations()
     if unsupported:
         md += [f"{len(unsupported)} operations (or capabilities) the implementation does not support; "
