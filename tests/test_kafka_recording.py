@@ -11,6 +11,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kstate.fixtures_tool import dumps_fixture, verify
 from kstate_conformance.adapter import ReferenceAdapter, Unsupported
 from kstate_conformance.data import fixtures_dir
@@ -184,3 +186,20 @@ def test_the_recording_report_lists_every_committed_deviation() -> None:
         assert f"`{label}`: {case['deviation']['reason']}" in report
 
     assert f"kstate fixtures record --impl kafka-jvm:{RECORDED_VERSION}" in report
+
+
+def test_the_command_records_only_kafka_and_only_into_a_fixtures_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kstate.cli import main
+
+    assert main(["fixtures", "record", "--impl", "reference", "--root", str(_root(tmp_path))]) == 2
+    assert "kafka-jvm:VERSION" in capsys.readouterr().err
+    assert main(["fixtures", "record", "--impl", "kafka-jvm:4.4.0", "--root", str(tmp_path / "nowhere")]) == 2
+    assert "not a fixtures directory" in capsys.readouterr().err
+
+
+def test_kafka_verdicts_check_passes_on_the_committed_tree(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kstate.cli import main
+
+    monkeypatch.chdir(REPO)
+    assert main(["kafka-verdicts", "--check"]) == 0
