@@ -10,8 +10,18 @@ from kstate_conformance.data import fixtures_dir
 
 
 @lru_cache(maxsize=1)
-def all_cases() -> tuple[dict[str, Any], ...]:
+def _every_case() -> tuple[dict[str, Any], ...]:
     cases: list[dict[str, Any]] = []
     for path in sorted(fixtures_dir().glob("*/*.json")):
         cases.extend(json.loads(path.read_text(encoding="utf-8"))["cases"])
     return tuple(cases)
+
+
+def all_cases() -> tuple[dict[str, Any], ...]:
+    """The golden cases: every fixture case but Kafka's recorded answers that depart from the spec (OPS-4)."""
+    return tuple(c for c in _every_case() if "deviation" not in c)
+
+
+def deviating_cases() -> tuple[dict[str, Any], ...]:
+    """Kafka's recorded answers marked ``deviation``: evidence for the report, not expectations."""
+    return tuple(c for c in _every_case() if "deviation" in c)

@@ -44,6 +44,9 @@ public final class Main {
         Suppliers.registerAll();
         // Benchmarks only (benchmarks/test_kafka_side_bench.py): outside the neutral vocabulary.
         Bench.registerAll();
+        // Operations added beside the original classes: the offsets column family and KIP-1271 formats.
+        OffsetsFamily.registerAll();
+        HeaderFormats.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
@@ -135,6 +138,11 @@ public final class Main {
         }
         if (e instanceof K.Unavailable) {
             return false;
+        }
+        // HotSpot fills in the stack of only its first few OutOfMemoryErrors; later ones come preallocated and
+        // empty. An empty one is an array a length field asked for, as the first ones (with Kafka's frames) show.
+        if (e instanceof OutOfMemoryError && e.getStackTrace().length == 0) {
+            return true;
         }
         // Kafka's ApiException subclasses (InvalidRecordException, ...) carry no stack trace: their class says it.
         if (e.getClass().getName().startsWith("org.apache.kafka.")) {
