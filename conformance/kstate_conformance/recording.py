@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.fixtures_tool import FIXTURE_FORMAT, dumps_fixture
+from kstate.fixtures_tool import FIXTURE_FORMAT, case_requires, dumps_fixture
 from kstate.ops import JsonDict
 from kstate.ops.compare import differences
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, ScenarioError, run_scenario
@@ -194,6 +194,9 @@ def _record_one(adapter: Any, version: str, family: str, source: JsonDict,
     for key in ("lenient", "note"):
         if key in source:
             case[key] = source[key]
+    requires = case_requires(case)  # what the case needs of an implementation, as every fixture declares it
+    if requires is not None:
+        case["requires"] = requires
     label = source["id"] if "recorded_from" not in source else f"{source_id} ({source['input']['backend']})"
     diffs = differences(source["output"], actual)
     if not diffs:
