@@ -17,6 +17,7 @@ from kstate.errors import KStateError
 from kstate.maven import run_maven
 from kstate_conformance.adapter import CodecAdapter, ReferenceAdapter
 from kstate_conformance.mutants import get_mutant
+from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
 
 
@@ -114,8 +115,11 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         except TesteeError as exc:
             raise ImplementationError(f"cannot start the testee: {exc}") from exc
     if spec.startswith("mutant:"):
+        name = spec.split(":", 1)[1]
+        if name in PAIRED_MUTANTS:  # caught only beside a model (kstate conformance --model), not by kstate mutants
+            return PAIRED_MUTANTS[name].adapter()
         try:
-            mutant = get_mutant(spec.split(":", 1)[1])
+            mutant = get_mutant(name)
         except LookupError as exc:
             raise ImplementationNotFound(str(exc)) from exc
         return mutant.adapter()
