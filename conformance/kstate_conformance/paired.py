@@ -135,7 +135,8 @@ def _column_family_rows(path: Path) -> dict[str, list[tuple[bytes, bytes]]]:
         for cf in families:
             handle = db.get_column_family(cf)
             try:
-                out[cf] = list(handle.items())
+                items: Any = handle.items()  # rocksdict's stubs type the items view as its own iterator
+                out[cf] = list(items)
             finally:
                 handle.close()
                 del handle

@@ -325,7 +325,8 @@ class WindowPair(StorePair):
     @rule(key=KEYS, window_start=WINDOW_STARTS, data=st.data())
     def put(self, key: bytes, window_start: int, data: st.DataObject) -> None:
         excluded("WS-24")
-        if self.written and data.draw(st.booleans(), label="again"):
+        again = bool(self.written) and data.draw(st.booleans(), label="again")
+        if again:
             key, window_start = data.draw(st.sampled_from(self.written), label="written")
         value = data.draw(st.none() | self.values, label="value")
         self.on_store("window_store.put", key=key.hex(), value=hex_or_none(value), window_start=window_start)
