@@ -69,6 +69,18 @@ EXCLUSIONS: dict[str, Exclusion] = {e.name: e for e in (
               "Kafka's windowed iterators refuse window size 0 (TimeWindow); segment_interval_ms is no public option"),
     Exclusion("WS-24", "WS-24", "window values are drawn in the store type's layout only",
               "Kafka writes a window store before its change-logging layer refuses a malformed value"),
+    Exclusion("VS-10", "VS-10", "a versioned delete's answer is compared without its valid_to",
+              "MeteredVersionedKeyValueStore.delete drops validTo"),
+    Exclusion("VS-11", "VS-11", "version queries are drawn with from <= to",
+              "MultiVersionedKeyQuery.toTime refuses a toTime before fromTime"),
+    Exclusion("VS-14", "VS-14", "versioned stores are not reopened",
+              "LogicalKeyValueSegments.openExisting forgets the segments of a reopened store"),
+    Exclusion("VS-38", "VS-38", "a versioned store's position row is left out of the rows compared on disk",
+              "through the testee Kafka 4.4.0 leaves it empty: the commit writes the physical segment store's position, "
+              "which RocksDBVersionedStore's writes do not advance (its own is written by the commit callback "
+              "segmentStores::writePosition, which ProcessorStateManager runs and the testee does not)"),
+    Exclusion("VS-19", "VS-19", "versioned timestamps are drawn non-negative",
+              "Kafka writes a versioned store before its change-logging layer refuses a negative timestamp"),
     Exclusion("WS-33", "WS-33", "window stores are opened without the record cache",
               "Kafka's window store builders offer a cache (CachingWindowStore); the kit's has none"),
 )}
@@ -227,13 +239,17 @@ class PairedMachine(RuleBasedStateMachine):
         """Every row of every column family of every RocksDB database under each side's state directory."""
         if self.open_handles:
             return  # a database still open on one side is not read (RocksDB's lock)
-        actual, expected = disk_image(self.subject.dir), disk_image(self.model.dir)
+        actual, expected = self.on_disk(disk_image(self.subject.dir)), self.on_disk(disk_image(self.model.dir))
         assert set(actual) == set(expected), f"databases on disk: model {sorted(expected)}, implementation {sorted(actual)}"
         for path, families in expected.items():
             mine = actual[path]
             assert set(mine) == set(families), f"{path}: column families: model {sorted(families)}, implementation {sorted(mine)}"
             for cf, rows in families.items():
                 assert mine[cf] == rows, f"{path}, column family {cf}: model {rows}\n implementation {mine[cf]}"
+
+    def on_disk(self, image: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """A side's disk image as compared; a family's machine may normalise it (naming the exclusion)."""
+        return image
 
     def teardown(self) -> None:
         try:

@@ -15,7 +15,7 @@ import pytest
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
 from kstate_conformance.paired import require_model, run_paired
-from kstate_conformance.paired_stores import KeyValuePair, WindowPair
+from kstate_conformance.paired_stores import KeyValuePair, VersionedPair, WindowPair
 
 BACKENDS = pytest.mark.parametrize("backend", ["rocksdb", "memory"])
 
@@ -43,3 +43,12 @@ def test_window_store_agrees_with_the_model(codec: Any, model_impl: Any, store_t
     base = tmp_path_factory.mktemp("paired-window")
     require_model(codec, model_impl, WindowPair.family_ops, store_type, backend)
     run_paired(lambda: WindowPair(codec, model_impl, base, store_type, backend))
+
+
+@rules("VS-6", "VS-7", "VS-8", "VS-9", "VS-12", "VS-18", "CL-1", "RST-1", "OFF-8")
+def test_versioned_store_agrees_with_the_model(codec: Any, model_impl: Any,
+                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A versioned store on RocksDB answers as the model does and leaves the same rows (no reopen: VS-14)."""
+    base = tmp_path_factory.mktemp("paired-versioned")
+    require_model(codec, model_impl, VersionedPair.family_ops, types.VERSIONED_KV, "rocksdb")
+    run_paired(lambda: VersionedPair(codec, model_impl, base, types.VERSIONED_KV, "rocksdb"))
