@@ -17,6 +17,7 @@ from kstate.errors import KStateError
 from kstate.maven import run_maven
 from kstate_conformance.adapter import CodecAdapter, ImplementationAdapter, ReferenceAdapter, as_implementation
 from kstate_conformance.mutants import get_mutant
+from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
 
 
@@ -110,8 +111,11 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         return _start_testee(spec, command, timeout, DEFAULT_START_TIMEOUT if start_timeout is None else start_timeout,
                              validate, "cannot start the testee")
     if spec.startswith("mutant:"):
+        name = spec.split(":", 1)[1]
+        if name in PAIRED_MUTANTS:  # caught only beside a model (kstate conformance --model), not by kstate mutants
+            return PAIRED_MUTANTS[name].adapter()
         try:
-            mutant = get_mutant(spec.split(":", 1)[1])
+            mutant = get_mutant(name)
         except LookupError as exc:
             raise ImplementationNotFound(str(exc)) from exc
         return mutant.adapter()

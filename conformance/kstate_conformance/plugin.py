@@ -33,6 +33,8 @@ pytest.register_assert_rewrite("kstate_conformance.harness")
 LEVEL_ORDER = {"required": 0, "recommended": 1, "tentative": 2}
 PROFILES = {"quick": 15, "default": 60, "thorough": 1000}
 ADAPTER_KEY = pytest.StashKey[ImplementationAdapter]()
+#: The model implementation the paired machines compare the implementation under test with (``--kstate-model``).
+MODEL_KEY = pytest.StashKey[ImplementationAdapter]()
 WRAPPER_KEY = pytest.StashKey["SkippingAdapter"]()
 #: Parameter values that name a store type or a backend, when a test's parameters are not named so.
 BACKENDS = ("rocksdb", "memory", "in_memory")
@@ -78,6 +80,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("kstate", "Kafka Streams state-store conformance")
     group.addoption("--kstate-impl", default=None,
                     help="implementation under test: reference, mutant:NAME, cmd:COMMAND (a testee) or module:factory")
+    group.addoption("--kstate-model", default=None, metavar="IMPL",
+                    help="a second implementation (e.g. kafka-jvm:4.4.0) the paired state machines compare the "
+                         "implementation under test with, step by step (or KSTATE_MODEL); without it they do not run")
     group.addoption("--kstate-level", default="tentative", choices=sorted(LEVEL_ORDER),
                     help="run rules up to this level (required < recommended < tentative)")
     group.addoption("--kstate-profile", default=None, choices=sorted(PROFILES),
@@ -188,6 +193,11 @@ def implementation_spec(config: pytest.Config) -> str:
     return str(config.getoption("--kstate-impl") or os.environ.get("KSTATE_IMPL") or "reference")
 
 
+def model_spec(config: pytest.Config) -> str | None:
+    """The model implementation named by ``--kstate-model`` or ``KSTATE_MODEL``, or None."""
+    return config.getoption("--kstate-model") or os.environ.get("KSTATE_MODEL") or None
+
+
 def item_dimensions(item: pytest.Item) -> tuple[str, str]:
     """The store type and backend a test runs on, from its parameters ('' where it has none)."""
     callspec = getattr(item, "callspec", None)
@@ -241,12 +251,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         config.stash[ADAPTER_KEY] = build_implementation(config)
     except ImplementationError as exc:
         raise pytest.UsageError(f"{exc}\n(no test was run: the implementation under test is not usable)") from None
+    model = model_spec(config)
+    if model:
+        # Started once for the run (a JVM model is not restarted per example), like the implementation.
+        try:
+            config.stash[MODEL_KEY] = load_implementation(model, start_timeout=config.getoption("--kstate-testee-start-timeout"))
+        except ImplementationError as exc:
+            raise pytest.UsageError(f"{exc}\n(no test was run: the model implementation is not usable)") from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     adapter = config.stash.get(ADAPTER_KEY, None)
     if adapter is not None:
         adapter.close()
+    model = config.stash.get(MODEL_KEY, None)
+    if model is not None:
+        model.close()
 
 
 @pytest.fixture(scope="session")
@@ -268,15 +288,24 @@ def codec(implementation: Any) -> Any:
     return implementation
 
 
+@pytest.fixture(scope="session")
+def model_impl(request: pytest.FixtureRequest) -> Any:
+    """The model implementation (``--kstate-model``), or None when the run names none."""
+    return request.config.stash.get(MODEL_KEY, None)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    # An out-of-process testee that failed in the previous test is restarted for this one.
+    # An out-of-process testee (or model) that failed in the previous test is restarted for this one.
     adapter = item.config.stash.get(ADAPTER_KEY, None)
     wrapper = item.config.stash.get(WRAPPER_KEY, None)
     if wrapper is not None:
         wrapper.calls.clear()
     if adapter is not None:
         adapter.begin_test(item.nodeid)
+    model = item.config.stash.get(MODEL_KEY, None)
+    if model is not None:
+        model.begin_test(item.nodeid)
 
 
 # --- expected failures (strict) ------------------------------------------------------------------------------

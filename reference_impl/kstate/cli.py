@@ -358,6 +358,8 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     profile = "quick" if args.quick else "thorough" if args.thorough else args.profile
     if profile:
         pytest_args += ["--kstate-profile", profile]
+    if args.model:
+        pytest_args += ["--kstate-model", args.model]
     if args.timeout is not None:
         pytest_args += ["--kstate-testee-timeout", str(args.timeout)]
     if args.start_timeout is not None:
@@ -813,6 +815,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     conformance.add_argument("--impl", default="reference",
                              help="reference, mutant:NAME, module:factory, kafka-jvm:VERSION (Apache Kafka under test, built with Maven), or cmd:COMMAND for an out-of-process testee")
+    conformance.add_argument("--model", metavar="IMPL",
+                             help="a second implementation, e.g. kafka-jvm:4.4.0, that the paired state machines "
+                                  "(test_paired_machines.py) compare --impl with step by step: answers, refusals and "
+                                  "the rows left on disk; without it they do not run (KSTATE_MODEL also names it)")
     conformance.add_argument("--report", help="write reports (JUnit XML, Markdown, HTML) into this directory")
     conformance.add_argument("--level", default="tentative", choices=["required", "recommended", "tentative"],
                              help="run the cases up to this level: required only, required and recommended, or all "

@@ -158,6 +158,10 @@ def _warn_if_invalid_range(from_key: bytes | None, to_key: bytes | None) -> bool
 class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
     """The operations every bytes store offers, over ``_get``/``_get_only``/``_write``/``_scan`` hooks."""
 
+    #: Whether ``putAll`` advances the position once per call, even with no entries (``RocksDBStore.putAll``
+    #: updates it after writing its batch); ``InMemoryKeyValueStore.putAll`` advances it per entry (KV-54).
+    POSITION_PER_PUT_ALL = False
+
     name: str
     store_type: StoreType = StoreType.KEY_VALUE
     backend: Backend
@@ -223,7 +227,7 @@ class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
             staged[require_key(key)] = check_value(value)
         self._check_open()
         self._write_all(staged)
-        for _ in staged:
+        if staged or self.POSITION_PER_PUT_ALL:
             self._update_position()
 
     def delete(self, key: bytes) -> bytes | None:
@@ -287,6 +291,8 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
     shutdown (KV-52) unless ``ignore_invalid_state``. The database's life is a
     :class:`~kstate.stores.rocksdb_instance.RocksDBInstance`; this class is the key-value operations over it.
     """
+
+    POSITION_PER_PUT_ALL = True
 
     backend = Backend.ROCKSDB
     store_type = StoreType.KEY_VALUE

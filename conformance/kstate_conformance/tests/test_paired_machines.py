@@ -1,0 +1,54 @@
+"""The implementation under test against a model implementation, step by step (``kstate conformance --model
+kafka-jvm:4.4.0``): hypothesis draws sequences of store operations, each goes to both, and every answer, every
+refusal, every changelog record and, after each close, every row of every column family on disk must agree
+(:mod:`kstate_conformance.paired`, the machines in :mod:`kstate_conformance.paired_stores`). Without ``--model``
+these tests do not apply. Known differences of Kafka are excluded by rule (``paired.EXCLUSIONS``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kstate_conformance import rules
+from kstate_conformance import store_types as types
+from kstate_conformance.paired import require_model, run_paired
+from kstate_conformance.paired_stores import KeyValuePair, VersionedPair, WindowPair
+
+BACKENDS = pytest.mark.parametrize("backend", ["rocksdb", "memory"])
+
+
+def _run_kv(codec: Any, model: Any, store_type: str, backend: str, base: Path) -> None:
+    require_model(codec, model, KeyValuePair.family_ops, store_type, backend)
+    run_paired(lambda: KeyValuePair(codec, model, base, store_type, backend))
+
+
+@rules("KV-1", "KV-6", "KV-9", "KV-11", "KV-15", "KV-54", "CL-1", "CL-2", "CL-8", "CACHE-1", "CACHE-7", "RST-1", "OFF-5", "OFF-8")
+@BACKENDS
+@pytest.mark.parametrize("store_type", types.KV_TYPES)
+def test_key_value_store_agrees_with_the_model(codec: Any, model_impl: Any, store_type: str, backend: str,
+                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A key-value store answers every operation as the model does and leaves the same rows on disk."""
+    _run_kv(codec, model_impl, store_type, backend, tmp_path_factory.mktemp("paired-kv"))
+
+
+@rules("WS-4", "WS-9", "WS-10", "WS-11", "WS-13", "WS-14", "WS-15", "WS-18", "WS-22", "CL-1", "RST-1", "OFF-8")
+@BACKENDS
+@pytest.mark.parametrize("store_type", types.WINDOW_TYPES)
+def test_window_store_agrees_with_the_model(codec: Any, model_impl: Any, store_type: str, backend: str,
+                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A window store answers every operation as the model does and leaves the same rows in every segment."""
+    base = tmp_path_factory.mktemp("paired-window")
+    require_model(codec, model_impl, WindowPair.family_ops, store_type, backend)
+    run_paired(lambda: WindowPair(codec, model_impl, base, store_type, backend))
+
+
+@rules("VS-6", "VS-7", "VS-8", "VS-9", "VS-12", "VS-18", "CL-1", "RST-1", "OFF-8")
+def test_versioned_store_agrees_with_the_model(codec: Any, model_impl: Any,
+                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A versioned store on RocksDB answers as the model does and leaves the same rows (no reopen: VS-14)."""
+    base = tmp_path_factory.mktemp("paired-versioned")
+    require_model(codec, model_impl, VersionedPair.family_ops, types.VERSIONED_KV, "rocksdb")
+    run_paired(lambda: VersionedPair(codec, model_impl, base, types.VERSIONED_KV, "rocksdb"))
