@@ -245,10 +245,36 @@ final class Instance {
         @Override
         public Producer<byte[], byte[]> getProducer(Map<String, Object> cfg) {
             return new KafkaProducer<>(cfg, new ByteArraySerializer(), new ByteArraySerializer()) {
+                /** Under exactly_once_v2 the input offsets go with the transaction, not the consumer's commit. */
+                private Map<TopicPartition, OffsetAndMetadata> inTransaction;
+
                 @Override
                 public void flush() {
                     super.flush();
                     reach("after_producer_flush");
+                }
+
+                @Override
+                public void sendOffsetsToTransaction(Map<TopicPartition, OffsetAndMetadata> offsets,
+                                                     org.apache.kafka.clients.consumer.ConsumerGroupMetadata group) {
+                    super.sendOffsetsToTransaction(offsets, group);
+                    inTransaction = offsets;
+                }
+
+                @Override
+                public void commitTransaction() {
+                    super.commitTransaction();
+                    if (inTransaction != null) { // INST-20: the status follows the offsets the transaction committed
+                        Map<TopicPartition, OffsetAndMetadata> offsets = inTransaction;
+                        inTransaction = null;
+                        onCommitted(offsets);
+                    }
+                }
+
+                @Override
+                public void abortTransaction() {
+                    super.abortTransaction();
+                    inTransaction = null;
                 }
             };
         }
