@@ -1,0 +1,117 @@
+"""One state directory, two implementations: a real Kafka Streams instance and the kstate reference each open the
+store the other wrote, on the same ``state.dir``, for every store family (INST-43 (c) without the mixed fleet).
+
+The writer processes the input and stops cleanly; ``kstate inspect`` reads its directory; the other implementation
+then starts on that directory: it opens each store at the committed changelog offset the writer left (KV-50, OFF-4),
+so it restores nothing, and its clean stop leaves the data byte for byte as it found them. It then goes on with more
+input from the writer's committed input offsets, reading the writer's rows (a window's count goes on from the
+writer's aggregate), and the state is the whole input's. Mirrors the store-format half of Kafka's
+``streams_upgrade_test.py`` (an instance bounced into another build on the same state directory).
+
+Needs the Kafka Streams instance (``instances/kafka-streams``). The default env runs the representatives of
+``test_kafka_streams_sigkill``; ``KSTATE_STREAMS_MATRIX=1`` (tox env ``streams-families``) every store type.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+import pytest
+from helpers import (
+    GAP_MS,
+    PROCESSOR_OPTIONS,
+    RETENTION_MS,
+    STORE_OPTIONS,
+    WINDOW_SIZE_MS,
+    assert_no_acknowledged_input_lost,
+    assert_sessions_match_input,
+    assert_windows_match_input,
+    session_state,
+    window_state,
+)
+from test_kafka_streams_sigkill import MATRIX, TYPES, kafka_streams  # noqa: F401 (the module's fixture)
+
+from kstate.app.cluster import AppCluster
+from kstate.app.process import InstanceCommand
+from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
+from kstate_conformance import rules
+
+PARTITIONS = 2
+DIRECTIONS = ["kafka-streams-writes", "reference-writes"]
+#: The default env's scenarios: one windowed family each way (the cross restore covers the rest in env streams).
+REPRESENTATIVES = {(StoreType.TIMESTAMPED_KV, "kafka-streams-writes"), (StoreType.SESSION, "reference-writes")}
+
+
+def _assert_state(cluster: AppCluster, store_type: StoreType) -> int:
+    family = STORE_TYPES[store_type].family
+    state = cluster.logical_state()
+    if family is Family.WINDOW:
+        return assert_windows_match_input(cluster, window_state(state, store_type), WINDOW_SIZE_MS, RETENTION_MS)
+    if family is Family.SESSION:
+        return assert_sessions_match_input(cluster, session_state(state, store_type), GAP_MS, RETENTION_MS)
+    return assert_no_acknowledged_input_lost(cluster, state, store_type)
+
+
+@rules("INST-44", "INST-43", "KV-50", "OFF-4")
+@pytest.mark.parametrize("direction", DIRECTIONS)
+@pytest.mark.parametrize("store_type", TYPES, ids=[t.value for t in TYPES])
+def test_a_state_directory_is_opened_by_the_other_implementation_at_its_committed_offset(
+        make_cluster: Callable[..., AppCluster], reference_instance: InstanceCommand,
+        kafka_streams: InstanceCommand, system_report: Callable[[str, object], None],  # noqa: F811
+        store_type: StoreType, direction: str) -> None:
+    if (store_type, direction) not in REPRESENTATIVES and not MATRIX:
+        pytest.skip("the family matrix: KSTATE_STREAMS_MATRIX=1 (tox env streams-families)")
+    started = time.monotonic()
+    writer, opener = ((kafka_streams, reference_instance) if direction == "kafka-streams-writes"
+                      else (reference_instance, kafka_streams))
+    for command in (writer, opener):
+        command.require(store_types=[store_type])
+    family = STORE_TYPES[store_type].family
+    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS[family],
+                           processor_options=PROCESSOR_OPTIONS[family], instance_command=writer)
+    rng = random.Random(43)
+    keys = 40 if family in (Family.WINDOW, Family.SESSION) else 200
+    cluster.produce_batch(per_partition=400, keys=keys, rng=rng)
+    shared = cluster.instance("shared", range(PARTITIONS)).start()
+    shared.wait_caught_up(cluster.input_end(), timeout=120)
+    assert shared.stop() == 0
+    written = {p: cluster.store_dump(p, shared) for p in range(PARTITIONS)}
+    for p, dump in written.items():
+        assert dump.data_families(), f"partition {p}: {writer.name} wrote no data"
+
+    # kstate inspect reads the writer's directory: every task and its store, with the committed offset.
+    inspected = subprocess.run([sys.executable, "-m", "kstate.cli", "inspect", "--json", shared.config.state_dir],
+                               capture_output=True, text=True, timeout=120)
+    assert inspected.returncode == 0, inspected.stderr[-2000:]
+    report = json.dumps(json.loads(inspected.stdout))
+    for p in range(PARTITIONS):
+        assert f"0_{p}" in report, f"kstate inspect did not list task 0_{p}: {report[:500]}"
+
+    # The other implementation on the same directory: opened at the committed offset, nothing restored, unchanged.
+    shared.start(command=opener)
+    shared.wait_running(timeout=120)
+    shared.wait_caught_up(cluster.input_end(), timeout=120)
+    assert shared.stop() == 0
+    restored = [e for e in shared.events("restored") if e["pid"] == shared.pid]
+    assert {e["partition"] for e in restored} == set(range(PARTITIONS)), restored
+    for event in restored:
+        assert event["records"] == 0, (f"{opener.name} restored {writer.name}'s store instead of opening it at its "
+                                       f"committed offset: {event}")
+    for p in range(PARTITIONS):
+        again = cluster.store_dump(p, shared)
+        assert again.data_families() == written[p].data_families(), (
+            f"partition {p}: {opener.name}'s open and clean close changed {writer.name}'s data")
+
+    # More input, processed by the opener over the writer's rows: the state is the whole input's.
+    cluster.produce_batch(per_partition=200, keys=keys, rng=rng)
+    shared.start()
+    shared.wait_caught_up(cluster.input_end(), timeout=120)
+    assert shared.stop() == 0
+    checked = _assert_state(cluster, store_type)
+    system_report(f"state directory {store_type.value} {writer.name} -> {opener.name}",
+                  {"rows_checked": checked, "seconds": round(time.monotonic() - started, 1)})
