@@ -8,8 +8,8 @@ input from the writer's committed input offsets, reading the writer's rows (a wi
 writer's aggregate), and the state is the whole input's. Mirrors the store-format half of Kafka's
 ``streams_upgrade_test.py`` (an instance bounced into another build on the same state directory).
 
-Needs the Kafka Streams instance (``instances/kafka-streams``). The default env runs the representatives of
-``test_kafka_streams_sigkill``; ``KSTATE_STREAMS_MATRIX=1`` (tox env ``streams-families``) every store type.
+Needs the Kafka Streams instance (``instances/kafka-streams``). The default env runs three representatives;
+``KSTATE_STREAMS_MATRIX=1`` (tox env ``streams-families``) every store type both ways.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ from kstate_conformance import rules
 
 PARTITIONS = 2
 DIRECTIONS = ["kafka-streams-writes", "reference-writes"]
-#: The default env's scenarios: one windowed family each way (the cross restore covers the rest in env streams).
-REPRESENTATIVES = {(StoreType.TIMESTAMPED_KV, "kafka-streams-writes"), (StoreType.SESSION, "reference-writes")}
+#: The default env's scenarios: three families, both ways between them (env streams-families: every type, both ways).
+REPRESENTATIVES = {(StoreType.TIMESTAMPED_KV, "kafka-streams-writes"), (StoreType.SESSION, "reference-writes"),
+                   (StoreType.VERSIONED_KV, "kafka-streams-writes")}
 
 
 def _assert_state(cluster: AppCluster, store_type: StoreType) -> int:
