@@ -58,6 +58,8 @@ MATRIX = os.environ.get("KSTATE_STREAMS_MATRIX") == "1"
 #: Kills per scenario: 2 in the default env (its time budget), 3 in the matrix.
 KILLS = int(os.environ.get("KSTATE_STREAMS_KILLS", "3" if MATRIX else "2"))
 GUARANTEES = ["at_least_once", "exactly_once_v2"]
+#: Input records each partition commits in a run before the kill's random delay starts.
+PROGRESS = 800
 #: The default env's scenarios (its time budget): a key-value store under exactly-once and a window store under
 #: at-least-once; test_kafka_streams_state_dirs covers the session and versioned families there. The rest with
 #: KSTATE_STREAMS_MATRIX=1.
@@ -101,9 +103,10 @@ def _committed_input(cluster: AppCluster) -> dict[int, int]:
 
 
 def _progressed(before: dict[int, int]) -> Callable[[dict[str, Any]], bool]:
-    """A status predicate: every partition committed past ``before``."""
+    """A status predicate: every partition committed ``PROGRESS`` records past ``before``, enough input for RocksDB's
+    smallest memtable (64 KiB, whatever less the setter asks) to have flushed, so that the kill finds a store."""
     def check(status: dict[str, Any]) -> bool:
-        return all(int(status.get("input_next", {}).get(str(p)) or 0) > before[p] for p in range(PARTITIONS))
+        return all(int(status.get("input_next", {}).get(str(p)) or 0) >= before[p] + PROGRESS for p in range(PARTITIONS))
     return check
 
 
@@ -240,7 +243,7 @@ def test_kafka_streams_sigkill_under_continuous_input_loses_nothing(
                                 extra=extra)
     _committed_input(cluster)  # waits out a group coordinator still loading on a broker just started
     cluster.produce_batch(per_partition=200, keys=keys, rng=rng)
-    feeder = InputFeeder(cluster, rate=200, keys=keys, seed=11)
+    feeder = InputFeeder(cluster, rate=600, keys=keys, seed=11)
     feeder.start()
     checked = ahead = 0
     try:
