@@ -6,7 +6,8 @@ then starts on that directory: it opens each store at the committed changelog of
 so it restores nothing, and its clean stop leaves the data byte for byte as it found them. It then goes on with more
 input from the writer's committed input offsets, reading the writer's rows (a window's count goes on from the
 writer's aggregate), and the state is the whole input's. Mirrors the store-format half of Kafka's
-``streams_upgrade_test.py`` (an instance bounced into another build on the same state directory).
+``streams_upgrade_test.py`` (an instance bounced into another build on the same state directory). A key-value store
+Kafka Streams wrote is also upgraded by the reference (opened as the next type of its upgrade path, LAY-7, LAY-8).
 
 Needs the Kafka Streams instance (``instances/kafka-streams``). The default env runs three representatives;
 ``KSTATE_STREAMS_MATRIX=1`` (tox env ``streams-families``) every store type both ways.
@@ -130,4 +131,44 @@ def test_a_state_directory_is_opened_by_the_other_implementation_at_its_committe
     else:
         checked = _assert_state(cluster, store_type)
     system_report(f"state directory {store_type.value} {writer.name} -> {opener.name}",
+                  {"rows_checked": checked, "seconds": round(time.monotonic() - started, 1)})
+
+
+#: A key-value store Kafka Streams wrote, opened by the reference as the next type of its upgrade path (LAY-7, LAY-8).
+UPGRADES = [(StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS),
+            (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV)]
+
+
+@rules("INST-44", "LAY-7", "LAY-8", "KV-31")
+@pytest.mark.parametrize(("old", "new"), UPGRADES, ids=[f"{a.value}-to-{b.value}" for a, b in UPGRADES])
+def test_a_kafka_streams_state_directory_is_upgraded_by_the_reference(
+        make_cluster: Callable[..., AppCluster], reference_instance: InstanceCommand,
+        kafka_streams: InstanceCommand, system_report: Callable[[str, object], None],  # noqa: F811
+        old: StoreType, new: StoreType) -> None:
+    if old is not StoreType.TIMESTAMPED_KV and not MATRIX:
+        pytest.skip("the family matrix: KSTATE_STREAMS_MATRIX=1 (tox env streams-families)")
+    started = time.monotonic()
+    kafka_streams.require(store_types=[old])
+    reference_instance.require(store_types=[new], events=["opened"])
+    cluster = make_cluster(old, partitions=PARTITIONS, instance_command=kafka_streams)
+    rng = random.Random(44)
+    cluster.produce_batch(per_partition=300, keys=200, rng=rng)
+    shared = cluster.instance("shared", range(PARTITIONS)).start()
+    shared.wait_caught_up(cluster.input_end(), timeout=120)
+    assert shared.stop() == 0
+
+    # The reference opens Kafka's store as the new type: upgrade mode, at Kafka's committed offset, nothing restored.
+    cluster.produce_batch(per_partition=100, keys=200, rng=rng)
+    shared.start(command=reference_instance, store_type=new.value)
+    shared.wait_caught_up(cluster.input_end(), timeout=120)
+    assert shared.stop() == 0
+    mine = [e for e in shared.events() if e["pid"] == shared.pid]
+    opened = [e for e in mine if e["event"] == "opened"]
+    assert {e["partition"] for e in opened} == set(range(PARTITIONS)), opened
+    for event in opened:
+        assert event["mode"] == "upgrade", event
+    for event in (e for e in mine if e["event"] == "restored"):
+        assert event["records"] == 0, f"the reference restored Kafka Streams' store instead of upgrading it: {event}"
+    checked = assert_no_acknowledged_input_lost(cluster, cluster.logical_state(new), new)
+    system_report(f"state directory upgrade {old.value} kafka-streams -> {new.value} kstate-reference",
                   {"rows_checked": checked, "seconds": round(time.monotonic() - started, 1)})
