@@ -42,6 +42,8 @@ from kstate_conformance import rules
 PARTITIONS = 2
 #: Every built store type of every family.
 CROSS_TYPES = list(BUILT_TYPES)
+#: The families whose changelog Kafka Streams 4.4 restores from the first unexpired record, not offset 0 (INST-14).
+_SEEKS_PAST_EXPIRED = (Family.WINDOW, Family.SESSION)
 #: Which implementation writes first: the reference, then the instance under test restores (a); or the reverse (b).
 DIRECTIONS = ["reference-writes", "instance-writes"]
 
@@ -108,7 +110,10 @@ def test_cross_restore_from_the_other_implementations_changelog(
     restored = [e for e in restoring.events("restored") if e["pid"] == restoring.pid]
     for p in range(PARTITIONS):
         (event,) = [e for e in restored if e["partition"] == p]
-        assert event["records"] == sum(1 for r in changelog if r.partition == p) > 0, event
+        # Kafka Streams 4.4 restores a windowed changelog from offsetsForTimes(last timestamp - retention), past the
+        # expired prefix (StoreChangelogReader.seekByRetentionFromPolledRecords, INST-14); the reference reads it all.
+        start = event["first_offset"] if family in _SEEKS_PAST_EXPIRED and restorer is not reference_instance else 0
+        assert event["records"] == sum(1 for r in changelog if r.partition == p and r.offset >= start) > 0, event
         again = cluster.store_dump(p, restoring)
         assert again.data_families() == original[p].data_families(), (
             f"partition {p}: {restorer.name}'s restore of {writer.name}'s changelog differs byte for byte")

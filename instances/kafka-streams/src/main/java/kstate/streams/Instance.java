@@ -68,6 +68,8 @@ final class Instance {
     private final Map<Integer, long[]> restoring = new HashMap<>();
     private final java.util.Set<Integer> openedReported = new java.util.HashSet<>();
     private volatile boolean running;
+    /** The store and processor options of a family other than key-value (INST-26), checked in {@link #run}. */
+    private Families.Options familyOptions;
     private final CountDownLatch done = new CountDownLatch(1);
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
 
@@ -127,7 +129,7 @@ final class Instance {
                     throw new IllegalStateException("no KIP-1271 key-value builder in this Kafka version", e);
                 }
             default:
-                throw new IllegalStateException("store type " + config.storeType);
+                return Families.storeBuilder(config, familyOptions); // the other families (INST-22..INST-24)
         }
     }
 
@@ -170,14 +172,19 @@ final class Instance {
                     store.put(key, typedValue(record));
                 }
             }
-            processed.incrementAndGet();
-            // commit_every_records: Kafka Streams commits by time only; a processor may ask for one more (INST-15).
-            if (sinceCommit.incrementAndGet() >= config.commitEveryRecords) {
-                sinceCommit.set(0);
-                context.commit();
-            }
-            reach("after_put");
+            afterRecord(context);
         }
+    }
+
+    /** After each input record, whatever the family: the count, a commit request, the `after_put` crash point. */
+    private void afterRecord(ProcessorContext<Void, Void> context) {
+        processed.incrementAndGet();
+        // commit_every_records: Kafka Streams commits by time only; a processor may ask for one more (INST-15).
+        if (sinceCommit.incrementAndGet() >= config.commitEveryRecords) {
+            sinceCommit.set(0);
+            context.commit();
+        }
+        reach("after_put");
     }
 
     private Topology topology() {
@@ -186,7 +193,11 @@ final class Instance {
         }
         Topology topology = new Topology();
         topology.addSource("source", new ByteArrayDeserializer(), new ByteArrayDeserializer(), config.inputTopic);
-        topology.addProcessor("processor", TableProcessor::new, "source");
+        if (Families.handles(config.storeType)) {
+            topology.addProcessor("processor", Families.processor(config, familyOptions, this::afterRecord), "source");
+        } else {
+            topology.addProcessor("processor", TableProcessor::new, "source");
+        }
         topology.addStateStore(storeBuilder(), "processor");
         return topology;
     }
@@ -238,10 +249,36 @@ final class Instance {
         @Override
         public Producer<byte[], byte[]> getProducer(Map<String, Object> cfg) {
             return new KafkaProducer<>(cfg, new ByteArraySerializer(), new ByteArraySerializer()) {
+                /** Under exactly_once_v2 the input offsets go with the transaction, not the consumer's commit. */
+                private Map<TopicPartition, OffsetAndMetadata> inTransaction;
+
                 @Override
                 public void flush() {
                     super.flush();
                     reach("after_producer_flush");
+                }
+
+                @Override
+                public void sendOffsetsToTransaction(Map<TopicPartition, OffsetAndMetadata> offsets,
+                                                     org.apache.kafka.clients.consumer.ConsumerGroupMetadata group) {
+                    super.sendOffsetsToTransaction(offsets, group);
+                    inTransaction = offsets;
+                }
+
+                @Override
+                public void commitTransaction() {
+                    super.commitTransaction();
+                    if (inTransaction != null) { // INST-20: the status follows the offsets the transaction committed
+                        Map<TopicPartition, OffsetAndMetadata> offsets = inTransaction;
+                        inTransaction = null;
+                        onCommitted(offsets);
+                    }
+                }
+
+                @Override
+                public void abortTransaction() {
+                    super.abortTransaction();
+                    inTransaction = null;
                 }
             };
         }
@@ -484,7 +521,15 @@ final class Instance {
         reporter.event("starting", Map.of("store_type", config.storeType, "partitions", config.partitions));
         List<String> options = new ArrayList<>(config.processorOptions);
         options.addAll(config.storeOptions);
-        if (!options.isEmpty()) {
+        if (Families.handles(config.storeType)) {
+            try {
+                familyOptions = Families.options(config);
+            } catch (Families.OptionError e) {
+                System.err.println("kstate-streams: " + e.getMessage());
+                reporter.event("exit", Map.of("code", Main.EXIT_USAGE, "reason", e.getMessage()));
+                return Main.EXIT_USAGE;
+            }
+        } else if (!options.isEmpty()) {
             String reason = "the key-value family takes no store or processor option, got " + options;
             System.err.println("kstate-streams: " + reason);
             reporter.event("exit", Map.of("code", Main.EXIT_USAGE, "reason", reason));

@@ -40,6 +40,9 @@ final class InstanceConfig {
     /** The names in `store_options` and `processor_options` (INST-26): the key-value family takes none. */
     List<String> storeOptions = new ArrayList<>();
     List<String> processorOptions = new ArrayList<>();
+    /** Their values, for the families that take options (INST-26, {@link Families}). */
+    Map<String, JsonNode> storeOptionValues = new LinkedHashMap<>();
+    Map<String, JsonNode> processorOptionValues = new LinkedHashMap<>();
 
     String changelogTopic() {
         // CL-1: <application.id>-<store name>-changelog, Kafka's ProcessorStateManager.storeChangelogTopic.
@@ -82,10 +85,12 @@ final class InstanceConfig {
         JsonNode storeOptions = objectOf(root, "store_options", false);
         if (storeOptions != null) {
             storeOptions.fieldNames().forEachRemaining(c.storeOptions::add);
+            storeOptions.fields().forEachRemaining(e -> c.storeOptionValues.put(e.getKey(), e.getValue()));
         }
         JsonNode processorOptions = objectOf(root, "processor_options", true);
         if (processorOptions != null) {
             processorOptions.fieldNames().forEachRemaining(c.processorOptions::add);
+            processorOptions.fields().forEachRemaining(e -> c.processorOptionValues.put(e.getKey(), e.getValue()));
         }
         JsonNode extra = objectOf(root, "extra", false);
         if (extra != null) {

@@ -72,6 +72,7 @@ public final class Main {
         if (headersBuilder() != null) {
             types.add("timestamped_kv_with_headers");
         }
+        types.addAll(Families.storeTypes());
         return types;
     }
 
