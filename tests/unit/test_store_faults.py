@@ -30,7 +30,7 @@ from kstate.stores.api import (
     TopicPartition,
 )
 from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_families
-from kstate.stores.factory import open_kv_store, store_directory, task_directory, wipe_store
+from kstate.stores.factory import open_bytes_store, open_kv_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
 from kstate_conformance.raw_rocksdb import drop_column_family, put_rows
@@ -581,3 +581,49 @@ def test_a_first_open_failing_after_the_database_was_created_removes_it(
     with pytest.raises(StoreStorageError, match="injected"):
         _open(tmp_path / "state")
     assert directory_digest(tmp_path) == before
+
+
+@pytest.mark.parametrize("store_type", [StoreType.KEY_VALUE, StoreType.WINDOW])
+def test_a_wipe_killed_half_way_leaves_the_whole_store_or_none_of_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_type: StoreType) -> None:
+    """A wipe interrupted while it deletes (UPG-3) never leaves a partial store that the next open refuses
+    (KV-24): the store is renamed away first; the leftover goes with the next wipe and is no store to inspect."""
+    from kstate.inspect.state_dir import inspect_state_dir
+    from kstate.stores import factory
+
+    options = {"retention_ms": 60_000, "window_size_ms": 10} if store_type == StoreType.WINDOW else None
+    store: Any = open_bytes_store(store_type, Backend.ROCKSDB, name="s", state_dir=tmp_path, options=options)
+    if store_type == StoreType.WINDOW:
+        store.put(b"k", b"v", 5)  # a segment database inside the store directory
+    else:
+        store.put(b"k", b"v")
+    store.close()
+    directory = store_directory(tmp_path, "app", "0_0", "s", store_type)
+    assert directory.is_dir()
+    real_rmtree = shutil.rmtree
+    deleted: list[Path] = []
+
+    def killed_after_one_file(path: Any, ignore_errors: bool = False) -> None:
+        path = Path(path)
+        if not path.exists():
+            return
+        victim = next(p for p in sorted(path.rglob("*")) if p.is_file())
+        victim.unlink()  # the delete had begun when the "kill" came
+        deleted.append(victim)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(factory.shutil, "rmtree", killed_after_one_file)
+    with pytest.raises(KeyboardInterrupt):
+        wipe_store(tmp_path, name="s", store_type=store_type)
+    monkeypatch.setattr(factory.shutil, "rmtree", real_rmtree)
+    assert deleted and not directory.exists()  # gone whole: only the renamed leftover was touched
+    leftover = factory.wiping_directory(directory)
+    assert leftover.is_dir()
+    notes = inspect_state_dir(tmp_path).notes
+    assert any("interrupted wipe" in note for note in notes), notes
+    assert not any(s.name.endswith("~wiping") for t in inspect_state_dir(tmp_path).tasks for s in t.stores)
+
+    reopened = open_bytes_store(store_type, Backend.ROCKSDB, name="s", state_dir=tmp_path, options=options)
+    reopened.close()
+    wipe_store(tmp_path, name="s", store_type=store_type)
+    assert not directory.exists() and not leftover.exists()

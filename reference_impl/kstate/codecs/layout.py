@@ -20,6 +20,9 @@ FORMAT = "state-layout"
 
 ROCKSDB_DIR = "rocksdb"
 CHECKPOINT_FILE = ".checkpoint"
+#: The suffix of a store directory being wiped (renamed, then deleted): '~' is in no name Kafka accepts (KV-26), so
+#: such a directory names no store.
+WIPING_SUFFIX = "~wiping"
 LOCK_FILE = ".lock"
 POSITION_SUFFIX = ".position"
 GLOBAL_DIR = "global"

@@ -22,6 +22,7 @@ from kstate.codecs.layout import (
     ROCKSDB_DIR,
     ROCKSDICT_SIDECAR,
     SEGMENT_LIST_SIDECAR,
+    WIPING_SUFFIX,
     LayoutError,
     column_family_plan,
     parse_task_dir_name,
@@ -429,12 +430,16 @@ class _Walker:
         rocks = task_dir / ROCKSDB_DIR
         if rocks.is_dir():
             for store_dir in sorted(rocks.iterdir()):
-                if store_dir.is_dir():
+                if store_dir.name.endswith(WIPING_SUFFIX):
+                    self.report.notes.append(f"{self.rel(store_dir)}: the leftover of an interrupted wipe (not a store)")
+                elif store_dir.is_dir():
                     task.stores.append(self.kv_store(task_dir, store_dir))
                 else:
                     self.violate("LAY-2", "stray-file", store_dir, "rocksdb/ holds only store directories")
         for entry in sorted(task_dir.iterdir()):
-            if entry.is_dir() and entry.name != ROCKSDB_DIR:
+            if entry.is_dir() and entry.name.endswith(WIPING_SUFFIX):
+                self.report.notes.append(f"{self.rel(entry)}: the leftover of an interrupted wipe (not a store)")
+            elif entry.is_dir() and entry.name != ROCKSDB_DIR:
                 task.stores.append(self.segmented_store(entry))
         by_name = {s.name: s for s in task.stores}
         for entry in sorted(task_dir.iterdir()):

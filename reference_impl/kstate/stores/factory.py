@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from kstate.codecs.layout import name_problem, store_dir, task_id_problem
+from kstate.codecs.layout import WIPING_SUFFIX, name_problem, store_dir, task_id_problem
 from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
 from kstate.errors import InvalidArgumentError
 from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPartition
@@ -136,6 +136,21 @@ def wipe_store(state_dir: str | Path, *, name: str, application_id: str = "app",
     # directory: each is refused before anything is deleted (KV-26, LAY-11).
     validate_store_name(name)
     validate_task_location(application_id, task_id)
-    shutil.rmtree(store_directory(state_dir, application_id, task_id, name, store_type), ignore_errors=True)
+    directory = store_directory(state_dir, application_id, task_id, name, store_type)
+    # A delete killed half-way would leave a directory the next open refuses (KV-24: files but no CURRENT, or a
+    # CURRENT naming a deleted MANIFEST). The store is first renamed away in one step, so a crash leaves either
+    # the whole store or none of it, and the leftover of an interrupted wipe goes with the next wipe.
+    trash = wiping_directory(directory)
+    shutil.rmtree(trash, ignore_errors=True)
+    try:
+        directory.rename(trash)
+    except FileNotFoundError:
+        pass
+    shutil.rmtree(trash, ignore_errors=True)
     (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
+
+
+def wiping_directory(directory: Path) -> Path:
+    """Where :func:`wipe_store` moves ``directory`` before deleting it (a sibling no store can be named)."""
+    return directory.with_name(directory.name + WIPING_SUFFIX)
 
