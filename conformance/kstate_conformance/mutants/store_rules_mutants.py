@@ -141,14 +141,8 @@ def _cache_sizes_text_in_code_points() -> dict[str, Handler]:
 class _CleanEntriesWithContextStore(CachingKeyValueStore):
     """A value read from below is cached (clean) and sized with the reader's current record context."""
 
-    def _get_internal(self, key: bytes) -> bytes | None:
-        entry = self.cache.get(key)
-        if entry is not None:
-            return entry.value
-        value = self.inner.get(key)
-        if value is not None:
-            self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, self.context.current)))
-        return value
+    def _cache_clean(self, key: bytes, value: bytes) -> None:
+        self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, self.context.current)))
 
 
 @mutant("cache-clean-entry-sized-with-context", "a clean entry cached by a read is sized with the current context",
