@@ -7,7 +7,6 @@ outside a terminal and not at all with ``--quiet``."""
 from __future__ import annotations
 
 import json
-import random
 import re
 import shutil
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import consumed_by_one_instance, write_raw_store
 
 from kstate.app.cluster import AppCluster
 from kstate.codecs.layout import column_family_plan
@@ -53,10 +53,7 @@ def test_a_corrupted_store_copy_is_reported_per_kind_in_every_report_format(
     from kstate.cli import main
 
     cluster = make_cluster(StoreType.TIMESTAMPED_KV, partitions=2)
-    cluster.produce_batch(per_partition=200, keys=50, rng=random.Random(3))
-    instance = cluster.instance("a", [0, 1]).start()
-    instance.wait_caught_up(cluster.input_end())
-    assert instance.stop() == 0
+    instance = consumed_by_one_instance(cluster, per_partition=200, keys=50, seed=3)
     copy = tmp_path / "copy"
     shutil.copytree(instance.config.state_dir, copy)
     changed, deleted = _corrupt(copy / cluster.application_id / "0_1" / "rocksdb" / cluster.store_name,
@@ -108,8 +105,6 @@ def test_several_stores_of_different_families_in_one_run(
         spark: Any, broker: Broker, tmp_path: Path, app_name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """A key-value store (type detected) that matches its changelog and a versioned store (type given with the
     name) that lacks a version: each store's usual output, then one line a store; exit 1 for the one."""
-    import rocksdict
-
     from kstate.cli import main
     from kstate.codecs import versioned
     from kstate.stores.api import Backend, TopicPartition
@@ -131,11 +126,8 @@ def test_several_stores_of_different_families_in_one_run(
     produce(broker, f"{app_name}-vs-changelog", [(b"k1", b"a", 1000, []), (b"k2", b"x", 2500, []),
                                                  (b"k3", b"q", 3100, [])])
     store_dir = tmp_path / "state" / app_name / "0_0" / "rocksdb" / "vs"
-    db: Any = rocksdict.Rdict(str(store_dir), rocksdict.Options(raw_mode=True))
-    db[versioned.latest_value_key(b"k1")] = versioned.encode_latest_value(b"a", 1000)
-    db[versioned.latest_value_key(b"k2")] = versioned.encode_latest_value(b"x", 2500)
-    db.close()
-    del db
+    write_raw_store(store_dir, {versioned.latest_value_key(b"k1"): versioned.encode_latest_value(b"a", 1000),
+                                versioned.latest_value_key(b"k2"): versioned.encode_latest_value(b"x", 2500)})
     report = tmp_path / "audit.md"
     args = ["audit", "--bootstrap", broker.bootstrap, "--application-id", app_name, "--store", "counts",
             "--store", "vs:versioned_kv", "--history-retention-ms", "500000", "--state-dir", str(tmp_path / "state"),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import write_raw_store
 
 from kstate.codecs.store_types import BUILT_KV_TYPES, RestoreConversion, StoreType
 from kstate.kafka.broker import Broker
@@ -138,17 +139,6 @@ def test_the_spark_plan_computes_the_python_engines_bytes(spark: Any, store_type
     assert got == expected and sum(map(len, expected.values())) > 100
 
 
-def _write_store(path: Path, entries: dict[bytes, bytes]) -> None:
-    import rocksdict
-
-    path.mkdir(parents=True)
-    db: Any = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
-    for key, value in entries.items():
-        db[key] = value
-    db.close()
-    del db
-
-
 def test_store_directories_are_read_by_spark_tasks_as_the_dump_reads_them(spark: Any, broker: Broker,
                                                                             topic_name: str, tmp_path: Path) -> None:
     """Plain key-value stores of two tasks, audited with the stores read in parallel: a lost update is reported
@@ -159,8 +149,8 @@ def test_store_directories_are_read_by_spark_tasks_as_the_dump_reads_them(spark:
     produce(broker, topic_name, [(b"a", b"1", 10, []), (b"b", b"2", 11, []), (b"a", b"3", 12, [])], partition=0)
     produce(broker, topic_name, [(b"c", b"4", 13, []), (b"c", None, 14, []), (b"d", b"5", 15, [])], partition=1)
     directories = [(0, tmp_path / "0_0" / "rocksdb" / "s"), (1, tmp_path / "0_1" / "rocksdb" / "s")]
-    _write_store(directories[0][1], {b"a": b"3", b"b": b"2"})
-    _write_store(directories[1][1], {b"d": b"5", b"c": b"4"})  # the tombstone of c never reached this store
+    write_raw_store(directories[0][1], {b"a": b"3", b"b": b"2"})
+    write_raw_store(directories[1][1], {b"d": b"5", b"c": b"4"})  # the tombstone of c never reached this store
     frame = store_directories_frame(spark, StoreType.KEY_VALUE, [(p, str(d)) for p, d in directories])
     read = {(r.partition, bytes(r.key)): bytes(r.value) for r in frame.collect()}
     assert read == {(p, k): v for p, d in directories
@@ -179,9 +169,9 @@ def test_family_stores_are_read_by_spark_tasks_as_read_store_entries_reads_them(
     from kstate.spark.families import read_store_entries, read_stores_frame, store_problems
 
     stores = {0: [tmp_path / "0_0" / "w"], 1: [tmp_path / "0_1" / "w"]}
-    _write_store(stores[0][0] / "w.0", {wk(b"A", 1, 0): b"v", wk(b"A", 1, 1): b"w", b"short": b"x"})
-    _write_store(stores[0][0] / "w.60000", {wk(b"B", 60_001, 0): b"b"})
-    _write_store(stores[1][0] / "w.0", {wk(b"C", 7, 0): b"c"})
+    write_raw_store(stores[0][0] / "w.0", {wk(b"A", 1, 0): b"v", wk(b"A", 1, 1): b"w", b"short": b"x"})
+    write_raw_store(stores[0][0] / "w.60000", {wk(b"B", 60_001, 0): b"b"})
+    write_raw_store(stores[1][0] / "w.0", {wk(b"C", 7, 0): b"c"})
     problems: list[Any] = []
     expected = sorted(row for p, dirs in stores.items() for d in dirs
                       for row in read_store_entries(StoreType.WINDOW, p, d, problems))

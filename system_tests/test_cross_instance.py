@@ -21,14 +21,14 @@ import pytest
 from conftest import Oracle
 from helpers import (
     GAP_MS,
-    PROCESSOR_OPTIONS,
     RETENTION_MS,
-    STORE_OPTIONS,
     WINDOW_SIZE_MS,
     assert_no_acknowledged_input_lost,
     assert_sessions_match_input,
     assert_windows_match_input,
     bounce_one_by_one,
+    family_cluster,
+    family_keys,
     session_state,
     window_state,
 )
@@ -89,10 +89,9 @@ def test_cross_restore_from_the_other_implementations_changelog(
     if writer != restorer:
         _require_exact_end_offsets(restorer, broker)
     family = STORE_TYPES[store_type].family
-    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS[family],
-                           processor_options=PROCESSOR_OPTIONS[family], instance_command=writer)
+    cluster = family_cluster(make_cluster, store_type, PARTITIONS, instance_command=writer)
     rng = random.Random(31)
-    cluster.produce_batch(per_partition=1000, keys=40 if family in (Family.WINDOW, Family.SESSION) else 200, rng=rng)
+    cluster.produce_batch(per_partition=1000, keys=family_keys(store_type), rng=rng)
     writing = cluster.instance("writer", range(PARTITIONS)).start()
     writing.wait_caught_up(cluster.input_end())
     assert writing.stop() == 0
@@ -122,7 +121,7 @@ def test_cross_restore_from_the_other_implementations_changelog(
         assert again.status_open is False, p
 
     # The restorer goes on from the writer's committed input offsets: the state is the whole input's.
-    cluster.produce_batch(per_partition=200, keys=40 if family in (Family.WINDOW, Family.SESSION) else 200, rng=rng)
+    cluster.produce_batch(per_partition=200, keys=family_keys(store_type), rng=rng)
     restoring.start()
     restoring.wait_caught_up(cluster.input_end())
     assert restoring.stop() == 0

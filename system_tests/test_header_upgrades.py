@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from helpers import Aggregate, bounce_one_by_one, expected_sessions, expected_windows
+from helpers import Aggregate, bounce_one_by_one, expected_sessions, expected_windows, three_caught_up_after_every_key
 
 from kstate.app.cluster import AppCluster
 from kstate.app.processors import StoredValue, decode_stored, parse_aggregate
@@ -95,15 +95,7 @@ def test_rolling_header_upgrade_under_continuous_input(make_cluster: Callable[..
                            processor_options=dict(case.processor_options))
     cluster.require(store_types=[case.old, case.new], events=["opened"])  # before any work (INST-40)
     rng = random.Random(5)
-    for partition in range(PARTITIONS):
-        cluster.produce(partition, [cluster.next_record(partition, KEYS, rng, tombstone_every=0, key=k)
-                                    for k in PRELOADED], flush=False)
-    cluster.flush()
-    instances = [cluster.instance(f"i{n}", [n, n + 3]) for n in range(3)]
-    for instance in instances:
-        instance.start()
-    for instance in instances:
-        instance.wait_caught_up(cluster.input_end())
+    instances = three_caught_up_after_every_key(cluster, KEYS, PRELOADED, rng)
     boundaries: dict[int, int] = {}
     upgraded_segments: list[str] = []
 

@@ -27,9 +27,7 @@ import pytest
 from conftest import Oracle
 from helpers import (
     GAP_MS,
-    PROCESSOR_OPTIONS,
     RETENTION_MS,
-    STORE_OPTIONS,
     WINDOW_SIZE_MS,
     Aggregate,
     assert_no_acknowledged_input_lost,
@@ -38,6 +36,8 @@ from helpers import (
     decode,
     expected_sessions,
     expected_windows,
+    family_cluster,
+    family_keys,
     session_state,
     window_state,
 )
@@ -228,10 +228,9 @@ def test_kafka_streams_sigkill_under_continuous_input_loses_nothing(
     started = time.monotonic()
     kafka_streams.require(store_types=[store_type])
     family = STORE_TYPES[store_type].family
-    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS[family],
-                           processor_options=PROCESSOR_OPTIONS[family], instance_command=kafka_streams)
+    cluster = family_cluster(make_cluster, store_type, PARTITIONS, instance_command=kafka_streams)
     rng = random.Random(2026)
-    keys = 40 if family in (Family.WINDOW, Family.SESSION) else 200
+    keys = family_keys(store_type)
     # EOS: a short transaction timeout, so that a transaction left open by a kill does not hold read_committed
     # readers for Kafka Streams' default 10 s (StreamsConfig's eos producer default) if it is not fenced first.
     # Small memtables: Kafka 4.4 writes without a WAL, so only a RocksDB flush puts data and offsets on disk before a

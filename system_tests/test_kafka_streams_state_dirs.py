@@ -25,13 +25,13 @@ from collections.abc import Callable
 import pytest
 from helpers import (
     GAP_MS,
-    PROCESSOR_OPTIONS,
     RETENTION_MS,
-    STORE_OPTIONS,
     WINDOW_SIZE_MS,
     assert_no_acknowledged_input_lost,
     assert_sessions_match_input,
     assert_windows_match_input,
+    family_cluster,
+    family_keys,
     session_state,
     window_state,
 )
@@ -85,11 +85,9 @@ def test_a_state_directory_is_opened_by_the_other_implementation_at_its_committe
                       else (reference_instance, kafka_streams))
     for command in (writer, opener):
         command.require(store_types=[store_type])
-    family = STORE_TYPES[store_type].family
-    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS[family],
-                           processor_options=PROCESSOR_OPTIONS[family], instance_command=writer)
+    cluster = family_cluster(make_cluster, store_type, PARTITIONS, instance_command=writer)
     rng = random.Random(43)
-    keys = 40 if family in (Family.WINDOW, Family.SESSION) else 200
+    keys = family_keys(store_type)
     cluster.produce_batch(per_partition=400, keys=keys, rng=rng)
     shared = cluster.instance("shared", range(PARTITIONS)).start()
     shared.wait_caught_up(cluster.input_end(), timeout=120)

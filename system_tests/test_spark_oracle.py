@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from helpers import consumed_by_one_instance, write_raw_store
 
 from kstate.app.cluster import AppCluster
 from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
@@ -84,10 +85,7 @@ def test_kstate_audit_command(spark: Any, make_cluster: Callable[..., AppCluster
     from kstate.cli import main
 
     cluster = make_cluster(StoreType.TIMESTAMPED_KV, partitions=2)
-    cluster.produce_batch(per_partition=300, keys=80, rng=random.Random(2))
-    instance = cluster.instance("a", [0, 1]).start()
-    instance.wait_caught_up(cluster.input_end())
-    assert instance.stop() == 0
+    instance = consumed_by_one_instance(cluster, per_partition=300, keys=80, seed=2)
     args = ["audit", "--bootstrap", cluster.broker.bootstrap, "--application-id", cluster.application_id,
             "--store", cluster.store_name, "--store-type", "timestamped_kv", "--state-dir", instance.config.state_dir,
             "--master", "local[2]"]
@@ -109,10 +107,7 @@ def test_kstate_audit_with_a_non_default_client_configuration(
     from kstate.cli import main
 
     cluster = make_cluster(StoreType.KEY_VALUE, partitions=2)
-    cluster.produce_batch(per_partition=120, keys=40, rng=random.Random(5))
-    instance = cluster.instance("a", [0, 1]).start()
-    instance.wait_caught_up(cluster.input_end())
-    assert instance.stop() == 0
+    instance = consumed_by_one_instance(cluster, per_partition=120, keys=40, seed=5)
     properties = tmp_path / "client.properties"
     properties.write_text("# as an operator would keep it\nclient.id=kstate-auditor\nfetch.min.bytes=1\n"
                           "socket.keepalive.enable=true\n")
@@ -132,8 +127,6 @@ def test_kstate_audit_of_a_versioned_store_detects_its_type_and_reports_per_vers
         spark: Any, broker: Broker, tmp_path: Any, app_name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """History retention 500, stream time 3000: k1 b [2000,3000) and k2 x [2500,-) are queryable, k1 a [1000,2000)
     is not (VER-32); the type is detected from the directory; a version the store lacks is reported (VER-25)."""
-    import rocksdict
-
     from kstate.cli import main
     from kstate.codecs import versioned
 
@@ -142,14 +135,11 @@ def test_kstate_audit_of_a_versioned_store_detects_its_type_and_reports_per_vers
     produce(broker, topic, [(b"k1", b"a", 1000, []), (b"k1", b"b", 2000, []), (b"k1", None, 3000, []),
                             (b"k2", b"x", 2500, [])])
     store_dir = tmp_path / "state" / app_name / "0_0" / "rocksdb" / "vs"
-    store_dir.mkdir(parents=True)
-    options = rocksdict.Options(raw_mode=True)
-    db: Any = rocksdict.Rdict(str(store_dir), options)
-    db[versioned.latest_value_key(b"k2")] = versioned.encode_latest_value(b"x", 2500)
-    db[versioned.segment_key(2, b"k1")] = versioned.new_segment_value_with_record(b"a", 1000, 2000).serialize()
-    db[versioned.segment_key(3, b"k1")] = versioned.new_segment_value_with_record(b"b", 2000, 3000).serialize()
-    db.close()
-    del db
+    write_raw_store(store_dir, {
+        versioned.latest_value_key(b"k2"): versioned.encode_latest_value(b"x", 2500),
+        versioned.segment_key(2, b"k1"): versioned.new_segment_value_with_record(b"a", 1000, 2000).serialize(),
+        versioned.segment_key(3, b"k1"): versioned.new_segment_value_with_record(b"b", 2000, 3000).serialize(),
+    })
     args = ["audit", "--bootstrap", broker.bootstrap, "--application-id", app_name, "--store", "vs",
             "--state-dir", str(tmp_path / "state"), "--history-retention-ms", "500", "--master", "local[2]"]
     assert main(args) == 0
@@ -168,8 +158,6 @@ def test_kstate_audit_of_a_session_store_reads_every_segment_and_reports_per_ses
     """Sessions by key, start and end from ``<task>/<store>/<store>.<segment start>`` (SESS-1, SESS-11); a
     merge's removes delete the merged sessions (CL-7); a session the store kept though it was merged away is
     reported, one line per session, in each task's partition."""
-    import rocksdict
-
     from kstate.cli import main
     from kstate.codecs.changelog import session_changelog_key as sk
 
@@ -182,13 +170,7 @@ def test_kstate_audit_of_a_session_store_reads_every_segment_and_reports_per_ses
     state = tmp_path / "state"
     for task, segment, rows in [("0_0", "ss.0", {sk(b"u", 1000, 1500): b"2", sk(b"u", 1000, 1000): b"1"}),
                                 ("0_1", "ss.6000", {sk(b"w", 5000, 7000): b"9"})]:
-        path = state / app_name / task / "ss" / segment
-        path.mkdir(parents=True)
-        db: Any = rocksdict.Rdict(str(path), rocksdict.Options(raw_mode=True))
-        for key, value in rows.items():
-            db[key] = value
-        db.close()
-        del db
+        write_raw_store(state / app_name / task / "ss" / segment, rows)
     args = ["audit", "--bootstrap", broker.bootstrap, "--application-id", app_name, "--store", "ss",
             "--state-dir", str(state), "--store-type", "session", "--retention-ms", "60000", "--master", "local[2]"]
     assert main(args) == 1

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import Oracle
-from helpers import assert_no_acknowledged_input_lost, bounce_one_by_one, decode
+from helpers import assert_no_acknowledged_input_lost, bounce_one_by_one, decode, three_caught_up_after_every_key
 
 from kstate.app.cluster import AppCluster
 from kstate.codecs.store_types import DEFAULT_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, StoreType
@@ -35,15 +35,7 @@ def test_rolling_upgrade_under_continuous_input(make_cluster: Callable[..., AppC
     cluster.require(store_types=[old, new], events=["opened"])  # before any work (INST-40)
     rng = random.Random(3)
     # Every key exists before the upgrade, so that some keys are still legacy at the end.
-    for partition in range(PARTITIONS):
-        cluster.produce(partition, [cluster.next_record(partition, KEYS, rng, tombstone_every=0, key=k)
-                                    for k in range(KEYS)], flush=False)
-    cluster.flush()
-    instances = [cluster.instance(f"i{n}", [n, n + 3]) for n in range(3)]
-    for instance in instances:
-        instance.start()
-    for instance in instances:
-        instance.wait_caught_up(cluster.input_end())
+    instances = three_caught_up_after_every_key(cluster, KEYS, range(KEYS), rng)
     boundaries: dict[int, LegacyBoundary] = {}
 
     def upgraded(event: dict[str, Any]) -> None:

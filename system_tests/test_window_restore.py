@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 from helpers import (
     GAP_MS,
-    PROCESSOR_OPTIONS,
     RETENTION_MS,
-    STORE_OPTIONS,
     WINDOW_SIZE_MS,
     assert_sessions_match_input,
     assert_windows_match_input,
+    family_cluster,
     session_state,
     window_state,
 )
@@ -55,8 +54,7 @@ def test_wiped_segmented_store_restores_segment_by_segment(make_cluster: Callabl
                                                            store_type: StoreType) -> None:
     started = time.monotonic()
     family = STORE_TYPES[store_type].family
-    cluster = make_cluster(store_type, partitions=PARTITIONS, store_options=STORE_OPTIONS[family],
-                           processor_options=PROCESSOR_OPTIONS[family])
+    cluster = family_cluster(make_cluster, store_type, PARTITIONS)
     cluster.produce_batch(per_partition=1500, keys=40, rng=random.Random(12))
     instance = cluster.instance("a", range(PARTITIONS), restore_batch_size=250).start()
     instance.wait_caught_up(cluster.input_end())

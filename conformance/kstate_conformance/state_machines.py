@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from kstate_conformance.models.kv import Record, Refused
+from kstate_conformance.models.kv import Record, Refused, headers_value, timestamped_value
 
 #: The changelog topic every machine commits offsets of.
 CHANGELOG_TOPIC = "app-store-changelog"
@@ -30,6 +30,17 @@ KEYS = st.lists(st.sampled_from(KEY_BYTES), max_size=3).map(bytes)
 MAYBE_KEY = st.none() | KEYS
 #: Record timestamps: small ones, an epoch time, and any non-negative int64.
 TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_value=0, max_value=(1 << 63) - 1)
+
+
+def layout_values(store_type: str, plain: str, timestamped: str, raw: st.SearchStrategy[bytes],
+                  headers: st.SearchStrategy[Any]) -> st.SearchStrategy[bytes]:
+    """Well-formed values of a key-value or window store type's layout: ``raw`` alone, with a timestamp, or with a
+    timestamp and ``headers`` (TSKV-1, HV-6)."""
+    if store_type == plain:
+        return raw
+    if store_type == timestamped:
+        return st.builds(timestamped_value, raw, TIMESTAMPS)
+    return st.builds(headers_value, raw, TIMESTAMPS, headers)
 
 
 def hex_or_none(data: bytes | None) -> str | None:

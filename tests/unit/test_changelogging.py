@@ -226,6 +226,9 @@ MALFORMED = {
     StoreType.TIMESTAMPED_KV_WITH_HEADERS: [b"", b"\x00", b"\x00" + b"\x00" * 7, b"\x06\x00", b"\x01" + b"\x00" * 9],
 }
 REFUSAL_COMBOS = [(t, b, c) for t in MALFORMED for b in Backend for c in (False, True)]
+REFUSAL_PARAMS = pytest.mark.parametrize(
+    ("store_type", "backend", "caching"), REFUSAL_COMBOS,
+    ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
 
 
 def _stack(store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path
@@ -244,8 +247,7 @@ def _flushed(store: KeyValueBytesStore) -> None:
         store.flush()
 
 
-@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
-                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+@REFUSAL_PARAMS
 def test_a_refused_write_reaches_neither_the_store_nor_the_changelog(
         store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
     """A value the log cannot carry is refused at the write, before the cache or the store takes it (CL-1)."""
@@ -275,8 +277,7 @@ def test_a_refused_write_reaches_neither_the_store_nor_the_changelog(
     store.close()
 
 
-@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
-                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+@REFUSAL_PARAMS
 def test_a_write_with_a_negative_logged_timestamp_changes_nothing(
         store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
     """ProducerRecord refuses a negative timestamp (CL-2): the write is refused before anything is stored."""
@@ -299,8 +300,7 @@ def test_a_write_with_a_negative_logged_timestamp_changes_nothing(
     store.close()
 
 
-@pytest.mark.parametrize(("store_type", "backend", "caching"), REFUSAL_COMBOS,
-                         ids=lambda v: v.value if hasattr(v, "value") else ("cached" if v else "uncached"))
+@REFUSAL_PARAMS
 def test_a_refused_put_through_the_neutral_operations_changes_nothing(
         store_type: StoreType, backend: Backend, caching: bool, tmp_path: Path) -> None:
     """The same through ``store.*`` (spec/ops.md): the refusal is the put's answer, the flush finds nothing."""

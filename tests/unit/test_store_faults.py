@@ -34,6 +34,7 @@ from kstate.stores.factory import open_bytes_store, open_kv_store, store_directo
 from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
 from kstate_conformance.raw_rocksdb import drop_column_family, put_rows
+from kstate_conformance.wrong_paths import make_dangling_link, make_file
 
 TP = TopicPartition("app-s-changelog", 0)
 NOBODY = 65534
@@ -175,24 +176,14 @@ def test_a_refused_upgrade_over_any_engine_adds_no_column_family() -> None:
 # --- 5: paths of the wrong kind -------------------------------------------------------------------------------
 
 
-def _file(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"not a directory")
-
-
-def _dangling(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(path.parent / "nowhere")
-
-
 @pytest.mark.parametrize(
     ("where", "make", "match"),
     [
-        ("app/0_0/rocksdb/s", _file, "store directory .* is a file"),
-        ("app/0_0/rocksdb/s", _dangling, "store directory .* is a dangling symbolic link"),
-        ("app/0_0", _file, "task directory .* is a file"),
-        ("app/0_0/rocksdb", _file, "rocksdb directory .* is a file"),
-        ("app", _file, "creating the directory|is a file"),
+        ("app/0_0/rocksdb/s", make_file, "store directory .* is a file"),
+        ("app/0_0/rocksdb/s", make_dangling_link, "store directory .* is a dangling symbolic link"),
+        ("app/0_0", make_file, "task directory .* is a file"),
+        ("app/0_0/rocksdb", make_file, "rocksdb directory .* is a file"),
+        ("app", make_file, "creating the directory|is a file"),
     ],
 )
 def test_a_path_of_the_wrong_kind_is_a_typed_error(tmp_path: Path, where: str, make: Any, match: str) -> None:

@@ -47,14 +47,15 @@ FAMILY = "kv"
 StoreClasses = Mapping[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]]
 
 
-def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
-    """``open_kv_store``, but the listed (type, backend) pairs get the mutant classes."""
+def opening(classes: StoreClasses, *, options_bypass: bool = False) -> Callable[..., KeyValueBytesStore]:
+    """``open_kv_store``, but the listed (type, backend) pairs get the mutant classes; with ``options_bypass``, a
+    store opened with RocksDB options is the reference's."""
 
     def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: str | Path | None = None,
                    application_id: str = "app", task_id: str = "0_0", ignore_invalid_state: bool = False,
                    **options: Any) -> KeyValueBytesStore:
         cls = classes.get((StoreType(store_type), Backend(backend)))
-        if cls is None:
+        if cls is None or (options_bypass and options):
             return open_kv_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
                                  task_id=task_id, ignore_invalid_state=ignore_invalid_state, **options)
         if Backend(backend) is Backend.MEMORY:
@@ -65,7 +66,7 @@ def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
     return open_store
 
 
-def _rocksdb_classes_with(mixin: type) -> StoreClasses:
+def rocksdb_classes_with(mixin: type) -> StoreClasses:
     """Every RocksDB key-value store class with ``mixin`` in front of it: a mutant of one method for all three."""
     classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
     for store_type in BUILT_KV_TYPES:
@@ -116,7 +117,7 @@ class _MigratingHeadersStore(_MigratingIterators, RocksDBTimestampedStoreWithHea
 def _migrating_iterator() -> dict[str, Handler]:
     classes: StoreClasses = {(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB): _MigratingTimestampedStore,
                              (StoreType.TIMESTAMPED_KV_WITH_HEADERS, Backend.ROCKSDB): _MigratingHeadersStore}
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(classes)))
 
 
 # --- change-logging bugs -----------------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ class _OffsetsFirst:
 @mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data", FAMILY,
         rules=("KV-50",))
 def _offsets_outside_data_batch() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_OffsetsFirst))))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(_OffsetsFirst))))
 
 
 # --- restore ---------------------------------------------------------------------------------------------------
@@ -215,7 +216,7 @@ class _UnflushedRestore:
 @mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after it loses it", FAMILY,
         rules=("RST-8",))
 def _restore_unflushed() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_UnflushedRestore))))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(_UnflushedRestore))))
 
 
 
@@ -260,7 +261,7 @@ class _LiveKeysInMemoryStore(InMemoryKeyValueStore):
         rules=("KV-41",))
 def _memory_iterator_sees_inserts() -> dict[str, Handler]:
     classes: StoreClasses = {(t, Backend.MEMORY): (lambda name, _t=t: _live_keys_store(name, _t)) for t in BUILT_KV_TYPES}
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(classes)))
 
 
 def _live_keys_store(name: str, store_type: StoreType) -> KeyValueBytesStore:
@@ -392,7 +393,7 @@ class _PlainDowngradeClose:
 @mutant("kv-downgrade-close-plain", "closing for a downgrade writes no .checkpoint and keeps the offsets family",
         FAMILY, rules=("UPG-4", "OFF-20"))
 def _downgrade_close_plain() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_rocksdb_classes_with(_PlainDowngradeClose))))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(_PlainDowngradeClose))))
 
 
 @mutant("kv-facade-eager-headers", "the headers facade parses the header bytes on every read (KV-62, HV-10)", FAMILY,
@@ -424,7 +425,7 @@ def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
 
 def _stores_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
                  store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(_classes_with(mixin, backends, store_types))))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(_classes_with(mixin, backends, store_types))))
 
 
 def _answer(op_name: str, change: Callable[[JsonDict, JsonDict], JsonDict]) -> dict[str, Handler]:

@@ -13,7 +13,6 @@ from typing import Any, cast
 
 from kstate.codecs.changelog import ChangelogRecord
 from kstate.codecs.header_values import decode_aggregation_with_headers
-from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.session_keys import SessionKeySchema, SessionStoreKey
 from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
@@ -35,6 +34,7 @@ from kstate.stores.surface import RocksDBOptions, check_changelog_offsets, to_co
 from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants.window_store_mutants import StrayEntryStopsTheScan
 
 FAMILY = "session_store"
 SESSION_TYPES = types.SESSION_TYPES
@@ -459,19 +459,8 @@ def _open_checks_one_by_one() -> dict[str, Handler]:
                        StoreType.SESSION_WITH_HEADERS: _OpensBeforeCheckingWithHeaders})
 
 
-class _StrayEntryStopsTheScan(RocksDBSessionStore):
-    """Kafka's ``openExisting`` ported literally: an entry whose name does not parse throws inside the scan, the
-    error is swallowed, and no segment is opened (the store answers nothing and claims no offset)."""
-
-    def _open_existing(self) -> None:
-        directory = self.segments.directory
-        try:
-            for entry in sorted(p.name for p in directory.iterdir()) if directory.is_dir() else ():
-                parse_segment_name(self.name, entry, self.segment_interval_ms)
-        except KStateError:
-            self._position = {}
-            return
-        super()._open_existing()
+class _StrayEntryStopsTheScan(StrayEntryStopsTheScan, RocksDBSessionStore):
+    pass
 
 
 class _StrayEntryStopsTheScanWithHeaders(_StrayEntryStopsTheScan, RocksDBSessionStoreWithHeaders):

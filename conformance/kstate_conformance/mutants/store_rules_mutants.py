@@ -18,7 +18,7 @@ from typing import Any, cast
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import OFFSET_UNKNOWN, OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, encode_status
 from kstate.codecs.position import Position
-from kstate.codecs.store_types import BUILT_KV_TYPES, BUILT_TYPES, WINDOW_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_TYPES, WINDOW_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import read_checkpoint_file, task_checkpoint_path, write_checkpoint_file, write_position_file
@@ -27,41 +27,21 @@ from kstate.stores.caching import CacheEntry, CachingKeyValueStore, FlushListene
 from kstate.stores.changelogging import ChangeLoggingKeyValueBytesStore, ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, WriteBatch
-from kstate.stores.factory import open_bytes_store, open_kv_store, task_directory
+from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants.kv_mutants import opening, rocksdb_classes_with
 
 FAMILY = "store_rules"
-StoreClasses = Mapping[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]]
-
-
-def _opening(classes: StoreClasses) -> Callable[..., KeyValueBytesStore]:
-    """``open_kv_store``, but the listed (type, backend) pairs get the mutant classes."""
-
-    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: str | Path | None = None,
-                   application_id: str = "app", task_id: str = "0_0", ignore_invalid_state: bool = False,
-                   **options: Any) -> KeyValueBytesStore:
-        cls = classes.get((StoreType(store_type), Backend(backend)))
-        if cls is None or options:
-            return open_kv_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
-                                 task_id=task_id, ignore_invalid_state=ignore_invalid_state, **options)
-        task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
-        return cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state))
-
-    return open_store
 
 
 def _rocksdb_with(mixin: type) -> dict[str, Handler]:
     """``store.open`` whose RocksDB key-value stores of every type have ``mixin`` in front of their class."""
-    classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
-    for store_type in BUILT_KV_TYPES:
-        base = store_classes(store_type).rocksdb
-        classes[(store_type, Backend.ROCKSDB)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_opening(classes)))
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(mixin), options_bypass=True)))
 
 
 def _open_with(builder: StoreBuilder) -> dict[str, Handler]:
@@ -141,14 +121,8 @@ def _cache_sizes_text_in_code_points() -> dict[str, Handler]:
 class _CleanEntriesWithContextStore(CachingKeyValueStore):
     """A value read from below is cached (clean) and sized with the reader's current record context."""
 
-    def _get_internal(self, key: bytes) -> bytes | None:
-        entry = self.cache.get(key)
-        if entry is not None:
-            return entry.value
-        value = self.inner.get(key)
-        if value is not None:
-            self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, self.context.current)))
-        return value
+    def _cache_clean(self, key: bytes, value: bytes) -> None:
+        self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, self.context.current)))
 
 
 @mutant("cache-clean-entry-sized-with-context", "a clean entry cached by a read is sized with the current context",

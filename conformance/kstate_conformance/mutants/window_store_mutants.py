@@ -658,12 +658,11 @@ def _open_checks_one_by_one() -> dict[str, Handler]:
     return _rocksdb(_OpensBeforeChecking)
 
 
-class _StrayEntryStopsTheScan:
+class StrayEntryStopsTheScan:
     """Kafka's ``openExisting`` ported literally: a directory entry whose name does not parse throws inside the scan,
-    the error is swallowed, and no segment is opened (the store answers nothing and claims no offset)."""
+    the error is swallowed, and no segment is opened (the store answers nothing and claims no offset). A mixin for
+    the window and the session stores."""
 
-    name: str
-    segment_interval: int
     segments: KeyValueSegments
     _position: Any
 
@@ -671,7 +670,7 @@ class _StrayEntryStopsTheScan:
         directory = self.segments.directory
         try:
             for entry in sorted(p.name for p in directory.iterdir()) if directory.is_dir() else ():
-                parse_segment_name(self.name, entry, self.segment_interval)
+                parse_segment_name(self.segments.name, entry, self.segments.segment_interval)
         except KStateError:
             self._position = {}
             return
@@ -681,7 +680,7 @@ class _StrayEntryStopsTheScan:
 @mutant("window-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
         "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
 def _stray_entry_stops_the_scan() -> dict[str, Handler]:
-    return _rocksdb(_StrayEntryStopsTheScan)
+    return _rocksdb(StrayEntryStopsTheScan)
 
 
 class _DeletedSegmentUnnoticed:

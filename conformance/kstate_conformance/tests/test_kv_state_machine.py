@@ -22,7 +22,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from kstate_conformance import rules
+from kstate_conformance import rules, state_machines
 from kstate_conformance.models import kv as m
 from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
@@ -37,11 +37,7 @@ NEXT_TYPE = {m.PLAIN: (m.TIMESTAMPED, m.HEADERS), m.TIMESTAMPED: (m.HEADERS,), m
 
 def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     """Well-formed values in the store type's layout."""
-    if store_type == m.PLAIN:
-        return RAW
-    if store_type == m.TIMESTAMPED:
-        return st.builds(m.timestamped_value, RAW, TIMESTAMPS)
-    return st.builds(m.headers_value, RAW, TIMESTAMPS, HEADERS)
+    return state_machines.layout_values(store_type, m.PLAIN, m.TIMESTAMPED, RAW, HEADERS)
 
 
 OPTIONS = st.builds(

@@ -16,6 +16,7 @@ from kstate.storage_files import directory_digest
 from kstate_conformance import raw_rocksdb, rules
 from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, kit
 from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
+from kstate_conformance.wrong_paths import make_dangling_link, make_file
 
 __all__ = ["kit"]
 
@@ -102,19 +103,10 @@ def test_an_empty_store_directory_is_a_new_store(kit: Kit) -> None:
     assert store.call("store.all")["entries"] == []
 
 
-def _file(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"not a directory")
-
-
-def _dangling(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.symlink_to(path.parent / "nowhere")
-
-
 @rules("KV-25")
-@pytest.mark.parametrize(("where", "make"), [("app/0_0/rocksdb/store", _file), ("app/0_0/rocksdb/store", _dangling),
-                                             ("app/0_0", _file), ("app/0_0/rocksdb", _file)])
+@pytest.mark.parametrize(("where", "make"), [("app/0_0/rocksdb/store", make_file),
+                                             ("app/0_0/rocksdb/store", make_dangling_link),
+                                             ("app/0_0", make_file), ("app/0_0/rocksdb", make_file)])
 def test_a_path_of_the_wrong_kind_is_refused(kit: Kit, where: str, make: Any) -> None:
     """The store, ``rocksdb/`` or task directory a file or a dangling link: refused, nothing written."""
     kit.require(KV, ROCKSDB)

@@ -18,8 +18,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from kstate_conformance import rules
-from kstate_conformance.models import kv
+from kstate_conformance import rules, state_machines
 from kstate_conformance.models import window as m
 from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
@@ -49,11 +48,7 @@ def store_options(draw: st.DrawFn) -> m.Options:
 
 def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     """Well-formed values in the store type's layout."""
-    if store_type == m.WINDOW:
-        return RAW
-    if store_type == m.TIMESTAMPED:
-        return st.builds(kv.timestamped_value, RAW, TIMESTAMPS)
-    return st.builds(kv.headers_value, RAW, TIMESTAMPS, HEADERS)
+    return state_machines.layout_values(store_type, m.WINDOW, m.TIMESTAMPED, RAW, HEADERS)
 
 
 def _windowed(out: dict[str, Any]) -> list[m.Entry]:

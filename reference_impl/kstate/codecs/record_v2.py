@@ -171,13 +171,19 @@ def _read_nullable(data: bytes, pos: int, fmt: str) -> tuple[bytes | None, int]:
     return take(data, pos, length, fmt)
 
 
+def _read_length(data: bytes, pos: int, fmt: str, what: str, too_long: str) -> tuple[int, int]:
+    # A count or length read as a varint: refused before use when negative or larger than the bytes left.
+    at = pos
+    length, pos = read_varint(data, pos)
+    if length < 0:
+        raise DecodeError(fmt, f"negative {what} {length}", at)
+    if length > len(data) - pos:
+        raise DecodeError(fmt, f"{what} {length} {too_long} the {len(data) - pos} bytes left", at)
+    return length, pos
+
+
 def _read_headers(data: bytes, pos: int, fmt: str) -> tuple[list[HeaderPair], int]:
-    count_at = pos
-    count, pos = read_varint(data, pos)
-    if count < 0:
-        raise DecodeError(fmt, f"negative header count {count}", count_at)
-    if count > len(data) - pos:
-        raise DecodeError(fmt, f"header count {count} is larger than the {len(data) - pos} bytes left", count_at)
+    count, pos = _read_length(data, pos, fmt, "header count", "is larger than")
     headers: list[HeaderPair] = []
     for _ in range(count):
         key_at = pos
@@ -198,11 +204,7 @@ def decode_record_headers(data: bytes, offset: int = 0) -> tuple[list[HeaderPair
 def read_record(data: bytes, base_offset: int, base_timestamp: int, offset: int = 0) -> DecodedRecord:
     """``DefaultRecord.readFrom``: one record at ``offset``; bytes after it are left alone (HDR-7, HDR-13, HDR-14)."""
     start = offset
-    body_length, pos = read_varint(data, offset)
-    if body_length < 0:
-        raise DecodeError(RECORD_FORMAT, f"negative record length {body_length}", start)
-    if body_length > len(data) - pos:
-        raise DecodeError(RECORD_FORMAT, f"record length {body_length} exceeds the {len(data) - pos} bytes left", start)
+    body_length, pos = _read_length(data, offset, RECORD_FORMAT, "record length", "exceeds")
     body_end = pos + body_length
     # Fields are read inside the body only: one that would run past it is refused, as Kafka's final
     # size check refuses it after the fact.

@@ -398,8 +398,12 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
             return entry.value
         value = self.inner.get(key)
         if value is not None:
-            self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, None)))
+            self._cache_clean(key, value)
         return value
+
+    def _cache_clean(self, key: bytes, value: bytes) -> None:
+        # A value read from below is cached clean, sized without any record context (CACHE-6).
+        self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, None)))
 
     def get(self, key: bytes) -> bytes | None:
         key = self._require_key(key)
