@@ -10,6 +10,7 @@ for decoded values. The other families answer their own bytes-store protocols.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -142,10 +143,8 @@ def wipe_store(state_dir: str | Path, *, name: str, application_id: str = "app",
     # the whole store or none of it, and the leftover of an interrupted wipe goes with the next wipe.
     trash = wiping_directory(directory)
     shutil.rmtree(trash, ignore_errors=True)
-    try:
+    with contextlib.suppress(FileNotFoundError):  # no store to wipe
         directory.rename(trash)
-    except FileNotFoundError:
-        pass
     shutil.rmtree(trash, ignore_errors=True)
     (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
 
