@@ -442,7 +442,8 @@ class VersionedPair(StorePair):
 
 #: Session times: small ones, and ones a default segment interval (max(retention / 2, 60 s)) apart, so that
 #: sessions land in several segments and old ones expire (SS-10, SS-13).
-SESSION_TIMES = st.sampled_from([0, 1, 5, 59_999, 60_000, 61_000, 150_000]) | st.integers(min_value=0, max_value=400_000)
+SESSION_TIMES = (st.sampled_from([0, 1, 5, 10, 100, 1000]) | st.sampled_from([59_999, 60_000, 61_000, 150_000])
+                 | st.integers(min_value=0, max_value=400_000))
 SESSION_LENGTHS = st.sampled_from([0, 0, 1, 10, 5000, 70_000])
 
 
@@ -481,7 +482,7 @@ class SessionPair(StorePair):
         """A session written before half the time, else a new one (start > end now and then: refused, SS-3)."""
         if bool(self.written) and data.draw(st.booleans(), label="again"):
             return data.draw(st.sampled_from(self.written), label="written")
-        start = data.draw(SESSION_TIMES, label="start")
+        start = self.some_time(data, "start")  # near the sessions written, so that several stay live together
         end = data.draw(st.sampled_from([start - 1]) | st.builds(lambda n: start + n, SESSION_LENGTHS), label="end")
         return data.draw(KEYS, label="key"), start, end
 
