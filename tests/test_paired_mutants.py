@@ -2,7 +2,7 @@
 model's (issue 23, "Kafka as the model").
 
 Against Kafka: each mutant of ``kstate_conformance.mutants.paired_mutants`` (the reference with one answer changed
-to disagree with Kafka) fails the paired key-value machine, and the unmutated reference passes the same sequences.
+to disagree with Kafka) fails the paired machine of its store family (key-value, window, session, versioned), and the unmutated reference passes the same sequences.
 That needs the model, named by ``--kstate-model kafka-jvm:4.4.0`` or KSTATE_MODEL (the kafka-jvm tox environment
 passes it); without one those tests are skipped, so that the py environment and ``kstate mutants`` start no JVM.
 The machinery itself is checked without a JVM, with the reference as the model, on in-memory stores.
@@ -23,16 +23,24 @@ from kstate_conformance.loading import load_implementation
 from kstate_conformance.mutants import all_mutants
 from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
 from kstate_conformance.paired import ENV_EXAMPLES, EXCLUSIONS, run_paired
-from kstate_conformance.paired_stores import KeyValuePair
+from kstate_conformance.paired_stores import KeyValuePair, SessionPair, StorePair, VersionedPair, WindowPair
 from kstate_conformance.spec_rules import load_rules
 
 REPO = Path(__file__).resolve().parents[1]
+#: The machine of each store family.
+MACHINES: dict[str, type[StorePair]] = {"kv": KeyValuePair, "timestamped_kv": KeyValuePair,
+                                         "timestamped_kv_with_headers": KeyValuePair, "window": WindowPair,
+                                         "session": SessionPair, "session_with_headers": SessionPair,
+                                         "versioned_kv": VersionedPair}
 #: The store each mutant is run on: its answer must be reachable there (a count is compared in memory only, KV-15).
 WHERE = {
     "paired-range-drops-upper-bound": ("kv", "rocksdb"),
     "paired-memory-count-one-more": ("kv", "memory"),
     "paired-changelog-drops-headers": ("timestamped_kv_with_headers", "memory"),
     "paired-put-if-absent-answers-null": ("timestamped_kv", "rocksdb"),
+    "paired-window-backward-all-forward": ("window", "rocksdb"),
+    "paired-session-backward-fetch-forward": ("session_with_headers", "memory"),
+    "paired-versioned-put-answers-latest": ("versioned_kv", "rocksdb"),
 }
 
 
@@ -57,14 +65,27 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[Any]:
         close()
 
 
-@pytest.fixture(autouse=True)
-def examples(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Enough sequences that every mutant's answer is reached; derandomized, so that the verdicts are reproducible.
-    monkeypatch.setenv(ENV_EXAMPLES, "12")
+#: Sequences per run, by machine: enough that every mutant's answer is reached (a window, session or versioned
+#: mutant needs two live entries, or an out-of-order put); derandomized, so that the verdicts are reproducible.
+EXAMPLES_BY_MACHINE: dict[type[StorePair], str] = {KeyValuePair: "12", WindowPair: "30", SessionPair: "30",
+                                                   VersionedPair: "30"}
 
 
 def _run(subject: Any, model: Any, store_type: str, backend: str, base: Path) -> None:
-    run_paired(lambda: KeyValuePair(subject, model, base, store_type, backend), derandomize=True)
+    machine = MACHINES[store_type]
+    before = os.environ.get(ENV_EXAMPLES)
+    os.environ[ENV_EXAMPLES] = EXAMPLES_BY_MACHINE[machine]
+    try:
+        if machine is KeyValuePair:
+            # The key-value runs keep their own lambda: hypothesis derives the derandomized sequences from the code.
+            run_paired(lambda: KeyValuePair(subject, model, base, store_type, backend), derandomize=True)
+        else:
+            run_paired(lambda: machine(subject, model, base, store_type, backend), derandomize=True)
+    finally:
+        if before is None:
+            del os.environ[ENV_EXAMPLES]
+        else:
+            os.environ[ENV_EXAMPLES] = before
 
 
 def test_every_paired_mutant_is_placed_and_none_is_in_the_catalogue() -> None:
@@ -83,7 +104,8 @@ def test_every_exclusion_names_a_rule_and_is_applied() -> None:
     assert applied == set(EXCLUSIONS), f"listed but not applied: {set(EXCLUSIONS) - applied}; applied but not listed: {applied - set(EXCLUSIONS)}"
 
 
-@pytest.mark.parametrize("name", ["paired-memory-count-one-more", "paired-changelog-drops-headers"])
+@pytest.mark.parametrize("name", ["paired-memory-count-one-more", "paired-changelog-drops-headers",
+                                  "paired-session-backward-fetch-forward"])
 def test_the_machinery_catches_a_mutant_with_the_reference_as_model(name: str, tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match=r"the model \(reference\) answered"):
         _run(PAIRED_MUTANTS[name].adapter(), ReferenceAdapter(), *WHERE[name], tmp_path)

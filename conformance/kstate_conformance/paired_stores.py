@@ -13,6 +13,7 @@ from hypothesis.stateful import Bundle, consumes, initialize, invariant, precond
 
 from kstate_conformance import store_types as types
 from kstate_conformance.models.kv import headers_to_json, headers_value, timestamped_value
+from kstate_conformance.models.session import headers_value as aggregation_with_headers
 from kstate_conformance.paired import PairedMachine, excluded
 from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, hex_or_none
 from kstate_conformance.strategies import header_lists, nullable_binary
@@ -28,8 +29,10 @@ CHANGELOG = "app-store-changelog"
 def stored_values(store_type: str) -> st.SearchStrategy[bytes]:
     """Values in the store type's stored layout only (CL-1, WS-24: see the exclusions)."""
     excluded("CL-1")
-    if store_type in (types.KV, types.WINDOW):
+    if store_type in (types.KV, types.WINDOW, types.SESSION):
         return RAW
+    if store_type == types.SESSION_WITH_HEADERS:
+        return st.builds(aggregation_with_headers, RAW, HEADERS)
     if store_type in (types.TIMESTAMPED_KV, types.TIMESTAMPED_WINDOW):
         return st.builds(timestamped_value, RAW, TIMESTAMPS)
     return st.builds(headers_value, RAW, TIMESTAMPS, HEADERS)
@@ -430,6 +433,103 @@ class VersionedPair(StorePair):
     def read_everything(self, handle: str) -> None:
         for key in sorted(self.written):
             self.agree("versioned_store.get_versions", {"handle": handle, "key": key.hex(), "order": "ascending"})
+
+    @invariant()
+    def contents_agree(self) -> None:
+        if self.handle is not None:
+            self.read_everything(self.handle)
+
+
+#: Session times: small ones, and ones a default segment interval (max(retention / 2, 60 s)) apart, so that
+#: sessions land in several segments and old ones expire (SS-10, SS-13).
+SESSION_TIMES = (st.sampled_from([0, 1, 5, 10, 100, 1000]) | st.sampled_from([59_999, 60_000, 61_000, 150_000])
+                 | st.integers(min_value=0, max_value=400_000))
+SESSION_LENGTHS = st.sampled_from([0, 0, 1, 10, 5000, 70_000])
+
+
+class SessionPair(StorePair):
+    """A session store of one type on one backend; drawn: change-logging, retention, the segment interval."""
+
+    family_ops = ("store.open", "session_store.put", "session_store.remove", "session_store.fetch_session",
+                  "session_store.find_sessions", "session_store.fetch")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.values = stored_values(self.store_type)
+        self.written: list[tuple[bytes, int, int]] = []
+
+    @initialize(logging=st.sampled_from([True, True, False]), retention_ms=st.sampled_from([0, 60_000, 120_000, 200_000]),
+                segment_interval_ms=st.sampled_from([None, None, 1000, 60_000]))
+    def start(self, logging: bool, retention_ms: int, segment_interval_ms: int | None) -> None:
+        excluded("SS-36")  # no record cache
+        options: dict[str, Any] = {"retention_ms": retention_ms}
+        if segment_interval_ms is not None:
+            options["segment_interval_ms"] = segment_interval_ms
+        self.open_options = {"logging": logging, "caching": False, "options": options}
+        self.open_store()
+
+    def some_key(self, data: st.DataObject, label: str = "key") -> bytes:
+        """A key written before, most of the time, so that reads meet data."""
+        keys = sorted({k for k, _, _ in self.written})
+        return data.draw(st.sampled_from(keys) | KEYS if keys else KEYS, label=label)
+
+    def some_time(self, data: st.DataObject, label: str) -> int:
+        """A session start or end written before (or one ms either side), most of the time."""
+        times = sorted({t + d for _, s, e in self.written for t in (s, e) for d in (-1, 0, 1) if t + d >= 0})
+        return data.draw(st.sampled_from(times) | SESSION_TIMES if times else SESSION_TIMES, label=label)
+
+    def some_session(self, data: st.DataObject) -> tuple[bytes, int, int]:
+        """A session written before half the time, else a new one (start > end now and then: refused, SS-3)."""
+        if bool(self.written) and data.draw(st.booleans(), label="again"):
+            return data.draw(st.sampled_from(self.written), label="written")
+        start = self.some_time(data, "start")  # near the sessions written, so that several stay live together
+        end = data.draw(st.sampled_from([start - 1]) | st.builds(lambda n: start + n, SESSION_LENGTHS), label="end")
+        return data.draw(KEYS, label="key"), start, end
+
+    @rule(data=st.data())
+    def put(self, data: st.DataObject) -> None:
+        excluded("SS-28")  # values drawn in the type's layout (AggregationWithHeaders)
+        key, start, end = self.some_session(data)
+        value = data.draw(st.none() | self.values, label="value")
+        self.on_store("session_store.put", key=key.hex(), start=start, end=end, value=hex_or_none(value))
+        self.written.append((key, start, end))
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        key, start, end = self.some_session(data)
+        self.on_store("session_store.remove", key=key.hex(), start=start, end=end)
+
+    @rule(op=st.sampled_from(["session_store.put", "session_store.remove", "session_store.fetch_session"]))
+    def null_key(self, op: str) -> None:
+        if op != "session_store.fetch_session" and self.backend == "memory" and not self.open_options["logging"]:
+            excluded("SS-2 null key")
+            return
+        self.on_store(op, key=None, start=0, end=0, value=None)
+
+    @rule(data=st.data())
+    def fetch_session(self, data: st.DataObject) -> None:
+        key, start, end = self.some_session(data)
+        self.on_store("session_store.fetch_session", key=key.hex(), start=start, end=end)
+
+    @rule(ranged=st.booleans(), backward=st.booleans(), data=st.data())
+    def find_sessions(self, ranged: bool, backward: bool, data: st.DataObject) -> None:
+        lower = self.some_key(data, "from")
+        upper = self.some_key(data, "to") if ranged else None
+        self.on_store("session_store.find_sessions", key_from=lower.hex(), key_to=hex_or_none(upper),
+                      earliest_end=self.some_time(data, "earliest_end"),
+                      latest_start=self.some_time(data, "latest_start"), backward=backward)
+
+    @rule(ranged=st.booleans(), backward=st.booleans(), data=st.data())
+    def fetch(self, ranged: bool, backward: bool, data: st.DataObject) -> None:
+        lower = self.some_key(data, "from")
+        upper = self.some_key(data, "to") if ranged else None
+        self.on_store("session_store.fetch", key_from=lower.hex(), key_to=hex_or_none(upper), backward=backward)
+
+    def read_everything(self, handle: str) -> None:
+        """Every live session, both ways: the key range from the empty key to the largest key drawn (SS-8, SS-9)."""
+        for backward in (False, True):
+            self.agree("session_store.fetch", {"handle": handle, "key_from": "", "key_to": "ffffff",
+                                               "backward": backward})
 
     @invariant()
     def contents_agree(self) -> None:

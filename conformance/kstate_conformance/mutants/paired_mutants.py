@@ -12,7 +12,6 @@ from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import Mutant
 
-FAMILY = "kv"
 PAIRED_MUTANTS: dict[str, Mutant] = {}
 
 
@@ -26,8 +25,9 @@ def _changed(op: str, change: Callable[[JsonDict, JsonDict], JsonDict]) -> Handl
     return handler
 
 
-def _register(name: str, description: str, rules: tuple[str, ...], overrides: dict[str, Handler]) -> None:
-    PAIRED_MUTANTS[name] = Mutant(name, description, FAMILY, overrides, rules)
+def _register(name: str, description: str, rules: tuple[str, ...], overrides: dict[str, Handler],
+              family: str = "kv") -> None:
+    PAIRED_MUTANTS[name] = Mutant(name, description, family, overrides, rules)
 
 
 _register("paired-range-drops-upper-bound", "range answers the entries below 'to', leaving out the key equal to it",
@@ -41,3 +41,12 @@ _register("paired-changelog-drops-headers", "the changelog records of a header-a
               **out, "records": [{**r, "headers": []} for r in out["records"]]})})
 _register("paired-put-if-absent-answers-null", "put_if_absent answers no previous value even when the key is present",
           ("KV-6",), {"store.put_if_absent": _changed("store.put_if_absent", lambda _p, _out: {"previous": None})})
+_register("paired-window-backward-all-forward", "a window store's backward all() answers the forward order",
+          ("WS-12",), {"window_store.all": _changed("window_store.all", lambda p, out: (
+              out if not p.get("backward") else {**out, "entries": out["entries"][::-1]}))}, family="window")
+_register("paired-session-backward-fetch-forward", "a session store's backwardFetch answers the forward order",
+          ("SS-6", "SS-7"), {"session_store.fetch": _changed("session_store.fetch", lambda p, out: (
+              out if not p.get("backward") else {**out, "entries": out["entries"][::-1]}))}, family="session")
+_register("paired-versioned-put-answers-latest", "a versioned put answers validTo -1 (the latest) even when out of order",
+          ("VS-7",), {"versioned_store.put": _changed("versioned_store.put", lambda _p, out: {
+              **out, "valid_to": -1 if out["valid_to"] != -(1 << 63) else out["valid_to"]})}, family="versioned")

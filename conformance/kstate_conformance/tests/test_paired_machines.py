@@ -15,7 +15,7 @@ import pytest
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
 from kstate_conformance.paired import require_model, run_paired
-from kstate_conformance.paired_stores import KeyValuePair, VersionedPair, WindowPair
+from kstate_conformance.paired_stores import KeyValuePair, SessionPair, VersionedPair, WindowPair
 
 BACKENDS = pytest.mark.parametrize("backend", ["rocksdb", "memory"])
 
@@ -43,6 +43,18 @@ def test_window_store_agrees_with_the_model(codec: Any, model_impl: Any, store_t
     base = tmp_path_factory.mktemp("paired-window")
     require_model(codec, model_impl, WindowPair.family_ops, store_type, backend)
     run_paired(lambda: WindowPair(codec, model_impl, base, store_type, backend))
+
+
+@rules("SS-2", "SS-3", "SS-4", "SS-5", "SS-6", "SS-7", "SS-8", "SS-9", "SS-10", "SS-12", "SS-13", "SS-14", "SS-15",
+       "SS-16", "SS-17", "SS-24", "SS-26", "SS-27", "SS-30", "SS-31", "CL-1", "RST-1", "OFF-8")
+@BACKENDS
+@pytest.mark.parametrize("store_type", types.SESSION_TYPES)
+def test_session_store_agrees_with_the_model(codec: Any, model_impl: Any, store_type: str, backend: str,
+                                             tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A session store answers every operation as the model does and leaves the same rows in every segment."""
+    base = tmp_path_factory.mktemp("paired-session")
+    require_model(codec, model_impl, SessionPair.family_ops, store_type, backend)
+    run_paired(lambda: SessionPair(codec, model_impl, base, store_type, backend))
 
 
 @rules("VS-6", "VS-7", "VS-8", "VS-9", "VS-12", "VS-18", "CL-1", "RST-1", "OFF-8")

@@ -55,6 +55,9 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     _restore_entered: frozenset[str] | set[str] = frozenset()
     #: The earliest live segment id when expired segments were last deleted (None: not since open).
     _expired_below: int | None = None
+    #: Whether a write into an expired segment still deletes the expired segments: Kafka's
+    #: SessionSegmentsWithHeaders.getOrCreateSegmentIfLive cleans up after every lookup, live or not (SS-15).
+    CLEANS_UP_ON_EXPIRED_WRITE = False
 
     # opening ------------------------------------------------------------------------------------------------------
 
@@ -76,7 +79,8 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     def _live_segment(self, timestamp: int) -> KeyValueSegment | None:
         """``getOrCreateSegmentIfLive(segmentId(timestamp), T)``: None when expired; expired segments are deleted
-        whenever the earliest live segment moves (WS-7, WS-8, SS-12, SS-14). A segment already held at an unchanged
+        whenever the earliest live segment moves (WS-7, WS-8, SS-12, SS-14), after a dropped write too where the
+        segment manager does so (SS-15). A segment already held at an unchanged
         earliest live segment is answered without the expiry pass, which would find nothing to delete."""
         segments = self.segments
         interval = segments.segment_interval
@@ -84,6 +88,9 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         floor = self.observed_stream_time - segments.retention_period
         min_live = floor // interval if floor >= 0 else java_div(floor, interval)
         if segment_id < min_live:
+            if self.CLEANS_UP_ON_EXPIRED_WRITE and min_live != self._expired_below:
+                segments.cleanup_expired_segments(self.observed_stream_time)
+                self._expired_below = min_live
             return None
         if min_live == self._expired_below:
             segment = segments.segment_by_id(segment_id)

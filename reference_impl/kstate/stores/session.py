@@ -443,6 +443,9 @@ class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):
 
     store_type = StoreType.SESSION_WITH_HEADERS
     SEGMENTS = SessionSegmentsWithHeaders
+    #: SessionSegmentsWithHeaders.getOrCreateSegmentIfLive deletes the expired segments after every lookup, also
+    #: when the write is dropped (SS-15); KeyValueSegments only after a live one.
+    CLEANS_UP_ON_EXPIRED_WRITE = True
 
 
 # --- in memory ---------------------------------------------------------------------------------------------------
