@@ -281,7 +281,10 @@ class SessionModel(ChangelogKeeper):
         return self.segment_id(self.observed - self.retention)
 
     def _live_segment(self, segment_id: int) -> Segment | None:
-        """``getOrCreateSegmentIfLive`` then ``cleanupExpiredSegments``: the segment, or None when expired (SS-14, SS-15)."""
+        """``getOrCreateSegmentIfLive`` then ``cleanupExpiredSegments``: the segment, or None when expired (SS-14, SS-15).
+
+        The plain store's segments (``AbstractSegments``) clean up only after a live lookup; the header-aware
+        store's (``SessionSegmentsWithHeaders``) after every lookup, an expired write's too (SS-15)."""
         min_live = self._min_live_segment()
         segment: Segment | None = None
         if segment_id >= min_live:
@@ -289,6 +292,8 @@ class SessionModel(ChangelogKeeper):
                 self.segments[segment_id] = {}
                 self._open_segment(segment_id, self.segments[segment_id])
             segment = self.segments[segment_id]
+        elif self.store_type != HEADERS:
+            return None
         for old in [s for s in self.segments if s < min_live]:
             del self.segments[old]
             self.legacy_mode.pop(old, None)
