@@ -39,9 +39,13 @@ KAFKA_JVM_START_TIMEOUT = 120.0
 
 
 def kafka_jvm_project() -> Path:
-    """The Maven project of the Kafka testee: ``$KSTATE_KAFKA_JVM_DIR``, else ``testees/kafka-jvm`` of this tree."""
+    """The Maven project of the Kafka testee: ``$KSTATE_KAFKA_JVM_DIR``, else ``testees/kafka-jvm`` of this tree,
+    else of the working directory (an installed kit, a tox env's wheel, has no tree around its modules)."""
     override = os.environ.get("KSTATE_KAFKA_JVM_DIR")
-    return Path(override) if override else Path(__file__).resolve().parents[2] / "testees" / "kafka-jvm"
+    if override:
+        return Path(override)
+    beside = Path(__file__).resolve().parents[2] / "testees" / "kafka-jvm"
+    return beside if beside.is_dir() else Path("testees") / "kafka-jvm"
 
 
 def _stale(marker: Path, sources: Path) -> bool:

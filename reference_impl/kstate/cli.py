@@ -246,15 +246,7 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
     )
     from kstate_conformance.loading import kafka_jvm_project
 
-    # Beside the README of this checkout (the working directory), as --readme is; an installed kit (a tox env's
-    # wheel) has no testee project beside its modules.
-    local = Path("testees") / "kafka-jvm"
-    if args.testee_dir:
-        testee = Path(args.testee_dir)
-    elif "KSTATE_KAFKA_JVM_DIR" not in os.environ and local.is_dir():
-        testee = local
-    else:
-        testee = kafka_jvm_project()
+    testee = Path(args.testee_dir) if args.testee_dir else kafka_jvm_project()
     readme = Path(args.readme)
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                            check=False).stdout.strip() or "unknown"
@@ -808,7 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
     verdicts.add_argument("--results", action="append", metavar="DIR",
                           help="a kafka-jvm run's report directory (or its results.json); repeatable; without it "
                                "the tables are regenerated from the kept files")
-    verdicts.add_argument("--testee-dir", help="the Kafka testee project (default: $KSTATE_KAFKA_JVM_DIR, else testees/kafka-jvm of the working directory)")
+    verdicts.add_argument("--testee-dir", help="the Kafka testee project (default: $KSTATE_KAFKA_JVM_DIR, else testees/kafka-jvm)")
     verdicts.add_argument("--readme", default="README.md", help="the README holding the generated block")
     verdicts.add_argument("--commit", help="the kit commit the runs used (default: git rev-parse --short HEAD)")
     verdicts.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
