@@ -343,16 +343,16 @@ final class Families {
         }
     }
 
-    /** INST-23: `KStreamWindowAggregate` over tumbling windows; stream time is the processor's, not persisted. */
-    private static final class WindowAggregate implements Processor<byte[], byte[], Void, Void> {
-        private final InstanceConfig config;
-        private final Options options;
+    /** The windowed aggregates' shared frame: the store, the stream time they observe, and the hook after each record. */
+    private abstract static class Aggregate<S> implements Processor<byte[], byte[], Void, Void> {
+        final InstanceConfig config;
+        final Options options;
         private final Consumer<ProcessorContext<Void, Void>> afterRecord;
         private ProcessorContext<Void, Void> context;
-        private WindowStore<Bytes, Object> store;
-        private long observedStreamTime = -1;
+        S store;
+        long observedStreamTime = -1;
 
-        WindowAggregate(InstanceConfig config, Options options, Consumer<ProcessorContext<Void, Void>> afterRecord) {
+        Aggregate(InstanceConfig config, Options options, Consumer<ProcessorContext<Void, Void>> afterRecord) {
             this.config = config;
             this.options = options;
             this.afterRecord = afterRecord;
@@ -372,7 +372,17 @@ final class Families {
             afterRecord.accept(context);
         }
 
-        private void apply(Bytes key, byte[] value, long ts, Headers headers) {
+        abstract void apply(Bytes key, byte[] value, long ts, Headers headers);
+    }
+
+    /** INST-23: `KStreamWindowAggregate` over tumbling windows; stream time is the processor's, not persisted. */
+    private static final class WindowAggregate extends Aggregate<WindowStore<Bytes, Object>> {
+        WindowAggregate(InstanceConfig config, Options options, Consumer<ProcessorContext<Void, Void>> afterRecord) {
+            super(config, options, afterRecord);
+        }
+
+        @Override
+        void apply(Bytes key, byte[] value, long ts, Headers headers) {
             observedStreamTime = Math.max(observedStreamTime, ts);
             long size = options.windowSize();
             long windowStart = ts - ts % size;
@@ -401,35 +411,13 @@ final class Families {
     }
 
     /** INST-24: `KStreamSessionWindowAggregate`: merge the overlapping sessions, drop a closed one. */
-    private static final class SessionAggregate implements Processor<byte[], byte[], Void, Void> {
-        private final InstanceConfig config;
-        private final Options options;
-        private final Consumer<ProcessorContext<Void, Void>> afterRecord;
-        private ProcessorContext<Void, Void> context;
-        private SessionStore<Bytes, Object> store;
-        private long observedStreamTime = -1;
-
+    private static final class SessionAggregate extends Aggregate<SessionStore<Bytes, Object>> {
         SessionAggregate(InstanceConfig config, Options options, Consumer<ProcessorContext<Void, Void>> afterRecord) {
-            this.config = config;
-            this.options = options;
-            this.afterRecord = afterRecord;
+            super(config, options, afterRecord);
         }
 
         @Override
-        public void init(ProcessorContext<Void, Void> context) {
-            this.context = context;
-            this.store = context.getStateStore(config.storeName);
-        }
-
-        @Override
-        public void process(Record<byte[], byte[]> record) {
-            if (record.key() != null && record.value() != null) { // INST-25: a null value is skipped
-                apply(Bytes.wrap(record.key()), record.value(), record.timestamp(), record.headers());
-            }
-            afterRecord.accept(context);
-        }
-
-        private void apply(Bytes key, byte[] value, long ts, Headers headers) {
+        void apply(Bytes key, byte[] value, long ts, Headers headers) {
             observedStreamTime = Math.max(observedStreamTime, ts);
             long closeTime = observedStreamTime - options.grace();
             long start = ts;
