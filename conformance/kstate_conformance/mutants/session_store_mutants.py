@@ -276,6 +276,17 @@ def _expired_segments_kept() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _KeepsExpiredSegments})
 
 
+class _HeadersKeepExpiredOnDroppedWrite(RocksDBSessionStoreWithHeaders):
+    CLEANS_UP_ON_EXPIRED_WRITE = False  # as the plain store's segments: cleanup only after a live lookup
+
+
+@mutant("session-headers-dropped-write-keeps-expired", "session_with_headers keeps its expired segments after a "
+        "dropped write, as the plain store does (SessionSegmentsWithHeaders cleans up after every lookup)", FAMILY,
+        rules=("SS-15",))
+def _headers_dropped_write_keeps_expired() -> dict[str, Handler]:
+    return _open_with({StoreType.SESSION_WITH_HEADERS: _HeadersKeepExpiredOnDroppedWrite})
+
+
 @mutant("session-restore-ignores-record-headers", "session_with_headers restores a record with empty headers "
         "(the plain session converter) instead of the record's headers", FAMILY, rules=("SS-34",))
 def _restore_ignores_record_headers() -> dict[str, Handler]:
