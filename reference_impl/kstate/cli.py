@@ -665,6 +665,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     import json
 
     from kstate.inspect import InspectError, dump_store, inspect_state_dir
+    from kstate.terminal import table_console
+
+    out = table_console()  # a page wide, not a log line, when written to a file (issue 34)
 
     try:
         if args.dump:
@@ -682,7 +685,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                 table.add_column(column)
             for row in materialized:
                 table.add_row(*("" if row.get(c) is None else str(row[c]) for c in shown))
-            console.print(table)
+            out.print(table)
             return 0
         report = inspect_state_dir(args.state_dir)
     except (InspectError, OSError) as exc:  # OSError: a directory the walk cannot list
@@ -712,14 +715,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if task.checkpoint:
             table.add_row(task.task, ".checkpoint", "", "", "", "", "",
                           ", ".join(f"{tp}={o}" for tp, o in task.checkpoint.items()), "")
-    console.print(table)
+    out.print(table)
     for note in report.notes:
-        console.print(f"[yellow]note:[/yellow] {note}", markup=True, highlight=False)
+        out.print(f"[yellow]note:[/yellow] {escape(note)}", markup=True, highlight=False)
     for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", markup=True, highlight=False)
+        out.print(f"[yellow]warning:[/yellow] {escape(warning)}", markup=True, highlight=False)
     for v in report.violations:
-        console.print(f"[red]{v.rule} {v.kind}[/red] {v.path}: {v.message}", highlight=False)
-    console.print(f"{len(report.tasks)} tasks, {sum(len(t.stores) for t in report.tasks)} stores, "
+        out.print(f"[red]{v.rule} {v.kind}[/red] {escape(v.path)}: {escape(v.message)}", highlight=False)
+    out.print(f"{len(report.tasks)} tasks, {sum(len(t.stores) for t in report.tasks)} stores, "
                   f"{len(report.violations)} violations")
     return 0 if report.clean else 1
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -67,6 +68,21 @@ def _scratch_copy(db_dir: Path) -> Iterator[Path]:
         yield copy
 
 
+#: RocksDB's second sentence after a table file of the wrong size: it blames the MANIFEST, which is sound (the
+#: MANIFEST records the size the table file no longer has).
+_MANIFEST_BLAME = re.compile(r"\s*The file \S*MANIFEST-\d+ may be corrupted\.?")
+
+
+def _user_message(message: str, copy: Path, db_dir: Path) -> str:
+    """RocksDB's error as the user's files give it: the scratch copy's paths named as the files it copied, and a
+    short table file said once, as what it is (issue 34)."""
+    message = message.replace(str(copy), str(db_dir))
+    if "Sst file size mismatch" in message:
+        message = _MANIFEST_BLAME.sub("", message).strip()
+        message += " (a table file shorter or longer than the MANIFEST records: truncated, or replaced)"
+    return " ".join(message.split())
+
+
 def read_database(db_dir: str | Path) -> Rows:
     """Every column family of the RocksDB at ``db_dir`` with its rows in key order; the directory is not touched.
 
@@ -91,7 +107,8 @@ def read_database(db_dir: str | Path) -> Rows:
                 del handle
             return rows
         except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
-            raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
+            raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {_user_message(str(exc), copy, db_dir)}"
+                                    ) from exc
         finally:
             if db is not None:
                 db.close()

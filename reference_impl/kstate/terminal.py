@@ -8,6 +8,8 @@ from rich.console import Console
 
 #: Columns of a line written to a log or a pipe (a terminal's own width is used on a terminal).
 LOG_WIDTH = 200
+#: Columns of a table written to a file or a pipe: a reader's page, not a log line (issue 34).
+TABLE_WIDTH = 100
 
 
 def make_console(stderr: bool = False) -> Console:
@@ -15,6 +17,14 @@ def make_console(stderr: bool = False) -> Console:
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console = Console(stderr=stderr, width=LOG_WIDTH)
     return console
+
+
+def table_console() -> Console:
+    """A console for tables: the terminal's width on a terminal, else ``COLUMNS`` or :data:`TABLE_WIDTH`."""
+    table = Console()
+    if not table.is_terminal and "COLUMNS" not in os.environ:
+        table = Console(width=TABLE_WIDTH)
+    return table
 
 
 console = make_console()

@@ -291,7 +291,14 @@ class _Walker:
         self.rows: dict[str, dict[str, list[tuple[bytes, bytes]]]] = {}
 
     def rel(self, path: Path) -> str:
-        return str(path.relative_to(self.root)) if path != self.root else "."
+        """``path`` relative to the inspected root; a path outside it (the application directory above an inspected
+        task directory) as given."""
+        if path == self.root:
+            return "."
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
 
     def violate(self, rule: str, kind: str, path: Path, message: str) -> None:
         self.report.violations.append(Violation(rule, kind, self.rel(path), message))
@@ -545,10 +552,30 @@ def inspect_state_dir(path: str | Path) -> Report:
         raise NotAStateDirectoryError(f"{root} holds no task directory <subtopology>_<partition> (LAY-1)")
     for task_dir, name in tasks:
         walker.report.tasks.append(walker.task(task_dir, name))
-    for app in {t.parent for t, _ in tasks}:
+    by_app: dict[Path, list[str]] = {}
+    for task_dir, name in tasks:
+        by_app.setdefault(task_dir.parent, []).append(name)
+    for app, names in sorted(by_app.items()):
         if (app / LOCK_FILE).exists() or (app / PROCESS_METADATA_FILE).exists():
-            walker.report.notes.append(f"{walker.rel(app)}: application directory")
+            walker.report.notes.append(_application_note(walker.rel(app), app, names))
     return walker.report
+
+
+def _application_note(shown: str, app: Path, tasks: list[str]) -> str:
+    """What an application directory (LAY-1) tells a reader: its application.id, the process id Kafka Streams keeps
+    in ``kafka-streams-process-metadata`` and the tasks found under it."""
+    import json
+
+    process = ""
+    try:
+        metadata = json.loads((app / PROCESS_METADATA_FILE).read_text(encoding="utf-8", errors="replace"))
+        if isinstance(metadata, dict) and isinstance(metadata.get("processId"), str):
+            process = f"Kafka Streams process {metadata['processId']}; "
+    except (OSError, ValueError):
+        pass
+    listed = ", ".join(tasks[:8]) + (f", ... ({len(tasks) - 8} more)" if len(tasks) > 8 else "")
+    return (f"{shown}: application.id {app.name!r} ({process}{len(tasks)} task{'' if len(tasks) == 1 else 's'}: "
+            f"{listed}); audit it with --application-id {app.name}")
 
 
 def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:

@@ -62,17 +62,21 @@ def _audit_client_config(args: argparse.Namespace) -> dict[str, str]:
 
 def _detect_audit_store_type(state_dirs: list[str], application_id: str, store: str) -> tuple[str | None, str]:
     """The type of ``store`` as the offline inspector detects it in the instances' task directories (LAY-5)."""
-    from kstate.codecs.layout import parse_task_dir_name
-    from kstate.inspect.state_dir import inspect_state_dir
+    from kstate.inspect.state_dir import NotAStateDirectoryError, inspect_state_dir
 
     found: dict[str, str] = {}
     for state_dir in state_dirs:
         app_dir = Path(state_dir) / application_id
-        for task_dir in sorted(app_dir.iterdir()) if app_dir.is_dir() else []:
-            if not task_dir.is_dir() or parse_task_dir_name(task_dir.name) is None:
-                continue
-            for task in inspect_state_dir(task_dir).tasks:
-                found.update((s.store_type, s.evidence) for s in task.stores if s.name == store)
+        if not app_dir.is_dir():
+            continue
+        # The application directory as a whole (LAY-1): inspecting each task directory alone made the note about
+        # the application directory above it fail (issue 34).
+        try:
+            tasks = inspect_state_dir(app_dir).tasks
+        except NotAStateDirectoryError:
+            continue
+        for task in tasks:
+            found.update((s.store_type, s.evidence) for s in task.stores if s.name == store)
     known = {t: why for t, why in found.items() if t in audit_choices()}
     if len(known) == 1:
         return next(iter(known.items()))
