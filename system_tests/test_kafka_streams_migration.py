@@ -12,8 +12,6 @@ Central or `~/.m2`. Without them the scenario is skipped with the reason; it doe
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,27 +20,24 @@ import pytest
 from helpers import assert_no_acknowledged_input_lost
 
 from kstate.app.cluster import AppCluster
+from kstate.app.kafka_streams import InstanceUnavailable, kafka_streams_instance
 from kstate.app.process import InstanceCommand
 from kstate.codecs.store_types import StoreType
 from kstate.storage_files import read_checkpoint_file
 from kstate_conformance import rules
 
-RUN = Path(__file__).resolve().parent.parent / "instances" / "kafka-streams" / "run"
 OLD, NEW = "4.2.1", "4.4.0"
 PARTITIONS = 2
 STORE_TYPE = StoreType("timestamped_kv")
 
 
 def _kafka_streams(version: str) -> InstanceCommand:
-    """The Kafka Streams instance of ``version``, its jar built first (a build may take longer than a describe)."""
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("needs the Kafka Streams instance: no java or mvn on the PATH")
-    build = subprocess.run([str(RUN), "--kafka-version", version, "--build"], capture_output=True, timeout=900,
-                           stdin=subprocess.DEVNULL)
-    if build.returncode != 0:
-        pytest.skip(f"needs the Kafka Streams instance: building it for Kafka {version} failed: "
-                    f"{build.stderr.decode('utf-8', 'replace')[-300:]}")
-    return InstanceCommand.from_command_line(f"{RUN} --kafka-version {version}")
+    """The Kafka Streams instance of ``version``, its jar built first (a build may take longer than a describe), as
+    ``kstate instance run`` and ``kstate demo`` start it; skipped where it cannot be run here."""
+    try:
+        return kafka_streams_instance(version)
+    except InstanceUnavailable as exc:
+        pytest.skip(f"needs the Kafka Streams instance: {exc}")
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,7 +40,7 @@ from helpers import (
     session_state,
     window_state,
 )
-from test_kafka_streams_migration import NEW, RUN, _kafka_streams
+from test_kafka_streams_migration import NEW, _kafka_streams
 
 from kstate.app.cluster import AppCluster, InputFeeder
 from kstate.app.process import InstanceCommand
@@ -74,11 +73,7 @@ PLAIN_CHANGELOG = {StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV, StoreType.VERS
 @pytest.fixture(scope="module")
 def kafka_streams() -> InstanceCommand:
     """The Kafka Streams 4.4.0 instance: its jar as built (CI builds it before the envs run), else built now."""
-    if shutil.which("java") is None:
-        pytest.skip("needs the Kafka Streams instance: no java on the PATH")
-    if not (RUN.parent / "target" / f"kafka-{NEW}" / "kstate-streams-instance.jar").is_file():
-        return _kafka_streams(NEW)
-    return InstanceCommand.from_command_line(f"{RUN} --kafka-version {NEW}")
+    return _kafka_streams(NEW)
 
 
 def _committed_input(cluster: AppCluster) -> dict[int, int]:

@@ -32,11 +32,11 @@ from conftest import ORACLE_ENGINE
 from helpers import assert_no_acknowledged_input_lost, bounce_one_by_one, decode
 
 from kstate.app.cluster import AppCluster, InputFeeder
+from kstate.app.kafka_streams import InstanceUnavailable, kafka_streams_instance
 from kstate.app.process import InstanceCommand, InstanceProcess
 from kstate.codecs.store_types import OFFSETS_CF, TIMESTAMPED_CF, TIMESTAMPED_HEADERS_CF, StoreType
 from kstate_conformance import rules
 
-RUN = Path(__file__).resolve().parent.parent / "instances" / "kafka-streams" / "run"
 NEWEST = "4.4.0"
 OLD_TYPE, NEW_TYPE = StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS
 MATRIX = os.environ.get("KSTATE_STREAMS_MATRIX") == "1"
@@ -58,29 +58,15 @@ def _pairs() -> list[Any]:
 _built: dict[str, InstanceCommand] = {}
 
 
-def _jar_is_fresh(version: str) -> bool:
-    """The jar of ``version`` exists and is newer than every source of the instance (``.ci/run`` prebuilds it)."""
-    root = RUN.parent
-    jar = root / "target" / f"kafka-{version}" / "kstate-streams-instance.jar"
-    if not jar.is_file():
-        return False
-    sources = [root / "pom.xml", *(f for f in (root / "src").rglob("*") if f.is_file())]
-    return all(f.stat().st_mtime <= jar.stat().st_mtime for f in sources)
-
-
 def kafka_streams(version: str) -> InstanceCommand:
     """The Kafka Streams instance of ``version``, its jar built when missing or older than its sources (once a run:
     a build takes up to a minute, and the module's scenarios share it)."""
     if version in _built:
         return _built[version]
-    if shutil.which("java") is None or shutil.which("mvn") is None:
-        pytest.skip("needs the Kafka Streams instance: no java or mvn on the PATH")
-    build = subprocess.run([str(RUN), "--kafka-version", version, "--build"], capture_output=True, timeout=900,
-                           stdin=subprocess.DEVNULL) if not _jar_is_fresh(version) else None
-    if build is not None and build.returncode != 0:
-        pytest.skip(f"needs the Kafka Streams instance: building it for Kafka {version} failed: "
-                    f"{build.stderr.decode('utf-8', 'replace')[-300:]}")
-    command = InstanceCommand.from_command_line(f"{RUN} --kafka-version {version}")
+    try:
+        command = kafka_streams_instance(version)  # built when missing or older than its sources
+    except InstanceUnavailable as exc:
+        pytest.skip(f"needs the Kafka Streams instance: {exc}")
     if "dsl" not in command.description.get("topologies", ["papi"]):
         pytest.skip(f"unsupported by {command.name}: the DSL topology (INST-27)")
     _built[version] = command

@@ -230,7 +230,8 @@ def cmd_fixtures_record(args: argparse.Namespace) -> int:
 
 
 def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
-    """Keep kafka-jvm runs' per-rule verdicts and regenerate the rule x release table and the README's summary."""
+    """Keep kafka-jvm runs' per-rule verdicts and regenerate the rule x release table and the contributor's guide's
+    summary."""
     import datetime
     import json
     import subprocess
@@ -264,7 +265,10 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
             err_console.print(f"[red]error:[/red] no verdicts-<version>.json in {testee}; pass --results DIR")
             return 2
         produced[testee / TABLE_FILE] = render_table(runs)
-        produced[readme] = replace_readme_block(readme.read_text(encoding="utf-8"), render_readme_block(runs))
+        # Links in the block lead from the document's directory back to the repository's root.
+        depth = len(readme.parent.parts) if not readme.is_absolute() else 0
+        produced[readme] = replace_readme_block(readme.read_text(encoding="utf-8"),
+                                                render_readme_block(runs, link_prefix="../" * depth))
     except (VerdictsError, OSError) as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return 2
@@ -682,7 +686,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             materialized = list(rows)
             shown = [c for c in columns if any(c in r for r in materialized)]
             for column in shown:
-                table.add_column(column)
+                table.add_column(column, overflow="fold")
             for row in materialized:
                 table.add_row(*("" if row.get(c) is None else str(row[c]) for c in shown))
             out.print(table)
@@ -697,7 +701,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     table = Table(title=f"state directory {report.root}")
     for column in ("task", "store", "type", "mode", "segments", "column families (rows)", "rows", "offsets",
                    "status"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # folded, never cut short with an ellipsis
     for task in report.tasks:
         for store in task.stores:
             families: dict[str, int] = {}
@@ -798,13 +802,14 @@ def build_parser() -> argparse.ArgumentParser:
         "kafka-verdicts", help="keep kafka-jvm runs' per-rule verdicts; regenerate their tables",
         description="Keep the per-rule verdicts of `kstate conformance --impl kafka-jvm:VERSION --report DIR` runs in "
                     "testees/kafka-jvm/verdicts-<version>.json (with the date and the kit's commit), and regenerate "
-                    "testees/kafka-jvm/VERDICTS.md (rule x release) and the README's summary from those files. "
-                    "Exit 0 done, 1 with --check a file would change, 2 unreadable results or no README block.")
+                    "testees/kafka-jvm/VERDICTS.md (rule x release) and the summary in docs/contributor.md from those "
+                    "files. Exit 0 done, 1 with --check a file would change, 2 unreadable results or no summary block.")
     verdicts.add_argument("--results", action="append", metavar="DIR",
                           help="a kafka-jvm run's report directory (or its results.json); repeatable; without it "
                                "the tables are regenerated from the kept files")
     verdicts.add_argument("--testee-dir", help="the Kafka testee project (default: $KSTATE_KAFKA_JVM_DIR, else testees/kafka-jvm)")
-    verdicts.add_argument("--readme", default="README.md", help="the README holding the generated block")
+    verdicts.add_argument("--readme", default="docs/contributor.md", metavar="DOC",
+                          help="the document holding the generated summary block (default docs/contributor.md)")
     verdicts.add_argument("--commit", help="the kit commit the runs used (default: git rev-parse --short HEAD)")
     verdicts.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     verdicts.set_defaults(func=cmd_kafka_verdicts)
@@ -974,6 +979,10 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--task", help="with --dump: only this task (for example 0_1)")
     inspect.add_argument("--json", action="store_true", help="machine output: one JSON document (JSON lines with --dump)")
     inspect.set_defaults(func=cmd_inspect)
+
+    from kstate.app.operator_commands import add_parsers as add_operator_parsers
+
+    add_operator_parsers(sub)  # demo, broker, instance (issue 34)
     return parser
 
 

@@ -9,7 +9,7 @@ from rich.console import Console
 #: Columns of a line written to a log or a pipe (a terminal's own width is used on a terminal).
 LOG_WIDTH = 200
 #: Columns of a table written to a file or a pipe: a reader's page, not a log line (issue 34).
-TABLE_WIDTH = 100
+TABLE_WIDTH = 120
 
 
 def make_console(stderr: bool = False) -> Console:

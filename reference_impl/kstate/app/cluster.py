@@ -85,16 +85,17 @@ class AppCluster:
     # --- instances -----------------------------------------------------------------------------------
 
     def instance(self, instance_id: str, partitions: Iterable[int], store_type: StoreType | None = None,
-                 command: InstanceCommand | None = None, **settings: Any) -> InstanceProcess:
+                 command: InstanceCommand | None = None, state_dir: Path | None = None,
+                 **settings: Any) -> InstanceProcess:
         """An instance (not started) of ``command`` (default the cluster's) owning ``partitions``, with its own
-        state directory."""
+        state directory (``state_dir``, else one under the cluster's root)."""
         settings.setdefault("store_options", dict(self.store_options))
         settings.setdefault("processor_options", dict(self.processor_options))
         config = InstanceConfig(
             instance_id=instance_id, bootstrap=self.broker.bootstrap, application_id=self.application_id,
             input_topic=self.input_topic, partitions=sorted(partitions), store_name=self.store_name,
             store_type=StoreType(store_type or self.store_type).value,
-            state_dir=str(self.root / instance_id / "state"), status_dir=str(self.root / "status"), **settings)
+            state_dir=str(state_dir or self.root / instance_id / "state"), status_dir=str(self.root / "status"), **settings)
         process = InstanceProcess(config, command or self.instance_command)
         self.instances[instance_id] = process
         return process
