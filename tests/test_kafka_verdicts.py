@@ -10,6 +10,7 @@ import pytest
 from kstate_conformance.kafka_verdicts import (
     README_END,
     README_START,
+    SUMMARY_DOC,
     TABLE_FILE,
     VerdictsError,
     load_verdict_files,
@@ -73,9 +74,9 @@ def test_the_kept_verdicts_cover_both_releases_with_date_and_commit() -> None:
 
 def test_the_readme_and_the_table_match_the_generator() -> None:
     runs = load_verdict_files(TESTEE)
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start, end = readme.index(README_START), readme.index(README_END) + len(README_END)
-    assert readme[start:end] == render_readme_block(runs), "README stale: run kstate kafka-verdicts"
+    doc = (REPO / SUMMARY_DOC).read_text(encoding="utf-8")
+    start, end = doc.index(README_START), doc.index(README_END) + len(README_END)
+    assert doc[start:end] == render_readme_block(runs, link_prefix="../"), f"{SUMMARY_DOC} stale: run kstate kafka-verdicts"
     assert (TESTEE / TABLE_FILE).read_text(encoding="utf-8") == render_table(runs), "run kstate kafka-verdicts"
 
 
