@@ -57,6 +57,27 @@ def _guide_block(path: Path, heading: str) -> str:
     return found.group(1)
 
 
+def _delete_every_record(bootstrap: str, topic: str) -> None:
+    """DeleteRecords up to each partition's end, as retention deletes a changelog's records (the topic's policy made
+    ``compact,delete`` first: a compacted topic refuses DeleteRecords)."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kstate-demo-test"})
+    try:
+        partitions = sorted(consumer.list_topics(topic, timeout=15).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in partitions}
+    finally:
+        consumer.close()
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    policy = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact,delete", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([policy]).values():
+        future.result(30)
+    for future in admin.delete_records([TopicPartition(topic, p, end) for p, end in ends.items()]).values():
+        future.result(30)
+
+
 def _audit_engine() -> list[str]:
     try:
         import pyspark  # noqa: F401
@@ -65,7 +86,7 @@ def _audit_engine() -> list[str]:
     return []
 
 
-@rules("LAY-5", "INST-1")
+@rules("LAY-5", "INST-1", "CL-16")
 def test_the_demo_prints_commands_that_work_and_the_broker_stops(tmp_path: Path) -> None:
     env = _kstate_on_path(tmp_path)
     demo = tmp_path / "demo"
@@ -87,6 +108,15 @@ def test_the_demo_prints_commands_that_work_and_the_broker_stops(tmp_path: Path)
 
         bootstrap = shlex.split(audit)[shlex.split(audit).index("--bootstrap") + 1]
         assert bootstrap.startswith("127.0.0.1:"), bootstrap
+
+        # The changelog emptied as retention would empty it: the audit says so once a partition, after the verdict.
+        _delete_every_record(bootstrap, "demo-timestamped-kv-counts-changelog")
+        emptied = _run(f"{audit} --engine python", env, tmp_path)
+        assert emptied.returncode == 1, emptied.stdout + emptied.stderr[-3000:]
+        lines = emptied.stdout.splitlines()
+        assert lines[1].startswith("python oracle: 0 changelog records"), lines[:3]
+        assert [line.split(":")[0] for line in lines[2:]] == ["partition 0", "partition 1"], lines
+        assert all("the changelog partition is empty" in line for line in lines[2:]), lines
         stopped = _run(stop, env, tmp_path)
         assert stopped.returncode == 0, stopped.stderr
         assert broker_service.running(demo / "broker") is None

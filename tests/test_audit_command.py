@@ -147,6 +147,7 @@ def test_state_directories_without_the_store_are_warned_about(
     from kstate.spark.oracle import AuditReport
 
     monkeypatch.setattr("kstate.kafka.client_config.check_reachable", lambda *a, **k: [0])
+    monkeypatch.setattr("kstate.kafka.client_config.partition_offsets", lambda *a, **k: {0: (0, 5)})
     monkeypatch.setattr("kstate.spark.oracle.audit", lambda *a, **k: AuditReport("python", 0, 0, 0))
     assert main(_audit(tmp_path)) == 0
     captured = capsys.readouterr()

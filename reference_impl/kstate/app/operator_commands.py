@@ -162,7 +162,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     broker = sub.add_parser("broker", help="start, stop or show the kit's broker (on 127.0.0.1)",
                             description=cmd_broker.__doc__)
-    broker.add_argument("action", choices=("start", "stop", "status"))
+    broker.add_argument("action", choices=("start", "stop", "status"),
+                        help="start the service (prints the bootstrap address), stop it, or show it (exit 1: none)")
     broker.add_argument("--dir", default=".kstate/broker", help="the service's directory (default .kstate/broker)")
     broker.add_argument("--provider", default="embedded", choices=("embedded", "apache", "tansu"),
                         help="with start: embedded (Apache Kafka where Java is installed, else Tansu), apache, tansu")

@@ -95,6 +95,25 @@ def check_reachable(bootstrap: str, config: Mapping[str, Any], topic: str, timeo
     return sorted(found.partitions)
 
 
+def partition_offsets(bootstrap: str, config: Mapping[str, Any], topic: str, partitions: list[int],
+                      timeout: float = 15.0) -> dict[int, tuple[int, int]]:
+    """Each partition's log-start and end offsets (ListOffsets earliest and latest): a log-start above 0 means
+    records were deleted below it (retention, compaction of a delete policy, DeleteRecords); equal offsets an empty
+    partition. Offsets need not count records (compaction, transaction markers)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({**config, "bootstrap.servers": bootstrap, "group.id": "kstate-audit-offsets",
+                         "enable.auto.commit": False})
+    try:
+        return {p: tuple(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout))  # type: ignore[misc]
+                for p in partitions}
+    except KafkaException as exc:
+        raise BrokerUnreachableError(f"the broker at {bootstrap} did not give the offsets of {topic}: "
+                                     f"{_kafka_message(exc)}") from None
+    finally:
+        consumer.close()
+
+
 def _kafka_message(exc: BaseException) -> str:
     error = exc.args[0] if exc.args else exc
     text = getattr(error, "str", None)

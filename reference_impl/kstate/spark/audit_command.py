@@ -106,6 +106,7 @@ class _AuditProgress:
         self.store = ""
         self.stage = ""
         self.detail = ""
+        self.pending: dict[str, str] = {}
         self._stopped = threading.Event()
         self._watcher: threading.Thread | None = None
 
@@ -137,7 +138,14 @@ class _AuditProgress:
         self.stage, self.detail = stage, ""
         if stage in self.STAGES:
             self.progress.update(self.task, completed=self.STAGES.index(stage))
-        self._say(f"{self.store}: {stage}")
+        known = self.pending.pop(stage, None)
+        if known:
+            self.detail = known
+        self._say(f"{self.store}: {stage}" + (f" ({known})" if known else ""))
+
+    def expect(self, stage: str, detail: str) -> None:
+        """What is known of ``stage`` before it begins (the changelog's offsets), shown when it does."""
+        self.pending[stage] = detail
 
     def note(self, detail: str, plain: bool = True) -> None:
         """Counts known during the current stage (entries dumped so far); ``plain=False``
@@ -259,14 +267,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
         if needs_spark:
             import pyspark  # noqa: F401
-        from kstate.kafka.client_config import check_reachable
+        from kstate.kafka.client_config import check_reachable, partition_offsets
 
-        for name, _ in targets:
-            check_reachable(args.bootstrap, client_config, changelog_topic_name(args.application_id, name),
-                            args.connect_timeout)
+        topic_partitions = {name: check_reachable(args.bootstrap, client_config,
+                                                  changelog_topic_name(args.application_id, name), args.connect_timeout)
+                            for name, _ in targets}
     except ModuleNotFoundError as exc:
         return _missing_extra(exc, f"kstate audit --engine {args.engine}")
     audits: list[tuple[StoreAudit, str]] = []
+    changelog_offsets: dict[str, dict[int, tuple[int, int]]] = {}
     with _AuditProgress(args.quiet) as progress:
         spark = None
         if needs_spark:
@@ -286,12 +295,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
         for name, store_type in targets:
             topic = changelog_topic_name(args.application_id, name)
             progress.begin(name)
+            offsets = partition_offsets(args.bootstrap, client_config, topic, topic_partitions[name])
+            progress.expect("reading the changelog", _offsets_note(offsets))
             partitions, layout, report = FAMILY_AUDITS[STORE_TYPES[store_type].family].audit(run, name, store_type, topic)
             progress.finish(f"done, {report.records_read} changelog records read, {report.difference_count} differences, "
                             f"{report.seconds:.1f} s")
             audits.append((StoreAudit(name, store_type.value, topic, partitions, report), layout))
+            changelog_offsets[name] = offsets
     for audit, layout in audits:
-        _audit_outcome(args, audit, layout)
+        _audit_outcome(args, audit, layout, changelog_offsets[audit.store])
     if len(audits) > 1:
         console.print(f"{len(audits)} stores audited:", markup=False, highlight=False)
         for audit, _ in audits:
@@ -410,8 +422,34 @@ FAMILY_AUDITS: dict[Family, FamilyAudit] = {
 }
 
 
-def _audit_outcome(args: argparse.Namespace, audit: StoreAudit, layout: str) -> None:
-    """Print what ``kstate audit`` found for one store (AUDIT_EPILOG)."""
+def _offsets_note(offsets: dict[int, tuple[int, int]]) -> str:
+    """The changelog's extent before it is read: partitions, and the records its offsets can hold at most."""
+    most = sum(high - low for low, high in offsets.values())
+    return f"{len(offsets)} partitions, up to {most} records by their offsets"
+
+
+def changelog_notes(offsets: dict[int, tuple[int, int]]) -> dict[int, str]:
+    """Per partition whose changelog lost records or never had any, said once: empty, or its log-start offset above
+    0 (records deleted by retention or DeleteRecords). A store's entries of such a partition read as unexpected."""
+    notes: dict[int, str] = {}
+    for partition, (low, high) in sorted(offsets.items()):
+        if high == 0:
+            notes[partition] = "the changelog partition is empty: no record was ever written to it"
+        elif low >= high:
+            notes[partition] = (f"the changelog partition is empty: its log-start offset is {low}, its end offset, "
+                                f"so every record below it was deleted (by retention, or DeleteRecords?)")
+        elif low > 0:
+            notes[partition] = (f"the changelog partition's log-start offset is {low}, above 0: records below it were "
+                                f"deleted (by retention, or DeleteRecords?)")
+    return notes
+
+
+def _audit_outcome(args: argparse.Namespace, audit: StoreAudit, layout: str,
+                   offsets: dict[int, tuple[int, int]]) -> None:
+    """Print what ``kstate audit`` found for one store (AUDIT_EPILOG): the verdict first, then what the changelog's
+    offsets explain (once a partition), then the differences they do not explain."""
+    from kstate.spark.oracle import LISTED_IN_SUMMARY
+
     console.print(f"{audit.topic}: {audit.partitions} partitions dumped from {len(args.state_dir)} state directories",
                   markup=False, highlight=False, soft_wrap=True)
     if not audit.partitions:
@@ -419,7 +457,23 @@ def _audit_outcome(args: argparse.Namespace, audit: StoreAudit, layout: str) -> 
         err_console.print(f"[yellow]warning:[/yellow] no store {escape(audit.store)} of application "
                           f"{escape(args.application_id)} under {escape(', '.join(args.state_dir))} "
                           f"(<state-dir>/<application-id>/<task>/{escape(layout)})", soft_wrap=True)
-    console.print(audit.report.summary(), markup=False, highlight=False, soft_wrap=True)
+    report = audit.report
+    lines = report.headline()
+    notes = changelog_notes(offsets)
+    listed = report.listed
+    folded: dict[int, int] = {}
+    for difference in listed:
+        if difference.partition in notes and difference.kind == "unexpected":
+            folded[difference.partition] = folded.get(difference.partition, 0) + 1
+    for partition, note in notes.items():
+        gone = folded.get(partition, 0)
+        lines.append(f"partition {partition}: {note}" + (
+            f"; the store's {gone} entries of it read as unexpected (not listed)" if gone else ""))
+    shown = [d for d in listed if not (d.partition in notes and d.kind == "unexpected")]
+    lines += [str(d) for d in shown[:LISTED_IN_SUMMARY]]
+    if len(shown) > LISTED_IN_SUMMARY:
+        lines.append(f"... {len(shown) - LISTED_IN_SUMMARY} more differences (--report PATH lists them)")
+    console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
 def _store_summary_line(audit: StoreAudit) -> str:

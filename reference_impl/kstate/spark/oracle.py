@@ -31,6 +31,8 @@ from kstate.stores.column_families import CONVERTERS
 State = dict[int, dict[bytes, bytes]]
 Headers = tuple[tuple[str, bytes | None], ...]
 Progress = Callable[[str], None]
+#: Differences a summary lists one by one; the headline counts them all.
+LISTED_IN_SUMMARY = 50
 
 
 @dataclass(frozen=True)
@@ -328,15 +330,23 @@ class AuditReport:
     def records_per_second(self) -> float:
         return self.records_read / self.seconds if self.seconds else 0.0
 
-    def summary(self) -> str:
+    def headline(self) -> list[str]:
+        """The verdict's lines: the counts, and the differences by kind where they are counted."""
         head = (f"{self.engine} oracle: {self.records_read} changelog records, {self.expected_keys} expected "
                 f"{self.entity}, {self.actual_keys} actual {self.entity}, {self.difference_count} differences in "
                 f"{self.seconds:.1f} s")
         lines = [head]
         if self.counts:
             lines.append("differences by kind: " + ", ".join(f"{kind} {n}" for kind, n in self.counts.items()))
-        listed: list[Any] = [*self.differences, *self.entry_differences]
-        return "\n".join([*lines, *(str(d) for d in listed[:50])])
+        return lines
+
+    @property
+    def listed(self) -> list[Any]:
+        """Every difference listed one by one (key-value and the other families alike)."""
+        return [*self.differences, *self.entry_differences]
+
+    def summary(self) -> str:
+        return "\n".join([*self.headline(), *(str(d) for d in self.listed[:LISTED_IN_SUMMARY])])
 
 
 def compare_states(expected: State, actual: State) -> list[Difference]:
@@ -400,6 +410,13 @@ def persisted_changelog(spark: Any, bootstrap: str, topic: str, partitions: Iter
         changelog.unpersist()
 
 
+def _note(progress: Progress | None, detail: str) -> None:
+    """A count for the stage in progress, where the progress display takes one (``kstate audit``'s does)."""
+    note = getattr(progress, "note", None)
+    if note is not None:
+        note(detail)
+
+
 def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any, *, spark: Any = None,
           partitions: Iterable[int] | None = None, boundaries: Mapping[int, LegacyBoundary] | None = None,
           progress: Progress | None = None, client_config: Mapping[str, Any] | None = None,
@@ -428,6 +445,7 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
         step("reading the changelog")
         rows = read_changelog_rows(bootstrap, topic, partitions, client_config)
         step("computing the expected state")
+        _note(progress, f"{len(rows)} changelog records read")
         expected = python_builder(rows, store_type, boundaries)
         step("comparing")
         differences = compare_states(expected, actual)
@@ -449,6 +467,8 @@ def audit(bootstrap: str, topic: str, store_type: StoreType, actual: State | Any
     digests = partition_digests(latest, actual_df)
     records = sum(d.records for d in digests.expected.values())
     differing = digests.differing()
+    _note(progress, f"{records} changelog records read; {len(differing)} of {len(set(digests.expected) | set(digests.actual))} "
+                    "partitions differ")
     listed: list[Difference] = []
     if differing:
         ends = {p: digests.expected[p].end for p in differing if p in digests.expected}
