@@ -115,8 +115,8 @@ def test_the_readme_states_the_deviation_counts_of_the_expected_failure_files() 
     stated = _readme_counts()
     versions = sorted(path.name[len("expected-failures-"):-len(".txt")]
                       for path in (_REPO / "testees" / "kafka-jvm").glob("expected-failures-*.txt"))
-    assert versions and sorted(stated) == versions, f"the README states {sorted(stated)}, the files are {versions}"
+    assert versions and sorted(stated) == versions, f"docs/contributor.md states {sorted(stated)}, the files are {versions}"
     for version in versions:
         total, classes = _file_counts(version)
-        assert stated[version][0] == total, f"{version}: the README states {stated[version][0]} entries, the file has {total}"
-        assert stated[version][1] == classes, f"{version}: the README states {stated[version][1]}, the file has {classes}"
+        assert stated[version][0] == total, f"{version}: docs/contributor.md states {stated[version][0]} entries, the file has {total}"
+        assert stated[version][1] == classes, f"{version}: docs/contributor.md states {stated[version][1]}, the file has {classes}"

@@ -100,7 +100,7 @@ def replace_readme_block(readme: str, block: str) -> str:
     """``readme`` with its generated block replaced by ``block``."""
     start, end = readme.find(README_START), readme.find(README_END)
     if start < 0 or end < start:
-        raise VerdictsError("the README has no generated kafka-jvm verdicts block (its start and end markers)")
+        raise VerdictsError("the document has no generated kafka-jvm verdicts block (its start and end markers)")
     return readme[:start] + block + readme[end + len(README_END):]
 
 

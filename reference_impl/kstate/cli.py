@@ -332,7 +332,7 @@ def _store_log(path: Path | None) -> Iterator[list[logging.LogRecord]]:
 # --- conformance, mutants, spec -------------------------------------------------------------------------
 
 
-#: ``kstate conformance`` exit codes (documented in its --help and the README), and pytest's they come from.
+#: ``kstate conformance`` exit codes (documented in its --help and docs/porter.md), and pytest's they come from.
 CONFORMANCE_EXIT_CODES = {
     0: "conforming: every selected test passed, was skipped (unsupported or not applicable) or failed as listed "
        "in the expected-failure file",
@@ -413,7 +413,7 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 # --- system scenarios -----------------------------------------------------------------------------------
 
 
-#: ``kstate system`` exit codes (its --help and the README); pytest's map onto them as the conformance run's do.
+#: ``kstate system`` exit codes (its --help and docs/porter.md); pytest's map onto them as the conformance run's do.
 SYSTEM_EXIT_CODES = {
     0: "nothing failed: every selected scenario passed, or was skipped as unsupported by the instance (its describe "
        "does not list what the scenario needs) or for another stated reason",
@@ -646,7 +646,7 @@ fixtures, run the conformance suite against an implementation, list the operatio
 and audit a running application's stores against its changelog topic."""
 MAIN_EPILOG = """\
 Run 'kstate COMMAND --help' for a command's options. The operation vocabulary a port implements is
-listed by 'kstate ops' (spec/ops-index.md); the spec is in spec/, the README says how to start.
+listed by 'kstate ops' (spec/ops-index.md); the spec is in spec/; the README says how to start, the guides in docs/ the rest.
 """
 
 

@@ -491,9 +491,12 @@ AUDIT_STORE_TYPES = [t.value for t in BUILT_KV_TYPES] + list(LEGACY_ALIASES)
 
 AUDIT_EPILOG = """\
 output (stdout): "<topic>: N partitions dumped from M state directories", then "<engine> oracle:
-R changelog records, E expected keys, A actual keys, D differences in S s", then one line per
-difference (the first 50): "partition P key <hex> (missing|unexpected|different): expected <hex or
-absent>, actual <hex or absent>". Errors and progress go to stderr.
+R changelog records, E expected keys, A actual keys, D differences in S s", then once a changelog
+partition that is empty or whose log-start offset is above 0 (records deleted by retention?)
+"partition P: the changelog partition is empty ..." (its store entries read as unexpected are counted
+there, not listed), then one line per other difference (the first 50): "partition P key <hex>
+(missing|unexpected|different): expected <hex or absent>, actual <hex or absent>". Errors and progress
+go to stderr.
 
 versioned, window and session stores (--history-retention-ms, or --retention-ms and for windows
 --retain-duplicates, as the store was configured): the entries the stores answer queries with at the
