@@ -20,6 +20,7 @@ from typing import Any
 
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import java_div
+from kstate.errors import KStateError
 from kstate.stores.api import TopicPartition
 from kstate.stores.segments import FoundSegment, KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
 from kstate.stores.surface import ClosesItsIterators
@@ -167,15 +168,25 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     def _close_database(self) -> None:
         """Every segment writes its staged rows, the store's position and status CLOSED, then is released (WS-30,
-        SS-21); the segment lists first (LAY-13)."""
+        SS-21); the segment lists first (LAY-13). A write that fails (a full disk) does not stop the others: every
+        segment is released, its LOCK with it, and the first failure is raised, typed (OFF-23). No offset is
+        written at close, so none goes ahead of the data; a segment whose close failed stays OPEN (KV-52)."""
+        failures: list[BaseException] = []
         try:
+            self.segments.write_segment_lists()
+        except KStateError as exc:
+            failures.append(exc)
+        for segment in self.segments.all_segments():
             try:
-                self.segments.write_segment_lists()
-            finally:
-                for segment in self.segments.all_segments():
-                    segment.instance.close(self._position)
-        finally:
+                segment.instance.close(self._position)
+            except KStateError as exc:
+                failures.append(exc)
+        try:
             self.segments.close()
+        except KStateError as exc:
+            failures.append(exc)
+        if failures:
+            raise failures[0]
 
     def _abandon_database(self) -> None:
         """Every segment abandoned as a killed process would: staged rows lost, status left OPEN (WS-30, SS-22)."""

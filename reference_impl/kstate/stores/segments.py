@@ -160,9 +160,16 @@ class AbstractSegments(ABC, Generic[S]):
                 LOG.error("Error destroying %s: %s", segment.name, exc)
 
     def close(self) -> None:
+        """Close every segment, each even when one before it failed (a full disk); the first failure raised."""
+        failure: KStateError | None = None
         for segment in self._segments.values():
-            segment.close()
+            try:
+                segment.close()
+            except KStateError as exc:
+                failure = failure or exc
         self._segments.clear()
+        if failure is not None:
+            raise failure
 
 
 # --- the segment directory of a window or session store ------------------------------------------------------
@@ -440,11 +447,23 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         return merged
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
-        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6),
-        after the segment lists (LAY-13)."""
+        """Commit every open segment, after the segment lists (LAY-13): the data first, the offsets last (OFF-23).
+
+        Every segment with staged writes but the newest writes them alone; then the newest writes its own with
+        ``offsets`` and ``position`` in one batch, and only then does every other segment take them (LAY-6). A
+        write that fails, wherever it fails, leaves no segment claiming an offset whose records a segment lacks:
+        the segments whose offsets went ahead have every segment's data behind them."""
         self.write_segment_lists()
-        for segment in self.all_segments():
-            segment.instance.commit(offsets, position)
+        segments = self.all_segments()
+        staged = [segment for segment in segments if segment.instance.has_staged_writes()]
+        last = staged[-1] if staged else None
+        for segment in staged[:-1]:
+            segment.instance.write_staged()
+        if last is not None:
+            last.instance.commit(offsets, position)
+        for segment in segments:
+            if segment is not last:
+                segment.instance.commit(offsets, position)
 
     def flush(self) -> None:
         for segment in self._segments.values():
