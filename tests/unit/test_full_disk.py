@@ -425,7 +425,7 @@ def _scenario(family: Family, operation: str, root: Path, disk: Disk, monkeypatc
             store, acknowledged = _operate(family, operation, state, store)
         except KStateError:
             assert disk.failed, "a typed error without a fault"
-        except Exception as exc:  # noqa: BLE001 - the point: nothing untyped escapes
+        except Exception as exc:  # the point: nothing untyped escapes
             pytest.fail(f"{operation} on {family.store_type.value} at write {disk.fail_at} ({disk.kind}): "
                         f"untyped {type(exc).__name__}: {exc}")
         else:
@@ -440,7 +440,7 @@ def _scenario(family: Family, operation: str, root: Path, disk: Disk, monkeypatc
                 store.close()
             except KStateError:
                 assert disk.failed
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 pytest.fail(f"close after {operation} on {family.store_type.value} at write {disk.fail_at}: "
                             f"untyped {type(exc).__name__}: {exc}")
     disk.free()

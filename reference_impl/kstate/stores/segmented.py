@@ -23,7 +23,7 @@ from kstate.codecs.primitives import java_div
 from kstate.errors import KStateError
 from kstate.stores.api import TopicPartition
 from kstate.stores.segments import FoundSegment, KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
-from kstate.stores.surface import ClosesItsIterators
+from kstate.stores.surface import ClosesItsIterators, CodecTopicPartition
 
 
 def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, upper: bytes | None,
@@ -54,6 +54,8 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     #: The restore in progress (None: none), and the segments that entered its restore mode (RST-8).
     _restore_stack: contextlib.ExitStack | None = None
     _restore_entered: frozenset[str] | set[str] = frozenset()
+    #: The offsets and position of the restore's last commit, written when its flushes returned (OFF-23).
+    _restore_commit: tuple[dict[CodecTopicPartition, int | None], Position] | None = None
     #: The earliest live segment id when expired segments were last deleted (None: not since open).
     _expired_below: int | None = None
     #: Whether a write into an expired segment still deletes the expired segments: Kafka's
@@ -110,6 +112,10 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     @contextlib.contextmanager
     def _restore_mode(self) -> Iterator[None]:
+        """The segments' restore mode; the offsets of the restore's commits are written only once every
+        segment's flush at its end returned, the WAL on again (OFF-23: one database's atomic flush, RST-8,
+        cannot keep one segment's offsets from reaching disk before another segment's data)."""
+        self._restore_commit = None
         with contextlib.ExitStack() as stack:
             self._restore_stack = stack
             self._restore_entered = set()
@@ -119,6 +125,13 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
                 yield
             finally:
                 self._restore_stack = None
+        pending, self._restore_commit = self._restore_commit, None
+        if pending is not None:
+            # Written as restore writes, and flushed again: the restore ends with no memtable entry (RST-8).
+            with contextlib.ExitStack() as stack:
+                for segment in self.segments.all_segments():
+                    stack.enter_context(segment.instance.restoring())
+                self.segments.commit(*pending)
 
     def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
         """``segment`` joins the restore in progress, if any (RST-8)."""

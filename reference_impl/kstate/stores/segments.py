@@ -16,6 +16,7 @@ PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from abc import ABC, abstractmethod
@@ -495,11 +496,20 @@ class SegmentedStoreOffsets:
     _position: Position
     _check_open: Callable[[], None]
 
+    _restore_stack: contextlib.ExitStack | None
+    _restore_commit: tuple[dict[CodecTopicPartition, int | None], Position] | None
+
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
-        atomic batch (SS-21, SS-22, WS-28)."""
+        """Every open segment writes its staged rows, the store's position and ``changelog_offsets``, the data
+        of every segment before the offsets of any (SS-21, SS-22, WS-28, OFF-23). Within a restore the rows
+        are written now and the offsets when the restore's flushes returned (RST-8, OFF-23)."""
         offsets = check_changelog_offsets(changelog_offsets)
         self._check_open()
+        if self._restore_stack is not None:
+            for segment in self.segments.all_segments():
+                segment.instance.write_staged()
+            self._restore_commit = (dict(offsets), dict(self._position))
+            return
         self.segments.commit(offsets, self._position)
 
     def flush(self) -> None:
@@ -513,6 +523,9 @@ class SegmentedStoreOffsets:
         (a segment created since the last commit holds none), None if none does (SS-23, WS-28)."""
         tp = to_codec_tp(partition, "partition")
         self._check_open()
+        pending = self._restore_commit
+        if pending is not None and (not pending[0] or tp in pending[0]):
+            return pending[0].get(tp)  # the restore's commit, written when the restore ends (an empty map wipes)
         for segment in self.segments.all_segments(forward=False):
             offset = segment.instance.committed_offset(tp)
             if offset is not None:
