@@ -340,7 +340,7 @@ MIGRATES_CHECKPOINT = (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV, StoreType.
 #: At most this many write indices per scenario, spread over the writes it makes, the first and last among them.
 #: A full disk costs RocksDB about a second of waiting at each database's close (its error recovery), so
 #: ENOSPC, which fails every later write too, takes fewer (CI time, issue 32).
-MAX_INDICES = {"EIO": 6, "ENOSPC": 3}
+MAX_INDICES = {"EIO": 4, "ENOSPC": 2}
 
 
 def _changelog(family: Family, indices: range) -> list[Any]:
