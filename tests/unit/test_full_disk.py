@@ -431,7 +431,7 @@ def _scenario(family: Family, operation: str, root: Path, disk: Disk, monkeypatc
         else:
             if operation == "restore" and acknowledged is not None and acknowledged < RECORDS - 1:
                 pytest.fail("a restore that returned without restoring every batch")
-        writes = disk.count
+        writes, failed_at = disk.count, disk.fail_at
         if operation in ("restore", "migration"):
             disk.free()  # the close after them on a healthy disk; a commit's and a close's on the full one
         if store is not None:
@@ -449,7 +449,7 @@ def _scenario(family: Family, operation: str, root: Path, disk: Disk, monkeypatc
     try:
         _check_durable(family, state, acknowledged, offset_acknowledged)
     except AssertionError as exc:
-        raise AssertionError(f"{operation} on {family.store_type.value}, {disk.kind} at write {disk.fail_at} "
+        raise AssertionError(f"{operation} on {family.store_type.value}, {disk.kind} at write {failed_at} "
                              f"of {writes}: {exc}") from None
     return writes
 
@@ -475,3 +475,49 @@ def test_a_disk_failing_at_each_write_loses_nothing_acknowledged(
     for kind in ("ENOSPC", "EIO"):
         for index in _indices(writes, MAX_INDICES[kind]):
             _scenario(family, operation, small_disk, Disk(small_disk, fail_at=index, kind=kind), monkeypatch)
+
+
+# --- a failed write changes nothing the store answers ----------------------------------------------------------------
+
+
+@rules("OFF-23", "KV-50", "WS-28")
+@pytest.mark.parametrize("kind", ["ENOSPC", "EIO"])
+@pytest.mark.parametrize("family", [FAMILIES[0], FAMILIES[3], SEGMENTED[0], SEGMENTED[4]],
+                         ids=lambda f: f.store_type.value)
+def test_a_commit_retried_after_a_failed_write_writes_what_the_failed_one_staged(
+        small_disk: Path, monkeypatch: pytest.MonkeyPatch, family: Family, kind: str) -> None:
+    """The commit of records 60..99 fails at the write of the newest database's data; the disk is freed and
+    the commit retried. The failed commit answers the old offset, and the retry either writes the records with
+    the offset or fails typed: it never acknowledges offset 99 without them (a failed write used to drop the
+    staged writes and keep the new offsets in memory, so the retry wrote nothing and returned)."""
+    state = small_disk / "state"
+    store = _prepare(family, "commit", state)
+    names = store.segment_names() if hasattr(store, "segment_names") else ["s"]
+    newest = max(names, key=lambda name: int(name.rsplit(".", 1)[1]) if "." in name else 0)
+    disk = Disk(small_disk, kind=kind)
+    original = RocksDBEngine.write
+
+    def fail_newest(engine: RocksDBEngine, batch: Any) -> None:
+        if engine.path.name == newest and not disk.failed:
+            disk.failed = True
+            if kind == "EIO":
+                raise engine._error("writing a batch", _eio("writing a batch"))
+            disk.fill()
+        original(engine, batch)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(RocksDBEngine, "write", fail_newest)
+        with pytest.raises(KStateError):
+            store.commit({TP: RECORDS - 1})
+    assert disk.failed
+    assert store.committed_offset(TP) == ACKED, "a failed commit answers the offset it did not write"
+    disk.free()
+    acknowledged = ACKED
+    try:
+        store.commit({TP: RECORDS - 1})
+        acknowledged = RECORDS - 1
+    except KStateError:
+        assert kind == "ENOSPC"  # RocksDB refuses every write after a failed WAL write: typed, nothing acknowledged
+    with contextlib.suppress(KStateError):
+        store.close()
+    _check_durable(family, state, acknowledged)
