@@ -3,8 +3,10 @@
 Each test runs its store on a small tmpfs of its own (``mount -t tmpfs -o size=...``; skipped with the reason
 where mounting is not allowed). A :class:`Disk` counts the writes of the store's engine and files, and at the
 chosen write fills the tmpfs to the brim just before it (ENOSPC from then on, for real), or makes that one write
-fail with ``EIO``: device-mapper (``dm-error``) is not in this kernel, so the failure is injected where the
-write enters RocksDB or the file system, as the failed write of a faulty device would be seen there.
+fail with ``EIO``. Device-mapper (``dm-error``) is not in this kernel (no ``/dev/mapper/control``) and a FUSE
+file system would need libfuse and a binding the project does not depend on, so EIO is injected where a write
+enters RocksDB (a batch, a flush, a new column family, the flush at close), as rocksdict reports a failed
+native write; the kit's own files (segment lists, ``.checkpoint``) are written by Python and get ENOSPC only.
 
 After the fault the disk is freed, the store is closed (or abandoned), reopened, and checked: the committed
 offset is never ahead of the data on disk (every record at or below it is there, OFF-23), and nothing
