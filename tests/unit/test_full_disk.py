@@ -523,3 +523,36 @@ def test_a_commit_retried_after_a_failed_write_writes_what_the_failed_one_staged
     with contextlib.suppress(KStateError):
         store.close()
     _check_durable(family, state, acknowledged)
+
+
+@rules("OFF-23", "OFF-4", "RST-8")
+@pytest.mark.parametrize("family", [SEGMENTED[0], SEGMENTED[3]], ids=lambda f: f.store_type.value)
+def test_the_commits_of_a_segmented_restore_add_up_as_they_would_one_by_one(tmp_path: Path, family: Family) -> None:
+    """A restore's commits are written when it ends (OFF-23), with the meaning they have one by one (OFF-4): a
+    partition an earlier commit wrote keeps its offset, an empty map wipes what came before it, a null offset
+    deletes; during the restore and after a reopen ``committedOffset`` answers them so."""
+    from kstate.stores.restore import restore
+
+    other = TopicPartition("app-s-changelog", 1)
+    rounds: list[tuple[list[dict[TopicPartition, int | None]], int | None, int | None]] = [
+        ([{TP: 24, other: 7}, {other: 9}], 24, 9),
+        ([{}, {other: 3}], None, 3),
+        ([{TP: 5}, {TP: None}], None, 3),
+        ([{TP: 1}, {}, {TP: 2}], 2, None),
+    ]
+    done = 0
+    for commits, expected_tp, expected_other in rounds:
+        store = _open(family, tmp_path)
+        records = _changelog(family, range(done, done + 5 * len(commits)))
+        done += len(records)
+
+        def commit(result: Any, store: Any = store, commits: list[dict[TopicPartition, int | None]] = commits) -> None:
+            store.commit(commits[result.batches - 1])
+
+        restore(store, family.store_type, records, batch_size=5, after_batch=commit)
+        assert (store.committed_offset(TP), store.committed_offset(other)) == (expected_tp, expected_other), commits
+        store.close()
+        reopened = _open(family, tmp_path)
+        assert (reopened.committed_offset(TP), reopened.committed_offset(other)) == (expected_tp, expected_other)
+        assert family.present(reopened) == set(range(done))
+        reopened.close()

@@ -22,8 +22,14 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import java_div
 from kstate.errors import KStateError
 from kstate.stores.api import TopicPartition
-from kstate.stores.segments import FoundSegment, KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
-from kstate.stores.surface import ClosesItsIterators, CodecTopicPartition
+from kstate.stores.segments import (
+    FoundSegment,
+    KeyValueSegment,
+    KeyValueSegments,
+    PendingCommit,
+    SegmentedStoreOffsets,
+)
+from kstate.stores.surface import ClosesItsIterators
 
 
 def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, upper: bytes | None,
@@ -55,7 +61,7 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     _restore_stack: contextlib.ExitStack | None = None
     _restore_entered: frozenset[str] | set[str] = frozenset()
     #: The offsets and position of the restore's last commit, written when its flushes returned (OFF-23).
-    _restore_commit: tuple[dict[CodecTopicPartition, int | None], Position] | None = None
+    _restore_commit: PendingCommit | None = None
     #: The earliest live segment id when expired segments were last deleted (None: not since open).
     _expired_below: int | None = None
     #: Whether a write into an expired segment still deletes the expired segments: Kafka's
@@ -131,7 +137,7 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
             with contextlib.ExitStack() as stack:
                 for segment in self.segments.all_segments():
                     stack.enter_context(segment.instance.restoring())
-                self.segments.commit(*pending)
+                pending.write(self.segments)
 
     def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
         """``segment`` joins the restore in progress, if any (RST-8)."""

@@ -21,7 +21,7 @@ import os
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -488,6 +488,31 @@ class TimestampedSegmentsWithHeaders(KeyValueSegments):
 # --- logical segments in one database ------------------------------------------------------------------------------
 
 
+@dataclass
+class PendingCommit:
+    """The commits of a restore not written yet (OFF-23), as one: whether one of them wiped the offsets, the
+    offsets put or deleted (None) since, and the last position (OFF-4, OFF-5)."""
+
+    wipe: bool = False
+    offsets: dict[CodecTopicPartition, int | None] = field(default_factory=dict)
+    position: Position = field(default_factory=dict)
+
+    def add(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
+        """One more commit: an empty map wipes what came before it (OFF-4)."""
+        if not offsets:
+            self.wipe, self.offsets = True, {}
+        else:
+            self.offsets.update(offsets)
+        self.position = dict(position)
+
+    def write(self, segments: KeyValueSegments) -> None:
+        """Commit them to ``segments`` in the order of OFF-23: the wipe, then the offsets."""
+        if self.wipe:
+            segments.commit({}, self.position)
+        if self.offsets or not self.wipe:
+            segments.commit(self.offsets, self.position)
+
+
 class SegmentedStoreOffsets:
     """KIP-1035 for a store kept in segment databases (session and window stores): each segment commits and
     flushes in its own batch; the committed offset is the newest segment's (SS-21, SS-22, SS-23, WS-28)."""
@@ -497,7 +522,7 @@ class SegmentedStoreOffsets:
     _check_open: Callable[[], None]
 
     _restore_stack: contextlib.ExitStack | None
-    _restore_commit: tuple[dict[CodecTopicPartition, int | None], Position] | None
+    _restore_commit: PendingCommit | None
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Every open segment writes its staged rows, the store's position and ``changelog_offsets``, the data
@@ -508,7 +533,9 @@ class SegmentedStoreOffsets:
         if self._restore_stack is not None:
             for segment in self.segments.all_segments():
                 segment.instance.write_staged()
-            self._restore_commit = (dict(offsets), dict(self._position))
+            pending = self._restore_commit or PendingCommit()
+            pending.add(offsets, self._position)
+            self._restore_commit = pending
             return
         self.segments.commit(offsets, self._position)
 
@@ -524,8 +551,8 @@ class SegmentedStoreOffsets:
         tp = to_codec_tp(partition, "partition")
         self._check_open()
         pending = self._restore_commit
-        if pending is not None and (not pending[0] or tp in pending[0]):
-            return pending[0].get(tp)  # the restore's commit, written when the restore ends (an empty map wipes)
+        if pending is not None and (pending.wipe or tp in pending.offsets):
+            return pending.offsets.get(tp)  # the restore's commits, written when the restore ends
         for segment in self.segments.all_segments(forward=False):
             offset = segment.instance.committed_offset(tp)
             if offset is not None:
