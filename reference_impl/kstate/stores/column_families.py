@@ -130,17 +130,24 @@ class StagedEngine:
                     estimate += 1
         return min(max(estimate, 0), INT64_MAX)
 
+    def has_writes(self) -> bool:
+        """Whether any write is staged."""
+        return any(self.pending.ops.values())
+
     def apply(self, extra: WriteBatch | None = None) -> None:
-        """Write the staged writes plus ``extra`` in one atomic engine batch, then forget them (KV-50)."""
-        batch = self.pending
+        """Write the staged writes plus ``extra`` in one atomic engine batch, then forget them (KV-50).
+
+        A write that fails keeps them staged, ``extra`` left out: nothing acknowledged is dropped, and a later
+        commit or close writes them again (OFF-23)."""
+        ops = self.pending.ops
         if extra is not None:
-            for cf, ops in extra.ops.items():
-                batch.column_family(cf).update(ops)
-        batch.ops = {cf: ops for cf, ops in batch.ops.items() if ops}
-        try:
-            self.engine.write(batch)
-        finally:
-            self.pending = WriteBatch()
+            ops = dict(ops)
+            for cf, extra_ops in extra.ops.items():
+                ops[cf] = {**ops[cf], **extra_ops} if cf in ops else extra_ops
+        batch = WriteBatch()
+        batch.ops = {cf: cf_ops for cf, cf_ops in ops.items() if cf_ops}
+        self.engine.write(batch)
+        self.pending = WriteBatch()
 
     def discard(self) -> None:
         self.pending = WriteBatch()

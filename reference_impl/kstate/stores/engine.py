@@ -866,7 +866,8 @@ class RocksDBEngine(Engine):
                     copied.add(name)
             if copied == before == _file_names(self.path):
                 break
-        self.close()
+        with contextlib.suppress(KStateError):  # a killed process does not close: its close's failure is moot
+            self.close()
         shutil.rmtree(self.path)
         crashed.rename(self.path)
 
@@ -884,6 +885,10 @@ class RocksDBEngine(Engine):
         self._db = None
         try:
             db.close()
+        except Exception as exc:
+            # RocksDB flushes its memtables at close: a full or failing disk fails it, with rocksdict's bare
+            # Exception. The database is released all the same; what its WAL holds is read at the next open.
+            raise self._error("closing the database", exc) from exc
         finally:
             # Dropping the last reference frees the database and its LOCK; garbage still referring to it is
             # collected by the next open of the same path in this process (see __init__).

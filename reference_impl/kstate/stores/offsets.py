@@ -9,8 +9,9 @@ its own, at once, so that a crash before the first commit is still detected (KV-
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -206,6 +207,17 @@ class StoreOffsets:
         self._image = after
         self._opened = True
         return position
+
+    @contextlib.contextmanager
+    def tentative(self) -> Iterator[None]:
+        """The image as it was if the write of the batches made inside fails: the store answers what is on disk,
+        and a later commit writes the same offsets again (OFF-23)."""
+        image, opened = self._image, self._opened
+        try:
+            yield
+        except BaseException:
+            self._image, self._opened = image, opened
+            raise
 
     def commit_batch(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> WriteBatch:
         """The offsets-family writes of ``commit(offsets)``: the offsets (None removes one) and the position;

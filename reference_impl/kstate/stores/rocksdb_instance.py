@@ -259,19 +259,31 @@ class RocksDBInstance(ExistingDatabaseChecks):
         return self.engine.unlogged_writes()
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
-        """Write the staged data, ``position`` and ``offsets`` in ONE atomic batch (KV-50, OFF-4)."""
+        """Write the staged data, ``position`` and ``offsets`` in ONE atomic batch (KV-50, OFF-4); a failed write
+        changes neither the offsets answered nor the writes staged (OFF-23)."""
         if self.offsets is None:
             self.staged.apply()
             return
-        self.staged.apply(self.offsets.commit_batch(offsets, position))
+        with self.offsets.tentative():
+            self.staged.apply(self.offsets.commit_batch(offsets, position))
         self.position = position
+
+    def has_staged_writes(self) -> bool:
+        """Whether a write is staged since the last commit."""
+        return self.staged.has_writes()
+
+    def write_staged(self) -> None:
+        """Write the staged data alone, offsets and position untouched: a segmented store's data goes to disk
+        before any segment's offsets (OFF-23)."""
+        self.staged.apply()
 
     def flush(self, position: Position) -> None:
         """Write the staged data and ``position`` without touching the committed offsets."""
         if self.offsets is None:
             self.staged.apply()
             return
-        self.staged.apply(self.offsets.position_batch(position))
+        with self.offsets.tentative():
+            self.staged.apply(self.offsets.position_batch(position))
         self.position = position
 
     def committed_offset(self, partition: CodecTopicPartition) -> int | None:

@@ -20,8 +20,15 @@ from typing import Any
 
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import java_div
+from kstate.errors import KStateError
 from kstate.stores.api import TopicPartition
-from kstate.stores.segments import FoundSegment, KeyValueSegment, KeyValueSegments, SegmentedStoreOffsets
+from kstate.stores.segments import (
+    FoundSegment,
+    KeyValueSegment,
+    KeyValueSegments,
+    PendingCommit,
+    SegmentedStoreOffsets,
+)
 from kstate.stores.surface import ClosesItsIterators
 
 
@@ -53,6 +60,8 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     #: The restore in progress (None: none), and the segments that entered its restore mode (RST-8).
     _restore_stack: contextlib.ExitStack | None = None
     _restore_entered: frozenset[str] | set[str] = frozenset()
+    #: The offsets and position of the restore's last commit, written when its flushes returned (OFF-23).
+    _restore_commit: PendingCommit | None = None
     #: The earliest live segment id when expired segments were last deleted (None: not since open).
     _expired_below: int | None = None
     #: Whether a write into an expired segment still deletes the expired segments: Kafka's
@@ -109,6 +118,10 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     @contextlib.contextmanager
     def _restore_mode(self) -> Iterator[None]:
+        """The segments' restore mode; the offsets of the restore's commits are written only once every
+        segment's flush at its end returned, the WAL on again (OFF-23: one database's atomic flush, RST-8,
+        cannot keep one segment's offsets from reaching disk before another segment's data)."""
+        self._restore_commit = None
         with contextlib.ExitStack() as stack:
             self._restore_stack = stack
             self._restore_entered = set()
@@ -118,6 +131,13 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
                 yield
             finally:
                 self._restore_stack = None
+        pending, self._restore_commit = self._restore_commit, None
+        if pending is not None:
+            # Written as restore writes, and flushed again: the restore ends with no memtable entry (RST-8).
+            with contextlib.ExitStack() as stack:
+                for segment in self.segments.all_segments():
+                    stack.enter_context(segment.instance.restoring())
+                pending.write(self.segments)
 
     def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
         """``segment`` joins the restore in progress, if any (RST-8)."""
@@ -167,15 +187,25 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     def _close_database(self) -> None:
         """Every segment writes its staged rows, the store's position and status CLOSED, then is released (WS-30,
-        SS-21); the segment lists first (LAY-13)."""
+        SS-21); the segment lists first (LAY-13). A write that fails (a full disk) does not stop the others: every
+        segment is released, its LOCK with it, and the first failure is raised, typed (OFF-23). No offset is
+        written at close, so none goes ahead of the data; a segment whose close failed stays OPEN (KV-52)."""
+        failures: list[BaseException] = []
         try:
+            self.segments.write_segment_lists()
+        except KStateError as exc:
+            failures.append(exc)
+        for segment in self.segments.all_segments():
             try:
-                self.segments.write_segment_lists()
-            finally:
-                for segment in self.segments.all_segments():
-                    segment.instance.close(self._position)
-        finally:
+                segment.instance.close(self._position)
+            except KStateError as exc:
+                failures.append(exc)
+        try:
             self.segments.close()
+        except KStateError as exc:
+            failures.append(exc)
+        if failures:
+            raise failures[0]
 
     def _abandon_database(self) -> None:
         """Every segment abandoned as a killed process would: staged rows lost, status left OPEN (WS-30, SS-22)."""

@@ -16,11 +16,12 @@ PRIM-4), and a segment is named ``<store>.<segmentId * segmentInterval>``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -160,9 +161,16 @@ class AbstractSegments(ABC, Generic[S]):
                 LOG.error("Error destroying %s: %s", segment.name, exc)
 
     def close(self) -> None:
+        """Close every segment, each even when one before it failed (a full disk); the first failure raised."""
+        failure: KStateError | None = None
         for segment in self._segments.values():
-            segment.close()
+            try:
+                segment.close()
+            except KStateError as exc:
+                failure = failure or exc
         self._segments.clear()
+        if failure is not None:
+            raise failure
 
 
 # --- the segment directory of a window or session store ------------------------------------------------------
@@ -440,11 +448,23 @@ class KeyValueSegments(AbstractSegments[KeyValueSegment]):
         return merged
 
     def commit(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
-        """Commit every open segment: its staged data with ``offsets`` and ``position`` in its own batch (LAY-6),
-        after the segment lists (LAY-13)."""
+        """Commit every open segment, after the segment lists (LAY-13): the data first, the offsets last (OFF-23).
+
+        Every segment with staged writes but the newest writes them alone; then the newest writes its own with
+        ``offsets`` and ``position`` in one batch, and only then does every other segment take them (LAY-6). A
+        write that fails, wherever it fails, leaves no segment claiming an offset whose records a segment lacks:
+        the segments whose offsets went ahead have every segment's data behind them."""
         self.write_segment_lists()
-        for segment in self.all_segments():
-            segment.instance.commit(offsets, position)
+        segments = self.all_segments()
+        staged = [segment for segment in segments if segment.instance.has_staged_writes()]
+        last = staged[-1] if staged else None
+        for segment in staged[:-1]:
+            segment.instance.write_staged()
+        if last is not None:
+            last.instance.commit(offsets, position)
+        for segment in segments:
+            if segment is not last:
+                segment.instance.commit(offsets, position)
 
     def flush(self) -> None:
         for segment in self._segments.values():
@@ -468,6 +488,31 @@ class TimestampedSegmentsWithHeaders(KeyValueSegments):
 # --- logical segments in one database ------------------------------------------------------------------------------
 
 
+@dataclass
+class PendingCommit:
+    """The commits of a restore not written yet (OFF-23), as one: whether one of them wiped the offsets, the
+    offsets put or deleted (None) since, and the last position (OFF-4, OFF-5)."""
+
+    wipe: bool = False
+    offsets: dict[CodecTopicPartition, int | None] = field(default_factory=dict)
+    position: Position = field(default_factory=dict)
+
+    def add(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> None:
+        """One more commit: an empty map wipes what came before it (OFF-4)."""
+        if not offsets:
+            self.wipe, self.offsets = True, {}
+        else:
+            self.offsets.update(offsets)
+        self.position = dict(position)
+
+    def write(self, segments: KeyValueSegments) -> None:
+        """Commit them to ``segments`` in the order of OFF-23: the wipe, then the offsets."""
+        if self.wipe:
+            segments.commit({}, self.position)
+        if self.offsets or not self.wipe:
+            segments.commit(self.offsets, self.position)
+
+
 class SegmentedStoreOffsets:
     """KIP-1035 for a store kept in segment databases (session and window stores): each segment commits and
     flushes in its own batch; the committed offset is the newest segment's (SS-21, SS-22, SS-23, WS-28)."""
@@ -476,11 +521,22 @@ class SegmentedStoreOffsets:
     _position: Position
     _check_open: Callable[[], None]
 
+    _restore_stack: contextlib.ExitStack | None
+    _restore_commit: PendingCommit | None
+
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        """Every open segment writes its staged rows, the store's position and ``changelog_offsets`` in its own
-        atomic batch (SS-21, SS-22, WS-28)."""
+        """Every open segment writes its staged rows, the store's position and ``changelog_offsets``, the data
+        of every segment before the offsets of any (SS-21, SS-22, WS-28, OFF-23). Within a restore the rows
+        are written now and the offsets when the restore's flushes returned (RST-8, OFF-23)."""
         offsets = check_changelog_offsets(changelog_offsets)
         self._check_open()
+        if self._restore_stack is not None:
+            for segment in self.segments.all_segments():
+                segment.instance.write_staged()
+            pending = self._restore_commit or PendingCommit()
+            pending.add(offsets, self._position)
+            self._restore_commit = pending
+            return
         self.segments.commit(offsets, self._position)
 
     def flush(self) -> None:
@@ -494,6 +550,9 @@ class SegmentedStoreOffsets:
         (a segment created since the last commit holds none), None if none does (SS-23, WS-28)."""
         tp = to_codec_tp(partition, "partition")
         self._check_open()
+        pending = self._restore_commit
+        if pending is not None and (pending.wipe or tp in pending.offsets):
+            return pending.offsets.get(tp)  # the restore's commits, written when the restore ends
         for segment in self.segments.all_segments(forward=False):
             offset = segment.instance.committed_offset(tp)
             if offset is not None:
