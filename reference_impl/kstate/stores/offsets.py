@@ -30,12 +30,14 @@ from kstate.codecs.offsets import (
     open_offsets,
 )
 from kstate.codecs.position import Position, decode_position, merge_positions
-from kstate.errors import DecodeError
+from kstate.errors import DecodeError, StateFileError
 from kstate.storage_files import (
+    delete_state_file,
     legacy_file_exists,
     position_file_path,
     read_checkpoint_file,
     read_position_file,
+    state_file_kind,
     task_checkpoint_path,
     write_checkpoint_file,
     write_position_file,
@@ -126,9 +128,14 @@ def has_committed_offsets(image: Mapping[bytes, bytes]) -> bool:
 
 def check_legacy_file(path: Path, store: str) -> None:
     """A legacy ``.checkpoint`` or ``<store>.position`` that exists but is not a regular file (a directory, a
-    dangling link) is refused with a typed error naming the store, before anything reads or writes (KV-25)."""
-    if legacy_file_exists(path) and not path.is_file():
-        raise StoreStorageError(store, f"Error opening store {store}: {path} is not a regular file")
+    dangling link, a link at all, a FIFO) is refused with a typed error naming the store, before anything reads or
+    writes (KV-25, LAY-15: a link is never followed, a FIFO never opened)."""
+    try:
+        kind = state_file_kind(path)
+    except StateFileError as exc:
+        raise storage_error(store, f"inspecting {path}", exc) from exc
+    if kind is not None:
+        raise StoreStorageError(store, f"Error opening store {store}: {path} is {kind}")
 
 
 def read_legacy_position(task_dir: Path, store: str) -> Position:
@@ -142,7 +149,7 @@ def read_legacy_position(task_dir: Path, store: str) -> Position:
         return read_position_file(task_dir, store)
     except DecodeError as exc:
         raise ProcessorStateError(f"Error reading the position file of store {store}: {exc}") from exc
-    except OSError as exc:
+    except (OSError, StateFileError) as exc:
         raise storage_error(store, f"reading the position file of {task_dir}", exc) from exc
 
 
@@ -172,7 +179,7 @@ def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterabl
             )
     except DecodeError as exc:
         raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
-    except OSError as exc:
+    except (OSError, StateFileError) as exc:
         raise storage_error(store, f"reading the legacy offset files of {task_dir}", exc) from exc
 
 
@@ -266,6 +273,8 @@ class StoreOffsets:
             checkpoint = read_checkpoint_file(checkpoint_path)
         except DecodeError as exc:
             raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
+        except StateFileError as exc:
+            raise storage_error(self._store.name, f"reading the checkpoint file of {task_dir}", exc) from exc
         mine = {tp: off for tp, off in checkpoint.items() if tp in partitions and off is not None}
         if mine:
             after = migrate_checkpoint_offsets(self._image, {tp: off for tp, off in mine.items() if off is not None}, partitions)
@@ -281,6 +290,8 @@ class StoreOffsets:
                 file_position = read_position_file(task_dir, self._store.name)
             except DecodeError as exc:
                 raise ProcessorStateError(f"Error migrating position file of store {self._store.name}: {exc}") from exc
+            except StateFileError as exc:
+                raise storage_error(self._store.name, f"reading the position file of {task_dir}", exc) from exc
             stored = self._image.get(POSITION_KEY)
             base: Position = decode_position(stored)[0] if stored is not None else {}
             migrated_position = merge_positions(base, file_position)
@@ -298,8 +309,8 @@ class StoreOffsets:
                     checkpoint_path, {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in remaining.items()}
                 )
             if migrated_position is not None:
-                position_path.unlink(missing_ok=True)
-        except OSError as exc:
+                delete_state_file(position_path)
+        except (OSError, StateFileError) as exc:
             raise storage_error(self._store.name, f"rewriting the legacy offset files of {task_dir}", exc) from exc
         return migrated_position
 
@@ -313,11 +324,16 @@ class StoreOffsets:
             existing = read_checkpoint_file(checkpoint_path)
         except DecodeError:
             existing = {}
+        except StateFileError as exc:
+            raise storage_error(self._store.name, f"reading the checkpoint file of {task_dir}", exc) from exc
         merged: dict[CodecTopicPartition, int] = {
             tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in existing.items()
         }
         for tp in changelog_partitions:
             merged[(tp.topic, tp.partition)] = OFFSET_UNKNOWN
         merged.update(self.all_committed())
-        write_checkpoint_file(checkpoint_path, merged)
-        write_position_file(task_dir, self._store.name, position)
+        try:
+            write_checkpoint_file(checkpoint_path, merged)
+            write_position_file(task_dir, self._store.name, position)
+        except StateFileError as exc:
+            raise storage_error(self._store.name, f"writing the legacy offset files of {task_dir}", exc) from exc
