@@ -62,15 +62,15 @@ def describe_kind(path: str | Path, mode: int) -> str:
             target = os.readlink(path)
         except OSError:
             target = "?"
-        return f"a symbolic link (to {target!r:.200}), which the kit never follows"
+        return f"not a regular file: a symbolic link (to {target!r:.200}), which the kit never follows"
     if stat.S_ISDIR(mode):
-        return "a directory, not a regular file"
+        return "not a regular file: a directory"
     if stat.S_ISFIFO(mode):
-        return "a FIFO, not a regular file"
+        return "not a regular file: a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device, not a regular file"
+        return "not a regular file: a device"
     if stat.S_ISSOCK(mode):
-        return "a socket, not a regular file"
+        return "not a regular file: a socket"
     return "not a regular file"
 
 
@@ -176,7 +176,7 @@ def write_state_file(path: str | Path, data: bytes) -> None:
     target = Path(path)
     check_name_length(target)
     kind = state_file_kind(target)
-    if kind is not None and kind.startswith("a directory"):
+    if kind is not None and kind.endswith("a directory"):
         raise StateFileError(target, kind + ": nothing written")
     stem = target.name[: NAME_MAX - 32]  # room for the random part and the suffix
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)

@@ -24,6 +24,7 @@ from kstate.codecs.offsets import (
     commit_offsets,
     commit_position,
     committed_offset,
+    committed_offset_problem,
     decode_offset_value,
     encode_status,
     migrate_checkpoint_offsets,
@@ -113,6 +114,10 @@ def check_offsets_image(image: Mapping[bytes, bytes], store: str, ignore_invalid
                 f"Error opening store {store}: the committed offset of {key[:64].decode('utf-8', 'replace')!r} "
                 f"is {len(value)} bytes, not an 8-byte long",
             )
+        problem = committed_offset_problem(decode_offset_value(value))
+        if problem is not None:  # OFF-23: not an offset Kafka's task could restore from
+            raise StoreCorruptedError(
+                store, f"Error opening store {store}: the {problem}, of {key[:64].decode('utf-8', 'replace')!r}")
     raw_position = image.get(POSITION_KEY)
     if raw_position is not None:
         try:
