@@ -60,7 +60,7 @@ _NOT_COPIED_PREFIXES = ("LOCK", "LOG")
 
 
 @contextlib.contextmanager
-def _scratch_copy(db_dir: Path, cap: int = SCRATCH_COPY_CAP) -> Iterator[Path]:
+def _scratch_copy(db_dir: Path, cap: int | None = None) -> Iterator[Path]:
     """A private copy of a RocksDB directory, always removed: immutable table files hard-linked (or symlinked
     where the temporary directory is on another file system), the rest copied, at most ``cap`` bytes in all.
 
@@ -72,6 +72,7 @@ def _scratch_copy(db_dir: Path, cap: int = SCRATCH_COPY_CAP) -> Iterator[Path]:
         check_database_files(db_dir)
     except KStateError as exc:
         raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
+    cap = SCRATCH_COPY_CAP if cap is None else cap
     with tempfile.TemporaryDirectory(prefix="kstate-read-", ignore_cleanup_errors=True) as tmp:
         copy = Path(tmp) / "db"
         copy.mkdir()
