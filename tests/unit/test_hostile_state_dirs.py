@@ -21,7 +21,7 @@ import pytest
 from kstate import ops
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
-from kstate.storage_files import directory_digest, read_state_file, write_state_file
+from kstate.storage_files import directory_digest
 from kstate.store_dump import DatabaseReadError, read_database
 from kstate.stores.api import Backend, StoreCorruptedError, StoreStorageError, TopicPartition
 from kstate.stores.factory import open_bytes_store, wipe_store
@@ -112,6 +112,8 @@ def _probe(tmp_path: Path, body: str) -> dict[str, Any]:
 
 
 def test_the_writer_replaces_a_link_and_never_writes_its_target(tmp_path: Path) -> None:
+    from kstate.storage_files import write_state_file
+
     victim = _victim(tmp_path)
     target = tmp_path / "f"
     target.symlink_to(victim)
@@ -123,6 +125,8 @@ def test_the_writer_replaces_a_link_and_never_writes_its_target(tmp_path: Path) 
 
 
 def test_the_writer_refuses_a_directory_and_a_name_over_name_max(tmp_path: Path) -> None:
+    from kstate.storage_files import write_state_file
+
     (tmp_path / "d").mkdir()
     with pytest.raises(KStateError, match="a directory"):
         write_state_file(tmp_path / "d", b"x")
@@ -132,6 +136,8 @@ def test_the_writer_refuses_a_directory_and_a_name_over_name_max(tmp_path: Path)
 
 
 def test_the_reader_refuses_links_fifos_devices_and_oversized_files(tmp_path: Path) -> None:
+    from kstate.storage_files import read_state_file
+
     victim = _victim(tmp_path)
     (tmp_path / "link").symlink_to(victim)
     os.mkfifo(tmp_path / "fifo")
