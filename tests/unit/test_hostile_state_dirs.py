@@ -173,7 +173,7 @@ def test_a_segment_list_temp_link_is_never_written_through(tmp_path: Path, store
     listed = [segment / "kstate-segments" for segment in directory.iterdir()]
     assert len(listed) == 3 and all(p.is_file() and not p.is_symlink() for p in listed)
     assert len(planted) == 2 and all((segment / "kstate-segments.tmp").is_symlink() for segment in planted)
-    with pytest.raises(StoreStorageError, match="kstate-segments.tmp is not a regular file"):
+    with pytest.raises(StoreStorageError, match=r"kstate-segments\.tmp is not a regular file"):
         _open(state, store_type)
 
 
@@ -406,7 +406,7 @@ LONG_TASK_ID = "0" * 300 + "_0"
 def test_a_task_id_no_file_system_holds_is_refused_typed(tmp_path: Path) -> None:
     """LAY-11: ``"0"*300 + "_0"`` names task 0_0 to Kafka's parser but no directory: every operation given it is
     refused with a typed error naming the task id, and nothing is created."""
-    with pytest.raises(InvalidArgumentError, match="task_id.*NAME_MAX"):
+    with pytest.raises(InvalidArgumentError, match=r"task_id.*NAME_MAX"):
         open_bytes_store(T.KEY_VALUE, Backend.ROCKSDB, name="s", state_dir=tmp_path, task_id=LONG_TASK_ID)
     with pytest.raises(InvalidArgumentError, match="task_id"):
         wipe_store(tmp_path, name="s", task_id=LONG_TASK_ID)
@@ -470,3 +470,56 @@ def test_a_negative_committed_offset_that_is_no_offset_is_refused(tmp_path: Path
     with pytest.raises(StoreCorruptedError, match="neither -1 nor -4"):
         _open(tmp_path)
     assert directory_digest(tmp_path) == before
+
+
+# --- B3: window and session stores read the task's .checkpoint (KV-55 for every family) ---------------------------
+
+
+@pytest.mark.parametrize("store_type", SEGMENTED)
+@pytest.mark.parametrize("kind", ["garbage", "directory", "link"])
+def test_a_segmented_store_refuses_an_unreadable_checkpoint(tmp_path: Path, store_type: StoreType, kind: str) -> None:
+    """KV-55, LAY-15: Kafka 4.4's migrateLegacyOffsets reads the task's .checkpoint for every store that manages
+    offsets, window and session stores too; garbage, a directory or a link there was accepted silently."""
+    victim = _victim(tmp_path)
+    state = tmp_path / "state"
+    _filled(state, store_type)
+    checkpoint = state / "app" / "0_0" / ".checkpoint"
+    if kind == "garbage":
+        checkpoint.write_text("not a checkpoint\n")
+    elif kind == "directory":
+        checkpoint.mkdir()
+    else:
+        checkpoint.symlink_to(victim)
+    before = directory_digest(state)
+    with pytest.raises(KStateError):
+        _open(state, store_type)
+    assert directory_digest(state) == before
+
+
+def test_a_fifo_checkpoint_refuses_a_window_store_open_without_blocking(tmp_path: Path) -> None:
+    _filled(tmp_path / "state", T.WINDOW)
+    os.mkfifo(tmp_path / "state" / "app" / "0_0" / ".checkpoint")
+    body = f"""
+from kstate.stores.api import Backend
+from kstate.stores.factory import open_bytes_store
+open_bytes_store("window", Backend.ROCKSDB, name="s", state_dir=state_dir, options={_options(T.WINDOW)!r}).close()
+result = "opened"
+"""
+    out = _probe(tmp_path, body)
+    assert out["error"] == "StoreStorageError" and "FIFO" in out["message"]
+
+
+@pytest.mark.parametrize("store_type", SEGMENTED)
+def test_a_segmented_store_migrates_its_checkpoint_offsets(tmp_path: Path, store_type: StoreType) -> None:
+    """KV-55, OFF-19: the store's entry moves into its segments; the other store's entry stays in the file."""
+    state = tmp_path / "state"
+    _filled(state, store_type)
+    checkpoint = state / "app" / "0_0" / ".checkpoint"
+    checkpoint.write_text("0\n2\napp-s-changelog 0 42\nother 0 3\n")
+    store = _open(state, store_type)
+    assert store.committed_offset(TP) == 42
+    store.close()
+    assert checkpoint.read_text() == "0\n1\nother 0 3\n"
+    store = _open(state, store_type)
+    assert store.committed_offset(TP) == 42
+    store.close()

@@ -188,6 +188,36 @@ def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterabl
         raise storage_error(store, f"reading the legacy offset files of {task_dir}", exc) from exc
 
 
+def read_checkpoint_entries(task_dir: Path, store: str,
+                            changelog_partitions: Iterable[TopicPartition]) -> dict[CodecTopicPartition, int]:
+    """The entries of the task's ``.checkpoint`` for ``store``'s changelog partitions (-4, unknown, skipped), read
+    before the store opens, as Kafka 4.4's ``migrateLegacyOffsets`` reads it for every store of the task that
+    manages offsets (KV-55, OFF-19). One that is not a regular file (a link, a FIFO, a directory), that cannot be
+    read or does not parse is refused with a typed error naming the store (KV-25, LAY-15)."""
+    path = task_checkpoint_path(task_dir)
+    partitions = {(tp.topic, tp.partition) for tp in changelog_partitions}
+    check_legacy_file(path, store)
+    try:
+        checkpoint = read_checkpoint_file(path)
+    except DecodeError as exc:
+        raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
+    except StateFileError as exc:
+        raise storage_error(store, f"reading the checkpoint file of {task_dir}", exc) from exc
+    return {tp: off for tp, off in checkpoint.items() if tp in partitions and off is not None and off != OFFSET_UNKNOWN}
+
+
+def remove_checkpoint_entries(task_dir: Path, store: str, migrated: Iterable[CodecTopicPartition]) -> None:
+    """Rewrite the task's ``.checkpoint`` without the ``migrated`` entries, deleting it once empty (KV-55)."""
+    path = task_checkpoint_path(task_dir)
+    gone = set(migrated)
+    try:
+        remaining = {tp: (OFFSET_UNKNOWN if off is None else off)
+                     for tp, off in read_checkpoint_file(path).items() if tp not in gone}
+        write_checkpoint_file(path, remaining)
+    except (OSError, StateFileError) as exc:
+        raise storage_error(store, f"rewriting the legacy offset files of {task_dir}", exc) from exc
+
+
 class StoreOffsets:
     """The ``offsets`` column family of one open store: status, position and committed changelog offsets."""
 
