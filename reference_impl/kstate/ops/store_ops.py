@@ -701,7 +701,7 @@ def store_task_files(request: Request) -> JsonDict:
     return {"entries": names, "files": texts}
 
 
-@op("store.write_task_file", rules=["KV-55", "LAY-11"], inputs=(
+@op("store.write_task_file", rules=["KV-55", "LAY-11", "LAY-15"], inputs=(
     Field("file", "string", ".checkpoint or <store>.position", read=_task_file_name), str_field("text"),
     _TASK_HANDLE, *LOCATION))
 def store_write_task_file(request: Request) -> JsonDict:
