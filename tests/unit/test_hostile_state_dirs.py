@@ -523,3 +523,15 @@ def test_a_segmented_store_migrates_its_checkpoint_offsets(tmp_path: Path, store
     store = _open(state, store_type)
     assert store.committed_offset(TP) == 42
     store.close()
+
+
+@pytest.mark.parametrize("name", ["s.position", ".checkpoint_s"])
+def test_the_audits_type_detection_does_not_block_on_a_fifo(tmp_path: Path, name: str) -> None:
+    """LAY-15: ``kstate audit`` names a store's type with the inspector; a FIFO in the task directory hung it."""
+    directory = _filled(tmp_path / "state")
+    os.mkfifo(directory.parent.parent / name)
+    body = """
+from kstate.spark.audit_command import _detect_audit_store_type
+result = list(_detect_audit_store_type([state_dir], "app", "s"))
+"""
+    assert _probe(tmp_path, body)[0] == "kv"
