@@ -142,8 +142,8 @@ def segment_databases(store_dir: str | Path) -> list[tuple[Path, int]]:
         return []
     found = []
     for entry in store_dir.iterdir():
-        if not entry.is_dir() or not is_database(entry):
-            continue
+        if entry.is_symlink() or not entry.is_dir() or not is_database(entry):
+            continue  # a linked segment is never followed out of the state directory (LAY-15)
         try:
             parsed = parse_segment_name(store_dir.name, entry.name, _NAME_INTERVAL)
         except KStateError:

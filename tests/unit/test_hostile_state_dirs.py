@@ -535,3 +535,15 @@ from kstate.spark.audit_command import _detect_audit_store_type
 result = list(_detect_audit_store_type([state_dir], "app", "s"))
 """
     assert _probe(tmp_path, body)[0] == "kv"
+
+
+def test_a_linked_segment_directory_is_not_dumped(tmp_path: Path) -> None:
+    """LAY-15: a segment directory that is a link to a database elsewhere is not read by store.dump."""
+    from kstate.store_dump import segment_databases
+
+    directory = _filled(tmp_path / "state", T.WINDOW)
+    elsewhere = tmp_path / "outside" / "s.600000"
+    elsewhere.parent.mkdir()
+    (directory / "s.0").rename(elsewhere)
+    (directory / "s.0").symlink_to(elsewhere)
+    assert [path.name for path, _ in segment_databases(directory)] == ["s.60000"]
