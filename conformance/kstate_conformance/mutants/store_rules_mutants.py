@@ -914,3 +914,24 @@ def _negative_offsets_taken_as_offsets() -> dict[str, Handler]:
     patches = {"kstate.stores.surface.committed_offset_problem": lambda _offset: None,
                "kstate.stores.offsets.committed_offset_problem": lambda _offset: None}
     return {"store.commit": _with_patched("store.commit", patches), "store.open": _with_patched("store.open", patches)}
+
+
+def _remove_if_a_directory(path: Path) -> None:
+    # The natural port of "delete the leftover": a tree delete that ignores what it cannot delete (a file there).
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@mutant("wipe-leftover-removed-only-as-a-directory", "a <store>~wiping leftover is deleted with rmtree(ignore_errors): "
+        "a file left there stays and every later wipe fails on it", FAMILY, rules=("UPG-3",))
+def _wipe_leftover_removed_only_as_a_directory() -> dict[str, Handler]:
+    return {"store.wipe": _with_patched("store.wipe",
+                                        {"kstate.stores.factory._remove_without_following": _remove_if_a_directory})}
+
+
+@mutant("segmented-store-ignores-task-checkpoint", "window and session stores never read the task's .checkpoint: "
+        "its offsets are not migrated and garbage there is accepted", FAMILY, rules=("KV-55",))
+def _segmented_store_ignores_task_checkpoint() -> dict[str, Handler]:
+    return {"store.open": _with_patched("store.open", {"kstate.stores.segmented.read_checkpoint_entries":
+                                                        lambda *_args, **_kwargs: {}})}
