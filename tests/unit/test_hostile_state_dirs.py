@@ -1,5 +1,5 @@
 """A hostile or damaged state directory (issue 32 B): links, FIFOs, links to ``/dev/zero``, leftovers of the wrong
-kind and names no file system holds, planted where the kit reads or writes (LAY-11, LAY-15, LAY-16, UPG-3, OFF-23).
+kind and names no file system holds, planted where the kit reads or writes (LAY-11, LAY-15, LAY-16, UPG-3, OFF-24).
 
 Every probe that could hang (a FIFO), exhaust memory or fill a disk (``/dev/zero``) runs in a child process with
 a timeout, an address-space limit and a file-size limit, so a regression fails the test instead of hanging the run
@@ -433,11 +433,11 @@ def test_a_segment_list_that_is_a_directory_refuses_the_open_so_no_close_fails(
     assert directory_digest(tmp_path / "state") == before
 
 
-# --- B4: committed offsets that are no offsets (OFF-23) ------------------------------------------------------------
+# --- B4: committed offsets that are no offsets (OFF-24) ------------------------------------------------------------
 
 
 def test_offset_unknown_and_minus_one_are_kept_and_restore_from_the_start(tmp_path: Path) -> None:
-    """OFF-23: Kafka 4.4 commits -4 (OFFSET_UNKNOWN) for a logged store with no offset yet and its store answers
+    """OFF-24: Kafka 4.4 commits -4 (OFFSET_UNKNOWN) for a logged store with no offset yet and its store answers
     it as stored; its task reads -4 as no offset, and -1 seeks to offset 0: a restore starts at 0 for both."""
     from kstate.codecs.offsets import restore_start_offset
 
@@ -454,7 +454,7 @@ def test_offset_unknown_and_minus_one_are_kept_and_restore_from_the_start(tmp_pa
 
 @pytest.mark.parametrize("offset", [-2, -3, -5, -(1 << 63)])
 def test_a_negative_committed_offset_that_is_no_offset_is_refused(tmp_path: Path, offset: int) -> None:
-    """OFF-23: any other negative value is no changelog offset (Kafka's task would seek to it and fail): a commit
+    """OFF-24: any other negative value is no changelog offset (Kafka's task would seek to it and fail): a commit
     of it is refused before anything is staged, and an offsets family holding it refuses the open, typed."""
     from kstate_conformance.raw_rocksdb import put_rows
 

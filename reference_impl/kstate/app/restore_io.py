@@ -47,7 +47,7 @@ def restore_from_changelog(
     headers included; a key-value store takes ``(key, stored value)`` pairs.
     """
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
-    start = restore_start_offset(committed)  # -4 (OFFSET_UNKNOWN) and -1 restore from the start (OFF-23)
+    start = restore_start_offset(committed)  # -4 (OFFSET_UNKNOWN) and -1 restore from the start (OFF-24)
     store_type = StoreType(store_type)
     record_store = store if isinstance(store, RecordRestorable) else None
     with_headers = record_store is not None or cl.restore_reads_headers(store_type)

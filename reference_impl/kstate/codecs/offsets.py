@@ -173,7 +173,7 @@ def close_offsets(cf: Mapping[bytes, bytes], opened: bool) -> OffsetsCF:
 
 
 def committed_offset_problem(offset: int) -> str | None:
-    """Why ``offset`` cannot be a committed changelog offset, None if it can (OFF-23): an offset is >= 0, -4 is
+    """Why ``offset`` cannot be a committed changelog offset, None if it can (OFF-24): an offset is >= 0, -4 is
     ``OFFSET_UNKNOWN`` (Kafka 4.4 commits it for a logged store with no offset yet, and reads it as none) and -1
     restores from offset 0; any other negative value is no offset (Kafka's task would seek to it and fail)."""
     if offset >= -1 or offset == OFFSET_UNKNOWN:
@@ -183,7 +183,7 @@ def committed_offset_problem(offset: int) -> str | None:
 
 
 def restore_start_offset(committed: int | None) -> int:
-    """The changelog offset a restore starts from (OFF-23): ``committed + 1``; from 0 when there is none, it is
+    """The changelog offset a restore starts from (OFF-24): ``committed + 1``; from 0 when there is none, it is
     -4 (``OFFSET_UNKNOWN``, Kafka 4.4's ``changelogOffsetFromCommittedOffset`` reads it as null) or -1."""
     if committed is None or committed < 0:
         return 0
