@@ -41,3 +41,24 @@ class InvalidArgumentError(KStateError, TypeError, ValueError):
         self.argument = argument
         self.reason = reason
         super().__init__(f"{argument}: {reason}")
+
+
+class StateFileError(KStateError):
+    """A file of the state directory that the kit will not read or write as it is (LAY-15): a symbolic link, a
+    FIFO, a device, a directory where a file belongs, one over its size cap, or a name the file system cannot
+    hold. ``path`` names the file; ``errno`` is the OS error's, if one was raised."""
+
+    def __init__(self, path: object, reason: str, errno: int | None = None) -> None:
+        self.path = str(path)
+        self.reason = reason
+        self.errno = errno
+        super().__init__(f"{path}: {reason}")
+
+
+class StateFileTooLargeError(StateFileError):
+    """A state-directory file larger than the cap its reader allows (LAY-15); ``cap`` is that cap in bytes."""
+
+    def __init__(self, path: object, size: int, cap: int) -> None:
+        self.size = size
+        self.cap = cap
+        super().__init__(path, f"holds {size} bytes or more, over the cap of {cap} bytes for this file")

@@ -18,20 +18,21 @@ import contextlib
 import gc
 import os
 import re
-import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs.layout import column_family_plan
+from kstate.codecs.layout import SEGMENT_LIST_SIDECAR, column_family_plan
 from kstate.codecs.offsets import OFFSETS_COLUMN_FAMILY, POSITION_KEY, STATUS_KEY, STATUS_OPEN, decode_offset_value
 from kstate.codecs.primitives import read_int64
 from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, StoreType
-from kstate.errors import KStateError
+from kstate.errors import KStateError, StateFileError, StateFileTooLargeError
+from kstate.storage_files import read_state_file
 from kstate.stores.column_families import CONVERTERS
+from kstate.stores.engine import check_database_files, is_database_file_name
 from kstate.stores.factory import store_directory
 
 ColumnFamilies = dict[str, dict[bytes, bytes]]
@@ -52,19 +53,53 @@ def is_database(db_dir: str | Path) -> bool:
     return (Path(db_dir) / "CURRENT").is_file()
 
 
+#: The most bytes one scratch copy copies (the files RocksDB may still rewrite: MANIFEST, WAL, OPTIONS, CURRENT).
+#: A store's live write-ahead logs are a few write buffers (Kafka's: 16 MiB each, at most 3), far below.
+SCRATCH_COPY_CAP = 1 << 30
+# Files a read-only open never needs: the lock and the info logs (a read-only open writes its own LOG).
+_NOT_COPIED_PREFIXES = ("LOCK", "LOG")
+
+
 @contextlib.contextmanager
-def _scratch_copy(db_dir: Path) -> Iterator[Path]:
-    """A private copy of a RocksDB directory: immutable table files symlinked, the rest copied."""
-    with tempfile.TemporaryDirectory(prefix="kstate-read-") as tmp:
+def _scratch_copy(db_dir: Path, cap: int | None = None) -> Iterator[Path]:
+    """A private copy of a RocksDB directory, always removed: immutable table files hard-linked (or symlinked
+    where the temporary directory is on another file system), the rest copied, at most ``cap`` bytes in all.
+
+    The directory's files are checked first as a store open checks them (LAY-16): a link, a FIFO or a device
+    is refused, never copied or followed; only regular files RocksDB names are copied, each opened without
+    following a link and without blocking, and never past the cap (LAY-15).
+    """
+    try:
+        check_database_files(db_dir)
+    except KStateError as exc:
+        raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
+    cap = SCRATCH_COPY_CAP if cap is None else cap
+    with tempfile.TemporaryDirectory(prefix="kstate-read-", ignore_cleanup_errors=True) as tmp:
         copy = Path(tmp) / "db"
         copy.mkdir()
-        for entry in db_dir.iterdir():
-            if entry.is_dir():
+        budget = cap
+        for entry in sorted(os.scandir(db_dir), key=lambda e: e.name):
+            if not entry.is_file(follow_symlinks=False) or not is_database_file_name(entry.name):
+                continue
+            if entry.name.startswith(_NOT_COPIED_PREFIXES) or entry.name == SEGMENT_LIST_SIDECAR:
                 continue
             if entry.name.endswith(_IMMUTABLE_SUFFIXES):
-                os.symlink(entry.resolve(), copy / entry.name)
-            else:
-                shutil.copyfile(entry, copy / entry.name)
+                try:
+                    os.link(entry.path, copy / entry.name, follow_symlinks=False)
+                except OSError:
+                    os.symlink(os.path.realpath(entry.path), copy / entry.name)
+                continue
+            try:
+                data = read_state_file(entry.path, cap=budget)
+            except StateFileTooLargeError as exc:
+                raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: its files to copy hold more than "
+                                        f"{cap} bytes ({entry.name}): refused") from exc
+            except StateFileError as exc:
+                raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
+            if data is None:  # deleted by a running instance since the listing
+                continue
+            budget -= len(data)
+            (copy / entry.name).write_bytes(data)
         yield copy
 
 
@@ -124,8 +159,8 @@ def segment_databases(store_dir: str | Path) -> list[tuple[Path, int]]:
         return []
     found = []
     for entry in store_dir.iterdir():
-        if not entry.is_dir() or not is_database(entry):
-            continue
+        if entry.is_symlink() or not entry.is_dir() or not is_database(entry):
+            continue  # a linked segment is never followed out of the state directory (LAY-15)
         try:
             parsed = parse_segment_name(store_dir.name, entry.name, _NAME_INTERVAL)
         except KStateError:

@@ -38,11 +38,14 @@ def test_refused_write_leaves_the_old_file_and_no_temp(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [".checkpoint"]
 
 
-def test_a_stale_temp_file_is_replaced(tmp_path: Path) -> None:
+def test_a_stale_fixed_name_temp_file_is_never_written_through(tmp_path: Path) -> None:
+    # The temporary file has a random name (LAY-15): Kafka's fixed <file>.tmp left by a crash is not opened.
     path = tmp_path / ".checkpoint"
     (tmp_path / ".checkpoint.tmp").write_bytes(b"garbage that is longer than the new file")
     sf.write_checkpoint_file(path, [("t", 0, 1)])
-    assert path.read_bytes() == b"0\n1\nt 0 1\n" and not (tmp_path / ".checkpoint.tmp").exists()
+    assert path.read_bytes() == b"0\n1\nt 0 1\n"
+    assert (tmp_path / ".checkpoint.tmp").read_bytes() == b"garbage that is longer than the new file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".checkpoint", ".checkpoint.tmp"]
 
 
 def test_write_is_fsynced_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -859,3 +859,79 @@ class _OpensWhateverIsThere:
         rules=("LAY-14",))
 def _store_type_not_checked() -> dict[str, Handler]:
     return _every_family_with(_OpensWhateverIsThere, check_type=False)
+
+
+# --- LAY-15, LAY-16, OFF-24: a hostile state directory (issue 32 B) --------------------------------------------------
+
+
+def _reference_handler(name: str) -> Handler:
+    """The reference's handler of operation ``name``, as the suite calls it."""
+    from kstate.ops import load_all
+    from kstate.ops.inputs import as_payload
+
+    spec = load_all()[name]
+    return lambda payload: spec.handler(as_payload(payload))
+
+
+def _with_patched(name: str, patches: Mapping[str, Any]) -> Handler:
+    """The reference's ``name`` run with ``patches`` (``module.attribute`` -> replacement) in place."""
+    from unittest import mock
+
+    handler = _reference_handler(name)
+
+    def run(payload: Any) -> Any:
+        with contextlib.ExitStack() as stack:
+            for target, replacement in patches.items():
+                stack.enter_context(mock.patch(target, replacement))
+            return handler(payload)
+
+    return run
+
+
+def _write_through(path: str | Path, data: bytes) -> None:
+    # Python's natural write: open(path, "wb") follows a link planted at ``path`` (or at a fixed temporary name).
+    with open(path, "wb") as out:
+        out.write(data)
+
+
+@mutant("task-file-written-through-a-link", "a legacy task file is written with open(path, 'wb'): a link planted "
+        "there makes the write land on its target outside the task directory", FAMILY, rules=("LAY-15",))
+def _task_file_written_through_a_link() -> dict[str, Handler]:
+    return {"store.write_task_file": _with_patched("store.write_task_file",
+                                                   {"kstate.ops.store_ops.write_state_file": _write_through})}
+
+
+@mutant("database-files-not-checked", "a store opens its directory without checking its files: RocksDB follows a "
+        "dangling LOCK link and creates its target outside the store", FAMILY, rules=("LAY-16",))
+def _database_files_not_checked() -> dict[str, Handler]:
+    return {"store.open": _with_patched("store.open", {"kstate.stores.engine.check_database_files":
+                                                        lambda *_args, **_kwargs: None})}
+
+
+@mutant("negative-offsets-taken-as-offsets", "any committed offset is taken as one: -5 and Long.MIN_VALUE are "
+        "committed, answered and reopened as real changelog offsets", FAMILY, rules=("OFF-24",))
+def _negative_offsets_taken_as_offsets() -> dict[str, Handler]:
+    patches = {"kstate.stores.surface.committed_offset_problem": lambda _offset: None,
+               "kstate.stores.offsets.committed_offset_problem": lambda _offset: None}
+    return {"store.commit": _with_patched("store.commit", patches), "store.open": _with_patched("store.open", patches)}
+
+
+def _remove_if_a_directory(path: Path) -> None:
+    # The natural port of "delete the leftover": a tree delete that ignores what it cannot delete (a file there).
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@mutant("wipe-leftover-removed-only-as-a-directory", "a <store>~wiping leftover is deleted with rmtree(ignore_errors): "
+        "a file left there stays and every later wipe fails on it", FAMILY, rules=("UPG-3",))
+def _wipe_leftover_removed_only_as_a_directory() -> dict[str, Handler]:
+    return {"store.wipe": _with_patched("store.wipe",
+                                        {"kstate.stores.factory._remove_without_following": _remove_if_a_directory})}
+
+
+@mutant("segmented-store-ignores-task-checkpoint", "window and session stores never read the task's .checkpoint: "
+        "its offsets are not migrated and garbage there is accepted", FAMILY, rules=("KV-55",))
+def _segmented_store_ignores_task_checkpoint() -> dict[str, Handler]:
+    return {"store.open": _with_patched("store.open", {"kstate.stores.segmented.read_checkpoint_entries":
+                                                        lambda *_args, **_kwargs: {}})}

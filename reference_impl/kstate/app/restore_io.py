@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.offsets import restore_start_offset
 from kstate.codecs.store_types import StoreType
 from kstate.kafka.changelog_topics import iter_batches, restore_rows
 from kstate.stores.api import RecordRestorable, StateStore, TopicPartition
@@ -46,7 +47,7 @@ def restore_from_changelog(
     headers included; a key-value store takes ``(key, stored value)`` pairs.
     """
     committed = store.committed_offset(changelog) if store.manages_offsets() else None
-    start = 0 if committed is None else committed + 1
+    start = restore_start_offset(committed)  # -4 (OFFSET_UNKNOWN) and -1 restore from the start (OFF-24)
     store_type = StoreType(store_type)
     record_store = store if isinstance(store, RecordRestorable) else None
     with_headers = record_store is not None or cl.restore_reads_headers(store_type)

@@ -38,6 +38,8 @@ SEGMENT_LIST_SIDECAR = "kstate-segments"
 _TASK_DIR = re.compile(r"[0-9]+_[0-9]+")
 #: ``Named.MAX_NAME_LENGTH`` (and ``Topic.MAX_NAME_LENGTH``): the longest name Kafka accepts (KV-26, LAY-11).
 MAX_NAME_LENGTH = 249
+#: The longest file name the file systems the kit runs on hold, in bytes (Linux's and macOS's NAME_MAX, LAY-11).
+FILE_NAME_MAX = 255
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
@@ -90,7 +92,11 @@ def name_problem(name: str) -> str | None:
 
 def task_id_problem(task_id: str) -> str | None:
     """Why ``task_id`` is not a task directory name Kafka lists (``<subtopology>_<partition>``, both decimal Java
-    ints, LAY-1); None for one that is (LAY-11)."""
+    ints, LAY-1), or one longer than the file system's ``NAME_MAX`` (255 bytes, which leading zeros can
+    reach); None for one that is (LAY-11)."""
+    if len(task_id.encode("utf-8", "surrogatepass")) > FILE_NAME_MAX:
+        return (f"task id {task_id!r:.80} is {len(task_id)} characters long, over the file system's NAME_MAX of "
+                f"{FILE_NAME_MAX} bytes: no directory can be named so")
     try:
         if parse_task_dir_name(task_id) is not None:
             return None

@@ -172,6 +172,24 @@ def close_offsets(cf: Mapping[bytes, bytes], opened: bool) -> OffsetsCF:
     return out
 
 
+def committed_offset_problem(offset: int) -> str | None:
+    """Why ``offset`` cannot be a committed changelog offset, None if it can (OFF-24): an offset is >= 0, -4 is
+    ``OFFSET_UNKNOWN`` (Kafka 4.4 commits it for a logged store with no offset yet, and reads it as none) and -1
+    restores from offset 0; any other negative value is no offset (Kafka's task would seek to it and fail)."""
+    if offset >= -1 or offset == OFFSET_UNKNOWN:
+        return None
+    return (f"committed changelog offset {offset} is negative and neither -1 nor -4 (OFFSET_UNKNOWN): no "
+            "changelog offset (a restore would seek to a negative offset)")
+
+
+def restore_start_offset(committed: int | None) -> int:
+    """The changelog offset a restore starts from (OFF-24): ``committed + 1``; from 0 when there is none, it is
+    -4 (``OFFSET_UNKNOWN``, Kafka 4.4's ``changelogOffsetFromCommittedOffset`` reads it as null) or -1."""
+    if committed is None or committed < 0:
+        return 0
+    return committed + 1
+
+
 def committed_offset(cf: Mapping[bytes, bytes], topic: str, partition: int) -> int | None:
     """``committedOffset(tp)``: the stored long, or None when absent (OFF-3)."""
     raw = cf.get(topic_partition_key(topic, partition))

@@ -7,6 +7,7 @@ Store types are detected as spec/layout.md "Detecting a store's type" describes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from kstate.codecs.layout import (
     column_family_plan,
     parse_task_dir_name,
 )
-from kstate.codecs.offsets import decode_entry, read_checkpoint_text
+from kstate.codecs.offsets import TopicPartition, decode_entry, read_checkpoint_text
 from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import (
     DEFAULT_CF,
@@ -51,7 +52,8 @@ from kstate.codecs.type_detection import (
     detect_segmented_type,
     window_schema,
 )
-from kstate.errors import DecodeError, KStateError
+from kstate.errors import DecodeError, KStateError, StateFileError
+from kstate.storage_files import is_temporary_name, read_state_file, state_file_kind
 from kstate.store_dump import DatabaseReadError, read_database
 
 _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-")
@@ -386,6 +388,10 @@ class _Walker:
         loaded: list[tuple[Path, int, dict[str, list[tuple[bytes, bytes]]]]] = []
         errors: list[DatabaseReport] = []
         for entry in sorted(store_dir.iterdir()):
+            if entry.is_symlink():
+                self.violate("LAY-15", "unsafe-file", entry, f"a symbolic link (to {os.readlink(entry)!r:.200}): not "
+                             "followed")
+                continue
             if not entry.is_dir():
                 self.violate("LAY-3", "stray-file", entry, "a segmented store's directory holds only segment databases")
                 continue
@@ -425,32 +431,39 @@ class _Walker:
     def _stray_files(self, db_dir: Path) -> None:
         for entry in db_dir.iterdir():
             n = entry.name
-            ok = n.startswith(_ROCKSDB_FILE_PREFIXES) or n.endswith((".sst", ".log", ".blob")) or n in _SIDECARS
+            ok = (n.startswith(_ROCKSDB_FILE_PREFIXES) or n.endswith((".sst", ".log", ".blob")) or n in _SIDECARS
+                  or is_temporary_name(n))
             if not ok:
                 self.violate("LAY-10", "stray-file", entry, "not a RocksDB file")
 
     def task(self, task_dir: Path, task_name: str) -> TaskReport:
         task = TaskReport(self.rel(task_dir), task_name)
         checkpoint = task_dir / CHECKPOINT_FILE
-        if checkpoint.is_file():
+        if os.path.lexists(checkpoint):
             task.checkpoint = self._checkpoint(checkpoint, "OFF-16")
         rocks = task_dir / ROCKSDB_DIR
         if rocks.is_dir():
             for store_dir in sorted(rocks.iterdir()):
-                if store_dir.name.endswith(WIPING_SUFFIX):
+                if store_dir.is_symlink():
+                    self.violate("LAY-15", "unsafe-file", store_dir, f"a symbolic link (to {os.readlink(store_dir)!r:.200})"
+                                 ": not followed")
+                elif store_dir.name.endswith(WIPING_SUFFIX):
                     self.report.notes.append(f"{self.rel(store_dir)}: the leftover of an interrupted wipe (not a store)")
                 elif store_dir.is_dir():
                     task.stores.append(self.kv_store(task_dir, store_dir))
                 else:
                     self.violate("LAY-2", "stray-file", store_dir, "rocksdb/ holds only store directories")
         for entry in sorted(task_dir.iterdir()):
-            if entry.is_dir() and entry.name.endswith(WIPING_SUFFIX):
+            if entry.is_symlink() and entry.is_dir():
+                self.violate("LAY-15", "unsafe-file", entry, f"a symbolic link (to {os.readlink(entry)!r:.200}): not "
+                             "followed")
+            elif entry.is_dir() and entry.name.endswith(WIPING_SUFFIX):
                 self.report.notes.append(f"{self.rel(entry)}: the leftover of an interrupted wipe (not a store)")
             elif entry.is_dir() and entry.name != ROCKSDB_DIR:
                 task.stores.append(self.segmented_store(entry))
         by_name = {s.name: s for s in task.stores}
         for entry in sorted(task_dir.iterdir()):
-            if entry.is_dir() or entry.name == CHECKPOINT_FILE:
+            if (entry.is_dir() and not entry.is_symlink()) or entry.name == CHECKPOINT_FILE:
                 continue
             n = entry.name
             if n == LOCK_FILE:
@@ -471,19 +484,33 @@ class _Walker:
                                      "checkpoint (OFF-20) or one not yet migrated (OFF-19)")
         return task
 
-    def _checkpoint(self, path: Path, rule: str) -> dict[str, int] | None:
+    def _legacy_file(self, path: Path, rule: str) -> dict[TopicPartition, int | None] | None:
+        """A legacy offset file's entries, read the kit's one safe way (LAY-15): a link is reported, never followed
+        (its target is not quoted), a FIFO or device never opened, a file over the cap not read."""
         try:
-            offsets = read_checkpoint_text(path.read_bytes())
-        except (KStateError, OSError) as exc:
+            kind = state_file_kind(path)
+            if kind is not None:
+                self.violate("LAY-15", "unsafe-file", path, f"{kind}: not read")
+                return None
+            data = read_state_file(path)
+        except StateFileError as exc:
+            self.violate("LAY-15", "unsafe-file", path, f"{exc.reason}: not read")
+            return None
+        try:
+            return read_checkpoint_text(data or b"")
+        except KStateError as exc:
             self.violate(rule, "bad-checkpoint", path, str(exc))
+            return None
+
+    def _checkpoint(self, path: Path, rule: str) -> dict[str, int] | None:
+        offsets = self._legacy_file(path, rule)
+        if offsets is None:
             return None
         return {f"{t}-{p}": o for (t, p), o in offsets.items() if o is not None}
 
     def _position_file(self, path: Path, store: StoreReport | None) -> None:
-        try:
-            entries = read_checkpoint_text(path.read_bytes())
-        except (KStateError, OSError) as exc:
-            self.violate("OFF-18", "bad-checkpoint", path, str(exc))
+        entries = self._legacy_file(path, "OFF-18")
+        if entries is None:
             return
         position: dict[str, dict[int, int]] = {}
         for (topic, partition), offset in entries.items():

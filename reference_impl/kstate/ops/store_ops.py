@@ -52,6 +52,7 @@ from kstate.ops.inputs import (
     require_list,
     require_str,
 )
+from kstate.storage_files import read_state_file, state_file_kind, write_state_file
 from kstate.store_dump import Rows, is_database, read_database, segment_databases
 from kstate.stores.api import (
     Backend,
@@ -690,19 +691,27 @@ def store_task_files(request: Request) -> JsonDict:
     """The task directory's entries, with the text of its ``.checkpoint`` and ``<store>.position`` files."""
     directory = _task_dir(request)
     names = sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
-    texts = {n: (directory / n).read_text(encoding="utf-8") for n in names
-             if n == ".checkpoint" or (n.endswith(".position") and (directory / n).is_file())}
+    texts: dict[str, str] = {}
+    for n in names:
+        # Only regular files are read, capped, never through a link or from a FIFO (LAY-15); others are entries.
+        if (n == ".checkpoint" or n.endswith(".position")) and state_file_kind(directory / n) is None:
+            data = read_state_file(directory / n)
+            if data is not None:
+                texts[n] = data.decode("utf-8", "replace")
     return {"entries": names, "files": texts}
 
 
-@op("store.write_task_file", rules=["KV-55", "LAY-11"], inputs=(
+@op("store.write_task_file", rules=["KV-55", "LAY-11", "LAY-15"], inputs=(
     Field("file", "string", ".checkpoint or <store>.position", read=_task_file_name), str_field("text"),
     _TASK_HANDLE, *LOCATION))
 def store_write_task_file(request: Request) -> JsonDict:
     """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open)."""
     directory = _task_dir(request)
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / request.file).write_text(request.text, encoding="utf-8")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidStateStoreError(f"cannot create the task directory {directory}: {exc.strerror or exc}") from exc
+    write_state_file(directory / request.file, request.text.encode("utf-8"))  # nothing planted written through (LAY-15)
     return {}
 
 
@@ -715,12 +724,13 @@ def store_table_options(request: Request) -> JsonDict:
     path = handle.store_path()
     if path is None or not handle.closed:
         raise InvalidStateStoreError("table options are read from a closed RocksDB store's OPTIONS file")
-    options = sorted(path.glob("OPTIONS-*"), key=lambda p: int(p.name.split("-", 1)[1]))
+    options = sorted((p for p in path.glob("OPTIONS-*") if p.name[8:].isdigit()), key=lambda p: int(p.name[8:]))
     if not options:
         raise InvalidStateStoreError(f"no OPTIONS file in {path}")
     families: dict[str, dict[str, str]] = {}
     section = ""
-    for line in options[-1].read_text(encoding="utf-8").splitlines():
+    text = (read_state_file(options[-1]) or b"").decode("utf-8", "replace")  # never a FIFO or a link (LAY-15)
+    for line in text.splitlines():
         line = line.strip()
         if line.startswith("["):
             section = line

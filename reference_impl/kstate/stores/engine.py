@@ -15,7 +15,9 @@ import bisect
 import contextlib
 import gc
 import os
+import re
 import shutil
+import stat
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -24,7 +26,8 @@ from typing import Any
 
 from kstate.codecs.primitives import INT64_MAX
 from kstate.codecs.store_types import OFFSETS_CF
-from kstate.errors import KStateError
+from kstate.errors import KStateError, StateFileError
+from kstate.storage_files import STATE_FILE_CAP, describe_kind, read_state_file
 from kstate.stores.api import InvalidStateStoreError, ProcessorStateError, StoreCorruptedError, StoreStorageError
 
 DEFAULT_CF = "default"
@@ -415,6 +418,8 @@ def storage_error(store: str, what: str, exc: BaseException) -> KStateError:
 
     rocksdict raises a bare ``Exception`` whose text starts with RocksDB's status ("Corruption: ...").
     """
+    if isinstance(exc, StateFileError):  # a planted link, FIFO or oversized file: typed, naming the store (LAY-15)
+        return StoreStorageError(store, f"Error {what} (store {store}): {exc}")
     if isinstance(exc, KStateError):
         return exc
     text = str(exc) or type(exc).__name__
@@ -441,6 +446,60 @@ def check_directory(path: Path, store: str, what: str) -> None:
         raise StoreStorageError(store, f"Error opening store {store}: the {what} {path} is {kind}")
 
 
+#: The files RocksDB (and the binding, and the kit) keep in a database directory, by name (LAY-16).
+_DATABASE_FILE = re.compile(
+    r"(LOCK|CURRENT|IDENTITY|LOG|LOG\.old\.\d+|MANIFEST-\d+|OPTIONS-\d+|\d+\.(sst|ldb|log|blob|dbtmp)"
+    r"|[A-Z]+-?\d*\.dbtmp|rocksdict-config\.json|kstate-segments)\Z")
+#: Files RocksDB reads whole into memory at an open: each is refused over its cap (an OPTIONS file of a
+#: thousand column families is well under 16 MiB; CURRENT names one MANIFEST).
+_READ_WHOLE_CAPS = ((re.compile(r"CURRENT|IDENTITY\Z"), 64 << 10), (re.compile(r"OPTIONS-\d+\Z"), STATE_FILE_CAP),
+                    (re.compile(r"rocksdict-config\.json\Z"), 1 << 20))
+
+
+def is_database_file_name(name: str) -> bool:
+    """Whether ``name`` is a file RocksDB, rocksdict or the kit keeps in a database directory (LAY-16)."""
+    return bool(_DATABASE_FILE.match(name))
+
+
+def check_database_files(path: str | Path, store: str | None = None) -> None:
+    """Refuse a database directory whose files RocksDB would follow or block on, before RocksDB opens it (LAY-16).
+
+    Every entry that is a symbolic link, a FIFO, a device or a socket is refused (RocksDB follows a ``LOCK``
+    link and creates its target, reads an ``OPTIONS-*`` FIFO forever and one linked to ``/dev/zero`` until it
+    aborts), as is a directory named like one of its files, and a file RocksDB reads whole over its cap. The
+    error is a :class:`StoreStorageError` naming the store and the file; nothing is opened or written.
+    """
+    path = Path(path)
+    store = store or path.name
+    try:
+        entries = list(os.scandir(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise storage_error(store, f"listing the store directory {path}", exc) from exc
+    for entry in sorted(entries, key=lambda e: e.name):
+        try:
+            status = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise storage_error(store, f"inspecting {entry.path}", exc) from exc
+        mode = status.st_mode
+        if stat.S_ISREG(mode):
+            for pattern, cap in _READ_WHOLE_CAPS:
+                if pattern.match(entry.name) and status.st_size > cap:
+                    raise StoreStorageError(
+                        store, f"Error opening store {store} at location {path}: {entry.name} holds "
+                        f"{status.st_size} bytes, over the cap of {cap} bytes for a file RocksDB reads whole")
+            continue
+        if stat.S_ISDIR(mode) and not is_database_file_name(entry.name):
+            continue  # RocksDB's own subdirectories (archive/), or the kit's segment list's parent
+        raise StoreStorageError(
+            store, f"Error opening store {store} at location {path}: {entry.name} is "
+            f"{describe_kind(entry.path, mode)}; a database directory holds regular files only: refused before "
+            "RocksDB opens it")
+
+
 def rocksdb_directory_state(path: str | Path, store: str | None = None) -> bool:
     """True when ``path`` holds a database, False when it is absent or empty; anything else is refused (KV-24).
 
@@ -456,9 +515,9 @@ def rocksdb_directory_state(path: str | Path, store: str | None = None) -> bool:
         names = sorted(entry.name for entry in path.iterdir())
         if not names:
             return False
-        current = path / "CURRENT"
-        raw = current.read_bytes() if current.is_file() else None
-    except OSError as exc:
+        check_database_files(path, store)
+        raw = read_state_file(path / "CURRENT", cap=64 << 10)
+    except (OSError, StateFileError) as exc:
         raise storage_error(store, f"inspecting the store directory {path}", exc) from exc
     manifest = raw[:-1] if raw is not None and raw.endswith(b"\n") else None
     if (
@@ -477,9 +536,11 @@ def rocksdb_directory_state(path: str | Path, store: str | None = None) -> bool:
 
 
 def list_column_families(path: str | Path, store: str | None = None) -> list[str]:
-    """The column families of the RocksDB at ``path``; empty if there is no database there."""
-    if not (Path(path) / "CURRENT").exists():
+    """The column families of the RocksDB at ``path``; empty if there is no database there. Its files are checked
+    first (LAY-16)."""
+    if not os.path.lexists(Path(path) / "CURRENT"):
         return []
+    check_database_files(path, store)
     try:
         return [str(cf) for cf in _rocksdict().Rdict.list_cf(str(path))]
     except Exception as exc:  # rocksdict raises a bare Exception for I/O and corruption errors

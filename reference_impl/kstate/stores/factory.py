@@ -11,15 +11,18 @@ for decoded values. The other families answer their own bytes-store protocols.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from kstate.codecs.layout import WIPING_SUFFIX, name_problem, store_dir, task_id_problem
+from kstate.codecs.layout import FILE_NAME_MAX, WIPING_SUFFIX, name_problem, store_dir, task_id_problem
 from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreType
-from kstate.errors import InvalidArgumentError
+from kstate.errors import InvalidArgumentError, KStateError
+from kstate.storage_files import delete_state_file
 from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPartition
 from kstate.stores.type_check import check_store_type_on_disk
 
@@ -141,15 +144,36 @@ def wipe_store(state_dir: str | Path, *, name: str, application_id: str = "app",
     # A delete killed half-way would leave a directory the next open refuses (KV-24: files but no CURRENT, or a
     # CURRENT naming a deleted MANIFEST). The store is first renamed away in one step, so a crash leaves either
     # the whole store or none of it, and the leftover of an interrupted wipe goes with the next wipe.
+    # A leftover of any kind (a FIFO, a file, a link, a dangling link) is removed without being opened or followed,
+    # so it neither blocks the wipe nor fails every later one (UPG-3, LAY-15).
     trash = wiping_directory(directory)
-    shutil.rmtree(trash, ignore_errors=True)
-    with contextlib.suppress(FileNotFoundError):  # no store to wipe
-        directory.rename(trash)
-    shutil.rmtree(trash, ignore_errors=True)
-    (task_directory(state_dir, application_id, task_id) / f"{name}.position").unlink(missing_ok=True)
+    try:
+        _remove_without_following(trash)
+        with contextlib.suppress(FileNotFoundError):  # no store to wipe
+            directory.rename(trash)
+        _remove_without_following(trash)
+        delete_state_file(task_directory(state_dir, application_id, task_id) / f"{name}.position")
+    except (OSError, KStateError) as exc:
+        from kstate.stores.engine import storage_error
+
+        raise storage_error(name, f"wiping the store directory {directory}", exc) from exc
+
+
+def _remove_without_following(path: Path) -> None:
+    """Delete ``path``: a real directory with everything in it, anything else (a link too) as one entry; never a
+    link's target (``shutil.rmtree`` does not follow links inside a tree)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
 
 
 def wiping_directory(directory: Path) -> Path:
-    """Where :func:`wipe_store` moves ``directory`` before deleting it (a sibling no store can be named)."""
-    return directory.with_name(directory.name + WIPING_SUFFIX)
+    """Where :func:`wipe_store` moves ``directory`` before deleting it: a sibling no store can be named (``~`` is
+    in no store name), cut so the name stays within the file system's NAME_MAX for a 249-character store name."""
+    return directory.with_name(directory.name[: FILE_NAME_MAX - len(WIPING_SUFFIX)] + WIPING_SUFFIX)
 

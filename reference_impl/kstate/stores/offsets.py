@@ -25,18 +25,21 @@ from kstate.codecs.offsets import (
     commit_offsets,
     commit_position,
     committed_offset,
+    committed_offset_problem,
     decode_offset_value,
     encode_status,
     migrate_checkpoint_offsets,
     open_offsets,
 )
 from kstate.codecs.position import Position, decode_position, merge_positions
-from kstate.errors import DecodeError
+from kstate.errors import DecodeError, StateFileError
 from kstate.storage_files import (
+    delete_state_file,
     legacy_file_exists,
     position_file_path,
     read_checkpoint_file,
     read_position_file,
+    state_file_kind,
     task_checkpoint_path,
     write_checkpoint_file,
     write_position_file,
@@ -112,6 +115,10 @@ def check_offsets_image(image: Mapping[bytes, bytes], store: str, ignore_invalid
                 f"Error opening store {store}: the committed offset of {key[:64].decode('utf-8', 'replace')!r} "
                 f"is {len(value)} bytes, not an 8-byte long",
             )
+        problem = committed_offset_problem(decode_offset_value(value))
+        if problem is not None:  # OFF-24: not an offset Kafka's task could restore from
+            raise StoreCorruptedError(
+                store, f"Error opening store {store}: the {problem}, of {key[:64].decode('utf-8', 'replace')!r}")
     raw_position = image.get(POSITION_KEY)
     if raw_position is not None:
         try:
@@ -127,9 +134,14 @@ def has_committed_offsets(image: Mapping[bytes, bytes]) -> bool:
 
 def check_legacy_file(path: Path, store: str) -> None:
     """A legacy ``.checkpoint`` or ``<store>.position`` that exists but is not a regular file (a directory, a
-    dangling link) is refused with a typed error naming the store, before anything reads or writes (KV-25)."""
-    if legacy_file_exists(path) and not path.is_file():
-        raise StoreStorageError(store, f"Error opening store {store}: {path} is not a regular file")
+    dangling link, a link at all, a FIFO) is refused with a typed error naming the store, before anything reads or
+    writes (KV-25, LAY-15: a link is never followed, a FIFO never opened)."""
+    try:
+        kind = state_file_kind(path)
+    except StateFileError as exc:
+        raise storage_error(store, f"inspecting {path}", exc) from exc
+    if kind is not None:
+        raise StoreStorageError(store, f"Error opening store {store}: {path} is {kind}")
 
 
 def read_legacy_position(task_dir: Path, store: str) -> Position:
@@ -143,7 +155,7 @@ def read_legacy_position(task_dir: Path, store: str) -> Position:
         return read_position_file(task_dir, store)
     except DecodeError as exc:
         raise ProcessorStateError(f"Error reading the position file of store {store}: {exc}") from exc
-    except OSError as exc:
+    except (OSError, StateFileError) as exc:
         raise storage_error(store, f"reading the position file of {task_dir}", exc) from exc
 
 
@@ -173,8 +185,38 @@ def check_legacy_files(task_dir: Path, store: str, changelog_partitions: Iterabl
             )
     except DecodeError as exc:
         raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
-    except OSError as exc:
+    except (OSError, StateFileError) as exc:
         raise storage_error(store, f"reading the legacy offset files of {task_dir}", exc) from exc
+
+
+def read_checkpoint_entries(task_dir: Path, store: str,
+                            changelog_partitions: Iterable[TopicPartition]) -> dict[CodecTopicPartition, int]:
+    """The entries of the task's ``.checkpoint`` for ``store``'s changelog partitions (-4, unknown, skipped), read
+    before the store opens, as Kafka 4.4's ``migrateLegacyOffsets`` reads it for every store of the task that
+    manages offsets (KV-55, OFF-19). One that is not a regular file (a link, a FIFO, a directory), that cannot be
+    read or does not parse is refused with a typed error naming the store (KV-25, LAY-15)."""
+    path = task_checkpoint_path(task_dir)
+    partitions = {(tp.topic, tp.partition) for tp in changelog_partitions}
+    check_legacy_file(path, store)
+    try:
+        checkpoint = read_checkpoint_file(path)
+    except DecodeError as exc:
+        raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
+    except StateFileError as exc:
+        raise storage_error(store, f"reading the checkpoint file of {task_dir}", exc) from exc
+    return {tp: off for tp, off in checkpoint.items() if tp in partitions and off is not None and off != OFFSET_UNKNOWN}
+
+
+def remove_checkpoint_entries(task_dir: Path, store: str, migrated: Iterable[CodecTopicPartition]) -> None:
+    """Rewrite the task's ``.checkpoint`` without the ``migrated`` entries, deleting it once empty (KV-55)."""
+    path = task_checkpoint_path(task_dir)
+    gone = set(migrated)
+    try:
+        remaining = {tp: (OFFSET_UNKNOWN if off is None else off)
+                     for tp, off in read_checkpoint_file(path).items() if tp not in gone}
+        write_checkpoint_file(path, remaining)
+    except (OSError, StateFileError) as exc:
+        raise storage_error(store, f"rewriting the legacy offset files of {task_dir}", exc) from exc
 
 
 class StoreOffsets:
@@ -278,6 +320,8 @@ class StoreOffsets:
             checkpoint = read_checkpoint_file(checkpoint_path)
         except DecodeError as exc:
             raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': {exc}") from exc
+        except StateFileError as exc:
+            raise storage_error(self._store.name, f"reading the checkpoint file of {task_dir}", exc) from exc
         mine = {tp: off for tp, off in checkpoint.items() if tp in partitions and off is not None}
         if mine:
             after = migrate_checkpoint_offsets(self._image, {tp: off for tp, off in mine.items() if off is not None}, partitions)
@@ -293,6 +337,8 @@ class StoreOffsets:
                 file_position = read_position_file(task_dir, self._store.name)
             except DecodeError as exc:
                 raise ProcessorStateError(f"Error migrating position file of store {self._store.name}: {exc}") from exc
+            except StateFileError as exc:
+                raise storage_error(self._store.name, f"reading the position file of {task_dir}", exc) from exc
             stored = self._image.get(POSITION_KEY)
             base: Position = decode_position(stored)[0] if stored is not None else {}
             migrated_position = merge_positions(base, file_position)
@@ -310,8 +356,8 @@ class StoreOffsets:
                     checkpoint_path, {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in remaining.items()}
                 )
             if migrated_position is not None:
-                position_path.unlink(missing_ok=True)
-        except OSError as exc:
+                delete_state_file(position_path)
+        except (OSError, StateFileError) as exc:
             raise storage_error(self._store.name, f"rewriting the legacy offset files of {task_dir}", exc) from exc
         return migrated_position
 
@@ -325,11 +371,16 @@ class StoreOffsets:
             existing = read_checkpoint_file(checkpoint_path)
         except DecodeError:
             existing = {}
+        except StateFileError as exc:
+            raise storage_error(self._store.name, f"reading the checkpoint file of {task_dir}", exc) from exc
         merged: dict[CodecTopicPartition, int] = {
             tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in existing.items()
         }
         for tp in changelog_partitions:
             merged[(tp.topic, tp.partition)] = OFFSET_UNKNOWN
         merged.update(self.all_committed())
-        write_checkpoint_file(checkpoint_path, merged)
-        write_position_file(task_dir, self._store.name, position)
+        try:
+            write_checkpoint_file(checkpoint_path, merged)
+            write_position_file(task_dir, self._store.name, position)
+        except StateFileError as exc:
+            raise storage_error(self._store.name, f"writing the legacy offset files of {task_dir}", exc) from exc

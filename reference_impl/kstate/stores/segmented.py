@@ -22,6 +22,7 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import java_div
 from kstate.errors import KStateError
 from kstate.stores.api import TopicPartition
+from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries
 from kstate.stores.segments import (
     FoundSegment,
     KeyValueSegment,
@@ -73,8 +74,19 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     def _open_existing(self) -> None:
         """``openExisting`` at the restarted stream time: every segment on disk is checked, then opened (SS-20,
         WS-31); the store's position is the merge of theirs (WS-29, SS-21)."""
-        self.segments.open_existing(self.observed_stream_time, self._check_segment, self._check_listed_segments)
-        self._position = self.segments.position()
+        segments = self.segments
+        migrate = segments.manage_offsets and segments.options.migrate_legacy_files and segments.task_dir.is_dir()
+        # KV-55 for every family: the task's .checkpoint is read before anything opens (a refusal changes nothing).
+        legacy = read_checkpoint_entries(segments.task_dir, self.name, segments.changelog_partitions) if migrate else {}
+        segments.open_existing(self.observed_stream_time, self._check_segment, self._check_listed_segments)
+        self._position = segments.position()
+        if legacy and any(True for _ in segments.all_segments()):  # no segment, nowhere to keep them: left in the file
+            try:
+                segments.commit(legacy, self._position)
+            except BaseException:
+                segments.close()
+                raise
+            remove_checkpoint_entries(segments.task_dir, self.name, legacy)  # only once the segments hold them
 
     def _check_segment(self, path: Path) -> None:
         """The refusals of one existing segment that need no write (KV-24, KV-52, KV-57, UPG-1; SS-20, WS-31)."""

@@ -30,7 +30,8 @@ from kstate.codecs.layout import ROCKSDB_DIR, SEGMENT_LIST_SIDECAR
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
-from kstate.errors import InvalidArgumentError, KStateError
+from kstate.errors import InvalidArgumentError, KStateError, StateFileError
+from kstate.storage_files import read_state_file, write_state_file
 from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
 from kstate.stores.column_families import (
     KEY_VALUE_LAYOUT,
@@ -226,14 +227,15 @@ def scan_segment_directory(directory: Path, store_name: str, segment_interval: i
 
 def read_segment_list(segment_dir: Path, store_name: str) -> list[str]:
     """The segment names listed in ``segment_dir`` (LAY-13); none when it holds no list (a store written before
-    the lists, or by another implementation)."""
+    the lists, or by another implementation). Read by :func:`kstate.storage_files.read_state_file`: a list that is
+    a link, a FIFO or a directory, or one over the cap, refuses the open typed, so no later close fails (LAY-15)."""
     path = segment_dir / SEGMENT_LIST_SIDECAR
     try:
-        if not path.is_file():
-            return []
-        data = path.read_bytes()
-    except OSError as exc:
+        data = read_state_file(path)
+    except StateFileError as exc:
         raise storage_error(store_name, f"reading the segment list {path}", exc) from exc
+    if data is None:
+        return []
     try:
         return data.decode("utf-8").splitlines()
     except UnicodeDecodeError as exc:
@@ -242,13 +244,12 @@ def read_segment_list(segment_dir: Path, store_name: str) -> list[str]:
 
 
 def write_segment_list(segment_dir: Path, store_name: str, text: bytes) -> None:
-    """Replace the segment list of ``segment_dir`` at once (a reader sees the old list or the new, LAY-13)."""
+    """Replace the segment list of ``segment_dir`` at once (a reader sees the old list or the new, LAY-13), by
+    :func:`kstate.storage_files.write_state_file`: nothing planted in the directory is written through (LAY-15)."""
     path = segment_dir / SEGMENT_LIST_SIDECAR
-    staging = segment_dir / (SEGMENT_LIST_SIDECAR + ".tmp")
     try:
-        staging.write_bytes(text)
-        os.replace(staging, path)
-    except OSError as exc:
+        write_state_file(path, text)
+    except StateFileError as exc:
         raise storage_error(store_name, f"writing the segment list {path}", exc) from exc
 
 

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.layout import MAX_NAME_LENGTH, name_problem
+from kstate.codecs.offsets import committed_offset_problem
 from kstate.codecs.position import Position, merge_positions
 from kstate.errors import InvalidArgumentError, NullKeyError
 from kstate.stores.api import InvalidStateStoreError, InvalidStoreNameError, RecordContext, TopicPartition
@@ -113,6 +114,9 @@ def check_changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], 
             raise InvalidArgumentError(
                 "changelog_offsets", f"the offset of {key[0]}-{key[1]} is {type(offset).__name__}, not an int or None"
             )
+        problem = None if offset is None else committed_offset_problem(offset)
+        if problem is not None:  # OFF-24: refused before anything is staged, as the reopen would refuse it
+            raise InvalidArgumentError("changelog_offsets", f"{key[0]}-{key[1]}: the {problem}")
         out[key] = offset
     return out
 
