@@ -175,3 +175,19 @@ def test_the_shipped_kafka_lists_name_a_rule_in_every_entry() -> None:
         unnamed = [e.pattern for e in ExpectedFailures.load(path).entries if not e.rules]
         assert not unnamed, f"{path.name}: entries naming no rule: {unnamed}"
         assert json.dumps([e.tag for e in ExpectedFailures.load(path).entries if e.tag not in ENTRY_CLASSES]) == "[]"
+
+
+def test_a_parameter_carries_its_own_rules_before_the_tests_marker() -> None:
+    """``pytest.param(..., marks=rules(...))`` names the rules of that case; the test's ``@rules`` is the rest's."""
+    from types import SimpleNamespace
+
+    from kstate_conformance.plugin import item_rules
+
+    function_mark = pytest.mark.rules("KV-1", "KV-2", "KV-3").mark
+    param = SimpleNamespace(callspec=SimpleNamespace(marks=[pytest.mark.kstate_level("required").mark,
+                                                            pytest.mark.rules("KV-2").mark]),
+                            get_closest_marker=lambda name: function_mark if name == "rules" else None)
+    plain = SimpleNamespace(callspec=SimpleNamespace(marks=[]),
+                            get_closest_marker=lambda name: function_mark if name == "rules" else None)
+    assert item_rules(param) == ["KV-2"]  # type: ignore[arg-type]
+    assert item_rules(plain) == ["KV-1", "KV-2", "KV-3"]  # type: ignore[arg-type]

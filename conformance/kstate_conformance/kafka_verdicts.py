@@ -41,7 +41,7 @@ def _read_results(results: Path) -> tuple[Path, dict[str, Any]]:
 def report_from_results(results: Path) -> RunReport:
     """The :class:`RunReport` of a run's ``results.json``. An expected failure recorded without its entry's reason
     (a run before issue 31) gets it from the run's expected-failure file, when that file is still there."""
-    path, data = _read_results(results)
+    _, data = _read_results(results)
     names = {f.name for f in fields(TestOutcome)}
     outcomes = [TestOutcome(**{k: v for k, v in o.items() if k in names}) for o in data["outcomes"]]
     listing = Path(str(data.get("expected_failures_file") or ""))

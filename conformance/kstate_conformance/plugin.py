@@ -398,6 +398,12 @@ class _ExpectedFailurePlugin:
                                        "(listed as expected failures, but passed), by operation", red=True)
             for line in self._grouped({t: f"UNEXPECTED PASS {t}" for t in self.unexpected_passes}):
                 terminalreporter.write_line(line)
+        unknown = self.expectations.unknown_classes()
+        if unknown:
+            terminalreporter.write_sep("-", f"{len(unknown)} expected-failure entries of a class not in "
+                                       "expectations.ENTRY_CLASSES")
+            for entry in unknown:
+                terminalreporter.write_line(f"  [{entry.tag}] {entry.pattern}")
         if stale:
             terminalreporter.write_sep("-", f"{len(stale)} expected-failure entries match no test of this run")
             for entry in stale:
@@ -530,11 +536,21 @@ def unwrapped_error(exc: BaseException) -> tuple[str, str]:
     return "\n".join(text), "\n".join(example_lines)
 
 
+def item_rules(item: pytest.Item) -> list[str]:
+    """The rules a test case checks (issue 31): its parameter's ``rules`` mark where it has one (a golden case's
+    rules, or ``pytest.param(..., marks=rules(...))``), else the test's ``@rules`` marker."""
+    callspec = getattr(item, "callspec", None)
+    for mark in getattr(callspec, "marks", None) or ():
+        if mark.name == "rules":
+            return [str(r) for r in mark.args]
+    marker = item.get_closest_marker("rules")
+    return [str(r) for r in marker.args] if marker else []
+
+
 def grouping_key(item: pytest.Item, failed: bool) -> tuple[str, list[str]]:
     """(operation, rules) a test's outcome is grouped under: the blamed operation of a failure, a golden case's
     operation, else the test's name."""
-    marker = item.get_closest_marker("rules")
-    rules = [str(r) for r in marker.args] if marker else []
+    rules = item_rules(item)
     if failed:
         op = failure_context(item).op
         if op:
@@ -582,11 +598,9 @@ class _ReportCollector:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            marker = item.get_closest_marker("rules")
             level = item.get_closest_marker("kstate_level")
             store_type, backend = item_dimensions(item)
-            self._meta[item.nodeid] = (list(marker.args) if marker else [], level.args[0] if level else "required",
-                                       store_type, backend)
+            self._meta[item.nodeid] = (item_rules(item), level.args[0] if level else "required", store_type, backend)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:

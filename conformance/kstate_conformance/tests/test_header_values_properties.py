@@ -300,7 +300,9 @@ def test_invalid_utf8_keys_are_replaced_as_the_jdk_does(implementation: Any, key
 @pytest.mark.kstate_level("recommended")
 @given(HEADERS, st.binary(min_size=1, max_size=8))
 def test_negative_counts_and_trailing_bytes_are_tolerated(implementation: Any, headers: list[list[Any]], extra: bytes) -> None:
-    checks = [("01" + extra.hex(), [])] + ([(_header_bytes(implementation, headers) + extra.hex(), headers)] if headers else [])
+    checks: list[tuple[str, list[list[Any]]]] = [("01" + extra.hex(), [])]
+    if headers:
+        checks.append((_header_bytes(implementation, headers) + extra.hex(), headers))
     for data, expected in checks:
         answer = implementation.call("header_values.deserialize_headers", {"bytes": data})
         if is_refusal(answer):
