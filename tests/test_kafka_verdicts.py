@@ -104,3 +104,13 @@ def test_the_section_is_appended_to_a_kafka_runs_report(tmp_path: Path) -> None:
     assert text.startswith("# Conformance report\n") and "| rule | 4.3.1 | 4.4.0 (this run) |" in text
     append_release_section(report, "reference", {"KV-1": "pass"}, TESTEE)
     assert report.read_text(encoding="utf-8") == text
+
+
+def test_the_tables_lead_with_each_releases_headline_figure() -> None:
+    runs = [{"kafka_version": "4.4.0", "date": "2026-12-02", "commit": "abc1234", "verdicts": {"KV-1": "pass"},
+             "headline": "Kafka 4.4.0 passes every case of 1 of 1 applicable rules; 0 listed differences (0 Kafka "
+                         "bugs); 0 not reached"}]
+    line = f"- **{runs[0]['headline']}** (run 2026-12-02, commit abc1234)"
+    block, table = render_readme_block(runs), render_table(runs)
+    assert line in block and block.index(line) < block.index("| verdict |")
+    assert line in table and table.index(line) < table.index("| rule |")
