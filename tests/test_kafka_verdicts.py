@@ -114,3 +114,15 @@ def test_the_tables_lead_with_each_releases_headline_figure() -> None:
     block, table = render_readme_block(runs), render_table(runs)
     assert line in block and block.index(line) < block.index("| verdict |")
     assert line in table and table.index(line) < table.index("| rule |")
+
+
+def test_every_kept_xfail_rule_is_named_by_an_entry_of_its_release() -> None:
+    """A rule is ``xfail`` only where an expected-failure entry names it (issue 31): the kept verdicts agree with
+    the release's expected-failure file."""
+    from kstate_conformance.expectations import ExpectedFailures
+
+    for run in load_verdict_files(TESTEE):
+        listing = ExpectedFailures.load(TESTEE / f"expected-failures-{run['kafka_version']}.txt")
+        named = {rule for entry in listing.entries for rule in entry.rules}
+        unnamed = sorted(rule for rule, verdict in run["verdicts"].items() if verdict == "xfail" and rule not in named)
+        assert not unnamed, f"{run['kafka_version']}: xfail but named by no entry: {unnamed}"

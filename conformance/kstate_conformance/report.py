@@ -740,12 +740,14 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
     if report.expected_failures_file:
         expected_html = (f"<p>List <code>{e(report.expected_failures_file)}</code>: {len(xfailed)} failed as expected, "
                          f"{len(report.unexpected_passes())} passed unexpectedly. Each is xfail for the rules its "
-                         "entry names, not verified for its other rules.</p><ul>"
+                         f"entry names, not verified for its other rules.</p><details{' open' if report.unexpected_passes() else ''}>"
+                         f"<summary>the {len(xfailed)} "
+                         "expected failures and the rules each is xfail for</summary><ul>"
                          + "".join(f"<li><code>{e(o.test_id)}</code> xfail: "
                                    f"{e(', '.join(xfail_rules(o)) or 'no rule of the test named')}</li>"
                                    for o in xfailed)
                          + "".join(f"<li class='fail'><code>{e(o.test_id)}</code> unexpected pass</li>"
-                                   for o in report.unexpected_passes()) + "</ul>")
+                                   for o in report.unexpected_passes()) + "</ul></details>")
     else:
         expected_html = "<p>No expected-failure list was given.</p>"
     departures_html = ("<p>The implementation refuses, with a typed error, input Kafka accepts, as these rules allow "
