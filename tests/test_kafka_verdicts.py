@@ -12,6 +12,7 @@ from kstate_conformance.kafka_verdicts import (
     README_START,
     SUMMARY_DOC,
     TABLE_FILE,
+    VERDICTS,
     VerdictsError,
     load_verdict_files,
     render_readme_block,
@@ -30,7 +31,7 @@ def _outcome(nodeid: str, outcome: str, rules: list[str], **extra: str) -> dict[
 
 def _results(tmp_path: Path, implementation: str) -> Path:
     outcomes = [_outcome("a::t1", "passed", ["KV-1"]), _outcome("a::t2", "failed", ["KV-2"]),
-                _outcome("a::t3", "xfailed", ["KV-3"]), _outcome("a::t4", "passed", ["KV-4"]),
+                _outcome("a::t3", "xfailed", ["KV-3", "KV-6"], expected_reason="[KAFKA] KV-3: x"), _outcome("a::t4", "passed", ["KV-4"]),
                 _outcome("a::t5", "skipped", ["KV-4"], skip_kind="unsupported", unsupported="store.x"),
                 _outcome("a::t6", "skipped", ["KV-5"], skip_kind="unsupported", unsupported="store.y")]
     (tmp_path / "results.json").write_text(json.dumps({"implementation": implementation, "coverage": "c",
@@ -41,8 +42,11 @@ def _results(tmp_path: Path, implementation: str) -> Path:
 def test_a_runs_verdicts_are_the_conformance_reports(tmp_path: Path) -> None:
     kept = verdicts_from_results(_results(tmp_path, "kafka-jvm:4.4.0"), "2026-11-27", "abc1234")
     assert kept["kafka_version"] == "4.4.0" and kept["date"] == "2026-11-27" and kept["commit"] == "abc1234"
+    # KV-6's only case is an expected failure whose entry names KV-3 alone (issue 31).
     assert kept["verdicts"] == {"KV-1": "pass", "KV-2": "FAIL", "KV-3": "xfail", "KV-4": "partial",
-                                "KV-5": "unsupported"}
+                                "KV-5": "unsupported", "KV-6": "not verified"}
+    assert kept["headline"] == ("Kafka 4.4.0 passes every case of 1 of 6 applicable rules; 1 listed differences "
+                                "(0 Kafka bugs); 3 not reached (1 partly); 1 failing")
 
 
 def test_a_run_of_another_implementation_is_refused(tmp_path: Path) -> None:
@@ -69,7 +73,7 @@ def test_the_kept_verdicts_cover_both_releases_with_date_and_commit() -> None:
     assert [r["kafka_version"] for r in runs] == ["4.3.1", "4.4.0"]
     for run in runs:
         assert run["date"] and run["commit"] and run["verdicts"]
-        assert set(run["verdicts"].values()) <= {"pass", "partial", "unsupported", "xfail", "FAIL", "n/a"}
+        assert set(run["verdicts"].values()) <= set(VERDICTS)
 
 
 def test_the_readme_and_the_table_match_the_generator() -> None:
@@ -101,3 +105,25 @@ def test_the_section_is_appended_to_a_kafka_runs_report(tmp_path: Path) -> None:
     assert text.startswith("# Conformance report\n") and "| rule | 4.3.1 | 4.4.0 (this run) |" in text
     append_release_section(report, "reference", {"KV-1": "pass"}, TESTEE)
     assert report.read_text(encoding="utf-8") == text
+
+
+def test_the_tables_lead_with_each_releases_headline_figure() -> None:
+    runs = [{"kafka_version": "4.4.0", "date": "2026-12-02", "commit": "abc1234", "verdicts": {"KV-1": "pass"},
+             "headline": "Kafka 4.4.0 passes every case of 1 of 1 applicable rules; 0 listed differences (0 Kafka "
+                         "bugs); 0 not reached"}]
+    line = f"- **{runs[0]['headline']}** (run 2026-12-02, commit abc1234)"
+    block, table = render_readme_block(runs), render_table(runs)
+    assert line in block and block.index(line) < block.index("| verdict |")
+    assert line in table and table.index(line) < table.index("| rule |")
+
+
+def test_every_kept_xfail_rule_is_named_by_an_entry_of_its_release() -> None:
+    """A rule is ``xfail`` only where an expected-failure entry names it (issue 31): the kept verdicts agree with
+    the release's expected-failure file."""
+    from kstate_conformance.expectations import ExpectedFailures
+
+    for run in load_verdict_files(TESTEE):
+        listing = ExpectedFailures.load(TESTEE / f"expected-failures-{run['kafka_version']}.txt")
+        named = {rule for entry in listing.entries for rule in entry.rules}
+        unnamed = sorted(rule for rule, verdict in run["verdicts"].items() if verdict == "xfail" and rule not in named)
+        assert not unnamed, f"{run['kafka_version']}: xfail but named by no entry: {unnamed}"

@@ -4,6 +4,9 @@ A text file holds one test id per line; ``#`` starts a comment (a whole line, or
 reason). A ``.json`` file holds a list of ids, or of ``{"id": ..., "reason": ...}`` objects. ``*`` in an
 id matches any run of characters (the only wildcard: brackets in test ids are literal). Ids are the
 stable ids of :func:`stable_test_id`, e.g. ``test_golden.py::test_golden[reference.primitives.int64_0]``.
+
+A reason starts with its class, ``[KAFKA]``, ``[SPEC]``, ...(:data:`ENTRY_CLASSES`), then names the rules the
+entry excuses (``KV-57/OFF-6: ...``): a rule is ``xfail`` only where an entry that matched names it (issue 31).
 """
 
 from __future__ import annotations
@@ -14,6 +17,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 SUITE_PACKAGE_DIR = "kstate_conformance/tests/"
+
+#: The classes an entry's reason starts with (``[KAFKA] ...``); one a line, so that a new class is one line.
+ENTRY_CLASSES = (
+    "KAFKA",
+    "KAFKA-BUG",
+    "SPEC",
+    "TESTEE",
+    "UNCLASSIFIED",
+)
+#: The class of an entry that is a bug of Apache Kafka (counted apart in the headline figure).
+KAFKA_BUG = "KAFKA-BUG"
+#: A well-formed class: upper-case words joined by hyphens, in brackets, first in the reason.
+_CLASS_TAG = re.compile(r"^\s*\[([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*)\]")
+#: A rule ID as the spec writes it (spec_rules.RULE_ID).
+_RULE_ID = re.compile(r"\b([A-Z]{2,5}-\d+)\b")
+
+
+def entry_class(reason: str) -> str:
+    """The ``[CLASS]`` a reason starts with (well-formed, known to :data:`ENTRY_CLASSES` or not), else ""."""
+    match = _CLASS_TAG.match(reason)
+    return match.group(1) if match else ""
+
+
+def named_rules(reason: str) -> list[str]:
+    """The rule IDs a reason names, in order, each once."""
+    return list(dict.fromkeys(_RULE_ID.findall(reason)))
 
 
 def stable_test_id(nodeid: str) -> str:
@@ -27,6 +56,16 @@ def stable_test_id(nodeid: str) -> str:
 class Entry:
     pattern: str
     reason: str = ""
+
+    @property
+    def tag(self) -> str:
+        """The entry's class (``KAFKA``, ``KAFKA-BUG``, ...), "" if its reason names none."""
+        return entry_class(self.reason)
+
+    @property
+    def rules(self) -> list[str]:
+        """The rules the entry's reason names: the only rules its matching tests are ``xfail`` for."""
+        return named_rules(self.reason)
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -67,6 +106,10 @@ class ExpectedFailures:
             if entry.pattern == test_id or ("*" in entry.pattern and entry.regex.match(test_id)):
                 return entry
         return None
+
+    def unknown_classes(self) -> list[Entry]:
+        """Entries whose class is well-formed but not one of :data:`ENTRY_CLASSES` (accepted, reported)."""
+        return [e for e in self.entries if e.tag and e.tag not in ENTRY_CLASSES]
 
     def unmatched(self, test_ids: set[str]) -> list[Entry]:
         """Entries that name no test of this run (stale, or outside a narrowed run)."""

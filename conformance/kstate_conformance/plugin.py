@@ -355,6 +355,8 @@ class _ExpectedFailurePlugin:
         if report.failed and report.when in ("setup", "call"):
             report.outcome = "skipped"
             report.wasxfail = f"expected failure, listed in {where}"
+            # The rules it is xfail for are those the reason names (report.xfail_rules), not all of the test's.
+            report.kstate_expected_reason = entry.reason  # type: ignore[attr-defined]
         elif report.when == "call" and report.passed:
             self.unexpected_passes.append(test_id)
             # Still a failure of the run (the list is strict), but reported as what it is.
@@ -396,6 +398,12 @@ class _ExpectedFailurePlugin:
                                        "(listed as expected failures, but passed), by operation", red=True)
             for line in self._grouped({t: f"UNEXPECTED PASS {t}" for t in self.unexpected_passes}):
                 terminalreporter.write_line(line)
+        unknown = self.expectations.unknown_classes()
+        if unknown:
+            terminalreporter.write_sep("-", f"{len(unknown)} expected-failure entries of a class not in "
+                                       "expectations.ENTRY_CLASSES")
+            for entry in unknown:
+                terminalreporter.write_line(f"  [{entry.tag}] {entry.pattern}")
         if stale:
             terminalreporter.write_sep("-", f"{len(stale)} expected-failure entries match no test of this run")
             for entry in stale:
@@ -528,11 +536,21 @@ def unwrapped_error(exc: BaseException) -> tuple[str, str]:
     return "\n".join(text), "\n".join(example_lines)
 
 
+def item_rules(item: pytest.Item) -> list[str]:
+    """The rules a test case checks (issue 31): its parameter's ``rules`` mark where it has one (a golden case's
+    rules, or ``pytest.param(..., marks=rules(...))``), else the test's ``@rules`` marker."""
+    callspec = getattr(item, "callspec", None)
+    for mark in getattr(callspec, "marks", None) or ():
+        if mark.name == "rules":
+            return [str(r) for r in mark.args]
+    marker = item.get_closest_marker("rules")
+    return [str(r) for r in marker.args] if marker else []
+
+
 def grouping_key(item: pytest.Item, failed: bool) -> tuple[str, list[str]]:
     """(operation, rules) a test's outcome is grouped under: the blamed operation of a failure, a golden case's
     operation, else the test's name."""
-    marker = item.get_closest_marker("rules")
-    rules = [str(r) for r in marker.args] if marker else []
+    rules = item_rules(item)
     if failed:
         op = failure_context(item).op
         if op:
@@ -580,11 +598,9 @@ class _ReportCollector:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            marker = item.get_closest_marker("rules")
             level = item.get_closest_marker("kstate_level")
             store_type, backend = item_dimensions(item)
-            self._meta[item.nodeid] = (list(marker.args) if marker else [], level.args[0] if level else "required",
-                                       store_type, backend)
+            self._meta[item.nodeid] = (item_rules(item), level.args[0] if level else "required", store_type, backend)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
@@ -594,7 +610,8 @@ class _ReportCollector:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from kstate_conformance.report import TestOutcome, classify_skip, minimal_example
+        from kstate_conformance.departures import departure_rules
+        from kstate_conformance.report import DEPARTED, TestOutcome, classify_skip, minimal_example
 
         if report.nodeid not in self._meta:
             return
@@ -615,6 +632,11 @@ class _ReportCollector:
             context = FailureContext()
             if outcome in ("failed", "xfailed"):
                 context = self._context.pop(report.nodeid, context)
+            departs = departure_rules(detail) if outcome == "skipped" else None
+            if departs is not None:
+                # An allowed departure from Kafka (OPS-4): counted against the rules allowing it alone.
+                outcome = DEPARTED
+                departs = [r for r in departs if r in rules] or list(rules)
             skip_kind, unsupported = classify_skip(detail) if outcome == "skipped" else ("", "")
             outcome_record = TestOutcome(
                 report.nodeid, outcome, rules, level, detail, test_id=stable_test_id(report.nodeid),
@@ -622,14 +644,15 @@ class _ReportCollector:
                 example=context.example or (minimal_example(detail) if outcome in ("failed", "xfailed") else ""),
                 seconds=round(report.duration, 4), skip_kind=skip_kind, unsupported=unsupported,
                 op=context.op, input=context.input, expected=context.expected, actual=context.actual,
-                message=context.message,
+                message=context.message, expected_reason=getattr(report, "kstate_expected_reason", ""),
+                departs=departs or [],
             )
             self._outcomes[report.nodeid] = outcome_record
             self.report.outcomes.append(outcome_record)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from kstate_conformance.report import write_reports
+        from kstate_conformance.report import DEPARTS, write_reports
         from kstate_conformance.spec_rules import load_rules
 
         self.report.operations = self._operations()
@@ -642,7 +665,7 @@ class _ReportCollector:
             verdicts = self.report.rule_verdicts()
             self.report.requirement_shortfalls = {
                 rule: verdicts.get(rule, "not run") for rule in self.required
-                if verdicts.get(rule, "not run") not in ("pass", "n/a")}
+                if verdicts.get(rule, "not run") not in ("pass", "n/a", DEPARTS)}
             if self.report.requirement_shortfalls and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         self.exit_status = int(session.exitstatus)
@@ -695,13 +718,15 @@ class _ReportCollector:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         # The last line of the run, after pytest's own counts (as protobuf's conformance runner ends).
-        from kstate_conformance.report import closing_line
+        from kstate_conformance.report import closing_line, headline
 
         if not self.report.outcomes and self.exit_status in (pytest.ExitCode.OK, pytest.ExitCode.USAGE_ERROR):
             return  # nothing ran (--collect-only, --help, a usage error): nothing to close
         terminal = config.pluginmanager.get_plugin("terminalreporter")
         line = closing_line(self.report, self.report_dir, self.exit_status)
         if terminal is not None:
+            # The headline figure (issue 31), then the closing line, the run's last.
+            terminal.write_line(headline(self.report), bold=True)
             terminal.write_line(line, bold=True)
 
 

@@ -12,7 +12,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass")
+#: ``departed``: an allowed departure from Kafka (kstate_conformance.departures), neither passed nor failed.
+OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass", "departed")
+DEPARTED = "departed"
+#: A rule's count of cases that ran but checked it not: xfailed for another rule (the entry names not this one).
+NOT_VERIFIED = "not verified"
+#: A rule's count of departing cases that cite it, where the departure is another rule's (no evidence either way).
+ELSEWHERE = "departed elsewhere"
+#: The verdict of a rule whose implementation refuses, as its text allows, what Kafka accepts (OPS-4).
+DEPARTS = "departs from Kafka"
 ANY = "any"
 UNSUPPORTED = "unsupported"
 #: Failures of one group shown in full in the reports; the rest of the group is a table of cases.
@@ -56,6 +64,10 @@ class TestOutcome:
     actual: Any = None
     #: For a failure: the innermost error (hypothesis's FlakyFailure and ExceptionGroup unwrapped), when known.
     message: str = ""
+    #: For an expected failure: the reason of the entry that listed it (its class and the rules it names).
+    expected_reason: str = ""
+    #: For a departure from Kafka: the rules that allow it (the rest of ``rules`` it says nothing about).
+    departs: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.test_id:
@@ -80,7 +92,7 @@ class RunReport:
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
             for rule in outcome.rules or ["(none)"]:
-                _count(table.setdefault(rule, Counter()), outcome)
+                _count(table.setdefault(rule, Counter()), outcome, rule)
         return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
 
     def totals(self) -> Counter[str]:
@@ -104,7 +116,7 @@ class RunReport:
         for o in self.outcomes:
             column = self.column_of(o)
             for rule in o.rules or ["(none)"]:
-                _count(table.setdefault(rule, {}).setdefault(column, Counter()), o)
+                _count(table.setdefault(rule, {}).setdefault(column, Counter()), o, rule)
         return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
 
     def unexpected_passes(self) -> list[TestOutcome]:
@@ -139,6 +151,15 @@ class RunReport:
             group.outcomes = [*firsts.values(), *(o for o in group.outcomes if id(o) not in lead)]
         return sorted(groups.values(), key=lambda g: (-len(g.outcomes), [_rule_key(r) for r in g.rules], g.op))
 
+    def departures(self) -> dict[str, list[TestOutcome]]:
+        """Each rule the implementation departs from Kafka under (OPS-4), with its departing cases."""
+        found: dict[str, list[TestOutcome]] = {}
+        for o in self.outcomes:
+            if o.outcome == DEPARTED:
+                for rule in o.departs:
+                    found.setdefault(rule, []).append(o)
+        return dict(sorted(found.items(), key=lambda kv: _rule_key(kv[0])))
+
     def rule_verdicts(self) -> dict[str, str]:
         """Each rule the run's tests cite, with its verdict."""
         return {rule: _verdict(counts) for rule, counts in self.by_rule().items() if rule != "(none)"}
@@ -168,8 +189,27 @@ class FailureGroup:
                 f"{len(self.outcomes)} failed ({which})")
 
 
-def _count(counter: Counter[str], outcome: TestOutcome) -> None:
-    counter[outcome.outcome] += 1
+def xfail_rules(outcome: TestOutcome) -> list[str]:
+    """The rules an expected failure is ``xfail`` for: those of its rules that the listing entry names (issue 31)."""
+    from kstate_conformance.expectations import named_rules
+
+    named = set(named_rules(outcome.expected_reason))
+    return [r for r in outcome.rules if r in named]
+
+
+def attributed(outcome: TestOutcome, rule: str) -> str:
+    """What ``outcome`` counts as for one of its rules: its own outcome, except that an expected failure is
+    ``xfailed`` only for the rules its entry names (``not verified`` for the others), and a departure is
+    ``departed`` only for the rules that allow it."""
+    if outcome.outcome == "xfailed":
+        return "xfailed" if rule in xfail_rules(outcome) else NOT_VERIFIED
+    if outcome.outcome == DEPARTED:
+        return DEPARTED if rule in outcome.departs else ELSEWHERE
+    return outcome.outcome
+
+
+def _count(counter: Counter[str], outcome: TestOutcome, rule: str) -> None:
+    counter[attributed(outcome, rule)] += 1
     if outcome.skip_kind:
         counter[outcome.skip_kind] += 1
 
@@ -194,16 +234,22 @@ def _rule_key(rule: str) -> tuple[str, int]:
 
 
 def _verdict(counts: Counter[str]) -> str:
-    """A rule's verdict: ``pass`` only when no case was skipped for want of an operation (else ``partial``);
-    cases that do not apply to this kind of implementation (``n/a``) are no shortfall."""
+    """A rule's verdict: ``pass`` only when no case was skipped for want of an operation or left unverified by
+    another rule's expected failure (else ``partial``); cases that do not apply to this kind of implementation
+    (``n/a``) are no shortfall; ``xfail`` only where an entry names the rule; ``departs from Kafka`` where the
+    implementation refuses what the rule lets it refuse (OPS-4), failing nothing."""
     if counts["failed"] or counts["unexpected_pass"]:
         return "FAIL"
     if counts["xfailed"]:
         return "xfail"
+    if counts[DEPARTED]:
+        return DEPARTS
     if counts["passed"]:
-        return "partial" if counts[UNSUPPORTED] else "pass"
+        return "partial" if counts[UNSUPPORTED] or counts[NOT_VERIFIED] else "pass"
     if counts[UNSUPPORTED]:
         return "unsupported"
+    if counts[NOT_VERIFIED] or counts[ELSEWHERE]:
+        return NOT_VERIFIED
     return "n/a"
 
 
@@ -216,12 +262,17 @@ def _cell(counts: Counter[str] | None) -> str:
         return f"FAIL {counts['failed'] + counts['unexpected_pass']}/{total}"
     if verdict == "xfail":
         return f"xfail {counts['xfailed']}/{total}"
+    if verdict == DEPARTS:
+        return f"departs {counts[DEPARTED]}/{total}"
     if verdict == "partial":
-        return f"partial {counts['passed']}/{total} ({counts[UNSUPPORTED]} unsupported)"
+        missing = ", ".join(f"{counts[k]} {k}" for k in (UNSUPPORTED, NOT_VERIFIED) if counts[k])
+        return f"partial {counts['passed']}/{total} ({missing})"
     if verdict == "pass":
         return f"pass {counts['passed']}" + (f" (+{counts[NOT_APPLICABLE]} n/a)" if counts[NOT_APPLICABLE] else "")
     if verdict == "unsupported":
         return f"unsupported {counts[UNSUPPORTED]}"
+    if verdict == NOT_VERIFIED:
+        return f"not verified {counts[NOT_VERIFIED] + counts[ELSEWHERE]}"
     return f"n/a {counts[NOT_APPLICABLE]}"
 
 
@@ -283,6 +334,8 @@ def coverage_line(report: RunReport) -> str:
     parts = [f"{verdicts['pass']} of {sum(verdicts.values())} rules pass"]
     parts += [f"{verdicts[v]} {label}" for v, label in (("partial", "partial"), ("unsupported", "unsupported"),
                                                         ("FAIL", "failed"), ("xfail", "expected failures"),
+                                                        (DEPARTS, "departing from Kafka"),
+                                                        (NOT_VERIFIED, "not verified"),
                                                         ("n/a", "not applicable")) if verdicts[v]]
     line = ", ".join(parts)
     if report.operations is not None:
@@ -290,12 +343,47 @@ def coverage_line(report: RunReport) -> str:
     return line
 
 
+_KAFKA_RELEASE = re.compile(r"^kafka-jvm:(?P<version>[0-9A-Za-z.-]+)$")
+
+
+def implementation_label(implementation: str) -> str:
+    """``Kafka 4.4.0`` for ``kafka-jvm:4.4.0``, else the implementation as named."""
+    match = _KAFKA_RELEASE.match(implementation)
+    return f"Kafka {match.group('version')}" if match else implementation
+
+
+def headline(report: RunReport) -> str:
+    """The run's one figure (issue 31): ``Kafka 4.4.0 passes every case of P of A applicable rules; D listed
+    differences (B Kafka bugs); U not reached``. Rules, not tests: ``applicable`` leaves ``n/a`` out; a listed
+    difference is ``xfail`` (an entry names it) or ``departs from Kafka``; ``not reached`` is partial,
+    unsupported or not verified (``R partly``); ``F failing`` is added when some fail."""
+    from kstate_conformance.expectations import KAFKA_BUG, entry_class
+
+    verdicts = report.rule_verdicts()
+    counts = Counter(verdicts.values())
+    applicable = sum(n for v, n in counts.items() if v != "n/a")
+    differences = counts["xfail"] + counts[DEPARTS]
+    not_reached = counts["partial"] + counts[UNSUPPORTED] + counts[NOT_VERIFIED]
+    kafka = _KAFKA_RELEASE.match(report.implementation) is not None
+    if kafka:
+        bug_rules = {r for o in report.outcomes if o.outcome == "xfailed" and entry_class(o.expected_reason) == KAFKA_BUG
+                     for r in xfail_rules(o)}
+        detail = f" ({sum(verdicts.get(r) == 'xfail' for r in bug_rules)} Kafka bugs)"
+    else:
+        detail = f" ({counts[DEPARTS]} departing from Kafka)" if counts[DEPARTS] else ""
+    line = (f"{implementation_label(report.implementation)} passes every case of {counts['pass']} of {applicable} "
+            f"applicable rules; {differences} listed differences{detail}; {not_reached} not reached"
+            + (f" ({counts['partial']} partly)" if counts["partial"] else ""))
+    return line + (f"; {counts['FAIL']} failing" if counts["FAIL"] else "")
+
+
 def counts_line(report: RunReport) -> str:
     """passed, failed, expected failures, unexpected passes, skipped (why), unsupported operations."""
     totals = report.totals()
     skipped = Counter(o.skip_kind for o in report.outcomes if o.outcome == "skipped")
+    departed = f"{totals[DEPARTED]} departing from Kafka, " if totals[DEPARTED] else ""
     return (f"{totals['passed']} passed, {totals['failed']} failed, {totals['xfailed']} expected failures, "
-            f"{totals['unexpected_pass']} unexpected passes, {totals['skipped']} skipped "
+            f"{departed}{totals['unexpected_pass']} unexpected passes, {totals['skipped']} skipped "
             f"({skipped[UNSUPPORTED]} unsupported, {skipped[NOT_APPLICABLE]} not applicable), "
             f"{len(report.unsupported_operations())} unsupported operations")
 
@@ -373,6 +461,10 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
                 names = ", ".join(o.test_id.split("::", 1)[-1] for o in rest[:4])
                 lines.append(f"    ... and {len(rest)} more: {names}" + (", ..." if len(rest) > 4 else "")
                              + " (all in the reports)")
+    departing = report.departures()
+    if departing:
+        lines.append(f"=== {len(departing)} rules departing from Kafka, as they allow (OPS-4; no failure) ===")
+        lines += _wrapped([f"{rule} ({len(cases)})" for rule, cases in departing.items()])
     if report.requirement_shortfalls:
         lines.append(f"=== {len(report.requirement_shortfalls)} required rules not met (--require-rules) ===")
         lines += _wrapped([f"{rule} ({verdict})" for rule, verdict in report.requirement_shortfalls.items()])
@@ -426,7 +518,7 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     (directory / "report.html").write_text(render_html(report, rule_titles), encoding="utf-8")
     (directory / "results.json").write_text(
         json.dumps({"implementation": report.implementation, "expected_failures_file": report.expected_failures_file,
-                    "coverage": coverage_line(report),
+                    "coverage": coverage_line(report), "headline": headline(report),
                     "operations": dict(zip(("supported", "total"), report.operations, strict=True))
                     if report.operations else None,
                     "requirement_shortfalls": report.requirement_shortfalls,
@@ -435,60 +527,71 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
     )
 
 
+def verdict_word(report: RunReport) -> str:
+    """The report's verdict: PASSED, FAILED or RAN NO TESTS."""
+    if not report.ok():
+        return "FAILED"
+    return "PASSED" if report.outcomes else "RAN NO TESTS"
+
+
+def unnamed_xfail_rules(report: RunReport) -> list[str]:
+    """Rules whose verdict is ``xfail`` though no expected-failure entry that listed one of their cases names them
+    (none, when the attribution is right: issue 31)."""
+    from kstate_conformance.expectations import named_rules
+
+    named = {r for o in report.outcomes if o.outcome == "xfailed" for r in named_rules(o.expected_reason)}
+    return sorted((r for r, v in report.rule_verdicts().items() if v == "xfail" and r not in named), key=_rule_key)
+
+
+def rule_family(rule: str) -> str:
+    """A rule's family, its ID's prefix (``HV`` of ``HV-5``)."""
+    return rule.rsplit("-", 1)[0] if "-" in rule else rule
+
+
+def _families(rows: dict[str, Counter[str]]) -> dict[str, dict[str, Counter[str]]]:
+    families: dict[str, dict[str, Counter[str]]] = {}
+    for rule, counts in rows.items():
+        families.setdefault(rule_family(rule), {})[rule] = counts
+    return families
+
+
+def _family_summary(rows: dict[str, Counter[str]]) -> str:
+    verdicts = Counter(_verdict(c) for c in rows.values())
+    return f"{len(rows)} rules: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+
+
+_VERDICT_LEGEND = ("Verdicts: `pass` every case passed; `partial` some cases passed and others were skipped because the "
+                   "implementation does not support their operation, or were expected failures of another rule; "
+                   "`unsupported` no case could run; `n/a` the rule's tests do not apply to this kind of "
+                   "implementation (no shortfall); `FAIL`; `xfail` a listed failure whose entry names the rule; "
+                   f"`{NOT_VERIFIED}` its only cases were expected failures of other rules; `{DEPARTS}` the "
+                   "implementation refuses what the rule lets it refuse (OPS-4; no failure).")
+
+
 def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> str:
+    """The Markdown report: the verdict, the headline figure, the coverage and the failure groups (linked to their
+    details) first; the rules by family below (issue 34)."""
     rows = report.by_rule()
     columns = report.columns()
     xfailed = [o for o in report.outcomes if o.outcome == "xfailed"]
-    md = [f"# Conformance report: `{report.implementation}`", "", _summary(report, rows), ""]
+    groups = report.failure_groups()
+    departures = report.departures()
+    md = [f"# {verdict_word(report)}: conformance of `{report.implementation}`", "",
+          f"**{headline(report)}**", "", _summary(report, rows), ""]
     if report.requirement_shortfalls:
         md += ["**Required rules not met** (`--require-rules`): " + ", ".join(
             f"{rule} ({verdict})" for rule, verdict in report.requirement_shortfalls.items()), ""]
-    md += ["Verdicts: `pass` every case passed; `partial` some cases passed and others were skipped because the "
-           "implementation does not support their operation; `unsupported` no case could run; `n/a` the rule's "
-           "tests do not apply to this kind of implementation (no shortfall); `FAIL`; `xfail` listed failures.", "",
-           "## Rules", "",
-           "| rule | level | title | verdict | passed | failed | unsupported | n/a | xfailed |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for rule, counts in rows.items():
-        title, level = rule_titles.get(rule, ("", ""))
-        md.append(f"| {rule} | {level} | {title} | {_verdict(counts)} | {counts['passed']} "
-                  f"| {counts['failed'] + counts['unexpected_pass']} | {counts[UNSUPPORTED]} "
-                  f"| {counts[NOT_APPLICABLE]} | {counts['xfailed']} |")
-    md += ["", "## Rules × store types × backends", "",
-           "| rule | " + " | ".join(_column_label(c) for c in columns) + " |",
-           "|---|" + "---|" * len(columns)]
-    for rule, cells in report.matrix().items():
-        md.append(f"| {rule} | " + " | ".join(_cell(cells.get(c)) for c in columns) + " |")
-    md += ["", "## Unsupported operations", ""]
-    unsupported = report.unsupported_operations()
-    if unsupported:
-        md += [f"{len(unsupported)} operations (or capabilities) the implementation does not support; "
-               "their tests were skipped, not failed.", "", "| operation | tests skipped |", "|---|---|"]
-        md += [f"| `{op}` | {n} |" for op, n in unsupported.items()]
-    else:
-        md.append("None: the implementation supports every operation the suite uses.")
-    not_applicable = report.not_applicable()
-    md += ["", "## Not applicable", ""]
-    if not_applicable:
-        md += ["Tests that do not apply to this kind of implementation (no shortfall).", "",
-               "| reason | tests |", "|---|---|"]
-        md += [f"| {why.replace('|', '/')} | {n} |" for why, n in not_applicable.items()]
+    md += ["## Failures by rule and operation", ""]
+    if groups:
+        md += [f"{number}. [{group.title}](#failure-{number})" for number, group in enumerate(groups, 1)]
     else:
         md.append("None.")
-    md += ["", "## Expected failures", ""]
-    if report.expected_failures_file:
-        md.append(f"List: `{report.expected_failures_file}`; {len(xfailed)} failed as expected, "
-                  f"{len(report.unexpected_passes())} passed unexpectedly (each fails the run).")
-        md += [""] + [f"- `{o.test_id}` (xfail)" for o in xfailed]
-        md += [f"- `{o.test_id}` (**unexpected pass**)" for o in report.unexpected_passes()]
-    else:
-        md.append("No expected-failure list was given.")
-    groups = report.failure_groups()
-    md += ["", "## Failures by rule and operation", ""]
-    if not groups:
-        md.append("None.")
+    md += ["", "Also: [departures from Kafka](#departures-from-kafka) "
+           f"({len(departures)} rules), [expected failures](#expected-failures) ({len(xfailed)} tests), "
+           "[rules by family](#rules-by-family), [rules × store types × backends](#rules-x-store-types-x-backends), "
+           "[unsupported operations](#unsupported-operations), [not applicable](#not-applicable).", ""]
     for number, group in enumerate(groups, 1):
-        md += [f"### {number}. {group.title}", ""]
+        md += [f'<a id="failure-{number}"></a>', "", f"### {number}. {group.title}", ""]
         if len(group.outcomes) > DETAILED_PER_GROUP:
             md += [f"All {len(group.outcomes)} cases (the first {DETAILED_PER_GROUP} in detail below):", "",
                    "| case | input | expected | actual |", "|---|---|---|---|"]
@@ -502,21 +605,123 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
                    + (f"; on {where}" if where else ""), "", "```", *failure_lines(failure), "```", "",
                    "<details><summary>full output</summary>", "", "```", failure.detail[:4000], "```", "",
                    "</details>", ""]
+    md += ['<a id="departures-from-kafka"></a>', "", "## Departures from Kafka", ""]
+    if departures:
+        md += ["Rules under which the implementation refuses, with a typed error, input Kafka accepts, as the rule "
+               "allows (OPS-4): listed, failing neither the run nor a rule.", "", "| rule | cases | first case |",
+               "|---|---|---|"]
+        md += [f"| {rule} | {len(cases)} | `{cases[0].test_id}` |" for rule, cases in departures.items()]
+    else:
+        md.append("None.")
+    md += ["", '<a id="expected-failures"></a>', "", "## Expected failures", ""]
+    if report.expected_failures_file:
+        md.append(f"List: `{report.expected_failures_file}`; {len(xfailed)} failed as expected, "
+                  f"{len(report.unexpected_passes())} passed unexpectedly (each fails the run). Each is `xfail` for "
+                  "the rules its entry names, `not verified` for its other rules.")
+        md += [""] + [f"- `{o.test_id}` (xfail: {', '.join(xfail_rules(o)) or 'no rule of the test named'})"
+                      for o in xfailed]
+        md += [f"- `{o.test_id}` (**unexpected pass**)" for o in report.unexpected_passes()]
+    else:
+        md.append("No expected-failure list was given.")
+    md += ["", '<a id="rules-by-family"></a>', "", "## Rules by family", "", _VERDICT_LEGEND, ""]
+    for family, family_rows in _families(rows).items():
+        md += [f"### {family} ({_family_summary(family_rows)})", "",
+               "| rule | level | title | verdict | passed | failed | unsupported | n/a | xfailed | not verified "
+               "| departs |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for rule, counts in family_rows.items():
+            title, level = rule_titles.get(rule, ("", ""))
+            md.append(f"| {rule} | {level} | {title} | {_verdict(counts)} | {counts['passed']} "
+                      f"| {counts['failed'] + counts['unexpected_pass']} | {counts[UNSUPPORTED]} "
+                      f"| {counts[NOT_APPLICABLE]} | {counts['xfailed']} | {counts[NOT_VERIFIED]} "
+                      f"| {counts[DEPARTED]} |")
+        md.append("")
+    md += ['<a id="rules-x-store-types-x-backends"></a>', "", "## Rules × store types × backends", "",
+           "| rule | " + " | ".join(_column_label(c) for c in columns) + " |",
+           "|---|" + "---|" * len(columns)]
+    for rule, cells in report.matrix().items():
+        md.append(f"| {rule} | " + " | ".join(_cell(cells.get(c)) for c in columns) + " |")
+    md += ["", '<a id="unsupported-operations"></a>', "", "## Unsupported operations", ""]
+    unsupported = report.unsupported_operations()
+    if unsupported:
+        md += [f"{len(unsupported)} operations (or capabilities) the implementation does not support; "
+               "their tests were skipped, not failed.", "", "| operation | tests skipped |", "|---|---|"]
+        md += [f"| `{op}` | {n} |" for op, n in unsupported.items()]
+    else:
+        md.append("None: the implementation supports every operation the suite uses.")
+    not_applicable = report.not_applicable()
+    md += ["", '<a id="not-applicable"></a>', "", "## Not applicable", ""]
+    if not_applicable:
+        md += ["Tests that do not apply to this kind of implementation (no shortfall).", "",
+               "| reason | tests |", "|---|---|"]
+        md += [f"| {why.replace('|', '/')} | {n} |" for why, n in not_applicable.items()]
+    else:
+        md.append("None.")
     return "\n".join(md) + "\n"
 
 
+#: The HTML report's own filter: no script from outside the page (issue 34). It hides the rule rows that do not
+#: match the text or the verdict chosen, opens the families that keep a row and hides those that keep none.
+_FILTER_SCRIPT = """
+function kstateFilter() {
+  var text = document.getElementById('rule-filter').value.toLowerCase();
+  var verdict = document.getElementById('verdict-filter').value;
+  document.querySelectorAll('details.family').forEach(function (family) {
+    var shown = 0;
+    family.querySelectorAll('tr.rule').forEach(function (row) {
+      var ok = (!text || row.textContent.toLowerCase().indexOf(text) >= 0)
+        && (!verdict || row.getAttribute('data-verdict') === verdict);
+      row.hidden = !ok;
+      if (ok) { shown += 1; }
+    });
+    family.hidden = shown === 0;
+    if (text || verdict) { family.open = shown > 0; }
+  });
+}
+"""
+
+_STYLE = """
+body{font-family:sans-serif;margin:0 auto;padding:1em 1.5em;max-width:1200px;box-sizing:border-box}
+table{border-collapse:collapse;margin-bottom:1em;max-width:100%}
+td,th{border:1px solid #ccc;padding:3px 8px;font-size:90%;vertical-align:top;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%}
+.fail{background:#fdd}.pass{background:#dfd}.partial{background:#efe8c8}.unsupported,.na{background:#eee}
+.xfail{background:#ffd}.departs{background:#dde8ff}.notverified{background:#f0e0f0}
+pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f6f6;padding:6px}pre.example{background:#eef}
+code{overflow-wrap:anywhere}
+h1.verdict{font-size:3em;margin:.2em 0;padding:.15em .4em;border-radius:6px}
+h1.verdict.PASSED{background:#2e7d32;color:#fff}h1.verdict.FAILED{background:#c62828;color:#fff}
+h1.verdict.NORUN{background:#777;color:#fff}
+p.headline{font-size:1.3em;font-weight:bold}
+details.family>summary{font-weight:bold;cursor:pointer;padding:2px 0}
+"""
+
+
 def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> str:
+    """The self-contained HTML report, at most 1,200 px wide: the verdict in large letters, the headline figure,
+    the coverage and the failure groups (linked to their details) first; the rules below, a collapsible table per
+    family, filtered by the page's own script (issue 34)."""
     e = html.escape
     rows = report.by_rule()
     columns = report.columns()
     xfailed = [o for o in report.outcomes if o.outcome == "xfailed"]
-    rule_rows = "".join(
-        f"<tr class='{_css(_verdict(c))}'><td>{e(r)}</td><td>{e(rule_titles.get(r, ('', ''))[1])}</td>"
-        f"<td>{e(rule_titles.get(r, ('', ''))[0])}</td><td>{_verdict(c)}</td><td>{c['passed']}</td>"
-        f"<td>{c['failed'] + c['unexpected_pass']}</td><td>{c[UNSUPPORTED]}</td><td>{c[NOT_APPLICABLE]}</td>"
-        f"<td>{c['xfailed']}</td></tr>"
-        for r, c in rows.items()
-    )
+    groups = report.failure_groups()
+    departures = report.departures()
+    verdict = verdict_word(report)
+    family_html = ""
+    for family, family_rows in _families(rows).items():
+        failing = any(_verdict(c) == "FAIL" for c in family_rows.values())
+        family_html += (
+            f"<details class='family' id='family-{e(family)}'{' open' if failing else ''}><summary>{e(family)} · "
+            f"{e(_family_summary(family_rows))}</summary><table><tr><th>rule</th><th>level</th><th>title</th>"
+            "<th>verdict</th><th>passed</th><th>failed</th><th>unsupported</th><th>n/a</th><th>xfailed</th>"
+            "<th>not verified</th><th>departs</th></tr>" + "".join(
+                f"<tr class='rule {_css(_verdict(c))}' data-verdict='{e(_verdict(c))}' id='rule-{e(r)}'>"
+                f"<td>{e(r)}</td><td>{e(rule_titles.get(r, ('', ''))[1])}</td>"
+                f"<td>{e(rule_titles.get(r, ('', ''))[0])}</td><td>{e(_verdict(c))}</td><td>{c['passed']}</td>"
+                f"<td>{c['failed'] + c['unexpected_pass']}</td><td>{c[UNSUPPORTED]}</td><td>{c[NOT_APPLICABLE]}</td>"
+                f"<td>{c['xfailed']}</td><td>{c[NOT_VERIFIED]}</td><td>{c[DEPARTED]}</td></tr>"
+                for r, c in family_rows.items()) + "</table></details>")
+    verdict_options = "".join(f"<option>{e(v)}</option>" for v in sorted({_verdict(c) for c in rows.values()}))
     matrix_head = "".join(f"<th>{e(_column_label(c))}</th>" for c in columns)
     matrix_rows = "".join(
         f"<tr><td>{e(rule)}</td>" + "".join(
@@ -534,47 +739,72 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
         if not_applicable else "<p>None.</p>")
     if report.expected_failures_file:
         expected_html = (f"<p>List <code>{e(report.expected_failures_file)}</code>: {len(xfailed)} failed as expected, "
-                         f"{len(report.unexpected_passes())} passed unexpectedly.</p><ul>"
-                         + "".join(f"<li><code>{e(o.test_id)}</code> xfail</li>" for o in xfailed)
+                         f"{len(report.unexpected_passes())} passed unexpectedly. Each is xfail for the rules its "
+                         f"entry names, not verified for its other rules.</p><details{' open' if report.unexpected_passes() else ''}>"
+                         f"<summary>the {len(xfailed)} "
+                         "expected failures and the rules each is xfail for</summary><ul>"
+                         + "".join(f"<li><code>{e(o.test_id)}</code> xfail: "
+                                   f"{e(', '.join(xfail_rules(o)) or 'no rule of the test named')}</li>"
+                                   for o in xfailed)
                          + "".join(f"<li class='fail'><code>{e(o.test_id)}</code> unexpected pass</li>"
-                                   for o in report.unexpected_passes()) + "</ul>")
+                                   for o in report.unexpected_passes()) + "</ul></details>")
     else:
         expected_html = "<p>No expected-failure list was given.</p>"
+    departures_html = ("<p>The implementation refuses, with a typed error, input Kafka accepts, as these rules allow "
+                       "(OPS-4): listed, failing neither the run nor a rule.</p><table><tr><th>rule</th><th>cases</th>"
+                       "<th>first case</th></tr>" + "".join(
+                           f"<tr class='departs'><td>{e(rule)}</td><td>{len(cases)}</td><td><code>"
+                           f"{e(cases[0].test_id)}</code></td></tr>" for rule, cases in departures.items())
+                       + "</table>" if departures else "<p>None.</p>")
+    group_index = ("<ol>" + "".join(f"<li><a href='#failure-{number}'>{e(group.title)}</a></li>"
+                                    for number, group in enumerate(groups, 1)) + "</ol>"
+                   if groups else "<p>None.</p>")
     failure_html = "".join(
-        f"<div class='group'><h3>{number}. {e(group.title)}</h3>" + "".join(
+        f"<div class='group' id='failure-{number}'><h3>{number}. {e(group.title)}</h3>" + "".join(
             f"<div class='failure'><h4><code>{e(f.test_id)}</code></h4><p>rules: {e(', '.join(f.rules))}"
             + (f"; on {e(', '.join(x for x in (f.store_type, f.backend) if x))}" if f.store_type or f.backend else "")
             + f"</p><pre class='example'>{e(chr(10).join(failure_lines(f)))}</pre>"
             f"<details><summary>full output</summary><pre>{e(f.detail[:8000])}</pre></details></div>"
             for f in group.outcomes[:DETAILED_PER_GROUP])
-        + (f"<p>All {len(group.outcomes)} cases:</p><table><tr><th>case</th><th>input</th><th>expected</th>"
-           "<th>actual</th></tr>" + "".join(
+        + (f"<p>All {len(group.outcomes)} cases:</p><div class='scroll'><table><tr><th>case</th><th>input</th>"
+           "<th>expected</th><th>actual</th></tr>" + "".join(
                f"<tr><td><code>{e(o.test_id.split('::', 1)[-1])}</code></td><td><code>{e(_json_text(o.input, 200))}"
                f"</code></td><td><code>{e(_json_text(o.expected, 200))}</code></td><td><code>"
-               f"{e(_json_text(o.actual, 200))}</code></td></tr>" for o in group.outcomes) + "</table>"
+               f"{e(_json_text(o.actual, 200))}</code></td></tr>" for o in group.outcomes) + "</table></div>"
            if len(group.outcomes) > DETAILED_PER_GROUP else "")
-        + "</div>"
-        for number, group in enumerate(report.failure_groups(), 1)
+        + "<p><a href='#verdict'>back to the verdict</a></p></div>"
+        for number, group in enumerate(groups, 1)
     )
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>kstate conformance: {e(report.implementation)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1em}}
-td,th{{border:1px solid #ccc;padding:3px 8px;font-size:90%}}.fail{{background:#fdd}}.pass{{background:#dfd}}
-.partial{{background:#efe8c8}}.unsupported,.na{{background:#eee}}.xfail{{background:#ffd}}
-pre{{white-space:pre-wrap;background:#f6f6f6;padding:6px}}pre.example{{background:#eef}}</style></head><body>
-<h1>Conformance report: {e(report.implementation)}</h1>
-<p>{e(_summary(report, rows))}</p>
-<p>Verdicts: pass, partial (some cases skipped: operation not supported), unsupported, n/a (does not apply to this
-kind of implementation; no shortfall), FAIL, xfail.</p>
-<h2>Rules</h2>
-<table><tr><th>rule</th><th>level</th><th>title</th><th>verdict</th><th>passed</th><th>failed</th><th>unsupported</th><th>n/a</th><th>xfailed</th></tr>{rule_rows}</table>
-<h2>Rules × store types × backends</h2>
-<table><tr><th>rule</th>{matrix_head}</tr>{matrix_rows}</table>
-<h2>Unsupported operations</h2>{unsupported_html}
-<h2>Not applicable</h2>{na_html}
-<h2>Expected failures</h2>{expected_html}
-<h2>Failures by rule and operation</h2>{failure_html or '<p>none</p>'}</body></html>
+    shortfalls = ("<p class='fail'><b>Required rules not met</b> (--require-rules): " + e(", ".join(
+        f"{rule} ({v})" for rule, v in report.requirement_shortfalls.items())) + "</p>"
+        if report.requirement_shortfalls else "")
+    verdict_class = verdict if verdict in ("PASSED", "FAILED") else "NORUN"
+    return f"""<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>{e(verdict)}: kstate conformance of {e(report.implementation)}</title>
+<style>{_STYLE}</style><script>{_FILTER_SCRIPT}</script></head><body>
+<h1 id="verdict" class="verdict {verdict_class}">{e(verdict)}</h1>
+<p>Conformance of <b>{e(report.implementation)}</b></p>
+<p class="headline" id="headline">{e(headline(report))}</p>
+<p id="coverage">{e(_summary(report, rows))}</p>{shortfalls}
+<h2 id="failures">Failures by rule and operation</h2>{group_index}
+<p>Also: <a href="#departures-from-kafka">departures from Kafka</a> ({len(departures)} rules),
+<a href="#expected-failures">expected failures</a> ({len(xfailed)} tests), <a href="#rules-by-family">rules by family</a>,
+<a href="#matrix">rules × store types × backends</a>, <a href="#unsupported-operations">unsupported operations</a>,
+<a href="#not-applicable">not applicable</a>.</p>
+{failure_html}
+<h2 id="departures-from-kafka">Departures from Kafka</h2>{departures_html}
+<h2 id="expected-failures">Expected failures</h2>{expected_html}
+<h2 id="rules-by-family">Rules by family</h2>
+<p>{e(_VERDICT_LEGEND.replace('`', ''))}</p>
+<p><label>filter <input id="rule-filter" type="search" oninput="kstateFilter()" placeholder="rule, title or level"></label>
+<label>verdict <select id="verdict-filter" onchange="kstateFilter()"><option value="">any</option>{verdict_options}</select></label></p>
+{family_html}
+<h2 id="matrix">Rules × store types × backends</h2>
+<div class="scroll"><table><tr><th>rule</th>{matrix_head}</tr>{matrix_rows}</table></div>
+<h2 id="unsupported-operations">Unsupported operations</h2>{unsupported_html}
+<h2 id="not-applicable">Not applicable</h2>{na_html}</body></html>
 """
 
 
 def _css(verdict: str) -> str:
-    return {"FAIL": "fail", "n/a": "na"}.get(verdict, verdict)
+    return {"FAIL": "fail", "n/a": "na", DEPARTS: "departs", NOT_VERIFIED: "notverified"}.get(verdict, verdict)
