@@ -178,11 +178,10 @@ def _record(kind: str, kafka: Side | None, ours: Side | None, floor: Side | None
 
 
 def _raw_copy(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[tuple[bytes, bytes]]) -> Any:
-    """A raw rocksdict database holding ``rows`` (flushed, as the stores' committed rows are), for a floor."""
+    """A raw rocksdict database holding ``rows`` (in its memtable, as a store's committed rows are), for a floor."""
     db = open_raw(tmp_path_factory.mktemp(name))
     for key, value in rows:
         db.put(key, value)
-    db.flush()
     return db
 
 
