@@ -373,8 +373,16 @@ class RocksDBVersionedStore(PositionTracker):
             key = check_key(key)
         if not self._open:
             self._check_open()
-        if as_of is None:
-            return self._latest_cache.get(key) or self._latest_version(key)
+        if as_of is None:  # _latest_version inline (the hot path of a latest read the cache missed)
+            found = self._latest_cache.get(key)
+            if found is not None:
+                return found
+            row = self._row_get(_LATEST_PREFIX + key)
+            if row is None:
+                return None
+            if len(row) < 8:
+                v.decode_latest_value(row)  # raises the typed decode error
+            return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
         as_of = check_timestamp(as_of, "as_of")
         return self._get_as_of(key, as_of)
 
