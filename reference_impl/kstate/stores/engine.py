@@ -487,7 +487,8 @@ def list_column_families(path: str | Path, store: str | None = None) -> list[str
 
 
 def _bounded_rows(owner: RocksDBEngine, cf: str, items: Any, lower: bytes | None, upper: bytes | None,
-                  lower_inclusive: bool, upper_inclusive: bool, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+                  lower_inclusive: bool, upper_inclusive: bool,
+                  reverse: bool) -> Generator[tuple[bytes, bytes], None, None]:
     """The rows of ``items`` (``Rdict.items`` from the seek bound) up to the other bound, as :meth:`Engine.iterate`
     defines them; a storage failure on the way, or at the end (KV-25), is a typed error.
 
@@ -563,7 +564,7 @@ class _RocksCursor(EngineCursor):
     frame per row). ``close`` closes the generator, which releases the native iterator.
     """
 
-    __slots__ = ("_owner", "_rows")
+    __slots__ = ("_owner", "_ref", "_rows")
 
     def __init__(
         self,
@@ -577,6 +578,7 @@ class _RocksCursor(EngineCursor):
         reverse: bool,
     ) -> None:
         self._owner: RocksDBEngine | None = owner
+        self._ref: weakref.ref[_RocksCursor] | None = None  # the owner's reference to it
         self._rows: Generator[tuple[bytes, bytes], None, None] | None = _bounded_rows(
             owner, cf, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
 
@@ -598,7 +600,7 @@ class _RocksCursor(EngineCursor):
         rows.close()
         owner = self._owner
         if owner is not None:
-            owner._cursors.discard(self)
+            owner._cursors.discard(self._ref)
             self._owner = None
 
 
@@ -678,7 +680,9 @@ class RocksDBEngine(Engine):
         for cf in existing:
             self._cf_objects[cf] = self._db.get_column_family(cf)
         # Weak: a cursor nobody holds is collected with its native iterator; close() closes the live ones.
-        self._cursors: weakref.WeakSet[_RocksCursor] = weakref.WeakSet()
+        # A set of weak references, each removing itself when its cursor is collected: WeakSet's bookkeeping in C
+        # calls (every read opens a cursor, issue 35).
+        self._cursors: set[weakref.ref[_RocksCursor]] = set()
         self._write_options = rd.WriteOptions()
         self._unlogged_depth = 0
 
@@ -797,7 +801,9 @@ class RocksDBEngine(Engine):
         except Exception as exc:
             raise self._error(f"iterating column family {cf}", exc) from exc
         cursor = _RocksCursor(self, cf, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
-        self._cursors.add(cursor)
+        cursors = self._cursors
+        cursor._ref = ref = weakref.ref(cursor, cursors.discard)
+        cursors.add(ref)
         return cursor
 
     def check_iteration_end(
@@ -916,8 +922,11 @@ class RocksDBEngine(Engine):
         db = self._db
         if db is None:
             return
-        for cursor in list(self._cursors):
-            cursor.close()
+        for ref in list(self._cursors):
+            cursor = ref()
+            if cursor is not None:
+                cursor.close()
+        self._cursors.clear()
         self._handles.clear()
         for cf_object in self._cf_objects.values():
             with contextlib.suppress(Exception):  # a CF object that refuses to close must not keep the LOCK
