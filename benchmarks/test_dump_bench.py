@@ -12,8 +12,8 @@ RocksDB's threads included), twice, the faster kept:
   family's rows in key order);
 - ``dump_store rows``: :func:`kstate.inspect.dump_store`, every row decoded by its store type into the dict the
   dump prints (the inspection of the directory included);
-- ``inspect --dump --json``: those rows as the command prints them (``json.dumps``, sorted keys), written to a
-  null sink.
+- ``inspect --dump --json``: those rows as the command prints them (``json.dumps``, sorted keys, the collector
+  paused as the command pauses it), written to a null sink.
 
 Each is reported as raw iteration's time over its own (higher is better; the issue's target for the dump read is
 0.8). Measurements, not timed tests.
@@ -41,6 +41,7 @@ from kstate.inspect import dump_store
 from kstate.store_dump import read_database
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_kv_store
+from kstate.stores.restore import gc_paused
 
 MIB = int(os.environ.get("KSTATE_BENCH_DUMP_MB", "200"))
 KEY_SIZE, VALUE_SIZE = 16, 100
@@ -94,14 +95,16 @@ def _dump_rows(state_dir: Path) -> int:
 
 
 def _dump_json(state_dir: Path) -> int:
+    """What ``cmd_inspect`` does for ``--dump STORE --json`` (the collector paused, every row printed)."""
     sink = io.StringIO()
     found = 0
-    for row in dump_store(state_dir, STORE, task=TASK):
-        sink.write(json.dumps(row, sort_keys=True))
-        sink.write("\n")
-        found += 1
-        if found % 100_000 == 0:
-            sink = io.StringIO()  # a null sink: the printed text is not kept
+    with gc_paused():
+        for row in dump_store(state_dir, STORE, task=TASK):
+            sink.write(json.dumps(row, sort_keys=True))
+            sink.write("\n")
+            found += 1
+            if found % 100_000 == 0:
+                sink = io.StringIO()  # a null sink: the printed text is not kept
     return found
 
 

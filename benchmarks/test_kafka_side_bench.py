@@ -334,25 +334,32 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
         return sum(len(f(key, low, high, True)) for key, low, high in WINDOW_FETCHES)
 
     def fetch_floor(_: int) -> int:
-        # The key's rows of the fetch's segment, rows of a longer key sharing the prefix skipped by length.
+        # The key's rows of the fetch's segment (a longer key sharing the prefix skipped by length), each answered
+        # as the fetch answers it: (window start read with struct, value).
         found = 0
+        unpack = _WINDOW_START.unpack_from
         for key, low, high in WINDOW_FETCHES:
-            size = len(key) + 12
-            for row_key, _ in floors[low // MINUTE].items(from_key=key + _WINDOW_SUFFIX.pack(low, 0)):
-                if row_key > key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF):
+            size, upper, rows = len(key) + 12, key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF), []
+            for row_key, value in floors[low // MINUTE].items(from_key=key + _WINDOW_SUFFIX.pack(low, 0)):
+                if row_key > upper:
                     break
-                found += len(row_key) == size
+                if len(row_key) == size:
+                    rows.append((unpack(row_key, size - 12)[0], value))
+            found += len(rows)
         return found
 
     def backward_floor(_: int) -> int:
         found = 0
+        unpack = _WINDOW_START.unpack_from
         for key, low, high in WINDOW_FETCHES:
-            size, lower = len(key) + 12, key + _WINDOW_SUFFIX.pack(low, 0)
-            for row_key, _ in floors[low // MINUTE].items(backwards=True,
-                                                           from_key=key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF)):
+            size, lower, rows = len(key) + 12, key + _WINDOW_SUFFIX.pack(low, 0), []
+            for row_key, value in floors[low // MINUTE].items(backwards=True,
+                                                               from_key=key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF)):
                 if row_key < lower:
                     break
-                found += len(row_key) == size
+                if len(row_key) == size:
+                    rows.append((unpack(row_key, size - 12)[0], value))
+            found += len(rows)
         return found
 
     def fetch_all(_: int) -> int:
@@ -367,8 +374,9 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
             for sid in range(low // MINUTE, high // MINUTE + 1):
                 for row_key, value in floors[sid].items():
                     end = len(row_key) - 12
-                    if low <= unpack(row_key, end)[0] <= high:
-                        row = (row_key[:end], value)
+                    start = unpack(row_key, end)[0]
+                    if low <= start <= high:
+                        row = (row_key[:end], start, value)
                         found += row is not None
         return found
 
@@ -500,6 +508,7 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     for r in range(VFILL_ROUNDS):
         fill(r)
     raw = _raw_copy(tmp_path_factory, "versioned-floor", read_store.column_family_rows()[DEFAULT_CF])
+    raw.flush()  # as the reopened store's rows are: in a table file
     live_ids = sorted(read_store.segment_ids(), reverse=True)
     observed = read_store.observed_stream_time
     # Reopened: kstate's latest-value cache, filled by puts, starts empty (reads do not fill it).

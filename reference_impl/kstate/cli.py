@@ -668,11 +668,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     try:
         if args.dump:
+            from kstate.stores.restore import gc_paused
             from kstate.terminal import RowProgress
 
             rows = dump_store(args.state_dir, args.dump, task=args.task)
-            # A row counter on stderr while the store is read, on a terminal only (issue 35).
-            with RowProgress(err_console, f"dumping {args.dump}") as progress:
+            # A row counter on stderr while the store is read, on a terminal only; the collector paused, as the rows
+            # are acyclic and freed as they are printed (issue 35).
+            with gc_paused(), RowProgress(err_console, f"dumping {args.dump}") as progress:
                 if args.json:
                     for row in rows:
                         print(json.dumps(row, sort_keys=True))

@@ -32,6 +32,7 @@ from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.stores.column_families import CONVERTERS
 from kstate.stores.factory import store_directory
+from kstate.stores.restore import gc_paused
 
 ColumnFamilies = dict[str, dict[bytes, bytes]]
 Rows = dict[str, list[tuple[bytes, bytes]]]
@@ -85,10 +86,13 @@ def read_database(db_dir: str | Path) -> Rows:
                           column_families={cf: rd.Options(raw_mode=True) for cf in families},
                           access_type=rd.AccessType.read_only())
             rows: Rows = {}
-            for cf in families:
-                handle = db.get_column_family(cf)
-                rows[cf] = [(bytes(k), bytes(v)) for k, v in handle.items()]
-                del handle
+            # Raw mode answers (bytes, bytes) rows: kept as they come. The collector paused while the lists grow
+            # (acyclic tuples, freed by reference counting): it would walk them over and over (issue 35).
+            with gc_paused():
+                for cf in families:
+                    handle = db.get_column_family(cf)
+                    rows[cf] = list(handle.items())
+                    del handle
             return rows
         except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
             raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {exc}") from exc
