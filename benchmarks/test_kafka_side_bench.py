@@ -9,12 +9,22 @@ sides, so that both see the load of the same minutes on a shared machine. Both s
 under the metered layer (logging and caching off), kstate's RocksDB bytes store. The fastest round of each side
 is compared: ``kstate/Kafka`` is Kafka's time over kstate's (higher is better; 1.0 is Kafka's speed).
 
-- ``put`` (+ commit), ``get``, ``range`` (100 ranges of 20 keys): a timestamped key-value store.
-- ``window put`` (+ commit), ``window fetch`` (a key's 40 windows): a window store, one-minute segments.
-- ``findSessions`` (a key's 20 sessions): a session store, where the Kafka testee builds one (else reported n/a).
-- ``versioned put`` (+ commit, in order) and ``versioned get as of`` (random times within history) and, for the
-  versioned put target, ``timestamped put`` of the same keys: kstate's versioned/timestamped put ratio is
-  reported beside Kafka's own, which is the target (a versioned put may cost what it costs Kafka, no more).
+- ``put`` (+ commit), ``get``, ``range`` (100 ranges of 20 keys), ``prefix scan`` (100 one-byte prefixes, about
+  8 keys each), ``all`` (the 2 000 keys): a timestamped key-value store.
+- ``window put`` (+ commit), ``window fetch`` and ``backward fetch`` (a key's 40 windows), ``fetchAll`` (20 time
+  ranges of 10 s, 100 windows each): a window store, one-minute segments.
+- ``findSessions`` and ``backwardFindSessions`` (a key's 20 sessions): a session store, where the Kafka testee
+  builds one (else reported n/a).
+- ``versioned put`` (+ commit, in order), ``versioned get as of`` (random times within history), ``versioned get
+  latest (uncached)`` (the store reopened, so kstate's latest-value cache is empty) and, for the versioned put
+  target, ``timestamped put`` of the same keys: kstate's versioned/timestamped put ratio is reported beside
+  Kafka's own, which is the target (a versioned put may cost what it costs Kafka, no more).
+
+Every read also has a **floor** column (issue 35): the same loop over the same rows through raw rocksdict (raw
+mode, the stores' RocksDB options, the same row keys and values written to plain databases, one per segment where
+the store has segments), doing only what any Python reader must (seek, step, compare the bound, the fixed-size
+key suffix read with ``struct`` where the read filters on it). It is the least a Python reader pays, so
+``kstate/floor`` says how much of the gap to Kafka is kstate's own; floor rounds alternate with the other two.
 
 The report is printed and written to ``reports/bench/kafka-side-by-side.md``. Measurements, not timed tests: a
 ratio under its target is reported, never failed. ``KSTATE_BENCH_KAFKA_VERSION`` picks the Kafka release.
@@ -25,6 +35,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -32,9 +43,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import JVM_WARMUP, KAFKA_VERSION, KafkaSide, Side, hexes, machine_load, print_report
+from bench_tools import JVM_WARMUP, KAFKA_VERSION, KafkaSide, Side, hexes, machine_load, open_raw, print_report
 
-from kstate.codecs.store_types import StoreType
+from kstate.codecs import session_keys
+from kstate.codecs import versioned as versioned_codec
+from kstate.codecs.primitives import INT64_MAX, segment_id
+from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_bytes_store, open_kv_store
@@ -66,6 +80,11 @@ WINDOW_KEYS = [_rng.randbytes(16) for _ in range(50)]
 WINDOW_ROWS = [(WINDOW_KEYS[i], (i % 5) * MINUTE + w * 1000, RAW_VALUES[i * 40 + w])
                for i in range(50) for w in range(40)]
 WINDOW_FETCHES = [(k, (i % 5) * MINUTE, (i % 5) * MINUTE + 39_000) for i, k in enumerate(WINDOW_KEYS)]
+#: fetchAll over 10 s of one minute: the 10 keys of that minute x 10 windows.
+FETCH_ALL = [(m * MINUTE + s * 1000, m * MINUTE + s * 1000 + 9_000) for m in range(5) for s in (0, 10, 20, 30)]
+#: One-byte prefixes: about 2 000 / 256 keys each.
+PREFIXES = [bytes([p]) for p in range(100)]
+ALL_SCANS = 1
 #: Sessions: 100 keys x 20 sessions of 10 s, 30 s apart.
 SESSION_KEYS = [_rng.randbytes(16) for _ in range(100)]
 SESSIONS = [(SESSION_KEYS[i], s * 30_000, s * 30_000 + 10_000, RAW_VALUES[i * 20 + s])
@@ -79,14 +98,18 @@ V_END = 1_000_000 + VFILL_ROUNDS * VSHIFT
 AS_OF = [random.Random(i).randrange(V_END - HISTORY_MS, V_END) for i in range(N)]
 
 #: (label, kind of ``bench.run``); the order of the report.
-OPERATIONS = [("put (+ commit)", "put"), ("get", "get"), ("range", "range"), ("window put (+ commit)", "window_put"),
-              ("window fetch", "window_fetch"), ("findSessions", "find_sessions"),
+OPERATIONS = [("put (+ commit)", "put"), ("get", "get"), ("range", "range"), ("prefix scan", "prefix_scan"),
+              ("all", "all"), ("window put (+ commit)", "window_put"), ("window fetch", "window_fetch"),
+              ("window backward fetch", "window_fetch_backward"), ("window fetchAll", "window_fetch_all"),
+              ("findSessions", "find_sessions"), ("backwardFindSessions", "find_sessions_backward"),
               ("timestamped put (+ commit)", "timestamped_put"), ("versioned put (+ commit)", "versioned_put"),
-              ("versioned get as of", "versioned_get_as_of")]
+              ("versioned get as of", "versioned_get_as_of"),
+              ("versioned get latest (uncached)", "versioned_get_latest")]
 
 
-#: operation kind -> (Kafka, kstate); a side absent where it could not run (``None``: not offered).
-RESULTS: dict[str, tuple[Side | None, Side | None]] = {}
+#: operation kind -> (Kafka, kstate, floor); a side absent where it could not run (``None``: not offered; puts
+#: have no floor).
+RESULTS: dict[str, tuple[Side | None, Side | None, Side | None]] = {}
 NOTES: list[str] = []
 
 
@@ -120,14 +143,15 @@ def _py_block(workload: Callable[[int], int], first: int, warmup: int, rounds: i
     return Side(nanos[:rounds], found[0])
 
 
-def _paired(kafka_block: KafkaBlock | None, workload: Callable[[int], int],
-            benchmark: Any = None) -> tuple[Side | None, Side]:
-    """Both sides of an operation in ``BLOCKS`` blocks that alternate (Kafka's, then kstate's), so that both see
-    the machine's load of the same minutes; the first block of each side warms up."""
+def _paired(kafka_block: KafkaBlock | None, workload: Callable[[int], int], benchmark: Any = None,
+            floor: Callable[[int], int] | None = None) -> tuple[Side | None, Side, Side | None]:
+    """Every side of an operation in ``BLOCKS`` blocks that alternate (Kafka's, the raw floor's, then kstate's), so
+    that all see the machine's load of the same minutes; the first block of each side warms up."""
     per_block = max(1, ROUNDS // BLOCKS)
     k_nanos: list[int] = []
     p_nanos: list[int] = []
-    k_found = p_found = k_next = p_next = 0
+    f_nanos: list[int] = []
+    k_found = p_found = f_found = k_next = p_next = f_next = 0
     for block in range(BLOCKS):
         if kafka_block is not None:
             warmup = JVM_WARMUP if block == 0 else 0
@@ -135,16 +159,40 @@ def _paired(kafka_block: KafkaBlock | None, workload: Callable[[int], int],
             k_nanos += side.nanos
             k_found, k_next = side.found, k_next + warmup + per_block
         warmup = PY_WARMUP if block == 0 else 0
+        if floor is not None:
+            raw = _py_block(floor, f_next, warmup, per_block)
+            f_nanos += raw.nanos
+            f_found, f_next = raw.found, f_next + warmup + per_block
         ours = _py_block(workload, p_next, warmup, per_block, benchmark if block == 0 else None)
         p_nanos += ours.nanos
         p_found, p_next = ours.found, p_next + warmup + per_block
-    return (None if kafka_block is None else Side(k_nanos, k_found)), Side(p_nanos, p_found)
+    return ((None if kafka_block is None else Side(k_nanos, k_found)), Side(p_nanos, p_found),
+            None if floor is None else Side(f_nanos, f_found))
 
 
-def _record(kind: str, kafka: Side | None, ours: Side | None) -> None:
-    RESULTS[kind] = (kafka, ours)
-    if kafka is not None and ours is not None and kafka.found != ours.found:
-        NOTES.append(f"{kind}: Kafka read {kafka.found} entries a round, kstate {ours.found}")
+def _record(kind: str, kafka: Side | None, ours: Side | None, floor: Side | None = None) -> None:
+    RESULTS[kind] = (kafka, ours, floor)
+    for side, label in ((kafka, "Kafka"), (floor, "the floor")):
+        if side is not None and ours is not None and side.found != ours.found:
+            NOTES.append(f"{kind}: {label} read {side.found} entries a round, kstate {ours.found}")
+
+
+def _raw_copy(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[tuple[bytes, bytes]]) -> Any:
+    """A raw rocksdict database holding ``rows`` (in its memtable, as a store's committed rows are), for a floor."""
+    db = open_raw(tmp_path_factory.mktemp(name))
+    for key, value in rows:
+        db.put(key, value)
+    return db
+
+
+def _forward_count(db: Any, lower: bytes, upper: bytes) -> int:
+    """The floor of a bounded forward scan: seek ``lower``, step until a key passes ``upper``."""
+    found = 0
+    for key, _ in db.items(from_key=lower):
+        if key > upper:
+            break
+        found += 1
+    return found
 
 
 def _kv_store(tmp_path_factory: pytest.TempPathFactory, store_type: StoreType) -> Any:
@@ -152,7 +200,8 @@ def _kv_store(tmp_path_factory: pytest.TempPathFactory, store_type: StoreType) -
 
 
 def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """put (+ commit), get and range on a timestamped key-value store; put's round fills the store for the reads."""
+    """put (+ commit), get, range, prefix scan and all() on a timestamped key-value store; put's round fills the
+    store for the reads; each read beside its raw floor."""
     k_put = _kafka(kafka, kafka.open("timestamped_kv"), "put", keys=hexes(KEYS), values=hexes(TS_VALUES), commit=True)
     # The reads go to stores written once on each side (the put rounds leave each key's overwritten versions in
     # the memtable, as many as the side ran rounds).
@@ -160,11 +209,14 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     kafka.run(reads, "put", warmup=0, rounds=1, keys=hexes(KEYS), values=hexes(TS_VALUES), commit=True)
     k_get = _kafka(kafka, reads, "get", keys=hexes(KEYS))
     k_range = _kafka(kafka, reads, "range", keys=hexes([a for a, _ in RANGES]), to_keys=hexes([b for _, b in RANGES]))
+    k_prefix = _kafka(kafka, reads, "prefix_scan", keys=hexes(PREFIXES))
+    k_all = _kafka(kafka, reads, "all", keys=hexes(KEYS[:ALL_SCANS]))
     store = _kv_store(tmp_path_factory, StoreType.TIMESTAMPED_KV)
     read_store = _kv_store(tmp_path_factory, StoreType.TIMESTAMPED_KV)
     for key, value in zip(KEYS, TS_VALUES, strict=True):
         read_store.put(key, value)
     read_store.commit({TP: 1})
+    raw = _raw_copy(tmp_path_factory, "kv-floor", list(zip(KEYS, TS_VALUES, strict=True)))
 
     def put(_: int) -> int:
         p = store.put
@@ -177,6 +229,10 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
         g = read_store.get
         return sum(g(key) is not None for key in KEYS)
 
+    def get_floor(_: int) -> int:
+        g = raw.get
+        return sum(g(key) is not None for key in KEYS)
+
     def ranges(_: int) -> int:
         found = 0
         for low, high in RANGES:
@@ -184,30 +240,83 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
                 found += sum(1 for _ in iterator)
         return found
 
+    def ranges_floor(_: int) -> int:
+        return sum(_forward_count(raw, low, high) for low, high in RANGES)
+
+    def prefixes(_: int) -> int:
+        found = 0
+        for prefix in PREFIXES:
+            with read_store.prefix_scan(prefix) as iterator:
+                found += sum(1 for _ in iterator)
+        return found
+
+    def prefixes_floor(_: int) -> int:
+        found = 0
+        for prefix in PREFIXES:
+            for key, _ in raw.items(from_key=prefix):
+                if not key.startswith(prefix):
+                    break
+                found += 1
+        return found
+
+    def all_rows(_: int) -> int:
+        found = 0
+        for _ in range(ALL_SCANS):
+            with read_store.all() as iterator:
+                found += sum(1 for _ in iterator)
+        return found
+
+    def all_floor(_: int) -> int:
+        return sum(sum(1 for _ in raw.items()) for _ in range(ALL_SCANS))
+
     benchmark.group = "kafka side by side: put"
     _record("put", *_paired(k_put, put, benchmark))
-    # get and range are timed here, outside pytest-benchmark's table (one benchmark per test).
-    _record("get", *_paired(k_get, get))
-    _record("range", *_paired(k_range, ranges))
+    # The reads are timed here, outside pytest-benchmark's table (one benchmark per test).
+    _record("get", *_paired(k_get, get, floor=get_floor))
+    _record("range", *_paired(k_range, ranges, floor=ranges_floor))
+    _record("prefix_scan", *_paired(k_prefix, prefixes, floor=prefixes_floor))
+    _record("all", *_paired(k_all, all_rows, floor=all_floor))
     store.close()
     read_store.close()
+    raw.close()
+
+
+def _segment_floors(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[tuple[int, bytes, bytes]],
+                    interval: int) -> dict[int, Any]:
+    """Raw databases of segment ``time // interval`` each holding its ``(time, row key, value)`` rows."""
+    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
+    for time_, key, value in rows:
+        by_segment.setdefault(time_ // interval, []).append((key, value))
+    return {sid: _raw_copy(tmp_path_factory, f"{name}-{sid}", sorted(seg)) for sid, seg in sorted(by_segment.items())}
+
+
+_WINDOW_SUFFIX = struct.Struct(">qi")  # WIN-4: [key][window start int64][seqnum int32]
+_WINDOW_START = struct.Struct(">q")
+_SESSION_SUFFIX = struct.Struct(">qq")  # SESS-1: [key][end int64][start int64]
 
 
 def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """window put (+ commit) and window fetch over one-minute segments (the same rows on both sides)."""
+    """window put (+ commit), window fetch forward and backward, and fetchAll over one-minute segments (the same
+    rows on both sides), each read beside its raw floor."""
     options = {"retention_ms": HOUR, "window_size_ms": 1000, "segment_interval_ms": MINUTE}
     rows = {"keys": hexes([k for k, _, _ in WINDOW_ROWS]), "values": hexes([v for _, _, v in WINDOW_ROWS]),
             "timestamps": [t for _, t, _ in WINDOW_ROWS], "commit": True}
     k_put = _kafka(kafka, kafka.open("window", options), "window_put", **rows)
     reads = kafka.open("window", options)  # written once, as the key-value reads
     kafka.run(reads, "window_put", warmup=0, rounds=1, **rows)
-    k_fetch = _kafka(kafka, reads, "window_fetch", keys=hexes([k for k, _, _ in WINDOW_FETCHES]),
-                     timestamps=[f for _, f, _ in WINDOW_FETCHES], to_times=[t for _, _, t in WINDOW_FETCHES])
+    fetch_inputs = {"keys": hexes([k for k, _, _ in WINDOW_FETCHES]), "timestamps": [f for _, f, _ in WINDOW_FETCHES],
+                    "to_times": [t for _, _, t in WINDOW_FETCHES]}
+    k_fetch = _kafka(kafka, reads, "window_fetch", **fetch_inputs)
+    k_backward = _kafka(kafka, reads, "window_fetch", backward=True, **fetch_inputs)
+    k_fetch_all = _kafka(kafka, reads, "window_fetch_all", keys=hexes(KEYS[:len(FETCH_ALL)]),
+                         timestamps=[f for f, _ in FETCH_ALL], to_times=[t for _, t in FETCH_ALL])
     store, read_store = (open_bytes_store(StoreType.WINDOW, Backend.ROCKSDB, name="bench", options=options,
                                           state_dir=tmp_path_factory.mktemp("window")) for _ in range(2))
     for key, start, value in WINDOW_ROWS:
         read_store.put(key, value, start)
     read_store.commit({TP: 1})
+    floors = _segment_floors(tmp_path_factory, "window-floor",
+                             [(t, k + _WINDOW_SUFFIX.pack(t, 0), v) for k, t, v in WINDOW_ROWS], MINUTE)
 
     def put(_: int) -> int:
         p = store.put
@@ -220,45 +329,146 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
         f = read_store.fetch_range
         return sum(len(f(key, low, high)) for key, low, high in WINDOW_FETCHES)
 
+    def backward_fetch(_: int) -> int:
+        f = read_store.fetch_range
+        return sum(len(f(key, low, high, True)) for key, low, high in WINDOW_FETCHES)
+
+    def fetch_floor(_: int) -> int:
+        # The key's rows of the fetch's segment (a longer key sharing the prefix skipped by length), each answered
+        # as the fetch answers it: (window start read with struct, value).
+        found = 0
+        unpack = _WINDOW_START.unpack_from
+        for key, low, high in WINDOW_FETCHES:
+            size, upper, rows = len(key) + 12, key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF), []
+            for row_key, value in floors[low // MINUTE].items(from_key=key + _WINDOW_SUFFIX.pack(low, 0)):
+                if row_key > upper:
+                    break
+                if len(row_key) == size:
+                    rows.append((unpack(row_key, size - 12)[0], value))
+            found += len(rows)
+        return found
+
+    def backward_floor(_: int) -> int:
+        found = 0
+        unpack = _WINDOW_START.unpack_from
+        for key, low, high in WINDOW_FETCHES:
+            size, lower, rows = len(key) + 12, key + _WINDOW_SUFFIX.pack(low, 0), []
+            for row_key, value in floors[low // MINUTE].items(backwards=True,
+                                                               from_key=key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF)):
+                if row_key < lower:
+                    break
+                if len(row_key) == size:
+                    rows.append((unpack(row_key, size - 12)[0], value))
+            found += len(rows)
+        return found
+
+    def fetch_all(_: int) -> int:
+        f = read_store.fetch_all
+        return sum(len(f(low, high)) for low, high in FETCH_ALL)
+
+    def fetch_all_floor(_: int) -> int:
+        # Every row of the range's segments, kept by its window start (read with struct, the key split off).
+        found = 0
+        unpack = _WINDOW_START.unpack_from
+        for low, high in FETCH_ALL:
+            for sid in range(low // MINUTE, high // MINUTE + 1):
+                for row_key, value in floors[sid].items():
+                    end = len(row_key) - 12
+                    start = unpack(row_key, end)[0]
+                    if low <= start <= high:
+                        row = (row_key[:end], start, value)
+                        found += row is not None
+        return found
+
     benchmark.group = "kafka side by side: window"
     _record("window_put", *_paired(k_put, put, benchmark))
-    _record("window_fetch", *_paired(k_fetch, fetch))
+    _record("window_fetch", *_paired(k_fetch, fetch, floor=fetch_floor))
+    _record("window_fetch_backward", *_paired(k_backward, backward_fetch, floor=backward_floor))
+    _record("window_fetch_all", *_paired(k_fetch_all, fetch_all, floor=fetch_all_floor))
     store.close()
     read_store.close()
+    for db in floors.values():
+        db.close()
 
 
 def test_find_sessions(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """findSessions of each key's 20 sessions; Kafka's side where its testee builds session stores."""
+    """findSessions and backwardFindSessions of each key's 20 sessions beside their raw floor; Kafka's side where
+    its testee builds session stores."""
     store = open_bytes_store(StoreType.SESSION, Backend.ROCKSDB, name="bench",
                              state_dir=tmp_path_factory.mktemp("session"), options={"retention_ms": HOUR})
     for key, start, end, value in SESSIONS:
         store.put(key, start, end, value)
     store.commit({TP: 1})
+    interval = session_keys.default_segment_interval(HOUR)
+    floors = _segment_floors(tmp_path_factory, "session-floor",
+                             [(e, k + _SESSION_SUFFIX.pack(e, s), v) for k, s, e, v in SESSIONS], interval)
 
-    def find(_: int) -> int:
-        found = 0
-        for key, earliest_end, latest_start in SESSION_FINDS:
-            with store.find_sessions(key, earliest_end, latest_start) as iterator:
-                found += sum(1 for _ in iterator)
-        return found
+    def finder(backward: bool) -> Callable[[int], int]:
+        def find(_: int) -> int:
+            found = 0
+            for key, earliest_end, latest_start in SESSION_FINDS:
+                with store.find_sessions(key, earliest_end, latest_start, backward=backward) as iterator:
+                    found += sum(1 for _ in iterator)
+            return found
+
+        return find
+
+    def floor(backward: bool) -> Callable[[int], int]:
+        # The key's rows of every segment from segmentId(earliest end) on, kept by length, end and start.
+        unpack = _SESSION_SUFFIX.unpack_from
+        sids = sorted(floors, reverse=backward)
+
+        def find(_: int) -> int:
+            found = 0
+            for key, earliest_end, latest_start in SESSION_FINDS:
+                lower, upper = key + _SESSION_SUFFIX.pack(earliest_end, 0), key + _SESSION_SUFFIX.pack(INT64_MAX,
+                                                                                                      latest_start)
+                size = len(key) + 16
+                for sid in sids:
+                    if sid < earliest_end // interval:
+                        continue
+                    db = floors[sid]
+                    rows = db.items(backwards=True, from_key=upper) if backward else db.items(from_key=lower)
+                    for row_key, value in rows:
+                        if (row_key < lower) if backward else (row_key > upper):
+                            break
+                        if len(row_key) == size:
+                            end, start = unpack(row_key, size - 16)
+                            if end >= earliest_end and start <= latest_start:
+                                found += value is not None
+            return found
+
+        return find
 
     k_find: KafkaBlock | None = None
+    k_backward: KafkaBlock | None = None
     if "session" in kafka.store_types:
         handle = kafka.open("session", {"retention_ms": HOUR})
         kafka.run(handle, "session_put", warmup=0, rounds=1, keys=hexes([k for k, _, _, _ in SESSIONS]),
                   values=hexes([v for _, _, _, v in SESSIONS]), timestamps=[s for _, s, _, _ in SESSIONS],
                   to_times=[e for _, _, e, _ in SESSIONS], commit=True)
-        k_find = _kafka(kafka, handle, "find_sessions", keys=hexes([k for k, _, _ in SESSION_FINDS]),
-                        timestamps=[e for _, e, _ in SESSION_FINDS], to_times=[s for _, _, s in SESSION_FINDS])
+        finds = {"keys": hexes([k for k, _, _ in SESSION_FINDS]), "timestamps": [e for _, e, _ in SESSION_FINDS],
+                 "to_times": [s for _, _, s in SESSION_FINDS]}
+        k_find = _kafka(kafka, handle, "find_sessions", **finds)
+        k_backward = _kafka(kafka, handle, "find_sessions", backward=True, **finds)
     else:
         NOTES.append(f"findSessions: the Kafka {KAFKA_VERSION} testee builds no session store yet (store.capabilities)")
     benchmark.group = "kafka side by side: session"
-    _record("find_sessions", *_paired(k_find, find, benchmark))
+    _record("find_sessions", *_paired(k_find, finder(False), benchmark, floor=floor(False)))
+    _record("find_sessions_backward", *_paired(k_backward, finder(True), floor=floor(True)))
     store.close()
+    for db in floors.values():
+        db.close()
+
+
+_INT64 = struct.Struct(">q")
+_SEGMENT_HEADER = struct.Struct(">qq")  # VER-5: nextTimestamp, minTimestamp
+_SEGMENT_ENTRY = struct.Struct(">qi")  # VER-6: validFrom, value size
 
 
 def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """versioned put in order (+ commit) against a timestamped put of the same keys, on each side; get as of."""
+    """versioned put in order (+ commit) against a timestamped put of the same keys, on each side; get as of and
+    get latest (uncached) beside their raw floors."""
     options = {"history_retention_ms": HISTORY_MS, "segment_interval_ms": SEGMENT_MS}
     ts_values = [encode_value_and_timestamp(v, t) for v, t in zip(RAW_VALUES, VTIMES, strict=True)]
     k_ts = _kafka(kafka, kafka.open("timestamped_kv"), "put", keys=hexes(VKEYS), values=hexes(ts_values), commit=True)
@@ -268,12 +478,14 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     kafka.run(reads, "versioned_put", warmup=0, rounds=VFILL_ROUNDS, keys=hexes(VKEYS), values=hexes(RAW_VALUES),
               timestamps=VTIMES, round_shift_ms=VSHIFT, commit=True)
     k_get = _kafka(kafka, reads, "versioned_get", keys=hexes(VKEYS), timestamps=AS_OF)
+    k_latest = _kafka(kafka, reads, "versioned_get", keys=hexes(VKEYS))
 
     timestamped = _kv_store(tmp_path_factory, StoreType.TIMESTAMPED_KV)
     versioned = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name="bench",
                                  state_dir=tmp_path_factory.mktemp("versioned"), options=options)
-    read_store = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name="bench",
-                                  state_dir=tmp_path_factory.mktemp("versioned-read"), options=options)
+    read_dir = tmp_path_factory.mktemp("versioned-read")
+    read_store = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name="bench", state_dir=read_dir,
+                                  options=options)
 
     def ts_put(_: int) -> int:
         p = timestamped.put
@@ -295,17 +507,72 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     fill = putter(read_store)
     for r in range(VFILL_ROUNDS):
         fill(r)
+    raw = _raw_copy(tmp_path_factory, "versioned-floor", read_store.column_family_rows()[DEFAULT_CF])
+    raw.flush()  # as the reopened store's rows are: in a table file
+    live_ids = sorted(read_store.segment_ids(), reverse=True)
+    observed = read_store.observed_stream_time
+    # Reopened: kstate's latest-value cache, filled by puts, starts empty (reads do not fill it).
+    read_store.close()
+    read_store = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name="bench", state_dir=read_dir,
+                                  options=options)
 
     def get_as_of(_: int) -> int:
         g = read_store.get
         return sum(g(key, as_of) is not None for key, as_of in zip(VKEYS, AS_OF, strict=True))
 
+    def get_as_of_floor(_: int) -> int:
+        # The latest row, then the key's segment rows newest first (VER-32), the version found by walking the
+        # row's index (VER-11): the rows read and the few integers unpacked that any reader needs.
+        found = 0
+        get, unpack_int, unpack_header, unpack_entry = raw.get, _INT64.unpack_from, _SEGMENT_HEADER.unpack_from, \
+            _SEGMENT_ENTRY.unpack_from
+        for key, as_of in zip(VKEYS, AS_OF, strict=True):
+            latest = get(versioned_codec.LATEST_VALUE_PREFIX + key)
+            if latest is not None and unpack_int(latest)[0] <= as_of:
+                found += 1
+                continue
+            if as_of < observed - HISTORY_MS:
+                continue
+            low = segment_id(as_of, SEGMENT_MS)
+            for sid in live_ids:
+                if sid < low:
+                    break
+                row = get(_INT64.pack(sid) + key)
+                if row is None:
+                    continue
+                next_ts, min_ts = unpack_header(row)
+                if next_ts <= as_of:
+                    break
+                if min_ts > as_of:
+                    continue
+                position, cumulative = 16, 0
+                while True:
+                    valid_from, size = unpack_entry(row, position)
+                    position, cumulative = position + 12, cumulative + max(size, 0)
+                    if valid_from <= as_of:
+                        if size >= 0:
+                            value = row[len(row) - cumulative:len(row) - cumulative + size]
+                            found += value is not None
+                        break
+                break
+        return found
+
+    def get_latest(_: int) -> int:
+        g = read_store.get
+        return sum(g(key) is not None for key in VKEYS)
+
+    def get_latest_floor(_: int) -> int:
+        get, prefix = raw.get, versioned_codec.LATEST_VALUE_PREFIX
+        return sum(get(prefix + key) is not None for key in VKEYS)
+
     benchmark.group = "kafka side by side: versioned"
     _record("versioned_put", *_paired(k_put, putter(versioned), benchmark))
     _record("timestamped_put", *_paired(k_ts, ts_put))
-    _record("versioned_get_as_of", *_paired(k_get, get_as_of))
+    _record("versioned_get_as_of", *_paired(k_get, get_as_of, floor=get_as_of_floor))
+    _record("versioned_get_latest", *_paired(k_latest, get_latest, floor=get_latest_floor))
     for store in (timestamped, versioned, read_store):
         store.close()
+    raw.close()
     gc.collect()
 
 
@@ -321,9 +588,11 @@ def _us(nanos: float, ops: int) -> str:
     return f"{nanos / ops / 1e3:.2f}"
 
 
-OPS_PER_ROUND = {"put": N, "get": N, "range": len(RANGES), "window_put": len(WINDOW_ROWS),
-                 "window_fetch": len(WINDOW_FETCHES), "find_sessions": len(SESSION_FINDS), "timestamped_put": N,
-                 "versioned_put": N, "versioned_get_as_of": N}
+OPS_PER_ROUND = {"put": N, "get": N, "range": len(RANGES), "prefix_scan": len(PREFIXES), "all": ALL_SCANS,
+                 "window_put": len(WINDOW_ROWS), "window_fetch": len(WINDOW_FETCHES),
+                 "window_fetch_backward": len(WINDOW_FETCHES), "window_fetch_all": len(FETCH_ALL),
+                 "find_sessions": len(SESSION_FINDS), "find_sessions_backward": len(SESSION_FINDS),
+                 "timestamped_put": N, "versioned_put": N, "versioned_get_as_of": N, "versioned_get_latest": N}
 
 
 def report_lines() -> list[str]:
@@ -331,20 +600,27 @@ def report_lines() -> list[str]:
     lines = [f"## kstate beside Apache Kafka {KAFKA_VERSION}'s stores ({time.strftime('%Y-%m-%d %H:%M')}, "
              f"commit {_commit()})", "",
              f"Wall clock, fastest of {BLOCKS * max(1, ROUNDS // BLOCKS)} rounds (median in brackets) in {BLOCKS} "
-             f"blocks alternating between the sides; Kafka timed inside its JVM after {JVM_WARMUP} warm-up rounds; kstate/Kafka = Kafka's time / kstate's (higher is better); "
-             f"{machine_load()} at the end of the run.", "",
-             "| operation | ops/round | Kafka µs/op | kstate µs/op | kstate/Kafka |", "|---|---:|---:|---:|---:|"]
+             f"blocks alternating between the sides; Kafka timed inside its JVM after {JVM_WARMUP} warm-up rounds; floor = the "
+             f"same loop over the same rows through raw rocksdict; kstate/Kafka = Kafka's time / kstate's, "
+             f"kstate/floor = the floor's time / kstate's (higher is better); {machine_load()} at the end of the run.",
+             "", "| operation | ops/round | Kafka µs/op | floor µs/op | kstate µs/op | kstate/Kafka | kstate/floor |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+
+    def text(side: Side | None, ops: int) -> str:
+        return "n/a" if side is None else f"{_us(side.best, ops)} ({_us(side.median, ops)})"
+
+    def ratio(side: Side | None, ours: Side | None) -> str:
+        return "n/a" if side is None or ours is None else f"{side.best / ours.best:.2f}"
+
     for label, kind in OPERATIONS:
         if kind not in RESULTS:
             continue
-        k, ours = RESULTS[kind]
+        k, ours, floor = RESULTS[kind]
         ops = OPS_PER_ROUND[kind]
-        k_text = "n/a" if k is None else f"{_us(k.best, ops)} ({_us(k.median, ops)})"
-        o_text = "n/a" if ours is None else f"{_us(ours.best, ops)} ({_us(ours.median, ops)})"
-        ratio = "n/a" if k is None or ours is None else f"{k.best / ours.best:.2f}"
-        lines.append(f"| {label} | {ops} | {k_text} | {o_text} | {ratio} |")
-    k_v, o_v = RESULTS.get("versioned_put", (None, None))
-    k_t, o_t = RESULTS.get("timestamped_put", (None, None))
+        lines.append(f"| {label} | {ops} | {text(k, ops)} | {text(floor, ops)} | {text(ours, ops)} | "
+                     f"{ratio(k, ours)} | {ratio(floor, ours)} |")
+    k_v, o_v, _ = RESULTS.get("versioned_put", (None, None, None))
+    k_t, o_t, _ = RESULTS.get("timestamped_put", (None, None, None))
     if k_v and o_v and k_t and o_t:
         kafka_ratio, ours_ratio = k_t.best / k_v.best, o_t.best / o_v.best
         verdict = "meets target" if ours_ratio >= kafka_ratio else "BELOW TARGET"

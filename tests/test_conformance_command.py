@@ -125,6 +125,11 @@ def test_unsupported_and_failed_runs_read_as_such(impl_dir: Path, tmp_path: Path
     assert "time by phase: start-up and collection " in run.stdout
     slowest = run.stdout.split("slowest tests (setup, call and teardown):")[1].splitlines()[1:4]
     assert all(line.strip().split("  ", 1)[1].startswith("test_") for line in slowest), slowest
+    # And the CPU time of the process tree (issue 35): this process's and its ended children's.
+    cpu = re.search(r"CPU time of the process tree: ([0-9.]+) s \(this process ([0-9.]+) s, its ended children "
+                    r"([0-9.]+) s\)", run.stdout)
+    assert cpu is not None, run.stdout[-2000:]
+    assert float(cpu[2]) > 0 and abs(float(cpu[1]) - float(cpu[2]) - float(cpu[3])) < 0.11
     markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "| TSKV-1 | required |" in markdown and "| partial |" in markdown
     assert "## Unsupported operations" in markdown and "| `timestamped.raw_value` |" in markdown

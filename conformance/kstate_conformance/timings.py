@@ -1,7 +1,9 @@
-"""Where a suite run's time goes: each phase, and the ten slowest tests, printed at the end of the run."""
+"""Where a suite run's time goes: each phase, the ten slowest tests and the CPU time of the process tree, printed
+at the end of the run."""
 
 from __future__ import annotations
 
+import resource
 import time
 from collections import defaultdict
 
@@ -11,6 +13,21 @@ from kstate_conformance.expectations import stable_test_id
 
 #: How many of the slowest tests a run names.
 SLOWEST = 10
+
+
+def process_tree_cpu_seconds() -> tuple[float, float]:
+    """(this process, its children waited for) user + system CPU seconds so far (issue 35: the CPU of the run,
+    testee processes and mutation workers included once they have ended)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def cpu_line() -> str:
+    """The run's CPU time as the timing summary prints it."""
+    own, children = process_tree_cpu_seconds()
+    return f"CPU time of the process tree: {own + children:.1f} s (this process {own:.1f} s, its ended children " \
+           f"{children:.1f} s)"
 
 
 class SuiteTimings:
@@ -51,3 +68,4 @@ class SuiteTimings:
         write(f"the {min(SLOWEST, len(self.per_test))} slowest tests (setup, call and teardown):")
         for nodeid, seconds in self.slowest():
             write(f"  {seconds:6.2f} s  {stable_test_id(nodeid)}")
+        write(cpu_line())

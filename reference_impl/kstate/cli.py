@@ -675,15 +675,25 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     try:
         if args.dump:
+            from kstate.stores.restore import gc_paused
+            from kstate.terminal import RowProgress
+
             rows = dump_store(args.state_dir, args.dump, task=args.task)
-            if args.json:
+            # A row counter on stderr while the store is read, on a terminal only; the collector paused, as the rows
+            # are acyclic and freed as they are printed (issue 35).
+            with gc_paused(), RowProgress(err_console, f"dumping {args.dump}") as progress:
+                if args.json:
+                    for row in rows:
+                        print(json.dumps(row, sort_keys=True))
+                        progress.tick()
+                    return 0
+                materialized = []
                 for row in rows:
-                    print(json.dumps(row, sort_keys=True))
-                return 0
+                    materialized.append(row)
+                    progress.tick()
             table = Table(title=f"{args.dump}: decoded rows")
             columns = ("task", "segment_start", "cf", "key", "value", "timestamp", "headers", "window", "session",
                        "versions", "error")
-            materialized = list(rows)
             shown = [c for c in columns if any(c in r for r in materialized)]
             for column in shown:
                 table.add_column(column, overflow="fold")

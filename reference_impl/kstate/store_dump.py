@@ -18,6 +18,7 @@ import contextlib
 import gc
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from kstate.storage_files import read_state_file
 from kstate.stores.column_families import CONVERTERS
 from kstate.stores.engine import check_database_files, is_database_file_name
 from kstate.stores.factory import store_directory
+from kstate.stores.restore import gc_paused
 
 ColumnFamilies = dict[str, dict[bytes, bytes]]
 Rows = dict[str, list[tuple[bytes, bytes]]]
@@ -130,25 +132,35 @@ def read_database(db_dir: str | Path) -> Rows:
         raise DatabaseReadError(f"{db_dir} is not a RocksDB database (no CURRENT file)")
     with _scratch_copy(db_dir) as copy:
         db: Any = None
+        handle: Any = None
         try:
             families = [str(cf) for cf in rd.Rdict.list_cf(str(copy))]
             db = rd.Rdict(str(copy), rd.Options(raw_mode=True),
                           column_families={cf: rd.Options(raw_mode=True) for cf in families},
                           access_type=rd.AccessType.read_only())
             rows: Rows = {}
-            for cf in families:
-                handle = db.get_column_family(cf)
-                rows[cf] = [(bytes(k), bytes(v)) for k, v in handle.items()]
-                del handle
+            # Raw mode answers (bytes, bytes) rows: kept as they come. The collector paused while the lists grow
+            # (acyclic tuples, freed by reference counting): it would walk them over and over (issue 35).
+            with gc_paused():
+                for cf in families:
+                    handle = db.get_column_family(cf)
+                    rows[cf] = list(handle.items())
+                    del handle
             return rows
         except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
             raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {_user_message(str(exc), copy, db_dir)}"
                                     ) from exc
         finally:
+            handle = None  # noqa: F841 (a handle left by a failed read refers to the database)
             if db is not None:
                 db.close()
+                # rocksdict keeps files open while anything refers to the database: collect the garbage when
+                # something besides this frame still does (a full collection in a large heap costs a fifth of a
+                # second, paid by every dump, issue 35).
+                referred = sys.getrefcount(db) > 2  # this frame's name and the call's argument
                 del db
-            gc.collect()  # rocksdict keeps files open while anything refers to the database
+                if referred:
+                    gc.collect()
 
 
 def segment_databases(store_dir: str | Path) -> list[tuple[Path, int]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from rich.console import Console
 
@@ -29,3 +30,41 @@ def table_console() -> Console:
 
 console = make_console()
 err_console = make_console(stderr=True)
+
+
+#: Rows between two updates of a row counter (a bar's redraw per row would cost more than the row).
+PROGRESS_EVERY = 8192
+
+
+class RowProgress:
+    """A transient row counter on ``console`` while a long read runs (``kstate inspect --dump``, issue 35): shown
+    only on a terminal, so that piped output and logs stay the rows alone. Call :meth:`tick` once a row."""
+
+    def __init__(self, console: Console, description: str) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+        self.rows = 0
+        self._next_update = PROGRESS_EVERY
+        if console.is_terminal:
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                      TextColumn("{task.completed:,} rows"), TimeElapsedColumn(),
+                                      console=console, transient=True)
+            self._task = self._progress.add_task(description, total=None)
+
+    def __enter__(self) -> RowProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def tick(self) -> None:
+        self.rows += 1
+        if self.rows >= self._next_update:
+            self._next_update += PROGRESS_EVERY
+            if self._progress is not None:
+                self._progress.update(self._task, completed=self.rows)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()

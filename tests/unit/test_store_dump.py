@@ -65,3 +65,26 @@ def test_store_dump_of_a_closed_store_leaves_its_directory_untouched(tmp_path: P
     dumped = call("store.dump", {"state_dir": str(tmp_path), "name": "s"})
     assert dumped["column_families"]["default"] == [["6b", "76"]]
     assert {p.name: p.read_bytes() for p in store_dir.iterdir() if p.is_file()} == before
+
+
+def test_a_clean_read_releases_the_database_without_a_full_collection(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_database collects the garbage only when something still refers to the database (issue 35: a full
+    collection per dump in the suite's large heap); the store then opens again at once (its files released)."""
+    import gc
+
+    from kstate import store_dump
+
+    store = open_bytes_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    store.put(b"k", encode_value_and_timestamp(b"v", 1))
+    store.close()
+    db_dir = tmp_path / "app" / "0_0" / "rocksdb" / "s"
+    collections: list[object] = []
+    monkeypatch.setattr(gc, "collect", lambda *args: collections.append(args) or 0)
+    rows = store_dump.read_database(db_dir)
+    assert rows[TIMESTAMPED_CF] == [(b"k", encode_value_and_timestamp(b"v", 1))]
+    assert collections == []
+    monkeypatch.undo()
+    reopened = open_bytes_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    assert reopened.get(b"k") == encode_value_and_timestamp(b"v", 1)
+    reopened.close()

@@ -4,6 +4,7 @@ dispatch site."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from kstate.codecs.store_types import (
     UnknownStoreTypeError,
     encode_stored_value,
 )
-from kstate.inspect.state_dir import decode_row
+from kstate.inspect.state_dir import decode_row, row_decoder
 from kstate.ops import call
 from kstate.spark.families import AuditSetupError, FamilyParameters, check_parameters, read_store_entries, semantics_for
 from kstate.spark.oracle import STATE_BUILDERS, expected_value
@@ -132,6 +133,7 @@ def test_every_built_type_passes_every_dispatch_site(tmp_path: Path, store_type:
     assert rows
     for cf, key, value in rows:
         decoded = decode_row(store_type, cf, key, value)
+        assert row_decoder(store_type, cf)(key, value) == decoded  # the dump's per-family decoder (issue 35)
         assert decoded["key"] == "k" and decoded.get("value", "v") == "v", decoded
         versions = decoded.get("versions", [decoded])
         assert all(v["value"] == "v" and v.get("headers", [["h", "h"]]) == [["h", "h"]] for v in versions), decoded
@@ -158,5 +160,23 @@ def test_an_unknown_store_type_is_refused_by_name_at_every_site() -> None:
         assert "nonesuch_kv" in out["error"]["message"], (name, out)
     with pytest.raises(UnknownStoreTypeError, match="nonesuch_kv"):
         decode_row("nonesuch_kv", "default", b"k", b"v")
+    with pytest.raises(UnknownStoreTypeError, match="nonesuch_kv"):
+        row_decoder("nonesuch_kv", "default")(b"k", b"v")
     with pytest.raises(AuditSetupError):
         semantics_for(StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS)
+
+
+@pytest.mark.parametrize("value", [b"\x00" * 8 + b"text", b"\x00" * 8 + b"\xff\xfe", b"\x00" * 8 + b"0xab", b"\x00" * 7,
+                                   b"\x00" * 8 + b"\x00\x01"])
+@pytest.mark.parametrize("key", [b"k", b"\xff", b"0x12", b"line\n"])
+def test_the_key_value_row_decoder_answers_as_decode_row(key: bytes, value: bytes) -> None:
+    """The per-family decoder of a dump (issue 35) answers what decode_row answers, or fails as it fails (LAY-5)."""
+    for store_type, cf in ((StoreType.TIMESTAMPED_KV, "keyValueWithTimestamp"), (StoreType.KEY_VALUE, "default"),
+                           (StoreType.TIMESTAMPED_KV, "default"), (StoreType.TIMESTAMPED_KV, "nonesuch")):
+        outcomes = []
+        for decode in (functools.partial(decode_row, store_type, cf), row_decoder(store_type, cf)):
+            try:
+                outcomes.append(decode(key, value))
+            except Exception as exc:  # compared by type and text
+                outcomes.append((type(exc), str(exc)))
+        assert outcomes[0] == outcomes[1], (store_type, cf)

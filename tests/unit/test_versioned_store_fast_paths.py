@@ -56,3 +56,58 @@ def test_the_cache_follows_every_write_of_a_latest_row(tmp_path: Path, monkeypat
                 assert store.get(k) == expected
     finally:
         store.close()
+
+
+def test_get_as_of_in_place_answers_what_the_per_key_procedure_answers(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The get as of read in place (issue 35) and the codec's ``KeyVersions.get_as_of`` (VER-32) agree at every
+    time around every version, over out-of-order puts, tombstones, deletes, commits, expiry and a cache dropped for
+    size (VS-9)."""
+    monkeypatch.setattr(versioned, "_LATEST_CACHE_BYTES", 64)
+    store = RocksDBVersionedStore("s", tmp_path, history_retention_ms=50, segment_interval_ms=10)
+    rng = random.Random(35)
+    keys = [bytes([k]) for k in range(4)]
+    now = 100
+    try:
+        for step in range(400):
+            key = rng.choice(keys)
+            now += rng.randrange(0, 5)
+            late = now - rng.randrange(0, 60) if rng.random() < 0.3 else now
+            if rng.random() < 0.8:
+                store.put(key, None if rng.random() < 0.1 else bytes(rng.randrange(0, 9)), late)
+            else:
+                store.delete(key, late)
+            if step % 37 == 0:
+                store.commit({TP: step})
+            if step % 5 == 0:
+                for k in keys:
+                    for as_of in range(now - 70, now + 3):
+                        assert store.get(k, as_of) == store._codec_get_as_of(k, as_of), (k, as_of)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("row", [b"", b"\x00" * 7, (1_000).to_bytes(8, "big"), (1_000).to_bytes(8, "big") + b"\x00" * 7,
+                                 (1_000).to_bytes(8, "big") + (0).to_bytes(8, "big"),
+                                 (1_000).to_bytes(8, "big") + (0).to_bytes(8, "big") + (0).to_bytes(8, "big")
+                                 + (-2).to_bytes(4, "big", signed=True),
+                                 (1_000).to_bytes(8, "big") + (0).to_bytes(8, "big") + (0).to_bytes(8, "big")
+                                 + (50).to_bytes(4, "big")])
+def test_get_as_of_of_a_malformed_segment_row_fails_as_the_codec_fails(tmp_path: Path, row: bytes) -> None:
+    """A segment row the index cannot be read from is refused with the codec's typed error, or answered as the
+    codec answers it (VER-9, VER-11)."""
+    store = RocksDBVersionedStore("s", tmp_path, history_retention_ms=10_000, segment_interval_ms=100)
+    try:
+        store.put(b"k", b"v", 2_000)
+        store.commit({TP: 1})
+        store._row_put(versioned._INT64.pack(segment_id(999, 100)) + b"k", row)
+        store._segments.get_or_create_segment(segment_id(999, 100))
+        outcomes = []
+        for read in (store.get, store._codec_get_as_of):
+            try:
+                outcomes.append(("answer", read(b"k", 500)))
+            except Exception as exc:  # the typed error, compared by type and text
+                outcomes.append(("error", type(exc), str(exc)))
+        assert outcomes[0] == outcomes[1]
+    finally:
+        store.close()

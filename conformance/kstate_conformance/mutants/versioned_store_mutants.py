@@ -76,6 +76,9 @@ def _with_key_versions(key_versions: type[v.KeyVersions]) -> dict[str, Handler]:
         def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
             return False  # every put through the broken procedure (the fast path writes the same rows)
 
+        def _get_as_of(self, key: bytes, as_of: int) -> Any:
+            return self._codec_get_as_of(key, as_of)  # every get as of through it (the in-place read answers alike)
+
         def _key_versions(self, key: bytes, stream_time: int) -> v.KeyVersions:
             honest = super()._key_versions(key, stream_time)
             return key_versions(honest.config, honest.observed_stream_time, honest.latest, honest.segments)
@@ -570,6 +573,9 @@ def _negative_segment_accepted() -> dict[str, Handler]:
     class NegativeSegments(RocksDBVersionedStore):
         def _put_in_order(self, key: bytes, value: bytes, timestamp: int) -> bool:
             return False  # every put through the broken procedure
+
+        def _get_as_of(self, key: bytes, as_of: int) -> Any:
+            return self._codec_get_as_of(key, as_of)  # every get as of through it
 
         def _key_versions(self, key: bytes, stream_time: int) -> v.KeyVersions:
             honest = super()._key_versions(key, stream_time)

@@ -8,7 +8,7 @@ Store types are detected as spec/layout.md "Detecting a store's type" describes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,42 @@ def _value_fields(value_format: ValueFormat, value: bytes | None) -> dict[str, A
     return out
 
 
+RowDecoder = Callable[[bytes, bytes], dict[str, Any]]
+
+
+def row_decoder(store_type: StoreType | str, cf: str) -> RowDecoder:
+    """:func:`decode_row` of one store type and column family, what does not depend on the row looked up once
+    (issue 35: a dump decodes every row of a family alike). A type or family without a codec gives a decoder that
+    raises decode_row's error on every row, as decode_row does."""
+    try:
+        time_ordered = store_type == TIME_ORDERED
+        parsed = StoreType.WINDOW if time_ordered else StoreType.parse(store_type)
+        family = STORE_TYPES[parsed].family
+        value_format = _value_format(parsed, cf)
+    except (KStateError, AssertionError):
+        return lambda key, value: decode_row(store_type, cf, key, value)
+    if family is Family.KEY_VALUE:
+        decode_value = VALUE_DECODERS[value_format]
+        text = _text
+
+        def decode_key_value(key: bytes, value: bytes) -> dict[str, Any]:
+            # decode_row's key-value rows, its calls inline; _value_fields for a value that is not None.
+            row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "key": text(key)}
+            if value is None:
+                row["value"] = None
+                return row
+            parts = decode_value(value)
+            row["value"] = text(parts.value)
+            if parts.timestamp is not None:
+                row["timestamp"] = parts.timestamp
+            if parts.headers is not None:
+                row["headers"] = _headers(parts.headers)
+            return row
+
+        return decode_key_value
+    return lambda key, value: decode_row(store_type, cf, key, value)
+
+
 def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -> dict[str, Any]:
     """One stored row decoded by the codec of its store type's family and value layout (from the table of store
     types) and its column family; raises DecodeError on bad bytes, and on a type or family it has no codec for."""
@@ -338,14 +374,17 @@ class _Walker:
             except LayoutError as exc:
                 what = "mixed-plain-and-timestamped" if "both plain" in str(exc) else "column-family-not-opened"
                 self.violate("LAY-8", what, db_dir, f"Kafka would refuse to open this {kind} store: {exc}")
-            for cf, cf_rows in rows.items():
+            # A dump (keep_rows) decodes every row itself, each failure printed with its row, and reads no
+            # violation: the rows are not decoded twice (issue 35).
+            for cf, cf_rows in () if self.keep_rows else rows.items():
                 if cf == OFFSETS_CF or cf not in KNOWN_COLUMN_FAMILIES:
                     continue
                 bad = 0
                 first = ""
+                decode = row_decoder(kind, cf)
                 for key, value in cf_rows:
                     try:
-                        decode_row(kind, cf, key, value)
+                        decode(key, value)
                     except (KStateError, AssertionError) as exc:
                         bad += 1
                         first = first or f"{key!r}: {exc}"
@@ -630,10 +669,11 @@ def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterato
             for cf, cf_rows in rows.items():
                 if cf == OFFSETS_CF:
                     continue
+                decode = row_decoder(store_type, cf)
                 for key, value in cf_rows:
                     base: dict[str, Any] = {"task": name, "store": store, "segment_start": db.segment_start}
                     try:
-                        base.update(decode_row(store_type, cf, key, value))
+                        base.update(decode(key, value))
                     except (KStateError, AssertionError) as exc:
                         base.update(cf=cf, key_hex=key.hex(), value_hex=value.hex(), error=str(exc))
                     yield base

@@ -102,7 +102,7 @@ class StagedEngine:
         )
         ops = self.pending.ops.get(cf)
         if not ops:
-            return cursor, cursor
+            return iter(cursor), cursor  # the cursor's own row generator where it has one (no frame per row)
         staged = sorted(
             ((k, v) for k, v in ops.items() if in_bounds(k, lower, upper, lower_inclusive, upper_inclusive)),
             reverse=reverse,

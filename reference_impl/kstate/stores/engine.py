@@ -20,7 +20,7 @@ import shutil
 import stat
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -547,20 +547,85 @@ def list_column_families(path: str | Path, store: str | None = None) -> list[str
         raise storage_error(store or Path(path).name, f"listing the column families of {path}", exc) from exc
 
 
-class _RocksCursor(EngineCursor):
-    """Wraps ``Rdict.items``; bounds are enforced here because rocksdict's ReadOptions bounds are not raw."""
+def _bounded_rows(owner: RocksDBEngine, cf: str, items: Any, lower: bytes | None, upper: bytes | None,
+                  lower_inclusive: bool, upper_inclusive: bool,
+                  reverse: bool) -> Generator[tuple[bytes, bytes], None, None]:
+    """The rows of ``items`` (``Rdict.items`` from the seek bound) up to the other bound, as :meth:`Engine.iterate`
+    defines them; a storage failure on the way, or at the end (KV-25), is a typed error.
 
-    __slots__ = (
-        "_cf",
-        "_items",
-        "_last",
-        "_lower",
-        "_lower_inclusive",
-        "_owner",
-        "_reverse",
-        "_upper",
-        "_upper_inclusive",
-    )
+    Only the first row can sit on an exclusive seek bound (a seek lands on it or past it), so it alone is checked
+    for that; the rest run through a loop specialised for the direction and the far bound: per row a generator
+    resume, one comparison and the row tuple rocksdict built, handed on as is (issue 35). A module function, not
+    a method: the generator holds no reference to its cursor (no cycle to wait for the collector).
+    """
+    last: bytes | None = None
+    try:
+        if reverse:
+            # seek_for_prev lands on an exclusive upper bound itself, or below it; the lower bound ends.
+            skip, stop, stop_inclusive = (None if upper_inclusive else upper), lower, lower_inclusive
+        else:
+            skip, stop, stop_inclusive = (None if lower_inclusive else lower), upper, upper_inclusive
+        for row in items:
+            key = row[0]
+            last = key
+            if key == skip:
+                continue
+            if stop is not None and (((key < stop) if reverse else (key > stop))
+                                     or (key == stop and not stop_inclusive)):
+                return
+            yield row
+            break
+        else:
+            items = None
+        if items is not None:
+            if stop is None:
+                for row in items:
+                    last = row[0]
+                    yield row
+            elif reverse:
+                if stop_inclusive:
+                    for row in items:
+                        key = row[0]
+                        if key < stop:
+                            return
+                        last = key
+                        yield row
+                else:
+                    for row in items:
+                        key = row[0]
+                        if key <= stop:
+                            return
+                        last = key
+                        yield row
+            elif stop_inclusive:
+                for row in items:
+                    key = row[0]
+                    if key > stop:
+                        return
+                    last = key
+                    yield row
+            else:
+                for row in items:
+                    key = row[0]
+                    if key >= stop:
+                        return
+                    last = key
+                    yield row
+    except Exception as exc:
+        raise storage_error(owner.store, f"iterating column family {cf}", exc) from exc
+    # rocksdict's items end silently when the native iterator fails: check why it ended (KV-25).
+    items = None
+    owner.check_iteration_end(cf, last, lower, upper, reverse)
+
+
+class _RocksCursor(EngineCursor):
+    """Wraps ``Rdict.items``; bounds are enforced here because rocksdict's ReadOptions bounds are not raw.
+
+    The rows come from :func:`_bounded_rows`; iterating the cursor iterates that generator directly (no Python
+    frame per row). ``close`` closes the generator, which releases the native iterator.
+    """
+
+    __slots__ = ("_owner", "_ref", "_rows")
 
     def __init__(
         self,
@@ -574,57 +639,34 @@ class _RocksCursor(EngineCursor):
         reverse: bool,
     ) -> None:
         self._owner: RocksDBEngine | None = owner
-        self._cf = cf
-        self._items: Any = items
-        self._last: bytes | None = None
-        self._lower = lower
-        self._upper = upper
-        self._lower_inclusive = lower_inclusive
-        self._upper_inclusive = upper_inclusive
-        self._reverse = reverse
+        self._ref: weakref.ref[_RocksCursor] | None = None  # the owner's reference to it
+        self._rows: Generator[tuple[bytes, bytes], None, None] | None = _bounded_rows(
+            owner, cf, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
+
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        rows = self._rows
+        return _NO_ROWS if rows is None else rows
 
     def __next__(self) -> tuple[bytes, bytes]:
-        items = self._items
-        if items is None:
+        rows = self._rows
+        if rows is None:
             raise StopIteration
-        try:
-            for key, value in items:
-                self._last = key
-                if self._reverse:
-                    upper = self._upper
-                    if upper is not None and not self._upper_inclusive and key == upper:
-                        continue  # seek_for_prev lands on an exclusive upper bound itself
-                    lower = self._lower
-                    if lower is not None and (key < lower or (not self._lower_inclusive and key == lower)):
-                        self.close()
-                        raise StopIteration
-                else:
-                    lower = self._lower
-                    if lower is not None and not self._lower_inclusive and key == lower:
-                        continue
-                    upper = self._upper
-                    if upper is not None and (key > upper or (not self._upper_inclusive and key == upper)):
-                        self.close()
-                        raise StopIteration
-                return key, value
-        except StopIteration:
-            raise
-        except Exception as exc:
-            owner = self._owner
-            self.close()
-            raise storage_error(owner.store if owner else "?", f"iterating column family {self._cf}", exc) from exc
-        # rocksdict's items end silently when the native iterator fails: check why it ended (KV-25).
-        owner = self._owner
-        self.close()
-        if owner is not None:
-            owner.check_iteration_end(self._cf, self._last, self._lower, self._upper, self._reverse)
-        raise StopIteration
+        return next(rows)
 
     def close(self) -> None:
-        self._items = None
-        if self._owner is not None:
-            self._owner._cursors.discard(self)
+        rows = self._rows
+        if rows is None:
+            return
+        self._rows = None
+        rows.close()
+        owner = self._owner
+        if owner is not None:
+            owner._cursors.discard(self._ref)
             self._owner = None
+
+
+#: What a closed cursor iterates: nothing.
+_NO_ROWS: Iterator[tuple[bytes, bytes]] = iter(())
 
 
 #: RocksDB's refusal to open a database whose LOCK this process holds (runtime-notes §4).
@@ -699,7 +741,9 @@ class RocksDBEngine(Engine):
         for cf in existing:
             self._cf_objects[cf] = self._db.get_column_family(cf)
         # Weak: a cursor nobody holds is collected with its native iterator; close() closes the live ones.
-        self._cursors: weakref.WeakSet[_RocksCursor] = weakref.WeakSet()
+        # A set of weak references, each removing itself when its cursor is collected: WeakSet's bookkeeping in C
+        # calls (every read opens a cursor, issue 35).
+        self._cursors: set[weakref.ref[_RocksCursor]] = set()
         self._write_options = rd.WriteOptions()
         self._unlogged_depth = 0
 
@@ -809,14 +853,18 @@ class RocksDBEngine(Engine):
 
     def _cursor(self, cf: str, lower: bytes | None, upper: bytes | None, lower_inclusive: bool,
                 upper_inclusive: bool, reverse: bool) -> EngineCursor:
-        target = self._cf(cf)
+        target = self._cf_objects.get(cf) if self._db is not None else None
+        if target is None:
+            target = self._cf(cf)  # raises the closed or the unknown column family's error
         # from_key seeks (forward) or seeks-for-prev (reverse): never rely on ReadOptions lower bounds.
         try:
             items = target.items(backwards=True, from_key=upper) if reverse else target.items(from_key=lower)
         except Exception as exc:
             raise self._error(f"iterating column family {cf}", exc) from exc
         cursor = _RocksCursor(self, cf, items, lower, upper, lower_inclusive, upper_inclusive, reverse)
-        self._cursors.add(cursor)
+        cursors = self._cursors
+        cursor._ref = ref = weakref.ref(cursor, cursors.discard)
+        cursors.add(ref)
         return cursor
 
     def check_iteration_end(
@@ -936,8 +984,11 @@ class RocksDBEngine(Engine):
         db = self._db
         if db is None:
             return
-        for cursor in list(self._cursors):
-            cursor.close()
+        for ref in list(self._cursors):
+            cursor = ref()
+            if cursor is not None:
+                cursor.close()
+        self._cursors.clear()
         self._handles.clear()
         for cf_object in self._cf_objects.values():
             with contextlib.suppress(Exception):  # a CF object that refuses to close must not keep the LOCK

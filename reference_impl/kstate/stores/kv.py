@@ -89,30 +89,41 @@ class StoreIterator(ClosesOnExit):
         # In memory, values are read live when ``next`` hands them out, even after a peek (KV-41).
         self._reread = reread
         self._source: Iterator[Entry] | None = source
-        self._cursors = list(cursors)
+        # The source's own ``__next__`` (C for a generator), called by ``next`` while nothing is peeked; a closed
+        # iterator's refuses (issue 35: one Python frame per row).
+        self._next: Callable[[], Entry] = source.__next__
+        self._cursors = cursors
         self._on_close = on_close
         self._peeked: Entry | None = None
-        self._closed_message = closed_message or f"RocksDB iterator for store {store_name} has closed"
+        self._closed_message = closed_message  # None: Kafka's RocksDB message, formatted when it is needed
+
+    def _refusal(self) -> InvalidStateStoreError:
+        message = self._closed_message or f"RocksDB iterator for store {self._store_name} has closed"
+        return InvalidStateStoreError(message)
 
     def _live_source(self) -> Iterator[Entry]:
         if self._source is None:
-            raise InvalidStateStoreError(self._closed_message)
+            raise self._refusal()
         return self._source
+
+    def _refuse(self) -> Entry:
+        raise self._refusal()
 
     def __iter__(self) -> StoreIterator:
         return self
 
     def __next__(self) -> Entry:
-        source = self._live_source()
         peeked = self._peeked
-        if peeked is not None:
-            self._peeked = None
-            if self._reread is None:
-                return peeked
-            value = self._reread(peeked[0])
-            if value is not None:
-                return peeked[0], value
-        return next(source)
+        if peeked is None:
+            return self._next()
+        self._live_source()
+        self._peeked = None
+        if self._reread is None:
+            return peeked
+        value = self._reread(peeked[0])
+        if value is not None:
+            return peeked[0], value
+        return self._next()
 
     def has_next(self) -> bool:
         return self.peek_next_key() is not None
@@ -132,10 +143,11 @@ class StoreIterator(ClosesOnExit):
         if self._source is None:
             return
         self._source = None
+        self._next = self._refuse
         self._peeked = None
         for cursor in self._cursors:
             cursor.close()
-        self._cursors.clear()
+        self._cursors = ()
         on_close = self._on_close
         self._on_close = None
         if on_close is not None:

@@ -373,9 +373,80 @@ class RocksDBVersionedStore(PositionTracker):
             key = check_key(key)
         if not self._open:
             self._check_open()
-        if as_of is None:
-            return self._latest_cache.get(key) or self._latest_version(key)
+        if as_of is None:  # _latest_version inline (the hot path of a latest read the cache missed)
+            found = self._latest_cache.get(key)
+            if found is not None:
+                return found
+            row = self._row_get(_LATEST_PREFIX + key)
+            if row is None:
+                return None
+            if len(row) < 8:
+                v.decode_latest_value(row)  # raises the typed decode error
+            return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
         as_of = check_timestamp(as_of, "as_of")
+        return self._get_as_of(key, as_of)
+
+    def _get_as_of(self, key: bytes, as_of: int) -> VersionedRecord | None:
+        """:meth:`kstate.codecs.versioned.KeyVersions.get_as_of` (VS-9, VER-32) read in place: the latest version
+        from the latest-value cache or row, then the key's rows newest segment first, each version found in the
+        row's index as ``SegmentValue.find`` finds it (VER-11), the value sliced out, nothing else decoded. A row
+        that is not well formed goes to the codec's procedure, which refuses it with its typed error."""
+        cached = self._latest_cache.get(key)
+        if cached is not None:
+            if cached.timestamp <= as_of:
+                return cached
+        else:
+            row = self._row_get(_LATEST_PREFIX + key)
+            if row is not None:
+                if len(row) < 8:
+                    return self._codec_get_as_of(key, as_of)
+                valid_from = _INT64.unpack_from(row)[0]
+                if valid_from <= as_of:
+                    return _new_record(VersionedRecord, (row[8:], valid_from, None))
+        if as_of < self.observed_stream_time - self.history_retention:
+            LOG.warning("Returning null for expired get.")
+            return None
+        low = segment_id(as_of, self.segment_interval)
+        row_get, key_of = self._row_get, _INT64.pack
+        ids = self._segments.segment_ids()
+        for sid in reversed(ids):
+            if sid < low:
+                break
+            row = row_get(key_of(sid) + key)
+            if row is None:
+                continue
+            size_of_row = len(row)
+            if size_of_row < 16:
+                return self._codec_get_as_of(key, as_of)
+            valid_to, min_timestamp = _ROW_HEADER.unpack_from(row)
+            if valid_to <= as_of:
+                return None
+            if min_timestamp > as_of:
+                continue
+            position, cumulative = 16, 0
+            while True:  # ends: min_timestamp <= as_of, and the entry of min_timestamp ends the row's index
+                if position + 12 > size_of_row:
+                    return self._codec_get_as_of(key, as_of)
+                valid_from, size = _ENTRY.unpack_from(row, position)
+                position += 12
+                if size > 0:
+                    cumulative += size
+                elif size < -1:
+                    return self._codec_get_as_of(key, as_of)
+                if cumulative > size_of_row - position:
+                    return self._codec_get_as_of(key, as_of)
+                if valid_from <= as_of:
+                    if size < 0:
+                        return None  # a tombstone
+                    start = size_of_row - cumulative
+                    return _new_record(VersionedRecord, (row[start:start + size], valid_from, valid_to))
+                if valid_from == min_timestamp:  # cannot be: min_timestamp <= as_of; the codec says why
+                    return self._codec_get_as_of(key, as_of)
+                valid_to = valid_from
+        return None
+
+    def _codec_get_as_of(self, key: bytes, as_of: int) -> VersionedRecord | None:
+        """The get as of through the codec's per-key procedure (VER-32): where a row is not well formed."""
         return _record(self._key_versions(key, self.observed_stream_time).get_as_of(as_of))
 
     def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,

@@ -299,13 +299,21 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         key_length = len(key)
         row_length = key_length + window_keys.SUFFIX_SIZE
         unpack_start = _START.unpack_from
-        append = out.append
+        # Every row between two bounds that start with ``key`` starts with ``key``; with both times >= 0 (the bounds
+        # of :meth:`fetch_range`, ``[key][time_from][0]`` to ``[key][time_to][MAX]``) every row of the key's length
+        # in bounds has its start in [time_from, time_to], a negative start sorting after ``upper``: then the rows
+        # need no other check (issue 35), else each is checked as WS-11 says.
+        in_bounds_only = time_from >= 0 and time_to >= 0
         for _, source in scan_segments(self.segments.segments(time_from, time_to, forward), lower, upper, not forward):
+            if in_bounds_only:
+                out += [(unpack_start(store_key, key_length)[0], value) for store_key, value in source
+                        if len(store_key) == row_length]
+                continue
             for store_key, value in source:
                 if len(store_key) == row_length and store_key.startswith(key):
                     start = unpack_start(store_key, key_length)[0]
                     if time_from <= start <= time_to:
-                        append((start, value))
+                        out.append((start, value))
         return out
 
     def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
@@ -42,7 +43,8 @@ final class Bench {
 
     /** Input: handle, kind, keys (hex), and per kind values, timestamps (window start, session start, as-of time),
      *  to_keys, to_times (session end, fetch end), commit (each round ends with a commit, KV-50), round_shift_ms
-     *  (added per round to put timestamps), first_round (the first round's number); warmup rounds (untimed: the JIT
+     *  (added per round to put timestamps), backward (the backward fetch, fetchAll or findSessions), first_round
+     *  (the first round's number); warmup rounds (untimed: the JIT
      *  compiles the loop) and rounds. Output: each timed round's nanoseconds and the entries read. */
     static ObjectNode run(final JsonNode in) {
         final Stores.Handle h = Stores.handle(in);
@@ -71,6 +73,8 @@ final class Bench {
         final long shift = Json.lng(in, "round_shift_ms", 0);
         final Map<TopicPartition, Long> offsets = Map.of(new TopicPartition("bench-changelog", 0), 1L);
         final boolean commit = Json.bool(in, "commit", false);
+        // window_fetch, window_fetch_all and find_sessions: Kafka's backward variant (backwardFetch, ...).
+        final boolean backward = Json.bool(in, "backward", false);
         final StateStore bytesLayer = ((WrappedStateStore<?, ?, ?>) h.root).wrapped();
         final Round round;
         switch (kind) {
@@ -114,6 +118,62 @@ final class Bench {
                 };
                 break;
             }
+            case "prefix_scan": {
+                // keys are the prefixes.
+                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                need(kv != null, h, kind);
+                final ByteArraySerializer serializer = new ByteArraySerializer();
+                round = r -> {
+                    long found = 0;
+                    for (int i = 0; i < n; i++) {
+                        try (KeyValueIterator<Bytes, byte[]> it = kv.prefixScan(keys.get(i).get(), serializer)) {
+                            while (it.hasNext()) {
+                                it.next();
+                                found++;
+                            }
+                        }
+                    }
+                    return found;
+                };
+                break;
+            }
+            case "all": {
+                // One all() per key given (the keys themselves unused).
+                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                need(kv != null, h, kind);
+                round = r -> {
+                    long found = 0;
+                    for (int i = 0; i < n; i++) {
+                        try (KeyValueIterator<Bytes, byte[]> it = kv.all()) {
+                            while (it.hasNext()) {
+                                it.next();
+                                found++;
+                            }
+                        }
+                    }
+                    return found;
+                };
+                break;
+            }
+            case "window_fetch_all": {
+                // One fetchAll(timestamps[i], to_times[i]) per key given (the keys themselves unused).
+                final WindowStore<Bytes, byte[]> w = h.window;
+                need(w != null && times != null && toTimes != null, h, kind);
+                round = r -> {
+                    long found = 0;
+                    for (int i = 0; i < n; i++) {
+                        try (KeyValueIterator<Windowed<Bytes>, byte[]> it = backward
+                                ? w.backwardFetchAll(times[i], toTimes[i]) : w.fetchAll(times[i], toTimes[i])) {
+                            while (it.hasNext()) {
+                                it.next();
+                                found++;
+                            }
+                        }
+                    }
+                    return found;
+                };
+                break;
+            }
             case "window_put": {
                 final WindowStore<Bytes, byte[]> w = h.window;
                 need(w != null && values != null && times != null, h, kind);
@@ -131,7 +191,9 @@ final class Bench {
                 round = r -> {
                     long found = 0;
                     for (int i = 0; i < n; i++) {
-                        try (WindowStoreIterator<byte[]> it = w.fetch(keys.get(i), times[i], toTimes[i])) {
+                        try (WindowStoreIterator<byte[]> it = backward
+                                ? w.backwardFetch(keys.get(i), times[i], toTimes[i])
+                                : w.fetch(keys.get(i), times[i], toTimes[i])) {
                             while (it.hasNext()) {
                                 it.next();
                                 found++;
@@ -162,7 +224,9 @@ final class Bench {
                 round = r -> {
                     long found = 0;
                     for (int i = 0; i < n; i++) {
-                        try (KeyValueIterator<Windowed<Bytes>, byte[]> it = s.findSessions(keys.get(i), times[i], toTimes[i])) {
+                        try (KeyValueIterator<Windowed<Bytes>, byte[]> it = backward
+                                ? s.backwardFindSessions(keys.get(i), times[i], toTimes[i])
+                                : s.findSessions(keys.get(i), times[i], toTimes[i])) {
                             while (it.hasNext()) {
                                 it.next();
                                 found++;
@@ -197,8 +261,8 @@ final class Bench {
                 break;
             }
             default:
-                throw new Json.InputError("kind", "put, get, range, window_put, window_fetch, session_put, find_sessions, "
-                    + "versioned_put or versioned_get");
+                throw new Json.InputError("kind", "put, get, range, prefix_scan, all, window_put, window_fetch, "
+                    + "window_fetch_all, session_put, find_sessions, versioned_put or versioned_get");
         }
         final Round timed = commit ? r -> {
             final long found = round.run(r);
