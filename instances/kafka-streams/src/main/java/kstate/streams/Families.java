@@ -449,8 +449,12 @@ final class Families {
                 }
             }
             byte[] agg = aggregate(count + 1, value);
-            Object stored = config.storeType.equals("session") ? agg
-                    : make("AggregationWithHeaders", new Class<?>[] {Object.class, Headers.class}, agg, headers);
+            Object stored = switch (config.storeType) {
+                case StoreTypes.SESSION -> agg;
+                case StoreTypes.SESSION_WITH_HEADERS -> make("AggregationWithHeaders",
+                        new Class<?>[] {Object.class, Headers.class}, agg, headers);
+                default -> throw StoreTypes.unknown(config.storeType, "SessionAggregate: the stored aggregate");
+            };
             store.put(new Windowed<>(key, new SessionWindow(start, end)), stored);
         }
     }

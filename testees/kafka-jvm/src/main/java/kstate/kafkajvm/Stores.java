@@ -702,7 +702,13 @@ final class Stores {
         final java.time.Duration retention = java.time.Duration.ofMillis(Json.lng(opts, "retention_ms"));
         final java.time.Duration size = java.time.Duration.ofMillis(Json.lng(opts, "window_size_ms"));
         final boolean duplicates = Json.bool(opts, "retain_duplicates", false);
-        final String kind = type.equals("window") ? "" : type.equals("timestamped_window") ? "Timestamped" : "TimestampedWithHeaders";
+        final String kind;
+        switch (type) {
+            case StoreTypes.WINDOW: kind = ""; break;
+            case StoreTypes.TIMESTAMPED_WINDOW: kind = "Timestamped"; break;
+            case StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS: kind = "TimestampedWithHeaders"; break;
+            default: throw StoreTypes.unknown(type, "Stores.windowBuilder");
+        }
         org.apache.kafka.streams.state.WindowBytesStoreSupplier supplier;
         if (rocks) {
             final String method = kind.equals("TimestampedWithHeaders") ? "persistentTimestampedWindowStoreWithHeaders"
