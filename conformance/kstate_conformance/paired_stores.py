@@ -35,7 +35,9 @@ def stored_values(store_type: str) -> st.SearchStrategy[bytes]:
         return st.builds(aggregation_with_headers, RAW, HEADERS)
     if store_type in (types.TIMESTAMPED_KV, types.TIMESTAMPED_WINDOW):
         return st.builds(timestamped_value, RAW, TIMESTAMPS)
-    return st.builds(headers_value, RAW, TIMESTAMPS, HEADERS)
+    if store_type in (types.TIMESTAMPED_KV_WITH_HEADERS, types.TIMESTAMPED_WINDOW_WITH_HEADERS):
+        return st.builds(headers_value, RAW, TIMESTAMPS, HEADERS)
+    raise types.UnknownStoreTypeError(store_type, "paired stored values")
 
 
 class StorePair(PairedMachine):

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from kstate_conformance.models.kv import Record, Refused, headers_value, timestamped_value
+from kstate_conformance.store_types import UnknownStoreTypeError
 
 #: The changelog topic every machine commits offsets of.
 CHANGELOG_TOPIC = "app-store-changelog"
@@ -33,14 +34,16 @@ TIMESTAMPS = st.sampled_from([0, 1, 7, 1_700_000_000_000]) | st.integers(min_val
 
 
 def layout_values(store_type: str, plain: str, timestamped: str, raw: st.SearchStrategy[bytes],
-                  headers: st.SearchStrategy[Any]) -> st.SearchStrategy[bytes]:
+                  headers: st.SearchStrategy[Any], *, with_headers: str) -> st.SearchStrategy[bytes]:
     """Well-formed values of a key-value or window store type's layout: ``raw`` alone, with a timestamp, or with a
-    timestamp and ``headers`` (TSKV-1, HV-6)."""
+    timestamp and ``headers`` (TSKV-1, HV-6); :class:`UnknownStoreTypeError` for a type of none of the three."""
     if store_type == plain:
         return raw
     if store_type == timestamped:
         return st.builds(timestamped_value, raw, TIMESTAMPS)
-    return st.builds(headers_value, raw, TIMESTAMPS, headers)
+    if store_type == with_headers:
+        return st.builds(headers_value, raw, TIMESTAMPS, headers)
+    raise UnknownStoreTypeError(store_type, f"the layouts of {plain}, {timestamped} and {with_headers}")
 
 
 def hex_or_none(data: bytes | None) -> str | None:

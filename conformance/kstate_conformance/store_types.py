@@ -34,3 +34,13 @@ TIMESTAMPED_TYPES = (TIMESTAMPED_KV, TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WI
 HEADERS_TYPES = (TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW_WITH_HEADERS, SESSION_WITH_HEADERS)
 #: Legacy spelling -> the type it names (spec/ops.md).
 ALIASES = {TIMESTAMPED_KV_HEADERS_ALIAS: TIMESTAMPED_KV_WITH_HEADERS}
+
+
+class UnknownStoreTypeError(ValueError):
+    """A dispatch of the suite over store types met one it has no branch for; ``store_type`` names it, ``where`` the
+    dispatch. A type added to the spec fails here until every dispatch is given its answer."""
+
+    def __init__(self, store_type: object, where: str) -> None:
+        super().__init__(f"{where}: no branch for the store type {store_type!r}")
+        self.store_type = store_type
+        self.where = where

@@ -5,11 +5,13 @@ dispatch site."""
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kstate import java_store_types
 from kstate.codecs import layout, versioned
 from kstate.codecs.store_types import (
     BUILT_TYPES,
@@ -180,3 +182,61 @@ def test_the_key_value_row_decoder_answers_as_decode_row(key: bytes, value: byte
             except Exception as exc:  # compared by type and text
                 outcomes.append((type(exc), str(exc)))
         assert outcomes[0] == outcomes[1], (store_type, cf)
+# --- the Java side: the generated table, and every switch over store types ends in a throw (issue 33, item 5) ----
+
+_ROOT = Path(__file__).resolve().parents[2]
+_JAVA_SOURCES = ("testees/kafka-jvm/src/main/java", "instances/kafka-streams/src/main/java")
+#: The selectors of the switches over a store type in the Java sources.
+_STORE_TYPE_SELECTORS = ("type", "storeType", "c.storeType", "config.storeType")
+
+
+def _switch_bodies(source: str) -> list[tuple[int, str]]:
+    """``(line, body)`` of every ``switch`` over a store type in ``source``, its body up to the matching brace."""
+    found = []
+    for match in re.finditer(r"switch \(([\w.]+)\) \{", source):
+        if match.group(1) not in _STORE_TYPE_SELECTORS:
+            continue
+        depth, end = 1, match.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(source[end], 0)
+            end += 1
+        found.append((source.count("\n", 0, match.start()) + 1, source[match.end():end - 1]))
+    return found
+
+
+def test_the_java_copies_of_the_store_type_table_are_current() -> None:
+    """Each Maven project's generated ``StoreTypes.java`` says what ``kstate.codecs.store_types`` says now
+    (regenerate with ``python -m kstate.java_store_types``)."""
+    assert java_store_types.stale_copies(_ROOT) == []
+    rendered = java_store_types.render("p")
+    for store_type in StoreType:
+        assert f'static final String {store_type.name} = "{store_type.value}";' in rendered
+        assert f"case {store_type.name}: return FAMILY_{STORE_TYPES[store_type].family.name};" in rendered
+
+
+def test_a_stale_java_copy_is_reported(tmp_path: Path) -> None:
+    relative, package = java_store_types.JAVA_COPIES[0]
+    for copy, _ in java_store_types.JAVA_COPIES:
+        (tmp_path / copy).parent.mkdir(parents=True)
+    java_store_types.write(tmp_path)
+    assert java_store_types.stale_copies(tmp_path) == []
+    (tmp_path / relative).write_text(java_store_types.render(package).replace('"kv"', '"kv2"'), encoding="utf-8")
+    assert java_store_types.stale_copies(tmp_path) == [relative]
+    assert java_store_types.main(["--root", str(tmp_path), "--check"]) == 1
+
+
+def test_every_java_switch_over_store_types_uses_the_table_and_ends_in_a_throw() -> None:
+    """No Java switch over a store type answers a default (the headers key-value store, the session options, the
+    window processor...): its labels are the generated constants and its ``default`` throws the table's error."""
+    switches = 0
+    for folder in _JAVA_SOURCES:
+        for path in sorted((_ROOT / folder).rglob("*.java")):
+            if path.name == "StoreTypes.java":
+                continue
+            for line, body in _switch_bodies(path.read_text(encoding="utf-8")):
+                where = f"{path.relative_to(_ROOT)}:{line}"
+                switches += 1
+                assert not re.search(r'case\s+"', body), f"{where}: a store type spelled as a literal"
+                defaults = re.findall(r"default\s*(?::|->)\s*(\S+\s+[\w.]+\()", body)
+                assert defaults == ["throw StoreTypes.unknown("], f"{where}: default {defaults}"
+    assert switches >= 12  # Stores.open, windowBuilder; Families x6; Instance x4

@@ -37,7 +37,7 @@ NEXT_TYPE = {m.PLAIN: (m.TIMESTAMPED, m.HEADERS), m.TIMESTAMPED: (m.HEADERS,), m
 
 def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     """Well-formed values in the store type's layout."""
-    return state_machines.layout_values(store_type, m.PLAIN, m.TIMESTAMPED, RAW, HEADERS)
+    return state_machines.layout_values(store_type, m.PLAIN, m.TIMESTAMPED, RAW, HEADERS, with_headers=m.HEADERS)
 
 
 OPTIONS = st.builds(

@@ -48,7 +48,7 @@ def store_options(draw: st.DrawFn) -> m.Options:
 
 def value_strategy(store_type: str) -> st.SearchStrategy[bytes]:
     """Well-formed values in the store type's layout."""
-    return state_machines.layout_values(store_type, m.WINDOW, m.TIMESTAMPED, RAW, HEADERS)
+    return state_machines.layout_values(store_type, m.WINDOW, m.TIMESTAMPED, RAW, HEADERS, with_headers=m.HEADERS)
 
 
 def _windowed(out: dict[str, Any]) -> list[m.Entry]:

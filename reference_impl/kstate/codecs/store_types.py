@@ -54,6 +54,17 @@ class UnknownStoreTypeError(EncodeError):
         super().__init__(FORMAT, f"unknown store type {name!r}")
 
 
+class UnknownFamilyError(EncodeError):
+    """A dispatch over the families met one it has no branch for (a family added to the table but not there);
+    ``family`` is the family, ``where`` the dispatch that lacks it."""
+
+    def __init__(self, family: object, where: str) -> None:
+        self.family = family
+        self.where = where
+        shown = getattr(family, "value", family)
+        super().__init__(FORMAT, f"{where}: no branch for the store family {shown!r}")
+
+
 class StoreType(str, enum.Enum):
     """Every store type of the spec, one spelling each (KV-1, CL-1, LAY-5)."""
 
@@ -331,8 +342,16 @@ STORE_TYPES: Mapping[StoreType, StoreTypeInfo] = _entries(
 
 
 def info(store_type: StoreType) -> StoreTypeInfo:
-    """The table entry of ``store_type``."""
-    return STORE_TYPES[store_type]
+    """The table entry of ``store_type``; :class:`UnknownStoreTypeError` for a type the table lacks."""
+    try:
+        return STORE_TYPES[store_type]
+    except KeyError as exc:
+        raise UnknownStoreTypeError(getattr(store_type, "value", store_type)) from exc
+
+
+def family_of(store_type: StoreType) -> Family:
+    """The family of ``store_type`` from the table; :class:`UnknownStoreTypeError` for a type the table lacks."""
+    return info(store_type).family
 
 
 def encode_stored_value(store_type: StoreType, value: bytes | None, timestamp: int,
@@ -390,12 +409,14 @@ __all__ = [
     "StoreTypeInfo",
     "StoredValue",
     "TopicConfig",
+    "UnknownFamilyError",
     "UnknownStoreTypeError",
     "Upgrade",
     "ValueEncoder",
     "ValueFormat",
     "decode_stored_value",
     "encode_stored_value",
+    "family_of",
     "info",
     "types_where",
 ]

@@ -18,6 +18,8 @@ from kstate.codecs.store_types import (
     WINDOW_HEADERS_CF,
     Family,
     StoreType,
+    UnknownFamilyError,
+    family_of,
 )
 from kstate.errors import KStateError
 
@@ -163,7 +165,10 @@ def detect_segmented_family(segments: list[tuple[int, dict[str, Rows]]],
     (plain or time-ordered) against their session reading; None when the keys read as well either way."""
     found, evidence = detect_segmented_type(segments, segment_interval)
     if found is not None and DEFAULT_CF not in evidence:
-        return (Family.SESSION if found == StoreType.SESSION_WITH_HEADERS.value else Family.WINDOW), evidence
+        family = family_of(StoreType.parse(found))  # UnknownStoreTypeError for a type the table lacks
+        if family not in (Family.WINDOW, Family.SESSION):
+            raise UnknownFamilyError(family, f"the segmented family of {found}")
+        return family, evidence
     votes = _segment_votes(segments, segment_interval)
     window = max(votes[StoreType.WINDOW.value], votes[TIME_ORDERED])
     session = votes[StoreType.SESSION.value]

@@ -12,7 +12,7 @@ from typing import Any
 from kstate.codecs import changelog as cl
 from kstate.codecs import layout as lay
 from kstate.codecs import segments as seg
-from kstate.codecs.store_types import STORE_TYPES, Family, Source, StoreType
+from kstate.codecs.store_types import STORE_TYPES, Family, Source, StoreType, UnknownFamilyError
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
 from kstate.ops.inputs import (
@@ -42,7 +42,12 @@ _FAMILY_OPERATIONS: dict[Family, tuple[str, ...]] = {
 def _operations(store_type: StoreType) -> tuple[str, ...]:
     """The writes ``store_type`` logs, from the table: none for a type whose changelog the spec leaves open."""
     info = STORE_TYPES[store_type]
-    return () if info.changelog is None else _FAMILY_OPERATIONS.get(info.family, ())
+    if info.changelog is None:
+        return ()
+    try:
+        return _FAMILY_OPERATIONS[info.family]
+    except KeyError as exc:
+        raise UnknownFamilyError(info.family, "the writes a change-logging layer logs (CL-3 to CL-7)") from exc
 
 
 def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
@@ -121,7 +126,7 @@ def record_for_write(payload: JsonDict) -> JsonDict:
         record = cl.session_put_record(store_type, key, require_int(payload, "start"), require_int(payload, "end"), stored,
                                       context, position)
         return {"record": _maybe_record(record)}
-    raise EncodeError(cl.FORMAT, f"no changelog rule for the {family.value} family")  # a family added to the table
+    raise UnknownFamilyError(family, "changelog.record_for_write")  # a family added to the table
 
 
 @op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18", "VS-27"])

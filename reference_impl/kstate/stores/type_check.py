@@ -15,7 +15,7 @@ from typing import Any
 from kstate.codecs import session_keys, window_keys
 from kstate.codecs.layout import store_dir
 from kstate.codecs.segments import parse_segment_name
-from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, Family, StoreType
+from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, Family, StoreType, UnknownFamilyError
 from kstate.codecs.type_detection import (
     Rows,
     detect_segmented_family,
@@ -66,6 +66,8 @@ def check_store_type_on_disk(store_type: StoreType, task_dir: Path, name: str, o
         _check_versioned(store_type, path, name)
     elif family in (Family.WINDOW, Family.SESSION):
         _check_segmented(store_type, family, path, name, options)
+    elif family is not Family.KEY_VALUE:  # a key-value store's rows are any bytes: nothing tells
+        raise UnknownFamilyError(family, "the store type check on disk (LAY-14)")
 
 
 def _check_versioned(store_type: StoreType, path: Path, name: str) -> None:
@@ -116,4 +118,6 @@ def _segment_interval(family: Family, options: Mapping[str, Any]) -> int | None:
         return None
     if family is Family.WINDOW:
         return window_keys.default_segment_interval(retention)
-    return session_keys.default_segment_interval(retention)
+    if family is Family.SESSION:
+        return session_keys.default_segment_interval(retention)
+    raise UnknownFamilyError(family, "the default segment interval")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kstate.codecs.store_types import Family, StoreType, UnknownFamilyError, family_of
 from kstate.fixtures_tool import CaseSpec
 
 CTX = {"timestamp": 1000, "headers": [["trace", "01"], ["dup", None], ["dup", "02"]]}
@@ -128,6 +129,25 @@ def consistency_cases() -> list[CaseSpec]:
     ]
 
 
+#: The rule of each family's changelog topic configuration.
+_TOPIC_CONFIG_RULES: dict[Family, tuple[str, ...]] = {
+    Family.KEY_VALUE: ("CL-15",),
+    Family.WINDOW: ("CL-16",),
+    Family.SESSION: ("CL-16",),
+    Family.VERSIONED: ("CL-17",),
+}
+
+
+def topic_config_rules(store_type: str) -> tuple[str, ...]:
+    """The rule a ``changelog.topic_config`` case of ``store_type`` cites, by its family (CL-15 to CL-17);
+    :class:`UnknownStoreTypeError` or :class:`UnknownFamilyError` where the table or this dispatch lacks it."""
+    family = family_of(StoreType.parse(store_type))
+    try:
+        return _TOPIC_CONFIG_RULES[family]
+    except KeyError as exc:
+        raise UnknownFamilyError(family, "the changelog topic configuration rules") from exc
+
+
 def topic_cases() -> list[CaseSpec]:
     def name(case: str, app: str, store: str, named: str | None = None) -> CaseSpec:
         payload: dict[str, Any] = {"application_id": app, "store_name": store}
@@ -136,7 +156,7 @@ def topic_cases() -> list[CaseSpec]:
         return CaseSpec(f"topic_name_{case}", "changelog.topic_name", payload, ("CL-14",))
 
     def config(case: str, **payload: Any) -> CaseSpec:
-        rules = {"versioned_kv": ("CL-17",), "kv": ("CL-15",)}.get(payload["store_type"], ("CL-16",))
+        rules = topic_config_rules(payload["store_type"])
         return CaseSpec(f"topic_config_{case}", "changelog.topic_config", payload, rules)
 
     return [

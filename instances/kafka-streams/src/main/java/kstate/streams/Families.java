@@ -55,9 +55,11 @@ final class Families {
 
     static boolean handles(String storeType) {
         return switch (storeType) {
-            case "versioned_kv", "window", "timestamped_window", "timestamped_window_with_headers", "session",
-                    "session_with_headers" -> true;
-            default -> false;
+            case StoreTypes.VERSIONED_KV, StoreTypes.WINDOW, StoreTypes.TIMESTAMPED_WINDOW,
+                    StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS -> true;
+            case StoreTypes.KEY_VALUE, StoreTypes.TIMESTAMPED_KV, StoreTypes.TIMESTAMPED_KV_WITH_HEADERS,
+                    StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> false;
+            default -> throw StoreTypes.unknown(storeType, "Families.handles");
         };
     }
 
@@ -97,13 +99,13 @@ final class Families {
         Map<String, JsonNode> store = c.storeOptionValues;
         Map<String, JsonNode> proc = c.processorOptionValues;
         switch (c.storeType) {
-            case "versioned_kv" -> {
+            case StoreTypes.VERSIONED_KV -> {
                 known(store, Set.of("history_retention_ms", "segment_interval_ms"));
                 known(proc, Set.of());
                 return new Options(required(store, "history_retention_ms"), 0,
                         optional(store, "segment_interval_ms"), false, 0, 0);
             }
-            case "window", "timestamped_window", "timestamped_window_with_headers" -> {
+            case StoreTypes.WINDOW, StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS -> {
                 known(store, Set.of("retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms"));
                 known(proc, Set.of("grace_ms"));
                 long retention = required(store, "retention_ms");
@@ -123,7 +125,7 @@ final class Families {
                 return new Options(retention, size, optional(store, "segment_interval_ms"),
                         dup != null && dup.booleanValue(), grace, 0);
             }
-            default -> { // session, session_with_headers
+            case StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS -> {
                 known(store, Set.of("retention_ms", "segment_interval_ms"));
                 known(proc, Set.of("inactivity_gap_ms", "grace_ms"));
                 long retention = required(store, "retention_ms");
@@ -132,6 +134,7 @@ final class Families {
                 return new Options(retention, 0, optional(store, "segment_interval_ms"), false,
                         graceGiven == null ? Math.max(retention - gap, 0) : graceGiven, gap);
             }
+            default -> throw StoreTypes.unknown(c.storeType, "Families.options");
         }
     }
 
@@ -169,30 +172,30 @@ final class Families {
         String name = c.storeName;
         try {
             switch (c.storeType) {
-                case "versioned_kv": {
+                case StoreTypes.VERSIONED_KV: {
                     VersionedBytesStoreSupplier s = o.segmentInterval() == null
                             ? Stores.persistentVersionedKeyValueStore(name, Duration.ofMillis(o.retention()))
                             : Stores.persistentVersionedKeyValueStore(name, Duration.ofMillis(o.retention()),
                                     Duration.ofMillis(o.segmentInterval()));
                     return Stores.versionedKeyValueStoreBuilder(s, Serdes.Bytes(), Serdes.ByteArray());
                 }
-                case "window":
+                case StoreTypes.WINDOW:
                     return Stores.windowStoreBuilder(windowSupplier(name, o, "DEFAULT_WINDOW_STORE"), Serdes.Bytes(),
                             Serdes.ByteArray());
-                case "timestamped_window":
+                case StoreTypes.TIMESTAMPED_WINDOW:
                     return Stores.timestampedWindowStoreBuilder(windowSupplier(name, o, "TIMESTAMPED_WINDOW_STORE"),
                             Serdes.Bytes(), Serdes.ByteArray());
-                case "timestamped_window_with_headers":
+                case StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS:
                     return (StoreBuilder<?>) storesMethod("timestampedWindowStoreWithHeadersBuilder").invoke(null,
                             windowSupplier(name, o, "TIMESTAMPED_WINDOW_STORE_WITH_HEADERS"), Serdes.Bytes(),
                             Serdes.ByteArray());
-                case "session":
+                case StoreTypes.SESSION:
                     return Stores.sessionStoreBuilder(sessionSupplier(name, o), Serdes.Bytes(), Serdes.ByteArray());
-                case "session_with_headers":
+                case StoreTypes.SESSION_WITH_HEADERS:
                     return (StoreBuilder<?>) storesMethod("sessionStoreWithHeadersBuilder").invoke(null,
                             sessionHeadersSupplier(name, o), Serdes.Bytes(), Serdes.ByteArray());
                 default:
-                    throw new IllegalStateException("store type " + c.storeType);
+                    throw StoreTypes.unknown(c.storeType, "Families.storeBuilder");
             }
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("no builder for " + c.storeType + " in this Kafka version", e);
@@ -276,9 +279,11 @@ final class Families {
     static ProcessorSupplier<byte[], byte[], Void, Void> processor(InstanceConfig c, Options o,
                                                                     Consumer<ProcessorContext<Void, Void>> afterRecord) {
         return switch (c.storeType) {
-            case "versioned_kv" -> () -> new VersionedTable(c.storeName, afterRecord);
-            case "session", "session_with_headers" -> () -> new SessionAggregate(c, o, afterRecord);
-            default -> () -> new WindowAggregate(c, o, afterRecord);
+            case StoreTypes.VERSIONED_KV -> () -> new VersionedTable(c.storeName, afterRecord);
+            case StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS -> () -> new SessionAggregate(c, o, afterRecord);
+            case StoreTypes.WINDOW, StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS ->
+                    () -> new WindowAggregate(c, o, afterRecord);
+            default -> throw StoreTypes.unknown(c.storeType, "Families.processor");
         };
     }
 
@@ -401,10 +406,11 @@ final class Families {
             }
             byte[] agg = aggregate(count + 1, value);
             Object stored = switch (config.storeType) {
-                case "window" -> agg;
-                case "timestamped_window" -> ValueAndTimestamp.make(agg, timestamp);
-                default -> make("ValueTimestampHeaders", new Class<?>[] {Object.class, long.class, Headers.class},
-                        agg, timestamp, headers);
+                case StoreTypes.WINDOW -> agg;
+                case StoreTypes.TIMESTAMPED_WINDOW -> ValueAndTimestamp.make(agg, timestamp);
+                case StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS -> make("ValueTimestampHeaders",
+                        new Class<?>[] {Object.class, long.class, Headers.class}, agg, timestamp, headers);
+                default -> throw StoreTypes.unknown(config.storeType, "WindowAggregate: the stored aggregate");
             };
             store.put(key, stored, windowStart);
         }
@@ -443,8 +449,12 @@ final class Families {
                 }
             }
             byte[] agg = aggregate(count + 1, value);
-            Object stored = config.storeType.equals("session") ? agg
-                    : make("AggregationWithHeaders", new Class<?>[] {Object.class, Headers.class}, agg, headers);
+            Object stored = switch (config.storeType) {
+                case StoreTypes.SESSION -> agg;
+                case StoreTypes.SESSION_WITH_HEADERS -> make("AggregationWithHeaders",
+                        new Class<?>[] {Object.class, Headers.class}, agg, headers);
+                default -> throw StoreTypes.unknown(config.storeType, "SessionAggregate: the stored aggregate");
+            };
             store.put(new Windowed<>(key, new SessionWindow(start, end)), stored);
         }
     }

@@ -114,12 +114,12 @@ final class Instance {
     private StoreBuilder<?> storeBuilder() {
         String name = config.storeName;
         switch (config.storeType) {
-            case "kv":
+            case StoreTypes.KEY_VALUE:
                 return Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(name), Serdes.Bytes(), Serdes.ByteArray());
-            case "timestamped_kv":
+            case StoreTypes.TIMESTAMPED_KV:
                 return Stores.timestampedKeyValueStoreBuilder(Stores.persistentTimestampedKeyValueStore(name),
                         Serdes.Bytes(), Serdes.ByteArray());
-            case "timestamped_kv_with_headers":
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS:
                 try {
                     // Reflection: the same source builds against 4.2, which has no KIP-1271 builders.
                     Method supplier = Stores.class.getMethod("persistentTimestampedKeyValueStoreWithHeaders", String.class);
@@ -128,19 +128,22 @@ final class Instance {
                 } catch (ReflectiveOperationException e) {
                     throw new IllegalStateException("no KIP-1271 key-value builder in this Kafka version", e);
                 }
-            default:
+            case StoreTypes.VERSIONED_KV, StoreTypes.WINDOW, StoreTypes.TIMESTAMPED_WINDOW,
+                    StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS:
                 return Families.storeBuilder(config, familyOptions); // the other families (INST-22..INST-24)
+            default:
+                throw StoreTypes.unknown(config.storeType, "Instance.storeBuilder");
         }
     }
 
     /** The value a `table()` puts for a record, in the store type's typed form (INST-12). */
     private Object typedValue(Record<byte[], byte[]> record) {
         switch (config.storeType) {
-            case "kv":
+            case StoreTypes.KEY_VALUE:
                 return record.value();
-            case "timestamped_kv":
+            case StoreTypes.TIMESTAMPED_KV:
                 return ValueAndTimestamp.make(record.value(), record.timestamp());
-            default:
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS:
                 try {
                     Class<?> vth = Class.forName("org.apache.kafka.streams.state.ValueTimestampHeaders");
                     return vth.getMethod("make", Object.class, long.class, org.apache.kafka.common.header.Headers.class)
@@ -148,6 +151,8 @@ final class Instance {
                 } catch (ReflectiveOperationException e) {
                     throw new IllegalStateException(e);
                 }
+            default:
+                throw StoreTypes.unknown(config.storeType, "Instance.typedValue");
         }
     }
 
@@ -358,18 +363,24 @@ final class Instance {
     /** The family whose data means a store opened in upgrade mode (LAY-7, LAY-8), for the `opened` event. */
     private String legacyFamily() {
         return switch (config.storeType) {
-            case "timestamped_kv" -> "default";
-            case "timestamped_kv_with_headers" -> "keyValueWithTimestamp";
-            default -> "";
+            case StoreTypes.TIMESTAMPED_KV -> "default";
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> "keyValueWithTimestamp";
+            case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
+                    StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
+                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> ""; // no in-place upgrade the instance reports
+            default -> throw StoreTypes.unknown(config.storeType, "Instance.legacyFamily");
         };
     }
 
     /** The type's own data family (LAY-5). */
     private String dataFamily() {
         return switch (config.storeType) {
-            case "timestamped_kv" -> "keyValueWithTimestamp";
-            case "timestamped_kv_with_headers" -> "keyValueWithTimestampAndHeaders";
-            default -> "default";
+            case StoreTypes.TIMESTAMPED_KV -> "keyValueWithTimestamp";
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> "keyValueWithTimestampAndHeaders";
+            case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
+                    StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
+                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> "default"; // as the instance has always named them
+            default -> throw StoreTypes.unknown(config.storeType, "Instance.dataFamily");
         };
     }
 

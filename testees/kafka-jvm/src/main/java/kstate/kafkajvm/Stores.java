@@ -527,17 +527,17 @@ final class Stores {
             builder = org.apache.kafka.streams.state.Stores.versionedKeyValueStoreBuilder(versionedSupplier, Serdes.Bytes(), Serdes.ByteArray());
             supplier = null;
         } else switch (type) {
-            case "kv":
+            case StoreTypes.KEY_VALUE:
                 supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentKeyValueStore(name)
                     : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
                 builder = org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
                 break;
-            case "timestamped_kv":
+            case StoreTypes.TIMESTAMPED_KV:
                 supplier = rocks ? org.apache.kafka.streams.state.Stores.persistentTimestampedKeyValueStore(name)
                     : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
                 builder = org.apache.kafka.streams.state.Stores.timestampedKeyValueStoreBuilder(supplier, Serdes.Bytes(), Serdes.ByteArray());
                 break;
-            default:
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS:
                 supplier = rocks ? (KeyValueBytesStoreSupplier) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
                     "persistentTimestampedKeyValueStoreWithHeaders", String.class), null, name)
                     : org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name);
@@ -546,6 +546,8 @@ final class Stores {
                     org.apache.kafka.common.serialization.Serde.class, org.apache.kafka.common.serialization.Serde.class),
                     null, supplier, Serdes.Bytes(), Serdes.ByteArray());
                 break;
+            default:
+                throw StoreTypes.unknown(type, "Stores.open: the key-value builders");
         }
         builder = logging ? builder.withLoggingEnabled(new HashMap<>()) : builder.withLoggingDisabled();
         builder = caching ? builder.withCachingEnabled() : builder.withCachingDisabled();
@@ -700,7 +702,13 @@ final class Stores {
         final java.time.Duration retention = java.time.Duration.ofMillis(Json.lng(opts, "retention_ms"));
         final java.time.Duration size = java.time.Duration.ofMillis(Json.lng(opts, "window_size_ms"));
         final boolean duplicates = Json.bool(opts, "retain_duplicates", false);
-        final String kind = type.equals("window") ? "" : type.equals("timestamped_window") ? "Timestamped" : "TimestampedWithHeaders";
+        final String kind;
+        switch (type) {
+            case StoreTypes.WINDOW: kind = ""; break;
+            case StoreTypes.TIMESTAMPED_WINDOW: kind = "Timestamped"; break;
+            case StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS: kind = "TimestampedWithHeaders"; break;
+            default: throw StoreTypes.unknown(type, "Stores.windowBuilder");
+        }
         org.apache.kafka.streams.state.WindowBytesStoreSupplier supplier;
         if (rocks) {
             final String method = kind.equals("TimestampedWithHeaders") ? "persistentTimestampedWindowStoreWithHeaders"
