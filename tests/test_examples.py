@@ -59,4 +59,37 @@ def test_the_node_testee(tmp_path: Path) -> None:
                     "--kstate-profile", "quick", "--kstate-testee-validate")
     check_example_run(run, NODE_OPERATIONS)
     protocol = {o["test_id"]: o["outcome"] for o in run.outcomes if o["test_id"].startswith("test_testee_protocol")}
+    # The Node example offers neither stores nor header_values.serialize_headers (TP-12's case): those two skip.
+    assert protocol and all(v == "passed" for t, v in protocol.items()
+                            if "store_handles" not in t and "not_unicode" not in t), protocol
+
+
+GO_OPERATIONS = OPERATIONS | {"header_values.serialize_headers"}
+
+
+def _go() -> str | None:
+    found = shutil.which("go")
+    if found is None and Path("/usr/local/go/bin/go").exists():
+        found = "/usr/local/go/bin/go"
+    return found
+
+
+@rules("TP-3", "TP-5", "TP-7", "TP-8", "TP-11", "TP-12")
+@pytest.mark.skipif(_go() is None, reason="go is not installed (neither on PATH nor /usr/local/go/bin/go)")
+def test_the_go_testee(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    binary = tmp_path / "go_testee"
+    env = {**os.environ, "GOFLAGS": "-mod=mod", "GOCACHE": str(tmp_path / "gocache"), "GOPATH": str(tmp_path / "gopath"),
+           "GOPROXY": "off", "CGO_ENABLED": "0"}
+    built = subprocess.run([str(_go()), "build", "-o", str(binary), "."], cwd=EXAMPLES / "go_testee", env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    run = run_suite(f"cmd:{binary}", tmp_path / "report", "--kstate-profile", "quick", "--kstate-testee-validate")
+    check_example_run(run, GO_OPERATIONS)
+    protocol = {o["test_id"]: o["outcome"] for o in run.outcomes if o["test_id"].startswith("test_testee_protocol")}
     assert protocol and all(v == "passed" for t, v in protocol.items() if "store_handles" not in t), protocol
+    # The HV-16 key travels as UTF-16 hex (TP-12) and the Go testee writes "?" for it, as Java does.
+    hv16 = [o for o in run.outcomes if "unpaired_surrogate_is_written_as_a_question_mark" in o["test_id"]]
+    assert hv16 and all(o["outcome"] == "passed" for o in hv16), hv16

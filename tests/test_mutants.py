@@ -116,3 +116,28 @@ def test_the_kill_map_records_killers_and_forgets_survivors(tmp_path: Path) -> N
 
 def test_the_shipped_kill_map_names_only_known_mutants() -> None:
     assert set(read_kill_map()) <= set(all_mutants())
+
+
+def test_mutants_list_groups_every_mutant_by_family_with_its_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    from kstate.cli import main
+
+    assert main(["mutants", "--list"]) == 0
+    listing = capsys.readouterr().out
+    known = all_mutants()
+    for name, item in known.items():
+        line = next((row for row in listing.splitlines() if row.strip().startswith(f"{name}  [")), None)
+        assert line is not None, f"{name} is not listed"
+        assert all(rule in line for rule in item.rules), (name, item.rules, line)
+    families = {item.family for item in known.values()}
+    headings = [row for row in listing.splitlines() if row and not row.startswith(" ") and "mutant" in row]
+    assert {h.split(" (")[0] for h in headings[:-1]} == families
+    assert main(["mutants", "--list", "unsigned-varints"]) == 0
+    assert "unsigned-varints" in capsys.readouterr().out
+
+
+def test_mutants_help_mentions_the_list(capsys: pytest.CaptureFixture[str]) -> None:
+    from kstate.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["mutants", "--help"])
+    assert "--list" in capsys.readouterr().out

@@ -31,7 +31,8 @@ FAKE_TESTEE = r'''
 import json, os, sys, time
 mode = sys.argv[1] if len(sys.argv) > 1 else ""
 CAPS = ["varint.write_varint", "x.crash", "x.hang", "x.garbage", "x.wrong_id", "x.two_kinds", "x.internal",
-        "x.unsupported", "x.refuse", "x.partial", "x.list_output", "x.slow"]
+        "x.unsupported", "x.refuse", "x.partial", "x.list_output", "x.slow", "x.deep", "x.nan", "x.float_id",
+        "x.true_id", "x.not_utf8", "x.huge", "x.text", "x.echo"]
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
 for line in sys.stdin:
@@ -53,6 +54,14 @@ for line in sys.stdin:
     elif op == "x.unsupported": send({"id": i, "unsupported": True})
     elif op == "x.refuse": send({"id": i, "error": {"type": "DecodeError", "message": "no"}})
     elif op == "x.partial": sys.stdout.write('{"id": '); sys.stdout.flush(); os._exit(1)
+    elif op == "x.deep": sys.stdout.write('{"id":%d,"output":{"a":' % i + "[" * 100000 + "]" * 100000 + "}}\n")
+    elif op == "x.nan": sys.stdout.write('{"id":%d,"output":{"a":NaN}}\n' % i)
+    elif op == "x.float_id": sys.stdout.write('{"id":%d.0,"output":{}}\n' % i)
+    elif op == "x.true_id": sys.stdout.write('{"id":true,"output":{}}\n')
+    elif op == "x.not_utf8": sys.stdout.buffer.write(b'{"id":%d,"output":{"a":"\xff"}}\n' % i)
+    elif op == "x.huge": sys.stdout.write('{"id":%d,"output":{"a":"' % i + "a" * (65 << 20) + '"}}\n')
+    elif op == "x.text": send({"id": i, "output": {"key": {"encoding": "utf-16be", "hex": "0061d800"}}})
+    elif op == "x.echo": sys.stdout.write(json.dumps({"id": i, "output": {"line": line}}) + "\n")
     elif op == "varint.write_varint": send({"id": i, "output": {"bytes": "d804", "size": 2}})
     else: send({"id": i, "unsupported": True})
 '''
@@ -126,6 +135,12 @@ def test_a_hang_times_out_and_kills_the_testee(fake: str) -> None:
     ("x.wrong_id", "answered id"),
     ("x.two_kinds", "exactly one of"),
     ("x.list_output", "not a JSON object"),
+    ("x.deep", "NestingTooDeep"),
+    ("x.nan", "NaN is not JSON"),
+    ("x.float_id", "answered id 1.0 to request id 1"),
+    ("x.true_id", "answered id True"),
+    ("x.not_utf8", "not UTF-8"),
+    ("x.huge", "longer than"),
 ])
 def test_malformed_answers_are_protocol_errors(fake: str, op: str, problem: str) -> None:
     testee = adapter(fake)
@@ -135,6 +150,19 @@ def test_malformed_answers_are_protocol_errors(fake: str, op: str, problem: str)
         assert op in str(error.value)
         testee.begin_test("next")
         assert testee.call("varint.write_varint", {"value": 300})["size"] == 2
+    finally:
+        testee.close()
+
+
+@rules("TP-12")
+def test_texts_that_are_not_unicode_travel_as_utf16_hex_both_ways(fake: str) -> None:
+    testee = adapter(fake)
+    try:
+        assert testee.call("x.text", {}) == {"key": "a\ud800"}
+        sent = json.loads(testee.call("x.echo", {"headers": [["a\ud800b", None], ["\U0001f600", "01"]]})["line"])
+        # A lone surrogate goes as code units in hex; a valid text, pairs included, as a plain JSON string.
+        assert sent["input"] == {"headers": [[{"encoding": "utf-16be", "hex": "0061d8000062"}, None],
+                                             ["\U0001f600", "01"]]}
     finally:
         testee.close()
 

@@ -103,24 +103,24 @@ class StorePair(PairedMachine):
         self.on_store("store.commit", changelog_offsets=[[CHANGELOG, 0, offset]])
         self.on_store("store.committed_offset", topic=CHANGELOG, partition=0)
 
-    def commit_and_close(self, handle: str, offset: int | None) -> None:
-        """A clean shutdown: the task commits ``offset``, then closes the store; the rows on disk are compared.
-        (KV-54: the reference also writes the position at close, Kafka only with a commit.)"""
-        excluded("KV-54")
+    def commit_and_close(self, handle: str, offset: int | None, commit: bool = True) -> None:
+        """A shutdown: the task commits ``offset`` (unless ``commit`` is False), then closes the store; the rows
+        on disk are compared, the position row's presence included (KV-56, KV-63: only a commit writes it)."""
         self.agree("store.flush_cache", {"handle": handle})
         self.agree("store.changelog", {"handle": handle})
-        self.agree("store.commit", {"handle": handle, "changelog_offsets": [[CHANGELOG, 0, offset]]})
+        if commit:
+            self.agree("store.commit", {"handle": handle, "changelog_offsets": [[CHANGELOG, 0, offset]]})
         self.close_both(handle)
 
-    @rule()
-    def restart(self) -> None:
-        """Commit, close (the rows on disk compared), reopen the same store."""
+    @rule(commit=st.booleans())
+    def restart(self, commit: bool) -> None:
+        """Commit (or not), close (the rows on disk compared), reopen the same store."""
         excluded("KV-12")
         assert self.handle is not None
         self.on_store("store.flush_cache")
         self.changelogs_agree()
         handle, self.handle = self.handle, None
-        self.commit_and_close(handle, len(self.logged) - 1 if self.logged else None)
+        self.commit_and_close(handle, len(self.logged) - 1 if self.logged else None, commit)
         self.open_store()
 
     @rule(batch_size=st.integers(min_value=1, max_value=4))
@@ -284,12 +284,12 @@ class KeyValuePair(StorePair):
             self.agree("store.iterator_close", {"iterator": it})
             self.live_iterators.discard(it)
 
-    @rule()
-    def restart(self) -> None:
+    @rule(commit=st.booleans())
+    def restart(self, commit: bool) -> None:
         for it in sorted(self.live_iterators):
             self.agree("store.iterator_close", {"iterator": it})
         self.live_iterators.clear()
-        super().restart()
+        super().restart(commit)
 
 
 #: Window starts: small ones, and ones a segment interval apart (Kafka's default interval is max(retention / 2,
@@ -388,12 +388,13 @@ class VersionedPair(StorePair):
                              "options": {"history_retention_ms": history_retention_ms}}
         self.open_store()
 
-    def restart(self) -> None:
+    def restart(self, commit: bool = True) -> None:
         """Not a rule here (VS-14)."""
 
     def on_disk(self, image: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         excluded("VS-38")
-        return {path: {cf: [(k, v) for k, v in rows if not (cf == "offsets" and k == b"position")] if cf == "offsets"
+        # The row's presence is compared (only a commit writes it: KV-56, KV-63), its content is not.
+        return {path: {cf: [(k, "present" if k == b"position" else v) for k, v in rows] if cf == "offsets"
                        else rows for cf, rows in families.items()} for path, families in image.items()}
 
     def some_key(self, data: st.DataObject) -> bytes:

@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Mapping
 from typing import IO, Any
 
+from kstate.testee_wire import WireError, dumps_line, loads_line
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
 
 PROTOCOL_VERSION = 1
@@ -30,7 +31,7 @@ DEFAULT_START_TIMEOUT = 30.0
 #: After this many tests in a row lost to timeouts or failed starts, later tests fail at once: the run
 #: stays bounded even when a testee hangs on everything.
 GIVE_UP_AFTER = 5
-#: A response line longer than this is a protocol error, not a reason to exhaust memory.
+#: A response line longer than this is a protocol error, not a reason to exhaust memory (TP-11).
 MAX_LINE_BYTES = 64 * 1024 * 1024
 RESPONSE_KINDS = ("output", "unsupported", "error", "internal_error")
 CONTROL_OPS = ("hello", "shutdown")
@@ -280,6 +281,26 @@ class SubprocessAdapter(ImplementationAdapter):
             self._costly_failures = 0
         return response
 
+    def exchange_line(self, line: bytes, *, expected_id: Any = None, op: str = "raw line",
+                      timeout: float | None = None) -> JsonDict:
+        """Send ``line`` (a hostile line of TP-11, newline added) and return the answer, which must carry
+        ``expected_id``."""
+        if self._broken is not None:
+            raise TesteeUnavailable(self.label, op, f"not sent: the testee already failed in this test "
+                                    f"({self._broken.kind}: {self._broken.problem})")
+        process = self._process
+        if process is None:
+            raise TesteeUnavailable(self.label, op, "the testee is not running")
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        try:
+            self._write(process, line.rstrip(b"\n") + b"\n", op, deadline, limit)
+            answer = self._receive_line(process, op, deadline, limit)
+            return self._check_response(answer, expected_id, op)
+        except TesteeError as exc:
+            self._fail(exc)
+            raise
+
     # --- internals ------------------------------------------------------------------------------------------
 
     def _start(self) -> None:
@@ -331,10 +352,13 @@ class SubprocessAdapter(ImplementationAdapter):
 
     def _send(self, process: _Process, request: JsonDict, op: str, deadline: float, limit: float) -> None:
         try:
-            data = json.dumps(request, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
-        except (TypeError, ValueError) as exc:
+            data = dumps_line(request)  # texts that are not Unicode travel encoded (TP-12)
+        except WireError as exc:
             # A suite bug (a non-JSON payload), not the testee's: say so plainly.
             raise TypeError(f"operation {op}: the suite built a payload that is not JSON: {exc}") from exc
+        self._write(process, data, op, deadline, limit)
+
+    def _write(self, process: _Process, data: bytes, op: str, deadline: float, limit: float) -> None:
         view = memoryview(data)
         while view:
             remaining = deadline - time.monotonic()
@@ -352,8 +376,10 @@ class SubprocessAdapter(ImplementationAdapter):
 
     def _receive_line(self, process: _Process, op: str, deadline: float, limit: float) -> bytes:
         buffer = process.buffer
+        scanned = 0  # bytes of the buffer known to hold no newline: each byte is searched once
         while True:
-            newline = buffer.find(b"\n")
+            newline = buffer.find(b"\n", scanned)
+            scanned = len(buffer)
             if newline >= 0:
                 line = bytes(buffer[:newline])
                 del buffer[: newline + 1]
@@ -382,10 +408,10 @@ class SubprocessAdapter(ImplementationAdapter):
     def _check_response(self, line: bytes, request_id: Any, op: str) -> JsonDict:
         shown = line[:300].decode("utf-8", "replace")
         try:
-            response = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise TesteeProtocolError(self.label, op, f"answered a line that is not JSON ({exc}): {shown!r}",
-                                      self._stderr_tail()) from None
+            response = loads_line(line, MAX_LINE_BYTES)
+        except WireError as exc:
+            raise TesteeProtocolError(self.label, op, f"answered a line the protocol refuses ({exc.kind}: {exc}): "
+                                      f"{shown!r}", self._stderr_tail()) from None
         problem = response_problem(response, request_id)
         if problem:
             raise TesteeProtocolError(self.label, op, f"{problem}: {shown!r}", self._stderr_tail())
@@ -409,7 +435,7 @@ def response_problem(response: Any, request_id: Any) -> str | None:
         return "answered JSON that is not an object"
     if "id" not in response:
         return "answered an object without an id"
-    if response["id"] != request_id or isinstance(response["id"], bool):
+    if type(response["id"]) is not type(request_id) or response["id"] != request_id:
         return f"answered id {response['id']!r} to request id {request_id!r}"
     kinds = [k for k in RESPONSE_KINDS if k in response]
     if len(kinds) != 1:
@@ -434,7 +460,7 @@ def _handshake_problem(response: JsonDict) -> str | None:
         kind = next(k for k in RESPONSE_KINDS if k in response)
         return f"the testee answered the hello with {kind}: {response[kind]!r}"
     out = response["output"]
-    if out.get("protocol") != PROTOCOL_VERSION:
+    if out.get("protocol") != PROTOCOL_VERSION or isinstance(out.get("protocol"), bool):
         return f"the testee speaks protocol {out.get('protocol')!r}, the runner speaks {PROTOCOL_VERSION}"
     if not isinstance(out.get("implementation"), str) or not out["implementation"]:
         return "the hello answer names no implementation"

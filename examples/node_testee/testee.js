@@ -6,9 +6,12 @@
 //   kstate conformance --impl "cmd:node examples/node_testee/testee.js"
 'use strict';
 
-const readline = require('readline');
-
 const PROTOCOL = 1;
+const MAX_LINE_BYTES = 16 * 1024 * 1024;  // TP-11
+const MAX_DEPTH = 64;                     // TP-11: the top-level object is level 1
+
+// A line the protocol refuses (TP-11); `kind` is the internal error's type.
+class WireError extends Error { constructor(kind, message) { super(message); this.kind = kind; } }
 const INT32_MIN = -(2n ** 31n), INT32_MAX = 2n ** 31n - 1n;
 const INT64_MIN = -(2n ** 63n), INT64_MAX = 2n ** 63n - 1n;
 
@@ -20,9 +23,17 @@ function parseJson(text) {
   let i = 0;
   const ws = () => { while (' \t\r\n'.includes(text[i]) && i < text.length) i++; };
   const fail = (what) => { throw new SyntaxError(`${what} at ${i}`); };
+  let depth = 0;
+  const enter = () => { if (++depth > MAX_DEPTH) throw new WireError('NestingTooDeep', `nested deeper than ${MAX_DEPTH} levels`); };
   function value() {
     ws();
     const c = text[i];
+    if (c === '{' || c === '[') enter();
+    const result = compound(c);
+    if (c === '{' || c === '[') depth--;
+    return result;
+  }
+  function compound(c) {
     if (c === '{') {
       i++; const obj = {}; ws();
       if (text[i] === '}') { i++; return obj; }
@@ -66,7 +77,22 @@ function parseJson(text) {
   }
   const result = value(); ws();
   if (i !== text.length) fail('trailing characters');
-  return result;
+  return decodeTexts(result);
+}
+
+// A text that is not valid Unicode travels as {"encoding": "utf-16be", "hex": ...} (TP-12): back to a JS string.
+function decodeTexts(v) {
+  if (Array.isArray(v)) return v.map(decodeTexts);
+  if (v === null || typeof v !== 'object') return v;
+  const keys = Object.keys(v);
+  if (keys.length === 2 && v.encoding === 'utf-16be' && typeof v.hex === 'string') {
+    if (!/^([0-9a-f]{4})*$/.test(v.hex)) throw new WireError('BadText', 'an encoded text is not whole UTF-16 code units');
+    let out = '';
+    for (let k = 0; k < v.hex.length; k += 4) out += String.fromCharCode(parseInt(v.hex.slice(k, k + 4), 16));
+    return out;
+  }
+  for (const k of keys) v[k] = decodeTexts(v[k]);
+  return v;
 }
 
 function toJson(v) {
@@ -165,43 +191,81 @@ const OPERATIONS = {
 
 // --- the protocol ---------------------------------------------------------------------------------------
 
+function internalError(id, type, message) { return { id, internal_error: { type, message } }; }
+
 function answer(message) {
+  if (message === null || typeof message !== 'object' || Array.isArray(message)) {
+    return internalError(null, 'NotARequest', 'not a request: expected an object with id, op and input');
+  }
   const id = message.id;
+  if (typeof id !== 'bigint' || id < 0n) return internalError(null, 'BadId', 'the request id is not a non-negative integer');
+  if (typeof message.op !== 'string') return internalError(id, 'BadOp', 'the op must be a string');
+  if (message.input === undefined) message.input = {};
   if (message.op === 'hello') {
-    if (message.input.protocol !== BigInt(PROTOCOL)) {
+    if (message.input === null || typeof message.input !== 'object' || message.input.protocol !== BigInt(PROTOCOL)) {
       return { id, error: { type: 'ProtocolVersion', message: `this testee speaks protocol ${PROTOCOL}` } };
     }
     return { id, output: { protocol: BigInt(PROTOCOL), implementation: 'node-example', version: '0.1',
                            capabilities: Object.keys(OPERATIONS).sort() } };
   }
   if (message.op === 'shutdown') return { id, output: {} };
-  const handler = OPERATIONS[message.op];
-  if (!handler) return { id, unsupported: true, reason: `no operation ${message.op}` };
+  const handler = Object.prototype.hasOwnProperty.call(OPERATIONS, message.op) ? OPERATIONS[message.op] : undefined;
+  if (!handler) return { id, unsupported: true, reason: `no operation ${message.op.slice(0, 200)}` };
   if (message.input === null || typeof message.input !== 'object' || Array.isArray(message.input)) {
-    return { id, internal_error: { message: 'input must be a JSON object' } };
+    return internalError(id, 'BadInput', 'input must be a JSON object');
   }
   try {
     return { id, output: handler(message.input) };
   } catch (e) {
     if (e instanceof Refusal) return { id, error: { type: 'Refusal', message: e.message } };
-    return { id, internal_error: { type: e.name, message: String(e.message) } };
+    return internalError(id, e.name, String(e.message));
   }
 }
 
-const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-lines.on('line', (line) => {
-  if (!line.trim()) return;
+// Lines are read as bytes: an overlong one is dropped as it arrives (bounded memory), bytes that are not UTF-8
+// are refused rather than silently replaced (TP-1, TP-11).
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function serveLine(raw) {
   let response;
   let message;
   try {
+    const line = utf8.decode(raw);
+    if (!line.trim()) return false;
     message = parseJson(line);
   } catch (e) {
-    response = { id: null, internal_error: { message: `request is not JSON: ${e.message}` } };
+    if (e instanceof WireError) response = internalError(null, e.kind, e.message);
+    else if (e instanceof TypeError) response = internalError(null, 'NotJson', 'the line is not UTF-8');
+    else response = internalError(null, 'NotJson', `request is not JSON: ${e.message}`);
   }
-  if (message !== undefined) response = answer(message);
+  if (response === undefined) response = answer(message);
   process.stdout.write(toJson(response) + '\n');
-  if (message && message.op === 'shutdown') {
-    lines.close();
+  return Boolean(message && message.op === 'shutdown' && response.output);
+}
+
+let pending = [];
+let pendingBytes = 0;
+let dropping = false;
+process.stdin.on('data', (chunk) => {
+  let start = 0;
+  for (;;) {
+    const newline = chunk.indexOf(10, start);
+    const piece = chunk.subarray(start, newline < 0 ? chunk.length : newline);
+    if (!dropping) {
+      pendingBytes += piece.length;
+      if (pendingBytes > MAX_LINE_BYTES) { dropping = true; pending = []; } else pending.push(piece);
+    }
+    if (newline < 0) return;
+    start = newline + 1;
+    if (dropping) {
+      process.stdout.write(toJson(internalError(null, 'LineTooLong', `a line longer than ${MAX_LINE_BYTES} bytes`)) + '\n');
+    } else if (serveLine(Buffer.concat(pending))) {
+      process.exit(0);
+    }
+    pending = []; pendingBytes = 0; dropping = false;
   }
 });
-lines.on('close', () => process.exit(0));
+process.stdin.on('end', () => {
+  if (pending.length && !dropping) serveLine(Buffer.concat(pending));
+  process.exit(0);
+});

@@ -484,9 +484,16 @@ def cmd_mutants(args: argparse.Namespace) -> int:
 
     names = args.names or None
     known = all_mutants()
+    if args.list:
+        from kstate_conformance.mutants import mutant_listing
+
+        # Plain print: a listing read by people and by grep, never wrapped or styled.
+        print(mutant_listing({n: known[n] for n in names if n in known} if names else known))
+        return 0
     unknown = [n for n in names or [] if n not in known]
     if unknown:
-        err_console.print(f"[red]error:[/red] no mutant named {', '.join(unknown)}")
+        err_console.print(f"[red]error:[/red] no mutant named {', '.join(unknown)} "
+                          "(`kstate mutants --list` lists them, grouped by family, with their rules)")
         return 2
     total = len(names) if names else len(known)
     started = time.monotonic()
@@ -888,8 +895,14 @@ def build_parser() -> argparse.ArgumentParser:
     system.add_argument("pytest_args", nargs="*", help="further pytest arguments (after --)")
     system.set_defaults(func=cmd_system)
 
-    mutants = sub.add_parser("mutants", help="mutation analysis: the suite must fail every mutant")
-    mutants.add_argument("names", nargs="*", help="mutants to run (default all)")
+    mutants = sub.add_parser("mutants", help="mutation analysis: the suite must fail every mutant",
+                             description="Run the conformance suite on deliberately broken implementations "
+                                         "(mutants); the suite must fail every one. `kstate mutants --list` "
+                                         "lists the mutants by family, with the spec rules each breaks.")
+    mutants.add_argument("names", nargs="*", help="mutants to run (default all); see --list for the names")
+    mutants.add_argument("--list", action="store_true",
+                         help="list the mutants (or the named ones) grouped by family, each with its rules "
+                              "and description, and run nothing")
     mutants.add_argument("--workers", type=int, default=2, help="mutants run in parallel (default 2)")
     mutants.add_argument("--report", help="write mutation.md and mutation.json into this directory")
     mutants.add_argument("--kill-map", default=None,

@@ -358,3 +358,19 @@ def test_a_missing_path_does_not_exist_and_a_file_is_not_a_directory(tmp_path: P
     (tmp_path / "file").write_text("x")
     with pytest.raises(NotAStateDirectoryError, match="is not a directory"):
         list(dump_store(tmp_path / "file", "store"))
+
+
+@pytest.mark.rules("UPG-7", "LAY-8")
+def test_the_state_a_refused_kafka_headers_open_leaves_is_named_with_the_way_out(tmp_path: Path) -> None:
+    """Kafka 4.4.0 creates an empty keyValueWithTimestampAndHeaders before it refuses a half-migrated directory as the
+    header store; inspect names that state, that Kafka now refuses it as the timestamped store too, and the way out."""
+    families: dict[str, dict[bytes, bytes]] = {"default": {b"a": b"1"}, "keyValueWithTimestamp": {b"b": bytes(8) + b"2"},
+                                               "offsets": {b"status": encode_status(False)}}
+    write_db(task_dir(tmp_path) / "rocksdb" / "half", families)
+    assert not any("half-migrated" in w for w in inspect_state_dir(tmp_path).warnings)  # before the refused open
+    write_db(task_dir(tmp_path) / "rocksdb" / "s", {**families, "keyValueWithTimestampAndHeaders": {}})
+    report = inspect_state_dir(tmp_path)
+    warning = next(w for w in report.warnings if "rocksdb/s:" in w)
+    assert "half-migrated" in warning and "empty keyValueWithTimestampAndHeaders" in warning, warning
+    assert "timestamped store" in warning and "headers-aware store" in warning, warning
+    assert "restore it from its changelog topic" in warning and "drop_column_family" in warning, warning

@@ -68,5 +68,24 @@ def all_mutants() -> dict[str, Mutant]:
 def get_mutant(name: str) -> Mutant:
     mutants = all_mutants()
     if name not in mutants:
-        raise LookupError(f"no mutant named {name!r}; known: {', '.join(mutants)}")
+        raise LookupError(f"no mutant named {name!r} (`kstate mutants --list` lists the {len(mutants)} mutants)")
     return mutants[name]
+
+
+def mutant_listing(mutants: dict[str, Mutant] | None = None) -> str:
+    """Every mutant grouped by family, each with the rules it breaks and its description (`kstate mutants --list`)."""
+    mutants = all_mutants() if mutants is None else mutants
+    by_family: dict[str, list[Mutant]] = {}
+    for item in mutants.values():
+        by_family.setdefault(item.family, []).append(item)
+    lines: list[str] = []
+    for family in sorted(by_family):
+        members = sorted(by_family[family], key=lambda m: m.name)
+        lines.append(f"{family} ({len(members)} mutant{'s' if len(members) != 1 else ''})")
+        for item in members:
+            rules = ", ".join(item.rules) if item.rules else "no rule named"
+            lines.append(f"  {item.name}  [{rules}]")
+            lines.append(f"      {item.description}")
+        lines.append("")
+    lines.append(f"{len(mutants)} mutants in {len(by_family)} families; run one with `kstate mutants NAME`.")
+    return "\n".join(lines)

@@ -888,6 +888,35 @@ def _with_patched(name: str, patches: Mapping[str, Any]) -> Handler:
     return run
 
 
+def _with_offsets_batches(handler: Handler) -> Handler:
+    """``handler`` run with the pre-4.4 reading of Kafka: flush and close write the position row too."""
+    from kstate.codecs.offsets import close_offsets, commit_position
+    from kstate.stores.offsets import StoreOffsets, diff_batch
+
+    def position_batch(self: StoreOffsets, position: Position) -> WriteBatch:
+        after = commit_position(self._image, position)
+        batch = diff_batch(self._image, after)
+        self._image = after
+        return batch
+
+    def close_batch(self: StoreOffsets, position: Position) -> WriteBatch:
+        after = close_offsets(commit_position(self._image, position), self._opened)
+        batch = diff_batch(self._image, after)
+        self._image = after
+        self._opened = False
+        return batch
+
+    def run(payload: dict[str, Any]) -> dict[str, Any]:
+        saved = StoreOffsets.position_batch, StoreOffsets.close_batch
+        StoreOffsets.position_batch, StoreOffsets.close_batch = position_batch, close_batch  # type: ignore[method-assign]
+        try:
+            return handler(payload)
+        finally:
+            StoreOffsets.position_batch, StoreOffsets.close_batch = saved  # type: ignore[method-assign]
+
+    return run
+
+
 def _write_through(path: str | Path, data: bytes) -> None:
     # Python's natural write: open(path, "wb") follows a link planted at ``path`` (or at a fixed temporary name).
     with open(path, "wb") as out:
@@ -935,3 +964,12 @@ def _wipe_leftover_removed_only_as_a_directory() -> dict[str, Handler]:
 def _segmented_store_ignores_task_checkpoint() -> dict[str, Handler]:
     return {"store.open": _with_patched("store.open", {"kstate.stores.segmented.read_checkpoint_entries":
                                                         lambda *_args, **_kwargs: {}})}
+
+
+@mutant("close-writes-position", "flush and close write the position row although nothing was committed (Kafka "
+        "4.4.0 writes it in commit only)", FAMILY, rules=("KV-56", "OFF-5", "KV-63"))
+def _close_writes_position() -> dict[str, Handler]:
+    from kstate.ops import call
+
+    return {op: _with_offsets_batches(lambda payload, op=op: call(op, payload))  # type: ignore[misc]
+            for op in ("store.close", "store.flush")}

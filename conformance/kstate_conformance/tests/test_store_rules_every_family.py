@@ -220,3 +220,40 @@ def test_a_directory_opened_as_another_type_is_refused_and_left_as_it_was(kit: K
     again = _open(kit, first, ROCKSDB)  # no ignore_invalid_state: the refused open wrote no OPEN status
     assert again.committed() == 5
     assert again.ok(read, **payload) == before
+
+
+# --- KV-56, KV-63, OFF-5: only a commit writes the position row ---------------------------------------------------
+
+
+def _position_rows(store: Store) -> list[str | None]:
+    """The raw ``position`` row of each of the store's databases (one; or one per segment), None where absent."""
+    dumped = store.ok("store.dump")
+    databases = dumped["segments"].values() if "segments" in dumped else [dumped["column_families"]]
+    return [dict(families.get("offsets", [])).get(h("position")) for families in databases]
+
+
+@rules("KV-56", "KV-63", "OFF-5", "WS-29", "SS-21", "VS-38")
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("flush", [False, True], ids=["close", "flush_then_close"])
+def test_only_a_commit_writes_the_position_row(kit: Kit, name: str, flush: bool) -> None:
+    """Kafka 4.4.0 writes ``position`` in ``commit(offsets)`` only: a store written, flushed and closed with no
+    commit has no position row in any of its databases; once committed, every database has one."""
+    kit.require(FAMILIES[name].store_type, ROCKSDB)
+    family = FAMILIES[name]
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 7)
+    family.put(store, K)
+    if flush:
+        store.ok("store.flush")
+    store.close()
+    again = _open(kit, family, ROCKSDB)
+    rows = _position_rows(again)
+    assert rows, "the store's dump shows no database"
+    assert rows == [None] * len(rows), f"no commit ran, yet the position rows are {rows}"
+    _context(again, 8)
+    family.put(again, K)
+    again.commit(9)
+    again.close()
+    committed = _open(kit, family, ROCKSDB)
+    rows = _position_rows(committed)
+    assert rows and all(row is not None for row in rows), f"after a commit the position rows are {rows}"

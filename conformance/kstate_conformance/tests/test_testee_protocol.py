@@ -128,3 +128,70 @@ def test_shutdown_and_end_of_input_stop_the_testee(testee: SubprocessAdapter, ho
             f"the testee still ran 5 s after {how}"
     finally:
         testee.restart()
+
+
+# --- hostile lines (TP-11) and texts that are not Unicode (TP-12) ----------------------------------------------
+
+HOSTILE_LINES = {
+    "op_is_a_list": (b'{"id":21,"op":["varint.write_varint"],"input":{}}', 21),
+    "op_is_an_object": (b'{"id":22,"op":{"name":"hello"},"input":{}}', 22),
+    "op_is_a_number": (b'{"id":23,"op":7,"input":{}}', 23),
+    "nested_100000_deep": (b'{"id":24,"op":"x.y","input":{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}}", None),
+    "nested_65_deep": (b'{"id":25,"op":"x.y","input":{"a":' + b"[" * 63 + b"]" * 63 + b"}}", None),
+    "id_nan": (b'{"id":NaN,"op":"x.y","input":{}}', None),
+    "id_infinity": (b'{"id":Infinity,"op":"x.y","input":{}}', None),
+    "id_minus_infinity": (b'{"id":-Infinity,"op":"x.y","input":{}}', None),
+    "id_fraction": (b'{"id":1.5,"op":"x.y","input":{}}', None),
+    "id_negative": (b'{"id":-1,"op":"x.y","input":{}}', None),
+    "id_true": (b'{"id":true,"op":"x.y","input":{}}', None),
+    "id_a_string": (b'{"id":"7","op":"x.y","input":{}}', None),
+    "not_utf8": (b'{"id":26,"op":"x.y","input":{"k":"\xff\xfe"}}', None),
+    "not_json": (b'{"id":27,', None),
+    "a_json_list": (b"[1,2,3]", None),
+    "text_with_odd_hex": (b'{"id":28,"op":"x.y","input":{"k":{"encoding":"utf-16be","hex":"006"}}}', None),
+}
+
+
+@rules("TP-11", "TP-7")
+@pytest.mark.parametrize("name", sorted(HOSTILE_LINES))
+def test_a_hostile_line_gets_one_typed_internal_error_and_the_testee_keeps_serving(
+        testee: SubprocessAdapter, response_schema: Any, name: str) -> None:
+    line, request_id = HOSTILE_LINES[name]
+    answer = _valid(response_schema, testee.exchange_line(line, expected_id=request_id, op=name))
+    assert "internal_error" in answer, f"the hostile line {name} was answered {answer}"
+    assert isinstance(answer["internal_error"].get("type"), str), f"the internal error names no type: {answer}"
+    follow = testee.exchange_raw({"id": 30, "op": "no_such_family.no_such_op", "input": {}})
+    assert follow.get("unsupported") is True, f"after {name} the testee answered {follow}"
+
+
+@rules("TP-11")
+def test_a_line_longer_than_the_cap_is_refused_and_the_testee_keeps_serving(testee: SubprocessAdapter) -> None:
+    from kstate.testee_wire import MAX_LINE_BYTES
+
+    line = b'{"id":31,"op":"x.y","input":{"k":"' + b"a" * (MAX_LINE_BYTES + (1 << 20)) + b'"}}'
+    answer = testee.exchange_line(line, expected_id=None, op="line of 17 MiB", timeout=60)
+    assert "internal_error" in answer and isinstance(answer["internal_error"].get("type"), str), answer
+    follow = testee.exchange_raw({"id": 32, "op": "no_such_family.no_such_op", "input": {}})
+    assert follow.get("unsupported") is True
+
+
+@rules("TP-11")
+def test_a_line_within_the_caps_is_served(testee: SubprocessAdapter) -> None:
+    # 64 levels (the top-level object is level 1) and a long string: both inside the caps, so an answer.
+    line = b'{"id":33,"op":"no_such_family.no_such_op","input":{"a":' + b"[" * 62 + b"]" * 62 + \
+        b',"b":"' + b"a" * (4 << 20) + b'"}}'
+    answer = testee.exchange_line(line, expected_id=33, op="deep but allowed", timeout=60)
+    assert answer.get("unsupported") is True, f"a line inside the caps was answered {answer}"
+
+
+@rules("TP-12", "HV-16")
+def test_a_text_that_is_not_unicode_travels_as_utf16_hex(testee: SubprocessAdapter) -> None:
+    if not testee.supports("header_values.serialize_headers"):
+        pytest.skip("the testee does not offer header_values.serialize_headers")
+    line = (b'{"id":34,"op":"header_values.serialize_headers","input":{"headers":'
+            b'[[{"encoding":"utf-16be","hex":"0061d8000062"},null],[{"encoding":"utf-16be","hex":"00e9"},"01"]]}}')
+    answer = testee.exchange_line(line, expected_id=34, op="header_values.serialize_headers")
+    if "error" in answer:
+        pytest.skip(f"the testee refuses a key that is not Unicode (TP-12 allows it): {answer['error']}")
+    # "a?b" (HV-16) then a valid text sent in the encoded form, decoded as any other: e-acute.
+    assert answer == {"id": 34, "output": {"bytes": "0406613f620104c3a90201"}}, answer

@@ -406,9 +406,26 @@ class _Walker:
         elif set(rows) <= {DEFAULT_CF, OFFSETS_CF}:
             self._warn_kv_ambiguity(store_dir, store_type, bool(rows.get(DEFAULT_CF)))
         db, mode = self.database(store_dir, store_type.value if store_type else None, None, rows)
+        self._warn_refused_headers_upgrade(store_dir, rows)
         self._stray_files(store_dir)
         return StoreReport(store_dir.name, self.rel(store_dir), store_type.value if store_type else "unknown",
                            evidence, mode, [db])
+
+    def _warn_refused_headers_upgrade(self, store_dir: Path, rows: dict[str, list[tuple[bytes, bytes]]]) -> None:
+        """The state Kafka 4.4.0 leaves when it refuses a header-aware open of a half-migrated store (UPG-7, LAY-8):
+        rows in ``default`` and a ``keyValueWithTimestamp`` family, and the empty headers family it created."""
+        if not (rows.get(DEFAULT_CF) and TIMESTAMPED_CF in rows and TIMESTAMPED_HEADERS_CF in rows
+                and not rows[TIMESTAMPED_HEADERS_CF]):
+            return
+        self.report.warnings.append(
+            f"{self.rel(store_dir)}: a half-migrated store (rows in {DEFAULT_CF} and {TIMESTAMPED_CF}) with an empty "
+            f"{TIMESTAMPED_HEADERS_CF} family: what Kafka 4.4.0 leaves when it refuses to open such a store as the "
+            "header-aware store (UPG-7). Kafka now refuses it both as the header-aware store (\"Cannot have both plain "
+            "(DEFAULT) and timestamped data\") and as the timestamped store (\"... is a headers-aware store ...\"). "
+            "Way out: stop the application, delete this store directory and let Kafka Streams restore it from its "
+            "changelog topic (a header-aware store restores into its own format); or, to keep the rows, drop the "
+            f"empty family (RocksDB's ldb: drop_column_family {TIMESTAMPED_HEADERS_CF}), which returns the directory "
+            "to its state before the refused open, so that the timestamped store opens it again (UPG-7, LAY-8)")
 
     def _warn_kv_ambiguity(self, store_dir: Path, store_type: StoreType, has_rows: bool) -> None:
         """A ``default``-only store's rows fit another type too; opened as it, the store would be accepted (LAY-14)."""

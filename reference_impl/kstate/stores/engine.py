@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kstate.codecs.layout import ROCKSDICT_SIDECAR
 from kstate.codecs.primitives import INT64_MAX
 from kstate.codecs.store_types import OFFSETS_CF
 from kstate.errors import KStateError, StateFileError
@@ -718,6 +719,10 @@ class RocksDBEngine(Engine):
             # Metadata lost between the check and here must fail the open, not create an empty database (KV-24).
             db_options.create_if_missing(False)
         extra: dict[str, Any] = {"access_type": rd.AccessType.read_only()} if read_only else {}
+        # rocksdict writes its sidecar at every open, a read-only one included: a read-only open (how every check
+        # before a refusal reads the database) removes the one it created, so that it writes nothing (KV-23).
+        sidecar = self.path / ROCKSDICT_SIDECAR
+        created_sidecar = read_only and not os.path.lexists(sidecar)
         try:
             try:
                 self._db: Any = rd.Rdict(
@@ -736,6 +741,10 @@ class RocksDBEngine(Engine):
         except Exception as exc:  # the LOCK held by another process, corruption, unreadable options
             cls = StoreCorruptedError if "Corruption" in str(exc) else StoreStorageError
             raise cls(self.store, f"Error opening store {self.store} at location {self.path}: {exc}") from exc
+        finally:
+            if created_sidecar:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(sidecar)
         self._cf_objects: dict[str, Any] = {}
         self._handles: dict[str, Any] = {}
         for cf in existing:

@@ -273,15 +273,16 @@ class StoreOffsets:
         return batch
 
     def position_batch(self, position: Position) -> WriteBatch:
-        """Only the ``position`` entry (a flush without an offsets commit)."""
-        after = commit_position(self._image, position)
-        batch = diff_batch(self._image, after)
-        self._image = after
-        return batch
+        """A flush writes nothing to the ``offsets`` family: Kafka 4.4.0's ``RocksDBStore`` inherits the
+        no-op ``StateStore.flush``, and only ``commit(offsets)`` writes ``position`` (OFF-5, KV-63)."""
+        del position
+        return WriteBatch()
 
     def close_batch(self, position: Position) -> WriteBatch:
-        """The writes of a clean close: the position, and CLOSED if this instance opened the store (OFF-7)."""
-        after = close_offsets(commit_position(self._image, position), self._opened)
+        """The writes of a clean close: CLOSED if this instance opened the store, and nothing else; the
+        position is written only by a commit, as ``AbstractColumnFamilyAccessor.close`` does (OFF-7, KV-56)."""
+        del position
+        after = close_offsets(self._image, self._opened)
         batch = diff_batch(self._image, after)
         self._image = after
         self._opened = False

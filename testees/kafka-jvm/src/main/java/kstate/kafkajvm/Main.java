@@ -1,16 +1,28 @@
 package kstate.kafkajvm;
 
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
-import java.io.InputStreamReader;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
@@ -47,22 +59,48 @@ public final class Main {
         // Operations added beside the original classes: the offsets column family and KIP-1271 formats.
         OffsetsFamily.registerAll();
         HeaderFormats.registerAll();
-        final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        String line;
-        while ((line = in.readLine()) != null) {
+        final InputStream in = new BufferedInputStream(System.in, 1 << 16);
+        while (true) {
+            final ObjectNode response = Json.obj();
+            boolean stop = false;
+            final String line;
+            try {
+                line = readLine(in);
+            } catch (final WireError e) {
+                out.println(Json.MAPPER.writeValueAsString(wireError(NullNode.instance, e)));
+                out.flush();
+                continue;
+            }
+            if (line == null) {
+                break;
+            }
             if (line.isBlank()) {
                 continue;
             }
-            final ObjectNode response = Json.obj();
-            boolean stop = false;
             JsonNode id = NullNode.instance;
             try {
-                final JsonNode request = Json.MAPPER.readTree(line);
-                if (request == null || !request.isObject()) {
-                    throw new IllegalArgumentException("a request must be a JSON object");
+                final JsonNode request;
+                try {
+                    request = decodeTexts(READER.readTree(line));
+                } catch (final WireError e) {
+                    throw e;
+                } catch (final IOException | RuntimeException e) {
+                    final String message = String.valueOf(e.getMessage());
+                    throw new WireError(message.contains("nesting depth") ? "NestingTooDeep" : "NotJson",
+                        "the line is not a JSON request: " + message.split("\n", 2)[0]);
                 }
-                id = request.has("id") ? request.get("id") : NullNode.instance;
-                final String op = request.path("op").asText("");
+                if (request == null || !request.isObject()) {
+                    throw new WireError("NotARequest", "not a request: expected an object with id, op and input");
+                }
+                final JsonNode requestId = request.path("id");
+                if (!requestId.isIntegralNumber() || requestId.bigIntegerValue().signum() < 0) {
+                    throw new WireError("BadId", "the request id is not a non-negative integer");
+                }
+                id = requestId;
+                if (!request.path("op").isTextual()) {
+                    throw new WireError("BadOp", "the op must be a string");
+                }
+                final String op = request.get("op").asText();
                 final JsonNode input = request.has("input") ? request.get("input") : Json.obj();
                 response.set("id", id);
                 if (op.equals("hello")) {
@@ -74,13 +112,17 @@ public final class Main {
                 } else {
                     answer(op, input, response);
                 }
+            } catch (final WireError e) {
+                response.removeAll();
+                response.setAll(wireError(id, e));
             } catch (Exception | LinkageError e) {
                 response.removeAll();
                 response.set("id", id);
-                response.set("internal_error", Json.obj().put("message", describe(e)));
+                response.set("internal_error", Json.obj().put("type", e.getClass().getSimpleName())
+                    .put("message", describe(e)));
                 e.printStackTrace(System.err);
             }
-            out.println(Json.MAPPER.writeValueAsString(response));
+            out.println(Json.MAPPER.writeValueAsString(encodeTexts(response)));
             out.flush();
             if (stop) {
                 break;
@@ -91,8 +133,121 @@ public final class Main {
         System.exit(0);
     }
 
+    // --- TP-11: bounded, typed reading of hostile lines; TP-12: texts that are not valid Unicode ----------------
+
+    static final int MAX_LINE_BYTES = 16 * 1024 * 1024;
+    static final int MAX_DEPTH = 64;
+    private static final ObjectMapper READER = new ObjectMapper(JsonFactory.builder()
+        .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build()).build());
+
+    /** A line the protocol refuses; {@code kind} is the internal error's type (spec/testee-protocol.md TP-11). */
+    static final class WireError extends Exception {
+        final String kind;
+
+        WireError(final String kind, final String message) {
+            super(message);
+            this.kind = kind;
+        }
+    }
+
+    private static ObjectNode wireError(final JsonNode id, final WireError e) {
+        final ObjectNode response = Json.obj();
+        response.set("id", id);
+        response.set("internal_error", Json.obj().put("type", e.kind).put("message", e.getMessage()));
+        return response;
+    }
+
+    /** The next line as strict UTF-8, null at end of input; a longer line is read to its end and refused. */
+    private static String readLine(final InputStream in) throws IOException, WireError {
+        final ByteArrayOutputStream line = new ByteArrayOutputStream();
+        boolean tooLong = false;
+        int b;
+        while ((b = in.read()) != -1 && b != '\n') {
+            if (line.size() >= MAX_LINE_BYTES) {
+                tooLong = true;
+            } else {
+                line.write(b);
+            }
+        }
+        if (b == -1 && line.size() == 0 && !tooLong) {
+            return null;
+        }
+        if (tooLong) {
+            throw new WireError("LineTooLong", "a line longer than " + MAX_LINE_BYTES + " bytes");
+        }
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(line.toByteArray())).toString();
+        } catch (final CharacterCodingException e) {
+            throw new WireError("NotJson", "the line is not UTF-8");
+        }
+    }
+
+    /** Every {"encoding": "utf-16be", "hex": H} becomes the Java String of those code units (TP-12). */
+    static JsonNode decodeTexts(final JsonNode node) throws WireError {
+        if (node instanceof ObjectNode object) {
+            if (object.size() == 2 && "utf-16be".equals(object.path("encoding").textValue()) && object.path("hex").isTextual()) {
+                final String units = object.get("hex").textValue();
+                if (units.length() % 4 != 0 || !units.matches("[0-9a-f]*")) {
+                    throw new WireError("BadText", "an encoded text is not whole UTF-16 code units");
+                }
+                final byte[] raw = HexFormat.of().parseHex(units);
+                final char[] chars = new char[raw.length / 2];
+                for (int i = 0; i < chars.length; i++) {
+                    chars[i] = (char) (((raw[2 * i] & 0xff) << 8) | (raw[2 * i + 1] & 0xff));
+                }
+                return TextNode.valueOf(new String(chars));
+            }
+            final Iterator<Map.Entry<String, JsonNode>> fields = object.fields();
+            while (fields.hasNext()) {
+                final Map.Entry<String, JsonNode> field = fields.next();
+                field.setValue(decodeTexts(field.getValue()));
+            }
+        } else if (node instanceof ArrayNode array) {
+            for (int i = 0; i < array.size(); i++) {
+                array.set(i, decodeTexts(array.get(i)));
+            }
+        }
+        return node;
+    }
+
+    /** Every String holding a surrogate that is not half of a pair goes out as its UTF-16 hex form (TP-12). */
+    static JsonNode encodeTexts(final JsonNode node) {
+        if (node != null && node.isTextual() && !wellFormed(node.textValue())) {
+            final StringBuilder units = new StringBuilder();
+            for (final char c : node.textValue().toCharArray()) {
+                units.append(String.format("%04x", (int) c));
+            }
+            return Json.obj().put("encoding", "utf-16be").put("hex", units.toString());
+        }
+        if (node instanceof ObjectNode object) {
+            final Iterator<Map.Entry<String, JsonNode>> fields = object.fields();
+            while (fields.hasNext()) {
+                final Map.Entry<String, JsonNode> field = fields.next();
+                field.setValue(encodeTexts(field.getValue()));
+            }
+        } else if (node instanceof ArrayNode array) {
+            for (int i = 0; i < array.size(); i++) {
+                array.set(i, encodeTexts(array.get(i)));
+            }
+        }
+        return node;
+    }
+
+    private static boolean wellFormed(final String text) {
+        for (int i = 0; i < text.length(); i++) {
+            final char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length() && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     private static void hello(final JsonNode input, final ObjectNode response) {
-        if (input.path("protocol").asInt(-1) != 1) {
+        if (!input.path("protocol").isIntegralNumber() || input.path("protocol").asLong(-1) != 1) {
             response.set("error", Json.obj().put("type", "ProtocolError").put("message", "this testee speaks protocol 1 only"));
             return;
         }

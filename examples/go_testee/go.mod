@@ -1,0 +1,3 @@
+module kstate-kit.invalid/examples/go_testee
+
+go 1.21
