@@ -140,7 +140,8 @@ HARNESS_ONLY: dict[str, str] = {
 
 
 def declared_ops() -> dict[str, OpSpec]:
-    """The operations that declare their fields on ``@op`` (the stateful ones; the others' come from fixtures)."""
+    """The operations that declare their fields on ``@op`` (the stateful ones and the converted codec ones; the
+    others' fields are derived from their fixtures)."""
     return {name: spec for name, spec in load_all().items() if spec.inputs is not None}
 
 
@@ -393,6 +394,11 @@ def rule_links(spec_root: Path | None) -> dict[str, str]:
     return links
 
 
+def _refusals(cases: list[JsonDict]) -> str | None:
+    refusals = sum(1 for c in cases if "error" in c["output"])
+    return f"{refusals} of {len(cases)} fixture cases" if refusals else None
+
+
 def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDict, JsonDict]],
            links: dict[str, str]) -> JsonDict:
     entry: JsonDict = {
@@ -414,7 +420,7 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
     if spec.inputs is not None:
         entry["inputs"] = [FieldInfo(f.name, f.type, f.required, f.note()).to_json() for f in spec.inputs]
         entry["outputs"] = [FieldInfo(o.name, o.type, o.required, o.note()).to_json() for o in spec.outputs]
-        entry["refuses"] = "when Kafka throws (closed store, unknown handle, null key, ...)"
+        entry["refuses"] = _refusals(cases) if cases else "when Kafka throws (closed store, unknown handle, null key, ...)"
     elif cases:
         in_shape, out_shape = Shape(), Shape()
         for case in cases:
@@ -423,10 +429,9 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
         answered = [c for c in cases if "error" not in c["output"]] or cases
         for case in answered:
             out_shape.add({k: v for k, v in case["output"].items() if k != "error"})
-        refusals = sum(1 for c in cases if "error" in c["output"])
         entry["inputs"] = [f.to_json() for f in _derived_fields(in_shape, len(cases))]
         entry["outputs"] = [f.to_json() for f in _derived_fields(out_shape, len(answered))]
-        entry["refuses"] = f"{refusals} of {len(cases)} fixture cases" if refusals else None
+        entry["refuses"] = _refusals(cases)
     else:
         entry["inputs"], entry["outputs"], entry["refuses"] = [], [], None
     if cases:
@@ -479,9 +484,10 @@ Types: `hex` is lowercase hex of bytes (`""` is zero bytes), `null` is a Java nu
 `{k: T, k2?: T}` an object (`?`: not always present), `error` an `{"error": {...}}` refusal in place of
 a sub-output (OPS-3). A required input field is in every fixture case; an output field marked
 optional is left out in some answers. Any operation may answer `{"error": {...}}` where Kafka throws;
-"refuses" says how often the fixtures expect that. Field types of operations with fixtures are
-derived from every case; the `store.*` operations are declared, and their examples come from one
-session run against the reference (handles `h1`, `h2`, ... are whatever `store.open` answered).
+"refuses" says how often the fixtures expect that. An operation that declares its fields on `@op`
+(`kstate.ops.fields`: the declaration its input is parsed by) shows that declaration; the fields of the
+others are derived from every fixture case. The `store.*` operations have no fixtures: their examples come
+from one session run against the reference (handles `h1`, `h2`, ... are whatever `store.open` answered).
 """
 
 
