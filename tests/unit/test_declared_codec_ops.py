@@ -19,6 +19,11 @@ from kstate.ops import call, load_all
     ("primitives.segment_id", {"segment_interval": True}, "MissingFieldError", "timestamp"),
     ("window.segment_interval", {"retention": 10, "window_size": "1"}, "InputError", "window_size"),
     ("varint.read_varint", {"bytes": "zz"}, "InputError", "bytes"),
+    # The record codec's own typed refusals stay its own (CodecError of the record format, HDR-9).
+    ("record_v2.read", {"bytes": "00", "base_offset": "1", "base_timestamp": 0}, "CodecError", None),
+    ("record_v2.read", {"bytes": None, "base_offset": "1"}, "CodecError", None),
+    ("record_v2.write_headers", {"headers": [["k"]]}, "CodecError", None),
+    ("timestamped.values_are_same_and_time_is_increasing", {"old": "00", "new": 1}, "InputError", "new"),
 ])
 def test_declared_fields_refuse_in_the_order_the_handlers_read_them(
         name: str, payload: dict[str, object], error: str, field: str | None) -> None:
