@@ -120,6 +120,12 @@ def choice_field(name: str, choices: Sequence[str], doc: str = "", default: Any 
     return Field(name, "string", doc, default, read)
 
 
+def headers_field(name: str = "headers", doc: str = "", *, type: str = "list[[string, hex | null]] | null") -> Field:
+    """Header pairs ``[[key, hex-or-null], ...]`` (a key is text, OPS-2); a field left out reads as null."""
+    return Field(name, type, doc, read=lambda payload, field_name, _default: inputs.as_headers(payload.get(field_name),
+                                                                                                 field_name))
+
+
 def list_field(name: str, type: str, doc: str = "", default: Any = REQUIRED) -> Field:
     return Field(name, type, doc, default, _call(inputs.require_list))
 
