@@ -566,7 +566,9 @@ def cmd_ops(args: argparse.Namespace) -> int:
     if (args.write or args.check) and (args.names or args.json):
         err_console.print("[red]error:[/red] --write and --check cover the whole index in Markdown: no names, no --json")
         return 2
-    index = build_index(_fixtures_root(args), args.names or None)
+    from kstate_conformance.data import spec_dir
+
+    index = build_index(_fixtures_root(args), args.names or None, spec_root=spec_dir())
     if args.json:
         sys.stdout.write(render_json(index))
         return 0

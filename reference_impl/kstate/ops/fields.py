@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kstate.ops import inputs
@@ -49,6 +49,9 @@ class Field:
     read: Reader = _raw
     #: Shown as optional although it has no default (a field only some forms of the operation use).
     optional: bool = False
+    #: Read by the handler itself (``field.parse(request.payload)``) after a check Kafka makes first, so that
+    #: which fault of a doubly bad input is refused stays Kafka's; :func:`parse_request` leaves it unread.
+    deferred: bool = False
 
     @property
     def required(self) -> bool:
@@ -117,6 +120,12 @@ def choice_field(name: str, choices: Sequence[str], doc: str = "", default: Any 
     return Field(name, "string", doc, default, read)
 
 
+def headers_field(name: str = "headers", doc: str = "", *, type: str = "list[[string, hex | null]] | null") -> Field:
+    """Header pairs ``[[key, hex-or-null], ...]`` (a key is text, OPS-2); a field left out reads as null."""
+    return Field(name, type, doc, read=lambda payload, field_name, _default: inputs.as_headers(payload.get(field_name),
+                                                                                                 field_name))
+
+
 def list_field(name: str, type: str, doc: str = "", default: Any = REQUIRED) -> Field:
     return Field(name, type, doc, default, _call(inputs.require_list))
 
@@ -153,10 +162,16 @@ class Request:
 
 
 def parse_request(fields: Sequence[Field], payload: JsonDict) -> Request:
-    """Every declared field of ``payload``, read in declaration order (the first bad one is refused by name)."""
-    return Request(payload, {f.name: f.parse(payload) for f in fields})
+    """Every declared field of ``payload`` but the deferred ones, read in declaration order (the first bad one is
+    refused by name)."""
+    return Request(payload, {f.name: f.parse(payload) for f in fields if not f.deferred})
 
 
 def nullable_hex(name: str, doc: str = "", *, type: str = "hex | null") -> Field:
     """A required hex field that may be null and whose absence reads as null (a key or value the store checks)."""
     return Field(name, type, doc, read=lambda payload, field_name, _default: inputs.require_hex(payload, field_name, None))
+
+
+def deferred(field: Field) -> Field:
+    """``field``, read by the handler when it needs it rather than before it runs (:attr:`Field.deferred`)."""
+    return replace(field, deferred=True)

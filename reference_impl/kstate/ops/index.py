@@ -140,7 +140,8 @@ HARNESS_ONLY: dict[str, str] = {
 
 
 def declared_ops() -> dict[str, OpSpec]:
-    """The operations that declare their fields on ``@op`` (the stateful ones; the others' come from fixtures)."""
+    """The operations that declare their fields on ``@op`` (the stateful ones and the converted codec ones; the
+    others' fields are derived from their fixtures)."""
     return {name: spec for name, spec in load_all().items() if spec.inputs is not None}
 
 
@@ -324,24 +325,90 @@ def _example_rank(case: JsonDict) -> tuple[int, int, int, str]:
     return (refused, -fields, len(json.dumps(case, sort_keys=True)), str(case.get("id", "")))
 
 
+#: Where an example comes from, best first: a hand-worked case (fixtures/spec/), one recorded from Kafka
+#: (fixtures/kafka-jvm/), then one the reference generated (fixtures/reference/).
+EXAMPLE_SOURCES = ("spec", "kafka-jvm", "reference")
+
+
 def _fixture_cases(fixtures_root: Path | None) -> dict[str, list[JsonDict]]:
+    """Every fixture case by operation, each with ``_source``: the fixture directory it came from."""
     cases: dict[str, list[JsonDict]] = {}
     if fixtures_root is None:
         return cases
     for path in sorted(fixtures_root.glob("*/*.json")):
         document = json.loads(path.read_text(encoding="utf-8"))
         for case in document.get("cases", []):
-            cases.setdefault(case["op"], []).append(case)
+            cases.setdefault(case["op"], []).append({**case, "_source": path.parent.name})
     return cases
 
 
-def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDict, JsonDict]]) -> JsonDict:
+def _example_choice(case: JsonDict) -> tuple[int, int, tuple[int, int, int, str]]:
+    # An answer before a refusal, then a hand-worked case before a recorded one before a generated one.
+    source = str(case.get("_source", ""))
+    rank = EXAMPLE_SOURCES.index(source) if source in EXAMPLE_SOURCES else len(EXAMPLE_SOURCES)
+    return (int("error" in case["output"]), rank, _example_rank(case))
+
+
+# --- rule links: each rule id to the heading that holds its text ------------------------------------------------
+
+_RULE_HEADING = re.compile(r"^### ([A-Z]+-\d+): ")
+_HEADING = re.compile(r"^(#{1,6}) +(.+?) *#* *$")
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading: its text lowercased, punctuation but ``-``/``_`` dropped,
+    spaces made ``-`` (links and code spans count by their text)."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # [text](url) -> text
+    text = re.sub(r"[`*]", "", text).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def heading_anchors(path: Path) -> list[tuple[str, str]]:
+    """Every heading of a Markdown file (outside code blocks) with its GitHub anchor; a repeated anchor takes
+    ``-1``, ``-2``, ... as GitHub does."""
+    seen: Counter[str] = Counter()
+    anchors: list[tuple[str, str]] = []
+    in_code = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        match = _HEADING.match(line)
+        if in_code or not match:
+            continue
+        base = github_anchor(match.group(2))
+        anchors.append((match.group(2), base if not seen[base] else f"{base}-{seen[base]}"))
+        seen[base] += 1
+    return anchors
+
+
+def rule_links(spec_root: Path | None) -> dict[str, str]:
+    """Each rule id of the spec to a link relative to spec/ (``header-values.md#hv-1-...``)."""
+    links: dict[str, str] = {}
+    if spec_root is None or not spec_root.is_dir():
+        return links
+    for path in sorted(spec_root.glob("*.md")):
+        for heading, anchor in heading_anchors(path):
+            match = _RULE_HEADING.match("### " + heading)
+            if match:
+                links.setdefault(match.group(1), f"{path.name}#{anchor}")
+    return links
+
+
+def _refusals(cases: list[JsonDict]) -> str | None:
+    refusals = sum(1 for c in cases if "error" in c["output"])
+    return f"{refusals} of {len(cases)} fixture cases" if refusals else None
+
+
+def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDict, JsonDict]],
+           links: dict[str, str]) -> JsonDict:
     entry: JsonDict = {
         "name": spec.name,
         "family": spec.family,
         "doc": spec.doc,
         "level": spec.level,
         "rules": list(spec.rules),
+        # Each rule's text: a link relative to spec/ (the index lives there), or absent for an unknown id.
+        "rule_links": {rule: links[rule] for rule in spec.rules if rule in links},
         "kafka": list(spec.java_ops or KAFKA_METHODS.get(spec.name, ())),
         "lenient": None,
         "fixture_cases": len(cases),
@@ -353,7 +420,7 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
     if spec.inputs is not None:
         entry["inputs"] = [FieldInfo(f.name, f.type, f.required, f.note()).to_json() for f in spec.inputs]
         entry["outputs"] = [FieldInfo(o.name, o.type, o.required, o.note()).to_json() for o in spec.outputs]
-        entry["refuses"] = "when Kafka throws (closed store, unknown handle, null key, ...)"
+        entry["refuses"] = _refusals(cases) if cases else "when Kafka throws (closed store, unknown handle, null key, ...)"
     elif cases:
         in_shape, out_shape = Shape(), Shape()
         for case in cases:
@@ -362,32 +429,38 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
         answered = [c for c in cases if "error" not in c["output"]] or cases
         for case in answered:
             out_shape.add({k: v for k, v in case["output"].items() if k != "error"})
-        refusals = sum(1 for c in cases if "error" in c["output"])
         entry["inputs"] = [f.to_json() for f in _derived_fields(in_shape, len(cases))]
         entry["outputs"] = [f.to_json() for f in _derived_fields(out_shape, len(answered))]
-        entry["refuses"] = f"{refusals} of {len(cases)} fixture cases" if refusals else None
+        entry["refuses"] = _refusals(cases)
     else:
         entry["inputs"], entry["outputs"], entry["refuses"] = [], [], None
     if cases:
-        best = min(cases, key=_example_rank)
-        entry["example"] = {"case": best.get("id"), "input": best["input"], "output": best["output"]}
+        best = min(cases, key=_example_choice)
+        entry["example"] = {"case": best.get("id"), "source": best["_source"], "input": best["input"],
+                            "output": best["output"]}
     elif spec.name in session:
         example_in, example_out = session[spec.name]
-        entry["example"] = {"case": "store session", "input": example_in, "output": example_out}
+        entry["example"] = {"case": "store session", "source": "session", "input": example_in,
+                            "output": example_out}
     else:
         entry["example"] = None
     return entry
 
 
-def build_index(fixtures_root: Path | None, ops: Iterable[str] | None = None) -> list[JsonDict]:
-    """One entry per registered operation, sorted by name (fields from fixtures or declarations, one example)."""
+def build_index(fixtures_root: Path | None, ops: Iterable[str] | None = None,
+                spec_root: Path | None = None) -> list[JsonDict]:
+    """One entry per registered operation, sorted by name (fields from fixtures or declarations, one example,
+    a link to each rule's text in ``spec_root``, by default the ``spec`` beside ``fixtures_root``)."""
     registry = load_all()
     cases = _fixture_cases(fixtures_root)
+    if spec_root is None and fixtures_root is not None:
+        spec_root = fixtures_root.parent / "spec"
+    links = rule_links(spec_root)
     session: dict[str, tuple[JsonDict, JsonDict]] = {}
     for name, payload, output in run_store_session():
         session.setdefault(name, (payload, output))
     names = sorted(registry) if ops is None else sorted(ops)
-    return [_entry(registry[name], cases.get(name, []), session) for name in names]
+    return [_entry(registry[name], cases.get(name, []), session, links) for name in names]
 
 
 # --- rendering -------------------------------------------------------------------------------------------------
@@ -399,8 +472,10 @@ _PREAMBLE = """\
      tests/test_ops_index.py fails when this file and the registry disagree. -->
 
 Every operation of the neutral vocabulary ([ops.md](ops.md)): its input and output fields with their
-JSON types, the rules it serves, the Kafka method it mirrors, whether Kafka is lenient with malformed
-input (OPS-4), and one example input with the reference's output. A testee ([testee-protocol.md](testee-protocol.md))
+JSON types, the rules it serves (each linked to its text, where the byte format is), the Kafka method it
+mirrors, whether Kafka is lenient with malformed input (OPS-4), and one example's input and output bytes
+(hex), named by its fixture case: a hand-worked case (fixtures/spec/) where one exists, else one recorded
+from Kafka (fixtures/kafka-jvm/), else one the reference generated (fixtures/reference/). A testee ([testee-protocol.md](testee-protocol.md))
 lists the operations it implements in `hello` and answers each request with the output object; an operation
 marked *harness only* is run by the suite itself and never sent to a testee.
 
@@ -409,9 +484,10 @@ Types: `hex` is lowercase hex of bytes (`""` is zero bytes), `null` is a Java nu
 `{k: T, k2?: T}` an object (`?`: not always present), `error` an `{"error": {...}}` refusal in place of
 a sub-output (OPS-3). A required input field is in every fixture case; an output field marked
 optional is left out in some answers. Any operation may answer `{"error": {...}}` where Kafka throws;
-"refuses" says how often the fixtures expect that. Field types of operations with fixtures are
-derived from every case; the `store.*` operations are declared, and their examples come from one
-session run against the reference (handles `h1`, `h2`, ... are whatever `store.open` answered).
+"refuses" says how often the fixtures expect that. An operation that declares its fields on `@op`
+(`kstate.ops.fields`: the declaration its input is parsed by) shows that declaration; the fields of the
+others are derived from every fixture case. The `store.*` operations have no fixtures: their examples come
+from one session run against the reference (handles `h1`, `h2`, ... are whatever `store.open` answered).
 """
 
 
@@ -447,7 +523,7 @@ def render_markdown(index: list[JsonDict], preamble: bool = True) -> str:
             lines += ["", f"### `{entry['name']}`", "", entry["doc"] or "(no description)", ""]
             if not entry["testee"]:
                 lines += [f"**Harness only, not for testees.** {HARNESS_ONLY[entry['name']]}", ""]
-            lines.append(f"rules: {', '.join(entry['rules'])} | level: {_level(entry)} | "
+            lines.append(f"rules: {_linked_rules(entry)} | level: {_level(entry)} | "
                          f"Kafka: {', '.join(entry['kafka']) or '—'}")
             if entry["lenient"]:
                 lines += ["", f"lenient: {entry['lenient']}"]
@@ -457,10 +533,26 @@ def render_markdown(index: list[JsonDict], preamble: bool = True) -> str:
                 lines += ["", f"| {title} field | type | required | note |", "|---|---|---|---|", *_field_rows(entry[key])]
             example = entry["example"]
             if example is not None:
-                lines += ["", f"Example ({example['case']}):", "", "```json",
+                lines += ["", _example_title(example), "", "```json",
                           json.dumps({"input": example["input"]}, sort_keys=True),
                           json.dumps({"output": example["output"]}, sort_keys=True), "```"]
     return "\n".join(lines) + "\n"
+
+
+#: How an example's origin reads in the index.
+_SOURCE_NAMES = {"spec": "hand-worked case", "kafka-jvm": "recorded from Kafka", "reference": "reference case"}
+
+
+def _example_title(example: JsonDict) -> str:
+    if example["source"] == "session":
+        return "Example (the store session, run against the reference):"
+    return f"Example ({_SOURCE_NAMES.get(example['source'], example['source'])} `{example['case']}`):"
+
+
+def _linked_rules(entry: JsonDict) -> str:
+    """The rules as links to their text, so a porter reads the byte format beside the fields."""
+    links: dict[str, str] = entry.get("rule_links", {})
+    return ", ".join(f"[{rule}]({links[rule]})" if rule in links else rule for rule in entry["rules"])
 
 
 def _level(entry: JsonDict) -> str:

@@ -10,7 +10,14 @@ from typing import Any
 
 from kstate.codecs.key_schemas import KeyFirstLayout, KeySchema, TimeFirstLayout
 from kstate.ops import JsonDict, LeniencyCheck, capture, op, tohex
-from kstate.ops.inputs import require_hex, require_int
+from kstate.ops.fields import Output, Request, hex_field, int_field
+
+#: The store key a schema decodes (a null is refused: there is nothing to decode).
+BYTES = hex_field("bytes", nullable=False, type="hex")
+#: The record key a schema encodes (a null key is the schema's to accept or refuse).
+KEY = hex_field("key")
+#: One range bound: its bytes, or a refusal (OPS-3).
+_BOUND = "{bytes: hex | null} | error"
 
 AnySchema = KeySchema[Any]
 
@@ -50,9 +57,8 @@ def register_to_store_key(
     """``<family>.<schema>.<name>``: the store key of the input's key and its two ``times`` fields."""
     first, second = times
 
-    def to_store_key(payload: JsonDict) -> JsonDict:
-        key = require_hex(payload, "key")
-        return {"bytes": tohex(schema.to_store_key(key, require_int(payload, first), require_int(payload, second)))}
+    def to_store_key(request: Request) -> JsonDict:
+        return {"bytes": tohex(schema.to_store_key(request.key, request[first], request[second]))}
 
     to_store_key.__doc__ = doc
     op(
@@ -60,16 +66,17 @@ def register_to_store_key(
         rules=[schema.layout_rule, *rules],
         java=[f"{schema.kafka_class}.{java_method}"],
         lenient=lenient,
+        inputs=[KEY, int_field(first), int_field(second)],
+        outputs=[Output("bytes", "hex")],
     )(to_store_key)
 
 
 def register_ranges(schema: AnySchema, rules: list[str]) -> None:
     """``<family>.<schema>.ranges``: the four range bounds of (key, time)."""
 
-    def ranges(payload: JsonDict) -> JsonDict:
+    def ranges(request: Request) -> JsonDict:
         """The four range bounds of (key, time); each is ``{bytes}`` or a refusal."""
-        key = require_hex(payload, "key")
-        time = require_int(payload, "time")
+        key, time = request.key, request.time
         return {
             "lower_range": capture(lambda: {"bytes": tohex(schema.lower_range(key, time))}),
             "upper_range": capture(lambda: {"bytes": tohex(schema.upper_range(key, time))}),
@@ -81,14 +88,17 @@ def register_ranges(schema: AnySchema, rules: list[str]) -> None:
         f"{schema.family}.{schema.name}.ranges",
         rules=rules,
         java=[f"{schema.kafka_class}.lowerRange+upperRange+lowerRangeFixedSize+upperRangeFixedSize"],
+        inputs=[KEY, int_field("time")],
+        outputs=[Output(bound, _BOUND) for bound in ("lower_range", "upper_range", "lower_range_fixed_size",
+                                                     "upper_range_fixed_size")],
     )(ranges)
 
 
 def register_from_non_prefix_key(schema: AnySchema, name: str, java_method: str, rule: str, doc: str) -> None:
     """``<family>.<schema>.<name>``: a plain store key rewritten in the prefixed layout of ``schema``."""
 
-    def from_non_prefix_key(payload: JsonDict) -> JsonDict:
-        return {"bytes": tohex(schema.from_non_prefix_key(require_hex(payload, "bytes", nullable=False)))}
+    def from_non_prefix_key(request: Request) -> JsonDict:
+        return {"bytes": tohex(schema.from_non_prefix_key(request.bytes))}
 
     from_non_prefix_key.__doc__ = doc
     op(
@@ -96,6 +106,8 @@ def register_from_non_prefix_key(schema: AnySchema, name: str, java_method: str,
         rules=[schema.layout_rule, rule],
         java=[f"{schema.kafka_class}.{java_method}"],
         lenient=lenient_short_plain_key(schema) if isinstance(schema, KeyFirstLayout) else None,
+        inputs=[BYTES],
+        outputs=[Output("bytes", "hex")],
     )(from_non_prefix_key)
 
 

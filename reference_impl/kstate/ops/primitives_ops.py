@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kstate.codecs import primitives as p
-from kstate.ops import Handler, JsonDict, op, tohex
-from kstate.ops.inputs import require_hex, require_int
+from kstate.ops import JsonDict, RequestHandler, op, tohex
+from kstate.ops.fields import Output, Request, hex_field, int_field
+
+#: The bytes every reader decodes (a null is refused: there is nothing to read).
+_BYTES = hex_field("bytes", nullable=False, type="hex")
 
 
 def _lenient_varint(payload: JsonDict) -> str | None:
@@ -25,18 +28,18 @@ def _lenient_varint(payload: JsonDict) -> str | None:
     return None
 
 
-def _writer(write: Callable[[int], bytes], doc: str) -> Handler:
-    def handler(payload: JsonDict) -> JsonDict:
-        data = write(require_int(payload, "value"))
+def _writer(write: Callable[[int], bytes], doc: str) -> RequestHandler:
+    def handler(request: Request) -> JsonDict:
+        data = write(request.value)
         return {"bytes": tohex(data), "size": len(data)}
 
     handler.__doc__ = doc
     return handler
 
 
-def _reader(read: Callable[[bytes], tuple[int, int]], doc: str) -> Handler:
-    def handler(payload: JsonDict) -> JsonDict:
-        value, consumed = read(require_hex(payload, "bytes", nullable=False))
+def _reader(read: Callable[[bytes], tuple[int, int]], doc: str) -> RequestHandler:
+    def handler(request: Request) -> JsonDict:
+        value, consumed = read(request.bytes)
         return {"value": value, "bytes_consumed": consumed}
 
     handler.__doc__ = doc
@@ -57,44 +60,52 @@ _VARINTS = (
      "Decode an unsigned varlong from the start of ``bytes``."),
 )
 
+_WRITER_OUTPUTS = (Output("bytes", "hex"), Output("size", "int"))
+_READER_OUTPUTS = (Output("value", "int"), Output("bytes_consumed", "int"))
+
 for _name, _write, _read, _write_rules, _read_rules, _java, _write_doc, _read_doc in _VARINTS:
-    op(f"varint.write_{_name}", rules=_write_rules, java=[f"ByteUtils.write{_java}"])(_writer(_write, _write_doc))
-    op(f"varint.read_{_name}", rules=_read_rules, java=[f"ByteUtils.read{_java}"], lenient=_lenient_varint)(
-        _reader(_read, _read_doc))
+    op(f"varint.write_{_name}", rules=_write_rules, java=[f"ByteUtils.write{_java}"], inputs=[int_field("value")],
+       outputs=_WRITER_OUTPUTS)(_writer(_write, _write_doc))
+    op(f"varint.read_{_name}", rules=_read_rules, java=[f"ByteUtils.read{_java}"], lenient=_lenient_varint,
+       inputs=[_BYTES], outputs=_READER_OUTPUTS)(_reader(_read, _read_doc))
 
 
-@op("primitives.segment_id", rules=["PRIM-4"])
-def segment_id(payload: JsonDict) -> JsonDict:
+@op("primitives.segment_id", rules=["PRIM-4"], inputs=[int_field("timestamp"), int_field("segment_interval")],
+    outputs=[Output("segment_id", "int")])
+def segment_id(request: Request) -> JsonDict:
     """``timestamp / segment_interval`` with Java truncation."""
-    return {"segment_id": p.segment_id(require_int(payload, "timestamp"), require_int(payload, "segment_interval"))}
+    return {"segment_id": p.segment_id(request.timestamp, request.segment_interval)}
 
 
-@op("primitives.increment", rules=["PRIM-3"])
-def increment(payload: JsonDict) -> JsonDict:
+@op("primitives.increment", rules=["PRIM-3"], inputs=[_BYTES], outputs=[Output("bytes", "hex")])
+def increment(request: Request) -> JsonDict:
     """``Bytes.increment`` of ``bytes``; an error on carry overflow."""
-    return {"bytes": tohex(p.increment(require_hex(payload, "bytes", nullable=False)))}
+    return {"bytes": tohex(p.increment(request.bytes))}
 
 
-@op("primitives.compare", rules=["PRIM-2"])
-def compare(payload: JsonDict) -> JsonDict:
+@op("primitives.compare", rules=["PRIM-2"],
+    inputs=[hex_field("a", nullable=False, type="hex"), hex_field("b", nullable=False, type="hex")],
+    outputs=[Output("result", "int", "-1, 0 or 1")])
+def compare(request: Request) -> JsonDict:
     """Unsigned lexicographic comparison of ``a`` and ``b``: -1, 0 or 1."""
-    return {"result": p.compare_unsigned(require_hex(payload, "a", nullable=False), require_hex(payload, "b", nullable=False))}
+    return {"result": p.compare_unsigned(request.a, request.b)}
 
 
-@op("primitives.encode_int64", rules=["PRIM-1"])
-def encode_int64(payload: JsonDict) -> JsonDict:
+@op("primitives.encode_int64", rules=["PRIM-1"], inputs=[int_field("value")], outputs=[Output("bytes", "hex")])
+def encode_int64(request: Request) -> JsonDict:
     """Big-endian two's complement int64."""
-    return {"bytes": tohex(p.encode_int64(require_int(payload, "value")))}
+    return {"bytes": tohex(p.encode_int64(request.value))}
 
 
-@op("primitives.read_int64", rules=["PRIM-1", "PRIM-8"])
-def read_int64(payload: JsonDict) -> JsonDict:
+@op("primitives.read_int64", rules=["PRIM-1", "PRIM-8"], inputs=[_BYTES, int_field("offset", default=0)],
+    outputs=[Output("value", "int")])
+def read_int64(request: Request) -> JsonDict:
     """Read a big-endian int64 at ``offset`` of ``bytes``."""
-    value, _ = p.read_int64(require_hex(payload, "bytes", nullable=False), require_int(payload, "offset", 0))
+    value, _ = p.read_int64(request.bytes, request.offset)
     return {"value": value}
 
 
-@op("primitives.encode_int32", rules=["PRIM-1"])
-def encode_int32(payload: JsonDict) -> JsonDict:
+@op("primitives.encode_int32", rules=["PRIM-1"], inputs=[int_field("value")], outputs=[Output("bytes", "hex")])
+def encode_int32(request: Request) -> JsonDict:
     """Big-endian two's complement int32."""
-    return {"bytes": tohex(p.encode_int32(require_int(payload, "value")))}
+    return {"bytes": tohex(p.encode_int32(request.value))}

@@ -11,7 +11,7 @@ from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN,
 from kstate.codecs.record_headers import Header, Headers
 from kstate.errors import CodecError, DecodeError
 from kstate.ops import JsonDict, capture, op, tohex, unhex, unhex_required
-from kstate.ops.inputs import require_hex
+from kstate.ops.fields import Field, Output, Request, hex_field
 
 #: The batch base offset and base timestamp ``record_v2.write`` decodes its record with, as the vectors do.
 CHECK_BASE_OFFSET = 1000
@@ -45,16 +45,39 @@ def _java_long(payload: JsonDict, name: str, fmt: str) -> int:
     return value
 
 
-def _unchecked(payload: JsonDict, name: str) -> Any:
-    # The codec checks the type and range itself and refuses with a typed error (HDR-9).
-    return payload.get(name)
-
-
 def _java_int(payload: JsonDict, name: str, fmt: str) -> int:
     value = payload.get(name)
     if not isinstance(value, int) or isinstance(value, bool) or not INT32_MIN <= value <= INT32_MAX:
         raise CodecError(fmt, f"{name} must be a Java int, got {value!r}")
     return value
+
+
+# --- the declared fields: the codec refuses a bad one with its own typed error (CodecError of its format) ------
+
+
+def _headers_field(fmt: str) -> Field:
+    """Header pairs whose key may be null, for the codec to refuse (HDR-2)."""
+    return Field("headers", "list[[string | null, hex | null]] | null", "a null key is the codec's to refuse",
+                 read=lambda payload, name, _default: _headers_input(payload.get(name), fmt))
+
+
+def _bytes_field(fmt: str) -> Field:
+    return Field("bytes", "hex", read=lambda payload, name, _default: unhex_required(payload.get(name), fmt))
+
+
+def _long_field(name: str) -> Field:
+    return Field(name, "int", "a Java long",
+                 read=lambda payload, field_name, _default: _java_long(payload, field_name, rv2.RECORD_FORMAT))
+
+
+def _int_field(name: str) -> Field:
+    return Field(name, "int", "a Java int; negative is null",
+                 read=lambda payload, field_name, _default: _java_int(payload, field_name, rv2.RECORD_FORMAT))
+
+
+#: Deltas the codec checks itself (type and range), refusing with its typed error (HDR-9): passed on as sent.
+_DELTAS = (Field("offset_delta", "int", "checked by the codec"), Field("timestamp_delta", "int", "checked by the codec"))
+_HEADER_PAIRS = "list[[string, hex | null]]"
 
 
 def _decoded_json(record: rv2.DecodedRecord, base_offset: int, base_timestamp: int) -> JsonDict:
@@ -73,16 +96,17 @@ def _decoded_json(record: rv2.DecodedRecord, base_offset: int, base_timestamp: i
 
 
 @op("record_v2.write", rules=["HDR-3", "HDR-7", "HDR-8", "HDR-9", "HDR-10", "HDR-11", "HDR-12", "HDR-13"],
-    java=["DefaultRecord.writeTo"])
-def write(payload: JsonDict) -> JsonDict:
+    java=["DefaultRecord.writeTo"],
+    inputs=[*_DELTAS, hex_field("key", default=None), hex_field("value", default=None),
+            _headers_field(rv2.RECORD_FORMAT)],
+    outputs=[Output("record", "hex"), Output("size_in_bytes", "int"), Output("headers_section", "hex"),
+             Output("decoded", "{base_offset: int, base_timestamp: int, headers: list[[string, hex | null]], key: hex "
+                               "| null, offset: int, timestamp: int, value: hex | null} | error",
+                    "the record read back with base offset 1000 and base timestamp 5000")])
+def write(request: Request) -> JsonDict:
     """``DefaultRecord.writeTo`` and, as a check, ``readFrom`` with base offset 1000 and base timestamp 5000."""
-    record = rv2.write_record(
-        _unchecked(payload, "offset_delta"),
-        _unchecked(payload, "timestamp_delta"),
-        require_hex(payload, "key", None),
-        require_hex(payload, "value", None),
-        _headers_input(payload.get("headers"), rv2.RECORD_FORMAT),
-    )
+    record = rv2.write_record(request.offset_delta, request.timestamp_delta, request.key, request.value,
+                              request.headers)
     headers_at = _headers_section_start(record)
     decoded = capture(lambda: _decoded_json(
         rv2.read_record(record, CHECK_BASE_OFFSET, CHECK_BASE_TIMESTAMP), CHECK_BASE_OFFSET, CHECK_BASE_TIMESTAMP))
@@ -120,13 +144,16 @@ def _lenient_record(payload: JsonDict) -> str | None:
     return None
 
 
-@op("record_v2.read", rules=["HDR-3", "HDR-7", "HDR-9", "HDR-10", "HDR-13", "HDR-14"], lenient=_lenient_record)
-def read(payload: JsonDict) -> JsonDict:
+@op("record_v2.read", rules=["HDR-3", "HDR-7", "HDR-9", "HDR-10", "HDR-13", "HDR-14"], lenient=_lenient_record,
+    inputs=[_bytes_field(rv2.RECORD_FORMAT), _long_field("base_offset"), _long_field("base_timestamp")],
+    outputs=[Output("base_offset", "int"), Output("base_timestamp", "int"), Output("offset", "int"),
+             Output("timestamp", "int"), Output("key", "hex | null"), Output("value", "hex | null"),
+             Output("headers", _HEADER_PAIRS), Output("attributes", "int"), Output("size_in_bytes", "int"),
+             Output("bytes_consumed", "int")])
+def read(request: Request) -> JsonDict:
     """``DefaultRecord.readFrom``: one record from the start of ``bytes``; later bytes are not read."""
-    data = unhex_required(payload.get("bytes"), rv2.RECORD_FORMAT)
-    base_offset = _java_long(payload, "base_offset", rv2.RECORD_FORMAT)
-    base_timestamp = _java_long(payload, "base_timestamp", rv2.RECORD_FORMAT)
-    record = rv2.read_record(data, base_offset, base_timestamp)
+    base_offset, base_timestamp = request.base_offset, request.base_timestamp
+    record = rv2.read_record(request.bytes, base_offset, base_timestamp)
     return {
         **_decoded_json(record, base_offset, base_timestamp),
         "attributes": record.attributes,
@@ -135,27 +162,27 @@ def read(payload: JsonDict) -> JsonDict:
     }
 
 
-@op("record_v2.size", rules=["HDR-7", "HDR-9", "HDR-10"])
-def size(payload: JsonDict) -> JsonDict:
+@op("record_v2.size", rules=["HDR-7", "HDR-9", "HDR-10"],
+    inputs=[*_DELTAS, _int_field("key_size"), _int_field("value_size"), _headers_field(rv2.RECORD_FORMAT)],
+    outputs=[Output("size_in_bytes", "int"), Output("size_of_body_in_bytes", "int")])
+def size(request: Request) -> JsonDict:
     """``DefaultRecord.sizeInBytes`` and ``sizeOfBodyInBytes`` from key and value sizes (negative = null)."""
-    args = (_unchecked(payload, "offset_delta"), _unchecked(payload, "timestamp_delta"),
-            _java_int(payload, "key_size", rv2.RECORD_FORMAT), _java_int(payload, "value_size", rv2.RECORD_FORMAT),
-            _headers_input(payload.get("headers"), rv2.RECORD_FORMAT))
+    args = (request.offset_delta, request.timestamp_delta, request.key_size, request.value_size, request.headers)
     return {"size_in_bytes": rv2.size_in_bytes(*args), "size_of_body_in_bytes": rv2.size_of_body(*args)}
 
 
-@op("record_v2.write_headers", rules=["HDR-1", "HDR-3", "HDR-11", "HDR-12"])
-def write_headers(payload: JsonDict) -> JsonDict:
+@op("record_v2.write_headers", rules=["HDR-1", "HDR-3", "HDR-11", "HDR-12"],
+    inputs=[_headers_field(rv2.HEADERS_FORMAT)], outputs=[Output("bytes", "hex")])
+def write_headers(request: Request) -> JsonDict:
     """The header section of a v2 record: count, then each header in order."""
-    data = rv2.encode_record_headers(_headers_input(payload.get("headers"), rv2.HEADERS_FORMAT))
-    return {"bytes": data.hex()}
+    return {"bytes": rv2.encode_record_headers(request.headers).hex()}
 
 
-@op("record_v2.read_headers", rules=["HDR-1", "HDR-3", "HDR-13"])
-def read_headers(payload: JsonDict) -> JsonDict:
+@op("record_v2.read_headers", rules=["HDR-1", "HDR-3", "HDR-13"], inputs=[_bytes_field(rv2.HEADERS_FORMAT)],
+    outputs=[Output("headers", _HEADER_PAIRS), Output("bytes_consumed", "int")])
+def read_headers(request: Request) -> JsonDict:
     """Read a header section from the start of ``bytes``; ``bytes_consumed`` says where it ended."""
-    data = unhex_required(payload.get("bytes"), rv2.HEADERS_FORMAT)
-    headers, end = rv2.decode_record_headers(data)
+    headers, end = rv2.decode_record_headers(request.bytes)
     return {"headers": _headers_output(headers), "bytes_consumed": end}
 
 
@@ -223,10 +250,15 @@ def run_semantics(payload: JsonDict, new_headers: Callable[[], Headers] = Header
     return {"steps": results}
 
 
-@op("headers.semantics", rules=["HDR-1", "HDR-2", "HDR-3", "HDR-4", "HDR-5", "HDR-6"])
-def semantics(payload: JsonDict) -> JsonDict:
+@op("headers.semantics", rules=["HDR-1", "HDR-2", "HDR-3", "HDR-4", "HDR-5", "HDR-6"],
+    inputs=[Field("steps", f"list[{{op: {' | '.join(map(repr, STEP_OPS))}, key?: string | null, value?: hex | null, "
+                           "other?: list[[string, hex | null]]}]".replace("'", '"'),
+                  "a malformed step refuses the whole operation")],
+    outputs=[Output("steps", "list[{headers: list[[string, hex | null]], result?: bool | list | [string, hex | null] "
+                             "| null, error?: {}}]", "each step's result or refusal, and the headers after it")])
+def semantics(request: Request) -> JsonDict:
     """Apply ``steps`` to a fresh ``RecordHeaders``; each step reports its result or error and the headers after it."""
-    return run_semantics(payload)
+    return run_semantics(request.payload)
 
 
 __all__ = ["read", "read_headers", "run_semantics", "semantics", "size", "write", "write_headers"]

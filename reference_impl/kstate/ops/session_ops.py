@@ -9,7 +9,12 @@ from __future__ import annotations
 from kstate.codecs import session_keys as sk
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, LeniencyCheck, capture, key_schema_ops, op, tohex
-from kstate.ops.inputs import require_hex, require_int
+from kstate.ops.fields import Output, Request, deferred, int_field
+from kstate.ops.inputs import require_int
+from kstate.ops.key_schema_ops import BYTES, KEY
+
+#: Read after the key's END is decoded, so that a bad key is refused before a bad interval.
+_DEFERRED_INTERVAL = deferred(int_field("segment_interval"))
 
 #: The Kafka method and operation that rewrite a plain session key in each prefixed layout (SESS-9).
 _FROM_NON_PREFIX = {
@@ -34,9 +39,9 @@ def _register(schema: sk.SessionSchema) -> None:
         schema, "to_binary", ("start", "end"), ["SESS-5", "SESS-6"], "toBinary",
         "Session key of (key, start, end); the window is not validated.", lenient=_lenient_unvalidated_window(schema))
 
-    def extract(payload: JsonDict) -> JsonDict:
+    def extract(request: Request) -> JsonDict:
         """Key, start and end of a session key, and its window or the window's refusal."""
-        decoded = schema.decode(require_hex(payload, "bytes", nullable=False))
+        decoded = schema.decode(request.bytes)
 
         def window() -> JsonDict:
             sk.validate_session_window(decoded.start, decoded.end)
@@ -49,20 +54,25 @@ def _register(schema: sk.SessionSchema) -> None:
         rules=[schema.layout_rule, "SESS-4"],
         java=[f"{schema.kafka_class}.extractKeyBytes+extractStartTimestamp+extractEndTimestamp+extractWindow"],
         lenient=key_schema_ops.lenient_prefix(schema),
+        inputs=[BYTES],
+        outputs=[Output("key", "hex"), Output("start", "int"), Output("end", "int"),
+                 Output("window", "{end: int, start: int} | error", "the window, or why it is refused")],
     )(extract)
 
     ordered_bytes = ["SESS-8"] if key_schema_ops.orders_by_key(schema) else []
     key_schema_ops.register_ranges(schema, ["SESS-7", "SESS-6", *ordered_bytes])
 
-    def key_segment_id(payload: JsonDict) -> JsonDict:
+    def key_segment_id(request: Request) -> JsonDict:
         """Segment timestamp (the session END) and segment id of a session key."""
-        data = require_hex(payload, "bytes", nullable=False)
+        data = request.bytes
         # The END is decoded before the interval is read, so a bad key is refused first.
         segment_timestamp = schema.segment_timestamp(data)
         return {"segment_timestamp": segment_timestamp,
-                "segment_id": schema.segment_id(data, require_int(payload, "segment_interval"))}
+                "segment_id": schema.segment_id(data, _DEFERRED_INTERVAL.parse(request.payload))}
 
-    op(f"session.{schema.name}.segment_id", rules=[schema.layout_rule, "SESS-11"])(key_segment_id)
+    op(f"session.{schema.name}.segment_id", rules=[schema.layout_rule, "SESS-11"],
+       inputs=[BYTES, _DEFERRED_INTERVAL],
+       outputs=[Output("segment_timestamp", "int"), Output("segment_id", "int")])(key_segment_id)
 
 
 for _schema in sk.SCHEMAS:
@@ -78,11 +88,12 @@ for _schema, (_name, _java_method) in _FROM_NON_PREFIX.items():
     "session.to_binary_windowed",
     rules=["SESS-10", "SESS-1", "SESS-2", "SESS-3", "SESS-6"],
     java=["SessionKeySchema/TimeFirst/KeyFirst.toBinary(Windowed,Serializer)"],
+    inputs=[KEY, int_field("start"), int_field("end")],
+    outputs=[Output(name, "hex | error") for name in ("session_key_schema", "time_first", "key_first")],
 )
-def to_binary_windowed(payload: JsonDict) -> JsonDict:
+def to_binary_windowed(request: Request) -> JsonDict:
     """The three schemas' bytes of a windowed key; a refused window refuses all three."""
-    key = require_hex(payload, "key")
-    start, end = require_int(payload, "start"), require_int(payload, "end")
+    key, start, end = request.key, request.start, request.end
     sk.validate_session_window(start, end, error=EncodeError)
 
     def encoded(schema: sk.SessionSchema) -> JsonDict | str | None:
@@ -93,7 +104,8 @@ def to_binary_windowed(payload: JsonDict) -> JsonDict:
     return {("session_key_schema" if schema is sk.PLAIN else schema.name): encoded(schema) for schema in sk.SCHEMAS}
 
 
-@op("session.segment_interval", rules=["SESS-11"])
-def segment_interval(payload: JsonDict) -> JsonDict:
+@op("session.segment_interval", rules=["SESS-11"], inputs=[int_field("retention")],
+    outputs=[Output("segment_interval", "int")])
+def segment_interval(request: Request) -> JsonDict:
     """The default segment interval of a persistent session store with this retention."""
-    return {"segment_interval": sk.default_segment_interval(require_int(payload, "retention"))}
+    return {"segment_interval": sk.default_segment_interval(request.retention)}

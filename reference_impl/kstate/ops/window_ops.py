@@ -9,7 +9,11 @@ from __future__ import annotations
 from kstate.codecs import window_keys as wk
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, key_schema_ops, op, tohex
-from kstate.ops.inputs import require_bool, require_hex, require_int
+from kstate.ops.fields import Output, Request, bool_field, deferred, int_field
+from kstate.ops.key_schema_ops import BYTES, KEY
+
+#: The window's start and end (ms) an output reports.
+_WINDOW_OUTPUTS = (Output("start", "int"), Output("end", "int"))
 
 
 def _register(schema: wk.WindowSchema) -> None:
@@ -20,9 +24,9 @@ def _register(schema: wk.WindowSchema) -> None:
         schema, "to_store_key_binary", ("timestamp", "seqnum"), ["WIN-6", "WIN-7"], "toStoreKeyBinary",
         "Store key of (key, window start, seqnum).")
 
-    def extract_store_key(payload: JsonDict) -> JsonDict:
+    def extract_store_key(request: Request) -> JsonDict:
         """Key bytes, window start and seqnum of a store key."""
-        data = require_hex(payload, "bytes", nullable=False)
+        data = request.bytes
         decoded = schema.decode(data)
         out: JsonDict = {"key": tohex(decoded.key), "timestamp": decoded.timestamp, "seqnum": decoded.seqnum}
         if schema.prefix is not None:
@@ -34,11 +38,14 @@ def _register(schema: wk.WindowSchema) -> None:
         rules=[layout, "WIN-4"],
         java=[f"{java}.extractStoreKeyBytes+extractStoreTimestamp+extractStoreSequence"],
         lenient=key_schema_ops.lenient_prefix(schema),
+        inputs=[BYTES],
+        outputs=[Output("key", "hex"), Output("timestamp", "int"), Output("seqnum", "int"),
+                 *([Output("is_time_first", "bool")] if schema.prefix is not None else [])],
     )(extract_store_key)
 
-    def extract_store_window(payload: JsonDict) -> JsonDict:
+    def extract_store_window(request: Request) -> JsonDict:
         """Time window of a store key for a fixed window size."""
-        window = schema.extract_store_window(require_hex(payload, "bytes", nullable=False), require_int(payload, "window_size"))
+        window = schema.extract_store_window(request.bytes, request.window_size)
         return {"start": window.start, "end": window.end}
 
     op(
@@ -46,18 +53,20 @@ def _register(schema: wk.WindowSchema) -> None:
         rules=[layout, "WIN-8", "WIN-9"],
         java=[f"{java}.extractStoreWindow"],
         lenient=key_schema_ops.lenient_prefix(schema),
+        inputs=[BYTES, int_field("window_size")],
+        outputs=_WINDOW_OUTPUTS,
     )(extract_store_window)
 
     ordered_bytes = ["WIN-11"] if key_schema_ops.orders_by_key(schema) else []
     key_schema_ops.register_ranges(schema, ["WIN-10", "WIN-7", *ordered_bytes])
 
-    def store_key_segment_id(payload: JsonDict) -> JsonDict:
+    def store_key_segment_id(request: Request) -> JsonDict:
         """Segment timestamp (window start) and segment id of a store key."""
-        data = require_hex(payload, "bytes", nullable=False)
-        interval = require_int(payload, "segment_interval")
+        data, interval = request.bytes, request.segment_interval
         return {"segment_timestamp": schema.segment_timestamp(data), "segment_id": schema.segment_id(data, interval)}
 
-    op(f"{name}.segment_id", rules=[layout, "WIN-15"])(store_key_segment_id)
+    op(f"{name}.segment_id", rules=[layout, "WIN-15"], inputs=[BYTES, int_field("segment_interval")],
+       outputs=[Output("segment_timestamp", "int"), Output("segment_id", "int")])(store_key_segment_id)
 
     if schema.prefix is not None:
         key_schema_ops.register_from_non_prefix_key(
@@ -69,35 +78,44 @@ for _schema in wk.SCHEMAS:
     _register(_schema)
 
 
-@op("window.key_schema.to_binary", rules=["WIN-5", "WIN-8", "WIN-7"], java=["WindowKeySchema.toBinary"])
-def to_binary(payload: JsonDict) -> JsonDict:
+#: Read after the window is checked: a bad window is refused before a bad key, as Kafka builds the window first.
+_DEFERRED_KEY = deferred(KEY)
+
+
+@op("window.key_schema.to_binary", rules=["WIN-5", "WIN-8", "WIN-7"], java=["WindowKeySchema.toBinary"],
+    inputs=[int_field("window_start"), int_field("window_end"), _DEFERRED_KEY], outputs=[Output("bytes", "hex")])
+def to_binary(request: Request) -> JsonDict:
     """Pipe-serde bytes ``[key][start]`` of a windowed key whose ``TimeWindow(start, end)`` is valid."""
-    start, end = require_int(payload, "window_start"), require_int(payload, "window_end")
+    start, end = request.window_start, request.window_end
     wk.validate_window(start, end, time_window=True, error=EncodeError)
-    return {"bytes": tohex(wk.to_binary(require_hex(payload, "key"), start))}
+    return {"bytes": tohex(wk.to_binary(_DEFERRED_KEY.parse(request.payload), start))}
 
 
-@op("window.key_schema.from_binary", rules=["WIN-5", "WIN-8", "WIN-9"], java=["WindowKeySchema.from"])
-def from_binary(payload: JsonDict) -> JsonDict:
+@op("window.key_schema.from_binary", rules=["WIN-5", "WIN-8", "WIN-9"], java=["WindowKeySchema.from"],
+    inputs=[BYTES, int_field("window_size")], outputs=[Output("key", "hex"), *_WINDOW_OUTPUTS])
+def from_binary(request: Request) -> JsonDict:
     """Key and time window of pipe-serde bytes, for a fixed window size."""
-    key, window = wk.from_binary(require_hex(payload, "bytes", nullable=False), require_int(payload, "window_size"))
+    key, window = wk.from_binary(request.bytes, request.window_size)
     return {"key": tohex(key), "start": window.start, "end": window.end}
 
 
-@op("window.is_time_first_schema_key", rules=["WIN-2"])
-def is_time_first_schema_key(payload: JsonDict) -> JsonDict:
+@op("window.is_time_first_schema_key", rules=["WIN-2"], inputs=[BYTES], outputs=[Output("result", "bool")])
+def is_time_first_schema_key(request: Request) -> JsonDict:
     """Whether a prefixed store key carries the time-first prefix."""
-    return {"result": wk.is_time_first_schema_key(require_hex(payload, "bytes", nullable=False))}
+    return {"result": wk.is_time_first_schema_key(request.bytes)}
 
 
-@op("window.next_seqnum", rules=["WIN-6"])
-def next_seqnum(payload: JsonDict) -> JsonDict:
+@op("window.next_seqnum", rules=["WIN-6"], inputs=[int_field("seqnum"), bool_field("retain_duplicates")],
+    outputs=[Output("seqnum", "int")])
+def next_seqnum(request: Request) -> JsonDict:
     """The seqnum the next put uses, given the current one."""
-    return {"seqnum": wk.next_seqnum(require_int(payload, "seqnum"), require_bool(payload, "retain_duplicates"))}
+    return {"seqnum": wk.next_seqnum(request.seqnum, request.retain_duplicates)}
 
 
-@op("window.segment_interval", rules=["WIN-16"])
-def segment_interval(payload: JsonDict) -> JsonDict:
+@op("window.segment_interval", rules=["WIN-16"],
+    inputs=[int_field("retention"), int_field("window_size"),
+            int_field("segment_interval", "the default interval when left out or null", default=None)],
+    outputs=[Output("segment_interval", "int")])
+def segment_interval(request: Request) -> JsonDict:
     """Checked store parameters: the segment interval in use (the default when none is given)."""
-    interval = wk.validate_store_params(require_int(payload, "retention"), require_int(payload, "window_size"), require_int(payload, "segment_interval", None))
-    return {"segment_interval": interval}
+    return {"segment_interval": wk.validate_store_params(request.retention, request.window_size, request.segment_interval)}
