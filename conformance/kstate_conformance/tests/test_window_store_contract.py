@@ -18,7 +18,7 @@ import pytest
 from kstate.storage_files import directory_digest
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
-from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, kit
+from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, is_refusal, kit
 
 __all__ = ["kit"]
 
@@ -792,3 +792,22 @@ def test_key_range_fetch_answers_only_rows_inside_the_scan_bounds(kit: Kit, back
     assert win.fetch_keys("00", "010000", 0, 100) == expected
     assert win.fetch_keys("00", "010000", 0, 100, backward=True) == expected
     assert win.fetch_keys("00", "02", 0, 100) == [("01", 7, h("a"))]
+
+
+@rules("WS-33")
+def test_a_window_store_opened_with_a_cache_is_refused_or_serves_what_it_was_given(kit: Kit) -> None:
+    """WS-33: a window store MAY offer Kafka's record cache (``CachingWindowStore``) or refuse ``caching`` with a
+    typed error (the reference); either way an open never half-works: a cached store answers its writes, before and
+    after a flush."""
+    kit.require(WINDOW, ROCKSDB)
+    out = kit.open_refused(WINDOW, ROCKSDB, caching=True, options={"retention_ms": RETENTION_PERIOD,
+                                                                   "window_size_ms": WINDOW_SIZE})
+    if is_refusal(out):
+        assert out["error"].get("type"), f"the refusal of caching is untyped: {out}"
+        return
+    window = Win(Store(kit.implementation, out["handle"], out))
+    window.store.context(DEFAULT_START)
+    window.put(ik(1), "one", DEFAULT_START)
+    assert window.fetch(ik(1), DEFAULT_START) == h("one")
+    window.store.flush()
+    assert window.fetch(ik(1), DEFAULT_START) == h("one")
