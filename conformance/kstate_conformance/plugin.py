@@ -332,9 +332,14 @@ class _ExpectedFailurePlugin:
         self.reasons: dict[str, str] = {}
         self.unexpected_passes: list[str] = []
         self.collected: set[str] = set()
+        self.deselected: set[str] = set()
         #: Each test's (operation, rules), to list entries and unexpected passes by operation.
         self.keys: dict[str, tuple[str, list[str]]] = {}
         self.rewritten: tuple[list[Entry], list[Entry], ExpectedFailures] | None = None
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        # Deselected tests (by --kstate-level, -k or --kstate-case) exist: their entries are not stale, only not run.
+        self.deselected.update(stable_test_id(item.nodeid) for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = {stable_test_id(item.nodeid) for item in session.items}
@@ -392,12 +397,16 @@ class _ExpectedFailurePlugin:
         return grouped_listing([(*self.keys.get(test_id, ("(not run)", [])), line) for test_id, line in lines.items()])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        stale = self.expectations.unmatched(self.collected)
+        stale = self.expectations.unmatched(self.collected | self.deselected)
+        not_selected = len(self.expectations.unmatched(self.collected)) - len(stale)
         if self.unexpected_passes:
             terminalreporter.write_sep("=", f"{len(self.unexpected_passes)} unexpected passes "
                                        "(listed as expected failures, but passed), by operation", red=True)
             for line in self._grouped({t: f"UNEXPECTED PASS {t}" for t in self.unexpected_passes}):
                 terminalreporter.write_line(line)
+        if not_selected:
+            terminalreporter.write_line(f"{not_selected} expected-failure entries name only tests this run did not "
+                                        "select (--level, -k or --case): not applied")
         if stale:
             terminalreporter.write_sep("-", f"{len(stale)} expected-failure entries match no test of this run")
             for entry in stale:
