@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kstate.codecs.position import encode_position
-from kstate_conformance.position_order import position_bytes_in_canonical_order
+from kstate.ops.position_order import position_bytes_in_canonical_order
 
 
 def test_the_order_of_topics_and_partitions_does_not_matter() -> None:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from kstate.ops.position_order import position_bytes_in_canonical_order
 from kstate_conformance import rules
-from kstate_conformance.position_order import position_bytes_in_canonical_order
 from kstate_conformance.strategies import INT32, INT64, INT64_MAX
 
 JAVA_WHITESPACE = " \t\n\x0b\x0c\r"
