@@ -86,7 +86,7 @@ def test_a_refused_first_open_creates_no_directory(kit: Kit) -> None:
 
 
 @pytest.mark.kstate_level("hardened")
-@rules("KV-63", "KV-23")
+@rules("KV-64", "KV-23")
 def test_a_store_without_current_is_refused_not_recreated(kit: Kit) -> None:
     """``CURRENT`` deleted: refused twice, no ``CURRENT`` or ``MANIFEST`` written."""
     _committed_store(kit)
@@ -280,7 +280,7 @@ def test_a_damaged_status_is_refused(kit: Kit) -> None:
 
 
 @pytest.mark.kstate_level("hardened")
-@rules("KV-64")
+@rules("KV-65")
 @pytest.mark.parametrize(("store_type", "data_cf"), [(TS, "keyValueWithTimestamp"),
                                                      (HDR, "keyValueWithTimestampAndHeaders")])
 def test_offsets_ahead_of_data_are_refused(kit: Kit, store_type: str, data_cf: str) -> None:

@@ -73,7 +73,7 @@ def _filled(kit: Kit, family: str) -> Path:
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_entries_that_name_no_segment_are_skipped_or_refuse_the_open_and_are_never_opened(kit: Kit, family: str) -> None:
     """LAY-12: a ``junk`` directory, a ``store.notanumber`` directory and a regular file beside the segments are no
-    segment: the store skips them and opens every segment (the reference, LAY-15), or refuses the open with a typed
+    segment: the store skips them and opens every segment (the reference, LAY-17), or refuses the open with a typed
     error (Kafka 4.3.1 and 4.4.0); either way they are left as they were, and once they are gone the store opens
     with every row and its committed offset."""
     directory = _filled(kit, family)
@@ -98,7 +98,7 @@ def test_entries_that_name_no_segment_are_skipped_or_refuse_the_open_and_are_nev
 
 
 @pytest.mark.kstate_level("hardened")
-@rules("LAY-3", "LAY-15", "WS-31", "SS-10")
+@rules("LAY-3", "LAY-17", "WS-31", "SS-10")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: Kit, family: str) -> None:
     """A directory ``junk``, a ``store.notanumber`` directory and a regular file beside the segments are no segment
@@ -117,7 +117,7 @@ def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: K
 
 
 @pytest.mark.kstate_level("hardened")
-@rules("WS-31", "SS-20", "KV-65", "KV-52")
+@rules("WS-31", "SS-20", "KV-66", "KV-52")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit, family: str) -> None:
     """The newest segment lost its ``CURRENT``: the open is refused and no file of any segment changed (a port

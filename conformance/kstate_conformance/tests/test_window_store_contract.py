@@ -722,7 +722,7 @@ def test_position_is_the_merge_of_the_segments(kit: Kit) -> None:
 
 
 @pytest.mark.kstate_level("hardened")
-@rules("WS-29", "KV-25", "KV-65")
+@rules("WS-29", "KV-25", "KV-66")
 @pytest.mark.parametrize("with_segments", [False, True], ids=["new", "existing"])
 def test_a_position_path_that_is_a_directory_refuses_the_open(kit: Kit, with_segments: bool) -> None:
     """A pre-4.3 ``<store>.position`` that cannot be read refuses the open before any segment is opened: here
