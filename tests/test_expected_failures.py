@@ -139,3 +139,18 @@ def test_fix_creates_a_missing_list_and_without_fix_a_missing_list_is_an_error(t
     assert run.returncode == 0, run.stdout[-2000:]
     written = json.loads(listing.read_text())
     assert [e["id"] for e in written] == FAILING and all(e["reason"] for e in written)
+
+
+def test_entries_of_deselected_tests_are_not_stale(tmp_path: Path) -> None:
+    """An entry for a test the run did not select (another level, -k) is not applied and not called stale; an entry
+    that names no test of the suite is (issue 31: hardened entries at ``--level required``)."""
+    listing = tmp_path / "mutant.txt"
+    listing.write_text("\n".join([*(f"{t}  # zig-zag" for t in FAILING),
+                                  "test_golden.py::test_golden[reference.primitives.int64_0]  # not selected",
+                                  "test_nothing.py::test_none  # names no test"]) + "\n")
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    assert run.returncode == 0, run.stdout[-2000:]
+    assert "1 expected-failure entries name only tests this run did not select" in run.stdout
+    assert "1 expected-failure entries match no test of this run" in run.stdout
+    assert "  test_nothing.py::test_none" in run.stdout
+    assert "  test_golden.py::test_golden[reference.primitives.int64_0]" not in run.stdout

@@ -78,7 +78,7 @@ def test_a_rule_cited_only_by_reference_cases_is_listed() -> None:
 
 def test_every_rule_states_level_source_and_kafka_version() -> None:
     for rule in load_rules().values():
-        assert rule.level in ("required", "recommended", "tentative")
+        assert rule.level in ("required", "recommended", "hardened", "tentative")
         assert rule.source and rule.kafka and rule.text, rule.id
 
 

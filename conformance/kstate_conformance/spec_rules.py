@@ -10,7 +10,7 @@ from kstate_conformance.data import spec_dir
 
 RULE_HEADING = re.compile(r"^### ([A-Z]+-\d+): (.+?)\s*$")
 RULE_ID = re.compile(r"\b([A-Z]{2,5}-\d+)\b")
-LEVELS = ("required", "recommended", "tentative")
+LEVELS = ("required", "recommended", "hardened", "tentative")
 
 
 class SpecFormatError(ValueError):

@@ -293,6 +293,21 @@ def write_downgrade_checkpoint(task_dir: str | Path, committed: Mapping[TopicPar
     return write_checkpoint_file(task_checkpoint_path(task_dir), downgrade_checkpoint_offsets(committed))
 
 
+#: RocksDB's own info log: ``LOG`` and its rotations ``LOG.old.<micros>``. Not part of a store (KV-23): RocksDB writes
+#: and rotates it when it starts an open, so Kafka's refused opens leave it behind.
+_ROCKSDB_INFO_LOG = re.compile(r"LOG(\.old\.\d+)?")
+
+
+def is_rocksdb_info_log(relative_path: str) -> bool:
+    """Whether the path names a RocksDB info log file (KV-23: a refused open MAY write or rotate it)."""
+    return _ROCKSDB_INFO_LOG.fullmatch(Path(relative_path).name) is not None
+
+
+def store_digest(root: Path) -> dict[str, str]:
+    """:func:`directory_digest` without RocksDB's info log files: what a refused open MUST leave as it was (KV-23)."""
+    return {path: digest for path, digest in directory_digest(root).items() if not is_rocksdb_info_log(path)}
+
+
 def directory_digest(root: Path) -> dict[str, str]:
     """Every path under ``root``: a file's SHA-256, ``dir``, or a link's target; equal digests, nothing changed (KV-23)."""
     out: dict[str, str] = {}

@@ -454,7 +454,7 @@ def test_offset_unknown_and_minus_one_are_kept_and_restore_from_the_start(tmp_pa
 
 @pytest.mark.parametrize("offset", [-2, -3, -5, -(1 << 63)])
 def test_a_negative_committed_offset_that_is_no_offset_is_refused(tmp_path: Path, offset: int) -> None:
-    """OFF-24: any other negative value is no changelog offset (Kafka's task would seek to it and fail): a commit
+    """OFF-25: any other negative value is no changelog offset (Kafka's task would seek to it and fail): a commit
     of it is refused before anything is staged, and an offsets family holding it refuses the open, typed."""
     from kstate_conformance.raw_rocksdb import put_rows
 

@@ -861,7 +861,7 @@ def _store_type_not_checked() -> dict[str, Handler]:
     return _every_family_with(_OpensWhateverIsThere, check_type=False)
 
 
-# --- LAY-15, LAY-16, OFF-24: a hostile state directory (issue 32 B) --------------------------------------------------
+# --- LAY-15, LAY-16, OFF-25: a hostile state directory (issue 32 B) --------------------------------------------------
 
 
 def _reference_handler(name: str) -> Handler:
@@ -938,7 +938,7 @@ def _database_files_not_checked() -> dict[str, Handler]:
 
 
 @mutant("negative-offsets-taken-as-offsets", "any committed offset is taken as one: -5 and Long.MIN_VALUE are "
-        "committed, answered and reopened as real changelog offsets", FAMILY, rules=("OFF-24",))
+        "committed, answered and reopened as real changelog offsets", FAMILY, rules=("OFF-25",))
 def _negative_offsets_taken_as_offsets() -> dict[str, Handler]:
     patches = {"kstate.stores.surface.committed_offset_problem": lambda _offset: None,
                "kstate.stores.offsets.committed_offset_problem": lambda _offset: None}

@@ -217,6 +217,14 @@ def test_aggregation_nulls(implementation: Any) -> None:
     assert is_refusal(implementation.call("header_values.raw_aggregation", {"bytes": ""}))
 
 
+@rules("HV-11")
+def test_aggregation_with_null_headers_is_refused_or_written_without_headers(implementation: Any) -> None:
+    """HV-11: ``AggregationWithHeaders.make`` refuses null headers (``NullPointerException``, "headers must not be
+    null"), where the reference takes them as none; either is allowed, never bytes other than ``00`` + aggregation."""
+    out = implementation.call("header_values.serialize_aggregation", {"aggregation": "0102", "headers": None})
+    assert is_refusal(out) or out == {"bytes": "000102"}, out
+
+
 # --- conversions ---------------------------------------------------------------------------------------
 
 

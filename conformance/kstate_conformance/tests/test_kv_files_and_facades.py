@@ -109,6 +109,7 @@ def test_plain_and_timestamped_facades_read_the_stored_layout(kit: Kit, backend:
     assert _typed(stamped, h("absent")) == {"found": False}
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("KV-62", "HV-10")
 @pytest.mark.parametrize("backend", [ROCKSDB, "memory"])
 def test_the_headers_facade_parses_headers_only_when_asked(kit: Kit, backend: str) -> None:

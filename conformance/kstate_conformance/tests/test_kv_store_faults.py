@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from kstate.storage_files import directory_digest
+from kstate.storage_files import store_digest
 from kstate_conformance import raw_rocksdb, rules
-from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, kit
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, is_refusal, kit
 from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 from kstate_conformance.wrong_paths import make_dangling_link, make_file
 
@@ -39,10 +39,10 @@ def _committed_store(kit: Kit, store_type: str = KV, offset: int = 7, entries: i
 
 
 def _refused_unchanged(kit: Kit, store_type: str = KV, **options: Any) -> dict[str, Any]:
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     out = kit.open_refused(store_type, ROCKSDB, **options)
     assert "error" in out, f"the open was not refused: {out}"
-    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+    assert store_digest(kit.state_dir) == before, "a refused open changed the state directory"
     return out
 
 
@@ -85,7 +85,8 @@ def test_a_refused_first_open_creates_no_directory(kit: Kit) -> None:
     assert not (_task(kit) / "rocksdb").exists()
 
 
-@rules("KV-24")
+@pytest.mark.kstate_level("hardened")
+@rules("KV-64", "KV-23")
 def test_a_store_without_current_is_refused_not_recreated(kit: Kit) -> None:
     """``CURRENT`` deleted: refused twice, no ``CURRENT`` or ``MANIFEST`` written."""
     _committed_store(kit)
@@ -157,10 +158,10 @@ def test_a_damaged_table_file_fails_scans_instead_of_shortening_them(kit: Kit) -
 def test_a_name_kafka_refuses_is_refused(kit: Kit, name: str) -> None:
     """A store name outside Kafka's rule is refused on RocksDB, and nothing is created."""
     kit.require(KV, ROCKSDB)
-    before = directory_digest(kit.state_dir.parent)
+    before = store_digest(kit.state_dir.parent)
     out = kit.open_refused(KV, ROCKSDB, name=name)
     assert "error" in out, f"the name {name!r} was accepted"
-    assert directory_digest(kit.state_dir.parent) == before
+    assert store_digest(kit.state_dir.parent) == before
 
 
 #: Application ids that are not one directory name of Kafka's naming rule, and task ids that are not a task
@@ -181,6 +182,7 @@ def _nested_state_dir(kit: Kit) -> Path:
     return state_dir
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("LAY-11")
 @pytest.mark.parametrize("backend", ["rocksdb", "memory"])
 @pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
@@ -190,10 +192,10 @@ def test_a_location_kafka_would_not_name_is_refused_and_nothing_is_created(
     every backend, wherever the path would lead."""
     kit.require(KV, backend)
     state_dir = _nested_state_dir(kit)
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     out = kit.open_refused(KV, backend, state_dir=str(state_dir), **{argument: value})
     assert "error" in out, f"store.open with {argument} {value!r} was accepted"
-    assert directory_digest(kit.state_dir) == before, "a refused open created or changed something"
+    assert store_digest(kit.state_dir) == before, "a refused open created or changed something"
 
 
 def _victims(kit: Kit, state_dir: Path) -> None:
@@ -214,11 +216,11 @@ def test_wiping_a_location_kafka_would_not_name_deletes_nothing(kit: Kit, argume
         pytest.skip("the implementation does not offer store.wipe")
     state_dir = _nested_state_dir(kit)
     _victims(kit, state_dir)
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     location = {"state_dir": str(state_dir), "name": "store", "application_id": "app", "task_id": "0_0"}
     out = kit.implementation.call("store.wipe", {**location, argument: value})
     assert "error" in out, f"store.wipe with {argument} {value!r} was accepted"
-    assert directory_digest(kit.state_dir) == before, "a refused wipe deleted or changed something"
+    assert store_digest(kit.state_dir) == before, "a refused wipe deleted or changed something"
 
 
 @rules("LAY-11", "KV-55")
@@ -229,14 +231,14 @@ def test_task_files_of_a_location_kafka_would_not_name_are_refused(kit: Kit, arg
         pytest.skip("the implementation does not offer store.write_task_file")
     state_dir = _nested_state_dir(kit)
     _victims(kit, state_dir)
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     location = {"state_dir": str(state_dir), "application_id": "app", "task_id": "0_0", argument: value}
     out = kit.implementation.call("store.write_task_file", {**location, "file": ".checkpoint", "text": "0\n0\n"})
     assert "error" in out, f"store.write_task_file with {argument} {value!r} was accepted"
     if kit.implementation.supports("store.task_files"):
         listed = kit.implementation.call("store.task_files", location)
         assert "error" in listed, f"store.task_files with {argument} {value!r} listed {listed}"
-    assert directory_digest(kit.state_dir) == before, "a refused task file write changed something"
+    assert store_digest(kit.state_dir) == before, "a refused task file write changed something"
 
 
 @rules("LAY-11", "LAY-1")
@@ -253,11 +255,20 @@ def test_a_location_kafka_names_opens_where_kafka_puts_it(kit: Kit, application_
 
 
 @rules("KV-57", "OFF-3")
-def test_a_committed_offset_that_is_not_a_long_is_refused_at_open(kit: Kit) -> None:
-    """A 3-byte committed offset in the ``offsets`` family: refused when the store opens."""
+def test_a_committed_offset_that_is_not_a_long_is_refused_at_open_or_when_read(kit: Kit) -> None:
+    """A 3-byte committed offset in the ``offsets`` family: the open is refused, changing nothing (the reference), or
+    the store opens and reading that offset is refused (Kafka's ``committedOffset``: ``LongDeserializer``); it is
+    never answered as an offset or as none."""
     _committed_store(kit)
     raw_rocksdb.put_rows(_store_dir(kit), {"offsets": {f"{TOPIC}-0".encode(): b"\x00\x00\x63"}})
-    _refused_unchanged(kit)
+    before = store_digest(kit.state_dir)
+    out = kit.open_refused(KV, ROCKSDB)
+    if "error" in out:
+        assert store_digest(kit.state_dir) == before, "a refused open changed the state directory"
+        return
+    store = kit.opened[-1]
+    read = store.call("store.committed_offset", topic=TOPIC, partition=0)
+    assert is_refusal(read), f"a committed offset of 3 bytes was answered: {read}"
 
 
 @rules("KV-57", "OFF-6")
@@ -268,7 +279,8 @@ def test_a_damaged_status_is_refused(kit: Kit) -> None:
     _refused_unchanged(kit)
 
 
-@rules("KV-57")
+@pytest.mark.kstate_level("hardened")
+@rules("KV-65")
 @pytest.mark.parametrize(("store_type", "data_cf"), [(TS, "keyValueWithTimestamp"),
                                                      (HDR, "keyValueWithTimestampAndHeaders")])
 def test_offsets_ahead_of_data_are_refused(kit: Kit, store_type: str, data_cf: str) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from kstate.storage_files import directory_digest
+from kstate.storage_files import store_digest
 from kstate_conformance import rules
-from kstate_conformance.harness import ROCKSDB, Kit, Store, h, kit
+from kstate_conformance.harness import ROCKSDB, Kit, Store, h, is_refusal, kit
 
 __all__ = ["kit"]
 
@@ -69,7 +69,36 @@ def _filled(kit: Kit, family: str) -> Path:
     return directory
 
 
-@rules("LAY-3", "LAY-12", "WS-31", "SS-10")
+@rules("LAY-12", "LAY-3")
+@pytest.mark.parametrize("family", [WINDOW, SESSION])
+def test_entries_that_name_no_segment_are_skipped_or_refuse_the_open_and_are_never_opened(kit: Kit, family: str) -> None:
+    """LAY-12: a ``junk`` directory, a ``store.notanumber`` directory and a regular file beside the segments are no
+    segment: the store skips them and opens every segment (the reference, LAY-17), or refuses the open with a typed
+    error (Kafka 4.3.1 and 4.4.0); either way they are left as they were, and once they are gone the store opens
+    with every row and its committed offset."""
+    directory = _filled(kit, family)
+    (directory / "junk").mkdir()
+    (directory / "store.notanumber").mkdir()
+    (directory / "notes.txt").write_text("not a segment")
+    out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
+    if "error" in out:
+        assert is_refusal(out) and out["error"].get("type"), f"the refusal is untyped: {out}"
+    else:
+        store = kit.opened[-1]
+        assert _keys(store, family) == ["k0", "k1", "k2"]
+        store.close()
+    assert (directory / "notes.txt").read_text() == "not a segment"
+    assert [sorted((directory / name).iterdir()) for name in ("junk", "store.notanumber")] == [[], []]
+    for name in ("junk", "store.notanumber", "notes.txt"):
+        path = directory / name
+        path.rmdir() if path.is_dir() else path.unlink()
+    store = _open(kit, family)
+    assert _keys(store, family) == ["k0", "k1", "k2"]
+    assert store.committed() == 7
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("LAY-3", "LAY-17", "WS-31", "SS-10")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: Kit, family: str) -> None:
     """A directory ``junk``, a ``store.notanumber`` directory and a regular file beside the segments are no segment
@@ -87,19 +116,21 @@ def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: K
     assert sorted(p.name for p in directory.iterdir()) == ["junk", "notes.txt", *SEGMENTS, "store.notanumber"]
 
 
-@rules("WS-31", "SS-20", "KV-23", "KV-52")
+@pytest.mark.kstate_level("hardened")
+@rules("WS-31", "SS-20", "KV-66", "KV-52")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit, family: str) -> None:
     """The newest segment lost its ``CURRENT``: the open is refused and no file of any segment changed (a port
     that opens the healthy segments first gives them new MANIFEST, OPTIONS and LOG files)."""
     directory = _filled(kit, family)
     (directory / "store.120000" / "CURRENT").unlink()
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
     assert "error" in out, f"the open was not refused: {out}"
-    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+    assert store_digest(kit.state_dir) == before, "a refused open changed the state directory"
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("LAY-13", "KV-23", "WS-28", "SS-23")
 @pytest.mark.parametrize("family", [WINDOW, SESSION])
 @pytest.mark.parametrize("lost", ["store.0", "store.60000", "store.120000"])
@@ -108,10 +139,10 @@ def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, 
     (restore would never bring them back), so the open is refused and changes nothing."""
     directory = _filled(kit, family)
     shutil.rmtree(directory / lost)
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     out = kit.open_refused(family, ROCKSDB, options=OPTIONS[family])
     assert "error" in out, f"the open was not refused: {out}"
-    assert directory_digest(kit.state_dir) == before, "a refused open changed the state directory"
+    assert store_digest(kit.state_dir) == before, "a refused open changed the state directory"
 
 
 @rules("LAY-13", "KV-53")

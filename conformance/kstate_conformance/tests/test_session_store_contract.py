@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import MEMORY, ROCKSDB, Kit, h, header_bytes, i64, is_refusal, kit, varint
+from kstate_conformance.harness import MEMORY, ROCKSDB, Kit, Store, h, header_bytes, i64, is_refusal, kit, varint
 from kstate_conformance.sessions import (
     INT64_MAX,
     RETENTION_PERIOD,
@@ -450,3 +450,20 @@ def test_upgrade_to_headers_reads_every_segment(kit: Kit, opened: Any, store_typ
     upgraded.put(h("b"), 60_001, 120_000, "00" + i64(4))
     after = upgraded.segments()["store.120000"]
     assert after == {"sessionKeyValueWithHeaders": {h("b") + i64(120_000) + i64(60_001): "00" + i64(4)}}
+
+
+@rules("SS-36")
+def test_a_session_store_opened_with_a_cache_is_refused_or_serves_what_it_was_given(kit: Kit) -> None:
+    """SS-36: a session store MAY offer Kafka's record cache (``CachingSessionStore``) or refuse ``caching`` with a
+    typed error (the reference); a cached store answers its writes, before and after a flush."""
+    kit.require("session", ROCKSDB)
+    out = kit.open_refused("session", ROCKSDB, caching=True, options={"retention_ms": RETENTION_PERIOD})
+    if is_refusal(out):
+        assert out["error"].get("type"), f"the refusal of caching is untyped: {out}"
+        return
+    sessions = SessionStore(Store(kit.implementation, out["handle"], out))
+    sessions.store.context(1)
+    sessions.put(h("k"), 0, 5, agg("session", 7))
+    assert sessions.fetch(h("k")) == [(h("k"), 0, 5, agg("session", 7))]
+    sessions.store.flush()
+    assert sessions.fetch(h("k")) == [(h("k"), 0, 5, agg("session", 7))]

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from kstate.storage_files import directory_digest
+from kstate.storage_files import store_digest
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
-from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, kit
+from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, is_refusal, kit
 
 __all__ = ["kit"]
 
@@ -169,6 +169,7 @@ def test_timestamped_window_store_keeps_the_timestamp(kit: Kit, backend: str) ->
     assert win.fetch_range(ik(1), 0, 2 * SEGMENT_INTERVAL) == [(10, stored), (SEGMENT_INTERVAL + 10, stored)]
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("WS-24")
 @BACKENDS
 def test_value_the_changelog_refuses_is_not_stored(kit: Kit, backend: str) -> None:
@@ -437,6 +438,7 @@ def test_missing_window_and_null_keys(kit: Kit, backend: str) -> None:
     assert win.store.changelog() == []
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("WS-22", "WS-24", "WS-35")
 @BACKENDS
 def test_a_null_key_put_into_an_expired_window_logs_nothing(kit: Kit, backend: str) -> None:
@@ -719,7 +721,8 @@ def test_position_is_the_merge_of_the_segments(kit: Kit) -> None:
     assert position == [["in", [[0, 4], [1, 9]]]]
 
 
-@rules("WS-29", "KV-25")
+@pytest.mark.kstate_level("hardened")
+@rules("WS-29", "KV-25", "KV-66")
 @pytest.mark.parametrize("with_segments", [False, True], ids=["new", "existing"])
 def test_a_position_path_that_is_a_directory_refuses_the_open(kit: Kit, with_segments: bool) -> None:
     """A pre-4.3 ``<store>.position`` that cannot be read refuses the open before any segment is opened: here
@@ -731,12 +734,12 @@ def test_a_position_path_that_is_a_directory_refuses_the_open(kit: Kit, with_seg
         win.store.commit(0)
         win.store.close()
     (kit.state_dir / "app" / "0_0" / "store.position").mkdir(parents=True)
-    before = directory_digest(kit.state_dir)
+    before = store_digest(kit.state_dir)
     options = {"retention_ms": RETENTION_PERIOD, "window_size_ms": WINDOW_SIZE, "retain_duplicates": False,
                "segment_interval_ms": SEGMENT_INTERVAL}
     out = kit.open_refused(WINDOW, ROCKSDB, options=options)
     assert "error" in out, f"a window store opened with a directory as its position file: {out}"
-    assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
+    assert store_digest(kit.state_dir) == before, "the refused open changed the state directory"
 
 
 @rules("WS-39", "WS-15", "WS-17")
@@ -792,3 +795,22 @@ def test_key_range_fetch_answers_only_rows_inside_the_scan_bounds(kit: Kit, back
     assert win.fetch_keys("00", "010000", 0, 100) == expected
     assert win.fetch_keys("00", "010000", 0, 100, backward=True) == expected
     assert win.fetch_keys("00", "02", 0, 100) == [("01", 7, h("a"))]
+
+
+@rules("WS-33")
+def test_a_window_store_opened_with_a_cache_is_refused_or_serves_what_it_was_given(kit: Kit) -> None:
+    """WS-33: a window store MAY offer Kafka's record cache (``CachingWindowStore``) or refuse ``caching`` with a
+    typed error (the reference); either way an open never half-works: a cached store answers its writes, before and
+    after a flush."""
+    kit.require(WINDOW, ROCKSDB)
+    out = kit.open_refused(WINDOW, ROCKSDB, caching=True, options={"retention_ms": RETENTION_PERIOD,
+                                                                   "window_size_ms": WINDOW_SIZE})
+    if is_refusal(out):
+        assert out["error"].get("type"), f"the refusal of caching is untyped: {out}"
+        return
+    window = Win(Store(kit.implementation, out["handle"], out))
+    window.store.context(DEFAULT_START)
+    window.put(ik(1), "one", DEFAULT_START)
+    assert window.fetch(ik(1), DEFAULT_START) == h("one")
+    window.store.flush()
+    assert window.fetch(ik(1), DEFAULT_START) == h("one")

@@ -32,7 +32,7 @@ Handler = Callable[[JsonDict], JsonDict]
 RequestHandler = Callable[[Request], JsonDict]
 LeniencyCheck = Callable[[JsonDict], "str | None"]
 
-LEVELS = ("required", "recommended", "tentative")
+LEVELS = ("required", "recommended", "hardened", "tentative")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ to the implementation (the layout is the LAY rules'): ``fs.write`` (``path``, ``
 (``size``; negative: cut from the end), ``fs.corrupt`` (``offset``, default the middle, negative from
 the end; ``length``, default 64: those bytes XOR FF), ``fs.rocksdb_put`` (``family``, ``key``, ``value`` hex: a raw write into a closed
 database), ``fs.rocksdb_drop_family`` (``family``), ``fs.snapshot`` (``as``, default ``s``) and
-``fs.changed`` (``since``): the sorted paths added, removed or changed since that snapshot. Paths are
+``fs.changed`` (``since``): the sorted paths added, removed or changed since that snapshot (RocksDB's info log,
+``LOG`` and ``LOG.old.*``, is no part of a store and not listed: KV-23). Paths are
 relative to the state directory; a ``*`` in the last part picks the largest matching file. Each answers
 ``{}`` (``fs.changed``: ``{"changed": [...]}``).
 
@@ -43,7 +44,7 @@ from kstate.errors import KStateError
 from kstate.ops import JsonDict, call, op
 from kstate.ops.compare import differences
 from kstate.ops.fields import Field, Output, Request
-from kstate.storage_files import directory_digest
+from kstate.storage_files import store_digest
 
 SCENARIO_OP = "store.scenario"
 ALL_BACKENDS = ("memory", "rocksdb")
@@ -154,13 +155,13 @@ def _rocksdb(path: Path) -> Any:
 def run_fs_step(root: Path, name: str, given: JsonDict, snapshots: dict[str, dict[str, str]]) -> JsonDict:
     """One ``fs.*`` step on the state directory ``root``, done by the scenario itself (OPS-5)."""
     if name == "fs.snapshot":
-        snapshots[str(given.get("as", "s"))] = directory_digest(root)
+        snapshots[str(given.get("as", "s"))] = store_digest(root)
         return {}
     if name == "fs.changed":
         label = str(given.get("since", "s"))
         if label not in snapshots:
             raise ScenarioError(f"store.scenario: fs.changed since an unknown snapshot {label!r}")
-        before, after = snapshots[label], directory_digest(root)
+        before, after = snapshots[label], store_digest(root)
         return {"changed": sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))}
     path = _path(root, given, exists=name not in ("fs.write", "fs.mkdir", "fs.symlink"))
     if name == "fs.write":

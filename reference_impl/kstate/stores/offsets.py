@@ -116,7 +116,7 @@ def check_offsets_image(image: Mapping[bytes, bytes], store: str, ignore_invalid
                 f"is {len(value)} bytes, not an 8-byte long",
             )
         problem = committed_offset_problem(decode_offset_value(value))
-        if problem is not None:  # OFF-24: not an offset Kafka's task could restore from
+        if problem is not None:  # OFF-25: not an offset Kafka's task could restore from
             raise StoreCorruptedError(
                 store, f"Error opening store {store}: the {problem}, of {key[:64].decode('utf-8', 'replace')!r}")
     raw_position = image.get(POSITION_KEY)

@@ -115,7 +115,7 @@ def check_changelog_offsets(changelog_offsets: object) -> dict[tuple[str, int], 
                 "changelog_offsets", f"the offset of {key[0]}-{key[1]} is {type(offset).__name__}, not an int or None"
             )
         problem = None if offset is None else committed_offset_problem(offset)
-        if problem is not None:  # OFF-24: refused before anything is staged, as the reopen would refuse it
+        if problem is not None:  # OFF-25: refused before anything is staged, as the reopen would refuse it
             raise InvalidArgumentError("changelog_offsets", f"{key[0]}-{key[1]}: the {problem}")
         out[key] = offset
     return out

@@ -102,7 +102,7 @@ def _aggregation_cases() -> list[CaseSpec]:
         CaseSpec(f"serialize_aggregation_{name}", "header_values.serialize_aggregation",
                  {"aggregation": agg, "headers": headers}, ("HV-11",))
         for name, agg, headers in [
-            ("null", None, [["a", "78"]]), ("empty_no_headers", "", None), ("one_header", "6167", [["a", None]]),
+            ("null", None, [["a", "78"]]), ("empty_no_headers", "", []), ("one_header", "6167", [["a", None]]),
         ]
     ]
     for name, data in [("null", None), ("no_headers", "006167"), ("one_header", "08020261016167"),
