@@ -945,6 +945,18 @@ def _negative_offsets_taken_as_offsets() -> dict[str, Handler]:
     return {"store.commit": _with_patched("store.commit", patches), "store.open": _with_patched("store.open", patches)}
 
 
+@mutant("negative-offsets-all-refused", "every negative committed offset is refused as no offset: -4 "
+        "(OFFSET_UNKNOWN, which Kafka 4.4's task commits) and -1 are refused at commit and at open", FAMILY,
+        rules=("OFF-24",))
+def _negative_offsets_all_refused() -> dict[str, Handler]:
+    def problem(offset: int) -> str | None:
+        return f"committed changelog offset {offset} is negative" if offset < 0 else None
+
+    patches = {"kstate.stores.surface.committed_offset_problem": problem,
+               "kstate.stores.offsets.committed_offset_problem": problem}
+    return {"store.commit": _with_patched("store.commit", patches), "store.open": _with_patched("store.open", patches)}
+
+
 def _remove_if_a_directory(path: Path) -> None:
     # The natural port of "delete the leftover": a tree delete that ignores what it cannot delete (a file there).
     import shutil
