@@ -47,6 +47,8 @@ public final class Main {
         // Operations added beside the original classes: the offsets column family and KIP-1271 formats.
         OffsetsFamily.registerAll();
         HeaderFormats.registerAll();
+        HeaderSemantics.registerAll();
+        Changelog.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
