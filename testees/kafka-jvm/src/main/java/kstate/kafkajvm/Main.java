@@ -49,6 +49,7 @@ public final class Main {
         HeaderFormats.registerAll();
         HeaderSemantics.registerAll();
         Changelog.registerAll();
+        Dump.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {

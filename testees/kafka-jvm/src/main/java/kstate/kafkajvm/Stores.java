@@ -141,10 +141,10 @@ final class Stores {
             out.put("logging", true);
             out.put("caching", true);
             out.put("cache_flush_listener", true);
-            // A killed process cannot be simulated inside the JVM that holds RocksDB open, and the raw column
-            // families are not read here yet: no crash, no dump, no legacy upgrades.
+            // A killed process cannot be simulated inside the JVM that holds RocksDB open: no crash, no legacy
+            // upgrades. The raw column families are read by store.dump (Dump).
             out.put("crash", false);
-            out.set("dump", Json.arr());
+            out.set("dump", Json.arr().add("rocksdb"));
             out.set("offsets", Json.arr().add("rocksdb"));
             out.put("iterators", true);
             out.set("upgrade", Json.arr());
@@ -844,7 +844,7 @@ final class Stores {
         return directory.getOrCreateDirectoryForTask(taskId);
     }
 
-    private static Path taskDir(final JsonNode in) {
+    static Path taskDir(final JsonNode in) {
         if (in.has("handle") && !in.get("handle").isNull()) {
             return handle(in).context.taskDir.toPath();
         }
