@@ -13,6 +13,7 @@ import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 
+import java.io.File;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -151,6 +152,32 @@ final class Dump {
         final Map<String, ArrayNode> families = new TreeMap<>();
         for (final ColumnFamilyHandle handle : handles) {
             families.putIfAbsent(new String(handle.getName(), StandardCharsets.UTF_8), rows(db, handle));
+        }
+        // A family on disk that Kafka holds no handle for (the empty default family a store in regular or
+        // upgrade mode let go) is never written while the store is open, so what is on disk is all of it: read it
+        // from a read-only open of the same directory (which takes no lock).
+        final File dir = (File) Changelog.field(rocks, "dbDir").get(rocksStore);
+        final List<byte[]> onDisk;
+        try (Options options = new Options()) {
+            onDisk = RocksDB.listColumnFamilies(options, dir.toString());
+        }
+        final List<String> missing = new ArrayList<>();
+        for (final byte[] name : onDisk) {
+            final String n = new String(name, StandardCharsets.UTF_8);
+            if (!families.containsKey(n)) {
+                missing.add(n);
+            }
+        }
+        if (!missing.isEmpty()) {
+            final ObjectNode closed;
+            try {
+                closed = readClosed(dir.toPath());
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException(e);
+            }
+            for (final String n : missing) {
+                families.put(n, (ArrayNode) closed.get(n));
+            }
         }
         final ObjectNode out = obj();
         families.forEach(out::set);

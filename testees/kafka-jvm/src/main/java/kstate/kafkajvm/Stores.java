@@ -499,8 +499,10 @@ final class Stores {
         }
         final File taskDir = kafkaTaskDir(h.stateDir, applicationId, taskId);
         final ProcessorRecordContext initial = contextFrom(in.has("context") && in.get("context").isObject() ? in.get("context") : obj(),
-            // The neutral operations' default record context (timestamp 0, offset -1, no topic, partition -1).
-            StoreContext.recordContext(0L, -1L, -1, "", new RecordHeaders()));
+            // The neutral operations' default record context (timestamp 0, offset -1, no topic, partition -1). "No
+            // topic" is a null topic, as a punctuation's context has (StoreQueryUtils.updatePosition skips it); an
+            // empty topic name would enter the store's position as a topic.
+            StoreContext.recordContext(0L, -1L, -1, null, new RecordHeaders()));
         final StoreContext context = new StoreContext(applicationId, taskId, taskDir, cacheMaxBytes, initial);
         if (Json.bool(in, "ignore_invalid_state", false)) {
             throw new K.Unavailable("ignore_invalid_state is not a Kafka store option");
@@ -654,7 +656,9 @@ final class Stores {
         final long timestamp = in.has("timestamp") ? Json.lng(in, "timestamp") : current.timestamp();
         final long offset = in.has("offset") ? Json.lng(in, "offset") : current.offset();
         final int partition = in.has("partition") ? Json.integer(in, "partition") : current.partition();
-        final String topic = in.has("topic") ? Json.str(in, "topic") : current.topic();
+        // The neutral vocabulary's "" (no input topic) is Kafka's null topic (a punctuation's context): a record
+        // context naming a topic "" would enter the store's position under that name.
+        final String topic = in.has("topic") ? (Json.str(in, "topic").isEmpty() ? null : Json.str(in, "topic")) : current.topic();
         final Headers headers = in.has("headers") ? Json.headers(in, "headers") : current.headers();
         return StoreContext.recordContext(timestamp, offset, partition, topic, headers);
     }
