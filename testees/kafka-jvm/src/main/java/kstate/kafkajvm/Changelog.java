@@ -35,6 +35,17 @@ final class Changelog {
     static void registerAll() {
         register("changelog.record_for_write", Changelog::recordForWrite);
         register("changelog.topic_config", Changelog::topicConfig);
+        register("changelog.topic_name", in -> {
+            // ProcessorStateManager.storeChangelogTopic names it; Kafka checks the name where the topic is created
+            // (InternalTopicManager -> NewTopic -> Topic.validate on the broker's and the admin client's side),
+            // which the testee calls in its place: the check is Kafka's own (org.apache.kafka.common.internals.Topic).
+            final String named = in.has("named_topology") && !in.get("named_topology").isNull() ? Json.str(in, "named_topology") : null;
+            final String topic = (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
+                "storeChangelogTopic", K.t(String.class, String.class, String.class),
+                Json.str(in, "application_id"), Json.str(in, "store_name"), named);
+            K.call("org.apache.kafka.common.internals.Topic", "validate", K.t(String.class), topic);
+            return obj().put("topic", topic);
+        });
     }
 
     private static String family(final String type) {
