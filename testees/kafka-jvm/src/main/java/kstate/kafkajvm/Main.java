@@ -50,6 +50,7 @@ public final class Main {
         HeaderSemantics.registerAll();
         Changelog.registerAll();
         Dump.registerAll();
+        Layout.registerAll();
         final BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
