@@ -19,7 +19,39 @@ import static kstate.kafkajvm.Main.register;
 final class Layout {
     private Layout() { }
 
+    /** A KeyValueSegments of the store, as a segmented store builds one (retention does not enter the names). */
+    private static Object segments(final String storeName, final long interval) {
+        return K.construct("KeyValueSegments", K.t(String.class, String.class, long.class, long.class),
+            storeName, "testee", Long.MAX_VALUE, interval);
+    }
+
     static void registerAll() {
+        register("layout.segment_dir_name", in -> obj().put("name", (String) K.callOn(
+            segments(Json.str(in, "store_name"), Json.lng(in, "segment_interval")), "segmentName", K.t(long.class),
+            Json.lng(in, "segment_id"))));
+        register("layout.parse_segment_name", in -> {
+            // AbstractSegments.segmentIdFromSegmentName reads a directory entry of the store's directory and renames
+            // an old-format one in place (renameSegmentFile); the entry is made in a temporary directory, and what
+            // it is called afterwards is the rename.
+            final String name = Json.str(in, "segment_name");
+            if (name.isEmpty() || name.contains("/") || name.contains("\0") || name.equals(".") || name.equals("..")) {
+                throw new Json.InputError("segment_name", "not the name of a directory entry");
+            }
+            final Object segments = segments(Json.str(in, "store_name"), Json.lng(in, "segment_interval"));
+            final Path parent = Files.createTempDirectory("kstate-segments");
+            try {
+                Files.createDirectory(parent.resolve(name));
+                final long id = (long) K.callOn(segments, "segmentIdFromSegmentName", K.t(String.class, File.class), name, parent.toFile());
+                final java.util.List<String> after = new java.util.ArrayList<>();
+                try (var list = Files.list(parent)) {
+                    list.forEach(p -> after.add(p.getFileName().toString()));
+                }
+                final String renamed = after.size() == 1 && !after.get(0).equals(name) ? after.get(0) : null;
+                return obj().put("segment_id", id).set("rename_to", renamed == null ? NullNode.instance : Json.F.textNode(renamed));
+            } finally {
+                Changelog.deleteTree(parent);
+            }
+        });
         register("layout.parse_task_dir_name", in -> {
             final String name = Json.str(in, "name");
             final Pattern pattern = (Pattern) Changelog.field(
