@@ -172,6 +172,21 @@ def _changelog_topic_defaults_win() -> dict[str, Handler]:
     return {"changelog.topic_config": topic_config}
 
 
+@mutant("changelog-log-config-replaces", "withLoggingEnabled(map) replaces the window builder's map, dropping the "
+        "cleanup.policy=delete a store keeping duplicates put there", "changelog", rules=("CL-16",))
+def _changelog_log_config_replaces() -> dict[str, Handler]:
+    def topic_config(payload: JsonDict) -> JsonDict:
+        out = call("changelog.topic_config", payload)
+        config = out.get("config")
+        log_config = payload.get("log_config")
+        if isinstance(config, dict) and isinstance(log_config, dict) and payload.get("retain_duplicates") \
+                and "cleanup.policy" not in log_config and config.get("cleanup.policy") == "delete":
+            config["cleanup.policy"] = "compact,delete"
+        return out
+
+    return {"changelog.topic_config": topic_config}
+
+
 @mutant("window-retention-wraps", "retention + additional retention overflows a long instead of saturating",
         "changelog", rules=("CL-16",))
 def _window_retention_wraps() -> dict[str, Handler]:

@@ -375,20 +375,19 @@ def changelog_topic_config(
 ) -> dict[str, str]:
     """The changelog topic's properties: library overrides < ``topic.*`` defaults < the store's log config (CL-15 to CL-17).
 
-    ``log_config`` None stands for a builder whose ``withLoggingEnabled`` map was never replaced; a
-    plain window store keeping duplicates then carries ``cleanup.policy=delete`` (CL-16).
+    ``log_config`` is the map given to ``withLoggingEnabled``, merged into the builder's own (None: never called); a
+    plain window store keeping duplicates carries ``cleanup.policy=delete`` unless the map sets the policy (CL-16).
     """
     topic = STORE_TYPES[store_type].topic
     if topic is None:
         raise EncodeError(TOPIC_FORMAT, f"no changelog topic rule for store type {store_type.value}")
     config: dict[str, str] = {"message.timestamp.type": "CreateTime"}
-    store_config: dict[str, str]
-    if log_config is not None:
-        store_config = dict(log_config)
-    elif retain_duplicates and topic.delete_when_retaining_duplicates:
-        store_config = {"cleanup.policy": "delete"}
-    else:
-        store_config = {}
+    # WindowStoreBuilder puts cleanup.policy=delete into the builder's map at construction; withLoggingEnabled(map)
+    # merges ``log_config`` into that map (AbstractStoreBuilder.withLoggingEnabled: putAll), never replaces it.
+    store_config: dict[str, str] = (
+        {"cleanup.policy": "delete"} if retain_duplicates and topic.delete_when_retaining_duplicates else {}
+    )
+    store_config.update(log_config or {})
     config["cleanup.policy"] = topic.cleanup_policy
     config.update(topic_defaults or {})
     config.update(store_config)

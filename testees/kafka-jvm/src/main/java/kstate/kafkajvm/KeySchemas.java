@@ -50,10 +50,12 @@ final class KeySchemas {
         for (final Schema s : WINDOW) {
             window(s);
             ranges(s);
+            segmentId(s);
         }
         for (final Schema s : SESSION) {
             session(s);
             ranges(s);
+            segmentId(s);
         }
         register("window.time_first.from_non_prefix_window_key", in -> obj().set("bytes", hexNode((byte[]) K.call(
             WINDOW[1].cls, "fromNonPrefixWindowKey", t(byte[].class), (Object) hex(in, "bytes")))));
@@ -143,6 +145,23 @@ final class KeySchemas {
             out.set("lower_range_fixed_size", bound(() -> K.callOn(schema, "lowerRangeFixedSize", t(Bytes.class, long.class), key, time)));
             out.set("upper_range_fixed_size", bound(() -> K.callOn(schema, "upperRangeFixedSize", t(Bytes.class, long.class), key, time)));
             return out;
+        });
+    }
+
+    /** {@code <schema>.segment_id}: the schema's own segmentTimestamp (SegmentedBytesStore.KeySchema: the window
+     *  start, or a session's end) and the segment id AbstractSegments.segmentId gives it (timestamp / interval), on a
+     *  KeyValueSegments built with the given interval, as a segmented store builds its segments (WIN-15, SESS-11). */
+    private static void segmentId(final Schema s) {
+        register(s.family + "." + s.name + ".segment_id", in -> {
+            final Bytes key = Bytes.wrap(hex(in, "bytes"));
+            final long interval = lng(in, "segment_interval");
+            final Object schema = K.construct(s.cls, t());
+            final long timestamp = (long) K.callOn(schema, "segmentTimestamp", t(Bytes.class), key);
+            // Retention does not enter segmentId; the store's name and metrics scope are only labels here.
+            final Object segments = K.construct("KeyValueSegments", t(String.class, String.class, long.class, long.class),
+                "segment-id", "testee", Long.MAX_VALUE, interval);
+            final long id = (long) K.callOn(segments, "segmentId", t(long.class), timestamp);
+            return obj().put("segment_timestamp", timestamp).put("segment_id", id);
         });
     }
 

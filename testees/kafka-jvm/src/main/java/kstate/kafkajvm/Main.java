@@ -59,6 +59,10 @@ public final class Main {
         // Operations added beside the original classes: the offsets column family and KIP-1271 formats.
         OffsetsFamily.registerAll();
         HeaderFormats.registerAll();
+        HeaderSemantics.registerAll();
+        Changelog.registerAll();
+        Dump.registerAll();
+        Layout.registerAll();
         final InputStream in = new BufferedInputStream(System.in, 1 << 16);
         while (true) {
             final ObjectNode response = Json.obj();

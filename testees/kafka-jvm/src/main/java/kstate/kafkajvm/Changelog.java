@@ -1,0 +1,288 @@
+package kstate.kafkajvm;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.NullNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+
+import static kstate.kafkajvm.Json.obj;
+import static kstate.kafkajvm.Main.register;
+
+/** {@code changelog.record_for_write} (CL-1..CL-8, VS-26): one write through the store type's own change-logging
+ *  layer (ChangeLoggingKeyValueBytesStore, ChangeLoggingTimestampedKeyValueBytesStore[WithHeaders],
+ *  ChangeLogging[Timestamped]WindowBytesStore[WithHeaders], ChangeLoggingSessionBytesStore[WithHeaders],
+ *  ChangeLoggingVersionedKeyValueBytesStore), built by Kafka's Stores builders over an in-memory store (RocksDB for
+ *  the versioned store, Kafka's only one), opened in the testee's task context; the record is what that layer
+ *  handed to logChange. The store lives for this one operation. */
+final class Changelog {
+    private Changelog() { }
+
+    /** The writes each family's change-logging layer logs, as the operation defines them. */
+    private static final Map<String, List<String>> OPERATIONS = Map.of(
+        "kv", List.of("put", "put_if_absent", "delete"),
+        "versioned", List.of("put", "delete"),
+        "window", List.of("put"),
+        "session", List.of("put", "remove"));
+
+    static void registerAll() {
+        register("changelog.record_for_write", Changelog::recordForWrite);
+        register("changelog.topic_config", Changelog::topicConfig);
+        register("changelog.topic_name", in -> {
+            // ProcessorStateManager.storeChangelogTopic names it; Kafka checks the name where the topic is created
+            // (InternalTopicManager -> NewTopic -> Topic.validate on the broker's and the admin client's side),
+            // which the testee calls in its place: the check is Kafka's own (org.apache.kafka.common.internals.Topic).
+            final String named = in.has("named_topology") && !in.get("named_topology").isNull() ? Json.str(in, "named_topology") : null;
+            final String topic = (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
+                "storeChangelogTopic", K.t(String.class, String.class, String.class),
+                Json.str(in, "application_id"), Json.str(in, "store_name"), named);
+            K.call("org.apache.kafka.common.internals.Topic", "validate", K.t(String.class), topic);
+            return obj().put("topic", topic);
+        });
+    }
+
+    private static String family(final String type) {
+        if (type.startsWith("versioned")) {
+            return "versioned";
+        }
+        if (type.contains("window")) {
+            return "window";
+        }
+        if (type.startsWith("session")) {
+            return "session";
+        }
+        if (List.of("kv", "timestamped_kv", "timestamped_kv_with_headers", "timestamped_kv_headers").contains(type)) {
+            return "kv";
+        }
+        throw new Json.InputError("store_type", "not a store type: " + type);
+    }
+
+    private static ObjectNode call(final String op, final ObjectNode in) throws Exception {
+        return Main.OPS.get(op).apply(in);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static ObjectNode recordForWrite(final JsonNode in) throws Exception {
+        final String type = Json.str(in, "store_type");
+        final String family = family(type);
+        final String operation = Json.str(in, "operation");
+        if (!OPERATIONS.get(family).contains(operation)) {
+            throw new Json.InputError("operation", operation + " is not a logged write of a " + type + " store");
+        }
+        final byte[] key = Json.hex(in, "key");
+        if (in.has("consistency_position") && !in.get("consistency_position").isNull()) {
+            // The consistency headers are added by the task's ProcessorContextImpl.logChange, not by the store's
+            // change-logging layer; the testee's task context does not run it, so it does not guess them.
+            throw new K.Unavailable("the consistency headers come from ProcessorContextImpl.logChange, which the testee does not run");
+        }
+        final JsonNode context = Json.field(in, "context");
+        if (!context.isObject() || !context.has("timestamp")) {
+            throw new Json.InputError("context", "a record context with a timestamp");
+        }
+        final ObjectNode open = obj();
+        open.put("store_type", type);
+        open.put("backend", family.equals("versioned") ? "rocksdb" : "memory");
+        open.put("logging", true);
+        open.put("caching", false);
+        open.put("name", "store");
+        final Path stateDir = Files.createTempDirectory("kstate-kafka-jvm-log");
+        open.put("state_dir", stateDir.toString());
+        final ObjectNode ctx = obj();
+        ctx.put("timestamp", Json.lng(context, "timestamp"));
+        if (context.has("headers")) {
+            ctx.set("headers", context.get("headers"));
+        }
+        open.set("context", ctx);
+        final boolean duplicates = Json.bool(in, "retain_duplicates", false);
+        if (family.equals("window")) {
+            // A retention no test timestamp expires; the window size does not enter the logged record.
+            open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4).put("window_size_ms", 1L)
+                .put("retain_duplicates", duplicates));
+        } else if (family.equals("session")) {
+            open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4));
+        } else if (family.equals("versioned")) {
+            open.set("options", obj().put("history_retention_ms", Long.MAX_VALUE / 4));
+        }
+        final String handle = call("store.open", open).get("handle").textValue();
+        try {
+            final Stores.Handle h = Stores.handle(obj().put("handle", handle));
+            final ObjectNode out = obj();
+            final ObjectNode write = obj().put("handle", handle);
+            write.set("key", in.get("key"));
+            write.set("value", in.has("value") ? in.get("value") : NullNode.instance);
+            switch (family) {
+                case "kv":
+                    if (operation.equals("put_if_absent")) {
+                        final byte[] previous = in.has("previous") ? Json.hexOrNull(in, "previous") : null;
+                        if (previous != null) {
+                            // The key already holds `previous`: written beside the layer (no log), below it.
+                            final Object below = ((org.apache.kafka.streams.state.internals.WrappedStateStore<?, ?, ?>) h.bytes).wrapped();
+                            ((org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>) below)
+                                .put(org.apache.kafka.common.utils.Bytes.wrap(key), previous);
+                        }
+                    }
+                    call("store." + operation, write);
+                    break;
+                case "versioned":
+                    write.put("timestamp", Json.lng(in, "timestamp"));
+                    call("versioned_store." + operation, write);
+                    break;
+                case "window": {
+                    write.put("window_start", Json.lng(in, "window_start"));
+                    // The layer's seqnum before the write (ChangeLoggingWindowBytesStore.seqnum); the put moves it
+                    // (maybeUpdateSeqnumForDups) when the store keeps duplicates.
+                    final java.lang.reflect.Field seqnum = field(h.window.getClass(), "seqnum");
+                    seqnum.setInt(h.window, (int) Json.lng(in, "seqnum", 0));
+                    call("window_store.put", write);
+                    out.put("seqnum", seqnum.getInt(h.window));
+                    break;
+                }
+                default:
+                    write.put("start", Json.lng(in, "start"));
+                    write.put("end", Json.lng(in, "end"));
+                    if (operation.equals("remove")) {
+                        write.remove("value");
+                    }
+                    call("session_store." + operation, write);
+                    break;
+            }
+            final ArrayNode records = (ArrayNode) call("store.changelog", obj().put("handle", handle)).get("records");
+            if (records.size() > 1) {
+                throw new IllegalStateException("one write logged " + records.size() + " records");
+            }
+            out.set("record", records.isEmpty() ? NullNode.instance : records.get(0));
+            return out;
+        } finally {
+            call("store.close", obj().put("handle", handle));
+            deleteTree(stateDir);
+        }
+    }
+
+    /** {@code changelog.topic_config} (CL-15..CL-17): the store's builder from Kafka's Stores (its logConfig: a window
+     *  store keeping duplicates carries cleanup.policy=delete until withLoggingEnabled replaces the map), then the
+     *  topic config InternalTopologyBuilder makes of it (VersionedChangelogTopicConfig with the history retention,
+     *  WindowedChangelogTopicConfig with the retention for window and session stores,
+     *  UnwindowedUnversionedChangelogTopicConfig otherwise) and its properties(topic.* defaults, additional retention). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static ObjectNode topicConfig(final JsonNode in) {
+        final String type = Json.str(in, "store_type");
+        final String family = family(type);
+        final String name = "store";
+        final org.apache.kafka.streams.processor.internals.InternalTopicConfig config;
+        org.apache.kafka.streams.state.StoreBuilder builder;
+        final String topic = name + "-changelog";
+        switch (family) {
+            case "versioned": {
+                if (type.endsWith("with_headers")) {
+                    throw new K.Unavailable("this Kafka release has no header-aware versioned store");
+                }
+                final long history = Json.lng(in, "history_retention_ms");
+                builder = org.apache.kafka.streams.state.Stores.versionedKeyValueStoreBuilder(
+                    org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(name, java.time.Duration.ofMillis(history)),
+                    org.apache.kafka.common.serialization.Serdes.Bytes(), org.apache.kafka.common.serialization.Serdes.ByteArray());
+                builder = withLogConfig(builder, in);
+                config = (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
+                    "org.apache.kafka.streams.processor.internals.VersionedChangelogTopicConfig",
+                    K.t(String.class, Map.class, long.class), topic, builder.logConfig(), history);
+                break;
+            }
+            case "window":
+            case "session": {
+                final long retention = Json.lng(in, "retention_ms");
+                // The builder is consulted for its logConfig only, which does not depend on the retention (the
+                // window builders' constructors add cleanup.policy=delete for retainDuplicates alone); the
+                // retention goes to WindowedChangelogTopicConfig, the class CL-16 is about, as
+                // InternalTopologyBuilder hands it the store's retentionPeriod().
+                final ObjectNode opts = obj().put("retention_ms", 0L);
+                if (family.equals("window")) {
+                    opts.put("window_size_ms", 0L).put("retain_duplicates", Json.bool(in, "retain_duplicates", false));
+                    builder = Stores.windowBuilder(type, name, false, opts);
+                } else {
+                    builder = Sessions.builder(type, name, false, opts);
+                }
+                builder = withLogConfig(builder, in);
+                config = (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
+                    "org.apache.kafka.streams.processor.internals.WindowedChangelogTopicConfig",
+                    K.t(String.class, Map.class, long.class), topic, builder.logConfig(), retention);
+                break;
+            }
+            default: {
+                builder = org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+                    org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name),
+                    org.apache.kafka.common.serialization.Serdes.Bytes(), org.apache.kafka.common.serialization.Serdes.ByteArray());
+                builder = withLogConfig(builder, in);
+                config = (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
+                    "org.apache.kafka.streams.processor.internals.UnwindowedUnversionedChangelogTopicConfig",
+                    K.t(String.class, Map.class), topic, builder.logConfig());
+                break;
+            }
+        }
+        final Map<String, String> defaults = stringMap(in, "topic_defaults");
+        final long additional = in.has("additional_retention_ms") && !in.get("additional_retention_ms").isNull()
+            ? Json.lng(in, "additional_retention_ms")
+            : (long) org.apache.kafka.streams.StreamsConfig.configDef().defaultValues()
+                .get(org.apache.kafka.streams.StreamsConfig.WINDOW_STORE_CHANGE_LOG_ADDITIONAL_RETENTION_MS_CONFIG);
+        final Map<String, String> properties = config.properties(defaults == null ? new java.util.HashMap<>() : defaults, additional);
+        final ObjectNode out = obj();
+        new java.util.TreeMap<>(properties).forEach(out::put);
+        return obj().set("config", out);
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static org.apache.kafka.streams.state.StoreBuilder withLogConfig(final org.apache.kafka.streams.state.StoreBuilder builder,
+                                                                           final JsonNode in) {
+        final Map<String, String> logConfig = stringMap(in, "log_config");
+        return logConfig == null ? builder : builder.withLoggingEnabled(logConfig);
+    }
+
+    private static Map<String, String> stringMap(final JsonNode in, final String name) {
+        if (!in.has(name) || in.get(name).isNull()) {
+            return null;
+        }
+        final JsonNode node = in.get(name);
+        if (!node.isObject()) {
+            throw new Json.InputError(name, "an object of string values");
+        }
+        final Map<String, String> out = new java.util.LinkedHashMap<>();
+        for (final java.util.Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext();) {
+            final Map.Entry<String, JsonNode> e = it.next();
+            if (!e.getValue().isTextual()) {
+                throw new Json.InputError(name + "." + e.getKey(), "a string");
+            }
+            out.put(e.getKey(), e.getValue().textValue());
+        }
+        return out;
+    }
+
+    /** A private field of Kafka's layer (reflection: the seqnum of ChangeLoggingWindowBytesStore is internal). */
+    static java.lang.reflect.Field field(final Class<?> start, final String name) {
+        for (Class<?> c = start; c != null; c = c.getSuperclass()) {
+            try {
+                final java.lang.reflect.Field f = c.getDeclaredField(name);
+                f.setAccessible(true);
+                return f;
+            } catch (NoSuchFieldException e) {
+                // look in the superclass
+            }
+        }
+        throw new K.Unavailable("this Kafka release has no field " + name + " on " + start.getName());
+    }
+
+    static void deleteTree(final Path dir) {
+        if (!Files.exists(dir)) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(dir)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException e) {
+            // a temporary directory left behind is not the operation's answer
+        }
+    }
+}
