@@ -1047,17 +1047,6 @@ def _position_advanced_by_put_only() -> dict[str, Handler]:
     return _stores_with(_OnlyPutAdvancesPosition, _ROCKSDB)
 
 
-class _EmptyCommitWritesPosition:
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        super().commit(changelog_offsets)  # type: ignore[misc]
-        if not changelog_offsets and self._position:  # type: ignore[attr-defined]
-            self.flush()  # type: ignore[attr-defined]
-
-
-@mutant("kv-empty-commit-writes-position", "an empty commit wipes the offsets but writes the position again", FAMILY,
-        rules=("KV-53", "KV-54"))
-def _empty_commit_writes_position() -> dict[str, Handler]:
-    return _stores_with(_EmptyCommitWritesPosition, _ROCKSDB)
 
 
 def _checkpoint_path(options: Mapping[str, Any]) -> Path | None:

@@ -425,20 +425,37 @@ def _commit_without_position() -> dict[str, Handler]:
     return _rocksdb_with(_PositionAtCloseOnly)
 
 
-class _EmptyCommitKeepsPosition:
-    """An empty commit wipes the offsets but still writes the position (the non-empty path's habit)."""
+def empty_commit_writes_no_position(handler: Handler) -> Handler:
+    """``handler`` run with the old reading of OFF-5: an empty commit wipes the offsets and the position and writes
+    no position (Kafka 4.4.0 writes it again after ``wipeOffsets``)."""
+    from kstate.codecs.offsets import commit_offsets, commit_position
+    from kstate.stores.offsets import StoreOffsets, diff_batch
 
-    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        super().commit(changelog_offsets)  # type: ignore[misc]
-        offsets_store = self._instance.offsets  # type: ignore[attr-defined]
-        if offsets_store is not None and not changelog_offsets:
-            self._instance.staged.apply(offsets_store.position_batch(self._position))  # type: ignore[attr-defined]
+    def commit_batch(self: StoreOffsets, offsets: Mapping[Any, int | None], position: Position) -> WriteBatch:
+        after = commit_offsets(self._image, offsets)
+        if offsets:
+            after = commit_position(after, position)
+        batch = diff_batch(self._image, after)
+        self._image = after
+        return batch
+
+    def run(payload: dict[str, Any]) -> dict[str, Any]:
+        saved = StoreOffsets.commit_batch
+        StoreOffsets.commit_batch = commit_batch  # type: ignore[method-assign,assignment]
+        try:
+            return handler(payload)
+        finally:
+            StoreOffsets.commit_batch = saved  # type: ignore[method-assign]
+
+    return run
 
 
-@mutant("empty-commit-writes-position", "an empty commit wipes the offsets but writes the position", FAMILY,
-        rules=("OFF-5",))
-def _empty_commit_writes_position() -> dict[str, Handler]:
-    return _rocksdb_with(_EmptyCommitKeepsPosition)
+@mutant("empty-commit-writes-no-position", "an empty commit wipes the offsets and the position and writes no "
+        "position (Kafka 4.4.0 writes it again after wipeOffsets)", FAMILY, rules=("OFF-5", "OFF-4"))
+def _empty_commit_writes_no_position() -> dict[str, Handler]:
+    from kstate.ops import call
+
+    return {"store.commit": empty_commit_writes_no_position(lambda payload: call("store.commit", payload))}
 
 
 class _OpenStatusWithFirstCommit:

@@ -262,12 +262,11 @@ class StoreOffsets:
             raise
 
     def commit_batch(self, offsets: Mapping[CodecTopicPartition, int | None], position: Position) -> WriteBatch:
-        """The offsets-family writes of ``commit(offsets)``: the offsets (None removes one) and the position;
-        an empty map wipes both (OFF-4, OFF-5, KV-53). The caller applies them with its staged data (KV-50)."""
-        after = commit_offsets(self._image, offsets)
-        if offsets:
-            # An empty commit takes the wipe path: the position goes with the offsets (OFF-4, OFF-5).
-            after = commit_position(after, position)
+        """The offsets-family writes of ``commit(offsets)``: the offsets (None removes one, an empty map wipes
+        every offset and the position, OFF-4, KV-53), then the position, on every commit, an empty one included
+        (OFF-5: Kafka 4.4.0's ``AbstractColumnFamilyAccessor.commit`` writes it after ``wipeOffsets`` too). The
+        caller applies them with its staged data (KV-50)."""
+        after = commit_position(commit_offsets(self._image, offsets), position)
         batch = diff_batch(self._image, after)
         self._image = after
         return batch
