@@ -1,0 +1,109 @@
+"""Rules checked where they are hard to reach (issue 32, section E): each test reaches a rule at a place the rest of
+the suite did not, the rule x place matrix of ``kstate spec check`` names the place (spec/README.md, "Places").
+
+Each test was written against a mutant of ``mutants/hard_places_mutants.py`` that the rest of the suite let through.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kstate_conformance import rules
+from kstate_conformance.harness import ROCKSDB, Kit, Store, h, kit
+from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, _context, _open, _positions
+
+__all__ = ["kit"]
+
+
+def _require_ops(kit: Kit, *ops: str) -> None:
+    for name in ops:
+        if not kit.implementation.supports(name):
+            pytest.skip(f"the implementation does not offer {name}")
+
+
+def _location(kit: Kit) -> dict[str, Any]:
+    return {"state_dir": str(kit.state_dir), "application_id": "app", "task_id": "0_0"}
+
+
+def _merged(positions: list[dict[str, dict[int, int]]]) -> dict[str, dict[int, int]]:
+    """The store's position from its databases' (WS-29, SS-21): per partition the larger offset."""
+    merged: dict[str, dict[int, int]] = {}
+    for position in positions:
+        for topic, partitions in position.items():
+            for partition, offset in partitions.items():
+                merged.setdefault(topic, {})[partition] = max(offset, merged.get(topic, {}).get(partition, offset))
+    return merged
+
+
+# --- OFF-22: a <store>.position file merged into a store that already holds a position ---------------------------
+
+
+@rules("OFF-22", "WS-29")
+@pytest.mark.kstate_level("tentative")
+@pytest.mark.parametrize("name", ["kv", "window"])
+def test_a_position_file_merges_into_the_stored_position(kit: Kit, name: str) -> None:
+    """Place: a store that already committed a position, reopened with a ``<store>.position`` beside it: the file's
+    offsets are merged in (per partition the larger), not put in the stored position's place, and the merge survives
+    a reopen. A key-value store deletes the file (OFF-22); a window store leaves it (WS-29, Kafka's
+    ``maybeMigrateExistingPositionFile``), so merging it again changes nothing."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    _require_ops(kit, "store.write_task_file", "store.task_files", "position.deserialize")
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 9)
+    family.put(store, h("a"))
+    _context(store, 1, partition=1)
+    family.put(store, h("b"))
+    store.commit(1)
+    store.close()
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": "store.position",
+                                                      "text": "0\n3\nin 0 5\nin 1 4\nx 0 2\n"})
+    expected = {"in": {0: 9, 1: 4}, "x": {0: 2}}
+    again = _open(kit, family, ROCKSDB)
+    again.commit(2)
+    assert _merged(_positions(kit, again)) == expected, _positions(kit, again)
+    files = kit.implementation.call("store.task_files", _location(kit))
+    if name == "kv":
+        assert "store.position" not in files["files"] and "store.position" not in files["entries"], files
+    again.close()
+    reopened = _open(kit, family, ROCKSDB)
+    reopened.commit(3)
+    assert _merged(_positions(kit, reopened)) == expected, _positions(kit, reopened)
+
+
+# --- WS-29, SS-21: the position after flush, then a crash ----------------------------------------------------------
+
+
+def _present(store: Store, family: Family, key: str) -> bool:
+    read, payload = family.reads[0]
+    out = store.ok(read, **{**payload, "key": key})
+    return bool(out.get("value") or out.get("entries"))
+
+
+@rules("WS-29", "SS-21", "KV-52")
+@pytest.mark.parametrize("name", ["window", "session"])
+def test_the_position_after_a_flush_and_a_crash_covers_the_rows_that_survived(kit: Kit, name: str) -> None:
+    """Place: after a crash. Rows written at offsets 7 and 8 after a commit at 3, flushed, then the process dies.
+    Whether a flush makes them durable or not, the reopened store's position and its rows agree: both rows and the
+    position of offset 8, or neither row and the committed position of offset 3."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump", "crash")
+    _require_ops(kit, "position.deserialize")
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 3)
+    family.put(store, h("a"))
+    store.commit(1)
+    _context(store, 7)
+    family.put(store, h("b"))
+    _context(store, 8)
+    family.put(store, h("c"))
+    store.flush()
+    store.crash()
+    again = _open(kit, family, ROCKSDB, ignore_invalid_state=True)
+    kept = [_present(again, family, h(k)) for k in ("b", "c")]
+    assert _present(again, family, h("a")), "the committed row was lost"
+    assert kept in ([True, True], [False, False]), f"the crash kept a part of one flush: {kept}"
+    position = _merged(_positions(kit, again))
+    assert position == {"in": {0: 8 if all(kept) else 3}}, (kept, _positions(kit, again))
