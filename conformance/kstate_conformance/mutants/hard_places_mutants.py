@@ -7,19 +7,23 @@ that kill them are ``tests/test_store_rules_hard_places.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, WINDOW_TYPES, StoreType
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import position_file_path, read_position_file
 from kstate.stores.api import Backend
-from kstate.stores.factory import open_bytes_store, task_directory
-from kstate.stores.families import store_classes
-from kstate.stores.surface import RocksDBOptions
+from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
+from kstate.stores.factory import open_bytes_store, task_directory, validate_task_location
+from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.surface import RocksDBOptions, validate_store_name
+from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
@@ -43,8 +47,11 @@ def _rocksdb_with(mixin: type, types: frozenset[StoreType]) -> dict[str, Handler
             return open_bytes_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
                                     task_id=task_id, ignore_invalid_state=ignore_invalid_state, options=options, **rest)
         classes = store_classes(store_type)
+        validate_store_name(name)
+        validate_task_location(application_id, task_id)
         family_options = classes.check_options(options or {}) if options else {}
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
+        check_store_type_on_disk(store_type, task_dir, name, family_options)  # the reference's checks first (LAY-14)
         cls = type(f"{mixin.__name__}{classes.rocksdb.__name__}", (mixin, classes.rocksdb), {})
         return cls(name, task_dir, options=RocksDBOptions(ignore_invalid_state=ignore_invalid_state, **rest),
                    **family_options)
@@ -97,3 +104,55 @@ class _FlushWithoutPosition:
         FAMILY, rules=("WS-29", "SS-21"))
 def _segmented_flush_without_position() -> dict[str, Handler]:
     return _rocksdb_with(_FlushWithoutPosition, SEGMENTED_TYPES)
+
+
+# --- WS-23: a tombstone through the header-aware window store -------------------------------------------------------
+
+
+class _HeaderTombstoneWithoutHeaders(ChangeLoggingWindowBytesStore):
+    """The header-aware window store logs a tombstone without the context's headers (as the timestamped type does)."""
+
+    def _record(self, key: bytes | None, value: bytes | None, window_start: int, seqnum: int) -> cl.ChangelogRecord:
+        record = super()._record(key, value, window_start, seqnum)
+        if value is None and self.store_type is StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS:
+            return dataclasses.replace(record, headers=())
+        return record
+
+
+@mutant("window-header-tombstone-without-headers", "the header-aware window store logs a tombstone with no headers "
+        "instead of the record context's", FAMILY, rules=("WS-23",))
+def _header_tombstone_without_headers() -> dict[str, Handler]:
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in WINDOW_TYPES:
+            return _HeaderTombstoneWithoutHeaders(inner, store_type, context, sink)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
+
+
+# --- SS-24, SS-12: stream time of a restore batch ------------------------------------------------------------------
+
+
+class _RestoreStreamTimeOfPutsOnly:
+    """A RocksDB session restore advances stream time over the batch's puts only: a later tombstone does not move it,
+    so sessions its end has expired are written (right for every batch without a tombstone at its largest end)."""
+
+    SCHEMA: Any
+    observed_stream_time: int
+    _live_segment: Callable[[int], Any]
+    _enter_restore_mode: Callable[[Any], None]
+
+    def restore_batch(self, entries: Any) -> None:
+        entries = list(entries)
+        super().restore_batch([(k, v) for k, v in entries if v is not None])  # type: ignore[misc]
+        for key, _ in (e for e in entries if e[1] is None):
+            segment = self._live_segment(self.SCHEMA.decode(key).end)
+            if segment is not None:
+                self._enter_restore_mode(segment)
+                segment.accessor.put(key, None)
+
+
+@mutant("session-restore-stream-time-of-puts-only", "a RocksDB session restore batch advances stream time over its "
+        "puts only, not its tombstones", FAMILY, rules=("SS-24", "SS-12"))
+def _restore_stream_time_of_puts_only() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreStreamTimeOfPutsOnly, frozenset(SESSION_TYPES))

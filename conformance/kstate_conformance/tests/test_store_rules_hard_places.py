@@ -6,12 +6,14 @@ Each test was written against a mutant of ``mutants/hard_places_mutants.py`` tha
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import ROCKSDB, Kit, Store, h, kit
+from kstate_conformance.harness import BACKENDS, ROCKSDB, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, _context, _open, _positions
 
 __all__ = ["kit"]
@@ -107,3 +109,55 @@ def test_the_position_after_a_flush_and_a_crash_covers_the_rows_that_survived(ki
     assert kept in ([True, True], [False, False]), f"the crash kept a part of one flush: {kept}"
     position = _merged(_positions(kit, again))
     assert position == {"in": {0: 8 if all(kept) else 3}}, (kept, _positions(kit, again))
+
+
+# --- WS-23: a tombstone through the header-aware window store ------------------------------------------------------
+
+
+def _header_value(headers: list[tuple[str, bytes | None]], rest: str) -> str:
+    """``[varint size][header bytes][rest]`` (HV-1)."""
+    section = header_bytes(headers)
+    return varint(len(section) // 2) + section + rest
+
+
+@rules("WS-23", "WS-25", "CL-11")
+@BACKENDS
+def test_a_tombstone_through_the_header_aware_window_store(kit: Kit, backend: str) -> None:
+    """Place: a store of the header-aware window type. A put logs the stored timestamp and headers; a null put logs a
+    tombstone at the context's timestamp with the context's headers. Restored into a fresh store of the type (place:
+    after a restore), the put comes back byte for byte and the tombstone leaves nothing."""
+    family = replace(FAMILIES["window"], store_type=TIMESTAMPED_WINDOW_WITH_HEADERS)
+    kit.require(TIMESTAMPED_WINDOW_WITH_HEADERS, backend)
+    store = _open(kit, family, backend)
+    stored = _header_value([("a", b"x")], i64(7) + h("v"))
+    store.ok("store.set_context", timestamp=42, headers=[["h", "01"]], topic="in", partition=0, offset=1)
+    store.ok("window_store.put", key=h("k"), value=stored, window_start=1)
+    store.ok("window_store.put", key=h("t"), value=None, window_start=1)
+    logged = store.changelog()
+    assert [(r["value"], r["timestamp"], r["headers"]) for r in logged] == [
+        (h("v"), 7, [["a", "78"]]), (None, 42, [["h", "01"]])], logged
+    fresh = _open(kit, family, backend, name="restored")
+    fresh.restore(logged)
+    assert fresh.ok("window_store.all")["entries"] == [[h("k"), 1, stored]]
+
+
+# --- SS-24, SS-12: a session restore that ends in a later tombstone ------------------------------------------------
+
+
+@rules("SS-24", "SS-12")
+def test_a_session_restore_ending_in_a_later_tombstone_advances_stream_time(kit: Kit) -> None:
+    """Place: after a restore. A RocksDB restore batch advances stream time to its largest session end, a tombstone's
+    too, before any record is written: two sessions ending at 10 and 20, then a tombstone ending at 20 000 with a
+    retention of 1 000. The two sessions' segment is expired by then: neither is written, nor answered."""
+    family = FAMILIES["session"]
+    kit.require("session", ROCKSDB)
+    store = _open(kit, family, ROCKSDB)
+
+    def session_key(key: str, start: int, end: int) -> str:
+        return h(key) + i64(end) + i64(start)
+
+    store.restore([record(session_key("a", 0, 10), i64(1), 1), record(session_key("b", 5, 20), i64(2), 1),
+                   record(session_key("c", 0, 20_000), None, 1)], batch_size=10)
+    found = [e for key in ("a", "b") for e in store.ok("session_store.find_sessions", key_from=h(key), key_to=None,
+                                                       earliest_end=0, latest_start=30_000)["entries"]]
+    assert found == [], f"sessions of an expired segment were restored: {found}"
