@@ -156,3 +156,42 @@ class _RestoreStreamTimeOfPutsOnly:
         "puts only, not its tombstones", FAMILY, rules=("SS-24", "SS-12"))
 def _restore_stream_time_of_puts_only() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreStreamTimeOfPutsOnly, frozenset(SESSION_TYPES))
+
+
+# --- VS-27, CL-18: the versioned store with headers restores -------------------------------------------------------
+
+
+class _VersionedHeadersRestore:
+    """The versioned store with headers converts restored records with one bug of :attr:`bug`."""
+
+    bug = ""
+
+    def restore_records(self, records: Any) -> None:
+        changed = []
+        for r in records:
+            if self.bug == "tombstone" and r.value is None:
+                r = cl.ChangelogRecord(r.key, b"", r.timestamp, r.headers)  # becomes [varint 0][]: an empty value
+            elif self.bug == "consistency":
+                r = cl.ChangelogRecord(r.key, r.value, r.timestamp, tuple(x for x in r.headers if x[0] not in "vc"))
+            changed.append(r)
+        super().restore_records(changed)  # type: ignore[misc]
+
+
+class _RestoredTombstoneAsValue(_VersionedHeadersRestore):
+    bug = "tombstone"
+
+
+class _RestoreDropsConsistencyHeaders(_VersionedHeadersRestore):
+    bug = "consistency"
+
+
+@mutant("versioned-headers-restored-tombstone-as-value", "the versioned store with headers restores a tombstone as "
+        "an empty value", FAMILY, rules=("VS-27",))
+def _restored_tombstone_as_value() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoredTombstoneAsValue, frozenset({StoreType.VERSIONED_KV_WITH_HEADERS}))
+
+
+@mutant("versioned-headers-restore-drops-consistency", "the versioned store with headers drops the consistency "
+        "headers v and c of a restored record", FAMILY, rules=("CL-18",))
+def _restore_drops_consistency() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreDropsConsistencyHeaders, frozenset({StoreType.VERSIONED_KV_WITH_HEADERS}))

@@ -13,7 +13,7 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, ROCKSDB, Kit, Store, h, header_bytes, i64, kit, record, varint
-from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS
+from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS, VERSIONED_KV_WITH_HEADERS
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, _context, _open, _positions
 
 __all__ = ["kit"]
@@ -161,3 +161,31 @@ def test_a_session_restore_ending_in_a_later_tombstone_advances_stream_time(kit:
     found = [e for key in ("a", "b") for e in store.ok("session_store.find_sessions", key_from=h(key), key_to=None,
                                                        earliest_end=0, latest_start=30_000)["entries"]]
     assert found == [], f"sessions of an expired segment were restored: {found}"
+
+
+# --- VS-27, CL-18: a restore of the versioned store with headers ----------------------------------------------------
+
+
+@rules("VS-27", "CL-18", "VS-25")
+@pytest.mark.kstate_level("tentative")
+@BACKENDS
+def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(kit: Kit, backend: str) -> None:
+    """Place: after a restore, then (RocksDB) after a reopen. Every record header is put in front of the value, the
+    consistency headers ``v`` and ``c`` too (CL-18); a null value stays a tombstone, ending the version before it."""
+    kit.require(VERSIONED_KV_WITH_HEADERS, backend)
+    _require_ops(kit, "versioned_store.get")
+    options = {"history_retention_ms": 100, "segment_interval_ms": 10}
+    store = kit.open(VERSIONED_KV_WITH_HEADERS, backend, options=options)
+    headers: list[list[Any]] = [["h", "31"], ["v", "00"], ["c", "0102"]]
+    store.restore([record(h("k"), h("v"), 5, headers), record(h("k"), None, 8, [["v", "00"]])])
+    expected = {"value": h("v"), "timestamp": 5, "valid_to": 8, "headers": headers}
+
+    def check(opened: Store) -> None:
+        assert opened.ok("versioned_store.get", key=h("k"), as_of=6)["record"] == expected
+        assert opened.ok("versioned_store.get", key=h("k"))["record"] is None, "the restored tombstone was lost"
+
+    check(store)
+    if backend == ROCKSDB:
+        store.commit(1)
+        store.close()
+        check(kit.open(VERSIONED_KV_WITH_HEADERS, backend, options=options))
