@@ -13,16 +13,22 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from kstate.codecs import changelog as cl
+from kstate.codecs.segments import parse_segment_name
 from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, WINDOW_TYPES, StoreType
+from kstate.errors import KStateError
+from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import position_file_path, read_position_file
+from kstate.stores import segments as segments_module
 from kstate.stores.api import Backend
 from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory, validate_task_location
 from kstate.stores.families import changelogging_store, store_classes
-from kstate.stores.surface import RocksDBOptions, validate_store_name
+from kstate.stores.segments import FoundSegment
+from kstate.stores.surface import RocksDBOptions, check_changelog_offsets, validate_store_name
 from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
@@ -195,3 +201,70 @@ def _restored_tombstone_as_value() -> dict[str, Handler]:
         "headers v and c of a restored record", FAMILY, rules=("CL-18",))
 def _restore_drops_consistency() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreDropsConsistencyHeaders, frozenset({StoreType.VERSIONED_KV_WITH_HEADERS}))
+
+
+# --- LAY-12: a regular file named like a segment -----------------------------------------------------------------
+
+
+def _scan_directories_only(directory: Path, store_name: str, segment_interval: int) -> list[FoundSegment]:
+    """A segment directory read that looks at directories only: a regular file named like a segment is passed over
+    as if it named none (the data it stands for ignored silently)."""
+    found: dict[int, FoundSegment] = {}
+    for entry in sorted(p.name for p in directory.iterdir() if p.is_dir()):
+        try:
+            parsed = parse_segment_name(store_name, entry, segment_interval)
+        except KStateError:
+            continue
+        if parsed.segment_id >= 0:
+            found.setdefault(parsed.segment_id, FoundSegment(entry, parsed.segment_id, parsed.rename_to))
+    return [found[i] for i in sorted(found)]
+
+
+@mutant("segment-scan-skips-regular-files", "a regular file named like a segment is skipped, not refused", FAMILY,
+        rules=("LAY-12",))
+def _segment_scan_skips_regular_files() -> dict[str, Handler]:
+    def open_store(payload: JsonDict) -> JsonDict:
+        with mock.patch.object(segments_module, "scan_segment_directory", _scan_directories_only):
+            return call("store.open", payload)
+
+    return {"store.open": open_store}
+
+
+# --- LAY-13: the segment lists and ignore_invalid_state -------------------------------------------------------------
+
+
+class _SegmentListsOnCloseOnly:
+    """``commit`` writes every segment's rows and offsets but leaves the segment lists to ``close``: after a crash
+    the lists miss every segment created since the last close."""
+
+    segments: Any
+    _position: Any
+    _check_open: Callable[[], None]
+
+    def commit(self, changelog_offsets: Any) -> None:
+        offsets = check_changelog_offsets(changelog_offsets)
+        self._check_open()
+        for segment in self.segments.all_segments():
+            segment.instance.commit(offsets, self._position)
+
+
+@mutant("segment-lists-on-close-only", "the segment lists are written at close, not at each commit", FAMILY,
+        rules=("LAY-13",))
+def _segment_lists_on_close_only() -> dict[str, Handler]:
+    return _rocksdb_with(_SegmentListsOnCloseOnly, SEGMENTED_TYPES)
+
+
+class _IgnoreInvalidStateLiftsLostSegment:
+    """``ignore_invalid_state`` lifts the lost-segment check too, as it lifts the unclean-shutdown one."""
+
+    segments: Any
+
+    def _check_listed_segments(self, found: Any) -> None:
+        if not self.segments.ignore_invalid_state:
+            super()._check_listed_segments(found)  # type: ignore[misc]
+
+
+@mutant("ignore-invalid-state-lifts-lost-segment", "a store opened with ignore_invalid_state opens over a lost "
+        "segment", FAMILY, rules=("LAY-13",))
+def _ignore_invalid_state_lifts_lost_segment() -> dict[str, Handler]:
+    return _rocksdb_with(_IgnoreInvalidStateLiftsLostSegment, SEGMENTED_TYPES)

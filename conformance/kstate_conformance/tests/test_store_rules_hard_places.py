@@ -6,14 +6,17 @@ Each test was written against a mutant of ``mutants/hard_places_mutants.py`` tha
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from kstate.storage_files import directory_digest
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, ROCKSDB, Kit, Store, h, header_bytes, i64, kit, record, varint
 from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS, VERSIONED_KV_WITH_HEADERS
+from kstate_conformance.tests import test_segmented_store_faults as faults
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, _context, _open, _positions
 
 __all__ = ["kit"]
@@ -189,3 +192,42 @@ def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(k
         store.commit(1)
         store.close()
         check(kit.open(VERSIONED_KV_WITH_HEADERS, backend, options=options))
+
+
+# --- LAY-12: a regular file named like a segment --------------------------------------------------------------------
+
+
+@rules("LAY-12", "KV-23", "KV-25")
+@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+def test_a_regular_file_named_like_a_segment_refuses_the_open(kit: Kit, family: str) -> None:
+    """Place: a store of each segmented family, reopened. A regular file ``store.180000`` names segment 3: the store
+    would not open it under its name, so its data would be ignored silently; the open is refused with a typed error
+    and changes nothing (a name that parses is no "junk" entry to skip)."""
+    directory = faults._filled(kit, family)
+    (directory / "store.180000").write_bytes(b"not a segment database")
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(family, ROCKSDB, options=faults.OPTIONS[family])
+    assert "error" in out, f"a regular file named like a segment was skipped: {out}"
+    assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
+
+
+# --- LAY-13: the segment lists after a commit and a crash; ignore_invalid_state ------------------------------------
+
+
+@rules("LAY-13", "KV-52", "WS-28", "SS-23")
+@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit, family: str) -> None:
+    """Places: after a crash, and opened with ``ignore_invalid_state``. A segment created and committed after the
+    last clean close, then the process dies: the commit wrote it into the segment lists, so when it is deleted the
+    others' offset claims it and the open is refused; ``ignore_invalid_state`` lifts the unclean-shutdown check
+    (KV-52), never this one."""
+    faults._filled(kit, family)
+    store = faults._open(kit, family)
+    faults._put(store, family, "k3", 3 * faults.INTERVAL)
+    store.commit(8)
+    store.crash()
+    shutil.rmtree(faults._segment_dir(kit) / "store.180000")
+    before = directory_digest(kit.state_dir)
+    out = kit.open_refused(family, ROCKSDB, options=faults.OPTIONS[family], ignore_invalid_state=True)
+    assert "error" in out, f"a store that lost a committed segment opened: {out}"
+    assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
