@@ -268,3 +268,24 @@ class _IgnoreInvalidStateLiftsLostSegment:
         "segment", FAMILY, rules=("LAY-13",))
 def _ignore_invalid_state_lifts_lost_segment() -> dict[str, Handler]:
     return _rocksdb_with(_IgnoreInvalidStateLiftsLostSegment, SEGMENTED_TYPES)
+
+
+# --- UPG-3, VS-31: the wipe and the position file --------------------------------------------------------------
+
+
+@mutant("wipe-keeps-position-file", "the wipe deletes the store's directory but leaves its <store>.position file",
+        FAMILY, rules=("UPG-3", "VS-31"))
+def _wipe_keeps_position_file() -> dict[str, Handler]:
+    def wipe(payload: JsonDict) -> JsonDict:
+        try:
+            path = task_directory(str(payload["state_dir"]), str(payload.get("application_id", "app")),
+                                  str(payload.get("task_id", "0_0"))) / f"{payload['name']}.position"
+            kept = path.read_bytes() if path.is_file() else None
+        except (KeyError, KStateError, OSError):
+            kept = None
+        out = call("store.wipe", payload)
+        if kept is not None and "error" not in out:
+            path.write_bytes(kept)
+        return out
+
+    return {"store.wipe": wipe}

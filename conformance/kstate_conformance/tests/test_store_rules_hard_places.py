@@ -231,3 +231,38 @@ def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit
     out = kit.open_refused(family, ROCKSDB, options=faults.OPTIONS[family], ignore_invalid_state=True)
     assert "error" in out, f"a store that lost a committed segment opened: {out}"
     assert directory_digest(kit.state_dir) == before, "the refused open changed the state directory"
+
+
+# --- UPG-3, VS-31: a wipe and the store's .position file -----------------------------------------------------------
+
+
+@rules("UPG-3", "VS-31", "OFF-22")
+@pytest.mark.parametrize("name", ["kv", "versioned", "window"])
+def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name: str) -> None:
+    """Place: a store of each family, wiped, then reopened. The wipe deletes the store's directory and its
+    ``<store>.position`` file: a file left behind would be merged into the rebuilt store at its first open (OFF-22),
+    giving it the position of the state the wipe threw away. Another store's directory and position file stay."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    _require_ops(kit, "store.wipe", "store.write_task_file", "store.task_files", "position.deserialize")
+    for store_name in ("store", "other"):
+        store = _open(kit, family, ROCKSDB, name=store_name)
+        _context(store, 9)
+        family.put(store, h("a"))
+        store.commit(1)
+        store.close()
+        kit.implementation.call("store.write_task_file", {**_location(kit), "file": f"{store_name}.position",
+                                                          "text": "0\n1\nold 0 99\n"})
+    task = kit.state_dir / "app" / "0_0"
+    other_dir = next(p for p in (task / "rocksdb" / "other", task / "other") if p.exists())
+    before = directory_digest(other_dir)
+    out = kit.implementation.call("store.wipe", {**_location(kit), "name": "store", "store_type": family.store_type})
+    assert "error" not in out, out
+    files = kit.implementation.call("store.task_files", _location(kit))
+    assert "store.position" not in files["entries"], f"the wipe left the store's position file: {files}"
+    assert files["files"].get("other.position") == "0\n1\nold 0 99\n", files
+    assert directory_digest(other_dir) == before, "the wipe changed another store of the task"
+    rebuilt = _open(kit, family, ROCKSDB)
+    assert rebuilt.committed() is None, "a wiped store starts without committed offsets"
+    rebuilt.commit(2)
+    assert "old" not in _merged(_positions(kit, rebuilt)), _positions(kit, rebuilt)
