@@ -237,7 +237,7 @@ def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit
 
 
 @rules("UPG-3", "VS-31", "OFF-22")
-@pytest.mark.parametrize("name", ["kv", "versioned", "window"])
+@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
 def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name: str) -> None:
     """Place: a store of each family, wiped, then reopened. The wipe deletes the store's directory and its
     ``<store>.position`` file: a file left behind would be merged into the rebuilt store at its first open (OFF-22),
