@@ -123,7 +123,7 @@ def _header_value(headers: list[tuple[str, bytes | None]], rest: str) -> str:
     return varint(len(section) // 2) + section + rest
 
 
-@rules("WS-23", "WS-25", "CL-11")
+@rules("WS-23", "WS-25", "CL-11", "RST-4", "RST-6")
 @BACKENDS
 def test_a_tombstone_through_the_header_aware_window_store(kit: Kit, backend: str) -> None:
     """Place: a store of the header-aware window type. A put logs the stored timestamp and headers; a null put logs a
@@ -141,7 +141,8 @@ def test_a_tombstone_through_the_header_aware_window_store(kit: Kit, backend: st
         (h("v"), 7, [["a", "78"]]), (None, 42, [["h", "01"]])], logged
     fresh = _open(kit, family, backend, name="restored")
     fresh.restore(logged)
-    assert fresh.ok("window_store.all")["entries"] == [[h("k"), 1, stored]]
+    assert fresh.ok("window_store.all")["entries"] == store.ok("window_store.all")["entries"] == [[h("k"), 1, stored]]
+    assert fresh.changelog() == [], "a restore was logged (RST-4)"
 
 
 # --- SS-24, SS-12: a session restore that ends in a later tombstone ------------------------------------------------
@@ -169,7 +170,7 @@ def test_a_session_restore_ending_in_a_later_tombstone_advances_stream_time(kit:
 # --- VS-27, CL-18: a restore of the versioned store with headers ----------------------------------------------------
 
 
-@rules("VS-27", "CL-18", "VS-25")
+@rules("VS-27", "CL-18", "VS-25", "RST-1", "RST-4")
 @pytest.mark.kstate_level("tentative")
 @BACKENDS
 def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(kit: Kit, backend: str) -> None:
@@ -182,6 +183,7 @@ def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(k
     headers: list[list[Any]] = [["h", "31"], ["v", "00"], ["c", "0102"]]
     store.restore([record(h("k"), h("v"), 5, headers), record(h("k"), None, 8, [["v", "00"]])])
     expected = {"value": h("v"), "timestamp": 5, "valid_to": 8, "headers": headers}
+    assert store.changelog() == [], "a restore was logged (RST-4)"
 
     def check(opened: Store) -> None:
         assert opened.ok("versioned_store.get", key=h("k"), as_of=6)["record"] == expected
