@@ -84,7 +84,8 @@ FAMILY_TERMS = {
 PLACE_TERMS = {
     "crash": re.compile(r"crash|unclean|killed|dies\b|abandon|status OPEN", re.I),
     "restore": re.compile(r"restor", re.I),
-    "reopen": re.compile(r"re-?open|restart|at open|on open|opens?\b|closed? ", re.I),
+    # A reopened store, not an open range nor a closed store: the words of a restart only.
+    "reopen": re.compile(r"re-?open|restart|at open|on open|next open|opened again|after a close|first open", re.I),
 }
 
 #: Places added to one rule that its text does not name: ``{rule: places}`` (issue 32 E: where bugs survived).
@@ -92,6 +93,7 @@ ALSO_APPLIES: dict[str, tuple[str, ...]] = {
     "WS-29": ("crash",),  # the position after flush and a crash
     "SS-21": ("crash",),
     "WS-23": ("restore",),  # a header-aware window tombstone, restored
+    "LAY-12": ("reopen",),  # the segment directory is read when a store reopens
     "LAY-13": ("crash",),  # the segment lists after a commit and a crash
     "UPG-3": ("store:versioned", "store:window", "store:session"),  # every family is wiped and rebuilt
 }
