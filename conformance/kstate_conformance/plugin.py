@@ -118,6 +118,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): the spec rules a conformance test checks")
     config.addinivalue_line("markers", "kstate_level(level): the conformance level of a test case")
+    config.addinivalue_line("markers", "kstate_places(*places): places of the rule x place matrix a test reaches "
+                                       "that the static reading cannot see (rule_places.py)")
     from hypothesis import HealthCheck, settings
 
     for name, examples in PROFILES.items():

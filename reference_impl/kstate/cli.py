@@ -646,7 +646,31 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         console.print(f"[yellow]{len(trace.without_store_case)} required rules name a store behaviour but no case "
                       f"reaches them through the store operations[/yellow] (issue 25): "
                       f"{', '.join(trace.without_store_case)}")
+    _print_place_matrix(getattr(args, "places_report", None))
     return 0 if trace.ok else 1
+
+
+def _print_place_matrix(report: str | None) -> None:
+    """The rule x place matrix's gaps (reported, never failing), and the whole matrix into ``report`` if given."""
+    from pathlib import Path
+
+    from kstate_conformance.rule_places import PLACES, build_matrix, matrix_markdown
+
+    matrix = build_matrix()
+    gaps = matrix.rules_with_gaps
+    excused = sum(len(v) for v in matrix.excused.values())
+    console.print(f"[yellow]rule x place matrix: {len(gaps)} of {len(matrix.applies)} required store rules have a "
+                  f"place no case reaches[/yellow] ({excused} places marked as unable to apply, with a reason; "
+                  f"--places-report FILE for the whole matrix):")
+    table = Table(title="rule x place gaps (GAP: the rule applies there, no case checks it)")
+    for column in ("rule", *PLACES):
+        table.add_column(column)
+    for rule in gaps:
+        table.add_row(rule, *(matrix.cell(rule, p) for p in PLACES))
+    console.print(table)
+    if report:
+        Path(report).write_text(matrix_markdown(matrix), encoding="utf-8")
+        console.print(f"rule x place matrix written to {report}")
 
 
 MAIN_DESCRIPTION = """\
@@ -944,7 +968,11 @@ def build_parser() -> argparse.ArgumentParser:
     spec_check = spec.add_parser(
         "check", help="every rule cited by a test; every citation names a rule",
         description="Traceability: every spec rule is cited by a test, every citation names a rule, every required "
-                    "rule of the mutant-covered families is broken by a mutant and has a kafka-jvm or spec case.")
+                    "rule of the mutant-covered families is broken by a mutant and has a kafka-jvm or spec case. "
+                    "Reports the rule x place matrix: each required store rule at the places it applies (the pure "
+                    "operation, a store of each family, after a crash, a restore, a reopen) and those no case reaches.")
+    spec_check.add_argument("--places-report", metavar="FILE",
+                            help="write the whole rule x place matrix as Markdown to FILE")
     spec_check.set_defaults(func=cmd_spec_check)
 
     audit = sub.add_parser("audit", help="compare instances' stores with the Spark changelog oracle",

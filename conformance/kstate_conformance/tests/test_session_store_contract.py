@@ -376,7 +376,7 @@ def test_logs_puts_and_removes(opened: Any, store_type: str, backend: str) -> No
     ]
 
 
-@rules("SS-24", "SS-25")
+@rules("SS-24", "SS-25", "RST-4", "RST-6")
 @BACKEND_AND_TYPE
 def test_restore(opened: Any, store_type: str, backend: str) -> None:
     """AbstractSessionBytesStoreTest.shouldRestore: the changelog of four puts, restored into a fresh store,

@@ -1,0 +1,337 @@
+"""The rule x place matrix (issue 32 E, spec/README.md "Places"): for each ``required`` rule that names a store
+behaviour, the places it applies at and whether a case checks it there.
+
+A place is the pure operation, a store of one family (``store:kv``, ``store:versioned``, ``store:window``,
+``store:session``), or a moment of a store's life: after a crash, after a restore, after a reopen. A rule checked
+only where it is easy to reach (the pure operation, one family, a fresh store) lets bugs through at the other places.
+
+Where a rule applies is derived from data declared once, in this module (not in the spec's metadata line: most of it
+follows from a rule's family, so one line a prefix says what a per-rule field would repeat hundreds of times, and
+the exceptions carry a reason that belongs beside the suite's reach, not in the rule):
+
+- ``pure``: an operation that is not a store operation declares the rule (``@op(rules=...)``: ``kstate ops``);
+- ``store:<family>``: the families of the rule's prefix (:data:`PREFIX_FAMILIES`); for a prefix shared by several
+  families, those the rule's text names, or all of them when it names none;
+- ``crash``, ``restore``, ``reopen``: the rule's text speaks of that moment (:data:`PLACE_TERMS`);
+- :data:`NOT_APPLICABLE`: a place removed from one rule, with the reason it cannot apply.
+
+Where a rule is covered is read statically from the tests that cite it (``@rules``) and the fixture cases: the
+store families a test opens (store types, family operations, the module's family), whether it crashes, restores or
+opens a store twice, and an explicit ``@pytest.mark.kstate_places(...)`` where the reading cannot see it.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kstate_conformance.data import fixtures_dir
+from kstate_conformance.spec_rules import Rule, load_rules
+from kstate_conformance.traceability import (
+    _NAMES_A_STORE,
+    NOT_STORE_OPERATION_PREFIXES,
+    STORE_OP_PREFIXES,
+    TESTS_DIR,
+    _marker_rules,
+    _rule_order,
+    project_test_dirs,
+    rule_prefix,
+)
+
+FAMILIES = ("kv", "versioned", "window", "session")
+LIFE_PLACES = ("crash", "restore", "reopen")
+PLACES = ("pure", *(f"store:{f}" for f in FAMILIES), *LIFE_PLACES)
+
+#: The store families whose stores apply a prefix's rules (one prefix a line); a prefix absent applies at none.
+PREFIX_FAMILIES: dict[str, tuple[str, ...]] = {
+    "KV": ("kv",),
+    "TSKV": ("kv",),
+    "CACHE": ("kv",),
+    "UPG": ("kv",),
+    "VS": ("versioned",),
+    "VER": ("versioned",),
+    "WS": ("window",),
+    "WIN": ("window",),
+    "SS": ("session",),
+    "SESS": ("session",),
+    "OFF": FAMILIES,
+    "RST": FAMILIES,
+    "CL": FAMILIES,
+    "LAY": FAMILIES,
+    "HV": ("kv", "window", "session"),
+    "HDR": FAMILIES,
+    "OPS": FAMILIES,
+    "PRIM": (),
+}
+
+#: The prefixes whose every rule is a store's behaviour; a rule of another prefix is in the matrix when its text
+#: names a store (as ``kstate spec check``'s list of rules without a store case).
+STORE_PREFIXES = ("KV", "CACHE", "UPG", "VS", "WS", "SS", "OFF", "RST", "LAY")
+
+#: How a rule's text names a family (for the prefixes shared by several).
+FAMILY_TERMS = {
+    "kv": re.compile(r"key-value|\bKV-\d|\bkv\b|timestamped_kv|RocksDBStore\b|RocksDBTimestampedStore", re.I),
+    "versioned": re.compile(r"versioned|\bVS-\d", re.I),
+    "window": re.compile(r"\bwindow|\bWS-\d|segment", re.I),
+    "session": re.compile(r"\bsession|\bSS-\d|segment", re.I),
+}
+
+#: How a rule's text speaks of a moment of a store's life.
+PLACE_TERMS = {
+    "crash": re.compile(r"crash|unclean|killed|dies\b|abandon|status OPEN", re.I),
+    "restore": re.compile(r"restor", re.I),
+    # A reopened store, not an open range nor a closed store: the words of a restart only.
+    "reopen": re.compile(r"re-?open|restart|at open|on open|next open|opened again|after a close|first open", re.I),
+}
+
+#: Places added to one rule that its text does not name: ``{rule: places}`` (issue 32 E: where bugs survived).
+ALSO_APPLIES: dict[str, tuple[str, ...]] = {
+    "WS-29": ("crash",),  # the position after flush and a crash
+    "SS-21": ("crash",),
+    "WS-23": ("restore",),  # a header-aware window tombstone, restored
+    "LAY-12": ("reopen",),  # the segment directory is read when a store reopens
+    "LAY-13": ("crash",),  # the segment lists after a commit and a crash
+    "UPG-3": ("store:versioned", "store:window", "store:session"),  # every family is wiped and rebuilt
+}
+
+#: Places removed from one rule: ``{rule: {place: why it cannot apply}}``.
+NOT_APPLICABLE: dict[str, dict[str, str]] = {
+    **{rule: {f"store:{f}": "no store operation creates a changelog topic: its configuration is the store builder's, "
+                            "answered by the pure changelog.topic_config for every store type" for f in FAMILIES}
+       for rule in ("CL-15", "CL-16", "CL-17", "SS-29")},
+    "LAY-14": {"restore": "the store type on disk is checked at open; a restore writes into a store already open"},
+    "OFF-6": {"restore": "the status is read at open and written at open and close; a restore writes neither"},
+    "LAY-12": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
+               "segments are logical, in one database (VER-1): it reads no segment directory",
+               "restore": "the segment directory is read at open only"},
+    "LAY-13": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
+               "segments are logical, in one database (VER-1): no segment can be lost on its own",
+               "restore": "the segment lists are checked at open only"},
+}
+
+_MARKER = "kstate_places"
+_OPEN_CALL = re.compile(r"open", re.I)
+_OP_FAMILY = {"window_store.": "window", "session_store.": "session", "versioned_store.": "versioned"}
+_KV_OPS = ("store.put", "store.get", "store.delete", "store.range", "store.all", "store.prefix_scan",
+           "store.put_all", "store.put_if_absent", "store.reverse")
+_TYPE_FAMILY = {"kv": "kv", "timestamped_kv": "kv", "timestamped_kv_with_headers": "kv",
+                "timestamped_kv_headers": "kv", "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned",
+                "versioned": "versioned", "window": "window", "timestamped_window": "window",
+                "timestamped_window_with_headers": "window", "session": "session", "session_with_headers": "session"}
+_NAME_FAMILY = ((re.compile(r"WINDOW|^WIN$"), "window"), (re.compile(r"SESSION"), "session"),
+                (re.compile(r"VERSIONED|^VKVH?$"), "versioned"), (re.compile(r"^(KV|HDR|TS|TSKV|KV_TYPES)$"), "kv"))
+_MODULE_FAMILY = (("window", "window"), ("session", "session"), ("versioned", "versioned"), ("kv_", "kv"))
+
+
+@dataclass
+class PlaceMatrix:
+    """For each rule of the matrix: the places it applies at, those covered (by which cases), those excused."""
+
+    applies: dict[str, set[str]] = field(default_factory=dict)
+    covered: dict[str, dict[str, set[str]]] = field(default_factory=dict)
+    excused: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def gaps(self, rule: str) -> list[str]:
+        return [p for p in PLACES if p in self.applies.get(rule, set()) and not self.covered.get(rule, {}).get(p)]
+
+    @property
+    def rules_with_gaps(self) -> list[str]:
+        return [r for r in sorted(self.applies, key=_rule_order) if self.gaps(r)]
+
+    def cell(self, rule: str, place: str) -> str:
+        if place in self.excused.get(rule, {}):
+            return "n/a*"
+        if place not in self.applies.get(rule, set()):
+            return ""
+        return "ok" if self.covered.get(rule, {}).get(place) else "GAP"
+
+
+def applicable_places(rule: Rule, pure_rules: set[str]) -> tuple[set[str], dict[str, str]]:
+    """The places ``rule`` applies at, and the places :data:`NOT_APPLICABLE` removes, with their reasons."""
+    places: set[str] = {"pure"} if rule.id in pure_rules else set()
+    families = PREFIX_FAMILIES.get(rule_prefix(rule.id), ())
+    if len(families) > 1:
+        named = tuple(f for f in families if FAMILY_TERMS[f].search(rule.text + " " + rule.title))
+        families = named or families
+    places.update(f"store:{f}" for f in families)
+    places.update(p for p, terms in PLACE_TERMS.items() if terms.search(rule.title + " " + rule.text))
+    places.update(ALSO_APPLIES.get(rule.id, ()))
+    excused = dict(NOT_APPLICABLE.get(rule.id, {}))
+    return places - set(excused), excused
+
+
+# --- which places a test reaches -----------------------------------------------------------------------------------
+
+
+def _strings(nodes: Iterable[ast.AST]) -> list[str]:
+    return [n.value for node in nodes for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _names(nodes: Iterable[ast.AST]) -> list[str]:
+    found = []
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                found.append(n.id)
+            elif isinstance(n, ast.Attribute):
+                found.append(n.attr)
+    return found
+
+
+def _called(node: ast.AST) -> list[str]:
+    calls = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            func = n.func
+            calls.append(func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "")
+    return calls
+
+
+def _explicit_places(decorators: list[ast.expr]) -> set[str]:
+    places: set[str] = set()
+    for decorator in decorators:
+        if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
+                and decorator.func.attr == _MARKER:
+            places.update(a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return places
+
+
+def places_of_test(node: ast.FunctionDef | ast.AsyncFunctionDef, module: str, opening_helpers: set[str]) -> set[str]:
+    """The places one test reaches, read from its body, decorators and module (see the module docstring)."""
+    every = [node, *node.decorator_list]
+    strings = _strings(every)
+    calls = _called(node)
+    places = set(_explicit_places(node.decorator_list))
+    reaches_store = any(a.arg in ("kit", "opened") for a in node.args.args) \
+        or any(s.startswith(STORE_OP_PREFIXES) for s in strings)
+    if not reaches_store and (any(a.arg == "implementation" for a in node.args.args) or any(
+            not s.startswith(STORE_OP_PREFIXES) and re.fullmatch(r"[a-z_0-9]+\.[a-z_0-9]+", s) for s in strings)):
+        places.add("pure")  # an operation called on the implementation, directly or through a module helper
+    if not reaches_store:
+        return places
+    families = {_TYPE_FAMILY[s] for s in strings if s in _TYPE_FAMILY}
+    families |= {f for s in strings for prefix, f in _OP_FAMILY.items() if s.startswith(prefix)}
+    families |= {"kv" for s in strings if s.startswith(_KV_OPS)}
+    families |= {f for name in _names(every) for pattern, f in _NAME_FAMILY if pattern.search(name)}
+    if not families:
+        families |= {f for part, f in _MODULE_FAMILY if part in module}
+    places.update(f"store:{f}" for f in families)
+    if "crash" in calls or "store.crash" in strings:
+        places.add("crash")
+    if "restore" in calls or "store.restore" in strings:
+        places.add("restore")
+    opens = sum(1 for c in calls if (_OPEN_CALL.search(c) and c != "open_payload") or c in opening_helpers)
+    if opens >= 2 or (opens >= 1 and any(c in opening_helpers for c in calls)):
+        places.add("reopen")
+    return places
+
+
+def _opening_helpers(tree: ast.Module) -> set[str]:
+    """Module functions (not tests) that open a store and close it: a test calling one then opening reopens."""
+    helpers = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("test_"):
+            calls = _called(node)
+            if any(_OPEN_CALL.search(c) for c in calls) and ("close" in calls or "crash" in calls):
+                helpers.add(node.name)
+    return helpers
+
+
+def marker_places(tests_dir: Path = TESTS_DIR) -> dict[str, dict[str, set[str]]]:
+    """``{rule: {place: {test ids}}}`` from the ``@rules`` markers of the tests in ``tests_dir``."""
+    covered: dict[str, dict[str, set[str]]] = {}
+    for path in sorted(tests_dir.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        helpers = _opening_helpers(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test_"):
+                continue
+            cited = [r for d in node.decorator_list for r in (_marker_rules(d) or [])]
+            if not cited:
+                continue
+            places = places_of_test(node, path.stem, helpers)
+            for rule in cited:
+                for place in places:
+                    covered.setdefault(rule, {}).setdefault(place, set()).add(f"{path.stem}::{node.name}")
+    return covered
+
+
+def fixture_places(root: Path | None = None) -> dict[str, dict[str, set[str]]]:
+    """``{rule: {place: {case ids}}}`` of the fixture cases: a pure operation's case, or a store operation's with
+    the family of its store type and the life-cycle steps its input names."""
+    covered: dict[str, dict[str, set[str]]] = {}
+    for path in sorted((root or fixtures_dir()).glob("*/*.json")):
+        for case in json.loads(path.read_text(encoding="utf-8"))["cases"]:
+            if "deviation" in case:
+                continue
+            op = str(case["op"])
+            places: set[str] = set()
+            if not op.startswith(STORE_OP_PREFIXES):
+                places.add("pure")
+            else:
+                text = json.dumps(case.get("input", {}))
+                family = next((f for p, f in _OP_FAMILY.items() if op.startswith(p)), None)
+                types = set(re.findall(r'"store_type": "([a-z_]+)"', text))
+                places.update(f"store:{_TYPE_FAMILY[t]}" for t in types if t in _TYPE_FAMILY)
+                if not types:
+                    places.add(f"store:{family or 'kv'}")
+                for place in LIFE_PLACES:
+                    if f'"{place}"' in text or f'"store.{place}"' in text:
+                        places.add(place)
+                if text.count('"open"') + text.count('"store.open"') >= 2:
+                    places.add("reopen")
+            for rule in case["rules"]:
+                for place in places:
+                    covered.setdefault(rule, {}).setdefault(place, set()).add(str(case["id"]))
+    return covered
+
+
+def pure_operation_rules() -> set[str]:
+    """The rules an operation that is not a store operation declares (``@op(rules=...)``)."""
+    from kstate.ops import load_all
+
+    return {r for name, spec in load_all().items() if not name.startswith(STORE_OP_PREFIXES) for r in spec.rules}
+
+
+def build_matrix(rules: Mapping[str, Rule] | None = None, fixtures_root: Path | None = None) -> PlaceMatrix:
+    """The matrix over the ``required`` rules of :data:`STORE_PREFIXES`, and those of other prefixes whose text names
+    a store behaviour (as ``without_store_case``)."""
+    rules = load_rules() if rules is None else rules
+    covered = fixture_places(fixtures_root)
+    for directory in (TESTS_DIR, *project_test_dirs()):
+        for cited, places in marker_places(directory).items():
+            for place, ids in places.items():
+                covered.setdefault(cited, {}).setdefault(place, set()).update(ids)
+    pure = pure_operation_rules()
+    matrix = PlaceMatrix()
+    for rule in rules.values():
+        prefix = rule_prefix(rule.id)
+        if rule.level != "required" or prefix in NOT_STORE_OPERATION_PREFIXES \
+                or not (prefix in STORE_PREFIXES or _NAMES_A_STORE.search(rule.text)):
+            continue
+        applies, excused = applicable_places(rule, pure)
+        matrix.applies[rule.id] = applies
+        matrix.excused[rule.id] = excused
+        matrix.covered[rule.id] = {p: ids for p, ids in covered.get(rule.id, {}).items() if p in applies}
+    return matrix
+
+
+def matrix_markdown(matrix: PlaceMatrix) -> str:
+    """The whole matrix as a Markdown table (``ok`` covered, ``GAP`` not, ``n/a*`` excused: reasons below)."""
+    lines = ["# Rule x place matrix", "",
+             f"{len(matrix.applies)} required store rules; "
+             f"{len(matrix.rules_with_gaps)} with a place no case reaches. `ok`: a case checks the rule there; "
+             "`GAP`: the rule applies there and no case checks it; `n/a*`: the place cannot apply (reason below); "
+             "empty: the rule does not apply there (rule_places.py says how that is derived).", "",
+             "| rule | " + " | ".join(PLACES) + " |", "|---|" + "---|" * len(PLACES)]
+    for rule in sorted(matrix.applies, key=_rule_order):
+        lines.append(f"| {rule} | " + " | ".join(matrix.cell(rule, p) for p in PLACES) + " |")
+    lines += ["", "## Places that cannot apply", ""]
+    for rule in sorted(matrix.excused, key=_rule_order):
+        for place, reason in matrix.excused[rule].items():
+            lines.append(f"- {rule} at {place}: {reason}")
+    return "\n".join(lines) + "\n"
