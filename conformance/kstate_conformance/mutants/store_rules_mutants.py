@@ -441,7 +441,7 @@ def empty_commit_writes_no_position(handler: Handler) -> Handler:
 
     def run(payload: dict[str, Any]) -> dict[str, Any]:
         saved = StoreOffsets.commit_batch
-        StoreOffsets.commit_batch = commit_batch  # type: ignore[method-assign,assignment]
+        StoreOffsets.commit_batch = commit_batch  # type: ignore[method-assign]
         try:
             return handler(payload)
         finally:
