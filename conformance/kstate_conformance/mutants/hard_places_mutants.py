@@ -93,23 +93,38 @@ def _position_file_replaces_stored() -> dict[str, Handler]:
 # --- WS-29, SS-21: flush, then a crash ----------------------------------------------------------------------------
 
 
-class _FlushWithoutPosition:
-    """``flush`` writes every segment's staged rows but not the store's position: after a crash the rows are there
-    and the position that answers for them is the last commit's."""
+class _FlushWritesPosition:
+    """``flush`` writes every segment's staged rows and the store's position (the pre-4.4 reading): after a crash the
+    position answers offsets no commit acknowledged."""
 
     segments: Any
     _check_open: Callable[[], None]
+    _position: Any
 
     def flush(self) -> None:
         self._check_open()
         for segment in self.segments.all_segments():
-            segment.instance.staged.apply()
+            instance = segment.instance
+            if instance.offsets is not None:
+                instance.staged.apply(_position_only_batch(instance.offsets, self._position))
+            instance.staged.apply()
 
 
-@mutant("segmented-flush-without-position", "a window or session flush writes the staged rows without the position",
-        FAMILY, rules=("WS-29", "SS-21"))
-def _segmented_flush_without_position() -> dict[str, Handler]:
-    return _rocksdb_with(_FlushWithoutPosition, SEGMENTED_TYPES)
+def _position_only_batch(offsets: Any, position: Any) -> Any:
+    """The ``position`` row alone, as a commit writes it (OFF-5), without touching the offsets."""
+    from kstate.codecs.offsets import commit_position
+    from kstate.stores.offsets import diff_batch
+
+    after = commit_position(offsets._image, position)
+    batch = diff_batch(offsets._image, after)
+    offsets._image = after
+    return batch
+
+
+@mutant("segmented-flush-writes-position", "a window or session flush writes the store's position with the staged "
+        "rows (Kafka 4.4.0's flush writes nothing to the offsets family)", FAMILY, rules=("WS-29", "SS-21", "KV-63"))
+def _segmented_flush_writes_position() -> dict[str, Handler]:
+    return _rocksdb_with(_FlushWritesPosition, SEGMENTED_TYPES)
 
 
 # --- WS-23: a tombstone through the header-aware window store -------------------------------------------------------
