@@ -1,4 +1,4 @@
-"""The rule x place matrix (issue 32 E, spec/README.md "Places"): for each ``required`` rule that names a store
+"""The rule x place matrix (issue 32 E, spec/README.md "Places"): for each ``required`` and ``hardened`` rule that names a store
 behaviour, the places it applies at and whether a case checks it there.
 
 A place is the pure operation, a store of one family (``store:kv``, ``store:versioned``, ``store:window``,
@@ -298,8 +298,9 @@ def pure_operation_rules() -> set[str]:
 
 
 def build_matrix(rules: Mapping[str, Rule] | None = None, fixtures_root: Path | None = None) -> PlaceMatrix:
-    """The matrix over the ``required`` rules of :data:`STORE_PREFIXES`, and those of other prefixes whose text names
-    a store behaviour (as ``without_store_case``)."""
+    """The matrix over the ``required`` and ``hardened`` rules of :data:`STORE_PREFIXES` (a hardened rule is the
+    reference's own guarantee, issue 31), and those of other prefixes whose text names a store behaviour (as
+    ``without_store_case``)."""
     rules = load_rules() if rules is None else rules
     covered = fixture_places(fixtures_root)
     for directory in (TESTS_DIR, *project_test_dirs()):
@@ -310,7 +311,7 @@ def build_matrix(rules: Mapping[str, Rule] | None = None, fixtures_root: Path | 
     matrix = PlaceMatrix()
     for rule in rules.values():
         prefix = rule_prefix(rule.id)
-        if rule.level != "required" or prefix in NOT_STORE_OPERATION_PREFIXES \
+        if rule.level not in ("required", "hardened") or prefix in NOT_STORE_OPERATION_PREFIXES \
                 or not (prefix in STORE_PREFIXES or _NAMES_A_STORE.search(rule.text)):
             continue
         applies, excused = applicable_places(rule, pure)
@@ -323,7 +324,7 @@ def build_matrix(rules: Mapping[str, Rule] | None = None, fixtures_root: Path | 
 def matrix_markdown(matrix: PlaceMatrix) -> str:
     """The whole matrix as a Markdown table (``ok`` covered, ``GAP`` not, ``n/a*`` excused: reasons below)."""
     lines = ["# Rule x place matrix", "",
-             f"{len(matrix.applies)} required store rules; "
+             f"{len(matrix.applies)} required and hardened store rules; "
              f"{len(matrix.rules_with_gaps)} with a place no case reaches. `ok`: a case checks the rule there; "
              "`GAP`: the rule applies there and no case checks it; `n/a*`: the place cannot apply (reason below); "
              "empty: the rule does not apply there (rule_places.py says how that is derived).", "",

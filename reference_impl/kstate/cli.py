@@ -659,7 +659,7 @@ def _print_place_matrix(report: str | None) -> None:
     matrix = build_matrix()
     gaps = matrix.rules_with_gaps
     excused = sum(len(v) for v in matrix.excused.values())
-    console.print(f"[yellow]rule x place matrix: {len(gaps)} of {len(matrix.applies)} required store rules have a "
+    console.print(f"[yellow]rule x place matrix: {len(gaps)} of {len(matrix.applies)} required and hardened store rules have a "
                   f"place no case reaches[/yellow] ({excused} places marked as unable to apply, with a reason; "
                   f"--places-report FILE for the whole matrix):")
     table = Table(title="rule x place gaps (GAP: the rule applies there, no case checks it)")
