@@ -69,7 +69,7 @@ def kstate(impl_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     ("tiny_impl:missing", "has no attribute 'missing'"),
     ("tiny_impl:broken", "tiny_impl.broken() raised RuntimeError: no licence key"),
     ("cmd:/nonexistent/testee-program", "exited with code 127"),
-    ("cmd:{python} {dir}/garbage.py", "answered a line the protocol refuses (NotJson: the message is not JSON"),
+    ("cmd:{python} {dir}/garbage.py", "not JSON: Expecting value: line 1 column 1 (char 0)): 'hello there'"),
     ("cmd:{python} {dir}/silent.py", "no answer within 1 s"),
     ("mutant:no-such-mutant", "no mutant named 'no-such-mutant'"),
 ])
