@@ -67,7 +67,7 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 #: Sequences per run, by machine: enough that every mutant's answer is reached (a window, session or versioned
 #: mutant needs two live entries, or an out-of-order put); derandomized, so that the verdicts are reproducible.
-EXAMPLES_BY_MACHINE: dict[type[StorePair], str] = {KeyValuePair: "12", WindowPair: "30", SessionPair: "30",
+EXAMPLES_BY_MACHINE: dict[type[StorePair], str] = {KeyValuePair: "20", WindowPair: "30", SessionPair: "100",
                                                    VersionedPair: "30"}
 
 
