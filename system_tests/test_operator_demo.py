@@ -38,6 +38,11 @@ def _kstate_on_path(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
                PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     env.pop("KSTATE_BOOTSTRAP", None)  # the demo starts its own broker
+    # The commands run in a scratch directory with the kit installed (a tox env's wheel has no tree around its
+    # modules): they are pointed at this checkout's broker project and Kafka Streams instance, as an operator with an
+    # installed kit would point them (docs/operator.md).
+    env.setdefault("KSTATE_APACHE_PROJECT", str(REPO / "system_tests" / "brokers" / "apache"))
+    env.setdefault("KSTATE_KAFKA_STREAMS_RUN", str(REPO / "instances" / "kafka-streams" / "run"))
     return env
 
 

@@ -32,7 +32,10 @@ def kafka_streams_run_script() -> Path:
         return Path(override)
     import kstate
 
-    return Path(kstate.__file__).resolve().parents[2] / "instances" / "kafka-streams" / "run"
+    # Beside the modules in a checkout, else the checkout the installed kit is run from (the working directory).
+    relative = Path("instances") / "kafka-streams" / "run"
+    beside = Path(kstate.__file__).resolve().parents[2] / relative
+    return beside if beside.exists() or not (Path.cwd() / relative).exists() else Path.cwd() / relative
 
 
 def jar_is_fresh(version: str) -> bool:
