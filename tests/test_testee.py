@@ -64,6 +64,7 @@ for line in sys.stdin:
     elif op == "x.echo": sys.stdout.write(json.dumps({"id": i, "output": {"line": line}}) + "\n")
     elif op == "varint.write_varint": send({"id": i, "output": {"bytes": "d804", "size": 2}})
     else: send({"id": i, "unsupported": True})
+    sys.stdout.flush()  # the raw writes above too: stdout to a pipe is block-buffered without PYTHONUNBUFFERED
 '''
 
 
