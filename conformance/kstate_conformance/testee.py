@@ -262,12 +262,7 @@ class SubprocessAdapter(ImplementationAdapter):
     def exchange_raw(self, request: JsonDict, *, op: str | None = None, timeout: float | None = None) -> JsonDict:
         """Send ``request`` as it is; return the response after checking its shape and id."""
         op = op or str(request.get("op"))
-        if self._broken is not None:
-            raise TesteeUnavailable(self.label, op, f"not sent: the testee already failed in this test "
-                                    f"({self._broken.kind}: {self._broken.problem})")
-        process = self._process
-        if process is None:
-            raise TesteeUnavailable(self.label, op, "the testee is not running")
+        process = self._running(op)
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
@@ -285,12 +280,7 @@ class SubprocessAdapter(ImplementationAdapter):
                       timeout: float | None = None) -> JsonDict:
         """Send ``line`` (a hostile line of TP-11, newline added) and return the answer, which must carry
         ``expected_id``."""
-        if self._broken is not None:
-            raise TesteeUnavailable(self.label, op, f"not sent: the testee already failed in this test "
-                                    f"({self._broken.kind}: {self._broken.problem})")
-        process = self._process
-        if process is None:
-            raise TesteeUnavailable(self.label, op, "the testee is not running")
+        process = self._running(op)
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
@@ -302,6 +292,15 @@ class SubprocessAdapter(ImplementationAdapter):
             raise
 
     # --- internals ------------------------------------------------------------------------------------------
+
+    def _running(self, op: str) -> _Process:
+        """The testee's process, ready for a request; refused when it already failed in this test or is not running."""
+        if self._broken is not None:
+            raise TesteeUnavailable(self.label, op, f"not sent: the testee already failed in this test "
+                                    f"({self._broken.kind}: {self._broken.problem})")
+        if self._process is None:
+            raise TesteeUnavailable(self.label, op, "the testee is not running")
+        return self._process
 
     def _start(self) -> None:
         self._discard()
