@@ -44,8 +44,9 @@ def kafka_jvm_project() -> Path:
     override = os.environ.get("KSTATE_KAFKA_JVM_DIR")
     if override:
         return Path(override)
-    beside = Path(__file__).resolve().parents[2] / "testees" / "kafka-jvm"
-    return beside if beside.is_dir() else Path("testees") / "kafka-jvm"
+    from kstate.checkout import checkout_path
+
+    return checkout_path(Path("testees") / "kafka-jvm")
 
 
 def _stale(marker: Path, sources: Path) -> bool:

@@ -30,12 +30,9 @@ def kafka_streams_run_script() -> Path:
     override = os.environ.get(KAFKA_STREAMS_RUN_ENV)
     if override:
         return Path(override)
-    import kstate
+    from kstate.checkout import checkout_path
 
-    # Beside the modules in a checkout, else the checkout the installed kit is run from (the working directory).
-    relative = Path("instances") / "kafka-streams" / "run"
-    beside = Path(kstate.__file__).resolve().parents[2] / relative
-    return beside if beside.exists() or not (Path.cwd() / relative).exists() else Path.cwd() / relative
+    return checkout_path(Path("instances") / "kafka-streams" / "run")
 
 
 def jar_is_fresh(version: str) -> bool:

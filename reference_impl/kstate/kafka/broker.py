@@ -537,13 +537,9 @@ def _apache_project(given: Path | None) -> Path:
     override = os.environ.get(APACHE_PROJECT_ENV)
     if override:
         return Path(override)
-    import kstate
+    from kstate.checkout import checkout_path
 
-    # Beside the modules in a checkout; an installed kit (a wheel, a tox env) has no tree around its modules, so the
-    # checkout it is run from (the working directory) is tried next.
-    relative = Path("system_tests") / "brokers" / "apache"
-    beside = Path(kstate.__file__).resolve().parents[2] / relative
-    return beside if beside.is_dir() or not (Path.cwd() / relative).is_dir() else Path.cwd() / relative
+    return checkout_path(Path("system_tests") / "brokers" / "apache")
 
 
 def start_broker(kind: str | None = None, *, default: str = "tansu", apache_project: Path | None = None) -> Broker:
