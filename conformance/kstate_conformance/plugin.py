@@ -333,6 +333,8 @@ class _ExpectedFailurePlugin:
         self.failed: set[str] = set()
         self.reasons: dict[str, str] = {}
         self.unexpected_passes: list[str] = []
+        #: Listed tests that passed where their entry says they may (a drawn sequence that missed the bug).
+        self.passed_may_pass: list[str] = []
         self.collected: set[str] = set()
         self.deselected: set[str] = set()
         #: Each test's (operation, rules), to list entries and unexpected passes by operation.
@@ -366,6 +368,8 @@ class _ExpectedFailurePlugin:
             report.wasxfail = f"expected failure, listed in {where}"
             # The rules it is xfail for are those the reason names (report.xfail_rules), not all of the test's.
             report.kstate_expected_reason = entry.reason  # type: ignore[attr-defined]
+        elif report.when == "call" and report.passed and entry.may_pass:
+            self.passed_may_pass.append(test_id)
         elif report.when == "call" and report.passed:
             self.unexpected_passes.append(test_id)
             # Still a failure of the run (the list is strict), but reported as what it is.
@@ -411,6 +415,10 @@ class _ExpectedFailurePlugin:
         if not_selected:
             terminalreporter.write_line(f"{not_selected} expected-failure entries name only tests this run did not "
                                         "select (--level, -k or --case): not applied")
+        if self.passed_may_pass:
+            terminalreporter.write_line(f"{len(self.passed_may_pass)} listed tests passed where their entry says they "
+                                        "may (their drawn sequences missed the bug): "
+                                        + ", ".join(sorted(self.passed_may_pass)))
         unknown = self.expectations.unknown_classes()
         if unknown:
             terminalreporter.write_sep("-", f"{len(unknown)} expected-failure entries of a class not in "
