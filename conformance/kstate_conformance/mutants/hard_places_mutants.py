@@ -113,12 +113,9 @@ class _FlushWritesPosition:
 def _position_only_batch(offsets: Any, position: Any) -> Any:
     """The ``position`` row alone, as a commit writes it (OFF-5), without touching the offsets."""
     from kstate.codecs.offsets import commit_position
-    from kstate.stores.offsets import diff_batch
+    from kstate_conformance.mutants.store_rules_mutants import offsets_batch
 
-    after = commit_position(offsets._image, position)
-    batch = diff_batch(offsets._image, after)
-    offsets._image = after
-    return batch
+    return offsets_batch(offsets, commit_position(offsets._image, position))
 
 
 @mutant("segmented-flush-writes-position", "a window or session flush writes the store's position with the staged "

@@ -425,37 +425,53 @@ def _commit_without_position() -> dict[str, Handler]:
     return _rocksdb_with(_PositionAtCloseOnly)
 
 
-def empty_commit_writes_no_position(handler: Handler) -> Handler:
-    """``handler`` run with the old reading of OFF-5: an empty commit wipes the offsets and the position and writes
-    no position (Kafka 4.4.0 writes it again after ``wipeOffsets``)."""
-    from kstate.codecs.offsets import commit_offsets, commit_position
-    from kstate.stores.offsets import StoreOffsets, diff_batch
+def _reference_handler(name: str) -> Handler:
+    """The reference's handler of operation ``name``, as the suite calls it."""
+    from kstate.ops import load_all
+    from kstate.ops.inputs import as_payload
 
-    def commit_batch(self: StoreOffsets, offsets: Mapping[Any, int | None], position: Position) -> WriteBatch:
-        after = commit_offsets(self._image, offsets)
-        if offsets:
-            after = commit_position(after, position)
-        batch = diff_batch(self._image, after)
-        self._image = after
-        return batch
+    spec = load_all()[name]
+    return lambda payload: spec.handler(as_payload(payload))
 
-    def run(payload: dict[str, Any]) -> dict[str, Any]:
-        saved = StoreOffsets.commit_batch
-        StoreOffsets.commit_batch = commit_batch  # type: ignore[method-assign]
-        try:
+
+def _with_patched(name: str, patches: Mapping[str, Any]) -> Handler:
+    """The reference's ``name`` run with ``patches`` (``module.attribute`` -> replacement) in place."""
+    from unittest import mock
+
+    handler = _reference_handler(name)
+
+    def run(payload: Any) -> Any:
+        with contextlib.ExitStack() as stack:
+            for target, replacement in patches.items():
+                stack.enter_context(mock.patch(target, replacement))
             return handler(payload)
-        finally:
-            StoreOffsets.commit_batch = saved  # type: ignore[method-assign]
 
     return run
+
+
+def offsets_batch(offsets: Any, after: Mapping[bytes, bytes]) -> WriteBatch:
+    """The writes that take a ``StoreOffsets``' image to ``after``, the image then taken as written: what a mutated
+    batch method answers."""
+    from kstate.stores.offsets import diff_batch
+
+    batch = diff_batch(offsets._image, after)
+    offsets._image = after
+    return batch
+
+
+def _commit_batch_writing_no_position(self: Any, offsets: Mapping[Any, int | None], position: Position) -> WriteBatch:
+    # The old reading of OFF-5: an empty commit wipes the offsets and the position and writes no position.
+    from kstate.codecs.offsets import commit_offsets, commit_position
+
+    after = commit_offsets(self._image, offsets)
+    return offsets_batch(self, commit_position(after, position) if offsets else after)
 
 
 @mutant("empty-commit-writes-no-position", "an empty commit wipes the offsets and the position and writes no "
         "position (Kafka 4.4.0 writes it again after wipeOffsets)", FAMILY, rules=("OFF-5", "OFF-4"))
 def _empty_commit_writes_no_position() -> dict[str, Handler]:
-    from kstate.ops import call
-
-    return {"store.commit": empty_commit_writes_no_position(lambda payload: call("store.commit", payload))}
+    return {"store.commit": _with_patched("store.commit", {
+        "kstate.stores.offsets.StoreOffsets.commit_batch": _commit_batch_writing_no_position})}
 
 
 class _OpenStatusWithFirstCommit:
@@ -881,57 +897,22 @@ def _store_type_not_checked() -> dict[str, Handler]:
 # --- LAY-15, LAY-16, OFF-25: a hostile state directory (issue 32 B) --------------------------------------------------
 
 
-def _reference_handler(name: str) -> Handler:
-    """The reference's handler of operation ``name``, as the suite calls it."""
-    from kstate.ops import load_all
-    from kstate.ops.inputs import as_payload
-
-    spec = load_all()[name]
-    return lambda payload: spec.handler(as_payload(payload))
 
 
-def _with_patched(name: str, patches: Mapping[str, Any]) -> Handler:
-    """The reference's ``name`` run with ``patches`` (``module.attribute`` -> replacement) in place."""
-    from unittest import mock
+def _position_batch_writing_the_position(self: Any, position: Position) -> WriteBatch:
+    # The pre-4.4 reading of Kafka: a flush writes the position row.
+    from kstate.codecs.offsets import commit_position
 
-    handler = _reference_handler(name)
-
-    def run(payload: Any) -> Any:
-        with contextlib.ExitStack() as stack:
-            for target, replacement in patches.items():
-                stack.enter_context(mock.patch(target, replacement))
-            return handler(payload)
-
-    return run
+    return offsets_batch(self, commit_position(self._image, position))
 
 
-def _with_offsets_batches(handler: Handler) -> Handler:
-    """``handler`` run with the pre-4.4 reading of Kafka: flush and close write the position row too."""
+def _close_batch_writing_the_position(self: Any, position: Position) -> WriteBatch:
+    # The pre-4.4 reading of Kafka: a close writes the position row with CLOSED.
     from kstate.codecs.offsets import close_offsets, commit_position
-    from kstate.stores.offsets import StoreOffsets, diff_batch
 
-    def position_batch(self: StoreOffsets, position: Position) -> WriteBatch:
-        after = commit_position(self._image, position)
-        batch = diff_batch(self._image, after)
-        self._image = after
-        return batch
-
-    def close_batch(self: StoreOffsets, position: Position) -> WriteBatch:
-        after = close_offsets(commit_position(self._image, position), self._opened)
-        batch = diff_batch(self._image, after)
-        self._image = after
-        self._opened = False
-        return batch
-
-    def run(payload: dict[str, Any]) -> dict[str, Any]:
-        saved = StoreOffsets.position_batch, StoreOffsets.close_batch
-        StoreOffsets.position_batch, StoreOffsets.close_batch = position_batch, close_batch  # type: ignore[method-assign]
-        try:
-            return handler(payload)
-        finally:
-            StoreOffsets.position_batch, StoreOffsets.close_batch = saved  # type: ignore[method-assign]
-
-    return run
+    batch = offsets_batch(self, close_offsets(commit_position(self._image, position), self._opened))
+    self._opened = False
+    return batch
 
 
 def _write_through(path: str | Path, data: bytes) -> None:
@@ -998,7 +979,6 @@ def _segmented_store_ignores_task_checkpoint() -> dict[str, Handler]:
 @mutant("close-writes-position", "flush and close write the position row although nothing was committed (Kafka "
         "4.4.0 writes it in commit only)", FAMILY, rules=("KV-56", "OFF-5", "KV-63"))
 def _close_writes_position() -> dict[str, Handler]:
-    from kstate.ops import call
-
-    return {op: _with_offsets_batches(lambda payload, op=op: call(op, payload))  # type: ignore[misc]
-            for op in ("store.close", "store.flush")}
+    patches = {"kstate.stores.offsets.StoreOffsets.position_batch": _position_batch_writing_the_position,
+               "kstate.stores.offsets.StoreOffsets.close_batch": _close_batch_writing_the_position}
+    return {op: _with_patched(op, patches) for op in ("store.close", "store.flush")}
