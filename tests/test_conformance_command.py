@@ -30,7 +30,8 @@ from kstate_conformance.report import (
 )
 
 MODULE = '''
-class Adapter:
+from kstate_conformance.adapter import ImplementationAdapter
+class Adapter(ImplementationAdapter):
     name = "tiny"
     def __init__(self, ops): self.ops = ops
     def supports(self, op): return op in self.ops

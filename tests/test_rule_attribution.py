@@ -26,11 +26,12 @@ from kstate_conformance.report import (
 #: lenient header bytes with a typed error (which HV-5 allows), and, as ``one_wrong``, answers one case wrongly.
 PORTER = '''
 from kstate.ops import call, load_all
+from kstate_conformance.adapter import ImplementationAdapter
 
 WRONG_INPUT = "0206e282ac01"  # one header keyed with the euro sign: its one case cites HV-1, 2, 4, 5 and 13
 
 
-class Porter:
+class Porter(ImplementationAdapter):
     name = "porter"
 
     def __init__(self, wrong=False):

@@ -5,15 +5,14 @@ operation, or a ``{"error": ...}`` object when the implementation refuses the in
 :class:`Unsupported` for an operation it does not implement (a first-class answer: the test is skipped, not
 failed). The suite calls :meth:`~ImplementationAdapter.begin_test` before each test and
 :meth:`~ImplementationAdapter.close` once at the end; the base class makes both no-ops, so an adapter
-overrides only what it needs. :class:`CodecAdapter`, the protocol's first name (name, supports, call), stays
-for third-party adapters and type hints: :func:`as_implementation` adopts such an adapter.
+overrides only what it needs.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 JsonDict = dict[str, Any]
 Handler = Callable[[JsonDict], JsonDict]
@@ -44,51 +43,6 @@ class ImplementationAdapter(ABC):
     def close(self) -> None:
         """Called once when the run ends: release what the implementation holds."""
         return None  # an in-process implementation holds nothing to release
-
-
-@runtime_checkable
-class CodecAdapter(Protocol):
-    """Deprecated name of the adapter protocol, as first published (name, supports, call): an object of this
-    shape is still accepted, adopted by :func:`as_implementation`."""
-
-    name: str
-
-    def supports(self, op: str) -> bool:
-        """Whether ``op`` is implemented."""
-        ...
-
-    def call(self, op: str, payload: JsonDict) -> JsonDict:
-        """Run ``op`` on ``payload``; errors as ``{"error": ...}``; :class:`Unsupported` if absent."""
-        ...
-
-
-class _Adopted(ImplementationAdapter):
-    """An adapter of the first protocol behind the base class; its own ``begin_test``/``close``, if any, are kept."""
-
-    def __init__(self, inner: CodecAdapter) -> None:
-        self.inner = inner
-        self.name = inner.name
-
-    def supports(self, op: str) -> bool:
-        return self.inner.supports(op)
-
-    def call(self, op: str, payload: JsonDict) -> JsonDict:
-        return self.inner.call(op, payload)
-
-    def begin_test(self, test_id: str = "") -> None:
-        begin_test = getattr(self.inner, "begin_test", None)
-        if callable(begin_test):
-            begin_test(test_id)
-
-    def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if callable(close):
-            close()
-
-
-def as_implementation(adapter: ImplementationAdapter | CodecAdapter) -> ImplementationAdapter:
-    """``adapter`` itself if it has the base class, else an adoption of it (a third party's first-protocol adapter)."""
-    return adapter if isinstance(adapter, ImplementationAdapter) else _Adopted(adapter)
 
 
 class ReferenceAdapter(ImplementationAdapter):

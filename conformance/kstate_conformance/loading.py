@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kstate.errors import KStateError
 from kstate.maven import run_maven
-from kstate_conformance.adapter import CodecAdapter, ImplementationAdapter, ReferenceAdapter, as_implementation
+from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter
 from kstate_conformance.mutants import get_mutant
 from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, DEFAULT_TIMEOUT, SubprocessAdapter, TesteeError
@@ -159,7 +159,7 @@ def _build_factory(spec: str) -> ImplementationAdapter:
     except AttributeError as exc:
         raise ImplementationNotFound(f"cannot load implementation {spec!r}: module {module_name} has no "
                                      f"attribute {attr!r}") from exc
-    if isinstance(factory, (ImplementationAdapter, CodecAdapter)) and not isinstance(factory, type):
+    if isinstance(factory, ImplementationAdapter):
         adapter: object = factory
     elif callable(factory):
         try:
@@ -170,7 +170,8 @@ def _build_factory(spec: str) -> ImplementationAdapter:
     else:
         raise ImplementationError(f"cannot build implementation {spec!r}: {module_name}.{attr} is a "
                                   f"{type(factory).__name__}, neither callable nor an adapter")
-    if not isinstance(adapter, (ImplementationAdapter, CodecAdapter)):
-        raise ImplementationError(f"{spec!r} gave a {type(adapter).__name__}, not an adapter: it needs name, "
-                                  "supports(op) and call(op, input)")
-    return as_implementation(adapter)
+    if not isinstance(adapter, ImplementationAdapter):
+        raise ImplementationError(f"{spec!r} gave a {type(adapter).__name__}, not an adapter: it must subclass "
+                                  "kstate_conformance.adapter.ImplementationAdapter (name, supports(op), "
+                                  "call(op, input))")
+    return adapter

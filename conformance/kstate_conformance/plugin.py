@@ -1,4 +1,4 @@
-"""The pytest plugin (entry point ``pytest11``): options, the ``implementation`` fixture (``codec``, its deprecated name), hypothesis profiles,
+"""The pytest plugin (entry point ``pytest11``): options, the ``implementation`` fixture, hypothesis profiles,
 expected-failure files, reports and progress.
 
 ``pytest --pyargs kstate_conformance.tests --kstate-impl module:factory`` runs the suite against an
@@ -284,12 +284,6 @@ def implementation(request: pytest.FixtureRequest) -> Any:
     wrapper = SkippingAdapter(adapter)
     config.stash[WRAPPER_KEY] = wrapper
     return wrapper
-
-
-@pytest.fixture(scope="session")
-def codec(implementation: Any) -> Any:
-    """Deprecated name of the ``implementation`` fixture, kept for third-party tests and plugins."""
-    return implementation
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """A minimal third-party implementation plugged into the suite in process (spec/ops.md, OPS-1..OPS-3).
 
-It implements zig-zag varints and KIP-258 timestamped values on its own (no ``kstate`` import) and
-declares everything else unsupported, so the suite skips those tests instead of failing them::
+It implements zig-zag varints and KIP-258 timestamped values on its own (of the kit it imports only the
+adapter base class, never the reference ``kstate``) and declares everything else unsupported, so the suite skips those tests instead of failing them::
 
     PYTHONPATH=examples/inprocess_adapter kstate conformance --impl mini_codecs:create
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kstate_conformance.adapter import Unsupported
+from kstate_conformance.adapter import ImplementationAdapter, Unsupported
 
 Json = dict[str, Any]
 
@@ -96,7 +96,7 @@ OPERATIONS: dict[str, Callable[[Json], Json]] = {
 }
 
 
-class MiniCodecs:
+class MiniCodecs(ImplementationAdapter):
     """The adapter protocol: ``name``, ``supports(op)``, ``call(op, input)``."""
 
     name = "mini-codecs"

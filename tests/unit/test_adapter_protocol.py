@@ -1,5 +1,5 @@
-"""The adapter protocol's base class (OPS-1): ``begin_test`` and ``close`` are part of it, and an adapter of the
-first shape (name, supports, call) is still adopted, its own ``begin_test``/``close`` kept."""
+"""The adapter protocol's base class (OPS-1): ``begin_test`` and ``close`` are part of it, and an adapter without
+the base class is refused at load."""
 
 from __future__ import annotations
 
@@ -7,16 +7,14 @@ from typing import Any
 
 import pytest
 
-from kstate_conformance.adapter import CodecAdapter, ImplementationAdapter, ReferenceAdapter, as_implementation
+from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter
+from kstate_conformance.loading import ImplementationError, load_implementation
 
 
 class FirstShape:
-    """A third party's adapter written against the protocol's first name: no base class."""
+    """A third party's adapter of the protocol's first shape (name, supports, call) with no base class."""
 
     name = "first"
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
 
     def supports(self, op: str) -> bool:
         return op == "varint.write_varint"
@@ -24,24 +22,21 @@ class FirstShape:
     def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
         return {"op": op}
 
-    def close(self) -> None:
-        self.events.append("close")
 
+def test_an_adapter_without_the_base_class_is_refused_at_load_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first shape's adoption is retired (issue 33): loading names the base class instead of adopting it."""
+    import sys
+    import types
 
-def test_a_first_shape_adapter_is_adopted_with_its_close() -> None:
-    inner = FirstShape()
-    assert isinstance(inner, CodecAdapter) and not isinstance(inner, ImplementationAdapter)
-    adopted = as_implementation(inner)
-    assert isinstance(adopted, ImplementationAdapter) and adopted.name == "first"
-    assert adopted.supports("varint.write_varint") and adopted.call("x.y", {}) == {"op": "x.y"}
-    adopted.begin_test("t")  # the inner one has none: nothing happens
-    adopted.close()
-    assert inner.events == ["close"]
+    module = types.ModuleType("first_shape_adapter")
+    module.create = FirstShape  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "first_shape_adapter", module)
+    with pytest.raises(ImplementationError, match="ImplementationAdapter"):
+        load_implementation("first_shape_adapter:create")
 
 
 def test_the_base_class_makes_begin_test_and_close_no_ops_and_needs_call() -> None:
     reference = ReferenceAdapter()
-    assert as_implementation(reference) is reference
     reference.begin_test("t")
     reference.close()
 

@@ -29,7 +29,7 @@ def test_backends_must_agree() -> None:
 
 def test_refusals_agree_whatever_their_details() -> None:
     # The backends refuse an empty cached prefix scan with different error types; both are refusals (OPS-4).
-    scenario = {"store_type": "kv", "options": {"caching": True},
+    scenario = {"store_type": "kv", "open_input": {"caching": True},
                 "steps": [{"op": "store.prefix_scan", "input": {"prefix": ""}}]}
     assert "error" in run_scenario(call, scenario)["steps"][0]
 
@@ -86,12 +86,12 @@ def test_malformed_fs_steps_are_refused(step: dict[str, Any]) -> None:
         run_scenario(call, {"store_type": "kv", "backend": "rocksdb", "steps": [step]})
 
 
-def test_open_input_is_the_scenarios_store_open_fields_and_options_stays_its_alias() -> None:
-    """``open_input`` names the scenario's other store.open fields; ``options``, the old name, answers the same
-    (OPS-5), and giving both is refused by name."""
+def test_open_input_is_the_scenarios_store_open_fields_and_options_is_refused_by_name() -> None:
+    """``open_input`` names the scenario's other store.open fields (OPS-5); ``options``, its retired name, is
+    refused by name, with or without ``open_input`` (OPS-3)."""
     steps = [{"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.changelog", "input": {}}]
     new = call("store.scenario", {"backend": "memory", "open_input": {"logging": False}, "steps": steps})
-    old = call("store.scenario", {"backend": "memory", "options": {"logging": False}, "steps": steps})
-    assert new == old and new["steps"][1]["records"] == []  # logging off: the declared input reached store.open
-    both = call("store.scenario", {"backend": "memory", "open_input": {}, "options": {}, "steps": steps})
-    assert both["error"]["type"] == "ScenarioError" and "open_input" in both["error"]["message"]
+    assert new["steps"][1]["records"] == []  # logging off: the declared input reached store.open
+    for retired in ({"options": {"logging": False}}, {"open_input": {}, "options": {}}):
+        answer = call("store.scenario", {"backend": "memory", **retired, "steps": steps})
+        assert answer["error"]["type"] == "ScenarioError" and "open_input" in answer["error"]["message"]

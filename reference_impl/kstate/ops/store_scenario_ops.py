@@ -2,7 +2,7 @@
 
 Input: ``store_type``, ``backend`` (``memory``/``rocksdb``; omitted, every backend runs the scenario and
 must answer the same), ``open_input`` (the other fields of ``store.open``: logging, caching, cache size,
-context, the family's ``options``, ...; ``options`` is its deprecated name) and ``steps``, each ``{"op": "store.x", "input": {...}}``. The scenario opens a fresh store
+context, the family's ``options``, ...) and ``steps``, each ``{"op": "store.x", "input": {...}}``. The scenario opens a fresh store
 in a new temporary state directory, then runs the steps in order. A ``store.open`` step reopens: its
 input is merged over the scenario's type and options, and later steps use the new handle. A step
 naming a handle gets the current one; ``store.iterator_open`` answers the step's ``as`` name (default
@@ -55,10 +55,9 @@ _NO_HANDLE = frozenset({"store.open", "store.capabilities", "store.iterator_next
                         "store.iterator_peek_next_key", "store.iterator_close"})
 _ITERATOR_OPS = frozenset({"store.iterator_next", "store.iterator_peek_next_key", "store.iterator_close"})
 _LOCATION = {"application_id": "app", "task_id": "0_0", "name": "store"}
-#: The scenario's ``store.open`` fields; ``options``, its first name, stays an alias (``options.options`` was the
-#: family's options inside it).
+#: The scenario's ``store.open`` fields. ``options``, the field's first name, is refused by name: inside it,
+#: ``options.options`` read as the family's options, which is the confusion the rename ended.
 OPEN_INPUT = "open_input"
-OPEN_INPUT_ALIAS = "options"
 
 
 class ScenarioError(KStateError):
@@ -207,11 +206,11 @@ def run_fs_step(root: Path, name: str, given: JsonDict, snapshots: dict[str, dic
 
 
 def open_input(payload: JsonDict) -> JsonDict:
-    """The scenario's other ``store.open`` fields: ``open_input``, or its deprecated name ``options`` (not both)."""
-    if OPEN_INPUT in payload and OPEN_INPUT_ALIAS in payload:
-        raise ScenarioError(f"store.scenario: {OPEN_INPUT} and its old name {OPEN_INPUT_ALIAS} are both given")
-    name = OPEN_INPUT if OPEN_INPUT in payload else OPEN_INPUT_ALIAS
-    return _object(payload.get(name), name)
+    """The scenario's other ``store.open`` fields (``open_input``); the retired name ``options`` is refused (OPS-3)."""
+    if "options" in payload:
+        raise ScenarioError(f"store.scenario: options is not a scenario field; the store.open fields go in {OPEN_INPUT}"
+                            " (the family's options in open_input.options)")
+    return _object(payload.get(OPEN_INPUT), OPEN_INPUT)
 
 
 #: The store.capabilities a scenario step needs, by operation (a step of the state directory: ``fs``).
@@ -325,7 +324,6 @@ SCENARIO_FIELDS: tuple[Field, ...] = (
     Field("store_type", "string", default="kv"),
     Field("backend", "string | null", "memory or rocksdb; omitted, every backend must answer the same", None),
     Field(OPEN_INPUT, "object", "the other store.open fields (the family's own are its options)", None),
-    Field(OPEN_INPUT_ALIAS, "object", f"deprecated name of {OPEN_INPUT}", None),
     Field("open_fields", "list[string]", "the first open's answer fields to keep", None),
     Field("steps", "list[{op: string, input: object, as?: string, fields?: list[string], keep?: list[string], "
           "by_location?: bool}]", "store.* calls, the handle filled in; or fs.* steps the harness "
