@@ -17,6 +17,7 @@ import pytest
 import rocksdict
 
 from kstate.stores.engine import rocksdb_options
+from kstate_conformance.capabilities import capabilities_of
 
 
 def interleaved(measured: Callable[[], object], baseline: Callable[[], object], rounds: int) -> tuple[float, float]:
@@ -97,7 +98,7 @@ class KafkaSide:
 
     def __init__(self, adapter: Any, base: Path) -> None:
         self.adapter, self.base = adapter, base
-        self.store_types = set(adapter.call("store.capabilities", {})["store_types"])
+        self.store_types = set(capabilities_of(adapter).store_types)
         self.opened = 0
 
     def open(self, store_type: str, options: dict[str, Any] | None = None) -> str:

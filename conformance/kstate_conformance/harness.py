@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import bytes_model
-from kstate_conformance.models.kv import offers_store_type
+from kstate_conformance.capabilities import Capabilities, capabilities_of
 
 ROCKSDB, MEMORY = "rocksdb", "memory"
 FF8 = "ff" * 8
@@ -161,17 +161,16 @@ class Kit:
         self.state_dir = state_dir
         if not implementation.supports("store.capabilities"):
             pytest.skip("the implementation offers no key-value store operations")
-        self.caps: dict[str, Any] = implementation.call("store.capabilities", {})
+        self.caps: Capabilities = capabilities_of(implementation)
         self.opened: list[Store] = []
 
     def require(self, store_type: str | None = None, backend: str | None = None, *features: str) -> None:
-        if store_type is not None and not offers_store_type(self.caps, store_type):
+        if store_type is not None and not self.caps.offers_store_type(store_type):
             pytest.skip(f"the implementation has no {store_type} store")
-        if backend is not None and backend not in self.caps.get("backends", []):
+        if backend is not None and backend not in self.caps.backends:
             pytest.skip(f"the implementation has no {backend} backend")
         for feature in features:
-            offered = self.caps.get(feature)
-            if not offered or (isinstance(offered, list) and backend is not None and backend not in offered):
+            if not self.caps.offers_feature(feature, backend):
                 pytest.skip(f"the implementation does not offer {feature}" + (f" on {backend}" if backend else ""))
 
     def open_payload(self, store_type: str, backend: str, **options: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, Phase, note, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from kstate.ops.compare import differences, is_error
+from kstate_conformance.capabilities import capabilities_of
 
 #: Examples a paired machine runs by the loaded profile (quick, default, thorough); KSTATE_PAIRED_EXAMPLES overrides.
 EXAMPLES = {15: 4, 60: 8, 1000: 150}
@@ -288,8 +289,7 @@ def require_model(subject: Any, model: Any, ops: tuple[str, ...], store_type: st
         if missing:
             verb = "does not support operation" if side is subject else "lacks the operation"
             pytest.skip(f"{label} {verb} {missing[0]}")
-        caps = side.call("store.capabilities", {})
-        if store_type not in caps.get("store_types", []) or backend not in caps.get("backends", []):
+        if not capabilities_of(side).offers(store_type, backend):
             wording = "offers no" if side is subject else "builds no"
             pytest.skip(f"{label} {wording} {store_type} store on {backend}")
 

@@ -24,8 +24,8 @@ from kstate.ops.compare import differences
 from kstate.ops.position_order import comparable_output
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, ScenarioError, run_scenario
 from kstate_conformance.adapter import Unsupported
+from kstate_conformance.capabilities import capabilities_of
 from kstate_conformance.expectations import ExpectedFailures
-from kstate_conformance.models.kv import offers_store_type
 from kstate_conformance.testee import TesteeError
 
 #: The fixture directories whose inputs are recorded: the hand-written spec cases and the reference's.
@@ -111,12 +111,12 @@ def answer(adapter: Any, case: JsonDict) -> JsonDict:
         result: JsonDict = adapter.call(case["op"], case["input"])
         return result
     payload = case["input"]
-    caps: JsonDict = adapter.call("store.capabilities", {})
-    if not offers_store_type(caps, payload.get("store_type", "kv")):
+    caps = capabilities_of(adapter)
+    if not caps.offers_store_type(payload.get("store_type", "kv")):
         raise Unsupported(f"store type {payload.get('store_type', 'kv')}")
-    if (payload.get("options") or {}).get("caching") and not caps.get("caching"):
+    if (payload.get("open_input") or {}).get("caching") and not caps.caching:
         raise Unsupported("record cache")
-    offered = [b for b in ALL_BACKENDS if b in caps.get("backends", [])]
+    offered = [b for b in ALL_BACKENDS if b in caps.backends]
     backend = payload.get("backend")
     if (backend is not None and backend not in offered) or not offered:
         raise Unsupported(f"backend {backend}")

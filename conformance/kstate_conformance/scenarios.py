@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario, scenario_requires
-from kstate_conformance.models.kv import offers_store_type
+from kstate_conformance.capabilities import capabilities_of
 
 __all__ = ["SCENARIO_OP", "run_for"]
 
@@ -21,13 +21,13 @@ def run_for(implementation: Any, payload: dict[str, Any], requires: dict[str, An
     """The scenario's answer from ``implementation``; skips when it lacks the store type, backend or record cache
     the case ``requires`` (a golden case declares it; otherwise it is derived from the scenario)."""
     needs = requires if requires is not None else scenario_requires(payload)
-    caps: dict[str, Any] = implementation.call("store.capabilities", {})
+    caps = capabilities_of(implementation)
     store_type = needs["store_type"]
-    if not offers_store_type(caps, store_type):
+    if not caps.offers_store_type(store_type):
         pytest.skip(f"{implementation.name} does not support the {store_type} store")
-    if "caching" in needs.get("features", ()) and not caps.get("caching"):
+    if "caching" in needs.get("features", ()) and not caps.caching:
         pytest.skip(f"{implementation.name} offers no record cache")
-    offered = [b for b in ALL_BACKENDS if b in caps.get("backends", [])]
+    offered = [b for b in ALL_BACKENDS if b in caps.backends]
     backend = needs.get("backend")
     if backend is not None and backend not in offered:
         pytest.skip(f"{implementation.name} does not support the {backend} backend")

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
+from kstate_conformance.capabilities import Capabilities, capabilities_of
 from kstate_conformance.models.kv import Record, Refused, headers_value, timestamped_value
 from kstate_conformance.store_types import UnknownStoreTypeError
 
@@ -65,7 +66,7 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     crash: Callable[..., None]
     restore_into_fresh_store: Callable[[int], None]
 
-    def __init__(self, implementation: Any, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+    def __init__(self, implementation: Any, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__()
         self.implementation = implementation
         self.backend = backend
@@ -75,7 +76,7 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         self.handle: str | None = None
         self.fresh_stores = 0
         self.offset = 0
-        self.can_dump = backend in capabilities.get("dump", [])
+        self.can_dump = backend in capabilities.dump
 
     def teardown(self) -> None:
         model: Any = self.model
@@ -150,7 +151,7 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     def crash_and_reopen(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool) -> bool:
         """Kill the store and the model, compare what the store logged, and reopen it (:meth:`reopen_after_crash`);
         False, doing nothing, when the implementation cannot crash a store."""
-        if not self.capabilities.get("crash"):
+        if not self.capabilities.crash:
             return False
         self.ok("store.crash", {"handle": self.handle})
         model: Any = self.store_model
@@ -162,7 +163,7 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     def reopen_after_crash(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool, rule_ids: str = "") -> None:
         """Reopen the store after ``store.crash``: refused first where ``detects_crash`` (a RocksDB store that keeps
         offsets sees the unclean shutdown), then opened ignoring it; ``handle`` names the reopened store."""
-        if detects_crash and self.backend == "rocksdb" and self.backend in self.capabilities.get("offsets", []):
+        if detects_crash and self.backend == "rocksdb" and self.backend in self.capabilities.offsets:
             refused = open_store()
             assert "error" in refused, f"reopening after a crash must detect the unclean shutdown{rule_ids}"
         out = open_store(ignore_invalid_state=True)
@@ -206,14 +207,13 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
 
 
 def run_family_machine(implementation: Any, family: str, operation: str | None, store_type: str, backend: str,
-                       offers: Callable[[dict[str, Any], str], bool],
-                       machine: Callable[[dict[str, Any]], RuleBasedStateMachine], steps: int = 30) -> None:
+                       machine: Callable[[Capabilities], RuleBasedStateMachine], steps: int = 30) -> None:
     """Run ``machine(capabilities)`` when the implementation offers ``operation`` and a ``store_type`` store on
-    ``backend`` (``offers``: the family model's store type check); skip the test otherwise."""
+    ``backend``; skip the test otherwise."""
     if not implementation.supports("store.capabilities") or (operation is not None and not implementation.supports(operation)):
         pytest.skip(f"the implementation offers no {family} store operations")
-    caps: dict[str, Any] = implementation.call("store.capabilities", {})
-    if backend not in caps.get("backends", []) or not offers(caps, store_type):
+    caps = capabilities_of(implementation)
+    if not caps.offers(store_type, backend):
         pytest.skip(f"the implementation has no {store_type} store on {backend}")
     run_machine(lambda: machine(caps), steps)
 

@@ -61,12 +61,6 @@ def store_type_of(name: str) -> str:
     return store_type
 
 
-def offers_store_type(capabilities: dict[str, Any], name: str) -> bool:
-    """Whether ``store.capabilities`` lists the store type ``name``, in either spelling."""
-    offered = {STORE_TYPE_ALIASES.get(t, t) for t in capabilities.get("store_types", [])}
-    return STORE_TYPE_ALIASES.get(name, name) in offered
-
-
 # --- value bytes -------------------------------------------------------------------------------------------
 
 

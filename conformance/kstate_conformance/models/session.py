@@ -52,12 +52,6 @@ Entry = tuple[bytes, int, int, bytes]  # (key, start, end, value) as the ops ans
 Segment = dict[str, dict[bytes, bytes]]
 
 
-def offers_store_type(capabilities: dict[str, object], name: str) -> bool:
-    """Whether ``store.capabilities`` lists the session store type ``name``."""
-    offered = capabilities.get("store_types", [])
-    return isinstance(offered, list) and name in offered
-
-
 def default_segment_interval(retention_ms: int) -> int:
     """``RocksDbSessionBytesStoreSupplier.segmentIntervalMs``: ``max(retention / 2, 60 000)`` (SS-11)."""
     return max(retention_ms // 2, MIN_SEGMENT_INTERVAL)

@@ -427,8 +427,3 @@ def changelog_record(key: bytes, value: bytes | None, timestamp: int, headers: H
     """What the change-logging layer sends for a put or a delete: the raw value at the version's timestamp,
     sent even when the put was refused as expired (VER changelog note)."""
     return Record(key, value, timestamp, headers)
-
-
-def offers_store_type(capabilities: dict[str, Any], name: str) -> bool:
-    """Whether ``store.capabilities`` lists the versioned store type ``name``."""
-    return name in capabilities.get("store_types", [])

@@ -57,11 +57,6 @@ Record = kv.Record
 Context = kv.Context
 
 
-def offers_store_type(capabilities: dict[str, Any], name: str) -> bool:
-    """Whether ``store.capabilities`` lists the window store type ``name``."""
-    return name in capabilities.get("store_types", [])
-
-
 # --- keys and segments (WIN-1, WIN-10, WIN-11, WIN-15, WIN-16) -------------------------------------------------
 
 

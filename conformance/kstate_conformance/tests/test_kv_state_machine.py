@@ -23,6 +23,7 @@ from hypothesis.stateful import (
 )
 
 from kstate_conformance import rules, state_machines
+from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import kv as m
 from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
@@ -67,7 +68,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
     iterators = Bundle("iterators")
 
-    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__(implementation, backend, base_dir, capabilities)
         self.start_type = store_type
         self.upgraded_in_place = False
@@ -116,9 +117,9 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
     @initialize(options=OPTIONS)
     def start(self, options: m.Options) -> None:
-        if not self.capabilities.get("caching", False):
+        if not self.capabilities.caching:
             options.caching = False
-        if not self.capabilities.get("logging", False):
+        if not self.capabilities.logging:
             options.logging = False
         self.model = m.KVModel(self.start_type, self.backend, options)
         self.kv.set_context(m.Context(timestamp=0, topic="in", partition=0, offset=0))
@@ -196,7 +197,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
     # --- iterators (without the cache: interleaved writes under caching are unspecified, CACHE-7) -------------
 
-    @precondition(lambda self: self.model is not None and not self.kv.options.caching and self.capabilities.get("iterators"))
+    @precondition(lambda self: self.model is not None and not self.kv.options.caching and self.capabilities.iterators)
     @rule(target=iterators, lower=st.none() | MAYBE_KEY, upper=st.none() | MAYBE_KEY, reverse=st.booleans())
     def open_iterator(self, lower: bytes | None, upper: bytes | None, reverse: bool) -> tuple[str, m.IteratorModel]:
         kind = "reverse_range" if reverse else "range"
@@ -208,7 +209,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
             model_it = self.kv.open_iterator(lower, upper, reverse)
         return out["iterator"], model_it
 
-    @precondition(lambda self: self.model is not None and not self.kv.options.caching and self.capabilities.get("iterators"))
+    @precondition(lambda self: self.model is not None and not self.kv.options.caching and self.capabilities.iterators)
     @rule(reverse=st.booleans(), first=st.integers(min_value=0, max_value=2), key=KEYS, delete=st.booleans(),
           data=st.data())
     def iterate_across_a_write(self, reverse: bool, first: int, key: bytes, delete: bool, data: st.DataObject) -> None:
@@ -282,7 +283,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
     def upgrade(self, data: st.DataObject) -> None:
         """Reopen as a newer store type: in place on RocksDB (lazy dual column families), rebuilt in memory."""
-        if self.kv.store_type == m.HEADERS or self.backend not in self.capabilities.get("upgrade", []):
+        if self.kv.store_type == m.HEADERS or self.backend not in self.capabilities.upgrade:
             return
         new_type = data.draw(st.sampled_from(NEXT_TYPE[self.kv.store_type]), label="new type")
         self.close_cleanly()
@@ -346,7 +347,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
 
 def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(implementation, "key-value", None, store_type, backend, m.offers_store_type,
+    run_family_machine(implementation, "key-value", None, store_type, backend,
                        lambda caps: KeyValueStoreMachine(implementation, store_type, backend, base, caps))
 
 

@@ -23,6 +23,7 @@ from hypothesis.stateful import (
 )
 
 from kstate_conformance import rules
+from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context, Refused
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
@@ -70,7 +71,7 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
 class SessionStoreMachine(StoreMachine[m.SessionModel]):
     """Drives one session store through ``implementation`` and :class:`models.session.SessionModel` side by side."""
 
-    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__(implementation, backend, base_dir, capabilities)
         self.start_type = store_type
 
@@ -126,7 +127,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
 
     @initialize(options=OPTIONS)
     def start(self, options: m.Options) -> None:
-        if not self.capabilities.get("logging", False):
+        if not self.capabilities.logging:
             options.logging = False
         self.model = m.SessionModel(self.start_type, self.backend, options)
         self.sm.set_context(Context(timestamp=0, topic="in", partition=0, offset=0))
@@ -252,9 +253,9 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
         """Reopen a plain session store as ``session_with_headers``: in place on RocksDB (every segment's plain
         family read through the dual column families), rebuilt from the changelog in memory."""
         del data  # one target type: nothing to draw
-        if self.sm.store_type != m.SESSION or not m.offers_store_type(self.capabilities, m.HEADERS):
+        if self.sm.store_type != m.SESSION or not self.capabilities.offers_store_type(m.HEADERS):
             return
-        if self.backend not in self.capabilities.get("upgrade", []):
+        if self.backend not in self.capabilities.upgrade:
             return
         self.close_cleanly()
         self._reopen(m.HEADERS)
@@ -309,7 +310,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
 
 
 def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(implementation, "session", "session_store.put", store_type, backend, m.offers_store_type,
+    run_family_machine(implementation, "session", "session_store.put", store_type, backend,
                        lambda caps: SessionStoreMachine(implementation, store_type, backend, base, caps))
 
 

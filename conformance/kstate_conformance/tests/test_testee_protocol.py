@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
+from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.store_types import KV
 from kstate_conformance.testee import CONTROL_OPS, PROTOCOL_VERSION, SubprocessAdapter, protocol_validator
 
@@ -108,10 +109,10 @@ def test_store_handles_live_across_requests(testee: SubprocessAdapter, tmp_path:
     needed = ("store.capabilities", "store.open", "store.put", "store.get", "store.close")
     if not all(testee.supports(op) for op in needed):
         pytest.skip("the testee offers no key-value store operations")
-    caps = testee.call("store.capabilities", {})
-    if KV not in caps.get("store_types", []) or not caps.get("backends"):
+    caps = Capabilities.parse(testee.call("store.capabilities", {}))
+    if not caps.offers_store_type(KV) or not caps.backends:
         pytest.skip("the testee has no plain key-value store")
-    opened = testee.call("store.open", {"store_type": KV, "backend": caps["backends"][0], "name": "tp",
+    opened = testee.call("store.open", {"store_type": KV, "backend": caps.backends[0], "name": "tp",
                                         "state_dir": str(tmp_path), "application_id": "app", "task_id": "0_0"})
     handle = opened["handle"]
     assert "error" not in testee.call("store.put", {"handle": handle, "key": "6b", "value": "76"})

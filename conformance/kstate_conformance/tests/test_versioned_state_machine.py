@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from kstate_conformance import rules
+from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import versioned as m
 from kstate_conformance.models.kv import Record, headers_to_json
 from kstate_conformance.state_machines import StoreMachine, hex_or_none, run_family_machine
@@ -57,7 +58,7 @@ def _expected(record: m.VersionedRecord | None, with_headers: bool) -> tuple[Any
 class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
     """Drives one versioned store through ``implementation`` and :class:`models.versioned.VersionedStoreModel` side by side."""
 
-    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__(implementation, backend, base_dir, capabilities)
         self.store_type = store_type
         self.with_headers = store_type == m.VERSIONED_HEADERS
@@ -139,7 +140,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
     @initialize(history_retention=st.sampled_from([25, 10, 1000, 3, 0]), segment_interval=st.sampled_from([10, 4, 50, 1]),
                 logging=st.sampled_from([True, True, False]))
     def start(self, history_retention: int, segment_interval: int, logging: bool) -> None:
-        self.logging = logging and bool(self.capabilities.get("logging", True))
+        self.logging = logging and self.capabilities.logging
         self.model = m.VersionedStoreModel(history_retention, segment_interval, with_headers=self.with_headers)
         out = self.open_store()
         assert "error" not in out, f"opening a fresh versioned store failed: {out}"
@@ -262,7 +263,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
     def crash(self, batch_size: int) -> None:
         """Kill the store and reopen it: it holds a state since the last commit; replaying the changelog after the
         committed offset then restores what was logged (KIP-1035 at-least-once recovery)."""
-        if not self.capabilities.get("crash"):
+        if not self.capabilities.crash:
             return
         self.on_store("store.crash")
         self.check_changelog()
@@ -328,7 +329,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
 
 
 def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(implementation, "versioned", "versioned_store.put", store_type, backend, m.offers_store_type,
+    run_family_machine(implementation, "versioned", "versioned_store.put", store_type, backend,
                        lambda caps: VersionedStoreMachine(implementation, store_type, backend, base, caps), steps=40)
 
 

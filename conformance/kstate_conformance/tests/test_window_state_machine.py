@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from kstate_conformance import rules, state_machines
+from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import window as m
 from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
@@ -77,7 +78,7 @@ def segments_of_dump(out: dict[str, Any], store_type: str) -> dict[str, dict[str
 class WindowStoreMachine(StoreMachine[m.WindowModel]):
     """Drives one window store through ``implementation`` and :class:`models.window.WindowModel` side by side."""
 
-    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: dict[str, Any]) -> None:
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__(implementation, backend, base_dir, capabilities)
         self.store_type = store_type
 
@@ -115,7 +116,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
     @initialize(options=store_options())
     def start(self, options: m.Options) -> None:
-        if not self.capabilities.get("logging", False):
+        if not self.capabilities.logging:
             options.logging = False
         self.model = m.WindowModel(self.store_type, self.backend, options)
         self.win.set_context(m.Context(timestamp=0, topic="in", partition=0, offset=0))
@@ -303,7 +304,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
 
 def _run(implementation: Any, store_type: str, backend: str, base: Path) -> None:
-    run_family_machine(implementation, "window", "window_store.put", store_type, backend, m.offers_store_type,
+    run_family_machine(implementation, "window", "window_store.put", store_type, backend,
                        lambda caps: WindowStoreMachine(implementation, store_type, backend, base, caps))
 
 

@@ -1,0 +1,109 @@
+"""What an implementation offers, as its ``store.capabilities`` answers it (OPS-1): parsed once into one type.
+
+The suite reads capabilities only through :class:`Capabilities`, never by string key: a field it does not know
+is kept in :attr:`Capabilities.answer` for the report and ignored, a field that is absent is not offered, and a
+field of the wrong JSON type is an :class:`ImplementationError` naming it (the implementation's answer is wrong,
+which no test of a store can judge).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kstate.errors import KStateError
+from kstate_conformance.store_types import ALIASES
+
+BACKENDS = ("rocksdb", "memory")
+
+
+class CapabilitiesError(KStateError):
+    """A ``store.capabilities`` answer that is not the shape OPS-1 gives it."""
+
+
+def canonical_store_type(name: str) -> str:
+    """The store type ``name`` names, the legacy alias folded in (spec/ops.md: the harness takes both as one)."""
+    return ALIASES.get(name, name)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """The store types, backends and features an implementation offers; a backend list says where it works."""
+
+    store_types: frozenset[str] = frozenset()
+    #: In the implementation's order, limited to the two the spec knows (the first is a scenario's default).
+    backends: tuple[str, ...] = ()
+    logging: bool = False
+    caching: bool = False
+    cache_flush_listener: bool = False
+    crash: bool = False
+    iterators: bool = False
+    dump: frozenset[str] = frozenset()
+    offsets: frozenset[str] = frozenset()
+    upgrade: frozenset[str] = frozenset()
+    #: The answer as given, for reports (never read for a decision).
+    answer: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def parse(cls, answer: Mapping[str, Any]) -> Capabilities:
+        """The capabilities of a ``store.capabilities`` answer; :class:`CapabilitiesError` names a malformed field."""
+        if not isinstance(answer, Mapping):
+            raise CapabilitiesError(f"store.capabilities answered a {type(answer).__name__}, not an object")
+        if "error" in answer:
+            raise CapabilitiesError(f"store.capabilities was refused: {answer['error']}")
+
+        def names(key: str) -> list[str]:
+            value = answer.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                raise CapabilitiesError(f"store.capabilities: {key} is not a list of names: {value!r}")
+            return value
+
+        def flag(key: str) -> bool:
+            value = answer.get(key, False)
+            if not isinstance(value, bool):
+                raise CapabilitiesError(f"store.capabilities: {key} is not true or false: {value!r}")
+            return value
+
+        return cls(
+            store_types=frozenset(canonical_store_type(t) for t in names("store_types")),
+            backends=tuple(b for b in names("backends") if b in BACKENDS),
+            logging=flag("logging"), caching=flag("caching"), cache_flush_listener=flag("cache_flush_listener"),
+            crash=flag("crash"), iterators=flag("iterators"),
+            dump=frozenset(names("dump")), offsets=frozenset(names("offsets")), upgrade=frozenset(names("upgrade")),
+            answer=dict(answer))
+
+    def offers_store_type(self, name: str) -> bool:
+        """Whether it opens stores of type ``name`` (either spelling)."""
+        return canonical_store_type(name) in self.store_types
+
+    def offers(self, store_type: str, backend: str) -> bool:
+        """Whether it opens ``store_type`` stores on ``backend``."""
+        return backend in self.backends and self.offers_store_type(store_type)
+
+    def offers_feature(self, feature: str, backend: str | None = None) -> bool:
+        """Whether it offers ``feature`` (a field name of OPS-1), on ``backend`` where the field lists backends."""
+        value = getattr(self, feature, None)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, frozenset):
+            return bool(value) if backend is None else backend in value
+        raise CapabilitiesError(f"{feature!r} is no store.capabilities feature")
+
+
+NOTHING = Capabilities()
+_CACHE: weakref.WeakKeyDictionary[Any, Capabilities] = weakref.WeakKeyDictionary()
+
+
+def capabilities_of(implementation: Any) -> Capabilities:
+    """The implementation's capabilities, asked once per implementation object; :data:`NOTHING` when it has no
+    ``store.capabilities`` (it offers no store)."""
+    with contextlib.suppress(KeyError, TypeError):
+        return _CACHE[implementation]
+    caps = (Capabilities.parse(implementation.call("store.capabilities", {}))
+            if implementation.supports("store.capabilities") else NOTHING)
+    with contextlib.suppress(TypeError):  # an object that takes no weak reference is asked again next time
+        _CACHE[implementation] = caps
+    return caps
