@@ -17,7 +17,7 @@ from unittest import mock
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.segments import parse_segment_name
-from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, WINDOW_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, VERSIONED_TYPES, WINDOW_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
@@ -301,3 +301,35 @@ def _wipe_keeps_position_file() -> dict[str, Handler]:
         return out
 
     return {"store.wipe": wipe}
+
+
+# --- OFF-4 at the versioned, window and session stores ----------------------------------------------------------
+
+
+class _NullOffsetKept:
+    """``commit`` skips a null offset instead of deleting the partition's row (OFF-4), read as "nothing to say"."""
+
+    def commit(self, changelog_offsets: Any) -> None:
+        super().commit({tp: o for tp, o in changelog_offsets.items() if o is not None})  # type: ignore[misc]
+
+
+@mutant("non-kv-commit-keeps-a-null-offset", "a versioned, window or session commit keeps the row of a partition whose "
+        "offset is null instead of deleting it", FAMILY, rules=("OFF-4",))
+def _non_kv_commit_keeps_a_null_offset() -> dict[str, Handler]:
+    return _rocksdb_with(_NullOffsetKept, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+class _EmptyCommitKeepsOffsets:
+    """``commit({})`` writes the staged rows only, as a flush would: the committed offsets stay (OFF-4 says it wipes)."""
+
+    def commit(self, changelog_offsets: Any) -> None:
+        if not changelog_offsets:
+            self.flush()  # type: ignore[attr-defined]
+            return
+        super().commit(changelog_offsets)  # type: ignore[misc]
+
+
+@mutant("non-kv-empty-commit-keeps-offsets", "a versioned, window or session commit of an empty map keeps the "
+        "committed offsets instead of wiping them", FAMILY, rules=("OFF-4",))
+def _non_kv_empty_commit_keeps_offsets() -> dict[str, Handler]:
+    return _rocksdb_with(_EmptyCommitKeepsOffsets, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
