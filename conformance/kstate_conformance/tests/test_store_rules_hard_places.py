@@ -17,7 +17,7 @@ from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
 from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS, VERSIONED_KV_WITH_HEADERS
 from kstate_conformance.tests import test_segmented_store_faults as faults
-from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, _context, _open, _positions
+from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, K, _context, _open, _positions
 
 __all__ = ["kit"]
 
@@ -333,3 +333,24 @@ def test_every_database_keeps_the_committed_offsets_through_a_null_a_crash_and_a
     for families in _offsets_rows(again):
         assert not set(families["offsets"]) - {h("status"), h("position")}, families["offsets"]
     assert again.ok("store.committed_offset", topic=TOPIC, partition=0)["offset"] is None
+
+
+# --- WS-4, WIN-6: the seqnum restarts at 0 with the store ---------------------------------------------------------
+
+
+@rules("WS-4", "WIN-6")
+def test_a_reopened_window_store_with_duplicates_numbers_its_puts_from_one_again(kit: Kit) -> None:
+    """Place: a reopened window store that retains duplicates. The seqnum lives in memory and starts at 0 when the
+    store opens (WS-4, WIN-6), so the first put after a reopen gets seqnum 1 again and replaces the row of the
+    first put before it, at the same key and window start; a store that resumed its count would keep three rows."""
+    family = FAMILIES["window"]
+    kit.require(family.store_type, ROCKSDB)
+    options = {**family.options, "retain_duplicates": True}
+    store = kit.open(family.store_type, ROCKSDB, options=options)
+    for value in ("a1", "a2"):
+        store.ok("window_store.put", key=K, value=value, window_start=1)
+    store.close()
+    again = kit.open(family.store_type, ROCKSDB, options=options)
+    again.ok("window_store.put", key=K, value="b1", window_start=1)
+    fetched = again.ok("window_store.fetch_range", key=K, from_ms=0, to_ms=10)
+    assert [value for _, value in fetched["entries"]] == ["b1", "a2"], fetched
