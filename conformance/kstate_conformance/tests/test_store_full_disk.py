@@ -4,8 +4,8 @@ The suite mounts a small tmpfs of its own as the store's state directory and fil
 the store writes and commits; writes are then refused. The disk is freed (``full_disk.release``), the store
 reopened, and checked: the committed offset is never ahead of the data on disk (every row written before it is
 there) and nothing acknowledged is lost (the last commit that returned is the committed offset, or a later one,
-with its rows). Skipped with its reason where no tmpfs can be mounted (not root, no ``mount``) or the testee runs
-elsewhere.
+with its rows). Skipped with its reason where no tmpfs can be mounted (not root, no ``mount``); the testee must run
+on the suite's machine and see its mounts.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def _key(i: int) -> str:
 
 
 @rules("OFF-23", "KV-25")
+@pytest.mark.kstate_level("recommended")  # OFF-23's level: Kafka 4.4.0's segmented stores do not meet it
 @pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "reopen")
 @pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
 def test_a_full_disk_never_puts_the_committed_offset_ahead_of_the_data_nor_loses_an_acknowledged_commit(
