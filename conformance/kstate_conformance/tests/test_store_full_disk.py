@@ -48,7 +48,7 @@ def _key(i: int) -> str:
 def test_a_full_disk_never_puts_the_committed_offset_ahead_of_the_data_nor_loses_an_acknowledged_commit(
         kit: Kit, name: str) -> None:
     """Row ``i`` is written, then offset ``i`` committed, until the filled disk refuses a write or a commit (with
-    a typed error); the store is closed on the full disk (it may refuse, typed), the disk freed, and the store
+    a typed error) or ``TRIES`` commits are taken (a store writing with the WAL off meets the disk at close); the store is closed on the full disk (it may refuse, typed), the disk freed, and the store
     reopened: its committed offset is at least the last acknowledged commit, and every row up to it is there."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets")
@@ -70,8 +70,10 @@ def test_a_full_disk_never_puts_the_committed_offset_ahead_of_the_data_nor_loses
                     refused = out["error"]
                     break
                 acknowledged = i
-            assert refused is not None, f"{TRIES} commits of {len(VALUE) // 2} bytes on a full disk all succeeded"
-            assert refused.get("type") and refused.get("message"), refused  # typed (KV-25)
+            # A store whose writes reach the disk only at a flush (Kafka's RocksDB stores write with the WAL off)
+            # may take every commit on the full disk; its close must then keep what they acknowledged, or refuse.
+            if refused is not None:
+                assert refused.get("type") and refused.get("message"), refused  # typed (KV-25)
             closed = store.call("store.close")
             if "error" in closed:
                 assert closed["error"].get("type"), closed
