@@ -103,6 +103,23 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     **{rule: {f"store:{f}": "no store operation creates a changelog topic: its configuration is the store builder's, "
                             "answered by the pure changelog.topic_config for every store type" for f in FAMILIES}
        for rule in ("CL-15", "CL-16", "CL-17", "SS-29")},
+    "CL-12": {f"store:{f}": "the neutral store.open offers no `__iq.consistency.offset.vector.enabled__`: no store "
+                            "operation writes the `v`/`c` headers, which the pure changelog operations check with the "
+                            "flag on and off" for f in FAMILIES},
+    "CL-13": {**{f"store:{f}": "the neutral store.open offers no `__iq.consistency.offset.vector.enabled__`: no store "
+                               "operation restores the `c` header, the pure restore operations check it"
+                 for f in FAMILIES},
+              "restore": "a store's restore runs with consistency off (the neutral store.open offers no flag), where "
+                         "the rule checks nothing; the pure restore operations check it with the flag on"},
+    "LAY-2": {f"store:{f}": "LAY-2 lays out the key-value and versioned stores; a window or session store's "
+              "directory is LAY-3's (the rule names segments only to say a versioned store's are key prefixes)"
+              for f in ("window", "session")},
+    "UPG-7": {"restore": "the refusal is at open; a restore writes into a store already open (the way out, a wipe "
+                         "and a restore, is UPG-3's)"},
+    "SS-35": {"restore": "the refusal is at open; the restore the rule names is the way out, into a new store after "
+                         "a wipe (SS-26)"},
+    "VER-24": {"reopen": "the rule asks nothing of a reopen: Kafka only documents a segment interval changed between "
+                         "restarts as unsafe, and the options are validated at every open alike"},
     "LAY-14": {"restore": "the store type on disk is checked at open; a restore writes into a store already open"},
     "OFF-6": {"restore": "the status is read at open and written at open and close; a restore writes neither"},
     "LAY-12": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "

@@ -547,3 +547,44 @@ def test_a_linked_segment_directory_is_not_dumped(tmp_path: Path) -> None:
     (directory / "s.0").rename(elsewhere)
     (directory / "s.0").symlink_to(elsewhere)
     assert [path.name for path, _ in segment_databases(directory)] == ["s.60000"]
+
+
+# --- a link in the middle of a path inside the state directory (LAY-15) --------------------------------------------
+
+
+@pytest.mark.parametrize(("store_type", "linked"), [
+    (T.KEY_VALUE, "app"), (T.KEY_VALUE, "app/0_0"), (T.KEY_VALUE, "app/0_0/rocksdb"), (T.KEY_VALUE, "app/0_0/rocksdb/s"),
+    (T.WINDOW, "app/0_0"), (T.WINDOW, "app/0_0/s"), (T.WINDOW, "app/0_0/s/s.0"),
+    (T.SESSION, "app/0_0/s"), (T.SESSION, "app/0_0/s/s.60000"),
+    (T.TIMESTAMPED_WINDOW_WITH_HEADERS, "app/0_0/s/s.60000"),
+])
+def test_a_directory_linked_out_of_the_state_directory_refuses_the_open(
+        tmp_path: Path, store_type: StoreType, linked: str) -> None:
+    """LAY-15: an application, task, ``rocksdb``, store, segments or segment directory that is a symbolic link (here
+    out of the state directory, to a good store) is refused typed at open, naming the link and the rule, and nothing
+    is written through it: the link's target is byte for byte as it was. Before the fix every one of these opened."""
+    state = tmp_path / "state"
+    _filled(state, store_type)
+    planted = state / linked
+    target = tmp_path / "outside" / planted.name
+    target.parent.mkdir()
+    planted.rename(target)
+    planted.symlink_to(target, target_is_directory=True)
+    before = directory_digest(target.parent)
+    with pytest.raises(StoreStorageError, match="LAY-15") as refused:
+        _open(state, store_type)
+    assert str(planted) in str(refused.value)
+    assert directory_digest(target.parent) == before and planted.is_symlink()
+
+
+def test_a_task_directory_given_as_a_link_is_refused_by_the_store_class(tmp_path: Path) -> None:
+    """LAY-15 below the factory too: a store class handed a task directory that is a link refuses it."""
+    from kstate.stores.families import store_classes
+
+    target = tmp_path / "outside" / "0_0"
+    target.mkdir(parents=True)
+    task = tmp_path / "0_0"
+    task.symlink_to(target, target_is_directory=True)
+    with pytest.raises(StoreStorageError, match="LAY-15"):
+        store_classes(T.KEY_VALUE).rocksdb("s", task)
+    assert list(target.iterdir()) == []

@@ -7,6 +7,7 @@ that kill them are ``tests/test_store_rules_hard_places.py``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import tempfile
 from collections.abc import Callable
@@ -17,13 +18,13 @@ from unittest import mock
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.segments import parse_segment_name
-from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, WINDOW_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, VERSIONED_TYPES, WINDOW_TYPES, StoreType
 from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
 from kstate.storage_files import position_file_path, read_position_file
 from kstate.stores import segments as segments_module
-from kstate.stores.api import Backend
+from kstate.stores.api import Backend, StoreStorageError
 from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory, validate_task_location
 from kstate.stores.families import changelogging_store, store_classes
@@ -55,7 +56,7 @@ def _rocksdb_with(mixin: type, types: frozenset[StoreType]) -> dict[str, Handler
         classes = store_classes(store_type)
         validate_store_name(name)
         validate_task_location(application_id, task_id)
-        family_options = classes.check_options(options or {}) if options else {}
+        family_options = classes.check_options(options or {})  # as the factory: a required option is refused
         task_dir = task_directory(state_dir or tempfile.mkdtemp(prefix="kstate-"), application_id, task_id)
         check_store_type_on_disk(store_type, task_dir, name, family_options)  # the reference's checks first (LAY-14)
         cls = type(f"{mixin.__name__}{classes.rocksdb.__name__}", (mixin, classes.rocksdb), {})
@@ -301,3 +302,80 @@ def _wipe_keeps_position_file() -> dict[str, Handler]:
         return out
 
     return {"store.wipe": wipe}
+
+
+# --- OFF-4 at the versioned, window and session stores ----------------------------------------------------------
+
+
+class _NullOffsetKept:
+    """``commit`` skips a null offset instead of deleting the partition's row (OFF-4), read as "nothing to say"."""
+
+    def commit(self, changelog_offsets: Any) -> None:
+        super().commit({tp: o for tp, o in changelog_offsets.items() if o is not None})  # type: ignore[misc]
+
+
+@mutant("non-kv-commit-keeps-a-null-offset", "a versioned, window or session commit keeps the row of a partition whose "
+        "offset is null instead of deleting it", FAMILY, rules=("OFF-4",))
+def _non_kv_commit_keeps_a_null_offset() -> dict[str, Handler]:
+    return _rocksdb_with(_NullOffsetKept, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+class _EmptyCommitKeepsOffsets:
+    """``commit({})`` writes the staged rows only, as a flush would: the committed offsets stay (OFF-4 says it wipes)."""
+
+    def commit(self, changelog_offsets: Any) -> None:
+        if not changelog_offsets:
+            self.flush()  # type: ignore[attr-defined]
+            return
+        super().commit(changelog_offsets)  # type: ignore[misc]
+
+
+@mutant("non-kv-empty-commit-keeps-offsets", "a versioned, window or session commit of an empty map keeps the "
+        "committed offsets instead of wiping them", FAMILY, rules=("OFF-4",))
+def _non_kv_empty_commit_keeps_offsets() -> dict[str, Handler]:
+    return _rocksdb_with(_EmptyCommitKeepsOffsets, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+# --- OFF-23: a full disk ------------------------------------------------------------------------------------------
+
+
+class _CommitFailureSwallowed:
+    """A commit whose write fails (a full disk) is logged and answered as done: the caller takes the offset as
+    committed, the store's offsets family never got it."""
+
+    def commit(self, changelog_offsets: Any) -> None:
+        with contextlib.suppress(StoreStorageError):  # the disk's error only: a refused argument is still refused
+            super().commit(changelog_offsets)  # type: ignore[misc]
+
+
+@mutant("full-disk-commit-failure-swallowed", "a commit that fails on a full disk is answered as done (its offset is "
+        "acknowledged and lost)", FAMILY, rules=("OFF-23",))
+def _full_disk_commit_failure_swallowed() -> dict[str, Handler]:
+    return _rocksdb_with(_CommitFailureSwallowed,
+                         frozenset(BUILT_KV_TYPES) | SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+# --- WS-4, WIN-6: the seqnum across a reopen ----------------------------------------------------------------------
+
+#: The seqnum each closed window store left, by its directory: the mutant's "persisted" counter.
+_LAST_SEQNUM: dict[tuple[str, str], int] = {}
+
+
+class _SeqnumResumedAtOpen:
+    """The duplicate counter survives a restart (kept with the store) instead of starting at 0 (WS-4): a reopened
+    store keeps every row a put before the close wrote, where Kafka's replaces the first."""
+
+    def __init__(self, name: str, task_dir: Any = None, **kwargs: Any) -> None:
+        super().__init__(name, task_dir, **kwargs)  # type: ignore[call-arg]
+        self._mutant_key = (str(task_dir), name)
+        self.seqnum = _LAST_SEQNUM.get(self._mutant_key, 0)
+
+    def close(self) -> None:
+        _LAST_SEQNUM[self._mutant_key] = self.seqnum
+        super().close()  # type: ignore[misc]
+
+
+@mutant("window-seqnum-resumed-at-open", "a reopened window store that retains duplicates resumes its seqnum "
+        "instead of starting again at 0", FAMILY, rules=("WS-4", "WIN-6"))
+def _window_seqnum_resumed_at_open() -> dict[str, Handler]:
+    return _rocksdb_with(_SeqnumResumedAtOpen, frozenset(WINDOW_TYPES))

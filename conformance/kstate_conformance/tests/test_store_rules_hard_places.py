@@ -14,10 +14,10 @@ import pytest
 
 from kstate.storage_files import directory_digest
 from kstate_conformance import rules
-from kstate_conformance.harness import BACKENDS, ROCKSDB, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.harness import BACKENDS, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
 from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS, VERSIONED_KV_WITH_HEADERS
 from kstate_conformance.tests import test_segmented_store_faults as faults
-from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, _context, _open, _positions
+from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, K, _context, _open, _positions
 
 __all__ = ["kit"]
 
@@ -280,3 +280,77 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
     assert rebuilt.committed() is None, "a wiped store starts without committed offsets"
     rebuilt.commit(2)
     assert "old" not in _merged(_positions(kit, rebuilt)), _positions(kit, rebuilt)
+
+
+# --- OFF-1, OFF-2, OFF-4, LAY-5, LAY-6: the offsets rows of every database of every family ------------------------
+
+
+def _put_at(store: Store, family: Family, key: str, time: int) -> None:
+    """The family's write of ``key`` at ``time`` (a window start, a session's start and end, a version)."""
+    op, payload = family.write
+    at = {"window_start": time} if "window_start" in payload else {"start": time, "end": time} \
+        if "start" in payload else {"timestamp": time}
+    store.ok(op, **{**payload, "key": key, **at})
+
+
+def _offsets_rows(store: Store) -> list[dict[str, dict[str, str]]]:
+    """Per database of the store (one; or one per segment): its column families, each as ``{key: value}``."""
+    dumped = store.ok("store.dump")
+    databases = dumped["segments"].values() if "segments" in dumped else [dumped["column_families"]]
+    return [{cf: dict(entries) for cf, entries in families.items()} for families in databases]
+
+
+@rules("OFF-1", "OFF-2", "OFF-4", "LAY-5", "LAY-6")
+@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
+def test_every_database_keeps_the_committed_offsets_through_a_null_a_crash_and_an_empty_commit(
+        kit: Kit, name: str) -> None:
+    """Place: every family's store, each of its databases (two segments of a window or session store), after a
+    crash and a reopen. Every database holds ``default`` and ``offsets`` in one database (OFF-1, LAY-5, LAY-6); the
+    offsets family's keys are ``status``, ``position`` and ``<topic>-<partition>`` with the offset as an int64
+    (OFF-2); a null offset deletes its row and an empty map wipes them all, in every database (OFF-4); a crash
+    loses nothing committed."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    store = _open(kit, family, ROCKSDB)
+    _put_at(store, family, h("a"), 1)
+    _put_at(store, family, h("b"), 600)  # a second segment of a segmented store
+    store.ok("store.commit", changelog_offsets=[[TOPIC, 0, 5], [TOPIC, 1, 7]])
+    databases = _offsets_rows(store)
+    assert len(databases) == (2 if name in ("window", "session") else 1), list(databases)
+    tp0, tp1 = h(f"{TOPIC}-0"), h(f"{TOPIC}-1")
+    for families in databases:
+        assert {"default", "offsets"} <= set(families), sorted(families)
+        assert set(families["offsets"]) == {h("status"), h("position"), tp0, tp1}, families["offsets"]
+        assert (families["offsets"][tp0], families["offsets"][tp1]) == (i64(5), i64(7)), families["offsets"]
+    store.ok("store.commit", changelog_offsets=[[TOPIC, 1, None]])
+    for families in _offsets_rows(store):
+        assert set(families["offsets"]) == {h("status"), h("position"), tp0}, families["offsets"]
+    store.crash()
+    again = _open(kit, family, ROCKSDB, ignore_invalid_state=True)
+    assert again.ok("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 5
+    assert again.ok("store.committed_offset", topic=TOPIC, partition=1)["offset"] is None
+    again.ok("store.commit", changelog_offsets=[])
+    for families in _offsets_rows(again):
+        assert not set(families["offsets"]) - {h("status"), h("position")}, families["offsets"]
+    assert again.ok("store.committed_offset", topic=TOPIC, partition=0)["offset"] is None
+
+
+# --- WS-4, WIN-6: the seqnum restarts at 0 with the store ---------------------------------------------------------
+
+
+@rules("WS-4", "WIN-6")
+def test_a_reopened_window_store_with_duplicates_numbers_its_puts_from_one_again(kit: Kit) -> None:
+    """Place: a reopened window store that retains duplicates. The seqnum lives in memory and starts at 0 when the
+    store opens (WS-4, WIN-6), so the first put after a reopen gets seqnum 1 again and replaces the row of the
+    first put before it, at the same key and window start; a store that resumed its count would keep three rows."""
+    family = FAMILIES["window"]
+    kit.require(family.store_type, ROCKSDB)
+    options = {**family.options, "retain_duplicates": True}
+    store = kit.open(family.store_type, ROCKSDB, options=options)
+    for value in ("a1", "a2"):
+        store.ok("window_store.put", key=K, value=value, window_start=1)
+    store.close()
+    again = kit.open(family.store_type, ROCKSDB, options=options)
+    again.ok("window_store.put", key=K, value="b1", window_start=1)
+    fetched = again.ok("window_store.fetch_range", key=K, from_ms=0, to_ms=10)
+    assert [value for _, value in fetched["entries"]] == ["b1", "a2"], fetched

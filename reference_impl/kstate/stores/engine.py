@@ -429,16 +429,20 @@ def storage_error(store: str, what: str, exc: BaseException) -> KStateError:
 
 
 def _kind(path: Path) -> str | None:
-    """None for a directory (or a link to one) or nothing at all; else what the path is instead."""
-    if path.is_symlink() and not path.exists():
-        return "a dangling symbolic link"
+    """None for a directory or nothing at all; else what the path is instead (a link, even to a directory)."""
+    if path.is_symlink():
+        if not path.exists():
+            return "a dangling symbolic link"
+        return (f"a symbolic link to {os.readlink(path)!r:.200}; no link is followed in the middle of a path in the "
+                "state directory (LAY-15): a task, store, segments or segment directory that is a link is refused")
     if path.exists() and not path.is_dir():
         return "a file, not a directory"
     return None
 
 
 def check_directory(path: Path, store: str, what: str) -> None:
-    """Refuse a directory the store needs that is a file or a dangling link, before anything is written (KV-25)."""
+    """Refuse a directory the store needs that is a file or a link (dangling or not), before anything is written
+    (KV-25, LAY-15: a link in the middle of a path would take every write below it out of the state directory)."""
     try:
         kind = _kind(path)
     except OSError as exc:

@@ -24,6 +24,7 @@ from kstate.codecs.store_types import BUILT_TYPES, STORE_TYPES, Family, StoreTyp
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.storage_files import delete_state_file
 from kstate.stores.api import Backend, KeyValueBytesStore, StateStore, TopicPartition
+from kstate.stores.engine import check_directory
 from kstate.stores.type_check import check_store_type_on_disk
 
 E = TypeVar("E", StoreType, Backend)
@@ -99,6 +100,7 @@ def open_bytes_store(
     if state_dir is None:
         state_dir = tempfile.mkdtemp(prefix="kstate-")
     task_dir = task_directory(state_dir, application_id, task_id)
+    check_store_path(state_dir, task_dir / store_dir(store_type, name), name)
     check_store_type_on_disk(store_type, task_dir, name, family_options)  # LAY-14: before anything is written
     return cast(StateStore, classes.rocksdb(
         name,
@@ -107,6 +109,19 @@ def open_bytes_store(
                                None if changelog_partitions is None else tuple(changelog_partitions)),
         **family_options,
     ))
+
+
+def check_store_path(state_dir: str | Path, directory: Path, store: str) -> None:
+    """Refuse a store whose path below ``state_dir`` passes through a link or a file (the application, task,
+    ``rocksdb``, store or segments directory), before anything is read or written: a link in the middle of the path
+    would take the store's every read and write out of the state directory (LAY-15). ``state_dir`` itself is the
+    operator's and may be a link."""
+    root = Path(state_dir)
+    parts = directory.relative_to(root).parts
+    last = "store directory" if len(parts) == 4 else "segments directory"
+    what = ("application directory", "task directory", "rocksdb directory" if len(parts) == 4 else last, last)
+    for depth in range(1, len(parts) + 1):
+        check_directory(root.joinpath(*parts[:depth]), store, what[depth - 1])
 
 
 def open_kv_store(store_type: StoreType, backend: Backend, **kwargs: Any) -> KeyValueBytesStore:
