@@ -88,9 +88,10 @@ class NamedCache:
         self._entries: dict[bytes, CacheEntry] = {}
         self._recency: OrderedDict[bytes, None] = OrderedDict()  # least recently used first
         self._dirty: OrderedDict[bytes, None] = OrderedDict()  # in order of the latest dirty write
-        # Every cached key in byte order, for the ranges (Kafka's cache is a TreeMap): a key is inserted when it is
-        # first cached; removed keys stay until the list is rebuilt, and ``keys_between`` skips them (issue 35).
-        self._sorted_keys: list[bytes] = []
+        # Every cached key in byte order, for the ranges (Kafka's cache is a TreeMap): sorted again by the first
+        # range after a key was first cached (None until then: a put pays nothing); removed keys stay until then,
+        # and ``keys_between`` skips them (issue 35).
+        self._sorted_keys: list[bytes] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -110,10 +111,7 @@ class NamedCache:
         if previous is not None:
             self.size_bytes -= previous.size
         else:
-            keys = self._sorted_keys
-            at = bisect.bisect_left(keys, key)
-            if at == len(keys) or keys[at] != key:
-                keys.insert(at, key)
+            self._sorted_keys = None
         self._entries[key] = entry
         self._recency[key] = None
         self._recency.move_to_end(key)
@@ -163,7 +161,7 @@ class NamedCache:
     def keys_between(self, from_key: bytes | None, to_key: bytes | None, to_inclusive: bool = True) -> list[bytes]:
         """The cached keys in ``[from_key, to_key]`` (or ``[from_key, to_key)``), sorted, copied now (CACHE-7)."""
         keys, entries = self._sorted_keys, self._entries
-        if len(keys) > 2 * len(entries) + 64:  # mostly keys removed since: rebuilt from the cached ones
+        if keys is None or len(keys) > 2 * len(entries) + 64:  # a key cached since, or mostly keys removed since
             keys = self._sorted_keys = sorted(entries)
         start = 0 if from_key is None else bisect.bisect_left(keys, from_key)
         if to_key is None:
@@ -174,7 +172,7 @@ class NamedCache:
 
     def clear(self) -> None:
         self._entries.clear()
-        self._sorted_keys.clear()
+        self._sorted_keys = None
         self._recency.clear()
         self._dirty.clear()
         self.size_bytes = 0
