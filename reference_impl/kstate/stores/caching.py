@@ -8,9 +8,10 @@ thread cache's size limit is this store's limit.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from kstate.codecs.primitives import increment
@@ -87,6 +88,10 @@ class NamedCache:
         self._entries: dict[bytes, CacheEntry] = {}
         self._recency: OrderedDict[bytes, None] = OrderedDict()  # least recently used first
         self._dirty: OrderedDict[bytes, None] = OrderedDict()  # in order of the latest dirty write
+        # Every cached key in byte order, for the ranges (Kafka's cache is a TreeMap): sorted again by the first
+        # range after a key was first cached (None until then: a put pays nothing); removed keys stay until then,
+        # and ``keys_between`` skips them (issue 35).
+        self._sorted_keys: list[bytes] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -105,6 +110,8 @@ class NamedCache:
         previous = self._entries.get(key)
         if previous is not None:
             self.size_bytes -= previous.size
+        else:
+            self._sorted_keys = None
         self._entries[key] = entry
         self._recency[key] = None
         self._recency.move_to_end(key)
@@ -153,16 +160,19 @@ class NamedCache:
 
     def keys_between(self, from_key: bytes | None, to_key: bytes | None, to_inclusive: bool = True) -> list[bytes]:
         """The cached keys in ``[from_key, to_key]`` (or ``[from_key, to_key)``), sorted, copied now (CACHE-7)."""
-        keys = sorted(
-            k
-            for k in self._entries
-            if (from_key is None or k >= from_key)
-            and (to_key is None or k < to_key or (to_inclusive and k == to_key))
-        )
-        return keys
+        keys, entries = self._sorted_keys, self._entries
+        if keys is None or len(keys) > 2 * len(entries) + 64:  # a key cached since, or mostly keys removed since
+            keys = self._sorted_keys = sorted(entries)
+        start = 0 if from_key is None else bisect.bisect_left(keys, from_key)
+        if to_key is None:
+            stop = len(keys)
+        else:
+            stop = bisect.bisect_right(keys, to_key) if to_inclusive else bisect.bisect_left(keys, to_key)
+        return [key for key in keys[start:stop] if key in entries]
 
     def clear(self) -> None:
         self._entries.clear()
+        self._sorted_keys = None
         self._recency.clear()
         self._dirty.clear()
         self.size_bytes = 0
@@ -171,98 +181,79 @@ class NamedCache:
         return list(self._dirty)
 
 
-class _Lookahead:
-    """One entry of lookahead over a store iterator."""
-
-    __slots__ = ("_head", "_it")
-
-    def __init__(self, it: KeyValueIterator) -> None:
-        self._it = it
-        self._head: tuple[bytes, bytes] | None = None
-
-    def peek(self) -> tuple[bytes, bytes] | None:
-        if self._head is None:
-            self._head = next(self._it, None)
-        return self._head
-
-    def take(self) -> tuple[bytes, bytes]:
-        head = self.peek()
-        assert head is not None
-        self._head = None
-        return head
-
-    def close(self) -> None:
-        self._it.close()
-
-
 class MergedCacheStoreIterator:
     """The cached entries of a range merged over the store's: the cache wins, cached tombstones hide (CACHE-7).
 
     The cache side iterates the keys cached when the iterator was created and reads each entry when it is
-    reached, as ``ThreadCache.MemoryLRUCacheBytesIterator`` does (a key evicted meanwhile is skipped).
+    reached, as ``ThreadCache.MemoryLRUCacheBytesIterator`` does (a key evicted meanwhile is skipped). The merge
+    is one generator (:meth:`_merge`): ``next`` and a ``for`` loop both resume it, a loop directly while nothing is
+    peeked (one Python frame per row, issue 35).
     """
 
     def __init__(self, cache: NamedCache, cache_keys: list[bytes], store_iterator: KeyValueIterator, reverse: bool) -> None:
-        self._cache = cache
-        self._cache_keys: Iterator[bytes] = iter(reversed(cache_keys) if reverse else cache_keys)
-        self._cache_head: tuple[bytes, CacheEntry] | None = None
-        self._store = _Lookahead(store_iterator)
-        self._reverse = reverse
+        self._store = store_iterator
+        self._rows: Iterator[tuple[bytes, bytes]] = self._merge(
+            cache.get, reversed(cache_keys) if reverse else cache_keys, store_iterator, reverse)
         self._next: tuple[bytes, bytes] | None = None
         self._closed = False
 
-    def _peek_cache(self) -> tuple[bytes, CacheEntry] | None:
-        while self._cache_head is None:
-            key = next(self._cache_keys, None)
-            if key is None:
-                return None
-            entry = self._cache.get(key)
-            if entry is not None:
-                self._cache_head = (key, entry)
-        return self._cache_head
-
-    def _before(self, a: bytes, b: bytes) -> bool:
-        return a > b if self._reverse else a < b
-
-    def _advance(self) -> tuple[bytes, bytes] | None:
-        while True:
-            cached = self._peek_cache()
-            stored = self._store.peek()
-            if cached is None:
-                return None if stored is None else self._store.take()
-            key, entry = cached
-            if stored is not None and self._before(stored[0], key):
-                return self._store.take()
+    @staticmethod
+    def _merge(cache_get: Callable[[bytes], CacheEntry | None], cache_keys: Iterable[bytes],
+               store_iterator: KeyValueIterator, reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+        rows = iter(store_iterator)  # the store's own rows (its generator while nothing is peeked)
+        stored = next(rows, None)
+        for key in cache_keys:
+            entry = cache_get(key)
+            if entry is None:
+                continue  # evicted since the iterator was created
+            # The store's entries before the cached key, then the cached one shadowing the store's equal key.
+            if reverse:
+                while stored is not None and stored[0] > key:
+                    yield stored
+                    stored = next(rows, None)
+            else:
+                while stored is not None and stored[0] < key:
+                    yield stored
+                    stored = next(rows, None)
             if stored is not None and stored[0] == key:
-                self._store.take()  # the cache shadows the store's entry for the same key
-            self._cache_head = None
+                stored = next(rows, None)
             if entry.value is not None:
-                return key, entry.value
+                yield key, entry.value
+        if stored is not None:
+            yield stored
+            yield from rows
 
     def _check_open(self) -> None:
         if self._closed:
             raise InvalidStateStoreError("the iterator is closed")
 
-    def __iter__(self) -> MergedCacheStoreIterator:
-        return self
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]:
+        if self._closed or self._next is not None:
+            return self
+        return self._rows
 
     def __next__(self) -> tuple[bytes, bytes]:
-        self._check_open()
-        item = self._next if self._next is not None else self._advance()
-        self._next = None
+        if self._closed:
+            self._check_open()
+        item = self._next
         if item is None:
-            raise StopIteration
+            return next(self._rows)
+        self._next = None
         return item
 
     def peek_next_key(self) -> bytes | None:
         self._check_open()
         if self._next is None:
-            self._next = self._advance()
+            self._next = next(self._rows, None)
         return None if self._next is None else self._next[0]
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._next = None
+            close_rows = getattr(self._rows, "close", None)
+            if close_rows is not None:
+                close_rows()  # a loop over the rows ends with its iterator
             self._store.close()
 
 

@@ -96,6 +96,7 @@ class StoreIterator(ClosesOnExit):
         self._on_close = on_close
         self._peeked: Entry | None = None
         self._closed_message = closed_message  # None: Kafka's RocksDB message, formatted when it is needed
+        self._tracked: weakref.ref[StoreIterator] | None = None  # the store's reference to it (OpenIterators)
 
     def _refusal(self) -> InvalidStateStoreError:
         message = self._closed_message or f"RocksDB iterator for store {self._store_name} has closed"
@@ -109,8 +110,15 @@ class StoreIterator(ClosesOnExit):
     def _refuse(self) -> Entry:
         raise self._refusal()
 
-    def __iter__(self) -> StoreIterator:
-        return self
+    def __iter__(self) -> Iterator[Entry]:
+        # A ``for`` loop reads the source itself while nothing is peeked: no Python frame of this class per row
+        # (issue 35). ``next`` keeps this class's checks; a peeked row (and, in memory, its live re-read, KV-41)
+        # goes through ``__next__``; a closed iterator refuses through it (KV-12). Closing closes the source, so a
+        # loop whose body closes its iterator ends there.
+        source = self._source
+        if source is None or self._peeked is not None:
+            return self
+        return source
 
     def __next__(self) -> Entry:
         peeked = self._peeked
@@ -142,9 +150,13 @@ class StoreIterator(ClosesOnExit):
     def close(self) -> None:
         if self._source is None:
             return
+        source = self._source
         self._source = None
         self._next = self._refuse
         self._peeked = None
+        close_source = getattr(source, "close", None)
+        if close_source is not None:
+            close_source()  # a generator over live values (in memory) ends with its iterator
         for cursor in self._cursors:
             cursor.close()
         self._cursors = ()
@@ -153,6 +165,43 @@ class StoreIterator(ClosesOnExit):
         if on_close is not None:
             on_close(self)
 
+
+
+class OpenIterators:
+    """A store's open iterators, held weakly (an iterator nobody holds is collected with its native one).
+
+    A set of weak references that remove themselves when their iterator is collected; each iterator keeps its own
+    reference, so ``add`` and ``discard`` are one set operation each, not ``WeakSet``'s bookkeeping (every range
+    opens an iterator, issue 35). Iterating it gives the live iterators.
+    """
+
+    __slots__ = ("_refs",)
+
+    def __init__(self) -> None:
+        self._refs: set[weakref.ref[StoreIterator]] = set()
+
+    def add(self, iterator: StoreIterator) -> None:
+        refs = self._refs
+        iterator._tracked = ref = weakref.ref(iterator, refs.discard)
+        refs.add(ref)
+
+    def discard(self, iterator: StoreIterator) -> None:
+        ref = iterator._tracked
+        if ref is not None:
+            self._refs.discard(ref)
+
+    def __len__(self) -> int:
+        return len(self._refs)
+
+    def __bool__(self) -> bool:
+        return bool(self._refs)
+
+    def __iter__(self) -> Iterator[StoreIterator]:
+        return iter([it for ref in list(self._refs) if (it := ref()) is not None])
+
+    def __contains__(self, iterator: object) -> bool:
+        ref = getattr(iterator, "_tracked", None)
+        return ref is not None and ref in self._refs
 
 
 def empty_iterator(store_name: str) -> StoreIterator:
@@ -327,7 +376,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         self.task_dir = Path(task_dir) if task_dir is not None else None
         self.path = self.task_dir / ROCKSDB_DIR / name if self.task_dir is not None else None
         self.changelog_partitions = options.partitions_for(self.task_dir, self.name)
-        self._iterators: weakref.WeakSet[StoreIterator] = weakref.WeakSet()
+        self._iterators: OpenIterators = OpenIterators()
         self._open = False
         checked = (
             ((self.task_dir, "task directory"), (self.task_dir / ROCKSDB_DIR, "rocksdb directory"))
@@ -398,6 +447,32 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         self._accessor.put(key, value)
         if self._record_context is not None:
             self._update_position()
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> StoreIterator:
+        """Keys in ``[from_key, to_key]``, ascending; None is unbounded; ``from > to`` is empty + WARN (KV-9, KV-10).
+
+        The shared ``range`` with its checks inline (issue 35); the rows still come from ``_iterator``.
+        """
+        if not self._open:
+            self._check_open()
+        if from_key is not None and to_key is not None and from_key > to_key:
+            LOG.warning(INVALID_RANGE_WARNING)
+            return empty_iterator(self.name)
+        return self._iterator(from_key, to_key, True, False)
+
+    def all(self) -> StoreIterator:
+        """Every entry, ascending (KV-9)."""
+        if not self._open:
+            self._check_open()
+        return self._iterator(None, None, True, False)
+
+    def prefix_scan(self, prefix: bytes) -> StoreIterator:
+        """Keys starting with ``prefix``: ``[prefix, increment(prefix))`` (KV-13, KV-14); the checks inline."""
+        if prefix is None:
+            raise NullKeyError("prefix cannot be null")
+        if not self._open:
+            self._check_open()
+        return self._prefix_iterator(prefix if type(prefix) is bytes else bytes(prefix))
 
     # hooks ------------------------------------------------------------------------------------------------------
 
