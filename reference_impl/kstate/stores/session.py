@@ -284,6 +284,7 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
     #: The segment manager: its ``LAYOUT`` is every segment's column families (SS-10, SS-31).
     SEGMENTS: type[KeyValueSegments] = KeyValueSegments
     SCHEMA = session_keys.PLAIN
+    RESTORE_CHECKS_VALUES = True  # check_value(value, _AGGREGATE), SS-24
 
     def __init__(
         self,
