@@ -132,9 +132,9 @@ class _KeyBeforeTime:
     """Multi-key scans sorted by key, then window start, across segments (a sorted map of ``(key, start)``),
     not segment by segment."""
 
-    def _scan(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
-              key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[tuple[bytes, int, bytes]]:
-        rows = super()._scan(time_from, time_to, lower, upper, key_from, key_to, True)  # type: ignore[misc]
+    def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+              forward: bool) -> list[tuple[bytes, int, bytes]]:
+        rows = super()._scan(key_from, key_to, time_from, time_to, True)  # type: ignore[misc]
         rows = sorted(rows, key=lambda row: (row[0], row[1]))
         return rows if forward else rows[::-1]
 
@@ -282,11 +282,11 @@ def _changelog_key_without_seqnum() -> dict[str, Handler]:
 class _NoScanBounds:
     """Key-range fetches scan each segment whole and filter by key: rows outside Kafka's scan bounds are answered."""
 
-    def _scan(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
-              key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[tuple[bytes, int, bytes]]:
-        rows: list[tuple[bytes, int, bytes]] = super()._scan(  # type: ignore[misc]
-            time_from, time_to, None, None, key_from, key_to, forward)
-        return rows
+    def _fetch_rows(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, forward: bool,
+                    single: bool) -> Any:
+        if single:
+            return super()._fetch_rows(key_from, key_to, time_from, time_to, forward, single)  # type: ignore[misc]
+        return super()._fetch_rows(None, None, time_from, time_to, forward, False)  # type: ignore[misc]
 
 
 @mutant("window-key-range-without-scan-bounds", "RocksDB key-range fetches filter every row by key instead of "
@@ -303,14 +303,14 @@ def _memory(mixin: Mixin) -> dict[str, Handler]:
 
 
 class _SlowPathRows:
-    """Every RocksDB put takes ``_segmented_put`` (the cached-segment fast path never matches), so a mixin can
-    change the row written through :meth:`_row`."""
+    """Every RocksDB put takes ``_put_in_live_segment`` (the cached-segment fast path never matches), so a mixin
+    can change the row written through :meth:`_row`."""
 
     _last_segment_id: int
 
-    def _segmented_put(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
+    def _put_in_live_segment(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
         store_key, value = self._row(store_key, value)
-        super()._segmented_put(store_key, timestamp, value)  # type: ignore[misc]
+        super()._put_in_live_segment(store_key, timestamp, value)  # type: ignore[misc]
         self._last_segment_id = -1
 
     def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:

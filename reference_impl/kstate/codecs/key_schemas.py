@@ -41,6 +41,7 @@ class KeySchema(Protocol[StoreKeyT_co]):
     prefix: int | None
     suffix_size: int
     min_key_length: int
+    empty_when_to_before_from: bool
 
     def to_store_key(self, key: bytes | None, time: int, other: int, /) -> bytes: ...
 
@@ -61,6 +62,8 @@ class KeySchema(Protocol[StoreKeyT_co]):
     def max_suffix(self, time_to: int) -> bytes: ...
 
     def from_non_prefix_key(self, data: bytes) -> bytes: ...
+
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]: ...
 
 
 class KeySchemaBase(ABC, Generic[StoreKeyT]):
@@ -145,6 +148,14 @@ class KeySchemaBase(ABC, Generic[StoreKeyT]):
     @abstractmethod
     def max_suffix(self, time_to: int) -> bytes:
         """The suffix of ``upperRangeFixedSize``: the greatest suffix a scan up to ``time_to`` can meet."""
+
+    @abstractmethod
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
+        """``segmentsToSearch``: the times whose segments a fetch of ``[time_from, time_to]`` reads."""
+
+    #: ``AbstractRocksDBSegmentedBytesStore.fetch`` answers nothing when ``to < actualFrom`` for the window schema
+    #: only (its ``instanceof WindowKeySchema`` check).
+    empty_when_to_before_from: bool = False
 
     def plain_lower_range(self, key: bytes | None, time_from: int) -> bytes | None:
         self.require_long("from", time_from)

@@ -23,7 +23,7 @@ from kstate.codecs.key_schemas import (
     segment_interval_for_retention,
     validate_window_bounds,
 )
-from kstate.codecs.primitives import INT64_MAX, encode_int64
+from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64
 from kstate.errors import CodecError, DecodeError, EncodeError, NullKeyError
 
 SUFFIX_SIZE = 2 * TIMESTAMP_SIZE
@@ -95,13 +95,22 @@ class SessionSchema(KeySchemaBase[SessionStoreKey]):
     def max_suffix(self, time_to: int) -> bytes:
         return encode_int64(INT64_MAX) + encode_int64(time_to)
 
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
+        """``SessionKeySchema.segmentsToSearch``: every segment from ``from`` on, as a session's end, which picks
+        its segment, can be any time after its start (SESS-11)."""
+        return time_from, INT64_MAX
+
     def lower_range_fixed_size(self, key: bytes | None, time_from: int) -> bytes:
         """The key of session (0, max(0, from)) (SESS-7)."""
+        if type(key) is bytes and type(time_from) is int and INT64_MIN <= time_from <= INT64_MAX:
+            return self.assemble(key, _SUFFIX.pack(max(0, time_from), 0))  # the checks below, passed
         self.require_long("from", time_from)
         return self.to_store_key(key, 0, max(0, time_from))
 
     def upper_range_fixed_size(self, key: bytes | None, time_to: int) -> bytes:
         """The key of session (to, Long.MAX) (SESS-7)."""
+        if type(key) is bytes and type(time_to) is int and 0 <= time_to <= INT64_MAX:
+            return self.assemble(key, _SUFFIX.pack(INT64_MAX, time_to))  # the checks below, passed
         self.require_long("to", time_to)
         if self.checks_fixed_upper_window:
             validate_session_window(time_to, INT64_MAX, error=EncodeError)

@@ -24,7 +24,7 @@ from kstate.codecs.key_schemas import (
     segment_interval_for_retention,
     validate_window_bounds,
 )
-from kstate.codecs.primitives import INT32_MAX, INT64_MAX, encode_int32, encode_int64, read_int64, to_int64
+from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, encode_int32, encode_int64, read_int64, to_int64
 from kstate.errors import CodecError, DecodeError, EncodeError, NullKeyError
 
 SEQNUM_SIZE = 4
@@ -105,16 +105,26 @@ class WindowSchema(KeySchemaBase[WindowStoreKey]):
         """``extractStoreWindow``: the time window of a store key for a fixed window size (WIN-9)."""
         return time_window_for_size(self.segment_timestamp(data), window_size)
 
+    empty_when_to_before_from = True
+
     def max_suffix(self, time_to: int) -> bytes:
         return encode_int64(time_to) + encode_int32(INT32_MAX)
 
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
+        """``WindowKeySchema.segmentsToSearch``: the segments of ``[from, to]`` (WIN-15)."""
+        return time_from, time_to
+
     def lower_range_fixed_size(self, key: bytes | None, time_from: int) -> bytes:
         """The store key of (key, max(0, from), seqnum 0) (WIN-10)."""
+        if type(key) is bytes and type(time_from) is int and INT64_MIN <= time_from <= INT64_MAX:
+            return self.assemble(key, _SUFFIX.pack(max(0, time_from), 0))  # the checks below, passed
         self.require_long("from", time_from)
         return self.to_store_key(key, max(0, time_from), 0)
 
     def upper_range_fixed_size(self, key: bytes | None, time_to: int) -> bytes:
         """The store key of (key, to, seqnum Integer.MAX) (WIN-10)."""
+        if type(key) is bytes and type(time_to) is int and INT64_MIN <= time_to <= INT64_MAX:
+            return self.assemble(key, _SUFFIX.pack(time_to, INT32_MAX))  # to_store_key's checks, passed
         return self.to_store_key(key, time_to, INT32_MAX)
 
 

@@ -7,21 +7,30 @@ opening what a restart finds (every segment checked before any is opened, SS-20,
 offset claims it, LAY-13), the position merged from the segments (WS-29, SS-21), the live segment of a write
 (WS-7, WS-8, SS-12, SS-14), restore mode in every segment (RST-8), the KIP-1035 offsets of
 :class:`SegmentedStoreOffsets` (WS-28, SS-23), the segments' rows for dumps, and close and crash with the open
-iterators (WS-30, SS-21, SS-22). The key schema's operations stay in the adapters,
-:class:`~kstate.stores.window.RocksDBWindowStore` and :class:`~kstate.stores.session.RocksDBSessionStore`.
+iterators (WS-30, SS-21, SS-22).
+
+The rows are written once here too, over the adapter's ``SCHEMA`` (a :class:`~kstate.codecs.key_schemas.KeySchema`),
+as Kafka writes them once over its ``KeySchema``: :meth:`~RocksDBSegmentedBytesStore._put_row` (WS-6..WS-8,
+SS-12, SS-14), :meth:`~RocksDBSegmentedBytesStore._remove_row` (SS-4), :meth:`~RocksDBSegmentedBytesStore._get_row`
+(WS-10, SS-16), :meth:`~RocksDBSegmentedBytesStore._fetch_rows` (the schema's ranges and ``segmentsToSearch``,
+WS-11..WS-15, SS-5..SS-8) and :meth:`~RocksDBSegmentedBytesStore._restore_rows` (WS-25, SS-24, SS-25). The adapters,
+:class:`~kstate.stores.window.RocksDBWindowStore` and :class:`~kstate.stores.session.RocksDBSessionStore`, check
+the arguments, build the row key and turn the scanned rows into the family's entries.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Collection, Iterable, Iterator
+import struct
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from kstate.codecs.key_schemas import KeySchema
 from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import java_div
 from kstate.errors import KStateError
-from kstate.stores.api import TopicPartition
+from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries
 from kstate.stores.segments import (
     FoundSegment,
@@ -30,7 +39,14 @@ from kstate.stores.segments import (
     PendingCommit,
     SegmentedStoreOffsets,
 )
-from kstate.stores.surface import ClosesItsIterators
+from kstate.stores.surface import LOG, ClosesItsIterators
+
+#: Kafka's WARN for a put into an expired segment (WS-7, SS-14).
+EXPIRED_WARNING = "Skipping record for expired segment."
+#: The segment timestamp at the head of a plain layout's suffix (WIN-4, SESS-1).
+_SEGMENT_TIME = struct.Struct(">q")
+#: A segment's rows as a scan answers them: each segment with its rows in range, in the scan's order.
+SegmentRows = Iterator[tuple[KeyValueSegment, Iterable[tuple[bytes, bytes]]]]
 
 
 def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, upper: bytes | None,
@@ -50,12 +66,17 @@ def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, uppe
 class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     """The segment life of a window or session store: open-existing, the live segment, restore mode, offsets,
     dumps, close and crash (WS-7, WS-8, WS-28..WS-31, SS-12, SS-14, SS-20..SS-23, RST-8). The adapter sets
-    ``segments`` and ``observed_stream_time`` before :meth:`_open_existing`."""
+    ``segments`` and ``observed_stream_time`` before :meth:`_open_existing`, and names its plain ``SCHEMA`` and
+    the earliest time a read still answers (``_min_live_time``)."""
 
     name: str
     segments: KeyValueSegments
     observed_stream_time: int
+    #: Puts dropped because their segment had expired (Kafka's ``dropped-records`` sensor, WS-38, SS-14).
+    dropped_records: int
     _position: Position
+    #: The family's key schema: row keys, the ranges and the segments of a fetch (WIN-1, SESS-1).
+    SCHEMA: ClassVar[KeySchema[Any]]
     #: The open iterators a close closes (KV-12); a store whose reads answer lists keeps none.
     _iterators: Collection[Any] = ()
     #: The restore in progress (None: none), and the segments that entered its restore mode (RST-8).
@@ -68,6 +89,22 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     #: Whether a write into an expired segment still deletes the expired segments: Kafka's
     #: SessionSegmentsWithHeaders.getOrCreateSegmentIfLive cleans up after every lookup, live or not (SS-15).
     CLEANS_UP_ON_EXPIRED_WRITE = False
+    #: Whether a restored record's value is checked (bytes or None) as the adapter's ``checked`` checks it.
+    RESTORE_CHECKS_VALUES = False
+    #: The segment of the last put (id -1: none), the stream time it was found live at, and its row writer: a put
+    #: into it at that same stream time, or at the same earliest live segment, needs no expiry pass (WS-7, WS-8,
+    #: SS-12 decide the same).
+    _last_segment_id = -1
+    _last_segment_time = -1
+    _last_segment_put: Callable[[bytes, bytes | None], None]
+
+    if TYPE_CHECKING:  # the adapter's, and its StoreState's
+        _record_context: RecordContext | None
+
+        def _min_live_time(self) -> int:
+            """``observedStreamTime - retentionPeriod + 1``: the earliest time a read still answers (WS-10, SS-13)."""
+
+        def _update_position(self) -> None: ...
 
     # opening ------------------------------------------------------------------------------------------------------
 
@@ -79,6 +116,8 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         # KV-55 for every family: the task's .checkpoint is read before anything opens (a refusal changes nothing).
         legacy = read_checkpoint_entries(segments.task_dir, self.name, segments.changelog_partitions) if migrate else {}
         segments.open_existing(self.observed_stream_time, self._check_segment, self._check_listed_segments)
+        self._segment_interval = segments.segment_interval
+        self._retention = segments.retention_period
         self._position = segments.position()
         if legacy and any(True for _ in segments.all_segments()):  # no segment, nowhere to keep them: left in the file
             try:
@@ -120,6 +159,135 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         segment = segments.get_or_create_segment_if_live(segment_id, self.observed_stream_time)
         self._expired_below = min_live
         return segment
+
+    # the rows: put, remove, get, fetch, restore ---------------------------------------------------------------------
+
+    def _put_row(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
+        """``AbstractRocksDBSegmentedBytesStore.put`` of the row ``store_key`` whose segment timestamp is
+        ``timestamp``: stream time advanced, then the row written to its segment if live, else dropped with Kafka's
+        WARN (WS-6, WS-7, WS-8, WS-29, SS-12, SS-14); the position advances with a written row."""
+        stream_time = self.observed_stream_time
+        if timestamp > stream_time:
+            self.observed_stream_time = stream_time = timestamp
+        # The hot path: the segment of the previous put, still live, and no expired segment to delete (the stream
+        # time unchanged since, or the earliest live segment unchanged); never while restoring (RST-8).
+        if timestamp >= 0 and self._restore_stack is None:
+            interval = self._segment_interval
+            if timestamp // interval == self._last_segment_id:
+                if stream_time != self._last_segment_time:
+                    floor = stream_time - self._retention
+                    min_live = floor // interval if floor >= 0 else -(-floor // interval)  # Java truncation
+                    if min_live != self._expired_below or self._last_segment_id < min_live:
+                        self._put_in_live_segment(store_key, timestamp, value)
+                        return
+                    self._last_segment_time = stream_time
+                if self._record_context is not None:
+                    self._update_position()
+                self._last_segment_put(store_key, value)
+                return
+        self._put_in_live_segment(store_key, timestamp, value)
+
+    def _put_in_live_segment(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
+        """:meth:`_put_row` past its hot path: ``getOrCreateSegmentIfLive`` (WS-7, WS-8, SS-14, SS-15)."""
+        segment = self._live_segment(timestamp)
+        if segment is None:
+            self.dropped_records += 1
+            LOG.warning(EXPIRED_WARNING)
+            return
+        if timestamp >= 0:
+            self._last_segment_id, self._last_segment_put = timestamp // self._segment_interval, segment.accessor.put
+            self._last_segment_time = self.observed_stream_time
+        if self._record_context is not None:
+            self._update_position()
+        if self._restore_stack is not None:
+            self._enter_restore_mode(segment)
+        segment.accessor.put(store_key, value)
+
+    def _remove_row(self, store_key: bytes, timestamp: int) -> None:
+        """``AbstractRocksDBSegmentedBytesStore.remove``: stream time advanced; a row in no open segment is left
+        alone, expired or not (SS-4, SS-12)."""
+        if timestamp > self.observed_stream_time:
+            self.observed_stream_time = timestamp
+        segment = self.segments.segment_for_timestamp(timestamp)
+        if segment is not None:
+            segment.accessor.put(store_key, None)
+
+    def _get_row(self, store_key: bytes, timestamp: int) -> bytes | None:
+        """``AbstractRocksDBSegmentedBytesStore.get``: null once ``timestamp`` has expired or its segment is not
+        held (WS-10, SS-16)."""
+        if timestamp < self._min_live_time():
+            return None
+        segment = self.segments.segment_for_timestamp(timestamp)
+        if segment is None or not segment.is_open:
+            return None
+        return segment.accessor.get(store_key)
+
+    def _fetch_rows(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, forward: bool,
+                    single: bool) -> tuple[int, SegmentRows] | None:
+        """``AbstractRocksDBSegmentedBytesStore.fetch``: ``from`` clamped to the earliest live time, the schema's
+        ranges (``lowerRangeFixedSize``/``upperRangeFixedSize`` of one key when ``single``, else ``lowerRange``/
+        ``upperRange``, a None key unbounded) over the segments of its ``segmentsToSearch``, oldest first when
+        ``forward`` (WS-11..WS-15, SS-5..SS-8). Answers the clamped ``from`` and the segments' rows, for the
+        adapter's ``hasNextCondition``; None when nothing can match (the window schema's ``to < from``, or an
+        inverted range, which ``RocksDBStore.range`` answers with an empty iterator)."""
+        min_live = self._min_live_time()
+        actual_from = time_from if time_from > min_live else min_live
+        schema = self.SCHEMA
+        if time_to < actual_from and schema.empty_when_to_before_from:
+            return None
+        lower: bytes | None
+        upper: bytes | None
+        if single:
+            lower = schema.lower_range_fixed_size(key_from, actual_from)
+            upper = schema.upper_range_fixed_size(key_from, time_to)
+        else:
+            lower = None if key_from is None else schema.lower_range(key_from, actual_from)
+            upper = None if key_to is None else schema.upper_range(key_to, time_to)
+        if lower is not None and upper is not None and lower > upper:
+            return None
+        search_from, search_to = schema.segment_search_range(actual_from, time_to)
+        return actual_from, scan_segments(self.segments.segments(search_from, search_to, forward), lower, upper,
+                                          not forward)
+
+    def _restore_rows(self, entries: Iterable[tuple[bytes, bytes | None]],
+                      checked: Callable[[bytes, bytes | None], tuple[bytes, bytes | None, int]]) -> None:
+        """``restoreAllInternal`` of the adapter's plain ``SCHEMA``: every record checked first (``checked`` answers
+        the row key, value and segment timestamp of a record that is not bytes long enough, or raises: nothing
+        changes), stream time advanced to the batch's largest timestamp, then each
+        row staged in its segment if live, expired ones skipped (WS-25, SS-24, SS-25).
+
+        Kafka asks ``getOrCreateSegmentIfLive`` once per record at the same stream time; the answer depends on the
+        segment id only, so it is asked once per segment of the batch, in the order the batch first names them."""
+        interval = self._segment_interval
+        latest = self.observed_stream_time
+        by_segment: dict[int, dict[bytes, bytes | None]] = {}
+        # The plain layouts' segment timestamp is their suffix's first long (WIN-4, SESS-1): read in place for a
+        # record of bytes long enough, the hot loop of a restore; any other record goes through ``checked``.
+        suffix_size = self.SCHEMA.suffix_size
+        unpack_time = _SEGMENT_TIME.unpack_from
+        any_value = not self.RESTORE_CHECKS_VALUES
+        for key, value in entries:
+            if type(key) is bytes and (key_end := len(key) - suffix_size) >= 0 \
+                    and (any_value or value is None or type(value) is bytes):
+                timestamp = unpack_time(key, key_end)[0]
+            else:
+                key, value, timestamp = checked(key, value)
+            if timestamp > latest:
+                latest = timestamp
+            segment_id = timestamp // interval if timestamp >= 0 else java_div(timestamp, interval)
+            rows = by_segment.get(segment_id)
+            if rows is None:
+                rows = by_segment[segment_id] = {}
+            rows[key] = value
+        self.observed_stream_time = latest
+        live = {segment_id: self._live_segment(segment_id * interval if segment_id >= 0
+                                               else _first_time(segment_id, interval))
+                for segment_id in by_segment}
+        for segment_id, rows in by_segment.items():
+            segment = live[segment_id]
+            if segment is not None and segment.is_open:
+                self._enter_restore_mode(segment)
+                segment.accessor.put_all(rows)
 
     # restore mode ---------------------------------------------------------------------------------------------------
 
@@ -226,4 +394,9 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         self.segments.close()
 
 
-__all__ = ["RocksDBSegmentedBytesStore", "scan_segments"]
+def _first_time(segment_id: int, interval: int) -> int:
+    """A time whose segment is ``segment_id`` when that id is negative (Java truncation: ``id * I - I + 1``)."""
+    return segment_id * interval - interval + 1
+
+
+__all__ = ["EXPIRED_WARNING", "RocksDBSegmentedBytesStore", "SegmentRows", "scan_segments"]

@@ -28,8 +28,8 @@ from kstate.stores.api import (
 )
 from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import INVALID_RANGE_WARNING
-from kstate.stores.segmented import RocksDBSegmentedBytesStore, scan_segments
-from kstate.stores.segments import KeyValueSegment, KeyValueSegments
+from kstate.stores.segmented import RocksDBSegmentedBytesStore, SegmentRows
+from kstate.stores.segments import KeyValueSegments
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
     LOG,
@@ -284,6 +284,7 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
     #: The segment manager: its ``LAYOUT`` is every segment's column families (SS-10, SS-31).
     SEGMENTS: type[KeyValueSegments] = KeyValueSegments
     SCHEMA = session_keys.PLAIN
+    RESTORE_CHECKS_VALUES = True  # check_value(value, _AGGREGATE), SS-24
 
     def __init__(
         self,
@@ -320,68 +321,48 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
         return to_int64(self.observed_stream_time - self.retention_ms + 1)
 
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
-        """``AbstractRocksDBSegmentedBytesStore.put``: advance stream time, then write if the segment is live,
-        else count the drop (SS-12, SS-14)."""
-        self.observed_stream_time = max(self.observed_stream_time, end)
-        segment = self._live_segment(end)
-        if segment is None:
-            self.dropped_records += 1
-            return
-        self._update_position()
-        self._enter_restore_mode(segment)
-        segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
+        """The row ``[key][end][start]`` put in the segment of its end (SS-1, SS-11, SS-12, SS-14)."""
+        self._put_row(self.SCHEMA.to_store_key(key, start, end), end, value)
 
     def _remove(self, key: bytes, start: int, end: int) -> None:
         """``remove``: advances stream time; a session in no open segment is left alone (SS-4, SS-12)."""
-        self.observed_stream_time = max(self.observed_stream_time, end)
-        segment = self.segments.segment_for_timestamp(end)
-        if segment is not None:
-            segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), None)
+        self._remove_row(self.SCHEMA.to_store_key(key, start, end), end)
 
     def _get(self, key: bytes, start: int, end: int) -> bytes | None:
-        if end < self._min_live_time():
-            return None
-        segment = self.segments.segment_for_timestamp(end)
-        return None if segment is None else segment.accessor.get(self.SCHEMA.to_store_key(key, start, end))
+        return self._get_row(self.SCHEMA.to_store_key(key, start, end), end)
 
     def _find(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
               backward: bool, single: bool) -> SessionIterator:
-        """``AbstractRocksDBSegmentedBytesStore.fetch``: segments from ``segmentId(actualFrom)`` up, byte order in
-        each, filtered by ``SessionKeySchema.hasNextCondition`` (SS-5, SS-6, SS-13)."""
-        actual_from = max(earliest_end, self._min_live_time())
-        schema = self.SCHEMA
-        lower: bytes | None
-        upper: bytes | None
+        """``AbstractRocksDBSegmentedBytesStore.fetch`` (:meth:`_fetch_rows`): segments from
+        ``segmentId(actualFrom)`` up, byte order in each, filtered by ``SessionKeySchema.hasNextCondition``
+        (SS-5, SS-6, SS-13)."""
+        # upperRangeFixedSize builds SessionWindow(latest_start, MAX): a negative start is refused (SS-5).
+        if single and latest_start < 0:
+            raise InvalidSessionWindowError("Window startMs time cannot be negative.")
+        # lowerRangeFixedSize / upperRangeFixedSize: sessions (0, max(0, from)) and (latest_start, MAX) (SESS-7).
+        found = self._fetch_rows(key_from, key_to, earliest_end, latest_start, not backward, single)
+        if found is None:
+            return self._register(iter(()))
+        actual_from, sources = found
         if single:
             assert key_from is not None
-            # upperRangeFixedSize builds SessionWindow(latest_start, MAX): a negative start is refused (SS-5).
-            if latest_start < 0:
-                raise InvalidSessionWindowError("Window startMs time cannot be negative.")
-            # lowerRangeFixedSize / upperRangeFixedSize: sessions (0, max(0, from)) and (latest_start, MAX) (SESS-7).
-            lower = key_from + _TIMES.pack(max(0, actual_from), 0)
-            upper = key_from + _TIMES.pack(INT64_MAX, latest_start)
-            segments = self.segments.segments(actual_from, INT64_MAX, forward=not backward)
-            return self._register(self._scan_key(segments, lower, upper, key_from, actual_from, latest_start, backward))
-        else:
-            lower = None if key_from is None else schema.lower_range(key_from, actual_from)
-            upper = None if key_to is None else schema.upper_range(key_to, latest_start)
-        segments = self.segments.segments(actual_from, INT64_MAX, forward=not backward)
-        return self._register(self._scan(segments, lower, upper, key_from, key_to, actual_from, latest_start, backward))
+            return self._register(self._scan_key(sources, key_from, actual_from, latest_start))
+        return self._register(self._scan(sources, key_from, key_to, actual_from, latest_start))
 
     def _fetch_range(self, key_from: bytes | None, key_to: bytes | None, backward: bool) -> SessionIterator:
         if _warn_if_invalid_range(key_from, key_to):
             return empty_session_iterator()
         return self._find(key_from, key_to, FETCH_ALL_EARLIEST_END, FETCH_ALL_LATEST_START, backward, False)
 
-    def _scan(self, segments: Sequence[KeyValueSegment], lower: bytes | None, upper: bytes | None,
-              key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
-              backward: bool) -> Iterator[SessionRecord]:
+    @staticmethod
+    def _scan(sources: SegmentRows, key_from: bytes | None, key_to: bytes | None, earliest_end: int,
+              latest_start: int) -> Iterator[SessionRecord]:
         """``SegmentIterator`` with ``hasNextCondition``: key in range, end >= earliest_end, start <= latest_start."""
         # The hot loop of every read: the key split and the times read in place (SS-1), no decoded-key object.
         unpack_from = _TIMES.unpack_from
         new = tuple.__new__
         single = key_from is not None and key_from == key_to
-        for _, source in scan_segments(segments, lower, upper, backward):
+        for _, source in sources:
             for store_key, value in source:
                 key_end = len(store_key) - _SUFFIX_SIZE
                 if key_end < 0:
@@ -397,15 +378,14 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
                     yield new(SessionRecord, (key, start, end, value))
 
     @staticmethod
-    def _scan_key(segments: Sequence[KeyValueSegment], lower: bytes, upper: bytes, key: bytes, earliest_end: int,
-                  latest_start: int, backward: bool) -> Iterator[SessionRecord]:
+    def _scan_key(sources: SegmentRows, key: bytes, earliest_end: int, latest_start: int) -> Iterator[SessionRecord]:
         """:meth:`_scan` for one key, the hot read path: every store key between ``[key][...]`` bounds starts with
         ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5)."""
         unpack_from = _TIMES.unpack_from
         new = tuple.__new__
         key_end = len(key)
         size = key_end + _SUFFIX_SIZE
-        for _, source in scan_segments(segments, lower, upper, backward):
+        for _, source in sources:
             for store_key, value in source:
                 if len(store_key) == size:
                     end, start = unpack_from(store_key, key_end)
@@ -421,20 +401,16 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
     # restore ------------------------------------------------------------------------------------------------------
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
-        """``restoreAllInternal``: stream time advances to the batch's largest end first, then each record goes to
-        its segment if live, else is skipped (SS-24, SS-25); every key is checked before anything is written."""
+        """``restoreAllInternal`` over :meth:`_restore_rows`: stream time advances to the batch's largest end first,
+        then each record goes to its segment if live, else is skipped (SS-24, SS-25); every key is checked before
+        anything is written."""
         self._check_open()
-        decoded = []
-        for key, value in entries:
-            store_key = require_key(key)
-            decoded.append((store_key, check_value(value, _AGGREGATE), self.SCHEMA.decode(store_key).end))
-        for _, _, end in decoded:
-            self.observed_stream_time = max(self.observed_stream_time, end)
-        for store_key, value, end in decoded:
-            segment = self._live_segment(end)
-            if segment is not None:
-                self._enter_restore_mode(segment)
-                segment.accessor.put(store_key, value)
+        self._restore_rows(entries, self._checked_restore_row)
+
+    def _checked_restore_row(self, key: bytes, value: bytes | None) -> tuple[bytes, bytes | None, int]:
+        """A session changelog record's row key, aggregate and end (SESS-1, SS-24)."""
+        store_key = require_key(key)
+        return store_key, check_value(value, _AGGREGATE), self.SCHEMA.decode(store_key).end
 
 
 class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):

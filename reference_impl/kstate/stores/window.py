@@ -14,7 +14,7 @@ The in-memory store is :mod:`kstate.stores.window_memory`; the change-logging la
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -22,12 +22,12 @@ from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
 from kstate.codecs.key_schemas import check_long
 from kstate.codecs.position import Position, merge_positions
-from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
+from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import Backend, StateStore
 from kstate.stores.offsets import read_legacy_position
-from kstate.stores.segmented import RocksDBSegmentedBytesStore, scan_segments
+from kstate.stores.segmented import RocksDBSegmentedBytesStore
 from kstate.stores.segments import (
     KeyValueSegments,
     TimestampedSegments,
@@ -176,6 +176,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
     store_type = StoreType.WINDOW
     #: The segment manager of this type: Kafka's ``KeyValueSegments`` / ``TimestampedSegments`` / ... (WS-27).
     SEGMENTS: type[KeyValueSegments] = KeyValueSegments
+    SCHEMA = window_keys.PLAIN
 
     def __init__(self, name: str, task_dir: str | Path, *, retention_ms: int, window_size_ms: int,
                  retain_duplicates: bool = False, segment_interval_ms: int | None = None,
@@ -193,11 +194,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         self._position = merge_positions(self._position, legacy_position)
         self._open = True
         self._identity_restore = STORE_TYPES[self.store_type].restore is RestoreConversion.IDENTITY
-        #: The segment of the last put (id -1: none) and the stream time it was found live at: a put into it at
-        #: that same stream time needs no expiry pass (WS-7, WS-8 decide the same).
-        self._last_segment_id = -1
-        self._last_segment_time = NO_TIMESTAMP
-        self._last_segment_put: Callable[[bytes, bytes | None], None] = _no_segment
+
+    def _min_live_time(self) -> int:
+        return self._earliest_live()
 
     @staticmethod
     def _legacy_position(task_dir: Path, name: str) -> Position:
@@ -222,44 +221,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         else:
             seqnum = 0
         # WIN-1: the row key, packed directly (the arguments are checked above).
-        store_key = key + _ROW_SUFFIX.pack(window_start, seqnum)
-        # The hot path of _segmented_put: the segment of the previous put, still live, and no expired segment to
-        # delete (the stream time unchanged since, or the earliest live segment unchanged).
-        stream_time = self.observed_stream_time
-        if window_start > stream_time:
-            self.observed_stream_time = stream_time = window_start
-        interval = self.segment_interval
-        if window_start >= 0 and window_start // interval == self._last_segment_id and self._restore_stack is None:
-            if stream_time != self._last_segment_time:
-                floor = stream_time - self.retention_period
-                min_live = floor // interval if floor >= 0 else -(-floor // interval)  # Java truncation
-                if min_live != self._expired_below or self._last_segment_id < min_live:
-                    self._segmented_put(store_key, window_start, value)
-                    return
-                self._last_segment_time = stream_time
-            if self._record_context is not None:
-                self._update_position()
-            self._last_segment_put(store_key, value)
-            return
-        self._segmented_put(store_key, window_start, value)
-
-    def _segmented_put(self, store_key: bytes, timestamp: int, value: bytes | None) -> None:
-        """``AbstractRocksDBSegmentedBytesStore.put`` (WS-6, WS-7, WS-8, WS-29)."""
-        if timestamp > self.observed_stream_time:
-            self.observed_stream_time = timestamp
-        segment = self._live_segment(timestamp)
-        if segment is None:
-            self.dropped_records += 1
-            LOG.warning("Skipping record for expired segment.")
-            return
-        if timestamp >= 0:
-            self._last_segment_id, self._last_segment_put = timestamp // self.segment_interval, segment.accessor.put
-            self._last_segment_time = self.observed_stream_time
-        if self._record_context is not None:
-            self._update_position()
-        if self._restore_stack is not None:
-            self._enter_restore_mode(segment)
-        segment.accessor.put(store_key, value)
+        self._put_row(key + _ROW_SUFFIX.pack(window_start, seqnum), window_start, value)
 
     # reads --------------------------------------------------------------------------------------------------------
 
@@ -268,47 +230,35 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         key = require_key(key)
         check_time("time", time)
         self._check_open()
-        if time < self._earliest_live():
-            return None
-        segment = self.segments.segment_for_timestamp(time)
-        if segment is None or not segment.is_open:
-            return None
-        return segment.accessor.get(SCHEMA.to_store_key(key, time, self.seqnum))
+        return self._get_row(SCHEMA.to_store_key(key, time, self.seqnum), time)
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
         """``fetch``/``backwardFetch(key, from, to)``: ``from`` clamped to the earliest live time, segment by
-        segment, by window start then seqnum (WS-11, WS-12)."""
+        segment, by window start then seqnum (WS-11, WS-12). A row is the key's when it is ``len(key) + 12`` bytes
+        starting with the key (WIN-4), so a longer key sharing the prefix is skipped as ``hasNextCondition``
+        skips it (WS-11)."""
         key = require_key(key)
         self._checked_range(time_from, time_to)
         self._check_open()
-        actual_from = max(time_from, self._earliest_live())
-        if time_to < actual_from:
-            return []
         # WIN-10: lowerRangeFixedSize (start max(0, from), seqnum 0) and upperRangeFixedSize (seqnum Integer.MAX).
-        lower = key + _ROW_SUFFIX.pack(max(0, actual_from), 0)
-        upper = key + _ROW_SUFFIX.pack(time_to, INT32_MAX)
-        return self._scan_key(key, actual_from, time_to, lower, upper, not backward)
-
-    def _scan_key(self, key: bytes, time_from: int, time_to: int, lower: bytes, upper: bytes,
-                  forward: bool) -> list[TimedValue]:
-        """:meth:`_scan` for one key: a row is the key's when it is ``len(key) + 12`` bytes starting with the key
-        (WIN-4), so a longer key sharing the prefix is skipped as ``hasNextCondition`` skips it (WS-11)."""
+        found = self._fetch_rows(key, key, time_from, time_to, not backward, True)
         out: list[TimedValue] = []
-        if lower > upper:
+        if found is None:
             return out
+        time_from, sources = found
         key_length = len(key)
         row_length = key_length + window_keys.SUFFIX_SIZE
         unpack_start = _START.unpack_from
         # Every row between two bounds that start with ``key`` starts with ``key``; with both times >= 0 (the bounds
-        # of :meth:`fetch_range`, ``[key][time_from][0]`` to ``[key][time_to][MAX]``) every row of the key's length
-        # in bounds has its start in [time_from, time_to], a negative start sorting after ``upper``: then the rows
-        # need no other check (issue 35), else each is checked as WS-11 says.
-        in_bounds_only = time_from >= 0 and time_to >= 0
-        for _, source in scan_segments(self.segments.segments(time_from, time_to, forward), lower, upper, not forward):
-            if in_bounds_only:
+        # ``[key][time_from][0]`` to ``[key][time_to][MAX]``) every row of the key's length in bounds has its start
+        # in [time_from, time_to], a negative start sorting after ``upper``: then the rows need no other check
+        # (issue 35), else each is checked as WS-11 says.
+        if time_from >= 0 and time_to >= 0:
+            for _, source in sources:
                 out += [(unpack_start(store_key, key_length)[0], value) for store_key, value in source
                         if len(store_key) == row_length]
-                continue
+            return out
+        for _, source in sources:
             for store_key, value in source:
                 if len(store_key) == row_length and store_key.startswith(key):
                     start = unpack_start(store_key, key_length)[0]
@@ -326,39 +276,31 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         if key_from is not None and key_to is not None and key_from > key_to:
             LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
             return []
-        actual_from = max(time_from, self._earliest_live())
-        if time_to < actual_from:
-            return []
-        lower = None if key_from is None else SCHEMA.lower_range(key_from, actual_from)
-        upper = None if key_to is None else SCHEMA.upper_range(key_to, time_to)
-        return self._windowed(self._scan(actual_from, time_to, lower, upper, key_from, key_to, not backward))
+        return self._windowed(self._scan(key_from, key_to, time_from, time_to, not backward))
 
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
         self._checked_range(time_from, time_to)
         self._check_open()
-        actual_from = max(time_from, self._earliest_live())
-        if time_to < actual_from:
-            return []
-        return self._windowed(self._scan(actual_from, time_to, None, None, None, None, not backward))
+        return self._windowed(self._scan(None, None, time_from, time_to, not backward))
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every live row from ``max(0, earliest live)`` on (WS-15)."""
         self._check_open()
-        actual_from = max(0, self._earliest_live())
-        return self._windowed(self._scan(actual_from, INT64_MAX, None, None, None, None, not backward))
+        return self._windowed(self._scan(None, None, 0, INT64_MAX, not backward))
 
-    def _scan(self, time_from: int, time_to: int, lower: bytes | None, upper: bytes | None,
-              key_from: bytes | None, key_to: bytes | None, forward: bool) -> list[WindowedEntry]:
-        """``SegmentIterator`` with ``WindowKeySchema.hasNextCondition``: the segments of ``[time_from, time_to]``
-        oldest first when ``forward``, each scanned over ``[lower, upper]``, rows kept whose key and window start
-        are in range (WS-11, WS-13). Rows are split as WIN-4 reads them: the key before the last 12 bytes."""
+    def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+              forward: bool) -> list[WindowedEntry]:
+        """``SegmentIterator`` with ``WindowKeySchema.hasNextCondition`` over :meth:`_fetch_rows`: rows kept whose
+        key and window start are in range (WS-11, WS-13). Rows are split as WIN-4 reads them: the key before the
+        last 12 bytes."""
         out: list[WindowedEntry] = []
-        if lower is not None and upper is not None and lower > upper:
-            return out  # RocksDBStore.range refuses an inverted range with an empty iterator
+        found = self._fetch_rows(key_from, key_to, time_from, time_to, forward, False)
+        if found is None:
+            return out
+        time_from, sources = found
         unpack_start = _START.unpack_from
-        for segment, source in scan_segments(self.segments.segments(time_from, time_to, forward), lower, upper,
-                                             not forward):
+        for segment, source in sources:
             for store_key, value in source:
                 key_end = len(store_key) - window_keys.SUFFIX_SIZE
                 if key_end < 0:
@@ -381,48 +323,21 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
                                                                     for r in records]))
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
-        """``restoreAllInternal``: stream time first advanced to the batch's largest window start, then each row
-        staged in its segment if live, expired ones skipped (WS-25). Keys are checked before anything changes.
-
-        Kafka asks ``getOrCreateSegmentIfLive`` once per record at the same stream time; the answer depends on
-        the segment id only, so it is asked once per segment of the batch."""
+        """``restoreAllInternal`` over :meth:`_restore_rows`, each changelog key ``[key][start][seqnum]`` (WS-25)."""
         self._check_open()
-        unpack_start = _START.unpack_from
-        interval = self.segment_interval
-        latest = self.observed_stream_time
-        by_segment: dict[int, dict[bytes, bytes | None]] = {}
-        for key, value in entries:
-            if type(key) is not bytes:
-                if key is None:
-                    raise NullKeyError("key cannot be null")
-                key = bytes(key)
-            key_end = len(key) - window_keys.SUFFIX_SIZE
-            if key_end < 0:
-                raise DecodeError(FMT, f"a window changelog key needs at least 12 bytes, got {len(key)}", 0)
-            start = unpack_start(key, key_end)[0]
-            if start > latest:
-                latest = start
-            segment_id = start // interval if start >= 0 else java_div(start, interval)
-            rows = by_segment.get(segment_id)
-            if rows is None:
-                rows = by_segment[segment_id] = {}
-            rows[key] = value
-        self.observed_stream_time = latest
-        live = {segment_id: self._live_segment(segment_id * interval if segment_id >= 0 else _first_time(segment_id, interval))
-                for segment_id in by_segment}
-        for segment_id, rows in by_segment.items():
-            segment = live[segment_id]
-            if segment is not None and segment.is_open:
-                self._enter_restore_mode(segment)
-                segment.accessor.put_all(rows)
-
-def _no_segment(key: bytes, value: bytes | None) -> None:
-    raise AssertionError("no segment was cached")  # unreachable: the cached id starts at -1, no window start's
+        self._restore_rows(entries, _checked_restore_row)
 
 
-def _first_time(segment_id: int, interval: int) -> int:
-    """A time whose segment is ``segment_id`` when that id is negative (Java truncation: ``id * I - I + 1``)."""
-    return segment_id * interval - interval + 1
+def _checked_restore_row(key: bytes, value: bytes | None) -> tuple[bytes, bytes | None, int]:
+    """A window changelog record's row key, value and window start (WIN-4, WS-25)."""
+    if type(key) is not bytes:
+        if key is None:
+            raise NullKeyError("key cannot be null")
+        key = bytes(key)
+    key_end = len(key) - window_keys.SUFFIX_SIZE
+    if key_end < 0:
+        raise DecodeError(FMT, f"a window changelog key needs at least 12 bytes, got {len(key)}", 0)
+    return key, value, _START.unpack_from(key, key_end)[0]
 
 
 class RocksDBTimestampedWindowStore(RocksDBWindowStore):
