@@ -26,6 +26,7 @@ from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, java_div
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import Backend, StateStore
+from kstate.stores.life import Op
 from kstate.stores.offsets import read_legacy_position
 from kstate.stores.segmented import RocksDBSegmentedBytesStore, scan_segments
 from kstate.stores.segments import (
@@ -214,7 +215,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
                 or not INT64_MIN <= window_start <= INT64_MAX:
             key, value, window_start = self._checked_put(key, value, window_start)
         if not self._open:
-            self._check_open()
+            self._allow(Op.WRITE)
         if self.retain_duplicates:
             if value is None:
                 return
@@ -267,7 +268,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         """``fetch(key, time)``: the row of the store's *current* seqnum; null once expired (WS-10)."""
         key = require_key(key)
         check_time("time", time)
-        self._check_open()
+        self._allow(Op.READ)
         if time < self._earliest_live():
             return None
         segment = self.segments.segment_for_timestamp(time)
@@ -280,7 +281,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         segment, by window start then seqnum (WS-11, WS-12)."""
         key = require_key(key)
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         actual_from = max(time_from, self._earliest_live())
         if time_to < actual_from:
             return []
@@ -322,7 +323,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         per segment in key-byte order (WS-13, WS-34)."""
         key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         if key_from is not None and key_to is not None and key_from > key_to:
             LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
             return []
@@ -336,7 +337,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         actual_from = max(time_from, self._earliest_live())
         if time_to < actual_from:
             return []
@@ -344,7 +345,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every live row from ``max(0, earliest live)`` on (WS-15)."""
-        self._check_open()
+        self._allow(Op.READ)
         actual_from = max(0, self._earliest_live())
         return self._windowed(self._scan(actual_from, INT64_MAX, None, None, None, None, not backward))
 
@@ -386,7 +387,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
 
         Kafka asks ``getOrCreateSegmentIfLive`` once per record at the same stream time; the answer depends on
         the segment id only, so it is asked once per segment of the batch."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         unpack_start = _START.unpack_from
         interval = self.segment_interval
         latest = self.observed_stream_time
