@@ -16,6 +16,7 @@ from kstate.stores.api import Backend, InvalidStateStoreError, StateStore, Topic
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.life import OPERATIONS, TABLE, LifeState, Op, after_crash, answer, life_of
 from kstate.stores.restore import restoring
+from kstate_conformance.models import life as models_life
 
 KEY = b"k"
 TP = TopicPartition("t", 0)
@@ -179,6 +180,18 @@ def test_the_table_has_a_cell_for_every_state_and_operation() -> None:
     for (state, op), cell in TABLE.items():
         assert cell.allowed == (cell.error is None), (state, op)
         assert cell.rule, (state, op)
+
+
+def test_the_suites_models_read_the_same_table() -> None:
+    """The models' own statement of the life table (they may not import the reference) is the reference's, cell
+    by cell: allowed or refused, the rule, and whether the call is a no-op."""
+    assert tuple(s.value for s in LifeState) == models_life.STATES
+    assert tuple(op.value for op in Op) == models_life.OPERATIONS
+    for (state, op), cell in TABLE.items():
+        model = models_life.LIFE_TABLE[state.value, op.value]
+        assert (model.allowed, model.rule, model.noop) == (cell.allowed, cell.rule, cell.noop), (state, op)
+        if not cell.allowed:
+            assert cell.error is not None and cell.error.__name__ == models_life.REFUSAL_ERROR
 
 
 def test_closing_or_crashing_twice_is_a_no_op_and_the_state_says_which() -> None:
