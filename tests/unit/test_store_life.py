@@ -14,7 +14,7 @@ from kstate.codecs.store_types import BUILT_TYPES, Family, StoreType, family_of
 from kstate.errors import InvalidArgumentError
 from kstate.stores.api import Backend, InvalidStateStoreError, StateStore, TopicPartition
 from kstate.stores.factory import open_bytes_store
-from kstate.stores.life import OPERATIONS, TABLE, LifeState, Op, after_crash, answer, life_of
+from kstate.stores.life import OPERATIONS, TABLE, LifeState, Op, OpClass, after_crash, answer, life_of
 from kstate.stores.restore import restoring
 from kstate_conformance.models import life as models_life
 
@@ -176,7 +176,7 @@ def test_every_operation_answers_as_the_life_table_says(
 
 
 def test_the_table_has_a_cell_for_every_state_and_operation() -> None:
-    assert set(TABLE) == {(s, op) for s in LifeState for op in Op}
+    assert set(TABLE) == {(s, op) for s in LifeState for op in OpClass}
     for (state, op), cell in TABLE.items():
         assert cell.allowed == (cell.error is None), (state, op)
         assert cell.rule, (state, op)
@@ -186,7 +186,7 @@ def test_the_suites_models_read_the_same_table() -> None:
     """The models' own statement of the life table (they may not import the reference) is the reference's, cell
     by cell: allowed or refused, the rule, and whether the call is a no-op."""
     assert tuple(s.value for s in LifeState) == models_life.STATES
-    assert tuple(op.value for op in Op) == models_life.OPERATIONS
+    assert tuple(op.value for op in OpClass) == models_life.OPERATIONS
     for (state, op), cell in TABLE.items():
         model = models_life.LIFE_TABLE[state.value, op.value]
         assert (model.allowed, model.rule, model.noop) == (cell.allowed, cell.rule, cell.noop), (state, op)

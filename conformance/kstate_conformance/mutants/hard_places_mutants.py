@@ -27,7 +27,7 @@ from kstate.stores.api import Backend
 from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory, validate_task_location
 from kstate.stores.families import changelogging_store, store_classes
-from kstate.stores.life import Op
+from kstate.stores.life import Op, OpClass
 from kstate.stores.segments import FoundSegment
 from kstate.stores.surface import RocksDBOptions, check_changelog_offsets, validate_store_name
 from kstate.stores.type_check import check_store_type_on_disk
@@ -99,7 +99,7 @@ class _FlushWritesPosition:
     position answers offsets no commit acknowledged."""
 
     segments: Any
-    _allow: Callable[[Op], None]
+    _allow: Callable[[OpClass], None]
     _position: Any
 
     def flush(self) -> None:
@@ -252,7 +252,7 @@ class _SegmentListsOnCloseOnly:
 
     segments: Any
     _position: Any
-    _allow: Callable[[Op], None]
+    _allow: Callable[[OpClass], None]
 
     def commit(self, changelog_offsets: Any) -> None:
         offsets = check_changelog_offsets(changelog_offsets)

@@ -23,7 +23,7 @@ from kstate.stores.api import (
     WriteChecking,
 )
 from kstate.stores.kv import INVALID_RANGE_WARNING
-from kstate.stores.life import Op, check_state, life_of
+from kstate.stores.life import Op, OpClass, check_state, life_of
 from kstate.stores.surface import RecordContextHolder, check_bound, check_value, require_key
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
@@ -316,7 +316,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
         self._check_below: Callable[[bytes, bytes | None], None] | None = (
             inner.check_write if isinstance(inner, WriteChecking) else None)
 
-    def _allow(self, op: Op) -> None:
+    def _allow(self, op: OpClass) -> None:
         """The life table's answer for the store below's state: the layer has no life of its own, and refuses
         what a closed store refuses, flush and commit included (CACHE-9, KV-12)."""
         check_state(life_of(self.inner), op, self.name)

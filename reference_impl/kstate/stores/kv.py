@@ -29,7 +29,7 @@ from kstate.stores.api import (
 )
 from kstate.stores.column_families import KEY_VALUE_LAYOUT, Accessor, ColumnFamilyLayout
 from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, MemoryEngine
-from kstate.stores.life import LifeState, Op, answer
+from kstate.stores.life import OPEN, Op, answer
 from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
@@ -384,7 +384,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         """The value, or None; in upgrade mode a legacy entry is migrated (KV-5, KV-32)."""
         if type(key) is not bytes:
             key = require_key(key)
-        if self._life is not LifeState.OPEN:
+        if self._life is not OPEN:
             self._allow(Op.READ)
         return self._accessor.get(key)
 
@@ -394,7 +394,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
             key = require_key(key)
         if value is not None and type(value) is not bytes:
             value = check_value(value)
-        if self._life is not LifeState.OPEN:
+        if self._life is not OPEN:
             self._allow(Op.WRITE)
         self._accessor.put(key, value)
         if self._record_context is not None:

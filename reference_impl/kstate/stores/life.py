@@ -30,7 +30,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Final, Protocol
 
 from kstate.stores.api import InvalidStateStoreError
 
@@ -44,7 +44,7 @@ class LifeState(str, Enum):
     CRASHED = "crashed"
 
 
-class Op(str, Enum):
+class OpClass(str, Enum):
     """The classes of store operation the table answers for."""
 
     READ = "read"  # get, fetch, ranges, scans, counts, dumps of the open store's rows
@@ -56,6 +56,21 @@ class Op(str, Enum):
     CLOSE = "close"
     CRASH = "crash"
     DESCRIBE = "describe"  # persistent, managesOffsets, record context, position merge: no data touched
+
+
+class Op:
+    """The operation classes as plain class attributes: a store names one at the top of every operation, and an
+    Enum member's attribute access costs a call in Python 3.11."""
+
+    READ: Final = OpClass.READ
+    WRITE: Final = OpClass.WRITE
+    RESTORE: Final = OpClass.RESTORE
+    COMMIT: Final = OpClass.COMMIT
+    OFFSETS: Final = OpClass.OFFSETS
+    DOWNGRADE: Final = OpClass.DOWNGRADE
+    CLOSE: Final = OpClass.CLOSE
+    CRASH: Final = OpClass.CRASH
+    DESCRIBE: Final = OpClass.DESCRIBE
 
 
 @dataclass(frozen=True)
@@ -84,11 +99,11 @@ _CRASHED = Answer(False, "KV-52", InvalidStateStoreError, CLOSED_MESSAGE)
 _AGAIN = Answer(True, "KV-12", noop=True)
 
 #: life state x operation -> answer. Every pair has a cell (tests/test_store_life.py checks it).
-TABLE: dict[tuple[LifeState, Op], Answer] = {
-    **{(LifeState.OPEN, op): ALLOWED for op in Op},
-    **{(LifeState.RESTORING, op): _RESTORE_OPEN for op in Op},
-    **{(LifeState.CLOSED, op): _CLOSED for op in Op},
-    **{(LifeState.CRASHED, op): _CRASHED for op in Op},
+TABLE: dict[tuple[LifeState, OpClass], Answer] = {
+    **{(LifeState.OPEN, op): ALLOWED for op in OpClass},
+    **{(LifeState.RESTORING, op): _RESTORE_OPEN for op in OpClass},
+    **{(LifeState.CLOSED, op): _CLOSED for op in OpClass},
+    **{(LifeState.CRASHED, op): _CRASHED for op in OpClass},
     (LifeState.CLOSED, Op.CLOSE): _AGAIN,
     (LifeState.CLOSED, Op.CRASH): _AGAIN,
     (LifeState.CRASHED, Op.CLOSE): _AGAIN,
@@ -97,8 +112,14 @@ TABLE: dict[tuple[LifeState, Op], Answer] = {
     (LifeState.CRASHED, Op.DESCRIBE): ALLOWED,
 }
 
+#: The open state as a module constant, for the stores' hot paths (an Enum member's access is slow in 3.11).
+OPEN: Final = LifeState.OPEN
+_OPEN = OPEN
+_RESTORING = LifeState.RESTORING
+assert all(TABLE[_OPEN, op].allowed for op in OpClass), "the fast paths below take every operation of an open store"
+
 #: Every public store method, by its operation class: the test sends each to each store in each state.
-OPERATIONS: dict[str, Op] = {
+OPERATIONS: dict[str, OpClass] = {
     **dict.fromkeys((
         "get", "range", "reverse_range", "all", "reverse_all", "prefix_scan", "approximate_num_entries",
         "get_versions", "fetch", "fetch_all", "fetch_keys", "fetch_range", "fetch_session", "find_sessions",
@@ -124,7 +145,7 @@ def after_crash(persistent: bool) -> LifeState:
     return LifeState.CRASHED if persistent else LifeState.CLOSED
 
 
-def answer(state: LifeState, op: Op) -> Answer:
+def answer(state: LifeState, op: OpClass) -> Answer:
     """The table's cell for ``op`` in ``state``."""
     return TABLE[state, op]
 
@@ -142,8 +163,10 @@ def life_of(store: _Openable) -> LifeState:
     return LifeState.OPEN if store.is_open else LifeState.CLOSED
 
 
-def check_state(state: LifeState, op: Op, name: str) -> None:
+def check_state(state: LifeState, op: OpClass, name: str) -> None:
     """Refuse ``op`` as the table says for ``state`` (the store named ``name``); return if it is allowed."""
+    if state is _OPEN:  # every operation is allowed (the table's first row): no lookup on the hot path
+        return
     cell = TABLE[state, op]
     if not cell.allowed:
         raise cell.refusal(name)
@@ -163,11 +186,11 @@ class LifeCycle:
 
     @property
     def is_open(self) -> bool:
-        return self._life is LifeState.OPEN or self._life is LifeState.RESTORING
+        return self._life is _OPEN or self._life is _RESTORING
 
     @property
     def _open(self) -> bool:
-        return self._life is LifeState.OPEN or self._life is LifeState.RESTORING
+        return self._life is _OPEN or self._life is _RESTORING
 
     @_open.setter
     def _open(self, value: bool) -> None:
@@ -176,8 +199,10 @@ class LifeCycle:
         elif self._life is not LifeState.CRASHED:
             self._life = LifeState.CLOSED
 
-    def _allow(self, op: Op) -> None:
+    def _allow(self, op: OpClass) -> None:
         """The table's answer for ``op`` now: return if allowed, else raise its refusal."""
+        if self._life is _OPEN:  # every operation is allowed (the table's first row): no lookup on the hot path
+            return
         cell = TABLE[self._life, op]
         if not cell.allowed:
             raise cell.refusal(self.name)

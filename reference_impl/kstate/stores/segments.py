@@ -48,7 +48,7 @@ from kstate.stores.engine import (
     rocksdb_directory_state,
     storage_error,
 )
-from kstate.stores.life import LifeState, Op, answer
+from kstate.stores.life import LifeState, Op, OpClass, answer
 from kstate.stores.offsets import has_committed_offsets, read_offsets_image
 from kstate.stores.rocksdb_instance import ExistingDatabaseChecks, RocksDBInstance
 from kstate.stores.surface import (
@@ -521,7 +521,7 @@ class SegmentedStoreOffsets:
 
     segments: KeyValueSegments
     _position: Position
-    _allow: Callable[[Op], None]
+    _allow: Callable[[OpClass], None]
 
     _restore_stack: contextlib.ExitStack | None
     _restore_commit: PendingCommit | None

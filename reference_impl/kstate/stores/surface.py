@@ -22,7 +22,7 @@ from kstate.codecs.offsets import committed_offset_problem
 from kstate.codecs.position import Position, merge_positions
 from kstate.errors import InvalidArgumentError, NullKeyError
 from kstate.stores.api import InvalidStoreNameError, RecordContext, TopicPartition
-from kstate.stores.life import LifeCycle, Op, answer
+from kstate.stores.life import LifeCycle, Op, OpClass, answer
 
 LOG = logging.getLogger("kstate.stores")
 
@@ -224,7 +224,7 @@ class InMemoryOffsets:
     """What every in-memory store answers about offsets: it keeps none, and commits and flushes nothing (KV-44)."""
 
     #: The store's own check (declared only: the class this is mixed into defines it).
-    _allow: Callable[[Op], None]
+    _allow: Callable[[OpClass], None]
 
     def manages_offsets(self) -> bool:
         """In-memory stores keep no offsets (KV-44)."""

@@ -27,7 +27,7 @@ from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.engine import Engine, MemoryEngine
-from kstate.stores.life import LifeCycle, Op, answer
+from kstate.stores.life import OPEN, LifeCycle, Op, answer
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
@@ -332,7 +332,7 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
             value = check_value(value)
         if type(timestamp) is not int or not INT64_MIN <= timestamp <= INT64_MAX:
             timestamp = check_timestamp(timestamp)
-        if not self._open:
+        if self._life is not OPEN:
             self._allow(Op.WRITE)
         if timestamp < self.observed_stream_time - self.history_retention:  # grace period = history retention
             LOG.warning("Skipping record for expired put.")
@@ -364,7 +364,7 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
         within history retention, the latest one always (VS-9)."""
         if type(key) is not bytes:
             key = check_key(key)
-        if not self._open:
+        if self._life is not OPEN:
             self._allow(Op.READ)
         if as_of is None:  # _latest_version inline (the hot path of a latest read the cache missed)
             found = self._latest_cache.get(key)
