@@ -18,6 +18,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1] / "conformance" / "kstate_conf
 #: Modules whose expectations must not come from the implementation under test.
 INDEPENDENT = ("kstate_conformance.bytes_model", "kstate_conformance.strategies", "kstate_conformance.harness",
                "kstate_conformance.models", "kstate_conformance.models.kv", "kstate_conformance.models.versioned",
+               "kstate_conformance.models.life",
                "kstate_conformance.store_types")
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
+from kstate_conformance.models import life
 
 PLAIN = types.KV
 TIMESTAMPED = types.TIMESTAMPED_KV
@@ -513,9 +514,10 @@ class KVModel(ChangelogKeeper):
     def _note_write(self) -> None:
         self.crash_candidates.append(copy.deepcopy(self.image))
 
-    def _require_open(self) -> BytesStore:
-        if self.store is None:
-            raise Refused("store closed")
+    def _require_open(self, op: str) -> BytesStore:
+        """The store, if the life table lets ``op`` through in the model's state (KV-12); else Refused."""
+        life.require("closed" if self.store is None else "open", op, Refused)
+        assert self.store is not None
         return self.store
 
     def _close_iterators(self) -> None:
@@ -585,7 +587,7 @@ class KVModel(ChangelogKeeper):
 
     def commit(self, offset: int | None) -> None:
         """``commit({changelog: offset})`` after a flush: the image so far is durable."""
-        self._require_open()
+        self._require_open("commit")
         if self.cache is not None:
             self._flush_cache()
         # In-memory stores keep no offsets: their committed offset stays unknown.
@@ -593,14 +595,14 @@ class KVModel(ChangelogKeeper):
         self.crash_candidates = [copy.deepcopy(self.image)]
 
     def flush(self) -> None:
-        self._require_open()
+        self._require_open("commit")
         if self.cache is not None:
             self._flush_cache()
 
     # --- writes below the cache ---------------------------------------------------------------------------
 
     def _below_put(self, key: bytes, value: bytes | None, context: Context) -> None:
-        store = self._require_open()
+        store = self._require_open("write")
         store.write(key, value)
         if self.options.logging:
             self._log(record_for_put(self.store_type, key, value, context))
@@ -628,7 +630,7 @@ class KVModel(ChangelogKeeper):
             slot.dirty = False
         for key, slot in batch:
             assert slot.context is not None
-            if self.options.cache_flush_listener and slot.value is None and self._require_open().get(key) is None:
+            if self.options.cache_flush_listener and slot.value is None and self._require_open("commit").get(key) is None:
                 continue
             self._below_put(key, slot.value, slot.context)
         for key in order:
@@ -636,7 +638,7 @@ class KVModel(ChangelogKeeper):
                 del cache.slots[key]
 
     def _read(self, key: bytes) -> bytes | None:
-        store = self._require_open()
+        store = self._require_open("read")
         if self.cache is None:
             return store.get(key)
         slot = self.cache.lookup(key)
@@ -658,7 +660,7 @@ class KVModel(ChangelogKeeper):
     def put(self, key: bytes | None, value: bytes | None) -> None:
         if key is None:
             raise Refused("null key")
-        self._require_open()
+        self._require_open("write")
         self._write(key, value)
 
     def put_if_absent(self, key: bytes | None, value: bytes | None) -> bytes | None:
@@ -672,7 +674,7 @@ class KVModel(ChangelogKeeper):
     def put_all(self, entries: list[tuple[bytes, bytes | None]]) -> None:
         if any(key is None for key, _ in entries):
             raise Refused("null key")
-        store = self._require_open()
+        store = self._require_open("write")
         if self.cache is not None:
             for key, value in entries:
                 self._cache_insert(key, value, self.context)
@@ -685,7 +687,7 @@ class KVModel(ChangelogKeeper):
     def delete(self, key: bytes | None) -> bytes | None:
         if key is None:
             raise Refused("null key")
-        store = self._require_open()
+        store = self._require_open("write")
         if self.cache is not None:
             previous = self._read(key)
             self._cache_insert(key, None, self.context)
@@ -702,7 +704,7 @@ class KVModel(ChangelogKeeper):
         return self._read(key)
 
     def _scan(self, lower: bytes | None, upper: bytes | None, reverse: bool, upper_inclusive: bool = True) -> list[tuple[bytes, bytes]]:
-        store = self._require_open()
+        store = self._require_open("read")
         below = dict(store.entries(lower, upper, reverse, upper_inclusive))
         if self.cache is None:
             return list(below.items())
@@ -726,7 +728,7 @@ class KVModel(ChangelogKeeper):
         return self._scan(None, None, reverse)
 
     def prefix_scan(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
-        self._require_open()
+        self._require_open("read")
         upper = prefix_upper_bound(prefix)
         if upper is None and (self.cache is not None or self.backend == MEMORY):
             raise Refused("Bytes.increment overflows for an empty or all-FF prefix")
@@ -735,12 +737,12 @@ class KVModel(ChangelogKeeper):
         return self._scan(prefix, upper, False, upper_inclusive=False)
 
     def approximate_num_entries(self) -> int:
-        return self._require_open().count()
+        return self._require_open("read").count()
 
     # --- iterators (uncached stores) ----------------------------------------------------------------------
 
     def open_iterator(self, lower: bytes | None, upper: bytes | None, reverse: bool, upper_inclusive: bool = True) -> IteratorModel:
-        store = self._require_open()
+        store = self._require_open("read")
         assert self.cache is None, "live iterators are modelled without the cache"
         entries = store.entries(lower, upper, reverse, upper_inclusive)
         if self.backend == ROCKSDB:
@@ -754,7 +756,7 @@ class KVModel(ChangelogKeeper):
 
     def restore(self, records: list[Record], batch_size: int) -> None:
         """Restore ``records`` into the store below, batch by batch; nothing logged, the cache untouched."""
-        store = self._require_open()
+        store = self._require_open("restore")
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]
             store.write_batch([(r.key, restored_value(self.store_type, r)) for r in batch])
@@ -763,7 +765,7 @@ class KVModel(ChangelogKeeper):
 
     def logical(self) -> dict[bytes, bytes]:
         """What ``all()`` returns now, without touching the cache's recency."""
-        store = self._require_open()
+        store = self._require_open("read")
         merged = store.merged()
         if self.cache is not None:
             for key, slot in self.cache.slots.items():
@@ -775,7 +777,7 @@ class KVModel(ChangelogKeeper):
 
     def below(self) -> dict[bytes, bytes]:
         """What the store below the cache holds (the changelog's view)."""
-        return self._require_open().merged()
+        return self._require_open("read").merged()
 
     def data_column_families(self) -> Image:
         """The non-empty data column families (RocksDB), as a dump shows them."""

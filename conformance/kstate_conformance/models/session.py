@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
+from kstate_conformance.models import life
 from kstate_conformance.models.kv import ChangelogKeeper, Context, HeaderPairs, Record, Refused
 
 SESSION = types.SESSION
@@ -233,7 +234,7 @@ class SessionModel(ChangelogKeeper):
 
     def commit(self, offset: int | None) -> None:
         """Every open segment database stores ``offset``; the in-memory store keeps none."""
-        self._require_open()
+        self._require_open("commit")
         if self.backend == ROCKSDB:
             self.segment_offsets = {segment_id: offset for segment_id in self.segments}
         self.crash_candidates = [copy.deepcopy(self.segments)]
@@ -262,9 +263,9 @@ class SessionModel(ChangelogKeeper):
                 return True
         return False
 
-    def _require_open(self) -> None:
-        if not self.is_open:
-            raise Refused("store closed")
+    def _require_open(self, op: str) -> None:
+        """Refused where the life table refuses ``op`` in the model's state (KV-12, WS-*, SS-37)."""
+        life.require("open" if self.is_open else "closed", op, Refused)
 
     def _note_write(self) -> None:
         self.crash_candidates.append(copy.deepcopy(self.segments))
@@ -320,7 +321,7 @@ class SessionModel(ChangelogKeeper):
 
     def put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         """``put(Windowed(key, SessionWindow(start, end)), value)``; a null value removes (SS-2..SS-4, SS-14, SS-17)."""
-        self._require_open()
+        self._require_open("write")
         if start > end or start < 0:
             raise Refused(f"no session window [{start}, {end}]")
         sk = store_key(key, start, end)
@@ -342,7 +343,7 @@ class SessionModel(ChangelogKeeper):
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         """``remove``: deletes the session (no expiry check) and logs a tombstone; RocksDB advances stream time."""
-        self._require_open()
+        self._require_open("write")
         if start > end or start < 0:
             raise Refused(f"no session window [{start}, {end}]")
         if self.backend == ROCKSDB:
@@ -378,7 +379,7 @@ class SessionModel(ChangelogKeeper):
 
     def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
         """``fetchSession(key, start, end)``: the exact session, or None (also when expired, SS-16)."""
-        self._require_open()
+        self._require_open("read")
         value = self._visible().get((key, end, start))
         if value is not None and self.backend == ROCKSDB and self.store_type == HEADERS:
             segment_id = self.segment_id(end)
@@ -392,7 +393,7 @@ class SessionModel(ChangelogKeeper):
                       backward: bool = False, single: bool = False) -> list[Entry]:
         """``findSessions`` / ``backwardFindSessions`` over ``[key_from, key_to]`` (None = unbounded); ``single``:
         the one-key form (``key_from`` == ``key_to``)."""
-        self._require_open()
+        self._require_open("read")
         if single and self.backend == ROCKSDB and latest_start < 0:
             # upperRangeFixedSize builds SessionWindow(latestSessionStartTime, MAX), which refuses a negative start.
             raise Refused("Window startMs time cannot be negative.")
@@ -411,7 +412,7 @@ class SessionModel(ChangelogKeeper):
         from > to check: its ``subMap`` throws (refused) as soon as one end time is held, where RocksDB answers
         nothing."""
         if self.backend == MEMORY and key_from is not None and key_to is not None and key_from > key_to:
-            self._require_open()
+            self._require_open("read")
             self._memory_purge()
             if self.sessions:
                 raise Refused("inconsistent range: key_from is after key_to")
@@ -422,7 +423,7 @@ class SessionModel(ChangelogKeeper):
     def restore(self, records: list[Record], batch_size: int) -> None:
         """Restore ``records`` batch by batch: RocksDB advances stream time over a whole batch first and skips
         records of expired segments; the in-memory store puts each record; nothing is logged."""
-        self._require_open()
+        self._require_open("restore")
         for first in range(0, len(records), batch_size):
             batch = records[first : first + batch_size]
             if self.backend == ROCKSDB:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kstate_conformance import store_types as types
-from kstate_conformance.models import kv
+from kstate_conformance.models import kv, life
 
 WINDOW = types.WINDOW
 TIMESTAMPED = types.TIMESTAMPED_WINDOW
@@ -203,7 +203,7 @@ class WindowModel(kv.ChangelogKeeper):
         self.windows = {}
 
     def commit(self, offset: int | None) -> None:
-        self._require_open()
+        self._require_open("commit")
         self.committed = offset if self.backend == ROCKSDB else None
         self.crash_candidates = [copy.deepcopy(self.segments)]
 
@@ -218,9 +218,9 @@ class WindowModel(kv.ChangelogKeeper):
         self.crash_candidates = [copy.deepcopy(self.segments)]
         return True
 
-    def _require_open(self) -> None:
-        if not self.is_open:
-            raise Refused("store closed")
+    def _require_open(self, op: str) -> None:
+        """Refused where the life table refuses ``op`` in the model's state (KV-12, WS-*, SS-37)."""
+        life.require("open" if self.is_open else "closed", op, Refused)
 
     def _note_write(self) -> None:
         if self.backend == ROCKSDB:
@@ -290,7 +290,7 @@ class WindowModel(kv.ChangelogKeeper):
         """``put(key, value, windowStart)`` through the change-logging layer (when logging)."""
         if key is None:
             raise Refused("null key")
-        self._require_open()
+        self._require_open("write")
         if self.backend == ROCKSDB:
             self._rocksdb_put(key, value, start)
             self._note_write()
@@ -306,7 +306,7 @@ class WindowModel(kv.ChangelogKeeper):
     def restore(self, records: list[Record], batch_size: int) -> None:
         """Replay ``records`` in batches: RocksDB writes each changelog key verbatim after advancing the stream time
         to its batch's largest start; memory ``put``s each record (a fresh local seqnum, the changelog's dropped)."""
-        self._require_open()
+        self._require_open("restore")
         for first in range(0, len(records), batch_size):
             batch = records[first:first + batch_size]
             if self.backend == ROCKSDB:
@@ -329,7 +329,7 @@ class WindowModel(kv.ChangelogKeeper):
         """``fetch(key, time)``: the row of the store's *current* seqnum (RocksDB); memory looks the bare key up."""
         if key is None:
             raise Refused("null key")
-        self._require_open()
+        self._require_open("read")
         if self.backend == ROCKSDB:
             if time < self.observed - self.retention + 1:
                 return None
@@ -387,7 +387,7 @@ class WindowModel(kv.ChangelogKeeper):
         """``fetch(key, from, to)`` / ``backwardFetch``: ``(window start, value)``."""
         if key is None:
             raise Refused("null key")
-        self._require_open()
+        self._require_open("read")
         actual_from = self._actual_from(time_from)
         if time_to < actual_from:
             return []
@@ -397,7 +397,7 @@ class WindowModel(kv.ChangelogKeeper):
     def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
                    backward: bool = False) -> list[Entry]:
         """``fetch(keyFrom, keyTo, from, to)`` / ``backwardFetch``; an inverted key range is empty."""
-        self._require_open()
+        self._require_open("read")
         if key_from is not None and key_to is not None and key_from > key_to:
             return []
         actual_from = self._actual_from(time_from)
@@ -411,7 +411,7 @@ class WindowModel(kv.ChangelogKeeper):
 
     def all(self, backward: bool = False) -> list[Entry]:
         """``all()`` / ``backwardAll()``: every live window (RocksDB clamps ``from`` at 0 as ``getActualFrom(0)``)."""
-        self._require_open()
+        self._require_open("read")
         if self.backend == ROCKSDB:
             entries = self._range(None, None, max(0, self.observed - self.retention + 1), INT64_MAX, False)
         else:

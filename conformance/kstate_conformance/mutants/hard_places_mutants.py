@@ -28,6 +28,7 @@ from kstate.stores.api import Backend, StoreStorageError
 from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory, validate_task_location
 from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.life import Op, OpClass
 from kstate.stores.segments import FoundSegment
 from kstate.stores.surface import RocksDBOptions, check_changelog_offsets, validate_store_name
 from kstate.stores.type_check import check_store_type_on_disk
@@ -99,11 +100,11 @@ class _FlushWritesPosition:
     position answers offsets no commit acknowledged."""
 
     segments: Any
-    _check_open: Callable[[], None]
+    _allow: Callable[[OpClass], None]
     _position: Any
 
     def flush(self) -> None:
-        self._check_open()
+        self._allow(Op.COMMIT)
         for segment in self.segments.all_segments():
             instance = segment.instance
             if instance.offsets is not None:
@@ -252,11 +253,11 @@ class _SegmentListsOnCloseOnly:
 
     segments: Any
     _position: Any
-    _check_open: Callable[[], None]
+    _allow: Callable[[OpClass], None]
 
     def commit(self, changelog_offsets: Any) -> None:
         offsets = check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
         for segment in self.segments.all_segments():
             segment.instance.commit(offsets, self._position)
 

@@ -36,6 +36,7 @@ from kstate.stores.factory import open_kv_store, store_directory, task_directory
 from kstate.stores.families import store_classes
 from kstate.stores.headers import RocksDBTimestampedStoreWithHeaders
 from kstate.stores.kv import InMemoryKeyValueStore, StoreIterator
+from kstate.stores.life import Op
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.surface import RocksDBOptions
@@ -182,7 +183,7 @@ class _OffsetsFirst:
     """``commit`` writes the offsets at once, in their own batch; the data waits for the next close (KV-50)."""
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        self._check_open()  # type: ignore[attr-defined]
+        self._allow(Op.COMMIT)  # type: ignore[attr-defined]
         offsets_store = self._instance.offsets  # type: ignore[attr-defined]
         if offsets_store is None:
             super().commit(changelog_offsets)  # type: ignore[misc]
@@ -641,7 +642,7 @@ class _CountNewFamilyOnly:
     def approximate_num_entries(self) -> int:
         accessor = self._accessor  # type: ignore[attr-defined]
         if isinstance(accessor, DualColumnFamilyAccessor):
-            self._check_open()  # type: ignore[attr-defined]
+            self._allow(Op.READ)  # type: ignore[attr-defined]
             return accessor.staged.count(accessor.new_cf)
         return super().approximate_num_entries()  # type: ignore[misc,no-any-return]
 
@@ -777,7 +778,7 @@ class _PutIfAbsentWithoutMigration:
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
         if key is None:
             return super().put_if_absent(key, value)
-        self._check_open()  # type: ignore[attr-defined]
+        self._allow(Op.WRITE)  # type: ignore[attr-defined]
         original = self._get_only(key)  # type: ignore[attr-defined]
         if original is None:
             self._write(key, value)  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from kstate.stores.changelogging import ChangeLoggingSessionBytesStore, Changelo
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.life import Op
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.session import (
     RocksDBSessionStore,
@@ -321,12 +322,12 @@ def _lax_session(key: bytes | None, start: int, end: int) -> tuple[bytes, int, i
 class _NegativeStartRocksDB(RocksDBSessionStore):
     def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
         checked_key, start_ms, end_ms = _lax_session(key, start, end)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._put(checked_key, start_ms, end_ms, None if aggregate is None else bytes(aggregate))
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         checked_key, start_ms, end_ms = _lax_session(key, start, end)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._remove(checked_key, start_ms, end_ms)
 
 
@@ -506,7 +507,7 @@ def _deleted_segment_unnoticed() -> dict[str, Handler]:
 class _CommitsNewestSegmentOnly(RocksDBSessionStore):
     def commit(self, changelog_offsets: Mapping[Any, int | None]) -> None:
         newest = self.segments.all_segments(forward=False)[:1]
-        self._check_open()
+        self._allow(Op.COMMIT)
         offsets = check_changelog_offsets(changelog_offsets)
         for segment in newest:
             segment.instance.commit(offsets, self._position)
@@ -529,7 +530,7 @@ def _crash_closes_cleanly() -> dict[str, Handler]:
 
 class _NewestSegmentOffsetOnly(RocksDBSessionStore):
     def committed_offset(self, partition: Any) -> int | None:
-        self._check_open()
+        self._allow(Op.OFFSETS)
         newest = self.segments.all_segments(forward=False)[:1]
         return next((s.instance.committed_offset(to_codec_tp(partition)) for s in newest), None)
 

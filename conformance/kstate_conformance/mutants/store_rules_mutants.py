@@ -29,6 +29,7 @@ from kstate.stores.column_families import DualColumnFamilyAccessor
 from kstate.stores.engine import RocksDBEngine, WriteBatch
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import store_classes
+from kstate.stores.life import Op
 from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.type_check import check_store_type_on_disk
@@ -255,7 +256,7 @@ class _TombstonesShowStore(CachingKeyValueStore):
     """Range iterators skip cached tombstones but let the store's value for that key through."""
 
     def all(self) -> Any:
-        self._validate_open()
+        self._allow(Op.READ)
         live = [k for k in self.cache.keys_between(None, None) if (e := self.cache.get(k)) and e.value is not None]
         from kstate.stores.caching import MergedCacheStoreIterator
 
@@ -264,7 +265,7 @@ class _TombstonesShowStore(CachingKeyValueStore):
     def range(self, from_key: bytes | None, to_key: bytes | None) -> Any:
         if self._invalid_range(from_key, to_key):
             return super().range(from_key, to_key)
-        self._validate_open()
+        self._allow(Op.READ)
         live = [k for k in self.cache.keys_between(from_key, to_key) if (e := self.cache.get(k)) and e.value is not None]
         from kstate.stores.caching import MergedCacheStoreIterator
 
@@ -284,7 +285,7 @@ class _OverflowPrefixStore(CachingKeyValueStore):
         from kstate.codecs.primitives import increment_without_overflow
         from kstate.stores.caching import MergedCacheStoreIterator
 
-        self._validate_open()
+        self._allow(Op.READ)
         upper = increment_without_overflow(prefix) if prefix else None
         keys = self.cache.keys_between(prefix, upper, False) if upper is not None else self.cache.keys_between(prefix, None)
         return MergedCacheStoreIterator(self.cache, keys, self.inner.prefix_scan(prefix), False)
@@ -314,7 +315,7 @@ class _CommitWithoutFlushStore(CachingKeyValueStore):
     """``commit`` relies on the task having flushed: the cache is not flushed first."""
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-        self._validate_open()
+        self._allow(Op.COMMIT)
         self.inner.commit(changelog_offsets)
 
 
@@ -406,7 +407,7 @@ class _PositionAtCloseOnly:
         if offsets_store is None:
             super().commit(changelog_offsets)  # type: ignore[misc]
             return
-        self._check_open()  # type: ignore[attr-defined]
+        self._allow(Op.COMMIT)  # type: ignore[attr-defined]
         before = offsets_store.image.get(POSITION_KEY)
         offsets = {(tp.topic, tp.partition): offset for tp, offset in changelog_offsets.items()}
         batch = offsets_store.commit_batch(offsets, self._position)  # type: ignore[attr-defined]
@@ -599,7 +600,7 @@ class _DowngradeClose:
         if offsets_store is None or task_dir is None:
             super().close_for_downgrade()  # type: ignore[misc]
             return
-        self._check_open()  # type: ignore[attr-defined]
+        self._allow(Op.DOWNGRADE)  # type: ignore[attr-defined]
         self._close_iterators()  # type: ignore[attr-defined]
         self._instance.staged.apply(offsets_store.close_batch(self._position))  # type: ignore[attr-defined]
         path = task_checkpoint_path(task_dir)
@@ -722,7 +723,7 @@ class _RestoreIntoNewFamilyOnly:
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         accessor = getattr(self, "_accessor", None)
         if isinstance(accessor, DualColumnFamilyAccessor):
-            self._check_open()  # type: ignore[attr-defined]
+            self._allow(Op.RESTORE)  # type: ignore[attr-defined]
             accessor.staged.staged(accessor.new_cf).update(dict(entries))
             return
         super().restore_batch(entries)  # type: ignore[misc]

@@ -32,6 +32,7 @@ from kstate.stores.api import Backend
 from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.life import Op
 from kstate.stores.segments import KeyValueSegments, TimestampedSegments
 from kstate.stores.surface import RocksDBOptions
 from kstate_conformance.adapter import Handler
@@ -456,7 +457,7 @@ class _MemoryAllWithoutExpiry:
     """The in-memory ``all()`` lists every window held, with no expiry pass and no ``> T - R`` bound."""
 
     def all(self, backward: bool = False) -> Any:
-        self._check_open()  # type: ignore[attr-defined]
+        self._allow(Op.READ)  # type: ignore[attr-defined]
         return self._entries(list(self._starts), None, None, backward)  # type: ignore[attr-defined]
 
 

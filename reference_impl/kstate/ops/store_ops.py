@@ -74,6 +74,7 @@ from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore,
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.factory import open_bytes_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import changelogging_store, store_classes
+from kstate.stores.life import LifeState, Op, answer
 from kstate.stores.restore import DEFAULT_RESTORE_BATCH_SIZE, RestoreResult, restore
 
 #: The names ``store.open`` accepts: every store type and the legacy alias (a type not built is refused by name).
@@ -505,7 +506,7 @@ def store_flush_cache(request: Request) -> JsonDict:
     if handle.caching is not None:
         handle.caching.flush_cache()
     elif handle.closed or not handle.store.is_open:
-        raise InvalidStateStoreError(f"Store {handle.name} is currently closed.")
+        raise answer(LifeState.CLOSED, Op.COMMIT).refusal(handle.name)
     return {}
 
 

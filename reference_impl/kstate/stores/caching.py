@@ -24,6 +24,7 @@ from kstate.stores.api import (
     WriteChecking,
 )
 from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.life import Op, OpClass, check_state, life_of
 from kstate.stores.surface import RecordContextHolder, check_bound, check_value, require_key
 from kstate.stores.wrapping import WrappedKeyValueBytesStore
 
@@ -223,7 +224,8 @@ class MergedCacheStoreIterator:
             yield stored
             yield from rows
 
-    def _check_open(self) -> None:
+    def _refuse_if_closed(self) -> None:
+        """The iterator's own life, not the store's: a closed iterator refuses reads (KV-12)."""
         if self._closed:
             raise InvalidStateStoreError("the iterator is closed")
 
@@ -234,7 +236,7 @@ class MergedCacheStoreIterator:
 
     def __next__(self) -> tuple[bytes, bytes]:
         if self._closed:
-            self._check_open()
+            self._refuse_if_closed()
         item = self._next
         if item is None:
             return next(self._rows)
@@ -242,7 +244,7 @@ class MergedCacheStoreIterator:
         return item
 
     def peek_next_key(self) -> bytes | None:
-        self._check_open()
+        self._refuse_if_closed()
         if self._next is None:
             self._next = next(self._rows, None)
         return None if self._next is None else self._next[0]
@@ -305,9 +307,10 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
         self._check_below: Callable[[bytes, bytes | None], None] | None = (
             inner.check_write if isinstance(inner, WriteChecking) else None)
 
-    def _validate_open(self) -> None:
-        if not self.inner.is_open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+    def _allow(self, op: OpClass) -> None:
+        """The life table's answer for the store below's state: the layer has no life of its own, and refuses
+        what a closed store refuses, flush and commit included (CACHE-9, KV-12)."""
+        check_state(life_of(self.inner), op, self.name)
 
     @staticmethod
     def _require_key(key: bytes | None) -> bytes:
@@ -354,12 +357,12 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
 
     def put(self, key: bytes, value: bytes | None) -> None:
         key = self._require_key(key)
-        self._validate_open()
+        self._allow(Op.WRITE)
         self._put_internal(key, value)
 
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
         key = self._require_key(key)
-        self._validate_open()
+        self._allow(Op.WRITE)
         previous = self._get_internal(key)
         if previous is None:
             self._put_internal(key, value)
@@ -368,7 +371,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
     def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         # Every key is checked before any is cached, as the metered layer above does (KV-3).
         checked = [(self._require_key(key), check_value(value)) for key, value in entries]
-        self._validate_open()
+        self._allow(Op.WRITE)
         for key, value in checked:
             self._check_write(key, value)  # all before any is cached: a refused putAll caches nothing
         for key, value in checked:
@@ -376,7 +379,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
 
     def delete(self, key: bytes) -> bytes | None:
         key = self._require_key(key)
-        self._validate_open()
+        self._allow(Op.WRITE)
         previous = self._get_internal(key)
         self._put_internal(key, None)
         return previous
@@ -398,7 +401,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
 
     def get(self, key: bytes) -> bytes | None:
         key = self._require_key(key)
-        self._validate_open()
+        self._allow(Op.READ)
         return self._get_internal(key)
 
     def _invalid_range(self, from_key: bytes | None, to_key: bytes | None) -> bool:
@@ -411,7 +414,7 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
         from_key, to_key = check_bound("from", from_key), check_bound("to", to_key)
         if self._invalid_range(from_key, to_key):
             return _EmptyIterator()
-        self._validate_open()
+        self._allow(Op.READ)
         store_iterator = self.inner.reverse_range(from_key, to_key) if reverse else self.inner.range(from_key, to_key)
         return MergedCacheStoreIterator(self.cache, self.cache.keys_between(from_key, to_key), store_iterator, reverse)
 
@@ -422,17 +425,17 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
         return self._merged_range(from_key, to_key, True)
 
     def all(self) -> KeyValueIterator:
-        self._validate_open()
+        self._allow(Op.READ)
         store_iterator = self.inner.all()
         return MergedCacheStoreIterator(self.cache, self.cache.keys_between(None, None), store_iterator, False)
 
     def reverse_all(self) -> KeyValueIterator:
-        self._validate_open()
+        self._allow(Op.READ)
         store_iterator = self.inner.reverse_all()
         return MergedCacheStoreIterator(self.cache, self.cache.keys_between(None, None), store_iterator, True)
 
     def prefix_scan(self, prefix: bytes) -> KeyValueIterator:
-        self._validate_open()
+        self._allow(Op.READ)
         store_iterator = self.inner.prefix_scan(prefix)
         try:
             # Bytes.increment, not incrementWithoutOverflow: empty and all-FF prefixes are refused (CACHE-8).
@@ -443,14 +446,14 @@ class CachingKeyValueStore(WrappedKeyValueBytesStore):
         return MergedCacheStoreIterator(self.cache, self.cache.keys_between(prefix, upper, False), store_iterator, False)
 
     def approximate_num_entries(self) -> int:
-        self._validate_open()
+        self._allow(Op.READ)
         return self.inner.approximate_num_entries()
 
     # --- lifecycle --------------------------------------------------------------------------------------
 
     def flush_cache(self) -> None:
         """``flushCache``: write back the dirty entries without flushing the store below."""
-        self._validate_open()
+        self._allow(Op.COMMIT)
         self.cache.flush()
 
     def flush(self) -> None:

@@ -29,6 +29,7 @@ from kstate.stores.api import (
 )
 from kstate.stores.column_families import KEY_VALUE_LAYOUT, Accessor, ColumnFamilyLayout
 from kstate.stores.engine import DEFAULT_CF, Engine, EngineCursor, MemoryEngine
+from kstate.stores.life import OPEN, Op, answer
 from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
@@ -259,14 +260,14 @@ class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
     def get(self, key: bytes) -> bytes | None:
         """The value, or None; on a store in upgrade mode a legacy entry is migrated (KV-5, KV-32)."""
         key = require_key(key)
-        self._check_open()
+        self._allow(Op.READ)
         return self._get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
         """Insert or replace; a None value deletes (KV-4)."""
         key = require_key(key)
         value = check_value(value)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._write(key, value)
         self._update_position()
 
@@ -274,7 +275,7 @@ class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
         """``get``, then ``put`` only if that returned None (even a None value); returns the original (KV-6)."""
         key = require_key(key)
         value = check_value(value)
-        self._check_open()
+        self._allow(Op.WRITE)
         original = self._get(key)
         if original is None:
             self._write(key, value)
@@ -286,7 +287,7 @@ class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
         staged: dict[bytes, bytes | None] = {}
         for key, value in entries:
             staged[require_key(key)] = check_value(value)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._write_all(staged)
         if staged or self.POSITION_PER_PUT_ALL:
             self._update_position()
@@ -294,7 +295,7 @@ class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
     def delete(self, key: bytes) -> bytes | None:
         """Remove the key; returns the old value, read without migrating (KV-8, KV-33)."""
         key = require_key(key)
-        self._check_open()
+        self._allow(Op.WRITE)
         old = self._get_only(key)
         self._write(key, None)
         self._update_position()
@@ -302,33 +303,33 @@ class _KeyValueOperations(OpenState, PositionTracker, ClosesOnExit):
 
     def range(self, from_key: bytes | None, to_key: bytes | None) -> StoreIterator:
         """Keys in ``[from_key, to_key]``, ascending; None is unbounded; ``from > to`` is empty + WARN (KV-9, KV-10)."""
-        self._check_open()
+        self._allow(Op.READ)
         if _warn_if_invalid_range(from_key, to_key):
             return empty_iterator(self.name)
         return self._iterator(from_key, to_key, True, False)
 
     def reverse_range(self, from_key: bytes | None, to_key: bytes | None) -> StoreIterator:
         """Keys in ``[from_key, to_key]``, descending (KV-9, KV-10)."""
-        self._check_open()
+        self._allow(Op.READ)
         if _warn_if_invalid_range(from_key, to_key):
             return empty_iterator(self.name)
         return self._iterator(from_key, to_key, True, True)
 
     def all(self) -> StoreIterator:
         """Every entry, ascending (KV-9)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._iterator(None, None, True, False)
 
     def reverse_all(self) -> StoreIterator:
         """Every entry, descending (KV-9)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._iterator(None, None, True, True)
 
     def prefix_scan(self, prefix: bytes) -> StoreIterator:
         """Keys starting with ``prefix``: ``[prefix, increment(prefix))`` (KV-13, KV-14)."""
         if prefix is None:
             raise NullKeyError("prefix cannot be null")
-        self._check_open()
+        self._allow(Op.READ)
         return self._prefix_iterator(bytes(prefix))
 
     def _prefix_iterator(self, prefix: bytes) -> StoreIterator:
@@ -420,7 +421,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
     def column_family_rows(self) -> dict[str, list[tuple[bytes, bytes]]]:
         """Every column family's entries, as the open store presents them: written plus staged (KV-51)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._instance.column_family_rows()
 
     def persistent(self) -> bool:
@@ -432,8 +433,8 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         """The value, or None; in upgrade mode a legacy entry is migrated (KV-5, KV-32)."""
         if type(key) is not bytes:
             key = require_key(key)
-        if not self._open:
-            self._check_open()
+        if self._life is not OPEN:
+            self._allow(Op.READ)
         return self._accessor.get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
@@ -442,8 +443,8 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
             key = require_key(key)
         if value is not None and type(value) is not bytes:
             value = check_value(value)
-        if not self._open:
-            self._check_open()
+        if self._life is not OPEN:
+            self._allow(Op.WRITE)
         self._accessor.put(key, value)
         if self._record_context is not None:
             self._update_position()
@@ -454,7 +455,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         The shared ``range`` with its checks inline (issue 35); the rows still come from ``_iterator``.
         """
         if not self._open:
-            self._check_open()
+            self._allow(Op.READ)
         if from_key is not None and to_key is not None and from_key > to_key:
             LOG.warning(INVALID_RANGE_WARNING)
             return empty_iterator(self.name)
@@ -463,7 +464,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
     def all(self) -> StoreIterator:
         """Every entry, ascending (KV-9)."""
         if not self._open:
-            self._check_open()
+            self._allow(Op.READ)
         return self._iterator(None, None, True, False)
 
     def prefix_scan(self, prefix: bytes) -> StoreIterator:
@@ -471,7 +472,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         if prefix is None:
             raise NullKeyError("prefix cannot be null")
         if not self._open:
-            self._check_open()
+            self._allow(Op.READ)
         return self._prefix_iterator(prefix if type(prefix) is bytes else bytes(prefix))
 
     # hooks ------------------------------------------------------------------------------------------------------
@@ -498,14 +499,14 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
     def approximate_num_entries(self) -> int:
         """RocksDB's ``rocksdb.estimate-num-keys`` (old + new family in upgrade mode), capped at Long.MAX (KV-15)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._accessor.approximate_count()
 
     # restore ------------------------------------------------------------------------------------------------------
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Stage one restore batch (values already in this store's layout); ``commit`` writes it atomically (KV-16)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         staged = dict(entries)
         if None in staged:
             raise NullKeyError("key cannot be null")
@@ -513,7 +514,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
 
     def restoring(self) -> AbstractContextManager[None]:
         """Restore's commits skip the WAL, as Kafka writes, until a flush when restore ends (RST-8)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         return self._instance.restoring()
 
     # KIP-1035 ----------------------------------------------------------------------------------------------------
@@ -528,23 +529,23 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
         An empty mapping wipes every committed offset; a None value removes that partition's offset.
         """
         offsets = check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
         self._instance.commit(offsets, self._position)
 
     def flush(self) -> None:
         """Kafka's deprecated ``flush``: write the staged data without touching the committed offsets."""
-        self._check_open()
+        self._allow(Op.COMMIT)
         self._instance.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """The committed changelog offset of ``partition``, or None (OFF-3)."""
         tp = to_codec_tp(partition, "partition")
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return self._instance.committed_offset(tp)
 
     def committed_offsets(self) -> dict[TopicPartition, int]:
         """Every committed changelog offset, by partition (parsed from the ``<topic>-<partition>`` keys)."""
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return {TopicPartition(t, p): o for (t, p), o in self._instance.committed_offsets().items()}
 
     def offsets_entries(self) -> dict[bytes, bytes]:
@@ -560,7 +561,7 @@ class RocksDBStore(ClosesItsIterators, _KeyValueOperations):
     def close_for_downgrade(self) -> None:
         """Close for a downgrade below 4.3 (UPG-4, tentative): legacy ``.checkpoint`` / ``<store>.position``
         files are written from the committed offsets and position, and the ``offsets`` family is dropped."""
-        self._check_open()
+        self._allow(Op.DOWNGRADE)
         if self._instance.offsets is None or self._instance.task_dir is None:
             self.close()
             return
@@ -639,23 +640,23 @@ class InMemoryKeyValueStore(InMemoryOffsets, _KeyValueOperations):
 
     def approximate_num_entries(self) -> int:
         """Exact: the map's size (KV-15)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._map.approximate_count(DEFAULT_CF)
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Put each record in turn (null deletes), as Kafka's restore callback does (KV-16)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         checked = [(require_key(key), check_value(value)) for key, value in entries]  # refuse before writing
         for key, value in checked:
             self._write(key, value)
 
     def close(self) -> None:
         """Clear the contents and mark the store closed (KV-43)."""
-        if not self._open:
+        if answer(self._life, Op.CLOSE).noop:
             return
         self._open = False
         self._map.clear()
 
     def simulate_crash(self) -> None:
-        """A killed process loses an in-memory store's contents entirely."""
+        """A killed process loses an in-memory store's contents entirely: the crash is the close (KV-43)."""
         self.close()

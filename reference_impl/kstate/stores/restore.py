@@ -19,6 +19,7 @@ from itertools import islice
 from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import StoreType
 from kstate.stores.api import RecordRestorable, StateStore, restore_mode
+from kstate.stores.life import restoring_life
 
 #: Kafka's restore consumer polls at most ``max.poll.records`` (default 1000) records per batch.
 DEFAULT_RESTORE_BATCH_SIZE = 1000
@@ -73,8 +74,9 @@ def gc_paused() -> Iterator[None]:
 
 @contextlib.contextmanager
 def restoring(store: StateStore) -> Iterator[None]:
-    """What every restore runs under: the collector paused and the store's restore mode (RST-8)."""
-    with gc_paused(), restore_mode(store):
+    """What every restore runs under: the collector paused, the store's restore mode and its life state
+    RESTORING (RST-8)."""
+    with gc_paused(), restore_mode(store), restoring_life(store):
         yield
 
 

@@ -31,6 +31,7 @@ from kstate.codecs.position import Position, merge_positions
 from kstate.codecs.primitives import java_div
 from kstate.errors import KStateError
 from kstate.stores.api import RecordContext, TopicPartition
+from kstate.stores.life import Op
 from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries
 from kstate.stores.segments import (
     FoundSegment,
@@ -293,7 +294,7 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     def restoring(self) -> contextlib.AbstractContextManager[None]:
         """Restore mode in every segment, those a restore creates included: no WAL, one flush at the end (RST-8)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         return self._restore_mode()
 
     @contextlib.contextmanager
@@ -344,7 +345,7 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
     def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
         """Every open segment's column families and rows, staged writes included, by segment name (LAY-3)."""
-        self._check_open()
+        self._allow(Op.READ)
         return {s.name: s.instance.column_family_rows() for s in self.segments.all_segments()}
 
     def segment_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:

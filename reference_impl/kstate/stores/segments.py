@@ -32,7 +32,7 @@ from kstate.codecs.primitives import encode_int64, increment, segment_id
 from kstate.codecs.versioned import LATEST_VALUE_SEGMENT_ID, latest_value_store_name
 from kstate.errors import InvalidArgumentError, KStateError, StateFileError
 from kstate.storage_files import read_state_file, write_state_file
-from kstate.stores.api import InvalidStateStoreError, StoreCorruptedError, TopicPartition
+from kstate.stores.api import StoreCorruptedError, TopicPartition
 from kstate.stores.column_families import (
     KEY_VALUE_LAYOUT,
     TIMESTAMPED_LAYOUT,
@@ -48,6 +48,7 @@ from kstate.stores.engine import (
     rocksdb_directory_state,
     storage_error,
 )
+from kstate.stores.life import LifeState, Op, OpClass, answer
 from kstate.stores.offsets import has_committed_offsets, read_offsets_image
 from kstate.stores.rocksdb_instance import ExistingDatabaseChecks, RocksDBInstance
 from kstate.stores.surface import (
@@ -520,7 +521,7 @@ class SegmentedStoreOffsets:
 
     segments: KeyValueSegments
     _position: Position
-    _check_open: Callable[[], None]
+    _allow: Callable[[OpClass], None]
 
     _restore_stack: contextlib.ExitStack | None
     _restore_commit: PendingCommit | None
@@ -530,7 +531,7 @@ class SegmentedStoreOffsets:
         of every segment before the offsets of any (SS-21, SS-22, WS-28, OFF-23). Within a restore the rows
         are written now and the offsets when the restore's flushes returned (RST-8, OFF-23)."""
         offsets = check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
         if self._restore_stack is not None:
             for segment in self.segments.all_segments():
                 segment.instance.write_staged()
@@ -542,7 +543,7 @@ class SegmentedStoreOffsets:
 
     def flush(self) -> None:
         """Write every segment's staged rows and the position, committed offsets untouched."""
-        self._check_open()
+        self._allow(Op.COMMIT)
         for segment in self.segments.all_segments():
             segment.instance.flush(self._position)
 
@@ -550,7 +551,7 @@ class SegmentedStoreOffsets:
         """``AbstractSegments.committedOffset``: the offset of the newest segment that holds one for ``partition``
         (a segment created since the last commit holds none), None if none does (SS-23, WS-28)."""
         tp = to_codec_tp(partition, "partition")
-        self._check_open()
+        self._allow(Op.OFFSETS)
         pending = self._restore_commit
         if pending is not None and (pending.wipe or tp in pending.offsets):
             return pending.offsets.get(tp)  # the restore's commits, written when the restore ends
@@ -693,7 +694,7 @@ class LogicalKeyValueSegments(AbstractSegments[LogicalKeyValueSegment]):
     def physical(self) -> RocksDBInstance:
         """The one database of every segment; open once :meth:`open_existing` has run."""
         if self._physical is None:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+            raise answer(LifeState.CLOSED, Op.READ).refusal(self.name)
         return self._physical
 
     def segment_name(self, segment_id_: int) -> str:

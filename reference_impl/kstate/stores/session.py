@@ -28,6 +28,7 @@ from kstate.stores.api import (
 )
 from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import INVALID_RANGE_WARNING
+from kstate.stores.life import Op
 from kstate.stores.segmented import RocksDBSegmentedBytesStore, SegmentRows
 from kstate.stores.segments import KeyValueSegments
 from kstate.stores.surface import (
@@ -195,13 +196,13 @@ class SessionOperations(StoreState):
         """``put(Windowed(key, SessionWindow(start, end)), aggregate)``; a None aggregate removes (SS-2, SS-4)."""
         checked_key, start_ms, end_ms = check_session(key, start, end)
         value = check_value(aggregate, _AGGREGATE)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._put(checked_key, start_ms, end_ms, value)
 
     def remove(self, key: bytes, start: int, end: int) -> None:
         """``remove(Windowed(key, SessionWindow(start, end)))`` (SS-4)."""
         checked_key, start_ms, end_ms = check_session(key, start, end)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._remove(checked_key, start_ms, end_ms)
 
     # reads --------------------------------------------------------------------------------------------------------
@@ -210,7 +211,7 @@ class SessionOperations(StoreState):
         """``fetchSession(key, start, end)``: the aggregate of exactly that session, None if absent or expired (SS-16)."""
         checked_key = require_key(key)
         start_ms, end_ms = check_time("start", start), check_time("end", end)
-        self._check_open()
+        self._allow(Op.READ)
         return self._get(checked_key, start_ms, end_ms)
 
     def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *, backward: bool = False) -> SessionIterator:
@@ -218,7 +219,7 @@ class SessionOperations(StoreState):
         the sessions of ``key`` with end >= earliest_end and start <= latest_start (SS-5..SS-7)."""
         checked_key = require_key(key)
         earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
-        self._check_open()
+        self._allow(Op.READ)
         return self._find(checked_key, checked_key, earliest, latest, backward, True)
 
     def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
@@ -227,7 +228,7 @@ class SessionOperations(StoreState):
         (None = unbounded); ``from > to`` answers nothing with Kafka's WARN (SS-5..SS-7, SS-9)."""
         lower, upper = check_bound("key_from", key_from, _RANGE_KEY), check_bound("key_to", key_to, _RANGE_KEY)
         earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
-        self._check_open()
+        self._allow(Op.READ)
         if _warn_if_invalid_range(lower, upper):
             return empty_session_iterator()
         return self._find(lower, upper, earliest, latest, backward, False)
@@ -239,7 +240,7 @@ class SessionOperations(StoreState):
     def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
         """``fetch(keyFrom, keyTo)`` / ``backwardFetch(keyFrom, keyTo)``: every live session of the keys (SS-8)."""
         lower, upper = check_bound("key_from", key_from, _RANGE_KEY), check_bound("key_to", key_to, _RANGE_KEY)
-        self._check_open()
+        self._allow(Op.READ)
         return self._fetch_range(lower, upper, backward)
 
     # hooks --------------------------------------------------------------------------------------------------------
@@ -404,7 +405,7 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
         """``restoreAllInternal`` over :meth:`_restore_rows`: stream time advances to the batch's largest end first,
         then each record goes to its segment if live, else is skipped (SS-24, SS-25); every key is checked before
         anything is written."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         self._restore_rows(entries, self._checked_restore_row)
 
     def _checked_restore_row(self, key: bytes, value: bytes | None) -> tuple[bytes, bytes | None, int]:
@@ -514,7 +515,7 @@ class InMemorySessionStore(InMemoryOffsets, SessionOperations):
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Each record parsed with ``SessionKeySchema.from`` and put, as Kafka's restore callback does (SS-24);
         every record is checked before anything is written."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         checked = []
         for key, value in entries:
             session = session_keys.PLAIN.decode(require_key(key))

@@ -21,7 +21,8 @@ from kstate.codecs.layout import MAX_NAME_LENGTH, name_problem
 from kstate.codecs.offsets import committed_offset_problem
 from kstate.codecs.position import Position, merge_positions
 from kstate.errors import InvalidArgumentError, NullKeyError
-from kstate.stores.api import InvalidStateStoreError, InvalidStoreNameError, RecordContext, TopicPartition
+from kstate.stores.api import InvalidStoreNameError, RecordContext, TopicPartition
+from kstate.stores.life import LifeCycle, Op, OpClass, answer
 
 LOG = logging.getLogger("kstate.stores")
 
@@ -169,20 +170,9 @@ class PositionTracker:
         return {topic: dict(parts) for topic, parts in self._position.items()}
 
 
-class OpenState:
-    """``is_open``, and the refusal of any use of a closed store in Kafka's words: "Store X is currently closed"
-    (KV-12)."""
-
-    name: str
-    _open: bool
-
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed.")
+class OpenState(LifeCycle):
+    """``is_open``, and the store's answer to each operation in each life state, from the one table of
+    :mod:`kstate.stores.life` (KV-12, KV-52)."""
 
 
 class StoreState(OpenState, PositionTracker):
@@ -215,18 +205,18 @@ class ClosesItsIterators(OpenState):
                 iterator.close()
 
     def close(self) -> None:
-        if not self._open:
+        if answer(self._life, Op.CLOSE).noop:
             return
         self._close_iterators()
         self._open = False
         self._close_database()
 
     def simulate_crash(self) -> None:
-        if not self._open:
+        if answer(self._life, Op.CRASH).noop:
             return
         for iterator in list(self._iterators):
             iterator.close()
-        self._open = False
+        self._crashed()
         self._abandon_database()
 
 
@@ -234,7 +224,7 @@ class InMemoryOffsets:
     """What every in-memory store answers about offsets: it keeps none, and commits and flushes nothing (KV-44)."""
 
     #: The store's own check (declared only: the class this is mixed into defines it).
-    _check_open: Callable[[], None]
+    _allow: Callable[[OpClass], None]
 
     def manages_offsets(self) -> bool:
         """In-memory stores keep no offsets (KV-44)."""
@@ -243,15 +233,15 @@ class InMemoryOffsets:
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Nothing to persist (KV-44)."""
         check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
 
     def flush(self) -> None:
-        self._check_open()
+        self._allow(Op.COMMIT)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """Always None: the offsets are not managed by an in-memory store (KV-44)."""
         to_codec_tp(partition, "partition")
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return None
 
 

@@ -25,8 +25,9 @@ from kstate.codecs.position import Position
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, encode_int64, segment_id
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
-from kstate.stores.api import InvalidStateStoreError, RecordContext, TopicPartition
+from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.engine import Engine, MemoryEngine
+from kstate.stores.life import OPEN, LifeCycle, Op, answer
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
@@ -131,7 +132,7 @@ class _KeyRows(MutableMapping[int, bytes]):
         self._segments.physical.accessor.put(encode_int64(sid) + self._key, None)
 
 
-class RocksDBVersionedStore(PositionTracker):
+class RocksDBVersionedStore(LifeCycle, PositionTracker):
     """Kafka's ``RocksDBVersionedStore``: one database, logical segments, store-wide observed stream time (VS-1..VS-17).
 
     ``RocksDBVersionedStore(name, task_dir, history_retention_ms=...)`` opens ``<task_dir>/rocksdb/<name>``;
@@ -183,16 +184,8 @@ class RocksDBVersionedStore(PositionTracker):
 
     # --- state --------------------------------------------------------------------------------------------------
 
-    @property
-    def is_open(self) -> bool:
-        return self._open
-
     def persistent(self) -> bool:
         return True
-
-    def _check_open(self) -> None:
-        if not self._open:
-            raise InvalidStateStoreError(f"Store {self.name} is currently closed")
 
     @property
     def segments(self) -> LogicalKeyValueSegments:
@@ -339,8 +332,8 @@ class RocksDBVersionedStore(PositionTracker):
             value = check_value(value)
         if type(timestamp) is not int or not INT64_MIN <= timestamp <= INT64_MAX:
             timestamp = check_timestamp(timestamp)
-        if not self._open:
-            self._check_open()
+        if self._life is not OPEN:
+            self._allow(Op.WRITE)
         if timestamp < self.observed_stream_time - self.history_retention:  # grace period = history retention
             LOG.warning("Skipping record for expired put.")
             self._update_position()
@@ -357,7 +350,7 @@ class RocksDBVersionedStore(PositionTracker):
         """``delete(key, timestamp)``: ``get(key, timestamp)``, then a tombstone put; None and no change when
         expired (VS-10)."""
         key, timestamp = check_key(key), check_timestamp(timestamp)
-        self._check_open()
+        self._allow(Op.WRITE)
         if timestamp < self.observed_stream_time - self.config.grace_period:
             LOG.warning("Skipping record for expired delete.")
             return None
@@ -371,8 +364,8 @@ class RocksDBVersionedStore(PositionTracker):
         within history retention, the latest one always (VS-9)."""
         if type(key) is not bytes:
             key = check_key(key)
-        if not self._open:
-            self._check_open()
+        if self._life is not OPEN:
+            self._allow(Op.READ)
         if as_of is None:  # _latest_version inline (the hot path of a latest read the cache missed)
             found = self._latest_cache.get(key)
             if found is not None:
@@ -457,7 +450,7 @@ class RocksDBVersionedStore(PositionTracker):
         from_ms = INT64_MIN if from_ms is None else check_timestamp(from_ms, "from_ms")
         to_ms = INT64_MAX if to_ms is None else check_timestamp(to_ms, "to_ms")
         order = _order(order)
-        self._check_open()
+        self._allow(Op.READ)
         ascending = order is ResultOrder.ASCENDING
         latest = self._latest_row(key)
         newest: list[VersionedRecord] = []
@@ -483,7 +476,7 @@ class RocksDBVersionedStore(PositionTracker):
     def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
         """Kafka's ``restoreBatch``: each record not beyond the grace period is put with the stream time of the
         END of the batch, so versions the batch will expire are dropped early (VS-15). Nothing is logged (VS-16)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         checked = [(check_key(r.key), check_value(r.value), check_timestamp(r.timestamp)) for r in records]
         end_of_batch = max([self.observed_stream_time, *(ts for _, _, ts in checked)])
         for key, value, timestamp in checked:
@@ -499,7 +492,7 @@ class RocksDBVersionedStore(PositionTracker):
 
     def restoring(self) -> AbstractContextManager[None]:
         """Restore's commits skip the WAL until the flush that ends restore (RST-8)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         return self._segments.physical.restoring()
 
     # --- dump ---------------------------------------------------------------------------------------------------
@@ -510,7 +503,7 @@ class RocksDBVersionedStore(PositionTracker):
 
     def column_family_rows(self) -> dict[str, list[tuple[bytes, bytes]]]:
         """Every column family's rows as the open store presents them: written plus staged (VS-1)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._segments.physical.column_family_rows()
 
     # --- KIP-1035 (VS-17) ---------------------------------------------------------------------------------------
@@ -521,20 +514,20 @@ class RocksDBVersionedStore(PositionTracker):
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Write the staged rows, the position and ``changelog_offsets`` in ONE atomic batch (VS-17)."""
         offsets = check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
         self._segments.commit(offsets, self._position)
 
     def flush(self) -> None:
-        self._check_open()
+        self._allow(Op.COMMIT)
         self._segments.physical.flush(self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         tp = to_codec_tp(partition, "partition")
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return self._segments.physical.committed_offset(tp)
 
     def committed_offsets(self) -> dict[TopicPartition, int]:
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return {TopicPartition(t, p): o for (t, p), o in self._segments.physical.committed_offsets().items()}
 
     def offsets_entries(self) -> dict[bytes, bytes]:
@@ -544,16 +537,16 @@ class RocksDBVersionedStore(PositionTracker):
 
     def close(self) -> None:
         """Write staged rows, the position and status CLOSED, then release the database (VS-17). Idempotent."""
-        if not self._open:
+        if answer(self._life, Op.CLOSE).noop:
             return
         self._open = False
         self._segments.close(self._position)
 
     def simulate_crash(self) -> None:
         """Abandon the store as a killed process would: staged rows are lost, status stays OPEN (VS-17)."""
-        if not self._open:
+        if answer(self._life, Op.CRASH).noop:
             return
-        self._open = False
+        self._crashed()
         self._segments.simulate_crash()
 
 
@@ -581,13 +574,13 @@ class InMemoryVersionedStore(RocksDBVersionedStore):
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         """Nothing to persist beyond memory (VS-20); writes become visible at once either way."""
         offsets = check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
         self._segments.commit(offsets, self._position)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         """Always None: an in-memory store keeps no offsets (VS-20)."""
         to_codec_tp(partition, "partition")
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return None
 
     def close(self) -> None:

@@ -26,6 +26,7 @@ from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN
 from kstate.codecs.store_types import STORE_TYPES, RestoreConversion, StoreType
 from kstate.errors import DecodeError, EncodeError, InvalidArgumentError, NullKeyError
 from kstate.stores.api import Backend, StateStore
+from kstate.stores.life import Op
 from kstate.stores.offsets import read_legacy_position
 from kstate.stores.segmented import RocksDBSegmentedBytesStore
 from kstate.stores.segments import (
@@ -213,7 +214,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
                 or not INT64_MIN <= window_start <= INT64_MAX:
             key, value, window_start = self._checked_put(key, value, window_start)
         if not self._open:
-            self._check_open()
+            self._allow(Op.WRITE)
         if self.retain_duplicates:
             if value is None:
                 return
@@ -229,7 +230,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         """``fetch(key, time)``: the row of the store's *current* seqnum; null once expired (WS-10)."""
         key = require_key(key)
         check_time("time", time)
-        self._check_open()
+        self._allow(Op.READ)
         return self._get_row(SCHEMA.to_store_key(key, time, self.seqnum), time)
 
     def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
@@ -239,7 +240,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         skips it (WS-11)."""
         key = require_key(key)
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         # WIN-10: lowerRangeFixedSize (start max(0, from), seqnum 0) and upperRangeFixedSize (seqnum Integer.MAX).
         found = self._fetch_rows(key, key, time_from, time_to, not backward, True)
         out: list[TimedValue] = []
@@ -272,7 +273,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         per segment in key-byte order (WS-13, WS-34)."""
         key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         if key_from is not None and key_to is not None and key_from > key_to:
             LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
             return []
@@ -281,12 +282,12 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         return self._windowed(self._scan(None, None, time_from, time_to, not backward))
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every live row from ``max(0, earliest live)`` on (WS-15)."""
-        self._check_open()
+        self._allow(Op.READ)
         return self._windowed(self._scan(None, None, 0, INT64_MAX, not backward))
 
     def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
@@ -324,7 +325,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """``restoreAllInternal`` over :meth:`_restore_rows`, each changelog key ``[key][start][seqnum]`` (WS-25)."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         self._restore_rows(entries, _checked_restore_row)
 
 

@@ -17,6 +17,7 @@ from kstate.codecs.primitives import INT32_MAX, encode_int32
 from kstate.codecs.store_types import StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, TopicPartition
+from kstate.stores.life import Op
 from kstate.stores.surface import check_bound, check_changelog_offsets, require_key, to_codec_tp
 from kstate.stores.window import (
     SCHEMA,
@@ -59,7 +60,7 @@ class InMemoryWindowStore(WindowStoreBase):
         """The first checks of every ranged read: the store open, expired windows forgotten, ``from`` clamped to
         ``T - R + 1``; None when ``to`` is below it (WS-17, WS-18)."""
         self._checked_range(time_from, time_to)
-        self._check_open()
+        self._allow(Op.READ)
         self._remove_expired()
         min_time = max(time_from, self._earliest_live())
         return None if time_to < min_time else min_time
@@ -80,7 +81,7 @@ class InMemoryWindowStore(WindowStoreBase):
         """``InMemoryWindowStore.put`` (WS-4, WS-9, WS-16, WS-17): expired windows dropped, a null value with
         duplicates ignored, else a null value removes the key's entry of that window."""
         key, value, window_start = self._checked_put(key, value, window_start)
-        self._check_open()
+        self._allow(Op.WRITE)
         self._remove_expired()
         self.observed_stream_time = max(self.observed_stream_time, window_start)
         if window_start <= self.observed_stream_time - self.retention_period:
@@ -108,7 +109,7 @@ class InMemoryWindowStore(WindowStoreBase):
         """``fetch(key, time)``: the entry under the plain key, so a store with duplicates answers null (WS-19)."""
         key = require_key(key)
         check_time("time", time)
-        self._check_open()
+        self._allow(Op.READ)
         self._remove_expired()
         if time <= self.observed_stream_time - self.retention_period:
             return None
@@ -142,7 +143,7 @@ class InMemoryWindowStore(WindowStoreBase):
 
     def all(self, backward: bool = False) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every window start above ``observed - retention`` (WS-20)."""
-        self._check_open()
+        self._allow(Op.READ)
         self._remove_expired()
         first = bisect.bisect_right(self._starts, self.observed_stream_time - self.retention_period)
         return self._windowed(self._entries(self._starts[first:], None, None, backward))
@@ -181,7 +182,7 @@ class InMemoryWindowStore(WindowStoreBase):
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """The restore callback: each changelog key split into key and window start, its seqnum dropped, then
         ``put`` (a fresh local seqnum with duplicates) (WS-26). Keys are checked before anything changes."""
-        self._check_open()
+        self._allow(Op.RESTORE)
         parsed = []
         for key, value in entries:
             if key is None:
@@ -203,15 +204,15 @@ class InMemoryWindowStore(WindowStoreBase):
 
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         check_changelog_offsets(changelog_offsets)
-        self._check_open()
+        self._allow(Op.COMMIT)
 
     def committed_offset(self, partition: TopicPartition) -> int | None:
         to_codec_tp(partition, "partition")
-        self._check_open()
+        self._allow(Op.OFFSETS)
         return None
 
     def flush(self) -> None:
-        self._check_open()
+        self._allow(Op.COMMIT)
 
     def close(self) -> None:
         """``close``: the data is cleared (WS-36)."""
