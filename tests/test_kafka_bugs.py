@@ -103,10 +103,9 @@ def _required_test_ids() -> set[str]:
 
 def test_at_the_required_level_only_kafka_bugs_and_testee_gaps_are_listed() -> None:
     """A deliberate difference (``[KAFKA]``) is a hardened or recommended rule: its tests do not run at ``required``,
-    so a port that answers as Kafka does fails only the listed Kafka bugs (issue 31). Kafka 4.3.1 also keeps
-    ``[UNCLASSIFIED]`` entries: its store writes no position row where 4.4.0 does (OFF-5), not yet traced."""
+    so a port that answers as Kafka does fails only the listed Kafka bugs (issue 31)."""
     required = _required_test_ids()
-    allowed = {"4.4.0": ("KAFKA-BUG", "TESTEE"), "4.3.1": ("KAFKA-BUG", "TESTEE", "UNCLASSIFIED")}
+    allowed = {"4.4.0": ("KAFKA-BUG", "TESTEE"), "4.3.1": ("KAFKA-BUG", "TESTEE")}
     for version in VERSIONS:
         for entry in _entries(version):
             if _class(entry) in allowed[version]:

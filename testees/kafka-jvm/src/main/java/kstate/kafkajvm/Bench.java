@@ -266,7 +266,7 @@ final class Bench {
         }
         final Round timed = commit ? r -> {
             final long found = round.run(r);
-            h.root.commit(offsets);
+            Stores.commit(h, offsets);
             return found;
         } : round;
         long found = 0;

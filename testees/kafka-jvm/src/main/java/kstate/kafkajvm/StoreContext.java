@@ -7,6 +7,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.processor.CommitCallback;
 import org.apache.kafka.streams.processor.StateRestoreCallback;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.internals.InternalProcessorContext;
@@ -43,6 +44,9 @@ final class StoreContext implements InvocationHandler {
     final List<Logged> changelog = new ArrayList<>();
     ProcessorRecordContext recordContext;
     StateRestoreCallback restoreCallback;
+    /** The store's CommitCallback, which ProcessorStateManager.commit calls right after store.commit (in 4.3 it
+     *  is what writes the position entry: RocksDBStore::writePosition; in 4.4 that method is empty). */
+    CommitCallback commitCallback;
     final InternalProcessorContext<?, ?> proxy;
 
     StoreContext(final String applicationId, final TaskId taskId, final File taskDir, final long cacheMaxBytes,
@@ -110,8 +114,10 @@ final class StoreContext implements InvocationHandler {
             case "changelogFor": return K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
                 "storeChangelogTopic", K.t(String.class, String.class, String.class), applicationId, args[0], null);
             case "register":
-                // StateStoreContext.register(store, restoreCallback[, commitCallback]): kept for store.restore.
+                // StateStoreContext.register(store, restoreCallback[, commitCallback]): the restore callback is kept
+                // for store.restore, the commit callback for a task's commit (commit below).
                 restoreCallback = (StateRestoreCallback) args[1];
+                commitCallback = args.length > 2 ? (CommitCallback) args[2] : null;
                 return null;
             case "registerCacheFlushListener":
                 cache.addDirtyEntryFlushListener((String) args[0], (ThreadCache.DirtyEntryFlushListener) args[1]);

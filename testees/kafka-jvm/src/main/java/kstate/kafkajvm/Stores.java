@@ -61,6 +61,22 @@ final class Stores {
     private static final List<String> VERSIONED_TYPES = List.of("versioned_kv");
     private static final List<String> WINDOW_TYPES = List.of("window", "timestamped_window", "timestamped_window_with_headers");
 
+    /** A task's commit of one store, as ProcessorStateManager.commit does it: store.commit(offsets), then the
+     *  CommitCallback the store registered (4.3's RocksDBStore writes the position entry there; 4.4 writes it in
+     *  commit and its callback does nothing). A task commits only the stores it holds open: its close clears them
+     *  (ProcessorStateManager.close), so a closed store's callback is not called. */
+    static void commit(final Handle h, final Map<TopicPartition, Long> offsets) {
+        h.root.commit(offsets);
+        if (!h.closed && h.context != null && h.context.commitCallback != null) {
+            try {
+                h.context.commitCallback.onCommit();
+            } catch (final java.io.IOException e) {
+                throw new org.apache.kafka.streams.errors.ProcessorStateException(
+                    "Exception caught while trying to checkpoint store " + h.name, e);
+            }
+        }
+    }
+
     static final class Handle {
         String id;
         String type;
@@ -288,7 +304,7 @@ final class Stores {
         });
         register("store.commit", in -> {
             final Handle h = handle(in);
-            h.root.commit(offsets(in, "changelog_offsets"));
+            commit(h, offsets(in, "changelog_offsets"));
             return obj();
         });
         register("store.committed_offset", in -> {
@@ -965,7 +981,7 @@ final class Stores {
             if (commit) {
                 final Map<TopicPartition, Long> offsets = new HashMap<>();
                 offsets.put(partition, batch.get(batch.size() - 1).offset());
-                h.root.commit(offsets);
+                commit(h, offsets);
             }
         }
         return obj().put("restored", records.size()).put("batches", batches);
