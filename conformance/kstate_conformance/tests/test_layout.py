@@ -133,8 +133,8 @@ COLUMN_FAMILIES_BY_STORE_TYPE = [
     (TIMESTAMPED_WINDOW, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
     (TIMESTAMPED_KV_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
     (TIMESTAMPED_WINDOW_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    (SESSION_WITH_HEADERS, ["default", "sessionKeyValueWithHeaders", "offsets"], "sessionKeyValueWithHeaders"),
-    ("time_ordered_window_with_headers", ["default", "windowKeyValueWithHeaders", "offsets"], "windowKeyValueWithHeaders"),
+    (SESSION_WITH_HEADERS, ["default", "offsets", "sessionKeyValueWithHeaders"], "sessionKeyValueWithHeaders"),
+    ("time_ordered_window_with_headers", ["default", "offsets", "windowKeyValueWithHeaders"], "windowKeyValueWithHeaders"),
 ]
 
 
