@@ -62,6 +62,7 @@ final class LayoutOps {
         register("window.next_seqnum", LayoutOps::nextSeqnum);
         register("store.table_options", LayoutOps::tableOptions);
         register("layout.column_families", LayoutOps::columnFamilies);
+        register("layout.store_paths", LayoutOps::storePaths);
         register("layout.classify_store_file", in -> {
             throw new K.Unavailable("a kit tool with no Kafka code behind it: Kafka never classifies the files of a store "
                 + "directory (RocksDB owns them; the rocksdict sidecar is a Python binding's)");
@@ -198,7 +199,140 @@ final class LayoutOps {
         return out;
     }
 
+    // --- store paths (LAY-2..4) -------------------------------------------------------------------------------
+
+    /** A store's paths relative to its task directory, as Kafka makes them: the store is opened through Kafka's
+     *  Stores supplier (a segmented one written at time 0, which makes a segment), closed, and its directory is where
+     *  RocksDB's databases are (a segmented store's: their parent); the position file is the one
+     *  StoreQueryUtils.maybeMigrateExistingPositionFile reads (every RocksDB store calls it at open with its task
+     *  directory and name), checked by planting it; the checkpoint files are LegacyCheckpointingStateStore
+     *  .checkpointFileFor's (for the task, and for the store); a segment directory is named by AbstractSegments
+     *  .segmentName of the given interval, under the store directory. */
+    private static ObjectNode storePaths(final JsonNode in) throws Exception {
+        final String type = Json.str(in, "store_type");
+        final String name = Json.str(in, "store_name");
+        final boolean withSegment = in.has("segment_id") && !in.get("segment_id").isNull();
+        final long segmentId = withSegment ? Json.lng(in, "segment_id") : 0L;
+        final long interval = withSegment ? Json.lng(in, "segment_interval") : 0L;
+        final Path stateDir = Files.createTempDirectory("kstate-store-paths");
+        try {
+            final ObjectNode opened = Main.OPS.get("store.open").apply(openInput(type, name, stateDir));
+            final Stores.Handle h = Stores.handle(obj().put("handle", opened.get("handle").textValue()));
+            final StateStore store = h.root;
+            try {
+                if (segmented(type)) {
+                    writeAtZero(h);
+                }
+            } finally {
+                Main.OPS.get("store.close").apply(obj().put("handle", h.id));
+            }
+            final Path taskDir = h.context.taskDir.toPath();
+            final List<Path> databases = new ArrayList<>();
+            try (var walk = Files.walk(taskDir)) {
+                walk.filter(p -> Files.isRegularFile(p.resolve("CURRENT"))).sorted().forEach(databases::add);
+            }
+            final java.util.Set<Path> parents = new java.util.HashSet<>();
+            databases.forEach(p -> parents.add(p.getParent()));
+            final Path storeDir;
+            if (segmented(type) && parents.size() == 1) {
+                storeDir = parents.iterator().next();
+            } else if (!segmented(type) && databases.size() == 1) {
+                storeDir = databases.get(0);
+            } else {
+                throw new IllegalStateException("the " + type + " store wrote databases the testee cannot place: " + databases);
+            }
+            final ObjectNode out = obj();
+            out.put("store_dir", taskDir.relativize(storeDir).toString());
+            out.put("position_file", positionFile(taskDir, name));
+            final org.apache.kafka.streams.processor.internals.StateDirectory directory = stateDirectory(stateDir);
+            final Class<?> legacy = K.cls("LegacyCheckpointingStateStore");
+            final java.lang.reflect.Method checkpointFileFor = K.method(legacy, "checkpointFileFor",
+                org.apache.kafka.streams.processor.internals.StateDirectory.class,
+                org.apache.kafka.streams.processor.TaskId.class, StateStore.class);
+            out.put("task_checkpoint_file", relative(taskDir, (File) K.invoke(checkpointFileFor, null, directory, h.context.taskId, null)));
+            out.put("legacy_store_checkpoint_file", relative(taskDir, (File) K.invoke(checkpointFileFor, null, directory, h.context.taskId, store)));
+            if (withSegment) {
+                if (!segmented(type)) {
+                    throw new Json.InputError("segment_id", "a " + type + " store keeps one database: it has no segment directories");
+                }
+                final Object segments = K.construct("KeyValueSegments", K.t(String.class, String.class, long.class, long.class),
+                    name, "testee", Long.MAX_VALUE, interval);
+                out.put("segment_dir", taskDir.relativize(storeDir.resolve(
+                    (String) K.callOn(segments, "segmentName", K.t(long.class), segmentId))).toString());
+            }
+            return out;
+        } finally {
+            Changelog.deleteTree(stateDir);
+        }
+    }
+
+    private static String relative(final Path taskDir, final File file) {
+        return taskDir.relativize(file.toPath()).toString();
+    }
+
+    private static org.apache.kafka.streams.processor.internals.StateDirectory stateDirectory(final Path stateDir) {
+        final Map<String, Object> props = new java.util.HashMap<>();
+        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, "app");
+        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+        return new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
+            org.apache.kafka.common.utils.Time.SYSTEM, true, false);
+    }
+
+    /** {@code <store>.position}, answered only once Kafka's maybeMigrateExistingPositionFile has read a position
+     *  planted there (by StoreQueryUtils.checkpointPosition) for the store of that name in that directory. */
+    private static String positionFile(final Path taskDir, final String name) throws Exception {
+        final Path dir = Files.createTempDirectory("kstate-position-file");
+        try {
+            final String candidate = name + ".position";
+            final Position planted = Position.fromMap(Map.of("topic", Map.of(0, 5L)));
+            K.call("StoreQueryUtils", "checkpointPosition", K.t(K.cls("OffsetCheckpoint"), Position.class),
+                checkpoint(dir.resolve(candidate).toFile()), planted);
+            final Position read = Position.emptyPosition();
+            K.call("StoreQueryUtils", "maybeMigrateExistingPositionFile", K.t(File.class, String.class, Position.class),
+                dir.toFile(), name, read);
+            if (!read.equals(planted)) {
+                throw new IllegalStateException("Kafka's maybeMigrateExistingPositionFile did not read " + candidate);
+            }
+            return candidate;
+        } finally {
+            Changelog.deleteTree(dir);
+        }
+    }
+
     // --- column families (LAY-5..8) ---------------------------------------------------------------------------
+
+    static boolean segmented(final String type) {
+        return type.contains("window") || type.startsWith("session");
+    }
+
+    /** The store.open input of a RocksDB store of the type in {@code stateDir}, logging off, with the options its
+     *  family requires (a retention of 120 s: Kafka's default segment interval is then 60 s). */
+    private static ObjectNode openInput(final String type, final String name, final Path stateDir) {
+        final ObjectNode options = obj();
+        if (segmented(type) && type.contains("window")) {
+            options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
+        } else if (segmented(type)) {
+            options.put("retention_ms", 120_000L);
+        } else if (type.startsWith("versioned")) {
+            options.put("history_retention_ms", 120_000L);
+        }
+        final ObjectNode open = obj().put("store_type", type).put("name", name).put("state_dir", stateDir.toString())
+            .put("logging", false);
+        open.set("options", options);
+        return open;
+    }
+
+    /** A segmented store creates a segment at its first write: one at time 0 lands in segment 0. The value has the
+     *  layout of every store format (no headers, timestamp 0, then a value). */
+    private static void writeAtZero(final Stores.Handle h) throws Exception {
+        final ObjectNode put = obj().put("handle", h.id).put("key", "6b").put("value", "00000000000000000776");
+        if (h.type.startsWith("session")) {
+            Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
+        } else {
+            Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
+        }
+    }
 
     private static final Map<String, String> CONVERTERS = new LinkedHashMap<>();
 
@@ -222,20 +356,10 @@ final class LayoutOps {
             }
             planted.put(e.getKey(), e.getValue().booleanValue());
         }
-        final boolean segmented = type.contains("window") || type.startsWith("session");
-        final ObjectNode options = obj();
-        if (segmented && type.contains("window")) {
-            options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
-        } else if (segmented) {
-            options.put("retention_ms", 120_000L);
-        } else if (type.startsWith("versioned")) {
-            options.put("history_retention_ms", 120_000L);
-        }
+        final boolean segmented = segmented(type);
         final Path stateDir = Files.createTempDirectory("kstate-column-families");
         try {
-            final ObjectNode open = obj().put("store_type", type).put("name", "store").put("state_dir", stateDir.toString())
-                .put("logging", false);
-            open.set("options", options);
+            final ObjectNode open = openInput(type, "store", stateDir);
             final Path taskDir = Stores.taskDir(obj().put("state_dir", stateDir.toString()));
             // A segmented store keeps one database per segment: the families are planted in segment 0, which the
             // store's AbstractSegments.openExisting opens at init (named by Kafka's segmentName).
@@ -249,14 +373,7 @@ final class LayoutOps {
             final ObjectNode out = obj();
             try {
                 if (segmented) {
-                    // A segmented store creates a segment at its first write: one at time 0 lands in segment 0. The
-                    // value has the layout of every store format (no headers, timestamp 0, then a value).
-                    final ObjectNode put = obj().put("handle", h.id).put("key", "6b").put("value", "00000000000000000776");
-                    if (type.startsWith("session")) {
-                        Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
-                    } else {
-                        Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
-                    }
+                    writeAtZero(h);
                 }
                 describeAccessor(rocksStore(h), out);
             } finally {
