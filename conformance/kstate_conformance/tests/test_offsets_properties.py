@@ -278,7 +278,9 @@ def test_position_merge_keeps_the_larger_offset(implementation: Any, a: dict[str
         target = expected.setdefault(topic, {})
         for partition, offset in partitions.items():
             target[partition] = max(offset, target.get(partition, offset))
-    assert merged == canonical(expected)
+    # A topic only `b` has, with no partitions, MAY be left out (Kafka merges partition by partition, OFF-11).
+    without_empty_new = {t: p for t, p in expected.items() if p or t in a}
+    assert merged in (canonical(expected), canonical(without_empty_new))
 
 
 # --- the offsets column family ------------------------------------------------------------------------

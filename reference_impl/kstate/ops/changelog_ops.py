@@ -246,12 +246,12 @@ def column_families(payload: JsonDict) -> JsonDict:
     """How a store opens a RocksDB whose families are ``existing`` (``{name: has data}``)."""
     plan = lay.column_family_plan(_store_type(payload), _existing(payload))
     return {
-        "open": list(plan.open),
+        "open": sorted(plan.open),  # a set (LAY-5): RocksDB's order of families depends on the database's history
         "data_cf": plan.data_cf,
         "mode": plan.mode,
         "legacy_cf": plan.legacy_cf,
         "conversion": plan.conversion,
-        "dropped": list(plan.dropped),
+        "dropped": sorted(plan.dropped),
     }
 
 

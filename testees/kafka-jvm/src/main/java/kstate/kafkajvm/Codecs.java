@@ -580,53 +580,62 @@ final class Codecs {
 
     private static void position() {
         register("position.serialize", in -> {
-            final JsonNode list = Json.field(in, "position");
-            if (!list.isArray()) {
-                throw new Json.InputError("position", "a list of [topic, [[partition, offset], ...]]");
-            }
-            // The input stands for Position's Map<String, Map<Integer, Long>>: a topic or partition twice is refused.
-            final Map<String, Map<Integer, Long>> map = new LinkedHashMap<>();
-            for (final JsonNode topic : list) {
-                if (!topic.isArray() || topic.size() != 2 || !topic.get(0).isTextual() || !topic.get(1).isArray()) {
-                    throw new Json.InputError("position", "a list of [topic, [[partition, offset], ...]]");
-                }
-                final Map<Integer, Long> partitions = new LinkedHashMap<>();
-                if (map.put(topic.get(0).textValue(), partitions) != null) {
-                    throw new Json.InputError("position", "a topic appears twice");
-                }
-                for (final JsonNode po : topic.get(1)) {
-                    if (!po.isArray() || po.size() != 2) {
-                        throw new Json.InputError("position", "a [partition, offset] pair");
-                    }
-                    final long partition = Json.asLong(po.get(0), "position");
-                    if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
-                        throw new Json.InputError("position", "partition outside the Java int range");
-                    }
-                    if (partitions.put((int) partition, Json.asLong(po.get(1), "position")) != null) {
-                        throw new Json.InputError("position", "a partition appears twice");
-                    }
-                }
-            }
-            final Position p = Position.fromMap(map);
-            final ByteBuffer b = (ByteBuffer) K.call("PositionSerde", "serialize", t(Position.class), p);
+            final ByteBuffer b = (ByteBuffer) K.call("PositionSerde", "serialize", t(Position.class), positionIn(in, "position"));
             return obj().set("bytes", hexNode(b.array()));
         });
         register("position.deserialize", in -> {
             final ByteBuffer b = ByteBuffer.wrap(hex(in, "bytes"));
             final Position p = (Position) K.call("PositionSerde", "deserialize", t(ByteBuffer.class), b);
-            final ArrayNode out = Json.arr();
-            final List<String> topics = new ArrayList<>(p.getTopics());
-            topics.sort(null);
-            for (final String topic : topics) {
-                final ArrayNode parts = Json.arr();
-                final List<Map.Entry<Integer, Long>> entries = new ArrayList<>(p.getPartitionPositions(topic).entrySet());
-                entries.sort(Map.Entry.comparingByKey());
-                for (final Map.Entry<Integer, Long> e : entries) {
-                    parts.add(Json.arr().add(e.getKey()).add(e.getValue()));
-                }
-                out.add(Json.arr().add(topic).add(parts));
-            }
-            return obj().put("bytes_consumed", b.position()).set("position", out);
+            return obj().put("bytes_consumed", b.position()).set("position", positionJson(p));
         });
+    }
+
+    /** The position of field {@code name}: a list of {@code [topic, [[partition, offset], ...]]} standing for
+     *  Position's Map<String, Map<Integer, Long>> (Position.fromMap); a topic or partition twice is refused. */
+    static Position positionIn(final JsonNode in, final String name) {
+        final JsonNode list = Json.field(in, name);
+        if (!list.isArray()) {
+            throw new Json.InputError(name, "a list of [topic, [[partition, offset], ...]]");
+        }
+        final Map<String, Map<Integer, Long>> map = new LinkedHashMap<>();
+        for (final JsonNode topic : list) {
+            if (!topic.isArray() || topic.size() != 2 || !topic.get(0).isTextual() || !topic.get(1).isArray()) {
+                throw new Json.InputError(name, "a list of [topic, [[partition, offset], ...]]");
+            }
+            final Map<Integer, Long> partitions = new LinkedHashMap<>();
+            if (map.put(topic.get(0).textValue(), partitions) != null) {
+                throw new Json.InputError(name, "a topic appears twice");
+            }
+            for (final JsonNode po : topic.get(1)) {
+                if (!po.isArray() || po.size() != 2) {
+                    throw new Json.InputError(name, "a [partition, offset] pair");
+                }
+                final long partition = Json.asLong(po.get(0), name);
+                if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
+                    throw new Json.InputError(name, "partition outside the Java int range");
+                }
+                if (partitions.put((int) partition, Json.asLong(po.get(1), name)) != null) {
+                    throw new Json.InputError(name, "a partition appears twice");
+                }
+            }
+        }
+        return Position.fromMap(map);
+    }
+
+    /** A position in canonical order (topics in Java String order, partitions ascending), as JSON. */
+    static ArrayNode positionJson(final Position p) {
+        final ArrayNode out = Json.arr();
+        final List<String> topics = new ArrayList<>(p.getTopics());
+        topics.sort(null);
+        for (final String topic : topics) {
+            final ArrayNode parts = Json.arr();
+            final List<Map.Entry<Integer, Long>> entries = new ArrayList<>(p.getPartitionPositions(topic).entrySet());
+            entries.sort(Map.Entry.comparingByKey());
+            for (final Map.Entry<Integer, Long> e : entries) {
+                parts.add(Json.arr().add(e.getKey()).add(e.getValue()));
+            }
+            out.add(Json.arr().add(topic).add(parts));
+        }
+        return out;
     }
 }
