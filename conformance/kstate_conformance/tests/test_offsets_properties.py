@@ -117,7 +117,13 @@ def test_downgrade_checkpoint_writes_null_as_unknown(implementation: Any, commit
         assert out["file"] is None
         return
     expected = [(t, p, -4 if o is None else o) for t, p, o in committed]
-    assert bytes.fromhex(out["file"]).decode("utf-8") == checkpoint_text(expected)
+    # The entries in the map's iteration order (OFF-20): Kafka's maybeDowngradeOffsets copies the offsets into a
+    # HashMap and writes its order, the reference writes the committed order. The header is exact, the entries
+    # are every committed partition once, a null as -4.
+    text = bytes.fromhex(out["file"]).decode("utf-8")
+    prefix = f"0\n{len(expected)}\n"
+    assert text.startswith(prefix) and text.endswith("\n"), text
+    assert sorted(text[len(prefix):].split("\n")[:-1]) == sorted(f"{t} {p} {o}" for t, p, o in expected)
 
 
 # --- OffsetCheckpoint: reading ------------------------------------------------------------------------
@@ -340,7 +346,11 @@ def test_commit_puts_offsets_and_deletes_nulls(implementation: Any, before: dict
 @rules("OFF-4")
 @given(st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)), st.integers(0, INT64_MAX), max_size=5))
 def test_empty_commit_wipes_everything_but_status(implementation: Any, before: dict[tuple[str, int], int]) -> None:
-    assert implementation.call("offsets.commit", {"cf": _cf_with(before), "offsets": []}) == {"cf": [[STATUS, OPEN]]}
+    out = implementation.call("offsets.commit", {"cf": _cf_with(before), "offsets": []})
+    # Every key but status is wiped, position included; "then the position is written again, as on every
+    # commit" (OFF-4): Kafka 4.3 does that in a second call (commit(Position), offsets.commit_position), 4.4's one
+    # commit(db, position, offsets) in the same one, with the store's position (the image's: empty, 40 zero bytes).
+    assert out in ({"cf": [[STATUS, OPEN]]}, {"cf": [[POSITION, "00" * 40], [STATUS, OPEN]]}), out
 
 
 @rules("OFF-6", "OFF-7")

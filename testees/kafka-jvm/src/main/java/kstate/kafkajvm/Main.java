@@ -64,6 +64,8 @@ public final class Main {
         Dump.registerAll();
         Layout.registerAll();
         LayoutOps.registerAll();
+        Tasks.registerAll();
+        OffsetImage.registerAll();
         final InputStream in = new BufferedInputStream(System.in, 1 << 16);
         while (true) {
             final ObjectNode response = Json.obj();

@@ -424,8 +424,8 @@ final class Stores {
             names.forEach(entries::add);
             return obj().<ObjectNode>set("entries", entries).set("files", files);
         });
-        // store.write_task_file is not offered: the legacy .checkpoint and position files are read by the task
-        // (ProcessorStateManager), which the testee does not run; the tests that place them are skipped.
+        // store.write_task_file (Tasks): the legacy .checkpoint is read by the task's migrateLegacyOffsets after the
+        // store's init (as ProcessorStateManager.registerStateStores does), a <store>.position by the store's init.
     }
 
     // --- opening --------------------------------------------------------------------------------------------
@@ -520,9 +520,8 @@ final class Stores {
             // empty topic name would enter the store's position as a topic.
             StoreContext.recordContext(0L, -1L, -1, null, new RecordHeaders()));
         final StoreContext context = new StoreContext(applicationId, taskId, taskDir, cacheMaxBytes, initial);
-        if (Json.bool(in, "ignore_invalid_state", false)) {
-            throw new K.Unavailable("ignore_invalid_state is not a Kafka store option");
-        }
+        // RocksDBStore.openDB opens the offsets family with ignoreInvalidState = !eosEnabled (processing.guarantee).
+        Tasks.guarantee(context, Json.bool(in, "ignore_invalid_state", false));
 
         KeyValueBytesStoreSupplier supplier;
         StoreBuilder builder;
@@ -584,6 +583,7 @@ final class Stores {
         taskDir.mkdirs();
         try {
             root.init(context.proxy, root);
+            Tasks.migrateLegacyOffsets(h.stateDir, context, root, logging ? changelogTopic(applicationId, name) : null);
         } catch (RuntimeException e) {
             // A task whose store fails to initialise closes it (releasing RocksDB's lock) before it gives up.
             try {
@@ -666,8 +666,12 @@ final class Stores {
     }
 
     private static String changelogTopic(final Handle h) {
+        return changelogTopic(h.context.applicationId, h.name);
+    }
+
+    private static String changelogTopic(final String applicationId, final String name) {
         return (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager", "storeChangelogTopic",
-            K.t(String.class, String.class, String.class), h.context.applicationId, h.name, null);
+            K.t(String.class, String.class, String.class), applicationId, name, null);
     }
 
     private static ProcessorRecordContext contextFrom(final JsonNode in, final ProcessorRecordContext current) {
@@ -824,7 +828,7 @@ final class Stores {
         }
     }
 
-    private static Map<TopicPartition, Long> offsets(final JsonNode in, final String name) {
+    static Map<TopicPartition, Long> offsets(final JsonNode in, final String name) {
         final Map<TopicPartition, Long> out = new LinkedHashMap<>();
         final JsonNode list = in.get(name);
         if (list == null || list.isNull()) {
