@@ -63,6 +63,8 @@ public final class Main {
         Changelog.registerAll();
         Dump.registerAll();
         Layout.registerAll();
+        VersionedOps.registerAll();
+        ChangelogOps.registerAll();
         final InputStream in = new BufferedInputStream(System.in, 1 << 16);
         while (true) {
             final ObjectNode response = Json.obj();
