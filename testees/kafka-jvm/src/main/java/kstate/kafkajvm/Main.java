@@ -66,6 +66,8 @@ public final class Main {
         LayoutOps.registerAll();
         Tasks.registerAll();
         OffsetImage.registerAll();
+        VersionedOps.registerAll();
+        ChangelogOps.registerAll();
         final InputStream in = new BufferedInputStream(System.in, 1 << 16);
         while (true) {
             final ObjectNode response = Json.obj();
