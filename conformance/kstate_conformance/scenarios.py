@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario, scenario_requires
-from kstate_conformance.capabilities import capabilities_of
 from kstate_conformance.adapter import Unsupported
+from kstate_conformance.capabilities import capabilities_of
 
 __all__ = ["SCENARIO_OP", "run_for"]
 
