@@ -21,19 +21,33 @@ def _require(kit: Kit, *ops: str) -> None:
             pytest.skip(f"the implementation does not offer {name}")
 
 
-@rules("KV-21", "LAY-9")
-@pytest.mark.parametrize("store_type", [KV, TS, HDR])
-def test_tables_are_readable_by_the_rocksdb_kafka_ships(kit: Kit, store_type: str) -> None:
+def _table_options(kit: Kit, store_type: str) -> dict[str, dict[str, str]]:
     _require(kit, "store.table_options")
     store = kit.open(store_type, ROCKSDB)
     store.call("store.put", key=h("k"), value=value_for(store_type, h("v")))
     store.call("store.commit", changelog_offsets=[[TOPIC, 0, 0]])
     store.call("store.close")
-    families = store.call("store.table_options")["column_families"]
+    families: dict[str, dict[str, str]] = store.call("store.table_options")["column_families"]
     assert families, "no column family options found"
-    for name, options in families.items():
-        assert options.get("format_version") == "5", (name, options)
+    return families
+
+
+@rules("KV-21")
+@pytest.mark.parametrize("store_type", [KV, TS, HDR])
+def test_tables_are_readable_by_the_rocksdb_kafka_ships(kit: Kit, store_type: str) -> None:
+    """Bytewise comparator, block-based format 5 or 6 (KV-21)."""
+    for name, options in _table_options(kit, store_type).items():
         assert options.get("comparator") == "leveldb.BytewiseComparator", (name, options)
+        assert options.get("format_version") in ("5", "6"), (name, options)
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("LAY-9")
+@pytest.mark.parametrize("store_type", [KV, TS, HDR])
+def test_tables_are_readable_by_every_rocksdb_kafka_shipped(kit: Kit, store_type: str) -> None:
+    """``format_version`` 5 in every family, readable by Kafka 3.x's rocksdbjni 7.9.2 (LAY-9, hardened)."""
+    for name, options in _table_options(kit, store_type).items():
+        assert options.get("format_version") == "5", (name, options)
 
 
 @rules("KV-54", "OFF-8")

@@ -274,9 +274,21 @@ def test_a_committed_offset_that_is_not_a_long_is_refused_at_open_or_when_read(k
     assert is_refusal(read), f"a committed offset of 3 bytes was answered: {read}"
 
 
-@rules("KV-57", "OFF-6")
+@rules("KV-57", "OFF-6", "KV-23")
 def test_a_damaged_status_is_refused(kit: Kit) -> None:
-    """A ``status`` neither OPEN nor CLOSED: refused, nothing written."""
+    """A ``status`` neither OPEN nor CLOSED: refused with every row as it was (Kafka refuses in
+    ``AbstractColumnFamilyAccessor.open``, after ``RocksDB.open`` rewrote its metadata files: KV-23 allows that)."""
+    _committed_store(kit)
+    raw_rocksdb.put_rows(_store_dir(kit), {"offsets": {b"status": b"\x07"}})
+    rows = raw_rocksdb.column_family_rows(_store_dir(kit))
+    assert is_refusal(kit.open_refused(KV, ROCKSDB)), "a damaged status was not refused"
+    assert raw_rocksdb.column_family_rows(_store_dir(kit)) == rows, "a refused open changed the store's rows"
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("KV-66")
+def test_a_damaged_status_refusal_writes_no_file(kit: Kit) -> None:
+    """The same refusal writes no RocksDB file at all (KV-66, hardened: the reference reads the status first)."""
     _committed_store(kit)
     raw_rocksdb.put_rows(_store_dir(kit), {"offsets": {b"status": b"\x07"}})
     _refused_unchanged(kit)
