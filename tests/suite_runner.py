@@ -30,8 +30,8 @@ class SuiteRun:
         return [o for o in self.outcomes if o["outcome"] == outcome]
 
 
-def suite_command(impl: str, report_dir: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE", *suite_args(), "--kstate-impl", impl,
+def suite_command(impl: str, report_dir: Path, *extra: str, modules: tuple[str, ...] = ()) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE", *suite_args(modules), "--kstate-impl", impl,
             f"--kstate-report={report_dir}", *extra]
 
 
@@ -42,8 +42,9 @@ def child_env(*extra_paths: Path) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def start_suite(impl: str, report_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(suite_command(impl, report_dir, *extra), stdout=subprocess.PIPE,
+def start_suite(impl: str, report_dir: Path, *extra: str, env: dict[str, str] | None = None,
+                modules: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    return subprocess.Popen(suite_command(impl, report_dir, *extra, modules=modules), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env or child_env(), cwd=REPO_ROOT)
 
 
@@ -53,5 +54,6 @@ def finish(proc: subprocess.Popen[str], report_dir: Path, timeout: float = 900) 
 
 
 def run_suite(impl: str, report_dir: Path, *extra: str, env: dict[str, str] | None = None,
-              timeout: float = 900) -> SuiteRun:
-    return finish(start_suite(impl, report_dir, *extra, env=env), report_dir, timeout)
+              timeout: float = 900, modules: tuple[str, ...] = ()) -> SuiteRun:
+    """The suite (or only ``modules`` of it) on ``impl`` in a child process, its report in ``report_dir``."""
+    return finish(start_suite(impl, report_dir, *extra, env=env, modules=modules), report_dir, timeout)

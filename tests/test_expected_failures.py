@@ -13,7 +13,9 @@ from kstate_conformance.expectations import Entry, ExpectedFailures, stable_test
 from kstate_conformance.report import minimal_example
 
 MUTANT = "mutant:unsigned-varints"
-SUBSET = ("-k", "test_primitives_properties", "--kstate-profile", "quick")
+SUBSET = ("--kstate-profile", "quick")
+#: Only this module is collected: collecting the whole suite would cost more than running these tests.
+MODULE = ("test_primitives_properties",)
 FAILING = [
     "test_primitives_properties.py::test_varint_round_trips",
     "test_primitives_properties.py::test_varlong_round_trips",
@@ -24,7 +26,7 @@ PASSING = "test_primitives_properties.py::test_segment_id_truncates_toward_zero"
 
 @pytest.fixture(scope="module")
 def plain_run(tmp_path_factory: pytest.TempPathFactory) -> object:
-    return run_suite(MUTANT, tmp_path_factory.mktemp("plain"), *SUBSET)
+    return run_suite(MUTANT, tmp_path_factory.mktemp("plain"), *SUBSET, modules=MODULE)
 
 
 def test_the_mutant_fails_exactly_the_listed_tests(plain_run: object) -> None:
@@ -51,7 +53,7 @@ def test_listed_failures_are_expected_and_the_run_passes(tmp_path: Path) -> None
     listing = tmp_path / "mutant.txt"
     listing.write_text("# failures of the unsigned-varints mutant\n\n" + "\n".join(
         f"{t}  # writes LEB128 without zig-zag" for t in FAILING) + "\n")
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), modules=MODULE)
     assert run.returncode == 0, run.stdout[-2000:]
     assert sorted(o["test_id"] for o in run.by_outcome("xfailed")) == FAILING
     assert all(o["expected_failure"] for o in run.by_outcome("xfailed"))
@@ -62,7 +64,7 @@ def test_listed_failures_are_expected_and_the_run_passes(tmp_path: Path) -> None
 def test_a_listed_test_that_passes_fails_the_run(tmp_path: Path) -> None:
     listing = tmp_path / "mutant.json"
     listing.write_text(json.dumps([*FAILING, {"id": PASSING, "reason": "stale"}]))
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), modules=MODULE)
     assert run.returncode == 1
     assert f"  UNEXPECTED PASS {PASSING}" in run.stdout
     assert "test test_segment_id_truncates_toward_zero · rules PRIM-4 · 1" in run.stdout
@@ -79,7 +81,7 @@ def test_a_listed_drawn_test_that_may_pass_passes_without_failing_the_run(tmp_pa
     is listed, not an unexpected pass; the same entry without it fails the run (above)."""
     listing = tmp_path / "mutant.json"
     listing.write_text(json.dumps([*FAILING, {"id": PASSING, "reason": "[KAFKA-BUG] PRIM-4; may pass: drawn"}]))
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), modules=MODULE)
     assert run.returncode == 0, run.stdout[-2000:]
     assert "UNEXPECTED PASS" not in run.stdout
     assert f"1 listed tests passed where their entry says they may (their drawn sequences missed the bug): {PASSING}" \
@@ -89,7 +91,7 @@ def test_a_listed_drawn_test_that_may_pass_passes_without_failing_the_run(tmp_pa
 def test_an_unlisted_failure_still_fails_the_run_and_wildcards_match(tmp_path: Path) -> None:
     listing = tmp_path / "mutant.txt"
     listing.write_text("test_primitives_properties.py::test_var*_round_trips\n")
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), modules=MODULE)
     assert run.returncode == 1
     assert len(run.by_outcome("xfailed")) == 2
     assert [o["test_id"] for o in run.by_outcome("failed")] == [FAILING[2]]
@@ -98,7 +100,7 @@ def test_an_unlisted_failure_still_fails_the_run_and_wildcards_match(tmp_path: P
 def test_fix_rewrites_the_list_with_the_actual_failures(tmp_path: Path) -> None:
     listing = tmp_path / "mutant.txt"
     listing.write_text(f"# my header\n{FAILING[0]}  # known\n{PASSING}\ntest_golden.py::test_golden[not.run]\n")
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), "--kstate-fix")
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), "--kstate-fix", modules=MODULE)
     assert run.returncode == 0, run.stdout[-2000:]
     assert f"--fix wrote {listing}: 4 entries, 2 added, 1 removed" in run.stdout
     assert run.stdout.strip().splitlines()[-1].startswith(
@@ -116,7 +118,7 @@ def test_fix_rewrites_the_list_with_the_actual_failures(tmp_path: Path) -> None:
     assert [e.pattern for e in fixed.entries] == sorted([*FAILING, "test_golden.py::test_golden[not.run]"])
     assert fixed.match(FAILING[0]) == Entry(FAILING[0], "known")
     assert listing.read_text().startswith("# my header\n")
-    rerun = run_suite(MUTANT, tmp_path / "again", *SUBSET, "--kstate-expected-failures", str(listing))
+    rerun = run_suite(MUTANT, tmp_path / "again", *SUBSET, "--kstate-expected-failures", str(listing), modules=MODULE)
     assert rerun.returncode == 0, rerun.stdout[-2000:]
 
 
@@ -145,9 +147,9 @@ def test_minimal_example_extraction_of_a_stateful_test() -> None:
 
 def test_fix_creates_a_missing_list_and_without_fix_a_missing_list_is_an_error(tmp_path: Path) -> None:
     listing = tmp_path / "new.json"
-    run = run_suite(MUTANT, tmp_path / "missing", *SUBSET, "--kstate-expected-failures", str(listing))
+    run = run_suite(MUTANT, tmp_path / "missing", *SUBSET, "--kstate-expected-failures", str(listing), modules=MODULE)
     assert run.returncode == 4 and "does not exist" in run.stdout and not (tmp_path / "missing").exists()
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), "--kstate-fix")
+    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing), "--kstate-fix", modules=MODULE)
     assert run.returncode == 0, run.stdout[-2000:]
     written = json.loads(listing.read_text())
     assert [e["id"] for e in written] == FAILING and all(e["reason"] for e in written)
@@ -160,7 +162,7 @@ def test_entries_of_deselected_tests_are_not_stale(tmp_path: Path) -> None:
     listing.write_text("\n".join([*(f"{t}  # zig-zag" for t in FAILING),
                                   "test_golden.py::test_golden[reference.primitives.int64_0]  # not selected",
                                   "test_nothing.py::test_none  # names no test"]) + "\n")
-    run = run_suite(MUTANT, tmp_path / "report", *SUBSET, "--kstate-expected-failures", str(listing))
+    run = run_suite(MUTANT, tmp_path / "report", "-k", "test_primitives_properties", *SUBSET, "--kstate-expected-failures", str(listing))
     assert run.returncode == 0, run.stdout[-2000:]
     assert "1 expected-failure entries name only tests this run did not select" in run.stdout
     assert "1 expected-failure entries match no test of this run" in run.stdout

@@ -28,7 +28,7 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter
-from kstate_conformance.expectations import stable_test_id
+from kstate_conformance.expectations import item_test_id
 from kstate_conformance.mutants import Mutant, all_mutants
 from kstate_conformance.plugin import ADAPTER_KEY, WRAPPER_KEY
 from kstate_conformance.pytest_args import suite_args
@@ -64,7 +64,7 @@ def run_items(config: pytest.Config, adapter: ImplementationAdapter, order: list
         ran += 1
         failed = next((r for r in reports if r.failed), None)
         if failed is not None:
-            failures.append([stable_test_id(item.nodeid), failure_message(failed)])
+            failures.append([item_test_id(item), failure_message(failed)])
             if stop_at_first_failure:
                 break
     return {"failures": failures, "tests_run": ran}
@@ -96,7 +96,7 @@ class MutantForker:
         first: list[pytest.Item] = []
         killer = self.kill_map.get(mutant.name)
         if killer:
-            first = [item for item in items if stable_test_id(item.nodeid) == killer]
+            first = [item for item in items if item_test_id(item) == killer]
         modules = self.family_modules(mutant.family)
         rank = {name: position for position, name in enumerate(modules)}
         family = sorted((item for item in items if _module_name(item) in rank),
@@ -135,7 +135,7 @@ class MutantForker:
                 killers[key] = failures[0][0]
             self.emit({"kind": "mutant", "name": key, **result})
         # The control: each killing test, run on the unmutated reference, must pass.
-        by_id = {stable_test_id(item.nodeid): item for item in items}
+        by_id = {item_test_id(item): item for item in items}
         control_items = [by_id[test] for test in dict.fromkeys(killers.values()) if test in by_id]
         control: ChildResult = {"failures": [], "tests_run": 0}
         if control_items:

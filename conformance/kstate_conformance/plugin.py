@@ -23,7 +23,13 @@ import pytest
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate.scratch import scratch_temp_dir
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
-from kstate_conformance.expectations import Entry, ExpectationFileError, ExpectedFailures, stable_test_id
+from kstate_conformance.expectations import (
+    Entry,
+    ExpectationFileError,
+    ExpectedFailures,
+    item_test_id,
+    stable_test_id,
+)
 from kstate_conformance.loading import ImplementationError, load_implementation
 
 # Kit and Store assert on the implementation's answers for the tests: rewritten, their failures show the
@@ -179,7 +185,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def case_names(item: pytest.Item) -> set[str]:
     """The exact names ``--kstate-case`` knows a test by: its stable id, its name with parameters, its parameters
     (a golden case's id)."""
-    test_id = stable_test_id(item.nodeid)
+    test_id = item_test_id(item)
     names = {test_id, test_id.split("::", 1)[-1]}
     callspec = getattr(item, "callspec", None)
     if callspec is not None:
@@ -337,15 +343,15 @@ class _ExpectedFailurePlugin:
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         # Deselected tests (by --kstate-level, -k or --kstate-case) exist: their entries are not stale, only not run.
-        self.deselected.update(stable_test_id(item.nodeid) for item in items)
+        self.deselected.update(item_test_id(item) for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected = {stable_test_id(item.nodeid) for item in session.items}
+        self.collected = {item_test_id(item) for item in session.items}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
         report: pytest.TestReport = yield
-        test_id = stable_test_id(item.nodeid)
+        test_id = item_test_id(item)
         if (report.when == "call" and not report.skipped) or report.failed:
             self.ran.add(test_id)
         if report.failed:
@@ -604,6 +610,8 @@ class _ReportCollector:
         self.config = config
         self.report = RunReport(implementation=implementation_spec(config))
         self._meta: dict[str, tuple[list[str], str, str, str]] = {}
+        #: Each test's stable id by node id (expectations.item_test_id: from its file, not its node id).
+        self._test_ids: dict[str, str] = {}
         self._outcomes: dict[str, Any] = {}
         self._context: dict[str, FailureContext] = {}
         self.report_dir: Path | None = None
@@ -616,6 +624,7 @@ class _ReportCollector:
             level = item.get_closest_marker("kstate_level")
             store_type, backend = item_dimensions(item)
             self._meta[item.nodeid] = (item_rules(item), level.args[0] if level else "required", store_type, backend)
+            self._test_ids[item.nodeid] = item_test_id(item)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
@@ -654,7 +663,7 @@ class _ReportCollector:
                 departs = [r for r in departs if r in rules] or list(rules)
             skip_kind, unsupported = classify_skip(detail) if outcome == "skipped" else ("", "")
             outcome_record = TestOutcome(
-                report.nodeid, outcome, rules, level, detail, test_id=stable_test_id(report.nodeid),
+                report.nodeid, outcome, rules, level, detail, test_id=self._test_ids.get(report.nodeid) or stable_test_id(report.nodeid),
                 store_type=store_type, backend=backend, expected_failure=wasxfail,
                 example=context.example or (minimal_example(detail) if outcome in ("failed", "xfailed") else ""),
                 seconds=round(report.duration, 4), skip_kind=skip_kind, unsupported=unsupported,
