@@ -206,6 +206,22 @@ def test_write_task_file_never_writes_through_a_planted_link(tmp_path: Path, pla
     assert (task / ".checkpoint").read_text() == "0\n0\n" and not (task / ".checkpoint").is_symlink()
 
 
+@pytest.mark.parametrize("linked", ["app", "app/0_0"])
+def test_write_task_file_refuses_a_linked_application_or_task_directory(tmp_path: Path, linked: str) -> None:
+    """LAY-15: a task file is never written through an application or task directory that is a link out of the
+    state directory (before the fix the link was followed and the file landed in its target)."""
+    state = tmp_path / "state"
+    planted = state / linked
+    target = tmp_path / "outside" / planted.name
+    target.mkdir(parents=True)
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.symlink_to(target, target_is_directory=True)
+    out = ops.call("store.write_task_file", {"state_dir": str(state), "file": ".checkpoint", "text": "0\n0\n"})
+    assert out["error"]["type"] == "StoreStorageError"
+    assert "LAY-15" in out["error"]["message"] and str(planted) in out["error"]["message"]
+    assert list(target.iterdir()) == [] and planted.is_symlink()
+
+
 @pytest.mark.parametrize("store_type", [T.KEY_VALUE, T.WINDOW])
 @pytest.mark.parametrize("name", ["LOCK", "CURRENT", "IDENTITY", "LOG", "OPTIONS-999999", "000999.log"])
 def test_a_database_file_that_is_a_link_is_refused_before_rocksdb_opens(

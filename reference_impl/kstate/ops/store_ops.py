@@ -72,6 +72,7 @@ from kstate.stores.api import (
 )
 from kstate.stores.caching import DEFAULT_CACHE_MAX_BYTES, CachingKeyValueStore, FlushedEntry, FlushListener
 from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
+from kstate.stores.engine import check_directory
 from kstate.stores.factory import open_bytes_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.life import LifeState, Op, answer
@@ -706,8 +707,11 @@ def store_task_files(request: Request) -> JsonDict:
     Field("file", "string", ".checkpoint or <store>.position", read=_task_file_name), str_field("text"),
     _TASK_HANDLE, *LOCATION))
 def store_write_task_file(request: Request) -> JsonDict:
-    """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open)."""
+    """Place a legacy ``.checkpoint`` or ``<store>.position`` file in the task directory (before an open); an
+    application or task directory that is a link or a file is refused before anything is made (LAY-15)."""
     directory = _task_dir(request)
+    for what, path in (("application directory", directory.parent), ("task directory", directory)):
+        check_directory(path, request.file, what)
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
