@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from kstate_conformance.kafka_verdicts import (
+    HEADLINE_DOC,
+    HEADLINE_END,
+    HEADLINE_START,
     README_END,
     README_START,
     SUMMARY_DOC,
@@ -15,6 +18,7 @@ from kstate_conformance.kafka_verdicts import (
     VERDICTS,
     VerdictsError,
     load_verdict_files,
+    render_headline_block,
     render_readme_block,
     render_table,
     replace_readme_block,
@@ -82,6 +86,18 @@ def test_the_readme_and_the_table_match_the_generator() -> None:
     start, end = doc.index(README_START), doc.index(README_END) + len(README_END)
     assert doc[start:end] == render_readme_block(runs, link_prefix="../"), f"{SUMMARY_DOC} stale: run kstate kafka-verdicts"
     assert (TESTEE / TABLE_FILE).read_text(encoding="utf-8") == render_table(runs), "run kstate kafka-verdicts"
+
+
+def test_the_readme_gives_each_releases_headline_with_date_and_commit() -> None:
+    """Issue 31: the README's headline figures are the generator's, one line per kept release."""
+    runs = load_verdict_files(TESTEE)
+    doc = (REPO / HEADLINE_DOC).read_text(encoding="utf-8")
+    start, end = doc.index(HEADLINE_START), doc.index(HEADLINE_END) + len(HEADLINE_END)
+    block = doc[start:end]
+    assert block == render_headline_block(runs), f"{HEADLINE_DOC} stale: run kstate kafka-verdicts"
+    for run in runs:
+        assert f"Kafka {run['kafka_version']} passes every case of" in block
+        assert f"(run {run['date']}, commit {run['commit']})" in block
 
 
 def test_a_kafka_runs_report_shows_its_verdicts_beside_the_other_releases() -> None:

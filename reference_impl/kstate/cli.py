@@ -237,9 +237,12 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
     import subprocess
 
     from kstate_conformance.kafka_verdicts import (
+        HEADLINE_END,
+        HEADLINE_START,
         TABLE_FILE,
         VerdictsError,
         load_verdict_files,
+        render_headline_block,
         render_readme_block,
         render_table,
         replace_readme_block,
@@ -269,6 +272,9 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
         depth = len(readme.parent.parts) if not readme.is_absolute() else 0
         produced[readme] = replace_readme_block(readme.read_text(encoding="utf-8"),
                                                 render_readme_block(runs, link_prefix="../" * depth))
+        headline_doc = Path(args.headline_doc)
+        produced[headline_doc] = replace_readme_block(headline_doc.read_text(encoding="utf-8"),
+                                                      render_headline_block(runs), (HEADLINE_START, HEADLINE_END))
     except (VerdictsError, OSError) as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return 2
@@ -845,14 +851,16 @@ def build_parser() -> argparse.ArgumentParser:
         "kafka-verdicts", help="keep kafka-jvm runs' per-rule verdicts; regenerate their tables",
         description="Keep the per-rule verdicts of `kstate conformance --impl kafka-jvm:VERSION --report DIR` runs in "
                     "testees/kafka-jvm/verdicts-<version>.json (with the date and the kit's commit), and regenerate "
-                    "testees/kafka-jvm/VERDICTS.md (rule x release) and the summary in docs/contributor.md from those "
-                    "files. Exit 0 done, 1 with --check a file would change, 2 unreadable results or no summary block.")
+                    "testees/kafka-jvm/VERDICTS.md (rule x release), the summary in docs/contributor.md and the headline "
+                    "figures in README.md from those files. Exit 0 done, 1 with --check a file would change, 2 unreadable results or no summary block.")
     verdicts.add_argument("--results", action="append", metavar="DIR",
                           help="a kafka-jvm run's report directory (or its results.json); repeatable; without it "
                                "the tables are regenerated from the kept files")
     verdicts.add_argument("--testee-dir", help="the Kafka testee project (default: $KSTATE_KAFKA_JVM_DIR, else testees/kafka-jvm)")
     verdicts.add_argument("--readme", default="docs/contributor.md", metavar="DOC",
                           help="the document holding the generated summary block (default docs/contributor.md)")
+    verdicts.add_argument("--headline-doc", default="README.md", metavar="DOC",
+                          help="the document holding each release's generated headline figure (default README.md)")
     verdicts.add_argument("--commit", help="the kit commit the runs used (default: git rev-parse --short HEAD)")
     verdicts.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
     verdicts.set_defaults(func=cmd_kafka_verdicts)
