@@ -218,11 +218,10 @@ class SessionModel(ChangelogKeeper):
             self.legacy_mode[segment_id] = False
 
     def close(self) -> None:
+        """A clean close ends the store as a crash does, but every segment as it stands has survived it."""
         if not self.is_open:
             return
-        self.is_open = False
-        if self.backend == MEMORY:
-            self.sessions = {}
+        self.crash()
         self.crash_candidates = [copy.deepcopy(self.segments)]
 
     def crash(self) -> None:
