@@ -30,18 +30,25 @@ from dataclasses import dataclass
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import life
-from kstate_conformance.models.kv import ChangelogKeeper, Context, HeaderPairs, Record, Refused
+
+# The backends and the family names every store has (default, offsets) are the key-value model's.
+from kstate_conformance.models.kv import (
+    BACKENDS,
+    CF_DEFAULT,
+    CF_OFFSETS,
+    MEMORY,
+    ROCKSDB,
+    ChangelogKeeper,
+    Context,
+    HeaderPairs,
+    Record,
+    Refused,
+)
 
 SESSION = types.SESSION
 HEADERS = types.SESSION_WITH_HEADERS
 STORE_TYPES = types.SESSION_TYPES
-ROCKSDB = "rocksdb"
-MEMORY = "memory"
-BACKENDS = (ROCKSDB, MEMORY)
-
-CF_DEFAULT = "default"
 CF_HEADERS = "sessionKeyValueWithHeaders"
-CF_OFFSETS = "offsets"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
 HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
 INT64_MAX = (1 << 63) - 1
