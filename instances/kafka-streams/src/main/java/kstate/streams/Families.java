@@ -372,11 +372,13 @@ final class Families {
         @Override
         public void process(Record<byte[], byte[]> record) {
             if (record.key() != null && record.value() != null) { // INST-25: a null value is skipped
+                observedStreamTime = Math.max(observedStreamTime, record.timestamp());
                 apply(Bytes.wrap(record.key()), record.value(), record.timestamp(), record.headers());
             }
             afterRecord.accept(context);
         }
 
+        /** One record with a key and a value, `observedStreamTime` already advanced to its timestamp. */
         abstract void apply(Bytes key, byte[] value, long ts, Headers headers);
     }
 
@@ -388,7 +390,6 @@ final class Families {
 
         @Override
         void apply(Bytes key, byte[] value, long ts, Headers headers) {
-            observedStreamTime = Math.max(observedStreamTime, ts);
             long size = options.windowSize();
             long windowStart = ts - ts % size;
             if (windowStart + size <= observedStreamTime - options.grace()) {
@@ -424,7 +425,6 @@ final class Families {
 
         @Override
         void apply(Bytes key, byte[] value, long ts, Headers headers) {
-            observedStreamTime = Math.max(observedStreamTime, ts);
             long closeTime = observedStreamTime - options.grace();
             long start = ts;
             long end = ts;
