@@ -362,25 +362,24 @@ final class Instance {
 
     /** The family whose data means a store opened in upgrade mode (LAY-7, LAY-8), for the `opened` event. */
     private String legacyFamily() {
-        return switch (config.storeType) {
-            case StoreTypes.TIMESTAMPED_KV -> "default";
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> "keyValueWithTimestamp";
-            case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
-                    StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
-                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> ""; // no in-place upgrade the instance reports
-            default -> throw StoreTypes.unknown(config.storeType, "Instance.legacyFamily");
-        };
+        return families("Instance.legacyFamily")[0];
     }
 
     /** The type's own data family (LAY-5). */
     private String dataFamily() {
+        return families("Instance.dataFamily")[1];
+    }
+
+    /** `{legacy family, data family}` of the store type: one table, so that the two never disagree on a type. */
+    private String[] families(String where) {
         return switch (config.storeType) {
-            case StoreTypes.TIMESTAMPED_KV -> "keyValueWithTimestamp";
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> "keyValueWithTimestampAndHeaders";
+            case StoreTypes.TIMESTAMPED_KV -> new String[] {"default", "keyValueWithTimestamp"};
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> new String[] {"keyValueWithTimestamp", "keyValueWithTimestampAndHeaders"};
+            // No in-place upgrade the instance reports; the data family as the instance has always named it.
             case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
                     StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
-                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> "default"; // as the instance has always named them
-            default -> throw StoreTypes.unknown(config.storeType, "Instance.dataFamily");
+                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> new String[] {"", "default"};
+            default -> throw StoreTypes.unknown(config.storeType, where);
         };
     }
 
