@@ -36,7 +36,6 @@ import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.StateRestoreListener;
-import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -157,27 +156,19 @@ final class Instance {
     }
 
     /** The key-value family's `table()` (INST-12), over the store through Kafka's change-logging layer (INST-13). */
-    private final class TableProcessor implements Processor<byte[], byte[], Void, Void> {
-        private ProcessorContext<Void, Void> context;
-        private KeyValueStore<Bytes, Object> store;
-
-        @Override
-        public void init(ProcessorContext<Void, Void> context) {
-            this.context = context;
-            this.store = context.getStateStore(config.storeName);
+    private final class TableProcessor extends Families.StoreProcessor<KeyValueStore<Bytes, Object>> {
+        TableProcessor() {
+            super(config.storeName, Instance.this::afterRecord);
         }
 
         @Override
-        public void process(Record<byte[], byte[]> record) {
-            if (record.key() != null) { // KTableSource drops a record without a key
-                Bytes key = Bytes.wrap(record.key());
-                if (record.value() == null) {
-                    store.delete(key);
-                } else {
-                    store.put(key, typedValue(record));
-                }
+        void accept(Record<byte[], byte[]> record) {
+            Bytes key = Bytes.wrap(record.key());
+            if (record.value() == null) {
+                store.delete(key);
+            } else {
+                store.put(key, typedValue(record));
             }
-            afterRecord(context);
         }
     }
 
