@@ -9,7 +9,7 @@ from kstate.codecs.primitives import encode_int64, read_varint, take, write_vari
 from kstate.ops import JsonDict, call, capture, headers_from_json, headers_to_json, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.bytes_model import sized, unsigned_varint, zigzag_varint
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 
 FAMILY = "header_values"
 Pairs = list[tuple[str, bytes | None]]
@@ -236,14 +236,13 @@ def _null_value_serialized() -> dict[str, Handler]:
 @mutant("headers-static-timestamp-skips-one-byte", "the static timestamp helper reads at offset 1, as if the header "
         "bytes were always empty", FAMILY, rules=("HV-9",))
 def _static_timestamp_skips_one_byte() -> dict[str, Handler]:
-    def deserialize(payload: JsonDict) -> JsonDict:
-        out = call("header_values.deserialize", payload)
+    def deserialize(payload: JsonDict, out: JsonDict) -> JsonDict:
         data = unhex(payload.get("bytes"))
         if data is not None and len(data) >= 9 and "error" not in out:
             out["static_timestamp"] = {"timestamp": int.from_bytes(data[1:9], "big", signed=True)}
         return out
 
-    return {"header_values.deserialize": deserialize}
+    return altered("header_values.deserialize", deserialize)
 
 
 @mutant("aggregation-headers-after", "AggregationWithHeaders written as [aggregation][headersSize][headers]", FAMILY,
