@@ -59,6 +59,26 @@ def bench(benchmark: Any, workload: Callable[[], object], rounds: int, results: 
         results[name] = (stats.stats.min, stats.stats.median)
 
 
+def raw_prefix_count(db: Any, prefixes: Sequence[bytes]) -> int:
+    """How many rows of the raw rocksdict ``db`` start with each of ``prefixes``: the floor of a prefix scan."""
+    found = 0
+    for prefix in prefixes:
+        for key, _ in db.items(from_key=prefix):
+            if not key.startswith(prefix):
+                break
+            found += 1
+    return found
+
+
+def git_commit() -> str:
+    """The short commit hash the benchmark ran at, printed in every report; ``unknown`` outside a checkout."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                              cwd=Path(__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def print_report(request: pytest.FixtureRequest, lines: list[str]) -> None:
     """Print ``lines`` past pytest's output capture, so the ratios show in a normal run."""
     capture = request.config.pluginmanager.get_plugin("capturemanager")

@@ -36,14 +36,24 @@ import gc
 import os
 import random
 import struct
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import JVM_WARMUP, KAFKA_VERSION, KafkaSide, Side, hexes, machine_load, open_raw, print_report
+from bench_tools import (
+    JVM_WARMUP,
+    KAFKA_VERSION,
+    KafkaSide,
+    Side,
+    git_commit,
+    hexes,
+    machine_load,
+    open_raw,
+    print_report,
+    raw_prefix_count,
+)
 
 from kstate.codecs import session_keys
 from kstate.codecs import versioned as versioned_codec
@@ -251,13 +261,7 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
         return found
 
     def prefixes_floor(_: int) -> int:
-        found = 0
-        for prefix in PREFIXES:
-            for key, _ in raw.items(from_key=prefix):
-                if not key.startswith(prefix):
-                    break
-                found += 1
-        return found
+        return raw_prefix_count(raw, PREFIXES)
 
     def all_rows(_: int) -> int:
         found = 0
@@ -576,14 +580,6 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     gc.collect()
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def _us(nanos: float, ops: int) -> str:
     return f"{nanos / ops / 1e3:.2f}"
 
@@ -598,7 +594,7 @@ OPS_PER_ROUND = {"put": N, "get": N, "range": len(RANGES), "prefix_scan": len(PR
 def report_lines() -> list[str]:
     """The Markdown report of what ran: one row per operation, then the versioned put target."""
     lines = [f"## kstate beside Apache Kafka {KAFKA_VERSION}'s stores ({time.strftime('%Y-%m-%d %H:%M')}, "
-             f"commit {_commit()})", "",
+             f"commit {git_commit()})", "",
              f"Wall clock, fastest of {BLOCKS * max(1, ROUNDS // BLOCKS)} rounds (median in brackets) in {BLOCKS} "
              f"blocks alternating between the sides; Kafka timed inside its JVM after {JVM_WARMUP} warm-up rounds; floor = the "
              f"same loop over the same rows through raw rocksdict; kstate/Kafka = Kafka's time / kstate's, "

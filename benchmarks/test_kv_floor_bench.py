@@ -15,14 +15,13 @@ not timed tests: a ratio under its goal is reported, never failed. The table is 
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import interleaved, machine_load, open_raw, print_report
+from bench_tools import git_commit, interleaved, machine_load, open_raw, print_report, raw_prefix_count
 from test_kafka_side_bench import KEYS, PREFIXES, RANGES, RAW_VALUES, TP, TS_VALUES
 
 from kstate.codecs.header_values import encode_value_timestamp_headers
@@ -75,13 +74,7 @@ def _floors(raw: Any) -> dict[str, Callable[[], int]]:
         return found
 
     def prefixes() -> int:
-        found = 0
-        for prefix in PREFIXES:
-            for key, _ in raw.items(from_key=prefix):
-                if not key.startswith(prefix):
-                    break
-                found += 1
-        return found
+        return raw_prefix_count(raw, PREFIXES)
 
     def all_rows() -> int:
         return sum(1 for _ in raw.items())
@@ -137,20 +130,12 @@ def test_key_value_reads_at_the_floor(benchmark: Any, tmp_path_factory: pytest.T
     header_raw.close()
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 @pytest.fixture(scope="module", autouse=True)
 def floor_report(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if not RESULTS:
         return
-    lines = [f"## Key-value reads against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {_commit()})", "",
+    lines = [f"## Key-value reads against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
              f"Process time, fastest of {ROUNDS} interleaved rounds; kstate/floor = the floor's time / kstate's "
              f"(goal 0.85); {machine_load()} at the end of the run.", "",
              "| store | read | floor ms | kstate ms | kstate/floor |", "|---|---|---:|---:|---:|"]

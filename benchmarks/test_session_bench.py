@@ -130,13 +130,6 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
     print_report(request, lines)
 
 
-def _bench(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
+@pytest.mark.parametrize("name", ["find_sessions", "kv_range"])
+def test_workload(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
     bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
-
-
-def test_find_sessions(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "find_sessions")
-
-
-def test_kv_range(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "kv_range")

@@ -180,31 +180,13 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
     print_report(request, lines)
 
 
-def _bench(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
+@pytest.mark.parametrize("name", ["put_headers_store", "put_raw_rocksdict", "get_headers_store", "get_raw_rocksdict"])
+def test_workload(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
     bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
 
 
-def test_put_headers_store(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "put_headers_store")
-
-
-def test_put_raw_rocksdict(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "put_raw_rocksdict")
-
-
-def test_get_headers_store(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "get_headers_store")
-
-
-def test_get_raw_rocksdict(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "get_raw_rocksdict")
-
-
-def test_scan_headers_store(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "scan_headers_store")
-    assert workloads["scan_headers_store"]() == SCAN_N
-
-
-def test_scan_timestamped_store(benchmark: Any, workloads: dict[str, Workload]) -> None:
-    _bench(benchmark, workloads, "scan_timestamped_store")
-    assert workloads["scan_timestamped_store"]() == SCAN_N
+@pytest.mark.parametrize("name", ["scan_headers_store", "scan_timestamped_store"])
+def test_scan(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
+    """Each scan reads all SCAN_N rows."""
+    bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
+    assert workloads[name]() == SCAN_N

@@ -251,12 +251,27 @@ SMALL_FETCHES = {"fetch.max.bytes": 65536, "message.max.bytes": 65536, "max.part
                  "queued.min.messages": 50}
 
 
-def _large_changelog(broker: Broker, topic: str) -> list[RawRecord]:
+def _large_changelog(broker: Broker, app_name: str, store_type: StoreType) -> tuple[str, list[RawRecord]]:
+    """The changelog topic of store ``s`` and the RESTART_RECORDS records of 1 KB produced to it (RST-1)."""
+    topic = create_changelog_topic(broker, app_name, "s", store_type, 1)
     rng = random.Random(9)
     written: list[RawRecord] = [(b"k%03d" % rng.randrange(400), None if i % 37 == 0 else rng.randbytes(1000),
                                  T0 + i, []) for i in range(RESTART_RECORDS)]
     assert produce(broker, topic, written) == RESTART_RECORDS
-    return written
+    return topic, written
+
+
+def _once_past_offset_300(action: Callable[[], None]) -> tuple[Callable[[int], None], list[int]]:
+    """An ``after_batch`` hook that runs ``action`` once, after the first batch that reaches offset 300, and the
+    list that keeps that batch's last offset (a broker fault in the middle of a restore, RST-3)."""
+    fired: list[int] = []
+
+    def hook(last: int) -> None:
+        if not fired and last >= 300:
+            fired.append(last)
+            action()
+
+    return hook, fired
 
 
 @rules("RST-1", "RST-3")
@@ -266,17 +281,15 @@ def test_a_broker_restart_in_the_middle_of_a_restore_loses_nothing(broker: Broke
     same restore goes on from where it was and ends with every record applied (RST-1, RST-3)."""
     apache = restartable(broker)
     store_type = StoreType.TIMESTAMPED_KV
-    topic = create_changelog_topic(broker, app_name, "s", store_type, 1)
-    written = _large_changelog(broker, topic)
-    restarted_at: list[int] = []
+    topic, written = _large_changelog(broker, app_name, store_type)
 
-    def restart_once(last: int) -> None:
-        if not restarted_at and last >= 300:
-            restarted_at.append(last)
-            started = time.monotonic()
-            apache.restart()
-            system_report("broker restart", {"seconds": round(time.monotonic() - started, 1),
-                                             "jvm_start_to_first_answer": round(apache.start_times[-1], 1)})
+    def restart() -> None:
+        started = time.monotonic()
+        apache.restart()
+        system_report("broker restart", {"seconds": round(time.monotonic() - started, 1),
+                                         "jvm_start_to_first_answer": round(apache.start_times[-1], 1)})
+
+    restart_once, restarted_at = _once_past_offset_300(restart)
 
     tp = TopicPartition(topic, 0)
     store = open_store(store_type, tmp_path, app_name)
@@ -302,14 +315,8 @@ def test_a_broker_killed_in_the_middle_of_a_restore_resumes_from_the_committed_o
     and ends with every record applied, none lost (RST-1)."""
     apache = restartable(broker)
     store_type = StoreType.KEY_VALUE
-    topic = create_changelog_topic(broker, app_name, "s", store_type, 1)
-    written = _large_changelog(broker, topic)
-    killed_at: list[int] = []
-
-    def kill_once(last: int) -> None:
-        if not killed_at and last >= 300:
-            killed_at.append(last)
-            apache.kill()
+    topic, written = _large_changelog(broker, app_name, store_type)
+    kill_once, killed_at = _once_past_offset_300(apache.kill)
 
     tp = TopicPartition(topic, 0)
     store = open_store(store_type, tmp_path, app_name)

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -79,20 +80,26 @@ def adapter(command: str, timeout: float = 2.0, start_timeout: float = 5.0) -> S
     return SubprocessAdapter(command, timeout=timeout, start_timeout=start_timeout)
 
 
-@rules("TP-2", "TP-4", "TP-5", "TP-6")
-def test_outputs_refusals_and_unsupported_answers(fake: str) -> None:
+@pytest.fixture
+def testee(fake: str) -> Iterator[SubprocessAdapter]:
+    """The fake testee with the default timeouts, closed after the test whatever it did."""
     testee = adapter(fake)
     try:
-        assert testee.name == "fake"
-        assert testee.call("varint.write_varint", {"value": 300}) == {"bytes": "d804", "size": 2}
-        assert testee.call("x.refuse", {}) == {"error": {"type": "DecodeError", "message": "no"}}
-        with pytest.raises(Unsupported):
-            testee.call("x.unsupported", {})
-        with pytest.raises(Unsupported):
-            testee.call("not.in_capabilities", {})  # never sent
-        assert testee.supports("x.crash") and not testee.supports("hello")
+        yield testee
     finally:
         testee.close()
+
+
+@rules("TP-2", "TP-4", "TP-5", "TP-6")
+def test_outputs_refusals_and_unsupported_answers(testee: SubprocessAdapter) -> None:
+    assert testee.name == "fake"
+    assert testee.call("varint.write_varint", {"value": 300}) == {"bytes": "d804", "size": 2}
+    assert testee.call("x.refuse", {}) == {"error": {"type": "DecodeError", "message": "no"}}
+    with pytest.raises(Unsupported):
+        testee.call("x.unsupported", {})
+    with pytest.raises(Unsupported):
+        testee.call("not.in_capabilities", {})  # never sent
+    assert testee.supports("x.crash") and not testee.supports("hello")
 
 
 @rules("TP-10")
@@ -143,50 +150,34 @@ def test_a_hang_times_out_and_kills_the_testee(fake: str) -> None:
     ("x.not_utf8", "not UTF-8"),
     ("x.huge", "longer than"),
 ])
-def test_malformed_answers_are_protocol_errors(fake: str, op: str, problem: str) -> None:
-    testee = adapter(fake)
-    try:
-        with pytest.raises(TesteeProtocolError, match=problem) as error:
-            testee.call(op, {})
-        assert op in str(error.value)
-        testee.begin_test("next")
-        assert testee.call("varint.write_varint", {"value": 300})["size"] == 2
-    finally:
-        testee.close()
+def test_malformed_answers_are_protocol_errors(testee: SubprocessAdapter, op: str, problem: str) -> None:
+    with pytest.raises(TesteeProtocolError, match=problem) as error:
+        testee.call(op, {})
+    assert op in str(error.value)
+    testee.begin_test("next")
+    assert testee.call("varint.write_varint", {"value": 300})["size"] == 2
 
 
 @rules("TP-12")
-def test_texts_that_are_not_unicode_travel_as_utf16_hex_both_ways(fake: str) -> None:
-    testee = adapter(fake)
-    try:
-        assert testee.call("x.text", {}) == {"key": "a\ud800"}
-        sent = json.loads(testee.call("x.echo", {"headers": [["a\ud800b", None], ["\U0001f600", "01"]]})["line"])
-        # A lone surrogate goes as code units in hex; a valid text, pairs included, as a plain JSON string.
-        assert sent["input"] == {"headers": [[{"encoding": "utf-16be", "hex": "0061d8000062"}, None],
-                                             ["\U0001f600", "01"]]}
-    finally:
-        testee.close()
+def test_texts_that_are_not_unicode_travel_as_utf16_hex_both_ways(testee: SubprocessAdapter) -> None:
+    assert testee.call("x.text", {}) == {"key": "a\ud800"}
+    sent = json.loads(testee.call("x.echo", {"headers": [["a\ud800b", None], ["\U0001f600", "01"]]})["line"])
+    # A lone surrogate goes as code units in hex; a valid text, pairs included, as a plain JSON string.
+    assert sent["input"] == {"headers": [[{"encoding": "utf-16be", "hex": "0061d8000062"}, None],
+                                         ["\U0001f600", "01"]]}
 
 
-def test_an_answer_cut_short_by_an_exit_is_a_crash(fake: str) -> None:
-    testee = adapter(fake)
-    try:
-        with pytest.raises(TesteeCrashed, match="in the middle of an answer"):
-            testee.call("x.partial", {})
-    finally:
-        testee.close()
+def test_an_answer_cut_short_by_an_exit_is_a_crash(testee: SubprocessAdapter) -> None:
+    with pytest.raises(TesteeCrashed, match="in the middle of an answer"):
+        testee.call("x.partial", {})
 
 
 @rules("TP-7")
-def test_an_internal_error_fails_the_call_but_keeps_the_testee(fake: str) -> None:
-    testee = adapter(fake)
-    try:
-        with pytest.raises(TesteeInternalError, match="NullPointerException"):
-            testee.call("x.internal", {})
-        assert testee.call("varint.write_varint", {"value": 300})["size"] == 2
-        assert testee.starts == 1
-    finally:
-        testee.close()
+def test_an_internal_error_fails_the_call_but_keeps_the_testee(testee: SubprocessAdapter) -> None:
+    with pytest.raises(TesteeInternalError, match="NullPointerException"):
+        testee.call("x.internal", {})
+    assert testee.call("varint.write_varint", {"value": 300})["size"] == 2
+    assert testee.starts == 1
 
 
 @rules("TP-3")

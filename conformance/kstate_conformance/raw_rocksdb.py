@@ -86,3 +86,14 @@ def flush(path: Path) -> None:
     """Flush the memtables into table files."""
     with raw_database(path) as db:
         db.flush()
+
+
+def lose_current(path: Path) -> None:
+    """Damage: the database's ``CURRENT`` file removed, its table files and ``MANIFEST`` left (KV-24)."""
+    (path / "CURRENT").unlink()
+
+
+def truncate_manifest(path: Path) -> None:
+    """Damage: the ``MANIFEST`` that ``CURRENT`` names cut to its first 30 bytes (KV-24)."""
+    manifest = path / (path / "CURRENT").read_text().strip()
+    manifest.write_bytes(manifest.read_bytes()[:30])

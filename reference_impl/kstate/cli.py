@@ -127,6 +127,16 @@ def _fixtures_root(args: argparse.Namespace) -> Path:
     return fixtures_dir()
 
 
+def _checkout_fixtures_root(args: argparse.Namespace) -> Path | None:
+    """``--root``, else ./fixtures: generating and recording write into a checkout, never into an installed
+    package's data; None (the error printed) where that is no fixtures directory."""
+    root = Path(args.root or "fixtures")
+    if not (root / "fixture.schema.json").exists():
+        err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
+        return None
+    return root
+
+
 def cmd_fixtures_generate(args: argparse.Namespace) -> int:
     from kstate.fixtures_tool import (
         hand_written_documents,
@@ -136,10 +146,8 @@ def cmd_fixtures_generate(args: argparse.Namespace) -> int:
         write_documents,
     )
 
-    # Generation writes into a checkout, never into an installed package's data.
-    root = Path(args.root or "fixtures")
-    if not (root / "fixture.schema.json").exists():
-        err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
+    root = _checkout_fixtures_root(args)
+    if root is None:
         return 2
     documents = reference_fixture_documents() | hand_written_documents(root)
     vectors = Path(args.vectors) if args.vectors else default_vectors()
@@ -176,9 +184,8 @@ def cmd_fixtures_record(args: argparse.Namespace) -> int:
         stale_recorded,
     )
 
-    root = Path(args.root or "fixtures")
-    if not (root / "fixture.schema.json").exists():
-        err_console.print(f"[red]error:[/red] {root} is not a fixtures directory (run from the repository root or pass --root)")
+    root = _checkout_fixtures_root(args)
+    if root is None:
         return 2
     impls = [args.impl, *(args.compare or [])]
     for impl in impls:

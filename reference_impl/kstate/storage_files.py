@@ -88,17 +88,25 @@ def check_name_length(path: str | Path) -> None:
                                    f"NAME_MAX of {NAME_MAX}", errno.ENAMETOOLONG)
 
 
-def state_file_kind(path: str | Path) -> str | None:
-    """None when ``path`` is a regular file or absent; else what it is instead (never follows a link, LAY-15)."""
+def _lstat_absent_as_none(path: str | Path) -> os.stat_result | None:
+    """``os.lstat(path)``, or None where no file can stand at ``path``: absent, a name too long for the file system,
+    or a parent that is not a directory (LAY-15, KV-26); any other failure is a :class:`StateFileError`."""
     try:
-        mode = os.lstat(path).st_mode
+        return os.lstat(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):
             return None
         raise _os_error(Path(path), "inspecting", exc) from exc
-    return None if stat.S_ISREG(mode) else describe_kind(path, mode)
+
+
+def state_file_kind(path: str | Path) -> str | None:
+    """None when ``path`` is a regular file or absent; else what it is instead (never follows a link, LAY-15)."""
+    found = _lstat_absent_as_none(path)
+    if found is None:
+        return None
+    return None if stat.S_ISREG(found.st_mode) else describe_kind(path, found.st_mode)
 
 
 def read_state_file(path: str | Path, *, cap: int = STATE_FILE_CAP) -> bytes | None:
@@ -244,15 +252,7 @@ def write_checkpoint_file(path: str | Path, entries: CheckpointInput) -> bool:
 def legacy_file_exists(path: str | Path) -> bool:
     """Java's ``File.exists`` without following a link: a name too long for the file system names no file (a
     249-character store name plus ``.position`` is over most systems' 255), it is not an error (KV-26)."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        if exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):
-            return False
-        raise _os_error(Path(path), "inspecting", exc) from exc
-    return True
+    return _lstat_absent_as_none(path) is not None
 
 
 def read_checkpoint_file(path: str | Path, *, unknown_as_none: bool = False) -> dict[TopicPartition, int | None]:

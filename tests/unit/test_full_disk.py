@@ -17,10 +17,7 @@ a typed error (:class:`kstate.errors.KStateError`).
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import subprocess
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +33,8 @@ from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.engine import RocksDBEngine
 from kstate.stores.factory import open_bytes_store
 from kstate_conformance import rules
+from kstate_conformance.full_disk import small_tmpfs
 
-#: The tmpfs each test gets: room for a few segment databases and their logs, small enough to fill at once.
-TMPFS_SIZE = "24m"
 TP = TopicPartition("app-s-changelog", 0)
 #: Values large enough that a commit's WAL append needs fresh pages (a tmpfs page of slack absorbs small ones).
 PAYLOAD = b"v" * 1500
@@ -47,33 +43,11 @@ PAYLOAD = b"v" * 1500
 # --- the tmpfs and the disk that fails ------------------------------------------------------------------------
 
 
-def _mount_tmpfs(target: Path) -> str | None:
-    """Mount a tmpfs of TMPFS_SIZE at ``target``; None when done, else why it cannot be."""
-    if os.geteuid() != 0:
-        return "mounting a tmpfs needs root"
-    target.mkdir(parents=True, exist_ok=True)
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(target)],
-                            capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        return f"mount -t tmpfs is not allowed here: {result.stderr.strip() or result.returncode}"
-    return None
-
-
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A fresh, empty tmpfs of TMPFS_SIZE, unmounted again after the test."""
-    target = Path("/tmp") / f"kstate-full-disk-{uuid.uuid4().hex[:12]}"
-    reason = _mount_tmpfs(target)
-    if reason is not None:
-        with contextlib.suppress(OSError):
-            target.rmdir()
-        pytest.skip(reason)
-    try:
+def small_disk() -> Iterator[Path]:
+    """A fresh, empty tmpfs of TMPFS_SIZE (the conformance suite's, OFF-23), unmounted again after the test."""
+    with small_tmpfs(pytest.skip) as target:
         yield target
-    finally:
-        subprocess.run(["umount", "-l", str(target)], check=False, capture_output=True)
-        with contextlib.suppress(OSError):
-            target.rmdir()
 
 
 @dataclass

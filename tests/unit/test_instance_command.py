@@ -62,27 +62,33 @@ def test_the_reference_describes_itself() -> None:
     assert {"opened", "restored", "refused", "unclean_shutdown", "wiped"} <= reference.events
 
 
+def _good_with(**changes: object) -> str:
+    """An instance body whose ``--describe`` prints the good description with ``changes`` made to it."""
+    return f"print(json.dumps({{**{GOOD!r}, **{changes!r}}}))"
+
+
+def _good_without(field: str) -> str:
+    """An instance body whose ``--describe`` prints the good description without ``field``."""
+    return f"d = {GOOD!r}; del d[{field!r}]; print(json.dumps(d))"
+
+
 @rules("INST-2", "INST-41")
 @pytest.mark.parametrize(("body", "message"), [
     pytest.param("print('not json')", r"did not print one JSON object", id="not-json"),
     pytest.param("print('[1, 2]')", r"printed list, not a JSON object", id="not-an-object"),
     pytest.param("print()", r"printed nothing on stdout", id="nothing"),
-    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'instance_protocol': 2}}))",
-                 r"speaks instance protocol 2; this kit speaks 1", id="wrong-protocol-version"),
-    pytest.param(f"d = {GOOD!r}; del d['instance_protocol']; print(json.dumps(d))",
-                 r"speaks instance protocol None", id="no-protocol-version"),
-    pytest.param(f"d = {GOOD!r}; del d['store_types']; print(json.dumps(d))", r"has no 'store_types' list",
-                 id="missing-store-types"),
-    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'store_types': 'kv'}}))",
-                 r"'store_types' is not a list of strings", id="store-types-not-a-list"),
-    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'store_types': ['kv', 'key_value_x']}}))",
-                 r"unknown store types \['key_value_x'\]", id="unknown-store-type"),
-    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'crash_points': ['after_lunch']}}))",
-                 r"unknown crash points \['after_lunch'\]", id="unknown-crash-point"),
-    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'implementation': ''}}))", r"names no implementation",
-                 id="no-implementation"),
-    pytest.param(f"print(json.dumps({{**{GOOD!r}, 'events': ['opened', 'stopped']}}))",
-                 r"'events' lacks \['starting', 'restored', 'running'\]", id="events-missing"),
+    pytest.param(_good_with(instance_protocol=2), r"speaks instance protocol 2; this kit speaks 1",
+                 id="wrong-protocol-version"),
+    pytest.param(_good_without("instance_protocol"), r"speaks instance protocol None", id="no-protocol-version"),
+    pytest.param(_good_without("store_types"), r"has no 'store_types' list", id="missing-store-types"),
+    pytest.param(_good_with(store_types="kv"), r"'store_types' is not a list of strings", id="store-types-not-a-list"),
+    pytest.param(_good_with(store_types=["kv", "key_value_x"]), r"unknown store types \['key_value_x'\]",
+                 id="unknown-store-type"),
+    pytest.param(_good_with(crash_points=["after_lunch"]), r"unknown crash points \['after_lunch'\]",
+                 id="unknown-crash-point"),
+    pytest.param(_good_with(implementation=""), r"names no implementation", id="no-implementation"),
+    pytest.param(_good_with(events=["opened", "stopped"]), r"'events' lacks \['starting', 'restored', 'running'\]",
+                 id="events-missing"),
     pytest.param("sys.stderr.write('cannot start: no license\\n'); sys.exit(7)",
                  r"--describe exited with 7: cannot start: no license", id="nonzero-exit"),
     pytest.param("sys.stdout.write('x' * (2 << 20))", r"printed 2097152 bytes, more than the 1048576 allowed",

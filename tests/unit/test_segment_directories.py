@@ -17,7 +17,7 @@ from kstate.codecs.store_types import StoreType
 from kstate.storage_files import directory_digest
 from kstate.stores.api import Backend, ProcessorStateError, StoreCorruptedError, StoreStorageError, TopicPartition
 from kstate.stores.factory import open_bytes_store
-from kstate_conformance.raw_rocksdb import put_rows
+from kstate_conformance.raw_rocksdb import lose_current, put_rows, truncate_manifest
 
 T = StoreType
 MINUTE = 60_000
@@ -129,15 +129,6 @@ def test_an_entry_the_store_would_not_open_by_its_name_is_refused(tmp_path: Path
 # --- item 10: every segment is checked before any is opened -------------------------------------------------------
 
 
-def _lose_current(path: Path) -> None:
-    (path / "CURRENT").unlink()
-
-
-def _truncate_manifest(path: Path) -> None:
-    manifest = path / (path / "CURRENT").read_text().strip()
-    manifest.write_bytes(manifest.read_bytes()[:30])
-
-
 def _unknown_family(path: Path) -> None:
     put_rows(path, {"fromTheFuture": {b"k": b"v"}})
 
@@ -151,7 +142,7 @@ def _unclean(path: Path) -> None:
 
 
 @pytest.mark.parametrize("store_type", TYPES)
-@pytest.mark.parametrize("damage", [_lose_current, _truncate_manifest, _unknown_family, _garbage_status, _unclean])
+@pytest.mark.parametrize("damage", [lose_current, truncate_manifest, _unknown_family, _garbage_status, _unclean])
 def test_a_bad_newest_segment_refuses_the_open_before_any_segment_is_opened(tmp_path: Path, store_type: StoreType,
                                                                             damage: Any) -> None:
     """WS-31, SS-20, KV-23: the newest segment damaged, the store is refused, and no file of the healthy segments

@@ -5,7 +5,7 @@ comments, and a mutated store the oracle must find every difference in. One loca
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,19 @@ def _kinds(found: Any) -> list[tuple[int, bytes, str, str]]:
     return [(d.partition, d.key, d.entry, d.kind) for d in found.differences]
 
 
+def _mutated_differences(spark: Any, log: dict[int, list[Record]], store_type: StoreType, params: FamilyParameters,
+                         store_rows: Callable[[bool], list[Any]], entries: int) -> Any:
+    """Compare the changelog ``log`` with the store ``store_rows(mutated)`` writes, first as the changelog leaves it
+    (``entries`` on both sides, no difference), then mutated; the mutated comparison is returned to be checked."""
+    changelog = _changelog(spark, log)
+    for mutated in (False, True):
+        rows = store_rows(mutated)
+        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
+        if not mutated:
+            assert (found.expected_entries, found.actual_entries, found.differences) == (entries, entries, [])
+    return found
+
+
 # --- versioned ------------------------------------------------------------------------------------------
 
 HISTORY = 20
@@ -127,23 +140,21 @@ def _versioned_store(root: Path, mutated: bool) -> dict[int, Path]:
 def test_versioned_history_per_key(spark: Any, tmp_path: Path) -> None:
     """VER-25/26/32: expected queryable versions of partition 0 are k1 b [20,30), k1 c2 [40,-), k2 x [5,30),
     k2 y [30,-), k3 q [45,-); of partition 1, k1 p1 [100,-)."""
-    changelog = _changelog(spark, _VERSIONED_LOG)
-    params = FamilyParameters(history_retention_ms=HISTORY)
     store_type = StoreType.VERSIONED_KV
-    for mutated in (False, True):
+
+    def store_rows(mutated: bool) -> list[Any]:
         dirs = _versioned_store(tmp_path / str(mutated), mutated)
-        rows = [r for p, d in dirs.items() for r in read_store_entries(store_type, p, d)]
-        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
-        if not mutated:
-            assert (found.expected_entries, found.actual_entries, found.differences) == (6, 6, [])
-            continue
-        assert _kinds(found) == [(0, b"k1", "valid_from=40", "different value"),
-                                 (0, b"k2", "valid_from=5", "different valid_to"),
-                                 (0, b"k3", "valid_from=45", "missing"),
-                                 (0, b"k4", "valid_from=44", "unexpected")]
-        assert found.counts == {"different valid_to": 1, "different value": 1, "missing": 1, "unexpected": 1}
-        assert (found.differences[0].expected, found.differences[0].actual) == (b"c2".hex().upper(), b"c".hex().upper())
-        assert (found.differences[1].expected, found.differences[1].actual) == ("30", "29")
+        return [r for p, d in dirs.items() for r in read_store_entries(store_type, p, d)]
+
+    found = _mutated_differences(spark, _VERSIONED_LOG, store_type, FamilyParameters(history_retention_ms=HISTORY),
+                                 store_rows, 6)
+    assert _kinds(found) == [(0, b"k1", "valid_from=40", "different value"),
+                             (0, b"k2", "valid_from=5", "different valid_to"),
+                             (0, b"k3", "valid_from=45", "missing"),
+                             (0, b"k4", "valid_from=44", "unexpected")]
+    assert found.counts == {"different valid_to": 1, "different value": 1, "missing": 1, "unexpected": 1}
+    assert (found.differences[0].expected, found.differences[0].actual) == (b"c2".hex().upper(), b"c".hex().upper())
+    assert (found.differences[1].expected, found.differences[1].actual) == ("30", "29")
 
 
 # --- window ---------------------------------------------------------------------------------------------
@@ -169,9 +180,8 @@ def test_window_with_headers_retention_and_fields(spark: Any, tmp_path: Path) ->
     store_type = StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS
     cf = "keyValueWithTimestampAndHeaders"
     enc = header_values.encode_value_timestamp_headers
-    changelog = _changelog(spark, log)
-    params = FamilyParameters(retention_ms=100)
-    for mutated in (False, True):
+
+    def store_rows(mutated: bool) -> list[Any]:
         store = tmp_path / str(mutated) / "0_0" / "w"
         _write_db(store / "w.0", {cf: {_wk(b"A", 0): enc(b"v1b", 7, [("h", None)])}})  # type: ignore[dict-item]
         segment_100 = {_wk(b"A", 100): enc(b"v2", 105, []), _wk(b"A", 180): enc(b"v3", 186 if mutated else 185, [])}
@@ -183,14 +193,13 @@ def test_window_with_headers_retention_and_fields(spark: Any, tmp_path: Path) ->
         (store / "not-a-segment").mkdir()
         rows = read_store_entries(store_type, 0, store)
         assert len(rows) == (5 if mutated else 4)
-        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
-        if not mutated:
-            assert (found.expected_entries, found.actual_entries, found.differences) == (2, 2, [])
-            continue
-        assert _kinds(found) == [(0, b"A", "window_start=180 seqnum=0", "different timestamp"),
-                                 (0, b"B", "window_start=200 seqnum=0", "unexpected"),
-                                 (0, b"C", "window_start=250 seqnum=0", "different headers")]
-        assert (found.differences[2].expected, found.differences[2].actual) == ("[x=]", "[x=21]")
+        return rows
+
+    found = _mutated_differences(spark, log, store_type, FamilyParameters(retention_ms=100), store_rows, 2)
+    assert _kinds(found) == [(0, b"A", "window_start=180 seqnum=0", "different timestamp"),
+                             (0, b"B", "window_start=200 seqnum=0", "unexpected"),
+                             (0, b"C", "window_start=250 seqnum=0", "different headers")]
+    assert (found.differences[2].expected, found.differences[2].actual) == ("[x=]", "[x=21]")
 
 
 def test_window_duplicates_compare_per_window_not_per_seqnum(spark: Any) -> None:
@@ -239,9 +248,8 @@ def test_session_merges_removes_and_expiry(spark: Any, tmp_path: Path) -> None:
     store_type = StoreType.SESSION_WITH_HEADERS
     cf = "sessionKeyValueWithHeaders"
     enc = header_values.encode_aggregation_with_headers
-    changelog = _changelog(spark, log)
-    params = FamilyParameters(retention_ms=106)
-    for mutated in (False, True):
+
+    def store_rows(mutated: bool) -> list[Any]:
         store = tmp_path / str(mutated) / "0_0" / "ss"
         segment_0 = {_sk(b"S", 0, 5): enc(b"1" if mutated else b"2", [("h", b"b")]),
                      _sk(b"U", 0, 2): enc(b"old", [])}  # ended at 2 <= 4: expired, not compared
@@ -252,15 +260,13 @@ def test_session_merges_removes_and_expiry(spark: Any, tmp_path: Path) -> None:
         if not mutated:
             segment_60[_sk(b"T", 100, 110)] = enc(b"9", [])
         _write_db(store / "ss.60", {cf: segment_60})  # type: ignore[dict-item]
-        rows = read_store_entries(store_type, 0, store)
-        found = compare_changelog(spark, changelog, store_type, params, actual_frame(spark, store_type, rows))
-        if not mutated:
-            assert (found.expected_entries, found.actual_entries, found.differences) == (3, 3, [])
-            continue
-        assert _kinds(found) == [(0, b"S", "start=0 end=5", "different value"),
-                                 (0, b"S", "start=5 end=5", "unexpected"),
-                                 (0, b"T", "start=100 end=110", "missing")]
-        assert found.differences[2].expected == "value=39 headers=[]"
+        return read_store_entries(store_type, 0, store)
+
+    found = _mutated_differences(spark, log, store_type, FamilyParameters(retention_ms=106), store_rows, 3)
+    assert _kinds(found) == [(0, b"S", "start=0 end=5", "different value"),
+                             (0, b"S", "start=5 end=5", "unexpected"),
+                             (0, b"T", "start=100 end=110", "missing")]
+    assert found.differences[2].expected == "value=39 headers=[]"
 
 
 def test_parameters_and_undecodable_rows(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from kstate.stores.engine import BLOCK_CACHE_SIZE, MemoryEngine, list_column_fam
 from kstate.stores.factory import open_bytes_store, open_kv_store, store_directory, task_directory, wipe_store
 from kstate.stores.families import store_classes
 from kstate.stores.kv import RocksDBStore
-from kstate_conformance.raw_rocksdb import drop_column_family, put_rows
+from kstate_conformance.raw_rocksdb import drop_column_family, lose_current, put_rows, truncate_manifest
 from kstate_conformance.wrong_paths import make_dangling_link, make_file
 
 TP = TopicPartition("app-s-changelog", 0)
@@ -275,20 +275,11 @@ def test_a_read_only_task_directory_refuses_migration_before_anything_moves(tmp_
 # --- 6: RocksDB metadata lost ------------------------------------------------------------------------------
 
 
-def _lose_current(path: Path) -> None:
-    (path / "CURRENT").unlink()
-
-
-def _truncate_manifest(path: Path) -> None:
-    manifest = path / (path / "CURRENT").read_text().strip()
-    manifest.write_bytes(manifest.read_bytes()[:30])
-
-
 def _current_names_nothing(path: Path) -> None:
     (path / "CURRENT").write_bytes(b"MANIFEST-999999\n")
 
 
-@pytest.mark.parametrize("damage", [_lose_current, _truncate_manifest, _current_names_nothing])
+@pytest.mark.parametrize("damage", [lose_current, truncate_manifest, _current_names_nothing])
 def test_table_files_without_readable_metadata_are_refused_not_recreated(tmp_path: Path, damage: Any) -> None:
     """No ``CURRENT``, a ``CURRENT`` naming no file, or a truncated ``MANIFEST`` beside table files: refused as
     corrupt, twice, and neither open writes a new ``CURRENT`` or ``MANIFEST`` (KV-24)."""

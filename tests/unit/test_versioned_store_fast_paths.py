@@ -4,6 +4,7 @@ latest-value rows (VS-2, VS-8), and expired-segment cleanup runs exactly when th
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,25 @@ from kstate.stores.api import TopicPartition
 from kstate.stores.versioned import RocksDBVersionedStore, VersionedRecord
 
 TP = TopicPartition("app-v-changelog", 0)
+KEYS = [bytes([k]) for k in range(4)]
+
+
+def _random_writes(store: RocksDBVersionedStore, *, seed: int, steps: int) -> Iterator[tuple[int, int]]:
+    """Seeded puts (some tombstones, some late) and deletes over ``KEYS``, a commit every 37 steps; yields the step
+    and the stream time after each write, so that a test checks the store between writes."""
+    rng = random.Random(seed)
+    now = 100
+    for step in range(steps):
+        key = rng.choice(KEYS)
+        now += rng.randrange(0, 5)
+        late = now - rng.randrange(0, 60) if rng.random() < 0.3 else now
+        if rng.random() < 0.8:
+            store.put(key, None if rng.random() < 0.1 else bytes(rng.randrange(0, 9)), late)
+        else:
+            store.delete(key, late)
+        if step % 37 == 0:
+            store.commit({TP: step})
+        yield step, now
 
 
 @pytest.mark.parametrize("retention", [0, 1, 7, 1000])
@@ -36,21 +56,9 @@ def test_the_cache_follows_every_write_of_a_latest_row(tmp_path: Path, monkeypat
     dropped for size (VS-2, VS-8)."""
     monkeypatch.setattr(versioned, "_LATEST_CACHE_BYTES", 64)
     store = RocksDBVersionedStore("s", tmp_path, history_retention_ms=50, segment_interval_ms=10)
-    rng = random.Random(3)
-    keys = [bytes([k]) for k in range(4)]
-    now = 100
     try:
-        for step in range(600):
-            key = rng.choice(keys)
-            now += rng.randrange(0, 5)
-            late = now - rng.randrange(0, 60) if rng.random() < 0.3 else now
-            if rng.random() < 0.8:
-                store.put(key, None if rng.random() < 0.1 else bytes(rng.randrange(0, 9)), late)
-            else:
-                store.delete(key, late)
-            if step % 37 == 0:
-                store.commit({TP: step})
-            for k in keys:
+        for _step, _now in _random_writes(store, seed=3, steps=600):
+            for k in KEYS:
                 row = store._latest_row(k)
                 expected = None if row is None else VersionedRecord(row[8:], int.from_bytes(row[:8], "big"))
                 assert store.get(k) == expected
@@ -65,22 +73,10 @@ def test_get_as_of_in_place_answers_what_the_per_key_procedure_answers(tmp_path:
     size (VS-9)."""
     monkeypatch.setattr(versioned, "_LATEST_CACHE_BYTES", 64)
     store = RocksDBVersionedStore("s", tmp_path, history_retention_ms=50, segment_interval_ms=10)
-    rng = random.Random(35)
-    keys = [bytes([k]) for k in range(4)]
-    now = 100
     try:
-        for step in range(400):
-            key = rng.choice(keys)
-            now += rng.randrange(0, 5)
-            late = now - rng.randrange(0, 60) if rng.random() < 0.3 else now
-            if rng.random() < 0.8:
-                store.put(key, None if rng.random() < 0.1 else bytes(rng.randrange(0, 9)), late)
-            else:
-                store.delete(key, late)
-            if step % 37 == 0:
-                store.commit({TP: step})
+        for step, now in _random_writes(store, seed=35, steps=400):
             if step % 5 == 0:
-                for k in keys:
+                for k in KEYS:
                     for as_of in range(now - 70, now + 3):
                         assert store.get(k, as_of) == store._codec_get_as_of(k, as_of), (k, as_of)
     finally:

@@ -258,12 +258,19 @@ def test_a_restart_reopens_every_segment_and_resets_time_and_seqnum(tmp_path: Pa
     again.close()
 
 
-def test_a_crash_loses_staged_rows_and_the_reopen_is_refused(tmp_path: Path) -> None:
-    """WS-30, WS-31: every segment is abandoned; an unclean segment refuses the open unless told otherwise."""
+def _committed_then_staged(tmp_path: Path, offset: int) -> Any:
+    """A RocksDB window store with a row committed at ``offset`` in segment 0, then a row not yet committed in the
+    next segment (a segment the commit did not reach)."""
     store = open_store(Backend.ROCKSDB, tmp_path)
     store.put(b"k", b"1", 1000)
-    store.commit({TP: 1})
+    store.commit({TP: offset})
     store.put(b"k", b"2", MINUTE)
+    return store
+
+
+def test_a_crash_loses_staged_rows_and_the_reopen_is_refused(tmp_path: Path) -> None:
+    """WS-30, WS-31: every segment is abandoned; an unclean segment refuses the open unless told otherwise."""
+    store = _committed_then_staged(tmp_path, 1)
     store.simulate_crash()
     assert not store.is_open
     with pytest.raises(ProcessorStateError):
@@ -297,10 +304,7 @@ def test_every_segment_commits_offsets_and_the_position_merges_at_open(tmp_path:
 
 def test_a_segment_created_after_a_commit_has_no_offset_and_the_newest_one_with_an_offset_answers(tmp_path: Path) -> None:
     """WS-28: ``committedOffset`` walks the segments newest first."""
-    store = open_store(Backend.ROCKSDB, tmp_path)
-    store.put(b"k", b"1", 1000)
-    store.commit({TP: 3})
-    store.put(b"k", b"2", MINUTE)
+    store = _committed_then_staged(tmp_path, 3)
     assert store.segment_committed_offsets()[f"w.{MINUTE}"] == {}
     assert store.committed_offset(TP) == 3
     store.close()

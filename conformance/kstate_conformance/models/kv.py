@@ -14,6 +14,7 @@ The model is a dict-and-list program: no clever data structures, so that it is e
 
 from __future__ import annotations
 
+import abc
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -465,6 +466,48 @@ class ChangelogKeeper:
         if self.options.logging:
             self.changelog.append(record)
             self.pending.append(record)
+
+
+class SegmentedRestore(abc.ABC):
+    """The restore of the segmented families (window WS-26, session SS-15): batch by batch, RocksDB first advances
+    the observed stream time to the batch's largest record time, then writes each record into its live segment
+    verbatim; the in-memory store puts each record as a write would, nothing logged."""
+
+    backend: str
+    observed: int
+
+    @abc.abstractmethod
+    def _require_open(self, op: str) -> None:
+        """Refuse ``op`` on a closed store."""
+
+    @abc.abstractmethod
+    def _note_write(self) -> None:
+        """Whatever the family keeps after a write to its RocksDB segments."""
+
+    @abc.abstractmethod
+    def _record_time(self, changelog_key: bytes) -> int:
+        """The time of a changelog key that drives stream time (a window's start, a session's end)."""
+
+    @abc.abstractmethod
+    def _restore_row(self, record: Record) -> None:
+        """Write one restored RocksDB row (the family's restored value), unless its segment has expired."""
+
+    @abc.abstractmethod
+    def _restore_in_memory(self, batch: list[Record]) -> None:
+        """Put each record of ``batch`` into the in-memory store as a write would, nothing logged."""
+
+    def restore(self, records: list[Record], batch_size: int) -> None:
+        self._require_open("restore")
+        for first in range(0, len(records), batch_size):
+            batch = records[first:first + batch_size]
+            if self.backend == ROCKSDB:
+                for record in batch:
+                    self.observed = max(self.observed, self._record_time(record.key))
+                for record in batch:
+                    self._restore_row(record)
+                self._note_write()
+            else:
+                self._restore_in_memory(batch)
 
 
 class KVModel(ChangelogKeeper):

@@ -29,19 +29,23 @@ from dataclasses import dataclass
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
-from kstate_conformance.models import life
-from kstate_conformance.models.kv import ChangelogKeeper, Context, HeaderPairs, Record, Refused
+from kstate_conformance.models import kv, life
+from kstate_conformance.models.kv import (
+    ChangelogKeeper,
+    Context,
+    HeaderPairs,
+    Record,
+    Refused,
+    SegmentedRestore,
+)
 
 SESSION = types.SESSION
 HEADERS = types.SESSION_WITH_HEADERS
+# The backends and the family names every store has (default, offsets) are the key-value model's.
+ROCKSDB, MEMORY, BACKENDS = kv.ROCKSDB, kv.MEMORY, kv.BACKENDS
+CF_DEFAULT, CF_OFFSETS = kv.CF_DEFAULT, kv.CF_OFFSETS
 STORE_TYPES = types.SESSION_TYPES
-ROCKSDB = "rocksdb"
-MEMORY = "memory"
-BACKENDS = (ROCKSDB, MEMORY)
-
-CF_DEFAULT = "default"
 CF_HEADERS = "sessionKeyValueWithHeaders"
-CF_OFFSETS = "offsets"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
 HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
 INT64_MAX = (1 << 63) - 1
@@ -142,7 +146,7 @@ class Options:
         return self.segment_interval_ms if self.segment_interval_ms is not None else default_segment_interval(self.retention_ms)
 
 
-class SessionModel(ChangelogKeeper):
+class SessionModel(SegmentedRestore, ChangelogKeeper):
     """One logical session store across its lifetime: writes, reads, restarts, crashes, upgrades, restores.
 
     RocksDB state is ``segments``: segment id -> column family -> store key -> stored value (what a clean close
@@ -218,11 +222,10 @@ class SessionModel(ChangelogKeeper):
             self.legacy_mode[segment_id] = False
 
     def close(self) -> None:
+        """A clean close ends the store as a crash does, but every segment as it stands has survived it."""
         if not self.is_open:
             return
-        self.is_open = False
-        if self.backend == MEMORY:
-            self.sessions = {}
+        self.crash()
         self.crash_candidates = [copy.deepcopy(self.segments)]
 
     def crash(self) -> None:
@@ -420,28 +423,22 @@ class SessionModel(ChangelogKeeper):
 
     # --- restore -----------------------------------------------------------------------------------------------
 
-    def restore(self, records: list[Record], batch_size: int) -> None:
-        """Restore ``records`` batch by batch: RocksDB advances stream time over a whole batch first and skips
-        records of expired segments; the in-memory store puts each record; nothing is logged."""
-        self._require_open("restore")
-        for first in range(0, len(records), batch_size):
-            batch = records[first : first + batch_size]
-            if self.backend == ROCKSDB:
-                for record in batch:
-                    self.observed = max(self.observed, split_store_key(record.key)[2])
-                for record in batch:
-                    segment = self._live_segment(self.segment_id(split_store_key(record.key)[2]))
-                    if segment is not None:
-                        self._segment_write(segment, record.key, restored_value(self.store_type, record))
-                self._note_write()
-            else:
-                logging, self.options.logging = self.options.logging, False
-                try:
-                    for record in batch:
-                        key, start, end = split_store_key(record.key)
-                        self.put(key, start, end, restored_value(self.store_type, record))
-                finally:
-                    self.options.logging = logging
+    def _record_time(self, changelog_key: bytes) -> int:
+        return split_store_key(changelog_key)[2]
+
+    def _restore_row(self, record: Record) -> None:
+        segment = self._live_segment(self.segment_id(split_store_key(record.key)[2]))
+        if segment is not None:
+            self._segment_write(segment, record.key, restored_value(self.store_type, record))
+
+    def _restore_in_memory(self, batch: list[Record]) -> None:
+        logging, self.options.logging = self.options.logging, False
+        try:
+            for record in batch:
+                key, start, end = split_store_key(record.key)
+                self.put(key, start, end, restored_value(self.store_type, record))
+        finally:
+            self.options.logging = logging
 
     # --- views for comparison ------------------------------------------------------------------------------------
 

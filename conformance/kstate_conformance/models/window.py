@@ -154,7 +154,7 @@ Entry = tuple[bytes, int, bytes]  # (key, window start, value)
 
 
 @dataclass
-class WindowModel(kv.ChangelogKeeper):
+class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
     """One logical window store across its lifetime: opens, writes, commits, closes, crashes and restores.
 
     RocksDB: ``segments`` are the segment databases' rows (what a clean close persists); memory: ``windows``
@@ -303,22 +303,18 @@ class WindowModel(kv.ChangelogKeeper):
 
     # --- restore -----------------------------------------------------------------------------------------------
 
-    def restore(self, records: list[Record], batch_size: int) -> None:
-        """Replay ``records`` in batches: RocksDB writes each changelog key verbatim after advancing the stream time
-        to its batch's largest start; memory ``put``s each record (a fresh local seqnum, the changelog's dropped)."""
-        self._require_open("restore")
-        for first in range(0, len(records), batch_size):
-            batch = records[first:first + batch_size]
-            if self.backend == ROCKSDB:
-                for record in batch:
-                    self.observed = max(self.observed, split_store_key(record.key)[1])
-                for record in batch:
-                    self._write_row(record.key, restored_value(self.store_type, record), split_store_key(record.key)[1])
-                self._note_write()
-            else:
-                for record in batch:
-                    key, start, _ = split_store_key(record.key)
-                    self._memory_put(key, restored_value(self.store_type, record), start)
+    def _record_time(self, changelog_key: bytes) -> int:
+        return split_store_key(changelog_key)[1]
+
+    def _restore_row(self, record: Record) -> None:
+        # The changelog key verbatim: the store keeps the logged seqnum (WS-26).
+        self._write_row(record.key, restored_value(self.store_type, record), split_store_key(record.key)[1])
+
+    def _restore_in_memory(self, batch: list[Record]) -> None:
+        # A fresh local seqnum for each record, the changelog's dropped (WS-41).
+        for record in batch:
+            key, start, _ = split_store_key(record.key)
+            self._memory_put(key, restored_value(self.store_type, record), start)
 
     # --- reads -------------------------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kstate.ops import import_family_modules
+from kstate.ops import JsonDict, call, import_family_modules
 from kstate_conformance.adapter import Handler, ImplementationAdapter, OverrideAdapter, ReferenceAdapter
 
 _FAMILY_MODULES = (
@@ -45,6 +45,15 @@ class Mutant:
 
 
 MUTANTS: dict[str, Mutant] = {}
+
+
+def altered(op: str, alter: Callable[[JsonDict, JsonDict], JsonDict]) -> dict[str, Handler]:
+    """``{op: handler}`` for a mutant that breaks an answer rather than its computation: the handler answers what
+    the reference answers to ``op``, passed through ``alter(payload, answer)``."""
+    def handler(payload: JsonDict) -> JsonDict:
+        return alter(payload, call(op, payload))
+
+    return {op: handler}
 
 
 def mutant(

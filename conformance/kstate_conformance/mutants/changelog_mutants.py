@@ -5,7 +5,7 @@ from __future__ import annotations
 from kstate.ops import JsonDict, call
 from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 from kstate_conformance.store_types import TIMESTAMPED_KV, TIMESTAMPED_WINDOW, VERSIONED_KV
 
 _TIMESTAMPED = set(types.TIMESTAMPED_TYPES)
@@ -14,26 +14,24 @@ _HEADERS = set(types.HEADERS_TYPES)
 
 @mutant("changelog-processing-time", "timestamped stores log at the record context's timestamp, not the stored one", "changelog", rules=("CL-4", "CL-8"))
 def _processing_time() -> dict[str, Handler]:
-    def record_for_write(payload: JsonDict) -> JsonDict:
-        out = call("changelog.record_for_write", payload)
+    def record_for_write(payload: JsonDict, out: JsonDict) -> JsonDict:
         record = out.get("record")
         if payload.get("store_type") in _TIMESTAMPED and isinstance(record, dict):
             record["timestamp"] = payload["context"]["timestamp"]
         return out
 
-    return {"changelog.record_for_write": record_for_write}
+    return altered("changelog.record_for_write", record_for_write)
 
 
 @mutant("changelog-header-value-kept", "header-aware stores log the stored value, headers prefix included", "changelog", rules=("CL-8",))
 def _header_value_kept() -> dict[str, Handler]:
-    def record_for_write(payload: JsonDict) -> JsonDict:
-        out = call("changelog.record_for_write", payload)
+    def record_for_write(payload: JsonDict, out: JsonDict) -> JsonDict:
         record = out.get("record")
         if payload.get("store_type") in _HEADERS and isinstance(record, dict) and record["value"] is not None:
             record["value"] = payload["value"]
         return out
 
-    return {"changelog.record_for_write": record_for_write}
+    return altered("changelog.record_for_write", record_for_write)
 
 
 @mutant("restore-drops-timestamp", "restore of timestamped stores writes the changelog value as is", "changelog", rules=("CL-10", "RST-2", "TSKV-6"))
@@ -103,15 +101,14 @@ def _versioned_logs_context_time() -> dict[str, Handler]:
 @mutant("session-logs-end-time", "session stores log at the session end, not the context timestamp", "changelog",
         rules=("CL-7",))
 def _session_logs_end_time() -> dict[str, Handler]:
-    def record_for_write(payload: JsonDict) -> JsonDict:
-        out = call("changelog.record_for_write", payload)
+    def record_for_write(payload: JsonDict, out: JsonDict) -> JsonDict:
         record = out.get("record")
         if str(payload.get("store_type", "")).startswith("session") and isinstance(record, dict) \
                 and isinstance(payload.get("end"), int) and payload["end"] >= 0:
             record["timestamp"] = payload["end"]
         return out
 
-    return {"changelog.record_for_write": record_for_write}
+    return altered("changelog.record_for_write", record_for_write)
 
 
 @mutant("window-restore-prepends-timestamp", "restore of plain window stores prepends the record timestamp",
@@ -127,13 +124,12 @@ def _window_restore_prepends_timestamp() -> dict[str, Handler]:
 
 @mutant("consistency-version-one", "the consistency header v holds 01", "changelog", rules=("CL-12",))
 def _consistency_version_one() -> dict[str, Handler]:
-    def headers(payload: JsonDict) -> JsonDict:
-        out = call("changelog.consistency_headers", payload)
+    def headers(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "headers" in out:
             out["headers"] = [[k, "01" if k == "v" else v] for k, v in out["headers"]]
         return out
 
-    return {"changelog.consistency_headers": headers}
+    return altered("changelog.consistency_headers", headers)
 
 
 @mutant("consistency-replaces-position", "restore replaces the store position by the record's c header", "changelog",
@@ -175,8 +171,7 @@ def _changelog_topic_defaults_win() -> dict[str, Handler]:
 @mutant("changelog-log-config-replaces", "withLoggingEnabled(map) replaces the window builder's map, dropping the "
         "cleanup.policy=delete a store keeping duplicates put there", "changelog", rules=("CL-16",))
 def _changelog_log_config_replaces() -> dict[str, Handler]:
-    def topic_config(payload: JsonDict) -> JsonDict:
-        out = call("changelog.topic_config", payload)
+    def topic_config(payload: JsonDict, out: JsonDict) -> JsonDict:
         config = out.get("config")
         log_config = payload.get("log_config")
         if isinstance(config, dict) and isinstance(log_config, dict) and payload.get("retain_duplicates") \
@@ -184,14 +179,13 @@ def _changelog_log_config_replaces() -> dict[str, Handler]:
             config["cleanup.policy"] = "compact,delete"
         return out
 
-    return {"changelog.topic_config": topic_config}
+    return altered("changelog.topic_config", topic_config)
 
 
 @mutant("window-retention-wraps", "retention + additional retention overflows a long instead of saturating",
         "changelog", rules=("CL-16",))
 def _window_retention_wraps() -> dict[str, Handler]:
-    def topic_config(payload: JsonDict) -> JsonDict:
-        out = call("changelog.topic_config", payload)
+    def topic_config(payload: JsonDict, out: JsonDict) -> JsonDict:
         config = out.get("config")
         if isinstance(config, dict) and "retention.ms" in config and "retention_ms" in payload \
                 and not (payload.get("log_config") or {}).get("retention.ms"):
@@ -200,71 +194,66 @@ def _window_retention_wraps() -> dict[str, Handler]:
             config["retention.ms"] = str(wrapped)
         return out
 
-    return {"changelog.topic_config": topic_config}
+    return altered("changelog.topic_config", topic_config)
 
 
 @mutant("versioned-lag-without-day", "min.compaction.lag.ms is the history retention alone", "changelog",
         rules=("CL-17",))
 def _versioned_lag_without_day() -> dict[str, Handler]:
-    def topic_config(payload: JsonDict) -> JsonDict:
-        out = call("changelog.topic_config", payload)
+    def topic_config(payload: JsonDict, out: JsonDict) -> JsonDict:
         config = out.get("config")
         history = payload.get("history_retention_ms")
         if isinstance(config, dict) and "min.compaction.lag.ms" in config and isinstance(history, int):
             config["min.compaction.lag.ms"] = str(history)
         return out
 
-    return {"changelog.topic_config": topic_config}
+    return altered("changelog.topic_config", topic_config)
 
 
 @mutant("task-dir-dashed", "task directories named <subtopology>-<partition>", "layout", rules=("LAY-1",))
 def _task_dir_dashed() -> dict[str, Handler]:
-    def task_dir(payload: JsonDict) -> JsonDict:
-        out = call("layout.task_dir", payload)
+    def task_dir(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "error" in out:
             return out
         name = f"{payload['subtopology']}-{payload['partition']}"
         return {"task_dir": out["task_dir"][: -len(out["name"])] + name, "name": name}
 
-    return {"layout.task_dir": task_dir}
+    return altered("layout.task_dir", task_dir)
 
 
 @mutant("store-dir-without-rocksdb", "key-value stores live at <task>/<store>, without the rocksdb/ directory",
         "layout", rules=("LAY-2",))
 def _store_dir_without_rocksdb() -> dict[str, Handler]:
-    def store_paths(payload: JsonDict) -> JsonDict:
-        out = call("layout.store_paths", payload)
+    def store_paths(payload: JsonDict, out: JsonDict) -> JsonDict:
         if str(out.get("store_dir", "")).startswith("rocksdb/"):
             out["store_dir"] = out["store_dir"][len("rocksdb/"):]
         return out
 
-    return {"layout.store_paths": store_paths}
+    return altered("layout.store_paths", store_paths)
 
 
 @mutant("checkpoint-file-undotted", "the task checkpoint file is named checkpoint, not .checkpoint", "layout",
         rules=("LAY-4",))
 def _checkpoint_file_undotted() -> dict[str, Handler]:
-    def store_paths(payload: JsonDict) -> JsonDict:
-        out = call("layout.store_paths", payload)
+    def store_paths(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "task_checkpoint_file" in out:
             out["task_checkpoint_file"] = "checkpoint"
         return out
 
-    return {"layout.store_paths": store_paths}
+    return altered("layout.store_paths", store_paths)
 
 
 @mutant("window-headers-cf-as-kv", "time-ordered window stores with headers use the key-value headers family name",
         "layout", rules=("LAY-5",))
 def _window_headers_cf_as_kv() -> dict[str, Handler]:
-    def column_families(payload: JsonDict) -> JsonDict:
-        out = call("layout.column_families", payload)
+    def column_families(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "open" in out:
             rename = {"windowKeyValueWithHeaders": "keyValueWithTimestampAndHeaders"}
             out["open"] = [rename.get(cf, cf) for cf in out["open"]]
             out["data_cf"] = rename.get(out["data_cf"], out["data_cf"])
         return out
 
-    return {"layout.column_families": column_families}
+    return altered("layout.column_families", column_families)
 
 
 @mutant("empty-legacy-family-upgrades", "a timestamped store opens in upgrade mode when the default family exists, "
@@ -294,8 +283,7 @@ def _headers_store_ignores_default_data() -> dict[str, Handler]:
 
 @mutant("sidecar-unknown", "rocksdict's sidecar file is classified as an unknown file", "layout", rules=("LAY-10",))
 def _sidecar_unknown() -> dict[str, Handler]:
-    def classify(payload: JsonDict) -> JsonDict:
-        out = call("layout.classify_store_file", payload)
+    def classify(payload: JsonDict, out: JsonDict) -> JsonDict:
         return {"kind": "unknown"} if out.get("kind") == "not_layout" else out
 
-    return {"layout.classify_store_file": classify}
+    return altered("layout.classify_store_file", classify)

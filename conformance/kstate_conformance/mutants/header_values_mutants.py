@@ -9,7 +9,7 @@ from kstate.codecs.primitives import encode_int64, read_varint, take, write_vari
 from kstate.ops import JsonDict, call, capture, headers_from_json, headers_to_json, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.bytes_model import sized, unsigned_varint, zigzag_varint
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 
 FAMILY = "header_values"
 Pairs = list[tuple[str, bytes | None]]
@@ -46,16 +46,23 @@ def _header_ops(encode_headers: Callable[[Pairs | None], bytes]) -> dict[str, Ha
             "header_values.raw_value_to_headers_value": restore}
 
 
+def _null_to_null(field: str, handle: Callable[[JsonDict, bytes], JsonDict]) -> Handler:
+    """A broken handler that still answers ``{"bytes": null}`` for a null ``field``, as the serializers do (HV-6):
+    ``handle(payload, the field's bytes)`` answers the rest."""
+    def handler(payload: JsonDict) -> JsonDict:
+        data = unhex(payload[field])
+        return {"bytes": None} if data is None else handle(payload, data)
+
+    return handler
+
+
 @mutant("headers-after-timestamp", "ValueTimestampHeaders written as [ts][headersSize][headers][value], record-like", FAMILY, rules=("HV-6",))
 def _headers_after_timestamp() -> dict[str, Handler]:
-    def serialize(payload: JsonDict) -> JsonDict:
-        value = unhex(payload["value"])
-        if value is None:
-            return {"bytes": None}
+    def serialize(payload: JsonDict, value: bytes) -> JsonDict:
         section = hv.encode_headers(headers_from_json(payload["headers"]))
         return {"bytes": (encode_int64(payload["timestamp"]) + sized(section) + value).hex()}
 
-    return {"header_values.serialize": serialize}
+    return {"header_values.serialize": _null_to_null("value", serialize)}
 
 
 @mutant("headers-empty-count-written", "no headers written as a count byte 00 (pre-PR #21419), so values start 02 00", FAMILY, rules=("HV-1",))
@@ -158,14 +165,11 @@ def _python_replace() -> dict[str, Handler]:
 
 @mutant("headers-plain-conversion-timestamp-zero", "convertFromPlainToHeaderFormat writes timestamp 0, not -1", FAMILY, rules=("HV-8",))
 def _plain_ts_zero() -> dict[str, Handler]:
-    def convert(payload: JsonDict) -> JsonDict:
-        plain = unhex(payload["plain_value"])
-        if plain is None:
-            return {"bytes": None}
+    def convert(payload: JsonDict, plain: bytes) -> JsonDict:
         data = b"\x00" + bytes(8) + plain
         return {"bytes": data.hex(), "deserialized": {"value": plain.hex(), "timestamp": 0, "headers": []}}
 
-    return {"header_values.convert_from_plain_to_header_format": convert}
+    return {"header_values.convert_from_plain_to_header_format": _null_to_null("plain_value", convert)}
 
 
 @mutant("headers-restore-drops-consistency", "restore filters the internal v/c consistency headers out of the value", FAMILY, rules=("HV-12", "CL-11"))
@@ -232,14 +236,13 @@ def _null_value_serialized() -> dict[str, Handler]:
 @mutant("headers-static-timestamp-skips-one-byte", "the static timestamp helper reads at offset 1, as if the header "
         "bytes were always empty", FAMILY, rules=("HV-9",))
 def _static_timestamp_skips_one_byte() -> dict[str, Handler]:
-    def deserialize(payload: JsonDict) -> JsonDict:
-        out = call("header_values.deserialize", payload)
+    def deserialize(payload: JsonDict, out: JsonDict) -> JsonDict:
         data = unhex(payload.get("bytes"))
         if data is not None and len(data) >= 9 and "error" not in out:
             out["static_timestamp"] = {"timestamp": int.from_bytes(data[1:9], "big", signed=True)}
         return out
 
-    return {"header_values.deserialize": deserialize}
+    return altered("header_values.deserialize", deserialize)
 
 
 @mutant("aggregation-headers-after", "AggregationWithHeaders written as [aggregation][headersSize][headers]", FAMILY,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 
 
 def _position_without_padding(payload: JsonDict) -> str:
@@ -116,46 +116,42 @@ def _open_ignores_status() -> dict[str, Handler]:
 @mutant("offset-key-dotted", "offset keys written as <topic>.<partition> instead of TopicPartition.toString()",
         "offsets", rules=("OFF-2",))
 def _offset_key_dotted() -> dict[str, Handler]:
-    def encode_entry(payload: JsonDict) -> JsonDict:
-        out = call("offsets.encode_entry", payload)
+    def encode_entry(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "topic" in payload and "error" not in out:
             out["key"] = f"{payload['topic']}.{payload['partition']}".encode("utf-8", "surrogatepass").hex()
         return out
 
-    return {"offsets.encode_entry": encode_entry}
+    return altered("offsets.encode_entry", encode_entry)
 
 
 @mutant("offset-value-little-endian", "offset and status values written as little-endian longs", "offsets",
         rules=("OFF-3",))
 def _offset_value_little_endian() -> dict[str, Handler]:
-    def encode_entry(payload: JsonDict) -> JsonDict:
-        out = call("offsets.encode_entry", payload)
+    def encode_entry(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "position" not in payload and "error" not in out:
             out["value"] = bytes.fromhex(out["value"])[::-1].hex()
         return out
 
-    return {"offsets.encode_entry": encode_entry}
+    return altered("offsets.encode_entry", encode_entry)
 
 
 @mutant("position-version-one", "PositionSerde writes version byte 1", "offsets", rules=("OFF-8",))
 def _position_version_one() -> dict[str, Handler]:
-    def serialize(payload: JsonDict) -> JsonDict:
-        out = call("position.serialize", payload)
+    def serialize(payload: JsonDict, out: JsonDict) -> JsonDict:
         return out if "error" in out else {"bytes": "01" + out["bytes"][2:]}
 
-    return {"position.serialize": serialize}
+    return altered("position.serialize", serialize)
 
 
 @mutant("position-strict-length", "PositionSerde refuses bytes after the last partition (the zero padding)", "offsets",
         rules=("OFF-10",))
 def _position_strict_length() -> dict[str, Handler]:
-    def deserialize(payload: JsonDict) -> JsonDict:
-        out = call("position.deserialize", payload)
+    def deserialize(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "error" not in out and out["bytes_consumed"] * 2 < len(payload["bytes"]):
             return {"error": {"type": "DecodeError", "message": "trailing bytes after the position"}}
         return out
 
-    return {"position.deserialize": deserialize}
+    return altered("position.deserialize", deserialize)
 
 
 @mutant("position-merge-other-wins", "Position.merge takes the other position's offset, not the larger", "offsets",
@@ -174,14 +170,13 @@ def _position_merge_other_wins() -> dict[str, Handler]:
 @mutant("checkpoint-no-final-newline", "the checkpoint's lines joined with newlines, the last one unterminated",
         "offsets", rules=("OFF-13",))
 def _checkpoint_no_final_newline() -> dict[str, Handler]:
-    def write(payload: JsonDict) -> JsonDict:
-        out = call("checkpoint.write", payload)
+    def write(payload: JsonDict, out: JsonDict) -> JsonDict:
         if out.get("file_exists") and out.get("file_text", "").endswith("\n"):
             text = out["file_text"][:-1]
             out = {**out, "file": text.encode("utf-8").hex(), "file_text": text}
         return out
 
-    return {"checkpoint.write": write}
+    return altered("checkpoint.write", write)
 
 
 @mutant("checkpoint-empty-map-writes-file", "writing an empty map writes a file holding 0 entries instead of deleting",
@@ -211,23 +206,21 @@ def _position_file_as_position_bytes() -> dict[str, Handler]:
 @mutant("segments-without-offsets", "segment databases of window and session stores get no offsets family", "offsets",
         rules=("OFF-1", "LAY-6"))
 def _segments_without_offsets() -> dict[str, Handler]:
-    def column_families(payload: JsonDict) -> JsonDict:
-        out = call("layout.column_families", payload)
+    def column_families(payload: JsonDict, out: JsonDict) -> JsonDict:
         segmented = "window" in str(payload.get("store_type")) or "session" in str(payload.get("store_type"))
         if segmented and "open" in out:
             out["open"] = [cf for cf in out["open"] if cf != "offsets"]
         return out
 
-    return {"layout.column_families": column_families}
+    return altered("layout.column_families", column_families)
 
 
 @mutant("position-drops-empty-topics", "a decoded position leaves out topics with no partitions", "offsets",
         rules=("OFF-12",))
 def _position_drops_empty_topics() -> dict[str, Handler]:
-    def deserialize(payload: JsonDict) -> JsonDict:
-        out = call("position.deserialize", payload)
+    def deserialize(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "position" in out:
             out["position"] = [[topic, partitions] for topic, partitions in out["position"] if partitions]
         return out
 
-    return {"position.deserialize": deserialize}
+    return altered("position.deserialize", deserialize)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
 from kstate_conformance.bytes_model import unsigned_varint
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 
 
 @mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint", rules=("PRIM-6",))
@@ -63,14 +63,13 @@ def _signed_byte_compare() -> dict[str, Handler]:
 @mutant("increment-wraps", "Bytes.increment of all-FF bytes wraps to zeros instead of failing", "primitives",
         rules=("PRIM-3",))
 def _increment_wraps() -> dict[str, Handler]:
-    def increment(payload: JsonDict) -> JsonDict:
-        out = call("primitives.increment", payload)
+    def increment(payload: JsonDict, out: JsonDict) -> JsonDict:
         data = bytes.fromhex(payload["bytes"])
         if "error" in out and data and set(data) == {0xFF}:
             return {"bytes": bytes(len(data)).hex()}
         return out
 
-    return {"primitives.increment": increment}
+    return altered("primitives.increment", increment)
 
 
 @mutant("unsigned-varint-as-long", "an unsigned varint of a negative int written over 64 bits, not 32", "varint",
@@ -86,8 +85,7 @@ def _unsigned_varint_as_long() -> dict[str, Handler]:
 @mutant("read-int64-short-input-padded", "an int64 read past the end of the input is zero-padded, not refused",
         "primitives", rules=("PRIM-8",))
 def _read_int64_short_input_padded() -> dict[str, Handler]:
-    def read_int64(payload: JsonDict) -> JsonDict:
-        out = call("primitives.read_int64", payload)
+    def read_int64(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "error" not in out:
             return out
         at = payload.get("offset", 0)
@@ -96,4 +94,4 @@ def _read_int64_short_input_padded() -> dict[str, Handler]:
         chunk = bytes.fromhex(payload["bytes"])[at:at + 8]
         return {"value": int.from_bytes(chunk.ljust(8, b"\x00"), "big", signed=True)}
 
-    return {"primitives.read_int64": read_int64}
+    return altered("primitives.read_int64", read_int64)

@@ -10,7 +10,7 @@ from kstate.errors import DecodeError
 from kstate.ops import JsonDict, call
 from kstate.ops.record_headers_ops import run_semantics
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 
 WRITE_OPS = ("record_v2.write", "record_v2.write_headers")
 
@@ -179,15 +179,14 @@ def _record_size_without_length_prefix() -> dict[str, Handler]:
 @mutant("record-attributes-set", "the record attributes byte written as 1 (the batch's compression bits copied)",
         "record_v2", rules=("HDR-8",))
 def _record_attributes_set() -> dict[str, Handler]:
-    def write(payload: JsonDict) -> JsonDict:
-        out = call("record_v2.write", payload)
+    def write(payload: JsonDict, out: JsonDict) -> JsonDict:
         if "error" in out:
             return out
         record = bytearray(bytes.fromhex(out["record"]))
         record[read_varint(bytes(record), 0)[1]] = 1
         return {**out, "record": record.hex()}
 
-    return {"record_v2.write": write}
+    return altered("record_v2.write", write)
 
 
 @mutant("record-timestamp-not-delta", "the reader returns the timestamp delta as the record timestamp", "record_v2",

@@ -9,7 +9,7 @@ from kstate.codecs import session_keys as sk
 from kstate.errors import EncodeError, NullKeyError
 from kstate.ops import JsonDict, call, capture, tohex, unhex
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 from kstate_conformance.mutants.key_schema_bugs import each_schema, upper_range_keeps_whole_key, wrong_plain_suffix
 
 
@@ -77,10 +77,9 @@ def _window_like_time_window() -> dict[str, Handler]:
 
 @mutant("session-fixed-upper-unchecked", "upperRangeFixedSize of the plain schema skips the SessionWindow(to, MAX) check", "session", rules=("SESS-7",))
 def _fixed_upper_unchecked() -> dict[str, Handler]:
-    def ranges(payload: JsonDict) -> JsonDict:
-        out = call("session.key_schema.ranges", payload)
+    def ranges(payload: JsonDict, out: JsonDict) -> JsonDict:
         key = unhex(payload["key"])
         out["upper_range_fixed_size"] = capture(lambda: {"bytes": tohex(sk.PLAIN.to_store_key(key, payload["time"], p.INT64_MAX))})
         return out
 
-    return {"session.key_schema.ranges": ranges}
+    return altered("session.key_schema.ranges", ranges)

@@ -35,7 +35,7 @@ from kstate.stores.versioned import (
     _KeyRows,
 )
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import altered, mutant
 from kstate_conformance.mutants.versioned_mutants import _reorder_values
 
 FAMILY = "versioned_store"
@@ -523,13 +523,12 @@ def _answers_key_value_get() -> dict[str, Handler]:
 @mutant("versioned-store-lag-without-a-day", "a versioned changelog topic gets min.compaction.lag.ms = history "
         "retention, without the extra day", FAMILY, rules=("VS-24",))
 def _lag_without_a_day() -> dict[str, Handler]:
-    def topic_config(payload: JsonDict) -> JsonDict:
-        out = call("changelog.topic_config", payload)
+    def topic_config(payload: JsonDict, out: JsonDict) -> JsonDict:
         if payload.get("store_type") in [t.value for t in VERSIONED_TYPES] and payload.get("log_config") is None:
             out["config"]["min.compaction.lag.ms"] = str(payload["history_retention_ms"])
         return out
 
-    return {"changelog.topic_config": topic_config}
+    return altered("changelog.topic_config", topic_config)
 
 
 @mutant("versioned-store-latest-expires", "get(key, asOf) beyond history retention answers null without first "
@@ -602,11 +601,10 @@ def _closed_reads_answer_nothing() -> dict[str, Handler]:
 @mutant("versioned-store-get-omits-null-valid-to", "versioned_store.get leaves out valid_to for the latest value "
         "instead of answering it as null", FAMILY, rules=("VS-39",))
 def _get_omits_null_valid_to() -> dict[str, Handler]:
-    def get(payload: JsonDict) -> JsonDict:
-        out = call("versioned_store.get", payload)
+    def get(payload: JsonDict, out: JsonDict) -> JsonDict:
         found = out.get("record")
         if isinstance(found, dict) and found.get("valid_to") is None:
             out = {**out, "record": {k: val for k, val in found.items() if k != "valid_to"}}
         return out
 
-    return {"versioned_store.get": get}
+    return altered("versioned_store.get", get)

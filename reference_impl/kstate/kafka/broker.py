@@ -152,6 +152,14 @@ def _close_running_brokers() -> None:
         broker.close()
 
 
+def _file_tail(path: Path, size: int) -> str:
+    """The last ``size`` bytes of a broker's log as text, for an error message; empty where it cannot be read."""
+    try:
+        return path.read_bytes()[-size:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 class TansuBroker:
     """Tansu on 127.0.0.1 with memory storage, started on a free port and checked for readiness."""
 
@@ -206,10 +214,7 @@ class TansuBroker:
         return self._process.pid
 
     def log_tail(self, size: int = 600) -> str:
-        try:
-            return self.log_path.read_bytes()[-size:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return _file_tail(self.log_path, size)
 
     def check_alive(self) -> None:
         if self._process.poll() is not None:
@@ -438,10 +443,7 @@ class ApacheBroker:
         return self._process.pid
 
     def log_tail(self, size: int = 1500) -> str:
-        try:
-            return self.log_path.read_bytes()[-size:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return _file_tail(self.log_path, size)
 
     def check_alive(self) -> None:
         if self._process is None or self._process.poll() is not None:

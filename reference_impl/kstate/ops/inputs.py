@@ -99,20 +99,21 @@ def as_int(value: Any, where: str, *, nullable: bool = False, minimum: int = INT
     return value
 
 
-def as_str(value: Any, where: str, *, nullable: bool = False) -> Any:
+def _of_type(value: Any, where: str, nullable: bool, kind: type, what: str) -> Any:
+    """``value`` where it is a ``kind`` (or null where ``nullable``); else the typed error naming ``what`` (OPS-2)."""
     if value is None and nullable:
         return None
-    if not isinstance(value, str):
-        raise _wrong(where, "a string" + (" or null" if nullable else ""), value)
+    if not isinstance(value, kind):
+        raise _wrong(where, what + (" or null" if nullable else ""), value)
     return value
+
+
+def as_str(value: Any, where: str, *, nullable: bool = False) -> Any:
+    return _of_type(value, where, nullable, str, "a string")
 
 
 def as_bool(value: Any, where: str, *, nullable: bool = False) -> Any:
-    if value is None and nullable:
-        return None
-    if not isinstance(value, bool):
-        raise _wrong(where, "true or false" + (" or null" if nullable else ""), value)
-    return value
+    return _of_type(value, where, nullable, bool, "true or false")
 
 
 def as_hex(value: Any, where: str, *, nullable: bool = True) -> Any:
@@ -131,19 +132,11 @@ def as_hex(value: Any, where: str, *, nullable: bool = True) -> Any:
 
 
 def as_list(value: Any, where: str, *, nullable: bool = False) -> Any:
-    if value is None and nullable:
-        return None
-    if not isinstance(value, list):
-        raise _wrong(where, "a list" + (" or null" if nullable else ""), value)
-    return value
+    return _of_type(value, where, nullable, list, "a list")
 
 
 def as_object(value: Any, where: str, *, nullable: bool = False) -> Any:
-    if value is None and nullable:
-        return None
-    if not isinstance(value, Mapping):
-        raise _wrong(where, "an object" + (" or null" if nullable else ""), value)
-    return value
+    return _of_type(value, where, nullable, Mapping, "an object")
 
 
 def as_tuple(value: Any, size: int, where: str) -> list[Any]:

@@ -443,12 +443,19 @@ def _kind(path: Path) -> str | None:
 def check_directory(path: Path, store: str, what: str) -> None:
     """Refuse a directory the store needs that is a file or a link (dangling or not), before anything is written
     (KV-25, LAY-15: a link in the middle of a path would take every write below it out of the state directory)."""
+    refuse_wrong_kind(store, path, f"the {what} {path}", _kind, OSError)
+
+
+def refuse_wrong_kind(store: str, path: Path, named: str, kind_of: Callable[[Path], str | None],
+                      inspect_errors: type[Exception]) -> None:
+    """Refuse ``path`` (``named`` so in the messages) when ``kind_of`` says what it is instead of what the store
+    needs; ``inspect_errors`` raised while looking is a typed error naming the store too (KV-25, LAY-15)."""
     try:
-        kind = _kind(path)
-    except OSError as exc:
-        raise storage_error(store, f"inspecting the {what} {path}", exc) from exc
+        kind = kind_of(path)
+    except inspect_errors as exc:
+        raise storage_error(store, f"inspecting {named}", exc) from exc
     if kind is not None:
-        raise StoreStorageError(store, f"Error opening store {store}: the {what} {path} is {kind}")
+        raise StoreStorageError(store, f"Error opening store {store}: {named} is {kind}")
 
 
 #: The files RocksDB (and the binding, and the kit) keep in a database directory, by name (LAY-16).

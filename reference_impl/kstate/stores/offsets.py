@@ -45,7 +45,7 @@ from kstate.storage_files import (
     write_position_file,
 )
 from kstate.stores.api import ProcessorStateError, StoreCorruptedError, StoreStorageError, TopicPartition
-from kstate.stores.engine import Engine, WriteBatch, storage_error
+from kstate.stores.engine import Engine, WriteBatch, refuse_wrong_kind, storage_error
 from kstate.stores.surface import LOG, CodecTopicPartition
 
 OffsetsImage = dict[bytes, bytes]
@@ -136,12 +136,7 @@ def check_legacy_file(path: Path, store: str) -> None:
     """A legacy ``.checkpoint`` or ``<store>.position`` that exists but is not a regular file (a directory, a
     dangling link, a link at all, a FIFO) is refused with a typed error naming the store, before anything reads or
     writes (KV-25, LAY-15: a link is never followed, a FIFO never opened)."""
-    try:
-        kind = state_file_kind(path)
-    except StateFileError as exc:
-        raise storage_error(store, f"inspecting {path}", exc) from exc
-    if kind is not None:
-        raise StoreStorageError(store, f"Error opening store {store}: {path} is {kind}")
+    refuse_wrong_kind(store, path, str(path), state_file_kind, StateFileError)
 
 
 def read_legacy_position(task_dir: Path, store: str) -> Position:

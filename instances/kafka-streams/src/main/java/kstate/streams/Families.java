@@ -321,14 +321,18 @@ final class Families {
         }
     }
 
-    /** INST-22: `table()` over a versioned store, every record a version at its timestamp, null a tombstone. */
-    private static final class VersionedTable implements Processor<byte[], byte[], Void, Void> {
+    /**
+     * The frame of every family's processor: the store named `storeName`, looked up at init, and the instance's
+     * bookkeeping (`afterRecord`) after each input record, whatever the record did. A record without a key is
+     * dropped, as `KTableSource` and the windowed aggregates drop it.
+     */
+    abstract static class StoreProcessor<S> implements Processor<byte[], byte[], Void, Void> {
         private final String storeName;
         private final Consumer<ProcessorContext<Void, Void>> afterRecord;
         private ProcessorContext<Void, Void> context;
-        private VersionedKeyValueStore<Bytes, byte[]> store;
+        S store;
 
-        VersionedTable(String storeName, Consumer<ProcessorContext<Void, Void>> afterRecord) {
+        StoreProcessor(String storeName, Consumer<ProcessorContext<Void, Void>> afterRecord) {
             this.storeName = storeName;
             this.afterRecord = afterRecord;
         }
@@ -341,42 +345,49 @@ final class Families {
 
         @Override
         public void process(Record<byte[], byte[]> record) {
-            if (record.key() != null) { // KTableSource drops a record without a key
-                store.put(Bytes.wrap(record.key()), record.value(), record.timestamp());
+            if (record.key() != null) {
+                accept(record);
             }
             afterRecord.accept(context);
+        }
+
+        /** One input record with a key. */
+        abstract void accept(Record<byte[], byte[]> record);
+    }
+
+    /** INST-22: `table()` over a versioned store, every record a version at its timestamp, null a tombstone. */
+    private static final class VersionedTable extends StoreProcessor<VersionedKeyValueStore<Bytes, byte[]>> {
+        VersionedTable(String storeName, Consumer<ProcessorContext<Void, Void>> afterRecord) {
+            super(storeName, afterRecord);
+        }
+
+        @Override
+        void accept(Record<byte[], byte[]> record) {
+            store.put(Bytes.wrap(record.key()), record.value(), record.timestamp());
         }
     }
 
     /** The windowed aggregates' shared frame: the store, the stream time they observe, and the hook after each record. */
-    private abstract static class Aggregate<S> implements Processor<byte[], byte[], Void, Void> {
+    private abstract static class Aggregate<S> extends StoreProcessor<S> {
         final InstanceConfig config;
         final Options options;
-        private final Consumer<ProcessorContext<Void, Void>> afterRecord;
-        private ProcessorContext<Void, Void> context;
-        S store;
         long observedStreamTime = -1;
 
         Aggregate(InstanceConfig config, Options options, Consumer<ProcessorContext<Void, Void>> afterRecord) {
+            super(config.storeName, afterRecord);
             this.config = config;
             this.options = options;
-            this.afterRecord = afterRecord;
         }
 
         @Override
-        public void init(ProcessorContext<Void, Void> context) {
-            this.context = context;
-            this.store = context.getStateStore(config.storeName);
-        }
-
-        @Override
-        public void process(Record<byte[], byte[]> record) {
-            if (record.key() != null && record.value() != null) { // INST-25: a null value is skipped
+        void accept(Record<byte[], byte[]> record) {
+            if (record.value() != null) { // INST-25: a null value is skipped
+                observedStreamTime = Math.max(observedStreamTime, record.timestamp());
                 apply(Bytes.wrap(record.key()), record.value(), record.timestamp(), record.headers());
             }
-            afterRecord.accept(context);
         }
 
+        /** One record with a key and a value, `observedStreamTime` already advanced to its timestamp. */
         abstract void apply(Bytes key, byte[] value, long ts, Headers headers);
     }
 
@@ -388,7 +399,6 @@ final class Families {
 
         @Override
         void apply(Bytes key, byte[] value, long ts, Headers headers) {
-            observedStreamTime = Math.max(observedStreamTime, ts);
             long size = options.windowSize();
             long windowStart = ts - ts % size;
             if (windowStart + size <= observedStreamTime - options.grace()) {
@@ -424,7 +434,6 @@ final class Families {
 
         @Override
         void apply(Bytes key, byte[] value, long ts, Headers headers) {
-            observedStreamTime = Math.max(observedStreamTime, ts);
             long closeTime = observedStreamTime - options.grace();
             long start = ts;
             long end = ts;

@@ -36,7 +36,6 @@ import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.StateRestoreListener;
-import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueStore;
@@ -157,27 +156,19 @@ final class Instance {
     }
 
     /** The key-value family's `table()` (INST-12), over the store through Kafka's change-logging layer (INST-13). */
-    private final class TableProcessor implements Processor<byte[], byte[], Void, Void> {
-        private ProcessorContext<Void, Void> context;
-        private KeyValueStore<Bytes, Object> store;
-
-        @Override
-        public void init(ProcessorContext<Void, Void> context) {
-            this.context = context;
-            this.store = context.getStateStore(config.storeName);
+    private final class TableProcessor extends Families.StoreProcessor<KeyValueStore<Bytes, Object>> {
+        TableProcessor() {
+            super(config.storeName, Instance.this::afterRecord);
         }
 
         @Override
-        public void process(Record<byte[], byte[]> record) {
-            if (record.key() != null) { // KTableSource drops a record without a key
-                Bytes key = Bytes.wrap(record.key());
-                if (record.value() == null) {
-                    store.delete(key);
-                } else {
-                    store.put(key, typedValue(record));
-                }
+        void accept(Record<byte[], byte[]> record) {
+            Bytes key = Bytes.wrap(record.key());
+            if (record.value() == null) {
+                store.delete(key);
+            } else {
+                store.put(key, typedValue(record));
             }
-            afterRecord(context);
         }
     }
 
@@ -362,25 +353,24 @@ final class Instance {
 
     /** The family whose data means a store opened in upgrade mode (LAY-7, LAY-8), for the `opened` event. */
     private String legacyFamily() {
-        return switch (config.storeType) {
-            case StoreTypes.TIMESTAMPED_KV -> "default";
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> "keyValueWithTimestamp";
-            case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
-                    StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
-                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> ""; // no in-place upgrade the instance reports
-            default -> throw StoreTypes.unknown(config.storeType, "Instance.legacyFamily");
-        };
+        return families("Instance.legacyFamily")[0];
     }
 
     /** The type's own data family (LAY-5). */
     private String dataFamily() {
+        return families("Instance.dataFamily")[1];
+    }
+
+    /** `{legacy family, data family}` of the store type: one table, so that the two never disagree on a type. */
+    private String[] families(String where) {
         return switch (config.storeType) {
-            case StoreTypes.TIMESTAMPED_KV -> "keyValueWithTimestamp";
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> "keyValueWithTimestampAndHeaders";
+            case StoreTypes.TIMESTAMPED_KV -> new String[] {"default", "keyValueWithTimestamp"};
+            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> new String[] {"keyValueWithTimestamp", "keyValueWithTimestampAndHeaders"};
+            // No in-place upgrade the instance reports; the data family as the instance has always named it.
             case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
                     StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
-                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> "default"; // as the instance has always named them
-            default -> throw StoreTypes.unknown(config.storeType, "Instance.dataFamily");
+                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> new String[] {"", "default"};
+            default -> throw StoreTypes.unknown(config.storeType, where);
         };
     }
 
