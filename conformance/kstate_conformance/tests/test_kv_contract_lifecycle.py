@@ -236,8 +236,11 @@ def test_an_unknown_checkpoint_offset_is_not_committed(kit: Kit) -> None:
 
 
 @rules("UPG-4", "OFF-20", "KV-55")
+@pytest.mark.kstate_level("hardened")
 def test_a_downgrade_close_merges_into_the_tasks_checkpoint(kit: Kit) -> None:
-    """The downgrade .checkpoint keeps other stores' entries and writes -4 for a partition without an offset."""
+    """The downgrade .checkpoint keeps other stores' entries and writes -4 for a partition without an offset.
+    Hardened (OFF-20): a store that closes alone merges into the file; Kafka's task closes all its stores and then
+    writes the file with their offsets only (LegacyCheckpointingStateStore.maybeDowngradeOffsets)."""
     kit.require(KV, ROCKSDB, "offsets")
     _require_ops(kit, "store.write_task_file", "store.task_files")
     kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",

@@ -93,6 +93,8 @@ final class Stores {
         VersionedKeyValueStore<Bytes, byte[]> versioned;
         VersionedKeyValueStore<Bytes, byte[]> versionedInner;
         boolean closed;
+        /** Whether the store logs to a changelog: only then does its task know a changelog partition for it. */
+        boolean logging;
         int iterators;
         Path stateDir;
         boolean tempStateDir;
@@ -176,14 +178,30 @@ final class Stores {
         register("store.open", Stores::open);
         register("store.close", in -> {
             final Handle h = handle(in);
-            if (Json.bool(in, "downgrade", false)) {
-                throw new K.Unavailable("a downgrade close is not reachable through Kafka's store API");
+            final boolean downgrade = Json.bool(in, "downgrade", false);
+            // A downgrade close (OFF-20, UPG-4) is the task's, as ProcessorStateManager.close runs it with upgrade.from
+            // before 4.3: it notes each logged store's changelog offset (the one its last commit recorded), closes
+            // the stores, then LegacyCheckpointingStateStore.maybeDowngradeOffsets writes the task's .checkpoint.
+            final Map<org.apache.kafka.common.TopicPartition, Long> offsets = new HashMap<>();
+            if (downgrade && !h.closed && h.logging) {
+                final org.apache.kafka.common.TopicPartition tp =
+                    new org.apache.kafka.common.TopicPartition(changelogTopic(h), h.context.taskId.partition());
+                offsets.put(tp, h.root.managesOffsets() ? h.root.committedOffset(tp) : null);
             }
             try {
                 h.root.close();
             } finally {
                 // Iterators stay: what a read of one answers after the close is the store's own behaviour.
                 h.closed = true;
+            }
+            if (downgrade) {
+                final Class<?> upgradeFrom = K.cls("org.apache.kafka.streams.internals.UpgradeFromValues");
+                @SuppressWarnings({"unchecked", "rawtypes"})
+                final Object from42 = Enum.valueOf((Class) upgradeFrom, "UPGRADE_FROM_42");
+                K.call("LegacyCheckpointingStateStore", "maybeDowngradeOffsets", K.t(String.class, upgradeFrom,
+                    org.apache.kafka.streams.processor.internals.StateDirectory.class,
+                    org.apache.kafka.streams.processor.TaskId.class, Map.class),
+                    "", from42, Tasks.stateDirectory(h.stateDir, h.context.applicationId), h.context.taskId, offsets);
             }
             return obj();
         });
@@ -606,6 +624,7 @@ final class Stores {
         h.name = name;
         h.context = context;
         h.root = root;
+        h.logging = logging;
         // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
         // the interface of the layers under the metered (typed) store.
         if (isVersioned) {
