@@ -21,11 +21,11 @@ from typing import Any
 from kstate.fixtures_tool import FIXTURE_FORMAT, case_requires, dumps_fixture
 from kstate.ops import JsonDict
 from kstate.ops.compare import differences
-from kstate.ops.position_order import comparable_output
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, ScenarioError, run_scenario
 from kstate_conformance.adapter import Unsupported
 from kstate_conformance.capabilities import capabilities_of
 from kstate_conformance.expectations import ExpectedFailures
+from kstate_conformance.fixtures import golden_differences
 from kstate_conformance.testee import TesteeError
 
 #: The fixture directories whose inputs are recorded: the hand-written spec cases and the reference's.
@@ -192,7 +192,7 @@ def _record_one(adapter: Any, version: str, family: str, source: JsonDict,
         "output": actual,
         "provenance": {"kafka_version": version, "recorded_from": source_id},
     }
-    for key in ("lenient", "note"):
+    for key in ("lenient", "note", "also_accepted"):
         if key in source:
             case[key] = source[key]
     requires = case_requires(case)  # what the case needs of an implementation, as every fixture declares it
@@ -200,7 +200,7 @@ def _record_one(adapter: Any, version: str, family: str, source: JsonDict,
         case["requires"] = requires
     label = source["id"] if "recorded_from" not in source else f"{source_id} ({source['input']['backend']})"
     # Compared as test_golden compares (OFF-8: position bytes in any order); the case keeps Kafka's own answer.
-    diffs = differences(comparable_output(source["op"], source["output"]), comparable_output(source["op"], actual))
+    diffs = golden_differences(source, actual)
     if not diffs:
         return [Outcome(label, "recorded", case=case)]
     entry = expected.match(f"test_golden.py::test_golden[{source_id}]") if expected else None

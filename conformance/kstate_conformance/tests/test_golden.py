@@ -6,11 +6,10 @@ from typing import Any
 
 import pytest
 
-from kstate.ops.compare import differences, is_error
-from kstate.ops.position_order import comparable_output
+from kstate.ops.compare import is_error
 from kstate_conformance import rules
 from kstate_conformance.departures import depart
-from kstate_conformance.fixtures import all_cases
+from kstate_conformance.fixtures import all_cases, golden_differences
 from kstate_conformance.scenarios import SCENARIO_OP, run_for
 
 CASES = [
@@ -29,6 +28,6 @@ def test_golden(implementation: Any, case: dict[str, Any]) -> None:
         depart(case["rules"], f"{case['id']} ({case['op']}) refused input Kafka accepts ({case['lenient']}): "
                               f"{actual['error']}")
     # OFF-8: a position's topics and partitions come in the map's iteration order (Kafka's is a hash order).
-    diffs = differences(comparable_output(case["op"], case["output"]), comparable_output(case["op"], actual))
+    diffs = golden_differences(case, actual)
     assert not diffs, f"{case['id']} ({case['op']}): " + "; ".join(diffs[:5])
 

@@ -194,8 +194,25 @@ def _checkpoint_lines(kit: Kit) -> set[str] | None:
 
 
 @rules("KV-55", "OFF-19")
+def test_a_migrated_checkpoint_entry_is_committed_and_leaves_the_file(kit: Kit) -> None:
+    """The store's entry of the task's .checkpoint is committed and leaves the file; the file is then rewritten with the
+    other stores' entries (a store migrating alone, the reference) or deleted (Kafka's task, which migrates all its
+    stores at once: KV-55 accepts either)."""
+    kit.require(KV, ROCKSDB, "offsets")
+    _require_ops(kit, "store.write_task_file", "store.task_files")
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
+                                             "text": f"0\n2\n{TOPIC} 0 41\napp-other-changelog 0 17\n"})
+    store = kit.open(KV, ROCKSDB)
+    assert store.committed() == 41
+    assert _checkpoint_lines(kit) in (None, {"app-other-changelog 0 17"})
+
+
+@rules("KV-55", "OFF-19")
+@pytest.mark.kstate_level("hardened")
 def test_migrating_a_checkpoint_keeps_the_other_stores_entries(kit: Kit) -> None:
-    """Each store takes its own entries from the task's .checkpoint; the file goes once every entry is in a store."""
+    """Each store takes its own entries from the task's .checkpoint; the file goes once every entry is in a store.
+    Hardened (KV-55): a store that migrates alone keeps the other stores' entries for them; Kafka's task migrates all
+    its stores at once and deletes the file."""
     kit.require(KV, ROCKSDB, "offsets")
     _require_ops(kit, "store.write_task_file", "store.task_files")
     kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
@@ -219,8 +236,11 @@ def test_an_unknown_checkpoint_offset_is_not_committed(kit: Kit) -> None:
 
 
 @rules("UPG-4", "OFF-20", "KV-55")
+@pytest.mark.kstate_level("hardened")
 def test_a_downgrade_close_merges_into_the_tasks_checkpoint(kit: Kit) -> None:
-    """The downgrade .checkpoint keeps other stores' entries and writes -4 for a partition without an offset."""
+    """The downgrade .checkpoint keeps other stores' entries and writes -4 for a partition without an offset.
+    Hardened (OFF-20): a store that closes alone merges into the file; Kafka's task closes all its stores and then
+    writes the file with their offsets only (LegacyCheckpointingStateStore.maybeDowngradeOffsets)."""
     kit.require(KV, ROCKSDB, "offsets")
     _require_ops(kit, "store.write_task_file", "store.task_files")
     kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",

@@ -226,6 +226,7 @@ def test_wiping_a_location_kafka_would_not_name_deletes_nothing(kit: Kit, argume
     assert store_digest(kit.state_dir) == before, "a refused wipe deleted or changed something"
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("LAY-11", "KV-55")
 @pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
 def test_task_files_of_a_location_kafka_would_not_name_are_refused(kit: Kit, argument: str, value: str) -> None:

@@ -230,8 +230,11 @@ def test_unknown_offsets_in_the_checkpoint_are_dropped(kit: Kit) -> None:
 
 
 @rules("OFF-19")
+@pytest.mark.kstate_level("hardened")
 def test_each_store_of_a_task_receives_its_own_offsets(kit: Kit) -> None:
-    """One file holds the task's partitions: every store gets its own, whichever store opens first."""
+    """One file holds the task's partitions: every store gets its own, whichever store opens first. Hardened
+    (KV-55): stores opened one at a time each migrate their own entries; Kafka's task migrates all its stores at
+    once and deletes the file, so a store it did not open with the others finds nothing left."""
     _require_task_files(kit)
     _write_checkpoint(kit, "0\n2\napp-s1-changelog 0 11\napp-s2-changelog 0 22\n")
     first = kit.open(KV, ROCKSDB, name="s1")
@@ -253,8 +256,11 @@ def test_a_downgrade_close_writes_minus_four_for_a_partition_never_committed(kit
 
 
 @rules("OFF-20")
+@pytest.mark.kstate_level("hardened")
 def test_a_downgrade_checkpoint_consolidates_the_tasks_stores(kit: Kit) -> None:
-    """One per-task file with every store's partition, whichever store closes last."""
+    """One per-task file with every store's partition, whichever store closes last. Hardened (OFF-20): stores that
+    close one at a time each merge into the file; Kafka's task closes all its stores at once and writes their
+    offsets only (LegacyCheckpointingStateStore.maybeDowngradeOffsets), so the last close's file holds its own."""
     _require_task_files(kit)
     for name, offset in (("s1", 5), ("s2", 6)):
         store = kit.open(KV, ROCKSDB, name=name)

@@ -95,6 +95,14 @@ final class OffsetImage {
             })));
         });
         register("offsets.migrate_checkpoint", OffsetImage::migrateCheckpoint);
+        register("offsets.migrate_position_file", in -> {
+            // The operation writes the merged position into the image's position entry; Kafka 4.4.0 has no such
+            // step: StoreQueryUtils.maybeMigrateExistingPositionFile merges the file into the store's in-memory
+            // position at init, and only a later commit(db, position, offsets) writes it (with the offsets).
+            throw new K.Unavailable("Kafka merges a <store>.position file into the in-memory position at init "
+                + "(StoreQueryUtils.maybeMigrateExistingPositionFile) and writes it only with a commit's offsets; "
+                + "reached through store.write_task_file and store.open (OFF-22)");
+        });
         register("checkpoint.write_downgrade", OffsetImage::writeDowngrade);
     }
 

@@ -60,6 +60,9 @@ final class Stores {
     private static final List<String> KV_TYPES = List.of("kv", "timestamped_kv", "timestamped_kv_with_headers");
     private static final List<String> VERSIONED_TYPES = List.of("versioned_kv");
     private static final List<String> WINDOW_TYPES = List.of("window", "timestamped_window", "timestamped_window_with_headers");
+    /** The layout-only window type (spec/ops.md): the store of a windowed aggregation that emits final results,
+     *  opened for its column families (layout.column_families), not listed in store.capabilities. */
+    private static final String TIME_ORDERED_WITH_HEADERS = StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS;
 
     /** A task's commit of one store, as ProcessorStateManager.commit does it: store.commit(offsets), then the
      *  CommitCallback the store registered (4.3's RocksDBStore writes the position entry there; 4.4 writes it in
@@ -90,6 +93,8 @@ final class Stores {
         VersionedKeyValueStore<Bytes, byte[]> versioned;
         VersionedKeyValueStore<Bytes, byte[]> versionedInner;
         boolean closed;
+        /** Whether the store logs to a changelog: only then does its task know a changelog partition for it. */
+        boolean logging;
         int iterators;
         Path stateDir;
         boolean tempStateDir;
@@ -124,6 +129,10 @@ final class Stores {
                 org.apache.kafka.streams.state.Stores.class.getMethod("timestampedWindowStoreWithHeadersBuilder",
                     org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
                     org.apache.kafka.common.serialization.Serde.class);
+            }
+            if (type.equals(TIME_ORDERED_WITH_HEADERS)) {
+                K.cls("RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier");
+                return true;
             }
             return KV_TYPES.contains(type) || WINDOW_TYPES.contains(type) || VERSIONED_TYPES.contains(type)
                 || Sessions.hasType(type);
@@ -169,14 +178,30 @@ final class Stores {
         register("store.open", Stores::open);
         register("store.close", in -> {
             final Handle h = handle(in);
-            if (Json.bool(in, "downgrade", false)) {
-                throw new K.Unavailable("a downgrade close is not reachable through Kafka's store API");
+            final boolean downgrade = Json.bool(in, "downgrade", false);
+            // A downgrade close (OFF-20, UPG-4) is the task's, as ProcessorStateManager.close runs it with upgrade.from
+            // before 4.3: it notes each logged store's changelog offset (the one its last commit recorded), closes
+            // the stores, then LegacyCheckpointingStateStore.maybeDowngradeOffsets writes the task's .checkpoint.
+            final Map<org.apache.kafka.common.TopicPartition, Long> offsets = new HashMap<>();
+            if (downgrade && !h.closed && h.logging) {
+                final org.apache.kafka.common.TopicPartition tp =
+                    new org.apache.kafka.common.TopicPartition(changelogTopic(h), h.context.taskId.partition());
+                offsets.put(tp, h.root.managesOffsets() ? h.root.committedOffset(tp) : null);
             }
             try {
                 h.root.close();
             } finally {
                 // Iterators stay: what a read of one answers after the close is the store's own behaviour.
                 h.closed = true;
+            }
+            if (downgrade) {
+                final Class<?> upgradeFrom = K.cls("org.apache.kafka.streams.internals.UpgradeFromValues");
+                @SuppressWarnings({"unchecked", "rawtypes"})
+                final Object from42 = Enum.valueOf((Class) upgradeFrom, "UPGRADE_FROM_42");
+                K.call("LegacyCheckpointingStateStore", "maybeDowngradeOffsets", K.t(String.class, upgradeFrom,
+                    org.apache.kafka.streams.processor.internals.StateDirectory.class,
+                    org.apache.kafka.streams.processor.TaskId.class, Map.class),
+                    "", from42, Tasks.stateDirectory(h.stateDir, h.context.applicationId), h.context.taskId, offsets);
             }
             return obj();
         });
@@ -458,7 +483,7 @@ final class Stores {
                 throw new Json.InputError("options." + options.fieldNames().next(), "a key-value store takes no options");
             }
         }
-        final boolean isWindow = WINDOW_TYPES.contains(type);
+        final boolean isWindow = WINDOW_TYPES.contains(type) || type.equals(TIME_ORDERED_WITH_HEADERS);
         final boolean isSession = Sessions.TYPES.contains(type);
         final boolean isVersioned = VERSIONED_TYPES.contains(type);
         if (isVersioned) {
@@ -599,6 +624,7 @@ final class Stores {
         h.name = name;
         h.context = context;
         h.root = root;
+        h.logging = logging;
         // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
         // the interface of the layers under the metered (typed) store.
         if (isVersioned) {
@@ -741,6 +767,7 @@ final class Stores {
             case StoreTypes.WINDOW: kind = ""; break;
             case StoreTypes.TIMESTAMPED_WINDOW: kind = "Timestamped"; break;
             case StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS: kind = "TimestampedWithHeaders"; break;
+            case StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS: return timeOrderedWithHeadersBuilder(name, rocks, opts, retention, size, duplicates);
             default: throw StoreTypes.unknown(type, "Stores.windowBuilder");
         }
         org.apache.kafka.streams.state.WindowBytesStoreSupplier supplier;
@@ -772,6 +799,29 @@ final class Stores {
         return (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class, builder,
             org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
             org.apache.kafka.common.serialization.Serde.class), null, supplier, Serdes.Bytes(), Serdes.ByteArray());
+    }
+
+    /** The time-ordered header-aware window store as Kafka's emit-final windowed aggregation builds it
+     *  (RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier.create, no index, under
+     *  Stores.timestampedWindowStoreWithHeadersBuilder). Kafka has it on RocksDB only and picks its segment interval
+     *  itself (create takes none): an in-memory store or a given interval is not expressible, so unsupported. */
+    @SuppressWarnings("rawtypes")
+    private static StoreBuilder timeOrderedWithHeadersBuilder(final String name, final boolean rocks, final JsonNode opts,
+                                                              final java.time.Duration retention,
+                                                              final java.time.Duration size, final boolean duplicates) {
+        if (!rocks) {
+            throw new K.Unavailable("Kafka has no in-memory time-ordered window store");
+        }
+        if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()) {
+            throw new K.Unavailable("RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier.create takes no segment interval");
+        }
+        final Object supplier = K.call("RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier", "create",
+            K.t(String.class, java.time.Duration.class, java.time.Duration.class, boolean.class, boolean.class),
+            name, retention, size, duplicates, false);
+        return (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
+            "timestampedWindowStoreWithHeadersBuilder", org.apache.kafka.streams.state.WindowBytesStoreSupplier.class,
+            org.apache.kafka.common.serialization.Serde.class, org.apache.kafka.common.serialization.Serde.class),
+            null, supplier, Serdes.Bytes(), Serdes.ByteArray());
     }
 
     private static ObjectNode windowed(final KeyValueIterator<Windowed<Bytes>, byte[]> it) {

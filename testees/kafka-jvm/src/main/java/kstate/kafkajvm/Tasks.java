@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -24,10 +25,7 @@ final class Tasks {
     private Tasks() { }
 
     static void registerAll() {
-        // store.write_task_file (writeTaskFile below) is not registered yet: with it, the legacy-file tests reach
-        // Kafka and 20 of them fail on differences not yet classified (the testee's task holds one store where
-        // Kafka's migrates all its stores at once and deletes the file; a <store>.position left in place; the
-        // location checks of LAY-11); they stay skipped until each is classified.
+        register("store.write_task_file", Tasks::writeTaskFile);
         register("store.wipe", in -> {
             throw new K.Unavailable("Kafka wipes a task, not a store: StateManagerUtil.closeStateManager(wipeStateStore) "
                 + "deletes the whole task directory (Utils.delete(ProcessorStateManager.baseDir())); this release has no "
@@ -79,7 +77,9 @@ final class Tasks {
 
     /** Places a legacy task file as an older release left it; what reads it afterwards is Kafka's (the task's
      *  migrateLegacyOffsets for .checkpoint, RocksDBStore.init's StoreQueryUtils.maybeMigrateExistingPositionFile
-     *  for a <store>.position). Nothing is written through a link, nor over what is not a regular file (LAY-15). */
+     *  for a <store>.position). LAY-15: the text goes to a new file of a random name in the task directory, then is
+     *  renamed over the target, which replaces a link planted there instead of writing through it; a target that is
+     *  a directory (or anything but a file or a link) is refused before anything is created. */
     private static com.fasterxml.jackson.databind.node.ObjectNode writeTaskFile(final JsonNode in) throws Exception {
         final String file = Json.str(in, "file");
         if (!(file.equals(".checkpoint") || (file.endsWith(".position") && !file.equals(".position")
@@ -88,13 +88,20 @@ final class Tasks {
         }
         final String text = Json.str(in, "text");
         final Path dir = Stores.taskDir(in);
-        Files.createDirectories(dir);
         final Path target = dir.resolve(file);
-        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS) && !Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS)) {
-            throw new Json.InputError("file", file + " in the task directory is not a regular file; nothing is written through it");
+        if (Files.exists(target, LinkOption.NOFOLLOW_LINKS) && !Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS)
+                && !Files.isSymbolicLink(target)) {
+            throw new Json.InputError("file", file + " in the task directory is not a regular file; nothing is written there");
         }
-        Files.write(target, text.getBytes(StandardCharsets.UTF_8), StandardOpenOption.CREATE,
-            StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS);
+        Files.createDirectories(dir);
+        final Path temporary = Files.createTempFile(dir, "." + file + ".", ".tmp");
+        try {
+            Files.write(temporary, text.getBytes(StandardCharsets.UTF_8), StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING, LinkOption.NOFOLLOW_LINKS);
+            Files.move(temporary, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } finally {
+            Files.deleteIfExists(temporary);
+        }
         return obj();
     }
 }
