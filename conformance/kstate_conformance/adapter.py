@@ -65,6 +65,13 @@ class ReferenceAdapter(ImplementationAdapter):
             raise Unsupported(op)
         return call(op, payload)
 
+    def begin_test(self, test_id: str = "") -> None:
+        """The stores earlier tests closed are forgotten: nothing names them again, and kept they would make
+        every full garbage collection of a run walk every store it ever opened (issue 35)."""
+        from kstate.ops.store_ops import forget_closed
+
+        forget_closed()
+
 
 class OverrideAdapter(ImplementationAdapter):
     """An adapter whose chosen operations are replaced; how mutants are built."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import os
 import re
 from collections import deque
@@ -192,6 +193,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # The collected suite (thousands of items, the modules, hypothesis's strategies) lives until the run ends:
+    # frozen, no collection scans it again. A full collection (every store open that finds its LOCK held, every
+    # dropped column family, pytest's own at the end) then costs what the tests made since, not the whole heap
+    # (issue 35). Collected first, so no garbage (a RocksDB handle keeping its LOCK) is frozen with it.
+    if is_suite_run(session.config):
+        gc.collect()
+        gc.freeze()
 
 
 def case_names(item: pytest.Item) -> set[str]:

@@ -651,6 +651,17 @@ def store_wipe(request: Request) -> JsonDict:
     return {}
 
 
+def forget_closed() -> None:
+    """Forget the closed handles and their iterators, as a new test of the suite starts (a handle is named only by
+    the calls of the test that opened it); open handles are kept. Kept, every store a run ever opened would stay
+    reachable, and each full garbage collection would walk them all (issue 35)."""
+    closed = [handle_id for handle_id, handle in _HANDLES.items() if handle.closed]
+    for handle_id in closed:
+        handle = _HANDLES.pop(handle_id)
+        for iterator_id in handle.iterators:
+            _ITERATORS.pop(iterator_id, None)
+
+
 def reset() -> None:
     """Forget every handle and iterator, closing what is still open (test isolation)."""
     for handle in list(_HANDLES.values()):

@@ -690,7 +690,8 @@ class RocksDBEngine(Engine):
 
     ``options`` makes the database's options and every data family's (:func:`rocksdb_options` by default, with one
     block cache for the store); ``offsets`` the ``offsets`` family's (:func:`offsets_options` by default), as
-    Kafka's ``RocksDBStore.openDB`` gives that family its own (KV-22), whether it is created or opened.
+    Kafka's ``RocksDBStore.openDB`` gives that family its own (KV-22), whether it is created or opened. ``create``
+    names the families a new database is created with (an existing one opens with the families it has).
 
     ``close`` closes cursors, column-family objects and handles before the database and drops it: rocksdict keeps
     the ``LOCK`` while anything refers to the database (runtime-notes §4), so an open that finds the LOCK held by
@@ -705,6 +706,7 @@ class RocksDBEngine(Engine):
         offsets: Callable[[], Any] | None = None,
         store_name: str | None = None,
         read_only: bool = False,
+        create: Iterable[str] = (),
     ) -> None:
         rd = _rocksdict()
         self.path = Path(path)
@@ -729,6 +731,10 @@ class RocksDBEngine(Engine):
         if exists:
             # Metadata lost between the check and here must fail the open, not create an empty database (KV-24).
             db_options.create_if_missing(False)
+        elif not read_only:
+            # A new database gets its families in the open, as Kafka's RocksDB.open with createMissingColumnFamilies
+            # makes them: one OPTIONS file and MANIFEST write, not one more per family afterwards (issue 35).
+            existing += [cf for cf in dict.fromkeys(create) if cf not in existing]
         extra: dict[str, Any] = {"access_type": rd.AccessType.read_only()} if read_only else {}
         # rocksdict writes its sidecar at every open, a read-only one included: a read-only open (how every check
         # before a refusal reads the database) removes the one it created, so that it writes nothing (KV-23).

@@ -28,6 +28,7 @@ from kstate.stores.column_families import (
     open_accessor,
 )
 from kstate.stores.engine import (
+    DEFAULT_CF,
     Engine,
     RocksDBEngine,
     check_directory,
@@ -167,7 +168,7 @@ class RocksDBInstance(ExistingDatabaseChecks):
             assert path is not None
             created = self._preflight(ignore_invalid_state, migrate_legacy_files, checked_directories)
             try:
-                engine = RocksDBEngine(path, store_name=name)
+                engine = RocksDBEngine(path, store_name=name, create=self._new_database_families())
             except BaseException:
                 _remove_created(created)
                 raise
@@ -223,6 +224,13 @@ class RocksDBInstance(ExistingDatabaseChecks):
             created = candidate
             candidate = candidate.parent
         return created
+
+    def _new_database_families(self) -> list[str]:
+        """The families a new database at ``path`` is created with: those the plan opens in an empty database, then
+        ``offsets`` (LAY-5..LAY-8, KV-50), the order :meth:`_open_column_families` and the open create them in
+        (an existing database ignores them: the plan over its families decides)."""
+        families = [cf for cf in self._plan({DEFAULT_CF: False}).open if cf != OFFSETS_CF]
+        return [*families, OFFSETS_CF] if self.manage_offsets else families
 
     def _open_column_families(self) -> Accessor:
         """Decide the accessor once, at open, from the families present and whether they hold data (KV-30, LAY-*)."""
