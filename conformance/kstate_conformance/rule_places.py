@@ -98,6 +98,12 @@ ALSO_APPLIES: dict[str, tuple[str, ...]] = {
     "UPG-3": ("store:versioned", "store:window", "store:session"),  # every family is wiped and rebuilt
 }
 
+_NO_TIME_ORDERED_WINDOW = ("the neutral store.open opens no time-ordered window store (OPS-2: "
+                           "`time_ordered_window_with_headers` names a layout only): the time-first and key-first "
+                           "schemas are checked by the pure window key operations")
+_NO_TIME_ORDERED_SESSION = ("the neutral store.open opens no time-ordered session store (OPS-2 names none): the "
+                            "time-first and key-first schemas are checked by the pure session key operations")
+
 #: Places removed from one rule: ``{rule: {place: why it cannot apply}}``.
 NOT_APPLICABLE: dict[str, dict[str, str]] = {
     **{rule: {f"store:{f}": "no store operation creates a changelog topic: its configuration is the store builder's, "
@@ -128,6 +134,18 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "LAY-13": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
                "segments are logical, in one database (VER-1): no segment can be lost on its own",
                "restore": "the segment lists are checked at open only"},
+    # The time-ordered window and session stores: the neutral store.open opens none (OPS-2 names
+    # `time_ordered_window_with_headers` as a layout only), so their schemas are reached by the pure key operations.
+    **{rule: {"store:window": _NO_TIME_ORDERED_WINDOW} for rule in ("WIN-2", "WIN-3")},
+    "WIN-12": {"store:window": _NO_TIME_ORDERED_WINDOW,
+               "restore": "only a time-ordered window store converts a plain changelog key on restore; the neutral "
+                          "store.open opens none, and a plain window store restores the key unchanged (CL-9)"},
+    "WIN-5": {"store:window": "the pipe serde `[key][start]` is the format of windowed serdes on repartition and "
+                              "suppression topics: no window store writes or reads it (its key is WIN-1's)"},
+    **{rule: {"store:session": _NO_TIME_ORDERED_SESSION} for rule in ("SESS-2", "SESS-3")},
+    "SESS-9": {"store:session": _NO_TIME_ORDERED_SESSION,
+               "restore": "only a time-ordered session store converts a plain changelog key on restore; the neutral "
+                          "store.open opens none, and a plain session store restores the key unchanged (CL-9)"},
 }
 
 _MARKER = "kstate_places"

@@ -1,0 +1,266 @@
+"""Mutants of rules at the places of the rule x place matrix the suite reached last (issue 32, section E): the pure
+changelog and position operations stay right, one family's store gets one realistic bug.
+
+Each swaps one layer of ``store.open`` (the logging layer, the restorer, or a store class's commit); the tests that
+kill them are ``tests/test_store_rules_places.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.header_values import convert_from_plain_to_header_format
+from kstate.codecs.offsets import STATUS_KEY, encode_status
+from kstate.codecs.store_types import (
+    SESSION_HEADERS_CF,
+    SESSION_TYPES,
+    VERSIONED_TYPES,
+    WINDOW_TYPES,
+    StoreType,
+)
+from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
+from kstate.stores.changelogging import ChangeLoggingSessionBytesStore
+from kstate.stores.column_families import DualColumnFamilyAccessor, open_accessor
+from kstate.stores.families import changelogging_store
+from kstate.stores.life import LifeState
+from kstate.stores.restore import RestoreResult
+from kstate_conformance.adapter import Handler
+from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants.hard_places_mutants import SEGMENTED_TYPES, _open_with, _rocksdb_with
+from kstate_conformance.mutants.store_rules_mutants import _with_patched, offsets_batch
+
+FAMILY = "store_rules"
+
+
+def _logging_for(types: frozenset[StoreType], cls: type) -> dict[str, Handler]:
+    """``store.open`` whose logging layer for ``types`` is ``cls``; every other type logs as the reference does."""
+
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in types:
+            return cls(inner, store_type, context, sink)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
+
+
+def _restoring_for(types: frozenset[StoreType],
+                   change: Callable[[cl.ChangelogRecord], cl.ChangelogRecord]) -> dict[str, Handler]:
+    """``store.open`` whose restore of ``types`` passes every record through ``change`` first."""
+
+    def restorer(store: Any, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int,
+                 after_batch: Any) -> RestoreResult:
+        if StoreType(store_type) in types:
+            records = [change(r) for r in records]
+        return DEFAULT_BUILDER.restorer(store, store_type, records, batch_size, after_batch)
+
+    builder: StoreBuilder = replace(DEFAULT_BUILDER, restorer=restorer)
+    return _open_with(builder)
+
+
+def _everywhere(patches: dict[str, Any]) -> dict[str, Handler]:
+    """Every store operation run with ``patches`` in place (the stores read them at any call, not only at open)."""
+    from kstate.ops import load_all
+
+    return {name: _with_patched(name, patches) for name in load_all()
+            if name.startswith(("store.", "versioned_store.", "window_store.", "session_store."))}
+
+
+# --- CL-2: a store without headers logs none ------------------------------------------------------------------------
+
+
+class _SinkWithContextHeaders:
+    """The changelog sink of one store: every record it takes gets the record context's headers, as a Kafka record
+    forwarded downstream does, though a store without headers logs none (CL-2)."""
+
+    def __init__(self, sink: Any, context: Any) -> None:
+        self._sink, self._context = sink, context
+
+    def append(self, record: cl.ChangelogRecord) -> None:
+        self._sink.append(dataclasses.replace(record, headers=tuple(self._context.current.headers)))
+
+    def extend(self, records: Any) -> None:
+        for record in records:
+            self.append(record)
+
+
+#: The window and versioned types without headers (the key-value and session ones are checked elsewhere).
+_PLAIN_WINDOW_AND_VERSIONED = frozenset(StoreType(t) for t in ("window", "timestamped_window", "versioned_kv"))
+
+
+@mutant("plain-window-and-versioned-log-context-headers", "a window, timestamped window or versioned store without "
+        "headers logs the record context's headers", FAMILY, rules=("CL-2",))
+def _plain_window_and_versioned_log_context_headers() -> dict[str, Handler]:
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in _PLAIN_WINDOW_AND_VERSIONED:
+            sink = _SinkWithContextHeaders(sink, context)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
+
+
+# --- CL-8: a session store with headers logs a removal with the context's headers ---------------------------------
+
+
+class _SessionTombstoneWithoutHeaders(ChangeLoggingSessionBytesStore):
+    """The session store with headers logs ``remove`` with no headers (there are no stored headers to log)."""
+
+    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> cl.ChangelogRecord:
+        record = super()._record(key, start, end, value)
+        return dataclasses.replace(record, headers=()) if value is None else record
+
+
+@mutant("session-header-tombstone-without-headers", "the session store with headers logs a removal with no "
+        "headers instead of the record context's", FAMILY, rules=("CL-8",))
+def _session_header_tombstone_without_headers() -> dict[str, Handler]:
+    return _logging_for(frozenset({StoreType("session_with_headers")}), _SessionTombstoneWithoutHeaders)
+
+
+# --- CL-11, HV-12: the headers a header-aware segmented store restores ---------------------------------------------
+
+
+def _last_of_each_header(r: cl.ChangelogRecord) -> cl.ChangelogRecord:
+    """The record's headers as a map: one per key, the last value (``Headers.lastHeader`` read for each key)."""
+    kept = dict(r.headers)
+    return dataclasses.replace(r, headers=tuple(kept.items()))
+
+
+@mutant("segmented-headers-restore-one-header-per-key", "a window or session store with headers restores one "
+        "header per key, the last, dropping duplicates", FAMILY, rules=("CL-11", "HV-12"))
+def _segmented_headers_restore_one_header_per_key() -> dict[str, Handler]:
+    return _restoring_for(frozenset({StoreType("timestamped_window_with_headers"), StoreType("session_with_headers")}),
+                          _last_of_each_header)
+
+
+# --- VS-37, KV-12: a crashed store and a restore batch -------------------------------------------------------------
+
+
+class _CrashedAcceptsRestore:
+    """A crashed store takes a restore batch and drops it, as Kafka's segmented stores check no open flag: the
+    close path refuses (the easy place), the crash path answers."""
+
+    _life: Any
+
+    def restoring(self) -> Any:
+        if self._life is LifeState.CRASHED:
+            return contextlib.nullcontext()
+        return super().restoring()  # type: ignore[misc]
+
+    def restore_batch(self, entries: Any) -> None:
+        if self._life is not LifeState.CRASHED:
+            super().restore_batch(entries)  # type: ignore[misc]
+
+    def restore_records(self, records: Any) -> None:
+        if self._life is not LifeState.CRASHED:
+            super().restore_records(records)  # type: ignore[misc]
+
+
+@mutant("crashed-store-accepts-restore", "a crashed RocksDB versioned, window or session store answers a restore "
+        "batch, dropping it, instead of refusing it", FAMILY, rules=("VS-37", "SS-37"))
+def _crashed_store_accepts_restore() -> dict[str, Handler]:
+    return _rocksdb_with(_CrashedAcceptsRestore, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+# --- LAY-7: a session store with headers upgraded in place --------------------------------------------------------
+
+
+def _session_upgrade_as_plain_kv(staged: Any, plan: Any) -> Any:
+    """The legacy session aggregate converted as a plain key-value value is (``00`` + timestamp -1 + value), though
+    a session aggregate carries no timestamp (LAY-7)."""
+    if plan.legacy_cf is not None and plan.data_cf == SESSION_HEADERS_CF:
+        return DualColumnFamilyAccessor(staged, plan.legacy_cf, plan.data_cf,
+                                        lambda value: convert_from_plain_to_header_format(value) or b"")
+    return open_accessor(staged, plan)
+
+
+@mutant("session-headers-upgrade-invents-timestamp", "a session store with headers over a plain session directory "
+        "reads a legacy aggregate with a timestamp -1 in front", FAMILY, rules=("LAY-7",))
+def _session_headers_upgrade_invents_timestamp() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.rocksdb_instance.open_accessor": _session_upgrade_as_plain_kv})
+
+
+# --- VER-2: the latest-value store's prefix -----------------------------------------------------------------------
+
+
+@mutant("versioned-latest-under-long-max", "a versioned store keeps its latest values under the prefix of segment "
+        "Long.MAX_VALUE (7F FF..) instead of -1 (FF x 8)", FAMILY, rules=("VER-2",))
+def _versioned_latest_under_long_max() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.versioned._LATEST_PREFIX": b"\x7f" + b"\xff" * 7})
+
+
+
+# --- WIN-13: the order of a window store's answers ----------------------------------------------------------------
+
+
+class _WindowsInDecodedOrder:
+    """A window store answers each segment's rows sorted by (key, start) decoded, not by their store-key bytes: the
+    same order unless one key is a prefix of another (``61`` and ``6100``)."""
+
+    segment_interval: int
+
+    def _windowed(self, entries: list[Any]) -> list[Any]:
+        entries = super()._windowed(entries)  # type: ignore[misc]
+        return sorted(entries, key=lambda e: (e[1] // self.segment_interval, e[0], e[1]))
+
+
+@mutant("window-answers-in-decoded-key-order", "a window store orders a segment's rows by decoded key and start "
+        "instead of by store-key bytes", FAMILY, rules=("WIN-13",))
+def _window_answers_in_decoded_key_order() -> dict[str, Handler]:
+    return _rocksdb_with(_WindowsInDecodedOrder, frozenset(WINDOW_TYPES))
+
+
+# --- SESS-11: the segment of a session -----------------------------------------------------------------------------
+
+
+class _SessionInSegmentOfStart:
+    """A session store puts, reads and removes a session in the segment of its START (the window store's rule),
+    not of its end: consistent with itself while a session's start and end share a segment."""
+
+    SCHEMA: Any
+    _put_row: Callable[..., None]
+    _remove_row: Callable[..., None]
+    _get_row: Callable[..., Any]
+
+    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
+        self._put_row(self.SCHEMA.to_store_key(key, start, end), start, value)
+
+    def _remove(self, key: bytes, start: int, end: int) -> None:
+        self._remove_row(self.SCHEMA.to_store_key(key, start, end), start)
+
+    def _get(self, key: bytes, start: int, end: int) -> bytes | None:
+        found: bytes | None = self._get_row(self.SCHEMA.to_store_key(key, start, end), start)
+        return found
+
+
+@mutant("session-segment-of-start", "a session store keeps a session in the segment of its start instead of its "
+        "end", FAMILY, rules=("SESS-11",))
+def _session_segment_of_start() -> dict[str, Handler]:
+    return _rocksdb_with(_SessionInSegmentOfStart, frozenset(SESSION_TYPES))
+
+
+# --- OFF-6: the segments a reopened store finds ---------------------------------------------------------------------
+
+
+class _FoundSegmentsStayClosed:
+    """A reopened window or session store marks OPEN only the segments it creates: those it finds at open keep
+    status CLOSED, so a crash before their next close passes for a clean shutdown."""
+
+    segments: Any
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for segment in self.segments.all_segments():
+            offsets = segment.instance.offsets
+            if offsets is not None and offsets._image.get(STATUS_KEY) == encode_status(True):
+                segment.instance.staged.apply(offsets_batch(offsets, {**offsets._image,
+                                                                      STATUS_KEY: encode_status(False)}))
+
+
+@mutant("found-segments-stay-closed", "a reopened window or session store leaves the segments it finds marked "
+        "CLOSED instead of OPEN", FAMILY, rules=("OFF-6",))
+def _found_segments_stay_closed() -> dict[str, Handler]:
+    return _rocksdb_with(_FoundSegmentsStayClosed, SEGMENTED_TYPES)
