@@ -264,3 +264,55 @@ class _FoundSegmentsStayClosed:
         "CLOSED instead of OPEN", FAMILY, rules=("OFF-6",))
 def _found_segments_stay_closed() -> dict[str, Handler]:
     return _rocksdb_with(_FoundSegmentsStayClosed, SEGMENTED_TYPES)
+
+
+# --- RST-1, RST-3: a tombstone in a restore batch of its own -------------------------------------------------------
+
+
+class _BatchLocalTombstones:
+    """A window or session restore batch skips a tombstone for a key the batch itself did not write, taking it to
+    delete nothing: right for a restore in one batch, wrong when an earlier batch wrote the key."""
+
+    def _restore_rows(self, entries: Any, checked: Any) -> None:
+        entries = list(entries)
+        written = {key for key, value in entries if value is not None}
+        super()._restore_rows([(k, v) for k, v in entries if v is not None or k in written],  # type: ignore[misc]
+                              checked)
+
+
+@mutant("segmented-restore-batch-local-tombstones", "a window or session restore batch skips the tombstones of keys "
+        "it did not write itself", FAMILY, rules=("RST-1", "RST-3"))
+def _segmented_restore_batch_local_tombstones() -> dict[str, Handler]:
+    return _rocksdb_with(_BatchLocalTombstones, SEGMENTED_TYPES)
+
+
+# --- VS-5, WS-6: the stream time after a restore ----------------------------------------------------------------
+
+
+class _RestoreForgetsStreamTime:
+    """A restore advances stream time for its own batch (its expiry is right) but puts the old value back after it,
+    so the next write is checked against the stream time before the restore."""
+
+    observed_stream_time: int
+
+    def restore_records(self, records: Any) -> None:
+        before = self.observed_stream_time
+        super().restore_records(records)  # type: ignore[misc]
+        self.observed_stream_time = before
+
+    def _restore_rows(self, entries: Any, checked: Any) -> None:
+        before = self.observed_stream_time
+        super()._restore_rows(entries, checked)  # type: ignore[misc]
+        self.observed_stream_time = before
+
+
+@mutant("versioned-restore-forgets-stream-time", "a versioned restore puts the stream time it found back after the "
+        "batch", FAMILY, rules=("VS-5",))
+def _versioned_restore_forgets_stream_time() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreForgetsStreamTime, frozenset(VERSIONED_TYPES))
+
+
+@mutant("window-restore-forgets-stream-time", "a window restore puts the stream time it found back after the "
+        "batch", FAMILY, rules=("WS-6",))
+def _window_restore_forgets_stream_time() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreForgetsStreamTime, frozenset(WINDOW_TYPES))

@@ -407,3 +407,91 @@ def test_a_session_row_is_keyed_end_first_in_the_segment_of_its_end(kit: Kit, st
     assert rows == {"store.0": [K1 + i64(30) + i64(20)], "store.500": [K1 + i64(600) + i64(10)]}, rows
     for start, end in ((10, 600), (20, 30)):
         assert store.ok("session_store.fetch_session", key=K1, start=start, end=end)["value"] == value
+
+
+# --- RST-1, RST-3, RST-6: a store's own changelog restored in batches of any size, at every family -----------------
+
+
+def _data_rows(store: Store) -> dict[str, Any]:
+    """The store's rows, every family but ``offsets`` (which a restore without commits leaves as the open wrote)."""
+    dumped = store.ok("store.dump")
+    databases = dumped["segments"] if "segments" in dumped else {"": dumped["column_families"]}
+    return {name: {cf: rows for cf, rows in families.items() if cf != "offsets"}
+            for name, families in databases.items()}
+
+
+@rules("RST-1", "RST-3", "RST-6")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "restore")
+@pytest.mark.parametrize("logged", [t for t in LOGGED if t.store_type in ("kv", "versioned_kv", "window", "session")],
+                         ids=lambda t: t.store_type)
+def test_a_stores_own_changelog_restored_in_any_batch_size_rebuilds_it(kit: Kit, logged: Logged) -> None:
+    """Place: a restore into a store of each family. Two keys written, one overwritten, the other removed: restored
+    in batches of 1, 2 and all, every copy answers the original's reads (RST-6), the last record of each key winning
+    (RST-1: ``cc`` for k1, nothing for k2), and holds the same rows whatever the batch size (RST-3)."""
+    kit.require(logged.store_type, ROCKSDB, "dump")
+    store = _open_logged(kit, logged, "orders")
+    store.ok("store.set_context", timestamp=CONTEXT_TS, headers=[], topic="in", partition=0, offset=1)
+    logged.write(store, K1, RAW)
+    logged.write(store, K2, OTHER)
+    logged.write(store, K1, "cc")
+    logged.write(store, K2, None)
+    records = store.changelog()
+    assert len(records) == 4, records
+    reads = (logged.read(store, K1), logged.read(store, K2))
+    assert reads == (logged.restored("cc"), None)
+    rows = []
+    for batch_size in (1, 2, len(records)):
+        copy = _open_logged(kit, logged, f"copy{batch_size}")
+        assert copy.restore(records, batch_size=batch_size)["restored"] == 4
+        assert (logged.read(copy, K1), logged.read(copy, K2)) == reads, batch_size
+        rows.append(list(_data_rows(copy).values()))
+    assert rows[0] == rows[1] == rows[2], rows
+
+
+# --- VS-5, VS-13, WS-6, WS-8: the stream time a restore advances ----------------------------------------------------
+
+
+@rules("VS-5", "VS-13")
+@pytest.mark.kstate_places("store:versioned", "restore", "reopen")
+def test_a_versioned_restore_advances_the_stores_stream_time_and_expires_segments(kit: Kit) -> None:
+    """Place: a restore into a RocksDB versioned store, then a reopen. Each restored record advances the store's one
+    stream time (VS-5): after ``k2`` at 20000, segment 0 (``k1``'s version valid 1..2) is below
+    ``segmentId(20000 - 10000)`` and dropped (VS-13); the latest value stays. Reopened, the stream time is -1."""
+    kit.require("versioned_kv", ROCKSDB)
+    for op in ("versioned_store.stream_time", "versioned_store.segments"):
+        if not kit.implementation.supports(op):
+            pytest.skip(f"the implementation does not offer {op}")
+    options = {"history_retention_ms": 10_000, "segment_interval_ms": 1_000}
+    store = kit.open("versioned_kv", ROCKSDB, options=options)
+    store.restore([record(K1, RAW, 1), record(K1, OTHER, 2)])
+    assert store.ok("versioned_store.stream_time")["stream_time"] == 2
+    assert store.ok("versioned_store.segments")["segments"] == [0]
+    store.restore([record(K2, RAW, 20_000)])
+    assert store.ok("versioned_store.stream_time")["stream_time"] == 20_000
+    assert store.ok("versioned_store.segments")["segments"] == []
+    assert store.ok("versioned_store.get", key=K1)["record"]["value"] == OTHER
+    store.commit(3)
+    store.close()
+    again = kit.open("versioned_kv", ROCKSDB, options=options)
+    assert again.ok("versioned_store.stream_time")["stream_time"] == -1
+
+
+@rules("WS-6", "WS-8")
+@pytest.mark.kstate_places("store:window", "restore")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_restore_advances_stream_time_and_deletes_expired_segments(kit: Kit, store_type: str) -> None:
+    """Place: a restore into a RocksDB window store (retention 1000, interval 500). A restored record at 2000 makes
+    the stream time 2000 (WS-6) and, finding its segment live, deletes segment 0, below ``segmentId(2000 - 1000)``
+    (WS-8); a put at start 5 after it is expired and stores nothing."""
+    kit.require(store_type, ROCKSDB, "dump")
+    value = _stored(store_type, RAW)
+    store = kit.open(store_type, ROCKSDB,
+                     options={"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500})
+    store.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
+    assert store.ok("window_store.fetch", key=K1, time=5)["value"] == value
+    store.restore([record(K2 + i64(2_000) + "00000000", RAW, STORED_TS)])
+    assert sorted(store.ok("store.dump")["segments"]) == ["store.2000"]
+    assert store.ok("window_store.fetch", key=K1, time=5)["value"] is None
+    store.ok("window_store.put", key=h("k3"), value=value, window_start=5)
+    assert store.ok("window_store.fetch", key=h("k3"), time=5)["value"] is None
+    assert store.ok("window_store.fetch", key=K2, time=2_000)["value"] == value
