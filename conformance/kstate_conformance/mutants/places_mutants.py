@@ -316,3 +316,21 @@ def _versioned_restore_forgets_stream_time() -> dict[str, Handler]:
         "batch", FAMILY, rules=("WS-6",))
 def _window_restore_forgets_stream_time() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreForgetsStreamTime, frozenset(WINDOW_TYPES))
+
+
+# --- OFF-24: a committed -4 -----------------------------------------------------------------------------------------
+
+
+class _UnknownOffsetAsNone:
+    """A store answers a committed -4 (``OFFSET_UNKNOWN``) as no offset, doing the task's reading in the store: the
+    key-value store stays right."""
+
+    def committed_offset(self, partition: Any) -> int | None:
+        offset: int | None = super().committed_offset(partition)  # type: ignore[misc]
+        return None if offset == -4 else offset
+
+
+@mutant("segmented-and-versioned-unknown-offset-as-none", "a window, session or versioned store answers a committed "
+        "-4 as null", FAMILY, rules=("OFF-24",))
+def _segmented_and_versioned_unknown_offset_as_none() -> dict[str, Handler]:
+    return _rocksdb_with(_UnknownOffsetAsNone, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))

@@ -495,3 +495,24 @@ def test_a_window_restore_advances_stream_time_and_deletes_expired_segments(kit:
     store.ok("window_store.put", key=h("k3"), value=value, window_start=5)
     assert store.ok("window_store.fetch", key=h("k3"), time=5)["value"] is None
     assert store.ok("window_store.fetch", key=K2, time=2_000)["value"] == value
+
+
+# --- OFF-24: a committed -4 and -1 at every family ------------------------------------------------------------------
+
+
+@rules("OFF-24")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_committed_unknown_or_minus_one_offset_is_answered_as_stored(kit: Kit, name: str) -> None:
+    """Place: a RocksDB store of each family, reopened. The ``offsets`` family keeps whatever long a commit gave and
+    ``committed_offset`` answers it as stored (OFF-24): -4 (``OFFSET_UNKNOWN``, which Kafka's task writes) stays
+    -4, not null, and -1 stays -1; reading them as none or as offset 0 is the task's business."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets")
+    for offset in (-4, -1):
+        store = _open(kit, family, ROCKSDB, name=f"at{-offset}")
+        family.put(store, K)
+        store.commit(offset)
+        assert store.committed() == offset
+        store.close()
+        assert _open(kit, family, ROCKSDB, name=f"at{-offset}").committed() == offset
