@@ -134,6 +134,11 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "LAY-13": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
                "segments are logical, in one database (VER-1): no segment can be lost on its own",
                "restore": "the segment lists are checked at open only"},
+    # A logged write the changelog would refuse: the restore these rules name is the one that would lose it, not a
+    # place where they apply (a restore logs nothing, RST-4).
+    **{rule: {"restore": "the rule is about a logged write whose changelog record would be refused; a restore logs "
+                         "nothing (RST-4), and the restore it names is the one that would lose such a write"}
+       for rule in ("WS-24", "SS-39", "VS-40")},
     # The time-ordered window and session stores: the neutral store.open opens none (OPS-2 names
     # `time_ordered_window_with_headers` as a layout only), so their schemas are reached by the pure key operations.
     **{rule: {"store:window": _NO_TIME_ORDERED_WINDOW} for rule in ("WIN-2", "WIN-3")},

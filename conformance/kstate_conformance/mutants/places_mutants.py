@@ -14,18 +14,16 @@ from dataclasses import replace
 from typing import Any
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.header_values import convert_from_plain_to_header_format
 from kstate.codecs.offsets import STATUS_KEY, encode_status
 from kstate.codecs.store_types import (
-    SESSION_HEADERS_CF,
-    SESSION_TYPES,
+    CONVERT_TO_TIMESTAMPED_FORMAT,
     VERSIONED_TYPES,
     WINDOW_TYPES,
     StoreType,
 )
+from kstate.codecs.timestamped import convert_to_timestamped_format
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
-from kstate.stores.changelogging import ChangeLoggingSessionBytesStore
-from kstate.stores.column_families import DualColumnFamilyAccessor, open_accessor
+from kstate.stores.column_families import CONVERTERS
 from kstate.stores.families import changelogging_store
 from kstate.stores.life import LifeState
 from kstate.stores.restore import RestoreResult
@@ -103,23 +101,6 @@ def _plain_window_and_versioned_log_context_headers() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
 
 
-# --- CL-8: a session store with headers logs a removal with the context's headers ---------------------------------
-
-
-class _SessionTombstoneWithoutHeaders(ChangeLoggingSessionBytesStore):
-    """The session store with headers logs ``remove`` with no headers (there are no stored headers to log)."""
-
-    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> cl.ChangelogRecord:
-        record = super()._record(key, start, end, value)
-        return dataclasses.replace(record, headers=()) if value is None else record
-
-
-@mutant("session-header-tombstone-without-headers", "the session store with headers logs a removal with no "
-        "headers instead of the record context's", FAMILY, rules=("CL-8",))
-def _session_header_tombstone_without_headers() -> dict[str, Handler]:
-    return _logging_for(frozenset({StoreType("session_with_headers")}), _SessionTombstoneWithoutHeaders)
-
-
 # --- CL-11, HV-12: the headers a header-aware segmented store restores ---------------------------------------------
 
 
@@ -165,81 +146,19 @@ def _crashed_store_accepts_restore() -> dict[str, Handler]:
     return _rocksdb_with(_CrashedAcceptsRestore, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
 
 
-# --- LAY-7: a session store with headers upgraded in place --------------------------------------------------------
+# --- TSKV-5: an empty legacy value upgraded in place -------------------------------------------------------------
 
 
-def _session_upgrade_as_plain_kv(staged: Any, plan: Any) -> Any:
-    """The legacy session aggregate converted as a plain key-value value is (``00`` + timestamp -1 + value), though
-    a session aggregate carries no timestamp (LAY-7)."""
-    if plan.legacy_cf is not None and plan.data_cf == SESSION_HEADERS_CF:
-        return DualColumnFamilyAccessor(staged, plan.legacy_cf, plan.data_cf,
-                                        lambda value: convert_from_plain_to_header_format(value) or b"")
-    return open_accessor(staged, plan)
+def _empty_legacy_as_absent(value: bytes) -> bytes | None:
+    """``convertToTimestampedFormat`` with an empty plain value taken for no value: it reads as absent."""
+    return convert_to_timestamped_format(value) if value else None
 
 
-@mutant("session-headers-upgrade-invents-timestamp", "a session store with headers over a plain session directory "
-        "reads a legacy aggregate with a timestamp -1 in front", FAMILY, rules=("LAY-7",))
-def _session_headers_upgrade_invents_timestamp() -> dict[str, Handler]:
-    return _everywhere({"kstate.stores.rocksdb_instance.open_accessor": _session_upgrade_as_plain_kv})
-
-
-# --- VER-2: the latest-value store's prefix -----------------------------------------------------------------------
-
-
-@mutant("versioned-latest-under-long-max", "a versioned store keeps its latest values under the prefix of segment "
-        "Long.MAX_VALUE (7F FF..) instead of -1 (FF x 8)", FAMILY, rules=("VER-2",))
-def _versioned_latest_under_long_max() -> dict[str, Handler]:
-    return _everywhere({"kstate.stores.versioned._LATEST_PREFIX": b"\x7f" + b"\xff" * 7})
-
-
-
-# --- WIN-13: the order of a window store's answers ----------------------------------------------------------------
-
-
-class _WindowsInDecodedOrder:
-    """A window store answers each segment's rows sorted by (key, start) decoded, not by their store-key bytes: the
-    same order unless one key is a prefix of another (``61`` and ``6100``)."""
-
-    segment_interval: int
-
-    def _windowed(self, entries: list[Any]) -> list[Any]:
-        entries = super()._windowed(entries)  # type: ignore[misc]
-        return sorted(entries, key=lambda e: (e[1] // self.segment_interval, e[0], e[1]))
-
-
-@mutant("window-answers-in-decoded-key-order", "a window store orders a segment's rows by decoded key and start "
-        "instead of by store-key bytes", FAMILY, rules=("WIN-13",))
-def _window_answers_in_decoded_key_order() -> dict[str, Handler]:
-    return _rocksdb_with(_WindowsInDecodedOrder, frozenset(WINDOW_TYPES))
-
-
-# --- SESS-11: the segment of a session -----------------------------------------------------------------------------
-
-
-class _SessionInSegmentOfStart:
-    """A session store puts, reads and removes a session in the segment of its START (the window store's rule),
-    not of its end: consistent with itself while a session's start and end share a segment."""
-
-    SCHEMA: Any
-    _put_row: Callable[..., None]
-    _remove_row: Callable[..., None]
-    _get_row: Callable[..., Any]
-
-    def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
-        self._put_row(self.SCHEMA.to_store_key(key, start, end), start, value)
-
-    def _remove(self, key: bytes, start: int, end: int) -> None:
-        self._remove_row(self.SCHEMA.to_store_key(key, start, end), start)
-
-    def _get(self, key: bytes, start: int, end: int) -> bytes | None:
-        found: bytes | None = self._get_row(self.SCHEMA.to_store_key(key, start, end), start)
-        return found
-
-
-@mutant("session-segment-of-start", "a session store keeps a session in the segment of its start instead of its "
-        "end", FAMILY, rules=("SESS-11",))
-def _session_segment_of_start() -> dict[str, Handler]:
-    return _rocksdb_with(_SessionInSegmentOfStart, frozenset(SESSION_TYPES))
+@mutant("kv-upgrade-empty-legacy-value-as-absent", "a timestamped key-value store in upgrade mode reads an empty "
+        "legacy value as absent instead of the 8 bytes of timestamp -1", FAMILY, rules=("TSKV-5",))
+def _kv_upgrade_empty_legacy_value_as_absent() -> dict[str, Handler]:
+    converters = {**CONVERTERS, CONVERT_TO_TIMESTAMPED_FORMAT: _empty_legacy_as_absent}
+    return _everywhere({"kstate.stores.column_families.CONVERTERS": converters})
 
 
 # --- OFF-6: the segments a reopened store finds ---------------------------------------------------------------------
@@ -334,3 +253,21 @@ class _UnknownOffsetAsNone:
         "-4 as null", FAMILY, rules=("OFF-24",))
 def _segmented_and_versioned_unknown_offset_as_none() -> dict[str, Handler]:
     return _rocksdb_with(_UnknownOffsetAsNone, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+# --- WS-35: a restore batch checked record by record ----------------------------------------------------------------
+
+
+class _RestoreRecordByRecord:
+    """A window restore writes its batch one record at a time, each checked as it comes: a bad record is refused
+    after the records before it were written."""
+
+    def _restore_rows(self, entries: Any, checked: Any) -> None:
+        for entry in list(entries):
+            super()._restore_rows([entry], checked)  # type: ignore[misc]
+
+
+@mutant("window-restore-record-by-record", "a window restore batch is written record by record, so a bad record is "
+        "refused after the ones before it were stored", FAMILY, rules=("WS-35",))
+def _window_restore_record_by_record() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreRecordByRecord, frozenset(WINDOW_TYPES))

@@ -516,3 +516,31 @@ def test_a_committed_unknown_or_minus_one_offset_is_answered_as_stored(kit: Kit,
         assert store.committed() == offset
         store.close()
         assert _open(kit, family, ROCKSDB, name=f"at{-offset}").committed() == offset
+
+
+# --- WS-35, WS-43: a restore batch the window store refuses, and a restore into a window of size 0 ---------------
+
+
+@rules("WS-35", "WS-43")
+@pytest.mark.kstate_places("store:window", "restore")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_restore_batch_with_a_short_key_is_refused_whole(kit: Kit, store_type: str) -> None:
+    """Place: a restore into a RocksDB window store. A batch whose second record's key is shorter than the 12-byte
+    suffix is refused with a typed error before anything is written (WS-35): its first, well-formed record is not
+    stored, nor is the stream time advanced past the row already there. Restored into a store of window size 0, a
+    record is stored, and every answer carrying its window is refused (WS-43)."""
+    kit.require(store_type, ROCKSDB)
+    value = _stored(store_type, RAW)
+    options = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
+    store = kit.open(store_type, ROCKSDB, options=options)
+    store.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
+    out = store.call("store.restore", records=[record(K2 + i64(2_000) + "00000000", RAW, STORED_TS),
+                                               record(h("k"), RAW, STORED_TS)])
+    assert "error" in out, out
+    assert store.ok("window_store.all")["entries"] == [[K1, 5, value]]
+    zero = kit.open(store_type, ROCKSDB, name="zero", options={**options, "window_size_ms": 0})
+    zero.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
+    assert zero.ok("window_store.fetch", key=K1, time=5)["value"] == value
+    for op, payload in (("window_store.all", {}), ("window_store.fetch_all", {"from_ms": 0, "to_ms": 9}),
+                        ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 9})):
+        assert zero.refused(op, **payload), f"{op} answered a window of size 0"
