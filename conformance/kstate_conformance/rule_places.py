@@ -83,7 +83,8 @@ FAMILY_TERMS = {
 #: How a rule's text speaks of a moment of a store's life.
 PLACE_TERMS = {
     "crash": re.compile(r"crash|unclean|killed|dies\b|abandon|status OPEN", re.I),
-    "restore": re.compile(r"restor", re.I),
+    # A word beginning with "restor", not one holding it ("StoreStorageError").
+    "restore": re.compile(r"\brestor", re.I),
     # A reopened store, not an open range nor a closed store: the words of a restart only.
     "reopen": re.compile(r"re-?open|restart|at open|on open|next open|opened again|after a close|first open", re.I),
 }
@@ -134,6 +135,19 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "LAY-13": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
                "segments are logical, in one database (VER-1): no segment can be lost on its own",
                "restore": "the segment lists are checked at open only"},
+    # Rules whose text names a restore or a crash only as what follows elsewhere, not as a place they apply at.
+    "KV-55": {"restore": "the migration is at open; the restore the rule names is the task's, from the changelog's "
+                         "start, when a store that has no segment yet keeps no offset"},
+    "KV-57": {"crash": "the offsets family is read at open whatever ended the last instance; the unclean shutdown "
+                       "the rule names is KV-52's, whose message an OPEN status keeps"},
+    "KV-64": {"crash": "the rule leaves the crash to KV-52, as its text says: a store that crashed in the middle of "
+                       "a flush has status OPEN"},
+    "KV-65": {"restore": "the refusal is at open; the restore the rule names is what follows in Kafka, which "
+                         "accepts the store and restores from the offset, losing the data before it"},
+    "OFF-25": {"restore": "the refusal is at open and in commit, as the rule says, not when a restore first seeks"},
+    "VER-28": {"crash": "a crash between the two writes of one put cannot be arranged through the neutral "
+                        "operations: store.crash comes between operations, and a put's rows are staged into one "
+                        "commit batch (VS-17)"},
     # A logged write the changelog would refuse: the restore these rules name is the one that would lose it, not a
     # place where they apply (a restore logs nothing, RST-4).
     **{rule: {"restore": "the rule is about a logged write whose changelog record would be refused; a restore logs "

@@ -12,9 +12,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
+from unittest import mock
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.offsets import STATUS_KEY, encode_status
+from kstate.codecs.offsets import POSITION_KEY
+from kstate.codecs.position import meaningful_bytes
 from kstate.codecs.store_types import (
     CONVERT_TO_TIMESTAMPED_FORMAT,
     VERSIONED_TYPES,
@@ -30,7 +32,7 @@ from kstate.stores.restore import RestoreResult
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 from kstate_conformance.mutants.hard_places_mutants import SEGMENTED_TYPES, _open_with, _rocksdb_with
-from kstate_conformance.mutants.store_rules_mutants import _with_patched, offsets_batch
+from kstate_conformance.mutants.store_rules_mutants import _with_patched
 
 FAMILY = "store_rules"
 
@@ -161,28 +163,26 @@ def _kv_upgrade_empty_legacy_value_as_absent() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.column_families.CONVERTERS": converters})
 
 
-# --- OFF-6: the segments a reopened store finds ---------------------------------------------------------------------
+# --- OFF-9: the position row of a versioned store -----------------------------------------------------------------
 
 
-class _FoundSegmentsStayClosed:
-    """A reopened window or session store marks OPEN only the segments it creates: those it finds at open keep
-    status CLOSED, so a crash before their next close passes for a clean shutdown."""
-
-    segments: Any
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for segment in self.segments.all_segments():
-            offsets = segment.instance.offsets
-            if offsets is not None and offsets._image.get(STATUS_KEY) == encode_status(True):
-                segment.instance.staged.apply(offsets_batch(offsets, {**offsets._image,
-                                                                      STATUS_KEY: encode_status(False)}))
+def _unpadded(cf: Any, position: Any) -> Any:
+    return {**cf, POSITION_KEY: meaningful_bytes(position)}
 
 
-@mutant("found-segments-stay-closed", "a reopened window or session store leaves the segments it finds marked "
-        "CLOSED instead of OPEN", FAMILY, rules=("OFF-6",))
-def _found_segments_stay_closed() -> dict[str, Handler]:
-    return _rocksdb_with(_FoundSegmentsStayClosed, SEGMENTED_TYPES)
+class _CommitsUnpaddedPosition:
+    """A commit writes the position's meaningful bytes only, without the zeros of Kafka's capacity: the pure
+    ``position`` operations stay right, and every reader decodes the row (OFF-10)."""
+
+    def commit(self, changelog_offsets: Any) -> Any:
+        with mock.patch("kstate.stores.offsets.commit_position", _unpadded):
+            return super().commit(changelog_offsets)  # type: ignore[misc]
+
+
+@mutant("versioned-position-unpadded", "a versioned store commits the position without Kafka's zero padding",
+        FAMILY, rules=("OFF-9",))
+def _versioned_position_unpadded() -> dict[str, Handler]:
+    return _rocksdb_with(_CommitsUnpaddedPosition, frozenset(VERSIONED_TYPES))
 
 
 # --- RST-1, RST-3: a tombstone in a restore batch of its own -------------------------------------------------------
