@@ -8,10 +8,11 @@ kill them are ``tests/test_store_rules_places.py``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 from unittest import mock
 
 from kstate.codecs import changelog as cl
@@ -25,7 +26,9 @@ from kstate.codecs.store_types import (
 )
 from kstate.codecs.timestamped import convert_to_timestamped_format
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
+from kstate.stores.api import Backend
 from kstate.stores.column_families import CONVERTERS
+from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import changelogging_store
 from kstate.stores.life import LifeState
 from kstate.stores.restore import RestoreResult
@@ -271,3 +274,43 @@ class _RestoreRecordByRecord:
         "refused after the ones before it were stored", FAMILY, rules=("WS-35",))
 def _window_restore_record_by_record() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreRecordByRecord, frozenset(WINDOW_TYPES))
+
+
+# --- WS-36, VS-20: an in-memory store and a crash -------------------------------------------------------------------
+
+#: The contents of the crashed in-memory stores, by their location and name: what a process-wide cache of store
+#: instances keeps across a crash.
+_CRASHED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_LIFE_ATTRIBUTES = ("_life", "_open")
+
+
+class _KeptAcrossACrash:
+    """An in-memory store whose contents outlive a crash: the next store opened under the same name finds them."""
+
+    _kept_as: tuple[Any, ...]
+
+    def simulate_crash(self) -> None:
+        _CRASHED[self._kept_as] = copy.deepcopy({k: v for k, v in vars(self).items() if k != "_kept_as"})
+        super().simulate_crash()  # type: ignore[misc]
+
+
+@mutant("in-memory-store-kept-across-a-crash", "an in-memory window or versioned store reopened under its name "
+        "after a crash finds the contents it had", FAMILY, rules=("WS-36", "VS-20"))
+def _in_memory_store_kept_across_a_crash() -> dict[str, Handler]:
+    types = frozenset(WINDOW_TYPES) | frozenset(VERSIONED_TYPES)
+
+    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: Any = None,
+                   application_id: str = "app", task_id: str = "0_0", **rest: Any) -> Any:
+        store = open_bytes_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
+                                 task_id=task_id, **rest)
+        if StoreType(store_type) not in types or Backend(backend) is not Backend.MEMORY:
+            return store
+        key = (str(state_dir), application_id, task_id, name, StoreType(store_type))
+        kept = _CRASHED.pop(key, None)
+        if kept is not None:
+            vars(store).update({k: v for k, v in kept.items() if k not in _LIFE_ATTRIBUTES})
+        store.__class__ = type(f"Kept{type(store).__name__}", (_KeptAcrossACrash, type(store)), {})
+        cast(Any, store)._kept_as = key
+        return store
+
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
