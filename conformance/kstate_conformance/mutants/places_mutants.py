@@ -115,11 +115,10 @@ def _last_of_each_header(r: cl.ChangelogRecord) -> cl.ChangelogRecord:
     return dataclasses.replace(r, headers=tuple(kept.items()))
 
 
-@mutant("segmented-headers-restore-one-header-per-key", "a window or session store with headers restores one "
-        "header per key, the last, dropping duplicates", FAMILY, rules=("CL-11", "HV-12"))
-def _segmented_headers_restore_one_header_per_key() -> dict[str, Handler]:
-    return _restoring_for(frozenset({StoreType("timestamped_window_with_headers"), StoreType("session_with_headers")}),
-                          _last_of_each_header)
+@mutant("session-headers-restore-one-header-per-key", "a session store with headers restores one header per key, "
+        "the last, dropping duplicates", FAMILY, rules=("CL-11", "HV-12"))
+def _session_headers_restore_one_header_per_key() -> dict[str, Handler]:
+    return _restoring_for(frozenset({StoreType("session_with_headers")}), _last_of_each_header)
 
 
 # --- VS-37, KV-12: a crashed store and a restore batch -------------------------------------------------------------
