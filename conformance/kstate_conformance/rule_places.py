@@ -135,6 +135,10 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "LAY-13": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
                "segments are logical, in one database (VER-1): no segment can be lost on its own",
                "restore": "the segment lists are checked at open only"},
+    # A versioned store has no upgrade in place: a versioned directory opened as the header-aware type is refused.
+    **{rule: {"store:versioned": "a versioned store has no upgrade mode: it has no legacy data family, and a "
+                                 "versioned directory opened as the header-aware type is refused (LAY-14)"}
+       for rule in ("RST-5", "RST-7")},
     # Rules whose text names a restore or a crash only as what follows elsewhere, not as a place they apply at.
     "KV-55": {"restore": "the migration is at open; the restore the rule names is the task's, from the changelog's "
                          "start, when a store that has no segment yet keeps no offset"},

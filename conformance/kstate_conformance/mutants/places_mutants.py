@@ -12,11 +12,12 @@ import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, cast
 from unittest import mock
 
 from kstate.codecs import changelog as cl
-from kstate.codecs.offsets import POSITION_KEY
+from kstate.codecs.offsets import CHECKPOINT_FORMAT, POSITION_KEY
 from kstate.codecs.position import meaningful_bytes
 from kstate.codecs.store_types import (
     CONVERT_TO_TIMESTAMPED_FORMAT,
@@ -25,7 +26,9 @@ from kstate.codecs.store_types import (
     StoreType,
 )
 from kstate.codecs.timestamped import convert_to_timestamped_format
+from kstate.errors import DecodeError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
+from kstate.storage_files import read_checkpoint_file
 from kstate.stores.api import Backend
 from kstate.stores.column_families import CONVERTERS
 from kstate.stores.factory import open_bytes_store
@@ -313,3 +316,26 @@ def _in_memory_store_kept_across_a_crash() -> dict[str, Handler]:
         return store
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
+
+
+# --- OFF-17: the store's migration reads the expected count ---------------------------------------------------------
+
+
+def _checkpoint_counting_skipped(path: Any, *, unknown_as_none: bool = False) -> Any:
+    """``OffsetCheckpoint.read`` that does not decrement the expected count for a skipped negative offset: a file
+    with one refuses as short of entries (the pure ``checkpoint`` operations stay right)."""
+    entries = read_checkpoint_file(path, unknown_as_none=unknown_as_none)
+    if entries:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        skipped = [f for f in (line.split() for line in lines[2:]) if len(f) == 3 and f[2].lstrip("-").isdigit()
+                   and int(f[2]) < 0 and int(f[2]) != -4]
+        if skipped:
+            raise DecodeError(CHECKPOINT_FORMAT,
+                              f"Expected {len(entries) + len(skipped)} entries but found only {len(entries)}")
+    return entries
+
+
+@mutant("store-checkpoint-counts-skipped-entries", "the legacy .checkpoint a store migrates at open counts a skipped "
+        "negative offset against the expected count", FAMILY, rules=("OFF-17",))
+def _store_checkpoint_counts_skipped_entries() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.offsets.read_checkpoint_file": _checkpoint_counting_skipped})

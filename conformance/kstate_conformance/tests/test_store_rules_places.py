@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import ROCKSDB, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, K, _context, _open
 
 __all__ = ["kit"]
@@ -544,3 +544,44 @@ def test_a_window_restore_batch_with_a_short_key_is_refused_whole(kit: Kit, stor
     for op, payload in (("window_store.all", {}), ("window_store.fetch_all", {"from_ms": 0, "to_ms": 9}),
                         ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 9})):
         assert zero.refused(op, **payload), f"{op} answered a window of size 0"
+
+
+# --- OFF-16, OFF-17, OFF-18: the legacy files a key-value store migrates at open, read as Kafka reads them ----------
+
+
+def _task_files(kit: Kit) -> dict[str, Any]:
+    out: dict[str, Any] = kit.implementation.call("store.task_files", {"state_dir": str(kit.state_dir),
+                                                                       "application_id": "app", "task_id": "0_0"})
+    return out
+
+
+def _write_task_file(kit: Kit, file: str, text: str) -> None:
+    out = kit.implementation.call("store.write_task_file", {"state_dir": str(kit.state_dir), "application_id": "app",
+                                                            "task_id": "0_0", "file": file, "text": text})
+    assert "error" not in out, out
+
+
+@rules("OFF-16", "OFF-17", "OFF-18", "KV-55")
+@pytest.mark.kstate_places("store:kv", "reopen")
+def test_a_key_value_store_reads_its_legacy_files_by_javas_rules_at_open(kit: Kit) -> None:
+    """Place: a RocksDB key-value store opening over a task's pre-4.3 files. The ``.checkpoint``'s fields are split
+    on any run of Java whitespace (OFF-16: a tab, two spaces); its entry at offset -2 is skipped and the expected
+    count decremented, so two declared entries with one skipped read as one (OFF-17); ``store.position``'s entries
+    become the store's position (OFF-18), committed as the padded bytes of OFF-9. A checkpoint whose count is off is
+    refused at open and left in place."""
+    kit.require("kv", ROCKSDB, "offsets", "dump")
+    for op in ("store.write_task_file", "store.task_files"):
+        if not kit.implementation.supports(op):
+            pytest.skip(f"the implementation does not offer {op}")
+    _write_task_file(kit, ".checkpoint", f"0\n2\n{TOPIC}\t0  41\napp-other-changelog 1 -2\n")
+    _write_task_file(kit, "store.position", "0\n1\nin\t0 5\n")
+    store = kit.open("kv", ROCKSDB)
+    assert store.committed() == 41
+    store.commit(42)
+    store.close()
+    assert dict(store.ok("store.dump")["column_families"]["offsets"]).get(h("position")) == _position_bytes([(0, 5)])
+    assert "store.position" not in _task_files(kit)["files"]
+    broken = f"0\n3\n{TOPIC} 0 7\napp-other-changelog 0 8\n"
+    _write_task_file(kit, ".checkpoint", broken)
+    assert "error" in kit.open_refused("kv", ROCKSDB, name="other"), "a checkpoint with a missing line was read"
+    assert _task_files(kit)["files"].get(".checkpoint") == broken
