@@ -194,7 +194,7 @@ def _versioned_position_unpadded() -> dict[str, Handler]:
 
 
 class _BatchLocalTombstones:
-    """A window or session restore batch skips a tombstone for a key the batch itself did not write, taking it to
+    """A window restore batch skips a tombstone for a key the batch itself did not write, taking it to
     delete nothing: right for a restore in one batch, wrong when an earlier batch wrote the key."""
 
     def _restore_rows(self, entries: Any, checked: Any) -> None:
@@ -204,10 +204,10 @@ class _BatchLocalTombstones:
                               checked)
 
 
-@mutant("segmented-restore-batch-local-tombstones", "a window or session restore batch skips the tombstones of keys "
-        "it did not write itself", FAMILY, rules=("RST-1", "RST-3"))
-def _segmented_restore_batch_local_tombstones() -> dict[str, Handler]:
-    return _rocksdb_with(_BatchLocalTombstones, SEGMENTED_TYPES)
+@mutant("window-restore-batch-local-tombstones", "a window restore batch skips the tombstones of keys it did not "
+        "write itself", FAMILY, rules=("RST-1", "RST-3"))
+def _window_restore_batch_local_tombstones() -> dict[str, Handler]:
+    return _rocksdb_with(_BatchLocalTombstones, frozenset(WINDOW_TYPES))
 
 
 # --- VS-5, WS-6: the stream time after a restore ----------------------------------------------------------------
