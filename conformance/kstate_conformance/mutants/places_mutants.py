@@ -210,7 +210,7 @@ def _window_restore_batch_local_tombstones() -> dict[str, Handler]:
     return _rocksdb_with(_BatchLocalTombstones, frozenset(WINDOW_TYPES))
 
 
-# --- VS-5, WS-6: the stream time after a restore ----------------------------------------------------------------
+# --- WS-6: the stream time after a restore ----------------------------------------------------------------
 
 
 class _RestoreForgetsStreamTime:
@@ -219,21 +219,10 @@ class _RestoreForgetsStreamTime:
 
     observed_stream_time: int
 
-    def restore_records(self, records: Any) -> None:
-        before = self.observed_stream_time
-        super().restore_records(records)  # type: ignore[misc]
-        self.observed_stream_time = before
-
     def _restore_rows(self, entries: Any, checked: Any) -> None:
         before = self.observed_stream_time
         super()._restore_rows(entries, checked)  # type: ignore[misc]
         self.observed_stream_time = before
-
-
-@mutant("versioned-restore-forgets-stream-time", "a versioned restore puts the stream time it found back after the "
-        "batch", FAMILY, rules=("VS-5",))
-def _versioned_restore_forgets_stream_time() -> dict[str, Handler]:
-    return _rocksdb_with(_RestoreForgetsStreamTime, frozenset(VERSIONED_TYPES))
 
 
 @mutant("window-restore-forgets-stream-time", "a window restore puts the stream time it found back after the "

@@ -1,9 +1,13 @@
-"""Rules checked at every place of the rule x place matrix that applies them (issue 32, section E; spec/README.md,
-"Places"): the changelog records and their restore at each store type of every family (CL-*, HV-*, TSKV-*), and the
-offsets family each family's databases hold after a commit, a close and a reopen (OFF-5, OFF-7 to OFF-11).
+"""Rules checked at the places of the rule x place matrix the rest of the suite did not reach (issue 32, section E;
+spec/README.md, "Places"): the changelog records and their restore at each store type of every family (CL-*, HV-*,
+TSKV-*), the offsets family of each family's databases (OFF-5 to OFF-11, OFF-24), upgrades in place (LAY-7, LAY-8,
+TSKV-5), the versioned store's one database (VER-1, VER-2, VS-1), closed, crashed and in-memory stores (KV-12, SS-37,
+VS-37, WS-36, VS-20), the window and session keys at the store (WIN-*, SESS-*), restores in batches of any size and
+the stream time they advance (RST-1, RST-3, RST-6, VS-5, VS-13, WS-6, WS-8, WS-35, WS-43), and the legacy files a
+key-value store migrates (OFF-16 to OFF-18).
 
-The expected records, rows and bytes are worked out from the spec rules' text. Each test was written against a mutant
-of ``mutants/places_mutants.py`` that the rest of the suite let through.
+The expected records, rows and bytes are worked out from the spec rules' text. The mutants of
+``mutants/places_mutants.py`` are the bugs these cases catch that the rest of the suite let through.
 """
 
 from __future__ import annotations
@@ -159,7 +163,7 @@ def test_each_store_type_logs_its_writes_and_restores_them_as_the_spec_lays_them
     assert logged.read(copy, K2) is None
 
 
-# --- OFF-5, OFF-7 to OFF-11: the offsets family of every family's databases ----------------------------------------
+# --- OFF-5 to OFF-11: the offsets family of every family's databases ------------------------------------------------
 
 
 def _position_bytes(partitions: list[tuple[int, int]]) -> str:
