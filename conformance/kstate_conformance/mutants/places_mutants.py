@@ -328,3 +328,12 @@ def _checkpoint_counting_skipped(path: Any, *, unknown_as_none: bool = False) ->
         "negative offset against the expected count", FAMILY, rules=("OFF-17",))
 def _store_checkpoint_counts_skipped_entries() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.offsets.read_checkpoint_file": _checkpoint_counting_skipped})
+
+
+# --- LAY-2: where a versioned store lives ---------------------------------------------------------------------------
+
+
+@mutant("versioned-store-at-the-window-path", "a versioned store's database is at <task>/<store>, where a window "
+        "store keeps its segments, instead of <task>/rocksdb/<store>", FAMILY, rules=("LAY-2",))
+def _versioned_store_at_the_window_path() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.segments.ROCKSDB_DIR": "."})

@@ -589,3 +589,28 @@ def test_a_key_value_store_reads_its_legacy_files_by_javas_rules_at_open(kit: Ki
     _write_task_file(kit, ".checkpoint", broken)
     assert "error" in kit.open_refused("kv", ROCKSDB, name="other"), "a checkpoint with a missing line was read"
     assert _task_files(kit)["files"].get(".checkpoint") == broken
+
+
+# --- LAY-1, LAY-2: where each family's store lives -----------------------------------------------------------------
+
+
+@rules("LAY-1", "LAY-2")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_each_familys_store_lives_in_its_task_directory(kit: Kit, name: str) -> None:
+    """Place: a RocksDB store of each family of task ``1_2``. Its files are under ``<state.dir>/app/1_2/`` (LAY-1):
+    a key-value or versioned store is one database at ``rocksdb/<store>`` (LAY-2: a versioned store's segments are
+    key prefixes, not directories), a window or session store's segment 0 a database at ``<store>/<store>.0``."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB)
+    store = _open(kit, family, ROCKSDB, task_id="1_2")
+    family.put(store, K)
+    store.commit(1)
+    store.close()
+    task_dir = kit.state_dir / "app" / "1_2"
+    database = task_dir / "rocksdb" / "store" if name in ("kv", "versioned") else task_dir / "store" / "store.0"
+    assert (database / "CURRENT").is_file(), sorted(str(p.relative_to(kit.state_dir)) for p in kit.state_dir.rglob("*"))
+    assert not (kit.state_dir / "app" / "0_0").exists()
+    if name == "versioned":
+        assert sorted(p.name for p in (task_dir / "rocksdb").iterdir()) == ["store"]
+        assert not (task_dir / "store").exists()
