@@ -148,6 +148,9 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
                        "a flush has status OPEN"},
     "KV-65": {"restore": "the refusal is at open; the restore the rule names is what follows in Kafka, which "
                          "accepts the store and restores from the offset, losing the data before it"},
+    "OFF-24": {"restore": "the neutral store.restore is given its records: no store operation decides where a "
+                          "restore starts (Kafka's task does, in ProcessorStateManager), so the store's part is to "
+                          "answer the offset as stored, checked at each family"},
     "OFF-25": {"restore": "the refusal is at open and in commit, as the rule says, not when a restore first seeks"},
     "VER-28": {"crash": "a crash between the two writes of one put cannot be arranged through the neutral "
                         "operations: store.crash comes between operations, and a put's rows are staged into one "

@@ -31,7 +31,7 @@ STORED_TS = 7
 STORED_HEADERS: list[tuple[str, bytes | None]] = [("s", b"\x02"), ("s", None)]
 LOGGED_HEADERS: list[list[Any]] = [["s", "02"], ["s", None]]
 RAW, OTHER = "aa", "bb"
-K1, K2 = h("k1"), h("k2")
+K1, K2, K3 = h("k1"), h("k2"), h("k3")
 WINDOW_START = 20
 SESSION = (10, 30)  # start, end
 
@@ -233,19 +233,21 @@ UPGRADES = [("kv", "timestamped_kv", RAW, "ff" * 8 + RAW),  # TSKV-5: timestamp 
 _FAMILY_OF_TYPE = {t.store_type: t for t in LOGGED}
 
 
-@rules("LAY-7", "LAY-8", "TSKV-5")
-@pytest.mark.kstate_places("store:kv", "store:window", "store:session", "reopen")
+@rules("LAY-7", "LAY-8", "TSKV-5", "RST-5")
+@pytest.mark.kstate_places("store:kv", "store:window", "store:session", "reopen", "restore")
 @pytest.mark.parametrize(("written", "opened", "legacy", "converted"), UPGRADES,
                          ids=[f"{w}-to-{o}-{'empty' if v == '' else 'value'}" for w, o, v, _ in UPGRADES])
 def test_a_legacy_row_reads_converted_until_the_mode_is_decided_again(kit: Kit, written: str, opened: str,
                                                                        legacy: str, converted: str) -> None:
     """Place: a store of each family with an upgrade, reopened. A row the older type wrote reads converted by the
     newer (TSKV-5 prepends timestamp -1; LAY-8 and LAY-7 prepend ``00``, no timestamp for a session aggregate); a
-    new write reads back as written; the mode is kept until the next open, which still converts the legacy row."""
+    new write reads back as written; the next open, still in upgrade mode for the row not yet read, reads both. A
+    record restored in upgrade mode leaves the legacy family and is written converted in the new one (RST-5)."""
     old, new = _FAMILY_OF_TYPE[written], _FAMILY_OF_TYPE[opened]
     kit.require(opened, ROCKSDB)
     store = _open_logged(kit, old, "orders")
     _raw_write(store, old, K1, legacy)
+    _raw_write(store, old, K3, legacy)  # never read before the restore below: it stays in the legacy family
     store.commit(1)
     store.close()
     for _ in range(2):  # the first open decides the upgrade mode; the second decides it again, the same way
@@ -255,6 +257,17 @@ def test_a_legacy_row_reads_converted_until_the_mode_is_decided_again(kit: Kit, 
         assert new.read(upgraded, K2) == _stored(opened, OTHER)
         upgraded.commit(2)
         upgraded.close()
+    # RST-5: restored in upgrade mode, the key leaves the legacy family and its converted value is in the new one.
+    upgraded = _open_logged(kit, new, "orders")
+    legacy_family = "keyValueWithTimestamp" if old.timestamped else "default"
+    key = new.changelog_key(K3)
+    assert any(key in dict(f.get(legacy_family, [])) for f in _data_rows(upgraded).values()), "no legacy row"
+    upgraded.restore([record(key, "cc", STORED_TS)])
+    restored = {"timestamped": i64(STORED_TS) + "cc", "headers": "00" + i64(STORED_TS) + "cc",
+                "session": "00cc"}["session" if new.family == "session" else "headers" if new.headers else "timestamped"]
+    assert new.read(upgraded, K3) == restored
+    for families in _data_rows(upgraded).values():
+        assert key not in dict(families.get(legacy_family, [])), families
 
 
 def _raw_write(store: Store, logged: Logged, key: str, stored: str) -> None:
