@@ -210,27 +210,6 @@ def _window_restore_batch_local_tombstones() -> dict[str, Handler]:
     return _rocksdb_with(_BatchLocalTombstones, frozenset(WINDOW_TYPES))
 
 
-# --- WS-6: the stream time after a restore ----------------------------------------------------------------
-
-
-class _RestoreForgetsStreamTime:
-    """A restore advances stream time for its own batch (its expiry is right) but puts the old value back after it,
-    so the next write is checked against the stream time before the restore."""
-
-    observed_stream_time: int
-
-    def _restore_rows(self, entries: Any, checked: Any) -> None:
-        before = self.observed_stream_time
-        super()._restore_rows(entries, checked)  # type: ignore[misc]
-        self.observed_stream_time = before
-
-
-@mutant("window-restore-forgets-stream-time", "a window restore puts the stream time it found back after the "
-        "batch", FAMILY, rules=("WS-6",))
-def _window_restore_forgets_stream_time() -> dict[str, Handler]:
-    return _rocksdb_with(_RestoreForgetsStreamTime, frozenset(WINDOW_TYPES))
-
-
 # --- OFF-24: a committed -4 -----------------------------------------------------------------------------------------
 
 
