@@ -309,10 +309,15 @@ def _store_checkpoint_counts_skipped_entries() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.offsets.read_checkpoint_file": _checkpoint_counting_skipped})
 
 
-# --- LAY-2: where a versioned store lives ---------------------------------------------------------------------------
+# --- LAY-1: the task directory of a segmented store ---------------------------------------------------------------
 
 
-@mutant("versioned-store-at-the-window-path", "a versioned store's database is at <task>/<store>, where a window "
-        "store keeps its segments, instead of <task>/rocksdb/<store>", FAMILY, rules=("LAY-2",))
-def _versioned_store_at_the_window_path() -> dict[str, Handler]:
-    return _everywhere({"kstate.stores.segments.ROCKSDB_DIR": "."})
+@mutant("segmented-task-directory-partition-first", "a window or session store reads its task id as "
+        "<partition>_<subtopology>, so task 1_2's segments go under 2_1", FAMILY, rules=("LAY-1",))
+def _segmented_task_directory_partition_first() -> dict[str, Handler]:
+    def open_store(store_type: StoreType, backend: Backend, *, task_id: str = "0_0", **rest: Any) -> Any:
+        if StoreType(store_type) in SEGMENTED_TYPES and Backend(backend) is Backend.ROCKSDB:
+            task_id = "_".join(reversed(task_id.split("_", 1)))
+        return open_bytes_store(store_type, backend, task_id=task_id, **rest)
+
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
