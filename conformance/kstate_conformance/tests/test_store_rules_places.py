@@ -244,7 +244,7 @@ def test_a_legacy_row_reads_converted_until_the_mode_is_decided_again(kit: Kit, 
     new write reads back as written; the next open, still in upgrade mode for the row not yet read, reads both. A
     record restored in upgrade mode leaves the legacy family and is written converted in the new one (RST-5)."""
     old, new = _FAMILY_OF_TYPE[written], _FAMILY_OF_TYPE[opened]
-    kit.require(opened, ROCKSDB)
+    kit.require(opened, ROCKSDB, "dump")
     store = _open_logged(kit, old, "orders")
     _raw_write(store, old, K1, legacy)
     _raw_write(store, old, K3, legacy)  # never read before the restore below: it stays in the legacy family
@@ -321,7 +321,7 @@ def test_a_closed_or_crashed_store_refuses_a_restore_and_every_read(kit: Kit, na
     read and write is (KV-12: "any operation on a closed RocksDB store"; SS-37; VS-37: "after close (or a crash)"),
     and the refused restore wrote nothing: the store reopens with the committed row only."""
     family = FAMILIES[name]
-    kit.require(family.store_type, ROCKSDB, *(["crash"] if end == "crash" else []))
+    kit.require(family.store_type, ROCKSDB, "offsets", *(["crash"] if end == "crash" else []))
     store = _open(kit, family, ROCKSDB)
     family.put(store, K)
     store.commit(1)
