@@ -83,7 +83,8 @@ FAMILY_TERMS = {
 #: How a rule's text speaks of a moment of a store's life.
 PLACE_TERMS = {
     "crash": re.compile(r"crash|unclean|killed|dies\b|abandon|status OPEN", re.I),
-    "restore": re.compile(r"restor", re.I),
+    # A word beginning with "restor", not one holding it ("StoreStorageError").
+    "restore": re.compile(r"\brestor", re.I),
     # A reopened store, not an open range nor a closed store: the words of a restart only.
     "reopen": re.compile(r"re-?open|restart|at open|on open|next open|opened again|after a close|first open", re.I),
 }
@@ -97,6 +98,12 @@ ALSO_APPLIES: dict[str, tuple[str, ...]] = {
     "LAY-13": ("crash",),  # the segment lists after a commit and a crash
     "UPG-3": ("store:versioned", "store:window", "store:session"),  # every family is wiped and rebuilt
 }
+
+_NO_TIME_ORDERED_WINDOW = ("the neutral store.open opens no time-ordered window store (OPS-2: "
+                           "`time_ordered_window_with_headers` names a layout only): the time-first and key-first "
+                           "schemas are checked by the pure window key operations")
+_NO_TIME_ORDERED_SESSION = ("the neutral store.open opens no time-ordered session store (OPS-2 names none): the "
+                            "time-first and key-first schemas are checked by the pure session key operations")
 
 #: Places removed from one rule: ``{rule: {place: why it cannot apply}}``.
 NOT_APPLICABLE: dict[str, dict[str, str]] = {
@@ -128,6 +135,43 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     "LAY-13": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "
                "segments are logical, in one database (VER-1): no segment can be lost on its own",
                "restore": "the segment lists are checked at open only"},
+    # A versioned store has no upgrade in place: a versioned directory opened as the header-aware type is refused.
+    **{rule: {"store:versioned": "a versioned store has no upgrade mode: it has no legacy data family, and a "
+                                 "versioned directory opened as the header-aware type is refused (LAY-14)"}
+       for rule in ("RST-5", "RST-7")},
+    # Rules whose text names a restore or a crash only as what follows elsewhere, not as a place they apply at.
+    "KV-55": {"restore": "the migration is at open; the restore the rule names is the task's, from the changelog's "
+                         "start, when a store that has no segment yet keeps no offset"},
+    "KV-57": {"crash": "the offsets family is read at open whatever ended the last instance; the unclean shutdown "
+                       "the rule names is KV-52's, whose message an OPEN status keeps"},
+    "KV-64": {"crash": "the rule leaves the crash to KV-52, as its text says: a store that crashed in the middle of "
+                       "a flush has status OPEN"},
+    "KV-65": {"restore": "the refusal is at open; the restore the rule names is what follows in Kafka, which "
+                         "accepts the store and restores from the offset, losing the data before it"},
+    "OFF-24": {"restore": "the neutral store.restore is given its records: no store operation decides where a "
+                          "restore starts (Kafka's task does, in ProcessorStateManager), so the store's part is to "
+                          "answer the offset as stored, checked at each family"},
+    "OFF-25": {"restore": "the refusal is at open and in commit, as the rule says, not when a restore first seeks"},
+    "VER-28": {"crash": "a crash between the two writes of one put cannot be arranged through the neutral "
+                        "operations: store.crash comes between operations, and a put's rows are staged into one "
+                        "commit batch (VS-17)"},
+    # A logged write the changelog would refuse: the restore these rules name is the one that would lose it, not a
+    # place where they apply (a restore logs nothing, RST-4).
+    **{rule: {"restore": "the rule is about a logged write whose changelog record would be refused; a restore logs "
+                         "nothing (RST-4), and the restore it names is the one that would lose such a write"}
+       for rule in ("WS-24", "SS-39", "VS-40")},
+    # The time-ordered window and session stores: the neutral store.open opens none (OPS-2 names
+    # `time_ordered_window_with_headers` as a layout only), so their schemas are reached by the pure key operations.
+    **{rule: {"store:window": _NO_TIME_ORDERED_WINDOW} for rule in ("WIN-2", "WIN-3")},
+    "WIN-12": {"store:window": _NO_TIME_ORDERED_WINDOW,
+               "restore": "only a time-ordered window store converts a plain changelog key on restore; the neutral "
+                          "store.open opens none, and a plain window store restores the key unchanged (CL-9)"},
+    "WIN-5": {"store:window": "the pipe serde `[key][start]` is the format of windowed serdes on repartition and "
+                              "suppression topics: no window store writes or reads it (its key is WIN-1's)"},
+    **{rule: {"store:session": _NO_TIME_ORDERED_SESSION} for rule in ("SESS-2", "SESS-3")},
+    "SESS-9": {"store:session": _NO_TIME_ORDERED_SESSION,
+               "restore": "only a time-ordered session store converts a plain changelog key on restore; the neutral "
+                          "store.open opens none, and a plain session store restores the key unchanged (CL-9)"},
 }
 
 _MARKER = "kstate_places"

@@ -28,6 +28,7 @@ _FAMILY_MODULES = (
     "kstate_conformance.mutants.store_rules_mutants",
     "kstate_conformance.mutants.versioned_store_mutants",
     "kstate_conformance.mutants.hard_places_mutants",
+    "kstate_conformance.mutants.places_mutants",
 )
 
 

@@ -1,0 +1,323 @@
+"""Mutants of rules at the places of the rule x place matrix the suite reached last (issue 32, section E): the pure
+changelog and position operations stay right, one family's store gets one realistic bug.
+
+Each swaps one layer of ``store.open`` (the logging layer, the restorer, or a store class's commit); the tests that
+kill them are ``tests/test_store_rules_places.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+from unittest import mock
+
+from kstate.codecs import changelog as cl
+from kstate.codecs.offsets import CHECKPOINT_FORMAT, POSITION_KEY
+from kstate.codecs.position import meaningful_bytes
+from kstate.codecs.store_types import (
+    CONVERT_TO_TIMESTAMPED_FORMAT,
+    VERSIONED_TYPES,
+    WINDOW_TYPES,
+    StoreType,
+)
+from kstate.codecs.timestamped import convert_to_timestamped_format
+from kstate.errors import DecodeError
+from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
+from kstate.storage_files import read_checkpoint_file
+from kstate.stores.api import Backend
+from kstate.stores.column_families import CONVERTERS
+from kstate.stores.factory import open_bytes_store
+from kstate.stores.families import changelogging_store
+from kstate.stores.life import LifeState
+from kstate.stores.restore import RestoreResult
+from kstate_conformance.adapter import Handler
+from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants.hard_places_mutants import SEGMENTED_TYPES, _open_with, _rocksdb_with
+from kstate_conformance.mutants.store_rules_mutants import _with_patched
+
+FAMILY = "store_rules"
+
+
+def _logging_for(types: frozenset[StoreType], cls: type) -> dict[str, Handler]:
+    """``store.open`` whose logging layer for ``types`` is ``cls``; every other type logs as the reference does."""
+
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in types:
+            return cls(inner, store_type, context, sink)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
+
+
+def _restoring_for(types: frozenset[StoreType],
+                   change: Callable[[cl.ChangelogRecord], cl.ChangelogRecord]) -> dict[str, Handler]:
+    """``store.open`` whose restore of ``types`` passes every record through ``change`` first."""
+
+    def restorer(store: Any, store_type: StoreType, records: Sequence[cl.ChangelogRecord], batch_size: int,
+                 after_batch: Any) -> RestoreResult:
+        if StoreType(store_type) in types:
+            records = [change(r) for r in records]
+        return DEFAULT_BUILDER.restorer(store, store_type, records, batch_size, after_batch)
+
+    builder: StoreBuilder = replace(DEFAULT_BUILDER, restorer=restorer)
+    return _open_with(builder)
+
+
+def _everywhere(patches: dict[str, Any]) -> dict[str, Handler]:
+    """Every store operation run with ``patches`` in place (the stores read them at any call, not only at open)."""
+    from kstate.ops import load_all
+
+    return {name: _with_patched(name, patches) for name in load_all()
+            if name.startswith(("store.", "versioned_store.", "window_store.", "session_store."))}
+
+
+# --- CL-2: a store without headers logs none ------------------------------------------------------------------------
+
+
+class _SinkWithContextHeaders:
+    """The changelog sink of one store: every record it takes gets the record context's headers, as a Kafka record
+    forwarded downstream does, though a store without headers logs none (CL-2)."""
+
+    def __init__(self, sink: Any, context: Any) -> None:
+        self._sink, self._context = sink, context
+
+    def append(self, record: cl.ChangelogRecord) -> None:
+        self._sink.append(dataclasses.replace(record, headers=tuple(self._context.current.headers)))
+
+    def extend(self, records: Any) -> None:
+        for record in records:
+            self.append(record)
+
+
+#: The window and versioned types without headers (the key-value and session ones are checked elsewhere).
+_PLAIN_WINDOW_AND_VERSIONED = frozenset(StoreType(t) for t in ("window", "timestamped_window", "versioned_kv"))
+
+
+@mutant("plain-window-and-versioned-log-context-headers", "a window, timestamped window or versioned store without "
+        "headers logs the record context's headers", FAMILY, rules=("CL-2",))
+def _plain_window_and_versioned_log_context_headers() -> dict[str, Handler]:
+    def logging_layer(inner: Any, store_type: StoreType, context: Any, sink: Any) -> Any:
+        if StoreType(store_type) in _PLAIN_WINDOW_AND_VERSIONED:
+            sink = _SinkWithContextHeaders(sink, context)
+        return changelogging_store(inner, store_type, context, sink)
+
+    return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
+
+
+# --- CL-11, HV-12: the headers a header-aware segmented store restores ---------------------------------------------
+
+
+def _last_of_each_header(r: cl.ChangelogRecord) -> cl.ChangelogRecord:
+    """The record's headers as a map: one per key, the last value (``Headers.lastHeader`` read for each key)."""
+    kept = dict(r.headers)
+    return dataclasses.replace(r, headers=tuple(kept.items()))
+
+
+@mutant("session-headers-restore-one-header-per-key", "a session store with headers restores one header per key, "
+        "the last, dropping duplicates", FAMILY, rules=("CL-11", "HV-12"))
+def _session_headers_restore_one_header_per_key() -> dict[str, Handler]:
+    return _restoring_for(frozenset({StoreType("session_with_headers")}), _last_of_each_header)
+
+
+# --- VS-37, KV-12: a crashed store and a restore batch -------------------------------------------------------------
+
+
+class _CrashedAcceptsRestore:
+    """A crashed store takes a restore batch and drops it, as Kafka's segmented stores check no open flag: the
+    close path refuses (the easy place), the crash path answers."""
+
+    _life: Any
+
+    def restoring(self) -> Any:
+        if self._life is LifeState.CRASHED:
+            return contextlib.nullcontext()
+        return super().restoring()  # type: ignore[misc]
+
+    def restore_batch(self, entries: Any) -> None:
+        if self._life is not LifeState.CRASHED:
+            super().restore_batch(entries)  # type: ignore[misc]
+
+    def restore_records(self, records: Any) -> None:
+        if self._life is not LifeState.CRASHED:
+            super().restore_records(records)  # type: ignore[misc]
+
+
+@mutant("crashed-store-accepts-restore", "a crashed RocksDB versioned, window or session store answers a restore "
+        "batch, dropping it, instead of refusing it", FAMILY, rules=("VS-37", "SS-37"))
+def _crashed_store_accepts_restore() -> dict[str, Handler]:
+    return _rocksdb_with(_CrashedAcceptsRestore, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+# --- TSKV-5: an empty legacy value upgraded in place -------------------------------------------------------------
+
+
+def _empty_legacy_as_absent(value: bytes) -> bytes | None:
+    """``convertToTimestampedFormat`` with an empty plain value taken for no value: it reads as absent."""
+    return convert_to_timestamped_format(value) if value else None
+
+
+@mutant("kv-upgrade-empty-legacy-value-as-absent", "a timestamped key-value store in upgrade mode reads an empty "
+        "legacy value as absent instead of the 8 bytes of timestamp -1", FAMILY, rules=("TSKV-5",))
+def _kv_upgrade_empty_legacy_value_as_absent() -> dict[str, Handler]:
+    converters = {**CONVERTERS, CONVERT_TO_TIMESTAMPED_FORMAT: _empty_legacy_as_absent}
+    return _everywhere({"kstate.stores.column_families.CONVERTERS": converters})
+
+
+# --- OFF-9: the position row of a versioned store -----------------------------------------------------------------
+
+
+def _unpadded(cf: Any, position: Any) -> Any:
+    return {**cf, POSITION_KEY: meaningful_bytes(position)}
+
+
+class _CommitsUnpaddedPosition:
+    """A commit writes the position's meaningful bytes only, without the zeros of Kafka's capacity: the pure
+    ``position`` operations stay right, and every reader decodes the row (OFF-10)."""
+
+    def commit(self, changelog_offsets: Any) -> Any:
+        with mock.patch("kstate.stores.offsets.commit_position", _unpadded):
+            return super().commit(changelog_offsets)  # type: ignore[misc]
+
+
+@mutant("versioned-position-unpadded", "a versioned store commits the position without Kafka's zero padding",
+        FAMILY, rules=("OFF-9",))
+def _versioned_position_unpadded() -> dict[str, Handler]:
+    return _rocksdb_with(_CommitsUnpaddedPosition, frozenset(VERSIONED_TYPES))
+
+
+# --- RST-1, RST-3: a tombstone in a restore batch of its own -------------------------------------------------------
+
+
+class _BatchLocalTombstones:
+    """A window restore batch skips a tombstone for a key the batch itself did not write, taking it to
+    delete nothing: right for a restore in one batch, wrong when an earlier batch wrote the key."""
+
+    def _restore_rows(self, entries: Any, checked: Any) -> None:
+        entries = list(entries)
+        written = {key for key, value in entries if value is not None}
+        super()._restore_rows([(k, v) for k, v in entries if v is not None or k in written],  # type: ignore[misc]
+                              checked)
+
+
+@mutant("window-restore-batch-local-tombstones", "a window restore batch skips the tombstones of keys it did not "
+        "write itself", FAMILY, rules=("RST-1", "RST-3"))
+def _window_restore_batch_local_tombstones() -> dict[str, Handler]:
+    return _rocksdb_with(_BatchLocalTombstones, frozenset(WINDOW_TYPES))
+
+
+# --- OFF-24: a committed -4 -----------------------------------------------------------------------------------------
+
+
+class _UnknownOffsetAsNone:
+    """A store answers a committed -4 (``OFFSET_UNKNOWN``) as no offset, doing the task's reading in the store: the
+    key-value store stays right."""
+
+    def committed_offset(self, partition: Any) -> int | None:
+        offset: int | None = super().committed_offset(partition)  # type: ignore[misc]
+        return None if offset == -4 else offset
+
+
+@mutant("segmented-and-versioned-unknown-offset-as-none", "a window, session or versioned store answers a committed "
+        "-4 as null", FAMILY, rules=("OFF-24",))
+def _segmented_and_versioned_unknown_offset_as_none() -> dict[str, Handler]:
+    return _rocksdb_with(_UnknownOffsetAsNone, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
+
+
+# --- WS-35: a restore batch checked record by record ----------------------------------------------------------------
+
+
+class _RestoreRecordByRecord:
+    """A window restore writes its batch one record at a time, each checked as it comes: a bad record is refused
+    after the records before it were written."""
+
+    def _restore_rows(self, entries: Any, checked: Any) -> None:
+        for entry in list(entries):
+            super()._restore_rows([entry], checked)  # type: ignore[misc]
+
+
+@mutant("window-restore-record-by-record", "a window restore batch is written record by record, so a bad record is "
+        "refused after the ones before it were stored", FAMILY, rules=("WS-35",))
+def _window_restore_record_by_record() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreRecordByRecord, frozenset(WINDOW_TYPES))
+
+
+# --- WS-36, VS-20: an in-memory store and a crash -------------------------------------------------------------------
+
+#: The contents of the crashed in-memory stores, by their location and name: what a process-wide cache of store
+#: instances keeps across a crash.
+_CRASHED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_LIFE_ATTRIBUTES = ("_life", "_open")
+
+
+class _KeptAcrossACrash:
+    """An in-memory store whose contents outlive a crash: the next store opened under the same name finds them."""
+
+    _kept_as: tuple[Any, ...]
+
+    def simulate_crash(self) -> None:
+        _CRASHED[self._kept_as] = copy.deepcopy({k: v for k, v in vars(self).items() if k != "_kept_as"})
+        super().simulate_crash()  # type: ignore[misc]
+
+
+@mutant("in-memory-store-kept-across-a-crash", "an in-memory window or versioned store reopened under its name "
+        "after a crash finds the contents it had", FAMILY, rules=("WS-36", "VS-20"))
+def _in_memory_store_kept_across_a_crash() -> dict[str, Handler]:
+    types = frozenset(WINDOW_TYPES) | frozenset(VERSIONED_TYPES)
+
+    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: Any = None,
+                   application_id: str = "app", task_id: str = "0_0", **rest: Any) -> Any:
+        store = open_bytes_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
+                                 task_id=task_id, **rest)
+        if StoreType(store_type) not in types or Backend(backend) is not Backend.MEMORY:
+            return store
+        key = (str(state_dir), application_id, task_id, name, StoreType(store_type))
+        kept = _CRASHED.pop(key, None)
+        if kept is not None:
+            vars(store).update({k: v for k, v in kept.items() if k not in _LIFE_ATTRIBUTES})
+        store.__class__ = type(f"Kept{type(store).__name__}", (_KeptAcrossACrash, type(store)), {})
+        cast(Any, store)._kept_as = key
+        return store
+
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
+
+
+# --- OFF-17: the store's migration reads the expected count ---------------------------------------------------------
+
+
+def _checkpoint_counting_skipped(path: Any, *, unknown_as_none: bool = False) -> Any:
+    """``OffsetCheckpoint.read`` that does not decrement the expected count for a skipped negative offset: a file
+    with one refuses as short of entries (the pure ``checkpoint`` operations stay right)."""
+    entries = read_checkpoint_file(path, unknown_as_none=unknown_as_none)
+    if entries:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        skipped = [f for f in (line.split() for line in lines[2:]) if len(f) == 3 and f[2].lstrip("-").isdigit()
+                   and int(f[2]) < 0 and int(f[2]) != -4]
+        if skipped:
+            raise DecodeError(CHECKPOINT_FORMAT,
+                              f"Expected {len(entries) + len(skipped)} entries but found only {len(entries)}")
+    return entries
+
+
+@mutant("store-checkpoint-counts-skipped-entries", "the legacy .checkpoint a store migrates at open counts a skipped "
+        "negative offset against the expected count", FAMILY, rules=("OFF-17",))
+def _store_checkpoint_counts_skipped_entries() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.offsets.read_checkpoint_file": _checkpoint_counting_skipped})
+
+
+# --- LAY-1: the task directory of a segmented store ---------------------------------------------------------------
+
+
+@mutant("segmented-task-directory-partition-first", "a window or session store reads its task id as "
+        "<partition>_<subtopology>, so task 1_2's segments go under 2_1", FAMILY, rules=("LAY-1",))
+def _segmented_task_directory_partition_first() -> dict[str, Handler]:
+    def open_store(store_type: StoreType, backend: Backend, *, task_id: str = "0_0", **rest: Any) -> Any:
+        if StoreType(store_type) in SEGMENTED_TYPES and Backend(backend) is Backend.ROCKSDB:
+            task_id = "_".join(reversed(task_id.split("_", 1)))
+        return open_bytes_store(store_type, backend, task_id=task_id, **rest)
+
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))

@@ -1,0 +1,629 @@
+"""Rules checked at the places of the rule x place matrix the rest of the suite did not reach (issue 32, section E;
+spec/README.md, "Places"): the changelog records and their restore at each store type of every family (CL-*, HV-*,
+TSKV-*), the offsets family of each family's databases (OFF-5 to OFF-11, OFF-24), upgrades in place (LAY-7, LAY-8,
+TSKV-5), the versioned store's one database (VER-1, VER-2, VS-1), closed, crashed and in-memory stores (KV-12, SS-37,
+VS-37, WS-36, VS-20), the window and session keys at the store (WIN-*, SESS-*), restores in batches of any size and
+the stream time they advance (RST-1, RST-3, RST-6, VS-5, VS-13, WS-6, WS-8, WS-35, WS-43), and the legacy files a
+key-value store migrates (OFF-16 to OFF-18).
+
+The expected records, rows and bytes are worked out from the spec rules' text. The mutants of
+``mutants/places_mutants.py`` are the bugs these cases catch that the rest of the suite let through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from kstate_conformance import rules
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, K, _context, _open
+
+__all__ = ["kit"]
+
+#: The record context of every write (CL-2: its headers are never logged by a store without headers).
+CONTEXT_TS = 50
+CONTEXT_HEADERS: list[list[Any]] = [["ctx", h("c")]]
+#: The timestamp and headers a timestamped or header-aware value carries (CL-4, CL-8, HV-6, HV-11).
+STORED_TS = 7
+STORED_HEADERS: list[tuple[str, bytes | None]] = [("s", b"\x02"), ("s", None)]
+LOGGED_HEADERS: list[list[Any]] = [["s", "02"], ["s", None]]
+RAW, OTHER = "aa", "bb"
+K1, K2, K3 = h("k1"), h("k2"), h("k3")
+WINDOW_START = 20
+SESSION = (10, 30)  # start, end
+
+
+def _stored(store_type: str, raw: str) -> str:
+    """The stored value a store type holds for ``raw`` (TSKV-1, HV-6, HV-11)."""
+    hb = header_bytes(STORED_HEADERS)
+    if store_type in ("timestamped_kv", "timestamped_window"):
+        return i64(STORED_TS) + raw
+    if store_type in ("timestamped_kv_with_headers", "timestamped_window_with_headers"):
+        return varint(len(hb) // 2) + hb + i64(STORED_TS) + raw
+    if store_type == "session_with_headers":
+        return varint(len(hb) // 2) + hb + raw
+    return raw
+
+
+@dataclass(frozen=True)
+class Logged:
+    """One store type: how to write ``k1`` and ``k2`` then remove ``k2``, the records those three writes log, and how
+    to read a key back as its stored value (None when absent)."""
+
+    store_type: str
+    family: str
+
+    @property
+    def timestamped(self) -> bool:
+        return self.store_type.startswith("timestamped")
+
+    @property
+    def headers(self) -> bool:
+        return self.store_type.endswith("with_headers")
+
+    def write(self, store: Store, key: str, value: str | None) -> None:
+        stored = None if value is None else _stored(self.store_type, value)
+        if self.family == "kv":
+            if stored is None:
+                store.ok("store.delete", key=key)
+            else:
+                store.ok("store.put", key=key, value=stored)
+        elif self.family == "versioned":
+            if stored is None:
+                store.ok("versioned_store.delete", key=key, timestamp=STORED_TS + 1)
+            else:
+                store.ok("versioned_store.put", key=key, value=stored, timestamp=STORED_TS)
+        elif self.family == "window":
+            store.ok("window_store.put", key=key, value=stored, window_start=WINDOW_START)
+        elif stored is None:
+            store.ok("session_store.remove", key=key, start=SESSION[0], end=SESSION[1])
+        else:
+            store.ok("session_store.put", key=key, value=stored, start=SESSION[0], end=SESSION[1])
+
+    def read(self, store: Store, key: str) -> Any:
+        if self.family == "kv":
+            return store.ok("store.get", key=key)["value"]
+        if self.family == "versioned":
+            found = store.ok("versioned_store.get", key=key)["record"]
+            return None if found is None else (found["value"], found["timestamp"])
+        if self.family == "window":
+            return store.ok("window_store.fetch", key=key, time=WINDOW_START)["value"]
+        return store.ok("session_store.fetch_session", key=key, start=SESSION[0], end=SESSION[1])["value"]
+
+    def changelog_key(self, key: str) -> str:
+        """CL-6: ``[k][windowStart][seqnum 0]`` (no duplicates retained); CL-7: ``[k][end][start]``, end first."""
+        if self.family == "window":
+            return key + i64(WINDOW_START) + "00000000"
+        if self.family == "session":
+            return key + i64(SESSION[1]) + i64(SESSION[0])
+        return key
+
+    def logged(self, key: str, raw: str | None) -> dict[str, Any]:
+        """The record one write logs (CL-2 to CL-8): the raw value; the version timestamp (CL-5), the stored
+        timestamp (CL-4, CL-6, CL-8) or the context's (CL-2, CL-7); the stored headers (CL-8) or none (CL-2); a
+        tombstone at the version timestamp (CL-5) or the context's, with the context's headers when header-aware."""
+        if self.family == "versioned":
+            return record(key, raw, STORED_TS if raw is not None else STORED_TS + 1)
+        if raw is None:
+            return record(self.changelog_key(key), None, CONTEXT_TS, CONTEXT_HEADERS if self.headers else None)
+        timestamp = STORED_TS if self.timestamped else CONTEXT_TS
+        return record(self.changelog_key(key), raw, timestamp, LOGGED_HEADERS if self.headers else None)
+
+    def restored(self, raw: str) -> Any:
+        """What a read answers for a key restored from ``logged`` (CL-9 identity, CL-10 and TSKV-6 the record
+        timestamp prepended, CL-11 and HV-12 the record headers in front, VS: the version at its timestamp)."""
+        if self.family == "versioned":
+            return (raw, STORED_TS)
+        return _stored(self.store_type, raw)
+
+
+LOGGED = [Logged("kv", "kv"), Logged("timestamped_kv", "kv"), Logged("timestamped_kv_with_headers", "kv"),
+          Logged("versioned_kv", "versioned"), Logged("window", "window"), Logged("timestamped_window", "window"),
+          Logged("timestamped_window_with_headers", "window"), Logged("session", "session"),
+          Logged("session_with_headers", "session")]
+_OPTIONS = {"kv": {}, "versioned": {"history_retention_ms": 10_000},
+            "window": {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},
+            "session": {"retention_ms": 1_000, "segment_interval_ms": 500}}
+
+
+def _open_logged(kit: Kit, logged: Logged, name: str) -> Store:
+    kit.require(logged.store_type, ROCKSDB)
+    options = _OPTIONS[logged.family]
+    return kit.open(logged.store_type, ROCKSDB, name=name, **({"options": options} if options else {}))
+
+
+@rules("CL-1", "CL-2", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-14", "CL-9", "CL-10", "CL-11", "HV-6", "HV-11",
+       "HV-12", "TSKV-6")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "restore")
+@pytest.mark.parametrize("logged", LOGGED, ids=[t.store_type for t in LOGGED])
+def test_each_store_type_logs_its_writes_and_restores_them_as_the_spec_lays_them_out(kit: Kit,
+                                                                                      logged: Logged) -> None:
+    """Place: a RocksDB store of each type, then a restore into a new one. Two writes and a removal log one record
+    each, key, value, timestamp and headers as CL-2 to CL-8 lay them out for the type, to ``app-<store>-changelog``
+    (CL-14); restored into an empty store of the same type, they rebuild the stored values (CL-9 to CL-11, HV-12,
+    TSKV-6) and the removal deletes."""
+    store = _open_logged(kit, logged, "orders")
+    assert store.info.get("changelog_topic", "app-orders-changelog") == "app-orders-changelog", store.info
+    store.ok("store.set_context", timestamp=CONTEXT_TS, headers=CONTEXT_HEADERS, topic="in", partition=0, offset=1)
+    logged.write(store, K1, RAW)
+    logged.write(store, K2, OTHER)
+    logged.write(store, K2, None)
+    log = store.ok("store.changelog")
+    assert log["topic"] == "app-orders-changelog", log
+    expected = [logged.logged(K1, RAW), logged.logged(K2, OTHER), logged.logged(K2, None)]
+    assert log["records"] == expected
+    store.close()
+    copy = _open_logged(kit, logged, "copy")
+    copy.restore(log["records"])
+    assert copy.changelog() == [], "a restore logs nothing (RST-4)"
+    assert logged.read(copy, K1) == logged.restored(RAW)
+    assert logged.read(copy, K2) is None
+
+
+# --- OFF-5 to OFF-11: the offsets family of every family's databases ------------------------------------------------
+
+
+def _position_bytes(partitions: list[tuple[int, int]]) -> str:
+    """OFF-8 and OFF-9 worked out by hand: topic ``in``'s partitions, the meaningful bytes then zeros up to
+    ``8 + 32 + (32 + 2 + 32 + 96 n)``."""
+    meaningful = "00" + "00000001" + "00000002" + h("in") + f"{len(partitions):08x}"
+    meaningful += "".join(f"{partition:08x}" + i64(offset) for partition, offset in partitions)
+    capacity = 8 + 32 + 32 + 2 + 32 + 96 * len(partitions)
+    return meaningful + "00" * (capacity - len(meaningful) // 2)
+
+
+STATUS_CLOSED, STATUS_OPEN = "00" * 8, "00" * 7 + "01"
+
+
+def _offsets_rows(store: Store) -> list[dict[str, str]]:
+    """The ``offsets`` family of each of the store's databases (one; or one per segment)."""
+    dumped = store.ok("store.dump")
+    databases = dumped["segments"].values() if "segments" in dumped else [dumped["column_families"]]
+    return [dict(families.get("offsets", [])) for families in databases]
+
+
+@rules("OFF-5", "OFF-6", "OFF-7", "OFF-8", "OFF-9", "OFF-10", "OFF-11")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "reopen")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_every_database_of_a_family_holds_the_padded_position_and_status(kit: Kit, name: str) -> None:
+    """Place: a RocksDB store of each family, closed, then reopened. A commit writes ``position`` as the padded bytes
+    of OFF-8 and OFF-9 into each of the store's databases with the offset (OFF-5), and a close writes CLOSED (OFF-7).
+    Reopened, every database is marked OPEN (OFF-6), and the store reads the padded position back (OFF-10) and merges a new partition into it, keeping the
+    offset it had (OFF-11): the next commit writes both partitions, each at its larger offset."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 7)
+    family.put(store, h("a"))
+    store.commit(5)
+    store.close()
+    rows = _offsets_rows(store)
+    assert rows, "the store's dump shows no database"
+    for row in rows:
+        assert row.get(h("position")) == _position_bytes([(0, 7)]), row
+        assert row.get(h("status")) == STATUS_CLOSED, row
+    again = _open(kit, family, ROCKSDB)
+    assert all(row.get(h("status")) == STATUS_OPEN for row in _offsets_rows(again)), _offsets_rows(again)
+    _context(again, 4)  # lower than the loaded offset of partition 0: kept at 7
+    family.put(again, h("b"))
+    _context(again, 3, partition=1)
+    family.put(again, h("c"))
+    again.commit(6)
+    again.close()
+    # The partitions in either order: a position's bytes follow its map's iteration order (OFF-8, OFF-12).
+    merged = {_position_bytes([(0, 7), (1, 3)]), _position_bytes([(1, 3), (0, 7)])}
+    for row in _offsets_rows(again):
+        assert row.get(h("position")) in merged, row
+        assert row.get(h("status")) == STATUS_CLOSED, row
+
+
+# --- LAY-7, LAY-8, TSKV-5: an upgrade in place at every family that has one ------------------------------------------
+
+#: (the type written, the type then opened over it, the stored value written, what the new type reads for it).
+UPGRADES = [("kv", "timestamped_kv", RAW, "ff" * 8 + RAW),  # TSKV-5: timestamp -1
+            ("kv", "timestamped_kv", "", "ff" * 8),  # an empty plain value: the 8 prefix bytes alone
+            ("timestamped_kv", "timestamped_kv_with_headers", i64(STORED_TS) + RAW, "00" + i64(STORED_TS) + RAW),
+            ("window", "timestamped_window", RAW, "ff" * 8 + RAW),
+            ("timestamped_window", "timestamped_window_with_headers", i64(STORED_TS) + RAW,
+             "00" + i64(STORED_TS) + RAW),
+            ("session", "session_with_headers", RAW, "00" + RAW)]  # LAY-7: a session aggregate gets 00 only
+_FAMILY_OF_TYPE = {t.store_type: t for t in LOGGED}
+
+
+@rules("LAY-7", "LAY-8", "TSKV-5", "RST-5")
+@pytest.mark.kstate_places("store:kv", "store:window", "store:session", "reopen", "restore")
+@pytest.mark.parametrize(("written", "opened", "legacy", "converted"), UPGRADES,
+                         ids=[f"{w}-to-{o}-{'empty' if v == '' else 'value'}" for w, o, v, _ in UPGRADES])
+def test_a_legacy_row_reads_converted_until_the_mode_is_decided_again(kit: Kit, written: str, opened: str,
+                                                                       legacy: str, converted: str) -> None:
+    """Place: a store of each family with an upgrade, reopened. A row the older type wrote reads converted by the
+    newer (TSKV-5 prepends timestamp -1; LAY-8 and LAY-7 prepend ``00``, no timestamp for a session aggregate); a
+    new write reads back as written; the next open, still in upgrade mode for the row not yet read, reads both. A
+    record restored in upgrade mode leaves the legacy family and is written converted in the new one (RST-5)."""
+    old, new = _FAMILY_OF_TYPE[written], _FAMILY_OF_TYPE[opened]
+    kit.require(opened, ROCKSDB, "dump")
+    store = _open_logged(kit, old, "orders")
+    _raw_write(store, old, K1, legacy)
+    _raw_write(store, old, K3, legacy)  # never read before the restore below: it stays in the legacy family
+    store.commit(1)
+    store.close()
+    for _ in range(2):  # the first open decides the upgrade mode; the second decides it again, the same way
+        upgraded = _open_logged(kit, new, "orders")
+        assert old.read(upgraded, K1) == converted
+        _raw_write(upgraded, new, K2, _stored(opened, OTHER))
+        assert new.read(upgraded, K2) == _stored(opened, OTHER)
+        upgraded.commit(2)
+        upgraded.close()
+    # RST-5: restored in upgrade mode, the key leaves the legacy family and its converted value is in the new one.
+    upgraded = _open_logged(kit, new, "orders")
+    legacy_family = "keyValueWithTimestamp" if old.timestamped else "default"
+    key = new.changelog_key(K3)
+    assert any(key in dict(f.get(legacy_family, [])) for f in _data_rows(upgraded).values()), "no legacy row"
+    upgraded.restore([record(key, "cc", STORED_TS)])
+    restored = {"timestamped": i64(STORED_TS) + "cc", "headers": "00" + i64(STORED_TS) + "cc",
+                "session": "00cc"}["session" if new.family == "session" else "headers" if new.headers else "timestamped"]
+    assert new.read(upgraded, K3) == restored
+    for families in _data_rows(upgraded).values():
+        assert key not in dict(families.get(legacy_family, [])), families
+
+
+def _raw_write(store: Store, logged: Logged, key: str, stored: str) -> None:
+    """Write the stored value ``stored`` as it is (no conversion by :func:`_stored`)."""
+    if logged.family == "kv":
+        store.ok("store.put", key=key, value=stored)
+    elif logged.family == "window":
+        store.ok("window_store.put", key=key, value=stored, window_start=WINDOW_START)
+    else:
+        store.ok("session_store.put", key=key, value=stored, start=SESSION[0], end=SESSION[1])
+
+
+# --- VER-1, VER-2, VS-1: the versioned store's one database, after a crash -----------------------------------------
+
+
+@rules("VER-1", "VER-2", "VS-1")
+@pytest.mark.kstate_places("store:versioned", "crash")
+def test_a_versioned_store_keeps_its_segments_as_key_prefixes_of_one_database(kit: Kit) -> None:
+    """Place: a RocksDB versioned store, crashed and reopened. A version moved out of the latest-value store sits in
+    ``default`` under ``[segmentId int64][key]`` (VER-1), the latest under ``FF``x8 + key, sorting after every
+    segment (VER-2); the database has ``default`` and ``offsets`` only (VS-1), and the crash changes none of it."""
+    kit.require("versioned_kv", ROCKSDB, "crash", "dump")
+    if not kit.implementation.supports("versioned_store.segments"):
+        pytest.skip("the implementation does not offer versioned_store.segments")
+    options = {"history_retention_ms": 10_000, "segment_interval_ms": 1_000}
+    store = kit.open("versioned_kv", ROCKSDB, options=options)
+    store.ok("versioned_store.put", key=K1, value=RAW, timestamp=1)
+    store.ok("versioned_store.put", key=K1, value=OTHER, timestamp=5_500)  # moves "aa" to segment 5500 // 1000
+    store.commit(1)
+    keys = [["0000000000000005" + K1], ["ff" * 8 + K1]]
+    for reopened in (False, True):
+        dumped = store.ok("store.dump")["column_families"]
+        assert sorted(dumped) == ["default", "offsets"], sorted(dumped)
+        assert [[k] for k, _ in dumped["default"]] == keys, dumped["default"]
+        assert store.ok("versioned_store.segments")["segments"] == [5]
+        if reopened:
+            break
+        store.crash()
+        store = kit.open("versioned_kv", ROCKSDB, options=options, ignore_invalid_state=True)
+
+
+# --- KV-12, SS-37, VS-37, WS-36, VS-20: a closed or crashed store, and the in-memory stores' crash -----------------
+
+
+@rules("KV-12", "SS-37", "VS-37")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "crash", "restore")
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("end", ["close", "crash"])
+def test_a_closed_or_crashed_store_refuses_a_restore_and_every_read(kit: Kit, name: str, end: str) -> None:
+    """Place: a RocksDB store of each family after a close and after a crash. A restore batch is refused as every
+    read and write is (KV-12: "any operation on a closed RocksDB store"; SS-37; VS-37: "after close (or a crash)"),
+    and the refused restore wrote nothing: the store reopens with the committed row only."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", *(["crash"] if end == "crash" else []))
+    store = _open(kit, family, ROCKSDB)
+    family.put(store, K)
+    store.commit(1)
+    read, payload = family.reads[0]
+    before = store.ok(read, **payload)
+    if end == "crash":
+        store.crash()
+    else:
+        store.close()
+    restored: dict[str, Any] = {"key": family.restore_key, "value": None, "timestamp": 1, "headers": []}
+    assert store.refused("store.restore", records=[restored]), f"a {end}ed {name} store restored a record"
+    answered = [op for op, p in (family.write, *family.reads) if not store.refused(op, **p)]
+    assert not answered, f"a {end}ed {name} store answered {answered}"
+    again = _open(kit, family, ROCKSDB, ignore_invalid_state=True)
+    assert again.ok(read, **payload) == before
+    assert again.committed() == 1
+
+
+@rules("WS-36", "VS-20")
+@pytest.mark.kstate_places("store:versioned", "store:window", "crash")
+@pytest.mark.parametrize("name", ["versioned", "window"])
+def test_an_in_memory_store_keeps_nothing_after_a_crash(kit: Kit, name: str) -> None:
+    """Place: an in-memory store crashed, then opened again under the same name: empty (WS-36: it "loses its
+    content on close or crash"; VS-20), and it manages no offsets (``committed_offset`` null)."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, "memory", "crash")
+    store = _open(kit, family, "memory")
+    family.put(store, K)
+    store.commit(1)
+    assert store.committed() is None
+    read, payload = family.reads[0]
+    written = store.ok(read, **payload)
+    store.crash()
+    again = _open(kit, family, "memory")
+    assert again.committed() is None
+    after = again.ok(read, **payload)
+    assert after != written and not (after.get("value") or after.get("record") or after.get("entries")), after
+
+
+# --- WIN-7, WIN-8, WIN-10, WIN-13, WIN-14: the window key layout at the store ---------------------------------------
+
+#: (key, window start) in one segment: "61" is a prefix of "6100", and the empty key sorts first (WIN-13).
+WINDOWS = [(h("a"), 5), (h("a") + "00", 5), (h("a"), 3), ("", 4), (h("b"), 5), (h("a"), 9)]
+
+
+def _store_key(key: str, start: int) -> bytes:
+    """WIN-1: ``[key][start int64][seqnum int32]``, sequence number 0 (no duplicates retained)."""
+    return bytes.fromhex(key + i64(start) + "00000000")
+
+
+@rules("WIN-7", "WIN-8", "WIN-10", "WIN-13", "WIN-14")
+@pytest.mark.kstate_places("store:window")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_store_answers_in_store_key_order_within_the_range_bounds(kit: Kit, store_type: str) -> None:
+    """Place: a RocksDB window store. ``all`` answers one segment's rows in the unsigned byte order of their store
+    keys (WIN-13: ``61|0000000000000005`` comes after ``6100|...05`` though ``61`` is the shorter key); a range of
+    one key and of times answers exactly the rows whose key equals it and whose start lies in the range, both ends
+    included (WIN-10, WIN-14: the scanned bytes also hold ``6100``'s row, which the bounds bracket and the fetch
+    drops); a null key is refused (WIN-7) and a window of size 0 cannot be answered (WIN-8: end equal to start)."""
+    kit.require(store_type, ROCKSDB)
+    value = _stored(store_type, RAW)
+    options = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
+    store = kit.open(store_type, ROCKSDB, options=options)
+    for key, start in WINDOWS:
+        store.ok("window_store.put", key=key, value=value, window_start=start)
+    in_order = sorted(WINDOWS, key=lambda w: _store_key(*w))
+    assert store.ok("window_store.all")["entries"] == [[k, s, value] for k, s in in_order]
+    assert store.ok("window_store.fetch_keys", key_from=h("a"), key_to=h("a"), from_ms=3, to_ms=5)["entries"] == \
+        [[h("a"), 3, value], [h("a"), 5, value]]
+    assert store.ok("window_store.fetch_range", key=h("a"), from_ms=4, to_ms=9)["entries"] == \
+        [[5, value], [9, value]]
+    for op, payload in (("window_store.put", {"value": value, "window_start": 5}),
+                        ("window_store.fetch", {"time": 5}), ("window_store.fetch_range", {"from_ms": 0, "to_ms": 9})):
+        assert store.refused(op, key=None, **payload), f"{op} took a null key"
+    assert store.ok("window_store.all")["entries"] == [[k, s, value] for k, s in in_order], "a refusal wrote"
+    store.close()
+    zero = kit.open(store_type, ROCKSDB, name="zero", options={**options, "window_size_ms": 0})
+    zero.ok("window_store.put", key=h("a"), value=value, window_start=5)
+    assert zero.refused("window_store.all") and zero.refused("window_store.fetch_all", from_ms=0, to_ms=9)
+
+
+# --- SESS-1, SESS-11: the session key and its segment at the store -------------------------------------------------
+
+
+@rules("SESS-1", "SESS-11")
+@pytest.mark.kstate_places("store:session")
+@pytest.mark.parametrize("store_type", ["session", "session_with_headers"])
+def test_a_session_row_is_keyed_end_first_in_the_segment_of_its_end(kit: Kit, store_type: str) -> None:
+    """Place: a RocksDB session store. A session's row is ``[key][end int64][start int64]`` (SESS-1) in the segment
+    of its END, ``end / interval`` (SESS-11): with interval 500, the session 10..600 is in segment 1 (``<store>.500``)
+    and 20..30 in segment 0, and both read back."""
+    kit.require(store_type, ROCKSDB, "dump")
+    value = _stored(store_type, RAW)
+    store = kit.open(store_type, ROCKSDB, options={"retention_ms": 1_000, "segment_interval_ms": 500})
+    store.ok("session_store.put", key=K1, value=value, start=10, end=600)
+    store.ok("session_store.put", key=K1, value=value, start=20, end=30)
+    segments = store.ok("store.dump")["segments"]
+    rows = {name: [k for k, _ in families.get("default", []) + families.get("sessionKeyValueWithHeaders", [])]
+            for name, families in segments.items()}
+    assert rows == {"store.0": [K1 + i64(30) + i64(20)], "store.500": [K1 + i64(600) + i64(10)]}, rows
+    for start, end in ((10, 600), (20, 30)):
+        assert store.ok("session_store.fetch_session", key=K1, start=start, end=end)["value"] == value
+
+
+# --- RST-1, RST-3, RST-6: a store's own changelog restored in batches of any size, at every family -----------------
+
+
+def _data_rows(store: Store) -> dict[str, Any]:
+    """The store's rows, every family but ``offsets`` (which a restore without commits leaves as the open wrote)."""
+    dumped = store.ok("store.dump")
+    databases = dumped["segments"] if "segments" in dumped else {"": dumped["column_families"]}
+    return {name: {cf: rows for cf, rows in families.items() if cf != "offsets"}
+            for name, families in databases.items()}
+
+
+@rules("RST-1", "RST-3", "RST-6")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "restore")
+@pytest.mark.parametrize("logged", [t for t in LOGGED if t.store_type in ("kv", "versioned_kv", "window", "session")],
+                         ids=lambda t: t.store_type)
+def test_a_stores_own_changelog_restored_in_any_batch_size_rebuilds_it(kit: Kit, logged: Logged) -> None:
+    """Place: a restore into a store of each family. Two keys written, one overwritten, the other removed: restored
+    in batches of 1, 2 and all, every copy answers the original's reads (RST-6), the last record of each key winning
+    (RST-1: ``cc`` for k1, nothing for k2), and holds the same rows whatever the batch size (RST-3)."""
+    kit.require(logged.store_type, ROCKSDB, "dump")
+    store = _open_logged(kit, logged, "orders")
+    store.ok("store.set_context", timestamp=CONTEXT_TS, headers=[], topic="in", partition=0, offset=1)
+    logged.write(store, K1, RAW)
+    logged.write(store, K2, OTHER)
+    logged.write(store, K1, "cc")
+    logged.write(store, K2, None)
+    records = store.changelog()
+    assert len(records) == 4, records
+    reads = (logged.read(store, K1), logged.read(store, K2))
+    assert reads == (logged.restored("cc"), None)
+    rows = []
+    for batch_size in (1, 2, len(records)):
+        copy = _open_logged(kit, logged, f"copy{batch_size}")
+        assert copy.restore(records, batch_size=batch_size)["restored"] == 4
+        assert (logged.read(copy, K1), logged.read(copy, K2)) == reads, batch_size
+        rows.append(list(_data_rows(copy).values()))
+    assert rows[0] == rows[1] == rows[2], rows
+
+
+# --- VS-5, VS-13, WS-6, WS-8: the stream time a restore advances ----------------------------------------------------
+
+
+@rules("VS-5", "VS-13")
+@pytest.mark.kstate_places("store:versioned", "restore", "reopen")
+def test_a_versioned_restore_advances_the_stores_stream_time_and_expires_segments(kit: Kit) -> None:
+    """Place: a restore into a RocksDB versioned store, then a reopen. Each restored record advances the store's one
+    stream time (VS-5): after ``k2`` at 20000, segment 0 (``k1``'s version valid 1..2) is below
+    ``segmentId(20000 - 10000)`` and dropped (VS-13); the latest value stays. Reopened, the stream time is -1."""
+    kit.require("versioned_kv", ROCKSDB)
+    for op in ("versioned_store.stream_time", "versioned_store.segments"):
+        if not kit.implementation.supports(op):
+            pytest.skip(f"the implementation does not offer {op}")
+    options = {"history_retention_ms": 10_000, "segment_interval_ms": 1_000}
+    store = kit.open("versioned_kv", ROCKSDB, options=options)
+    store.restore([record(K1, RAW, 1), record(K1, OTHER, 2)])
+    assert store.ok("versioned_store.stream_time")["stream_time"] == 2
+    assert store.ok("versioned_store.segments")["segments"] == [0]
+    store.restore([record(K2, RAW, 20_000)])
+    assert store.ok("versioned_store.stream_time")["stream_time"] == 20_000
+    assert store.ok("versioned_store.segments")["segments"] == []
+    assert store.ok("versioned_store.get", key=K1)["record"]["value"] == OTHER
+    store.commit(3)
+    store.close()
+    again = kit.open("versioned_kv", ROCKSDB, options=options)
+    assert again.ok("versioned_store.stream_time")["stream_time"] == -1
+
+
+@rules("WS-6", "WS-8")
+@pytest.mark.kstate_places("store:window", "restore")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_restore_advances_stream_time_and_deletes_expired_segments(kit: Kit, store_type: str) -> None:
+    """Place: a restore into a RocksDB window store (retention 1000, interval 500). A restored record at 2000 makes
+    the stream time 2000 (WS-6) and, finding its segment live, deletes segment 0, below ``segmentId(2000 - 1000)``
+    (WS-8); a put at start 5 after it is expired and stores nothing."""
+    kit.require(store_type, ROCKSDB, "dump")
+    value = _stored(store_type, RAW)
+    store = kit.open(store_type, ROCKSDB,
+                     options={"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500})
+    store.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
+    assert store.ok("window_store.fetch", key=K1, time=5)["value"] == value
+    store.restore([record(K2 + i64(2_000) + "00000000", RAW, STORED_TS)])
+    assert sorted(store.ok("store.dump")["segments"]) == ["store.2000"]
+    assert store.ok("window_store.fetch", key=K1, time=5)["value"] is None
+    store.ok("window_store.put", key=h("k3"), value=value, window_start=5)
+    assert store.ok("window_store.fetch", key=h("k3"), time=5)["value"] is None
+    assert store.ok("window_store.fetch", key=K2, time=2_000)["value"] == value
+
+
+# --- OFF-24: a committed -4 and -1 at every family ------------------------------------------------------------------
+
+
+@rules("OFF-24")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_committed_unknown_or_minus_one_offset_is_answered_as_stored(kit: Kit, name: str) -> None:
+    """Place: a RocksDB store of each family, reopened. The ``offsets`` family keeps whatever long a commit gave and
+    ``committed_offset`` answers it as stored (OFF-24): -4 (``OFFSET_UNKNOWN``, which Kafka's task writes) stays
+    -4, not null, and -1 stays -1; reading them as none or as offset 0 is the task's business."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets")
+    for offset in (-4, -1):
+        store = _open(kit, family, ROCKSDB, name=f"at{-offset}")
+        family.put(store, K)
+        store.commit(offset)
+        assert store.committed() == offset
+        store.close()
+        assert _open(kit, family, ROCKSDB, name=f"at{-offset}").committed() == offset
+
+
+# --- WS-35, WS-43: a restore batch the window store refuses, and a restore into a window of size 0 ---------------
+
+
+@rules("WS-35", "WS-43")
+@pytest.mark.kstate_places("store:window", "restore")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_restore_batch_with_a_short_key_is_refused_whole(kit: Kit, store_type: str) -> None:
+    """Place: a restore into a RocksDB window store. A batch whose second record's key is shorter than the 12-byte
+    suffix is refused with a typed error before anything is written (WS-35): its first, well-formed record is not
+    stored, nor is the stream time advanced past the row already there. Restored into a store of window size 0, a
+    record is stored, and every answer carrying its window is refused (WS-43)."""
+    kit.require(store_type, ROCKSDB)
+    value = _stored(store_type, RAW)
+    options = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
+    store = kit.open(store_type, ROCKSDB, options=options)
+    store.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
+    out = store.call("store.restore", records=[record(K2 + i64(2_000) + "00000000", RAW, STORED_TS),
+                                               record(h("k"), RAW, STORED_TS)])
+    assert "error" in out, out
+    assert store.ok("window_store.all")["entries"] == [[K1, 5, value]]
+    zero = kit.open(store_type, ROCKSDB, name="zero", options={**options, "window_size_ms": 0})
+    zero.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
+    assert zero.ok("window_store.fetch", key=K1, time=5)["value"] == value
+    for op, payload in (("window_store.all", {}), ("window_store.fetch_all", {"from_ms": 0, "to_ms": 9}),
+                        ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 9})):
+        assert zero.refused(op, **payload), f"{op} answered a window of size 0"
+
+
+# --- OFF-16, OFF-17, OFF-18: the legacy files a key-value store migrates at open, read as Kafka reads them ----------
+
+
+def _task_files(kit: Kit) -> dict[str, Any]:
+    out: dict[str, Any] = kit.implementation.call("store.task_files", {"state_dir": str(kit.state_dir),
+                                                                       "application_id": "app", "task_id": "0_0"})
+    return out
+
+
+def _write_task_file(kit: Kit, file: str, text: str) -> None:
+    out = kit.implementation.call("store.write_task_file", {"state_dir": str(kit.state_dir), "application_id": "app",
+                                                            "task_id": "0_0", "file": file, "text": text})
+    assert "error" not in out, out
+
+
+@rules("OFF-16", "OFF-17", "OFF-18", "KV-55")
+@pytest.mark.kstate_places("store:kv", "reopen")
+def test_a_key_value_store_reads_its_legacy_files_by_javas_rules_at_open(kit: Kit) -> None:
+    """Place: a RocksDB key-value store opening over a task's pre-4.3 files. The ``.checkpoint``'s fields are split
+    on any run of Java whitespace (OFF-16: a tab, two spaces); its entry at offset -2 is skipped and the expected
+    count decremented, so two declared entries with one skipped read as one (OFF-17); ``store.position``'s entries
+    become the store's position (OFF-18), committed as the padded bytes of OFF-9. A checkpoint whose count is off is
+    refused at open and left in place."""
+    kit.require("kv", ROCKSDB, "offsets", "dump")
+    for op in ("store.write_task_file", "store.task_files"):
+        if not kit.implementation.supports(op):
+            pytest.skip(f"the implementation does not offer {op}")
+    _write_task_file(kit, ".checkpoint", f"0\n2\n{TOPIC}\t0  41\napp-other-changelog 1 -2\n")
+    _write_task_file(kit, "store.position", "0\n1\nin\t0 5\n")
+    store = kit.open("kv", ROCKSDB)
+    assert store.committed() == 41
+    store.commit(42)
+    store.close()
+    assert dict(store.ok("store.dump")["column_families"]["offsets"]).get(h("position")) == _position_bytes([(0, 5)])
+    assert "store.position" not in _task_files(kit)["files"]
+    broken = f"0\n3\n{TOPIC} 0 7\napp-other-changelog 0 8\n"
+    _write_task_file(kit, ".checkpoint", broken)
+    assert "error" in kit.open_refused("kv", ROCKSDB, name="other"), "a checkpoint with a missing line was read"
+    assert _task_files(kit)["files"].get(".checkpoint") == broken
+
+
+# --- LAY-1, LAY-2: where each family's store lives -----------------------------------------------------------------
+
+
+@rules("LAY-1", "LAY-2")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_each_familys_store_lives_in_its_task_directory(kit: Kit, name: str) -> None:
+    """Place: a RocksDB store of each family of task ``1_2``. Its files are under ``<state.dir>/app/1_2/`` (LAY-1):
+    a key-value or versioned store is one database at ``rocksdb/<store>`` (LAY-2: a versioned store's segments are
+    key prefixes, not directories), a window or session store's segment 0 a database at ``<store>/<store>.0``."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB)
+    store = _open(kit, family, ROCKSDB, task_id="1_2")
+    family.put(store, K)
+    store.commit(1)
+    store.close()
+    task_dir = kit.state_dir / "app" / "1_2"
+    database = task_dir / "rocksdb" / "store" if name in ("kv", "versioned") else task_dir / "store" / "store.0"
+    assert (database / "CURRENT").is_file(), sorted(str(p.relative_to(kit.state_dir)) for p in kit.state_dir.rglob("*"))
+    assert not (kit.state_dir / "app" / "0_0").exists()
+    if name == "versioned":
+        assert sorted(p.name for p in (task_dir / "rocksdb").iterdir()) == ["store"]
+        assert not (task_dir / "store").exists()
