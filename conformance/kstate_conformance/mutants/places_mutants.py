@@ -321,3 +321,23 @@ def _segmented_task_directory_partition_first() -> dict[str, Handler]:
         return open_bytes_store(store_type, backend, task_id=task_id, **rest)
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
+
+
+# --- WIN-7: a null key in a single-key fetch ------------------------------------------------------------------------
+
+
+class _NullKeyFetchIsUnbounded:
+    """A single-key time-range fetch takes a null key as the unbounded key range, as ``fetch_keys`` takes a null
+    bound, instead of refusing it (WIN-7: the fixed-size bounds of a null key cannot be encoded)."""
+
+    def fetch_range(self, key: bytes | None, time_from: int, time_to: int, backward: bool = False) -> Any:
+        if key is None:
+            entries = self.fetch_keys(None, None, time_from, time_to, backward)  # type: ignore[attr-defined]
+            return [(start, value) for _, start, value in entries]
+        return super().fetch_range(key, time_from, time_to, backward)  # type: ignore[misc]
+
+
+@mutant("window-null-key-fetch-unbounded", "a window store's single-key fetch takes a null key as every key instead "
+        "of refusing it", FAMILY, rules=("WIN-7",))
+def _window_null_key_fetch_unbounded() -> dict[str, Handler]:
+    return _rocksdb_with(_NullKeyFetchIsUnbounded, frozenset(WINDOW_TYPES))
