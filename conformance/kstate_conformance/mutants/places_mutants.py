@@ -20,17 +20,14 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import CHECKPOINT_FORMAT, POSITION_KEY
 from kstate.codecs.position import meaningful_bytes
 from kstate.codecs.store_types import (
-    CONVERT_TO_TIMESTAMPED_FORMAT,
     VERSIONED_TYPES,
     WINDOW_TYPES,
     StoreType,
 )
-from kstate.codecs.timestamped import convert_to_timestamped_format
 from kstate.errors import DecodeError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
 from kstate.storage_files import read_checkpoint_file
 from kstate.stores.api import Backend
-from kstate.stores.column_families import CONVERTERS
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import changelogging_store
 from kstate.stores.life import LifeState
@@ -153,21 +150,6 @@ def _crashed_store_accepts_restore() -> dict[str, Handler]:
     return _rocksdb_with(_CrashedAcceptsRestore, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
 
 
-# --- TSKV-5: an empty legacy value upgraded in place -------------------------------------------------------------
-
-
-def _empty_legacy_as_absent(value: bytes) -> bytes | None:
-    """``convertToTimestampedFormat`` with an empty plain value taken for no value: it reads as absent."""
-    return convert_to_timestamped_format(value) if value else None
-
-
-@mutant("kv-upgrade-empty-legacy-value-as-absent", "a timestamped key-value store in upgrade mode reads an empty "
-        "legacy value as absent instead of the 8 bytes of timestamp -1", FAMILY, rules=("TSKV-5",))
-def _kv_upgrade_empty_legacy_value_as_absent() -> dict[str, Handler]:
-    converters = {**CONVERTERS, CONVERT_TO_TIMESTAMPED_FORMAT: _empty_legacy_as_absent}
-    return _everywhere({"kstate.stores.column_families.CONVERTERS": converters})
-
-
 # --- OFF-9: the position row of a versioned store -----------------------------------------------------------------
 
 
@@ -246,7 +228,7 @@ def _window_restore_record_by_record() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreRecordByRecord, frozenset(WINDOW_TYPES))
 
 
-# --- WS-36, VS-20: an in-memory store and a crash -------------------------------------------------------------------
+# --- WS-36: an in-memory window store and a crash -------------------------------------------------------------------
 
 #: The contents of the crashed in-memory stores, by their location and name: what a process-wide cache of store
 #: instances keeps across a crash.
@@ -264,10 +246,10 @@ class _KeptAcrossACrash:
         super().simulate_crash()  # type: ignore[misc]
 
 
-@mutant("in-memory-store-kept-across-a-crash", "an in-memory window or versioned store reopened under its name "
-        "after a crash finds the contents it had", FAMILY, rules=("WS-36", "VS-20"))
-def _in_memory_store_kept_across_a_crash() -> dict[str, Handler]:
-    types = frozenset(WINDOW_TYPES) | frozenset(VERSIONED_TYPES)
+@mutant("in-memory-window-store-kept-across-a-crash", "an in-memory window store reopened under its name after a "
+        "crash finds the contents it had", FAMILY, rules=("WS-36",))
+def _in_memory_window_store_kept_across_a_crash() -> dict[str, Handler]:
+    types = frozenset(WINDOW_TYPES)
 
     def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: Any = None,
                    application_id: str = "app", task_id: str = "0_0", **rest: Any) -> Any:
