@@ -8,12 +8,11 @@ kill them are ``tests/test_store_rules_places.py``.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from unittest import mock
 
 from kstate.codecs import changelog as cl
@@ -228,46 +227,6 @@ def _window_restore_record_by_record() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreRecordByRecord, frozenset(WINDOW_TYPES))
 
 
-# --- WS-36: an in-memory window store and a crash -------------------------------------------------------------------
-
-#: The contents of the crashed in-memory stores, by their location and name: what a process-wide cache of store
-#: instances keeps across a crash.
-_CRASHED: dict[tuple[Any, ...], dict[str, Any]] = {}
-_LIFE_ATTRIBUTES = ("_life", "_open")
-
-
-class _KeptAcrossACrash:
-    """An in-memory store whose contents outlive a crash: the next store opened under the same name finds them."""
-
-    _kept_as: tuple[Any, ...]
-
-    def simulate_crash(self) -> None:
-        _CRASHED[self._kept_as] = copy.deepcopy({k: v for k, v in vars(self).items() if k != "_kept_as"})
-        super().simulate_crash()  # type: ignore[misc]
-
-
-@mutant("in-memory-window-store-kept-across-a-crash", "an in-memory window store reopened under its name after a "
-        "crash finds the contents it had", FAMILY, rules=("WS-36",))
-def _in_memory_window_store_kept_across_a_crash() -> dict[str, Handler]:
-    types = frozenset(WINDOW_TYPES)
-
-    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: Any = None,
-                   application_id: str = "app", task_id: str = "0_0", **rest: Any) -> Any:
-        store = open_bytes_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
-                                 task_id=task_id, **rest)
-        if StoreType(store_type) not in types or Backend(backend) is not Backend.MEMORY:
-            return store
-        key = (str(state_dir), application_id, task_id, name, StoreType(store_type))
-        kept = _CRASHED.pop(key, None)
-        if kept is not None:
-            vars(store).update({k: v for k, v in kept.items() if k not in _LIFE_ATTRIBUTES})
-        store.__class__ = type(f"Kept{type(store).__name__}", (_KeptAcrossACrash, type(store)), {})
-        cast(Any, store)._kept_as = key
-        return store
-
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
-
-
 # --- OFF-17: the store's migration reads the expected count ---------------------------------------------------------
 
 
@@ -303,23 +262,3 @@ def _segmented_task_directory_partition_first() -> dict[str, Handler]:
         return open_bytes_store(store_type, backend, task_id=task_id, **rest)
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
-
-
-# --- WIN-7: a null key in a single-key fetch ------------------------------------------------------------------------
-
-
-class _NullKeyFetchIsUnbounded:
-    """A single-key time-range fetch takes a null key as the unbounded key range, as ``fetch_keys`` takes a null
-    bound, instead of refusing it (WIN-7: the fixed-size bounds of a null key cannot be encoded)."""
-
-    def fetch_range(self, key: bytes | None, time_from: int, time_to: int, backward: bool = False) -> Any:
-        if key is None:
-            entries = self.fetch_keys(None, None, time_from, time_to, backward)  # type: ignore[attr-defined]
-            return [(start, value) for _, start, value in entries]
-        return super().fetch_range(key, time_from, time_to, backward)  # type: ignore[misc]
-
-
-@mutant("window-null-key-fetch-unbounded", "a window store's single-key fetch takes a null key as every key instead "
-        "of refusing it", FAMILY, rules=("WIN-7",))
-def _window_null_key_fetch_unbounded() -> dict[str, Handler]:
-    return _rocksdb_with(_NullKeyFetchIsUnbounded, frozenset(WINDOW_TYPES))
