@@ -8,29 +8,25 @@ kill them are ``tests/test_store_rules_places.py``.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from unittest import mock
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import CHECKPOINT_FORMAT, POSITION_KEY
 from kstate.codecs.position import meaningful_bytes
 from kstate.codecs.store_types import (
-    CONVERT_TO_TIMESTAMPED_FORMAT,
     VERSIONED_TYPES,
     WINDOW_TYPES,
     StoreType,
 )
-from kstate.codecs.timestamped import convert_to_timestamped_format
 from kstate.errors import DecodeError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
 from kstate.storage_files import read_checkpoint_file
 from kstate.stores.api import Backend
-from kstate.stores.column_families import CONVERTERS
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import changelogging_store
 from kstate.stores.life import LifeState
@@ -153,21 +149,6 @@ def _crashed_store_accepts_restore() -> dict[str, Handler]:
     return _rocksdb_with(_CrashedAcceptsRestore, SEGMENTED_TYPES | frozenset(VERSIONED_TYPES))
 
 
-# --- TSKV-5: an empty legacy value upgraded in place -------------------------------------------------------------
-
-
-def _empty_legacy_as_absent(value: bytes) -> bytes | None:
-    """``convertToTimestampedFormat`` with an empty plain value taken for no value: it reads as absent."""
-    return convert_to_timestamped_format(value) if value else None
-
-
-@mutant("kv-upgrade-empty-legacy-value-as-absent", "a timestamped key-value store in upgrade mode reads an empty "
-        "legacy value as absent instead of the 8 bytes of timestamp -1", FAMILY, rules=("TSKV-5",))
-def _kv_upgrade_empty_legacy_value_as_absent() -> dict[str, Handler]:
-    converters = {**CONVERTERS, CONVERT_TO_TIMESTAMPED_FORMAT: _empty_legacy_as_absent}
-    return _everywhere({"kstate.stores.column_families.CONVERTERS": converters})
-
-
 # --- OFF-9: the position row of a versioned store -----------------------------------------------------------------
 
 
@@ -244,46 +225,6 @@ class _RestoreRecordByRecord:
         "refused after the ones before it were stored", FAMILY, rules=("WS-35",))
 def _window_restore_record_by_record() -> dict[str, Handler]:
     return _rocksdb_with(_RestoreRecordByRecord, frozenset(WINDOW_TYPES))
-
-
-# --- WS-36, VS-20: an in-memory store and a crash -------------------------------------------------------------------
-
-#: The contents of the crashed in-memory stores, by their location and name: what a process-wide cache of store
-#: instances keeps across a crash.
-_CRASHED: dict[tuple[Any, ...], dict[str, Any]] = {}
-_LIFE_ATTRIBUTES = ("_life", "_open")
-
-
-class _KeptAcrossACrash:
-    """An in-memory store whose contents outlive a crash: the next store opened under the same name finds them."""
-
-    _kept_as: tuple[Any, ...]
-
-    def simulate_crash(self) -> None:
-        _CRASHED[self._kept_as] = copy.deepcopy({k: v for k, v in vars(self).items() if k != "_kept_as"})
-        super().simulate_crash()  # type: ignore[misc]
-
-
-@mutant("in-memory-store-kept-across-a-crash", "an in-memory window or versioned store reopened under its name "
-        "after a crash finds the contents it had", FAMILY, rules=("WS-36", "VS-20"))
-def _in_memory_store_kept_across_a_crash() -> dict[str, Handler]:
-    types = frozenset(WINDOW_TYPES) | frozenset(VERSIONED_TYPES)
-
-    def open_store(store_type: StoreType, backend: Backend, *, name: str, state_dir: Any = None,
-                   application_id: str = "app", task_id: str = "0_0", **rest: Any) -> Any:
-        store = open_bytes_store(store_type, backend, name=name, state_dir=state_dir, application_id=application_id,
-                                 task_id=task_id, **rest)
-        if StoreType(store_type) not in types or Backend(backend) is not Backend.MEMORY:
-            return store
-        key = (str(state_dir), application_id, task_id, name, StoreType(store_type))
-        kept = _CRASHED.pop(key, None)
-        if kept is not None:
-            vars(store).update({k: v for k, v in kept.items() if k not in _LIFE_ATTRIBUTES})
-        store.__class__ = type(f"Kept{type(store).__name__}", (_KeptAcrossACrash, type(store)), {})
-        cast(Any, store)._kept_as = key
-        return store
-
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
 
 
 # --- OFF-17: the store's migration reads the expected count ---------------------------------------------------------
