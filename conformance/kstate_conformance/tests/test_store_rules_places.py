@@ -538,23 +538,44 @@ def test_a_committed_unknown_or_minus_one_offset_is_answered_as_stored(kit: Kit,
 # --- WS-35, WS-43: a restore batch the window store refuses, and a restore into a window of size 0 ---------------
 
 
-@rules("WS-35", "WS-43")
-@pytest.mark.kstate_places("store:window", "restore")
-@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
-def test_a_window_restore_batch_with_a_short_key_is_refused_whole(kit: Kit, store_type: str) -> None:
-    """Place: a restore into a RocksDB window store. A batch whose second record's key is shorter than the 12-byte
-    suffix is refused with a typed error before anything is written (WS-35): its first, well-formed record is not
-    stored, nor is the stream time advanced past the row already there. Restored into a store of window size 0, a
-    record is stored, and every answer carrying its window is refused (WS-43)."""
+_SHORT_KEY_OPTIONS = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
+
+
+def _restore_a_batch_with_a_short_key(kit: Kit, store_type: str) -> Any:
+    """A RocksDB window store holding K1 at 5, after a restore batch (K2 at 2,000, then a 1-byte key) it refused."""
     kit.require(store_type, ROCKSDB)
-    value = _stored(store_type, RAW)
-    options = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
-    store = kit.open(store_type, ROCKSDB, options=options)
+    store = kit.open(store_type, ROCKSDB, options=_SHORT_KEY_OPTIONS)
     store.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
     out = store.call("store.restore", records=[record(K2 + i64(2_000) + "00000000", RAW, STORED_TS),
                                                record(h("k"), RAW, STORED_TS)])
     assert "error" in out, out
-    assert store.ok("window_store.all")["entries"] == [[K1, 5, value]]
+    return store
+
+
+@rules("WS-35")
+@pytest.mark.kstate_level("hardened")
+@pytest.mark.kstate_places("store:window", "restore")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_restore_batch_with_a_short_key_is_refused_whole(kit: Kit, store_type: str) -> None:
+    """Place: a restore into a RocksDB window store. A batch whose second record's key is shorter than the 12-byte
+    suffix is refused before anything changes (WS-35, the reference's choice): its first, well-formed record is not
+    stored, nor is the stream time advanced past the row already there, so that row's segment is kept. Kafka's
+    ``getWriteBatches`` advances the stream time over the batch before the short key throws, so that row expires."""
+    store = _restore_a_batch_with_a_short_key(kit, store_type)
+    assert store.ok("window_store.all")["entries"] == [[K1, 5, _stored(store_type, RAW)]]
+
+
+@rules("WS-35", "WS-43")
+@pytest.mark.kstate_places("store:window", "restore")
+@pytest.mark.parametrize("store_type", ["window", "timestamped_window"])
+def test_a_window_restore_batch_with_a_short_key_is_refused(kit: Kit, store_type: str) -> None:
+    """Place: a restore into a RocksDB window store. A batch whose second record's key is shorter than the 12-byte
+    suffix is refused with a typed error (WS-35), and the well-formed record before it is not stored. Restored into
+    a store of window size 0, a record is stored, and every answer carrying its window is refused (WS-43)."""
+    store = _restore_a_batch_with_a_short_key(kit, store_type)
+    assert [entry[0] for entry in store.ok("window_store.all")["entries"]] in ([K1], []), "K2 of the refused batch"
+    value = _stored(store_type, RAW)
+    options = _SHORT_KEY_OPTIONS
     zero = kit.open(store_type, ROCKSDB, name="zero", options={**options, "window_size_ms": 0})
     zero.restore([record(K1 + i64(5) + "00000000", RAW, STORED_TS)])
     assert zero.ok("window_store.fetch", key=K1, time=5)["value"] == value
@@ -597,7 +618,9 @@ def test_a_key_value_store_reads_its_legacy_files_by_javas_rules_at_open(kit: Ki
     store.commit(42)
     store.close()
     assert dict(store.ok("store.dump")["column_families"]["offsets"]).get(h("position")) == _position_bytes([(0, 5)])
-    assert "store.position" not in _task_files(kit)["files"]
+    # OFF-22: the file may be deleted once merged (the reference) or left as it was (Kafka 4.4.0 merges it again at
+    # every open, which changes nothing); never rewritten to something else.
+    assert _task_files(kit)["files"].get("store.position") in (None, "0\n1\nin\t0 5\n")
     broken = f"0\n3\n{TOPIC} 0 7\napp-other-changelog 0 8\n"
     _write_task_file(kit, ".checkpoint", broken)
     assert "error" in kit.open_refused("kv", ROCKSDB, name="other"), "a checkpoint with a missing line was read"
