@@ -23,7 +23,7 @@ from kstate.codecs.store_types import (
     WINDOW_TYPES,
     StoreType,
 )
-from kstate.errors import DecodeError
+from kstate.errors import DecodeError, InvalidArgumentError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
 from kstate.storage_files import read_checkpoint_file
 from kstate.stores.api import Backend
@@ -262,3 +262,20 @@ def _segmented_task_directory_partition_first() -> dict[str, Handler]:
         return open_bytes_store(store_type, backend, task_id=task_id, **rest)
 
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
+
+
+# --- WIN-9: the window whose truncated end equals its start -------------------------------------------------------
+
+
+def _windowed_refusing_size_zero_only(self: Any, entries: Any) -> Any:
+    """``WindowStoreBase._windowed`` that refuses an answer at window size 0 only: the window at start
+    Long.MAX_VALUE, whose end is truncated to its start, is answered as a window."""
+    if entries and self.window_size == 0:
+        raise InvalidArgumentError("window_size_ms", "a window of size 0 cannot be answered")
+    return entries
+
+
+@mutant("window-at-long-max-answered", "a window store answers the window at start Long.MAX_VALUE, whose end is "
+        "truncated to Long.MAX_VALUE, equal to its start", FAMILY, rules=("WIN-9",))
+def _window_at_long_max_answered() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.window.WindowStoreBase._windowed": _windowed_refusing_size_zero_only})

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.harness import MEMORY, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, K, _context, _open
 
 __all__ = ["kit"]
@@ -401,6 +401,26 @@ def test_a_window_store_answers_in_store_key_order_within_the_range_bounds(kit: 
     zero = kit.open(store_type, ROCKSDB, name="zero", options={**options, "window_size_ms": 0})
     zero.ok("window_store.put", key=h("a"), value=value, window_start=5)
     assert zero.refused("window_store.all") and zero.refused("window_store.fetch_all", from_ms=0, to_ms=9)
+
+
+@rules("WIN-9")
+@pytest.mark.kstate_places("store:window")
+@pytest.mark.parametrize("backend", [ROCKSDB, MEMORY])
+def test_the_window_at_start_long_max_cannot_be_answered_as_a_window(kit: Kit, backend: str) -> None:
+    """Place: a window store of window size 1 on either backend. The window at start Long.MAX_VALUE ends at
+    Long.MAX_VALUE once the overflowing end is truncated, equal to its start (WIN-9), so every answer carrying it
+    as a window is refused, while its start is still answered by ``fetch(key, time)``; the window just before it
+    (start Long.MAX_VALUE - 1, end Long.MAX_VALUE) is answered."""
+    kit.require("window", backend)
+    long_max = (1 << 63) - 1
+    store = kit.open("window", backend, options={"retention_ms": 1_000, "window_size_ms": 1})
+    store.ok("window_store.put", key=K1, value=RAW, window_start=long_max - 1)
+    assert store.ok("window_store.all")["entries"] == [[K1, long_max - 1, RAW]]
+    store.ok("window_store.put", key=K2, value=RAW, window_start=long_max)
+    assert store.ok("window_store.fetch", key=K2, time=long_max)["value"] == RAW
+    for op, payload in (("window_store.all", {}), ("window_store.fetch_all", {"from_ms": long_max - 1, "to_ms": long_max}),
+                        ("window_store.fetch_keys", {"key_from": K2, "key_to": K2, "from_ms": 0, "to_ms": long_max})):
+        assert store.refused(op, **payload), f"{op} answered the window [Long.MAX_VALUE, Long.MAX_VALUE)"
 
 
 # --- SESS-1, SESS-11: the session key and its segment at the store -------------------------------------------------

@@ -154,11 +154,19 @@ class WindowStoreBase(StoreState):
         return self.backend is Backend.ROCKSDB
 
     def _windowed(self, entries: list[WindowedEntry]) -> list[WindowedEntry]:
-        """An answer of windows, refused when it holds one at window size 0: Kafka's windowed iterators build
-        ``TimeWindow(start, start + 0)``, whose constructor refuses end == start (WS-43)."""
-        if entries and self.window_size == 0:
+        """An answer of windows, refused when it holds one whose end equals its start: Kafka's windowed iterators
+        build ``TimeWindow(start, start + size)``, the end truncated to Long.MAX_VALUE when the sum overflows, and
+        its constructor refuses end == start: every window at size 0 (WS-43), the one at start Long.MAX_VALUE at
+        any size (WIN-9)."""
+        if not entries:
+            return entries
+        if self.window_size == 0:
             raise InvalidArgumentError(
                 "window_size_ms", "a window of size 0 cannot be answered (TimeWindow refuses end == start)")
+        if any(start == INT64_MAX for _key, start, _value in entries):
+            raise InvalidArgumentError(
+                "window_start", "the window at start Long.MAX_VALUE ends at Long.MAX_VALUE once its end is truncated, "
+                "and TimeWindow refuses end == start (WIN-9)")
         return entries
 
 
