@@ -161,3 +161,18 @@ def test_a_scenario_case_declares_what_it_requires_and_generate_fills_it(repo_ro
     assert written["requires"] == {"store_type": "kv", "backend": "memory", "features": ["caching"]}
     assert {k: v for k, v in written.items() if k != "requires"} == case
     assert main(["fixtures", "verify", "--root", str(root)]) == 0
+
+
+@pytest.mark.parametrize(("also", "exit_code"), [
+    ([{"output": {"bytes": "00000001"}, "why": "the reference's answer, accepted too"}], 0),
+    ([{"output": {"bytes": "00000002"}, "why": "another answer"}], 1),
+])
+def test_verify_accepts_an_output_the_case_also_accepts(repo_root: Path, tmp_path: Path, also: list[object],
+                                                        exit_code: int) -> None:
+    """OPS-4: a case whose ``output`` is another accepted answer (Kafka's recorded one) matches the reference's
+    answer when one of its ``also_accepted`` outputs is that answer; none matching is still a failure."""
+    root = tmp_path / "fixtures"
+    root.mkdir()
+    (root / "fixture.schema.json").write_text((repo_root / "fixtures" / "fixture.schema.json").read_text())
+    _spec_file(root, _spec_case(output={"bytes": "01000000"}, also_accepted=also))
+    assert main(["fixtures", "verify", "--root", str(root)]) == exit_code
