@@ -166,8 +166,7 @@ final class Stores {
             out.put("logging", true);
             out.put("caching", true);
             out.put("cache_flush_listener", true);
-            // A killed process cannot be simulated inside the JVM that holds RocksDB open: no crash, no legacy
-            // upgrades. The raw column families are read by store.dump (Dump).
+            // No crash (store.crash is unsupported: Tasks says why), no legacy upgrades. The raw column families are read by store.dump (Dump).
             out.put("crash", false);
             out.set("dump", Json.arr().add("rocksdb"));
             out.set("offsets", Json.arr().add("rocksdb"));

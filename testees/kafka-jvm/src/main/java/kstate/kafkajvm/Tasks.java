@@ -32,9 +32,14 @@ final class Tasks {
                 + "per-store wipe of a store's directory and <store>.position file");
         });
         register("store.crash", in -> {
-            throw new K.Unavailable("only a killed process loses what Kafka loses on a crash (RocksDBStore writes with "
-                + "the WAL disabled, and RocksDB flushes its memtables on any close), and this testee holds every store "
-                + "in its own JVM: no child JVM holds a store for it to kill");
+            // An in-process kill exists (avoid_flush_during_shutdown set on each RocksDB instance of the store, its
+            // handles closed unflushed, Kafka's close never called: RocksDB then discards the memtables as a SIGKILL
+            // does). It shows that Kafka's commit is not durable, which the crash cases of the spec assume; until the
+            // spec or the expected failures say how to judge that, the operation stays unsupported (issue 31).
+            throw new K.Unavailable("a kill loses more on Kafka than the crash cases of the spec allow: RocksDBStore "
+                + "writes with the WAL disabled and its commit never flushes the memtables (atomic_flush only keeps "
+                + "data and offsets consistent), so a kill loses every commit since the last memtable flush, with its "
+                + "offsets, and the status OPEN row written at open (KV-50, KV-52 describe a durable commit and OPEN)");
         });
     }
 
