@@ -173,6 +173,12 @@ class Kit:
             if not self.caps.offers_feature(feature, backend):
                 pytest.skip(f"the implementation does not offer {feature}" + (f" on {backend}" if backend else ""))
 
+    def require_ops(self, *ops: str) -> None:
+        """Skip the test (unsupported) unless the implementation offers every one of ``ops``."""
+        for op in ops:
+            if not self.implementation.supports(op):
+                pytest.skip(f"the implementation does not offer {op}")
+
     def open_payload(self, store_type: str, backend: str, **options: Any) -> dict[str, Any]:
         return {"store_type": store_type, "backend": backend, "name": options.pop("name", "store"),
                 "state_dir": str(self.state_dir), "application_id": "app", "task_id": "0_0", **options}

@@ -21,12 +21,6 @@ def _location(kit: Kit) -> dict[str, Any]:
     return {"state_dir": str(kit.state_dir), **LOCATION}
 
 
-def _require_ops(kit: Kit, *ops: str) -> None:
-    for name in ops:
-        if not kit.implementation.supports(name):
-            pytest.skip(f"the implementation does not offer {name}")
-
-
 # --- closing twice, peekNextKey -------------------------------------------------------------------------------
 
 
@@ -54,7 +48,7 @@ def _peek(store: Store, iterator: str) -> dict[str, Any]:
 def test_peek_next_key_looks_ahead_without_consuming(kit: Kit, backend: str) -> None:
     """peekNextKey twice gives the same key, next then returns that entry; null at the end; refused once closed."""
     kit.require(KV, backend, "iterators")
-    _require_ops(kit, "store.iterator_peek_next_key")
+    kit.require_ops("store.iterator_peek_next_key")
     store = kit.open(KV, backend)
     store.put_all([("01", "a1"), ("02", "a2"), ("03", "a3")])
     iterator = store.iterator("all")
@@ -97,7 +91,7 @@ def test_approximate_num_entries_in_upgrade_mode_counts_both_families(kit: Kit, 
 @BACKENDS
 def test_a_value_stored_without_headers_has_empty_headers(kit: Kit, backend: str) -> None:
     """``00 [ts] value`` read through the headers facade: the headers are an empty list, not null."""
-    _require_ops(kit, "store.get_typed")
+    kit.require_ops("store.get_typed")
     store = kit.open(HDR, backend)
     store.put("01", "00" + i64(4) + h("v"))
     assert store.ok("store.get_typed", key="01") == {"found": True, "value": h("v"), "timestamp": 4, "headers": []}
@@ -109,7 +103,7 @@ def test_a_value_stored_without_headers_has_empty_headers(kit: Kit, backend: str
 
 def _position(kit: Kit, store: Store) -> Any:
     """The committed position, decoded; None when the offsets family holds no ``position`` entry."""
-    _require_ops(kit, "store.dump", "position.deserialize")
+    kit.require_ops("store.dump", "position.deserialize")
     offsets = dict(store.ok("store.dump")["column_families"].get("offsets", []))
     stored = offsets.get(h("position"))
     if stored is None:
@@ -193,17 +187,23 @@ def _checkpoint_lines(kit: Kit) -> set[str] | None:
     return set(lines[2:])
 
 
+def _migrate_a_checkpoint_of_two_stores(kit: Kit) -> None:
+    """The task's .checkpoint holds this store's entry (41) and another store's (17); opening this store commits its
+    own entry (KV-55, OFF-19)."""
+    kit.require(KV, ROCKSDB, "offsets")
+    kit.require_ops("store.write_task_file", "store.task_files")
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
+                                             "text": f"0\n2\n{TOPIC} 0 41\napp-other-changelog 0 17\n"})
+    store = kit.open(KV, ROCKSDB)
+    assert store.committed() == 41
+
+
 @rules("KV-55", "OFF-19")
 def test_a_migrated_checkpoint_entry_is_committed_and_leaves_the_file(kit: Kit) -> None:
     """The store's entry of the task's .checkpoint is committed and leaves the file; the file is then rewritten with the
     other stores' entries (a store migrating alone, the reference) or deleted (Kafka's task, which migrates all its
     stores at once: KV-55 accepts either)."""
-    kit.require(KV, ROCKSDB, "offsets")
-    _require_ops(kit, "store.write_task_file", "store.task_files")
-    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
-                                             "text": f"0\n2\n{TOPIC} 0 41\napp-other-changelog 0 17\n"})
-    store = kit.open(KV, ROCKSDB)
-    assert store.committed() == 41
+    _migrate_a_checkpoint_of_two_stores(kit)
     assert _checkpoint_lines(kit) in (None, {"app-other-changelog 0 17"})
 
 
@@ -213,12 +213,7 @@ def test_migrating_a_checkpoint_keeps_the_other_stores_entries(kit: Kit) -> None
     """Each store takes its own entries from the task's .checkpoint; the file goes once every entry is in a store.
     Hardened (KV-55): a store that migrates alone keeps the other stores' entries for them; Kafka's task migrates all
     its stores at once and deletes the file."""
-    kit.require(KV, ROCKSDB, "offsets")
-    _require_ops(kit, "store.write_task_file", "store.task_files")
-    kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
-                                             "text": f"0\n2\n{TOPIC} 0 41\napp-other-changelog 0 17\n"})
-    store = kit.open(KV, ROCKSDB)
-    assert store.committed() == 41
+    _migrate_a_checkpoint_of_two_stores(kit)
     assert _checkpoint_lines(kit) == {"app-other-changelog 0 17"}
     other = kit.open(KV, ROCKSDB, name="other")
     assert other.ok("store.committed_offset", topic="app-other-changelog", partition=0)["offset"] == 17
@@ -229,7 +224,7 @@ def test_migrating_a_checkpoint_keeps_the_other_stores_entries(kit: Kit) -> None
 def test_an_unknown_checkpoint_offset_is_not_committed(kit: Kit) -> None:
     """A -4 (unknown) entry for the store's partition commits nothing: the store has no committed offset."""
     kit.require(KV, ROCKSDB, "offsets")
-    _require_ops(kit, "store.write_task_file")
+    kit.require_ops("store.write_task_file")
     kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint", "text": f"0\n1\n{TOPIC} 0 -4\n"})
     store = kit.open(KV, ROCKSDB)
     assert store.committed() is None
@@ -242,7 +237,7 @@ def test_a_downgrade_close_merges_into_the_tasks_checkpoint(kit: Kit) -> None:
     Hardened (OFF-20): a store that closes alone merges into the file; Kafka's task closes all its stores and then
     writes the file with their offsets only (LegacyCheckpointingStateStore.maybeDowngradeOffsets)."""
     kit.require(KV, ROCKSDB, "offsets")
-    _require_ops(kit, "store.write_task_file", "store.task_files")
+    kit.require_ops("store.write_task_file", "store.task_files")
     kit.implementation.call("store.write_task_file", {**_location(kit), "file": ".checkpoint",
                                              "text": "0\n1\napp-other-changelog 0 17\n"})
     store = kit.open(KV, ROCKSDB)
@@ -279,7 +274,7 @@ def test_a_wiped_store_is_rebuilt_by_an_older_store_type(kit: Kit) -> None:
     """Downgrade by rebuild: a plain store refuses a header store's directory; wiped, it opens and the changelog
     restores every key's value (the timestamps and headers the older type has no place for are dropped)."""
     kit.require(HDR, ROCKSDB)
-    _require_ops(kit, "store.wipe")
+    kit.require_ops("store.wipe")
     store = kit.open(HDR, ROCKSDB)
     store.context(3)
     store.put("01", value_for(HDR, h("aa"), 10, [("h", b"1")]))

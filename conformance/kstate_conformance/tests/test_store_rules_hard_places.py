@@ -22,12 +22,6 @@ from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Fam
 __all__ = ["kit"]
 
 
-def _require_ops(kit: Kit, *ops: str) -> None:
-    for name in ops:
-        if not kit.implementation.supports(name):
-            pytest.skip(f"the implementation does not offer {name}")
-
-
 def _location(kit: Kit) -> dict[str, Any]:
     return {"state_dir": str(kit.state_dir), "application_id": "app", "task_id": "0_0"}
 
@@ -55,7 +49,7 @@ def test_a_position_file_merges_into_the_stored_position(kit: Kit, name: str) ->
     ``maybeMigrateExistingPositionFile``, WS-29), so merging it again changes nothing; it is never rewritten."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets", "dump")
-    _require_ops(kit, "store.write_task_file", "store.task_files", "position.deserialize")
+    kit.require_ops("store.write_task_file", "store.task_files", "position.deserialize")
     store = _open(kit, family, ROCKSDB)
     _context(store, 9)
     family.put(store, h("a"))
@@ -94,7 +88,7 @@ def test_the_position_after_a_flush_and_a_crash_covers_the_rows_that_survived(ki
     the position, so the reopened store answers the committed position of offset 3, never one ahead of it."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets", "dump", "crash")
-    _require_ops(kit, "position.deserialize")
+    kit.require_ops("position.deserialize")
     store = _open(kit, family, ROCKSDB)
     _context(store, 3)
     family.put(store, h("a"))
@@ -176,7 +170,7 @@ def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(k
     """Place: after a restore, then (RocksDB) after a reopen. Every record header is put in front of the value, the
     consistency headers ``v`` and ``c`` too (CL-18); a null value stays a tombstone, ending the version before it."""
     kit.require(VERSIONED_KV_WITH_HEADERS, backend)
-    _require_ops(kit, "versioned_store.get")
+    kit.require_ops("versioned_store.get")
     options = {"history_retention_ms": 100, "segment_interval_ms": 10}
     store = kit.open(VERSIONED_KV_WITH_HEADERS, backend, options=options)
     headers: list[list[Any]] = [["h", "31"], ["v", "00"], ["c", "0102"]]
@@ -257,7 +251,7 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
     giving it the position of the state the wipe threw away. Another store's directory and position file stay."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets", "dump")
-    _require_ops(kit, "store.wipe", "store.write_task_file", "store.task_files", "position.deserialize")
+    kit.require_ops("store.wipe", "store.write_task_file", "store.task_files", "position.deserialize")
     for store_name in ("store", "other"):
         store = _open(kit, family, ROCKSDB, name=store_name)
         _context(store, 9)

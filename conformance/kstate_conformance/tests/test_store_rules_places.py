@@ -495,9 +495,7 @@ def test_a_versioned_restore_advances_the_stores_stream_time_and_expires_segment
     stream time (VS-5): after ``k2`` at 20000, segment 0 (``k1``'s version valid 1..2) is below
     ``segmentId(20000 - 10000)`` and dropped (VS-13); the latest value stays. Reopened, the stream time is -1."""
     kit.require("versioned_kv", ROCKSDB)
-    for op in ("versioned_store.stream_time", "versioned_store.segments"):
-        if not kit.implementation.supports(op):
-            pytest.skip(f"the implementation does not offer {op}")
+    kit.require_ops("versioned_store.stream_time", "versioned_store.segments")
     options = {"history_retention_ms": 10_000, "segment_interval_ms": 1_000}
     store = kit.open("versioned_kv", ROCKSDB, options=options)
     store.restore([record(K1, RAW, 1), record(K1, OTHER, 2)])
@@ -628,9 +626,7 @@ def test_a_key_value_store_reads_its_legacy_files_by_javas_rules_at_open(kit: Ki
     become the store's position (OFF-18), committed as the padded bytes of OFF-9. A checkpoint whose count is off is
     refused at open and left in place."""
     kit.require("kv", ROCKSDB, "offsets", "dump")
-    for op in ("store.write_task_file", "store.task_files"):
-        if not kit.implementation.supports(op):
-            pytest.skip(f"the implementation does not offer {op}")
+    kit.require_ops("store.write_task_file", "store.task_files")
     _write_task_file(kit, ".checkpoint", f"0\n2\n{TOPIC}\t0  41\napp-other-changelog 1 -2\n")
     _write_task_file(kit, "store.position", "0\n1\nin\t0 5\n")
     store = kit.open("kv", ROCKSDB)
