@@ -34,7 +34,8 @@ def check_example_run(run: SuiteRun, operations: set[str] = OPERATIONS) -> None:
     assert set(MUST_PASS) <= passed, sorted(set(MUST_PASS) - passed)
     # A skip is something the example does not offer, a paired machine in a run without a model, or a case of the
     # kit's own tools alone (the last two not applicable).
-    reasons = ("support", "offers no", "testee", "beside a model implementation", "is a kit tool, not store behaviour")
+    reasons = ("support", "offers no", "lacks the", "testee", "beside a model implementation",
+               "is a kit tool, not store behaviour")
     for outcome in run.by_outcome("skipped"):
         assert any(reason in outcome["detail"] for reason in reasons), outcome
     golden = [o for o in outcomes if o["test_id"].startswith("test_golden.py::")]

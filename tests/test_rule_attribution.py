@@ -192,3 +192,43 @@ def test_a_parameter_carries_its_own_rules_before_the_tests_marker() -> None:
                             get_closest_marker=lambda name: function_mark if name == "rules" else None)
     assert item_rules(param) == ["KV-2"]  # type: ignore[arg-type]
     assert item_rules(plain) == ["KV-1", "KV-2", "KV-3"]  # type: ignore[arg-type]
+
+
+def test_a_store_type_the_implementation_lacks_is_absent_not_a_shortfall() -> None:
+    """A case on a store type or backend the implementation does not have is ``absent``: a rule met on every type
+    it has passes, a rule reached only through what it lacks is ``unsupported``, and the headline names what was
+    lacking (docs/verdicts.md)."""
+    from kstate_conformance.capabilities import Capabilities, lacks_reason
+    from kstate_conformance.report import ABSENT, classify_skip
+
+    caps = Capabilities.parse({"store_types": ["kv", "versioned_kv"], "backends": ["rocksdb", "memory"],
+                               "store_backends": {"versioned_kv": ["rocksdb"]}})
+    assert caps.lacks("versioned_kv", "rocksdb") is None and caps.offers("kv", "memory")
+    assert caps.lacks("versioned_kv", "memory") == "the versioned_kv store on memory"
+    assert caps.lacks("window", "rocksdb") == "the window store"
+    assert not caps.offers("versioned_kv", "memory")
+    lacked = lacks_reason("kafka", "the versioned_kv store on memory")
+    assert classify_skip(f"Skipped: {lacked}") == (ABSENT, "versioned_kv store on memory")
+    assert classify_skip("Skipped: the implementation lacks the memory backend") == (ABSENT, "memory backend")
+    # An operation answered unsupported stays unsupported, whatever it is called.
+    assert classify_skip("Skipped: x does not support operation store.open")[0] == "unsupported"
+    assert classify_skip("Skipped: the model lacks the operation store.open")[0] != ABSENT
+
+    report = RunReport("kafka-jvm:4.4.0", [
+        _outcome("a", "passed", ["VS-3"]),
+        _outcome("b", "skipped", ["VS-3"], skip_kind=ABSENT, unsupported="versioned_kv store on memory"),
+        _outcome("c", "skipped", ["VS-25"], skip_kind=ABSENT, unsupported="versioned_kv_with_headers store"),
+        _outcome("d", "passed", ["KV-1"]), _outcome("e", "skipped", ["KV-1"], skip_kind="unsupported", unsupported="op"),
+    ])
+    assert report.rule_verdicts() == {"KV-1": "partial", "VS-3": "pass", "VS-25": "unsupported"}
+    assert report.absent_only_rules() == ["VS-25"]
+    assert headline(report) == (
+        "Kafka 4.4.0 passes every case of 1 of 3 applicable rules; 0 listed differences (0 Kafka bugs); 2 not reached "
+        "(1 partly; 1 only on what it lacks: the versioned_kv store on memory, the versioned_kv_with_headers store)")
+
+
+def test_a_malformed_store_backends_answer_is_named() -> None:
+    from kstate_conformance.capabilities import Capabilities, CapabilitiesError
+
+    with pytest.raises(CapabilitiesError, match="store_backends"):
+        Capabilities.parse({"store_types": ["kv"], "backends": ["rocksdb"], "store_backends": {"kv": "rocksdb"}})

@@ -44,6 +44,8 @@ class Capabilities:
     dump: frozenset[str] = frozenset()
     offsets: frozenset[str] = frozenset()
     upgrade: frozenset[str] = frozenset()
+    #: Store types that open on some of :attr:`backends` only, with those backends (OPS-1 ``store_backends``).
+    store_backends: Mapping[str, frozenset[str]] = field(default_factory=dict, compare=False)
     #: The answer as given, for reports (never read for a decision).
     answer: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
@@ -67,8 +69,13 @@ class Capabilities:
                 raise CapabilitiesError(f"store.capabilities: {key} is not true or false: {value!r}")
             return value
 
+        where = answer.get("store_backends", {})
+        if not isinstance(where, Mapping) or not all(
+                isinstance(v, list) and all(isinstance(b, str) for b in v) for v in where.values()):
+            raise CapabilitiesError(f"store.capabilities: store_backends is not an object of backend lists: {where!r}")
         return cls(
             store_types=frozenset(canonical_store_type(t) for t in names("store_types")),
+            store_backends={canonical_store_type(t): frozenset(v) for t, v in where.items()},
             backends=tuple(b for b in names("backends") if b in BACKENDS),
             logging=flag("logging"), caching=flag("caching"), cache_flush_listener=flag("cache_flush_listener"),
             crash=flag("crash"), iterators=flag("iterators"),
@@ -81,7 +88,22 @@ class Capabilities:
 
     def offers(self, store_type: str, backend: str) -> bool:
         """Whether it opens ``store_type`` stores on ``backend``."""
-        return backend in self.backends and self.offers_store_type(store_type)
+        return self.lacks(store_type, backend) is None
+
+    def lacks(self, store_type: str | None = None, backend: str | None = None) -> str | None:
+        """What of ``store_type`` on ``backend`` it does not have (``the versioned_kv store on memory``), or None.
+
+        A store type or backend an implementation does not have is a feature it lacks, not an operation it fails
+        to answer: its cases are reported ``absent`` (report.ABSENT), never ``partial`` (docs/verdicts.md)."""
+        if store_type is not None and not self.offers_store_type(store_type):
+            return f"the {canonical_store_type(store_type)} store"
+        if backend is not None and backend not in self.backends:
+            return f"the {backend} backend"
+        if store_type is not None and backend is not None:
+            only = self.store_backends.get(canonical_store_type(store_type))
+            if only is not None and backend not in only:
+                return f"the {canonical_store_type(store_type)} store on {backend}"
+        return None
 
     def offers_feature(self, feature: str, backend: str | None = None) -> bool:
         """Whether it offers ``feature`` (a field name of OPS-1), on ``backend`` where the field lists backends."""
@@ -91,6 +113,11 @@ class Capabilities:
         if isinstance(value, frozenset):
             return bool(value) if backend is None else backend in value
         raise CapabilitiesError(f"{feature!r} is no store.capabilities feature")
+
+
+def lacks_reason(name: str, what: str) -> str:
+    """The skip reason of a case on a store type or backend ``name`` lacks (report.classify_skip reads it)."""
+    return f"{name} lacks {what}"
 
 
 NOTHING = Capabilities()

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kstate_conformance import bytes_model
-from kstate_conformance.capabilities import Capabilities, capabilities_of
+from kstate_conformance.capabilities import Capabilities, capabilities_of, lacks_reason
 
 ROCKSDB, MEMORY = "rocksdb", "memory"
 FF8 = "ff" * 8
@@ -165,10 +165,9 @@ class Kit:
         self.opened: list[Store] = []
 
     def require(self, store_type: str | None = None, backend: str | None = None, *features: str) -> None:
-        if store_type is not None and not self.caps.offers_store_type(store_type):
-            pytest.skip(f"the implementation has no {store_type} store")
-        if backend is not None and backend not in self.caps.backends:
-            pytest.skip(f"the implementation has no {backend} backend")
+        lacked = self.caps.lacks(store_type, backend)
+        if lacked is not None:
+            pytest.skip(lacks_reason("the implementation", lacked))
         for feature in features:
             if not self.caps.offers_feature(feature, backend):
                 pytest.skip(f"the implementation does not offer {feature}" + (f" on {backend}" if backend else ""))

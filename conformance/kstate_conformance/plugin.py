@@ -24,6 +24,7 @@ import pytest
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate.scratch import scratch_temp_dir
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
+from kstate_conformance.capabilities import canonical_store_type, capabilities_of, lacks_reason
 from kstate_conformance.expectations import (
     Entry,
     ExpectationFileError,
@@ -33,6 +34,7 @@ from kstate_conformance.expectations import (
 )
 from kstate_conformance.kit_tools import KIT_TOOLS, NOT_APPLICABLE_REASON, kit_answer
 from kstate_conformance.loading import ImplementationError, load_implementation
+from kstate_conformance.store_types import ALL_TYPES
 
 # Kit and Store assert on the implementation's answers for the tests: rewritten, their failures show the
 # values compared, as the tests' own asserts do.
@@ -79,11 +81,25 @@ class SkippingAdapter(ImplementationAdapter):
         # A kit tool is always there: the call below answers it with the kit's own, or finds the case n/a.
         return self.inner.supports(op) or op in KIT_TOOLS
 
+    def _lacked_by(self, op: str, payload: JsonDict) -> str | None:
+        """For a ``store.open`` answered unsupported: the store type or backend its capabilities say it does not
+        have (OPS-1 ``store_backends``), so that the case is absent, not an operation it fails to answer. A type the
+        spec does not know is no feature to lack: its refusal is what such a case checks."""
+        store_type = payload.get("store_type")
+        if (op != "store.open" or not isinstance(store_type, str) or canonical_store_type(store_type) not in ALL_TYPES
+                or not self.inner.supports("store.capabilities")):
+            return None
+        backend = payload.get("backend")
+        return capabilities_of(self.inner).lacks(store_type, backend if isinstance(backend, str) else None)
+
     def call(self, op: str, payload: JsonDict) -> JsonDict:
         self.calls.append((op, payload, None))
         try:
             output = self.inner.call(op, payload)
         except Unsupported:
+            lacked = self._lacked_by(op, payload)
+            if lacked is not None:
+                pytest.skip(lacks_reason(self.name, lacked))
             if op not in KIT_TOOLS:
                 pytest.skip(f"{self.name} does not support operation {op}")
             # A kit tool (kit_tools.py): a case of the tool alone does not apply; one that has reached the

@@ -26,6 +26,10 @@ UNSUPPORTED = "unsupported"
 #: Failures of one group shown in full in the reports; the rest of the group is a table of cases.
 DETAILED_PER_GROUP = 5
 NOT_APPLICABLE = "not applicable"
+#: A case on a store type or backend the implementation does not have (capabilities.lacks): a feature it lacks,
+#: counted apart from the operations it fails to answer, so that a rule it meets on every type it has passes.
+ABSENT = "absent"
+_ABSENT_PATTERN = re.compile(r"lacks (?P<what>the [a-z_]+ (?:store(?: on [a-z]+)?|backend))$")
 #: Skip messages that say the implementation lacks something (the rest say the test does not apply to it).
 _UNSUPPORTED_PATTERNS = (
     re.compile(r"does not support operation (?P<what>\S+)"),
@@ -53,9 +57,10 @@ class TestOutcome:
     #: The minimal failing example (hypothesis's ``Falsifying example`` block), when there is one.
     example: str = ""
     seconds: float = 0.0
-    #: For a skip: ``unsupported`` (the implementation lacks what the test needs) or ``not applicable``.
+    #: For a skip: ``unsupported`` (the implementation lacks what the test needs), ``absent`` (the store type or
+    #: backend it is on is one the implementation does not have) or ``not applicable``.
     skip_kind: str = ""
-    #: For an unsupported skip: the operation (or capability) that is missing.
+    #: For an unsupported or absent skip: the operation, capability, store type or backend that is missing.
     unsupported: str = ""
     #: For a failure: the operation it is about, its input, the expected output (golden cases) and the actual one.
     op: str = ""
@@ -126,6 +131,16 @@ class RunReport:
         """Each operation (or capability) the implementation lacks, with how many tests it skipped, most first."""
         counts = Counter(o.unsupported for o in self.outcomes if o.skip_kind == UNSUPPORTED)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def absent_features(self) -> dict[str, int]:
+        """Each store type or backend the implementation does not have, with how many cases were on it."""
+        counts = Counter(o.unsupported for o in self.outcomes if o.skip_kind == ABSENT)
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def absent_only_rules(self) -> list[str]:
+        """The rules whose every case is on a store type or backend the implementation does not have."""
+        return [rule for rule, counts in self.by_rule().items()
+                if rule != "(none)" and counts[ABSENT] and _verdict(counts) == UNSUPPORTED and not counts[UNSUPPORTED]]
 
     def not_applicable(self) -> dict[str, int]:
         """Why tests did not apply to this implementation (not a shortfall of it), with how many each."""
@@ -219,8 +234,11 @@ def _skip_text(detail: str) -> str:
 
 
 def classify_skip(detail: str) -> tuple[str, str]:
-    """(``unsupported``, what is missing) or (``not applicable``, "") for a skipped test's reason."""
+    """(``unsupported`` or ``absent``, what is missing) or (``not applicable``, "") for a skipped test's reason."""
     text = _skip_text(detail)
+    absent = _ABSENT_PATTERN.search(text)
+    if absent:
+        return ABSENT, absent.group("what").removeprefix("the ")
     for pattern in _UNSUPPORTED_PATTERNS:
         found = pattern.search(text)
         if found:
@@ -236,7 +254,8 @@ def _rule_key(rule: str) -> tuple[str, int]:
 def _verdict(counts: Counter[str]) -> str:
     """A rule's verdict: ``pass`` only when no case was skipped for want of an operation or left unverified by
     another rule's expected failure (else ``partial``); cases that do not apply to this kind of implementation
-    (``n/a``) are no shortfall; ``xfail`` only where an entry names the rule; ``departs from Kafka`` where the
+    (``n/a``) or are on a store type or backend it does not have (``absent``) are no shortfall, and a rule with
+    only absent cases is ``unsupported``; ``xfail`` only where an entry names the rule; ``departs from Kafka`` where the
     implementation refuses what the rule lets it refuse (OPS-4), failing nothing."""
     if counts["failed"] or counts["unexpected_pass"]:
         return "FAIL"
@@ -246,7 +265,7 @@ def _verdict(counts: Counter[str]) -> str:
         return DEPARTS
     if counts["passed"]:
         return "partial" if counts[UNSUPPORTED] or counts[NOT_VERIFIED] else "pass"
-    if counts[UNSUPPORTED]:
+    if counts[UNSUPPORTED] or counts[ABSENT]:
         return "unsupported"
     if counts[NOT_VERIFIED] or counts[ELSEWHERE]:
         return NOT_VERIFIED
@@ -268,9 +287,12 @@ def _cell(counts: Counter[str] | None) -> str:
         missing = ", ".join(f"{counts[k]} {k}" for k in (UNSUPPORTED, NOT_VERIFIED) if counts[k])
         return f"partial {counts['passed']}/{total} ({missing})"
     if verdict == "pass":
-        return f"pass {counts['passed']}" + (f" (+{counts[NOT_APPLICABLE]} n/a)" if counts[NOT_APPLICABLE] else "")
+        extra = ", ".join(f"+{counts[k]} {label}" for k, label in ((NOT_APPLICABLE, "n/a"), (ABSENT, "absent"))
+                          if counts[k])
+        return f"pass {counts['passed']}" + (f" ({extra})" if extra else "")
     if verdict == "unsupported":
-        return f"unsupported {counts[UNSUPPORTED]}"
+        return (f"unsupported {counts[UNSUPPORTED]}" if counts[UNSUPPORTED]
+                else f"absent {counts[ABSENT]}")
     if verdict == NOT_VERIFIED:
         return f"not verified {counts[NOT_VERIFIED] + counts[ELSEWHERE]}"
     return f"n/a {counts[NOT_APPLICABLE]}"
@@ -356,7 +378,8 @@ def headline(report: RunReport) -> str:
     """The run's one figure (issue 31): ``Kafka 4.4.0 passes every case of P of A applicable rules; D listed
     differences (B Kafka bugs); U not reached``. Rules, not tests: ``applicable`` leaves ``n/a`` out; a listed
     difference is ``xfail`` (an entry names it) or ``departs from Kafka``; ``not reached`` is partial,
-    unsupported or not verified (``R partly``); ``F failing`` is added when some fail."""
+    unsupported or not verified (``R partly``; ``N only on what it lacks``: the rules whose every case is on a store
+    type or backend it does not have, which are named); ``F failing`` is added when some fail."""
     from kstate_conformance.expectations import KAFKA_BUG, entry_class
 
     verdicts = report.rule_verdicts()
@@ -371,9 +394,14 @@ def headline(report: RunReport) -> str:
         detail = f" ({sum(verdicts.get(r) == 'xfail' for r in bug_rules)} Kafka bugs)"
     else:
         detail = f" ({counts[DEPARTS]} departing from Kafka)" if counts[DEPARTS] else ""
+    reach = [f"{counts['partial']} partly"] if counts["partial"] else []
+    absent_only = report.absent_only_rules()
+    if absent_only:
+        lacked = ", ".join(f"the {what}" for what in report.absent_features())
+        reach.append(f"{len(absent_only)} only on what it lacks: {lacked}")
     line = (f"{implementation_label(report.implementation)} passes every case of {counts['pass']} of {applicable} "
             f"applicable rules; {differences} listed differences{detail}; {not_reached} not reached"
-            + (f" ({counts['partial']} partly)" if counts["partial"] else ""))
+            + (f" ({'; '.join(reach)})" if reach else ""))
     return line + (f"; {counts['FAIL']} failing" if counts["FAIL"] else "")
 
 
@@ -384,7 +412,9 @@ def counts_line(report: RunReport) -> str:
     departed = f"{totals[DEPARTED]} departing from Kafka, " if totals[DEPARTED] else ""
     return (f"{totals['passed']} passed, {totals['failed']} failed, {totals['xfailed']} expected failures, "
             f"{departed}{totals['unexpected_pass']} unexpected passes, {totals['skipped']} skipped "
-            f"({skipped[UNSUPPORTED]} unsupported, {skipped[NOT_APPLICABLE]} not applicable), "
+            f"({skipped[UNSUPPORTED]} unsupported, "
+            + (f"{skipped[ABSENT]} on store types or backends it lacks, " if skipped[ABSENT] else "")
+            + f"{skipped[NOT_APPLICABLE]} not applicable), "
             f"{len(report.unsupported_operations())} unsupported operations")
 
 
@@ -473,6 +503,11 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
         lines.append(f"=== {len(unsupported)} operations not supported by {report.implementation} "
                      f"(tests skipped, not failed) ===")
         lines += _wrapped([f"{op} ({n})" for op, n in unsupported.items()])
+    absent = report.absent_features()
+    if absent:
+        lines.append(f"=== {len(absent)} store types or backends {report.implementation} does not have "
+                     f"(their cases skipped as absent; {len(report.absent_only_rules())} rules reached only there) ===")
+        lines += _wrapped([f"{what} ({n})" for what, n in absent.items()])
     not_applicable = report.not_applicable()
     if not_applicable:
         lines.append(f"=== {sum(not_applicable.values())} tests not applicable to this implementation "
@@ -648,6 +683,14 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
         md += [f"| `{op}` | {n} |" for op, n in unsupported.items()]
     else:
         md.append("None: the implementation supports every operation the suite uses.")
+    absent = report.absent_features()
+    if absent:
+        only = report.absent_only_rules()
+        md += ["", "### Store types and backends it does not have", "",
+               f"Their cases were skipped as absent: a rule met on every type it has passes; "
+               f"{len(only)} rules are reached only there ({', '.join(only) or 'none'}).", "",
+               "| store type or backend | tests skipped |", "|---|---|"]
+        md += [f"| {what} | {n} |" for what, n in absent.items()]
     not_applicable = report.not_applicable()
     md += ["", '<a id="not-applicable"></a>', "", "## Not applicable", ""]
     if not_applicable:
@@ -733,6 +776,11 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
     unsupported_html = ("<table><tr><th>operation</th><th>tests skipped</th></tr>" + "".join(
         f"<tr><td><code>{e(op)}</code></td><td>{n}</td></tr>" for op, n in unsupported.items()) + "</table>"
         if unsupported else "<p>None: the implementation supports every operation the suite uses.</p>")
+    absent = report.absent_features()
+    if absent:
+        unsupported_html += ("<h3>Store types and backends it does not have</h3><table><tr><th>store type or backend"
+                             "</th><th>tests skipped</th></tr>" + "".join(
+                                 f"<tr><td>{e(what)}</td><td>{n}</td></tr>" for what, n in absent.items()) + "</table>")
     not_applicable = report.not_applicable()
     na_html = ("<table><tr><th>reason</th><th>tests</th></tr>" + "".join(
         f"<tr><td>{e(why)}</td><td>{n}</td></tr>" for why, n in not_applicable.items()) + "</table>"

@@ -13,7 +13,8 @@ import pytest
 
 from kstate.ops.store_scenario_ops import ALL_BACKENDS, SCENARIO_OP, run_scenario, scenario_requires
 from kstate_conformance.adapter import Unsupported
-from kstate_conformance.capabilities import capabilities_of
+from kstate_conformance.capabilities import canonical_store_type, capabilities_of, lacks_reason
+from kstate_conformance.store_types import ALL_TYPES
 
 __all__ = ["SCENARIO_OP", "run_for"]
 
@@ -25,26 +26,30 @@ def run_for(implementation: Any, payload: dict[str, Any], requires: dict[str, An
     caps = capabilities_of(implementation)
     store_type = needs["store_type"]
     if not caps.offers_store_type(store_type):
+        if canonical_store_type(store_type) in ALL_TYPES:
+            pytest.skip(lacks_reason(implementation.name, f"the {canonical_store_type(store_type)} store"))
         pytest.skip(f"{implementation.name} does not support the {store_type} store")
     if "caching" in needs.get("features", ()) and not caps.caching:
         pytest.skip(f"{implementation.name} offers no record cache")
-    offered = [b for b in ALL_BACKENDS if b in caps.backends]
+    offered = [b for b in ALL_BACKENDS if caps.offers(store_type, b)]
     backend = needs.get("backend")
-    if backend is not None and backend not in offered:
-        pytest.skip(f"{implementation.name} does not support the {backend} backend")
+    lacked = caps.lacks(store_type, backend) if backend is not None else None
+    if lacked is not None:
+        pytest.skip(lacks_reason(implementation.name, lacked))
     if not offered:
         pytest.skip(f"{implementation.name} offers no store backend")
     if backend is not None:
         return run_scenario(implementation.call, payload, None)
-    # A backend the implementation offers but that lacks this store type (Kafka has no in-memory versioned store)
-    # answers the scenario's first store.open unsupported: the scenario runs on the backends that have the type.
+    # A backend that lacks this store type without saying so in store_backends answers the scenario's first
+    # store.open unsupported: the scenario runs on the backends that have the type.
     while True:
         try:
             return run_scenario(_backend_probe(implementation.call), payload, offered)
         except _BackendLacksType as lack:
             offered = [b for b in offered if b != lack.backend]
             if not offered:
-                pytest.skip(f"{implementation.name} does not support the {store_type} store on any backend: {lack.reason}")
+                pytest.skip(f"{implementation.name} does not support operation store.open of a {store_type} store "
+                            f"on any backend it offers: {lack.reason}")
 
 
 class _BackendLacksType(Exception):

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from kstate_conformance.capabilities import Capabilities, capabilities_of
+from kstate_conformance.capabilities import Capabilities, capabilities_of, lacks_reason
 from kstate_conformance.models.kv import Record, Refused, headers_value, timestamped_value
 from kstate_conformance.store_types import UnknownStoreTypeError
 
@@ -213,8 +213,9 @@ def run_family_machine(implementation: Any, family: str, operation: str | None, 
     if not implementation.supports("store.capabilities") or (operation is not None and not implementation.supports(operation)):
         pytest.skip(f"the implementation offers no {family} store operations")
     caps = capabilities_of(implementation)
-    if not caps.offers(store_type, backend):
-        pytest.skip(f"the implementation has no {store_type} store on {backend}")
+    lacked = caps.lacks(store_type, backend)
+    if lacked is not None:
+        pytest.skip(lacks_reason("the implementation", lacked))
     run_machine(lambda: machine(caps), steps)
 
 

@@ -437,7 +437,9 @@ def store_crash(request: Request) -> JsonDict:
     Output("logging", "bool"), Output("caching", "bool"), Output("cache_flush_listener", "bool"),
     Output("crash", "bool"), Output("dump", "list[string]", "backends store.dump works on"),
     Output("offsets", "list[string]", "backends that manage offsets"), Output("iterators", "bool"),
-    Output("upgrade", "list[string]", "backends that upgrade in place")))
+    Output("upgrade", "list[string]", "backends that upgrade in place"),
+    Output("store_backends", "object", "store type -> the backends it opens on, for a type that opens on some of "
+           "backends only (a missing type opens on all)", optional=True)))
 def store_capabilities(request: Request) -> JsonDict:
     """What this implementation offers: store types, backends, layers and lifecycle operations."""
     return {
