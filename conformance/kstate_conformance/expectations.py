@@ -64,6 +64,9 @@ def stable_test_id(nodeid: str) -> str:
     return normalized[index + len(SUITE_PACKAGE_DIR):] if index >= 0 else normalized
 
 
+_WITHHOLD = re.compile(r"withhold:\s*(?P<rules>[A-Z]+-\d+(?:\s*,\s*[A-Z]+-\d+)*)")
+
+
 @dataclass
 class Entry:
     pattern: str
@@ -84,6 +87,14 @@ class Entry:
         """An entry of a drawn test (a state machine) whose reason says ``may pass: <why>``: the bug is reached by
         some drawn sequences and not by others, so a pass is reported, not an unexpected pass."""
         return "may pass:" in self.reason
+
+    @property
+    def withheld(self) -> list[str]:
+        """The rules a drawn test (a state machine) runs with the steps reaching them withheld, as the entry's
+        ``withhold: R-1, R-2`` says: the test must then pass, and counts as ``not verified`` for those rules only
+        (the bug is shown by the cases that reach it; docs/verdicts.md)."""
+        found = _WITHHOLD.search(self.reason)
+        return re.findall(r"[A-Z]+-\d+", found.group("rules")) if found else []
 
     @property
     def regex(self) -> re.Pattern[str]:
@@ -144,7 +155,8 @@ class ExpectedFailures:
         kept: list[Entry] = []
         for entry in self.entries:
             matched_ran = {t for t in ran if entry.pattern == t or ("*" in entry.pattern and entry.regex.match(t))}
-            if not matched_ran or matched_ran & failed:
+            # A withholding entry is kept while its tests run: they pass because of it.
+            if not matched_ran or matched_ran & failed or entry.withheld:
                 kept.append(entry)
         covered = {t for t in failed if any(e.pattern == t or ("*" in e.pattern and e.regex.match(t)) for e in kept)}
         added = [Entry(t, (reasons or {}).get(t, "") or "failed when added by --fix")

@@ -376,6 +376,8 @@ class _ExpectedFailurePlugin:
         self.unexpected_passes: list[str] = []
         #: Listed tests that passed where their entry says they may (a drawn sequence that missed the bug).
         self.passed_may_pass: list[str] = []
+        #: Listed tests that ran with the steps reaching their entry's rules withheld, with those rules.
+        self.withheld: dict[str, list[str]] = {}
         self.collected: set[str] = set()
         self.deselected: set[str] = set()
         #: Each test's (operation, rules), to list entries and unexpected passes by operation.
@@ -388,6 +390,15 @@ class _ExpectedFailurePlugin:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = {item_test_id(item) for item in session.items}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        """A test whose entry says ``withhold: R-1`` runs with the state machine's steps reaching R-1 withheld."""
+        from kstate_conformance.state_machines import withholding
+
+        entry = self.expectations.match(item_test_id(item))
+        with withholding(frozenset(entry.withheld) if entry is not None else frozenset()):
+            return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
@@ -404,6 +415,13 @@ class _ExpectedFailurePlugin:
         if entry is None:
             return report
         where = f"{self.expectations.path}" + (f" ({entry.reason})" if entry.reason else "")
+        if entry.withheld:
+            # Withholding is a promise that the test passes without those steps: a failure is a failure.
+            if report.when == "call":
+                self.withheld[test_id] = entry.withheld
+                report.kstate_withheld = entry.withheld  # type: ignore[attr-defined]
+                report.kstate_expected_reason = entry.reason  # type: ignore[attr-defined]
+            return report
         if report.failed and report.when in ("setup", "call"):
             report.outcome = "skipped"
             report.wasxfail = f"expected failure, listed in {where}"
@@ -456,6 +474,10 @@ class _ExpectedFailurePlugin:
         if not_selected:
             terminalreporter.write_line(f"{not_selected} expected-failure entries name only tests this run did not "
                                         "select (--level, -k or --case): not applied")
+        if self.withheld:
+            terminalreporter.write_line(f"{len(self.withheld)} listed drawn tests ran with the steps reaching a listed "
+                                        "bug withheld (not verified for those rules): " + ", ".join(
+                                            f"{t} ({', '.join(r)})" for t, r in sorted(self.withheld.items())))
         if self.passed_may_pass:
             terminalreporter.write_line(f"{len(self.passed_may_pass)} listed tests passed where their entry says they "
                                         "may (their drawn sequences missed the bug): "
@@ -710,7 +732,7 @@ class _ReportCollector:
                 seconds=round(report.duration, 4), skip_kind=skip_kind, unsupported=unsupported,
                 op=context.op, input=context.input, expected=context.expected, actual=context.actual,
                 message=context.message, expected_reason=getattr(report, "kstate_expected_reason", ""),
-                departs=departs or [],
+                departs=departs or [], withheld=list(getattr(report, "kstate_withheld", [])),
             )
             self._outcomes[report.nodeid] = outcome_record
             self.report.outcomes.append(outcome_record)

@@ -73,6 +73,9 @@ class TestOutcome:
     expected_reason: str = ""
     #: For a departure from Kafka: the rules that allow it (the rest of ``rules`` it says nothing about).
     departs: list[str] = field(default_factory=list)
+    #: For a drawn test run with the steps reaching these rules withheld (an entry's ``withhold:``): the rules it
+    #: did not verify.
+    withheld: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.test_id:
@@ -214,8 +217,11 @@ def xfail_rules(outcome: TestOutcome) -> list[str]:
 
 def attributed(outcome: TestOutcome, rule: str) -> str:
     """What ``outcome`` counts as for one of its rules: its own outcome, except that an expected failure is
-    ``xfailed`` only for the rules its entry names (``not verified`` for the others), and a departure is
-    ``departed`` only for the rules that allow it."""
+    ``xfailed`` only for the rules its entry names (``not verified`` for the others), a departure is
+    ``departed`` only for the rules that allow it, and a drawn test run with some rules' steps withheld is ``not
+    verified`` for those."""
+    if rule in outcome.withheld:
+        return NOT_VERIFIED
     if outcome.outcome == "xfailed":
         return "xfailed" if rule in xfail_rules(outcome) else NOT_VERIFIED
     if outcome.outcome == DEPARTED:

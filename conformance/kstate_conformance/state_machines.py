@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -23,6 +23,22 @@ from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 from kstate_conformance.capabilities import Capabilities, capabilities_of, lacks_reason
 from kstate_conformance.models.kv import Record, Refused, headers_value, timestamped_value
 from kstate_conformance.store_types import UnknownStoreTypeError
+
+#: The rules whose steps the running machine withholds (an expected-failure entry's ``withhold:``; set by the
+#: plugin around the test's call): a machine knows which steps reach each rule it can withhold.
+_WITHHELD: frozenset[str] = frozenset()
+
+
+@contextmanager
+def withholding(rules: frozenset[str]) -> Iterator[None]:
+    """Run the machines created inside with the steps reaching ``rules`` withheld."""
+    global _WITHHELD
+    before, _WITHHELD = _WITHHELD, rules
+    try:
+        yield
+    finally:
+        _WITHHELD = before
+
 
 #: The changelog topic every machine commits offsets of.
 CHANGELOG_TOPIC = "app-store-changelog"
@@ -65,6 +81,10 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     commit: Callable[[], None]
     crash: Callable[..., None]
     restore_into_fresh_store: Callable[[int], None]
+    #: The rules this family's machine can withhold the steps of, each with what it then leaves out.
+    WITHHOLDABLE: ClassVar[dict[str, str]] = {}
+    #: Rules whose withheld steps also leave other rules unchecked: the entry must name those too.
+    WITHHELD_TOGETHER: ClassVar[dict[str, frozenset[str]]] = {}
 
     def __init__(self, implementation: Any, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__()
@@ -77,6 +97,17 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         self.fresh_stores = 0
         self.offset = 0
         self.can_dump = backend in capabilities.dump
+        unknown = sorted(_WITHHELD - self.WITHHOLDABLE.keys())
+        if unknown:
+            raise AssertionError(f"{type(self).__name__} cannot withhold the steps of {', '.join(unknown)} "
+                                 f"(it can: {', '.join(self.WITHHOLDABLE) or 'none'})")
+        for rule in sorted(_WITHHELD):
+            missing = sorted(self.WITHHELD_TOGETHER.get(rule, frozenset()) - _WITHHELD)
+            if missing:
+                raise AssertionError(f"withholding {rule} ({self.WITHHOLDABLE[rule]}) leaves {', '.join(missing)} "
+                                     "unchecked too: the entry must withhold them as well")
+        #: The rules whose steps this machine withholds (see :func:`withholding`).
+        self.withheld = _WITHHELD
 
     def teardown(self) -> None:
         model: Any = self.model

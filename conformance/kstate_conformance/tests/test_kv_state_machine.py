@@ -10,7 +10,7 @@ reads in both directions, the changelog records sent, and (RocksDB) the data col
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import strategies as st
@@ -67,6 +67,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     """Drives one store through ``implementation`` and :class:`models.kv.KVModel` side by side."""
 
     iterators = Bundle("iterators")
+    WITHHOLDABLE: ClassVar[dict[str, str]] = {"CACHE-7": "reverse scans of a store with a record cache"}
 
     def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
         super().__init__(implementation, backend, base_dir, capabilities)
@@ -182,6 +183,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
 
     @rule(lower=MAYBE_KEY, upper=MAYBE_KEY, reverse=st.booleans())
     def range(self, lower: bytes | None, upper: bytes | None, reverse: bool) -> None:
+        reverse = reverse and not self.withholds_reverse_cached_scans()
         op = "store.reverse_range" if reverse else "store.range"
         result = self.expect(op, {"from": hex_or_none(lower), "to": hex_or_none(upper)}, lambda: self.kv.range(lower, upper, reverse))
         if result is not None:
@@ -325,13 +327,17 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
             if self.kv.options.logging and not self.upgraded_in_place and self.kv.is_open:
                 assert dict(expected) == self.kv.below(), "restoring the changelog must reproduce the store"
 
+    def withholds_reverse_cached_scans(self) -> bool:
+        """Whether reverse scans are left out: CACHE-7 withheld (a listed Kafka bug) and the store has a cache."""
+        return "CACHE-7" in self.withheld and self.kv.options.caching
+
     # --- after every step ---------------------------------------------------------------------------------
 
     @invariant()
     def contents_match(self) -> None:
         if self.model is None or not self.kv.is_open:
             return
-        for reverse in (False, True):
+        for reverse in (False, True)[:1 if self.withholds_reverse_cached_scans() else 2]:
             op = "store.reverse_all" if reverse else "store.all"
             out = self.ok(op, {"handle": self.handle})
             expected = self.kv.all(reverse)
