@@ -92,7 +92,9 @@ final class Dump {
         return segmented(type) ? taskDir.resolve(name) : taskDir.resolve("rocksdb").resolve(name);
     }
 
-    private static Object innermost(final Stores.Handle h) throws ReflectiveOperationException {
+    /** The store under every wrapping layer (metered, caching, logging), and under the versioned adapter the
+     *  versioned store itself: what store.dump and layout.* read. */
+    static Object innermost(final Stores.Handle h) throws ReflectiveOperationException {
         StateStore s = h.root;
         while (s instanceof WrappedStateStore) {
             s = ((WrappedStateStore<?, ?, ?>) s).wrapped();

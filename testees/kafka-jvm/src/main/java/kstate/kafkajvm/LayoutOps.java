@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.query.Position;
-import org.apache.kafka.streams.state.internals.WrappedStateStore;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.DBOptions;
@@ -28,6 +27,7 @@ import java.util.function.Function;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;
+import static kstate.kafkajvm.Main.registerUnsupported;
 
 /** The layout and small-codec operations answered through Kafka's own code (issue 31 item 4):
  *  <ul>
@@ -63,14 +63,10 @@ final class LayoutOps {
         register("store.table_options", LayoutOps::tableOptions);
         register("layout.column_families", LayoutOps::columnFamilies);
         register("layout.store_paths", LayoutOps::storePaths);
-        register("layout.classify_store_file", in -> {
-            throw new K.Unavailable("a kit tool with no Kafka code behind it: Kafka never classifies the files of a store "
+        registerUnsupported("layout.classify_store_file", "a kit tool with no Kafka code behind it: Kafka never classifies the files of a store "
                 + "directory (RocksDB owns them; the rocksdict sidecar is a Python binding's)");
-        });
-        register("layout.options_format_versions", in -> {
-            throw new K.Unavailable("a kit tool with no Kafka code behind it: Kafka never reads an OPTIONS text; what "
+        registerUnsupported("layout.options_format_versions", "a kit tool with no Kafka code behind it: Kafka never reads an OPTIONS text; what "
                 + "Kafka's RocksDB writes is answered by store.table_options");
-        });
     }
 
     // --- Position and its checkpoint file (OFF-11, OFF-18) ----------------------------------------------------
@@ -244,7 +240,7 @@ final class LayoutOps {
             final ObjectNode out = obj();
             out.put("store_dir", taskDir.relativize(storeDir).toString());
             out.put("position_file", positionFile(taskDir, name));
-            final org.apache.kafka.streams.processor.internals.StateDirectory directory = stateDirectory(stateDir);
+            final org.apache.kafka.streams.processor.internals.StateDirectory directory = Tasks.stateDirectory(stateDir, "app", true, false);
             final Class<?> legacy = K.cls("LegacyCheckpointingStateStore");
             final java.lang.reflect.Method checkpointFileFor = K.method(legacy, "checkpointFileFor",
                 org.apache.kafka.streams.processor.internals.StateDirectory.class,
@@ -268,15 +264,6 @@ final class LayoutOps {
 
     private static String relative(final Path taskDir, final File file) {
         return taskDir.relativize(file.toPath()).toString();
-    }
-
-    private static org.apache.kafka.streams.processor.internals.StateDirectory stateDirectory(final Path stateDir) {
-        final Map<String, Object> props = new java.util.HashMap<>();
-        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, "app");
-        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
-        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        return new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
-            org.apache.kafka.common.utils.Time.SYSTEM, true, false);
     }
 
     /** {@code <store>.position}, answered only once Kafka's maybeMigrateExistingPositionFile has read a position
@@ -439,14 +426,7 @@ final class LayoutOps {
     /** The RocksDBStore holding the store's data: the innermost store, the versioned store's physical store, or
      *  segment 0 of a segmented store. */
     private static Object rocksStore(final Stores.Handle h) throws ReflectiveOperationException {
-        StateStore s = h.root;
-        while (s instanceof WrappedStateStore) {
-            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
-        }
-        Object inner = s;
-        if (inner.getClass().getSimpleName().startsWith("VersionedKeyValueToBytesStoreAdapter")) {
-            inner = Changelog.field(inner.getClass(), "inner").get(inner);
-        }
+        final Object inner = Dump.innermost(h);
         final Class<?> rocks = K.cls("RocksDBStore");
         if (rocks.isInstance(inner)) {
             return inner;
