@@ -216,7 +216,7 @@ final class LayoutOps {
             final Stores.Handle h = Stores.handle(obj().put("handle", opened.get("handle").textValue()));
             final StateStore store = h.root;
             try {
-                if (segmented(type)) {
+                if (Stores.segmented(type)) {
                     writeAtZero(h);
                 }
             } finally {
@@ -230,9 +230,9 @@ final class LayoutOps {
             final java.util.Set<Path> parents = new java.util.HashSet<>();
             databases.forEach(p -> parents.add(p.getParent()));
             final Path storeDir;
-            if (segmented(type) && parents.size() == 1) {
+            if (Stores.segmented(type) && parents.size() == 1) {
                 storeDir = parents.iterator().next();
-            } else if (!segmented(type) && databases.size() == 1) {
+            } else if (!Stores.segmented(type) && databases.size() == 1) {
                 storeDir = databases.get(0);
             } else {
                 throw new IllegalStateException("the " + type + " store wrote databases the testee cannot place: " + databases);
@@ -248,7 +248,7 @@ final class LayoutOps {
             out.put("task_checkpoint_file", relative(taskDir, (File) K.invoke(checkpointFileFor, null, directory, h.context.taskId, null)));
             out.put("legacy_store_checkpoint_file", relative(taskDir, (File) K.invoke(checkpointFileFor, null, directory, h.context.taskId, store)));
             if (withSegment) {
-                if (!segmented(type)) {
+                if (!Stores.segmented(type)) {
                     throw new Json.InputError("segment_id", "a " + type + " store keeps one database: it has no segment directories");
                 }
                 final Object segments = K.construct("KeyValueSegments", K.t(String.class, String.class, long.class, long.class),
@@ -289,20 +289,25 @@ final class LayoutOps {
 
     // --- column families (LAY-5..8) ---------------------------------------------------------------------------
 
-    static boolean segmented(final String type) {
-        return type.contains("window") || type.startsWith("session");
-    }
-
     /** The store.open input of a RocksDB store of the type in {@code stateDir}, logging off, with the options its
      *  family requires (a retention of 120 s: Kafka's default segment interval is then 60 s). */
     private static ObjectNode openInput(final String type, final String name, final Path stateDir) {
         final ObjectNode options = obj();
-        if (segmented(type) && type.contains("window")) {
-            options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
-        } else if (segmented(type)) {
-            options.put("retention_ms", 120_000L);
-        } else if (type.startsWith("versioned")) {
-            options.put("history_retention_ms", 120_000L);
+        final String family = Stores.family(type);
+        switch (family) {
+            case StoreTypes.FAMILY_WINDOW:
+                options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
+                break;
+            case StoreTypes.FAMILY_SESSION:
+                options.put("retention_ms", 120_000L);
+                break;
+            case StoreTypes.FAMILY_VERSIONED:
+                options.put("history_retention_ms", 120_000L);
+                break;
+            case StoreTypes.FAMILY_KEY_VALUE:
+                break;
+            default:
+                throw StoreTypes.unknown(family, "LayoutOps.openInput");
         }
         final ObjectNode open = obj().put("store_type", type).put("name", name).put("state_dir", stateDir.toString())
             .put("logging", false);
@@ -314,10 +319,16 @@ final class LayoutOps {
      *  layout of every store format (no headers, timestamp 0, then a value). */
     private static void writeAtZero(final Stores.Handle h) throws Exception {
         final ObjectNode put = obj().put("handle", h.id).put("key", "6b").put("value", "00000000000000000776");
-        if (h.type.startsWith("session")) {
-            Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
-        } else {
-            Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
+        final String family = Stores.family(h.type);
+        switch (family) {
+            case StoreTypes.FAMILY_SESSION:
+                Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
+                break;
+            case StoreTypes.FAMILY_WINDOW:
+                Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
+                break;
+            default:
+                throw StoreTypes.unknown(family, "LayoutOps.writeAtZero: a segmented family");
         }
     }
 
@@ -343,7 +354,7 @@ final class LayoutOps {
             }
             planted.put(e.getKey(), e.getValue().booleanValue());
         }
-        final boolean segmented = segmented(type);
+        final boolean segmented = Stores.segmented(type);
         final Path stateDir = Files.createTempDirectory("kstate-column-families");
         try {
             final ObjectNode open = openInput(type, "store", stateDir);

@@ -862,6 +862,33 @@ final class Stores {
         }
     }
 
+    /** The family of a store type given in an input (the legacy alias accepted, OPS-2), from the generated table
+     *  of kstate.codecs.store_types; a type the table lacks is refused, naming it. */
+    static String family(final String type) {
+        final String canonical = type.equals("timestamped_kv_headers") ? StoreTypes.TIMESTAMPED_KV_WITH_HEADERS : type;
+        try {
+            return StoreTypes.family(canonical);
+        } catch (StoreTypes.UnknownStoreTypeException e) {
+            throw new Json.InputError("store_type", "not a store type: " + type);
+        }
+    }
+
+    /** Whether a store of the type keeps segment databases under {@code <task>/<store>/} (LAY-3) or one database
+     *  under {@code <task>/rocksdb/<store>}. */
+    static boolean segmented(final String type) {
+        final String family = family(type);
+        switch (family) {
+            case StoreTypes.FAMILY_WINDOW:
+            case StoreTypes.FAMILY_SESSION:
+                return true;
+            case StoreTypes.FAMILY_KEY_VALUE:
+            case StoreTypes.FAMILY_VERSIONED:
+                return false;
+            default:
+                throw StoreTypes.unknown(family, "Stores.segmented");
+        }
+    }
+
     /** Flushes the store's caching layer through its own flushCache() (a Kafka 4.3+ StateStore.flush() no longer
      *  does); false when the store has no cache. */
     private static boolean flushCache(final Handle h) {
