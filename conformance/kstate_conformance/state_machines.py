@@ -169,6 +169,34 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         model.close()
         self.check_changelog()
 
+    def reopen_as(self, store_type: str, open_store: Callable[[str], dict[str, Any]]) -> None:
+        """Open the closed store again as ``store_type`` (``open_store`` of a type sends the open) and the model with
+        it: where the model refuses the type the store must refuse it too, and both open as before. An in-memory
+        store then restores its whole changelog, as Kafka rebuilds one whenever it is opened again (RST-1)."""
+        model: Any = self.store_model
+        out = open_store(store_type)
+        try:
+            model.open(store_type)
+        except Refused as refusal:
+            assert "error" in out, f"reopening as {store_type} should be refused ({refusal}), got {out}"
+            out = open_store(model.store_type)
+            assert "error" not in out, f"reopening as {model.store_type} after a refused {store_type} failed: {out}"
+            model.open()
+        else:
+            assert "error" not in out, f"reopening as {store_type} failed: {out['error']}"
+        self.handle = out["handle"]
+        if self.backend == "memory":
+            self.restore_all(model.records_after(None))
+
+    def commit_offset_reached(self) -> None:
+        """A commit's common part: compare what the store logged, then commit the changelog offset reached in the
+        store and in the model (``None``: nothing logged yet)."""
+        model: Any = self.store_model
+        self.check_changelog()
+        offset = len(model.changelog) - 1 if model.changelog else None
+        self.commit_changelog_offset(offset)
+        model.commit(offset)
+
     def commit_changelog_offset(self, offset: int | None) -> None:
         """Commit the changelog offset reached (``None``: nothing logged yet)."""
         self.ok("store.commit", {"handle": self.handle, "changelog_offsets": [[CHANGELOG_TOPIC, 0, offset]]})

@@ -195,6 +195,15 @@ func timestampedParts(input map[string]any) ([]byte, int64, error) {
 	return data[8:], int64(binary.BigEndian.Uint64(data)), nil
 }
 
+// readUnsignedInput reads the unsigned varint of the "bytes" input, as readUnsigned does (PRIM-5, PRIM-7).
+func readUnsignedInput(in map[string]any, maxShift uint) (uint64, int, error) {
+	data, err := hexBytes(in["bytes"], "bytes")
+	if err != nil {
+		return 0, 0, err
+	}
+	return readUnsigned(data, maxShift)
+}
+
 var operations = map[string]func(map[string]any) (map[string]any, error){
 	"varint.write_varint": func(in map[string]any) (map[string]any, error) {
 		v, err := integer(in, "value", int32Min, int32Max)
@@ -212,11 +221,7 @@ var operations = map[string]func(map[string]any) (map[string]any, error){
 		return bytesOutput(writeUnsigned(nil, zigzag64(v.Int64()))), nil
 	},
 	"varint.read_varint": func(in map[string]any) (map[string]any, error) {
-		data, err := hexBytes(in["bytes"], "bytes")
-		if err != nil {
-			return nil, err
-		}
-		raw, used, err := readUnsigned(data, 28)
+		raw, used, err := readUnsignedInput(in, 28)
 		if err != nil {
 			return nil, err
 		}
@@ -224,11 +229,7 @@ var operations = map[string]func(map[string]any) (map[string]any, error){
 		return map[string]any{"value": int32(u>>1) ^ -int32(u&1), "bytes_consumed": used}, nil
 	},
 	"varint.read_varlong": func(in map[string]any) (map[string]any, error) {
-		data, err := hexBytes(in["bytes"], "bytes")
-		if err != nil {
-			return nil, err
-		}
-		raw, used, err := readUnsigned(data, 63)
+		raw, used, err := readUnsignedInput(in, 63)
 		if err != nil {
 			return nil, err
 		}

@@ -186,8 +186,8 @@ def test_the_key_value_row_decoder_answers_as_decode_row(key: bytes, value: byte
 
 _ROOT = Path(__file__).resolve().parents[2]
 _JAVA_SOURCES = ("testees/kafka-jvm/src/main/java", "instances/kafka-streams/src/main/java")
-#: The selectors of the switches over a store type in the Java sources.
-_STORE_TYPE_SELECTORS = ("type", "storeType", "c.storeType", "config.storeType")
+#: The selectors of the switches over a store type, or over a family (``family``), in the Java sources.
+_STORE_TYPE_SELECTORS = ("type", "storeType", "c.storeType", "config.storeType", "family")
 
 
 def _switch_bodies(source: str) -> list[tuple[int, str]]:
@@ -226,8 +226,9 @@ def test_a_stale_java_copy_is_reported(tmp_path: Path) -> None:
 
 
 def test_every_java_switch_over_store_types_uses_the_table_and_ends_in_a_throw() -> None:
-    """No Java switch over a store type answers a default (the headers key-value store, the session options, the
-    window processor...): its labels are the generated constants and its ``default`` throws the table's error."""
+    """No Java switch over a store type or a family answers a default (the headers key-value store, the session
+    options, the window processor, the key-value topic config...): its labels are the generated constants and its
+    ``default`` throws the table's error."""
     switches = 0
     for folder in _JAVA_SOURCES:
         for path in sorted((_ROOT / folder).rglob("*.java")):
@@ -239,4 +240,6 @@ def test_every_java_switch_over_store_types_uses_the_table_and_ends_in_a_throw()
                 assert not re.search(r'case\s+"', body), f"{where}: a store type spelled as a literal"
                 defaults = re.findall(r"default\s*(?::|->)\s*(\S+\s+[\w.]+\()", body)
                 assert defaults == ["throw StoreTypes.unknown("], f"{where}: default {defaults}"
-    assert switches >= 11  # Stores.open, windowBuilder; Families x6; Instance x3
+    # Stores.open, windowBuilder, segmented; Families x6; Instance x3; the testee's family switches: Changelog x3,
+    # ChangelogOps.restoreValue, LayoutOps.openInput and writeAtZero.
+    assert switches >= 18

@@ -100,17 +100,11 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
             if cf in m.DATA_COLUMN_FAMILIES and entries
         }
 
-    def changelog_offset(self) -> int | None:
-        return len(self.kv.changelog) - 1 if self.kv.changelog else None
-
     def commit(self) -> None:
         """Flush the cache, collect the records it sent, then commit the changelog offset reached (as a task does)."""
         self.ok("store.flush_cache", {"handle": self.handle})
         self.kv.flush()
-        self.check_changelog()
-        offset = self.changelog_offset()
-        self.commit_changelog_offset(offset)
-        self.kv.commit(offset)
+        self.commit_offset_reached()
         got = self.committed_offset()
         assert got == self.kv.committed, f"committed offset {got}, expected {self.kv.committed}"
 
@@ -261,27 +255,10 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
         self.ok("store.flush", {"handle": self.handle})
         self.kv.flush()
 
-    def _reopen(self, store_type: str) -> None:
-        out = self.open_store(store_type)
-        try:
-            self.kv.open(store_type)
-        except m.Refused as refusal:
-            assert "error" in out, f"reopening as {store_type} should be refused ({refusal}), got {out}"
-            out = self.open_store(self.kv.store_type)
-            assert "error" not in out, f"reopening as {self.kv.store_type} after a refused upgrade failed: {out}"
-            self.kv.open()
-            self.handle = out["handle"]
-            return
-        assert "error" not in out, f"reopening as {store_type} failed: {out['error']}"
-        self.handle = out["handle"]
-        if self.backend == m.MEMORY:
-            # Kafka rebuilds an in-memory store from its changelog whenever it is opened again.
-            self.restore_all(self.kv.records_after(None))
-
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
         self.close_cleanly()
-        self._reopen(self.kv.store_type)
+        self.reopen_as(self.kv.store_type, self.open_store)
 
     def upgrade(self, data: st.DataObject) -> None:
         """Reopen as a newer store type: in place on RocksDB (lazy dual column families), rebuilt in memory."""
@@ -290,7 +267,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
         new_type = data.draw(st.sampled_from(NEXT_TYPE[self.kv.store_type]), label="new type")
         self.close_cleanly()
         previous = self.kv.store_type
-        self._reopen(new_type)
+        self.reopen_as(new_type, self.open_store)
         if self.backend == m.ROCKSDB and self.kv.store_type != previous:
             self.upgraded_in_place = True
 

@@ -25,7 +25,7 @@ from hypothesis.stateful import (
 from kstate_conformance import rules
 from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import session as m
-from kstate_conformance.models.kv import Context, Refused
+from kstate_conformance.models.kv import Context
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
 from kstate_conformance.state_machines import KEYS, MAYBE_KEY, StoreMachine, hex_or_none, run_family_machine
 from kstate_conformance.strategies import header_lists, nullable_binary
@@ -98,14 +98,8 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
                        for cf, rows in cfs.items() if rows and cf in m.DATA_COLUMN_FAMILIES}
                 for name, cfs in out["segments"].items()}
 
-    def changelog_offset(self) -> int | None:
-        return len(self.sm.changelog) - 1 if self.sm.changelog else None
-
     def commit(self) -> None:
-        self.check_changelog()
-        offset = self.changelog_offset()
-        self.commit_changelog_offset(offset)
-        self.sm.commit(offset)
+        self.commit_offset_reached()
         got = self.committed_offset()
         assert got == self.sm.committed, f"committed offset {got}, expected {self.sm.committed}"
 
@@ -230,24 +224,10 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
         """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
         self.lifecycle_step(action, data)
 
-    def _reopen(self, store_type: str) -> None:
-        out = self.open_store(store_type)
-        try:
-            self.sm.open(store_type)
-        except Refused as refusal:
-            assert "error" in out, f"reopening as {store_type} should be refused ({refusal}), got {out}"
-            out = self.open_store(self.sm.store_type)
-            self.sm.open()
-        assert "error" not in out, f"reopening as {store_type} failed: {out['error']}"
-        self.handle = out["handle"]
-        if self.backend == m.MEMORY:
-            # Kafka rebuilds an in-memory store from its changelog whenever it is opened again.
-            self.restore_all(self.sm.records_after(None))
-
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
         self.close_cleanly()
-        self._reopen(self.sm.store_type)
+        self.reopen_as(self.sm.store_type, self.open_store)
 
     def upgrade(self, data: st.DataObject) -> None:
         """Reopen a plain session store as ``session_with_headers``: in place on RocksDB (every segment's plain
@@ -258,7 +238,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
         if self.backend not in self.capabilities.upgrade:
             return
         self.close_cleanly()
-        self._reopen(m.HEADERS)
+        self.reopen_as(m.HEADERS, self.open_store)
 
     def crash(self) -> None:
         """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog

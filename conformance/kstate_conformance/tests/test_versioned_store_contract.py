@@ -74,6 +74,15 @@ def _latest(value: str, ts: int) -> Expected:
     return (value, ts, None)
 
 
+#: The reads both ``shouldPutRepeatTimestamps`` and ``shouldMoveRecordToOlderSegmentWithNullsDuringPut`` end in:
+#: their puts leave the same history, vp5 at SI+5, vn5 at SI-5 and vn6 at SI-6, the rest tombstones (VER-22, VER-29).
+_READS_OF_VP5_VN5_VN6: tuple[Step, ...] = (
+    get("k", None), as_of("k", SI + 30, None), as_of("k", SI + 15, None),
+    as_of("k", SI + 6, ("vp5", SI + 5, SI + 10)), as_of("k", SI + 2, None), as_of("k", SI, None),
+    as_of("k", SI - 1, None), as_of("k", SI - 5, ("vn5", SI - 5, SI - 1)),
+    as_of("k", SI - 6, ("vn6", SI - 6, SI - 5)), as_of("k", SI - 8, None),
+)
+
 EXAMPLES: tuple[Example, ...] = (
     Example("shouldPutLatest", (
         put("k", "v", BASE, UNDEFINED), put("k", "v2", BASE + 1, UNDEFINED),
@@ -147,10 +156,7 @@ EXAMPLES: tuple[Example, ...] = (
         put("k", None, SI + 20, UNDEFINED),
         put("k", None, SI + 20, UNDEFINED),
         put("k", "vn6", SI - 6, SI - 5),
-        get("k", None), as_of("k", SI + 30, None), as_of("k", SI + 15, None),
-        as_of("k", SI + 6, ("vp5", SI + 5, SI + 10)), as_of("k", SI + 2, None), as_of("k", SI, None),
-        as_of("k", SI - 1, None), as_of("k", SI - 5, ("vn5", SI - 5, SI - 1)),
-        as_of("k", SI - 6, ("vn6", SI - 6, SI - 5)), as_of("k", SI - 8, None),
+        *_READS_OF_VP5_VN5_VN6,
     ), rules=("VER-22", "VER-29", "VER-34")),
     Example("shouldPutIntoMultipleSegments", (
         put("k", None, SI - 20, UNDEFINED), put("k", "vn10", SI - 10, UNDEFINED), put("k", None, SI - 1, UNDEFINED),
@@ -171,10 +177,7 @@ EXAMPLES: tuple[Example, ...] = (
         put("k", None, SI + 20, UNDEFINED), put("k", None, SI - 1, SI + 20), put("k", None, SI + 1, SI + 20),
         put("k", None, SI - 10, SI - 1), put("k", None, SI + 10, SI + 20), put("k", "vp5", SI + 5, SI + 10),
         put("k", "vn5", SI - 5, SI - 1), put("k", "vn6", SI - 6, SI - 5),
-        get("k", None), as_of("k", SI + 30, None), as_of("k", SI + 15, None),
-        as_of("k", SI + 6, ("vp5", SI + 5, SI + 10)), as_of("k", SI + 2, None), as_of("k", SI, None),
-        as_of("k", SI - 1, None), as_of("k", SI - 5, ("vn5", SI - 5, SI - 1)),
-        as_of("k", SI - 6, ("vn6", SI - 6, SI - 5)), as_of("k", SI - 8, None),
+        *_READS_OF_VP5_VN5_VN6,
     ), rules=("VER-10", "VER-22", "VER-29")),
     Example("shouldFallThroughToExistingOlderSegmentAsLatestDuringPut", (
         put("k", None, SI - 5, UNDEFINED), put("k", "vn6", SI - 6, SI - 5), put("k", "vp20", SI + 20, UNDEFINED),

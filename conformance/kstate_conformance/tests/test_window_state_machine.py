@@ -109,10 +109,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
     def commit(self) -> None:
         self.ok("store.flush", {"handle": self.handle})
-        self.check_changelog()
-        offset = len(self.win.changelog) - 1 if self.win.changelog else None
-        self.commit_changelog_offset(offset)
-        self.win.commit(offset)
+        self.commit_offset_reached()
 
     # --- setup / teardown -----------------------------------------------------------------------------------
 

@@ -14,12 +14,13 @@ import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.VersionedKeyValueStore;
 import org.apache.kafka.streams.state.WindowStore;
-import org.apache.kafka.streams.state.WindowStoreIterator;
 import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
+import java.util.function.IntPredicate;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;
@@ -81,41 +82,19 @@ final class Bench {
             case "put": {
                 final KeyValueStore<Bytes, byte[]> kv = h.bytes;
                 need(kv != null && values != null, h, kind);
-                round = r -> {
-                    for (int i = 0; i < n; i++) {
-                        kv.put(keys.get(i), values.get(i).get());
-                    }
-                    return 0;
-                };
+                round = writes(n, (r, i) -> kv.put(keys.get(i), values.get(i).get()));
                 break;
             }
             case "get": {
                 final KeyValueStore<Bytes, byte[]> kv = h.bytes;
                 need(kv != null, h, kind);
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        found += kv.get(keys.get(i)) == null ? 0 : 1;
-                    }
-                    return found;
-                };
+                round = reads(n, i -> kv.get(keys.get(i)) != null);
                 break;
             }
             case "range": {
                 final KeyValueStore<Bytes, byte[]> kv = h.bytes;
                 need(kv != null && toKeys != null, h, kind);
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        try (KeyValueIterator<Bytes, byte[]> it = kv.range(keys.get(i), toKeys.get(i))) {
-                            while (it.hasNext()) {
-                                it.next();
-                                found++;
-                            }
-                        }
-                    }
-                    return found;
-                };
+                round = scans(n, i -> kv.range(keys.get(i), toKeys.get(i)));
                 break;
             }
             case "prefix_scan": {
@@ -123,97 +102,42 @@ final class Bench {
                 final KeyValueStore<Bytes, byte[]> kv = h.bytes;
                 need(kv != null, h, kind);
                 final ByteArraySerializer serializer = new ByteArraySerializer();
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        try (KeyValueIterator<Bytes, byte[]> it = kv.prefixScan(keys.get(i).get(), serializer)) {
-                            while (it.hasNext()) {
-                                it.next();
-                                found++;
-                            }
-                        }
-                    }
-                    return found;
-                };
+                round = scans(n, i -> kv.prefixScan(keys.get(i).get(), serializer));
                 break;
             }
             case "all": {
                 // One all() per key given (the keys themselves unused).
                 final KeyValueStore<Bytes, byte[]> kv = h.bytes;
                 need(kv != null, h, kind);
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        try (KeyValueIterator<Bytes, byte[]> it = kv.all()) {
-                            while (it.hasNext()) {
-                                it.next();
-                                found++;
-                            }
-                        }
-                    }
-                    return found;
-                };
+                round = scans(n, i -> kv.all());
                 break;
             }
             case "window_fetch_all": {
                 // One fetchAll(timestamps[i], to_times[i]) per key given (the keys themselves unused).
                 final WindowStore<Bytes, byte[]> w = h.window;
                 need(w != null && times != null && toTimes != null, h, kind);
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        try (KeyValueIterator<Windowed<Bytes>, byte[]> it = backward
-                                ? w.backwardFetchAll(times[i], toTimes[i]) : w.fetchAll(times[i], toTimes[i])) {
-                            while (it.hasNext()) {
-                                it.next();
-                                found++;
-                            }
-                        }
-                    }
-                    return found;
-                };
+                round = scans(n, i -> backward ? w.backwardFetchAll(times[i], toTimes[i]) : w.fetchAll(times[i], toTimes[i]));
                 break;
             }
             case "window_put": {
                 final WindowStore<Bytes, byte[]> w = h.window;
                 need(w != null && values != null && times != null, h, kind);
-                round = r -> {
-                    for (int i = 0; i < n; i++) {
-                        w.put(keys.get(i), values.get(i).get(), times[i] + r * shift);
-                    }
-                    return 0;
-                };
+                round = writes(n, (r, i) -> w.put(keys.get(i), values.get(i).get(), times[i] + r * shift));
                 break;
             }
             case "window_fetch": {
                 final WindowStore<Bytes, byte[]> w = h.window;
                 need(w != null && times != null && toTimes != null, h, kind);
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        try (WindowStoreIterator<byte[]> it = backward
-                                ? w.backwardFetch(keys.get(i), times[i], toTimes[i])
-                                : w.fetch(keys.get(i), times[i], toTimes[i])) {
-                            while (it.hasNext()) {
-                                it.next();
-                                found++;
-                            }
-                        }
-                    }
-                    return found;
-                };
+                round = scans(n, i -> backward ? w.backwardFetch(keys.get(i), times[i], toTimes[i])
+                    : w.fetch(keys.get(i), times[i], toTimes[i]));
                 break;
             }
             case "session_put": {
                 need(bytesLayer instanceof SessionStore && values != null && times != null && toTimes != null, h, kind);
                 @SuppressWarnings("unchecked")
                 final SessionStore<Bytes, byte[]> s = (SessionStore<Bytes, byte[]>) bytesLayer;
-                round = r -> {
-                    for (int i = 0; i < n; i++) {
-                        s.put(new Windowed<>(keys.get(i), new SessionWindow(times[i], toTimes[i])), values.get(i).get());
-                    }
-                    return 0;
-                };
+                round = writes(n, (r, i) -> s.put(new Windowed<>(keys.get(i), new SessionWindow(times[i], toTimes[i])),
+                    values.get(i).get()));
                 break;
             }
             case "find_sessions": {
@@ -221,43 +145,20 @@ final class Bench {
                 need(bytesLayer instanceof SessionStore && times != null && toTimes != null, h, kind);
                 @SuppressWarnings("unchecked")
                 final SessionStore<Bytes, byte[]> s = (SessionStore<Bytes, byte[]>) bytesLayer;
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        try (KeyValueIterator<Windowed<Bytes>, byte[]> it = backward
-                                ? s.backwardFindSessions(keys.get(i), times[i], toTimes[i])
-                                : s.findSessions(keys.get(i), times[i], toTimes[i])) {
-                            while (it.hasNext()) {
-                                it.next();
-                                found++;
-                            }
-                        }
-                    }
-                    return found;
-                };
+                round = scans(n, i -> backward ? s.backwardFindSessions(keys.get(i), times[i], toTimes[i])
+                    : s.findSessions(keys.get(i), times[i], toTimes[i]));
                 break;
             }
             case "versioned_put": {
                 final VersionedKeyValueStore<Bytes, byte[]> v = h.versionedInner;
                 need(v != null && values != null && times != null, h, kind);
-                round = r -> {
-                    for (int i = 0; i < n; i++) {
-                        v.put(keys.get(i), values.get(i).get(), times[i] + r * shift);
-                    }
-                    return 0;
-                };
+                round = writes(n, (r, i) -> v.put(keys.get(i), values.get(i).get(), times[i] + r * shift));
                 break;
             }
             case "versioned_get": {
                 final VersionedKeyValueStore<Bytes, byte[]> v = h.versionedInner;
                 need(v != null, h, kind);
-                round = r -> {
-                    long found = 0;
-                    for (int i = 0; i < n; i++) {
-                        found += (times == null ? v.get(keys.get(i)) : v.get(keys.get(i), times[i])) == null ? 0 : 1;
-                    }
-                    return found;
-                };
+                round = reads(n, i -> (times == null ? v.get(keys.get(i)) : v.get(keys.get(i), times[i])) != null);
                 break;
             }
             default:
@@ -283,6 +184,48 @@ final class Bench {
         out.set("nanos", nanos);
         out.put("found", found);
         return out;
+    }
+
+    /** One write per input: {@code write(round, i)}; a write round reads no entries. */
+    @FunctionalInterface
+    interface Write {
+        void at(int round, int i);
+    }
+
+    private static Round writes(final int n, final Write write) {
+        return r -> {
+            for (int i = 0; i < n; i++) {
+                write.at(r, i);
+            }
+            return 0;
+        };
+    }
+
+    /** One point read per input: the entries read are the reads that found a value. */
+    private static Round reads(final int n, final IntPredicate found) {
+        return r -> {
+            long count = 0;
+            for (int i = 0; i < n; i++) {
+                count += found.test(i) ? 1 : 0;
+            }
+            return count;
+        };
+    }
+
+    /** One scan per input, each iterator read to its end and closed: the entries read are those it returned. */
+    private static Round scans(final int n, final IntFunction<KeyValueIterator<?, ?>> scan) {
+        return r -> {
+            long found = 0;
+            for (int i = 0; i < n; i++) {
+                try (KeyValueIterator<?, ?> it = scan.apply(i)) {
+                    while (it.hasNext()) {
+                        it.next();
+                        found++;
+                    }
+                }
+            }
+            return found;
+        };
     }
 
     private static void need(final boolean present, final Stores.Handle h, final String kind) {

@@ -27,10 +27,10 @@ final class Changelog {
 
     /** The writes each family's change-logging layer logs, as the operation defines them. */
     private static final Map<String, List<String>> OPERATIONS = Map.of(
-        "kv", List.of("put", "put_if_absent", "delete"),
-        "versioned", List.of("put", "delete"),
-        "window", List.of("put"),
-        "session", List.of("put", "remove"));
+        StoreTypes.FAMILY_KEY_VALUE, List.of("put", "put_if_absent", "delete"),
+        StoreTypes.FAMILY_VERSIONED, List.of("put", "delete"),
+        StoreTypes.FAMILY_WINDOW, List.of("put"),
+        StoreTypes.FAMILY_SESSION, List.of("put", "remove"));
 
     static void registerAll() {
         register("changelog.record_for_write", Changelog::recordForWrite);
@@ -48,22 +48,6 @@ final class Changelog {
         });
     }
 
-    private static String family(final String type) {
-        if (type.startsWith("versioned")) {
-            return "versioned";
-        }
-        if (type.contains("window")) {
-            return "window";
-        }
-        if (type.startsWith("session")) {
-            return "session";
-        }
-        if (List.of("kv", "timestamped_kv", "timestamped_kv_with_headers", "timestamped_kv_headers").contains(type)) {
-            return "kv";
-        }
-        throw new Json.InputError("store_type", "not a store type: " + type);
-    }
-
     private static ObjectNode call(final String op, final ObjectNode in) throws Exception {
         return Main.OPS.get(op).apply(in);
     }
@@ -71,9 +55,13 @@ final class Changelog {
     @SuppressWarnings("unchecked")
     private static ObjectNode recordForWrite(final JsonNode in) throws Exception {
         final String type = Json.str(in, "store_type");
-        final String family = family(type);
+        final String family = Stores.family(type);
         final String operation = Json.str(in, "operation");
-        if (!OPERATIONS.get(family).contains(operation)) {
+        final List<String> logged = OPERATIONS.get(family);
+        if (logged == null) {
+            throw StoreTypes.unknown(family, "changelog.record_for_write: the logged writes");
+        }
+        if (!logged.contains(operation)) {
             throw new Json.InputError("operation", operation + " is not a logged write of a " + type + " store");
         }
         final byte[] key = Json.hex(in, "key");
@@ -88,7 +76,7 @@ final class Changelog {
         }
         final ObjectNode open = obj();
         open.put("store_type", type);
-        open.put("backend", family.equals("versioned") ? "rocksdb" : "memory");
+        open.put("backend", family.equals(StoreTypes.FAMILY_VERSIONED) ? "rocksdb" : "memory");
         open.put("logging", true);
         open.put("caching", false);
         open.put("name", "store");
@@ -101,14 +89,22 @@ final class Changelog {
         }
         open.set("context", ctx);
         final boolean duplicates = Json.bool(in, "retain_duplicates", false);
-        if (family.equals("window")) {
-            // A retention no test timestamp expires; the window size does not enter the logged record.
-            open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4).put("window_size_ms", 1L)
-                .put("retain_duplicates", duplicates));
-        } else if (family.equals("session")) {
-            open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4));
-        } else if (family.equals("versioned")) {
-            open.set("options", obj().put("history_retention_ms", Long.MAX_VALUE / 4));
+        switch (family) {
+            case StoreTypes.FAMILY_WINDOW:
+                // A retention no test timestamp expires; the window size does not enter the logged record.
+                open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4).put("window_size_ms", 1L)
+                    .put("retain_duplicates", duplicates));
+                break;
+            case StoreTypes.FAMILY_SESSION:
+                open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4));
+                break;
+            case StoreTypes.FAMILY_VERSIONED:
+                open.set("options", obj().put("history_retention_ms", Long.MAX_VALUE / 4));
+                break;
+            case StoreTypes.FAMILY_KEY_VALUE:
+                break;
+            default:
+                throw StoreTypes.unknown(family, "changelog.record_for_write: the store's options");
         }
         final String handle = call("store.open", open).get("handle").textValue();
         try {
@@ -118,7 +114,7 @@ final class Changelog {
             write.set("key", in.get("key"));
             write.set("value", in.has("value") ? in.get("value") : NullNode.instance);
             switch (family) {
-                case "kv":
+                case StoreTypes.FAMILY_KEY_VALUE:
                     if (operation.equals("put_if_absent")) {
                         final byte[] previous = in.has("previous") ? Json.hexOrNull(in, "previous") : null;
                         if (previous != null) {
@@ -130,11 +126,11 @@ final class Changelog {
                     }
                     call("store." + operation, write);
                     break;
-                case "versioned":
+                case StoreTypes.FAMILY_VERSIONED:
                     write.put("timestamp", Json.lng(in, "timestamp"));
                     call("versioned_store." + operation, write);
                     break;
-                case "window": {
+                case StoreTypes.FAMILY_WINDOW: {
                     write.put("window_start", Json.lng(in, "window_start"));
                     // The layer's seqnum before the write (ChangeLoggingWindowBytesStore.seqnum); the put moves it
                     // (maybeUpdateSeqnumForDups) when the store keeps duplicates.
@@ -144,7 +140,7 @@ final class Changelog {
                     out.put("seqnum", seqnum.getInt(h.window));
                     break;
                 }
-                default:
+                case StoreTypes.FAMILY_SESSION:
                     write.put("start", Json.lng(in, "start"));
                     write.put("end", Json.lng(in, "end"));
                     if (operation.equals("remove")) {
@@ -152,6 +148,8 @@ final class Changelog {
                     }
                     call("session_store." + operation, write);
                     break;
+                default:
+                    throw StoreTypes.unknown(family, "changelog.record_for_write: the family's write");
             }
             final ArrayNode records = (ArrayNode) call("store.changelog", obj().put("handle", handle)).get("records");
             if (records.size() > 1) {
@@ -173,13 +171,13 @@ final class Changelog {
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static ObjectNode topicConfig(final JsonNode in) {
         final String type = Json.str(in, "store_type");
-        final String family = family(type);
+        final String family = Stores.family(type);
         final String name = "store";
         final org.apache.kafka.streams.processor.internals.InternalTopicConfig config;
         org.apache.kafka.streams.state.StoreBuilder builder;
         final String topic = name + "-changelog";
         switch (family) {
-            case "versioned": {
+            case StoreTypes.FAMILY_VERSIONED: {
                 if (type.endsWith("with_headers")) {
                     throw new K.Unavailable("this Kafka release has no header-aware versioned store");
                 }
@@ -193,15 +191,15 @@ final class Changelog {
                     K.t(String.class, Map.class, long.class), topic, builder.logConfig(), history);
                 break;
             }
-            case "window":
-            case "session": {
+            case StoreTypes.FAMILY_WINDOW:
+            case StoreTypes.FAMILY_SESSION: {
                 final long retention = Json.lng(in, "retention_ms");
                 // The builder is consulted for its logConfig only, which does not depend on the retention (the
                 // window builders' constructors add cleanup.policy=delete for retainDuplicates alone); the
                 // retention goes to WindowedChangelogTopicConfig, the class CL-16 is about, as
                 // InternalTopologyBuilder hands it the store's retentionPeriod().
                 final ObjectNode opts = obj().put("retention_ms", 0L);
-                if (family.equals("window")) {
+                if (family.equals(StoreTypes.FAMILY_WINDOW)) {
                     opts.put("window_size_ms", 0L).put("retain_duplicates", Json.bool(in, "retain_duplicates", false));
                     builder = Stores.windowBuilder(type, name, false, opts);
                 } else {
@@ -213,7 +211,7 @@ final class Changelog {
                     K.t(String.class, Map.class, long.class), topic, builder.logConfig(), retention);
                 break;
             }
-            default: {
+            case StoreTypes.FAMILY_KEY_VALUE: {
                 builder = org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
                     org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name),
                     org.apache.kafka.common.serialization.Serdes.Bytes(), org.apache.kafka.common.serialization.Serdes.ByteArray());
@@ -223,6 +221,8 @@ final class Changelog {
                     K.t(String.class, Map.class), topic, builder.logConfig());
                 break;
             }
+            default:
+                throw StoreTypes.unknown(family, "changelog.topic_config");
         }
         final Map<String, String> defaults = stringMap(in, "topic_defaults");
         final long additional = in.has("additional_retention_ms") && !in.get("additional_retention_ms").isNull()

@@ -106,12 +106,21 @@ final class ChangelogOps {
             .put("caching", false).put("name", "store");
         final Path stateDir = Files.createTempDirectory("kstate-kafka-jvm-restore");
         open.put("state_dir", stateDir.toString());
-        if (type.contains("window")) {
-            open.set("options", obj().put("retention_ms", 60_000L).put("window_size_ms", 1L));
-        } else if (type.startsWith("session")) {
-            open.set("options", obj().put("retention_ms", 60_000L));
-        } else if (type.startsWith("versioned")) {
-            open.set("options", obj().put("history_retention_ms", 60_000L));
+        final String family = Stores.family(type);
+        switch (family) {
+            case StoreTypes.FAMILY_WINDOW:
+                open.set("options", obj().put("retention_ms", 60_000L).put("window_size_ms", 1L));
+                break;
+            case StoreTypes.FAMILY_SESSION:
+                open.set("options", obj().put("retention_ms", 60_000L));
+                break;
+            case StoreTypes.FAMILY_VERSIONED:
+                open.set("options", obj().put("history_retention_ms", 60_000L));
+                break;
+            case StoreTypes.FAMILY_KEY_VALUE:
+                break;
+            default:
+                throw StoreTypes.unknown(family, "changelog.restore_value: the store's options");
         }
         final String handle = Main.OPS.get("store.open").apply(open).get("handle").textValue();
         try {
@@ -122,7 +131,7 @@ final class ChangelogOps {
                 t(ConsumerRecord.class), record);
             final ObjectNode out = obj().set("key", hexNode(restored.key()));
             out.set("value", hexNode(restored.value()));
-            if (type.startsWith("versioned")) {
+            if (family.equals(StoreTypes.FAMILY_VERSIONED)) {
                 // RocksDBVersionedStore.restoreBatch puts each record at its own timestamp.
                 out.put("timestamp", restored.timestamp());
             }

@@ -81,47 +81,30 @@ final class Codecs {
         return obj().put("value", value).put("bytes_consumed", buffer.position());
     }
 
+    /** The four varint codecs: op suffix and Kafka's ByteUtils name, whose write, sizeOf and read methods the ops
+     *  call; the ...varint ones take an int, the ...varlong ones a long. */
+    private static final String[][] VARINTS = {
+        {"varint", "Varint"}, {"unsigned_varint", "UnsignedVarint"}, {"varlong", "Varlong"},
+        {"unsigned_varlong", "UnsignedVarlong"},
+    };
+
     private static void varints() {
-        register("varint.write_varint", in -> {
-            final int v = integer(in, "value");
-            final ByteBuffer b = ByteBuffer.allocate(16);
-            K.call(BYTE_UTILS, "writeVarint", t(int.class, ByteBuffer.class), v, b);
-            return written(b, (int) K.call(BYTE_UTILS, "sizeOfVarint", t(int.class), v));
-        });
-        register("varint.write_unsigned_varint", in -> {
-            final int v = integer(in, "value");
-            final ByteBuffer b = ByteBuffer.allocate(16);
-            K.call(BYTE_UTILS, "writeUnsignedVarint", t(int.class, ByteBuffer.class), v, b);
-            return written(b, (int) K.call(BYTE_UTILS, "sizeOfUnsignedVarint", t(int.class), v));
-        });
-        register("varint.write_varlong", in -> {
-            final long v = lng(in, "value");
-            final ByteBuffer b = ByteBuffer.allocate(16);
-            K.call(BYTE_UTILS, "writeVarlong", t(long.class, ByteBuffer.class), v, b);
-            return written(b, (int) K.call(BYTE_UTILS, "sizeOfVarlong", t(long.class), v));
-        });
-        register("varint.write_unsigned_varlong", in -> {
-            final long v = lng(in, "value");
-            final ByteBuffer b = ByteBuffer.allocate(16);
-            K.call(BYTE_UTILS, "writeUnsignedVarlong", t(long.class, ByteBuffer.class), v, b);
-            return written(b, (int) K.call(BYTE_UTILS, "sizeOfUnsignedVarlong", t(long.class), v));
-        });
-        register("varint.read_varint", in -> {
-            final ByteBuffer b = ByteBuffer.wrap(hex(in, "bytes"));
-            return read(b, ((Number) K.call(BYTE_UTILS, "readVarint", t(ByteBuffer.class), b)).longValue());
-        });
-        register("varint.read_unsigned_varint", in -> {
-            final ByteBuffer b = ByteBuffer.wrap(hex(in, "bytes"));
-            return read(b, ((Number) K.call(BYTE_UTILS, "readUnsignedVarint", t(ByteBuffer.class), b)).longValue());
-        });
-        register("varint.read_varlong", in -> {
-            final ByteBuffer b = ByteBuffer.wrap(hex(in, "bytes"));
-            return read(b, ((Number) K.call(BYTE_UTILS, "readVarlong", t(ByteBuffer.class), b)).longValue());
-        });
-        register("varint.read_unsigned_varlong", in -> {
-            final ByteBuffer b = ByteBuffer.wrap(hex(in, "bytes"));
-            return read(b, ((Number) K.call(BYTE_UTILS, "readUnsignedVarlong", t(ByteBuffer.class), b)).longValue());
-        });
+        for (final String[] codec : VARINTS) {
+            final String kafka = codec[1];
+            final Class<?> type = kafka.endsWith("Varint") ? int.class : long.class;
+            register("varint.write_" + codec[0], in -> {
+                final Object v = type == int.class ? (Object) integer(in, "value") : (Object) lng(in, "value");
+                final ByteBuffer b = ByteBuffer.allocate(16);
+                K.call(BYTE_UTILS, "write" + kafka, t(type, ByteBuffer.class), v, b);
+                return written(b, (int) K.call(BYTE_UTILS, "sizeOf" + kafka, t(type), v));
+            });
+        }
+        for (final String[] codec : VARINTS) {
+            register("varint.read_" + codec[0], in -> {
+                final ByteBuffer b = ByteBuffer.wrap(hex(in, "bytes"));
+                return read(b, ((Number) K.call(BYTE_UTILS, "read" + codec[1], t(ByteBuffer.class), b)).longValue());
+            });
+        }
     }
 
     // --- primitives (PRIM-1..4) --------------------------------------------------------------------------
@@ -379,15 +362,9 @@ final class Codecs {
         int i = 0;
         for (final JsonNode e : list) {
             final String where = name + "[" + i++ + "]";
-            if (!e.isArray() || e.size() != 3 || !e.get(0).isTextual()) {
-                throw new Json.InputError(where, "not a [topic, partition, offset] triple");
-            }
-            final long partition = Json.asLong(e.get(1), where);
-            if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
-                throw new Json.InputError(where, "partition outside the Java int range");
-            }
+            final TopicPartition tp = Json.triplePartition(e, where, "not a [topic, partition, offset] triple");
             // The input stands for a Java Map: a partition twice cannot be one, so the input is refused.
-            if (map.put(new TopicPartition(e.get(0).textValue(), (int) partition), Json.asLong(e.get(2), where)) != null) {
+            if (map.put(tp, Json.asLong(e.get(2), where)) != null) {
                 throw new Json.InputError(where, "a partition appears twice");
             }
         }
@@ -486,15 +463,7 @@ final class Codecs {
                 if (!step.isObject()) {
                     throw new Json.InputError("steps", "a step must be an object");
                 }
-                ObjectNode fields;
-                try {
-                    fields = segmentStep(state, step);
-                } catch (Throwable e) {
-                    if (e instanceof K.Unavailable || !Main.isRefusal(e)) {
-                        throw e;
-                    }
-                    fields = obj().set("error", Main.error(e));
-                }
+                final ObjectNode fields = Main.capture(() -> segmentStep(state, step));
                 if (state[0] == null) {
                     fields.putNull("bytes");
                     fields.putNull("next_timestamp");

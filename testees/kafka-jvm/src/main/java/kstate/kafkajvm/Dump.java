@@ -61,7 +61,7 @@ final class Dump {
             type = in.has("store_type") && !in.get("store_type").isNull() ? Json.str(in, "store_type") : "kv";
             path = storePath(Stores.taskDir(in), Json.str(in, "name"), type);
         }
-        if (segmented(type)) {
+        if (Stores.segmented(type)) {
             if (!Files.isDirectory(path)) {
                 throw new Json.InputError("name", "no segmented store at " + path);
             }
@@ -82,17 +82,15 @@ final class Dump {
         return obj().set("column_families", readClosed(path));
     }
 
-    private static boolean segmented(final String type) {
-        return type.contains("window") || type.startsWith("session");
-    }
-
     /** {@code <task dir>/rocksdb/<store>} for a one-database store, {@code <task dir>/<store>} (the segments'
      *  parent) for a segmented one, as RocksDBStore (DB_FILE_DIR) and AbstractSegments name them. */
     static Path storePath(final Path taskDir, final String name, final String type) {
-        return segmented(type) ? taskDir.resolve(name) : taskDir.resolve("rocksdb").resolve(name);
+        return Stores.segmented(type) ? taskDir.resolve(name) : taskDir.resolve("rocksdb").resolve(name);
     }
 
-    private static Object innermost(final Stores.Handle h) throws ReflectiveOperationException {
+    /** The store under every wrapping layer (metered, caching, logging), and under the versioned adapter the
+     *  versioned store itself: what store.dump and layout.* read. */
+    static Object innermost(final Stores.Handle h) throws ReflectiveOperationException {
         StateStore s = h.root;
         while (s instanceof WrappedStateStore) {
             s = ((WrappedStateStore<?, ?, ?>) s).wrapped();

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -84,6 +85,31 @@ final class Json {
 
     static long lng(final JsonNode in, final String name, final long dflt) {
         return in.has(name) && !in.get(name).isNull() ? asLong(in.get(name), name) : dflt;
+    }
+
+    /** The partition of a {@code [topic, partition, offset]} triple at {@code where}; {@code triple} is the refusal
+     *  naming the triple the caller takes (its offset is the caller's to read). */
+    static TopicPartition triplePartition(final JsonNode e, final String where, final String triple) {
+        if (!e.isArray() || e.size() != 3 || !e.get(0).isTextual()) {
+            throw new InputError(where, triple);
+        }
+        final long partition = asLong(e.get(1), where);
+        if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
+            throw new InputError(where, "partition outside the Java int range");
+        }
+        return new TopicPartition(e.get(0).textValue(), (int) partition);
+    }
+
+    /** Refuses a store option not in {@code allowed}, naming it ({@code options.<name>}), with {@code takes}:
+     *  what the store takes (SS-11 and the store.open options of spec/ops.md). */
+    static void onlyOptions(final JsonNode opts, final String takes, final String... allowed) {
+        final java.util.List<String> known = java.util.List.of(allowed);
+        for (final java.util.Iterator<String> it = opts.fieldNames(); it.hasNext();) {
+            final String option = it.next();
+            if (!known.contains(option)) {
+                throw new InputError("options." + option, takes);
+            }
+        }
     }
 
     static long asLong(final JsonNode node, final String name) {

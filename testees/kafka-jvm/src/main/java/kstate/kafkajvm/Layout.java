@@ -6,8 +6,6 @@ import org.apache.kafka.streams.processor.TaskId;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.regex.Pattern;
 
 import static kstate.kafkajvm.Json.obj;
@@ -68,13 +66,8 @@ final class Layout {
             final TaskId id = new TaskId(Json.integer(in, "subtopology"), Json.integer(in, "partition"), named);
             final Path stateDir = Files.createTempDirectory("kstate-task-dir");
             try {
-                final Map<String, Object> props = new HashMap<>();
-                props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-                props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
-                props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
                 final org.apache.kafka.streams.processor.internals.StateDirectory directory =
-                    new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
-                        org.apache.kafka.common.utils.Time.SYSTEM, false, named != null);
+                    Tasks.stateDirectory(stateDir, applicationId, false, named != null);
                 final File dir = directory.getOrCreateDirectoryForTask(id);
                 return obj().put("task_dir", stateDir.relativize(dir.toPath()).toString()).put("name", dir.getName());
             } finally {

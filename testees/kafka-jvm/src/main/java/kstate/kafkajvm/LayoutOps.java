@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.query.Position;
-import org.apache.kafka.streams.state.internals.WrappedStateStore;
 import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.DBOptions;
@@ -28,6 +27,7 @@ import java.util.function.Function;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;
+import static kstate.kafkajvm.Main.registerUnsupported;
 
 /** The layout and small-codec operations answered through Kafka's own code (issue 31 item 4):
  *  <ul>
@@ -63,14 +63,10 @@ final class LayoutOps {
         register("store.table_options", LayoutOps::tableOptions);
         register("layout.column_families", LayoutOps::columnFamilies);
         register("layout.store_paths", LayoutOps::storePaths);
-        register("layout.classify_store_file", in -> {
-            throw new K.Unavailable("a kit tool with no Kafka code behind it: Kafka never classifies the files of a store "
+        registerUnsupported("layout.classify_store_file", "a kit tool with no Kafka code behind it: Kafka never classifies the files of a store "
                 + "directory (RocksDB owns them; the rocksdict sidecar is a Python binding's)");
-        });
-        register("layout.options_format_versions", in -> {
-            throw new K.Unavailable("a kit tool with no Kafka code behind it: Kafka never reads an OPTIONS text; what "
+        registerUnsupported("layout.options_format_versions", "a kit tool with no Kafka code behind it: Kafka never reads an OPTIONS text; what "
                 + "Kafka's RocksDB writes is answered by store.table_options");
-        });
     }
 
     // --- Position and its checkpoint file (OFF-11, OFF-18) ----------------------------------------------------
@@ -220,7 +216,7 @@ final class LayoutOps {
             final Stores.Handle h = Stores.handle(obj().put("handle", opened.get("handle").textValue()));
             final StateStore store = h.root;
             try {
-                if (segmented(type)) {
+                if (Stores.segmented(type)) {
                     writeAtZero(h);
                 }
             } finally {
@@ -234,9 +230,9 @@ final class LayoutOps {
             final java.util.Set<Path> parents = new java.util.HashSet<>();
             databases.forEach(p -> parents.add(p.getParent()));
             final Path storeDir;
-            if (segmented(type) && parents.size() == 1) {
+            if (Stores.segmented(type) && parents.size() == 1) {
                 storeDir = parents.iterator().next();
-            } else if (!segmented(type) && databases.size() == 1) {
+            } else if (!Stores.segmented(type) && databases.size() == 1) {
                 storeDir = databases.get(0);
             } else {
                 throw new IllegalStateException("the " + type + " store wrote databases the testee cannot place: " + databases);
@@ -244,7 +240,7 @@ final class LayoutOps {
             final ObjectNode out = obj();
             out.put("store_dir", taskDir.relativize(storeDir).toString());
             out.put("position_file", positionFile(taskDir, name));
-            final org.apache.kafka.streams.processor.internals.StateDirectory directory = stateDirectory(stateDir);
+            final org.apache.kafka.streams.processor.internals.StateDirectory directory = Tasks.stateDirectory(stateDir, "app", true, false);
             final Class<?> legacy = K.cls("LegacyCheckpointingStateStore");
             final java.lang.reflect.Method checkpointFileFor = K.method(legacy, "checkpointFileFor",
                 org.apache.kafka.streams.processor.internals.StateDirectory.class,
@@ -252,7 +248,7 @@ final class LayoutOps {
             out.put("task_checkpoint_file", relative(taskDir, (File) K.invoke(checkpointFileFor, null, directory, h.context.taskId, null)));
             out.put("legacy_store_checkpoint_file", relative(taskDir, (File) K.invoke(checkpointFileFor, null, directory, h.context.taskId, store)));
             if (withSegment) {
-                if (!segmented(type)) {
+                if (!Stores.segmented(type)) {
                     throw new Json.InputError("segment_id", "a " + type + " store keeps one database: it has no segment directories");
                 }
                 final Object segments = K.construct("KeyValueSegments", K.t(String.class, String.class, long.class, long.class),
@@ -268,15 +264,6 @@ final class LayoutOps {
 
     private static String relative(final Path taskDir, final File file) {
         return taskDir.relativize(file.toPath()).toString();
-    }
-
-    private static org.apache.kafka.streams.processor.internals.StateDirectory stateDirectory(final Path stateDir) {
-        final Map<String, Object> props = new java.util.HashMap<>();
-        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, "app");
-        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
-        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        return new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
-            org.apache.kafka.common.utils.Time.SYSTEM, true, false);
     }
 
     /** {@code <store>.position}, answered only once Kafka's maybeMigrateExistingPositionFile has read a position
@@ -302,20 +289,25 @@ final class LayoutOps {
 
     // --- column families (LAY-5..8) ---------------------------------------------------------------------------
 
-    static boolean segmented(final String type) {
-        return type.contains("window") || type.startsWith("session");
-    }
-
     /** The store.open input of a RocksDB store of the type in {@code stateDir}, logging off, with the options its
      *  family requires (a retention of 120 s: Kafka's default segment interval is then 60 s). */
     private static ObjectNode openInput(final String type, final String name, final Path stateDir) {
         final ObjectNode options = obj();
-        if (segmented(type) && type.contains("window")) {
-            options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
-        } else if (segmented(type)) {
-            options.put("retention_ms", 120_000L);
-        } else if (type.startsWith("versioned")) {
-            options.put("history_retention_ms", 120_000L);
+        final String family = Stores.family(type);
+        switch (family) {
+            case StoreTypes.FAMILY_WINDOW:
+                options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
+                break;
+            case StoreTypes.FAMILY_SESSION:
+                options.put("retention_ms", 120_000L);
+                break;
+            case StoreTypes.FAMILY_VERSIONED:
+                options.put("history_retention_ms", 120_000L);
+                break;
+            case StoreTypes.FAMILY_KEY_VALUE:
+                break;
+            default:
+                throw StoreTypes.unknown(family, "LayoutOps.openInput");
         }
         final ObjectNode open = obj().put("store_type", type).put("name", name).put("state_dir", stateDir.toString())
             .put("logging", false);
@@ -327,10 +319,16 @@ final class LayoutOps {
      *  layout of every store format (no headers, timestamp 0, then a value). */
     private static void writeAtZero(final Stores.Handle h) throws Exception {
         final ObjectNode put = obj().put("handle", h.id).put("key", "6b").put("value", "00000000000000000776");
-        if (h.type.startsWith("session")) {
-            Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
-        } else {
-            Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
+        final String family = Stores.family(h.type);
+        switch (family) {
+            case StoreTypes.FAMILY_SESSION:
+                Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
+                break;
+            case StoreTypes.FAMILY_WINDOW:
+                Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
+                break;
+            default:
+                throw StoreTypes.unknown(family, "LayoutOps.writeAtZero: a segmented family");
         }
     }
 
@@ -356,7 +354,7 @@ final class LayoutOps {
             }
             planted.put(e.getKey(), e.getValue().booleanValue());
         }
-        final boolean segmented = segmented(type);
+        final boolean segmented = Stores.segmented(type);
         final Path stateDir = Files.createTempDirectory("kstate-column-families");
         try {
             final ObjectNode open = openInput(type, "store", stateDir);
@@ -439,14 +437,7 @@ final class LayoutOps {
     /** The RocksDBStore holding the store's data: the innermost store, the versioned store's physical store, or
      *  segment 0 of a segmented store. */
     private static Object rocksStore(final Stores.Handle h) throws ReflectiveOperationException {
-        StateStore s = h.root;
-        while (s instanceof WrappedStateStore) {
-            s = ((WrappedStateStore<?, ?, ?>) s).wrapped();
-        }
-        Object inner = s;
-        if (inner.getClass().getSimpleName().startsWith("VersionedKeyValueToBytesStoreAdapter")) {
-            inner = Changelog.field(inner.getClass(), "inner").get(inner);
-        }
+        final Object inner = Dump.innermost(h);
         final Class<?> rocks = K.cls("RocksDBStore");
         if (rocks.isInstance(inner)) {
             return inner;

@@ -43,6 +43,14 @@ public final class Main {
         }
     }
 
+    /** An operation of the vocabulary this Kafka release has no code for: every call answers unsupported
+     *  (TP-5) with {@code reason}, which names what Kafka has instead. */
+    static void registerUnsupported(final String name, final String reason) {
+        register(name, in -> {
+            throw new K.Unavailable(reason);
+        });
+    }
+
     private Main() { }
 
     public static void main(final String[] args) throws Exception {
@@ -207,17 +215,8 @@ public final class Main {
                 }
                 return TextNode.valueOf(new String(chars));
             }
-            final Iterator<Map.Entry<String, JsonNode>> fields = object.fields();
-            while (fields.hasNext()) {
-                final Map.Entry<String, JsonNode> field = fields.next();
-                field.setValue(decodeTexts(field.getValue()));
-            }
-        } else if (node instanceof ArrayNode array) {
-            for (int i = 0; i < array.size(); i++) {
-                array.set(i, decodeTexts(array.get(i)));
-            }
         }
-        return node;
+        return eachChild(node, Main::decodeTexts);
     }
 
     /** Every String holding a surrogate that is not half of a pair goes out as its UTF-16 hex form (TP-12). */
@@ -229,15 +228,27 @@ public final class Main {
             }
             return Json.obj().put("encoding", "utf-16be").put("hex", units.toString());
         }
+        return eachChild(node, Main::encodeTexts);
+    }
+
+    /** A rewrite of one JSON value, which may refuse it. */
+    @FunctionalInterface
+    interface Rewrite<E extends Exception> {
+        JsonNode apply(JsonNode node) throws E;
+    }
+
+    /** {@code node} with each field value of an object, or each element of an array, replaced in place by its
+     *  rewrite; any other node as it is. */
+    private static <E extends Exception> JsonNode eachChild(final JsonNode node, final Rewrite<E> rewrite) throws E {
         if (node instanceof ObjectNode object) {
             final Iterator<Map.Entry<String, JsonNode>> fields = object.fields();
             while (fields.hasNext()) {
                 final Map.Entry<String, JsonNode> field = fields.next();
-                field.setValue(encodeTexts(field.getValue()));
+                field.setValue(rewrite.apply(field.getValue()));
             }
         } else if (node instanceof ArrayNode array) {
             for (int i = 0; i < array.size(); i++) {
-                array.set(i, encodeTexts(array.get(i)));
+                array.set(i, rewrite.apply(array.get(i)));
             }
         }
         return node;

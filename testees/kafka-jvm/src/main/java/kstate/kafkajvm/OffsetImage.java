@@ -24,7 +24,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -237,15 +236,6 @@ final class OffsetImage {
         }
     }
 
-    private static org.apache.kafka.streams.processor.internals.StateDirectory stateDirectory(final Path stateDir) {
-        final Map<String, Object> props = new HashMap<>();
-        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, "app");
-        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
-        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        return new org.apache.kafka.streams.processor.internals.StateDirectory(
-            new org.apache.kafka.streams.StreamsConfig(props), org.apache.kafka.common.utils.Time.SYSTEM, false, false);
-    }
-
     /** migrateLegacyOffsets for one store: the task's .checkpoint (the given bytes) read by Kafka, the offsets of
      *  the store's changelog partitions committed into the store's offsets family, and the file deleted. The
      *  store handed to Kafka is the image's: its commit is the RocksDBStore accessor's commit on the image. */
@@ -269,10 +259,8 @@ final class OffsetImage {
         }
         final Path stateDir = Files.createTempDirectory("kstate-migrate");
         try {
-            final org.apache.kafka.streams.processor.internals.StateDirectory directory = stateDirectory(stateDir);
-            final TaskId taskId = new TaskId(0, 0);
-            final Path taskDir = directory.getOrCreateDirectoryForTask(taskId).toPath();
-            Files.createDirectories(taskDir);
+            final org.apache.kafka.streams.processor.internals.StateDirectory directory = Tasks.stateDirectory(stateDir, "app");
+            final Path taskDir = taskDir(directory);
             if (checkpoint != null) {
                 Files.write(taskDir.resolve(".checkpoint"), checkpoint);
             }
@@ -299,11 +287,23 @@ final class OffsetImage {
                 tps.forEach(tp -> stores.put(tp, store));
                 K.call(LEGACY, "migrateLegacyOffsets", t(String.class,
                     org.apache.kafka.streams.processor.internals.StateDirectory.class, TaskId.class, Map.class),
-                    "", directory, taskId, stores);
+                    "", directory, TASK, stores);
             })));
         } finally {
             delete(stateDir);
         }
+    }
+
+    /** The task both legacy-offset calls run for. */
+    private static final TaskId TASK = new TaskId(0, 0);
+
+    /** {@link #TASK}'s directory as Kafka names it, created (getOrCreateDirectoryForTask creates none without
+     *  persistent stores). */
+    private static Path taskDir(final org.apache.kafka.streams.processor.internals.StateDirectory directory)
+            throws java.io.IOException {
+        final Path taskDir = directory.getOrCreateDirectoryForTask(TASK).toPath();
+        Files.createDirectories(taskDir);
+        return taskDir;
     }
 
     /** maybeDowngradeOffsets as a downgrade-enabled close calls it (upgrade.from a release before 4.3): the
@@ -313,15 +313,13 @@ final class OffsetImage {
         final Map<TopicPartition, Long> committed = Stores.offsets(in, "committed");
         final Path stateDir = Files.createTempDirectory("kstate-downgrade");
         try {
-            final org.apache.kafka.streams.processor.internals.StateDirectory directory = stateDirectory(stateDir);
-            final TaskId taskId = new TaskId(0, 0);
-            final Path taskDir = directory.getOrCreateDirectoryForTask(taskId).toPath();
-            Files.createDirectories(taskDir);
+            final org.apache.kafka.streams.processor.internals.StateDirectory directory = Tasks.stateDirectory(stateDir, "app");
+            final Path taskDir = taskDir(directory);
             final Class<?> upgradeFrom = K.cls("org.apache.kafka.streams.internals.UpgradeFromValues");
             final Object from42 = Enum.valueOf(upgradeFrom.asSubclass(Enum.class), "UPGRADE_FROM_42");
             K.call(LEGACY, "maybeDowngradeOffsets", t(String.class, upgradeFrom,
                 org.apache.kafka.streams.processor.internals.StateDirectory.class, TaskId.class, Map.class),
-                "", from42, directory, taskId, committed);
+                "", from42, directory, TASK, committed);
             final Path file = taskDir.resolve(".checkpoint");
             return obj().set("file", Files.isRegularFile(file) ? hexNode(Files.readAllBytes(file))
                 : com.fasterxml.jackson.databind.node.NullNode.instance);

@@ -48,12 +48,8 @@ final class Sessions {
 
     /** The options a session store takes (SS-11): retention_ms (required) and segment_interval_ms (RocksDB). */
     static void checkOptions(final JsonNode opts) {
-        for (final java.util.Iterator<String> it = opts.fieldNames(); it.hasNext();) {
-            final String option = it.next();
-            if (!List.of("retention_ms", "segment_interval_ms").contains(option)) {
-                throw new Json.InputError("options." + option, "a session store takes retention_ms and segment_interval_ms");
-            }
-        }
+        Json.onlyOptions(opts, "a session store takes retention_ms and segment_interval_ms", "retention_ms",
+            "segment_interval_ms");
         Json.lng(opts, "retention_ms");
         Json.lng(opts, "segment_interval_ms", 0);
     }

@@ -314,19 +314,13 @@ final class Stores {
             // CachingSessionStore: each has flushCache()), then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
             // (KIP-1035: a task commits instead), so the cache is flushed by the caching layer's own flushCache().
             final Handle h = handle(in);
-            final Object caching = layer(h.root, "Caching");
-            if (caching != null) {
-                K.callOn(caching, "flushCache", K.t());
-            }
+            flushCache(h);
             flushDeprecated(h.root);
             return obj();
         });
         register("store.flush_cache", in -> {
             final Handle h = handle(in);
-            final Object caching = layer(h.root, "Caching");
-            if (caching != null) {
-                K.callOn(caching, "flushCache", K.t());
-            } else if (h.closed || !h.root.isOpen()) {
+            if (!flushCache(h) && (h.closed || !h.root.isOpen())) {
                 throw new Json.InputError("handle", "Store " + h.name + " is currently closed.");
             }
             return obj();
@@ -492,12 +486,8 @@ final class Stores {
         final boolean isVersioned = VERSIONED_TYPES.contains(type);
         if (isVersioned) {
             final JsonNode vopts = options == null || options.isNull() ? obj() : options;
-            for (final java.util.Iterator<String> it = vopts.fieldNames(); it.hasNext();) {
-                final String option = it.next();
-                if (!List.of("history_retention_ms", "segment_interval_ms").contains(option)) {
-                    throw new Json.InputError("options." + option, "a versioned store takes history_retention_ms and segment_interval_ms");
-                }
-            }
+            Json.onlyOptions(vopts, "a versioned store takes history_retention_ms and segment_interval_ms",
+                "history_retention_ms", "segment_interval_ms");
             Json.lng(vopts, "history_retention_ms");
             Json.lng(vopts, "segment_interval_ms", 0);
             if (!backend.equals("rocksdb")) {
@@ -506,13 +496,8 @@ final class Stores {
         }
         final JsonNode opts = options == null || options.isNull() ? obj() : options;
         if (isWindow) {
-            for (final java.util.Iterator<String> it = opts.fieldNames(); it.hasNext();) {
-                final String option = it.next();
-                if (!List.of("retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms").contains(option)) {
-                    throw new Json.InputError("options." + option, "a window store takes retention_ms, window_size_ms, "
-                        + "retain_duplicates and segment_interval_ms");
-                }
-            }
+            Json.onlyOptions(opts, "a window store takes retention_ms, window_size_ms, retain_duplicates and "
+                + "segment_interval_ms", "retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms");
             Json.lng(opts, "retention_ms");
             Json.lng(opts, "window_size_ms");
             Json.bool(opts, "retain_duplicates", false);
@@ -882,6 +867,44 @@ final class Stores {
         }
     }
 
+    /** The family of a store type given in an input (the legacy alias accepted, OPS-2), from the generated table
+     *  of kstate.codecs.store_types; a type the table lacks is refused, naming it. */
+    static String family(final String type) {
+        final String canonical = type.equals("timestamped_kv_headers") ? StoreTypes.TIMESTAMPED_KV_WITH_HEADERS : type;
+        try {
+            return StoreTypes.family(canonical);
+        } catch (StoreTypes.UnknownStoreTypeException e) {
+            throw new Json.InputError("store_type", "not a store type: " + type);
+        }
+    }
+
+    /** Whether a store of the type keeps segment databases under {@code <task>/<store>/} (LAY-3) or one database
+     *  under {@code <task>/rocksdb/<store>}. */
+    static boolean segmented(final String type) {
+        final String family = family(type);
+        switch (family) {
+            case StoreTypes.FAMILY_WINDOW:
+            case StoreTypes.FAMILY_SESSION:
+                return true;
+            case StoreTypes.FAMILY_KEY_VALUE:
+            case StoreTypes.FAMILY_VERSIONED:
+                return false;
+            default:
+                throw StoreTypes.unknown(family, "Stores.segmented");
+        }
+    }
+
+    /** Flushes the store's caching layer through its own flushCache() (a Kafka 4.3+ StateStore.flush() no longer
+     *  does); false when the store has no cache. */
+    private static boolean flushCache(final Handle h) {
+        final Object caching = layer(h.root, "Caching");
+        if (caching == null) {
+            return false;
+        }
+        K.callOn(caching, "flushCache", K.t());
+        return true;
+    }
+
     static Map<TopicPartition, Long> offsets(final JsonNode in, final String name) {
         final Map<TopicPartition, Long> out = new LinkedHashMap<>();
         final JsonNode list = in.get(name);
@@ -894,14 +917,8 @@ final class Stores {
         int i = 0;
         for (final JsonNode e : list) {
             final String where = name + "[" + i++ + "]";
-            if (!e.isArray() || e.size() != 3 || !e.get(0).isTextual()) {
-                throw new Json.InputError(where, "a [topic, partition, offset-or-null] triple");
-            }
-            final long partition = Json.asLong(e.get(1), where);
-            if (partition < Integer.MIN_VALUE || partition > Integer.MAX_VALUE) {
-                throw new Json.InputError(where, "partition outside the Java int range");
-            }
-            out.put(new TopicPartition(e.get(0).textValue(), (int) partition), e.get(2).isNull() ? null : Json.asLong(e.get(2), where));
+            final TopicPartition tp = Json.triplePartition(e, where, "a [topic, partition, offset-or-null] triple");
+            out.put(tp, e.get(2).isNull() ? null : Json.asLong(e.get(2), where));
         }
         return out;
     }
@@ -920,14 +937,7 @@ final class Stores {
      *  application without named topologies (KafkaStreams: topologyMetadata.hasNamedTopologies() false), a named
      *  topology's task is refused (getTaskDirectoryParentName: IllegalStateException). */
     private static File kafkaTaskDir(final Path stateDir, final String applicationId, final TaskId taskId) {
-        final Map<String, Object> props = new HashMap<>();
-        props.put(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-        props.put(org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
-        props.put(org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-        final org.apache.kafka.streams.processor.internals.StateDirectory directory =
-            new org.apache.kafka.streams.processor.internals.StateDirectory(new org.apache.kafka.streams.StreamsConfig(props),
-                org.apache.kafka.common.utils.Time.SYSTEM, false, false);
-        return directory.getOrCreateDirectoryForTask(taskId);
+        return Tasks.stateDirectory(stateDir, applicationId).getOrCreateDirectoryForTask(taskId);
     }
 
     static Path taskDir(final JsonNode in) {

@@ -17,6 +17,7 @@ import java.util.Map;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;
+import static kstate.kafkajvm.Main.registerUnsupported;
 
 /** What the task around a store does (ProcessorStateManager): its processing guarantee, the legacy
  *  {@code .checkpoint} it migrates into the stores after their init (LegacyCheckpointingStateStore
@@ -26,11 +27,9 @@ final class Tasks {
 
     static void registerAll() {
         register("store.write_task_file", Tasks::writeTaskFile);
-        register("store.wipe", in -> {
-            throw new K.Unavailable("Kafka wipes a task, not a store: StateManagerUtil.closeStateManager(wipeStateStore) "
+        registerUnsupported("store.wipe", "Kafka wipes a task, not a store: StateManagerUtil.closeStateManager(wipeStateStore) "
                 + "deletes the whole task directory (Utils.delete(ProcessorStateManager.baseDir())); this release has no "
                 + "per-store wipe of a store's directory and <store>.position file");
-        });
         register("store.crash", in -> {
             // An in-process kill exists (avoid_flush_during_shutdown set on each RocksDB instance of the store, its
             // handles closed unflushed, Kafka's close never called: RocksDB then discards the memtables as a SIGKILL
@@ -72,12 +71,19 @@ final class Tasks {
 
     static org.apache.kafka.streams.processor.internals.StateDirectory stateDirectory(final Path stateDir,
                                                                                       final String applicationId) {
+        return stateDirectory(stateDir, applicationId, false, false);
+    }
+
+    /** Kafka's StateDirectory over {@code stateDir} for {@code applicationId}, as KafkaStreams builds it (its
+     *  hasPersistentStores and hasNamedTopologies flags given): the one place the testee names task directories. */
+    static org.apache.kafka.streams.processor.internals.StateDirectory stateDirectory(
+            final Path stateDir, final String applicationId, final boolean persistentStores, final boolean namedTopologies) {
         final Map<String, Object> props = new HashMap<>();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
         props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
         props.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
         return new org.apache.kafka.streams.processor.internals.StateDirectory(new StreamsConfig(props),
-            org.apache.kafka.common.utils.Time.SYSTEM, false, false);
+            org.apache.kafka.common.utils.Time.SYSTEM, persistentStores, namedTopologies);
     }
 
     /** Places a legacy task file as an older release left it; what reads it afterwards is Kafka's (the task's

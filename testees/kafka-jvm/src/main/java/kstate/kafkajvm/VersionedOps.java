@@ -17,6 +17,7 @@ import static kstate.kafkajvm.Json.lng;
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.K.t;
 import static kstate.kafkajvm.Main.register;
+import static kstate.kafkajvm.Main.registerUnsupported;
 
 /** The KIP-889 versioned store's keys, names, configuration and per-key procedure (VER-1, VER-2, VER-22..33,
  *  VS-5, VS-13, VS-14), each answered by Kafka's RocksDBVersionedStore and its LogicalKeyValueSegments (package
@@ -34,18 +35,12 @@ final class VersionedOps {
             final Object formatter = K.construct("LogicalKeyValueSegment$PrefixKeyFormatter", t(byte[].class), (Object) prefix);
             return obj().set("bytes", hexNode((byte[]) K.callOn(formatter, "addPrefix", t(byte[].class), (Object) Json.hex(in, "key"))));
         });
-        register("versioned.split_segment_key", in -> {
-            throw new K.Unavailable("kit-only: Kafka never splits a physical key into a segment id and a key (its "
+        registerUnsupported("versioned.split_segment_key", "kit-only: Kafka never splits a physical key into a segment id and a key (its "
                 + "LogicalKeyValueSegment only adds and strips its own known prefix)");
-        });
-        register("versioned.version_segment", in -> {
-            throw new K.Unavailable("kit-only: Kafka has no function for a version's segment; RocksDBVersionedStore's "
+        registerUnsupported("versioned.version_segment", "kit-only: Kafka has no function for a version's segment; RocksDBVersionedStore's "
                 + "put places versions inline (reached through versioned.key_scenario)");
-        });
-        register("versioned.segment_versions", in -> {
-            throw new K.Unavailable("kit-only: Kafka's SegmentValue has no checked read of every version, tombstones "
+        registerUnsupported("versioned.segment_versions", "kit-only: Kafka's SegmentValue has no checked read of every version, tombstones "
                 + "included (findAll skips tombstones; reached through versioned.segment_scenario)");
-        });
         // The names the store Kafka's public Stores builds gives its reserved latest-value segment and its regular
         // segments (LogicalKeyValueSegments.segmentName; it refuses a negative id other than the reserved one).
         register("versioned.segment_name", in -> {
@@ -129,15 +124,7 @@ final class VersionedOps {
                 if (!step.isObject()) {
                     throw new Json.InputError("steps", "a step must be an object");
                 }
-                ObjectNode fields;
-                try {
-                    fields = keyStep(store, Bytes.wrap(key), step);
-                } catch (Throwable e) {
-                    if (e instanceof K.Unavailable || !Main.isRefusal(e)) {
-                        throw e;
-                    }
-                    fields = obj().set("error", Main.error(e));
-                }
+                final ObjectNode fields = Main.capture(() -> keyStep(store, Bytes.wrap(key), step));
                 fields.put("observed_stream_time", (long) field(store, "observedStreamTime"));
                 fields.set("rows", rows(store, key));
                 results.add(fields);
