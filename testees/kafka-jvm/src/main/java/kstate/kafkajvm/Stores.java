@@ -925,6 +925,17 @@ final class Stores {
         return directory.getOrCreateDirectoryForTask(taskId);
     }
 
+    /** Whether a store the testee holds open lives in this task directory. */
+    static boolean openIn(final Path task) {
+        for (final Handle h : HANDLES.values()) {
+            if (!h.closed && h.context != null && h.context.taskDir.toPath().toAbsolutePath().normalize()
+                    .equals(task.toAbsolutePath().normalize())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     static Path taskDir(final JsonNode in) {
         if (in.has("handle") && !in.get("handle").isNull()) {
             return handle(in).context.taskDir.toPath();
