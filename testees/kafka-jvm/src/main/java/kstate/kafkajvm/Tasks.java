@@ -67,12 +67,14 @@ final class Tasks {
                 + "task's state manager registered, which the testee's open stores are not");
         }
         final java.util.List<String> others = othersState(task, name);
+        final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
+        others.addAll(othersCheckpointed(task, (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
+            "storeChangelogTopic", K.t(String.class, String.class, String.class), applicationId, name, null)));
         if (!others.isEmpty()) {
             throw new K.Unavailable("Kafka wipes a task, not a store (StateManagerUtil.closeStateManager deletes the "
                 + "whole task directory): this task also holds " + String.join(", ", others) + ", which Kafka's wipe "
                 + "would delete too; this release has no wipe of one store with the task's other stores kept");
         }
-        final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
         final org.apache.kafka.streams.processor.TaskId taskId =
             org.apache.kafka.streams.processor.TaskId.parse(in.has("task_id") ? Json.str(in, "task_id") : "0_0");
         final Map<String, Object> props = new HashMap<>();
@@ -125,9 +127,31 @@ final class Tasks {
             Map.class, java.util.Collection.class), taskId, active, eos, log, directory, changelogs, java.util.Set.of());
     }
 
+    /** The partitions of the task's .checkpoint (read by Kafka's OffsetCheckpoint) that are not the wiped store's
+     *  changelog: offsets the task keeps for other stores (an in-memory store's live only there). A file that does
+     *  not read names no other store: Kafka's wipe deletes it with the task. Not read through a link (LAY-15). */
+    private static java.util.List<String> othersCheckpointed(final Path task, final String changelogTopic) {
+        final Path checkpoint = task.resolve(".checkpoint");
+        final java.util.List<String> others = new java.util.ArrayList<>();
+        if (!Files.isRegularFile(checkpoint, LinkOption.NOFOLLOW_LINKS)) {
+            return others;
+        }
+        try {
+            for (final TopicPartition partition : new org.apache.kafka.streams.state.internals.OffsetCheckpoint(
+                    checkpoint.toFile()).read().keySet()) {
+                if (!partition.topic().equals(changelogTopic)) {
+                    others.add(".checkpoint's offset of " + partition);
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            // unreadable: no other store is named in it
+        }
+        return others;
+    }
+
     /** What the task directory holds beyond the named store's own state: its directory (rocksdb/<name>, or <name> for
      *  a segmented store), the <name>~wiping leftover of an interrupted reference wipe, its <name>.position file, and
-     *  the task's .checkpoint (the task's only store's). Read without following links (LAY-15). */
+     *  the task's .checkpoint (its offsets checked by othersCheckpointed). Read without following links (LAY-15). */
     private static java.util.List<String> othersState(final Path task, final String name) throws java.io.IOException {
         final java.util.Set<String> own = java.util.Set.of(name, name + "~wiping", name + ".position", ".checkpoint");
         final java.util.List<String> others = new java.util.ArrayList<>();
