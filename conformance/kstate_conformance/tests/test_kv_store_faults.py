@@ -210,6 +210,7 @@ def _victims(kit: Kit, state_dir: Path) -> None:
         (task / "store.position").write_text("0\n0\n", encoding="utf-8")
 
 
+@pytest.mark.kstate_level("hardened")
 @rules("LAY-11", "UPG-3")
 @pytest.mark.parametrize(("argument", "value"), _BAD_LOCATIONS, ids=_LOCATION_IDS)
 def test_wiping_a_location_kafka_would_not_name_deletes_nothing(kit: Kit, argument: str, value: str) -> None:

@@ -243,23 +243,49 @@ def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit
 # --- UPG-3, VS-31: a wipe and the store's .position file -----------------------------------------------------------
 
 
-@rules("UPG-3", "VS-31", "OFF-22")
+def _committed_store_with_position_file(kit: Kit, family: Family, store_name: str) -> None:
+    """A closed RocksDB store of ``family`` that committed once, and a legacy ``<store>.position`` naming an old
+    position beside it."""
+    store = _open(kit, family, ROCKSDB, name=store_name)
+    _context(store, 9)
+    family.put(store, h("a"))
+    store.commit(1)
+    store.close()
+    kit.implementation.call("store.write_task_file", {**_location(kit), "file": f"{store_name}.position",
+                                                      "text": "0\n1\nold 0 99\n"})
+
+
+@rules("UPG-3", "OFF-22")
 @pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
-def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name: str) -> None:
-    """Place: a store of each family, wiped, then reopened. The wipe deletes the store's directory and its
-    ``<store>.position`` file: a file left behind would be merged into the rebuilt store at its first open (OFF-22),
-    giving it the position of the state the wipe threw away. Another store's directory and position file stay."""
+def test_a_wipe_deletes_the_stores_position_file(kit: Kit, name: str) -> None:
+    """Place: a store of each family, alone in its task, wiped, then reopened. The wipe deletes the store's
+    directory and its ``<store>.position`` file: a file left behind would be merged into the rebuilt store at its
+    first open (OFF-22), giving it the position of the state the wipe threw away."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets", "dump")
     kit.require_ops("store.wipe", "store.write_task_file", "store.task_files", "position.deserialize")
+    _committed_store_with_position_file(kit, family, "store")
+    out = kit.implementation.call("store.wipe", {**_location(kit), "name": "store", "store_type": family.store_type})
+    assert "error" not in out, out
+    files = kit.implementation.call("store.task_files", _location(kit))
+    assert "store.position" not in files["entries"], f"the wipe left the store's position file: {files}"
+    rebuilt = _open(kit, family, ROCKSDB)
+    assert rebuilt.committed() is None, "a wiped store starts without committed offsets"
+    rebuilt.commit(2)
+    assert "old" not in _merged(_positions(kit, rebuilt)), _positions(kit, rebuilt)
+
+
+@rules("VS-31")
+@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
+def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name: str) -> None:
+    """Place: two stores of each family in one task, one wiped. The wipe deletes that store's directory and its
+    ``<store>.position`` file; the other store's directory and position file stay (VS-31; Kafka's own wipe is the
+    whole task's, UPG-3)."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    kit.require_ops("store.wipe", "store.write_task_file", "store.task_files")
     for store_name in ("store", "other"):
-        store = _open(kit, family, ROCKSDB, name=store_name)
-        _context(store, 9)
-        family.put(store, h("a"))
-        store.commit(1)
-        store.close()
-        kit.implementation.call("store.write_task_file", {**_location(kit), "file": f"{store_name}.position",
-                                                          "text": "0\n1\nold 0 99\n"})
+        _committed_store_with_position_file(kit, family, store_name)
     task = kit.state_dir / "app" / "0_0"
     other_dir = next(p for p in (task / "rocksdb" / "other", task / "other") if p.exists())
     before = directory_digest(other_dir)
@@ -269,10 +295,6 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
     assert "store.position" not in files["entries"], f"the wipe left the store's position file: {files}"
     assert files["files"].get("other.position") == "0\n1\nold 0 99\n", files
     assert directory_digest(other_dir) == before, "the wipe changed another store of the task"
-    rebuilt = _open(kit, family, ROCKSDB)
-    assert rebuilt.committed() is None, "a wiped store starts without committed offsets"
-    rebuilt.commit(2)
-    assert "old" not in _merged(_positions(kit, rebuilt)), _positions(kit, rebuilt)
 
 
 # --- OFF-1, OFF-2, OFF-4, LAY-5, LAY-6: the offsets rows of every database of every family ------------------------

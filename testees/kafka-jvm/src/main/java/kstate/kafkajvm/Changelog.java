@@ -65,11 +65,7 @@ final class Changelog {
             throw new Json.InputError("operation", operation + " is not a logged write of a " + type + " store");
         }
         final byte[] key = Json.hex(in, "key");
-        if (in.has("consistency_position") && !in.get("consistency_position").isNull()) {
-            // The consistency headers are added by the task's ProcessorContextImpl.logChange, not by the store's
-            // change-logging layer; the testee's task context does not run it, so it does not guess them.
-            throw new K.Unavailable("the consistency headers come from ProcessorContextImpl.logChange, which the testee does not run");
-        }
+        final boolean consistency = in.has("consistency_position") && !in.get("consistency_position").isNull();
         final JsonNode context = Json.field(in, "context");
         if (!context.isObject() || !context.has("timestamp")) {
             throw new Json.InputError("context", "a record context with a timestamp");
@@ -109,6 +105,9 @@ final class Changelog {
         final String handle = call("store.open", open).get("handle").textValue();
         try {
             final Stores.Handle h = Stores.handle(obj().put("handle", handle));
+            if (consistency) {
+                taskContext(h, in.get("consistency_position"));
+            }
             final ObjectNode out = obj();
             final ObjectNode write = obj().put("handle", handle);
             write.set("key", in.get("key"));
@@ -160,6 +159,53 @@ final class Changelog {
         } finally {
             call("store.close", obj().put("handle", handle));
             deleteTree(stateDir);
+        }
+    }
+
+    /** CL-12: the consistency headers come from the task, not the store: ProcessorContextImpl.logChange adds them
+     *  (addVectorClockToHeaders) when the IQ consistency config (InternalConfig.IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED)
+     *  is on. The store is registered with a ProcessorStateManager of the task (its changelog partition), a
+     *  ProcessorContextImpl over it made active with a recording RecordCollector, and the store's own Position
+     *  holds the case's position when it writes (merged into the empty position it opened with, as the writes that
+     *  made it would have left it): the layer hands that position to logChange. */
+    private static void taskContext(final Stores.Handle h, final JsonNode position) throws Exception {
+        final StoreContext sc = h.context;
+        final ObjectNode positionIn = obj();
+        positionIn.set("position", position);
+        final byte[] bytes = Json.hex(call("position.serialize", positionIn), "bytes");
+        final org.apache.kafka.streams.query.Position wanted = (org.apache.kafka.streams.query.Position) K.call("PositionSerde",
+            "deserialize", K.t(java.nio.ByteBuffer.class), java.nio.ByteBuffer.wrap(bytes));
+        // The task's identity and the IQ consistency flag; the processing guarantee does not enter logChange.
+        final Map<String, Object> props = new java.util.HashMap<>();
+        for (final String key : List.of(org.apache.kafka.streams.StreamsConfig.APPLICATION_ID_CONFIG,
+                org.apache.kafka.streams.StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, org.apache.kafka.streams.StreamsConfig.STATE_DIR_CONFIG)) {
+            props.put(key, sc.configs.get(key));
+        }
+        props.put((String) K.cls("org.apache.kafka.streams.StreamsConfig$InternalConfig")
+            .getField("IQ_CONSISTENCY_OFFSET_VECTOR_ENABLED").get(null), true);
+        final org.apache.kafka.streams.StreamsConfig config = new org.apache.kafka.streams.StreamsConfig(props);
+        final org.apache.kafka.streams.processor.internals.StateDirectory directory = Tasks.stateDirectory(
+            sc.taskDir.getParentFile().getParentFile().toPath(), sc.applicationId);
+        final Object manager = Tasks.stateManager(sc.taskId, false, directory,
+            Map.of(h.name, (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
+                "storeChangelogTopic", K.t(String.class, String.class, String.class), sc.applicationId, h.name, null)));
+        K.callOn(manager, "registerStore", K.t(org.apache.kafka.streams.processor.StateStore.class,
+            org.apache.kafka.streams.processor.StateRestoreCallback.class, org.apache.kafka.streams.processor.CommitCallback.class),
+            h.root, sc.restoreCallback, sc.commitCallback);
+        final org.apache.kafka.streams.processor.internals.ProcessorContextImpl task =
+            new org.apache.kafka.streams.processor.internals.ProcessorContextImpl(sc.taskId, config,
+                (org.apache.kafka.streams.processor.internals.ProcessorStateManager) manager, sc.metrics, sc.cache);
+        task.transitionToActive(null, sc.recordingCollector(), sc.cache);
+        task.setRecordContext(sc.recordContext);
+        sc.task = task;
+        h.root.getPosition().merge(wanted);
+        final byte[] held = ((java.nio.ByteBuffer) K.call("PositionSerde", "serialize",
+            K.t(org.apache.kafka.streams.query.Position.class), h.root.getPosition())).array();
+        if (!java.util.Arrays.equals(held, bytes)) {
+            // Position.merge adds a topic only with its partitions (a store's position grows by withComponent):
+            // a topic without partitions is no position a Kafka store reaches.
+            throw new K.Unavailable("no Kafka store's position is " + position + ": a store's position holds a topic "
+                + "only with an offset of one of its partitions (Position.merge, withComponent)");
         }
     }
 

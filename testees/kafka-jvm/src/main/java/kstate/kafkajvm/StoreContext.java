@@ -47,6 +47,9 @@ final class StoreContext implements InvocationHandler {
     /** The store's CommitCallback, which ProcessorStateManager.commit calls right after store.commit (in 4.3 it
      *  is what writes the position entry: RocksDBStore::writePosition; in 4.4 that method is empty). */
     CommitCallback commitCallback;
+    /** Where set, the task's own ProcessorContextImpl (Changelog.taskContext): logChange is handed to it, which adds
+     *  the IQ consistency headers as a task does, and its RecordCollector (recording) is what catches the record. */
+    InternalProcessorContext<?, ?> task;
     final InternalProcessorContext<?, ?> proxy;
 
     StoreContext(final String applicationId, final TaskId taskId, final File taskDir, final long cacheMaxBytes,
@@ -74,6 +77,26 @@ final class StoreContext implements InvocationHandler {
     static ProcessorRecordContext recordContext(final long timestamp, final long offset, final int partition, final String topic,
                                                 final Headers headers) {
         return new ProcessorRecordContext(timestamp, offset, partition, topic, headers == null ? new RecordHeaders() : headers);
+    }
+
+    /** A RecordCollector that records what ProcessorContextImpl.logChange sends (where a task's RecordCollectorImpl
+     *  would serialize it and hand it to the producer), refusing what a ProducerRecord refuses, as it would. */
+    org.apache.kafka.streams.processor.internals.RecordCollector recordingCollector() {
+        return (org.apache.kafka.streams.processor.internals.RecordCollector) Proxy.newProxyInstance(getClass().getClassLoader(),
+            new Class<?>[] {org.apache.kafka.streams.processor.internals.RecordCollector.class}, (self, method, args) -> {
+                if (method.getName().equals("send") && args.length == 10 && args[4] instanceof Integer) {
+                    final long timestamp = (Long) args[5];
+                    new org.apache.kafka.clients.producer.ProducerRecord<>((String) args[0], (Integer) args[4], timestamp, args[1], args[2]);
+                    changelog.add(new Logged((Bytes) args[1], (byte[]) args[2], timestamp, (Headers) args[3]));
+                    return null;
+                }
+                switch (method.getName()) {
+                    case "toString": return "RecordingCollector";
+                    case "hashCode": return System.identityHashCode(self);
+                    case "equals": return self == args[0];
+                    default: throw new UnsupportedOperationException("the testee's record collector does not answer " + method.getName());
+                }
+            });
     }
 
     @Override
@@ -123,6 +146,9 @@ final class StoreContext implements InvocationHandler {
                 cache.addDirtyEntryFlushListener((String) args[0], (ThreadCache.DirtyEntryFlushListener) args[1]);
                 return null;
             case "logChange":
+                if (task != null) {
+                    return K.invoke(method, task, args);
+                }
                 // A task sends the change as a ProducerRecord; its constructor refuses what a producer refuses (a
                 // negative timestamp), after the store below has already written, as in Kafka.
                 new org.apache.kafka.clients.producer.ProducerRecord<>("changelog", 0, (long) args[3], args[1], args[2]);

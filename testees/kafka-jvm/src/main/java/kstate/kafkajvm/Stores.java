@@ -465,6 +465,13 @@ final class Stores {
             throw new K.Unavailable("this Kafka release has no header-aware versioned store (its Stores has no "
                 + "persistentVersionedKeyValueStoreWithHeaders)");
         }
+        try {
+            StoreTypes.family(type);
+        } catch (StoreTypes.UnknownStoreTypeException e) {
+            // No store type of the spec (OPS-2): bad input, refused by name; unsupported is for a type of the spec
+            // the release under test does not build.
+            throw new Json.InputError("store_type", "not a store type: " + type);
+        }
         if (!hasType(type)) {
             throw new K.Unavailable("the kafka-jvm testee builds no " + type + " store on this release");
         }
@@ -938,6 +945,17 @@ final class Stores {
      *  topology's task is refused (getTaskDirectoryParentName: IllegalStateException). */
     private static File kafkaTaskDir(final Path stateDir, final String applicationId, final TaskId taskId) {
         return Tasks.stateDirectory(stateDir, applicationId).getOrCreateDirectoryForTask(taskId);
+    }
+
+    /** Whether a store the testee holds open lives in this task directory. */
+    static boolean openIn(final Path task) {
+        for (final Handle h : HANDLES.values()) {
+            if (!h.closed && h.context != null && h.context.taskDir.toPath().toAbsolutePath().normalize()
+                    .equals(task.toAbsolutePath().normalize())) {
+                return true;
+            }
+        }
+        return false;
     }
 
     static Path taskDir(final JsonNode in) {

@@ -17,7 +17,6 @@ import java.util.Map;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;
-import static kstate.kafkajvm.Main.registerUnsupported;
 
 /** What the task around a store does (ProcessorStateManager): its processing guarantee, the legacy
  *  {@code .checkpoint} it migrates into the stores after their init (LegacyCheckpointingStateStore
@@ -27,9 +26,7 @@ final class Tasks {
 
     static void registerAll() {
         register("store.write_task_file", Tasks::writeTaskFile);
-        registerUnsupported("store.wipe", "Kafka wipes a task, not a store: StateManagerUtil.closeStateManager(wipeStateStore) "
-                + "deletes the whole task directory (Utils.delete(ProcessorStateManager.baseDir())); this release has no "
-                + "per-store wipe of a store's directory and <store>.position file");
+        register("store.wipe", Tasks::wipe);
         register("store.crash", in -> {
             // An in-process kill exists (avoid_flush_during_shutdown set on each RocksDB instance of the store, its
             // handles closed unflushed, Kafka's close never called: RocksDB then discards the memtables as a SIGKILL
@@ -40,6 +37,139 @@ final class Tasks {
                 + "data and offsets consistent), so a kill loses every commit since the last memtable flush, with its "
                 + "offsets, and the status OPEN row written at open (KV-50, KV-52 describe a durable commit and OPEN)");
         });
+    }
+
+    /** {@code store.wipe} (UPG-3, LAY-11, LAY-15) through Kafka's own wipe, which is a task's: a task closed dirty under
+     *  EOS (StateManagerUtil.closeStateManager with closeClean false, eosEnabled true) closes its state manager and
+     *  deletes the whole task directory (Utils.delete(ProcessorStateManager.baseDir()), which removes a link as a
+     *  link). Kafka has no wipe of one store with the task's other stores kept, so the testee expresses a store's
+     *  wipe only where the task holds nothing but that store's state; a task holding other stores' state is
+     *  answered unsupported, naming it, never with a different (task-wide) effect. */
+    private static com.fasterxml.jackson.databind.node.ObjectNode wipe(final JsonNode in) throws Exception {
+        final String name = Json.str(in, "name");
+        // The store name Kafka would accept (Materialized.as -> Named.validate), the task location StateDirectory
+        // names (TaskId.parse): each refused before anything is deleted (LAY-11).
+        org.apache.kafka.streams.kstream.Materialized.as(name);
+        if (in.has("store_type")) {
+            final String type = Json.str(in, "store_type");
+            try {
+                StoreTypes.family(type.equals("timestamped_kv_headers") ? StoreTypes.TIMESTAMPED_KV_WITH_HEADERS : type);
+            } catch (StoreTypes.UnknownStoreTypeException e) {
+                throw new Json.InputError("store_type", "not a store type: " + type);
+            }
+        }
+        final Path task = Stores.taskDir(in);
+        if (!Files.exists(task, LinkOption.NOFOLLOW_LINKS)) {
+            return obj();  // no task directory: Kafka's wipe has nothing to delete
+        }
+        if (Stores.openIn(task)) {
+            throw new K.Unavailable("a store of this task is open in the testee; Kafka's wipe closes the stores its "
+                + "task's state manager registered, which the testee's open stores are not");
+        }
+        final java.util.List<String> others = othersState(task, name);
+        final String applicationId = in.has("application_id") ? Json.str(in, "application_id") : "app";
+        others.addAll(othersCheckpointed(task, (String) K.call("org.apache.kafka.streams.processor.internals.ProcessorStateManager",
+            "storeChangelogTopic", K.t(String.class, String.class, String.class), applicationId, name, null)));
+        if (!others.isEmpty()) {
+            throw new K.Unavailable("Kafka wipes a task, not a store (StateManagerUtil.closeStateManager deletes the "
+                + "whole task directory): this task also holds " + String.join(", ", others) + ", which Kafka's wipe "
+                + "would delete too; this release has no wipe of one store with the task's other stores kept");
+        }
+        final org.apache.kafka.streams.processor.TaskId taskId =
+            org.apache.kafka.streams.processor.TaskId.parse(in.has("task_id") ? Json.str(in, "task_id") : "0_0");
+        final Map<String, Object> props = new HashMap<>();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "localhost:9092");
+        props.put(StreamsConfig.STATE_DIR_CONFIG, Json.str(in, "state_dir"));
+        // A task's StateDirectory has persistent stores (the store being wiped is a RocksDB one).
+        final org.apache.kafka.streams.processor.internals.StateDirectory directory =
+            new org.apache.kafka.streams.processor.internals.StateDirectory(new StreamsConfig(props),
+                org.apache.kafka.common.utils.Time.SYSTEM, true, false);
+        final Object manager = stateManager(taskId, true, directory, Map.of());
+        final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(Tasks.class);
+        final Class<?> psm = K.cls(PSM);
+        final Class<?> sd = org.apache.kafka.streams.processor.internals.StateDirectory.class;
+        final Class<?> taskType = org.apache.kafka.streams.processor.internals.Task.TaskType.class;
+        final Object active = org.apache.kafka.streams.processor.internals.Task.TaskType.ACTIVE;
+        // closeClean false, eosEnabled true: the dirty close of a corrupted task, which wipes (4.4 adds the
+        // transactional-state-stores flag, off by default: the wipe is then unconditional).
+        if (K44) {
+            K.call(UTIL, "closeStateManager", K.t(org.slf4j.Logger.class, String.class, boolean.class, boolean.class,
+                boolean.class, psm, sd, taskType), logger, "", false, true, false, manager, directory, active);
+        } else {
+            K.call(UTIL, "closeStateManager", K.t(org.slf4j.Logger.class, String.class, boolean.class, boolean.class,
+                psm, sd, taskType), logger, "", false, true, manager, directory, active);
+        }
+        return obj();
+    }
+
+    private static final String PSM = "org.apache.kafka.streams.processor.internals.ProcessorStateManager";
+    private static final String UTIL = "org.apache.kafka.streams.processor.internals.StateManagerUtil";
+    /** 4.4 added the transactional-state-stores flag (and a Time) to ProcessorStateManager and closeStateManager. */
+    private static final boolean K44 = java.util.Arrays.stream(K.cls(UTIL).getDeclaredMethods())
+        .anyMatch(m -> m.getName().equals("closeStateManager") && m.getParameterCount() == 8);
+
+    /** An active task's ProcessorStateManager, with the given store-to-changelog map and no source partitions. */
+    static Object stateManager(final org.apache.kafka.streams.processor.TaskId taskId, final boolean eos,
+                               final org.apache.kafka.streams.processor.internals.StateDirectory directory,
+                               final Map<String, String> changelogs) {
+        final Class<?> logContext = K.cls("org.apache.kafka.common.utils.LogContext");
+        final Object log = K.construct(logContext.getName(), K.t());
+        final Class<?> taskType = org.apache.kafka.streams.processor.internals.Task.TaskType.class;
+        final Object active = org.apache.kafka.streams.processor.internals.Task.TaskType.ACTIVE;
+        final Class<?> sd = org.apache.kafka.streams.processor.internals.StateDirectory.class;
+        if (K44) {
+            return K.construct(PSM, K.t(org.apache.kafka.streams.processor.TaskId.class, taskType, boolean.class, boolean.class,
+                logContext, sd, org.apache.kafka.common.utils.Time.class, Map.class, java.util.Collection.class),
+                taskId, active, eos, false, log, directory, org.apache.kafka.common.utils.Time.SYSTEM, changelogs, java.util.Set.of());
+        }
+        return K.construct(PSM, K.t(org.apache.kafka.streams.processor.TaskId.class, taskType, boolean.class, logContext, sd,
+            Map.class, java.util.Collection.class), taskId, active, eos, log, directory, changelogs, java.util.Set.of());
+    }
+
+    /** The partitions of the task's .checkpoint (read by Kafka's OffsetCheckpoint) that are not the wiped store's
+     *  changelog: offsets the task keeps for other stores (an in-memory store's live only there). A file that does
+     *  not read names no other store: Kafka's wipe deletes it with the task. Not read through a link (LAY-15). */
+    private static java.util.List<String> othersCheckpointed(final Path task, final String changelogTopic) {
+        final Path checkpoint = task.resolve(".checkpoint");
+        final java.util.List<String> others = new java.util.ArrayList<>();
+        if (!Files.isRegularFile(checkpoint, LinkOption.NOFOLLOW_LINKS)) {
+            return others;
+        }
+        try {
+            for (final TopicPartition partition : new org.apache.kafka.streams.state.internals.OffsetCheckpoint(
+                    checkpoint.toFile()).read().keySet()) {
+                if (!partition.topic().equals(changelogTopic)) {
+                    others.add(".checkpoint's offset of " + partition);
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            // unreadable: no other store is named in it
+        }
+        return others;
+    }
+
+    /** What the task directory holds beyond the named store's own state: its directory (rocksdb/<name>, or <name> for
+     *  a segmented store), the <name>~wiping leftover of an interrupted reference wipe, its <name>.position file, and
+     *  the task's .checkpoint (its offsets checked by othersCheckpointed). Read without following links (LAY-15). */
+    private static java.util.List<String> othersState(final Path task, final String name) throws java.io.IOException {
+        final java.util.Set<String> own = java.util.Set.of(name, name + "~wiping", name + ".position", ".checkpoint");
+        final java.util.List<String> others = new java.util.ArrayList<>();
+        try (java.util.stream.Stream<Path> entries = Files.list(task)) {
+            for (final Path entry : (Iterable<Path>) entries.sorted()::iterator) {
+                final String entryName = entry.getFileName().toString();
+                if (entryName.equals("rocksdb") && Files.isDirectory(entry, LinkOption.NOFOLLOW_LINKS)) {
+                    try (java.util.stream.Stream<Path> stores = Files.list(entry)) {
+                        stores.map(p -> p.getFileName().toString()).sorted()
+                            .filter(n -> !n.equals(name) && !n.equals(name + "~wiping"))
+                            .forEach(n -> others.add("rocksdb/" + n));
+                    }
+                } else if (!own.contains(entryName)) {
+                    others.add(entryName);
+                }
+            }
+        }
+        return others;
     }
 
     /** RocksDBStore.openDB passes ignoreInvalidState = !eosEnabled to the offsets family's open: a store opened with
