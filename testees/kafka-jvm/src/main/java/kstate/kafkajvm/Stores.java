@@ -217,13 +217,11 @@ final class Stores {
                 throw new org.apache.kafka.streams.errors.InvalidStateStoreException("Store " + h.name + " is not open");
             }
             // A killed process leaves no iterator: each is released before its RocksDB goes, whose native
-            // iterators would outlive it otherwise.
-            final var it = ITERATORS.values().iterator();
-            while (it.hasNext()) {
-                final Iter i = it.next();
+            // iterators would outlive it otherwise. Its handle stays known, as after a clean close (where Kafka's
+            // store closes its iterators): a later close of it is a no-op, a read is refused as a closed one's.
+            for (final Iter i : ITERATORS.values()) {
                 if (i.handle() == h) {
                     i.it().close();
-                    it.remove();
                 }
             }
             try {
