@@ -207,7 +207,8 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
                                      {"handle": self.handle, "topic": CHANGELOG_TOPIC, "partition": 0})["offset"]
         return offset
 
-    def crash_and_reopen(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool) -> bool:
+    def crash_and_reopen(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool,
+                         may_roll_back: bool = False) -> bool:
         """Kill the store and the model, compare what the store logged, and reopen it (:meth:`reopen_after_crash`);
         False, doing nothing, when the implementation cannot crash a store."""
         if not self.capabilities.crash:
@@ -216,14 +217,25 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         model: Any = self.store_model
         model.crash()
         self.check_changelog()
-        self.reopen_after_crash(open_store, detects_crash)
+        self.reopen_after_crash(open_store, detects_crash, may_roll_back=may_roll_back)
         return True
 
-    def reopen_after_crash(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool, rule_ids: str = "") -> None:
+    #: Whether the last reopen after a crash found no unclean shutdown (:meth:`reopen_after_crash`).
+    crash_undetected = False
+
+    def reopen_after_crash(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool, rule_ids: str = "",
+                           may_roll_back: bool = False) -> None:
         """Reopen the store after ``store.crash``: refused first where ``detects_crash`` (a RocksDB store that keeps
-        offsets sees the unclean shutdown), then opened ignoring it; ``handle`` names the reopened store."""
+        offsets sees the unclean shutdown), then opened ignoring it; ``handle`` names the reopened store. With
+        ``may_roll_back`` an open that is not refused is kept (``crash_undetected``): the caller checks that the store
+        is back at its last open or clean close, all a crash may undetectedly leave (KV-52; KV-67 wants a refusal)."""
+        self.crash_undetected = False
         if detects_crash and self.backend == "rocksdb" and self.backend in self.capabilities.offsets:
             refused = open_store()
+            if may_roll_back and "error" not in refused:
+                self.crash_undetected = True
+                self.handle = refused["handle"]
+                return
             assert "error" in refused, f"reopening after a crash must detect the unclean shutdown{rule_ids}"
         out = open_store(ignore_invalid_state=True)
         assert "error" not in out, f"reopening after a crash failed: {out['error']}"

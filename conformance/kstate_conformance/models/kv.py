@@ -529,6 +529,9 @@ class KVModel(ChangelogKeeper):
         self.pending: list[Record] = []
         self.committed: int | None = None
         self.crash_candidates: list[Image] = []
+        #: The image and committed offset at the last open or clean close: where a crash may roll a store back to
+        #: when its commits are not durable (KV-50; Kafka's store, KV-67).
+        self.durable: tuple[Image, int | None] = ({}, None)
         self.context = Context()
         self.store: BytesStore | None = None
         self.cache: RecordCache | None = None
@@ -553,6 +556,7 @@ class KVModel(ChangelogKeeper):
         store.on_write = self._note_write
         self.cache = RecordCache(self.options.cache_max_bytes) if self.options.caching else None
         self.crash_candidates = [copy.deepcopy(self.image)]
+        self.durable = (copy.deepcopy(self.image), self.committed)
 
     def _note_write(self) -> None:
         self.crash_candidates.append(copy.deepcopy(self.image))
@@ -580,6 +584,7 @@ class KVModel(ChangelogKeeper):
         self.store = None
         self.cache = None
         self.crash_candidates = [copy.deepcopy(self.image)]
+        self.durable = (copy.deepcopy(self.image), self.committed)
 
     def crash(self) -> None:
         """The process dies: dirty cache entries are lost; which writes since the last commit survive is open."""
@@ -593,10 +598,20 @@ class KVModel(ChangelogKeeper):
         self.store = None
         self.cache = None
 
-    def adopt_image(self, observed: Image) -> bool:
+    def adopt_image(self, observed: Image, rolled_back: bool = False) -> bool:
         """After a crash: accept ``observed`` if it is one of the images the crash may leave. Empty families are
-        ignored on both sides."""
+        ignored on both sides. ``rolled_back`` (a crash the reopen did not detect) admits only the image of the last
+        open or clean close, with its committed offset (KV-50, KV-52); otherwise that image comes last."""
         wanted = _nonempty(observed)
+        durable, offset = self.durable
+        if rolled_back or not any(_nonempty(c) == wanted for c in self.crash_candidates):
+            if self.backend == ROCKSDB and _nonempty(durable) == wanted:
+                self.image = copy.deepcopy(durable)
+                self.committed = offset
+                self.crash_candidates = [copy.deepcopy(durable)]
+                return True
+            if rolled_back:
+                return False
         for candidate in self.crash_candidates:
             if _nonempty(candidate) == wanted:
                 self.image = copy.deepcopy(candidate)

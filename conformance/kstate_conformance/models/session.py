@@ -171,6 +171,9 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
         #: The changelog offset each RocksDB segment database holds (a segment created since a commit holds none).
         self.segment_offsets: dict[int, int | None] = {}
         self.crash_candidates: list[dict[int, Segment]] = []
+        #: The segments and their offsets at the last open or clean close: where a crash may roll a store back to
+        #: when its commits are not durable (KV-50; Kafka's store, KV-67).
+        self.durable: tuple[dict[int, Segment], dict[int, int | None]] = ({}, {})
         self.context = Context()
         self.is_open = False
 
@@ -209,6 +212,10 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
             self.sessions = {}
         self.is_open = True
         self.crash_candidates = [copy.deepcopy(self.segments)]
+        self._note_durable()
+
+    def _note_durable(self) -> None:
+        self.durable = (copy.deepcopy(self.segments), dict(self.segment_offsets))
 
     def _open_segment(self, segment_id: int, segment: Segment) -> None:
         # A header-aware segment with a non-empty plain family reads it converted (dual column families).
@@ -227,6 +234,7 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
             return
         self.crash()
         self.crash_candidates = [copy.deepcopy(self.segments)]
+        self._note_durable()
 
     def crash(self) -> None:
         if not self.is_open:
@@ -248,15 +256,29 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
         held = [(s, o) for s, o in self.segment_offsets.items() if s in self.segments and o is not None]
         return max(held)[1] if held else None
 
-    def adopt(self, observed: dict[str, Segment]) -> bool:
+    def adopt(self, observed: dict[str, Segment], rolled_back: bool = False) -> bool:
         """After a crash: accept the segments ``observed`` if their rows are those of a state a crash may leave.
 
         A segment's database is created, and an expired one deleted, at once, while rows wait for a commit: so a
         crash leaves the segments that existed when it happened, each with its rows of the last commit or of a
-        later write. Only rows are compared (a created segment may be empty); the model takes ``observed``."""
+        later write. Only rows are compared (a created segment may be empty); the model takes ``observed``.
+        ``rolled_back`` (a crash the reopen did not detect) admits only the state of the last open or clean close,
+        with its offsets (KV-50, KV-52); otherwise that state is the last candidate."""
         def rows(dump: dict[str, Segment]) -> dict[str, Segment]:
             return {name: cfs for name, cfs in dump.items() if cfs}
 
+        durable, offsets = self.durable
+        kept = {segment_id: durable[segment_id] for segment_id in self.segments if segment_id in durable}
+        if self.backend == ROCKSDB and rows(self._dump_of(kept)) == rows(observed) and (
+                rolled_back or not any(rows(self._dump_of({s: c[s] for s in self.segments if s in c})) == rows(observed)
+                                       for c in self.crash_candidates)):
+            self.segments = {java_div(int(name.rsplit(".", 1)[1]), self.interval): copy.deepcopy(cfs)
+                             for name, cfs in observed.items()}
+            self.segment_offsets = {s: o for s, o in offsets.items() if s in self.segments}
+            self.crash_candidates = [copy.deepcopy(self.segments)]
+            return True
+        if rolled_back:
+            return False
         for candidate in self.crash_candidates:
             kept = {segment_id: candidate[segment_id] for segment_id in self.segments if segment_id in candidate}
             if rows(self._dump_of(kept)) == rows(observed):

@@ -176,6 +176,9 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
     pending: list[Record] = field(default_factory=list)
     committed: int | None = None
     crash_candidates: list[Segments] = field(default_factory=list)
+    #: The segments and committed offset at the last open or clean close: where a crash may roll a store back to
+    #: when its commits are not durable (KV-50; Kafka's store, KV-67).
+    durable: tuple[Segments, int | None] = field(default_factory=lambda: ({}, None))
     context: Context = field(default_factory=Context)
     dropped: int = 0
 
@@ -192,11 +195,13 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
         self.log_seqnum = 0
         self.windows = {}
         self.crash_candidates = [copy.deepcopy(self.segments)]
+        self.durable = (copy.deepcopy(self.segments), self.committed)
 
     def close(self) -> None:
         self.is_open = False
         self.windows = {}
         self.crash_candidates = [copy.deepcopy(self.segments)]
+        self.durable = (copy.deepcopy(self.segments), self.committed)
 
     def crash(self) -> None:
         self.is_open = False
@@ -209,11 +214,17 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
 
     def adopt_segments(self, observed: Segments) -> bool:
         """After a crash: accept ``observed`` if every segment holds rows it held at the last commit or after a
-        later write (each segment is its own database, so each may keep a different point)."""
+        later write (each segment is its own database, so each may keep a different point); or, where commits are
+        not durable (KV-50, Kafka's store), the segments of the last open or clean close, with that offset."""
         for segment_id in set(observed) | {s for c in self.crash_candidates for s in c}:
             rows = observed.get(segment_id, {})
             if not any(candidate.get(segment_id, {}) == rows for candidate in self.crash_candidates):
-                return False
+                durable, offset = self.durable
+                if self.backend != ROCKSDB or any(observed.get(s, {}) != durable.get(s, {})
+                                                  for s in set(observed) | set(self.segments)):
+                    return False
+                self.committed = offset
+                break
         self.segments = {s: dict(rows) for s, rows in observed.items() if rows}
         self.crash_candidates = [copy.deepcopy(self.segments)]
         return True

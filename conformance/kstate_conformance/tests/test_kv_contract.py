@@ -835,7 +835,8 @@ def test_rebuilt_upgraded_stores_keep_record_timestamps(kit: Kit, backend: str) 
 # --- store-managed offsets and crashes (the parts this layer relies on) -------------------------------------
 
 
-@rules("KV-50", "KV-52", "RST-1")
+@pytest.mark.kstate_level("hardened")
+@rules("KV-50", "KV-52", "RST-1", "KV-67")
 def test_a_crash_keeps_what_was_committed(kit: Kit) -> None:
     """After a crash the committed offset's writes are in the store; reopening needs ignore_invalid_state."""
     kit.require(KV, ROCKSDB, "crash", "offsets")
@@ -855,7 +856,51 @@ def test_a_crash_keeps_what_was_committed(kit: Kit) -> None:
     assert after.all() == [("01", "aa"), ("02", "bb"), ("03", "cc")]
 
 
-@rules("RST-8", "RST-3", "KV-50")
+@rules("KV-50", "KV-52", "OFF-4")
+def test_a_crash_keeps_the_last_commit_or_an_earlier_state_with_its_offsets(kit: Kit) -> None:
+    """After a crash the store holds the last commit's data and offset (then the open is refused until
+    ``ignore_invalid_state``), or, where commits are not durable (Kafka, KV-67), the state of its last clean close
+    with that close's offset, opened without a refusal; never data and offsets of two different points."""
+    kit.require(KV, ROCKSDB, "crash", "offsets")
+    store = kit.open(KV, ROCKSDB)
+    store.put("01", "aa")
+    store.commit(0)
+    store.close()
+    store = kit.open(KV, ROCKSDB)
+    store.put("02", "bb")
+    store.commit(1)
+    store.put("03", "cc")
+    store.crash()
+    first = kit.open_refused(KV, ROCKSDB)
+    closed_state = ([("01", "aa")], 0)
+    if "error" not in first:
+        after = kit.opened[-1]
+        kept = (after.all(), after.committed())
+        assert kept == closed_state, f"an open that found no unclean shutdown holds {kept}, not its last close's"
+        return
+    after = kit.open(KV, ROCKSDB, ignore_invalid_state=True)
+    kept = (after.all(), after.committed())
+    assert kept in (([("01", "aa"), ("02", "bb")], 1), closed_state), f"after a crash the store holds {kept}"
+
+
+@rules("RST-8", "RST-3")
+@pytest.mark.parametrize("store_type", [KV, TS, HDR])
+def test_a_crash_right_after_a_restore_keeps_all_or_none_of_it(kit: Kit, store_type: str) -> None:
+    """A crash as restore returns leaves every restored batch with its offset, or (no flush ends Kafka's restore,
+    KV-67) the store as it was before the restore, with no offset: never a part of a batch, never an offset ahead."""
+    kit.require(store_type, ROCKSDB, "crash", "offsets")
+    store = kit.open(store_type, ROCKSDB)
+    records = [record(f"{i % 20:02d}", None if i % 7 == 6 else f"{i:04x}", i) for i in range(50)]
+    store.restore(records, batch_size=8, commit_offsets=True)
+    expected = store.all()
+    store.crash()
+    after = kit.open(store_type, ROCKSDB, ignore_invalid_state=True)
+    kept = (after.committed(), after.all())
+    assert kept in ((49, expected), (None, [])), f"after a crash the restored store holds {kept}"
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("RST-8", "RST-3", "KV-50", "KV-67")
 @pytest.mark.parametrize("store_type", [KV, TS, HDR])
 def test_a_crash_right_after_a_restore_keeps_all_of_it(kit: Kit, store_type: str) -> None:
     """Each restored batch committed with its last offset; a crash as restore returns loses none of it."""

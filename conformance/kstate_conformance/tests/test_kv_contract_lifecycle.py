@@ -253,7 +253,8 @@ def test_a_downgrade_close_merges_into_the_tasks_checkpoint(kit: Kit) -> None:
 # --- a refused open ---------------------------------------------------------------------------------------------------
 
 
-@rules("KV-56", "KV-52", "OFF-7")
+@pytest.mark.kstate_level("hardened")
+@rules("KV-56", "KV-52", "OFF-7", "KV-67")
 def test_a_refused_open_retried_without_ignoring_is_refused_again(kit: Kit) -> None:
     """A refused open writes nothing: retried without ignore_invalid_state it is refused again."""
     kit.require(KV, ROCKSDB, "crash", "offsets")

@@ -272,14 +272,17 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
             self.upgraded_in_place = True
 
     def crash(self) -> None:
-        """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
+        """Kill the store; reopen it; what survived is a state since the last commit (or, where the reopen found no
+        unclean shutdown, the last open's or clean close's with its offset: KV-50, KV-52); replaying the changelog
         after the committed offset restores everything that was logged (KIP-1035 at-least-once recovery)."""
-        if not self.crash_and_reopen(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True):
+        if not self.crash_and_reopen(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True,
+                                     may_roll_back=True):
             return
+        assert not self.crash_undetected or self.can_dump, "an open after a crash was not refused (KV-52)"
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_data()
-                assert self.kv.adopt_image(observed), (
+                assert self.kv.adopt_image(observed, rolled_back=self.crash_undetected), (
                     f"after a crash the store holds {observed}, which is no state since the last commit"
                 )
             else:

@@ -58,7 +58,8 @@ def test_a_refused_open_changes_nothing_and_a_retry_opens(kit: Kit) -> None:
     assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 7
 
 
-@rules("KV-23", "KV-52")
+@pytest.mark.kstate_level("hardened")
+@rules("KV-23", "KV-52", "KV-67")
 @pytest.mark.parametrize("store_type", [KV, TS, HDR])
 def test_an_unclean_store_is_refused_without_a_write(kit: Kit, store_type: str) -> None:
     """A store left OPEN is refused, by the same and by a newer store type, and nothing is written."""

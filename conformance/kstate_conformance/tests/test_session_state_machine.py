@@ -241,15 +241,18 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
         self.reopen_as(m.HEADERS, self.open_store)
 
     def crash(self) -> None:
-        """Kill the store; reopen it; what survived is a state since the last commit; replaying the changelog
+        """Kill the store; reopen it; what survived is a state since the last commit (or, where the reopen found no
+        unclean shutdown, the last open's or clean close's with its offsets: KV-50, KV-52); replaying the changelog
         after the committed offset restores everything that was logged."""
         # The unclean shutdown is found in the segments' databases: a store without a segment has none to show it.
         had_segments = bool(self.sm.segments)
-        if not self.crash_and_reopen(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments):
+        if not self.crash_and_reopen(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments,
+                                     may_roll_back=True):
             return
+        assert not self.crash_undetected or self.can_dump, "an open after a crash was not refused (KV-52)"
         if self.backend == m.ROCKSDB and self.can_dump:
             observed = self.dump_segments()
-            assert self.sm.adopt(observed), (
+            assert self.sm.adopt(observed, rolled_back=self.crash_undetected), (
                 f"after a crash the store holds {observed}, which is no state since the last commit: "
                 f"{[self.sm._dump_of(c) for c in self.sm.crash_candidates]}")
         self.sm.open()

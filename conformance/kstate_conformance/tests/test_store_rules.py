@@ -88,7 +88,8 @@ def test_a_clean_entry_is_sized_without_the_readers_context(kit: Kit, backend: s
 # --- CACHE-9: commit flushes the cache before the offsets -----------------------------------------------------
 
 
-@rules("CACHE-9", "KV-50")
+@pytest.mark.kstate_level("hardened")
+@rules("CACHE-9", "KV-50", "KV-67")
 def test_commit_without_an_explicit_flush_covers_the_cached_writes(kit: Kit) -> None:
     """``commit`` flushes the cache first, so a crash right after it loses none of the writes it covers."""
     kit.require(KV, ROCKSDB, "crash", "offsets", "caching")
@@ -102,7 +103,8 @@ def test_commit_without_an_explicit_flush_covers_the_cached_writes(kit: Kit) -> 
     assert after.all() == [("01", "01"), ("02", "02")]
 
 
-@rules("RST-8", "KV-50")
+@pytest.mark.kstate_level("hardened")
+@rules("RST-8", "KV-50", "KV-67")
 def test_writes_after_a_restore_are_durable_again(kit: Kit) -> None:
     """The WAL is off only while restoring: a write committed after the restore survives a crash."""
     kit.require(KV, ROCKSDB, "crash", "offsets")
@@ -130,7 +132,8 @@ def _position_bytes(topic: str, partition: int, offset: int) -> str:
     return "00" + "00000001" + f"{len(topic):08x}" + name + "00000001" + f"{partition:08x}" + i64(offset)
 
 
-@rules("OFF-5", "KV-54")
+@pytest.mark.kstate_level("hardened")
+@rules("OFF-5", "KV-54", "KV-67")
 def test_the_position_is_persisted_by_commit_itself(kit: Kit) -> None:
     """The position reaches disk with the commit, not only at close: a crash after the commit keeps it."""
     kit.require(KV, ROCKSDB, "crash", "offsets", "dump")
@@ -157,7 +160,8 @@ def test_an_empty_commit_wipes_the_offsets_and_writes_the_position(kit: Kit) -> 
     assert _offsets_family(store) == {STATUS: OPEN, POSITION: before[POSITION]}
 
 
-@rules("OFF-6", "KV-52")
+@pytest.mark.kstate_level("hardened")
+@rules("OFF-6", "KV-52", "KV-67")
 def test_a_crash_before_the_first_commit_is_detected(kit: Kit) -> None:
     """OPEN is persisted at open, so a store killed before it ever committed is refused on reopen."""
     kit.require(KV, ROCKSDB, "crash", "offsets")
@@ -168,7 +172,8 @@ def test_a_crash_before_the_first_commit_is_detected(kit: Kit) -> None:
     kit.open(KV, ROCKSDB, ignore_invalid_state=True)
 
 
-@rules("OFF-7", "OFF-6", "KV-56")
+@pytest.mark.kstate_level("hardened")
+@rules("OFF-7", "OFF-6", "KV-56", "KV-67")
 def test_a_refused_open_retried_is_refused_again(kit: Kit) -> None:
     """A refused open never opened the store, so it writes no CLOSED: retrying without ignoring fails again."""
     kit.require(KV, ROCKSDB, "crash", "offsets")

@@ -284,12 +284,13 @@ def _raw_write(store: Store, logged: Logged, key: str, stored: str) -> None:
 
 
 @rules("VER-1", "VER-2", "VS-1")
-@pytest.mark.kstate_places("store:versioned", "crash")
+@pytest.mark.kstate_places("store:versioned", "reopen")
 def test_a_versioned_store_keeps_its_segments_as_key_prefixes_of_one_database(kit: Kit) -> None:
-    """Place: a RocksDB versioned store, crashed and reopened. A version moved out of the latest-value store sits in
+    """Place: a RocksDB versioned store, closed and reopened. A version moved out of the latest-value store sits in
     ``default`` under ``[segmentId int64][key]`` (VER-1), the latest under ``FF``x8 + key, sorting after every
-    segment (VER-2); the database has ``default`` and ``offsets`` only (VS-1), and the crash changes none of it."""
-    kit.require("versioned_kv", ROCKSDB, "crash", "dump")
+    segment (VER-2); the database has ``default`` and ``offsets`` only (VS-1), and the reopen changes none of it
+    (a crash may roll the store back to its last flush, KV-50, so only a clean close is sure to keep the rows)."""
+    kit.require("versioned_kv", ROCKSDB, "dump")
     if not kit.implementation.supports("versioned_store.segments"):
         pytest.skip("the implementation does not offer versioned_store.segments")
     options = {"history_retention_ms": 10_000, "segment_interval_ms": 1_000}
@@ -305,8 +306,8 @@ def test_a_versioned_store_keeps_its_segments_as_key_prefixes_of_one_database(ki
         assert store.ok("versioned_store.segments")["segments"] == [5]
         if reopened:
             break
-        store.crash()
-        store = kit.open("versioned_kv", ROCKSDB, options=options, ignore_invalid_state=True)
+        store.close()
+        store = kit.open("versioned_kv", ROCKSDB, options=options)
 
 
 # --- KV-12, SS-37, VS-37, WS-36, VS-20: a closed or crashed store, and the in-memory stores' crash -----------------
@@ -319,13 +320,15 @@ def test_a_versioned_store_keeps_its_segments_as_key_prefixes_of_one_database(ki
 def test_a_closed_or_crashed_store_refuses_a_restore_and_every_read(kit: Kit, name: str, end: str) -> None:
     """Place: a RocksDB store of each family after a close and after a crash. A restore batch is refused as every
     read and write is (KV-12: "any operation on a closed RocksDB store"; SS-37; VS-37: "after close (or a crash)"),
-    and the refused restore wrote nothing: the store reopens with the committed row only."""
+    and the refused restore wrote nothing: the store reopens with the committed row only, or, after a crash, as it
+    was created, with no offset (KV-50: a commit need not be durable; KV-67 wants it)."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets", *(["crash"] if end == "crash" else []))
     store = _open(kit, family, ROCKSDB)
+    read, payload = family.reads[0]
+    empty = store.ok(read, **payload)
     family.put(store, K)
     store.commit(1)
-    read, payload = family.reads[0]
     before = store.ok(read, **payload)
     if end == "crash":
         store.crash()
@@ -336,8 +339,9 @@ def test_a_closed_or_crashed_store_refuses_a_restore_and_every_read(kit: Kit, na
     answered = [op for op, p in (family.write, *family.reads) if not store.refused(op, **p)]
     assert not answered, f"a {end}ed {name} store answered {answered}"
     again = _open(kit, family, ROCKSDB, ignore_invalid_state=True)
-    assert again.ok(read, **payload) == before
-    assert again.committed() == 1
+    kept = (again.ok(read, **payload), again.committed())
+    allowed = [(before, 1), (empty, None)] if end == "crash" else [(before, 1)]
+    assert kept in allowed, f"after a {end} the {name} store holds {kept}, expected one of {allowed}"
 
 
 @rules("WS-36", "VS-20")

@@ -72,6 +72,9 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         self.committed: int | None = None
         #: The model after the last commit and after every write since: the states a crash may leave.
         self.crash_candidates: list[m.VersionedStoreModel] = []
+        #: The model and committed offset at the last open or clean close: where a crash may roll a store back to
+        #: when its commits are not durable (KV-50, VS-17; Kafka's store, KV-67).
+        self.durable: tuple[m.VersionedStoreModel | None, int | None] = (None, None)
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -150,6 +153,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         assert "error" not in out, f"opening a fresh versioned store failed: {out}"
         self.handle = out["handle"]
         self.crash_candidates = [self.vs.snapshot()]
+        self.durable = (self.vs.snapshot(), self.committed)
 
     def teardown(self) -> None:
         if self.handle is not None:
@@ -265,23 +269,30 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
             self.vs.wipe()
             self.restore_into(str(self.handle), self.vs, self.changelog if self.logging else [], batch_size)
         self.crash_candidates = [self.vs.snapshot()]
+        self.durable = (self.vs.snapshot(), self.committed)
 
     def crash(self, batch_size: int) -> None:
-        """Kill the store and reopen it: it holds a state since the last commit; replaying the changelog after the
+        """Kill the store and reopen it: it holds a state since the last commit (or, where the reopen found no unclean
+        shutdown, the last open's or clean close's with its offset: KV-50, VS-17); replaying the changelog after the
         committed offset then restores what was logged (KIP-1035 at-least-once recovery)."""
         if not self.capabilities.crash or "VS-17" in self.withheld:
             return
         self.on_store("store.crash")
         self.check_changelog()
-        self.reopen_after_crash(self.open_store, detects_crash=True, rule_ids=" (VS-17)")
+        self.reopen_after_crash(self.open_store, detects_crash=True, rule_ids=" (VS-17)", may_roll_back=True)
+        assert not self.crash_undetected or self.can_dump, "an open after a crash was not refused (VS-17)"
         if self.backend == m.ROCKSDB:
             # The rows tell the states apart exactly; reads alone cannot tell tombstones apart.
             observed = self.rows() if self.can_dump else self.signature()
-            for candidate in reversed(self.crash_candidates):
+            durable, offset = self.durable
+            since_commit = [] if self.crash_undetected else [(c, self.committed) for c in reversed(self.crash_candidates)]
+            rolled_back = [(durable.snapshot(), offset)] if durable is not None else []
+            for candidate, candidate_offset in [*since_commit, *rolled_back]:
                 candidate.restart()
                 seen = candidate.physical_rows() if self.can_dump else self.model_signature(candidate, self.with_headers)
                 if seen == observed:
                     self.model = candidate
+                    self.committed = candidate_offset
                     break
             else:
                 raise AssertionError(f"after a crash the store holds {observed}, which is no state since the last commit")
@@ -292,6 +303,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         after = self.changelog[(committed + 1 if committed is not None else 0):] if self.logging else []
         # What a restore writes is durable only once committed: a later crash may lose it.
         self.crash_candidates = [self.vs.snapshot()]
+        self.durable = (self.vs.snapshot(), self.committed)
         self.restore_into(str(self.handle), self.vs, after, batch_size)
         self.crash_candidates.append(self.vs.snapshot())
 

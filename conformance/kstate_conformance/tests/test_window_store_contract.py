@@ -220,7 +220,8 @@ def test_restored_duplicates_and_the_next_put(kit: Kit, backend: str) -> None:
     assert target.values(ik(1), 0, 10) == (["c", "b"] if backend == ROCKSDB else ["a", "b", "c"])
 
 
-@rules("WS-28", "WS-30", "WS-31")
+@pytest.mark.kstate_level("hardened")
+@rules("WS-28", "WS-30", "WS-31", "KV-67")
 def test_commit_and_close_reach_every_segment(kit: Kit) -> None:
     """``AbstractSegments.commit`` and ``close`` go through every segment (KIP-1035): rows of two segments committed,
     then a crash, are all found again; so are rows of two segments written before a clean close."""

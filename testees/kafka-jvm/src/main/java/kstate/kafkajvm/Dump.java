@@ -48,7 +48,7 @@ final class Dump {
         final String type;
         final Path path;
         if (in.has("handle") && !in.get("handle").isNull()) {
-            final Stores.Handle h = Stores.handle(in);
+            final Stores.Handle h = Stores.handleOrCrashed(in);
             if (!h.backend.equals("rocksdb")) {
                 throw new Json.InputError("handle", "an in-memory store has no column families");
             }

@@ -136,7 +136,7 @@ final class LayoutOps {
     /** Per column family the block-based table format_version and the comparator, from the OPTIONS file RocksDB
      *  names the latest of a closed store's database (a segmented store's: of each segment, which must agree). */
     private static ObjectNode tableOptions(final JsonNode in) throws Exception {
-        final Stores.Handle h = Stores.handle(in);
+        final Stores.Handle h = Stores.handleOrCrashed(in);
         if (!h.backend.equals("rocksdb") || !h.closed) {
             throw new Json.InputError("handle", "table options are read from a closed RocksDB store's OPTIONS file");
         }

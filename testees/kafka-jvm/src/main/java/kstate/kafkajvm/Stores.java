@@ -93,6 +93,8 @@ final class Stores {
         VersionedKeyValueStore<Bytes, byte[]> versioned;
         VersionedKeyValueStore<Bytes, byte[]> versionedInner;
         boolean closed;
+        /** Lost by store.crash: Kafka's objects were dropped without their close and are never called again. */
+        boolean crashed;
         /** Whether the store logs to a changelog: only then does its task know a changelog partition for it. */
         boolean logging;
         int iterators;
@@ -171,8 +173,9 @@ final class Stores {
             out.put("logging", true);
             out.put("caching", true);
             out.put("cache_flush_listener", true);
-            // No crash (store.crash is unsupported: Tasks says why), no legacy upgrades. The raw column families are read by store.dump (Dump).
-            out.put("crash", false);
+            // store.crash loses the unflushed memtables (Crash); no legacy upgrades. The raw column families are
+            // read by store.dump (Dump).
+            out.put("crash", true);
             out.set("dump", Json.arr().add("rocksdb"));
             out.set("offsets", Json.arr().add("rocksdb"));
             out.put("iterators", true);
@@ -181,7 +184,11 @@ final class Stores {
         });
         register("store.open", Stores::open);
         register("store.close", in -> {
-            final Handle h = handle(in);
+            final Handle h = handleOrCrashed(in);
+            if (h.crashed) {
+                // The killed process never closes the store; closing a closed Kafka store does nothing.
+                return obj();
+            }
             final boolean downgrade = Json.bool(in, "downgrade", false);
             // A downgrade close (OFF-20, UPG-4) is the task's, as ProcessorStateManager.close runs it with upgrade.from
             // before 4.3: it notes each logged store's changelog offset (the one its last commit recorded), closes
@@ -209,13 +216,34 @@ final class Stores {
             }
             return obj();
         });
+        register("store.crash", in -> {
+            final Handle h = handle(in);
+            if (h.closed) {
+                throw new org.apache.kafka.streams.errors.InvalidStateStoreException("Store " + h.name + " is not open");
+            }
+            // A killed process leaves no iterator: each is released before its RocksDB goes, whose native
+            // iterators would outlive it otherwise. Its handle stays known, as after a clean close (where Kafka's
+            // store closes its iterators): a later close of it is a no-op, a read is refused as a closed one's.
+            for (final Iter i : ITERATORS.values()) {
+                if (i.handle() == h) {
+                    i.it().close();
+                }
+            }
+            try {
+                Crash.crash(h.root);
+            } finally {
+                h.closed = true;
+                h.crashed = true;
+            }
+            return obj();
+        });
         register("store.set_context", in -> {
             final Handle h = handle(in);
             h.context.recordContext = contextFrom(in, h.context.recordContext);
             return obj();
         });
         register("store.changelog", in -> {
-            final Handle h = handle(in);
+            final Handle h = handleOrCrashed(in);
             final ArrayNode records = Json.arr();
             for (final StoreContext.Logged r : h.context.changelog) {
                 final ObjectNode rec = obj();
@@ -709,7 +737,19 @@ final class Stores {
 
     // --- helpers --------------------------------------------------------------------------------------------------
 
+    /** The open or closed store a handle names; one store.crash lost is refused as Kafka refuses a closed store
+     *  (its objects, never closed, still think themselves open, over RocksDB handles already released). */
     static Handle handle(final JsonNode in) {
+        final Handle h = handleOrCrashed(in);
+        if (h.crashed) {
+            throw new org.apache.kafka.streams.errors.InvalidStateStoreException("Store " + h.name + " is currently closed.");
+        }
+        return h;
+    }
+
+    /** The store a handle names, crashed or not: for the operations that do not call the store (its changelog, the
+     *  files it left, the close a killed process never runs). */
+    static Handle handleOrCrashed(final JsonNode in) {
         final String id = Json.str(in, "handle");
         final Handle h = HANDLES.get(id);
         if (h == null) {

@@ -20,23 +20,13 @@ import static kstate.kafkajvm.Main.register;
 
 /** What the task around a store does (ProcessorStateManager): its processing guarantee, the legacy
  *  {@code .checkpoint} it migrates into the stores after their init (LegacyCheckpointingStateStore
- *  .migrateLegacyOffsets), and placing the legacy task files a test starts from (store.write_task_file). */
+ *  .migrateLegacyOffsets), and placing the legacy task files a test starts from (store.write_task_file). store.crash is Crash's. */
 final class Tasks {
     private Tasks() { }
 
     static void registerAll() {
         register("store.write_task_file", Tasks::writeTaskFile);
         register("store.wipe", Tasks::wipe);
-        register("store.crash", in -> {
-            // An in-process kill exists (avoid_flush_during_shutdown set on each RocksDB instance of the store, its
-            // handles closed unflushed, Kafka's close never called: RocksDB then discards the memtables as a SIGKILL
-            // does). It shows that Kafka's commit is not durable, which the crash cases of the spec assume; until the
-            // spec or the expected failures say how to judge that, the operation stays unsupported (issue 31).
-            throw new K.Unavailable("a kill loses more on Kafka than the crash cases of the spec allow: RocksDBStore "
-                + "writes with the WAL disabled and its commit never flushes the memtables (atomic_flush only keeps "
-                + "data and offsets consistent), so a kill loses every commit since the last memtable flush, with its "
-                + "offsets, and the status OPEN row written at open (KV-50, KV-52 describe a durable commit and OPEN)");
-        });
     }
 
     /** {@code store.wipe} (UPG-3, LAY-11, LAY-15) through Kafka's own wipe, which is a task's: a task closed dirty under
