@@ -415,6 +415,8 @@ class IteratorModel:
     live: dict[bytes, bytes] | None = None
     closed: bool = False
     store_closed: bool = False
+    #: Its process was killed (``crash``): the iterator is gone with it, and no behaviour of a store is left to check.
+    lost: bool = False
 
     def next(self, count: int) -> list[tuple[bytes, bytes]]:
         if self.closed or (self.store_closed and self.backend == ROCKSDB):
@@ -590,6 +592,8 @@ class KVModel(ChangelogKeeper):
         """The process dies: dirty cache entries are lost; which writes since the last commit survive is open."""
         if self.store is None:
             return
+        for it in self.iterators:
+            it.lost = True
         self._close_iterators()
         if self.backend == MEMORY:
             self.store.home.clear()

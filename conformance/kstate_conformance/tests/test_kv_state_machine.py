@@ -229,6 +229,8 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     @rule(it=iterators, count=st.integers(min_value=1, max_value=4))
     def iterator_next(self, it: tuple[str, m.IteratorModel], count: int) -> None:
         iterator_id, model_it = it
+        if model_it.lost:
+            return  # an iterator of a killed process is gone with it
         out = self.call("store.iterator_next", {"iterator": iterator_id, "max": count})
         try:
             expected = model_it.next(count)
@@ -241,6 +243,8 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     @rule(it=iterators)
     def iterator_close(self, it: tuple[str, m.IteratorModel]) -> None:
         iterator_id, model_it = it
+        if model_it.lost:
+            return
         self.ok("store.iterator_close", {"iterator": iterator_id})
         model_it.closed = True
 
