@@ -127,6 +127,10 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
                          "a wipe (SS-26)"},
     "VER-24": {"reopen": "the rule asks nothing of a reopen: Kafka only documents a segment interval changed between "
                          "restarts as unsafe, and the options are validated at every open alike"},
+    "OFF-18": {"store:versioned": "Kafka 4.4.0's versioned store reads no `<store>.position` file (measured: a file's "
+                                  "entries never reach its position; OFF-22 names the key-value and segmented stores' "
+                                  "init only), and the reference's reads none either: the format has no versioned "
+                                  "store to apply at"},
     "LAY-14": {"restore": "the store type on disk is checked at open; a restore writes into a store already open"},
     "OFF-6": {"restore": "the status is read at open and written at open and close; a restore writes neither"},
     "LAY-12": {"store:kv": "a key-value store has no segment directory", "store:versioned": "a versioned store's "

@@ -26,7 +26,7 @@ from kstate.codecs.store_types import (
 from kstate.errors import DecodeError, InvalidArgumentError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
 from kstate.storage_files import read_checkpoint_file
-from kstate.stores.api import Backend
+from kstate.stores.api import Backend, ProcessorStateError
 from kstate.stores.factory import open_bytes_store
 from kstate.stores.families import changelogging_store
 from kstate.stores.life import LifeState
@@ -279,3 +279,46 @@ def _windowed_refusing_size_zero_only(self: Any, entries: Any) -> Any:
         "truncated to Long.MAX_VALUE, equal to its start", FAMILY, rules=("WIN-9",))
 def _window_at_long_max_answered() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.window.WindowStoreBase._windowed": _windowed_refusing_size_zero_only})
+
+
+# --- OFF-19, OFF-18, OFF-16: the task's legacy files at a versioned, window or session store ----------------------
+
+
+def _no_checkpoint_entries(task_dir: Any, store: str, changelog_partitions: Any) -> dict[Any, int]:
+    """``read_checkpoint_entries`` that finds none: the store leaves the task's ``.checkpoint`` to the others."""
+    return {}
+
+
+@mutant("versioned-ignores-task-checkpoint", "a versioned store does not migrate its entries of the task's legacy "
+        ".checkpoint at open, as if it had never had any (the key-value, window and session stores do)", FAMILY,
+        rules=("OFF-19",))
+def _versioned_ignores_task_checkpoint() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.versioned.read_checkpoint_entries": _no_checkpoint_entries})
+
+
+@mutant("session-ignores-position-file", "a session store does not read the pre-4.3 <store>.position file at open "
+        "(the window store does)", FAMILY, rules=("OFF-18", "SS-21"))
+def _session_ignores_position_file() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.session.read_legacy_position": lambda task_dir, name: {}})
+
+
+def _entries_split_on_one_space(task_dir: Any, store: str, changelog_partitions: Any) -> Any:
+    """``read_checkpoint_entries`` whose entry lines are split on single spaces (``line.split(" ")``), not on runs
+    of Java whitespace: a tab or two spaces between fields make the line malformed (the pure reader stays right)."""
+    from kstate.storage_files import task_checkpoint_path
+    from kstate.stores.offsets import read_checkpoint_entries
+
+    path = task_checkpoint_path(task_dir)
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines()[2:]:
+            fields = line.split(" ")
+            if len(fields) != 3 or not all(f.lstrip("-").isdigit() for f in fields[1:]):
+                raise ProcessorStateError(f"Error migrating checkpoint file for task '{task_dir.name}': "
+                                          f"Malformed line in checkpoint file: {line!r}")
+    return read_checkpoint_entries(task_dir, store, changelog_partitions)
+
+
+@mutant("segmented-checkpoint-split-on-one-space", "a window or session store migrating the task's .checkpoint "
+        "splits its lines on single spaces, refusing a tab or two spaces Java reads", FAMILY, rules=("OFF-16",))
+def _segmented_checkpoint_split_on_one_space() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.segmented.read_checkpoint_entries": _entries_split_on_one_space})
