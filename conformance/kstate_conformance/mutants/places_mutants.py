@@ -322,3 +322,48 @@ def _entries_split_on_one_space(task_dir: Any, store: str, changelog_partitions:
         "splits its lines on single spaces, refusing a tab or two spaces Java reads", FAMILY, rules=("OFF-16",))
 def _segmented_checkpoint_split_on_one_space() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.segmented.read_checkpoint_entries": _entries_split_on_one_space})
+
+
+# --- OFF-20, OFF-14, OFF-13: the downgrade .checkpoint of a versioned, window or session store --------------------
+
+
+def _downgrade_patches(write: Callable[..., None]) -> dict[str, Handler]:
+    """Every store operation with the versioned and segmented stores' downgrade writer replaced by ``write`` (the
+    key-value store's writer, ``StoreOffsets.write_legacy_files``, stays the reference's)."""
+    return _everywhere({"kstate.stores.segmented.write_downgrade_checkpoint": write,
+                        "kstate.stores.versioned.write_downgrade_checkpoint": write})
+
+
+@mutant("segmented-and-versioned-downgrade-writes-nothing", "a versioned, window or session store closed for a "
+        "downgrade closes as usual and writes no .checkpoint", FAMILY, rules=("OFF-20",))
+def _segmented_and_versioned_downgrade_writes_nothing() -> dict[str, Handler]:
+    return _downgrade_patches(lambda task_dir, store, offsets: None)
+
+
+def _downgrade_without_unknown(task_dir: Any, store: str, offsets: Any) -> None:
+    from kstate.stores.offsets import write_downgrade_checkpoint
+
+    write_downgrade_checkpoint(task_dir, store, {tp: off for tp, off in offsets.items() if off is not None})
+
+
+@mutant("segmented-and-versioned-downgrade-drops-unknown", "a versioned, window or session store closed for a "
+        "downgrade leaves out a partition it never committed, instead of writing -4", FAMILY, rules=("OFF-14",))
+def _segmented_and_versioned_downgrade_drops_unknown() -> dict[str, Handler]:
+    return _downgrade_patches(_downgrade_without_unknown)
+
+
+def _downgrade_without_final_newline(task_dir: Any, store: str, offsets: Any) -> None:
+    """The file written as ``"\\n".join(lines)``: the last line has no terminator (Java reads it; no writer of
+    Kafka's writes it, OFF-13)."""
+    from kstate.storage_files import task_checkpoint_path
+    from kstate.stores.offsets import write_downgrade_checkpoint
+
+    write_downgrade_checkpoint(task_dir, store, offsets)
+    path = task_checkpoint_path(task_dir)
+    path.write_text(path.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")
+
+
+@mutant("segmented-and-versioned-downgrade-no-final-newline", "a versioned, window or session store closed for a "
+        "downgrade writes the .checkpoint without the last line's newline", FAMILY, rules=("OFF-13",))
+def _segmented_and_versioned_downgrade_no_final_newline() -> dict[str, Handler]:
+    return _downgrade_patches(_downgrade_without_final_newline)

@@ -90,3 +90,28 @@ def test_a_segmented_store_takes_its_position_from_the_legacy_position_file(kit:
     again.commit(2)
     positions = _positions(kit, again)
     assert positions and all(p == {"in": {0: 5, 1: 4}} for p in positions), positions
+
+
+@rules("OFF-20", "OFF-13", "OFF-14")
+@pytest.mark.kstate_places("store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", SEGMENTED_AND_VERSIONED)
+def test_a_segmented_or_versioned_store_closed_for_a_downgrade_writes_the_tasks_checkpoint(kit: Kit,
+                                                                                           name: str) -> None:
+    """Place: a RocksDB versioned, window or session store closed with ``upgrade.from`` before 4.3. The task's
+    ``.checkpoint`` holds the store's committed changelog offset (OFF-20) in OFF-13's text: version ``0``, the count,
+    ``<topic> <partition> <offset>``, every line ending in ``\\n``; a store that never committed writes -4 (OFF-14)."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets")
+    kit.require_ops("store.task_files", "store.write_task_file")
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 3)
+    family.put(store, K)
+    store.commit(5)
+    store.ok("store.close", downgrade=True)
+    assert _task_files(kit)["files"].get(".checkpoint") == f"0\n1\n{TOPIC} 0 5\n"
+    _write_task_file(kit, ".checkpoint", "0\n0\n")  # the next close is the only store in the file
+    fresh = kit.open(family.store_type, ROCKSDB, name="fresh",
+                     **({"options": family.options} if family.options else {}))
+    family.put(fresh, K)
+    fresh.ok("store.close", downgrade=True)
+    assert _task_files(kit)["files"].get(".checkpoint") == "0\n1\napp-fresh-changelog 0 -4\n"

@@ -28,7 +28,7 @@ from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.engine import Engine, MemoryEngine
 from kstate.stores.life import OPEN, LifeCycle, Op, answer
-from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries
+from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries, write_downgrade_checkpoint
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
@@ -170,7 +170,10 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
         legacy_dir = Path(task_dir) if task_dir is not None and engine is None else None
         migrate = legacy_dir is not None and options.manage_offsets and options.migrate_legacy_files \
             and legacy_dir.is_dir()
-        legacy = read_checkpoint_entries(legacy_dir, self.name, options.partitions_for(legacy_dir, self.name)) \
+        #: The task directory and the changelog partitions of the legacy files (OFF-19 at open, OFF-20 at close).
+        self._legacy_dir = legacy_dir if legacy_dir is not None and options.manage_offsets else None
+        self._legacy_partitions = options.partitions_for(legacy_dir, self.name) if legacy_dir is not None else ()
+        legacy = read_checkpoint_entries(legacy_dir, self.name, self._legacy_partitions) \
             if migrate and legacy_dir is not None else {}
         self._segments.open_existing(self.observed_stream_time)  # VS-14: segments on disk are found again
         self._latest = self._segments.latest_value_segment()
@@ -549,6 +552,18 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
         return self._segments.physical.offsets_entries()
 
     # --- closing ------------------------------------------------------------------------------------------------
+
+    def close_for_downgrade(self) -> None:
+        """Close for a downgrade below 4.3 (OFF-20, UPG-4): the committed offsets, noted while the store is open
+        (-4 for a partition with none, OFF-14), are merged into the task's ``.checkpoint`` once it has closed, as
+        Kafka's task writes it after closing its stores (``LegacyCheckpointingStateStore``)."""
+        self._allow(Op.DOWNGRADE)
+        legacy_dir = self._legacy_dir
+        offsets = {(tp.topic, tp.partition): self.committed_offset(tp) for tp in self._legacy_partitions} \
+            if legacy_dir is not None else {}
+        self.close()
+        if legacy_dir is not None and offsets:
+            write_downgrade_checkpoint(legacy_dir, self.name, offsets)
 
     def close(self) -> None:
         """Write staged rows, the position and status CLOSED, then release the database (VS-17). Idempotent."""
