@@ -142,7 +142,13 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     # A versioned store has no upgrade in place: a versioned directory opened as the header-aware type is refused.
     **{rule: {"store:versioned": "a versioned store has no upgrade mode: it has no legacy data family, and a "
                                  "versioned directory opened as the header-aware type is refused (LAY-14)"}
-       for rule in ("RST-5", "RST-7")},
+       for rule in ("RST-5",)},
+    "RST-7": {"store:versioned": "a versioned store has no upgrade mode: it has no legacy data family, and a "
+                                 "versioned directory opened as the header-aware type is refused (LAY-14)",
+              "store:session": "a session aggregate has no timestamp, and a plain session store's changelog "
+                               "carries no headers (CL-7, CL-2): rebuilt from it or upgraded in place, a "
+                               "`session_with_headers` row is `00` + the aggregate alike (LAY-7, CL-11), so there "
+                               "is no difference for the rule to keep"},
     # Rules whose text names a restore or a crash only as what follows elsewhere, not as a place they apply at.
     "KV-55": {"restore": "the migration is at open; the restore the rule names is the task's, from the changelog's "
                          "start, when a store that has no segment yet keeps no offset"},

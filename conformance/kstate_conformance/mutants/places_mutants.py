@@ -23,7 +23,7 @@ from kstate.codecs.store_types import (
     WINDOW_TYPES,
     StoreType,
 )
-from kstate.errors import DecodeError, InvalidArgumentError
+from kstate.errors import DecodeError, InvalidArgumentError, KStateError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
 from kstate.storage_files import read_checkpoint_file
 from kstate.stores.api import Backend, ProcessorStateError
@@ -367,3 +367,135 @@ def _downgrade_without_final_newline(task_dir: Any, store: str, offsets: Any) ->
         "downgrade writes the .checkpoint without the last line's newline", FAMILY, rules=("OFF-13",))
 def _segmented_and_versioned_downgrade_no_final_newline() -> dict[str, Handler]:
     return _downgrade_patches(_downgrade_without_final_newline)
+
+
+# --- RST-7: a timestamped window store rebuilt from a plain store's changelog -------------------------------------
+
+
+@mutant("timestamped-window-rebuilt-at-minus-one", "a timestamped window store restored from a changelog stamps "
+        "every row -1, as an upgrade in place does, instead of the record's timestamp", FAMILY, rules=("RST-7",))
+def _timestamped_window_rebuilt_at_minus_one() -> dict[str, Handler]:
+    return _restoring_for(frozenset({StoreType("timestamped_window")}),
+                          lambda r: dataclasses.replace(r, timestamp=-1))
+
+
+# --- RST-8: the segments a restore writes ------------------------------------------------------------------------
+
+
+def _segment_unlogged_writes_unflushed(self: Any) -> Any:
+    """``RocksDBEngine.unlogged_writes`` that, in a segment's database (``<task>/<store>/<store>.<id>``, not
+    ``<task>/rocksdb/<store>``), turns the WAL off and never flushes: a restore's rows and offsets stay in the
+    memtables a kill loses. The key-value and versioned databases keep the reference's flush."""
+    from kstate.stores.engine import RocksDBEngine
+
+    if self.path.parent.name == "rocksdb":
+        return _ORIGINAL_UNLOGGED_WRITES(self)
+
+    @contextlib.contextmanager
+    def wal_off() -> Any:
+        RocksDBEngine._check(self)
+        self._write_options.disable_wal = True
+        try:
+            yield
+        finally:
+            self._write_options.disable_wal = False
+
+    return wal_off()
+
+
+def _original_unlogged_writes() -> Any:
+    from kstate.stores.engine import RocksDBEngine
+
+    return RocksDBEngine.unlogged_writes
+
+
+_ORIGINAL_UNLOGGED_WRITES = _original_unlogged_writes()
+
+
+@mutant("segment-restore-never-flushed", "a window or session store restores with the WAL off and never flushes "
+        "its segments when the restore ends", FAMILY, rules=("RST-8",))
+def _segment_restore_never_flushed() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.engine.RocksDBEngine.unlogged_writes": _segment_unlogged_writes_unflushed})
+
+
+# --- WS-8, WS-42, SS-15: the segments a restore batch expires ------------------------------------------------------
+
+
+class _RestoreExpiresNothing:
+    """A restore batch advances the stream time but deletes no expired segment (processing writes still do)."""
+
+    segments: Any
+
+    def _restore_rows(self, entries: Any, checked: Any) -> None:
+        with mock.patch.object(self.segments, "cleanup_expired_segments", lambda stream_time: None):
+            super()._restore_rows(entries, checked)  # type: ignore[misc]
+
+
+@mutant("segmented-restore-expires-nothing", "a window or session restore batch advances the stream time but "
+        "deletes no expired segment", FAMILY, rules=("WS-8", "SS-15"))
+def _segmented_restore_expires_nothing() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreExpiresNothing, SEGMENTED_TYPES)
+
+
+# --- VS-36, VS-17, VS-20: a versioned store's restore ----------------------------------------------------------------
+
+
+class _RestoreSkipsUnplaceable:
+    """A versioned restore skips, record by record, a record whose version cannot be placed (a negative segment),
+    answering the batch as restored."""
+
+    def restore_records(self, records: Any) -> None:
+        for r in records:
+            try:
+                super().restore_records([r])  # type: ignore[misc]
+            except KStateError:
+                continue
+
+
+@mutant("versioned-restore-skips-negative-segment", "a versioned restore skips a record that would move a version "
+        "to a negative segment instead of refusing the batch", FAMILY, rules=("VS-36",))
+def _versioned_restore_skips_negative_segment() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreSkipsUnplaceable, frozenset(VERSIONED_TYPES))
+
+
+class _RestoreCommitsNoOffsets:
+    """A versioned store's commit within a restore writes the rows but drops the changelog offsets."""
+
+    _in_restore = False
+
+    def restoring(self) -> Any:
+        inner = super().restoring()  # type: ignore[misc]
+
+        @contextlib.contextmanager
+        def mode() -> Any:
+            self._in_restore = True
+            try:
+                with inner:
+                    yield
+            finally:
+                self._in_restore = False
+
+        return mode()
+
+    def commit(self, changelog_offsets: Any) -> Any:
+        return super().commit({} if self._in_restore else changelog_offsets)  # type: ignore[misc]
+
+
+@mutant("versioned-restore-commits-no-offsets", "a versioned store's commits within a restore write its rows but "
+        "no changelog offset", FAMILY, rules=("VS-17",))
+def _versioned_restore_commits_no_offsets() -> dict[str, Handler]:
+    return _rocksdb_with(_RestoreCommitsNoOffsets, frozenset(VERSIONED_TYPES))
+
+
+def _memory_restore_without_tombstones(self: Any, records: Any) -> None:
+    """The in-memory versioned store's restore skips tombstones, taking a deleted key to need no row."""
+    from kstate.stores.versioned import RocksDBVersionedStore
+
+    RocksDBVersionedStore.restore_records(self, [r for r in records if r.value is not None])
+
+
+@mutant("in-memory-versioned-restore-skips-tombstones", "the in-memory versioned store's restore skips tombstones "
+        "(the RocksDB one applies them)", FAMILY, rules=("VS-20",))
+def _in_memory_versioned_restore_skips_tombstones() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.versioned.InMemoryVersionedStore.restore_records":
+                        _memory_restore_without_tombstones})

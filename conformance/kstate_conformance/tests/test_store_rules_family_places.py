@@ -9,10 +9,12 @@ The expected offsets, files and rows are worked out from the spec rules' text. T
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, kit
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, i64, kit, record
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, K, _context, _open, _positions
 from kstate_conformance.tests.test_store_rules_places import _task_files, _write_task_file
 
@@ -115,3 +117,202 @@ def test_a_segmented_or_versioned_store_closed_for_a_downgrade_writes_the_tasks_
     family.put(fresh, K)
     fresh.ok("store.close", downgrade=True)
     assert _task_files(kit)["files"].get(".checkpoint") == "0\n1\napp-fresh-changelog 0 -4\n"
+
+
+# --- RST-7, RST-8: a window or session store rebuilt by a restore -------------------------------------------------
+
+WINDOW_OPTIONS = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
+SESSION_OPTIONS = {"retention_ms": 1_000, "segment_interval_ms": 500}
+
+
+def _window_key(key: str, start: int) -> str:
+    """CL-6: the changelog key ``[key][windowStart][seqnum 0]`` of a window store without duplicates."""
+    return key + i64(start) + "00000000"
+
+
+def _session_key(key: str, start: int, end: int) -> str:
+    """CL-7: the changelog key ``[key][end][start]``, end first."""
+    return key + i64(end) + i64(start)
+
+
+@rules("RST-7")
+@pytest.mark.kstate_places("store:window", "restore", "reopen")
+def test_a_timestamped_window_store_rebuilt_from_a_plain_changelog_differs_from_one_upgraded_in_place(
+        kit: Kit) -> None:
+    """Place: a plain RocksDB window store's changelog restored into a new timestamped window store, and the same
+    directory opened as a timestamped window store. The rebuilt row carries its record's timestamp, the one upgraded
+    in place timestamp -1 (``FF``x8): neither invents nor drops a timestamp (RST-7)."""
+    kit.require("window", ROCKSDB)
+    kit.require("timestamped_window", ROCKSDB)
+    plain = kit.open("window", ROCKSDB, name="orders", options=WINDOW_OPTIONS)
+    plain.ok("store.set_context", timestamp=50, headers=[], topic="in", partition=0, offset=1)
+    plain.ok("window_store.put", key=K, value="aa", window_start=20)
+    log = plain.changelog()
+    assert log == [record(_window_key(K, 20), "aa", 50)], log
+    plain.commit(1)
+    plain.close()
+    rebuilt = kit.open("timestamped_window", ROCKSDB, name="rebuilt", options=WINDOW_OPTIONS)
+    rebuilt.restore(log)
+    assert rebuilt.ok("window_store.fetch", key=K, time=20)["value"] == i64(50) + "aa"
+    in_place = kit.open("timestamped_window", ROCKSDB, name="orders", options=WINDOW_OPTIONS)
+    assert in_place.ok("window_store.fetch", key=K, time=20)["value"] == "ff" * 8 + "aa"
+
+
+#: Each family's restore records: keys 1..6 over two segments, one removed by a later tombstone.
+_RESTORED = {
+    "window": [record(_window_key(h(f"k{i}"), 100 * i), f"{i:02x}", 100 * i) for i in range(1, 7)]
+              + [record(_window_key(h("k3"), 300), None, 700)],
+    "session": [record(_session_key(h(f"k{i}"), 100 * i, 100 * i + 5), f"{i:02x}", 100 * i + 5) for i in range(1, 7)]
+               + [record(_session_key(h("k3"), 300, 305), None, 700)],
+}
+
+
+def _restored_rows(store: Store, name: str) -> list[Any]:
+    """What the store answers for the keys of :data:`_RESTORED` (None for one absent)."""
+    if name == "window":
+        return list(store.ok("window_store.all")["entries"])
+    return [store.ok("session_store.fetch_session", key=h(f"k{i}"), start=100 * i, end=100 * i + 5)["value"]
+            for i in range(1, 7)]
+
+
+@rules("RST-8", "RST-3")
+@pytest.mark.kstate_places("store:window", "store:session", "restore", "crash")
+@pytest.mark.parametrize("name", ("window", "session"))
+def test_a_crash_right_after_a_window_or_session_restore_keeps_all_of_it(kit: Kit, name: str) -> None:
+    """Place: a RocksDB window or session store restored in batches, each committed with its last offset, then
+    killed as the restore returns. Restored with the write-ahead log off, every segment was flushed before the
+    restore returned (RST-8): the reopened store has every restored row and the last offset."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "crash", "offsets")
+    store = _open(kit, family, ROCKSDB)
+    records = _RESTORED[name]
+    store.restore(records, batch_size=3, commit_offsets=True)
+    assert store.committed() == len(records) - 1
+    expected = _restored_rows(store, name)
+    assert len([row for row in expected if row is not None]) == 5, expected
+    store.crash()
+    after = _open(kit, family, ROCKSDB, ignore_invalid_state=True)
+    assert after.committed() == len(records) - 1
+    assert _restored_rows(after, name) == expected
+
+
+# --- WS-42, SS-15: what a restore batch expires in a reopened store ---------------------------------------------
+
+
+@rules("WS-42", "WS-8")
+@pytest.mark.kstate_places("store:window", "reopen", "restore")
+def test_a_reopened_window_store_answers_clamped_rows_until_a_restore_batch_advances_stream_time(kit: Kit) -> None:
+    """Place: a RocksDB window store reopened, then restored into. A row of a live segment below ``T - R + 1`` is
+    clamped away before the restart and answered after it (T is -1, WS-42); a restore batch advances T, and only
+    then is the expired segment deleted with its row (WS-8), while a row still live stays."""
+    kit.require("window", ROCKSDB)
+    store = kit.open("window", ROCKSDB, options=WINDOW_OPTIONS)
+    store.ok("window_store.put", key=K, value="aa", window_start=700)  # segment 1
+    store.ok("window_store.put", key=K, value="bb", window_start=1_800)  # T = 1800: reads start at 801
+    assert store.ok("window_store.fetch", key=K, time=700)["value"] is None
+    store.commit(1)
+    store.close()
+    again = kit.open("window", ROCKSDB, options=WINDOW_OPTIONS)
+    assert again.ok("window_store.fetch", key=K, time=700)["value"] == "aa"
+    segment = kit.state_dir / "app" / "0_0" / "store" / "store.500"
+    assert segment.is_dir(), sorted(p.name for p in segment.parent.iterdir())
+    again.restore([record(_window_key(h("z"), 2_600), "cc", 2_600)])  # T = 2600: segment 1 expires
+    assert again.ok("window_store.fetch", key=K, time=700)["value"] is None
+    assert again.ok("window_store.fetch", key=K, time=1_800)["value"] == "bb"
+    assert again.ok("window_store.fetch", key=h("z"), time=2_600)["value"] == "cc"
+    assert not segment.exists()
+
+
+@rules("SS-15")
+@pytest.mark.kstate_places("store:session", "reopen", "restore")
+@pytest.mark.parametrize("store_type", ("session", "session_with_headers"))
+def test_a_restore_batch_into_a_reopened_session_store_deletes_its_expired_segments(kit: Kit,
+                                                                                     store_type: str) -> None:
+    """Place: a RocksDB session store reopened, then restored into. The reopened store's stream time is -1, so the
+    open deletes no segment; a restored session ending at 2000 makes every segment below
+    ``segmentId(2000 - 1000)`` expire, deleted with its data (SS-15), and the restored session is answered."""
+    kit.require(store_type, ROCKSDB)
+    store = kit.open(store_type, ROCKSDB, options=SESSION_OPTIONS)
+    stored = "aa" if store_type == "session" else "00aa"  # SS-30: no header bytes but their count
+    store.ok("session_store.put", key=K, value=stored, start=10, end=30)  # segment 0
+    store.commit(1)
+    store.close()
+    again = kit.open(store_type, ROCKSDB, options=SESSION_OPTIONS)
+    assert again.ok("session_store.fetch_session", key=K, start=10, end=30)["value"] == stored
+    segment = kit.state_dir / "app" / "0_0" / "store" / "store.0"
+    assert segment.is_dir(), sorted(p.name for p in segment.parent.iterdir())
+    again.restore([record(_session_key(h("z"), 1_990, 2_000), "cc", 2_000)])
+    assert again.ok("session_store.fetch_session", key=K, start=10, end=30)["value"] is None
+    restored = "cc" if store_type == "session" else "00cc"
+    assert again.ok("session_store.fetch_session", key=h("z"), start=1_990, end=2_000)["value"] == restored
+    assert not segment.exists()
+
+
+# --- VS-36, VS-17, VS-20: a versioned store's restore -------------------------------------------------------------
+
+VERSIONED_OPTIONS = {"history_retention_ms": 100, "segment_interval_ms": 10}
+
+
+def _versions(store: Store, key: str) -> Any:
+    return store.ok("versioned_store.get_versions", key=key)["records"]
+
+
+@rules("VS-36")
+@pytest.mark.kstate_places("store:versioned", "restore")
+def test_a_restored_version_that_would_go_to_a_negative_segment_is_refused(kit: Kit) -> None:
+    """Place: a RocksDB versioned store restoring. A record at -35 reaches only the latest-value store; one at -25
+    would move it to segment ``-25 / 10 = -2``: the batch is refused with a typed error and the version at -35 is
+    as it was (VS-36)."""
+    kit.require("versioned_kv", ROCKSDB)
+    store = kit.open("versioned_kv", ROCKSDB, options=VERSIONED_OPTIONS)
+    store.restore([record(h("k"), "61", -35)])
+    assert _versions(store, h("k")) == [{"value": "61", "timestamp": -35, "valid_to": None}]
+    out = store.call("store.restore", records=[record(h("k"), "62", -25)], batch_size=1000)
+    assert "error" in out, f"a restored version moved to segment -2 was accepted: {out}"
+    assert _versions(store, h("k")) == [{"value": "61", "timestamp": -35, "valid_to": None}]
+
+
+_VERSIONED_RECORDS = [record(h("k"), "61", 10), record(h("k"), "62", 20), record(h("j"), "63", 15),
+                      record(h("k"), None, 30), record(h("j"), "64", 25)]
+
+
+@rules("VS-17")
+@pytest.mark.kstate_places("store:versioned", "restore", "reopen")
+def test_a_versioned_restore_commits_its_offsets_with_its_rows_and_keeps_them_after_a_reopen(kit: Kit) -> None:
+    """Place: a RocksDB versioned store restored with the offsets committed per batch, then reopened. The committed
+    offset is the last record's, and the latest values and the offset are those after the reopen too (VS-17). The
+    older versions are compared before the reopen only: after a restart Kafka finds a segment again only once a
+    put creates it (VS-14), the reference finds them at open."""
+    kit.require("versioned_kv", ROCKSDB, "offsets")
+    store = kit.open("versioned_kv", ROCKSDB, options=VERSIONED_OPTIONS)
+    store.restore(_VERSIONED_RECORDS, batch_size=2, commit_offsets=True)
+    assert store.committed() == len(_VERSIONED_RECORDS) - 1
+    versions = (_versions(store, h("k")), _versions(store, h("j")))
+    assert versions == ([{"value": "62", "timestamp": 20, "valid_to": 30}, {"value": "61", "timestamp": 10,
+                                                                            "valid_to": 20}],
+                        [{"value": "64", "timestamp": 25, "valid_to": None},
+                         {"value": "63", "timestamp": 15, "valid_to": 25}]), versions
+    latest = [store.ok("versioned_store.get", key=key)["record"] for key in (h("k"), h("j"))]
+    assert latest == [None, {"value": "64", "timestamp": 25, "valid_to": None}], latest
+    store.close()
+    again = kit.open("versioned_kv", ROCKSDB, options=VERSIONED_OPTIONS)
+    assert again.committed() == len(_VERSIONED_RECORDS) - 1
+    assert [again.ok("versioned_store.get", key=key)["record"] for key in (h("k"), h("j"))] == latest
+
+
+@rules("VS-20")
+@pytest.mark.kstate_places("store:versioned", "restore")
+def test_an_in_memory_versioned_store_restores_as_the_rocksdb_one_and_keeps_no_offset(kit: Kit) -> None:
+    """Place: the in-memory versioned store restored (the reference's; Kafka has none). It answers the restored
+    versions exactly as a RocksDB store restored from the same records, and commits no offset (VS-20)."""
+    kit.require("versioned_kv", ROCKSDB)
+    kit.require("versioned_kv", "memory")
+    answers = []
+    for backend in (ROCKSDB, "memory"):
+        store = kit.open("versioned_kv", backend, name=f"on-{backend}", options=VERSIONED_OPTIONS)
+        store.restore(_VERSIONED_RECORDS, batch_size=2, commit_offsets=backend == "memory")
+        answers.append((_versions(store, h("k")), _versions(store, h("j")),
+                        store.ok("versioned_store.get", key=h("k"), as_of=15)["record"]))
+        if backend == "memory":
+            assert store.committed() is None
+    assert answers[0] == answers[1]
