@@ -19,6 +19,7 @@ from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import CHECKPOINT_FORMAT, POSITION_KEY
 from kstate.codecs.position import meaningful_bytes
 from kstate.codecs.store_types import (
+    SESSION_TYPES,
     VERSIONED_TYPES,
     WINDOW_TYPES,
     StoreType,
@@ -499,3 +500,62 @@ def _memory_restore_without_tombstones(self: Any, records: Any) -> None:
 def _in_memory_versioned_restore_skips_tombstones() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.versioned.InMemoryVersionedStore.restore_records":
                         _memory_restore_without_tombstones})
+
+
+def _downgrade_beside_the_store(task_dir: Any, store: str, offsets: Any) -> None:
+    """The downgrade ``.checkpoint`` written in the store's own directory (``<task>/<store>/`` for a window or
+    session store, ``<task>/rocksdb/`` for a versioned one), where no older version looks for it (LAY-4)."""
+    from kstate.stores.offsets import write_downgrade_checkpoint
+
+    beside = task_dir / store if (task_dir / store).is_dir() else task_dir / "rocksdb"
+    write_downgrade_checkpoint(beside, store, offsets)
+
+
+@mutant("segmented-and-versioned-downgrade-checkpoint-beside-the-store", "a versioned, window or session store "
+        "closed for a downgrade writes the .checkpoint in its own directory, not the task's", FAMILY,
+        rules=("LAY-4",))
+def _segmented_and_versioned_downgrade_checkpoint_beside_the_store() -> dict[str, Handler]:
+    return _downgrade_patches(_downgrade_beside_the_store)
+
+
+# --- OPS-2: zero bytes taken for null ----------------------------------------------------------------------------
+
+
+class _EmptyWindowValueAsNull:
+    """``if not value`` for ``if value is None``: a window put of zero bytes deletes."""
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        super().put(key, value or None, window_start)  # type: ignore[misc]
+
+
+class _EmptySessionValueAsNull:
+    """``if not aggregate`` for ``if aggregate is None``: a session put of zero bytes removes the session."""
+
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        super().put(key, start, end, aggregate or None)  # type: ignore[misc]
+
+
+class _EmptyVersionedValueAsNull:
+    """``if not value`` for ``if value is None``: a versioned put of zero bytes is a tombstone."""
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        result: int = super().put(key, value or None, timestamp)  # type: ignore[misc]
+        return result
+
+
+@mutant("window-empty-value-as-null", "a window store takes a value of zero bytes for null, deleting the window "
+        "instead of storing it", FAMILY, rules=("OPS-2",))
+def _window_empty_value_as_null() -> dict[str, Handler]:
+    return _rocksdb_with(_EmptyWindowValueAsNull, frozenset(WINDOW_TYPES))
+
+
+@mutant("session-empty-value-as-null", "a session store takes an aggregate of zero bytes for null, removing the "
+        "session instead of storing it", FAMILY, rules=("OPS-2",))
+def _session_empty_value_as_null() -> dict[str, Handler]:
+    return _rocksdb_with(_EmptySessionValueAsNull, frozenset(SESSION_TYPES))
+
+
+@mutant("versioned-empty-value-as-null", "a versioned store takes a value of zero bytes for null, writing a "
+        "tombstone instead of the value", FAMILY, rules=("OPS-2",))
+def _versioned_empty_value_as_null() -> dict[str, Handler]:
+    return _rocksdb_with(_EmptyVersionedValueAsNull, frozenset(VERSIONED_TYPES))

@@ -94,14 +94,14 @@ def test_a_segmented_store_takes_its_position_from_the_legacy_position_file(kit:
     assert positions and all(p == {"in": {0: 5, 1: 4}} for p in positions), positions
 
 
-@rules("OFF-20", "OFF-13", "OFF-14")
-@pytest.mark.kstate_places("store:versioned", "store:window", "store:session")
-@pytest.mark.parametrize("name", SEGMENTED_AND_VERSIONED)
-def test_a_segmented_or_versioned_store_closed_for_a_downgrade_writes_the_tasks_checkpoint(kit: Kit,
-                                                                                           name: str) -> None:
-    """Place: a RocksDB versioned, window or session store closed with ``upgrade.from`` before 4.3. The task's
-    ``.checkpoint`` holds the store's committed changelog offset (OFF-20) in OFF-13's text: version ``0``, the count,
-    ``<topic> <partition> <offset>``, every line ending in ``\\n``; a store that never committed writes -4 (OFF-14)."""
+@rules("OFF-20", "OFF-13", "OFF-14", "LAY-4")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", FAMILIES)
+def test_a_store_of_each_family_closed_for_a_downgrade_writes_the_tasks_checkpoint(kit: Kit, name: str) -> None:
+    """Place: a RocksDB store of each family closed with ``upgrade.from`` before 4.3. The task directory's
+    ``.checkpoint`` (LAY-4: ``<state.dir>/<application>/<task>/.checkpoint``, not a file of the store's) holds the
+    store's committed changelog offset (OFF-20) in OFF-13's text: version ``0``, the count, ``<topic> <partition>
+    <offset>``, every line ending in ``\n``; a store that never committed writes -4 (OFF-14)."""
     family = FAMILIES[name]
     kit.require(family.store_type, ROCKSDB, "offsets")
     kit.require_ops("store.task_files", "store.write_task_file")
@@ -111,6 +111,9 @@ def test_a_segmented_or_versioned_store_closed_for_a_downgrade_writes_the_tasks_
     store.commit(5)
     store.ok("store.close", downgrade=True)
     assert _task_files(kit)["files"].get(".checkpoint") == f"0\n1\n{TOPIC} 0 5\n"
+    task_dir = kit.state_dir / "app" / "0_0"
+    assert (task_dir / ".checkpoint").read_text(encoding="utf-8") == f"0\n1\n{TOPIC} 0 5\n"
+    assert sorted(p.relative_to(task_dir).as_posix() for p in task_dir.rglob(".checkpoint*")) == [".checkpoint"]
     _write_task_file(kit, ".checkpoint", "0\n0\n")  # the next close is the only store in the file
     fresh = kit.open(family.store_type, ROCKSDB, name="fresh",
                      **({"options": family.options} if family.options else {}))
@@ -316,3 +319,26 @@ def test_an_in_memory_versioned_store_restores_as_the_rocksdb_one_and_keeps_no_o
         if backend == "memory":
             assert store.committed() is None
     assert answers[0] == answers[1]
+
+
+# --- OPS-2: zero bytes are not null, at every family ------------------------------------------------------------
+
+
+@rules("OPS-2")
+@pytest.mark.kstate_places("store:versioned", "store:window", "store:session")
+@pytest.mark.parametrize("name", SEGMENTED_AND_VERSIONED)
+def test_an_empty_value_is_stored_and_answered_as_zero_bytes_not_null(kit: Kit, name: str) -> None:
+    """Place: a RocksDB versioned, window or session store. ``""`` is zero bytes and ``null`` a Java null (OPS-2):
+    a value of zero bytes is stored and read back as ``""``, where a null would be a tombstone and read as absent."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB)
+    store = _open(kit, family, ROCKSDB)
+    op, payload = family.write
+    store.ok(op, **{**payload, "value": ""})
+    if name == "versioned":
+        found = store.ok("versioned_store.get", key=K)["record"]
+        assert found == {"value": "", "timestamp": 1, "valid_to": None}, found
+    elif name == "window":
+        assert store.ok("window_store.fetch", key=K, time=1)["value"] == ""
+    else:
+        assert store.ok("session_store.fetch_session", key=K, start=1, end=2)["value"] == ""
