@@ -559,3 +559,50 @@ def _session_empty_value_as_null() -> dict[str, Handler]:
         "tombstone instead of the value", FAMILY, rules=("OPS-2",))
 def _versioned_empty_value_as_null() -> dict[str, Handler]:
     return _rocksdb_with(_EmptyVersionedValueAsNull, frozenset(VERSIONED_TYPES))
+
+
+# --- LAY-16, LAY-15: links planted in a window or session store's directories -------------------------------------
+
+
+def _check_database_files_but_segments(path: Any, store: str | None = None) -> None:
+    """``check_database_files`` run for a key-value or versioned database (``<task>/rocksdb/<store>``) only: a
+    segment's directory goes to RocksDB unchecked, which follows a ``LOCK`` link and creates its target."""
+    if Path(path).parent.name == "rocksdb":
+        _ORIGINAL_CHECK_DATABASE_FILES(path, store)
+
+
+def _original_check_database_files() -> Any:
+    from kstate.stores.engine import check_database_files
+
+    return check_database_files
+
+
+_ORIGINAL_CHECK_DATABASE_FILES = _original_check_database_files()
+
+
+@mutant("segment-database-files-unchecked", "a window or session store opens its segments without checking their "
+        "files first, so RocksDB follows a LOCK link", FAMILY, rules=("LAY-16",))
+def _segment_database_files_unchecked() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.engine.check_database_files": _check_database_files_but_segments})
+
+
+def _entries_following_links(task_dir: Any, store: str, changelog_partitions: Any) -> Any:
+    """``read_checkpoint_entries`` that follows a ``.checkpoint`` link, as ``Files.newBufferedReader`` does, and
+    reads its target's entries for the store."""
+    import os
+
+    from kstate.storage_files import read_checkpoint_file, task_checkpoint_path
+    from kstate.stores.offsets import read_checkpoint_entries
+
+    path = task_checkpoint_path(task_dir)
+    if path.is_symlink():
+        partitions = {(tp.topic, tp.partition) for tp in changelog_partitions}
+        entries = read_checkpoint_file(os.path.realpath(path))
+        return {tp: off for tp, off in entries.items() if tp in partitions and off is not None and off >= 0}
+    return read_checkpoint_entries(task_dir, store, changelog_partitions)
+
+
+@mutant("segmented-checkpoint-read-through-a-link", "a window or session store migrating the task's .checkpoint "
+        "follows a link and reads its target", FAMILY, rules=("LAY-15",))
+def _segmented_checkpoint_read_through_a_link() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.segmented.read_checkpoint_entries": _entries_following_links})

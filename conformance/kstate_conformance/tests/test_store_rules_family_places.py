@@ -9,6 +9,7 @@ The expected offsets, files and rows are worked out from the spec rules' text. T
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -342,3 +343,58 @@ def test_an_empty_value_is_stored_and_answered_as_zero_bytes_not_null(kit: Kit, 
         assert store.ok("window_store.fetch", key=K, time=1)["value"] == ""
     else:
         assert store.ok("session_store.fetch_session", key=K, start=1, end=2)["value"] == ""
+
+
+# --- LAY-15, LAY-16: links planted in a window or session store's directories -------------------------------------
+
+
+def _committed_segment(kit: Kit, name: str) -> Path:
+    """A window or session store holding one row in segment 0, committed at 7 and closed; its segment directory."""
+    _written_and_closed(kit, name, 7)
+    segment = kit.state_dir / "app" / "0_0" / "store" / "store.0"
+    assert (segment / "CURRENT").is_file(), sorted(p.name for p in segment.parent.iterdir())
+    return segment
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("LAY-16", "KV-23")
+@pytest.mark.kstate_places("store:window", "store:session", "reopen")
+@pytest.mark.parametrize("name", ("window", "session"))
+def test_a_dangling_lock_link_in_a_segment_refuses_the_open_before_rocksdb_follows_it(kit: Kit, name: str) -> None:
+    """Place: a RocksDB window or session store reopened over a segment whose ``LOCK`` is a dangling link out of
+    the store. The open is refused with a typed error before RocksDB opens the segment (LAY-16: RocksDB's
+    ``open(O_CREAT)`` would create the link's target), and nothing is created or changed."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB)
+    segment = _committed_segment(kit, name)
+    (segment / "LOCK").unlink()
+    (segment / "LOCK").symlink_to("../../../../created-outside")
+    outside = kit.state_dir / "created-outside"
+    out = kit.open_refused(family.store_type, ROCKSDB, **({"options": family.options} if family.options else {}))
+    assert "error" in out, "a segment whose LOCK is a link was opened"
+    assert not outside.exists() and not outside.is_symlink(), "the open created the LOCK link's target"
+    assert (segment / "LOCK").is_symlink()
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("LAY-15", "KV-25", "KV-55")
+@pytest.mark.kstate_places("store:window", "store:session", "reopen")
+@pytest.mark.parametrize("name", ("window", "session"))
+def test_a_linked_task_checkpoint_refuses_a_segmented_store_open_and_is_never_read(kit: Kit, name: str) -> None:
+    """Place: a RocksDB window or session store reopened over a task ``.checkpoint`` that is a link to a
+    checkpoint outside the task directory. The file is read only if it is a regular file (LAY-15): the open is
+    refused with a typed error, the link and its target are left as they were, and once the link is gone the
+    store opens at its own committed offset, nothing migrated from the target."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "offsets")
+    _committed_segment(kit, name)
+    target = kit.state_dir / "elsewhere.checkpoint"
+    text = f"0\n1\n{TOPIC} 0 99\n"
+    target.write_text(text, encoding="utf-8")
+    link = kit.state_dir / "app" / "0_0" / ".checkpoint"
+    link.symlink_to(target)
+    out = kit.open_refused(family.store_type, ROCKSDB, **({"options": family.options} if family.options else {}))
+    assert "error" in out, "a .checkpoint that is a link was read"
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == text
+    link.unlink()
+    assert _open(kit, family, ROCKSDB).committed() == 7
