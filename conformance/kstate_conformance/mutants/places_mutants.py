@@ -606,3 +606,13 @@ def _entries_following_links(task_dir: Any, store: str, changelog_partitions: An
         "follows a link and reads its target", FAMILY, rules=("LAY-15",))
 def _segmented_checkpoint_read_through_a_link() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.segmented.read_checkpoint_entries": _entries_following_links})
+
+
+# --- LAY-10: a segment list under a name the layout does not set aside ---------------------------------------------
+
+
+@mutant("segment-list-under-an-unknown-name", "a window or session store writes its segment lists as "
+        "kstate-segments.json, a file the layout does not set aside, in each segment directory", FAMILY,
+        rules=("LAY-10",))
+def _segment_list_under_an_unknown_name() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.segments.SEGMENT_LIST_SIDECAR": "kstate-segments.json"})

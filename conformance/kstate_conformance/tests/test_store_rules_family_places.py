@@ -398,3 +398,34 @@ def test_a_linked_task_checkpoint_refuses_a_segmented_store_open_and_is_never_re
     assert link.is_symlink() and target.read_text(encoding="utf-8") == text
     link.unlink()
     assert _open(kit, family, ROCKSDB).committed() == 7
+
+
+# --- LAY-10: what a segment directory holds beside RocksDB's files ------------------------------------------------
+
+
+@rules("LAY-10", "LAY-3")
+@pytest.mark.kstate_places("store:window", "store:session")
+@pytest.mark.parametrize("name", ("window", "session"))
+def test_every_file_of_a_segment_directory_is_rocksdbs_or_a_sidecar_the_layout_names(kit: Kit, name: str) -> None:
+    """Place: a RocksDB window or session store of two segments, committed and closed. Every file in each segment
+    directory is RocksDB's own or a sidecar LAY-10 sets aside (the binding's ``rocksdict-config.json``, the
+    reference's ``kstate-segments``), as ``layout.classify_store_file`` tells them: none is ``unknown``."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB)
+    kit.require_ops("layout.classify_store_file")
+    store = _open(kit, family, ROCKSDB)
+    family.put(store, K)
+    op, payload = family.write
+    later = {"window_start": 600} if name == "window" else {"start": 600, "end": 601}
+    store.ok(op, **{**payload, "key": h("b"), **later})  # segment 1
+    store.commit(3)
+    store.close()
+    segments = sorted(p for p in (kit.state_dir / "app" / "0_0" / "store").iterdir() if p.is_dir())
+    assert [p.name for p in segments] == ["store.0", "store.500"], segments
+    for segment in segments:
+        kinds = {}
+        for entry in sorted(segment.iterdir()):
+            out = kit.implementation.call("layout.classify_store_file", {"name": entry.name})
+            assert "error" not in out, out
+            kinds[entry.name] = out["kind"]
+        assert "CURRENT" in kinds and set(kinds.values()) <= {"rocksdb", "not_layout"}, (segment.name, kinds)
