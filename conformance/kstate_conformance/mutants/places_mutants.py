@@ -616,3 +616,25 @@ def _segmented_checkpoint_read_through_a_link() -> dict[str, Handler]:
         rules=("LAY-10",))
 def _segment_list_under_an_unknown_name() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.segments.SEGMENT_LIST_SIDECAR": "kstate-segments.json"})
+
+
+
+# --- LAY-15, LAY-16 after a crash: a segment list read through a link ---------------------------------------------
+
+
+def _read_segment_list_following_links(segment_dir: Path, store_name: str) -> list[str]:
+    """``read_segment_list`` that opens the list with ``open()``, following a link out of the store."""
+    from kstate.codecs.layout import SEGMENT_LIST_SIDECAR
+
+    path = segment_dir / SEGMENT_LIST_SIDECAR
+    if not path.exists():
+        return []
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+@mutant("segment-list-followed-through-a-link", "a window or session store opens its segments without checking "
+        "their files and reads its segment lists following a link (each check alone masks the other's absence)",
+        FAMILY, rules=("LAY-15", "LAY-16"))
+def _segment_list_followed_through_a_link() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.engine.check_database_files": _check_database_files_but_segments,
+                        "kstate.stores.segments.read_segment_list": _read_segment_list_following_links})

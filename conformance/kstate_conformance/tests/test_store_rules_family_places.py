@@ -429,3 +429,49 @@ def test_every_file_of_a_segment_directory_is_rocksdbs_or_a_sidecar_the_layout_n
             assert "error" not in out, out
             kinds[entry.name] = out["kind"]
         assert "CURRENT" in kinds and set(kinds.values()) <= {"rocksdb", "not_layout"}, (segment.name, kinds)
+
+
+# --- LAY-15 after a crash: a segment list that is a link ----------------------------------------------------------
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("LAY-15", "LAY-16", "LAY-13")
+@pytest.mark.kstate_places("store:window", "store:session", "crash")
+@pytest.mark.parametrize("name", ("window", "session"))
+def test_a_segment_list_swapped_for_a_link_after_a_crash_refuses_the_reopen(kit: Kit, name: str) -> None:
+    """Place: a RocksDB window or session store that keeps segment lists (LAY-13), killed after a commit, its list
+    in segment 0 then replaced by a link to a copy outside the store. The list is read only as a regular file
+    (LAY-15), and the segment directory holds regular files only, checked before RocksDB opens it (LAY-16, which
+    refuses the link first in the reference): the reopen is refused with a typed error, the link and its target
+    left as they were, and once the link is replaced by the copy the store reopens at its committed offset."""
+    family = FAMILIES[name]
+    kit.require(family.store_type, ROCKSDB, "crash", "offsets")
+    store = _open(kit, family, ROCKSDB)
+    family.put(store, K)
+    store.commit(4)
+    store.crash()
+    segment = kit.state_dir / "app" / "0_0" / "store" / "store.0"
+    listing = sorted(p.name for p in segment.iterdir())
+    lists = [n for n in listing if n not in ("rocksdict-config.json",) and not _is_rocksdb_file(n)]
+    if not lists:
+        pytest.skip("the implementation keeps no segment list beside RocksDB's files")
+    (kept,) = lists
+    copy = kit.state_dir / "copied-list"
+    copy.write_bytes((segment / kept).read_bytes())
+    (segment / kept).unlink()
+    (segment / kept).symlink_to(copy)
+    extra = {"options": family.options} if family.options else {}
+    out = kit.open_refused(family.store_type, ROCKSDB, ignore_invalid_state=True, **extra)
+    assert "error" in out, f"a segment list that is a link was read: {out}"
+    assert (segment / kept).is_symlink() and copy.is_file()
+    (segment / kept).unlink()
+    (segment / kept).write_bytes(copy.read_bytes())
+    assert _open(kit, family, ROCKSDB, ignore_invalid_state=True).committed() == 4
+
+
+def _is_rocksdb_file(name: str) -> bool:
+    """RocksDB's own file names (LAY-10): the fixed ones, ``LOG.old.*``, ``MANIFEST-*``, ``OPTIONS-*``, numbered."""
+    import re
+
+    return bool(re.fullmatch(r"CURRENT|IDENTITY|LOCK|LOG|LOG\.old\.\d+|MANIFEST-\d+|OPTIONS-\d+|\d+\.(sst|log|blob)",
+                             name))
