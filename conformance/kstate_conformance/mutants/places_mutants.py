@@ -638,3 +638,31 @@ def _read_segment_list_following_links(segment_dir: Path, store_name: str) -> li
 def _segment_list_followed_through_a_link() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.engine.check_database_files": _check_database_files_but_segments,
                         "kstate.stores.segments.read_segment_list": _read_segment_list_following_links})
+
+
+# --- PRIM-2: keys in signed byte order --------------------------------------------------------------------------
+
+
+def _signed(hex_key: str) -> bytes:
+    """The key with each byte's sign bit flipped: unsigned order of these is Java's signed ``byte`` order."""
+    return bytes(b ^ 0x80 for b in bytes.fromhex(hex_key))
+
+
+def _signed_order(name: str, reverse: bool) -> Handler:
+    from kstate_conformance.mutants.store_rules_mutants import _reference_handler
+
+    handler = _reference_handler(name)
+
+    def run(payload: Any) -> Any:
+        out = handler(payload)
+        if isinstance(out, dict) and isinstance(out.get("entries"), list):
+            out = {**out, "entries": sorted(out["entries"], key=lambda e: _signed(e[0]), reverse=reverse)}
+        return out
+
+    return run
+
+
+@mutant("scans-in-signed-byte-order", "a key-value store answers all and reverse_all with keys compared as signed "
+        "bytes (Java's Byte.compareTo), so 80..ff sort before 00..7f", FAMILY, rules=("PRIM-2",))
+def _scans_in_signed_byte_order() -> dict[str, Handler]:
+    return {"store.all": _signed_order("store.all", False), "store.reverse_all": _signed_order("store.reverse_all", True)}

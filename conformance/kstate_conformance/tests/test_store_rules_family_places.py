@@ -475,3 +475,34 @@ def _is_rocksdb_file(name: str) -> bool:
 
     return bool(re.fullmatch(r"CURRENT|IDENTITY|LOCK|LOG|LOG\.old\.\d+|MANIFEST-\d+|OPTIONS-\d+|\d+\.(sst|log|blob)",
                              name))
+
+
+# --- PRIM-2: keys in unsigned byte order, through the stores' scans -------------------------------------------
+
+
+#: Keys whose signed and unsigned orders differ, and a key that is a prefix of another: unsigned, ``01`` < ``0100``
+#: < ``7f`` < ``80`` < ``ff`` (signed, ``80`` and ``ff`` would sort first).
+UNSIGNED_ORDER = ["01", "0100", "7f", "80", "ff"]
+
+
+@rules("PRIM-2")
+@pytest.mark.kstate_places("store:kv", "store:window")
+@pytest.mark.parametrize("backend", (ROCKSDB, "memory"))
+def test_a_stores_scans_order_keys_as_unsigned_bytes(kit: Kit, backend: str) -> None:
+    """Place: a key-value store's ``all`` and ``reverse_all`` and a window store's ``all`` (one window start) on
+    each backend. Keys order as unsigned bytes, a prefix first (PRIM-2: ``Bytes.BYTES_LEXICO_COMPARATOR``), whatever
+    the write order."""
+    kit.require("kv", backend)
+    store = kit.open("kv", backend, name="keys")
+    for key in reversed(UNSIGNED_ORDER):
+        store.put(key, "aa")
+    assert [k for k, _ in store.all()] == UNSIGNED_ORDER
+    assert [k for k, _ in store.reverse_all()] == UNSIGNED_ORDER[::-1]
+    kit.require("window", backend)
+    windows = kit.open("window", backend, name="windows", options=WINDOW_OPTIONS)
+    # No prefix key here: a RocksDB window row's key is the key then the window start (WIN-7), so a key that is a
+    # prefix of another compares on the other's next byte against the start's first.
+    same_length = [k for k in UNSIGNED_ORDER if len(k) == 2]
+    for key in reversed(same_length):
+        windows.ok("window_store.put", key=key, value="aa", window_start=20)
+    assert [entry[0] for entry in windows.ok("window_store.all")["entries"]] == same_length
