@@ -656,11 +656,26 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
                       f"case[/red] (expected outputs only from the reference): "
                       f"{', '.join(trace.without_independent_evidence)}")
     if trace.without_store_case:  # reported only: a rule may be checkable on a pure operation alone
+        excused = _excused_at_every_store(trace.without_store_case)
+        open_rules = [r for r in trace.without_store_case if r not in excused]
         console.print(f"[yellow]{len(trace.without_store_case)} required rules name a store behaviour but no case "
                       f"reaches them through the store operations[/yellow] (issue 25): "
-                      f"{', '.join(trace.without_store_case)}")
+                      f"{', '.join(open_rules) or 'none'} unexplained; "
+                      f"{', '.join(excused) or 'none'} marked unable to apply at every store family in the rule x "
+                      f"place matrix, each with its reason (--places-report)")
     _print_place_matrix(getattr(args, "places_report", None))
     return 0 if trace.ok else 1
+
+
+def _excused_at_every_store(rules: list[str]) -> list[str]:
+    """Those of ``rules`` the rule x place matrix marks unable to apply at every store family it would apply at
+    (issue 32 E): none is left where a store case could reach them, and each has its reason in ``NOT_APPLICABLE``."""
+    from kstate_conformance.rule_places import build_matrix
+
+    matrix = build_matrix()
+    return [r for r in rules if r in matrix.applies
+            and not any(p.startswith("store:") for p in matrix.applies[r])
+            and any(p.startswith("store:") for p in matrix.excused.get(r, {}))]
 
 
 def _print_place_matrix(report: str | None) -> None:

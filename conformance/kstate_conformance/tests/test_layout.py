@@ -198,6 +198,7 @@ def test_options_file_format_versions(implementation: Any, tables: list[tuple[st
 @rules("LAY-10")
 @pytest.mark.parametrize(("name", "kind"), [("rocksdict-config.json", "not_layout"), ("CURRENT", "rocksdb"), ("MANIFEST-000004", "rocksdb"),
                                             ("OPTIONS-000009", "rocksdb"), ("000010.sst", "rocksdb"), ("LOG.old.1712345678901234", "rocksdb"),
-                                            ("random.bin", "unknown")])
+                                            ("random.bin", "unknown"), ("kstate-segments", "not_layout"),
+                                            ("kstate-segments.tmp", "not_layout"), ("kstate-segments.json", "unknown")])
 def test_binding_sidecars_are_not_part_of_the_layout(implementation: Any, name: str, kind: str) -> None:
     assert implementation.call("layout.classify_store_file", {"name": name}) == {"kind": kind}

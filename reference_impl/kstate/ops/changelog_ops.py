@@ -285,6 +285,7 @@ _ROCKSDB_FILE = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|(MANIFEST
 def classify_store_file(payload: JsonDict) -> JsonDict:
     """Whether a file in a store directory belongs to the layout: ``rocksdb``, ``not_layout`` (binding sidecars) or ``unknown``."""
     name = require_str(payload, "name")
-    if name == lay.ROCKSDICT_SIDECAR:
+    # LAY-10: the binding's sidecar, and the reference's segment list with its staging name (LAY-13).
+    if name in (lay.ROCKSDICT_SIDECAR, lay.SEGMENT_LIST_SIDECAR, lay.SEGMENT_LIST_SIDECAR + ".tmp"):
         return {"kind": "not_layout"}
     return {"kind": "rocksdb" if _ROCKSDB_FILE.fullmatch(name) else "unknown"}

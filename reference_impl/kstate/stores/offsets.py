@@ -214,6 +214,26 @@ def remove_checkpoint_entries(task_dir: Path, store: str, migrated: Iterable[Cod
         raise storage_error(store, f"rewriting the legacy offset files of {task_dir}", exc) from exc
 
 
+def write_downgrade_checkpoint(task_dir: Path, store: str,
+                               offsets: Mapping[CodecTopicPartition, int | None]) -> None:
+    """For a downgrade below 4.3: merge ``store``'s committed ``offsets`` into the task's ``.checkpoint``, an offset
+    unknown written as -4 (OFF-20, OFF-14, OFF-13), as a store that closes alone does (the key-value store's
+    :meth:`StoreOffsets.write_legacy_files` too): the other stores' entries stay."""
+    path = task_checkpoint_path(task_dir)
+    try:
+        existing = read_checkpoint_file(path)
+    except DecodeError:
+        existing = {}
+    except StateFileError as exc:
+        raise storage_error(store, f"reading the checkpoint file of {task_dir}", exc) from exc
+    merged = {tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in existing.items()}
+    merged.update({tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in offsets.items()})
+    try:
+        write_checkpoint_file(path, merged)
+    except StateFileError as exc:
+        raise storage_error(store, f"writing the legacy offset files of {task_dir}", exc) from exc
+
+
 class StoreOffsets:
     """The ``offsets`` column family of one open store: status, position and committed changelog offsets."""
 

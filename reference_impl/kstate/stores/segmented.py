@@ -32,7 +32,7 @@ from kstate.codecs.primitives import java_div
 from kstate.errors import KStateError
 from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.life import Op
-from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries
+from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries, write_downgrade_checkpoint
 from kstate.stores.segments import (
     FoundSegment,
     KeyValueSegment,
@@ -365,6 +365,18 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         return merged
 
     # closing --------------------------------------------------------------------------------------------------------
+
+    def close_for_downgrade(self) -> None:
+        """Close for a downgrade below 4.3 (OFF-20, UPG-4): the store's committed offsets, noted while it is open
+        (-4 for a partition with none, OFF-14), are merged into the task's ``.checkpoint`` once every segment has
+        closed, as Kafka's task writes it after closing its stores (``LegacyCheckpointingStateStore``)."""
+        self._allow(Op.DOWNGRADE)
+        segments = self.segments
+        offsets = {(tp.topic, tp.partition): self.committed_offset(tp) for tp in segments.changelog_partitions} \
+            if segments.manage_offsets else {}
+        self.close()
+        if offsets:
+            write_downgrade_checkpoint(segments.task_dir, self.name, offsets)
 
     def _close_database(self) -> None:
         """Every segment writes its staged rows, the store's position and status CLOSED, then is released (WS-30,

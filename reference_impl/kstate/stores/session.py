@@ -19,6 +19,7 @@ from typing import NamedTuple, Protocol
 
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
+from kstate.codecs.position import merge_positions
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
 from kstate.codecs.store_types import StoreType
 from kstate.errors import InvalidArgumentError, KStateError
@@ -29,6 +30,7 @@ from kstate.stores.api import (
 from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import INVALID_RANGE_WARNING
 from kstate.stores.life import Op
+from kstate.stores.offsets import read_legacy_position
 from kstate.stores.segmented import RocksDBSegmentedBytesStore, SegmentRows
 from kstate.stores.segments import KeyValueSegments
 from kstate.stores.surface import (
@@ -304,10 +306,15 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
         self.segment_interval_ms = segment_interval_ms
         self.changelog_partitions = options.partitions_for(self.task_dir, self.name)
         self.ignore_invalid_state = options.ignore_invalid_state
+        # StoreQueryUtils.maybeMigrateExistingPositionFile, as AbstractRocksDBSegmentedBytesStore.init runs it for
+        # the window store too: read before any segment opens (a bad file refuses the open with nothing changed),
+        # merged into the segments' position (SS-21, OFF-18, OFF-22). Kafka merges the file and leaves it in place.
+        legacy_position = read_legacy_position(self.task_dir, self.name) if options.migrate_legacy_files else {}
         self.segments = self.SEGMENTS(
             self.name, self.task_dir, retention_ms, segment_interval_ms, options=options,
             changelog_partitions=self.changelog_partitions)
         self._open_existing()
+        self._position = merge_positions(self._position, legacy_position)
         self._iterators: set[SessionIterator] = set()
         self._open = True
 

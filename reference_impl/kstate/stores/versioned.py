@@ -28,6 +28,7 @@ from kstate.errors import InvalidArgumentError, KStateError, NullKeyError
 from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.engine import Engine, MemoryEngine
 from kstate.stores.life import OPEN, LifeCycle, Op, answer
+from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries, write_downgrade_checkpoint
 from kstate.stores.segments import LogicalKeyValueSegments
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
@@ -153,7 +154,6 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
         options: RocksDBOptions = DEFAULT_ROCKSDB_OPTIONS,
         engine: Engine | None = None,
     ) -> None:
-        # options.migrate_legacy_files is not read: a versioned store never wrote legacy offset files (VS-17).
         self.name = validate_store_name(name)
         self.config = v.store_config(history_retention_ms, segment_interval_ms)  # VS-4
         self.history_retention = self.config.history_retention
@@ -164,9 +164,27 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
             self.name, task_dir, self.history_retention, self.segment_interval,
             options=options, changelog_partitions=options.changelog_partitions or (), engine=engine,
         )
+        # KV-55, OFF-19 for this family too: Kafka 4.4's task migrates the legacy .checkpoint into every store that
+        # manages offsets, the versioned one included; read before the database opens, so a refusal changes nothing.
+        # A versioned store never wrote a <store>.position file, and Kafka's versioned store reads none.
+        legacy_dir = Path(task_dir) if task_dir is not None and engine is None else None
+        migrate = legacy_dir is not None and options.manage_offsets and options.migrate_legacy_files \
+            and legacy_dir.is_dir()
+        #: The task directory and the changelog partitions of the legacy files (OFF-19 at open, OFF-20 at close).
+        self._legacy_dir = legacy_dir if legacy_dir is not None and options.manage_offsets else None
+        self._legacy_partitions = options.partitions_for(legacy_dir, self.name) if legacy_dir is not None else ()
+        legacy = read_checkpoint_entries(legacy_dir, self.name, self._legacy_partitions) \
+            if migrate and legacy_dir is not None else {}
         self._segments.open_existing(self.observed_stream_time)  # VS-14: segments on disk are found again
         self._latest = self._segments.latest_value_segment()
         self._position: Position = self._segments.position()
+        if legacy and legacy_dir is not None:
+            try:
+                self._segments.commit(legacy, self._position)
+            except BaseException:
+                self._segments.close()
+                raise
+            remove_checkpoint_entries(legacy_dir, self.name, legacy)  # only once the database holds them
         physical = self._segments.physical
         accessor = physical.accessor
         self._row_get, self._row_put = accessor.get, accessor.put
@@ -534,6 +552,18 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
         return self._segments.physical.offsets_entries()
 
     # --- closing ------------------------------------------------------------------------------------------------
+
+    def close_for_downgrade(self) -> None:
+        """Close for a downgrade below 4.3 (OFF-20, UPG-4): the committed offsets, noted while the store is open
+        (-4 for a partition with none, OFF-14), are merged into the task's ``.checkpoint`` once it has closed, as
+        Kafka's task writes it after closing its stores (``LegacyCheckpointingStateStore``)."""
+        self._allow(Op.DOWNGRADE)
+        legacy_dir = self._legacy_dir
+        offsets = {(tp.topic, tp.partition): self.committed_offset(tp) for tp in self._legacy_partitions} \
+            if legacy_dir is not None else {}
+        self.close()
+        if legacy_dir is not None and offsets:
+            write_downgrade_checkpoint(legacy_dir, self.name, offsets)
 
     def close(self) -> None:
         """Write staged rows, the position and status CLOSED, then release the database (VS-17). Idempotent."""
