@@ -232,3 +232,17 @@ def test_a_malformed_store_backends_answer_is_named() -> None:
 
     with pytest.raises(CapabilitiesError, match="store_backends"):
         Capabilities.parse({"store_types": ["kv"], "backends": ["rocksdb"], "store_backends": {"kv": "rocksdb"}})
+
+
+def test_a_stricter_case_that_fails_is_no_evidence_for_the_required_rules_it_cites() -> None:
+    """A hardened case listed for its hardened rule (KV-67) also cites the required KV-50: a ``--level required``
+    run would not run it, so it neither passes nor leaves KV-50 unverified; a required case would (docs/verdicts.md)."""
+    listed = "[KAFKA] KV-67 (hardened): Kafka's commit is not durable"
+    report = RunReport("kafka-jvm:4.4.0", [
+        TestOutcome("hard", "xfailed", ["KV-50", "KV-67", "KV-52"], "hardened", expected_reason=listed),
+        TestOutcome("req", "passed", ["KV-50"], "required"),
+        TestOutcome("req-bug", "xfailed", ["KV-53", "KV-25"], "required", expected_reason="[KAFKA-BUG] KV-25: x"),
+        TestOutcome("req-ok", "passed", ["KV-53"], "required"),
+    ])
+    assert report.rule_verdicts() == {"KV-25": "xfail", "KV-50": "pass", "KV-52": NOT_VERIFIED, "KV-53": "partial",
+                                      "KV-67": "xfail"}

@@ -3,6 +3,7 @@ matrix, expected failures, each failure with its minimal failing example), plus 
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -17,7 +18,8 @@ OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass", "depart
 DEPARTED = "departed"
 #: A rule's count of cases that ran but checked it not: xfailed for another rule (the entry names not this one).
 NOT_VERIFIED = "not verified"
-#: A rule's count of departing cases that cite it, where the departure is another rule's (no evidence either way).
+#: A rule's count of cases that are no evidence either way: departures under another rule, and expected failures
+#: of a case stricter than the rule (a hardened case citing a required rule, which a run at that level skips).
 ELSEWHERE = "departed elsewhere"
 #: The verdict of a rule whose implementation refuses, as its text allows, what Kafka accepts (OPS-4).
 DEPARTS = "departs from Kafka"
@@ -223,10 +225,33 @@ def attributed(outcome: TestOutcome, rule: str) -> str:
     if rule in outcome.withheld:
         return NOT_VERIFIED
     if outcome.outcome == "xfailed":
-        return "xfailed" if rule in xfail_rules(outcome) else NOT_VERIFIED
+        if rule in xfail_rules(outcome):
+            return "xfailed"
+        # A case of a stricter level than the rule's (a hardened case that also cites a required rule) does not run
+        # at the rule's own level: its failure is no evidence either way, as a run at that level would not see it.
+        return ELSEWHERE if _LEVEL_RANK.get(outcome.level, 0) > _LEVEL_RANK.get(rule_level(rule), 0) else NOT_VERIFIED
     if outcome.outcome == DEPARTED:
         return DEPARTED if rule in outcome.departs else ELSEWHERE
     return outcome.outcome
+
+
+#: The levels in the order ``--kstate-level`` runs them (plugin.LEVEL_ORDER): each runs the ones before it too.
+_LEVEL_RANK = {"required": 0, "recommended": 1, "hardened": 2, "tentative": 3}
+
+
+@functools.lru_cache(maxsize=1)
+def _rule_levels() -> dict[str, str]:
+    from kstate_conformance.spec_rules import load_rules
+
+    try:
+        return {rule_id: rule.level for rule_id, rule in load_rules().items()}
+    except (OSError, ValueError):  # no spec beside the suite: every rule counts as required
+        return {}
+
+
+def rule_level(rule: str) -> str:
+    """The spec's level of ``rule`` (``required`` for a rule the spec does not know)."""
+    return _rule_levels().get(rule, "required")
 
 
 def _count(counter: Counter[str], outcome: TestOutcome, rule: str) -> None:
