@@ -123,10 +123,15 @@ def test_plain_and_timestamped_facades_read_the_stored_layout(kit: Kit, backend:
     assert _typed(stamped, h("absent")) == {"found": False}
 
 
-@pytest.mark.kstate_level("hardened")
-@rules("KV-62", "HV-10")
+#: headersSize 3 over bytes that are no header list, then timestamp 8 and value ``w``.
+MALFORMED_HEADERS_VALUE = "06" + "ffffff" + i64(8) + h("w")
+
+
+@rules("KV-62")
 @pytest.mark.parametrize("backend", [ROCKSDB, "memory"])
-def test_the_headers_facade_parses_headers_only_when_asked(kit: Kit, backend: str) -> None:
+def test_the_headers_facade_decodes_values_and_refuses_malformed_headers(kit: Kit, backend: str) -> None:
+    """KV-62: the facade reads value, timestamp and headers; a read of malformed header bytes is refused. Whether a
+    read of the value alone parses them is the hardened HV-10 (the next test)."""
     if not kit.implementation.supports("store.get_typed"):
         pytest.skip("the implementation does not offer store.get_typed")
     # Unlogged: a logged write of header bytes the log cannot parse is refused and stores nothing (CL-1, CL-8).
@@ -134,7 +139,19 @@ def test_the_headers_facade_parses_headers_only_when_asked(kit: Kit, backend: st
     store.call("store.put", key=h("ok"), value=value_for(HDR, h("v"), 7, [("a", b"1"), ("n", None)]))
     assert _typed(store, h("ok")) == {"found": True, "value": h("v"), "timestamp": 7,
                                       "headers": [["a", h("1")], ["n", None]]}
-    # headersSize 3 over bytes that are no header list: only a headers read may notice.
-    store.call("store.put", key=h("bad"), value="06" + "ffffff" + i64(8) + h("w"))
+    store.call("store.put", key=h("bad"), value=MALFORMED_HEADERS_VALUE)
+    assert "error" in _typed(store, h("bad"), ["headers"])
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("HV-10")
+@pytest.mark.parametrize("backend", [ROCKSDB, "memory"])
+def test_the_headers_facade_parses_headers_only_when_asked(kit: Kit, backend: str) -> None:
+    """HV-10 (hardened): malformed header bytes hide neither the value nor the timestamp; only a headers read
+    notices them."""
+    if not kit.implementation.supports("store.get_typed"):
+        pytest.skip("the implementation does not offer store.get_typed")
+    store = kit.open(HDR, backend, logging=False)  # unlogged, as above
+    store.call("store.put", key=h("bad"), value=MALFORMED_HEADERS_VALUE)
     assert _typed(store, h("bad"), ["value", "timestamp"]) == {"found": True, "value": h("w"), "timestamp": 8}
     assert "error" in _typed(store, h("bad"), ["headers"])
