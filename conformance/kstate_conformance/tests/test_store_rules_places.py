@@ -317,6 +317,26 @@ def test_a_versioned_store_keeps_its_segments_as_key_prefixes_of_one_database(ki
         store = kit.open("versioned_kv", ROCKSDB, options=options)
 
 
+@rules("VS-1")
+@pytest.mark.kstate_places("store:versioned", "crash")
+def test_a_crashed_versioned_store_reopens_as_the_one_database_it_was(kit: Kit) -> None:
+    """Place: a RocksDB versioned store killed after a commit and reopened ignoring the unclean shutdown. It is still
+    one database at ``<task>/rocksdb/<store>`` with the ``default`` and ``offsets`` families and no directory per
+    segment (VS-1), whether the kill kept the committed rows or rolled them back (KV-50)."""
+    kit.require("versioned_kv", ROCKSDB, "dump", "crash")
+    options = {"history_retention_ms": 10_000, "segment_interval_ms": 1_000}
+    store = kit.open("versioned_kv", ROCKSDB, options=options)
+    store.ok("versioned_store.put", key=K1, value=RAW, timestamp=1)
+    store.ok("versioned_store.put", key=K1, value=OTHER, timestamp=5_500)
+    store.commit(1)
+    store.crash()
+    again = kit.open("versioned_kv", ROCKSDB, options=options, ignore_invalid_state=True)
+    assert sorted(again.ok("store.dump")["column_families"]) == ["default", "offsets"]
+    databases = kit.state_dir / "app" / "0_0" / "rocksdb"
+    assert sorted(p.name for p in databases.iterdir()) == ["store"], sorted(p.name for p in databases.iterdir())
+    assert not [p for p in (databases / "store").iterdir() if p.is_dir()], "a directory per segment"
+
+
 # --- KV-12, SS-37, VS-37, WS-36, VS-20: a closed or crashed store, and the in-memory stores' crash -----------------
 
 
