@@ -247,7 +247,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         starting with the key (WIN-4), so a longer key sharing the prefix is skipped as ``hasNextCondition``
         skips it (WS-11)."""
         key = require_key(key)
-        self._checked_range(time_from, time_to)
+        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
+                or not INT64_MIN <= time_to <= INT64_MAX:
+            self._checked_range(time_from, time_to)  # raises WS-35's refusal: the hot path checks inline
         self._allow(Op.READ)
         # WIN-10: lowerRangeFixedSize (start max(0, from), seqnum 0) and upperRangeFixedSize (seqnum Integer.MAX).
         found = self._fetch_rows(key, key, time_from, time_to, not backward, True)
@@ -289,7 +291,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
 
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
-        self._checked_range(time_from, time_to)
+        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
+                or not INT64_MIN <= time_to <= INT64_MAX:
+            self._checked_range(time_from, time_to)  # raises WS-35's refusal
         self._allow(Op.READ)
         return self._windowed(self._scan(None, None, time_from, time_to, not backward))
 
