@@ -407,16 +407,28 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
     @staticmethod
     def _scan_key(sources: SegmentRows, key: bytes, earliest_end: int, latest_start: int) -> Iterator[SessionRecord]:
         """:meth:`_scan` for one key, the hot read path: every store key between ``[key][...]`` bounds starts with
-        ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5)."""
+        ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5).
+
+        The bounds decide the end too: a row of ``key``'s length between ``[key][max(0, earliest_end)][0]`` and
+        ``[key][Long.MAX][latest_start]`` has an end in ``[max(0, earliest_end), Long.MAX]`` (a negative end sorts
+        after the upper bound), so only the start is checked, and not at all when ``latest_start`` is Long.MAX
+        (``fetch``, SS-8): no comparison per row that the bounds have made (issue 35)."""
         unpack_from = _TIMES.unpack_from
         new = tuple.__new__
         key_end = len(key)
         size = key_end + _SUFFIX_SIZE
+        if latest_start == INT64_MAX:
+            for _, source in sources:
+                for store_key, value in source:
+                    if len(store_key) == size:
+                        end, start = unpack_from(store_key, key_end)
+                        yield new(SessionRecord, (key, start, end, value))
+            return
         for _, source in sources:
             for store_key, value in source:
                 if len(store_key) == size:
                     end, start = unpack_from(store_key, key_end)
-                    if end >= earliest_end and start <= latest_start:
+                    if start <= latest_start:
                         yield new(SessionRecord, (key, start, end, value))
 
     def _register(self, source: Iterator[SessionRecord]) -> SessionIterator:
