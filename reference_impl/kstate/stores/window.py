@@ -313,9 +313,21 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
             return out
         time_from, sources = found
         unpack_start = _START.unpack_from
+        suffix_size = window_keys.SUFFIX_SIZE
+        if key_from is None and key_to is None:
+            # fetchAll and all (WS-14, WS-15): every key is in range, so a row is kept by its start alone.
+            for segment, source in sources:
+                for store_key, value in source:
+                    key_end = len(store_key) - suffix_size
+                    if key_end < 0:
+                        raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
+                    start = unpack_start(store_key, key_end)[0]
+                    if time_from <= start <= time_to:
+                        out.append((store_key[:key_end], start, value))
+            return out
         for segment, source in sources:
             for store_key, value in source:
-                key_end = len(store_key) - window_keys.SUFFIX_SIZE
+                key_end = len(store_key) - suffix_size
                 if key_end < 0:
                     raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
                 start = unpack_start(store_key, key_end)[0]
