@@ -10,6 +10,12 @@ session store with a one-hour retention (segment interval 30 minutes, so two seg
 - ``range`` (baseline): a RocksDB key-value store holding the same store keys and values; for every key one
   ``range`` over its sessions' keys, reading each entry.
 
+- ``reads at the floor`` (issue 35): ``findSessions`` and ``backwardFindSessions`` of every key beside the same
+  loop over the same rows through raw rocksdict (one raw database per segment, the stores' options), answering the
+  store's ``(key, start, end, value)``: ``kstate/floor`` = the floor's time / kstate's, fastest of
+  ``KSTATE_BENCH_FLOOR_ROUNDS`` (80) alternating rounds; the goal is 0.85. Written to
+  ``reports/bench/session-floor.md``.
+
 Both sides read every row once per round. Rounds are timed in process CPU time; the ratio printed is baseline
 time / measured time (higher is better), from pytest-benchmark's minimum rounds and from an interleaved re-run
 (the steadier). A measurement, not a timed test: a ratio under the goal is reported, never failed.
@@ -19,12 +25,14 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import bench, interleaved, print_report
+from bench_tools import bench, git_commit, interleaved, machine_load, open_raw, print_report
 
 from kstate.codecs import session_keys
 from kstate.codecs.store_types import StoreType
@@ -133,3 +141,85 @@ def ratio_report(request: pytest.FixtureRequest, workloads: dict[str, Workload])
 @pytest.mark.parametrize("name", ["find_sessions", "kv_range"])
 def test_workload(benchmark: Any, workloads: dict[str, Workload], name: str) -> None:
     bench(benchmark, workloads[name], ROUNDS, RESULTS, name)
+
+
+FLOOR_ROUNDS = int(os.environ.get("KSTATE_BENCH_FLOOR_ROUNDS", "80"))
+FLOOR_REPORT = Path(__file__).resolve().parents[1] / "reports" / "bench" / "session-floor.md"
+_TIMES = struct.Struct(">qq")  # SESS-1: [key][end int64][start int64]
+
+
+def _floor_finder(raw: dict[int, Any], keys: list[bytes], backward: bool) -> Callable[[], int]:
+    """The raw floor of findSessions(key, 0, MAX) for every key: each segment's rows between the key's bounds (in the
+    read's order), a longer key sharing the prefix skipped by length, kept by end and start (SS-5, SS-6)."""
+    unpack = _TIMES.unpack_from
+    sids = sorted(raw, reverse=backward)
+
+    def find() -> int:
+        found = 0
+        for key in keys:
+            lower, upper, size, rows = key + _TIMES.pack(0, 0), key + _TIMES.pack(MAX, MAX), len(key) + 16, []
+            for sid in sids:
+                db = raw[sid]
+                items = db.items(backwards=True, from_key=upper) if backward else db.items(from_key=lower)
+                for row_key, value in items:
+                    if (row_key < lower) if backward else (row_key > upper):
+                        break
+                    if len(row_key) == size:
+                        end, start = unpack(row_key, size - 16)
+                        if end >= 0 and start <= MAX:
+                            rows.append((key, start, end, value))
+            found += len(rows)
+        return found
+
+    return find
+
+
+def test_session_reads_at_the_floor(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """findSessions forward and backward on RocksDB beside their raw floor (issue 35): the same rows, the same
+    answer; the ratios are printed, never asserted on."""
+    sessions = _sessions()
+    store = open_bytes_store(StoreType.SESSION, Backend.ROCKSDB, name="sessions",
+                             state_dir=tmp_path_factory.mktemp("session-floor-store"), options={"retention_ms": HOUR})
+    assert isinstance(store, RocksDBSessionStore)
+    interval = session_keys.default_segment_interval(HOUR)
+    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
+    for key, start, end, value in sessions:
+        store.put(key, start, end, value)
+        by_segment.setdefault(end // interval, []).append((session_keys.PLAIN.to_store_key(key, start, end), value))
+    store.commit({TP: 1})
+    raw = {}
+    for sid, rows in sorted(by_segment.items()):
+        raw[sid] = open_raw(tmp_path_factory.mktemp(f"session-floor-{sid}"))
+        for row_key, value in sorted(rows):
+            raw[sid].put(row_key, value)
+    keys = sorted({key for key, _, _, _ in sessions})
+
+    def finder(backward: bool) -> Callable[[], int]:
+        def find() -> int:
+            found = 0
+            f = store.find_sessions
+            for key in keys:
+                with f(key, 0, MAX, backward=backward) as iterator:
+                    found += len(list(iterator))
+            return found
+
+        return find
+
+    results: dict[str, tuple[float, float]] = {}
+    for name, backward in ((f"findSessions ({KEYS} × {PER_KEY})", False),
+                           (f"backwardFindSessions ({KEYS} × {PER_KEY})", True)):
+        ours, floor = finder(backward), _floor_finder(raw, keys, backward)
+        assert ours() == floor() == KEYS * PER_KEY, f"{name}: kstate and the floor read different rows"
+        results[name] = interleaved(ours, floor, FLOOR_ROUNDS)
+    store.close()
+    for db in raw.values():
+        db.close()
+    lines = [f"## Session reads against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
+             f"Process time, fastest of {FLOOR_ROUNDS} interleaved rounds; kstate/floor = the floor's time / "
+             f"kstate's (goal 0.85); {machine_load()} at the end of the run.", "",
+             "| read | floor ms | kstate ms | kstate/floor |", "|---|---:|---:|---:|"]
+    for name, (ours_s, floor_s) in results.items():
+        lines.append(f"| {name} | {floor_s * 1e3:.3f} | {ours_s * 1e3:.3f} | {floor_s / ours_s:.2f} |")
+    FLOOR_REPORT.parent.mkdir(parents=True, exist_ok=True)
+    FLOOR_REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print_report(request, ["", *lines, "", f"(written to {FLOOR_REPORT})"])

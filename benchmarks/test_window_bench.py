@@ -21,6 +21,12 @@ pytest-benchmark group so they print side by side, and again at the end of the m
   interval of 30 minutes: the records' hour of windows fills two segments, as a live store holds two or three),
   against raw-mode rocksdict write batches of the same rows into one fresh database; target >= 0.7.
 
+- ``reads at the floor`` (issue 35): ``fetch`` and ``backwardFetch`` of every key's 40 windows, and ``fetchAll``
+  over 20 ranges of 10 s, each beside the same loop over the same rows through raw rocksdict (one raw database per
+  segment, the stores' options), answering what the store answers: ``kstate/floor`` = the floor's time / kstate's,
+  fastest of ``KSTATE_BENCH_FLOOR_ROUNDS`` (80) alternating rounds; the goal is 0.85. Written to
+  ``reports/bench/window-floor.md``.
+
 Times are process CPU time. An interleaved re-run (measured and baseline alternating) gives the steadier ratio.
 These are measurements, not timed tests: a ratio under its target is reported, never failed.
 """
@@ -31,13 +37,14 @@ import gc
 import os
 import random
 import shutil
+import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import interleaved, open_raw, print_report, raw_load
+from bench_tools import git_commit, interleaved, machine_load, open_raw, print_report, raw_load
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
@@ -256,3 +263,113 @@ def test_restore_window_store(benchmark: Any, workloads: dict[str, Workload]) ->
 @pytest.mark.benchmark(group="window restore")
 def test_raw_write_batch(benchmark: Any, workloads: dict[str, Workload]) -> None:
     _bench(benchmark, workloads, "raw_write_batch", RESTORE_ROUNDS)
+
+
+FLOOR_ROUNDS = int(os.environ.get("KSTATE_BENCH_FLOOR_ROUNDS", "80"))
+FLOOR_REPORT = Path(__file__).resolve().parents[1] / "reports" / "bench" / "window-floor.md"
+#: fetchAll over 10 s of one minute: the 20 keys of that minute x 10 windows each.
+FETCH_ALL = [(m * MINUTE + s * 1000, m * MINUTE + s * 1000 + 9_000) for m in range(5) for s in (0, 10, 20, 30)]
+_SUFFIX = struct.Struct(">qi")  # WIN-1: [key][window start int64][seqnum int32]
+_START = struct.Struct(">q")
+
+
+def _floor_reads(raw: dict[int, Any], bounds: list[tuple[bytes, int, int]]) -> dict[str, Callable[[], int]]:
+    """The raw rocksdict floor of each read: the rows of the range's segments between the fetch's bounds, a longer
+    key sharing the prefix skipped by length, each answered as the store answers it (the start read with struct)."""
+    unpack = _START.unpack_from
+
+    def fetch() -> int:
+        found = 0
+        for key, low, high in bounds:
+            size, upper, rows = len(key) + 12, key + _SUFFIX.pack(high, 0x7FFFFFFF), []
+            for row_key, value in raw[low // MINUTE].items(from_key=key + _SUFFIX.pack(low, 0)):
+                if row_key > upper:
+                    break
+                if len(row_key) == size:
+                    rows.append((unpack(row_key, size - 12)[0], value))
+            found += len(rows)
+        return found
+
+    def backward_fetch() -> int:
+        found = 0
+        for key, low, high in bounds:
+            size, lower, rows = len(key) + 12, key + _SUFFIX.pack(low, 0), []
+            for row_key, value in raw[low // MINUTE].items(backwards=True,
+                                                           from_key=key + _SUFFIX.pack(high, 0x7FFFFFFF)):
+                if row_key < lower:
+                    break
+                if len(row_key) == size:
+                    rows.append((unpack(row_key, size - 12)[0], value))
+            found += len(rows)
+        return found
+
+    def fetch_all() -> int:
+        found = 0
+        for low, high in FETCH_ALL:
+            rows = []
+            for sid in range(low // MINUTE, high // MINUTE + 1):
+                for row_key, value in raw[sid].items():
+                    end = len(row_key) - 12
+                    start = unpack(row_key, end)[0]
+                    if low <= start <= high:
+                        rows.append((row_key[:end], start, value))
+            found += len(rows)
+        return found
+
+    return {"fetch (100 × 40 windows)": fetch, "backward fetch (100 × 40 windows)": backward_fetch,
+            "fetchAll (20 × 10 s)": fetch_all}
+
+
+def _store_reads(store: Any, bounds: list[tuple[bytes, int, int]]) -> dict[str, Callable[[], int]]:
+    def fetch() -> int:
+        f = store.fetch_range
+        return sum(len(f(key, low, high)) for key, low, high in bounds)
+
+    def backward_fetch() -> int:
+        f = store.fetch_range
+        return sum(len(f(key, low, high, True)) for key, low, high in bounds)
+
+    def fetch_all() -> int:
+        f = store.fetch_all
+        return sum(len(f(low, high)) for low, high in FETCH_ALL)
+
+    return {"fetch (100 × 40 windows)": fetch, "backward fetch (100 × 40 windows)": backward_fetch,
+            "fetchAll (20 × 10 s)": fetch_all}
+
+
+def test_window_reads_at_the_floor(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """fetch, backwardFetch and fetchAll of the RocksDB window store beside their raw floor (issue 35): both read the
+    same rows, and the ratios are printed, never asserted on."""
+    store = _open_window(tmp_path_factory.mktemp("window-floor-store"))
+    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
+    for (key, start, value), row_key in zip(ROWS, ROW_KEYS, strict=True):
+        store.put(key, value, start)
+        by_segment.setdefault(start // MINUTE, []).append((row_key, value))
+    store.commit({TP: 0})
+    raw = {}
+    for sid, rows in sorted(by_segment.items()):
+        raw[sid] = open_raw(tmp_path_factory.mktemp(f"window-floor-{sid}"))
+        for row_key, value in sorted(rows):
+            raw[sid].put(row_key, value)
+    starts: dict[bytes, list[int]] = {}
+    for key, start, _ in ROWS:
+        starts.setdefault(key, []).append(start)
+    bounds = [(key, min(starts[key]), max(starts[key])) for key in DISTINCT_KEYS]
+    floors, reads = _floor_reads(raw, bounds), _store_reads(store, bounds)
+    results: dict[str, tuple[float, float]] = {}
+    for name, read in reads.items():
+        # The same answer on both sides, then the timing.
+        assert read() == floors[name](), f"{name}: kstate and the floor read different rows"
+        results[name] = interleaved(read, floors[name], FLOOR_ROUNDS)
+    store.close()
+    for db in raw.values():
+        db.close()
+    lines = [f"## Window reads against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
+             f"Process time, fastest of {FLOOR_ROUNDS} interleaved rounds; kstate/floor = the floor's time / "
+             f"kstate's (goal 0.85); {machine_load()} at the end of the run.", "",
+             "| read | floor ms | kstate ms | kstate/floor |", "|---|---:|---:|---:|"]
+    for name, (ours, floor) in results.items():
+        lines.append(f"| {name} | {floor * 1e3:.3f} | {ours * 1e3:.3f} | {floor / ours:.2f} |")
+    FLOOR_REPORT.parent.mkdir(parents=True, exist_ok=True)
+    FLOOR_REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print_report(request, ["", *lines, "", f"(written to {FLOOR_REPORT})"])

@@ -326,6 +326,33 @@ def test_closed_store_and_iterators(task: Path) -> None:
         store.put(b"k", 0, 1, b"v")
 
 
+def test_a_for_loop_reads_the_scan_and_a_close_ends_it(task: Path) -> None:
+    """SS-37, KV-12 (issue 35): a ``for`` loop over a RocksDB session iterator reads its scan directly; closing the
+    iterator inside the loop ends the loop and releases the segments' cursors, and ``next`` after it refuses. A
+    peeked entry is still answered first."""
+    store = open_store(Backend.ROCKSDB, task)
+    for i in range(4):
+        store.put(b"k", i * 10, i * 10 + 1, bytes([i]))
+    store.commit({TopicPartition("t", 0): 1})
+    iterator = store.fetch(b"k")
+    seen = []
+    for record in iterator:
+        seen.append(record.value)
+        iterator.close()
+    assert seen == [b"\x00"]
+    assert isinstance(store, RocksDBSessionStore)
+    assert not any(s.instance.engine._cursors for s in store.segments.all_segments())  # type: ignore[attr-defined]
+    with pytest.raises(KStateError):
+        next(iterator)
+    with pytest.raises(KStateError):
+        iterator.peek_next()
+    peeked = store.fetch(b"k")
+    first = peeked.peek_next()
+    assert first is not None and [r.value for r in peeked] == [b"\x00", b"\x01", b"\x02", b"\x03"]
+    peeked.close()
+    store.close()
+
+
 # --- restore and changelog ------------------------------------------------------------------------------------------
 
 

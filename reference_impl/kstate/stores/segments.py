@@ -139,9 +139,14 @@ class AbstractSegments(ABC, Generic[S]):
     def segments(self, time_from: int, time_to: int, forward: bool = True) -> list[S]:
         """The open segments from ``segmentId(time_from)`` to ``segmentId(time_to)`` inclusive, oldest first when
         ``forward`` (WIN-15), newest first otherwise."""
-        low, high = self.segment_id(time_from), self.segment_id(time_to)
-        ids = sorted((i for i in self._segments if low <= i <= high), reverse=not forward)
-        return [s for s in (self._segments[i] for i in ids) if s.is_open]
+        interval = self.segment_interval
+        # PRIM-4's truncation is floor division for a time >= 0 (every read's usual case: no call per bound).
+        low = time_from // interval if time_from >= 0 else segment_id(time_from, interval)
+        high = time_to // interval if time_to >= 0 else segment_id(time_to, interval)
+        held = self._segments
+        ids = [i for i in held if low <= i <= high]
+        ids.sort(reverse=not forward)
+        return [s for s in map(held.__getitem__, ids) if s.is_open]
 
     def all_segments(self, forward: bool = True) -> list[S]:
         """Every open segment, oldest first when ``forward``."""

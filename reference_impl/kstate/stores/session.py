@@ -102,6 +102,11 @@ class SessionIterator(ClosesOnExit):
                  closed_message: str = "the session iterator is closed") -> None:
         # The bound ``__next__`` of the source: one call per entry on the hot path; swapped for a refusal at close.
         self._next: Callable[[], SessionRecord] = source.__next__
+        # A generator source (the RocksDB scan) is closed with the iterator, which releases its cursors, and a
+        # ``for`` loop may then read it directly; any other source (a materialised answer) is only ever read here.
+        close_source: Callable[[], None] | None = getattr(source, "close", None)
+        self._direct: Iterator[SessionRecord] | None = source if close_source is not None else None
+        self._close_source = close_source
         self._peeked: SessionRecord | None = None
         self._on_close = on_close
         self._closed_message = closed_message
@@ -110,8 +115,14 @@ class SessionIterator(ClosesOnExit):
     def _refuse(self) -> SessionRecord:
         raise InvalidStateStoreError(self._closed_message)
 
-    def __iter__(self) -> SessionIterator:
-        return self
+    def __iter__(self) -> Iterator[SessionRecord]:
+        # A ``for`` loop reads a generator source itself while nothing is peeked: no Python frame of this class per
+        # entry (issue 35), as StoreIterator does (KV-12). ``next`` and ``peek_next`` keep this class's refusal
+        # once closed; closing closes the source, so a loop whose body closes its iterator ends there.
+        direct = self._direct
+        if direct is None or self._peeked is not None:
+            return self
+        return direct
 
     def __next__(self) -> SessionRecord:
         peeked = self._peeked
@@ -135,6 +146,10 @@ class SessionIterator(ClosesOnExit):
         self.is_closed = True
         self._next = self._refuse
         self._peeked = None
+        self._direct = None
+        close_source, self._close_source = self._close_source, None
+        if close_source is not None:
+            close_source()
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close(self)
@@ -220,9 +235,13 @@ class SessionOperations(StoreState):
         """``findSessions(key, earliestSessionEndTime, latestSessionStartTime)`` (and ``backwardFindSessions``):
         the sessions of ``key`` with end >= earliest_end and start <= latest_start (SS-5..SS-7)."""
         checked_key = require_key(key)
-        earliest, latest = check_time("earliest_end", earliest_end), check_time("latest_start", latest_start)
+        # check_time's refusals, the usual Java longs checked inline (issue 35: the fixed cost of a read).
+        if type(earliest_end) is not int or not INT64_MIN <= earliest_end <= INT64_MAX:
+            check_time("earliest_end", earliest_end)
+        if type(latest_start) is not int or not INT64_MIN <= latest_start <= INT64_MAX:
+            check_time("latest_start", latest_start)
         self._allow(Op.READ)
-        return self._find(checked_key, checked_key, earliest, latest, backward, True)
+        return self._find(checked_key, checked_key, earliest_end, latest_start, backward, True)
 
     def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
                             *, backward: bool = False) -> SessionIterator:
@@ -388,16 +407,28 @@ class RocksDBSessionStore(RocksDBSegmentedBytesStore, SessionOperations):
     @staticmethod
     def _scan_key(sources: SegmentRows, key: bytes, earliest_end: int, latest_start: int) -> Iterator[SessionRecord]:
         """:meth:`_scan` for one key, the hot read path: every store key between ``[key][...]`` bounds starts with
-        ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5)."""
+        ``key``, so only its length tells ``key``'s sessions from a longer key's (SS-5).
+
+        The bounds decide the end too: a row of ``key``'s length between ``[key][max(0, earliest_end)][0]`` and
+        ``[key][Long.MAX][latest_start]`` has an end in ``[max(0, earliest_end), Long.MAX]`` (a negative end sorts
+        after the upper bound), so only the start is checked, and not at all when ``latest_start`` is Long.MAX
+        (``fetch``, SS-8): no comparison per row that the bounds have made (issue 35)."""
         unpack_from = _TIMES.unpack_from
         new = tuple.__new__
         key_end = len(key)
         size = key_end + _SUFFIX_SIZE
+        if latest_start == INT64_MAX:
+            for _, source in sources:
+                for store_key, value in source:
+                    if len(store_key) == size:
+                        end, start = unpack_from(store_key, key_end)
+                        yield new(SessionRecord, (key, start, end, value))
+            return
         for _, source in sources:
             for store_key, value in source:
                 if len(store_key) == size:
                     end, start = unpack_from(store_key, key_end)
-                    if end >= earliest_end and start <= latest_start:
+                    if start <= latest_start:
                         yield new(SessionRecord, (key, start, end, value))
 
     def _register(self, source: Iterator[SessionRecord]) -> SessionIterator:

@@ -247,7 +247,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         starting with the key (WIN-4), so a longer key sharing the prefix is skipped as ``hasNextCondition``
         skips it (WS-11)."""
         key = require_key(key)
-        self._checked_range(time_from, time_to)
+        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
+                or not INT64_MIN <= time_to <= INT64_MAX:
+            self._checked_range(time_from, time_to)  # raises WS-35's refusal: the hot path checks inline
         self._allow(Op.READ)
         # WIN-10: lowerRangeFixedSize (start max(0, from), seqnum 0) and upperRangeFixedSize (seqnum Integer.MAX).
         found = self._fetch_rows(key, key, time_from, time_to, not backward, True)
@@ -289,7 +291,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
 
     def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
         """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
-        self._checked_range(time_from, time_to)
+        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
+                or not INT64_MIN <= time_to <= INT64_MAX:
+            self._checked_range(time_from, time_to)  # raises WS-35's refusal
         self._allow(Op.READ)
         return self._windowed(self._scan(None, None, time_from, time_to, not backward))
 
@@ -309,9 +313,21 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
             return out
         time_from, sources = found
         unpack_start = _START.unpack_from
+        suffix_size = window_keys.SUFFIX_SIZE
+        if key_from is None and key_to is None:
+            # fetchAll and all (WS-14, WS-15): every key is in range, so a row is kept by its start alone.
+            for segment, source in sources:
+                for store_key, value in source:
+                    key_end = len(store_key) - suffix_size
+                    if key_end < 0:
+                        raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
+                    start = unpack_start(store_key, key_end)[0]
+                    if time_from <= start <= time_to:
+                        out.append((store_key[:key_end], start, value))
+            return out
         for segment, source in sources:
             for store_key, value in source:
-                key_end = len(store_key) - window_keys.SUFFIX_SIZE
+                key_end = len(store_key) - suffix_size
                 if key_end < 0:
                     raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
                 start = unpack_start(store_key, key_end)[0]
