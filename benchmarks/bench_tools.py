@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -161,3 +162,43 @@ def start_kafka_side(base: Path) -> KafkaSide | str:
 def machine_load() -> str:
     """The 1-minute load average and the core count, printed with every side-by-side figure."""
     return f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+
+
+#: A window store key's suffix (WIN-1): [key][window start int64][seqnum int32]; and the window start alone.
+WINDOW_SUFFIX = struct.Struct(">qi")
+WINDOW_START = struct.Struct(">q")
+
+
+def raw_window_fetch(segment: Any, key: bytes, low: int, high: int, backward: bool) -> list[tuple[int, bytes]]:
+    """The floor of a window fetch: the key's rows of one raw segment database between two window starts, in
+    order, a longer key sharing the prefix skipped by length, each answered as (window start, value)."""
+    size, rows, unpack = len(key) + 12, [], WINDOW_START.unpack_from
+    first, last = key + WINDOW_SUFFIX.pack(low, 0), key + WINDOW_SUFFIX.pack(high, 0x7FFFFFFF)
+    if backward:
+        for row_key, value in segment.items(backwards=True, from_key=last):
+            if row_key < first:
+                break
+            if len(row_key) == size:
+                rows.append((unpack(row_key, size - 12)[0], value))
+        return rows
+    for row_key, value in segment.items(from_key=first):
+        if row_key > last:
+            break
+        if len(row_key) == size:
+            rows.append((unpack(row_key, size - 12)[0], value))
+    return rows
+
+
+def write_floor_report(request: pytest.FixtureRequest, title: str, rounds: int,
+                       results: dict[str, tuple[float, float]], path: Path) -> None:
+    """Write and print a table of reads against their raw-rocksdict floor: ``results`` maps a read to (kstate's
+    time, the floor's time), as :func:`interleaved` measures them (issue 35's goal is 0.85)."""
+    lines = [f"## {title} against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
+             f"Process time, fastest of {rounds} interleaved rounds; kstate/floor = the floor's time / "
+             f"kstate's (goal 0.85); {machine_load()} at the end of the run.", "",
+             "| read | floor ms | kstate ms | kstate/floor |", "|---|---:|---:|---:|"]
+    for name, (ours, floor) in results.items():
+        lines.append(f"| {name} | {floor * 1e3:.3f} | {ours * 1e3:.3f} | {floor / ours:.2f} |")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print_report(request, ["", *lines, "", f"(written to {path})"])

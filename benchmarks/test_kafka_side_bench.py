@@ -53,6 +53,7 @@ from bench_tools import (
     open_raw,
     print_report,
     raw_prefix_count,
+    raw_window_fetch,
 )
 
 from kstate.codecs import session_keys
@@ -338,33 +339,11 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
         return sum(len(f(key, low, high, True)) for key, low, high in WINDOW_FETCHES)
 
     def fetch_floor(_: int) -> int:
-        # The key's rows of the fetch's segment (a longer key sharing the prefix skipped by length), each answered
-        # as the fetch answers it: (window start read with struct, value).
-        found = 0
-        unpack = _WINDOW_START.unpack_from
-        for key, low, high in WINDOW_FETCHES:
-            size, upper, rows = len(key) + 12, key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF), []
-            for row_key, value in floors[low // MINUTE].items(from_key=key + _WINDOW_SUFFIX.pack(low, 0)):
-                if row_key > upper:
-                    break
-                if len(row_key) == size:
-                    rows.append((unpack(row_key, size - 12)[0], value))
-            found += len(rows)
-        return found
+        # The key's rows of the fetch's segment, each answered as the fetch answers it (bench_tools.raw_window_fetch).
+        return sum(len(raw_window_fetch(floors[low // MINUTE], key, low, high, False)) for key, low, high in WINDOW_FETCHES)
 
     def backward_floor(_: int) -> int:
-        found = 0
-        unpack = _WINDOW_START.unpack_from
-        for key, low, high in WINDOW_FETCHES:
-            size, lower, rows = len(key) + 12, key + _WINDOW_SUFFIX.pack(low, 0), []
-            for row_key, value in floors[low // MINUTE].items(backwards=True,
-                                                               from_key=key + _WINDOW_SUFFIX.pack(high, 0x7FFFFFFF)):
-                if row_key < lower:
-                    break
-                if len(row_key) == size:
-                    rows.append((unpack(row_key, size - 12)[0], value))
-            found += len(rows)
-        return found
+        return sum(len(raw_window_fetch(floors[low // MINUTE], key, low, high, True)) for key, low, high in WINDOW_FETCHES)
 
     def fetch_all(_: int) -> int:
         f = read_store.fetch_all

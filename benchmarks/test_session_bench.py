@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import bench, git_commit, interleaved, machine_load, open_raw, print_report
+from bench_tools import bench, interleaved, open_raw, print_report, write_floor_report
 
 from kstate.codecs import session_keys
 from kstate.codecs.store_types import StoreType
@@ -214,12 +214,4 @@ def test_session_reads_at_the_floor(request: pytest.FixtureRequest, tmp_path_fac
     store.close()
     for db in raw.values():
         db.close()
-    lines = [f"## Session reads against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
-             f"Process time, fastest of {FLOOR_ROUNDS} interleaved rounds; kstate/floor = the floor's time / "
-             f"kstate's (goal 0.85); {machine_load()} at the end of the run.", "",
-             "| read | floor ms | kstate ms | kstate/floor |", "|---|---:|---:|---:|"]
-    for name, (ours_s, floor_s) in results.items():
-        lines.append(f"| {name} | {floor_s * 1e3:.3f} | {ours_s * 1e3:.3f} | {floor_s / ours_s:.2f} |")
-    FLOOR_REPORT.parent.mkdir(parents=True, exist_ok=True)
-    FLOOR_REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print_report(request, ["", *lines, "", f"(written to {FLOOR_REPORT})"])
+    write_floor_report(request, "Session reads", FLOOR_ROUNDS, results, FLOOR_REPORT)

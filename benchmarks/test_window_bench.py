@@ -44,7 +44,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import git_commit, interleaved, machine_load, open_raw, print_report, raw_load
+from bench_tools import (
+    interleaved,
+    open_raw,
+    print_report,
+    raw_load,
+    raw_window_fetch,
+    write_floor_report,
+)
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
@@ -279,29 +286,10 @@ def _floor_reads(raw: dict[int, Any], bounds: list[tuple[bytes, int, int]]) -> d
     unpack = _START.unpack_from
 
     def fetch() -> int:
-        found = 0
-        for key, low, high in bounds:
-            size, upper, rows = len(key) + 12, key + _SUFFIX.pack(high, 0x7FFFFFFF), []
-            for row_key, value in raw[low // MINUTE].items(from_key=key + _SUFFIX.pack(low, 0)):
-                if row_key > upper:
-                    break
-                if len(row_key) == size:
-                    rows.append((unpack(row_key, size - 12)[0], value))
-            found += len(rows)
-        return found
+        return sum(len(raw_window_fetch(raw[low // MINUTE], key, low, high, False)) for key, low, high in bounds)
 
     def backward_fetch() -> int:
-        found = 0
-        for key, low, high in bounds:
-            size, lower, rows = len(key) + 12, key + _SUFFIX.pack(low, 0), []
-            for row_key, value in raw[low // MINUTE].items(backwards=True,
-                                                           from_key=key + _SUFFIX.pack(high, 0x7FFFFFFF)):
-                if row_key < lower:
-                    break
-                if len(row_key) == size:
-                    rows.append((unpack(row_key, size - 12)[0], value))
-            found += len(rows)
-        return found
+        return sum(len(raw_window_fetch(raw[low // MINUTE], key, low, high, True)) for key, low, high in bounds)
 
     def fetch_all() -> int:
         found = 0
@@ -364,12 +352,4 @@ def test_window_reads_at_the_floor(request: pytest.FixtureRequest, tmp_path_fact
     store.close()
     for db in raw.values():
         db.close()
-    lines = [f"## Window reads against raw rocksdict ({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
-             f"Process time, fastest of {FLOOR_ROUNDS} interleaved rounds; kstate/floor = the floor's time / "
-             f"kstate's (goal 0.85); {machine_load()} at the end of the run.", "",
-             "| read | floor ms | kstate ms | kstate/floor |", "|---|---:|---:|---:|"]
-    for name, (ours, floor) in results.items():
-        lines.append(f"| {name} | {floor * 1e3:.3f} | {ours * 1e3:.3f} | {floor / ours:.2f} |")
-    FLOOR_REPORT.parent.mkdir(parents=True, exist_ok=True)
-    FLOOR_REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print_report(request, ["", *lines, "", f"(written to {FLOOR_REPORT})"])
+    write_floor_report(request, "Window reads", FLOOR_ROUNDS, results, FLOOR_REPORT)
