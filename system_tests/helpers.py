@@ -287,3 +287,26 @@ def assert_sessions_match_input(cluster: AppCluster, found: dict[int, dict[Sessi
 
     return _assert_rows_match(cluster, expected_sessions(cluster, gap), found, "session", "not a session of the input",
                               check, live)
+
+
+def committed_input(cluster: AppCluster, partitions: int) -> dict[int, int]:
+    """The group's committed input offsets; a coordinator still loading or moving, or one that did not answer within
+    the call's timeout (a loaded machine, right after a kill), is asked again."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.broker.bootstrap, "group.id": cluster.application_id,
+                         "enable.auto.commit": False})
+    try:
+        for attempt in range(10):
+            try:
+                committed = consumer.committed([TopicPartition(cluster.input_topic, p) for p in range(partitions)],
+                                               timeout=10)
+                return {tp.partition: max(tp.offset, 0) for tp in committed}
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not (error.retriable() or error.code() == KafkaError._TIMED_OUT) or attempt == 9:
+                    raise
+                time.sleep(0.5)
+        raise AssertionError("unreachable")
+    finally:
+        consumer.close()

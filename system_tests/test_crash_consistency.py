@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from conftest import Oracle
-from helpers import assert_no_acknowledged_input_lost
+from helpers import assert_no_acknowledged_input_lost, committed_input
 
 from kstate.app.cluster import AppCluster
 from kstate.app.config import CRASH_POINTS, UNCLEAN_KEEP, UNCLEAN_WIPE
@@ -30,15 +30,7 @@ PARTITIONS = 2
 
 
 def _committed_input(cluster: AppCluster) -> dict[int, int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": cluster.broker.bootstrap, "group.id": cluster.application_id,
-                         "enable.auto.commit": False})
-    try:
-        committed = consumer.committed([TopicPartition(cluster.input_topic, p) for p in range(PARTITIONS)], timeout=10)
-        return {tp.partition: max(tp.offset, 0) for tp in committed}
-    finally:
-        consumer.close()
+    return committed_input(cluster, PARTITIONS)
 
 
 def _store_state(cluster: AppCluster, partition: int) -> dict[str, object]:

@@ -32,6 +32,7 @@ from helpers import (
     assert_no_acknowledged_input_lost,
     assert_sessions_match_input,
     assert_windows_match_input,
+    committed_input,
     decode,
     expected_sessions,
     expected_windows,
@@ -77,24 +78,7 @@ def kafka_streams() -> InstanceCommand:
 
 
 def _committed_input(cluster: AppCluster) -> dict[int, int]:
-    """The group's committed input offsets; a coordinator still loading or moving is asked again."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": cluster.broker.bootstrap, "group.id": cluster.application_id,
-                         "enable.auto.commit": False})
-    try:
-        for attempt in range(10):
-            try:
-                committed = consumer.committed([TopicPartition(cluster.input_topic, p) for p in range(PARTITIONS)],
-                                               timeout=10)
-                return {tp.partition: max(tp.offset, 0) for tp in committed}
-            except KafkaException as exc:
-                if not exc.args[0].retriable() or attempt == 9:
-                    raise
-                time.sleep(0.5)
-        raise AssertionError("unreachable")
-    finally:
-        consumer.close()
+    return committed_input(cluster, PARTITIONS)
 
 
 def _progressed(before: dict[int, int]) -> Callable[[dict[str, Any]], bool]:
