@@ -381,21 +381,10 @@ class StoreOffsets:
     ) -> None:
         """For a downgrade below 4.3: merge this store's committed offsets into the task ``.checkpoint``
         (a changelog partition without one written as -4) and write ``<store>.position`` (UPG-4, OFF-20)."""
-        checkpoint_path = task_checkpoint_path(task_dir)
+        offsets: dict[CodecTopicPartition, int | None] = {(tp.topic, tp.partition): None for tp in changelog_partitions}
+        offsets.update(self.all_committed())
+        write_downgrade_checkpoint(task_dir, self._store.name, offsets)
         try:
-            existing = read_checkpoint_file(checkpoint_path)
-        except DecodeError:
-            existing = {}
-        except StateFileError as exc:
-            raise storage_error(self._store.name, f"reading the checkpoint file of {task_dir}", exc) from exc
-        merged: dict[CodecTopicPartition, int] = {
-            tp: (OFFSET_UNKNOWN if off is None else off) for tp, off in existing.items()
-        }
-        for tp in changelog_partitions:
-            merged[(tp.topic, tp.partition)] = OFFSET_UNKNOWN
-        merged.update(self.all_committed())
-        try:
-            write_checkpoint_file(checkpoint_path, merged)
             write_position_file(task_dir, self._store.name, position)
         except StateFileError as exc:
             raise storage_error(self._store.name, f"writing the legacy offset files of {task_dir}", exc) from exc
