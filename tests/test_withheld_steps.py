@@ -127,7 +127,7 @@ def _run_versioned(implementation: ImplementationAdapter, base: Path) -> None:
     caps = capabilities_of(implementation)
     run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
         lambda: versioned_machine.VersionedStoreMachine(implementation, "versioned_kv", "rocksdb", base, caps),  # type: ignore[arg-type,unused-ignore]
-        settings=settings(max_examples=60, stateful_step_count=40, deadline=None, database=None,
+        settings=settings(max_examples=100, stateful_step_count=40, deadline=None, database=None, derandomize=True,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate],
                           suppress_health_check=list(HealthCheck)))
 
