@@ -88,3 +88,36 @@ def test_a_gap_is_reported_and_the_shipped_matrix_names_every_place() -> None:
     for rule, place in (("WS-29", "crash"), ("SS-21", "crash"), ("LAY-13", "crash"), ("UPG-3", "store:session"),
                         ("SS-24", "restore"), ("WS-23", "restore"), ("LAY-12", "store:window")):
         assert shipped.covered[rule].get(place), (rule, place)
+
+
+PER_PARAMETER = '''
+import pytest
+
+from kstate_conformance import rules
+
+POSITION_RULES = {"kv": ("KV-54",), "versioned": ("KV-54", "VS-38")}
+
+
+@rules("KV-54", "VS-38", "OFF-8")
+@pytest.mark.kstate_places("store:kv", "store:versioned", "reopen")
+@pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*POSITION_RULES[n])) for n in POSITION_RULES])
+def test_per_family(kit, name):
+    kit.open("kv", "rocksdb")
+
+
+@rules("WS-1")
+@pytest.mark.parametrize("name", ["window", "session"])
+def test_plain_parameters(kit, name):
+    kit.open("window", "rocksdb")
+'''
+
+
+def test_a_parameters_own_rules_count_at_the_family_it_names(tmp_path: Path) -> None:
+    """Issue 31: a case carries its parameter's rules (``pytest.param(..., marks=rules(...))``), as the run's
+    attribution reads them: VS-38 only at the versioned store, and OFF-8, which no parameter cites, nowhere."""
+    (tmp_path / "test_params.py").write_text(PER_PARAMETER, encoding="utf-8")
+    covered = rp.marker_places(tmp_path)
+    assert set(covered["VS-38"]) == {"store:versioned", "reopen"}
+    assert set(covered["KV-54"]) == {"store:kv", "store:versioned", "reopen"}
+    assert "OFF-8" not in covered
+    assert set(covered["WS-1"]) == {"store:window", "store:session"}  # no rule marks: the test's @rules, as before

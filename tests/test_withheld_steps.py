@@ -4,10 +4,13 @@ machine's steps that reach R-1 left out; the test must then pass, and it counts 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
 
+from kstate.stores.segments import LogicalKeyValueSegments
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, ReferenceAdapter
 from kstate_conformance.capabilities import capabilities_of
 from kstate_conformance.expectations import Entry, ExpectedFailures
@@ -42,8 +45,19 @@ def test_a_machine_withholds_only_what_it_knows_and_with_what_goes_with_it(tmp_p
         with pytest.raises(AssertionError, match="cannot withhold the steps of CACHE-7"):
             window_machine.WindowStoreMachine(ReferenceAdapter(), "window", "memory", tmp_path, caps)
     with withholding(frozenset({"VS-14"})), pytest.raises(AssertionError, match="leaves VS-17 unchecked"):
-        versioned_machine.VersionedStoreMachine(ReferenceAdapter(), "versioned_kv", "rocksdb", tmp_path, caps)
+        _VersionedWithoutAnyReopen(ReferenceAdapter(), "versioned_kv", "rocksdb", tmp_path, caps)
+    # The versioned machine withholds VS-14 alone: it still restarts and crashes a store without segment rows (VS-17).
+    with withholding(frozenset({"VS-14"})):
+        assert versioned_machine.VersionedStoreMachine(ReferenceAdapter(), "versioned_kv", "rocksdb", tmp_path,
+                                                       caps).withheld == {"VS-14"}
     assert kv_machine.KeyValueStoreMachine(ReferenceAdapter(), "kv", "memory", tmp_path, caps).withheld == frozenset()
+
+
+class _VersionedWithoutAnyReopen(versioned_machine.VersionedStoreMachine):
+    """A machine whose VS-14 steps would leave VS-17 unchecked too (as the versioned machine's did while it withheld
+    every reopen): the entry must then withhold both."""
+
+    WITHHELD_TOGETHER: ClassVar[dict[str, frozenset[str]]] = {"VS-14": frozenset({"VS-17"})}
 
 
 class _ReverseCachedScansWrong(ImplementationAdapter):
@@ -77,3 +91,55 @@ def test_withholding_cache_7_is_what_lets_the_machine_pass_over_a_reverse_cached
         kv_machine._run(_ReverseCachedScansWrong(), "kv", "memory", tmp_path / "full")
     with withholding(frozenset({"CACHE-7"})):
         kv_machine._run(_ReverseCachedScansWrong(), "kv", "memory", tmp_path / "withheld")
+
+
+class _ForgetsSegmentsAtReopen(ImplementationAdapter):
+    """The reference, except that a reopened versioned store registers none of the segments in its database: Kafka's
+    VS-14 bug (``LogicalKeyValueSegments.openExisting`` only opens the database). With ``crash_keeps_writes`` a
+    crash is a clean close too, so the reopened store keeps the writes since its last commit: a VS-17 bug that only
+    the machine's crashes reach."""
+
+    name = "forgets-segments-at-reopen"
+
+    def __init__(self, crash_keeps_writes: bool = False) -> None:
+        self.inner = ReferenceAdapter()
+        self.crash_keeps_writes = crash_keeps_writes
+
+    def supports(self, op: str) -> bool:
+        return self.inner.supports(op)
+
+    def call(self, op: str, payload: JsonDict) -> Any:
+        if op == "store.crash" and self.crash_keeps_writes:
+            return self.inner.call("store.close", payload)
+        if op != "store.open":
+            return self.inner.call(op, payload)
+        found = LogicalKeyValueSegments.segment_ids_on_disk
+        LogicalKeyValueSegments.segment_ids_on_disk = lambda self: []  # type: ignore[method-assign]
+        try:
+            return self.inner.call(op, payload)
+        finally:
+            LogicalKeyValueSegments.segment_ids_on_disk = found  # type: ignore[method-assign]
+
+
+def _run_versioned(implementation: ImplementationAdapter, base: Path) -> None:
+    """The versioned machine on RocksDB with enough examples to reach a reopen after segments are written, whatever
+    the loaded profile."""
+    caps = capabilities_of(implementation)
+    run_state_machine_as_test(  # type: ignore[no-untyped-call,unused-ignore]
+        lambda: versioned_machine.VersionedStoreMachine(implementation, "versioned_kv", "rocksdb", base, caps),  # type: ignore[arg-type,unused-ignore]
+        settings=settings(max_examples=100, stateful_step_count=40, deadline=None, database=None, derandomize=True,
+                          phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                          suppress_health_check=list(HealthCheck)))
+
+
+def test_withholding_vs_14_leaves_out_only_the_reopens_that_find_segments(tmp_path: Path) -> None:
+    """The versioned machine finds the forgotten segments; with VS-14 withheld it passes over them, and it still
+    restarts and crashes the store, so a crash that keeps unflushed writes (VS-17) is found with VS-14 withheld."""
+    for part in ("full", "withheld", "crash"):
+        (tmp_path / part).mkdir()
+    with pytest.raises(AssertionError):
+        _run_versioned(_ForgetsSegmentsAtReopen(), tmp_path / "full")
+    with withholding(frozenset({"VS-14"})):
+        _run_versioned(_ForgetsSegmentsAtReopen(), tmp_path / "withheld")
+        with pytest.raises(AssertionError, match="after a crash the store holds"):
+            _run_versioned(_ForgetsSegmentsAtReopen(crash_keeps_writes=True), tmp_path / "crash")

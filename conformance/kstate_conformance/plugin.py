@@ -82,11 +82,13 @@ class SkippingAdapter(ImplementationAdapter):
         return self.inner.supports(op) or op in KIT_TOOLS
 
     def _lacked_by(self, op: str, payload: JsonDict) -> str | None:
-        """For a ``store.open`` answered unsupported: the store type or backend its capabilities say it does not
-        have (OPS-1 ``store_backends``), so that the case is absent, not an operation it fails to answer. A type the
-        spec does not know is no feature to lack: its refusal is what such a case checks."""
+        """For an operation on a store type answered unsupported (a ``store.open``, or an operation of that type's
+        layers such as ``changelog.record_for_write``): the store type or backend its capabilities say it does not
+        have (OPS-1 ``store_backends``), so that the case is absent, not an operation it fails to answer (CL-5 of
+        the versioned store with headers, which Kafka 4.4 lacks). A type the spec does not know is no feature to
+        lack: its refusal is what such a case checks."""
         store_type = payload.get("store_type")
-        if (op != "store.open" or not isinstance(store_type, str) or canonical_store_type(store_type) not in ALL_TYPES
+        if (not isinstance(store_type, str) or canonical_store_type(store_type) not in ALL_TYPES
                 or not self.inner.supports("store.capabilities")):
             return None
         backend = payload.get("backend")

@@ -17,17 +17,23 @@ the exceptions carry a reason that belongs beside the suite's reach, not in the 
 
 Where a rule is covered is read statically from the tests that cite it (``@rules``) and the fixture cases: the
 store families a test opens (store types, family operations, the module's family), whether it crashes, restores or
-opens a store twice, and an explicit ``@pytest.mark.kstate_places(...)`` where the reading cannot see it.
+opens a store twice, and an explicit ``@pytest.mark.kstate_places(...)`` where the reading cannot see it. A test
+parametrized over computed values is imported, so that a parameter with rule marks of its own
+(``pytest.param(..., marks=rules(...))``) counts for those rules alone, at the store families its values name, as
+the run's attribution counts it (``plugin.item_rules``, issue 31).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
 import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from kstate_conformance.data import fixtures_dir
 from kstate_conformance.spec_rules import Rule, load_rules
@@ -315,12 +321,77 @@ def _opening_helpers(tree: ast.Module) -> set[str]:
     return helpers
 
 
+def _computed_parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a test is parametrized over values computed at import (a name, a comprehension, a call), which may
+    carry rule marks of their own that the source does not show."""
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
+                and decorator.func.attr == "parametrize" and len(decorator.args) >= 2:
+            try:
+                ast.literal_eval(decorator.args[1])
+            except ValueError:
+                return True
+    return False
+
+
+def _module_of(path: Path, tests_dir: Path) -> ModuleType | None:
+    """The test module at ``path``, imported (the suite's own by its package name, so that its modules are the ones
+    the run imports); None when it does not import."""
+    try:
+        if tests_dir.resolve() == TESTS_DIR:
+            return importlib.import_module(f"kstate_conformance.tests.{path.stem}")
+        spec = importlib.util.spec_from_file_location(f"_kstate_places_{abs(hash(path))}_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except Exception:  # a module that does not import is read from its source alone
+        return None
+
+
+def _families_of(values: Iterable[object]) -> set[str]:
+    """The store families a parameter's values name: a family (``versioned``), a store type, or an object's
+    ``store_type``."""
+    found = set()
+    for value in values:
+        name = getattr(value, "store_type", value)
+        if isinstance(name, str):
+            family = name if name in FAMILIES else _TYPE_FAMILY.get(name)
+            if family is not None:
+                found.add(family)
+    return found
+
+
+def parameter_rules(function: object) -> list[tuple[list[str] | None, set[str]]] | None:
+    """For a test whose parameters carry rule marks of their own (``pytest.param(..., marks=rules(...))``), each
+    parameter's rules (None: the test's ``@rules``) and the families its values name; None when no parameter does,
+    so that the test's ``@rules`` marker counts for every case (``plugin.item_rules`` reads them alike)."""
+    found: list[tuple[list[str] | None, set[str]]] = []
+    for mark in getattr(function, "pytestmark", []):
+        if getattr(mark, "name", None) != "parametrize" or len(mark.args) < 2:
+            continue
+        for value in mark.args[1]:
+            if not (hasattr(value, "marks") and hasattr(value, "values")):  # a bare value, not pytest.param(...)
+                found.append((None, _families_of(value if isinstance(value, tuple) else (value,))))
+                continue
+            marks = [getattr(m, "mark", m) for m in value.marks]
+            own = next((m for m in marks if getattr(m, "name", None) == "rules"), None)
+            found.append(([str(r) for r in own.args] if own is not None else None, _families_of(value.values)))
+        if any(rules is not None for rules, _ in found):
+            return found
+        found = []
+    return None
+
+
 def marker_places(tests_dir: Path = TESTS_DIR) -> dict[str, dict[str, set[str]]]:
-    """``{rule: {place: {test ids}}}`` from the ``@rules`` markers of the tests in ``tests_dir``."""
+    """``{rule: {place: {test ids}}}`` from the ``@rules`` markers of the tests in ``tests_dir``; where a test's
+    parameters carry rule marks of their own, each parameter's rules at the families it names (issue 31)."""
     covered: dict[str, dict[str, set[str]]] = {}
     for path in sorted(tests_dir.glob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         helpers = _opening_helpers(tree)
+        module: ModuleType | None = None
         for node in ast.walk(tree):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not node.name.startswith("test_"):
                 continue
@@ -328,10 +399,25 @@ def marker_places(tests_dir: Path = TESTS_DIR) -> dict[str, dict[str, set[str]]]
             if not cited:
                 continue
             places = places_of_test(node, path.stem, helpers)
-            for rule in cited:
-                for place in places:
-                    covered.setdefault(rule, {}).setdefault(place, set()).add(f"{path.stem}::{node.name}")
+            test_id = f"{path.stem}::{node.name}"
+            per_parameter = None
+            if _computed_parameters(node):
+                module = module or _module_of(path, tests_dir)
+                per_parameter = parameter_rules(getattr(module, node.name, None))
+            cases = [(cited, places)] if per_parameter is None else [
+                (rules or cited, _narrowed(places, families)) for rules, families in per_parameter]
+            for case_rules, case_places in cases:
+                for rule in case_rules:
+                    for place in case_places:
+                        covered.setdefault(rule, {}).setdefault(place, set()).add(test_id)
     return covered
+
+
+def _narrowed(places: set[str], families: set[str]) -> set[str]:
+    """A test's places for one parameter: the store families its values name in place of the test's, if any."""
+    if not families:
+        return places
+    return {p for p in places if not p.startswith("store:")} | {f"store:{f}" for f in families}
 
 
 def fixture_places(root: Path | None = None) -> dict[str, dict[str, set[str]]]:

@@ -147,8 +147,15 @@ def _every_operation(family: Family) -> list[tuple[str, dict[str, Any]]]:
             ("store.restore", {"records": [record]})]
 
 
+#: The rules a closed-store test checks at each family: KV-12, and the family's own closed-store rule (the
+#: versioned VS-37, the session SS-37), so that a listed bug of one family hides no other family's rule.
+CLOSED_STORE_RULES = {"kv": ("KV-12",), "versioned": ("KV-12", "VS-37"), "window": ("KV-12",),
+                      "session": ("KV-12", "SS-37")}
+CLOSED_STORE_FAMILIES = [pytest.param(n, marks=rules(*CLOSED_STORE_RULES[n])) for n in FAMILIES]
+
+
 @rules("KV-12", "VS-37", "SS-37")
-@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("name", CLOSED_STORE_FAMILIES)
 @BACKENDS
 def test_a_closed_store_refuses_every_operation(kit: Kit, name: str, backend: str) -> None:
     """Reads and writes, and committed_offset and restore too, with no caching layer to refuse first; each was
@@ -244,14 +251,18 @@ def _position_rows(store: Store) -> list[str | None]:
     return [dict(families.get("offsets", [])).get(h("position")) for families in databases]
 
 
-@rules("KV-56", "KV-63", "OFF-5", "WS-29", "SS-21", "VS-38")
-@pytest.mark.parametrize("name", FAMILIES)
-@pytest.mark.parametrize("flush", [False, True], ids=["close", "flush_then_close"])
-def test_only_a_commit_writes_the_position_row(kit: Kit, name: str, flush: bool) -> None:
-    """Kafka 4.4.0 writes ``position`` in ``commit(offsets)`` only: a store written, flushed and closed with no
-    commit has no position row in any of its databases; once committed, every database has one."""
-    kit.require(FAMILIES[name].store_type, ROCKSDB)
-    family = FAMILIES[name]
+#: The rules the position-row test checks at each family. The versioned store's position row after a commit is
+#: VS-38's and OFF-5's (Kafka 4.3.1 writes none, a listed bug); its rows before any commit are checked, for KV-56
+#: and KV-63, by the versioned test after it, so that the bug hides neither.
+POSITION_ROW_RULES = {"kv": ("KV-56", "KV-63", "OFF-5"), "versioned": ("VS-38", "OFF-5"),
+                      "window": ("KV-56", "KV-63", "OFF-5", "WS-29"), "session": ("KV-56", "KV-63", "OFF-5", "SS-21")}
+FLUSH = pytest.mark.parametrize("flush", [False, True], ids=["close", "flush_then_close"])
+
+
+def _closed_without_a_commit(kit: Kit, family: Family, flush: bool) -> Store:
+    """A store of ``family`` written in a record context, flushed or not, closed with no commit and reopened: it
+    has no position row in any of its databases (KV-56, KV-63). Answers the reopened store."""
+    kit.require(family.store_type, ROCKSDB)
     store = _open(kit, family, ROCKSDB)
     _context(store, 7)
     family.put(store, K)
@@ -262,6 +273,17 @@ def test_only_a_commit_writes_the_position_row(kit: Kit, name: str, flush: bool)
     rows = _position_rows(again)
     assert rows, "the store's dump shows no database"
     assert rows == [None] * len(rows), f"no commit ran, yet the position rows are {rows}"
+    return again
+
+
+@rules("KV-56", "KV-63", "OFF-5", "WS-29", "SS-21", "VS-38")
+@pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*POSITION_ROW_RULES[n])) for n in FAMILIES])
+@FLUSH
+def test_only_a_commit_writes_the_position_row(kit: Kit, name: str, flush: bool) -> None:
+    """Kafka 4.4.0 writes ``position`` in ``commit(offsets)`` only: a store written, flushed and closed with no
+    commit has no position row in any of its databases; once committed, every database has one."""
+    family = FAMILIES[name]
+    again = _closed_without_a_commit(kit, family, flush)
     _context(again, 8)
     family.put(again, K)
     again.commit(9)
@@ -269,3 +291,11 @@ def test_only_a_commit_writes_the_position_row(kit: Kit, name: str, flush: bool)
     committed = _open(kit, family, ROCKSDB)
     rows = _position_rows(committed)
     assert rows and all(row is not None for row in rows), f"after a commit the position rows are {rows}"
+
+
+@rules("KV-56", "KV-63")
+@FLUSH
+def test_a_versioned_store_closed_without_a_commit_has_no_position_row(kit: Kit, flush: bool) -> None:
+    """The versioned store of the test before, up to its first commit: a close, after a flush or not, writes no
+    position row (KV-56, KV-63). What its commit writes is VS-38's, checked there."""
+    _closed_without_a_commit(kit, FAMILIES["versioned"], flush)
