@@ -202,3 +202,68 @@ def write_floor_report(request: pytest.FixtureRequest, title: str, rounds: int,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print_report(request, ["", *lines, "", f"(written to {path})"])
+
+
+#: A versioned store's rows (VER-3, VER-4, VER-5): a latest-value row's validFrom, a segment row's header
+#: (nextTimestamp, minTimestamp) and one index entry (validFrom, value size).
+VERSIONED_INT64 = struct.Struct(">q")
+VERSIONED_HEADER = struct.Struct(">qq")
+VERSIONED_ENTRY = struct.Struct(">qi")
+#: The latest-value store's key prefix, segment -1 (VER-2).
+LATEST_VALUE_PREFIX = b"\xff" * 8
+
+
+def raw_versioned_get_as_of(db: Any, lookups: Sequence[tuple[bytes, int]], live_ids: Sequence[int], observed: int,
+                            history_ms: int, segment_ms: int) -> int:
+    """The floor of ``get(key, asOf)`` over a raw copy of a versioned store's rows: how many lookups found a version.
+
+    The latest-value row, then the key's rows in the live segments (``live_ids`` newest first) from
+    ``segmentId(asOf)`` upward, the version found by walking the row's index as ``SegmentValue.find`` does
+    (VER-32, VER-11) and its value sliced out: the rows read and the integers unpacked that any reader needs.
+    """
+    found = 0
+    get, unpack_int, unpack_header, unpack_entry = db.get, VERSIONED_INT64.unpack_from, \
+        VERSIONED_HEADER.unpack_from, VERSIONED_ENTRY.unpack_from
+    pack, prefix = VERSIONED_INT64.pack, LATEST_VALUE_PREFIX
+    for key, as_of in lookups:
+        latest = get(prefix + key)
+        if latest is not None and unpack_int(latest)[0] <= as_of:
+            found += latest[8:] is not None
+            continue
+        if as_of < observed - history_ms:
+            continue
+        low = as_of // segment_ms  # as_of >= 0 here: floor division is Java's truncation
+        for sid in live_ids:
+            if sid < low:
+                break
+            row = get(pack(sid) + key)
+            if row is None:
+                continue
+            next_ts, min_ts = unpack_header(row)
+            if next_ts <= as_of:
+                break
+            if min_ts > as_of:
+                continue
+            position, cumulative, size_of_row = 16, 0, len(row)
+            while True:
+                valid_from, size = unpack_entry(row, position)
+                position, cumulative = position + 12, cumulative + max(size, 0)
+                if valid_from <= as_of:
+                    if size >= 0:
+                        start = size_of_row - cumulative
+                        found += row[start:start + size] is not None
+                    break
+            break
+    return found
+
+
+def raw_versioned_get_latest(db: Any, keys: Sequence[bytes]) -> int:
+    """The floor of ``get(key)`` on a versioned store: the latest-value row read, its value sliced and its
+    validFrom unpacked (VER-3, VER-31); how many keys had one."""
+    found = 0
+    get, prefix, unpack = db.get, LATEST_VALUE_PREFIX, VERSIONED_INT64.unpack_from
+    for key in keys:
+        row = get(prefix + key)
+        if row is not None:
+            found += unpack(row)[0] is not None and row[8:] is not None
+    return found

@@ -53,12 +53,13 @@ from bench_tools import (
     open_raw,
     print_report,
     raw_prefix_count,
+    raw_versioned_get_as_of,
     raw_window_fetch,
 )
 
 from kstate.codecs import session_keys
 from kstate.codecs import versioned as versioned_codec
-from kstate.codecs.primitives import INT64_MAX, segment_id
+from kstate.codecs.primitives import INT64_MAX
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.stores.api import Backend, TopicPartition
@@ -107,6 +108,7 @@ VSHIFT = N * STEP_MS  # a round's puts continue where the last stopped: in order
 VFILL_ROUNDS = 5
 V_END = 1_000_000 + VFILL_ROUNDS * VSHIFT
 AS_OF = [random.Random(i).randrange(V_END - HISTORY_MS, V_END) for i in range(N)]
+V_LOOKUPS = list(zip(VKEYS, AS_OF, strict=True))
 
 #: (label, kind of ``bench.run``); the order of the report.
 OPERATIONS = [("put (+ commit)", "put"), ("get", "get"), ("range", "range"), ("prefix scan", "prefix_scan"),
@@ -444,11 +446,6 @@ def test_find_sessions(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytes
         db.close()
 
 
-_INT64 = struct.Struct(">q")
-_SEGMENT_HEADER = struct.Struct(">qq")  # VER-5: nextTimestamp, minTimestamp
-_SEGMENT_ENTRY = struct.Struct(">qi")  # VER-6: validFrom, value size
-
-
 def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
     """versioned put in order (+ commit) against a timestamped put of the same keys, on each side; get as of and
     get latest (uncached) beside their raw floors."""
@@ -504,41 +501,7 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
         return sum(g(key, as_of) is not None for key, as_of in zip(VKEYS, AS_OF, strict=True))
 
     def get_as_of_floor(_: int) -> int:
-        # The latest row, then the key's segment rows newest first (VER-32), the version found by walking the
-        # row's index (VER-11): the rows read and the few integers unpacked that any reader needs.
-        found = 0
-        get, unpack_int, unpack_header, unpack_entry = raw.get, _INT64.unpack_from, _SEGMENT_HEADER.unpack_from, \
-            _SEGMENT_ENTRY.unpack_from
-        for key, as_of in zip(VKEYS, AS_OF, strict=True):
-            latest = get(versioned_codec.LATEST_VALUE_PREFIX + key)
-            if latest is not None and unpack_int(latest)[0] <= as_of:
-                found += 1
-                continue
-            if as_of < observed - HISTORY_MS:
-                continue
-            low = segment_id(as_of, SEGMENT_MS)
-            for sid in live_ids:
-                if sid < low:
-                    break
-                row = get(_INT64.pack(sid) + key)
-                if row is None:
-                    continue
-                next_ts, min_ts = unpack_header(row)
-                if next_ts <= as_of:
-                    break
-                if min_ts > as_of:
-                    continue
-                position, cumulative = 16, 0
-                while True:
-                    valid_from, size = unpack_entry(row, position)
-                    position, cumulative = position + 12, cumulative + max(size, 0)
-                    if valid_from <= as_of:
-                        if size >= 0:
-                            value = row[len(row) - cumulative:len(row) - cumulative + size]
-                            found += value is not None
-                        break
-                break
-        return found
+        return raw_versioned_get_as_of(raw, V_LOOKUPS, live_ids, observed, HISTORY_MS, SEGMENT_MS)
 
     def get_latest(_: int) -> int:
         g = read_store.get

@@ -246,3 +246,21 @@ def test_a_stricter_case_that_fails_is_no_evidence_for_the_required_rules_it_cit
     ])
     assert report.rule_verdicts() == {"KV-25": "xfail", "KV-50": "pass", "KV-52": NOT_VERIFIED, "KV-53": "partial",
                                       "KV-67": "xfail"}
+
+
+def test_a_finished_report_counts_its_rules_once_and_as_before() -> None:
+    """``RunReport.finished`` (issue 35): the counts it keeps are those of a fresh count, a caller's edit of the
+    answer does not reach the kept counts, and before it an outcome changed later (a teardown's failure) is seen."""
+    passed = TestOutcome("t.py::a", "passed", ["KV-1", "KV-2"], "required")
+    later = TestOutcome("t.py::b", "passed", ["KV-2"], "required")
+    report = RunReport("x", [passed, later])
+    assert report.by_rule()["KV-2"]["passed"] == 2
+    later.outcome = "failed"  # as the plugin records a teardown failure on the call's outcome
+    fresh = report.by_rule()
+    assert fresh["KV-2"]["failed"] == 1
+    report.finished()
+    kept = report.by_rule()
+    assert kept == fresh
+    kept["KV-1"]["passed"] += 5
+    assert report.by_rule() == fresh
+    assert report.rule_verdicts() == {"KV-1": "pass", "KV-2": "FAIL"}

@@ -745,6 +745,7 @@ class _ReportCollector:
         from kstate_conformance.spec_rules import load_rules
 
         self.report.operations = self._operations()
+        self.report.finished()  # every test's reports are in: no outcome changes from here on
         fixing = self.config.pluginmanager.get_plugin("kstate-expected-failures")
         if isinstance(fixing, _ExpectedFailurePlugin) and fixing.rewritten is not None:
             added, removed, fixed = fixing.rewritten

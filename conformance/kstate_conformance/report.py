@@ -9,7 +9,7 @@ import json
 import re
 import textwrap
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -97,13 +97,29 @@ class RunReport:
     requirement_shortfalls: dict[str, str] = field(default_factory=dict)
     #: What ``--fix`` wrote (``FILE: N entries, A added, R removed``), when it ran.
     fixed: str = ""
+    _finished: bool = field(default=False, init=False, repr=False, compare=False)
+    _by_rule: dict[str, Counter[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def by_rule(self) -> dict[str, Counter[str]]:
+        """``{rule: outcome counts}`` in rule order; once the run is :meth:`finished`, counted once and kept (the
+        reports, the summary and the headline ask for it about ten times at the end of a run, issue 35)."""
+        kept = self._by_rule
+        if kept is not None:
+            return {rule: Counter(counts) for rule, counts in kept.items()}
         table: dict[str, Counter[str]] = {}
         for outcome in self.outcomes:
             for rule in outcome.rules or ["(none)"]:
                 _count(table.setdefault(rule, Counter()), outcome, rule)
-        return dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
+        ordered = dict(sorted(table.items(), key=lambda kv: _rule_key(kv[0])))
+        if self._finished:
+            self._by_rule = {rule: Counter(counts) for rule, counts in ordered.items()}
+        return ordered
+
+    def finished(self) -> None:
+        """No outcome is added or changed from here on (the suite's session has ended): :meth:`by_rule` may keep
+        its counts."""
+        self._finished = True
+        self._by_rule = None
 
     def totals(self) -> Counter[str]:
         return Counter(o.outcome for o in self.outcomes)
@@ -588,9 +604,22 @@ def write_reports(report: RunReport, directory: Path, rule_titles: dict[str, tup
                     "operations": dict(zip(("supported", "total"), report.operations, strict=True))
                     if report.operations else None,
                     "requirement_shortfalls": report.requirement_shortfalls,
-                    "outcomes": [asdict(o) for o in report.outcomes]}, indent=1, default=repr),
+                    "outcomes": [_outcome_dict(o) for o in report.outcomes]}, indent=1, default=repr),
         encoding="utf-8",
     )
+
+
+_OUTCOME_FIELDS = tuple(f.name for f in fields(TestOutcome))
+
+
+def _outcome_dict(outcome: TestOutcome) -> dict[str, Any]:
+    """``dataclasses.asdict(outcome)``, written out for the usual outcome, whose input, expected and actual output
+    are None and whose other fields are strings, numbers and lists of strings, which it would copy for the JSON
+    encoder to read once (asdict's deep copy of 9 000 outcomes was a third of writing the reports, issue 35); any
+    other goes through ``asdict``."""
+    if outcome.input is not None or outcome.expected is not None or outcome.actual is not None:
+        return asdict(outcome)
+    return {name: getattr(outcome, name) for name in _OUTCOME_FIELDS}
 
 
 def verdict_word(report: RunReport) -> str:
