@@ -8,13 +8,14 @@ import pytest
 
 from kstate.ops.compare import is_error
 from kstate_conformance import rules
-from kstate_conformance.capabilities import capabilities_of, feature_of_rules, lacks_reason
+from kstate_conformance.capabilities import capabilities_of, checked_rules, feature_of_rules, lacks_reason
 from kstate_conformance.departures import depart
 from kstate_conformance.fixtures import all_cases, golden_differences
 from kstate_conformance.scenarios import SCENARIO_OP, run_for
 
 CASES = [
-    pytest.param(case, id=case["id"], marks=[rules(*case["rules"]), pytest.mark.kstate_level(case["level"])])
+    pytest.param(case, id=case["id"], marks=[rules(*checked_rules(case["op"], case["rules"])),
+                                             pytest.mark.kstate_level(case["level"])])
     for case in all_cases()
 ]
 
