@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,24 @@ from kstate.errors import KStateError
 from kstate_conformance.store_types import ALIASES
 
 BACKENDS = ("rocksdb", "memory")
+
+
+@dataclass(frozen=True)
+class OptionalFeature:
+    """A feature Kafka 4.4 lacks, which a store that swaps places with Kafka's may lack too (OPS-1)."""
+
+    #: The operations only a store with the feature answers.
+    operations: frozenset[str]
+    #: The rules that describe the feature: a golden case that checks these alone needs it.
+    rules: frozenset[str]
+
+
+#: Each optional feature by its ``store.capabilities`` flag. A case that needs one the implementation does not
+#: declare is ``absent`` (report.ABSENT), as a case on a store type it lacks is (docs/verdicts.md).
+OPTIONAL_FEATURES: Mapping[str, OptionalFeature] = {
+    # HV-10: reads of the value or timestamp that skip the header bytes, parsing them only when asked for.
+    "lazy_headers": OptionalFeature(frozenset({"header_values.deserialize_lazy"}), frozenset({"HV-10"})),
+}
 
 
 class CapabilitiesError(KStateError):
@@ -41,6 +59,8 @@ class Capabilities:
     cache_flush_listener: bool = False
     crash: bool = False
     iterators: bool = False
+    #: HV-10's lazy header decoding (OPTIONAL_FEATURES), which Kafka 4.4 does not have.
+    lazy_headers: bool = False
     dump: frozenset[str] = frozenset()
     offsets: frozenset[str] = frozenset()
     upgrade: frozenset[str] = frozenset()
@@ -78,7 +98,7 @@ class Capabilities:
             store_backends={canonical_store_type(t): frozenset(v) for t, v in where.items()},
             backends=tuple(b for b in names("backends") if b in BACKENDS),
             logging=flag("logging"), caching=flag("caching"), cache_flush_listener=flag("cache_flush_listener"),
-            crash=flag("crash"), iterators=flag("iterators"),
+            crash=flag("crash"), iterators=flag("iterators"), lazy_headers=flag("lazy_headers"),
             dump=frozenset(names("dump")), offsets=frozenset(names("offsets")), upgrade=frozenset(names("upgrade")),
             answer=dict(answer))
 
@@ -90,11 +110,18 @@ class Capabilities:
         """Whether it opens ``store_type`` stores on ``backend``."""
         return self.lacks(store_type, backend) is None
 
-    def lacks(self, store_type: str | None = None, backend: str | None = None) -> str | None:
-        """What of ``store_type`` on ``backend`` it does not have (``the versioned_kv store on memory``), or None.
+    def lacks(self, store_type: str | None = None, backend: str | None = None, feature: str | None = None) -> str | None:
+        """What of ``store_type`` on ``backend`` (or of an optional ``feature``) it does not have (``the versioned_kv
+        store on memory``, ``the lazy_headers capability``), or None.
 
-        A store type or backend an implementation does not have is a feature it lacks, not an operation it fails
-        to answer: its cases are reported ``absent`` (report.ABSENT), never ``partial`` (docs/verdicts.md)."""
+        A store type, backend or optional feature (OPTIONAL_FEATURES) an implementation does not have is a feature it
+        lacks, not an operation it fails to answer: its cases are reported ``absent`` (report.ABSENT), never
+        ``partial`` (docs/verdicts.md)."""
+        if feature is not None:
+            if feature not in OPTIONAL_FEATURES:
+                raise CapabilitiesError(f"{feature!r} is no optional feature (capabilities.OPTIONAL_FEATURES)")
+            if not getattr(self, feature):
+                return f"the {feature} capability"
         if store_type is not None and not self.offers_store_type(store_type):
             return f"the {canonical_store_type(store_type)} store"
         if backend is not None and backend not in self.backends:
@@ -113,6 +140,28 @@ class Capabilities:
         if isinstance(value, frozenset):
             return bool(value) if backend is None else backend in value
         raise CapabilitiesError(f"{feature!r} is no store.capabilities feature")
+
+
+def feature_of(op: str) -> str | None:
+    """The optional feature (OPTIONAL_FEATURES) that ``op`` belongs to, or None for an operation every store has."""
+    return next((name for name, feature in OPTIONAL_FEATURES.items() if op in feature.operations), None)
+
+
+def checked_rules(op: str, rules: Sequence[str]) -> list[str]:
+    """The rules a golden case of ``op`` checks: an optional feature's rules only where it calls one of the
+    feature's operations or checks the feature's rules alone (a store scenario). A case of another operation that
+    cites them (the kafka-jvm vectors cite every rule of ``header_values.deserialize``, HV-10 among them) checks
+    what that operation does, which every store has: counted for HV-10, it would pass HV-10 on an eager store."""
+    kept = list(rules)
+    for feature in OPTIONAL_FEATURES.values():
+        if op not in feature.operations and not set(rules) <= feature.rules:
+            kept = [rule for rule in kept if rule not in feature.rules]
+    return kept
+
+
+def feature_of_rules(rules: Collection[str]) -> str | None:
+    """The optional feature whose rules are all that ``rules`` (a case's) check, or None: such a case needs it."""
+    return next((name for name, feature in OPTIONAL_FEATURES.items() if rules and set(rules) <= feature.rules), None)
 
 
 def lacks_reason(name: str, what: str) -> str:

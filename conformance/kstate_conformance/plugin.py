@@ -24,7 +24,7 @@ import pytest
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate.scratch import scratch_temp_dir
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
-from kstate_conformance.capabilities import canonical_store_type, capabilities_of, lacks_reason
+from kstate_conformance.capabilities import canonical_store_type, capabilities_of, feature_of, lacks_reason
 from kstate_conformance.expectations import (
     Entry,
     ExpectationFileError,
@@ -82,11 +82,14 @@ class SkippingAdapter(ImplementationAdapter):
         return self.inner.supports(op) or op in KIT_TOOLS
 
     def _lacked_by(self, op: str, payload: JsonDict) -> str | None:
-        """For an operation on a store type answered unsupported (a ``store.open``, or an operation of that type's
-        layers such as ``changelog.record_for_write``): the store type or backend its capabilities say it does not
-        have (OPS-1 ``store_backends``), so that the case is absent, not an operation it fails to answer (CL-5 of
-        the versioned store with headers, which Kafka 4.4 lacks). A type the spec does not know is no feature to
-        lack: its refusal is what such a case checks."""
+        """For an operation answered unsupported: the optional feature it belongs to (capabilities.OPTIONAL_FEATURES),
+        or the store type (and backend) of its input, that the implementation's capabilities say it does not have
+        (OPS-1 ``store_backends``), so that the case is absent, not an operation it fails to answer (CL-5 of the
+        versioned store with headers, which Kafka 4.4 lacks). A type the spec does not know is no feature to lack:
+        its refusal is what such a case checks."""
+        feature = feature_of(op)
+        if feature is not None:
+            return capabilities_of(self.inner).lacks(feature=feature)
         store_type = payload.get("store_type")
         if (not isinstance(store_type, str) or canonical_store_type(store_type) not in ALL_TYPES
                 or not self.inner.supports("store.capabilities")):

@@ -28,10 +28,11 @@ UNSUPPORTED = "unsupported"
 #: Failures of one group shown in full in the reports; the rest of the group is a table of cases.
 DETAILED_PER_GROUP = 5
 NOT_APPLICABLE = "not applicable"
-#: A case on a store type or backend the implementation does not have (capabilities.lacks): a feature it lacks,
-#: counted apart from the operations it fails to answer, so that a rule it meets on every type it has passes.
+#: A case on a store type, backend or optional feature the implementation does not have (capabilities.lacks): a
+#: feature it lacks, counted apart from the operations it fails to answer, so that a rule it meets on every type it
+#: has passes.
 ABSENT = "absent"
-_ABSENT_PATTERN = re.compile(r"lacks (?P<what>the [a-z_]+ (?:store(?: on [a-z]+)?|backend))$")
+_ABSENT_PATTERN = re.compile(r"lacks (?P<what>the [a-z_]+ (?:store(?: on [a-z]+)?|backend|capability))$")
 #: Skip messages that say the implementation lacks something (the rest say the test does not apply to it).
 _UNSUPPORTED_PATTERNS = (
     re.compile(r"does not support operation (?P<what>\S+)"),
@@ -154,12 +155,13 @@ class RunReport:
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def absent_features(self) -> dict[str, int]:
-        """Each store type or backend the implementation does not have, with how many cases were on it."""
+        """Each store type, backend or optional capability the implementation does not have, with how many cases
+        were on it (most first)."""
         counts = Counter(o.unsupported for o in self.outcomes if o.skip_kind == ABSENT)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def absent_only_rules(self) -> list[str]:
-        """The rules whose every case is on a store type or backend the implementation does not have."""
+        """The rules whose every case is on a store type, backend or capability the implementation does not have."""
         return [rule for rule, counts in self.by_rule().items()
                 if rule != "(none)" and counts[ABSENT] and _verdict(counts) == UNSUPPORTED and not counts[UNSUPPORTED]]
 
@@ -426,7 +428,8 @@ def headline(report: RunReport) -> str:
     differences (B Kafka bugs); U not reached``. Rules, not tests: ``applicable`` leaves ``n/a`` out; a listed
     difference is ``xfail`` (an entry names it) or ``departs from Kafka``; ``not reached`` is partial,
     unsupported or not verified (``R partly``; ``N only on what it lacks``: the rules whose every case is on a store
-    type or backend it does not have, which are named); ``F failing`` is added when some fail."""
+    type, backend or optional capability it does not have, followed by every one it lacks, named as its
+    ``store.capabilities`` declared them); ``F failing`` is added when some fail."""
     from kstate_conformance.expectations import KAFKA_BUG, entry_class
 
     verdicts = report.rule_verdicts()
@@ -442,10 +445,11 @@ def headline(report: RunReport) -> str:
     else:
         detail = f" ({counts[DEPARTS]} departing from Kafka)" if counts[DEPARTS] else ""
     reach = [f"{counts['partial']} partly"] if counts["partial"] else []
-    absent_only = report.absent_only_rules()
-    if absent_only:
-        lacked = ", ".join(f"the {what}" for what in report.absent_features())
-        reach.append(f"{len(absent_only)} only on what it lacks: {lacked}")
+    # Every store type, backend and capability it lacks is named, as its own store.capabilities declared it, even
+    # where no rule was reached only there (an optional feature whose rule other cases also reach).
+    lacked = ", ".join(f"the {what}" for what in report.absent_features())
+    if lacked:
+        reach.append(f"{len(report.absent_only_rules())} only on what it lacks: {lacked}")
     line = (f"{implementation_label(report.implementation)} passes every case of {counts['pass']} of {applicable} "
             f"applicable rules; {differences} listed differences{detail}; {not_reached} not reached"
             + (f" ({'; '.join(reach)})" if reach else ""))
@@ -460,7 +464,7 @@ def counts_line(report: RunReport) -> str:
     return (f"{totals['passed']} passed, {totals['failed']} failed, {totals['xfailed']} expected failures, "
             f"{departed}{totals['unexpected_pass']} unexpected passes, {totals['skipped']} skipped "
             f"({skipped[UNSUPPORTED]} unsupported, "
-            + (f"{skipped[ABSENT]} on store types or backends it lacks, " if skipped[ABSENT] else "")
+            + (f"{skipped[ABSENT]} on store types, backends or capabilities it lacks, " if skipped[ABSENT] else "")
             + f"{skipped[NOT_APPLICABLE]} not applicable), "
             f"{len(report.unsupported_operations())} unsupported operations")
 
@@ -552,7 +556,7 @@ def console_summary(report: RunReport, shown_per_group: int = 3) -> list[str]:
         lines += _wrapped([f"{op} ({n})" for op, n in unsupported.items()])
     absent = report.absent_features()
     if absent:
-        lines.append(f"=== {len(absent)} store types or backends {report.implementation} does not have "
+        lines.append(f"=== {len(absent)} store types, backends or capabilities {report.implementation} does not have "
                      f"(their cases skipped as absent; {len(report.absent_only_rules())} rules reached only there) ===")
         lines += _wrapped([f"{what} ({n})" for what, n in absent.items()])
     not_applicable = report.not_applicable()
@@ -746,10 +750,10 @@ def render_markdown(report: RunReport, rule_titles: dict[str, tuple[str, str]]) 
     absent = report.absent_features()
     if absent:
         only = report.absent_only_rules()
-        md += ["", "### Store types and backends it does not have", "",
+        md += ["", "### Store types, backends and capabilities it does not have", "",
                f"Their cases were skipped as absent: a rule met on every type it has passes; "
                f"{len(only)} rules are reached only there ({', '.join(only) or 'none'}).", "",
-               "| store type or backend | tests skipped |", "|---|---|"]
+               "| store type, backend or capability | tests skipped |", "|---|---|"]
         md += [f"| {what} | {n} |" for what, n in absent.items()]
     not_applicable = report.not_applicable()
     md += ["", '<a id="not-applicable"></a>', "", "## Not applicable", ""]
@@ -838,7 +842,7 @@ def render_html(report: RunReport, rule_titles: dict[str, tuple[str, str]]) -> s
         if unsupported else "<p>None: the implementation supports every operation the suite uses.</p>")
     absent = report.absent_features()
     if absent:
-        unsupported_html += ("<h3>Store types and backends it does not have</h3><table><tr><th>store type or backend"
+        unsupported_html += ("<h3>Store types, backends and capabilities it does not have</h3><table><tr><th>store type, backend or capability"
                              "</th><th>tests skipped</th></tr>" + "".join(
                                  f"<tr><td>{e(what)}</td><td>{n}</td></tr>" for what, n in absent.items()) + "</table>")
     not_applicable = report.not_applicable()

@@ -8,18 +8,26 @@ import pytest
 
 from kstate.ops.compare import is_error
 from kstate_conformance import rules
+from kstate_conformance.capabilities import capabilities_of, checked_rules, feature_of_rules, lacks_reason
 from kstate_conformance.departures import depart
 from kstate_conformance.fixtures import all_cases, golden_differences
 from kstate_conformance.scenarios import SCENARIO_OP, run_for
 
 CASES = [
-    pytest.param(case, id=case["id"], marks=[rules(*case["rules"]), pytest.mark.kstate_level(case["level"])])
+    pytest.param(case, id=case["id"], marks=[rules(*checked_rules(case["op"], case["rules"])),
+                                             pytest.mark.kstate_level(case["level"])])
     for case in all_cases()
 ]
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden(implementation: Any, case: dict[str, Any]) -> None:
+    # A store scenario of an optional feature's rules alone (HV-10's lazy_headers) is absent where store.capabilities
+    # does not declare the feature; an operation of the feature answered unsupported is absent in the adapter.
+    feature = feature_of_rules(case["rules"]) if case["op"] == SCENARIO_OP else None
+    lacked = capabilities_of(implementation).lacks(feature=feature) if feature is not None else None
+    if lacked is not None:
+        pytest.skip(lacks_reason(implementation.name, lacked))
     # A scenario is expanded into the implementation's own store.* calls (OPS-5).
     actual = (run_for(implementation, case["input"], case.get("requires")) if case["op"] == SCENARIO_OP
               else implementation.call(case["op"], case["input"]))

@@ -160,21 +160,35 @@ def test_a_value_cut_before_its_payload_is_refused(implementation: Any, value: s
 @rules("HV-13")
 @pytest.mark.parametrize("size", ["01", "03", "ffffffff0f"], ids=["-1", "-2", "int-min"])
 def test_a_negative_headers_size_is_refused(implementation: Any, size: str) -> None:
-    """A negative headersSize (zig-zag ``01`` is -1) is refused by the full decode, the headers read, the lazy
-    decode and the aggregation decode; it is never read as "no headers"."""
-    data = size + (7).to_bytes(8, "big").hex() + "aa"
+    """A negative headersSize (zig-zag ``01`` is -1) is refused by the full decode, the headers read and the
+    aggregation decode; it is never read as "no headers" (the lazy decode: the next test)."""
+    data = _negative_headers_size_value(size)
     out = implementation.call("header_values.deserialize", {"bytes": data})
     assert is_refusal(out["deserialize"]) and is_refusal(out["static_headers"]), out
-    assert is_refusal(implementation.call("header_values.deserialize_lazy", {"bytes": data}))
     assert is_refusal(implementation.call("header_values.deserialize_aggregation", {"bytes": data}))
 
 
-# --- lazy decoding -----------------------------------------------------------------------------------
+@rules("HV-10", "HV-13")
+@pytest.mark.kstate_level("hardened")
+@pytest.mark.parametrize("size", ["01", "03", "ffffffff0f"], ids=["-1", "-2", "int-min"])
+def test_a_negative_headers_size_is_refused_by_the_lazy_decode(implementation: Any, size: str) -> None:
+    """HV-10 (hardened) with HV-13: the lazy decode refuses a negative headersSize as the full decode does. A store
+    that decodes eagerly, as Kafka 4.4's does, lacks the lazy_headers capability (absent)."""
+    assert is_refusal(implementation.call("header_values.deserialize_lazy", {"bytes": _negative_headers_size_value(size)}))
+
+
+def _negative_headers_size_value(size: str) -> str:
+    """A header-aware value whose headersSize is the varint ``size``, then timestamp 7 and value ``aa``."""
+    return size + (7).to_bytes(8, "big").hex() + "aa"
+
+
+# --- lazy decoding (HV-10, hardened: Kafka 4.4 decodes eagerly; absent where lazy_headers is not declared) -------
 
 GARBAGE_HEADER_BYTES = st.sampled_from(["0201", "020a61", "02026105", "020203", "0202610ff0"])
 
 
 @rules("HV-10")
+@pytest.mark.kstate_level("hardened")
 @given(GARBAGE_HEADER_BYTES, VALUES, INT64)
 def test_value_and_timestamp_reads_skip_the_header_bytes(implementation: Any, garbage: str, value: str, ts: int) -> None:
     data = _varint(implementation, len(garbage) // 2) + garbage + i64(ts) + value
@@ -187,6 +201,7 @@ def test_value_and_timestamp_reads_skip_the_header_bytes(implementation: Any, ga
 
 
 @rules("HV-10")
+@pytest.mark.kstate_level("hardened")
 @given(VALUES, INT64, HEADERS)
 def test_lazy_headers_are_the_headers(implementation: Any, value: str, ts: int, headers: list[list[Any]]) -> None:
     data = implementation.call("header_values.serialize", {"value": value, "timestamp": ts, "headers": headers})["bytes"]

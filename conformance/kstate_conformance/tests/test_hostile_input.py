@@ -213,6 +213,9 @@ def _check_answer(implementation: Any, op: str, payload: dict[str, Any], what: s
 @pytest.mark.parametrize("op", list(CODEC_EXAMPLES))
 def test_wrong_json_types_are_refused_not_crashed(implementation: Any, op: str) -> None:
     if not implementation.supports(op):
+        # Asked once, the adapter skips the test as it classifies the answer: absent where the operation is of a
+        # feature or store type the implementation does not declare (lazy_headers), else unsupported.
+        implementation.call(op, CODEC_EXAMPLES[op][0])
         pytest.skip(f"{implementation.name} does not support operation {op}")
     for example in CODEC_EXAMPLES[op]:
         for what, payload in _confused(example):

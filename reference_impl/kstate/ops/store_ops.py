@@ -439,7 +439,9 @@ def store_crash(request: Request) -> JsonDict:
     Output("offsets", "list[string]", "backends that manage offsets"), Output("iterators", "bool"),
     Output("upgrade", "list[string]", "backends that upgrade in place"),
     Output("store_backends", "object", "store type -> the backends it opens on, for a type that opens on some of "
-           "backends only (a missing type opens on all)", optional=True)))
+           "backends only (a missing type opens on all)", optional=True),
+    Output("lazy_headers", "bool", "HV-10's lazy header decoding (Kafka 4.4 has none); absent is false",
+           optional=True)))
 def store_capabilities(request: Request) -> JsonDict:
     """What this implementation offers: store types, backends, layers and lifecycle operations."""
     return {
@@ -453,6 +455,8 @@ def store_capabilities(request: Request) -> JsonDict:
         "offsets": [Backend.ROCKSDB.value],
         "iterators": True,
         "upgrade": [Backend.ROCKSDB.value, Backend.MEMORY.value],
+        # The reference reads value and timestamp without parsing the header bytes (HV-10, hardened).
+        "lazy_headers": True,
     }
 
 

@@ -23,7 +23,7 @@ import static kstate.kafkajvm.Main.capture;
 import static kstate.kafkajvm.Main.register;
 
 /** KIP-1271's header-aware formats beyond the value codec (HV-8, HV-11, HV-12): the session stores' aggregation
- *  with headers, the plain-to-headers upgrade and the restore converters, each answered by Kafka's class. */
+ *  with headers and its raw slice, the plain-to-headers upgrade and the restore converters, each answered by Kafka's class. */
 final class HeaderFormats {
     private static final String TOPIC = "topic";
 
@@ -49,6 +49,10 @@ final class HeaderFormats {
             result.set("headers", Json.headersJson(a.headers()));
             return obj().set("result", result);
         });
+        // Utils.rawAggregation (4.3.1 and 4.4.0): the aggregation after the header bytes, sliced past them unparsed
+        // (HV-11, HV-14); it moves the position by headersSize unchecked, so a negative one moves backwards.
+        register("header_values.raw_aggregation", in -> obj().set("aggregation",
+            hexNode((byte[]) K.call("Utils", "rawAggregation", t(byte[].class), (Object) hexOrNull(in, "bytes")))));
         register("header_values.convert_from_plain_to_header_format", in -> {
             final byte[] data = HeadersBytesStore.convertFromPlainToHeaderFormat(hexOrNull(in, "plain_value"));
             final ObjectNode out = obj().set("bytes", hexNode(data));
