@@ -12,19 +12,17 @@ import bisect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from kstate.codecs import changelog as cl
 from kstate.codecs.primitives import INT32_MAX, encode_int32
 from kstate.codecs.store_types import StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.life import Op
-from kstate.stores.surface import check_bound, check_changelog_offsets, require_key, to_codec_tp
+from kstate.stores.surface import check_changelog_offsets, to_codec_tp
 from kstate.stores.window import (
     SCHEMA,
     TimedValue,
     WindowedEntry,
     WindowStoreBase,
-    check_time,
 )
 
 LOG = logging.getLogger("kstate.stores")
@@ -57,10 +55,8 @@ class InMemoryWindowStore(WindowStoreBase):
         self._starts: list[int] = []  # the window starts of ``_windows``, ascending
 
     def _clamped_from(self, time_from: int, time_to: int) -> int | None:
-        """The first checks of every ranged read: the store open, expired windows forgotten, ``from`` clamped to
-        ``T - R + 1``; None when ``to`` is below it (WS-17, WS-18)."""
-        self._checked_range(time_from, time_to)
-        self._allow(Op.READ)
+        """What every ranged read does first: expired windows forgotten, ``from`` clamped to ``T - R + 1``; None
+        when ``to`` is below it (WS-17, WS-18)."""
         self._remove_expired()
         min_time = max(time_from, self._earliest_live())
         return None if time_to < min_time else min_time
@@ -75,13 +71,11 @@ class InMemoryWindowStore(WindowStoreBase):
             del self._windows[start]
         del self._starts[:cut]
 
-    # writes ---------------------------------------------------------------------------------------------------------
+    # the hooks: the maps ----------------------------------------------------------------------------------------
 
-    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+    def _put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         """``InMemoryWindowStore.put`` (WS-4, WS-9, WS-16, WS-17): expired windows dropped, a null value with
         duplicates ignored, else a null value removes the key's entry of that window."""
-        key, value, window_start = self._checked_put(key, value, window_start)
-        self._allow(Op.WRITE)
         self._remove_expired()
         self.observed_stream_time = max(self.observed_stream_time, window_start)
         if window_start <= self.observed_stream_time - self.retention_period:
@@ -103,55 +97,32 @@ class InMemoryWindowStore(WindowStoreBase):
                     self._starts.remove(window_start)
         self._update_position()
 
-    # reads ----------------------------------------------------------------------------------------------------------
-
-    def fetch(self, key: bytes, time: int) -> bytes | None:
+    def _get(self, key: bytes, time: int) -> bytes | None:
         """``fetch(key, time)``: the entry under the plain key, so a store with duplicates answers null (WS-19)."""
-        key = require_key(key)
-        check_time("time", time)
-        self._allow(Op.READ)
         self._remove_expired()
         if time <= self.observed_stream_time - self.retention_period:
             return None
         window = self._windows.get(time)
         return None if window is None else window.get(key)
 
-    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
-        """``fetch``/``backwardFetch(key, from, to)``: window starts from the clamped ``from`` (WS-11, WS-18)."""
-        key = require_key(key)
+    def _fetch_key(self, key: bytes, time_from: int, time_to: int, backward: bool) -> list[TimedValue]:
+        """``fetch(key, from, to)``: window starts from the clamped ``from`` (WS-11, WS-18)."""
+        return [(start, value) for _key, start, value in self._scan(key, key, time_from, time_to, not backward)]
+
+    def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+              forward: bool) -> list[WindowedEntry]:
+        """The windows from the clamped ``from`` to ``to``, window start first, then key (WS-13, WS-14, WS-18)."""
         min_time = self._clamped_from(time_from, time_to)
         if min_time is None:
             return []
-        return [(start, value) for _key, start, value in self._scan(min_time, time_to, key, key, backward)]
+        low, high = bisect.bisect_left(self._starts, min_time), bisect.bisect_right(self._starts, time_to)
+        return self._entries(self._starts[low:high], key_from, key_to, not forward)
 
-    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
-                   backward: bool = False) -> list[WindowedEntry]:
-        """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: window start first, then key (WS-13, WS-18)."""
-        key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
-        min_time = self._clamped_from(time_from, time_to)
-        if key_from is not None and key_to is not None and key_from > key_to:
-            LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
-            return []
-        if min_time is None:
-            return []
-        return self._windowed(self._scan(min_time, time_to, key_from, key_to, backward))
-
-    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
-        """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14, WS-18)."""
-        min_time = self._clamped_from(time_from, time_to)
-        return [] if min_time is None else self._windowed(self._scan(min_time, time_to, None, None, backward))
-
-    def all(self, backward: bool = False) -> list[WindowedEntry]:
+    def _all(self, forward: bool) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every window start above ``observed - retention`` (WS-20)."""
-        self._allow(Op.READ)
         self._remove_expired()
         first = bisect.bisect_right(self._starts, self.observed_stream_time - self.retention_period)
-        return self._windowed(self._entries(self._starts[first:], None, None, backward))
-
-    def _scan(self, time_from: int, time_to: int, key_from: bytes | None, key_to: bytes | None,
-              backward: bool) -> list[WindowedEntry]:
-        low, high = bisect.bisect_left(self._starts, time_from), bisect.bisect_right(self._starts, time_to)
-        return self._entries(self._starts[low:high], key_from, key_to, backward)
+        return self._entries(self._starts[first:], None, None, not forward)
 
     def _entries(self, starts: list[int], key_from: bytes | None, key_to: bytes | None,
                  backward: bool) -> list[WindowedEntry]:
@@ -172,17 +143,9 @@ class InMemoryWindowStore(WindowStoreBase):
                 out.append((key, start, window[inner_key]))
         return out
 
-    # restore --------------------------------------------------------------------------------------------------------
-
-    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
-        """Values converted for the type, then :meth:`restore_batch` (WS-26)."""
-        rows = [(r.key, r.value, r.timestamp, r.headers) for r in records]
-        self.restore_batch(cl.restore_entries(self.store_type, rows))
-
-    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+    def _restore(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """The restore callback: each changelog key split into key and window start, its seqnum dropped, then
         ``put`` (a fresh local seqnum with duplicates) (WS-26). Keys are checked before anything changes."""
-        self._allow(Op.RESTORE)
         parsed = []
         for key, value in entries:
             if key is None:
