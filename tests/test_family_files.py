@@ -33,8 +33,13 @@ def _listed() -> set[str]:
 
 
 def _naming_files() -> set[str]:
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.py", "*.java"], capture_output=True, text=True,
-                             check=True).stdout.split()
+    listing = subprocess.run(["git", "-C", str(ROOT), "ls-files", "*.py", "*.java"], capture_output=True, text=True)
+    if listing.returncode == 0:
+        tracked = listing.stdout.split()
+    else:  # an unpacked source tree, no git: every file of the two languages, build output left out
+        tracked = [str(path.relative_to(ROOT)) for path in sorted(ROOT.rglob("*")) if path.suffix in (".py", ".java")
+                   and not any(part.startswith(".") or part in ("target", "build", "__pycache__")
+                               for part in path.relative_to(ROOT).parts)]
     return {path for path in tracked if not path.startswith(NOT_CODE)
             and FAMILY_NAMES.search((ROOT / path).read_text(encoding="utf-8", errors="replace"))}
 
