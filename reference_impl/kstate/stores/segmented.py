@@ -108,9 +108,13 @@ class SegmentedBytesStore:
     #: Whether a write into an expired segment still deletes the expired segments: Kafka's
     #: SessionSegmentsWithHeaders.getOrCreateSegmentIfLive cleans up after every lookup, live or not (SS-15).
     CLEANS_UP_ON_EXPIRED_WRITE = False
-    #: Whether a dropped put still advances the position: Kafka's InMemoryWindowStore.put updates it after the
-    #: drop too (WS-17); the RocksDB stores only with a written row.
+    #: Whether a dropped put still advances the position: Kafka's InMemoryWindowStore.put and
+    #: InMemorySessionStore.put update it after the drop too (WS-17, SS-14); the RocksDB stores only with a written
+    #: row.
     POSITION_ON_DROP = False
+    #: Whether a remove advances stream time: Kafka's segmented bytes store's does (SS-4, SS-12);
+    #: InMemorySessionStore.remove does not.
+    STREAM_TIME_ON_REMOVE = True
     #: Whether a restored record's value is checked (bytes or None) as the adapter's ``checked`` checks it.
     RESTORE_CHECKS_VALUES = False
     #: The segment of the last put (id -1: none), the stream time it was found live at, and its row writer: a put
@@ -201,7 +205,7 @@ class SegmentedBytesStore:
     def _remove_row(self, store_key: bytes, timestamp: int) -> None:
         """``AbstractRocksDBSegmentedBytesStore.remove``: stream time advanced; a row in no open segment is left
         alone, expired or not (SS-4, SS-12)."""
-        if timestamp > self.observed_stream_time:
+        if timestamp > self.observed_stream_time and self.STREAM_TIME_ON_REMOVE:
             self.observed_stream_time = timestamp
         segment = self.segments.segment_for_timestamp(timestamp)
         if segment is not None:

@@ -236,10 +236,10 @@ class MemorySegment(Segment):
 
 
 class MemorySegments(AbstractSegments[MemorySegment]):
-    """Kafka's ``InMemoryWindowStore`` map ``window start -> (key -> value)`` as segments of one millisecond
-    (WS-16, WS-17): a window start is live while it is above ``observedStreamTime - retentionPeriod``, and every
-    write first forgets the windows below ``max(0, observedStreamTime - retentionPeriod + 1)``
-    (``removeExpiredSegments``)."""
+    """Kafka's in-memory maps, ``InMemoryWindowStore``'s ``window start -> (key -> value)`` and
+    ``InMemorySessionStore``'s ``end -> key -> start -> aggregate``, as segments of one millisecond (WS-16, WS-17,
+    SS-17): a time is live while it is above ``observedStreamTime - retentionPeriod``, and every write first forgets
+    the times below ``max(0, observedStreamTime - retentionPeriod + 1)`` (``removeExpiredSegments``)."""
 
     def __init__(self, name: str, retention_period: int) -> None:
         super().__init__(name, retention_period, 1)
