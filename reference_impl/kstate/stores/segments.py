@@ -20,7 +20,7 @@ import contextlib
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -205,14 +205,14 @@ class MemoryRows(_SortedMap):
             self.put(key, value)
 
     def scan(self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool,
-             reverse: bool) -> tuple[list[tuple[bytes, bytes]], list[Any]]:
-        """The rows between the bounds, copied (a later write does not show, as a RocksDB snapshot); no cursor to
-        close."""
+             reverse: bool) -> tuple[Iterator[tuple[bytes, bytes]], list[Any]]:
+        """The rows between the bounds, their keys copied; no cursor to close. The values are read as the rows are:
+        the in-memory stores read every row before they answer (their reads answer lists), so nothing is written
+        in between, and no (key, value) pair is built per row beyond the one ``zip`` reuses."""
         keys = self.key_slice(lower, upper, lower_inclusive, upper_inclusive)
         if reverse:
             keys.reverse()
-        data = self.data
-        return [(key, data[key]) for key in keys], []
+        return zip(keys, map(self.data.__getitem__, keys), strict=True), []
 
 
 class MemorySegment(Segment):
