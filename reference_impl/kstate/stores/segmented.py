@@ -24,7 +24,7 @@ import contextlib
 import struct
 from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from kstate.codecs.key_schemas import KeySchema
 from kstate.codecs.position import Position, merge_positions
@@ -83,7 +83,11 @@ class RowRanges(Protocol):
     def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]: ...
 
 
-class SegmentedBytesStore:
+#: The segment manager of a segmented store: RocksDB databases (KeyValueSegments) or in-memory maps (MemorySegments).
+SegmentsT = TypeVar("SegmentsT", bound=AbstractSegments[Any])
+
+
+class SegmentedBytesStore(Generic[SegmentsT]):
     """The rows of a segmented store, on either engine: the live segment, put, remove, get, fetch and restore over
     the adapter's ``SCHEMA`` and its segment manager's segments (WS-6..WS-15, WS-25, SS-4..SS-8, SS-12..SS-16,
     SS-24). The adapter sets ``segments``, ``_segment_interval`` and ``_retention`` (the time below which a
@@ -91,7 +95,7 @@ class SegmentedBytesStore:
     (``_min_live_time``)."""
 
     name: str
-    segments: AbstractSegments[Any]
+    segments: SegmentsT
     observed_stream_time: int
     _segment_interval: int
     _retention: int
@@ -299,12 +303,11 @@ class SegmentedBytesStore:
 
 
 
-class RocksDBSegmentedBytesStore(SegmentedBytesStore, ClosesItsIterators, SegmentedStoreOffsets):
+class RocksDBSegmentedBytesStore(SegmentedBytesStore[KeyValueSegments], ClosesItsIterators, SegmentedStoreOffsets):
     """The segment life of a window or session store on RocksDB: open-existing, restore mode, offsets, dumps, close
     and crash (WS-28..WS-31, SS-20..SS-23, RST-8). The adapter sets ``segments`` and ``observed_stream_time`` before
     :meth:`_open_existing`, and names its plain ``SCHEMA``."""
 
-    segments: KeyValueSegments
     SCHEMA: KeySchema[Any]
     #: The open iterators a close closes (KV-12); a store whose reads answer lists keeps none.
     _iterators: Collection[Any] = ()

@@ -507,7 +507,7 @@ class InMemorySessionRanges:
 _MEMORY_RANGES = InMemorySessionRanges()
 
 
-class InMemorySessionStore(InMemoryOffsets, SegmentedBytesStore, SessionOperations):
+class InMemorySessionStore(InMemoryOffsets, SegmentedBytesStore[MemorySegments], SessionOperations):
     """Kafka's ``InMemorySessionStore`` (SS-17..SS-19; no offsets, :class:`InMemoryOffsets`), an adapter over the
     segmented rows: its ``endTime -> key -> startTime -> aggregate`` map is a
     :class:`~kstate.stores.segments.MemorySegments` of one segment per end, each a sorted map of :func:`memory_row`

@@ -72,7 +72,7 @@ _PLAIN_RANGES = InMemoryRanges(False)
 _DUPLICATE_RANGES = InMemoryRanges(True)
 
 
-class InMemoryWindowStore(SegmentedBytesStore, WindowStoreBase):
+class InMemoryWindowStore(SegmentedBytesStore[MemorySegments], WindowStoreBase):
     """Kafka's ``InMemoryWindowStore`` (WS-16..WS-20); ``segment_interval_ms`` is accepted and unused, as the
     in-memory supplier has no segments (WS-37)."""
 
