@@ -33,6 +33,7 @@ from kstate.stores.changelogging import ChangeLoggingWindowBytesStore
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.life import Op
+from kstate.stores.segmented import scan_segments
 from kstate.stores.segments import KeyValueSegments, TimestampedSegments
 from kstate.stores.surface import RocksDBOptions
 from kstate_conformance.adapter import Handler
@@ -458,7 +459,8 @@ class _MemoryAllWithoutExpiry:
 
     def all(self, backward: bool = False) -> Any:
         self._allow(Op.READ)  # type: ignore[attr-defined]
-        return self._entries(list(self._starts), None, None, backward)  # type: ignore[attr-defined]
+        held = self.segments.all_segments(not backward)  # type: ignore[attr-defined]
+        return self._entries(scan_segments(held, None, None, backward), None, None)  # type: ignore[attr-defined]
 
 
 @mutant("window-memory-all-unbounded", "the in-memory all() lists windows at or below observed - retention", FAMILY,

@@ -24,7 +24,7 @@ import contextlib
 import struct
 from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from kstate.codecs.key_schemas import KeySchema
 from kstate.codecs.position import Position, merge_positions
@@ -34,6 +34,7 @@ from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.life import Op
 from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries, write_downgrade_checkpoint
 from kstate.stores.segments import (
+    AbstractSegments,
     FoundSegment,
     KeyValueSegment,
     KeyValueSegments,
@@ -47,11 +48,10 @@ EXPIRED_WARNING = "Skipping record for expired segment."
 #: The segment timestamp at the head of a plain layout's suffix (WIN-4, SESS-1).
 _SEGMENT_TIME = struct.Struct(">q")
 #: A segment's rows as a scan answers them: each segment with its rows in range, in the scan's order.
-SegmentRows = Iterator[tuple[KeyValueSegment, Iterable[tuple[bytes, bytes]]]]
+SegmentRows = Iterator[tuple[Any, Iterable[tuple[bytes, bytes]]]]
 
 
-def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, upper: bytes | None,
-                  backward: bool) -> Iterator[tuple[KeyValueSegment, Iterable[tuple[bytes, bytes]]]]:
+def scan_segments(segments: Iterable[Any], lower: bytes | None, upper: bytes | None, backward: bool) -> SegmentRows:
     """The scan loop of ``SegmentIterator``: each segment in turn with its rows in ``[lower, upper]`` (both
     inclusive, None unbounded), in byte order or reversed; each segment's cursors are closed before the next opens,
     or when the reader stops. The key schema's adapter splits and filters the rows (WS-11, WS-13, SS-5, SS-6)."""
@@ -64,32 +64,61 @@ def scan_segments(segments: Iterable[KeyValueSegment], lower: bytes | None, uppe
                 cursor.close()
 
 
-class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
-    """The segment life of a window or session store: open-existing, the live segment, restore mode, offsets,
-    dumps, close and crash (WS-7, WS-8, WS-28..WS-31, SS-12, SS-14, SS-20..SS-23, RST-8). The adapter sets
-    ``segments`` and ``observed_stream_time`` before :meth:`_open_existing`, and names its plain ``SCHEMA`` and
-    the earliest time a read still answers (``_min_live_time``)."""
+class RowRanges(Protocol):
+    """What the rows ask of a key schema (Kafka's ``KeySchema``): the bounds of a fetch, its segments, and the
+    plain layouts' suffix (WIN-10, WIN-11, WIN-15, SESS-7, SESS-8, SESS-11). Every
+    :class:`~kstate.codecs.key_schemas.KeySchema` is one; so is each in-memory layout of ``window_memory``."""
+
+    suffix_size: int
+    empty_when_to_before_from: bool
+
+    def lower_range(self, key: bytes | None, time_from: int) -> bytes | None: ...
+
+    def upper_range(self, key: bytes | None, time_to: int) -> bytes | None: ...
+
+    def lower_range_fixed_size(self, key: bytes | None, time_from: int) -> bytes: ...
+
+    def upper_range_fixed_size(self, key: bytes | None, time_to: int) -> bytes: ...
+
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]: ...
+
+
+#: The segment manager of a segmented store: RocksDB databases (KeyValueSegments) or in-memory maps (MemorySegments).
+SegmentsT = TypeVar("SegmentsT", bound=AbstractSegments[Any])
+
+
+class SegmentedBytesStore(Generic[SegmentsT]):
+    """The rows of a segmented store, on either engine: the live segment, put, remove, get, fetch and restore over
+    the adapter's ``SCHEMA`` and its segment manager's segments (WS-6..WS-15, WS-25, SS-4..SS-8, SS-12..SS-16,
+    SS-24). The adapter sets ``segments``, ``_segment_interval`` and ``_retention`` (the time below which a
+    segment has expired: ``observedStreamTime - _retention``), and names the earliest time a read still answers
+    (``_min_live_time``)."""
 
     name: str
-    segments: KeyValueSegments
+    segments: SegmentsT
     observed_stream_time: int
+    _segment_interval: int
+    _retention: int
     #: Puts dropped because their segment had expired (Kafka's ``dropped-records`` sensor, WS-38, SS-14).
     dropped_records: int
     _position: Position
     #: The family's key schema: row keys, the ranges and the segments of a fetch (WIN-1, SESS-1).
-    SCHEMA: ClassVar[KeySchema[Any]]
-    #: The open iterators a close closes (KV-12); a store whose reads answer lists keeps none.
-    _iterators: Collection[Any] = ()
+    SCHEMA: RowRanges
     #: The restore in progress (None: none), and the segments that entered its restore mode (RST-8).
     _restore_stack: contextlib.ExitStack | None = None
     _restore_entered: frozenset[str] | set[str] = frozenset()
-    #: The offsets and position of the restore's last commit, written when its flushes returned (OFF-23).
-    _restore_commit: PendingCommit | None = None
     #: The earliest live segment id when expired segments were last deleted (None: not since open).
     _expired_below: int | None = None
     #: Whether a write into an expired segment still deletes the expired segments: Kafka's
     #: SessionSegmentsWithHeaders.getOrCreateSegmentIfLive cleans up after every lookup, live or not (SS-15).
     CLEANS_UP_ON_EXPIRED_WRITE = False
+    #: Whether a dropped put still advances the position: Kafka's InMemoryWindowStore.put and
+    #: InMemorySessionStore.put update it after the drop too (WS-17, SS-14); the RocksDB stores only with a written
+    #: row.
+    POSITION_ON_DROP = False
+    #: Whether a remove advances stream time: Kafka's segmented bytes store's does (SS-4, SS-12);
+    #: InMemorySessionStore.remove does not.
+    STREAM_TIME_ON_REMOVE = True
     #: Whether a restored record's value is checked (bytes or None) as the adapter's ``checked`` checks it.
     RESTORE_CHECKS_VALUES = False
     #: The segment of the last put (id -1: none), the stream time it was found live at, and its row writer: a put
@@ -107,38 +136,9 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
 
         def _update_position(self) -> None: ...
 
-    # opening ------------------------------------------------------------------------------------------------------
-
-    def _open_existing(self) -> None:
-        """``openExisting`` at the restarted stream time: every segment on disk is checked, then opened (SS-20,
-        WS-31); the store's position is the merge of theirs (WS-29, SS-21)."""
-        segments = self.segments
-        migrate = segments.manage_offsets and segments.options.migrate_legacy_files and segments.task_dir.is_dir()
-        # KV-55 for every family: the task's .checkpoint is read before anything opens (a refusal changes nothing).
-        legacy = read_checkpoint_entries(segments.task_dir, self.name, segments.changelog_partitions) if migrate else {}
-        segments.open_existing(self.observed_stream_time, self._check_segment, self._check_listed_segments)
-        self._segment_interval = segments.segment_interval
-        self._retention = segments.retention_period
-        self._position = segments.position()
-        if legacy and any(True for _ in segments.all_segments()):  # no segment, nowhere to keep them: left in the file
-            try:
-                segments.commit(legacy, self._position)
-            except BaseException:
-                segments.close()
-                raise
-            remove_checkpoint_entries(segments.task_dir, self.name, legacy)  # only once the segments hold them
-
-    def _check_segment(self, path: Path) -> None:
-        """The refusals of one existing segment that need no write (KV-24, KV-52, KV-57, UPG-1; SS-20, WS-31)."""
-        self.segments.check_existing_segment(path)
-
-    def _check_listed_segments(self, found: list[FoundSegment]) -> None:
-        """A segment the others list is gone while a committed offset claims it: refused (LAY-13)."""
-        self.segments.check_listed_segments(found)
-
     # the live segment -----------------------------------------------------------------------------------------------
 
-    def _live_segment(self, timestamp: int) -> KeyValueSegment | None:
+    def _live_segment(self, timestamp: int) -> Any:
         """``getOrCreateSegmentIfLive(segmentId(timestamp), T)``: None when expired; expired segments are deleted
         whenever the earliest live segment moves (WS-7, WS-8, SS-12, SS-14), after a dropped write too where the
         segment manager does so (SS-15). A segment already held at an unchanged
@@ -146,7 +146,7 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         segments = self.segments
         interval = segments.segment_interval
         segment_id = timestamp // interval if timestamp >= 0 else java_div(timestamp, interval)
-        floor = self.observed_stream_time - segments.retention_period
+        floor = self.observed_stream_time - self._retention
         min_live = floor // interval if floor >= 0 else java_div(floor, interval)
         if segment_id < min_live:
             if self.CLEANS_UP_ON_EXPIRED_WRITE and min_live != self._expired_below:
@@ -194,6 +194,8 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         if segment is None:
             self.dropped_records += 1
             LOG.warning(EXPIRED_WARNING)
+            if self.POSITION_ON_DROP and self._record_context is not None:
+                self._update_position()
             return
         if timestamp >= 0:
             self._last_segment_id, self._last_segment_put = timestamp // self._segment_interval, segment.accessor.put
@@ -207,7 +209,7 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
     def _remove_row(self, store_key: bytes, timestamp: int) -> None:
         """``AbstractRocksDBSegmentedBytesStore.remove``: stream time advanced; a row in no open segment is left
         alone, expired or not (SS-4, SS-12)."""
-        if timestamp > self.observed_stream_time:
+        if timestamp > self.observed_stream_time and self.STREAM_TIME_ON_REMOVE:
             self.observed_stream_time = timestamp
         segment = self.segments.segment_for_timestamp(timestamp)
         if segment is not None:
@@ -221,7 +223,8 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
         segment = self.segments.segment_for_timestamp(timestamp)
         if segment is None or not segment.is_open:
             return None
-        return segment.accessor.get(store_key)
+        value: bytes | None = segment.accessor.get(store_key)
+        return value
 
     def _fetch_rows(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int, forward: bool,
                     single: bool) -> tuple[int, SegmentRows] | None:
@@ -290,6 +293,56 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
                 self._enter_restore_mode(segment)
                 segment.accessor.put_all(rows)
 
+    def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
+        """``segment`` joins the restore in progress, if any (RST-8)."""
+        stack = self._restore_stack
+        if stack is not None and segment.name not in self._restore_entered:
+            assert isinstance(self._restore_entered, set)
+            self._restore_entered.add(segment.name)
+            stack.enter_context(segment.instance.restoring())
+
+
+
+class RocksDBSegmentedBytesStore(SegmentedBytesStore[KeyValueSegments], ClosesItsIterators, SegmentedStoreOffsets):
+    """The segment life of a window or session store on RocksDB: open-existing, restore mode, offsets, dumps, close
+    and crash (WS-28..WS-31, SS-20..SS-23, RST-8). The adapter sets ``segments`` and ``observed_stream_time`` before
+    :meth:`_open_existing`, and names its plain ``SCHEMA``."""
+
+    SCHEMA: KeySchema[Any]
+    #: The open iterators a close closes (KV-12); a store whose reads answer lists keeps none.
+    _iterators: Collection[Any] = ()
+    #: The offsets and position of the restore's last commit, written when its flushes returned (OFF-23).
+    _restore_commit: PendingCommit | None = None
+
+    # opening ------------------------------------------------------------------------------------------------------
+
+    def _open_existing(self) -> None:
+        """``openExisting`` at the restarted stream time: every segment on disk is checked, then opened (SS-20,
+        WS-31); the store's position is the merge of theirs (WS-29, SS-21)."""
+        segments = self.segments
+        migrate = segments.manage_offsets and segments.options.migrate_legacy_files and segments.task_dir.is_dir()
+        # KV-55 for every family: the task's .checkpoint is read before anything opens (a refusal changes nothing).
+        legacy = read_checkpoint_entries(segments.task_dir, self.name, segments.changelog_partitions) if migrate else {}
+        segments.open_existing(self.observed_stream_time, self._check_segment, self._check_listed_segments)
+        self._segment_interval = segments.segment_interval
+        self._retention = segments.retention_period
+        self._position = segments.position()
+        if legacy and any(True for _ in segments.all_segments()):  # no segment, nowhere to keep them: left in the file
+            try:
+                segments.commit(legacy, self._position)
+            except BaseException:
+                segments.close()
+                raise
+            remove_checkpoint_entries(segments.task_dir, self.name, legacy)  # only once the segments hold them
+
+    def _check_segment(self, path: Path) -> None:
+        """The refusals of one existing segment that need no write (KV-24, KV-52, KV-57, UPG-1; SS-20, WS-31)."""
+        self.segments.check_existing_segment(path)
+
+    def _check_listed_segments(self, found: list[FoundSegment]) -> None:
+        """A segment the others list is gone while a committed offset claims it: refused (LAY-13)."""
+        self.segments.check_listed_segments(found)
+
     # restore mode ---------------------------------------------------------------------------------------------------
 
     def restoring(self) -> contextlib.AbstractContextManager[None]:
@@ -319,14 +372,6 @@ class RocksDBSegmentedBytesStore(ClosesItsIterators, SegmentedStoreOffsets):
                 for segment in self.segments.all_segments():
                     stack.enter_context(segment.instance.restoring())
                 pending.write(self.segments)
-
-    def _enter_restore_mode(self, segment: KeyValueSegment) -> None:
-        """``segment`` joins the restore in progress, if any (RST-8)."""
-        stack = self._restore_stack
-        if stack is not None and segment.name not in self._restore_entered:
-            assert isinstance(self._restore_entered, set)
-            self._restore_entered.add(segment.name)
-            stack.enter_context(segment.instance.restoring())
 
     # state ----------------------------------------------------------------------------------------------------------
 
@@ -412,4 +457,5 @@ def _first_time(segment_id: int, interval: int) -> int:
     return segment_id * interval - interval + 1
 
 
-__all__ = ["EXPIRED_WARNING", "RocksDBSegmentedBytesStore", "SegmentRows", "scan_segments"]
+__all__ = ["EXPIRED_WARNING", "RocksDBSegmentedBytesStore", "RowRanges", "SegmentRows", "SegmentedBytesStore",
+           "scan_segments"]

@@ -20,10 +20,10 @@ import contextlib
 import os
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kstate.codecs import segments as seg
 from kstate.codecs.layout import ROCKSDB_DIR, SEGMENT_LIST_SIDECAR
@@ -44,6 +44,7 @@ from kstate.stores.engine import (
     DEFAULT_CF,
     Engine,
     RocksDBEngine,
+    _SortedMap,
     check_directory,
     rocksdb_directory_state,
     storage_error,
@@ -178,6 +179,96 @@ class AbstractSegments(ABC, Generic[S]):
         self._segments.clear()
         if failure is not None:
             raise failure
+
+
+# --- segments in memory ------------------------------------------------------------------------------------------
+
+
+class MemoryRows(_SortedMap):
+    """One in-memory segment's rows, in key order: Python's bytes order is the unsigned lexicographic order of
+    Kafka's ``ConcurrentSkipListMap<Bytes, byte[]>`` (PRIM-2). The accessor the segmented rows write and scan."""
+
+    __slots__ = ()
+
+    def get(self, key: bytes) -> bytes | None:
+        return self.data.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        """A None value removes the row, as the segmented stores' tombstones do (WS-9, SS-4)."""
+        if value is None:
+            self.delete(key)
+        else:
+            super().put(key, value)
+
+    def put_all(self, rows: Mapping[bytes, bytes | None]) -> None:
+        for key, value in rows.items():
+            self.put(key, value)
+
+    def scan(self, lower: bytes | None, upper: bytes | None, lower_inclusive: bool, upper_inclusive: bool,
+             reverse: bool) -> tuple[Iterator[tuple[bytes, bytes]], list[Any]]:
+        """The rows between the bounds, their keys copied; no cursor to close. The values are read as the rows are:
+        the in-memory stores read every row before they answer (their reads answer lists), so nothing is written
+        in between, and no (key, value) pair is built per row beyond the one ``zip`` reuses."""
+        keys = self.key_slice(lower, upper, lower_inclusive, upper_inclusive)
+        if reverse:
+            keys.reverse()
+        return zip(keys, map(self.data.__getitem__, keys), strict=True), []
+
+
+class MemorySegment(Segment):
+    """One segment of an in-memory store: a sorted map of its rows, gone with the store (WS-36)."""
+
+    def __init__(self, segment_id_: int, name: str) -> None:
+        super().__init__(segment_id_, name)
+        self.accessor = MemoryRows()
+        self._held = True
+
+    @property
+    def is_open(self) -> bool:
+        return self._held
+
+    def close(self) -> None:
+        self._held = False
+
+    def destroy(self) -> None:
+        self.close()
+        self.accessor = MemoryRows()
+
+
+class MemorySegments(AbstractSegments[MemorySegment]):
+    """Kafka's in-memory maps, ``InMemoryWindowStore``'s ``window start -> (key -> value)`` and
+    ``InMemorySessionStore``'s ``end -> key -> start -> aggregate``, as segments of one millisecond (WS-16, WS-17,
+    SS-17): a time is live while it is above ``observedStreamTime - retentionPeriod``, and every write first forgets
+    the times below ``max(0, observedStreamTime - retentionPeriod + 1)`` (``removeExpiredSegments``)."""
+
+    def __init__(self, name: str, retention_period: int) -> None:
+        super().__init__(name, retention_period, 1)
+
+    def min_live_segment_id(self, stream_time: int) -> int:
+        """The first live window start: ``observedStreamTime - retentionPeriod + 1`` (a put at or below
+        ``observedStreamTime - retentionPeriod`` is dropped, WS-17)."""
+        return stream_time - self.retention_period + 1
+
+    def get_or_create_segment(self, segment_id_: int) -> MemorySegment:
+        segment = self._segments.get(segment_id_)
+        if segment is None:
+            segment = self._segments[segment_id_] = MemorySegment(segment_id_, self.segment_name(segment_id_))
+        return segment
+
+    def open_existing(self, stream_time: int) -> None:
+        """Nothing to reopen: an in-memory store starts empty (WS-36)."""
+
+    def get_or_create_segment_if_live(self, segment_id_: int, stream_time: int) -> MemorySegment | None:
+        """``removeExpiredSegments`` first, as ``InMemoryWindowStore.put`` does, then the window if live (WS-17)."""
+        self.cleanup_expired_segments(stream_time)
+        return super().get_or_create_segment_if_live(segment_id_, stream_time)
+
+    def cleanup_expired_segments(self, stream_time: int) -> None:
+        """Forget every window below ``max(0, observedStreamTime - retentionPeriod + 1)`` (WS-17): a negative window
+        start is forgotten at once, whatever the retention (WS-39)."""
+        bound = max(0, self.min_live_segment_id(stream_time))
+        for expired in [i for i in self._segments if i < bound]:
+            self._segments.pop(expired).destroy()
 
 
 # --- the segment directory of a window or session store ------------------------------------------------------

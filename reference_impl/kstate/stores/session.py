@@ -31,8 +31,8 @@ from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
 from kstate.stores.kv import INVALID_RANGE_WARNING
 from kstate.stores.life import Op
 from kstate.stores.offsets import read_legacy_position
-from kstate.stores.segmented import RocksDBSegmentedBytesStore, SegmentRows
-from kstate.stores.segments import KeyValueSegments
+from kstate.stores.segmented import RocksDBSegmentedBytesStore, SegmentedBytesStore, SegmentRows
+from kstate.stores.segments import KeyValueSegments, MemorySegments
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
     LOG,
@@ -465,90 +465,122 @@ class RocksDBSessionStoreWithHeaders(RocksDBSessionStore):
 
 # --- in memory ---------------------------------------------------------------------------------------------------
 
-#: ``endTime -> key -> startTime -> aggregate`` (Kafka's ``endTimeMap``).
-EndTimeMap = dict[int, dict[bytes, dict[int, bytes]]]
+#: A key's end in an in-memory row (a key's 0x00 is written 0x00 0xFF), then its start, as ``Long.MAX - start``.
+_KEY_END = b"\x00\x00"
+_ESCAPED_ZERO = b"\x00\xff"
+_START_DESCENDING = struct.Struct(">Q")
+_MEMORY_SUFFIX_SIZE = len(_KEY_END) + _START_DESCENDING.size
 
 
-class InMemorySessionStore(InMemoryOffsets, SessionOperations):
-    """Kafka's ``InMemorySessionStore``: ``endTime -> key -> startTime -> aggregate`` maps, no segments, no offsets
-    (SS-17..SS-19; no offsets, :class:`InMemoryOffsets`). ``segment_interval_ms`` is accepted for a common option set
-    and not used."""
+def memory_row(key: bytes, start: int) -> bytes:
+    """The in-memory row of a session in its end's segment: ``[key, 0x00 as 0x00 0xFF][0x00 0x00][Long.MAX - start]``.
+    Its byte order is Kafka's ``endTimeMap`` order within one end: key ascending (a key before its extensions), then
+    start DESCENDING (SS-7)."""
+    return key.replace(b"\x00", _ESCAPED_ZERO) + _KEY_END + _START_DESCENDING.pack(INT64_MAX - start)
+
+
+class InMemorySessionRanges:
+    """The in-memory session layout as the rows' key schema: one segment per session end, and in it the rows of
+    :func:`memory_row`, so a key range is the rows from ``[key_from][0x00 0x00]`` to ``[key_to][0x00 0x00][0xFF x8]``
+    (SS-5, SS-7); a fetch reads every end from the clamped ``earliestSessionEndTime`` on (SS-17)."""
+
+    suffix_size = _MEMORY_SUFFIX_SIZE
+    #: ``findSessions`` with ``latestSessionStartTime`` below ``earliestSessionEndTime`` still reads (SS-5).
+    empty_when_to_before_from = False
+
+    def lower_range(self, key: bytes | None, time_from: int) -> bytes | None:
+        return None if key is None else key.replace(b"\x00", _ESCAPED_ZERO) + _KEY_END
+
+    def upper_range(self, key: bytes | None, time_to: int) -> bytes | None:
+        return None if key is None else key.replace(b"\x00", _ESCAPED_ZERO) + _KEY_END + b"\xff" * 8
+
+    def lower_range_fixed_size(self, key: bytes | None, time_from: int) -> bytes:
+        return memory_row(require_key(key), INT64_MAX)
+
+    def upper_range_fixed_size(self, key: bytes | None, time_to: int) -> bytes:
+        return memory_row(require_key(key), 0)
+
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
+        return time_from, INT64_MAX
+
+
+_MEMORY_RANGES = InMemorySessionRanges()
+
+
+class InMemorySessionStore(InMemoryOffsets, SegmentedBytesStore[MemorySegments], SessionOperations):
+    """Kafka's ``InMemorySessionStore`` (SS-17..SS-19; no offsets, :class:`InMemoryOffsets`), an adapter over the
+    segmented rows: its ``endTime -> key -> startTime -> aggregate`` map is a
+    :class:`~kstate.stores.segments.MemorySegments` of one segment per end, each a sorted map of :func:`memory_row`
+    rows. ``segment_interval_ms`` is accepted for a common option set and not used."""
 
     backend = Backend.MEMORY
     store_type = StoreType.SESSION
+    SCHEMA = _MEMORY_RANGES
+    #: ``InMemorySessionStore.put`` updates the position after a dropped put too; its ``remove`` leaves the stream
+    #: time alone (SS-14, SS-4).
+    POSITION_ON_DROP = True
+    STREAM_TIME_ON_REMOVE = False
 
     def __init__(self, name: str, *, retention_ms: int, segment_interval_ms: int | None = None) -> None:
         super().__init__(name, retention_ms)
-        self._end_times: EndTimeMap = {}
+        self.segments = MemorySegments(self.name, retention_ms)
+        # Segments of one millisecond, expired at or below observed - retention (SS-14, SS-17).
+        self._segment_interval = 1
+        self._retention = retention_ms - 1
 
     def persistent(self) -> bool:
         return False
 
-    def _remove_expired(self) -> None:
-        """``removeExpiredSegments``: drop every end time below ``max(0, observed - retention + 1)`` (SS-17)."""
-        min_live = max(0, to_int64(self.observed_stream_time - self.retention_ms + 1))  # Java long wrap, as in Kafka
-        for end in [e for e in self._end_times if e < min_live]:
-            del self._end_times[end]
+    def _min_live_time(self) -> int:
+        """The first end a read answers: ``max(0, observed - retention + 1)`` as a Java long, as every read of
+        Kafka's store first drops the ends below it (``removeExpiredSegments``, SS-17)."""
+        return max(0, to_int64(self.observed_stream_time - self.retention_ms + 1))  # Java long wrap, as in Kafka
 
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         """Expired ends (end <= observed - retention) are skipped with Kafka's WARN; a None value removes (SS-14,
         SS-17); the position advances either way."""
-        self._remove_expired()
-        self.observed_stream_time = max(self.observed_stream_time, end)
-        if end <= self.observed_stream_time - self.retention_ms:
-            self.dropped_records += 1
-            LOG.warning(EXPIRED_WARNING)
-        elif value is not None:
-            self._end_times.setdefault(end, {}).setdefault(key, {})[start] = value
-        else:
-            self._remove(key, start, end)
-        self._update_position()
+        self._put_row(memory_row(key, start), end, value)
 
     def _remove(self, key: bytes, start: int, end: int) -> None:
-        keys = self._end_times.get(end)
-        starts = None if keys is None else keys.get(key)
-        if keys is None or starts is None:
-            return
-        starts.pop(start, None)
-        if not starts:
-            del keys[key]
-            if not keys:
-                del self._end_times[end]
+        self._remove_row(memory_row(key, start), end)
 
     def _get(self, key: bytes, start: int, end: int) -> bytes | None:
-        self._remove_expired()
         if end <= self.observed_stream_time - self.retention_ms:
             return None
-        return self._end_times.get(end, {}).get(key, {}).get(start)
+        return self._get_row(memory_row(key, start), end)
 
     def _find(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
               backward: bool, single: bool) -> SessionIterator:
         """By end, then key, then start DESCENDING; backward reverses all three (SS-7)."""
-        self._remove_expired()
-        return self._iterate([e for e in self._end_times if e >= earliest_end], key_from, key_to, latest_start,
-                             backward)
+        found = self._fetch_rows(key_from, key_to, earliest_end, latest_start, not backward, False)
+        records = [] if found is None else self._records(found[1], latest_start)
+        return SessionIterator(iter(records), closed_message=f"Iterator for store {self.name} has already been closed.")
 
     def _fetch_range(self, key_from: bytes | None, key_to: bytes | None, backward: bool) -> SessionIterator:
         """``fetch(keyFrom, keyTo)`` without the ``from > to`` check: Java's ``subMap`` throws when any end time is
         held (SS-9)."""
-        self._remove_expired()
-        if key_from is not None and key_to is not None and key_from > key_to and self._end_times:
+        if key_from is not None and key_to is not None and key_from > key_to and self._holds_sessions():
             raise InvalidArgumentError("key_from", "inconsistent range: key_from is after key_to")
-        return self._iterate(list(self._end_times), key_from, key_to, FETCH_ALL_LATEST_START, backward)
+        return self._find(key_from, key_to, FETCH_ALL_EARLIEST_END, FETCH_ALL_LATEST_START, backward, False)
 
-    def _iterate(self, ends: list[int], key_from: bytes | None, key_to: bytes | None, latest_start: int,
-                 backward: bool) -> SessionIterator:
-        records: list[SessionRecord] = []
-        for end in sorted(ends, reverse=backward):
-            keys = self._end_times[end]
-            for key in sorted(keys, reverse=backward):
-                if (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
-                    continue
-                starts = keys[key]
-                # Kafka's forward iterator walks the start times descending, the backward one ascending.
-                for start in sorted((s for s in starts if s <= latest_start), reverse=not backward):
-                    records.append(SessionRecord(key, start, end, starts[start]))
-        return SessionIterator(iter(records), closed_message=f"Iterator for store {self.name} has already been closed.")
+    def _holds_sessions(self) -> bool:
+        """Whether an end a read answers holds a session (Kafka's ``endTimeMap`` is not empty, SS-9)."""
+        floor = self._min_live_time()
+        return any(s.id >= floor and s.accessor.keys for s in self.segments.all_segments())
+
+    @staticmethod
+    def _records(sources: SegmentRows, latest_start: int) -> list[SessionRecord]:
+        """The rows read back as sessions, those starting after ``latest_start`` skipped (SS-5)."""
+        unpack_from = _START_DESCENDING.unpack_from
+        out: list[SessionRecord] = []
+        for segment, rows in sources:
+            end = segment.id
+            for row, value in rows:
+                key_end = len(row) - _MEMORY_SUFFIX_SIZE
+                start = INT64_MAX - unpack_from(row, key_end + len(_KEY_END))[0]
+                if start <= latest_start:
+                    out.append(SessionRecord(row[:key_end].replace(_ESCAPED_ZERO, b"\x00"), start, end, value))
+        return out
 
     def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Each record parsed with ``SessionKeySchema.from`` and put, as Kafka's restore callback does (SS-24);
@@ -564,7 +596,7 @@ class InMemorySessionStore(InMemoryOffsets, SessionOperations):
     def close(self) -> None:
         """Clear the maps and mark the store closed (SS-19)."""
         self._open = False
-        self._end_times.clear()
+        self.segments.close()
 
     def simulate_crash(self) -> None:
         """A killed process loses an in-memory store entirely."""

@@ -153,6 +153,94 @@ class WindowStoreBase(StoreState):
     def persistent(self) -> bool:
         return self.backend is Backend.ROCKSDB
 
+    # the surface both backends share: arguments checked, the life table asked, then the backend's hook ------------
+
+    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        """``put(key, value, windowStartTimestamp)``: the arguments checked (WS-35), then the backend's put (WS-4,
+        WS-6..WS-9, WS-16, WS-17)."""
+        if type(key) is not bytes or (value is not None and type(value) is not bytes) or type(window_start) is not int \
+                or not INT64_MIN <= window_start <= INT64_MAX:
+            key, value, window_start = self._checked_put(key, value, window_start)
+        if not self._open:
+            self._allow(Op.WRITE)
+        self._put(key, value, window_start)
+
+    def fetch(self, key: bytes, time: int) -> bytes | None:
+        """``fetch(key, time)`` (WS-10, WS-19)."""
+        key = require_key(key)
+        check_time("time", time)
+        self._allow(Op.READ)
+        return self._get(key, time)
+
+    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
+        """``fetch``/``backwardFetch(key, from, to)``: ``(window start, value)`` of ``key``, ``from`` clamped to the
+        earliest live time (WS-11, WS-12, WS-18)."""
+        key = require_key(key)
+        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
+                or not INT64_MIN <= time_to <= INT64_MAX:
+            self._checked_range(time_from, time_to)  # raises WS-35's refusal: the hot path checks inline
+        self._allow(Op.READ)
+        return self._fetch_key(key, time_from, time_to, backward)
+
+    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+                   backward: bool = False) -> list[WindowedEntry]:
+        """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: null bounds unbounded, ``keyFrom > keyTo`` empty
+        with Kafka's WARN (WS-13, WS-18, WS-34)."""
+        key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
+        self._checked_range(time_from, time_to)
+        self._allow(Op.READ)
+        if key_from is not None and key_to is not None and key_from > key_to:
+            LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
+            return []
+        return self._windowed(self._scan(key_from, key_to, time_from, time_to, not backward))
+
+    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
+        """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14, WS-18)."""
+        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
+                or not INT64_MIN <= time_to <= INT64_MAX:
+            self._checked_range(time_from, time_to)  # raises WS-35's refusal
+        self._allow(Op.READ)
+        return self._windowed(self._scan(None, None, time_from, time_to, not backward))
+
+    def all(self, backward: bool = False) -> list[WindowedEntry]:
+        """``all``/``backwardAll``: every live window (WS-15, WS-20)."""
+        self._allow(Op.READ)
+        return self._windowed(self._all(not backward))
+
+    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
+        """One restore batch: values converted for the type (WS-25, WS-26), then :meth:`restore_batch`."""
+        if STORE_TYPES[self.store_type].restore is RestoreConversion.IDENTITY:
+            self.restore_batch([(r.key, r.value) for r in records])
+        else:
+            self.restore_batch(cl.restore_entries(self.store_type, [(r.key, r.value, r.timestamp, r.headers)
+                                                                    for r in records]))
+
+    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """One batch of changelog entries ``([key][start][seqnum], stored value)`` restored (WS-25, WS-26)."""
+        self._allow(Op.RESTORE)
+        self._restore(entries)
+
+    # the backend's hooks: arguments checked, the store open -----------------------------------------------------
+
+    def _put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+        raise NotImplementedError
+
+    def _get(self, key: bytes, time: int) -> bytes | None:
+        raise NotImplementedError
+
+    def _fetch_key(self, key: bytes, time_from: int, time_to: int, backward: bool) -> list[TimedValue]:
+        raise NotImplementedError
+
+    def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+              forward: bool) -> list[WindowedEntry]:
+        raise NotImplementedError
+
+    def _all(self, forward: bool) -> list[WindowedEntry]:
+        raise NotImplementedError
+
+    def _restore(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+        raise NotImplementedError
+
     def _windowed(self, entries: list[WindowedEntry]) -> list[WindowedEntry]:
         """An answer of windows, refused when it holds one whose end equals its start: Kafka's windowed iterators
         build ``TimeWindow(start, start + size)``, the end truncated to Long.MAX_VALUE when the sum overflows, and
@@ -202,7 +290,6 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         self._open_existing()
         self._position = merge_positions(self._position, legacy_position)
         self._open = True
-        self._identity_restore = STORE_TYPES[self.store_type].restore is RestoreConversion.IDENTITY
 
     def _min_live_time(self) -> int:
         return self._earliest_live()
@@ -213,44 +300,28 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         cannot be read is refused as a key-value store's open refuses it (WS-29, KV-25)."""
         return read_legacy_position(task_dir, name)
 
-    # writes -------------------------------------------------------------------------------------------------------
+    # the hooks: rows over the segmented store ---------------------------------------------------------------------
 
-    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+    def _put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         """``RocksDBWindowStore.put``: a null value with duplicates is a no-op (WS-4, WS-9); otherwise the row
         ``[key][start][seqnum]`` (WS-3) goes to its segment if live, else is dropped (WS-7)."""
-        if type(key) is not bytes or (value is not None and type(value) is not bytes) or type(window_start) is not int \
-                or not INT64_MIN <= window_start <= INT64_MAX:
-            key, value, window_start = self._checked_put(key, value, window_start)
-        if not self._open:
-            self._allow(Op.WRITE)
         if self.retain_duplicates:
             if value is None:
                 return
             self.seqnum = seqnum = (self.seqnum + 1) & INT32_MAX  # WIN-6
         else:
             seqnum = 0
-        # WIN-1: the row key, packed directly (the arguments are checked above).
+        # WIN-1: the row key, packed directly (the arguments are checked).
         self._put_row(key + _ROW_SUFFIX.pack(window_start, seqnum), window_start, value)
 
-    # reads --------------------------------------------------------------------------------------------------------
-
-    def fetch(self, key: bytes, time: int) -> bytes | None:
+    def _get(self, key: bytes, time: int) -> bytes | None:
         """``fetch(key, time)``: the row of the store's *current* seqnum; null once expired (WS-10)."""
-        key = require_key(key)
-        check_time("time", time)
-        self._allow(Op.READ)
         return self._get_row(SCHEMA.to_store_key(key, time, self.seqnum), time)
 
-    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
-        """``fetch``/``backwardFetch(key, from, to)``: ``from`` clamped to the earliest live time, segment by
-        segment, by window start then seqnum (WS-11, WS-12). A row is the key's when it is ``len(key) + 12`` bytes
-        starting with the key (WIN-4), so a longer key sharing the prefix is skipped as ``hasNextCondition``
-        skips it (WS-11)."""
-        key = require_key(key)
-        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
-                or not INT64_MIN <= time_to <= INT64_MAX:
-            self._checked_range(time_from, time_to)  # raises WS-35's refusal: the hot path checks inline
-        self._allow(Op.READ)
+    def _fetch_key(self, key: bytes, time_from: int, time_to: int, backward: bool) -> list[TimedValue]:
+        """``fetch(key, from, to)`` over :meth:`_fetch_rows`: segment by segment, by window start then seqnum (WS-11,
+        WS-12). A row is the key's when it is ``len(key) + 12`` bytes starting with the key (WIN-4), so a longer key
+        sharing the prefix is skipped as ``hasNextCondition`` skips it (WS-11)."""
         # WIN-10: lowerRangeFixedSize (start max(0, from), seqnum 0) and upperRangeFixedSize (seqnum Integer.MAX).
         found = self._fetch_rows(key, key, time_from, time_to, not backward, True)
         out: list[TimedValue] = []
@@ -277,30 +348,9 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
                         out.append((start, value))
         return out
 
-    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
-                   backward: bool = False) -> list[WindowedEntry]:
-        """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: null bounds unbounded, ``keyFrom > keyTo`` empty;
-        per segment in key-byte order (WS-13, WS-34)."""
-        key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
-        self._checked_range(time_from, time_to)
-        self._allow(Op.READ)
-        if key_from is not None and key_to is not None and key_from > key_to:
-            LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
-            return []
-        return self._windowed(self._scan(key_from, key_to, time_from, time_to, not backward))
-
-    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
-        """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14)."""
-        if type(time_from) is not int or type(time_to) is not int or not INT64_MIN <= time_from <= INT64_MAX \
-                or not INT64_MIN <= time_to <= INT64_MAX:
-            self._checked_range(time_from, time_to)  # raises WS-35's refusal
-        self._allow(Op.READ)
-        return self._windowed(self._scan(None, None, time_from, time_to, not backward))
-
-    def all(self, backward: bool = False) -> list[WindowedEntry]:
+    def _all(self, forward: bool) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every live row from ``max(0, earliest live)`` on (WS-15)."""
-        self._allow(Op.READ)
-        return self._windowed(self._scan(None, None, 0, INT64_MAX, not backward))
+        return self._scan(None, None, 0, INT64_MAX, forward)
 
     def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
               forward: bool) -> list[WindowedEntry]:
@@ -339,17 +389,8 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
 
     # restore ------------------------------------------------------------------------------------------------------
 
-    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
-        """One restore batch: values converted for the type (WS-25), then :meth:`restore_batch`."""
-        if self._identity_restore:
-            self.restore_batch([(r.key, r.value) for r in records])
-        else:
-            self.restore_batch(cl.restore_entries(self.store_type, [(r.key, r.value, r.timestamp, r.headers)
-                                                                    for r in records]))
-
-    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+    def _restore(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """``restoreAllInternal`` over :meth:`_restore_rows`, each changelog key ``[key][start][seqnum]`` (WS-25)."""
-        self._allow(Op.RESTORE)
         self._restore_rows(entries, _checked_restore_row)
 
 

@@ -1,33 +1,32 @@
-"""Kafka's ``InMemoryWindowStore`` (spec/window-store.md, WS-16 to WS-20, WS-26, WS-36).
+"""Kafka's ``InMemoryWindowStore`` (spec/window-store.md, WS-16 to WS-20, WS-26, WS-36), an adapter over the
+segmented rows of :class:`~kstate.stores.segmented.SegmentedBytesStore`, as the RocksDB window store is.
 
-A map window start -> (key -> value); with duplicates the inner key is ``[key][seqnum int32]`` (WS-16).
-Expiry is per window start, not per segment: a put at or below ``observed - retention`` is dropped, and every
-operation first forgets the windows below ``max(0, observed - retention + 1)`` (WS-17). Scans go window start
-first, then key bytes (WS-18). Nothing is persistent and no offsets are managed (WS-36).
+Kafka's map window start -> (key -> value) is a :class:`~kstate.stores.segments.MemorySegments`: one segment per
+window start, each a sorted map of its keys; with duplicates the row key is ``[key][seqnum int32]`` (WS-16).
+Expiry is per window start, not per segment: a put at or below ``observed - retention`` is dropped, and the windows
+below ``max(0, observed - retention + 1)`` are forgotten (WS-17). Scans go window start first, then key bytes
+(WS-18): the segments' order, then the rows' order. Nothing is persistent and no offsets are managed (WS-36).
 """
 
 from __future__ import annotations
 
-import bisect
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 
-from kstate.codecs import changelog as cl
-from kstate.codecs.primitives import INT32_MAX, encode_int32
+from kstate.codecs.primitives import INT32_MAX, INT64_MAX, INT64_MIN, encode_int32
 from kstate.codecs.store_types import StoreType
 from kstate.errors import NullKeyError
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.life import Op
-from kstate.stores.surface import check_bound, check_changelog_offsets, require_key, to_codec_tp
+from kstate.stores.segmented import EXPIRED_WARNING, SegmentedBytesStore, SegmentRows
+from kstate.stores.segments import MemorySegments
+from kstate.stores.surface import LOG, check_changelog_offsets, to_codec_tp
 from kstate.stores.window import (
     SCHEMA,
     TimedValue,
     WindowedEntry,
     WindowStoreBase,
-    check_time,
 )
 
-LOG = logging.getLogger("kstate.stores")
 SEQNUM_SIZE = 4
 
 
@@ -36,12 +35,51 @@ def _wrap_for_dups(key: bytes, seqnum: int) -> bytes:
     return key + encode_int32(seqnum)
 
 
-class InMemoryWindowStore(WindowStoreBase):
+class InMemoryRanges:
+    """The bounds ``InMemoryWindowStore`` reads each window's map between, the in-memory store's key schema: the
+    key itself, or ``[key][seqnum 0]`` to ``[key][Integer.MAX]`` with duplicates (WS-16, WS-18); its segments are
+    window starts, so a fetch searches exactly ``[from, to]``."""
+
+    #: No row suffix holds the window start: the segment is the window (restore goes through ``put``, WS-26).
+    suffix_size = 0
+    #: ``fetch`` answers nothing when ``to`` is below the clamped ``from`` (WS-18).
+    empty_when_to_before_from = True
+
+    def __init__(self, duplicates: bool) -> None:
+        self.duplicates = duplicates
+
+    def lower_range(self, key: bytes | None, time_from: int) -> bytes | None:
+        return key if key is None or not self.duplicates else _wrap_for_dups(key, 0)
+
+    def upper_range(self, key: bytes | None, time_to: int) -> bytes | None:
+        return key if key is None or not self.duplicates else _wrap_for_dups(key, INT32_MAX)
+
+    def lower_range_fixed_size(self, key: bytes | None, time_from: int) -> bytes:
+        if key is None:
+            raise NullKeyError("key cannot be null")
+        return key if not self.duplicates else _wrap_for_dups(key, 0)
+
+    def upper_range_fixed_size(self, key: bytes | None, time_to: int) -> bytes:
+        if key is None:
+            raise NullKeyError("key cannot be null")
+        return key if not self.duplicates else _wrap_for_dups(key, INT32_MAX)
+
+    def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
+        return time_from, time_to
+
+
+_PLAIN_RANGES = InMemoryRanges(False)
+_DUPLICATE_RANGES = InMemoryRanges(True)
+
+
+class InMemoryWindowStore(SegmentedBytesStore[MemorySegments], WindowStoreBase):
     """Kafka's ``InMemoryWindowStore`` (WS-16..WS-20); ``segment_interval_ms`` is accepted and unused, as the
     in-memory supplier has no segments (WS-37)."""
 
     backend = Backend.MEMORY
     store_type = StoreType.WINDOW
+    #: ``InMemoryWindowStore.put`` updates the position after a dropped put too (WS-17).
+    POSITION_ON_DROP = True
 
     def __init__(
         self,
@@ -53,136 +91,80 @@ class InMemoryWindowStore(WindowStoreBase):
         segment_interval_ms: int | None = None,
     ) -> None:
         super().__init__(name, retention_ms, window_size_ms, retain_duplicates, segment_interval_ms)
-        self._windows: dict[int, dict[bytes, bytes]] = {}
-        self._starts: list[int] = []  # the window starts of ``_windows``, ascending
+        self.segments = MemorySegments(self.name, retention_ms)
+        self.SCHEMA = _DUPLICATE_RANGES if retain_duplicates else _PLAIN_RANGES
+        # Segments of one millisecond, expired below observed - retention + 1: the rows' rule for a segment
+        # expired below ``observed - _retention`` (WS-17).
+        self._segment_interval = 1
+        self._retention = retention_ms - 1
 
-    def _clamped_from(self, time_from: int, time_to: int) -> int | None:
-        """The first checks of every ranged read: the store open, expired windows forgotten, ``from`` clamped to
-        ``T - R + 1``; None when ``to`` is below it (WS-17, WS-18)."""
-        self._checked_range(time_from, time_to)
-        self._allow(Op.READ)
-        self._remove_expired()
-        min_time = max(time_from, self._earliest_live())
-        return None if time_to < min_time else min_time
+    def _min_live_time(self) -> int:
+        """The first window start a read answers: ``max(0, observed - retention + 1)``, as every read of Kafka's
+        store first forgets the windows below it (WS-17, WS-39)."""
+        earliest = self._earliest_live()
+        return earliest if earliest > 0 else 0
 
-    # expiry ---------------------------------------------------------------------------------------------------------
+    # the hooks: rows over the segmented store ---------------------------------------------------------------------
 
-    def _remove_expired(self) -> None:
-        """``removeExpiredSegments``: forget every window below ``max(0, observed - retention + 1)`` (WS-17)."""
-        min_live = max(0, self._earliest_live())
-        cut = bisect.bisect_left(self._starts, min_live)
-        for start in self._starts[:cut]:
-            del self._windows[start]
-        del self._starts[:cut]
-
-    # writes ---------------------------------------------------------------------------------------------------------
-
-    def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
+    def _put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         """``InMemoryWindowStore.put`` (WS-4, WS-9, WS-16, WS-17): expired windows dropped, a null value with
-        duplicates ignored, else a null value removes the key's entry of that window."""
-        key, value, window_start = self._checked_put(key, value, window_start)
-        self._allow(Op.WRITE)
-        self._remove_expired()
-        self.observed_stream_time = max(self.observed_stream_time, window_start)
-        if window_start <= self.observed_stream_time - self.retention_period:
-            self.dropped_records += 1
-            LOG.warning("Skipping record for expired segment.")
+        duplicates ignored, else a null value removes the key's entry of that window; the seqnum moves only for a
+        live put of a value (``maybeUpdateSeqnumForDups`` after the expiry check)."""
+        if not self.retain_duplicates:
+            self._put_row(key, window_start, value)
         elif value is not None:
-            inner_key = _wrap_for_dups(key, self._next_seqnum()) if self.retain_duplicates else key
-            window = self._windows.get(window_start)
-            if window is None:
-                window = self._windows[window_start] = {}
-                bisect.insort(self._starts, window_start)
-            window[inner_key] = value
-        elif not self.retain_duplicates:
-            window = self._windows.get(window_start)
-            if window is not None:
-                window.pop(key, None)
-                if not window:
-                    del self._windows[window_start]
-                    self._starts.remove(window_start)
-        self._update_position()
+            live = window_start > max(self.observed_stream_time, window_start) - self.retention_period
+            # An expired put is dropped by the rows whatever its key; only a live one takes a seqnum.
+            self._put_row(_wrap_for_dups(key, self._next_seqnum()) if live else key, window_start, value)
+        else:
+            # With duplicates a null value deletes nothing; the put still moves stream time, counts a drop and
+            # moves the position (WS-9, WS-17).
+            if window_start > self.observed_stream_time:
+                self.observed_stream_time = window_start
+            if window_start <= self.observed_stream_time - self.retention_period:
+                self.dropped_records += 1
+                LOG.warning(EXPIRED_WARNING)
+            self._update_position()
 
-    # reads ----------------------------------------------------------------------------------------------------------
-
-    def fetch(self, key: bytes, time: int) -> bytes | None:
+    def _get(self, key: bytes, time: int) -> bytes | None:
         """``fetch(key, time)``: the entry under the plain key, so a store with duplicates answers null (WS-19)."""
-        key = require_key(key)
-        check_time("time", time)
-        self._allow(Op.READ)
-        self._remove_expired()
-        if time <= self.observed_stream_time - self.retention_period:
-            return None
-        window = self._windows.get(time)
-        return None if window is None else window.get(key)
+        return self._get_row(key, time)
 
-    def fetch_range(self, key: bytes, time_from: int, time_to: int, backward: bool = False) -> list[TimedValue]:
-        """``fetch``/``backwardFetch(key, from, to)``: window starts from the clamped ``from`` (WS-11, WS-18)."""
-        key = require_key(key)
-        min_time = self._clamped_from(time_from, time_to)
-        if min_time is None:
-            return []
-        return [(start, value) for _key, start, value in self._scan(min_time, time_to, key, key, backward)]
+    def _fetch_key(self, key: bytes, time_from: int, time_to: int, backward: bool) -> list[TimedValue]:
+        """``fetch(key, from, to)``: window starts from the clamped ``from`` (WS-11, WS-18)."""
+        return [(start, value) for _key, start, value in self._scan(key, key, time_from, time_to, not backward)]
 
-    def fetch_keys(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
-                   backward: bool = False) -> list[WindowedEntry]:
-        """``fetch``/``backwardFetch(keyFrom, keyTo, from, to)``: window start first, then key (WS-13, WS-18)."""
-        key_from, key_to = check_bound("key_from", key_from), check_bound("key_to", key_to)
-        min_time = self._clamped_from(time_from, time_to)
-        if key_from is not None and key_to is not None and key_from > key_to:
-            LOG.warning("Returning empty iterator for fetch with invalid key range: from > to.")
-            return []
-        if min_time is None:
-            return []
-        return self._windowed(self._scan(min_time, time_to, key_from, key_to, backward))
+    def _scan(self, key_from: bytes | None, key_to: bytes | None, time_from: int, time_to: int,
+              forward: bool) -> list[WindowedEntry]:
+        """The windows from the clamped ``from`` to ``to``, window start first, then key (WS-13, WS-14, WS-18)."""
+        found = self._fetch_rows(key_from, key_to, time_from, time_to, forward, False)
+        return [] if found is None else self._entries(found[1], key_from, key_to)
 
-    def fetch_all(self, time_from: int, time_to: int, backward: bool = False) -> list[WindowedEntry]:
-        """``fetchAll``/``backwardFetchAll(from, to)`` (WS-14, WS-18)."""
-        min_time = self._clamped_from(time_from, time_to)
-        return [] if min_time is None else self._windowed(self._scan(min_time, time_to, None, None, backward))
-
-    def all(self, backward: bool = False) -> list[WindowedEntry]:
+    def _all(self, forward: bool) -> list[WindowedEntry]:
         """``all``/``backwardAll``: every window start above ``observed - retention`` (WS-20)."""
-        self._allow(Op.READ)
-        self._remove_expired()
-        first = bisect.bisect_right(self._starts, self.observed_stream_time - self.retention_period)
-        return self._windowed(self._entries(self._starts[first:], None, None, backward))
+        return self._scan(None, None, INT64_MIN, INT64_MAX, forward)
 
-    def _scan(self, time_from: int, time_to: int, key_from: bytes | None, key_to: bytes | None,
-              backward: bool) -> list[WindowedEntry]:
-        low, high = bisect.bisect_left(self._starts, time_from), bisect.bisect_right(self._starts, time_to)
-        return self._entries(self._starts[low:high], key_from, key_to, backward)
-
-    def _entries(self, starts: list[int], key_from: bytes | None, key_to: bytes | None,
-                 backward: bool) -> list[WindowedEntry]:
-        """``InMemoryWindowStoreIteratorWrapper``: per window start, the keys in ``[keyFrom, keyTo]`` (wrapped with
-        seqnum 0 and Integer.MAX with duplicates, then unwrapped and checked again) (WS-16, WS-18)."""
-        dups = self.retain_duplicates
-        lower = key_from if key_from is None or not dups else _wrap_for_dups(key_from, 0)
-        upper = key_to if key_to is None or not dups else _wrap_for_dups(key_to, INT32_MAX)
+    def _entries(self, sources: SegmentRows, key_from: bytes | None, key_to: bytes | None) -> list[WindowedEntry]:
+        """``InMemoryWindowStoreIteratorWrapper``: per window start, the keys in ``[keyFrom, keyTo]`` (with
+        duplicates the rows between the wrapped bounds, unwrapped and checked again) (WS-16, WS-18)."""
         out: list[WindowedEntry] = []
-        for start in (reversed(starts) if backward else starts):
-            window = self._windows[start]
-            for inner_key in sorted(window, reverse=backward):
-                if (lower is not None and inner_key < lower) or (upper is not None and inner_key > upper):
+        if not self.retain_duplicates:
+            for segment, rows in sources:
+                start = segment.id
+                out += [(key, start, value) for key, value in rows]
+            return out
+        for segment, rows in sources:
+            start = segment.id
+            for inner_key, value in rows:
+                key = inner_key[:-SEQNUM_SIZE]
+                if (key_from is not None and key < key_from) or (key_to is not None and key > key_to):
                     continue
-                key = inner_key[:-SEQNUM_SIZE] if dups else inner_key
-                if dups and ((key_from is not None and key < key_from) or (key_to is not None and key > key_to)):
-                    continue
-                out.append((key, start, window[inner_key]))
+                out.append((key, start, value))
         return out
 
-    # restore --------------------------------------------------------------------------------------------------------
-
-    def restore_records(self, records: Sequence[cl.ChangelogRecord]) -> None:
-        """Values converted for the type, then :meth:`restore_batch` (WS-26)."""
-        rows = [(r.key, r.value, r.timestamp, r.headers) for r in records]
-        self.restore_batch(cl.restore_entries(self.store_type, rows))
-
-    def restore_batch(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
+    def _restore(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """The restore callback: each changelog key split into key and window start, its seqnum dropped, then
         ``put`` (a fresh local seqnum with duplicates) (WS-26). Keys are checked before anything changes."""
-        self._allow(Op.RESTORE)
         parsed = []
         for key, value in entries:
             if key is None:
@@ -216,8 +198,7 @@ class InMemoryWindowStore(WindowStoreBase):
 
     def close(self) -> None:
         """``close``: the data is cleared (WS-36)."""
-        self._windows.clear()
-        self._starts.clear()
+        self.segments.close()
         self._open = False
 
     def simulate_crash(self) -> None:
@@ -225,8 +206,10 @@ class InMemoryWindowStore(WindowStoreBase):
         self.close()
 
     def window_starts(self) -> Iterable[int]:
-        """The window starts held, ascending (tests)."""
-        return tuple(self._starts)
+        """The window starts held that a read can answer, ascending (tests): a negative one Kafka forgets at the
+        next operation is held here until the next write's expiry pass (WS-17, WS-39)."""
+        floor = self._min_live_time()
+        return tuple(s.id for s in self.segments.all_segments() if s.id >= floor and s.accessor.keys)
 
 
 class InMemoryTimestampedWindowStore(InMemoryWindowStore):
