@@ -127,15 +127,18 @@ OPERATIONS: dict[str, OpClass] = {
     ), Op.READ),
     **dict.fromkeys(("put", "put_if_absent", "put_all", "delete", "remove"), Op.WRITE),
     **dict.fromkeys(("restore_batch", "restore_records", "restoring"), Op.RESTORE),
-    **dict.fromkeys(("commit", "flush"), Op.COMMIT),
+    **dict.fromkeys(("commit", "flush", "flush_cache"), Op.COMMIT),
     **dict.fromkeys(("committed_offset", "committed_offsets"), Op.OFFSETS),
     "close_for_downgrade": Op.DOWNGRADE,
     "close": Op.CLOSE,
     "simulate_crash": Op.CRASH,
+    "drop_cache": Op.CRASH,  # the caching layer's part of a crash: its dirty entries lost (CACHE-9)
     **dict.fromkeys((
         "persistent", "manages_offsets", "set_record_context", "merge_position", "merged_position",
         "offsets_entries", "segment_names", "segment_modes", "segment_positions", "segment_committed_offsets",
         "segment_ids", "window_starts",  # which segments or window starts a store holds, for tests
+        "wrapped",  # the store a layer wraps
+        "check_write",  # the change-logging layer's check of a write's arguments (CL-1), no data touched
     ), Op.DESCRIBE),
 }
 
