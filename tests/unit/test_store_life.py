@@ -303,6 +303,9 @@ def test_the_suites_models_read_the_same_table() -> None:
         assert (model.allowed, model.rule, model.noop) == (cell.allowed, cell.rule, cell.noop), (state, op)
         if not cell.allowed:
             assert cell.error is not None and cell.error.__name__ == models_life.REFUSAL_ERROR
+        # The one leeway the spec gives (KV-12: "flush and commit MAY answer as no-ops") is on refused cells only.
+        assert not model.may_answer or (not cell.allowed and op is Op.COMMIT), (state, op)
+        assert models_life.must_refuse(state.value, op.value) == (not cell.allowed and not model.may_answer)
 
 
 def test_closing_or_crashing_twice_is_a_no_op_and_the_state_says_which() -> None:
