@@ -306,6 +306,8 @@ def test_the_suites_models_read_the_same_table() -> None:
         # The one leeway the spec gives (KV-12: "flush and commit MAY answer as no-ops") is on refused cells only.
         assert not model.may_answer or (not cell.allowed and op is Op.COMMIT), (state, op)
         assert models_life.must_refuse(state.value, op.value) == (not cell.allowed and not model.may_answer)
+    for backend in Backend:  # a crash leaves a RocksDB store crashed, an in-memory one closed (KV-52, KV-43)
+        assert models_life.after_crash(backend.value) == after_crash(backend is Backend.ROCKSDB).value
 
 
 def test_closing_or_crashing_twice_is_a_no_op_and_the_state_says_which() -> None:

@@ -57,6 +57,12 @@ LIFE_TABLE: dict[tuple[str, str], LifeAnswer] = {
 }
 
 
+def after_crash(backend: str) -> str:
+    """The state a crash leaves a store of ``backend`` in: crashed on RocksDB, closed in memory, where the crash is
+    the close (KV-52, KV-43)."""
+    return "crashed" if backend == "rocksdb" else "closed"
+
+
 def require(state: str, op: str, refused: type[Exception]) -> None:
     """Raise ``refused`` (the model's own refusal class) if the life table refuses ``op`` in ``state``."""
     cell = LIFE_TABLE[state, op]
