@@ -4,6 +4,7 @@ of :mod:`kstate.stores.life` says (KV-12, KV-52, RST-8, VS-37, SS-37)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -315,3 +316,11 @@ def test_closing_or_crashing_twice_is_a_no_op_and_the_state_says_which() -> None
     assert [s for s in LifeState if refuses(s)] == [LifeState.CLOSED, LifeState.CRASHED]
     for state in (LifeState.CLOSED, LifeState.CRASHED):
         assert answer(state, Op.CLOSE).noop and answer(state, Op.CRASH).noop
+
+
+def test_the_models_ask_the_table_by_its_operation_classes() -> None:
+    """Every ``_require_open("<class>")`` of the suite's models names an operation class of the table, so none
+    asks a cell that is not there (a KeyError only on the step that reaches it)."""
+    models_dir = Path(models_life.__file__).parent
+    named = {m for f in models_dir.glob("*.py") for m in re.findall(r'_require_open\("(\w+)"\)', f.read_text())}
+    assert {"read", "write", "commit", "restore"} <= named <= set(models_life.OPERATIONS), named
