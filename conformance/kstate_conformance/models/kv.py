@@ -538,12 +538,15 @@ class KVModel(ChangelogKeeper):
         self.store: BytesStore | None = None
         self.cache: RecordCache | None = None
         self.iterators: list[IteratorModel] = []
+        #: The store's life state, as models.life names it: what the life table answers for (KV-12); ``store``
+        #: is set exactly while it is open.
+        self.life = "closed"
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
     @property
     def is_open(self) -> bool:
-        return self.store is not None
+        return self.life == "open"
 
     def open(self, store_type: str | None = None) -> None:
         """Open (or reopen, possibly as a newer store type) the store; Refused where Kafka refuses."""
@@ -555,6 +558,7 @@ class KVModel(ChangelogKeeper):
         self.store_type = store_type
         self.image = attempt
         self.store = store
+        self.life = "open"
         store.on_write = self._note_write
         self.cache = RecordCache(self.options.cache_max_bytes) if self.options.caching else None
         self.crash_candidates = [copy.deepcopy(self.image)]
@@ -565,7 +569,7 @@ class KVModel(ChangelogKeeper):
 
     def _require_open(self, op: str) -> BytesStore:
         """The store, if the life table lets ``op`` through in the model's state (KV-12); else Refused."""
-        life.require("closed" if self.store is None else "open", op, Refused)
+        life.require(self.life, op, Refused)
         assert self.store is not None
         return self.store
 
@@ -584,6 +588,7 @@ class KVModel(ChangelogKeeper):
         if self.backend == MEMORY:
             self.store.home.clear()
         self.store = None
+        self.life = "closed"
         self.cache = None
         self.crash_candidates = [copy.deepcopy(self.image)]
         self.durable = (copy.deepcopy(self.image), self.committed)
@@ -600,6 +605,7 @@ class KVModel(ChangelogKeeper):
             self.image = {}
             self.crash_candidates = [{}]
         self.store = None
+        self.life = life.after_crash(self.backend)
         self.cache = None
 
     def adopt_image(self, observed: Image, rolled_back: bool = False) -> bool:

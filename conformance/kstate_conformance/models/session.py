@@ -175,9 +175,14 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
         #: when its commits are not durable (KV-50; Kafka's store, KV-67).
         self.durable: tuple[dict[int, Segment], dict[int, int | None]] = ({}, {})
         self.context = Context()
-        self.is_open = False
+        #: The store's life state, as models.life names it: what the life table answers for (KV-12, SS-37).
+        self.life = "closed"
 
     # --- lifecycle -------------------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self.life == "open"
 
     @property
     def retention(self) -> int:
@@ -210,7 +215,7 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
                 self._open_segment(segment_id, segment)
         else:
             self.sessions = {}
-        self.is_open = True
+        self.life = "open"
         self.crash_candidates = [copy.deepcopy(self.segments)]
         self._note_durable()
 
@@ -233,13 +238,14 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
         if not self.is_open:
             return
         self.crash()
+        self.life = "closed"  # a clean close, not the crash it is written as
         self.crash_candidates = [copy.deepcopy(self.segments)]
         self._note_durable()
 
     def crash(self) -> None:
         if not self.is_open:
             return
-        self.is_open = False
+        self.life = life.after_crash(self.backend)
         if self.backend == MEMORY:
             self.sessions = {}
 
@@ -290,7 +296,7 @@ class SessionModel(SegmentedRestore, ChangelogKeeper):
 
     def _require_open(self, op: str) -> None:
         """Refused where the life table refuses ``op`` in the model's state (KV-12, WS-*, SS-37)."""
-        life.require("open" if self.is_open else "closed", op, Refused)
+        life.require(self.life, op, Refused)
 
     def _note_write(self) -> None:
         self.crash_candidates.append(copy.deepcopy(self.segments))

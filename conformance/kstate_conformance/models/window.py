@@ -171,7 +171,8 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
     observed: int = NO_TIMESTAMP
     seqnum: int = 0
     log_seqnum: int = 0
-    is_open: bool = False
+    #: The store's life state, as models.life names it: what the life table answers for (KV-12, SS-37).
+    life: str = "closed"
     changelog: list[Record] = field(default_factory=list)
     pending: list[Record] = field(default_factory=list)
     committed: int | None = None
@@ -188,8 +189,12 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
     def retention(self) -> int:
         return self.options.retention_ms
 
+    @property
+    def is_open(self) -> bool:
+        return self.life == "open"
+
     def open(self) -> None:
-        self.is_open = True
+        self.life = "open"
         self.observed = NO_TIMESTAMP
         self.seqnum = 0
         self.log_seqnum = 0
@@ -198,13 +203,13 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
         self.durable = (copy.deepcopy(self.segments), self.committed)
 
     def close(self) -> None:
-        self.is_open = False
+        self.life = "closed"
         self.windows = {}
         self.crash_candidates = [copy.deepcopy(self.segments)]
         self.durable = (copy.deepcopy(self.segments), self.committed)
 
     def crash(self) -> None:
-        self.is_open = False
+        self.life = life.after_crash(self.backend)
         self.windows = {}
 
     def commit(self, offset: int | None) -> None:
@@ -231,7 +236,7 @@ class WindowModel(kv.SegmentedRestore, kv.ChangelogKeeper):
 
     def _require_open(self, op: str) -> None:
         """Refused where the life table refuses ``op`` in the model's state (KV-12, WS-*, SS-37)."""
-        life.require("open" if self.is_open else "closed", op, Refused)
+        life.require(self.life, op, Refused)
 
     def _note_write(self) -> None:
         if self.backend == ROCKSDB:

@@ -846,9 +846,9 @@ class _MixedLegacyDataAccepted:
         finally:
             del engine.is_empty
 
-    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
+    def _refuse_unopenable(self, engine: Any, ignore_invalid_state: bool) -> None:
         with self._plain_family_looks_empty(engine):
-            super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
+            super()._refuse_unopenable(engine, ignore_invalid_state)  # type: ignore[misc]
 
     def _open_column_families(self) -> Any:
         with self._plain_family_looks_empty(self.engine):  # type: ignore[attr-defined]
@@ -1244,12 +1244,12 @@ class _ChecksOnWritableDatabase:
     created first, as a port of Kafka's open sequence does; a refused open has already rewritten RocksDB's
     files (KV-23). The same refusals, the same messages."""
 
-    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
+    def _refuse_unopenable(self, engine: Any, ignore_invalid_state: bool) -> None:
         if getattr(engine, "read_only", False):
             return  # "checked below, on the open store"
         if self.manage_offsets:  # type: ignore[attr-defined]
             engine.create_column_family(OFFSETS_CF)
-        super()._check_open_allowed(engine, ignore_invalid_state)  # type: ignore[misc]
+        super()._refuse_unopenable(engine, ignore_invalid_state)  # type: ignore[misc]
 
 
 @mutant("kv-refused-open-writes-database", "the open's checks run after the database is opened for writing", FAMILY,
@@ -1379,8 +1379,8 @@ class _OffsetsDecodedLazily:
     """Committed offsets are decoded when asked for, as Kafka's ``committedOffset`` does: one that is not
     8 bytes long opens, and the store then cannot answer for it (KV-57)."""
 
-    def _check_open_allowed(self, engine: Any, ignore_invalid_state: bool) -> None:
-        super()._check_open_allowed(_LongOffsetsView(engine), ignore_invalid_state)  # type: ignore[misc]
+    def _refuse_unopenable(self, engine: Any, ignore_invalid_state: bool) -> None:
+        super()._refuse_unopenable(_LongOffsetsView(engine), ignore_invalid_state)  # type: ignore[misc]
 
 
 @mutant("kv-short-offset-accepted-at-open", "a committed offset that is not 8 bytes long is not refused at open",

@@ -166,8 +166,8 @@ def _short_row_refused_after_open() -> dict[str, Handler]:
     from kstate.stores import segments
     from kstate.stores.rocksdb_instance import RocksDBInstance
 
-    return _opening_patched(segments._LogicalSegmentsDatabase, "_check_open_allowed",
-                            RocksDBInstance._check_open_allowed)
+    return _opening_patched(segments._LogicalSegmentsDatabase, "_refuse_unopenable",
+                            RocksDBInstance._refuse_unopenable)
 
 
 @mutant("versioned-store-filed-by-valid-from", "a version moved out of the latest-value store (or split off) goes to "

@@ -14,6 +14,7 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, Kit, Store, h, i64, kit
+from kstate_conformance.models import life
 from kstate_conformance.store_types import KV, VERSIONED_KV, VERSIONED_KV_WITH_HEADERS
 
 __all__ = ["kit"]
@@ -135,16 +136,14 @@ def test_a_reprocessed_record_leaves_the_position_where_it_was(kit: Kit, name: s
 # --- KV-12: a closed store refuses every operation ---------------------------------------------------------------
 
 
-#: What a closed store MAY still answer, as a no-op (KV-12); the caching layer refuses them (CACHE-9).
-CLOSED_STORE_MAY_ANSWER = frozenset({"store.flush", "store.commit"})
-
-
-def _every_operation(family: Family) -> list[tuple[str, dict[str, Any]]]:
+def _every_operation(family: Family) -> list[tuple[str, dict[str, Any], str]]:
+    """Each operation of ``family`` with its payload and its operation class in the life table (models.life)."""
     record: dict[str, Any] = {"key": family.restore_key, "value": None, "timestamp": 1, "headers": []}
-    return [family.write, *family.reads, *family.extra, ("store.flush", {}),
-            ("store.commit", {"changelog_offsets": [["app-store-changelog", 0, 3]]}),
-            ("store.committed_offset", {"topic": "app-store-changelog", "partition": 0}),
-            ("store.restore", {"records": [record]})]
+    return [(*family.write, "write"), *((op, payload, "read") for op, payload in family.reads),
+            *((op, payload, "write") for op, payload in family.extra), ("store.flush", {}, "commit"),
+            ("store.commit", {"changelog_offsets": [["app-store-changelog", 0, 3]]}, "commit"),
+            ("store.committed_offset", {"topic": "app-store-changelog", "partition": 0}, "offsets"),
+            ("store.restore", {"records": [record]}, "restore")]
 
 
 #: The rules a closed-store test checks at each family: KV-12, and the family's own closed-store rule (the
@@ -165,11 +164,11 @@ def test_a_closed_store_refuses_every_operation(kit: Kit, name: str, backend: st
     if backend == MEMORY and name in (KV, "window"):
         pytest.skip("Kafka's in-memory key-value and window stores may answer after close (KV-43)")
     store = _open(kit, family, backend)
-    for op, payload in _every_operation(family):
+    for op, payload, _ in _every_operation(family):
         store.ok(op, **payload)
     store.close()
-    answered = [op for op, payload in _every_operation(family)
-                if not store.refused(op, **payload) and op not in CLOSED_STORE_MAY_ANSWER]
+    answered = [op for op, payload, op_class in _every_operation(family)
+                if not store.refused(op, **payload) and life.must_refuse("closed", op_class)]
     assert not answered, f"a closed {family.store_type} store on {backend} answered {answered}"
 
 
@@ -179,7 +178,7 @@ def test_a_closed_caching_store_refuses_flush_commit_and_committed_offset(kit: K
     family = FAMILIES[KV]
     store = _open(kit, family, ROCKSDB, caching=True)
     store.close()
-    answered = [op for op, payload in _every_operation(family)[-4:] if not store.refused(op, **payload)]
+    answered = [op for op, payload, _ in _every_operation(family)[-4:] if not store.refused(op, **payload)]
     assert not answered, f"a closed caching store answered {answered}"
 
 

@@ -13,9 +13,10 @@ The spec text each cell stands for, quoted:
   restore are refused too, by the store itself [...] ``flush`` and ``commit`` MAY answer as no-ops [...]
   Closing twice is a no-op." The reference refuses ``flush`` and ``commit`` too (the stricter choice the rule
   allows, and what a caching layer must do, CACHE-9).
-- KV-52: a crashed store is released as a killed process leaves it; the object refuses what a closed one
-  refuses, and closing or crashing it again is a no-op. An in-memory store's crash is its close ("A killed
-  process loses an in-memory store's contents entirely", KV-43): it is CLOSED after (:func:`after_crash`).
+- VS-37: "After ``close`` (or a crash) every read and write raises ``InvalidStateStoreError`` ("Store <name> is
+  currently closed"); ``close`` is idempotent." The crashed cells cite KV-52, the rule of what a crash leaves
+  (the next open detects it); closing or crashing a crashed store again is a no-op. An in-memory store's crash
+  is its close (KV-43: "Closing the in-memory store clears its map"): it is CLOSED after (:func:`after_crash`).
 - RST-8: a store being restored is open; restore mode changes how commits reach disk (no WAL), not what the
   store accepts.
 - VS-37, SS-37: "in-memory versioned and session stores refuse as their RocksDB stores do".
@@ -98,16 +99,23 @@ _CLOSED = Answer(False, "KV-12", InvalidStateStoreError, CLOSED_MESSAGE)
 _CRASHED = Answer(False, "KV-52", InvalidStateStoreError, CLOSED_MESSAGE)
 _AGAIN = Answer(True, "KV-12", noop=True)
 
-#: life state x operation -> answer. Every pair has a cell (tests/test_store_life.py checks it).
+#: life state x operation -> answer. Every pair has a cell (tests/unit/test_store_life.py checks it).
 TABLE: dict[tuple[LifeState, OpClass], Answer] = {
+    # An open store answers everything; KV-12 refuses only a closed one.
     **{(LifeState.OPEN, op): ALLOWED for op in OpClass},
+    # RST-8: restore mode changes how commits reach disk (WAL off), not what the store accepts.
     **{(LifeState.RESTORING, op): _RESTORE_OPEN for op in OpClass},
+    # KV-12: "Any operation on a closed RocksDB store throws InvalidStateStoreException [...] committedOffset and
+    # restore are refused too"; flush and commit MAY answer, the reference refuses them (CACHE-9's choice).
     **{(LifeState.CLOSED, op): _CLOSED for op in OpClass},
+    # VS-37: "After close (or a crash) every read and write raises"; KV-52: the crash is found at the next open.
     **{(LifeState.CRASHED, op): _CRASHED for op in OpClass},
+    # KV-12: "Closing twice is a no-op"; VS-37: "close is idempotent". A crash after either changes nothing.
     (LifeState.CLOSED, Op.CLOSE): _AGAIN,
     (LifeState.CLOSED, Op.CRASH): _AGAIN,
     (LifeState.CRASHED, Op.CLOSE): _AGAIN,
     (LifeState.CRASHED, Op.CRASH): _AGAIN,
+    # What the store is (persistent, managesOffsets, its position): no data touched, so no state to refuse in.
     (LifeState.CLOSED, Op.DESCRIBE): ALLOWED,
     (LifeState.CRASHED, Op.DESCRIBE): ALLOWED,
 }
@@ -127,15 +135,18 @@ OPERATIONS: dict[str, OpClass] = {
     ), Op.READ),
     **dict.fromkeys(("put", "put_if_absent", "put_all", "delete", "remove"), Op.WRITE),
     **dict.fromkeys(("restore_batch", "restore_records", "restoring"), Op.RESTORE),
-    **dict.fromkeys(("commit", "flush"), Op.COMMIT),
+    **dict.fromkeys(("commit", "flush", "flush_cache"), Op.COMMIT),
     **dict.fromkeys(("committed_offset", "committed_offsets"), Op.OFFSETS),
     "close_for_downgrade": Op.DOWNGRADE,
     "close": Op.CLOSE,
     "simulate_crash": Op.CRASH,
+    "drop_cache": Op.CRASH,  # the caching layer's part of a crash: its dirty entries lost (CACHE-9)
     **dict.fromkeys((
         "persistent", "manages_offsets", "set_record_context", "merge_position", "merged_position",
         "offsets_entries", "segment_names", "segment_modes", "segment_positions", "segment_committed_offsets",
         "segment_ids", "window_starts",  # which segments or window starts a store holds, for tests
+        "wrapped",  # the store a layer wraps
+        "check_write",  # the change-logging layer's check of a write's arguments (CL-1), no data touched
     ), Op.DESCRIBE),
 }
 

@@ -63,7 +63,7 @@ class ExistingDatabaseChecks:
         self._check_known_column_families(list_column_families(path, self.name))
         reader = RocksDBEngine(path, store_name=self.name, read_only=True)
         try:
-            self._check_open_allowed(reader, ignore_invalid_state)
+            self._refuse_unopenable(reader, ignore_invalid_state)
             self._check_table_files(reader)
         finally:
             reader.close()
@@ -91,7 +91,7 @@ class ExistingDatabaseChecks:
                 message if message is not None else f"Error opening store {self.name} at location {self.path}: {exc}"
             ) from exc
 
-    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
+    def _refuse_unopenable(self, engine: Engine, ignore_invalid_state: bool) -> None:
         """The refusals that depend on the database's content, checked before any family is created or
         any status written: the layout (LAY-7, LAY-8), the offsets family (KV-52, OFF-6) and offsets ahead
         of data (KV-57)."""
@@ -179,7 +179,7 @@ class RocksDBInstance(ExistingDatabaseChecks):
 
         accessor: Accessor | None = None
         try:
-            self._check_open_allowed(engine, ignore_invalid_state)
+            self._refuse_unopenable(engine, ignore_invalid_state)
             accessor = self._open_column_families()
             self.accessor = accessor
             if manage_offsets:

@@ -746,8 +746,8 @@ class _LogicalSegmentsDatabase(RocksDBInstance):
     """The one database of a versioned store: its open also refuses rows no segment can hold, checked with the
     other refusals, on the read-only pass, before anything is written (VS-14, KV-23)."""
 
-    def _check_open_allowed(self, engine: Engine, ignore_invalid_state: bool) -> None:
-        super()._check_open_allowed(engine, ignore_invalid_state)
+    def _refuse_unopenable(self, engine: Engine, ignore_invalid_state: bool) -> None:
+        super()._refuse_unopenable(engine, ignore_invalid_state)
         if engine.has_column_family(DEFAULT_CF):
             scan_segment_ids(_first_key_of(engine, DEFAULT_CF), self.name)
 

@@ -13,7 +13,16 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
-from kstate.stores.api import Flushable, KeyValueBytesStore, KeyValueIterator, StateStore, TopicPartition, restore_mode
+from kstate.stores.api import (
+    Flushable,
+    KeyValueBytesStore,
+    KeyValueIterator,
+    Restorable,
+    StateStore,
+    TopicPartition,
+    restore_mode,
+)
+from kstate.stores.life import Op, check_state, life_of
 
 S = TypeVar("S", bound=StateStore)
 
@@ -60,6 +69,10 @@ class WrappedStore(Generic[S]):
         self.inner.restore_batch(entries)
 
     def restoring(self) -> AbstractContextManager[None]:
+        """The restore mode of the store below, which asks the life table itself; a store below without one
+        (in-memory) is asked here, so that a closed one refuses as the table says (KV-12, RST-8)."""
+        if not isinstance(self.inner, Restorable):
+            check_state(life_of(self.inner), Op.RESTORE, self.name)
         return restore_mode(self.inner)
 
 
