@@ -1,20 +1,23 @@
 """The Kafka expected-failure files against the levels and the bug reports (issue 31).
 
 Every ``[KAFKA-BUG]`` entry names its report in ``testees/kafka-jvm/kafka-bugs/`` and every report is named by an entry
-of each release it affects; every ``[KAFKA]`` entry (a deliberate difference) names only tests above ``required``, so
-that ``kstate conformance --level required`` meets no entry but the bugs and the testee's gaps.
+of each release it affects; at ``required`` the plugin applies no entry but the bugs: every ``[KAFKA]`` entry (a
+deliberate difference) names only tests above ``required``, and no ``[TESTEE]`` entry is left there.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from kstate_conformance.expectations import Entry, ExpectedFailures, stable_test_id
+from kstate_conformance.expectations import KAFKA_BUG, Entry, ExpectedFailures
 from kstate_conformance.fixtures import all_cases
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,24 +94,48 @@ def test_every_report_has_its_sections_and_a_reproducer_its_entries_list() -> No
             assert all(rule.group(1) in entry.reason for entry in entries), f"{name}: an entry names another rule"
 
 
-def _required_test_ids() -> set[str]:
-    """The stable ids of the tests ``--kstate-level required`` runs (collected, not run)."""
-    out = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "kstate_conformance.tests", "--collect-only",
-                          "-q", "--kstate-level", "required", "-p", "no:cacheprovider"],
-                         capture_output=True, text=True, cwd=REPO, timeout=600, check=False)
-    ids = {stable_test_id(line.strip()) for line in out.stdout.splitlines() if "::" in line}
-    assert len(ids) > 1000, out.stdout[-2000:] + out.stderr[-2000:]
-    return ids
+def applied_at(level: str, files: list[Path], tmp_path: Path) -> dict[str, list[list[str]]]:
+    """``{file: [[pattern, class], ...]}``: the entries of each expected-failure file that a run at ``level`` applies,
+    as the kstate plugin selects that level's tests and matches entries to them (a collection-only run of the suite
+    with tests/support/applied_entries_probe.py; no implementation is started)."""
+    out_file = tmp_path / "applied.json"
+    env = {**os.environ, "KSTATE_PROBE_FILES": os.pathsep.join(str(f) for f in files), "KSTATE_PROBE_OUT": str(out_file),
+           "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "support"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "kstate_conformance.tests", "--collect-only", "-q",
+                           "--kstate-level", level, "--kstate-expected-failures", str(files[0]), "-p", "applied_entries_probe",
+                           "-p", "no:cacheprovider"], capture_output=True, text=True, cwd=REPO, timeout=600, check=False, env=env)
+    assert out_file.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    probe = json.loads(out_file.read_text(encoding="utf-8"))
+    assert probe["level"] == level and probe["collected"] > 1000, probe["collected"]
+    # The plugin's own list for the file it loaded is the probe's for that file.
+    assert probe["plugin"] == probe["applied"][str(files[0])]
+    return cast(dict[str, list[list[str]]], probe["applied"])
 
 
-def test_at_the_required_level_only_kafka_bugs_and_testee_gaps_are_listed() -> None:
-    """A deliberate difference (``[KAFKA]``) is a hardened or recommended rule: its tests do not run at ``required``,
-    so a port that answers as Kafka does fails only the listed Kafka bugs (issue 31)."""
-    required = _required_test_ids()
-    allowed = {"4.4.0": ("KAFKA-BUG", "TESTEE"), "4.3.1": ("KAFKA-BUG", "TESTEE")}
-    for version in VERSIONS:
-        for entry in _entries(version):
-            if _class(entry) in allowed[version]:
-                continue
-            hits = sorted(test_id for test_id in required if entry.regex.fullmatch(test_id))
-            assert not hits, f"{version}: [{_class(entry)}] {entry.pattern} matches required tests {hits[:3]}"
+def not_bugs(applied: list[list[str]]) -> list[str]:
+    """The applied entries that are not ``[KAFKA-BUG]``: at ``required`` there must be none (issue 31)."""
+    return [f"[{tag}] {pattern}" for pattern, tag in applied if tag != KAFKA_BUG]
+
+
+def test_at_the_required_level_only_kafka_bugs_are_applied(tmp_path: Path) -> None:
+    """At ``--level required`` the plugin applies only ``[KAFKA-BUG]`` entries of each release's file: a deliberate
+    difference (``[KAFKA]``) is a hardened or recommended rule whose tests that level does not run, and no testee
+    gap (``[TESTEE]``) is left there, so a port that answers as Kafka does fails only the listed Kafka bugs. The
+    mutant: the 4.4.0 file with a ``[KAFKA]`` and a ``[TESTEE]`` entry first, each naming a required test, is caught."""
+    mutant = tmp_path / "mutant.txt"
+    listing = (TESTEE / "expected-failures-4.4.0.txt").read_text(encoding="utf-8")
+    mutant.write_text(f"{MUTANT_KAFKA}  # [KAFKA] KV-66 (hardened): a difference listed against a required test\n"
+                      f"{MUTANT_TESTEE}  # [TESTEE] KV-23: a testee gap listed against a required test\n" + listing,
+                      encoding="utf-8")
+    files = [TESTEE / f"expected-failures-{version}.txt" for version in VERSIONS]
+    applied = applied_at("required", [*files, mutant], tmp_path)
+    for version, path in zip(VERSIONS, files, strict=True):
+        entries = applied[str(path)]
+        assert entries, f"{version}: no entry applied at required (the listed Kafka bugs are required rules)"
+        assert not not_bugs(entries), f"{version}: entries other than Kafka bugs apply at required: {not_bugs(entries)}"
+    assert sorted(not_bugs(applied[str(mutant)])) == [f"[KAFKA] {MUTANT_KAFKA}", f"[TESTEE] {MUTANT_TESTEE}"]
+
+
+#: Two required tests (a golden case and a suite test) the mutant file lists as a difference and as a testee gap.
+MUTANT_KAFKA = "test_golden.py::test_golden[spec.kv_store.refused_first_open_then_opens_empty]"
+MUTANT_TESTEE = "test_kv_store_faults.py::test_a_refused_open_keeps_the_rows_and_a_retry_opens"

@@ -136,6 +136,12 @@ class ExpectedFailures:
                 return entry
         return None
 
+    def applied(self, test_ids: set[str]) -> list[Entry]:
+        """The entries a run of ``test_ids`` applies: each test's entry as :meth:`match` picks it (the first that
+        matches), once each, in file order. At ``--level required`` these are the Kafka bugs alone (issue 31)."""
+        chosen = {id(entry) for entry in (self.match(t) for t in test_ids) if entry is not None}
+        return [e for e in self.entries if id(e) in chosen]
+
     def unknown_classes(self) -> list[Entry]:
         """Entries whose class is well-formed but not one of :data:`ENTRY_CLASSES` (accepted, reported)."""
         return [e for e in self.entries if e.tag and e.tag not in ENTRY_CLASSES]

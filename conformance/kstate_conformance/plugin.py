@@ -13,7 +13,7 @@ import copy
 import gc
 import os
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -396,6 +396,10 @@ class _ExpectedFailurePlugin:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = {item_test_id(item) for item in session.items}
 
+    def applied_entries(self) -> list[Entry]:
+        """The entries this run applies to the tests it selected (by --level, -k or --case)."""
+        return self.expectations.applied(self.collected)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
         """A test whose entry says ``withhold: R-1`` runs with the state machine's steps reaching R-1 withheld."""
@@ -479,6 +483,10 @@ class _ExpectedFailurePlugin:
         if not_selected:
             terminalreporter.write_line(f"{not_selected} expected-failure entries name only tests this run did not "
                                         "select (--level, -k or --case): not applied")
+        by_class = Counter(entry.tag or "no class" for entry in self.applied_entries())
+        if by_class:
+            terminalreporter.write_line("expected-failure entries applied by this run: " + ", ".join(
+                f"[{tag}] {count}" for tag, count in sorted(by_class.items())))
         if self.withheld:
             terminalreporter.write_line(f"{len(self.withheld)} listed drawn tests ran with the steps reaching a listed "
                                         "bug withheld (not verified for those rules): " + ", ".join(

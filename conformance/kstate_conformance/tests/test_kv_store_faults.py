@@ -46,9 +46,35 @@ def _refused_unchanged(kit: Kit, store_type: str = KV, **options: Any) -> dict[s
     return out
 
 
+def _refused_rows_kept(kit: Kit, store_type: str = KV, **options: Any) -> dict[str, Any]:
+    """A refused open with every row of every column family as it was (KV-23). Kafka's task meets its legacy files
+    only after the store's init opened the database (ProcessorStateManager.registerStateStores: init, then
+    LegacyCheckpointingStateStore.migrateLegacyOffsets), so RocksDB's own files may have changed: KV-66's."""
+    rows = raw_rocksdb.column_family_rows(_store_dir(kit))
+    out = kit.open_refused(store_type, ROCKSDB, **options)
+    assert is_refusal(out), f"the open was not refused: {out}"
+    assert raw_rocksdb.column_family_rows(_store_dir(kit)) == rows, "a refused open changed the store's rows"
+    return out
+
+
 @rules("KV-23", "KV-55")
+def test_a_refused_open_keeps_the_rows_and_a_retry_opens(kit: Kit) -> None:
+    """An unreadable ``.checkpoint`` refuses the open with the store's rows as they were; once removed, the store
+    opens with its committed offset."""
+    _committed_store(kit)
+    checkpoint = _task(kit) / ".checkpoint"
+    checkpoint.write_bytes(b"")
+    _refused_rows_kept(kit)
+    checkpoint.unlink()
+    store = kit.open(KV, ROCKSDB)
+    assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 7
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("KV-66")
 def test_a_refused_open_changes_nothing_and_a_retry_opens(kit: Kit) -> None:
-    """An unreadable ``.checkpoint`` refuses the open and changes nothing; once removed, the store opens."""
+    """The same refusal changes no file at all (KV-66, hardened: the reference reads the legacy files before it
+    opens the database); once removed, the store opens."""
     _committed_store(kit)
     checkpoint = _task(kit) / ".checkpoint"
     checkpoint.write_bytes(b"")
@@ -77,8 +103,26 @@ def test_an_unclean_store_is_refused_without_a_write(kit: Kit, store_type: str) 
 
 
 @rules("KV-23", "KV-55")
+def test_a_refused_first_open_leaves_no_data_and_a_retry_opens(kit: Kit) -> None:
+    """A first open refused by the task's unreadable ``.checkpoint``: once the file is gone, the store opens empty,
+    with no committed offset, as if the refused open had never happened (Kafka's task has created the store by then:
+    a store directory left behind is KV-66's)."""
+    kit.require(KV, ROCKSDB, "offsets")
+    _task(kit).mkdir(parents=True)
+    checkpoint = _task(kit) / ".checkpoint"
+    checkpoint.write_bytes(b"0\n1\n" + TOPIC.encode() + b" 0\n")
+    out = kit.open_refused(KV, ROCKSDB)
+    assert is_refusal(out), f"the open was not refused: {out}"
+    checkpoint.unlink()
+    store = kit.open(KV, ROCKSDB)
+    assert store.call("store.all")["entries"] == []
+    assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] is None
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("KV-66")
 def test_a_refused_first_open_creates_no_directory(kit: Kit) -> None:
-    """A first open refused by the task's ``.checkpoint`` leaves no ``rocksdb/`` behind."""
+    """A first open refused by the task's ``.checkpoint`` leaves no ``rocksdb/`` behind (KV-66, hardened)."""
     kit.require(KV, ROCKSDB, "offsets")
     _task(kit).mkdir(parents=True)
     (_task(kit) / ".checkpoint").write_bytes(b"0\n1\n" + TOPIC.encode() + b" 0\n")
@@ -119,12 +163,24 @@ def test_a_path_of_the_wrong_kind_is_refused(kit: Kit, where: str, make: Any) ->
 @rules("KV-25", "KV-23")
 @pytest.mark.parametrize("name", [".checkpoint", "store.position"])
 def test_a_legacy_file_that_is_a_directory_is_refused(kit: Kit, name: str) -> None:
-    """``.checkpoint`` or ``<store>.position`` a directory: refused before the status is touched."""
+    """``.checkpoint`` or ``<store>.position`` a directory: refused with a typed error and every row as it was."""
+    _committed_store(kit)
+    (_task(kit) / name).mkdir()
+    _refused_rows_kept(kit)
+    (_task(kit) / name).rmdir()
+    kit.open(KV, ROCKSDB)  # still CLOSED: no unclean-shutdown refusal
+
+
+@pytest.mark.kstate_level("hardened")
+@rules("KV-66")
+@pytest.mark.parametrize("name", [".checkpoint", "store.position"])
+def test_a_legacy_file_that_is_a_directory_is_refused_without_a_write(kit: Kit, name: str) -> None:
+    """The same refusals write no file (KV-66, hardened: the reference checks the legacy files before it opens)."""
     _committed_store(kit)
     (_task(kit) / name).mkdir()
     _refused_unchanged(kit)
     (_task(kit) / name).rmdir()
-    kit.open(KV, ROCKSDB)  # still CLOSED: no unclean-shutdown refusal
+    kit.open(KV, ROCKSDB)
 
 
 @rules("KV-25")

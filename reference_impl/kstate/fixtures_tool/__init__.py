@@ -125,6 +125,8 @@ class CaseSpec:
     level: str | None = None
     #: Why Kafka's answer accepts malformed input, for inputs Kafka merely tolerates.
     lenient: str = ""
+    #: Other outputs the case's rules accept, each ``{"output": ..., "why": ...}`` (a harmless difference of Kafka's).
+    also_accepted: tuple[JsonDict, ...] = ()
 
 
 def _case_modules() -> Iterable[Any]:
@@ -161,6 +163,8 @@ def reference_fixture_documents() -> dict[str, str]:
                 case["note"] = spec.note
             if lenient:
                 case["lenient"] = lenient
+            if spec.also_accepted:
+                case["also_accepted"] = list(spec.also_accepted)
             built.append(case)
         document = {
             "fixture_format": FIXTURE_FORMAT,

@@ -801,6 +801,9 @@ final class Stores {
         final java.time.Duration retention = java.time.Duration.ofMillis(Json.lng(opts, "retention_ms"));
         final java.time.Duration size = java.time.Duration.ofMillis(Json.lng(opts, "window_size_ms"));
         final boolean duplicates = Json.bool(opts, "retain_duplicates", false);
+        if (opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()) {
+            checkableSegmentInterval(Json.lng(opts, "segment_interval_ms"));
+        }
         final String kind;
         switch (type) {
             case StoreTypes.WINDOW: kind = ""; break;
@@ -838,6 +841,18 @@ final class Stores {
         return (StoreBuilder) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class, builder,
             org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
             org.apache.kafka.common.serialization.Serde.class), null, supplier, Serdes.Bytes(), Serdes.ByteArray());
+    }
+
+    /** WS-2, WIN-16: Kafka's public Stores takes no segment interval for a window store; the internal supplier
+     *  that does (RocksDbWindowBytesStoreSupplier's constructor, given Kafka's own default by Stores) checks none, so
+     *  an interval below 1 has no Kafka refusal to reach: it is unsupported, never answered by what the unchecked
+     *  supplier then does (a division by zero in the segments). In-memory window stores have no segments. */
+    static void checkableSegmentInterval(final long interval) {
+        if (interval < 1) {
+            throw new K.Unavailable("Kafka's Stores takes no segment interval for a window store and the internal "
+                + "RocksDbWindowBytesStoreSupplier that takes one checks none (Stores only ever gives it "
+                + "max(retention / 2, 60000)): a segment interval of " + interval + " has no Kafka check to answer");
+        }
     }
 
     /** The time-ordered header-aware window store as Kafka's emit-final windowed aggregation builds it

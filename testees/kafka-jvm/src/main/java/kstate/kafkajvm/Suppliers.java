@@ -13,14 +13,25 @@ final class Suppliers {
 
     static void registerAll() {
         register("window.segment_interval", in -> {
-            if (in.has("segment_interval") && !in.get("segment_interval").isNull()) {
-                throw new K.Unavailable("Kafka has no public segment interval for window stores (Stores.persistentWindowStore "
-                    + "picks its default; the internal supplier that takes one does not check it)");
-            }
             final Duration retention = Duration.ofMillis(Json.lng(in, "retention"));
             final Duration size = Duration.ofMillis(Json.lng(in, "window_size"));
-            return obj().put("segment_interval",
-                org.apache.kafka.streams.state.Stores.persistentWindowStore("store", retention, size, false).segmentIntervalMs());
+            // Stores checks the retention and the window size and picks the default interval (WIN-16).
+            final org.apache.kafka.streams.state.WindowBytesStoreSupplier supplier =
+                org.apache.kafka.streams.state.Stores.persistentWindowStore("store", retention, size, false);
+            if (in.has("segment_interval") && !in.get("segment_interval").isNull()) {
+                // A given interval is the internal supplier's (the one store.open builds for segment_interval_ms):
+                // its segmentIntervalMs() is what the segments use. Below 1 Kafka has no check (unsupported).
+                final long interval = Json.lng(in, "segment_interval");
+                Stores.checkableSegmentInterval(interval);
+                final Class<?> types = K.cls("RocksDbWindowBytesStoreSupplier$WindowStoreTypes");
+                final org.apache.kafka.streams.state.WindowBytesStoreSupplier given =
+                    (org.apache.kafka.streams.state.WindowBytesStoreSupplier) K.construct("RocksDbWindowBytesStoreSupplier",
+                        K.t(String.class, long.class, long.class, long.class, boolean.class, types), "store",
+                        retention.toMillis(), interval, size.toMillis(), false,
+                        Enum.valueOf(types.asSubclass(Enum.class), "DEFAULT_WINDOW_STORE"));
+                return obj().put("segment_interval", given.segmentIntervalMs());
+            }
+            return obj().put("segment_interval", supplier.segmentIntervalMs());
         });
         register("session.segment_interval", in -> obj().put("segment_interval",
             org.apache.kafka.streams.state.Stores.persistentSessionStore("store", Duration.ofMillis(Json.lng(in, "retention")))
