@@ -87,7 +87,11 @@ def test_a_pre_4_3_reader_refuses_a_store_with_the_offsets_family(kit: Kit) -> N
 
 
 @rules("UPG-4", "OFF-20")
+@pytest.mark.kstate_level("hardened")
 def test_a_downgrade_close_writes_the_legacy_checkpoint_and_an_old_reader_opens(kit: Kit) -> None:
+    """Hardened (UPG-4): the downgrade close also drops the offsets family, so a pre-4.3 reader opens the store.
+    Kafka's downgrade writes the .checkpoint only (LegacyCheckpointingStateStore.maybeDowngradeOffsets) and keeps the
+    family, which a pre-4.3 RocksDBStore refuses (UPG-2)."""
     _require(kit, "store.task_files")
     store = kit.open(KV, ROCKSDB)
     store.call("store.put", key=h("k"), value=h("v"))

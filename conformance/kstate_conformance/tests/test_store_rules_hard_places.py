@@ -282,6 +282,7 @@ def test_a_wipe_deletes_the_stores_position_file(kit: Kit, name: str) -> None:
 
 
 @rules("VS-31")
+@pytest.mark.kstate_level("hardened")
 @pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
 def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name: str) -> None:
     """Place: two stores of each family in one task, one wiped. The wipe deletes that store's directory and its

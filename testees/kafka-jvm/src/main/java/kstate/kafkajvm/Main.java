@@ -280,6 +280,18 @@ public final class Main {
     }
 
     private static void answer(final String name, final JsonNode input, final ObjectNode response) {
+        if (PreReader.routes(name, input)) {
+            // UPG-1, UPG-2, UPG-4: the older reader is Kafka PreReader.RELEASE's own store, in a child JVM.
+            try {
+                response.setAll(PreReader.answer(name, input));
+            } catch (K.Unavailable e) {
+                response.put("unsupported", true);
+                response.put("reason", e.getMessage());
+            } catch (Throwable e) {
+                response.set(isRefusal(e) ? "error" : "internal_error", error(e));
+            }
+            return;
+        }
         final Op op = OPS.get(name);
         if (op == null) {
             response.put("unsupported", true);
@@ -341,7 +353,15 @@ public final class Main {
         final ObjectNode err = Json.obj();
         err.put("type", e instanceof Json.InputError ? "InputError" : e.getClass().getSimpleName());
         err.put("kafka_exception", e.getClass().getName());
-        err.put("message", String.valueOf(e.getMessage()));
+        // Kafka often names the cause only in the wrapped exception (RocksDBStore.openRocksDB's "Error opening
+        // store" over RocksDB's "Column families not opened: offsets", UPG-1): the chain is part of its answer.
+        final StringBuilder message = new StringBuilder(String.valueOf(e.getMessage()));
+        for (Throwable cause = e.getCause(); cause != null && cause != cause.getCause(); cause = cause.getCause()) {
+            if (cause.getMessage() != null && !message.toString().contains(cause.getMessage())) {
+                message.append(" (caused by ").append(cause.getClass().getName()).append(": ").append(cause.getMessage()).append(')');
+            }
+        }
+        err.put("message", message.toString());
         if (e instanceof Json.InputError) {
             err.put("field", ((Json.InputError) e).field);
         }

@@ -81,27 +81,9 @@ final class OffsetImage {
             Json.field(in, "offsets");
             return obj().set("cf", cfJson(run(cfIn(in), (accessor, db) -> commitOffsets(accessor, db, offsets))));
         });
-        register("offsets.commit_position", in -> {
-            final Position position = position(Json.field(in, "position"));
-            return obj().set("cf", cfJson(run(cfIn(in), (accessor, db) -> {
-                try {
-                    K.callOn(accessor, "commit", t(K.cls(DB_ACCESSOR), Position.class), db, position);
-                } catch (K.Unavailable e) {
-                    throw new K.Unavailable("this Kafka release commits the position only with the offsets, in one "
-                        + "call (AbstractColumnFamilyAccessor.commit(db, position, offsets)): a position-only commit "
-                        + "does not exist in it");
-                }
-            })));
-        });
+        register("offsets.commit_position", OffsetImage::commitPosition);
         register("offsets.migrate_checkpoint", OffsetImage::migrateCheckpoint);
-        register("offsets.migrate_position_file", in -> {
-            // The operation writes the merged position into the image's position entry; Kafka 4.4.0 has no such
-            // step: StoreQueryUtils.maybeMigrateExistingPositionFile merges the file into the store's in-memory
-            // position at init, and only a later commit(db, position, offsets) writes it (with the offsets).
-            throw new K.Unavailable("Kafka merges a <store>.position file into the in-memory position at init "
-                + "(StoreQueryUtils.maybeMigrateExistingPositionFile) and writes it only with a commit's offsets; "
-                + "reached through store.write_task_file and store.open (OFF-22)");
-        });
+        register("offsets.migrate_position_file", OffsetImage::migratePositionFile);
         register("checkpoint.write_downgrade", OffsetImage::writeDowngrade);
     }
 
@@ -326,5 +308,88 @@ final class OffsetImage {
         } finally {
             delete(stateDir);
         }
+    }
+
+    // --- the position entry (OFF-5, OFF-9, OFF-22) ----------------------------------------------------------------
+
+    /** {@code offsets.commit_position} (OFF-5, OFF-9): the image's position entry written by Kafka's accessor. */
+    private static ObjectNode commitPosition(final JsonNode in) throws Exception {
+        final Position position = position(Json.field(in, "position"));
+        return obj().set("cf", cfJson(run(cfIn(in), (accessor, db) -> commitPositionOnly(accessor, db, position))));
+    }
+
+    /** {@code offsets.migrate_position_file} (OFF-22): as a store's init and its next commit do it. The file is placed
+     *  as {@code <store>.position} in a store directory; StoreQueryUtils.maybeMigrateExistingPositionFile (which
+     *  RocksDBStore.init calls) merges it into the position the store loaded from the image's entry (what the
+     *  accessor's open returns), and the next commit writes the merged position to the entry. Kafka leaves the
+     *  file in place; it is dropped with the temporary directory. */
+    private static ObjectNode migratePositionFile(final JsonNode in) throws Exception {
+        if (!in.has("file")) {
+            throw new Json.InputError("file", "required (null: no file)");
+        }
+        final byte[] file = Json.hexOrNull(in, "file");
+        final Path dir = Files.createTempDirectory("kstate-position-file");
+        try {
+            if (file != null) {
+                Files.write(dir.resolve("store.position"), file);
+            }
+            return obj().set("cf", cfJson(run(cfIn(in), (accessor, db) -> {
+                final Position position = storedPosition(accessor, db);
+                K.call("StoreQueryUtils", "maybeMigrateExistingPositionFile", t(java.io.File.class, String.class,
+                    Position.class), dir.toFile(), "store", position);
+                if (file != null) {
+                    // Without a file the store's position is what it loaded: nothing to migrate, nothing written.
+                    commitPositionOnly(accessor, db, position);
+                }
+            })));
+        } finally {
+            delete(dir);
+        }
+    }
+
+    /** The position the image holds (its position entry, else empty), as the accessor's open loads it. */
+    private static Position storedPosition(final Object accessor, final Object db) throws Exception {
+        final byte[] stored = (byte[]) K.callOn(db, "get", t(ColumnFamilyHandle.class, byte[].class),
+            field(accessor, "offsetColumnFamilyHandle"), field(accessor, "positionKey"));
+        return stored == null ? Position.emptyPosition()
+            : (Position) K.call("PositionSerde", "deserialize", t(ByteBuffer.class), ByteBuffer.wrap(stored));
+    }
+
+    /** A commit that writes the position and moves no committed offset. 4.3's accessor has commit(db, Position), which
+     *  writes the entry alone. 4.4's has only commit(db, position, offsets), which writes the offsets given and the
+     *  position together (an empty map wipes every offset but the status): a store whose task commits while no
+     *  changelog offset moved hands it the offsets it holds, read here through the accessor's own
+     *  getCommittedOffset for each partition entry of the image. */
+    private static void commitPositionOnly(final Object accessor, final Object db, final Position position) throws Exception {
+        final Class<?> dbType = K.cls(DB_ACCESSOR);
+        try {
+            K.method(accessor.getClass().getSuperclass(), "commit", dbType, Position.class);
+        } catch (K.Unavailable e) {
+            final Map<TopicPartition, Long> held = new LinkedHashMap<>();
+            final byte[] status = (byte[]) field(accessor, "statusKey");
+            final byte[] positionKey = (byte[]) field(accessor, "positionKey");
+            try (RocksIterator it = (RocksIterator) K.callOn(db, "newIterator", t(ColumnFamilyHandle.class),
+                    field(accessor, "offsetColumnFamilyHandle"))) {
+                for (it.seekToFirst(); it.isValid(); it.next()) {
+                    if (Arrays.equals(it.key(), status) || Arrays.equals(it.key(), positionKey)) {
+                        continue;
+                    }
+                    // An entry's key is TopicPartition.toString(): topic, '-', partition. An entry that names no
+                    // partition is no offset a store holds, so its task never hands it back: the commit leaves it
+                    // (or, with no offset held at all, wipes it with the rest, as 4.4 does for an empty map).
+                    final String key = new String(it.key(), StandardCharsets.UTF_8);
+                    final int dash = key.lastIndexOf('-');
+                    if (dash <= 0 || !key.substring(dash + 1).matches("0|[1-9][0-9]{0,9}")
+                            || Long.parseLong(key.substring(dash + 1)) > Integer.MAX_VALUE) {
+                        continue;
+                    }
+                    final TopicPartition tp = new TopicPartition(key.substring(0, dash), Integer.parseInt(key.substring(dash + 1)));
+                    held.put(tp, (Long) K.callOn(accessor, "getCommittedOffset", t(dbType, TopicPartition.class), db, tp));
+                }
+            }
+            K.callOn(accessor, "commit", t(dbType, Position.class, Map.class), db, position, held);
+            return;
+        }
+        K.callOn(accessor, "commit", t(dbType, Position.class), db, position);
     }
 }

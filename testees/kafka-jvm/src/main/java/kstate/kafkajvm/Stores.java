@@ -105,6 +105,7 @@ final class Stores {
     private record Iter(Handle handle, KeyValueIterator<Bytes, byte[]> it) { }
 
     static void closeAll() {
+        PreReader.closeAll();
         for (final Handle h : HANDLES.values()) {
             if (!h.closed) {
                 try {
@@ -545,7 +546,8 @@ final class Stores {
             Sessions.checkOptions(opts);
         }
         if (Json.bool(in, "pre_4_3_reader", false)) {
-            throw new K.Unavailable("a pre-4.3 reader is another Kafka release, not this one");
+            // Main.answer hands such an open to Kafka PreReader.RELEASE (PreReader) before it gets here.
+            throw new IllegalStateException("a pre-4.3 open reached this release's Stores.open");
         }
         final String name = in.has("name") ? Json.str(in, "name") : "store";
         // Kafka checks a store name where a topology names it (Materialized.as -> Named.validate), before anything
@@ -635,7 +637,11 @@ final class Stores {
         taskDir.mkdirs();
         try {
             root.init(context.proxy, root);
-            Tasks.migrateLegacyOffsets(h.stateDir, context, root, logging ? changelogTopic(applicationId, name) : null);
+            if (!PreReader.CHILD) {
+                // Before 4.3 the task, not the store, reads the .checkpoint (ProcessorStateManager), and no store
+                // manages offsets (StateStore has no managesOffsets): the pre-4.3 reader leaves the file as it is.
+                Tasks.migrateLegacyOffsets(h.stateDir, context, root, logging ? changelogTopic(applicationId, name) : null);
+            }
         } catch (RuntimeException e) {
             // A task whose store fails to initialise closes it (releasing RocksDB's lock) before it gives up.
             try {
@@ -681,7 +687,7 @@ final class Stores {
         HANDLES.put(h.id, h);
         final ObjectNode out = obj();
         out.put("handle", h.id);
-        out.put("manages_offsets", root.managesOffsets());
+        out.put("manages_offsets", !PreReader.CHILD && root.managesOffsets());
         out.set("mode", mode(root));
         out.put("changelog_topic", changelogTopic(h));
         out.put("changelog_partition", taskId.partition());
