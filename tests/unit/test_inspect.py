@@ -374,3 +374,31 @@ def test_the_state_a_refused_kafka_headers_open_leaves_is_named_with_the_way_out
     assert "half-migrated" in warning and "empty keyValueWithTimestampAndHeaders" in warning, warning
     assert "timestamped store" in warning and "headers-aware store" in warning, warning
     assert "restore it from its changelog topic" in warning and "drop_column_family" in warning, warning
+
+
+def test_json_line_is_json_dumps_sorted(all_types: Path) -> None:
+    """``--dump --json`` writes rows with json_line (issue 35): the bytes of ``json.dumps(row, sort_keys=True)`` for
+    every decoded row of every store type, and for the field kinds rows may hold (non-ASCII and control text, big
+    and negative integers, booleans, floats, nested lists and dicts)."""
+    from kstate.inspect import json_line
+
+    rows: list[dict[str, Any]] = [row for name in EXPECTED_TYPES for row in dump_store(all_types, name)]
+    assert len(rows) >= len(EXPECTED_TYPES)
+    rows += [
+        {"key": "é\u2028\"\\\n\x00😀", "timestamp": -(1 << 63), "b": True, "f": 1.5, "n": None,
+         "headers": [["h", None], ["ü", "0x00"]], "window": {"start": 3, "end": 1 << 70}, "z": [], "a": {}},
+        {}, {"value": ""}, {"x": 2**64, "y": False, "nan": float("inf")},
+    ]
+    for row in rows:
+        assert json_line(row) == json.dumps(row, sort_keys=True), row
+
+
+def test_dump_text_of_binary_keys_is_hex() -> None:
+    """A dumped key or value that is not printable UTF-8 shows as ``0x`` and hex (LAY-5), encoded surrogates and
+    truncated sequences included; printable text as itself, unless it starts with ``0x``."""
+    from kstate.inspect.state_dir import _text
+
+    assert _text(b"abc") == "abc" and _text("é😀".encode()) == "é😀"
+    for raw in (b"\xff\x00", b"\xed\xa0\x80", b"\xc3", b"a\x00", b"0x12", b"\xe2\x82"):
+        assert _text(raw) == "0x" + raw.hex()
+    assert _text(None) is None

@@ -10,6 +10,7 @@ from kstate.inspect.state_dir import (
     Violation,
     dump_store,
     inspect_state_dir,
+    json_line,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "Violation",
     "dump_store",
     "inspect_state_dir",
+    "json_line",
 ]

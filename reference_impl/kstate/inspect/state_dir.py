@@ -7,9 +7,12 @@ Store types are detected as spec/layout.md "Detecting a store's type" describes.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+import struct
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
 from typing import Any
 
@@ -197,11 +200,38 @@ def _text(data: bytes | None) -> str | None:
     """Bytes for display: the UTF-8 text when printable, else ``0x`` and hex."""
     if data is None:
         return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "0x" + data.hex()
+    # Bytes that are not UTF-8 decode to lone surrogates, which are not printable: the hex form, as a strict decode
+    # failing gives it, without raising an exception per binary key (issue 35).
+    text = data.decode("utf-8", "surrogateescape")
     return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
+
+
+_INT64_BE = struct.Struct(">q")  # PRIM-1: a big-endian int64, a timestamped value's first 8 bytes (TSKV-1)
+#: The ``"name": `` prefix of each field name a dump row has, JSON-encoded once.
+_JSON_FIELD_PREFIXES: dict[str, str] = {}
+
+
+def json_line(row: Mapping[str, Any]) -> str:
+    """``json.dumps(row, sort_keys=True)``, byte for byte, for a dump row (``inspect --dump --json``, issue 35):
+    text, integer and null fields written directly, any other value (headers, windows, versions) by ``json.dumps``."""
+    parts = []
+    for name in sorted(row):
+        if type(name) is not str:
+            return json.dumps(row, sort_keys=True)
+        prefix = _JSON_FIELD_PREFIXES.get(name)
+        if prefix is None:
+            prefix = _JSON_FIELD_PREFIXES.setdefault(name, _json_string(name) + ": ")
+        value = row[name]
+        kind = type(value)
+        if kind is str:
+            parts.append(prefix + _json_string(value))
+        elif kind is int:
+            parts.append(prefix + int.__repr__(value))
+        elif value is None:
+            parts.append(prefix + "null")
+        else:
+            parts.append(prefix + json.dumps(value, sort_keys=True))
+    return "{" + ", ".join(parts) + "}"
 
 
 def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> list[list[str | None]]:
@@ -263,12 +293,20 @@ def row_decoder(store_type: StoreType | str, cf: str) -> RowDecoder:
     if family is Family.KEY_VALUE:
         decode_value = VALUE_DECODERS[value_format]
         text = _text
+        timestamped = value_format is ValueFormat.TIMESTAMPED
+        read_timestamp = _INT64_BE.unpack_from
 
         def decode_key_value(key: bytes, value: bytes) -> dict[str, Any]:
             # decode_row's key-value rows, its calls inline; _value_fields for a value that is not None.
             row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "key": text(key)}
             if value is None:
                 row["value"] = None
+                return row
+            if timestamped and len(value) >= 8:
+                # TSKV-1: [timestamp int64][value], the timestamp read with one struct call; a shorter value goes
+                # to the codec, which raises its error.
+                row["value"] = text(value[8:])
+                row["timestamp"] = read_timestamp(value)[0]
                 return row
             parts = decode_value(value)
             row["value"] = text(parts.value)
@@ -687,12 +725,16 @@ def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterato
                 if cf == OFFSETS_CF:
                     continue
                 decode = row_decoder(store_type, cf)
+                segment_start = db.segment_start
                 for key, value in cf_rows:
-                    base: dict[str, Any] = {"task": name, "store": store, "segment_start": db.segment_start}
+                    # The decoder's own dict completed in place: no second dict per row (issue 35).
                     try:
-                        base.update(decode(key, value))
+                        row = decode(key, value)
                     except (KStateError, AssertionError) as exc:
-                        base.update(cf=cf, key_hex=key.hex(), value_hex=value.hex(), error=str(exc))
-                    yield base
+                        row = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "error": str(exc)}
+                    row["task"] = name
+                    row["store"] = store
+                    row["segment_start"] = segment_start
+                    yield row
     if not found:
         raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
