@@ -387,7 +387,8 @@ def test_json_line_is_json_dumps_sorted(all_types: Path) -> None:
     rows += [
         {"key": "é\u2028\"\\\n\x00😀", "timestamp": -(1 << 63), "b": True, "f": 1.5, "n": None,
          "headers": [["h", None], ["ü", "0x00"]], "window": {"start": 3, "end": 1 << 70}, "z": [], "a": {}},
-        {}, {"value": ""}, {"x": 2**64, "y": False, "nan": float("inf")},
+        {}, {"value": ""}, {"x": 2**64, "y": False, "nan": float("inf")}, {1: "a", 2: None},
+        {"key": 1, "value": "a"}, {"key": "1", "value": ["a"]},  # one shape, other kinds of value
     ]
     for row in rows:
         assert json_line(row) == json.dumps(row, sort_keys=True), row

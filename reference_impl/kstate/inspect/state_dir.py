@@ -207,20 +207,24 @@ def _text(data: bytes | None) -> str | None:
 
 
 _INT64_BE = struct.Struct(">q")  # PRIM-1: a big-endian int64, a timestamped value's first 8 bytes (TSKV-1)
-#: The ``"name": `` prefix of each field name a dump row has, JSON-encoded once.
-_JSON_FIELD_PREFIXES: dict[str, str] = {}
+#: Per row shape (its field names in insertion order, as one decoder gives them to every row of a family): the
+#: names sorted, each with its JSON-encoded ``"name": `` prefix. A few shapes per dump; at most 256 kept.
+_JSON_PLANS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
 
 
 def json_line(row: Mapping[str, Any]) -> str:
     """``json.dumps(row, sort_keys=True)``, byte for byte, for a dump row (``inspect --dump --json``, issue 35):
     text, integer and null fields written directly, any other value (headers, windows, versions) by ``json.dumps``."""
-    parts = []
-    for name in sorted(row):
-        if type(name) is not str:
+    names = tuple(row)
+    plan = _JSON_PLANS.get(names)
+    if plan is None:
+        if not all(type(name) is str for name in names):
             return json.dumps(row, sort_keys=True)
-        prefix = _JSON_FIELD_PREFIXES.get(name)
-        if prefix is None:
-            prefix = _JSON_FIELD_PREFIXES.setdefault(name, _json_string(name) + ": ")
+        plan = [(name, _json_string(name) + ": ") for name in sorted(names)]
+        if len(_JSON_PLANS) < 256:
+            _JSON_PLANS[names] = plan
+    parts = []
+    for name, prefix in plan:
         value = row[name]
         kind = type(value)
         if kind is str:
@@ -718,10 +722,13 @@ def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterato
             raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
         store_type = report.store_type
         for db in report.databases:
-            rows = walker.rows.get(db.path)
+            # Each database's rows, and each family's, let go once printed: a store of many tasks or segments is
+            # not held whole until the last row (issue 35).
+            rows = walker.rows.pop(db.path, None)
             if rows is None:
                 continue
-            for cf, cf_rows in rows.items():
+            for cf in list(rows):
+                cf_rows = rows.pop(cf)
                 if cf == OFFSETS_CF:
                     continue
                 decode = row_decoder(store_type, cf)
