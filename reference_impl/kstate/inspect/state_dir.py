@@ -302,14 +302,20 @@ def row_decoder(store_type: StoreType | str, cf: str) -> RowDecoder:
 
         def decode_key_value(key: bytes, value: bytes) -> dict[str, Any]:
             # decode_row's key-value rows, its calls inline; _value_fields for a value that is not None.
-            row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "key": text(key)}
-            if value is None:
-                row["value"] = None
-                return row
+            # _text inline, its hex form cut from the row's own hex rather than computed again (issue 35).
+            key_hex = key.hex()
+            key_text = key.decode("utf-8", "surrogateescape")
+            if not key_text.isprintable() or key_text.startswith("0x"):
+                key_text = "0x" + key_hex
+            value_hex = value.hex()
+            row: dict[str, Any] = {"cf": cf, "key_hex": key_hex, "value_hex": value_hex, "key": key_text}
             if timestamped and len(value) >= 8:
                 # TSKV-1: [timestamp int64][value], the timestamp read with one struct call; a shorter value goes
                 # to the codec, which raises its error.
-                row["value"] = text(value[8:])
+                value_text = value[8:].decode("utf-8", "surrogateescape")
+                if not value_text.isprintable() or value_text.startswith("0x"):
+                    value_text = "0x" + value_hex[16:]
+                row["value"] = value_text
                 row["timestamp"] = read_timestamp(value)[0]
                 return row
             parts = decode_value(value)
