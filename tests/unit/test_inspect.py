@@ -23,7 +23,7 @@ from kstate.codecs import header_values, session_keys, timestamped, versioned, w
 from kstate.codecs.offsets import encode_offset_value, encode_status, write_checkpoint_text
 from kstate.codecs.segments import segment_dir
 from kstate.codecs.store_types import StoreType
-from kstate.inspect import NotAStateDirectoryError, dump_store, inspect_state_dir
+from kstate.inspect import InspectError, NotAStateDirectoryError, dump_store, inspect_state_dir
 from kstate.stores.api import Backend
 from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
@@ -403,3 +403,23 @@ def test_dump_text_of_binary_keys_is_hex() -> None:
     for raw in (b"\xff\x00", b"\xed\xa0\x80", b"\xc3", b"a\x00", b"0x12", b"\xe2\x82"):
         assert _text(raw) == "0x" + raw.hex()
     assert _text(None) is None
+
+
+def test_dump_store_lines_are_json_lines_of_the_rows(all_types: Path, tmp_path: Path) -> None:
+    """``--dump --json`` prints dump_store_lines (issue 35): json_line of each dump_store row, in order, for every
+    store type, and for timestamped key-value rows written straight from their bytes: binary, ``0x`` and non-ASCII
+    keys and values, negative timestamps, and a value too short for its timestamp (its error row, TSKV-1, LAY-5)."""
+    from kstate.inspect import dump_store_lines, json_line
+
+    for name in EXPECTED_TYPES:
+        assert list(dump_store_lines(all_types, name)) == [json_line(r) for r in dump_store(all_types, name)], name
+    rows = {b"k": b"\x00" * 8 + b"v", b"\xff\x00": b"\x80" * 8 + b"\xfe", b"0x1": b"\x01" * 8 + b"0xab",
+            "ü\"".encode(): b"\x00" * 8 + "é\n".encode(), b"short": b"\x00\x01", b"": b"\x00" * 8}
+    for task in ("0_0", "1_3"):
+        write_db(tmp_path / "app" / task / "rocksdb" / "t", {"keyValueWithTimestamp": rows})
+    lines = list(dump_store_lines(tmp_path, "t"))
+    assert lines == [json_line(r) for r in dump_store(tmp_path, "t")]
+    assert len(lines) == 2 * len(rows) and sum('"error": ' in line for line in lines) == 2
+    assert list(dump_store_lines(tmp_path, "t", task="1_3")) == lines[len(rows):]
+    with pytest.raises(InspectError):
+        list(dump_store_lines(tmp_path, "nope"))

@@ -9,6 +9,7 @@ from kstate.inspect.state_dir import (
     TaskReport,
     Violation,
     dump_store,
+    dump_store_lines,
     inspect_state_dir,
     json_line,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "TaskReport",
     "Violation",
     "dump_store",
+    "dump_store_lines",
     "inspect_state_dir",
     "json_line",
 ]

@@ -709,8 +709,10 @@ def _application_note(shown: str, app: Path, tasks: list[str]) -> str:
             f"{listed}); audit it with --application-id {app.name}")
 
 
-def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
+def _dump_families(path: str | Path, store: str, task: str | None
+                   ) -> Iterator[tuple[str, str, str, int | None, list[tuple[bytes, bytes]]]]:
+    """``(task, store type, family, segment start, rows)`` of every data family of the store named ``store``, in
+    the order a dump prints them; each database's rows and each family's let go once handed on (issue 35)."""
     root = _root(path)
     walker = _Walker(root, keep_rows=True)
     found = False
@@ -726,28 +728,73 @@ def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterato
         found = True
         if report.store_type == "unknown":
             raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
-        store_type = report.store_type
         for db in report.databases:
-            # Each database's rows, and each family's, let go once printed: a store of many tasks or segments is
-            # not held whole until the last row (issue 35).
             rows = walker.rows.pop(db.path, None)
             if rows is None:
                 continue
             for cf in list(rows):
                 cf_rows = rows.pop(cf)
-                if cf == OFFSETS_CF:
-                    continue
-                decode = row_decoder(store_type, cf)
-                segment_start = db.segment_start
-                for key, value in cf_rows:
-                    # The decoder's own dict completed in place: no second dict per row (issue 35).
-                    try:
-                        row = decode(key, value)
-                    except (KStateError, AssertionError) as exc:
-                        row = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "error": str(exc)}
-                    row["task"] = name
-                    row["store"] = store
-                    row["segment_start"] = segment_start
-                    yield row
+                if cf != OFFSETS_CF:
+                    yield name, report.store_type, cf, db.segment_start, cf_rows
+                del cf_rows
     if not found:
         raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
+
+
+def _dump_rows(name: str, store: str, store_type: str, cf: str, segment_start: int | None,
+               rows: Iterable[tuple[bytes, bytes]]) -> Iterator[dict[str, Any]]:
+    decode = row_decoder(store_type, cf)
+    for key, value in rows:
+        # The decoder's own dict completed in place: no second dict per row (issue 35).
+        try:
+            row = decode(key, value)
+        except (KStateError, AssertionError) as exc:
+            row = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "error": str(exc)}
+        row["task"] = name
+        row["store"] = store
+        row["segment_start"] = segment_start
+        yield row
+
+
+def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
+    for name, store_type, cf, segment_start, rows in _dump_families(path, store, task):
+        yield from _dump_rows(name, store, store_type, cf, segment_start, rows)
+
+
+def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> Iterator[str]:
+    """:func:`dump_store`'s rows as ``inspect --dump --json`` prints them, :func:`json_line` of each, without a
+    newline (issue 35). A timestamped key-value family's rows (TSKV-1) are written straight from their bytes, no
+    dict between; every other row through :func:`dump_store`'s dict."""
+    for name, store_type, cf, segment_start, rows in _dump_families(path, store, task):
+        try:
+            parsed = StoreType.WINDOW if store_type == TIME_ORDERED else StoreType.parse(store_type)
+            fast = (STORE_TYPES[parsed].family is Family.KEY_VALUE
+                    and _value_format(parsed, cf) is ValueFormat.TIMESTAMPED)
+        except (KStateError, AssertionError):
+            fast = False
+        if not fast:
+            for row in _dump_rows(name, store, store_type, cf, segment_start, rows):
+                yield json_line(row)
+            continue
+        # json_line's bytes for the row decode_key_value gives: its fields sorted, the hex forms (never escaped)
+        # and the timestamp written as they are, the two texts JSON-encoded.
+        head = '{"cf": ' + _json_string(cf) + ', "key": '
+        middle = ('", "segment_start": ' + ("null" if segment_start is None else int.__repr__(segment_start))
+                  + ', "store": ' + _json_string(store) + ', "task": ' + _json_string(name) + ', "timestamp": ')
+        read_timestamp = _INT64_BE.unpack_from
+        for key, value in rows:
+            if len(value) < 8:  # the codec's error, as a row of its own
+                yield json_line(next(_dump_rows(name, store, store_type, cf, segment_start, [(key, value)])))
+                continue
+            key_hex = key.hex()
+            key_text = key.decode("utf-8", "surrogateescape")
+            if not key_text.isprintable() or key_text.startswith("0x"):
+                key_text = "0x" + key_hex
+            value_hex = value.hex()
+            value_text = value[8:].decode("utf-8", "surrogateescape")
+            if not value_text.isprintable() or value_text.startswith("0x"):
+                value_text = "0x" + value_hex[16:]
+            yield (head + _json_string(key_text) + ', "key_hex": "' + key_hex + middle
+                   + int.__repr__(read_timestamp(value)[0]) + ', "value": ' + _json_string(value_text)
+                   + ', "value_hex": "' + value_hex + '"}')
