@@ -795,6 +795,6 @@ def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> I
             value_text = value[8:].decode("utf-8", "surrogateescape")
             if not value_text.isprintable() or value_text.startswith("0x"):
                 value_text = "0x" + value_hex[16:]
-            yield (head + _json_string(key_text) + ', "key_hex": "' + key_hex + middle
-                   + int.__repr__(read_timestamp(value)[0]) + ', "value": ' + _json_string(value_text)
-                   + ', "value_hex": "' + value_hex + '"}')
+            # One f-string builds the line at once (a chain of + copies the growing line at each step).
+            yield (f'{head}{_json_string(key_text)}, "key_hex": "{key_hex}{middle}{read_timestamp(value)[0]!r}, '
+                   f'"value": {_json_string(value_text)}, "value_hex": "{value_hex}"}}')
