@@ -729,7 +729,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """Read-only inspection of a state directory (LAY-*, OFF-*): 0 clean, 1 violations, 2 usage/not a state dir."""
     import json
 
-    from kstate.inspect import InspectError, dump_store, inspect_state_dir
+    from kstate.inspect import InspectError, dump_store, dump_store_lines, inspect_state_dir
     from kstate.terminal import table_console
 
     out = table_console()  # a page wide, not a log line, when written to a file (issue 34)
@@ -739,17 +739,29 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             from kstate.stores.restore import gc_paused
             from kstate.terminal import RowProgress
 
-            rows = dump_store(args.state_dir, args.dump, task=args.task)
             # A row counter on stderr while the store is read, on a terminal only; the collector paused, as the rows
             # are acyclic and freed as they are printed (issue 35).
             with gc_paused(), RowProgress(err_console, f"dumping {args.dump}") as progress:
                 if args.json:
-                    for row in rows:
-                        print(json.dumps(row, sort_keys=True))
-                        progress.tick()
+                    # dump_store_lines: json.dumps(row, sort_keys=True) of each row byte for byte, at a fraction of
+                    # its cost per row; the lines written in blocks rather than by one print each (issue 35).
+                    write = sys.stdout.write
+                    block: list[str] = []
+                    try:
+                        for line in dump_store_lines(args.state_dir, args.dump, task=args.task):
+                            block.append(line)
+                            progress.tick()
+                            if len(block) >= 1024:
+                                block.append("")
+                                write("\n".join(block))
+                                block = []
+                    finally:  # the rows read before an error are printed, as one print per row printed them
+                        if block:
+                            block.append("")
+                            write("\n".join(block))
                     return 0
                 materialized = []
-                for row in rows:
+                for row in dump_store(args.state_dir, args.dump, task=args.task):
                     materialized.append(row)
                     progress.tick()
             table = Table(title=f"{args.dump}: decoded rows")

@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,10 +120,13 @@ def _user_message(message: str, copy: Path, db_dir: Path) -> str:
     return " ".join(message.split())
 
 
-def read_database(db_dir: str | Path) -> Rows:
-    """Every column family of the RocksDB at ``db_dir`` with its rows in key order; the directory is not touched.
+def iter_database(db_dir: str | Path) -> Generator[tuple[str, Iterator[tuple[bytes, bytes]]], None, None]:
+    """Every column family of the RocksDB at ``db_dir`` with an iterator of its rows in key order, read as they are
+    consumed (issue 35: a dump holds one row at a time, not every row of a family); the directory is not touched.
 
-    Raises :class:`DatabaseReadError` for a directory without a database or one RocksDB cannot read.
+    Each family's iterator is valid until the next family is asked for; the scratch copy and the database are
+    released when this generator ends or is closed. Raises :class:`DatabaseReadError` for a directory without a
+    database or one RocksDB cannot read, from the call or from the iteration that meets the error.
     """
     import rocksdict as rd
 
@@ -138,29 +141,51 @@ def read_database(db_dir: str | Path) -> Rows:
             db = rd.Rdict(str(copy), rd.Options(raw_mode=True),
                           column_families={cf: rd.Options(raw_mode=True) for cf in families},
                           access_type=rd.AccessType.read_only())
-            rows: Rows = {}
-            # Raw mode answers (bytes, bytes) rows: kept as they come. The collector paused while the lists grow
-            # (acyclic tuples, freed by reference counting): it would walk them over and over (issue 35).
-            with gc_paused():
-                for cf in families:
-                    handle = db.get_column_family(cf)
-                    rows[cf] = list(handle.items())
-                    del handle
-            return rows
+            for cf in families:
+                handle = db.get_column_family(cf)
+                # Raw mode answers (bytes, bytes) rows: handed on as they come.
+                yield cf, _rows_of(handle, copy, db_dir)
+                handle = None
+        except DatabaseReadError:
+            raise
         except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
             raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {_user_message(str(exc), copy, db_dir)}"
                                     ) from exc
         finally:
-            handle = None  # noqa: F841 (a handle left by a failed read refers to the database)
+            handle = None  # a handle left by a failed read refers to the database
             if db is not None:
                 db.close()
                 # rocksdict keeps files open while anything refers to the database: collect the garbage when
                 # something besides this frame still does (a full collection in a large heap costs a fifth of a
                 # second, paid by every dump, issue 35).
-                referred = sys.getrefcount(db) > 2  # this frame's name and the call's argument
+                referred = sys.getrefcount(db) > 2  # this frame's name and getrefcount's argument
                 del db
                 if referred:
                     gc.collect()
+
+
+def _rows_of(handle: Any, copy: Path, db_dir: Path) -> Iterator[tuple[bytes, bytes]]:
+    """One family's rows, RocksDB's errors met while iterating given as :class:`DatabaseReadError`."""
+    try:
+        yield from handle.items()
+    except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
+        raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {_user_message(str(exc), copy, db_dir)}"
+                                ) from exc
+
+
+def read_database(db_dir: str | Path) -> Rows:
+    """Every column family of the RocksDB at ``db_dir`` with its rows in key order, held in lists (what
+    :func:`iter_database` yields); the directory is not touched.
+
+    Raises :class:`DatabaseReadError` for a directory without a database or one RocksDB cannot read.
+    """
+    rows: Rows = {}
+    # The collector paused while the lists grow (acyclic tuples, freed by reference counting): it would walk them
+    # over and over (issue 35).
+    with gc_paused():
+        for cf, cf_rows in iter_database(db_dir):
+            rows[cf] = list(cf_rows)
+    return rows
 
 
 def segment_databases(store_dir: str | Path) -> list[tuple[Path, int]]:

@@ -23,7 +23,7 @@ from kstate.codecs import header_values, session_keys, timestamped, versioned, w
 from kstate.codecs.offsets import encode_offset_value, encode_status, write_checkpoint_text
 from kstate.codecs.segments import segment_dir
 from kstate.codecs.store_types import StoreType
-from kstate.inspect import NotAStateDirectoryError, dump_store, inspect_state_dir
+from kstate.inspect import InspectError, NotAStateDirectoryError, dump_store, inspect_state_dir
 from kstate.stores.api import Backend
 from kstate.stores.engine import rocksdb_options
 from kstate.stores.factory import open_kv_store
@@ -374,3 +374,52 @@ def test_the_state_a_refused_kafka_headers_open_leaves_is_named_with_the_way_out
     assert "half-migrated" in warning and "empty keyValueWithTimestampAndHeaders" in warning, warning
     assert "timestamped store" in warning and "headers-aware store" in warning, warning
     assert "restore it from its changelog topic" in warning and "drop_column_family" in warning, warning
+
+
+def test_json_line_is_json_dumps_sorted(all_types: Path) -> None:
+    """``--dump --json`` writes rows with json_line (issue 35): the bytes of ``json.dumps(row, sort_keys=True)`` for
+    every decoded row of every store type, and for the field kinds rows may hold (non-ASCII and control text, big
+    and negative integers, booleans, floats, nested lists and dicts)."""
+    from kstate.inspect import json_line
+
+    rows: list[dict[str, Any]] = [row for name in EXPECTED_TYPES for row in dump_store(all_types, name)]
+    assert len(rows) >= len(EXPECTED_TYPES)
+    rows += [
+        {"key": "é\u2028\"\\\n\x00😀", "timestamp": -(1 << 63), "b": True, "f": 1.5, "n": None,
+         "headers": [["h", None], ["ü", "0x00"]], "window": {"start": 3, "end": 1 << 70}, "z": [], "a": {}},
+        {}, {"value": ""}, {"x": 2**64, "y": False, "nan": float("inf")}, {1: "a", 2: None},
+        {"key": 1, "value": "a"}, {"key": "1", "value": ["a"]},  # one shape, other kinds of value
+    ]
+    for row in rows:
+        assert json_line(row) == json.dumps(row, sort_keys=True), row
+
+
+def test_dump_text_of_binary_keys_is_hex() -> None:
+    """A dumped key or value that is not printable UTF-8 shows as ``0x`` and hex (LAY-5), encoded surrogates and
+    truncated sequences included; printable text as itself, unless it starts with ``0x``."""
+    from kstate.inspect.state_dir import _text
+
+    assert _text(b"abc") == "abc" and _text("é😀".encode()) == "é😀"
+    for raw in (b"\xff\x00", b"\xed\xa0\x80", b"\xc3", b"a\x00", b"0x12", b"\xe2\x82"):
+        assert _text(raw) == "0x" + raw.hex()
+    assert _text(None) is None
+
+
+def test_dump_store_lines_are_json_lines_of_the_rows(all_types: Path, tmp_path: Path) -> None:
+    """``--dump --json`` prints dump_store_lines (issue 35): json_line of each dump_store row, in order, for every
+    store type, and for timestamped key-value rows written straight from their bytes: binary, ``0x`` and non-ASCII
+    keys and values, negative timestamps, and a value too short for its timestamp (its error row, TSKV-1, LAY-5)."""
+    from kstate.inspect import dump_store_lines, json_line
+
+    for name in EXPECTED_TYPES:
+        assert list(dump_store_lines(all_types, name)) == [json_line(r) for r in dump_store(all_types, name)], name
+    rows = {b"k": b"\x00" * 8 + b"v", b"\xff\x00": b"\x80" * 8 + b"\xfe", b"0x1": b"\x01" * 8 + b"0xab",
+            "ü\"".encode(): b"\x00" * 8 + "é\n".encode(), b"short": b"\x00\x01", b"": b"\x00" * 8}
+    for task in ("0_0", "1_3"):
+        write_db(tmp_path / "app" / task / "rocksdb" / "t", {"keyValueWithTimestamp": rows})
+    lines = list(dump_store_lines(tmp_path, "t"))
+    assert lines == [json_line(r) for r in dump_store(tmp_path, "t")]
+    assert len(lines) == 2 * len(rows) and sum('"error": ' in line for line in lines) == 2
+    assert list(dump_store_lines(tmp_path, "t", task="1_3")) == lines[len(rows):]
+    with pytest.raises(InspectError):
+        list(dump_store_lines(tmp_path, "nope"))

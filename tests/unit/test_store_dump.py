@@ -88,3 +88,51 @@ def test_a_clean_read_releases_the_database_without_a_full_collection(tmp_path: 
     reopened = open_bytes_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
     assert reopened.get(b"k") == encode_value_and_timestamp(b"v", 1)
     reopened.close()
+
+
+def test_iter_database_streams_a_family_row_by_row(tmp_path: Path) -> None:
+    """iter_database yields a family's rows as RocksDB reads them (issue 35): its first row comes before the
+    family is read into memory, and reading every row one at a time holds a fraction of what read_database's lists
+    hold; both give the same rows in key order, and closing the generator early releases the database."""
+    import tracemalloc
+
+    from kstate import store_dump
+
+    store: Any = open_bytes_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    for i in range(20_000):
+        store.put(i.to_bytes(4, "big"), encode_value_and_timestamp(bytes(500) + i.to_bytes(4, "big"), i))
+    store.close()
+    db_dir = tmp_path / "app" / "0_0" / "rocksdb" / "s"
+
+    tracemalloc.start()
+    try:
+        held = store_dump.read_database(db_dir)
+        _, held_peak = tracemalloc.get_traced_memory()
+        del held
+        tracemalloc.reset_peak()
+        base, _ = tracemalloc.get_traced_memory()
+        count, last = 0, b""
+        for cf, rows in store_dump.iter_database(db_dir):
+            for key, _value in rows:
+                if cf == TIMESTAMPED_CF:
+                    assert key > last
+                    last = key
+                    count += 1
+        _, streamed_peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert count == 20_000
+    assert held_peak > 10_000_000  # 20,000 rows of over 500 bytes each, held
+    assert streamed_peak - base < held_peak / 10
+
+    stream = store_dump.iter_database(db_dir)
+    families = {}
+    for cf, rows in stream:
+        families[cf] = next(rows, None)
+        if cf == TIMESTAMPED_CF:
+            break
+    stream.close()
+    assert families[TIMESTAMPED_CF] == ((0).to_bytes(4, "big"), encode_value_and_timestamp(bytes(500) + bytes(4), 0))
+    reopened: Any = open_bytes_store(StoreType.TIMESTAMPED_KV, Backend.ROCKSDB, name="s", state_dir=tmp_path)
+    assert reopened.get((7).to_bytes(4, "big")) == encode_value_and_timestamp(bytes(500) + (7).to_bytes(4, "big"), 7)
+    reopened.close()

@@ -169,8 +169,9 @@ def test_an_unknown_store_type_is_refused_by_name_at_every_site() -> None:
 
 
 @pytest.mark.parametrize("value", [b"\x00" * 8 + b"text", b"\x00" * 8 + b"\xff\xfe", b"\x00" * 8 + b"0xab", b"\x00" * 7,
-                                   b"\x00" * 8 + b"\x00\x01"])
-@pytest.mark.parametrize("key", [b"k", b"\xff", b"0x12", b"line\n"])
+                                   b"\x00" * 8 + b"\x00\x01", b"\x80" * 8 + "é".encode(), b"\x01" * 8,
+                                   b"\x00" * 8 + b"\xed\xa0\x80"])
+@pytest.mark.parametrize("key", [b"k", b"\xff", b"0x12", b"line\n", b"", "ü".encode(), b"\xed\xa0\x80"])
 def test_the_key_value_row_decoder_answers_as_decode_row(key: bytes, value: bytes) -> None:
     """The per-family decoder of a dump (issue 35) answers what decode_row answers, or fails as it fails (LAY-5)."""
     for store_type, cf in ((StoreType.TIMESTAMPED_KV, "keyValueWithTimestamp"), (StoreType.KEY_VALUE, "default"),

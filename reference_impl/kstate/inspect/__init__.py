@@ -9,7 +9,9 @@ from kstate.inspect.state_dir import (
     TaskReport,
     Violation,
     dump_store,
+    dump_store_lines,
     inspect_state_dir,
+    json_line,
 )
 
 __all__ = [
@@ -21,5 +23,7 @@ __all__ = [
     "TaskReport",
     "Violation",
     "dump_store",
+    "dump_store_lines",
     "inspect_state_dir",
+    "json_line",
 ]

@@ -7,9 +7,12 @@ Store types are detected as spec/layout.md "Detecting a store's type" describes.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+import struct
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
 from typing import Any
 
@@ -197,11 +200,42 @@ def _text(data: bytes | None) -> str | None:
     """Bytes for display: the UTF-8 text when printable, else ``0x`` and hex."""
     if data is None:
         return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "0x" + data.hex()
+    # Bytes that are not UTF-8 decode to lone surrogates, which are not printable: the hex form, as a strict decode
+    # failing gives it, without raising an exception per binary key (issue 35).
+    text = data.decode("utf-8", "surrogateescape")
     return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
+
+
+_INT64_BE = struct.Struct(">q")  # PRIM-1: a big-endian int64, a timestamped value's first 8 bytes (TSKV-1)
+#: Per row shape (its field names in insertion order, as one decoder gives them to every row of a family): the
+#: names sorted, each with its JSON-encoded ``"name": `` prefix. A few shapes per dump; at most 256 kept.
+_JSON_PLANS: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+
+
+def json_line(row: Mapping[str, Any]) -> str:
+    """``json.dumps(row, sort_keys=True)``, byte for byte, for a dump row (``inspect --dump --json``, issue 35):
+    text, integer and null fields written directly, any other value (headers, windows, versions) by ``json.dumps``."""
+    names = tuple(row)
+    plan = _JSON_PLANS.get(names)
+    if plan is None:
+        if not all(type(name) is str for name in names):
+            return json.dumps(row, sort_keys=True)
+        plan = [(name, _json_string(name) + ": ") for name in sorted(names)]
+        if len(_JSON_PLANS) < 256:
+            _JSON_PLANS[names] = plan
+    parts = []
+    for name, prefix in plan:
+        value = row[name]
+        kind = type(value)
+        if kind is str:
+            parts.append(prefix + _json_string(value))
+        elif kind is int:
+            parts.append(prefix + int.__repr__(value))
+        elif value is None:
+            parts.append(prefix + "null")
+        else:
+            parts.append(prefix + json.dumps(value, sort_keys=True))
+    return "{" + ", ".join(parts) + "}"
 
 
 def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> list[list[str | None]]:
@@ -263,12 +297,26 @@ def row_decoder(store_type: StoreType | str, cf: str) -> RowDecoder:
     if family is Family.KEY_VALUE:
         decode_value = VALUE_DECODERS[value_format]
         text = _text
+        timestamped = value_format is ValueFormat.TIMESTAMPED
+        read_timestamp = _INT64_BE.unpack_from
 
         def decode_key_value(key: bytes, value: bytes) -> dict[str, Any]:
             # decode_row's key-value rows, its calls inline; _value_fields for a value that is not None.
-            row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "key": text(key)}
-            if value is None:
-                row["value"] = None
+            # _text inline, its hex form cut from the row's own hex rather than computed again (issue 35).
+            key_hex = key.hex()
+            key_text = key.decode("utf-8", "surrogateescape")
+            if not key_text.isprintable() or key_text.startswith("0x"):
+                key_text = "0x" + key_hex
+            value_hex = value.hex()
+            row: dict[str, Any] = {"cf": cf, "key_hex": key_hex, "value_hex": value_hex, "key": key_text}
+            if timestamped and len(value) >= 8:
+                # TSKV-1: [timestamp int64][value], the timestamp read with one struct call; a shorter value goes
+                # to the codec, which raises its error.
+                value_text = value[8:].decode("utf-8", "surrogateescape")
+                if not value_text.isprintable() or value_text.startswith("0x"):
+                    value_text = "0x" + value_hex[16:]
+                row["value"] = value_text
+                row["timestamp"] = read_timestamp(value)[0]
                 return row
             parts = decode_value(value)
             row["value"] = text(parts.value)
@@ -661,8 +709,10 @@ def _application_note(shown: str, app: Path, tasks: list[str]) -> str:
             f"{listed}); audit it with --application-id {app.name}")
 
 
-def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
+def _dump_families(path: str | Path, store: str, task: str | None
+                   ) -> Iterator[tuple[str, str, str, int | None, list[tuple[bytes, bytes]]]]:
+    """``(task, store type, family, segment start, rows)`` of every data family of the store named ``store``, in
+    the order a dump prints them; each database's rows and each family's let go once handed on (issue 35)."""
     root = _root(path)
     walker = _Walker(root, keep_rows=True)
     found = False
@@ -678,21 +728,73 @@ def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterato
         found = True
         if report.store_type == "unknown":
             raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
-        store_type = report.store_type
         for db in report.databases:
-            rows = walker.rows.get(db.path)
+            rows = walker.rows.pop(db.path, None)
             if rows is None:
                 continue
-            for cf, cf_rows in rows.items():
-                if cf == OFFSETS_CF:
-                    continue
-                decode = row_decoder(store_type, cf)
-                for key, value in cf_rows:
-                    base: dict[str, Any] = {"task": name, "store": store, "segment_start": db.segment_start}
-                    try:
-                        base.update(decode(key, value))
-                    except (KStateError, AssertionError) as exc:
-                        base.update(cf=cf, key_hex=key.hex(), value_hex=value.hex(), error=str(exc))
-                    yield base
+            for cf in list(rows):
+                cf_rows = rows.pop(cf)
+                if cf != OFFSETS_CF:
+                    yield name, report.store_type, cf, db.segment_start, cf_rows
+                del cf_rows
     if not found:
         raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
+
+
+def _dump_rows(name: str, store: str, store_type: str, cf: str, segment_start: int | None,
+               rows: Iterable[tuple[bytes, bytes]]) -> Iterator[dict[str, Any]]:
+    decode = row_decoder(store_type, cf)
+    for key, value in rows:
+        # The decoder's own dict completed in place: no second dict per row (issue 35).
+        try:
+            row = decode(key, value)
+        except (KStateError, AssertionError) as exc:
+            row = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex(), "error": str(exc)}
+        row["task"] = name
+        row["store"] = store
+        row["segment_start"] = segment_start
+        yield row
+
+
+def dump_store(path: str | Path, store: str, task: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every row of the store named ``store`` (in every task, or only ``task``), decoded by its detected type."""
+    for name, store_type, cf, segment_start, rows in _dump_families(path, store, task):
+        yield from _dump_rows(name, store, store_type, cf, segment_start, rows)
+
+
+def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> Iterator[str]:
+    """:func:`dump_store`'s rows as ``inspect --dump --json`` prints them, :func:`json_line` of each, without a
+    newline (issue 35). A timestamped key-value family's rows (TSKV-1) are written straight from their bytes, no
+    dict between; every other row through :func:`dump_store`'s dict."""
+    for name, store_type, cf, segment_start, rows in _dump_families(path, store, task):
+        try:
+            parsed = StoreType.WINDOW if store_type == TIME_ORDERED else StoreType.parse(store_type)
+            fast = (STORE_TYPES[parsed].family is Family.KEY_VALUE
+                    and _value_format(parsed, cf) is ValueFormat.TIMESTAMPED)
+        except (KStateError, AssertionError):
+            fast = False
+        if not fast:
+            for row in _dump_rows(name, store, store_type, cf, segment_start, rows):
+                yield json_line(row)
+            continue
+        # json_line's bytes for the row decode_key_value gives: its fields sorted, the hex forms (never escaped)
+        # and the timestamp written as they are, the two texts JSON-encoded.
+        head = '{"cf": ' + _json_string(cf) + ', "key": '
+        middle = ('", "segment_start": ' + ("null" if segment_start is None else int.__repr__(segment_start))
+                  + ', "store": ' + _json_string(store) + ', "task": ' + _json_string(name) + ', "timestamp": ')
+        read_timestamp = _INT64_BE.unpack_from
+        for key, value in rows:
+            if len(value) < 8:  # the codec's error, as a row of its own
+                yield json_line(next(_dump_rows(name, store, store_type, cf, segment_start, [(key, value)])))
+                continue
+            key_hex = key.hex()
+            key_text = key.decode("utf-8", "surrogateescape")
+            if not key_text.isprintable() or key_text.startswith("0x"):
+                key_text = "0x" + key_hex
+            value_hex = value.hex()
+            value_text = value[8:].decode("utf-8", "surrogateescape")
+            if not value_text.isprintable() or value_text.startswith("0x"):
+                value_text = "0x" + value_hex[16:]
+            # One f-string builds the line at once (a chain of + copies the growing line at each step).
+            yield (f'{head}{_json_string(key_text)}, "key_hex": "{key_hex}{middle}{read_timestamp(value)[0]!r}, '
+                   f'"value": {_json_string(value_text)}, "value_hex": "{value_hex}"}}')
