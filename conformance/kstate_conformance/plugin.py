@@ -770,11 +770,11 @@ class _ReportCollector:
         write_reports(self.report, self.report_dir, titles)
         if self.report.implementation.startswith("kafka-jvm:"):
             # Apache Kafka under test: its verdicts beside the other releases' kept ones.
+            from kstate_conformance import kafka_jvm
             from kstate_conformance.kafka_verdicts import append_release_section
-            from kstate_conformance.loading import kafka_jvm_project
 
             append_release_section(self.report_dir / "report.md", self.report.implementation,
-                                   self.report.rule_verdicts(), kafka_jvm_project())
+                                   self.report.rule_verdicts(), kafka_jvm.project())
 
     def _operations(self) -> tuple[int, int] | None:
         """(operations the implementation supports, operations it can be sent), if it was built."""

@@ -174,8 +174,9 @@ def cmd_fixtures_record(args: argparse.Namespace) -> int:
     from functools import partial
 
     from kstate.fixtures_tool import stale_documents, write_documents
+    from kstate_conformance import kafka_jvm
     from kstate_conformance.expectations import ExpectedFailures
-    from kstate_conformance.loading import KAFKA_JVM_PREFIX, ImplementationError, kafka_jvm_project, load_implementation
+    from kstate_conformance.loading import ImplementationError, load_implementation
     from kstate_conformance.recording import (
         REPORT_FILE,
         documents,
@@ -189,13 +190,13 @@ def cmd_fixtures_record(args: argparse.Namespace) -> int:
         return 2
     impls = [args.impl, *(args.compare or [])]
     for impl in impls:
-        if not impl.startswith(KAFKA_JVM_PREFIX):
+        if not kafka_jvm.names(impl):
             err_console.print(f"[red]error:[/red] {impl}: recording takes Kafka itself, kafka-jvm:VERSION")
             return 2
     recordings = []
     for impl in impls:
-        version = impl[len(KAFKA_JVM_PREFIX):].strip()
-        expected = ExpectedFailures.load(kafka_jvm_project() / f"expected-failures-{version}.txt")
+        version = kafka_jvm.version_named(impl)
+        expected = ExpectedFailures.load(kafka_jvm.expected_failures_file(version))
         try:
             adapter = load_implementation(impl)
         except ImplementationError as exc:
@@ -243,6 +244,7 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
     import json
     import subprocess
 
+    from kstate_conformance import kafka_jvm
     from kstate_conformance.kafka_verdicts import (
         HEADLINE_END,
         HEADLINE_START,
@@ -255,9 +257,8 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
         replace_readme_block,
         verdicts_from_results,
     )
-    from kstate_conformance.loading import kafka_jvm_project
 
-    testee = Path(args.testee_dir) if args.testee_dir else kafka_jvm_project()
+    testee = Path(args.testee_dir) if args.testee_dir else kafka_jvm.project()
     readme = Path(args.readme)
     commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                            check=False).stdout.strip() or "unknown"
