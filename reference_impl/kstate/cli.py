@@ -176,14 +176,14 @@ def cmd_fixtures_record(args: argparse.Namespace) -> int:
     from kstate.fixtures_tool import stale_documents, write_documents
     from kstate_conformance import kafka_jvm
     from kstate_conformance.expectations import ExpectedFailures
-    from kstate_conformance.loading import ImplementationError, load_implementation
-    from kstate_conformance.recording import (
+    from kstate_conformance.kafka_jvm.recording import (
         REPORT_FILE,
         documents,
         record,
         report_markdown,
         stale_recorded,
     )
+    from kstate_conformance.loading import ImplementationError, load_implementation
 
     root = _checkout_fixtures_root(args)
     if root is None:
