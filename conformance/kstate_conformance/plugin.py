@@ -771,7 +771,7 @@ class _ReportCollector:
         if self.report.implementation.startswith("kafka-jvm:"):
             # Apache Kafka under test: its verdicts beside the other releases' kept ones.
             from kstate_conformance import kafka_jvm
-            from kstate_conformance.kafka_verdicts import append_release_section
+            from kstate_conformance.kafka_jvm.verdicts import append_release_section
 
             append_release_section(self.report_dir / "report.md", self.report.implementation,
                                    self.report.rule_verdicts(), kafka_jvm.project())

@@ -245,7 +245,7 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
     import subprocess
 
     from kstate_conformance import kafka_jvm
-    from kstate_conformance.kafka_verdicts import (
+    from kstate_conformance.kafka_jvm.verdicts import (
         HEADLINE_END,
         HEADLINE_START,
         TABLE_FILE,
