@@ -151,7 +151,7 @@ def start_kafka_side(base: Path) -> KafkaSide | str:
 
     try:
         command = kafka_jvm.command(KAFKA_VERSION, full_jit=True)
-        adapter = SubprocessAdapter(command, timeout=900, start_timeout=120, label=f"kafka-jvm:{KAFKA_VERSION}")
+        adapter = SubprocessAdapter(command, timeout=900, start_timeout=120, label=f"{kafka_jvm.PREFIX}{KAFKA_VERSION}")
     except (ImplementationError, TesteeError, subprocess.SubprocessError) as exc:
         return f"the Kafka testee cannot run here: {exc}"
     if not adapter.supports("bench.run"):

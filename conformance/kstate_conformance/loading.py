@@ -7,6 +7,7 @@ testee and the mutants import one another in one direction only (adapter < teste
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from kstate_conformance import kafka_jvm
 from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter
@@ -14,7 +15,7 @@ from kstate_conformance.mutants import get_mutant
 from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
 from kstate_conformance.testee import DEFAULT_START_TIMEOUT, ImplementationError, ImplementationNotFound, start_testee
 
-__all__ = ["ImplementationError", "ImplementationNotFound", "load_implementation"]
+__all__ = ["ImplementationError", "ImplementationNotFound", "extend_report", "load_implementation"]
 
 TESTEE_PREFIXES = ("cmd:", "testee:")
 
@@ -51,6 +52,15 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
         return _build_factory(spec)
     raise ImplementationNotFound(
         f"unknown implementation {spec!r}: use reference, mutant:NAME, cmd:COMMAND, kafka-jvm:VERSION or module:factory")
+
+
+def extend_report(report_md: Path, implementation: str, verdicts: dict[str, str]) -> None:
+    """What the implementation's kind adds to a run's ``report.md``: for Apache Kafka, this run's verdict per rule
+    beside the other releases' kept ones; nothing for the other kinds."""
+    if kafka_jvm.names(implementation):
+        from kstate_conformance.kafka_jvm.verdicts import append_release_section
+
+        append_release_section(report_md, implementation, verdicts, kafka_jvm.project())
 
 
 def _build_factory(spec: str) -> ImplementationAdapter:

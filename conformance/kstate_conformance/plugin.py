@@ -33,7 +33,7 @@ from kstate_conformance.expectations import (
     stable_test_id,
 )
 from kstate_conformance.kit_tools import KIT_TOOLS, NOT_APPLICABLE_REASON, kit_answer
-from kstate_conformance.loading import ImplementationError, load_implementation
+from kstate_conformance.loading import ImplementationError, extend_report, load_implementation
 from kstate_conformance.store_types import ALL_TYPES
 
 # Kit and Store assert on the implementation's answers for the tests: rewritten, their failures show the
@@ -768,13 +768,7 @@ class _ReportCollector:
         self.report.expected_failures_file = str(expected or "")
         self.report_dir = Path(directory)
         write_reports(self.report, self.report_dir, titles)
-        if self.report.implementation.startswith("kafka-jvm:"):
-            # Apache Kafka under test: its verdicts beside the other releases' kept ones.
-            from kstate_conformance import kafka_jvm
-            from kstate_conformance.kafka_jvm.verdicts import append_release_section
-
-            append_release_section(self.report_dir / "report.md", self.report.implementation,
-                                   self.report.rule_verdicts(), kafka_jvm.project())
+        extend_report(self.report_dir / "report.md", self.report.implementation, self.report.rule_verdicts())
 
     def _operations(self) -> tuple[int, int] | None:
         """(operations the implementation supports, operations it can be sent), if it was built."""

@@ -484,7 +484,7 @@ def protocol_validator(kind: str) -> Any:
     return Draft202012Validator({**schema, "$ref": f"#/$defs/{kind}"})
 
 
-# --- starting a testee for --impl (loading.py, kafka_jvm) ----------------------------------------------------
+# --- starting a testee for --impl (loading.py and the kinds it loads) ----------------------------------------------------
 
 
 class ImplementationError(KStateError):
