@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate_conformance import kafka_jvm
+from kstate_conformance.kafka_jvm import release_of
 
 #: ``departed``: an allowed departure from Kafka (kstate_conformance.departures), neither passed nor failed.
 OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass", "departed")
@@ -399,8 +399,8 @@ def coverage_line(report: RunReport) -> str:
 
 
 def implementation_label(implementation: str) -> str:
-    """``Kafka 4.4.0`` for Apache Kafka under test (:func:`kafka_jvm.release_of`), else the implementation as named."""
-    release = kafka_jvm.release_of(implementation)
+    """``Kafka 4.4.0`` for Apache Kafka under test (:func:`release_of`), else the implementation as named."""
+    release = release_of(implementation)
     return f"Kafka {release}" if release else implementation
 
 
@@ -417,7 +417,7 @@ def headline(report: RunReport) -> str:
     applicable = sum(n for v, n in counts.items() if v != "n/a")
     differences = counts["xfail"] + counts[DEPARTS]
     not_reached = counts["partial"] + counts[UNSUPPORTED] + counts[NOT_VERIFIED]
-    kafka = kafka_jvm.release_of(report.implementation) is not None
+    kafka = release_of(report.implementation) is not None
     if kafka:
         bug_rules = {r for o in report.outcomes if o.outcome == "xfailed" and entry_class(o.expected_reason) == KAFKA_BUG
                      for r in xfail_rules(o)}
