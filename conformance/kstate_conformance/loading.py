@@ -6,14 +6,22 @@ testee and the mutants import one another in one direction only (adapter < teste
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from pathlib import Path
 
 from kstate_conformance import kafka_jvm
-from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter
+from kstate_conformance.adapter import ImplementationAdapter, ReferenceAdapter, Unsupported
+from kstate_conformance.capabilities import CapabilitiesError, capabilities_of
 from kstate_conformance.mutants import get_mutant
 from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
-from kstate_conformance.testee import DEFAULT_START_TIMEOUT, ImplementationError, ImplementationNotFound, start_testee
+from kstate_conformance.testee import (
+    DEFAULT_START_TIMEOUT,
+    ImplementationError,
+    ImplementationNotFound,
+    TesteeError,
+    start_testee,
+)
 
 __all__ = ["ImplementationError", "ImplementationNotFound", "extend_report", "load_implementation"]
 
@@ -27,8 +35,22 @@ def load_implementation(spec: str, *, timeout: float | None = None, validate: bo
     ``timeout`` (seconds per request), ``start_timeout`` (seconds for the start and the ``hello``) and
     ``validate`` (check every answer against the protocol schema) apply to out-of-process testees only
     (spec/testee-protocol.md). Anything that keeps the implementation from being built or from completing
-    its handshake raises :class:`ImplementationError`.
+    its handshake raises :class:`ImplementationError`, and so does a ``store.capabilities`` answer that is not the
+    shape OPS-1 gives it: the capabilities are parsed once, here, as the implementation is loaded (issue 33).
     """
+    adapter = _adapter(spec, timeout=timeout, validate=validate, start_timeout=start_timeout)
+    try:
+        # A testee that cannot answer now is asked again in the first test that needs it, as before (TP-4).
+        with contextlib.suppress(TesteeError, Unsupported):
+            capabilities_of(adapter)
+    except CapabilitiesError as exc:
+        adapter.close()
+        raise ImplementationError(f"{spec}: {exc}") from exc
+    return adapter
+
+
+def _adapter(spec: str, *, timeout: float | None, validate: bool, start_timeout: float | None) -> ImplementationAdapter:
+    """The adapter ``spec`` names, built or started (:func:`load_implementation`)."""
     if spec == "reference":
         return ReferenceAdapter()
     if kafka_jvm.names(spec):

@@ -24,7 +24,7 @@ import pytest
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate.scratch import scratch_temp_dir
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
-from kstate_conformance.capabilities import canonical_store_type, capabilities_of, lacks_reason
+from kstate_conformance.capabilities import canonical_store_type, capabilities_of, lacks_reason, share_capabilities
 from kstate_conformance.expectations import (
     Entry,
     ExpectationFileError,
@@ -72,6 +72,8 @@ class SkippingAdapter(ImplementationAdapter):
         self.calls: deque[tuple[str, JsonDict, Any]] = deque(maxlen=REMEMBERED_CALLS)
         #: Whether the implementation answered an operation of its own (not a kit tool) in the running test.
         self.answered_own_operation = False
+        # Parsed once, as the implementation was loaded: the harness's reads through the wrapper ask nothing again.
+        share_capabilities(self, inner)
 
     @property
     def last_call(self) -> tuple[str, JsonDict, Any] | None:
