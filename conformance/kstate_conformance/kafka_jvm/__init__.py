@@ -89,6 +89,7 @@ _RELEASE = re.compile(r"^kafka-jvm:(?P<version>[0-9A-Za-z.-]+)$")
 
 
 def _default_project() -> Path:
+    # command()'s ``project`` argument hides the function of that name inside it.
     return project()
 
 

@@ -131,18 +131,7 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
     import json
     import subprocess
 
-    from kstate_conformance.kafka_jvm.verdicts import (
-        HEADLINE_END,
-        HEADLINE_START,
-        TABLE_FILE,
-        VerdictsError,
-        load_verdict_files,
-        render_headline_block,
-        render_readme_block,
-        render_table,
-        replace_readme_block,
-        verdicts_from_results,
-    )
+    from kstate_conformance.kafka_jvm import verdicts as releases
 
     testee = Path(args.testee_dir) if args.testee_dir else kafka_jvm.project()
     readme = Path(args.readme)
@@ -152,24 +141,25 @@ def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
     produced: dict[Path, str] = {}
     try:
         for results in args.results or []:
-            kept = verdicts_from_results(Path(results), date, commit)
+            kept = releases.verdicts_from_results(Path(results), date, commit)
             produced[testee / f"verdicts-{kept['kafka_version']}.json"] = json.dumps(kept, indent=1, sort_keys=True) + "\n"
-        runs = load_verdict_files(testee)
+        runs = releases.load_verdict_files(testee)
         runs = [r for r in runs if testee / f"verdicts-{r['kafka_version']}.json" not in produced]
         runs = sorted([*runs, *(json.loads(t) for t in produced.values())],
                       key=lambda r: [int(x) if x.isdigit() else 0 for x in r["kafka_version"].replace("-", ".").split(".")])
         if not runs:
             err_console.print(f"[red]error:[/red] no verdicts-<version>.json in {testee}; pass --results DIR")
             return 2
-        produced[testee / TABLE_FILE] = render_table(runs)
+        produced[testee / releases.TABLE_FILE] = releases.render_table(runs)
         # Links in the block lead from the document's directory back to the repository's root.
         depth = len(readme.parent.parts) if not readme.is_absolute() else 0
-        produced[readme] = replace_readme_block(readme.read_text(encoding="utf-8"),
-                                                render_readme_block(runs, link_prefix="../" * depth))
+        produced[readme] = releases.replace_readme_block(readme.read_text(encoding="utf-8"),
+                                                         releases.render_readme_block(runs, link_prefix="../" * depth))
         headline_doc = Path(args.headline_doc)
-        produced[headline_doc] = replace_readme_block(headline_doc.read_text(encoding="utf-8"),
-                                                      render_headline_block(runs), (HEADLINE_START, HEADLINE_END))
-    except (VerdictsError, OSError) as exc:
+        produced[headline_doc] = releases.replace_readme_block(
+            headline_doc.read_text(encoding="utf-8"), releases.render_headline_block(runs),
+            (releases.HEADLINE_START, releases.HEADLINE_END))
+    except (releases.VerdictsError, OSError) as exc:
         err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return 2
     stale = [p for p, text in produced.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
