@@ -145,12 +145,13 @@ class KafkaSide:
 
 def start_kafka_side(base: Path) -> KafkaSide | str:
     """The Kafka testee of ``KAFKA_VERSION`` (built by Maven on first use), or why it cannot run here."""
-    from kstate_conformance.loading import ImplementationError, kafka_jvm_command
+    from kstate_conformance import kafka_jvm
+    from kstate_conformance.loading import ImplementationError
     from kstate_conformance.testee import SubprocessAdapter, TesteeError
 
     try:
-        command = kafka_jvm_command(KAFKA_VERSION, full_jit=True)
-        adapter = SubprocessAdapter(command, timeout=900, start_timeout=120, label=f"kafka-jvm:{KAFKA_VERSION}")
+        command = kafka_jvm.command(KAFKA_VERSION, full_jit=True)
+        adapter = SubprocessAdapter(command, timeout=900, start_timeout=120, label=f"{kafka_jvm.PREFIX}{KAFKA_VERSION}")
     except (ImplementationError, TesteeError, subprocess.SubprocessError) as exc:
         return f"the Kafka testee cannot run here: {exc}"
     if not adapter.supports("bench.run"):

@@ -17,7 +17,7 @@ from kstate.fixtures_tool import (
     schema_validator,
     stale_documents,
 )
-from kstate_conformance.recording import RECORDED_PREFIX
+from kstate_conformance.kafka_jvm.recording import RECORDED_PREFIX
 
 
 def test_every_fixture_passes_its_schema_and_the_reference(repo_root: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kstate_conformance import loading
+from kstate_conformance import kafka_jvm
 from kstate_conformance.expectations import ExpectedFailures
-from kstate_conformance.loading import ImplementationError, ImplementationNotFound, kafka_jvm_command
+from kstate_conformance.loading import ImplementationError, ImplementationNotFound
 
 
 def _project(tmp_path: Path) -> Path:
@@ -34,24 +34,24 @@ def _built(root: Path, version: str) -> None:
 
 def test_a_version_that_is_not_a_release_name_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ImplementationNotFound, match="name a Kafka release"):
-        kafka_jvm_command("4.4.0; rm -rf /", project=_project(tmp_path))
+        kafka_jvm.command("4.4.0; rm -rf /", project=_project(tmp_path))
 
 
 def test_a_missing_project_is_named(tmp_path: Path) -> None:
     with pytest.raises(ImplementationNotFound, match=r"pom\.xml missing"):
-        kafka_jvm_command("4.4.0", project=tmp_path / "nowhere")
+        kafka_jvm.command("4.4.0", project=tmp_path / "nowhere")
 
 
 def test_without_java_the_error_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: None)
     with pytest.raises(ImplementationError, match="Java 17"):
-        kafka_jvm_command("4.4.0", project=_project(tmp_path))
+        kafka_jvm.command("4.4.0", project=_project(tmp_path))
 
 
 def test_without_maven_an_unbuilt_testee_says_how_to_build_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
     with pytest.raises(ImplementationError, match="mvn not found"):
-        kafka_jvm_command("4.4.0", project=_project(tmp_path))
+        kafka_jvm.command("4.4.0", project=_project(tmp_path))
 
 
 def test_a_built_testee_starts_without_maven_with_its_classes_and_classpath(
@@ -59,10 +59,10 @@ def test_a_built_testee_starts_without_maven_with_its_classes_and_classpath(
     root = _project(tmp_path)
     _built(root, "4.3.1")
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
-    command = kafka_jvm_command("4.3.1", project=root)
+    command = kafka_jvm.command("4.3.1", project=root)
     assert command.startswith("/usr/bin/java ")
     assert f"{root}/target/4.3.1/classes:/jars/kafka-streams.jar:/jars/kafka-clients.jar" in command
-    assert command.endswith(loading.KAFKA_JVM_MAIN)
+    assert command.endswith(kafka_jvm.MAIN)
 
 
 def test_conformance_runs_stop_the_jit_at_c1_and_benchmarks_do_not(
@@ -70,17 +70,17 @@ def test_conformance_runs_stop_the_jit_at_c1_and_benchmarks_do_not(
     root = _project(tmp_path)
     _built(root, "4.4.0")
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/java" if name == "java" else None)
-    assert "-XX:TieredStopAtLevel=1" in kafka_jvm_command("4.4.0", project=root).split()
-    assert "-XX:TieredStopAtLevel=1" not in kafka_jvm_command("4.4.0", project=root, full_jit=True).split()
+    assert "-XX:TieredStopAtLevel=1" in kafka_jvm.command("4.4.0", project=root).split()
+    assert "-XX:TieredStopAtLevel=1" not in kafka_jvm.command("4.4.0", project=root, full_jit=True).split()
 
 
 def test_sources_newer_than_the_build_rebuild_it(tmp_path: Path) -> None:
     root = _project(tmp_path)
     _built(root, "4.4.0")
-    assert not loading._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
+    assert not kafka_jvm._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
     later = time.time() + 20
     os.utime(root / "src" / "main" / "java" / "Main.java", (later, later))
-    assert loading._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
+    assert kafka_jvm._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
 
 
 _REPO = Path(__file__).resolve().parents[1]

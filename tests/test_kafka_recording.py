@@ -18,7 +18,7 @@ from kstate_conformance.adapter import ReferenceAdapter, Unsupported
 from kstate_conformance.data import fixtures_dir
 from kstate_conformance.expectations import Entry, ExpectedFailures
 from kstate_conformance.fixtures import all_cases, deviating_cases
-from kstate_conformance.recording import documents, normalized, record, report_markdown, version_differences
+from kstate_conformance.kafka_jvm.recording import documents, normalized, record, report_markdown, version_differences
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED_VERSION = "4.4.0"

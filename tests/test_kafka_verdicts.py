@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kstate_conformance.kafka_verdicts import (
+from kstate_conformance.kafka_jvm.verdicts import (
     HEADLINE_DOC,
     HEADLINE_END,
     HEADLINE_START,
@@ -101,7 +101,7 @@ def test_the_readme_gives_each_releases_headline_with_date_and_commit() -> None:
 
 
 def test_a_kafka_runs_report_shows_its_verdicts_beside_the_other_releases() -> None:
-    from kstate_conformance.kafka_verdicts import release_section
+    from kstate_conformance.kafka_jvm.verdicts import release_section
 
     kept = [{"kafka_version": "4.3.1", "date": "d", "commit": "c", "verdicts": {"KV-1": "xfail"}},
             {"kafka_version": "4.4.0", "date": "d", "commit": "c", "verdicts": {"KV-1": "FAIL"}}]
@@ -112,7 +112,7 @@ def test_a_kafka_runs_report_shows_its_verdicts_beside_the_other_releases() -> N
 
 
 def test_the_section_is_appended_to_a_kafka_runs_report(tmp_path: Path) -> None:
-    from kstate_conformance.kafka_verdicts import append_release_section
+    from kstate_conformance.kafka_jvm.verdicts import append_release_section
 
     report = tmp_path / "report.md"
     report.write_text("# Conformance report\n", encoding="utf-8")

@@ -194,7 +194,7 @@ def eager_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _verdicts(report_dir: Path) -> tuple[dict[str, str], RunReport]:
-    from kstate_conformance.kafka_verdicts import report_from_results
+    from kstate_conformance.kafka_jvm.verdicts import report_from_results
 
     report = report_from_results(report_dir / "results.json")
     return report.rule_verdicts(), report

@@ -173,6 +173,13 @@ NOTHING = Capabilities()
 _CACHE: weakref.WeakKeyDictionary[Any, Capabilities] = weakref.WeakKeyDictionary()
 
 
+def share_capabilities(wrapper: Any, implementation: Any) -> None:
+    """``wrapper``, which forwards every call to ``implementation``, has the capabilities already parsed for it (at
+    load, :func:`kstate_conformance.loading.load_implementation`), so they are not asked again through it."""
+    with contextlib.suppress(KeyError, TypeError):
+        _CACHE[wrapper] = _CACHE[implementation]
+
+
 def capabilities_of(implementation: Any) -> Capabilities:
     """The implementation's capabilities, asked once per implementation object; :data:`NOTHING` when it has no
     ``store.capabilities`` (it offers no store)."""

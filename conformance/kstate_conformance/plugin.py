@@ -24,7 +24,13 @@ import pytest
 from kstate.codecs.store_types import LEGACY_ALIASES, StoreType
 from kstate.scratch import scratch_temp_dir
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
-from kstate_conformance.capabilities import canonical_store_type, capabilities_of, feature_of, lacks_reason
+from kstate_conformance.capabilities import (
+    canonical_store_type,
+    capabilities_of,
+    feature_of,
+    lacks_reason,
+    share_capabilities,
+)
 from kstate_conformance.expectations import (
     Entry,
     ExpectationFileError,
@@ -33,7 +39,7 @@ from kstate_conformance.expectations import (
     stable_test_id,
 )
 from kstate_conformance.kit_tools import KIT_TOOLS, NOT_APPLICABLE_REASON, kit_answer
-from kstate_conformance.loading import ImplementationError, load_implementation
+from kstate_conformance.loading import ImplementationError, extend_report, load_implementation
 from kstate_conformance.store_types import ALL_TYPES
 
 # Kit and Store assert on the implementation's answers for the tests: rewritten, their failures show the
@@ -72,6 +78,8 @@ class SkippingAdapter(ImplementationAdapter):
         self.calls: deque[tuple[str, JsonDict, Any]] = deque(maxlen=REMEMBERED_CALLS)
         #: Whether the implementation answered an operation of its own (not a kit tool) in the running test.
         self.answered_own_operation = False
+        # Parsed once, as the implementation was loaded: the harness's reads through the wrapper ask nothing again.
+        share_capabilities(self, inner)
 
     @property
     def last_call(self) -> tuple[str, JsonDict, Any] | None:
@@ -782,13 +790,7 @@ class _ReportCollector:
         self.report.expected_failures_file = str(expected or "")
         self.report_dir = Path(directory)
         write_reports(self.report, self.report_dir, titles)
-        if self.report.implementation.startswith("kafka-jvm:"):
-            # Apache Kafka under test: its verdicts beside the other releases' kept ones.
-            from kstate_conformance.kafka_verdicts import append_release_section
-            from kstate_conformance.loading import kafka_jvm_project
-
-            append_release_section(self.report_dir / "report.md", self.report.implementation,
-                                   self.report.rule_verdicts(), kafka_jvm_project())
+        extend_report(self.report_dir / "report.md", self.report.implementation, self.report.rule_verdicts())
 
     def _operations(self) -> tuple[int, int] | None:
         """(operations the implementation supports, operations it can be sent), if it was built."""

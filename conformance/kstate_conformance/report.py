@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from kstate_conformance.kafka_jvm import release_of
+
 #: ``departed``: an allowed departure from Kafka (kstate_conformance.departures), neither passed nor failed.
 OUTCOMES = ("passed", "failed", "skipped", "xfailed", "unexpected_pass", "departed")
 DEPARTED = "departed"
@@ -414,13 +416,10 @@ def coverage_line(report: RunReport) -> str:
     return line
 
 
-_KAFKA_RELEASE = re.compile(r"^kafka-jvm:(?P<version>[0-9A-Za-z.-]+)$")
-
-
 def implementation_label(implementation: str) -> str:
-    """``Kafka 4.4.0`` for ``kafka-jvm:4.4.0``, else the implementation as named."""
-    match = _KAFKA_RELEASE.match(implementation)
-    return f"Kafka {match.group('version')}" if match else implementation
+    """``Kafka 4.4.0`` for Apache Kafka under test (:func:`release_of`), else the implementation as named."""
+    release = release_of(implementation)
+    return f"Kafka {release}" if release else implementation
 
 
 def headline(report: RunReport) -> str:
@@ -437,7 +436,7 @@ def headline(report: RunReport) -> str:
     applicable = sum(n for v, n in counts.items() if v != "n/a")
     differences = counts["xfail"] + counts[DEPARTS]
     not_reached = counts["partial"] + counts[UNSUPPORTED] + counts[NOT_VERIFIED]
-    kafka = _KAFKA_RELEASE.match(report.implementation) is not None
+    kafka = release_of(report.implementation) is not None
     if kafka:
         bug_rules = {r for o in report.outcomes if o.outcome == "xfailed" and entry_class(o.expected_reason) == KAFKA_BUG
                      for r in xfail_rules(o)}

@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Mapping
 from typing import IO, Any
 
+from kstate.errors import KStateError
 from kstate.testee_wire import WireError, dumps_line, loads_line
 from kstate_conformance.adapter import ImplementationAdapter, JsonDict, Unsupported
 
@@ -481,3 +482,24 @@ def protocol_validator(kind: str) -> Any:
     schema = json.loads((spec_dir() / "testee-protocol.schema.json").read_text(encoding="utf-8"))
     schema.pop("oneOf", None)
     return Draft202012Validator({**schema, "$ref": f"#/$defs/{kind}"})
+
+
+# --- starting a testee for --impl (loading.py and the kinds it loads) ----------------------------------------------------
+
+
+class ImplementationError(KStateError):
+    """An ``--impl`` that cannot be loaded, built or started: a setup error, not a conformance verdict."""
+
+
+class ImplementationNotFound(ImplementationError, LookupError):
+    """An ``--impl`` name that names no implementation."""
+
+
+def start_testee(spec: str, command: str, timeout: float | None, start_timeout: float, validate: bool,
+                 failure: str) -> ImplementationAdapter:
+    """An out-of-process testee started and its handshake done; a failure is an :class:`ImplementationError`."""
+    try:
+        return SubprocessAdapter(command, timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+                                 start_timeout=start_timeout, validate=validate, label=spec)
+    except TesteeError as exc:
+        raise ImplementationError(f"{failure}: {exc}") from exc

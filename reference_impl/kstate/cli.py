@@ -169,133 +169,6 @@ def cmd_fixtures_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_fixtures_record(args: argparse.Namespace) -> int:
-    """Record Kafka's answers to the spec and reference inputs into fixtures/kafka-jvm/recorded_*.json (OPS-4)."""
-    from functools import partial
-
-    from kstate.fixtures_tool import stale_documents, write_documents
-    from kstate_conformance.expectations import ExpectedFailures
-    from kstate_conformance.loading import KAFKA_JVM_PREFIX, ImplementationError, kafka_jvm_project, load_implementation
-    from kstate_conformance.recording import (
-        REPORT_FILE,
-        documents,
-        record,
-        report_markdown,
-        stale_recorded,
-    )
-
-    root = _checkout_fixtures_root(args)
-    if root is None:
-        return 2
-    impls = [args.impl, *(args.compare or [])]
-    for impl in impls:
-        if not impl.startswith(KAFKA_JVM_PREFIX):
-            err_console.print(f"[red]error:[/red] {impl}: recording takes Kafka itself, kafka-jvm:VERSION")
-            return 2
-    recordings = []
-    for impl in impls:
-        version = impl[len(KAFKA_JVM_PREFIX):].strip()
-        expected = ExpectedFailures.load(kafka_jvm_project() / f"expected-failures-{version}.txt")
-        try:
-            adapter = load_implementation(impl)
-        except ImplementationError as exc:
-            err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-            return 2
-        try:
-            with _progress() as progress:
-                task = progress.add_task(f"recording {impl}", total=None)
-                recordings.append(record(adapter, version, root, expected, progress=partial(progress.advance, task)))
-        finally:
-            close = getattr(adapter, "close", None)
-            if close is not None:
-                close()
-    primary, others = recordings[0], recordings[1:]
-    produced = documents(primary)
-    produced[f"kafka-jvm/{REPORT_FILE}"] = report_markdown(primary, others)
-    unclassified = [o for o in primary.outcomes if o.status == "deviates" and o.detail.startswith("[UNCLASSIFIED]")]
-    stale = stale_documents(produced, root) + stale_recorded(root, produced)
-    if args.check:
-        for rel in stale:
-            console.print(f"[red]would change:[/red] {rel}")
-        console.print(f"{len(produced)} recorded files in memory, {len(stale)} differ from {root}")
-        return 1 if stale else 0
-    changed = write_documents(produced, root)
-    for rel in stale_recorded(root, produced):
-        (root / rel).unlink()
-        changed.append(f"{rel} (removed)")
-    for rec in recordings:
-        console.print(f"Kafka {rec.version}: {rec.sources} source cases, {rec.count('recorded')} recorded, "
-                      f"{rec.count('deviates')} recorded deviating, {rec.count('unsupported')} unsupported, "
-                      f"{rec.count('testee_error')} not recorded (testee errors); {rec.vectors_checked} vector cases "
-                      f"replayed, {len(rec.vector_disagreements)} disagree")
-    console.print(f"{len(produced)} files, {len(changed)} written: {', '.join(changed) or 'none changed'}")
-    problems = sum(len(r.vector_disagreements) for r in recordings) + len(unclassified)
-    if problems:
-        err_console.print(f"[red]{problems} disagreements with the vectors or unclassified deviations:[/red] "
-                          f"see {root}/kafka-jvm/{REPORT_FILE}")
-    return 1 if problems else 0
-
-
-def cmd_kafka_verdicts(args: argparse.Namespace) -> int:
-    """Keep kafka-jvm runs' per-rule verdicts and regenerate the rule x release table and the contributor's guide's
-    summary."""
-    import datetime
-    import json
-    import subprocess
-
-    from kstate_conformance.kafka_verdicts import (
-        HEADLINE_END,
-        HEADLINE_START,
-        TABLE_FILE,
-        VerdictsError,
-        load_verdict_files,
-        render_headline_block,
-        render_readme_block,
-        render_table,
-        replace_readme_block,
-        verdicts_from_results,
-    )
-    from kstate_conformance.loading import kafka_jvm_project
-
-    testee = Path(args.testee_dir) if args.testee_dir else kafka_jvm_project()
-    readme = Path(args.readme)
-    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                           check=False).stdout.strip() or "unknown"
-    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    produced: dict[Path, str] = {}
-    try:
-        for results in args.results or []:
-            kept = verdicts_from_results(Path(results), date, commit)
-            produced[testee / f"verdicts-{kept['kafka_version']}.json"] = json.dumps(kept, indent=1, sort_keys=True) + "\n"
-        runs = load_verdict_files(testee)
-        runs = [r for r in runs if testee / f"verdicts-{r['kafka_version']}.json" not in produced]
-        runs = sorted([*runs, *(json.loads(t) for t in produced.values())],
-                      key=lambda r: [int(x) if x.isdigit() else 0 for x in r["kafka_version"].replace("-", ".").split(".")])
-        if not runs:
-            err_console.print(f"[red]error:[/red] no verdicts-<version>.json in {testee}; pass --results DIR")
-            return 2
-        produced[testee / TABLE_FILE] = render_table(runs)
-        # Links in the block lead from the document's directory back to the repository's root.
-        depth = len(readme.parent.parts) if not readme.is_absolute() else 0
-        produced[readme] = replace_readme_block(readme.read_text(encoding="utf-8"),
-                                                render_readme_block(runs, link_prefix="../" * depth))
-        headline_doc = Path(args.headline_doc)
-        produced[headline_doc] = replace_readme_block(headline_doc.read_text(encoding="utf-8"),
-                                                      render_headline_block(runs), (HEADLINE_START, HEADLINE_END))
-    except (VerdictsError, OSError) as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        return 2
-    stale = [p for p, text in produced.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
-    if args.check:
-        for path in stale:
-            console.print(f"[red]would change:[/red] {path}")
-        return 1 if stale else 0
-    for path in stale:
-        path.write_text(produced[path], encoding="utf-8")
-    console.print(f"{len(stale)} files written: {', '.join(map(str, stale)) or 'none changed'}")
-    return 0
-
-
 def cmd_fixtures_verify(args: argparse.Namespace) -> int:
     from kstate.fixtures_tool import fixture_files, verify
 
@@ -815,6 +688,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from kstate_conformance.kafka_jvm import commands as kafka_commands
+
     parser = argparse.ArgumentParser(prog="kstate", description=MAIN_DESCRIPTION, epilog=MAIN_EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
@@ -855,21 +730,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--vectors", help=f"Kafka vector file to import (default: $KSTATE_VECTORS, else {SHARED_VECTORS})")
     generate.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
     generate.set_defaults(func=cmd_fixtures_generate)
-    rec = fixtures.add_parser(
-        "record", help="record Kafka's answers to the spec and reference inputs (needs Java and Maven)",
-        description="Send the input of every fixtures/spec and fixtures/reference case the Kafka testee offers to "
-                    "Apache Kafka (--impl kafka-jvm:VERSION) and write its answers to fixtures/kafka-jvm/recorded_*.json, "
-                    "each case with its Kafka version; an answer departing from its source case is kept, marked "
-                    "with the expected-failure reason. The 2024 vector cases are replayed too. Writes "
-                    "fixtures/kafka-jvm/RECORDING.md (counts, deviations, vector disagreements, the differences "
-                    "between versions). Exit 0 done, 1 a vector disagreement or an unclassified deviation (or, "
-                    "with --check, a byte that would change), 2 setup error.")
-    rec.add_argument("--impl", required=True, help="the Kafka release whose answers are written, kafka-jvm:VERSION")
-    rec.add_argument("--compare", action="append", metavar="IMPL",
-                     help="another release (kafka-jvm:VERSION, repeatable) recorded only for the report's comparison")
-    rec.add_argument("--root", help="fixtures directory (default: ./fixtures)")
-    rec.add_argument("--check", action="store_true", help="change nothing; exit 1 if a byte would change")
-    rec.set_defaults(func=cmd_fixtures_record)
+    kafka_commands.add_record_command(fixtures)
     verify = fixtures.add_parser(
         "verify", help="validate every fixture and check it against the reference",
         description="Validate every fixture file against the schema and replay every case against the reference. "
@@ -881,23 +742,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "here; without it they are only counted")
     verify.set_defaults(func=cmd_fixtures_verify)
 
-    verdicts = sub.add_parser(
-        "kafka-verdicts", help="keep kafka-jvm runs' per-rule verdicts; regenerate their tables",
-        description="Keep the per-rule verdicts of `kstate conformance --impl kafka-jvm:VERSION --report DIR` runs in "
-                    "testees/kafka-jvm/verdicts-<version>.json (with the date and the kit's commit), and regenerate "
-                    "testees/kafka-jvm/VERDICTS.md (rule x release), the summary in docs/contributor.md and the headline "
-                    "figures in README.md from those files. Exit 0 done, 1 with --check a file would change, 2 unreadable results or no summary block.")
-    verdicts.add_argument("--results", action="append", metavar="DIR",
-                          help="a kafka-jvm run's report directory (or its results.json); repeatable; without it "
-                               "the tables are regenerated from the kept files")
-    verdicts.add_argument("--testee-dir", help="the Kafka testee project (default: $KSTATE_KAFKA_JVM_DIR, else testees/kafka-jvm)")
-    verdicts.add_argument("--readme", default="docs/contributor.md", metavar="DOC",
-                          help="the document holding the generated summary block (default docs/contributor.md)")
-    verdicts.add_argument("--headline-doc", default="README.md", metavar="DOC",
-                          help="the document holding each release's generated headline figure (default README.md)")
-    verdicts.add_argument("--commit", help="the kit commit the runs used (default: git rev-parse --short HEAD)")
-    verdicts.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file would change")
-    verdicts.set_defaults(func=cmd_kafka_verdicts)
+    kafka_commands.add_verdicts_command(sub)
 
     conformance = sub.add_parser(
         "conformance", help="run the conformance suite against an implementation",

@@ -3,6 +3,8 @@ a typed error naming it, the legacy store-type alias is one type, and nothing el
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -76,3 +78,94 @@ def test_no_code_outside_the_capabilities_type_reads_the_answer() -> None:
             if relative not in allowed and re.search(r"\.call\(\s*[\"']store\.capabilities[\"']", path.read_text()):
                 readers.append(relative)
     assert readers == []
+
+
+#: The harness modules: the type itself, and the Kit whose require() takes a feature by its OPS-1 name.
+HARNESS = {"conformance/kstate_conformance/capabilities.py", "conformance/kstate_conformance/harness.py"}
+FIELDS = {f.name for f in dataclasses.fields(Capabilities)} - {"answer"}
+#: Keys of the answer that name nothing else in the suite (``dump``, ``offsets``, ``logging`` also name column
+#: families and store options, so a subscript by them is no capability read).
+ANSWER_ONLY_KEYS = {"store_types", "store_backends", "backends", "cache_flush_listener", "iterators", "upgrade"}
+
+
+def string_reads(source: str) -> list[str]:
+    """The places of ``source`` that read a capability by its name instead of its attribute: ``offers_feature("x")``,
+    ``getattr(caps, "x")``, ``.answer`` (kept for reports only), or a subscript or ``.get`` by a key only an answer
+    has (``["store_types"]``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            key = node.args[0] if node.args else None
+            if name == "offers_feature":
+                found.append(f"line {node.lineno}: offers_feature")
+            elif (name == "getattr" and len(node.args) >= 2 and "cap" in ast.unparse(node.args[0]).lower()
+                  and isinstance(node.args[1], ast.Constant) and node.args[1].value in FIELDS):
+                found.append(f"line {node.lineno}: getattr {node.args[1].value}")
+            elif name == "get" and isinstance(key, ast.Constant) and key.value in ANSWER_ONLY_KEYS:
+                found.append(f"line {node.lineno}: .get({key.value!r})")
+        elif isinstance(node, ast.Attribute) and node.attr == "answer" and "cap" in ast.unparse(node.value).lower():
+            found.append(f"line {node.lineno}: .answer")
+        elif (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant)
+              and node.slice.value in ANSWER_ONLY_KEYS):
+            found.append(f"line {node.lineno}: [{node.slice.value!r}]")
+    return found
+
+
+def test_no_code_outside_the_harness_reads_a_capability_by_string() -> None:
+    """Outside the harness modules the suite reads ``caps.dump``, ``caps.offers(...)``, ``caps.lacks(...)``: a typo or
+    a field the type does not have is then a mypy error, not a silent "not offered" (issue 33)."""
+    readers: dict[str, list[str]] = {}
+    for folder in ("conformance", "benchmarks", "system_tests"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative not in HARNESS:
+                found = string_reads(path.read_text(encoding="utf-8"))
+                if found:
+                    readers[relative] = found
+    assert readers == {}
+
+
+@pytest.mark.parametrize("line", [
+    'if caps.offers_feature("dump", backend): pass',
+    'crash = getattr(self.capabilities, "crash")',
+    'types = capabilities_of(impl).answer["store_types"]',
+    'types = implementation.call("store.capabilities", {})["store_types"]',
+    'where = answer.get("store_backends", {})',
+])
+def test_the_string_read_check_catches_each_kind_of_read(line: str) -> None:
+    assert string_reads(line), line
+
+
+def test_the_string_read_check_leaves_attributes_and_column_families_alone() -> None:
+    assert string_reads('ok = caps.dump and caps.offers("kv", "rocksdb")\nrows = store.dump()["offsets"]\n'
+                        'getattr(self, "upgrade")(data)') == []
+
+
+def test_the_capabilities_are_parsed_once_as_the_implementation_is_loaded() -> None:
+    """loading parses the answer (a malformed one is a setup error), and the suite's wrapper shares what it parsed."""
+    from kstate_conformance.loading import ImplementationError, load_implementation
+    from kstate_conformance.plugin import SkippingAdapter
+
+    adapter = load_implementation("reference")
+    wrapper = SkippingAdapter(adapter)
+    assert capabilities_of(wrapper) is capabilities_of(adapter)
+    assert not wrapper.calls, "the wrapper asked store.capabilities again"
+    with pytest.raises(ImplementationError, match="store_types"):
+        load_implementation(f"{__name__}:malformed")
+
+
+class _Malformed(ImplementationAdapter):
+    name = "malformed"
+
+    def supports(self, op: str) -> bool:
+        return op == "store.capabilities"
+
+    def call(self, op: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return {"store_types": "kv"}
+
+
+def malformed() -> ImplementationAdapter:
+    """A ``module:factory`` whose ``store.capabilities`` answer is not OPS-1's shape."""
+    return _Malformed()
