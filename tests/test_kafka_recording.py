@@ -203,3 +203,19 @@ def test_kafka_verdicts_check_passes_on_the_committed_tree(monkeypatch: pytest.M
 
     monkeypatch.chdir(REPO)
     assert main(["kafka-verdicts", "--check"]) == 0
+
+
+def test_a_scenario_of_a_feature_the_testee_lacks_is_recorded_as_unsupported(tmp_path: Path) -> None:
+    """A store scenario of HV-10 alone on a testee whose store.capabilities declares no lazy_headers is absent, as
+    test_golden skips it: neither recorded nor a deviation (the reference, which has the feature, records it)."""
+    root = tmp_path / "fixtures"
+    for rel in ("fixture.schema.json", "spec/kv_store.json"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(fixtures_dir() / rel, root / rel)
+    answer = ReferenceAdapter().call("store.capabilities", {})
+    eager = FakeKafka(overrides={"store.capabilities": {**answer, "lazy_headers": False}})
+    lazy_id = "spec.kv_store.headers_facade_lazy"
+    outcomes = {o.source_id: o for o in record(eager, "4.4.0", root).outcomes}
+    assert outcomes[lazy_id].status == "unsupported" and "lazy_headers" in outcomes[lazy_id].detail
+    outcomes = {o.source_id: o for o in record(FakeKafka(), "4.4.0", root).outcomes}
+    assert outcomes[lazy_id].status == "recorded"
