@@ -96,6 +96,40 @@ def test_an_optional_feature_is_a_declared_flag_and_lacking_it_is_absent() -> No
         assert classify_skip("Skipped: kafka lacks the lazy_headers capability")[0] != ABSENT
 
 
+def test_a_wipe_beside_the_tasks_other_stores_is_a_feature_kafka_lacks() -> None:
+    """VS-31's cases need ``store_wipe`` (Kafka wipes whole tasks): undeclared, the kit skips them as absent."""
+    assert Capabilities.parse(KAFKA_LIKE).lacks(feature="store_wipe") == "the store_wipe capability"
+    assert Capabilities.parse({**KAFKA_LIKE, "store_wipe": True}).lacks(feature="store_wipe") is None
+    assert capabilities_module.feature_of_rules(["VS-31"]) == "store_wipe"
+    # The mutant: without store_wipe among the optional features, VS-31's undeclared wipe is no lacked feature.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(capabilities_module, "OPTIONAL_FEATURES",
+                      {k: v for k, v in capabilities_module.OPTIONAL_FEATURES.items() if k != "store_wipe"})
+        assert capabilities_module.feature_of_rules(["VS-31"]) is None
+        with pytest.raises(CapabilitiesError, match="no optional feature"):
+            Capabilities.parse(KAFKA_LIKE).lacks(feature="store_wipe")
+
+
+def test_a_segment_interval_below_one_needs_the_option_kafkas_stores_lack() -> None:
+    """WS-2/WIN-16: only the input that needs a checked segment interval is absent where the option is undeclared;
+    the same operation with another input, or declared, is an unsupported operation as before."""
+    zero = {"retention": 10, "window_size": 1, "segment_interval": 0}
+    undeclared = plugin_module.SkippingAdapter(_Inner(KAFKA_LIKE))
+    assert _skip_kind(undeclared, "window.segment_interval", zero) == (ABSENT, "segment_interval_option capability")
+    assert _skip_kind(undeclared, "window.segment_interval", {**zero, "segment_interval": 3})[0] == UNSUPPORTED
+    assert _skip_kind(undeclared, "window.segment_interval", {**zero, "segment_interval": True})[0] == UNSUPPORTED
+    assert capabilities_module.feature_of_input("store.open", {"options": {"segment_interval_ms": 0}}) == (
+        "segment_interval_option")
+    assert capabilities_module.feature_of_input("store.open", {"options": {"segment_interval_ms": 1}}) is None
+    declared = plugin_module.SkippingAdapter(_Inner({**KAFKA_LIKE, "segment_interval_option": True}))
+    assert _skip_kind(declared, "window.segment_interval", zero)[0] == UNSUPPORTED
+    # The mutant: an adapter that reads no feature from an operation's input reports it unsupported.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plugin_module, "feature_of_input", lambda op, payload: None)
+        assert _skip_kind(plugin_module.SkippingAdapter(_Inner(KAFKA_LIKE)), "window.segment_interval", zero)[0] == (
+            UNSUPPORTED)
+
+
 def test_an_operation_of_an_undeclared_feature_is_absent_and_of_a_declared_one_unsupported() -> None:
     """Only the declaration makes a case absent: an implementation that declares lazy_headers and answers
     ``deserialize_lazy`` unsupported is short of an operation (OPS-1)."""

@@ -28,6 +28,9 @@ class OptionalFeature:
     operations: frozenset[str]
     #: The rules that describe the feature: a golden case that checks these alone needs it.
     rules: frozenset[str]
+    #: The inputs of operations every store has that only a store with the feature can be given, as
+    #: ``(operation, field path, smallest value without the feature)``: a smaller integer needs the feature.
+    inputs: tuple[tuple[str, tuple[str, ...], int], ...] = ()
 
 
 #: Each optional feature by its ``store.capabilities`` flag. A case that needs one the implementation does not
@@ -35,6 +38,13 @@ class OptionalFeature:
 OPTIONAL_FEATURES: Mapping[str, OptionalFeature] = {
     # HV-10: reads of the value or timestamp that skip the header bytes, parsing them only when asked for.
     "lazy_headers": OptionalFeature(frozenset({"header_values.deserialize_lazy"}), frozenset({"HV-10"})),
+    # VS-31: a wipe of one store that keeps the task's other stores; Kafka's only wipe is a whole task's
+    # (StateManagerUtil.closeStateManager deletes the task directory), which store.wipe still reaches.
+    "store_wipe": OptionalFeature(frozenset(), frozenset({"VS-31"})),
+    # WS-2, WIN-16: a segment interval given to a window store and checked there (below 1 is refused). Kafka's
+    # public Stores takes none, and its internal supplier checks none: no Kafka API can be asked to refuse one.
+    "segment_interval_option": OptionalFeature(frozenset(), frozenset(), inputs=(
+        ("window.segment_interval", ("segment_interval",), 1), ("store.open", ("options", "segment_interval_ms"), 1))),
 }
 
 
@@ -61,6 +71,10 @@ class Capabilities:
     iterators: bool = False
     #: HV-10's lazy header decoding (OPTIONAL_FEATURES), which Kafka 4.4 does not have.
     lazy_headers: bool = False
+    #: VS-31's wipe of one store beside the task's other stores (OPTIONAL_FEATURES), which Kafka does not have.
+    store_wipe: bool = False
+    #: WS-2's checked segment interval of a window store (OPTIONAL_FEATURES), which Kafka's public Stores lacks.
+    segment_interval_option: bool = False
     dump: frozenset[str] = frozenset()
     offsets: frozenset[str] = frozenset()
     upgrade: frozenset[str] = frozenset()
@@ -99,7 +113,7 @@ class Capabilities:
             backends=tuple(b for b in names("backends") if b in BACKENDS),
             logging=flag("logging"), caching=flag("caching"), cache_flush_listener=flag("cache_flush_listener"),
             crash=flag("crash"), iterators=flag("iterators"), lazy_headers=flag("lazy_headers"),
-            dump=frozenset(names("dump")), offsets=frozenset(names("offsets")), upgrade=frozenset(names("upgrade")),
+            store_wipe=flag("store_wipe"), segment_interval_option=flag("segment_interval_option"), dump=frozenset(names("dump")), offsets=frozenset(names("offsets")), upgrade=frozenset(names("upgrade")),
             answer=dict(answer))
 
     def offers_store_type(self, name: str) -> bool:
@@ -145,6 +159,19 @@ class Capabilities:
 def feature_of(op: str) -> str | None:
     """The optional feature (OPTIONAL_FEATURES) that ``op`` belongs to, or None for an operation every store has."""
     return next((name for name, feature in OPTIONAL_FEATURES.items() if op in feature.operations), None)
+
+
+def feature_of_input(op: str, payload: Mapping[str, Any]) -> str | None:
+    """The optional feature (OPTIONAL_FEATURES) that ``payload`` of ``op``, an operation every store has, needs: a
+    segment interval below 1 given to a window store is one only a store with a checked interval can refuse."""
+    for name, feature in OPTIONAL_FEATURES.items():
+        for input_op, path, smallest in feature.inputs:
+            value: Any = payload
+            for step in path:
+                value = value.get(step) if isinstance(value, Mapping) else None
+            if op == input_op and isinstance(value, int) and not isinstance(value, bool) and value < smallest:
+                return name
+    return None
 
 
 def checked_rules(op: str, rules: Sequence[str]) -> list[str]:

@@ -28,6 +28,7 @@ from kstate_conformance.capabilities import (
     canonical_store_type,
     capabilities_of,
     feature_of,
+    feature_of_input,
     lacks_reason,
     share_capabilities,
 )
@@ -95,7 +96,7 @@ class SkippingAdapter(ImplementationAdapter):
         (OPS-1 ``store_backends``), so that the case is absent, not an operation it fails to answer (CL-5 of the
         versioned store with headers, which Kafka 4.4 lacks). A type the spec does not know is no feature to lack:
         its refusal is what such a case checks."""
-        feature = feature_of(op)
+        feature = feature_of(op) or feature_of_input(op, payload)
         if feature is not None:
             return capabilities_of(self.inner).lacks(feature=feature)
         store_type = payload.get("store_type")

@@ -289,7 +289,7 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
     ``<store>.position`` file; the other store's directory and position file stay (VS-31; Kafka's own wipe is the
     whole task's, UPG-3)."""
     family = FAMILIES[name]
-    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump", "store_wipe")
     kit.require_ops("store.wipe", "store.write_task_file", "store.task_files")
     for store_name in ("store", "other"):
         _committed_store_with_position_file(kit, family, store_name)

@@ -300,6 +300,12 @@ def test_store_parameters_are_checked(implementation: Any) -> None:
     assert is_error(implementation.call("window.segment_interval", {"retention": -1, "window_size": 0}))
     assert is_error(implementation.call("window.segment_interval", {"retention": 10, "window_size": -1}))
     assert is_error(implementation.call("window.segment_interval", {"retention": 10, "window_size": 11}))
-    assert is_error(implementation.call("window.segment_interval", {"retention": 10, "window_size": 1, "segment_interval": 0}))
     assert implementation.call("window.segment_interval", {"retention": 10, "window_size": 10, "segment_interval": 3}) == {
         "segment_interval": 3}
+
+
+@rules("WIN-16")
+def test_a_segment_interval_below_one_is_refused(implementation: Any) -> None:
+    """A store that is given a segment interval checks it (WS-2); Kafka's public Stores takes none, so a testee
+    that declares no segment_interval_option answers this unsupported and the case is absent."""
+    assert is_error(implementation.call("window.segment_interval", {"retention": 10, "window_size": 1, "segment_interval": 0}))

@@ -441,7 +441,11 @@ def store_crash(request: Request) -> JsonDict:
     Output("store_backends", "object", "store type -> the backends it opens on, for a type that opens on some of "
            "backends only (a missing type opens on all)", optional=True),
     Output("lazy_headers", "bool", "HV-10's lazy header decoding (Kafka 4.4 has none); absent is false",
-           optional=True)))
+           optional=True),
+    Output("store_wipe", "bool", "VS-31's wipe of one store that keeps the task's other stores (Kafka wipes whole "
+           "tasks); absent is false", optional=True),
+    Output("segment_interval_option", "bool", "WS-2's segment interval given to a window store and checked at open "
+           "(Kafka's public Stores takes none); absent is false", optional=True)))
 def store_capabilities(request: Request) -> JsonDict:
     """What this implementation offers: store types, backends, layers and lifecycle operations."""
     return {
@@ -457,6 +461,10 @@ def store_capabilities(request: Request) -> JsonDict:
         "upgrade": [Backend.ROCKSDB.value, Backend.MEMORY.value],
         # The reference reads value and timestamp without parsing the header bytes (HV-10, hardened).
         "lazy_headers": True,
+        # store.wipe removes one store and keeps the task's others (VS-31, hardened).
+        "store_wipe": True,
+        # segment_interval_ms is a window store option, checked at open (WS-2).
+        "segment_interval_option": True,
     }
 
 

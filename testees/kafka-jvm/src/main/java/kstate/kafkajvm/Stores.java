@@ -184,6 +184,13 @@ final class Stores {
             // ValueTimestampHeadersDeserializer.deserialize parses the header bytes before value and timestamp:
             // Kafka 4.4 has no lazy header decoding (HV-10), so its lazy cases are absent, not failed.
             out.put("lazy_headers", false);
+            // Kafka's only wipe is a task's (StateManagerUtil.closeStateManager deletes the task directory): no
+            // wipe of one store beside the task's others (VS-31), so those cases are absent; store.wipe still
+            // answers where the task holds nothing but the wiped store.
+            out.put("store_wipe", false);
+            // Kafka's public Stores takes no segment interval for a window store and its internal supplier checks
+            // none (WS-2): a given interval of 1 or more is reached through that supplier, one below 1 is absent.
+            out.put("segment_interval_option", false);
             return out;
         });
         register("store.open", Stores::open);
