@@ -177,7 +177,7 @@ def feature_of_input(op: str, payload: Mapping[str, Any]) -> str | None:
 def checked_rules(op: str, rules: Sequence[str]) -> list[str]:
     """The rules a golden case of ``op`` checks: an optional feature's rules only where it calls one of the
     feature's operations or checks the feature's rules alone (a store scenario). A case of another operation that
-    cites them (the kafka-jvm vectors cite every rule of ``header_values.deserialize``, HV-10 among them) checks
+    cites them (the vectors recorded from Kafka cite every rule of ``header_values.deserialize``, HV-10 among them) checks
     what that operation does, which every store has: counted for HV-10, it would pass HV-10 on an eager store."""
     kept = list(rules)
     for feature in OPTIONAL_FEATURES.values():
