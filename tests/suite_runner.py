@@ -29,6 +29,21 @@ class SuiteRun:
     def by_outcome(self, outcome: str) -> list[dict[str, Any]]:
         return [o for o in self.outcomes if o["outcome"] == outcome]
 
+    def verdicts(self) -> tuple[dict[str, str], Any]:
+        """The run's per-rule verdicts and its report (a ``report.RunReport``), read back from its results."""
+        from kstate_conformance.kafka_jvm.verdicts import report_from_results
+
+        report = report_from_results(self.report_dir / "results.json")
+        return report.rule_verdicts(), report
+
+
+def module_dir(factory: Any, name: str, source: str) -> Path:
+    """A fresh directory (``factory``: pytest's tmp_path_factory) holding ``<name>.py`` with ``source``, for a child
+    run to import an implementation from (:func:`child_env`)."""
+    directory: Path = factory.mktemp(name)
+    (directory / f"{name}.py").write_text(source, encoding="utf-8")
+    return directory
+
 
 def suite_command(impl: str, report_dir: Path, *extra: str, modules: tuple[str, ...] = ()) -> list[str]:
     return [sys.executable, "-m", "pytest", "-q", "--no-header", "-rfE", *suite_args(modules), "--kstate-impl", impl,

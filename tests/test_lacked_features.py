@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from suite_runner import child_env, run_suite
+from suite_runner import child_env, module_dir, run_suite
 
 from kstate_conformance import capabilities as capabilities_module
 from kstate_conformance import plugin as plugin_module
@@ -222,16 +222,7 @@ def test_the_headline_names_every_lacked_store_type_and_capability() -> None:
 
 @pytest.fixture(scope="module")
 def eager_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("eager")
-    (directory / "eager_impl.py").write_text(EAGER, encoding="utf-8")
-    return directory
-
-
-def _verdicts(report_dir: Path) -> tuple[dict[str, str], RunReport]:
-    from kstate_conformance.kafka_jvm.verdicts import report_from_results
-
-    report = report_from_results(report_dir / "results.json")
-    return report.rule_verdicts(), report
+    return module_dir(tmp_path_factory, "eager_impl", EAGER)
 
 
 def test_an_eager_port_passes_the_required_header_rules_and_lacks_only_lazy_decoding(eager_dir: Path,
@@ -240,7 +231,7 @@ def test_an_eager_port_passes_the_required_header_rules_and_lacks_only_lazy_deco
     and named. The mutant declares lazy_headers without having it: its lazy cases are then unsupported."""
     run = run_suite("eager_impl:eager", tmp_path / "r", *LAZY_TESTS, env=child_env(eager_dir))
     assert run.returncode == 0, run.stdout[-3000:]
-    verdicts, report = _verdicts(tmp_path / "r")
+    verdicts, report = run.verdicts()
     for rule in ("HV-11", "HV-13", "HV-14", "PRIM-8"):
         assert verdicts[rule] == "pass", (rule, verdicts[rule], report.by_rule()[rule])
     lazy = [o for o in report.outcomes if o.skip_kind == ABSENT]
@@ -255,7 +246,7 @@ def test_an_eager_port_passes_the_required_header_rules_and_lacks_only_lazy_deco
 
     mutant = run_suite("eager_impl:claims", tmp_path / "m", *LAZY_TESTS, env=child_env(eager_dir))
     assert mutant.returncode == 0, mutant.stdout[-3000:]  # a lacked operation is reported, not failed
-    mutant_verdicts, mutant_report = _verdicts(tmp_path / "m")
+    mutant_verdicts, mutant_report = mutant.verdicts()
     assert {o.unsupported for o in mutant_report.outcomes if o.skip_kind == UNSUPPORTED} == {
         "header_values.deserialize_lazy"}
     assert mutant_verdicts["PRIM-8"] == "partial" and mutant_verdicts["HV-13"] == "partial"

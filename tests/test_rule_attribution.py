@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from suite_runner import child_env, run_suite
+from suite_runner import child_env, module_dir, run_suite
 
 from kstate_conformance import report as report_module
 from kstate_conformance.expectations import ENTRY_CLASSES, KAFKA_BUG, Entry, ExpectedFailures, entry_class
@@ -65,23 +65,14 @@ HEADER_TESTS = ("-k", "headers_state_store or test_header_values_properties", "-
 
 @pytest.fixture(scope="module")
 def porter_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("porter")
-    (directory / "porter_impl.py").write_text(PORTER, encoding="utf-8")
-    return directory
-
-
-def _verdicts(report_dir: Path) -> tuple[dict[str, str], RunReport]:
-    from kstate_conformance.kafka_jvm.verdicts import report_from_results
-
-    report = report_from_results(report_dir / "results.json")
-    return report.rule_verdicts(), report
+    return module_dir(tmp_path_factory, "porter_impl", PORTER)
 
 
 def test_a_porter_refusing_hv5s_lenient_input_departs_from_kafka_and_fails_nothing(porter_dir: Path,
                                                                                    tmp_path: Path) -> None:
     run = run_suite("porter_impl:strict", tmp_path / "r", *HEADER_TESTS, env=child_env(porter_dir))
     assert run.returncode == 0, run.stdout[-3000:]
-    verdicts, report = _verdicts(tmp_path / "r")
+    verdicts, report = run.verdicts()
     assert verdicts["HV-5"] == DEPARTS
     # The other rules the lenient cases cite pass on their other cases (partial where the porter lacks an operation).
     counts = report.by_rule()
@@ -105,7 +96,7 @@ def test_an_xfailed_case_is_xfail_only_for_the_rules_its_entry_names(porter_dir:
     run = run_suite("porter_impl:one_wrong", tmp_path / "r", *HEADER_TESTS,
                     f"--kstate-expected-failures={listing}", env=child_env(porter_dir))
     assert run.returncode == 0, run.stdout[-3000:]
-    verdicts, report = _verdicts(tmp_path / "r")
+    verdicts, report = run.verdicts()
     xfailed = [o for o in report.outcomes if o.outcome == "xfailed"]
     assert xfailed and all(set(o.rules) >= {"HV-1", "HV-2", "HV-4", "HV-13"} for o in xfailed)
     assert verdicts["HV-13"] == "xfail"
