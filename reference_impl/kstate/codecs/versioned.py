@@ -637,27 +637,22 @@ class KeyVersions:
         return found.valid_to
 
     def _finish_put(self, value: bytes | None, timestamp: int, found: int) -> int:
-        interval = self.config.segment_interval
-        if found == INT64_MIN:
-            if value is not None:
-                self.latest = encode_latest_value(value, timestamp)
-                return found
-            # A tombstone is never a latest value: it goes to the segment of its own timestamp (VER-10, VER-22).
-            sid = segment_id(timestamp, interval)
-            if not self._live_segment(sid):
-                return PUT_RETURN_CODE_NOT_PUT
-            row = self.segments.get(sid)
-            if row is None:
-                self.segments[sid] = new_segment_value_with_record(None, timestamp, timestamp).serialize()
-            elif segment_next_timestamp(row) != timestamp:
-                self._insert_as_latest(sid, segment_next_timestamp(row), timestamp, None)
+        if found == INT64_MIN and value is not None:
+            self.latest = encode_latest_value(value, timestamp)
             return found
-        sid = segment_id(found, interval)
+        # A tombstone is never a latest value: with nothing later it goes to the segment of its own timestamp, a
+        # degenerate one (valid from and to its timestamp) where the key has none there (VER-10, VER-22); any other
+        # version goes to the segment of the validTo it was found.
+        valid_to = timestamp if found == INT64_MIN else found
+        sid = segment_id(valid_to, self.config.segment_interval)
         if not self._live_segment(sid):
             return PUT_RETURN_CODE_NOT_PUT
         row = self.segments.get(sid)
         if row is None:
-            self.segments[sid] = new_segment_value_with_record(value, timestamp, found).serialize()
+            self.segments[sid] = new_segment_value_with_record(value, timestamp, valid_to).serialize()
+        elif found == INT64_MIN:
+            if segment_next_timestamp(row) != timestamp:  # equal: the segment already ends in this tombstone
+                self._insert_as_latest(sid, segment_next_timestamp(row), timestamp, None)
         elif segment_next_timestamp(row) <= timestamp:
             self._insert_as_latest(sid, timestamp, found, value)
         else:
