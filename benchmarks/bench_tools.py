@@ -9,7 +9,7 @@ import statistics
 import struct
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,24 @@ def open_raw(path: Path) -> Any:
     """A raw rocksdict database at ``path``, with the stores' RocksDB options."""
     path.mkdir(parents=True, exist_ok=True)
     return rocksdict.Rdict(str(path), rocksdb_options())
+
+
+def raw_copy(tmp_path_factory: pytest.TempPathFactory, name: str, rows: Sequence[tuple[bytes, bytes]]) -> Any:
+    """A raw rocksdict database holding ``rows`` (in its memtable, as a store's committed rows are), for a floor."""
+    db = open_raw(tmp_path_factory.mktemp(name))
+    for key, value in rows:
+        db.put(key, value)
+    return db
+
+
+def segment_floors(tmp_path_factory: pytest.TempPathFactory, name: str, rows: Sequence[tuple[int, bytes, bytes]],
+                   interval: int) -> dict[int, Any]:
+    """Raw databases ``name-<segment>`` of segment ``time // interval`` each holding its ``(time, row key, value)``
+    rows, in key order."""
+    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
+    for time_, key, value in rows:
+        by_segment.setdefault(time_ // interval, []).append((key, value))
+    return {sid: raw_copy(tmp_path_factory, f"{name}-{sid}", sorted(seg)) for sid, seg in sorted(by_segment.items())}
 
 
 def raw_load(db: Any, pairs: Sequence[tuple[bytes, bytes | None]], batch_size: int) -> None:
@@ -268,3 +286,28 @@ def raw_versioned_get_latest(db: Any, keys: Sequence[bytes]) -> int:
         if row is not None:
             found += unpack(row)[0] is not None and row[8:] is not None
     return found
+
+
+#: A session store key's suffix (SESS-1): [key][end int64][start int64].
+SESSION_SUFFIX = struct.Struct(">qq")
+_INT64_MAX = 2**63 - 1
+
+
+def raw_find_sessions(segments: Mapping[int, Any], sids: Sequence[int], key: bytes, earliest_end: int,
+                      latest_start: int, backward: bool) -> list[tuple[int, int, bytes | None]]:
+    """The floor of findSessions(key, earliestEnd, latestStart): the key's rows of each raw segment database of
+    ``sids`` (in the read's order) between its bounds, a longer key sharing the prefix skipped by length, kept by
+    end and start, each answered as (start, end, value)."""
+    lower, upper = key + SESSION_SUFFIX.pack(earliest_end, 0), key + SESSION_SUFFIX.pack(_INT64_MAX, latest_start)
+    size, rows, unpack = len(key) + 16, [], SESSION_SUFFIX.unpack_from
+    for sid in sids:
+        db = segments[sid]
+        items = db.items(backwards=True, from_key=upper) if backward else db.items(from_key=lower)
+        for row_key, value in items:
+            if (row_key < lower) if backward else (row_key > upper):
+                break
+            if len(row_key) == size:
+                end, start = unpack(row_key, size - 16)
+                if end >= earliest_end and start <= latest_start:
+                    rows.append((start, end, value))
+    return rows

@@ -45,21 +45,23 @@ import pytest
 from bench_tools import (
     JVM_WARMUP,
     KAFKA_VERSION,
+    SESSION_SUFFIX,
     KafkaSide,
     Side,
     git_commit,
     hexes,
     machine_load,
-    open_raw,
     print_report,
+    raw_copy,
+    raw_find_sessions,
     raw_prefix_count,
     raw_versioned_get_as_of,
     raw_window_fetch,
+    segment_floors,
 )
 
 from kstate.codecs import session_keys
 from kstate.codecs import versioned as versioned_codec
-from kstate.codecs.primitives import INT64_MAX
 from kstate.codecs.store_types import DEFAULT_CF, StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.stores.api import Backend, TopicPartition
@@ -190,12 +192,16 @@ def _record(kind: str, kafka: Side | None, ours: Side | None, floor: Side | None
             NOTES.append(f"{kind}: {label} read {side.found} entries a round, kstate {ours.found}")
 
 
-def _raw_copy(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[tuple[bytes, bytes]]) -> Any:
-    """A raw rocksdict database holding ``rows`` (in its memtable, as a store's committed rows are), for a floor."""
-    db = open_raw(tmp_path_factory.mktemp(name))
-    for key, value in rows:
-        db.put(key, value)
-    return db
+def _put_round(store: Any, keys: list[bytes], values: list[bytes]) -> Callable[[int], int]:
+    """A round of key-value puts: every key put with its value, in order, then a commit."""
+    def put(_: int) -> int:
+        p = store.put
+        for key, value in zip(keys, values, strict=True):
+            p(key, value)
+        store.commit({TP: 1})
+        return 0
+
+    return put
 
 
 def _forward_count(db: Any, lower: bytes, upper: bytes) -> int:
@@ -229,14 +235,9 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     for key, value in zip(KEYS, TS_VALUES, strict=True):
         read_store.put(key, value)
     read_store.commit({TP: 1})
-    raw = _raw_copy(tmp_path_factory, "kv-floor", list(zip(KEYS, TS_VALUES, strict=True)))
+    raw = raw_copy(tmp_path_factory, "kv-floor", list(zip(KEYS, TS_VALUES, strict=True)))
 
-    def put(_: int) -> int:
-        p = store.put
-        for key, value in zip(KEYS, TS_VALUES, strict=True):
-            p(key, value)
-        store.commit({TP: 1})
-        return 0
+    put = _put_round(store, KEYS, TS_VALUES)
 
     def get(_: int) -> int:
         g = read_store.get
@@ -288,18 +289,8 @@ def test_key_value(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     raw.close()
 
 
-def _segment_floors(tmp_path_factory: pytest.TempPathFactory, name: str, rows: list[tuple[int, bytes, bytes]],
-                    interval: int) -> dict[int, Any]:
-    """Raw databases of segment ``time // interval`` each holding its ``(time, row key, value)`` rows."""
-    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
-    for time_, key, value in rows:
-        by_segment.setdefault(time_ // interval, []).append((key, value))
-    return {sid: _raw_copy(tmp_path_factory, f"{name}-{sid}", sorted(seg)) for sid, seg in sorted(by_segment.items())}
-
-
 _WINDOW_SUFFIX = struct.Struct(">qi")  # WIN-4: [key][window start int64][seqnum int32]
 _WINDOW_START = struct.Struct(">q")
-_SESSION_SUFFIX = struct.Struct(">qq")  # SESS-1: [key][end int64][start int64]
 
 
 def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -322,8 +313,8 @@ def test_window(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.TempP
     for key, start, value in WINDOW_ROWS:
         read_store.put(key, value, start)
     read_store.commit({TP: 1})
-    floors = _segment_floors(tmp_path_factory, "window-floor",
-                             [(t, k + _WINDOW_SUFFIX.pack(t, 0), v) for k, t, v in WINDOW_ROWS], MINUTE)
+    floors = segment_floors(tmp_path_factory, "window-floor",
+                            [(t, k + _WINDOW_SUFFIX.pack(t, 0), v) for k, t, v in WINDOW_ROWS], MINUTE)
 
     def put(_: int) -> int:
         p = store.put
@@ -385,8 +376,8 @@ def test_find_sessions(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytes
         store.put(key, start, end, value)
     store.commit({TP: 1})
     interval = session_keys.default_segment_interval(HOUR)
-    floors = _segment_floors(tmp_path_factory, "session-floor",
-                             [(e, k + _SESSION_SUFFIX.pack(e, s), v) for k, s, e, v in SESSIONS], interval)
+    floors = segment_floors(tmp_path_factory, "session-floor",
+                            [(e, k + SESSION_SUFFIX.pack(e, s), v) for k, s, e, v in SESSIONS], interval)
 
     def finder(backward: bool) -> Callable[[int], int]:
         def find(_: int) -> int:
@@ -400,27 +391,15 @@ def test_find_sessions(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytes
 
     def floor(backward: bool) -> Callable[[int], int]:
         # The key's rows of every segment from segmentId(earliest end) on, kept by length, end and start.
-        unpack = _SESSION_SUFFIX.unpack_from
         sids = sorted(floors, reverse=backward)
 
         def find(_: int) -> int:
             found = 0
             for key, earliest_end, latest_start in SESSION_FINDS:
-                lower, upper = key + _SESSION_SUFFIX.pack(earliest_end, 0), key + _SESSION_SUFFIX.pack(INT64_MAX,
-                                                                                                      latest_start)
-                size = len(key) + 16
-                for sid in sids:
-                    if sid < earliest_end // interval:
-                        continue
-                    db = floors[sid]
-                    rows = db.items(backwards=True, from_key=upper) if backward else db.items(from_key=lower)
-                    for row_key, value in rows:
-                        if (row_key < lower) if backward else (row_key > upper):
-                            break
-                        if len(row_key) == size:
-                            end, start = unpack(row_key, size - 16)
-                            if end >= earliest_end and start <= latest_start:
-                                found += value is not None
+                first = earliest_end // interval
+                rows = raw_find_sessions(floors, [sid for sid in sids if sid >= first], key, earliest_end,
+                                         latest_start, backward)
+                found += sum(value is not None for _, _, value in rows)
             return found
 
         return find
@@ -467,12 +446,7 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     read_store = open_bytes_store(StoreType.VERSIONED_KV, Backend.ROCKSDB, name="bench", state_dir=read_dir,
                                   options=options)
 
-    def ts_put(_: int) -> int:
-        p = timestamped.put
-        for key, value in zip(VKEYS, ts_values, strict=True):
-            p(key, value)
-        timestamped.commit({TP: 1})
-        return 0
+    ts_put = _put_round(timestamped, VKEYS, ts_values)
 
     def putter(store: Any) -> Callable[[int], int]:
         def put(r: int) -> int:
@@ -487,7 +461,7 @@ def test_versioned(benchmark: Any, kafka: KafkaSide, tmp_path_factory: pytest.Te
     fill = putter(read_store)
     for r in range(VFILL_ROUNDS):
         fill(r)
-    raw = _raw_copy(tmp_path_factory, "versioned-floor", read_store.column_family_rows()[DEFAULT_CF])
+    raw = raw_copy(tmp_path_factory, "versioned-floor", read_store.column_family_rows()[DEFAULT_CF])
     raw.flush()  # as the reopened store's rows are: in a table file
     live_ids = sorted(read_store.segment_ids(), reverse=True)
     observed = read_store.observed_stream_time

@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import os
 import random
-import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench_tools import bench, interleaved, open_raw, print_report, write_floor_report
+from bench_tools import bench, interleaved, print_report, raw_find_sessions, segment_floors, write_floor_report
 
 from kstate.codecs import session_keys
 from kstate.codecs.store_types import StoreType
@@ -145,31 +144,15 @@ def test_workload(benchmark: Any, workloads: dict[str, Workload], name: str) -> 
 
 FLOOR_ROUNDS = int(os.environ.get("KSTATE_BENCH_FLOOR_ROUNDS", "80"))
 FLOOR_REPORT = Path(__file__).resolve().parents[1] / "reports" / "bench" / "session-floor.md"
-_TIMES = struct.Struct(">qq")  # SESS-1: [key][end int64][start int64]
 
 
 def _floor_finder(raw: dict[int, Any], keys: list[bytes], backward: bool) -> Callable[[], int]:
     """The raw floor of findSessions(key, 0, MAX) for every key: each segment's rows between the key's bounds (in the
     read's order), a longer key sharing the prefix skipped by length, kept by end and start (SS-5, SS-6)."""
-    unpack = _TIMES.unpack_from
     sids = sorted(raw, reverse=backward)
 
     def find() -> int:
-        found = 0
-        for key in keys:
-            lower, upper, size, rows = key + _TIMES.pack(0, 0), key + _TIMES.pack(MAX, MAX), len(key) + 16, []
-            for sid in sids:
-                db = raw[sid]
-                items = db.items(backwards=True, from_key=upper) if backward else db.items(from_key=lower)
-                for row_key, value in items:
-                    if (row_key < lower) if backward else (row_key > upper):
-                        break
-                    if len(row_key) == size:
-                        end, start = unpack(row_key, size - 16)
-                        if end >= 0 and start <= MAX:
-                            rows.append((key, start, end, value))
-            found += len(rows)
-        return found
+        return sum(len(raw_find_sessions(raw, sids, key, 0, MAX, backward)) for key in keys)
 
     return find
 
@@ -182,16 +165,12 @@ def test_session_reads_at_the_floor(request: pytest.FixtureRequest, tmp_path_fac
                              state_dir=tmp_path_factory.mktemp("session-floor-store"), options={"retention_ms": HOUR})
     assert isinstance(store, RocksDBSessionStore)
     interval = session_keys.default_segment_interval(HOUR)
-    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
+    rows: list[tuple[int, bytes, bytes]] = []
     for key, start, end, value in sessions:
         store.put(key, start, end, value)
-        by_segment.setdefault(end // interval, []).append((session_keys.PLAIN.to_store_key(key, start, end), value))
+        rows.append((end, session_keys.PLAIN.to_store_key(key, start, end), value))
     store.commit({TP: 1})
-    raw = {}
-    for sid, rows in sorted(by_segment.items()):
-        raw[sid] = open_raw(tmp_path_factory.mktemp(f"session-floor-{sid}"))
-        for row_key, value in sorted(rows):
-            raw[sid].put(row_key, value)
+    raw = segment_floors(tmp_path_factory, "session-floor", rows, interval)
     keys = sorted({key for key, _, _, _ in sessions})
 
     def finder(backward: bool) -> Callable[[], int]:

@@ -50,6 +50,7 @@ from bench_tools import (
     print_report,
     raw_load,
     raw_window_fetch,
+    segment_floors,
     write_floor_report,
 )
 
@@ -329,16 +330,12 @@ def test_window_reads_at_the_floor(request: pytest.FixtureRequest, tmp_path_fact
     """fetch, backwardFetch and fetchAll of the RocksDB window store beside their raw floor (issue 35): both read the
     same rows, and the ratios are printed, never asserted on."""
     store = _open_window(tmp_path_factory.mktemp("window-floor-store"))
-    by_segment: dict[int, list[tuple[bytes, bytes]]] = {}
-    for (key, start, value), row_key in zip(ROWS, ROW_KEYS, strict=True):
+    for key, start, value in ROWS:
         store.put(key, value, start)
-        by_segment.setdefault(start // MINUTE, []).append((row_key, value))
     store.commit({TP: 0})
-    raw = {}
-    for sid, rows in sorted(by_segment.items()):
-        raw[sid] = open_raw(tmp_path_factory.mktemp(f"window-floor-{sid}"))
-        for row_key, value in sorted(rows):
-            raw[sid].put(row_key, value)
+    raw = segment_floors(tmp_path_factory, "window-floor",
+                         [(start, row_key, value) for (_, start, value), row_key in zip(ROWS, ROW_KEYS, strict=True)],
+                         MINUTE)
     starts: dict[bytes, list[int]] = {}
     for key, start, _ in ROWS:
         starts.setdefault(key, []).append(start)
