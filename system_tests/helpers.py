@@ -289,6 +289,20 @@ def assert_sessions_match_input(cluster: AppCluster, found: dict[int, dict[Sessi
                               check, live)
 
 
+def assert_state_matches_input(cluster: AppCluster, store_type: StoreType) -> int:
+    """The stores hold what the acknowledged input makes, by family; returns the rows checked. A versioned store is
+    not checked here (0): byte for byte with a restore of its changelog is its scenarios' check, and its history is
+    VS-* of its own test."""
+    family = STORE_TYPES[store_type].family
+    state = cluster.logical_state()
+    if family is Family.KEY_VALUE:
+        return assert_no_acknowledged_input_lost(cluster, state, store_type)
+    if family is Family.WINDOW:
+        return assert_windows_match_input(cluster, window_state(state, store_type), WINDOW_SIZE_MS, RETENTION_MS)
+    if family is Family.SESSION:
+        return assert_sessions_match_input(cluster, session_state(state, store_type), GAP_MS, RETENTION_MS)
+    return 0
+
 def committed_input(cluster: AppCluster, partitions: int) -> dict[int, int]:
     """The group's committed input offsets; a coordinator still loading or moving, or one that did not answer within
     the call's timeout (a loaded machine, right after a kill), is asked again."""

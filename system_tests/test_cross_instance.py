@@ -20,17 +20,11 @@ from typing import Any
 import pytest
 from conftest import Oracle
 from helpers import (
-    GAP_MS,
-    RETENTION_MS,
-    WINDOW_SIZE_MS,
     assert_no_acknowledged_input_lost,
-    assert_sessions_match_input,
-    assert_windows_match_input,
+    assert_state_matches_input,
     bounce_one_by_one,
     family_cluster,
     family_keys,
-    session_state,
-    window_state,
 )
 
 from kstate.app.cluster import AppCluster
@@ -60,19 +54,6 @@ def _require_exact_end_offsets(restorer: InstanceCommand, broker: Broker) -> Non
             and not broker.capabilities.list_offsets_latest_exact):
         raise UnsupportedByInstance(f"unsupported by {restorer.name} on broker {broker.provider}: its restore ends at "
                                     "ListOffsets(latest), which this broker does not answer exactly (INST-14)")
-
-
-def _assert_state_matches_input(cluster: AppCluster, store_type: StoreType) -> int:
-    """The stores hold what the acknowledged input makes, by family; returns the rows checked."""
-    family = STORE_TYPES[store_type].family
-    state = cluster.logical_state()
-    if family is Family.KEY_VALUE:
-        return assert_no_acknowledged_input_lost(cluster, state, store_type)
-    if family is Family.WINDOW:
-        return assert_windows_match_input(cluster, window_state(state, store_type), WINDOW_SIZE_MS, RETENTION_MS)
-    if family is Family.SESSION:
-        return assert_sessions_match_input(cluster, session_state(state, store_type), GAP_MS, RETENTION_MS)
-    return 0  # versioned: byte for byte with the writer's store is the check (its history is VS-* of its own test)
 
 
 @rules("INST-43", "INST-30", "INST-40", "RST-6", "KV-50")
@@ -126,7 +107,7 @@ def test_cross_restore_from_the_other_implementations_changelog(
     restoring.wait_caught_up(cluster.input_end())
     assert restoring.stop() == 0
     assert not any(e["records"] for e in restoring.events("restored") if e["pid"] == restoring.pid)
-    checked = _assert_state_matches_input(cluster, store_type)
+    checked = assert_state_matches_input(cluster, store_type)
     system_report(f"cross restore {store_type.value} {writer.name} -> {restorer.name}",
                   {"changelog_records": len(changelog), "rows_checked": checked,
                    "seconds": round(time.monotonic() - started, 1)})

@@ -23,18 +23,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from helpers import (
-    GAP_MS,
-    RETENTION_MS,
-    WINDOW_SIZE_MS,
-    assert_no_acknowledged_input_lost,
-    assert_sessions_match_input,
-    assert_windows_match_input,
-    family_cluster,
-    family_keys,
-    session_state,
-    window_state,
-)
+from helpers import assert_no_acknowledged_input_lost, assert_state_matches_input, family_cluster, family_keys
 from test_kafka_streams_sigkill import MATRIX, TYPES, kafka_streams  # noqa: F401 (the module's fixture)
 
 from kstate.app.cluster import AppCluster
@@ -59,16 +48,6 @@ def _assert_versioned_as_restored(cluster: AppCluster, shared: InstanceProcess, 
         assert cluster.store_dump(p, shared).data_families() == cluster.store_dump(p, check).data_families(), (
             f"partition {p}: the versioned store differs from the restore of its changelog")
     return PARTITIONS
-
-
-def _assert_state(cluster: AppCluster, store_type: StoreType) -> int:
-    family = STORE_TYPES[store_type].family
-    state = cluster.logical_state()
-    if family is Family.WINDOW:
-        return assert_windows_match_input(cluster, window_state(state, store_type), WINDOW_SIZE_MS, RETENTION_MS)
-    if family is Family.SESSION:
-        return assert_sessions_match_input(cluster, session_state(state, store_type), GAP_MS, RETENTION_MS)
-    return assert_no_acknowledged_input_lost(cluster, state, store_type)
 
 
 @rules("INST-44", "INST-43", "KV-50", "OFF-4")
@@ -127,7 +106,7 @@ def test_a_state_directory_is_opened_by_the_other_implementation_at_its_committe
     if STORE_TYPES[store_type].family is Family.VERSIONED:
         checked = _assert_versioned_as_restored(cluster, shared, reference_instance)
     else:
-        checked = _assert_state(cluster, store_type)
+        checked = assert_state_matches_input(cluster, store_type)
     system_report(f"state directory {store_type.value} {writer.name} -> {opener.name}",
                   {"rows_checked": checked, "seconds": round(time.monotonic() - started, 1)})
 
