@@ -97,9 +97,8 @@ class StagedEngine:
         reverse: bool,
     ) -> tuple[Iterator[Entry], EngineCursor]:
         """Entries of ``cf`` in range as of now: staged writes are copied, the engine cursor is a snapshot."""
-        cursor = self.engine.iterate(
-            cf, lower, upper, lower_inclusive=lower_inclusive, upper_inclusive=upper_inclusive, reverse=reverse
-        )
+        # Engine.iterate's own call, its arguments all given (the hot path of every read, issue 35).
+        cursor = self.engine._cursor(cf, lower, upper, lower_inclusive, upper_inclusive, reverse)
         ops = self.pending.ops.get(cf)
         if not ops:
             return iter(cursor), cursor  # the cursor's own row generator where it has one (no frame per row)

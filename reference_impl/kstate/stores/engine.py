@@ -567,10 +567,12 @@ def _bounded_rows(owner: RocksDBEngine, cf: str, items: Any, lower: bytes | None
 
     Only the first row can sit on an exclusive seek bound (a seek lands on it or past it), so it alone is checked
     for that; the rest run through a loop specialised for the direction and the far bound: per row a generator
-    resume, one comparison and the row tuple rocksdict built, handed on as is (issue 35). A module function, not
+    resume, one comparison and the row tuple rocksdict built, handed on as is (issue 35); the last row read, which
+    the end check needs, is the loop's own variable once the rows run out. A module function, not
     a method: the generator holds no reference to its cursor (no cycle to wait for the collector).
     """
     last: bytes | None = None
+    row: tuple[bytes, bytes] | None = None
     try:
         if reverse:
             # seek_for_prev lands on an exclusive upper bound itself, or below it; the lower bound ends.
@@ -590,39 +592,34 @@ def _bounded_rows(owner: RocksDBEngine, cf: str, items: Any, lower: bytes | None
         else:
             items = None
         if items is not None:
+            # The last row read is the loop variable once the rows run out: no store per row (issue 35).
+            row = None
             if stop is None:
                 for row in items:
-                    last = row[0]
                     yield row
             elif reverse:
                 if stop_inclusive:
                     for row in items:
-                        key = row[0]
-                        if key < stop:
+                        if row[0] < stop:
                             return
-                        last = key
                         yield row
                 else:
                     for row in items:
-                        key = row[0]
-                        if key <= stop:
+                        if row[0] <= stop:
                             return
-                        last = key
                         yield row
             elif stop_inclusive:
                 for row in items:
-                    key = row[0]
-                    if key > stop:
+                    if row[0] > stop:
                         return
-                    last = key
                     yield row
             else:
                 for row in items:
-                    key = row[0]
-                    if key >= stop:
+                    if row[0] >= stop:
                         return
-                    last = key
                     yield row
+            if row is not None:
+                last = row[0]
     except Exception as exc:
         raise storage_error(owner.store, f"iterating column family {cf}", exc) from exc
     # rocksdict's items end silently when the native iterator fails: check why it ended (KV-25).

@@ -145,6 +145,9 @@ class AbstractSegments(ABC, Generic[S]):
         low = time_from // interval if time_from >= 0 else segment_id(time_from, interval)
         high = time_to // interval if time_to >= 0 else segment_id(time_to, interval)
         held = self._segments
+        if low == high:  # a read within one segment (the usual fetch): one lookup, no list of ids to sort
+            one = held.get(low)
+            return [one] if one is not None and one.is_open else []
         ids = [i for i in held if low <= i <= high]
         ids.sort(reverse=not forward)
         return [s for s in map(held.__getitem__, ids) if s.is_open]
