@@ -2,11 +2,13 @@
 refusals matched against the model's, and the run settings derived from the loaded hypothesis profile.
 
 A family's machine subclasses :class:`StoreMachine` (its constructor takes the implementation, the backend, a base
-directory and the capabilities) and runs with :func:`run_family_machine`.
+directory and the capabilities) and runs with :func:`run_family_machine`. Each lifecycle step of a machine is a rule of
+its own, made with :func:`lifecycle_rule`, so that a shrunk failure names the step.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -18,7 +20,13 @@ from typing import Any, ClassVar, Generic, TypeVar
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+from hypothesis.stateful import (
+    RULE_MARKER,
+    RuleBasedStateMachine,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from kstate_conformance.capabilities import Capabilities, capabilities_of, lacks_reason
 from kstate_conformance.models.kv import Record, Refused, headers_value, timestamped_value
@@ -70,16 +78,52 @@ def hex_or_none(data: bytes | None) -> str | None:
 
 #: The family's model of the store.
 ModelT = TypeVar("ModelT")
+#: A rule's method, as the decorators of :mod:`hypothesis.stateful` take and give it.
+RuleMethod = Callable[..., Any]
+
+#: Marks a lifecycle rule with its weight (see :func:`lifecycle_rule`).
+LIFECYCLE_WEIGHT = "kstate_lifecycle_weight"
+#: The batch sizes a restore into a fresh store draws.
+BATCH_SIZES = st.integers(min_value=1, max_value=4)
+
+
+def lifecycle_rule(*conditions: Callable[[Any], bool], weight: int = 1,
+                   **arguments: st.SearchStrategy[Any]) -> Callable[[RuleMethod], RuleMethod]:
+    """A lifecycle step (commit, crash, restart, restore, upgrade...) as a rule of its own, so that a shrunk failure
+    names it; the steps stay as rare, and as likely to each other, as when one rule drew them from a list.
+
+    The rule takes ``arguments``. It runs only while the store is started and every ``condition`` of the machine
+    holds (a withheld rule, a capability, a store type). It is ``weight`` times as likely as a step of weight 1:
+    hypothesis picks among the rules uniformly, so :class:`StoreMachine` registers it ``weight`` times, each copy
+    printed by the one name.
+
+    Every lifecycle rule also draws ``pause``, how many other steps must run before the next lifecycle step may
+    (:meth:`StoreMachine.pauses`): what keeps the lifecycle steps together as rare as the one rule was.
+    """
+    def decorate(step: RuleMethod) -> RuleMethod:
+        def run(self: StoreMachine[Any], pause: int, **kwargs: Any) -> None:
+            step(self, **kwargs)
+            self.pause = pause + 1  # the count of this step itself (StoreMachine.check_invariants) leaves ``pause``
+        run.__name__, run.__qualname__, run.__doc__ = step.__name__, step.__qualname__, step.__doc__
+        setattr(run, LIFECYCLE_WEIGHT, weight)
+        ruled = _rule(**arguments, pause=PAUSES)(run)
+        return precondition(lambda self: self.lifecycle_due() and all(c(self) for c in conditions))(ruled)
+    return decorate
+
+
+#: :func:`hypothesis.stateful.rule` of strategies alone (no target), as :func:`lifecycle_rule` calls it.
+_rule: Callable[..., Callable[[RuleMethod], RuleMethod]] = rule
+#: The pause a lifecycle step draws, from the running machine's :meth:`StoreMachine.pauses`.
+PAUSES: st.SearchStrategy[int] = st.runner().flatmap(lambda machine: machine.pauses())
 
 
 class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     """Speaks to one store of the implementation through ``implementation`` and keeps the family's ``model`` of it (set by
     the machine's initialize rule); ``handle`` names the store currently open."""
 
-    #: The family's lifecycle steps: commit (compare what the store logged, commit the offset reached), crash and
-    #: reopen, rebuild the changelog into a fresh store in batches of the given size.
-    commit: Callable[[], None]
-    crash: Callable[..., None]
+    #: What the family's lifecycle rules run: a task's commit (compare what the store logged, commit the offset
+    #: reached), and the changelog rebuilt into a fresh store in batches of the given size.
+    task_commit: Callable[[], None]
     restore_into_fresh_store: Callable[[int], None]
     #: The rules this family's machine can withhold the steps of, each with what it then leaves out.
     WITHHOLDABLE: ClassVar[dict[str, str]] = {}
@@ -101,13 +145,57 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         if unknown:
             raise AssertionError(f"{type(self).__name__} cannot withhold the steps of {', '.join(unknown)} "
                                  f"(it can: {', '.join(self.WITHHOLDABLE) or 'none'})")
-        for rule in sorted(_WITHHELD):
-            missing = sorted(self.WITHHELD_TOGETHER.get(rule, frozenset()) - _WITHHELD)
+        for rule_id in sorted(_WITHHELD):
+            missing = sorted(self.WITHHELD_TOGETHER.get(rule_id, frozenset()) - _WITHHELD)
             if missing:
-                raise AssertionError(f"withholding {rule} ({self.WITHHOLDABLE[rule]}) leaves {', '.join(missing)} "
+                raise AssertionError(f"withholding {rule_id} ({self.WITHHOLDABLE[rule_id]}) leaves {', '.join(missing)} "
                                      "unchecked too: the entry must withhold them as well")
         #: The rules whose steps this machine withholds (see :func:`withholding`).
         self.withheld = _WITHHELD
+        #: How many other steps must run before the next lifecycle step may (see :func:`lifecycle_rule`).
+        self.pause = 0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Register each lifecycle rule of weight ``w`` under ``w`` names (hypothesis picks among rules uniformly);
+        every copy runs, and is printed as, the one rule."""
+        super().__init_subclass__(**kwargs)
+        assert callable(getattr(RuleBasedStateMachine, "check_invariants", None)), (
+            "hypothesis no longer checks invariants through check_invariants: the pauses would never end")
+        for name, member in list(vars(cls).items()):
+            rule_of = getattr(member, RULE_MARKER, None)
+            weight = getattr(getattr(rule_of, "function", None), LIFECYCLE_WEIGHT, 1)
+            for copy in range(2, weight + 1):
+                setattr(cls, f"{name}_weight_{copy}", member)
+
+    @classmethod
+    @functools.cache
+    def pauses(cls) -> st.SearchStrategy[int]:
+        """The pauses after a lifecycle step, from 0 to twice the number ``N`` of the machine's other rules: a
+        lifecycle step then comes after about ``N`` other steps, as when it was one rule among ``N + 1``.
+
+        Drawn mirrored (the simplest choice is the longest pause): hypothesis draws its simplest choices far more
+        often than the others, and a pause of 0 that often would make lifecycle steps several times as frequent as
+        they were. For the same reason the first rule in hypothesis's order of rules, ``commit``, runs more often
+        than the others once a pause is over."""
+        rules = cls.setup_state().rules
+        others = sum(1 for r in rules if getattr(r.function, LIFECYCLE_WEIGHT, None) is None)
+        return st.integers(min_value=0, max_value=2 * others).map(lambda shorter: 2 * others - shorter)
+
+    def lifecycle_due(self) -> bool:
+        """Whether a lifecycle step may run now: the store started, and the last lifecycle step's pause over
+        (:meth:`check_invariants` counts it down)."""
+        return self.model is not None and self.pause == 0
+
+    def check_invariants(self, settings: Any, output: Callable[[str], object], runtimes: dict[str, float]) -> None:
+        """Count a step off the pause that the last lifecycle step drew: hypothesis checks the invariants after every
+        step (and after the initialize rules, while the pause is still 0). Done here rather than as an invariant of its
+        own, which a failing example would print after every step."""
+        self.pause = max(0, self.pause - 1)
+        super().check_invariants(settings, output, runtimes)
+
+    def can_crash(self) -> bool:
+        """Whether the implementation can crash a store (the crash steps' condition)."""
+        return self.capabilities.crash
 
     def teardown(self) -> None:
         model: Any = self.model
@@ -145,25 +233,23 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         assert "error" not in out, f"{op} {payload}: refused ({out['error']}), the model answers {expected!r}"
         return out, expected
 
-    def lifecycle_step(self, action: str, data: st.DataObject) -> None:
-        """Run the lifecycle step ``action``: ``crash`` right after a commit half the time (where data and offsets
-        written apart would show, KV-50), ``restore`` with a drawn batch size, ``upgrade`` with ``data``, any other
-        the family's method of that name."""
-        if action == "crash":
-            if data.draw(st.booleans(), label="commit first"):
-                self.commit()
-            self.crash()
-        elif action == "restore":
-            self.restore_into_fresh_store(data.draw(st.integers(min_value=1, max_value=4), label="batch size"))
-        elif action == "upgrade":
-            getattr(self, "upgrade")(data)  # noqa: B009 - only the families that upgrade have it
-        else:
-            getattr(self, action)()
+    # --- the lifecycle steps every family has ----------------------------------------------------------------
+
+    @lifecycle_rule()
+    def commit(self) -> None:
+        """A task's commit (the family's :meth:`task_commit`)."""
+        self.task_commit()
+
+    @lifecycle_rule(batch_size=BATCH_SIZES)
+    def restore(self, batch_size: int) -> None:
+        """The whole changelog rebuilt into a fresh store in batches of ``batch_size`` (the family's
+        :meth:`restore_into_fresh_store`)."""
+        self.restore_into_fresh_store(batch_size)
 
     def close_cleanly(self) -> None:
         """A clean shutdown: the family's commit, then the store and the model closed, and the records the close
         logged compared."""
-        self.commit()
+        self.task_commit()
         self.ok("store.close", {"handle": self.handle})
         model: Any = self.store_model
         model.close()
@@ -208,17 +294,14 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
         return offset
 
     def crash_and_reopen(self, open_store: Callable[..., dict[str, Any]], detects_crash: bool,
-                         may_roll_back: bool = False) -> bool:
+                         may_roll_back: bool = False) -> None:
         """Kill the store and the model, compare what the store logged, and reopen it (:meth:`reopen_after_crash`);
-        False, doing nothing, when the implementation cannot crash a store."""
-        if not self.capabilities.crash:
-            return False
+        a crash step's, which runs only where the implementation can crash a store (:meth:`can_crash`)."""
         self.ok("store.crash", {"handle": self.handle})
         model: Any = self.store_model
         model.crash()
         self.check_changelog()
         self.reopen_after_crash(open_store, detects_crash, may_roll_back=may_roll_back)
-        return True
 
     #: Whether the last reopen after a crash found no unclean shutdown (:meth:`reopen_after_crash`).
     crash_undetected = False

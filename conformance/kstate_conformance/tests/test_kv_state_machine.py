@@ -25,14 +25,20 @@ from hypothesis.stateful import (
 from kstate_conformance import rules, state_machines
 from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import kv as m
-from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
+from kstate_conformance.state_machines import (
+    KEYS,
+    MAYBE_KEY,
+    TIMESTAMPS,
+    StoreMachine,
+    hex_or_none,
+    lifecycle_rule,
+    run_family_machine,
+)
 from kstate_conformance.strategies import header_lists, nullable_binary
 
 RAW = st.binary(max_size=5)
 HEADER_VALUES = nullable_binary(3)
 HEADERS = header_lists(st.sampled_from(["a", "b", "ü"]), HEADER_VALUES, max_size=2).map(tuple)
-#: Lifecycle steps, upgrades and crashes twice as likely as the others (they find the most).
-LIFECYCLE = ("flush", "commit", "restart", "upgrade", "upgrade", "crash", "crash", "restore")
 NEXT_TYPE = {m.PLAIN: (m.TIMESTAMPED, m.HEADERS), m.TIMESTAMPED: (m.HEADERS,), m.HEADERS: ()}
 
 
@@ -100,7 +106,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
             if cf in m.DATA_COLUMN_FAMILIES and entries
         }
 
-    def commit(self) -> None:
+    def task_commit(self) -> None:
         """Flush the cache, collect the records it sent, then commit the changelog offset reached (as a task does)."""
         self.ok("store.flush_cache", {"handle": self.handle})
         self.kv.flush()
@@ -248,26 +254,26 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
         self.ok("store.iterator_close", {"iterator": iterator_id})
         model_it.closed = True
 
-    # --- lifecycle ------------------------------------------------------------------------------------------
+    # --- lifecycle (commit and restore: StoreMachine's; upgrades and crashes twice as likely, they find the most) ---
 
-    @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
-    def lifecycle(self, action: str, data: st.DataObject) -> None:
-        """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        self.lifecycle_step(action, data)
-
+    @lifecycle_rule()
     def flush(self) -> None:
         self.ok("store.flush", {"handle": self.handle})
         self.kv.flush()
 
+    @lifecycle_rule()
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
         self.close_cleanly()
         self.reopen_as(self.kv.store_type, self.open_store)
 
+    def upgradable(self) -> bool:
+        """Whether the store can be reopened as a newer type: not yet the newest, on a backend that upgrades."""
+        return self.kv.store_type != m.HEADERS and self.backend in self.capabilities.upgrade
+
+    @lifecycle_rule(upgradable, weight=2, data=st.data())
     def upgrade(self, data: st.DataObject) -> None:
         """Reopen as a newer store type: in place on RocksDB (lazy dual column families), rebuilt in memory."""
-        if self.kv.store_type == m.HEADERS or self.backend not in self.capabilities.upgrade:
-            return
         new_type = data.draw(st.sampled_from(NEXT_TYPE[self.kv.store_type]), label="new type")
         self.close_cleanly()
         previous = self.kv.store_type
@@ -275,13 +281,16 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
         if self.backend == m.ROCKSDB and self.kv.store_type != previous:
             self.upgraded_in_place = True
 
-    def crash(self) -> None:
-        """Kill the store; reopen it; what survived is a state since the last commit (or, where the reopen found no
+    @lifecycle_rule(StoreMachine.can_crash, weight=2, commit_first=st.booleans())
+    def crash(self, commit_first: bool) -> None:
+        """Kill the store (right after a commit with ``commit_first``, where data and offsets written apart would
+        show, KV-50); reopen it; what survived is a state since the last commit (or, where the reopen found no
         unclean shutdown, the last open's or clean close's with its offset: KV-50, KV-52); replaying the changelog
         after the committed offset restores everything that was logged (KIP-1035 at-least-once recovery)."""
-        if not self.crash_and_reopen(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True,
-                                     may_roll_back=True):
-            return
+        if commit_first:
+            self.task_commit()
+        self.crash_and_reopen(lambda **extra: self.open_store(self.kv.store_type, **extra), detects_crash=True,
+                              may_roll_back=True)
         assert not self.crash_undetected or self.can_dump, "an open after a crash was not refused (KV-52)"
         if self.backend == m.ROCKSDB:
             if self.can_dump:

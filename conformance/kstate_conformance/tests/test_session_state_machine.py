@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (
     initialize,
     invariant,
-    precondition,
     rule,
 )
 
@@ -27,7 +26,14 @@ from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
-from kstate_conformance.state_machines import KEYS, MAYBE_KEY, StoreMachine, hex_or_none, run_family_machine
+from kstate_conformance.state_machines import (
+    KEYS,
+    MAYBE_KEY,
+    StoreMachine,
+    hex_or_none,
+    lifecycle_rule,
+    run_family_machine,
+)
 from kstate_conformance.strategies import header_lists, nullable_binary
 
 RAW = st.binary(max_size=4)
@@ -36,7 +42,6 @@ HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(2), max_size
 ENDS = st.integers(min_value=0, max_value=400) | st.sampled_from([0, 59_999, 60_000, 120_000])
 DURATIONS = st.sampled_from([0, 0, 1, 5, 30, 100])
 BOUNDS = st.integers(min_value=-5, max_value=450) | st.sampled_from([0, m.INT64_MAX])
-LIFECYCLE = ("commit", "restart", "upgrade", "crash", "crash", "restore")
 OPTIONS = st.builds(
     m.Options,
     retention_ms=st.sampled_from([50, 200, 10_000]),
@@ -98,7 +103,7 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
                        for cf, rows in cfs.items() if rows and cf in m.DATA_COLUMN_FAMILIES}
                 for name, cfs in out["segments"].items()}
 
-    def commit(self) -> None:
+    def task_commit(self) -> None:
         self.commit_offset_reached()
         got = self.committed_offset()
         assert got == self.sm.committed, f"committed offset {got}, expected {self.sm.committed}"
@@ -216,39 +221,39 @@ class SessionStoreMachine(StoreMachine[m.SessionModel]):
             out, expected = result
             assert _entries(out) == expected, f"fetch {payload}: {_show(_entries(out))} != {_show(expected)}"
 
-    # --- lifecycle ----------------------------------------------------------------------------------------------------
+    # --- lifecycle (commit and restore: StoreMachine's; crashes twice as likely) --------------------------------------
 
-    @precondition(lambda self: self.model is not None)
-    @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
-    def lifecycle(self, action: str, data: st.DataObject) -> None:
-        """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        self.lifecycle_step(action, data)
-
+    @lifecycle_rule()
     def restart(self) -> None:
         """A clean shutdown (commit, close) and a restart of the same store type."""
         self.close_cleanly()
         self.reopen_as(self.sm.store_type, self.open_store)
 
-    def upgrade(self, data: st.DataObject) -> None:
+    def upgradable(self) -> bool:
+        """Whether the store can be reopened as ``session_with_headers``: a plain one, on a backend that upgrades, of
+        an implementation that offers the type."""
+        return (self.sm.store_type == m.SESSION and self.capabilities.offers_store_type(m.HEADERS)
+                and self.backend in self.capabilities.upgrade)
+
+    @lifecycle_rule(upgradable)
+    def upgrade(self) -> None:
         """Reopen a plain session store as ``session_with_headers``: in place on RocksDB (every segment's plain
         family read through the dual column families), rebuilt from the changelog in memory."""
-        del data  # one target type: nothing to draw
-        if self.sm.store_type != m.SESSION or not self.capabilities.offers_store_type(m.HEADERS):
-            return
-        if self.backend not in self.capabilities.upgrade:
-            return
         self.close_cleanly()
         self.reopen_as(m.HEADERS, self.open_store)
 
-    def crash(self) -> None:
-        """Kill the store; reopen it; what survived is a state since the last commit (or, where the reopen found no
+    @lifecycle_rule(StoreMachine.can_crash, weight=2, commit_first=st.booleans())
+    def crash(self, commit_first: bool) -> None:
+        """Kill the store (right after a commit with ``commit_first``, where data and offsets written apart would
+        show, KV-50); reopen it; what survived is a state since the last commit (or, where the reopen found no
         unclean shutdown, the last open's or clean close's with its offsets: KV-50, KV-52); replaying the changelog
         after the committed offset restores everything that was logged."""
+        if commit_first:
+            self.task_commit()
         # The unclean shutdown is found in the segments' databases: a store without a segment has none to show it.
         had_segments = bool(self.sm.segments)
-        if not self.crash_and_reopen(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments,
-                                     may_roll_back=True):
-            return
+        self.crash_and_reopen(lambda **extra: self.open_store(self.sm.store_type, **extra), had_segments,
+                              may_roll_back=True)
         assert not self.crash_undetected or self.can_dump, "an open after a crash was not refused (KV-52)"
         if self.backend == m.ROCKSDB and self.can_dump:
             observed = self.dump_segments()

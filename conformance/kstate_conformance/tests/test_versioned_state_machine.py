@@ -23,7 +23,7 @@ from kstate_conformance import rules
 from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import versioned as m
 from kstate_conformance.models.kv import Record, headers_to_json
-from kstate_conformance.state_machines import StoreMachine, hex_or_none, run_family_machine
+from kstate_conformance.state_machines import BATCH_SIZES, StoreMachine, hex_or_none, lifecycle_rule, run_family_machine
 
 KEYS = st.sampled_from([b"a", b"b", b"\x00\xff"])
 ALL_KEYS = (b"a", b"b", b"\x00\xff")
@@ -34,7 +34,6 @@ QUERY_TIMES = st.integers(min_value=-2, max_value=45) | st.sampled_from([m.INT64
 HEADERS = st.lists(st.tuples(st.sampled_from(["h", "ü"]), st.none() | st.binary(max_size=2)), max_size=2).map(tuple)
 #: ``any`` is served as descending, as Kafka's own tests assert (VS-12).
 ORDERS = st.sampled_from([m.ASCENDING, m.DESCENDING, m.ANY])
-LIFECYCLE = ("commit", "restart", "restart", "crash", "crash", "restore")
 
 
 def _show(rows: dict[bytes, bytes]) -> list[tuple[str, str]]:
@@ -114,7 +113,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         assert out["restored"] == len(records)
         model.restore(records, batch_size)
 
-    def commit(self) -> None:
+    def task_commit(self) -> None:
         self.check_changelog()
         offset = len(self.changelog) - 1 if self.changelog else None
         self.commit_changelog_offset(offset)
@@ -239,21 +238,11 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         assert got == expected, (f"get_versions({key.hex()}, {from_ms}, {to_ms}, {order}) with observed "
                                  f"{self.vs.observed}: {got} != {expected}")
 
-    # --- lifecycle ------------------------------------------------------------------------------------------
+    # --- lifecycle (commit and restore: StoreMachine's; restarts and crashes twice as likely) -------------------
 
-    @rule(action=st.sampled_from(LIFECYCLE), batch_size=st.integers(min_value=1, max_value=4))
-    def lifecycle(self, action: str, batch_size: int) -> None:
-        """One lifecycle step, in one rule so that they are rarer than reads and writes."""
-        if action in ("restart", "crash") and "VS-14" in self.withheld and self.reopen_finds_segments(action):
-            action = "commit"
-        if action == "commit":
-            self.commit()
-        elif action == "restart":
-            self.restart(batch_size)
-        elif action == "crash":
-            self.crash(batch_size)
-        else:
-            self.restore_into_fresh_store(batch_size)
+    def withholds_reopen(self, action: str) -> bool:
+        """Whether the reopen of ``action`` is left out: VS-14 withheld and the reopened store may find segment rows."""
+        return "VS-14" in self.withheld and self.reopen_finds_segments(action)
 
     def reopen_finds_segments(self, action: str) -> bool:
         """Whether the store ``action`` reopens may hold versions in segments (VS-14): now, for a restart (it commits
@@ -268,10 +257,11 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         assert "error" not in out, f"reopening failed: {out['error']}"
         self.handle = out["handle"]
 
+    @lifecycle_rule(lambda self: not self.withholds_reopen("restart"), weight=2, batch_size=BATCH_SIZES)
     def restart(self, batch_size: int) -> None:
         """A clean shutdown (commit, close) and a restart: the observed stream time starts again (VER-25); an
         in-memory store is rebuilt from its changelog, as Kafka rebuilds one on every open."""
-        self.commit()
+        self.task_commit()
         self.on_store("store.close")
         self._reopened()
         if self.backend == m.ROCKSDB:
@@ -282,12 +272,12 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         self.crash_candidates = [self.vs.snapshot()]
         self.durable = (self.vs.snapshot(), self.committed)
 
+    @lifecycle_rule(StoreMachine.can_crash, lambda self: "VS-17" not in self.withheld and not self.withholds_reopen("crash"),
+                    weight=2, batch_size=BATCH_SIZES)
     def crash(self, batch_size: int) -> None:
         """Kill the store and reopen it: it holds a state since the last commit (or, where the reopen found no unclean
         shutdown, the last open's or clean close's with its offset: KV-50, VS-17); replaying the changelog after the
         committed offset then restores what was logged (KIP-1035 at-least-once recovery)."""
-        if not self.capabilities.crash or "VS-17" in self.withheld:
-            return
         self.on_store("store.crash")
         self.check_changelog()
         self.reopen_after_crash(self.open_store, detects_crash=True, rule_ids=" (VS-17)", may_roll_back=True)

@@ -21,7 +21,15 @@ from hypothesis.stateful import initialize, invariant, rule
 from kstate_conformance import rules, state_machines
 from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import window as m
-from kstate_conformance.state_machines import KEYS, MAYBE_KEY, TIMESTAMPS, StoreMachine, hex_or_none, run_family_machine
+from kstate_conformance.state_machines import (
+    KEYS,
+    MAYBE_KEY,
+    TIMESTAMPS,
+    StoreMachine,
+    hex_or_none,
+    lifecycle_rule,
+    run_family_machine,
+)
 from kstate_conformance.strategies import header_lists, nullable_binary
 
 RAW = st.binary(max_size=4)
@@ -30,7 +38,6 @@ STARTS = st.integers(min_value=0, max_value=130) | st.sampled_from([0, 59_999, 6
 #: Fetch bounds: negative and unbounded ones too (Kafka clamps; it never refuses them).
 TIMES = STARTS | st.sampled_from([-1, m.INT64_MAX])
 HEADERS = header_lists(st.sampled_from(["a", "b"]), nullable_binary(3), max_size=2).map(tuple)
-LIFECYCLE = ("flush", "commit", "restart", "restart", "crash", "crash", "restore")
 
 
 @st.composite
@@ -107,7 +114,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
     def expected_segments(self, model: m.WindowModel) -> dict[str, dict[str, dict[bytes, bytes]]]:
         return {name: {m.HOME_CF[self.store_type]: rows} for name, rows in model.segment_names().items()}
 
-    def commit(self) -> None:
+    def task_commit(self) -> None:
         self.ok("store.flush", {"handle": self.handle})
         self.commit_offset_reached()
 
@@ -216,16 +223,13 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
             out, expected = result
             assert _windowed(out) == expected, f"fetch_all {payload}: {_show(_windowed(out))} != {_show(expected)}"
 
-    # --- lifecycle ------------------------------------------------------------------------------------------
+    # --- lifecycle (commit and restore: StoreMachine's; restarts and crashes twice as likely) -------------------
 
-    @rule(action=st.sampled_from(LIFECYCLE), data=st.data())
-    def lifecycle(self, action: str, data: st.DataObject) -> None:
-        """One lifecycle step; grouped in one rule so that they are rarer than reads and writes (they are slow)."""
-        self.lifecycle_step(action, data)
-
+    @lifecycle_rule()
     def flush(self) -> None:
         self.ok("store.flush", {"handle": self.handle})
 
+    @lifecycle_rule(weight=2)
     def restart(self) -> None:
         """A clean close and a reopen: RocksDB keeps its segments but forgets the stream time and the seqnums;
         an in-memory store is rebuilt from its changelog (WIN-1, RST-1)."""
@@ -237,11 +241,14 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
         if self.backend == m.MEMORY:
             self.restore_all(self.win.records_after(None))
 
-    def crash(self) -> None:
-        """Kill the store and reopen it; each segment holds a state since the last commit; replaying the changelog
-        after the committed offset gives back every logged write (KIP-1035 at-least-once recovery)."""
-        if not self.crash_and_reopen(self.open_store, detects_crash=False):
-            return
+    @lifecycle_rule(StoreMachine.can_crash, weight=2, commit_first=st.booleans())
+    def crash(self, commit_first: bool) -> None:
+        """Kill the store (right after a commit with ``commit_first``, where data and offsets written apart would
+        show, KV-50) and reopen it; each segment holds a state since the last commit; replaying the changelog after
+        the committed offset gives back every logged write (KIP-1035 at-least-once recovery)."""
+        if commit_first:
+            self.task_commit()
+        self.crash_and_reopen(self.open_store, detects_crash=False)
         if self.backend == m.ROCKSDB:
             if self.can_dump:
                 observed = self.dump_segments()
