@@ -83,6 +83,21 @@ def test_sources_newer_than_the_build_rebuild_it(tmp_path: Path) -> None:
     assert kafka_jvm._stale(root / "target" / "4.4.0" / "classpath.txt", root / "src")
 
 
+def test_shared_sources_newer_than_the_build_rebuild_it(tmp_path: Path) -> None:
+    """The generated ``StoreTypes.java`` of ``java-shared/`` is compiled into the testee too (its pom adds it)."""
+    root = _project(tmp_path)
+    shared = tmp_path / "java-shared" / "src" / "main" / "java"
+    shared.mkdir(parents=True)
+    (shared / "StoreTypes.java").write_text("class StoreTypes {}", encoding="utf-8")
+    _built(root, "4.4.0")
+    marker = root / "target" / "4.4.0" / "classpath.txt"
+    assert not kafka_jvm._stale(marker, root / "src", shared)
+    later = time.time() + 20
+    os.utime(shared / "StoreTypes.java", (later, later))
+    assert kafka_jvm._stale(marker, root / "src", shared)
+    assert not kafka_jvm._stale(marker, root / "src")
+
+
 _REPO = Path(__file__).resolve().parents[1]
 _CLASSES = ("KAFKA-BUG", "KAFKA", "SPEC", "TESTEE", "UNCLASSIFIED")
 

@@ -186,7 +186,7 @@ def test_the_key_value_row_decoder_answers_as_decode_row(key: bytes, value: byte
 # --- the Java side: the generated table, and every switch over store types ends in a throw (issue 33, item 5) ----
 
 _ROOT = Path(__file__).resolve().parents[2]
-_JAVA_SOURCES = ("testees/kafka-jvm/src/main/java", "instances/kafka-streams/src/main/java")
+_JAVA_SOURCES = ("testees/kafka-jvm/src/main/java", "instances/kafka-streams/src/main/java", java_store_types.SHARED_JAVA)
 #: The selectors of the switches over a store type, or over a family (``family``), in the Java sources.
 _STORE_TYPE_SELECTORS = ("type", "storeType", "c.storeType", "config.storeType", "family")
 
@@ -205,25 +205,36 @@ def _switch_bodies(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def test_the_java_copies_of_the_store_type_table_are_current() -> None:
-    """Each Maven project's generated ``StoreTypes.java`` says what ``kstate.codecs.store_types`` says now
-    (regenerate with ``python -m kstate.java_store_types``)."""
-    assert java_store_types.stale_copies(_ROOT) == []
-    rendered = java_store_types.render("p")
+def test_the_java_store_type_table_is_current() -> None:
+    """The generated ``StoreTypes.java`` that both Maven projects compile says what ``kstate.codecs.store_types``
+    says now (regenerate with ``python -m kstate.java_store_types``)."""
+    assert not java_store_types.is_stale(_ROOT)
+    rendered = java_store_types.render()
     for store_type in StoreType:
-        assert f'static final String {store_type.name} = "{store_type.value}";' in rendered
+        assert f'public static final String {store_type.name} = "{store_type.value}";' in rendered
         assert f"case {store_type.name}: return FAMILY_{STORE_TYPES[store_type].family.name};" in rendered
 
 
-def test_a_stale_java_copy_is_reported(tmp_path: Path) -> None:
-    relative, package = java_store_types.JAVA_COPIES[0]
-    for copy, _ in java_store_types.JAVA_COPIES:
-        (tmp_path / copy).parent.mkdir(parents=True)
-    java_store_types.write(tmp_path)
-    assert java_store_types.stale_copies(tmp_path) == []
-    (tmp_path / relative).write_text(java_store_types.render(package).replace('"kv"', '"kv2"'), encoding="utf-8")
-    assert java_store_types.stale_copies(tmp_path) == [relative]
+def test_both_java_projects_compile_the_one_table() -> None:
+    """One ``StoreTypes.java``, in ``java-shared/``: each pom adds that directory as a source root, and no project
+    keeps a copy of its own (issue 33)."""
+    for project in ("testees/kafka-jvm", "instances/kafka-streams"):
+        pom = (_ROOT / project / "pom.xml").read_text(encoding="utf-8")
+        assert "<source>${project.basedir}/../../" + java_store_types.SHARED_JAVA + "</source>" in pom, project
+        assert java_store_types.shared_sources(_ROOT / project) == _ROOT / java_store_types.SHARED_JAVA
+        assert not list((_ROOT / project / "src").rglob("StoreTypes.java")), project
+
+
+def test_a_stale_java_table_is_reported(tmp_path: Path) -> None:
+    assert java_store_types.write(tmp_path)
+    assert not java_store_types.is_stale(tmp_path)
+    assert not java_store_types.write(tmp_path)
+    (tmp_path / java_store_types.JAVA_FILE).write_text(java_store_types.render().replace('"kv"', '"kv2"'),
+                                                       encoding="utf-8")
+    assert java_store_types.is_stale(tmp_path)
     assert java_store_types.main(["--root", str(tmp_path), "--check"]) == 1
+    assert java_store_types.main(["--root", str(tmp_path)]) == 0
+    assert java_store_types.main(["--root", str(tmp_path), "--check"]) == 0
 
 
 def test_every_java_switch_over_store_types_uses_the_table_and_ends_in_a_throw() -> None:

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kstate.java_store_types import shared_sources
 from kstate.maven import run_maven
 from kstate_conformance.adapter import ImplementationAdapter
 from kstate_conformance.testee import ImplementationError, ImplementationNotFound, start_testee
@@ -39,11 +40,14 @@ def project() -> Path:
     return checkout_path(Path("testees") / "kafka-jvm")
 
 
-def _stale(marker: Path, sources: Path) -> bool:
+def _stale(marker: Path, sources: Path, *shared: Path) -> bool:
+    """Whether ``marker`` is missing or older than the pom beside ``sources``, or a Java file under ``sources`` or
+    ``shared`` (the sources the pom adds from outside the project, :func:`kstate.java_store_types.shared_sources`)."""
     if not marker.exists():
         return True
     built = marker.stat().st_mtime
-    return any(path.stat().st_mtime > built for path in [sources.parent / "pom.xml", *sources.rglob("*.java")])
+    java = [path for folder in (sources, *shared) for path in folder.rglob("*.java")]
+    return any(path.stat().st_mtime > built for path in [sources.parent / "pom.xml", *java])
 
 
 def command(version: str, *, project: Path | None = None, full_jit: bool = False) -> str:
@@ -53,7 +57,7 @@ def command(version: str, *, project: Path | None = None, full_jit: bool = False
     compilation on, as a benchmark of Kafka's stores needs.
 
     Maven builds ``target/<version>/classes`` and ``target/<version>/classpath.txt`` (the jars in ``~/.m2``);
-    it runs when they are missing or older than the sources. Java or Maven missing, or a failed build, is an
+    it runs when they are missing or older than the sources, the shared ``java-shared/`` ones included. Java or Maven missing, or a failed build, is an
     :class:`ImplementationError` naming what to install or what Maven said.
     """
     if not version or any(c not in "0123456789.-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" for c in version):
@@ -66,7 +70,7 @@ def command(version: str, *, project: Path | None = None, full_jit: bool = False
         raise ImplementationError("kafka-jvm needs Java 17 or later on PATH (java not found)")
     target = root / "target" / version
     classpath_file = target / "classpath.txt"
-    if _stale(classpath_file, root / "src"):
+    if _stale(classpath_file, root / "src", shared_sources(root)):
         mvn = shutil.which("mvn")
         if mvn is None:
             raise ImplementationError("kafka-jvm needs Maven on PATH to build the testee (mvn not found); "

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from kstate.app.process import InstanceCommand
 from kstate.errors import KStateError
+from kstate.java_store_types import shared_sources
 
 #: The Kafka Streams release the instance is built against unless told otherwise.
 KAFKA_STREAMS_VERSION = "4.4.0"
@@ -36,12 +37,14 @@ def kafka_streams_run_script() -> Path:
 
 
 def jar_is_fresh(version: str) -> bool:
-    """The jar of ``version`` exists and is newer than every source of the instance (``.ci/run`` prebuilds it)."""
+    """The jar of ``version`` exists and is newer than every source of the instance, the shared ``java-shared/``
+    ones included (``.ci/run`` prebuilds it)."""
     root = kafka_streams_run_script().parent
     jar = root / "target" / f"kafka-{version}" / "kstate-streams-instance.jar"
     if not jar.is_file():
         return False
-    sources = [root / "pom.xml", *(f for f in (root / "src").rglob("*") if f.is_file())]
+    folders = (root / "src", shared_sources(root))  # its own sources, and those its pom adds from java-shared/
+    sources = [root / "pom.xml", *(f for folder in folders for f in folder.rglob("*") if f.is_file())]
     return all(f.stat().st_mtime <= jar.stat().st_mtime for f in sources)
 
 

@@ -12,6 +12,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import kstate.storetypes.StoreTypes;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;

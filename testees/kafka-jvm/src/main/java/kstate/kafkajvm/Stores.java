@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import kstate.storetypes.StoreTypes;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Headers;
@@ -145,132 +146,32 @@ final class Stores {
     }
 
     static void registerAll() {
-        register("store.capabilities", in -> {
-            final ObjectNode out = obj();
-            final ArrayNode types = Json.arr();
-            for (final String t : KV_TYPES) {
-                if (hasType(t)) {
-                    types.add(t);
-                }
-            }
-            for (final String t : WINDOW_TYPES) {
-                if (hasType(t)) {
-                    types.add(t);
-                }
-            }
-            VERSIONED_TYPES.forEach(types::add);
-            for (final String t : Sessions.TYPES) {
-                if (Sessions.hasType(t)) {
-                    types.add(t);
-                }
-            }
-            out.set("store_types", types);
-            out.set("backends", Json.arr().add("rocksdb").add("memory"));
-            // Kafka's Stores builds a versioned store on RocksDB only (persistentVersionedKeyValueStore): the in-memory
-            // versioned store is a store type Kafka lacks, not an operation the testee leaves out (OPS-1).
-            final ObjectNode only = Json.obj();
-            VERSIONED_TYPES.forEach(t -> only.set(t, Json.arr().add("rocksdb")));
-            out.set("store_backends", only);
-            out.put("logging", true);
-            out.put("caching", true);
-            out.put("cache_flush_listener", true);
-            // store.crash loses the unflushed memtables (Crash); no legacy upgrades. The raw column families are
-            // read by store.dump (Dump).
-            out.put("crash", true);
-            out.set("dump", Json.arr().add("rocksdb"));
-            out.set("offsets", Json.arr().add("rocksdb"));
-            out.put("iterators", true);
-            out.set("upgrade", Json.arr());
-            // ValueTimestampHeadersDeserializer.deserialize parses the header bytes before value and timestamp:
-            // Kafka 4.4 has no lazy header decoding (HV-10), so its lazy cases are absent, not failed.
-            out.put("lazy_headers", false);
-            // Kafka's only wipe is a task's (StateManagerUtil.closeStateManager deletes the task directory): no
-            // wipe of one store beside the task's others (VS-31), so those cases are absent; store.wipe still
-            // answers where the task holds nothing but the wiped store.
-            out.put("store_wipe", false);
-            // Kafka's public Stores takes no segment interval for a window store and its internal supplier checks
-            // none (WS-2): a given interval of 1 or more is reached through that supplier, one below 1 is absent.
-            out.put("segment_interval_option", false);
-            return out;
-        });
+        register("store.capabilities", in -> capabilities());
+        registerLifecycle();
+        registerKeyValue();
+        registerFlushAndCommit();
+        registerVersioned();
+        registerWindow();
+        register("store.task_files", Stores::taskFiles);
+        // store.write_task_file (Tasks): the legacy .checkpoint is read by the task's migrateLegacyOffsets after the
+        // store's init (as ProcessorStateManager.registerStateStores does), a <store>.position by the store's init.
+    }
+
+    /** The store's life: open, close, crash, its record context and its changelog. */
+    private static void registerLifecycle() {
         register("store.open", Stores::open);
-        register("store.close", in -> {
-            final Handle h = handleOrCrashed(in);
-            if (h.crashed) {
-                // The killed process never closes the store; closing a closed Kafka store does nothing.
-                return obj();
-            }
-            final boolean downgrade = Json.bool(in, "downgrade", false);
-            // A downgrade close (OFF-20, UPG-4) is the task's, as ProcessorStateManager.close runs it with upgrade.from
-            // before 4.3: it notes each logged store's changelog offset (the one its last commit recorded), closes
-            // the stores, then LegacyCheckpointingStateStore.maybeDowngradeOffsets writes the task's .checkpoint.
-            final Map<org.apache.kafka.common.TopicPartition, Long> offsets = new HashMap<>();
-            if (downgrade && !h.closed && h.logging) {
-                final org.apache.kafka.common.TopicPartition tp =
-                    new org.apache.kafka.common.TopicPartition(changelogTopic(h), h.context.taskId.partition());
-                offsets.put(tp, h.root.managesOffsets() ? h.root.committedOffset(tp) : null);
-            }
-            try {
-                h.root.close();
-            } finally {
-                // Iterators stay: what a read of one answers after the close is the store's own behaviour.
-                h.closed = true;
-            }
-            if (downgrade) {
-                final Class<?> upgradeFrom = K.cls("org.apache.kafka.streams.internals.UpgradeFromValues");
-                @SuppressWarnings({"unchecked", "rawtypes"})
-                final Object from42 = Enum.valueOf((Class) upgradeFrom, "UPGRADE_FROM_42");
-                K.call("LegacyCheckpointingStateStore", "maybeDowngradeOffsets", K.t(String.class, upgradeFrom,
-                    org.apache.kafka.streams.processor.internals.StateDirectory.class,
-                    org.apache.kafka.streams.processor.TaskId.class, Map.class),
-                    "", from42, Tasks.stateDirectory(h.stateDir, h.context.applicationId), h.context.taskId, offsets);
-            }
-            return obj();
-        });
-        register("store.crash", in -> {
-            final Handle h = handle(in);
-            if (h.closed) {
-                throw new org.apache.kafka.streams.errors.InvalidStateStoreException("Store " + h.name + " is not open");
-            }
-            // A killed process leaves no iterator: each is released before its RocksDB goes, whose native
-            // iterators would outlive it otherwise. Its handle stays known, as after a clean close (where Kafka's
-            // store closes its iterators): a later close of it is a no-op, a read is refused as a closed one's.
-            for (final Iter i : ITERATORS.values()) {
-                if (i.handle() == h) {
-                    i.it().close();
-                }
-            }
-            try {
-                Crash.crash(h.root);
-            } finally {
-                h.closed = true;
-                h.crashed = true;
-            }
-            return obj();
-        });
+        register("store.close", Stores::close);
+        register("store.crash", Stores::crash);
         register("store.set_context", in -> {
             final Handle h = handle(in);
             h.context.recordContext = contextFrom(in, h.context.recordContext);
             return obj();
         });
-        register("store.changelog", in -> {
-            final Handle h = handleOrCrashed(in);
-            final ArrayNode records = Json.arr();
-            for (final StoreContext.Logged r : h.context.changelog) {
-                final ObjectNode rec = obj();
-                rec.set("key", hexNode(r.key() == null ? null : r.key().get()));
-                rec.set("value", hexNode(r.value()));
-                rec.put("timestamp", r.timestamp());
-                rec.set("headers", Json.headersJson(r.headers()));
-                records.add(rec);
-            }
-            h.context.changelog.clear();
-            final ObjectNode out = obj();
-            out.put("topic", changelogTopic(h));
-            out.put("partition", h.context.taskId.partition());
-            out.set("records", records);
-            return out;
-        });
+        register("store.changelog", Stores::changelog);
+    }
+
+    /** The key-value operations and their iterators. */
+    private static void registerKeyValue() {
         register("store.put", in -> {
             final Handle h = handle(in);
             kv(h).put(key(in, "key"), hexOrNull(in, "value"));
@@ -280,30 +181,7 @@ final class Stores {
             final Handle h = handle(in);
             return obj().set("previous", hexNode(kv(h).putIfAbsent(key(in, "key"), hexOrNull(in, "value"))));
         });
-        register("store.put_all", in -> {
-            final Handle h = handle(in);
-            final JsonNode list = Json.field(in, "entries");
-            if (!list.isArray()) {
-                throw new Json.InputError("entries", "a list of [key, value] pairs");
-            }
-            final List<KeyValue<Bytes, byte[]>> entries = new ArrayList<>();
-            int i = 0;
-            for (final JsonNode pair : list) {
-                final String where = "entries[" + i++ + "]";
-                if (!pair.isArray() || pair.size() != 2) {
-                    throw new Json.InputError(where, "a [key, value] pair");
-                }
-                final byte[] k = Json.parseHex(pair.get(0), where, true);
-                entries.add(KeyValue.pair(k == null ? null : Bytes.wrap(k), Json.parseHex(pair.get(1), where, true)));
-            }
-            if (entries.stream().anyMatch(e -> e.key == null)) {
-                // MeteredKeyValueStore.putAll checks every key before it writes any: a batch with a null key goes
-                // through it, so that Kafka's user-facing store refuses it whole (the layers below write first).
-                ((KeyValueStore<Bytes, byte[]>) (KeyValueStore<?, ?>) h.root).putAll(entries);
-            }
-            kv(h).putAll(entries);
-            return obj();
-        });
+        register("store.put_all", Stores::putAll);
         register("store.get", in -> obj().set("value", hexNode(kv(handle(in)).get(key(in, "key")))));
         register("store.delete", in -> obj().set("previous", hexNode(kv(handle(in)).delete(key(in, "key")))));
         register("store.get_typed", Stores::getTyped);
@@ -313,22 +191,7 @@ final class Stores {
         register("store.reverse_all", in -> drain(kv(handle(in)).reverseAll()));
         register("store.prefix_scan", in -> drain(kv(handle(in)).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer())));
         register("store.approximate_num_entries", in -> obj().put("count", kv(handle(in)).approximateNumEntries()));
-        register("store.iterator_open", in -> {
-            final Handle h = handle(in);
-            final String kind = in.has("kind") && !in.get("kind").isNull() ? Json.str(in, "kind") : "range";
-            final KeyValueIterator<Bytes, byte[]> it;
-            switch (kind) {
-                case "range": it = kv(h).range(optKey(in, "from"), optKey(in, "to")); break;
-                case "reverse_range": it = kv(h).reverseRange(optKey(in, "from"), optKey(in, "to")); break;
-                case "all": it = kv(h).all(); break;
-                case "reverse_all": it = kv(h).reverseAll(); break;
-                case "prefix_scan": it = kv(h).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer()); break;
-                default: throw new Json.InputError("kind", "one of range, reverse_range, all, reverse_all, prefix_scan");
-            }
-            final String id = h.id + "-i" + ++h.iterators;
-            ITERATORS.put(id, new Iter(h, it));
-            return obj().put("iterator", id);
-        });
+        register("store.iterator_open", Stores::iteratorOpen);
         register("store.iterator_next", in -> {
             final Iter iter = iterator(in);
             final long max = Json.lng(in, "max", 1);
@@ -348,6 +211,10 @@ final class Stores {
             iterator(in).it().close();
             return obj();
         });
+    }
+
+    /** Flushing, committing and restoring: the cache, the offsets, the changelog. */
+    private static void registerFlushAndCommit() {
         register("store.flush", in -> {
             // The operation flushes the cache (CachingKeyValueStore[WithHeaders], CachingWindowStore or
             // CachingSessionStore: each has flushCache()), then the store. Kafka 4.3 made StateStore.flush() a deprecated no-op
@@ -375,6 +242,10 @@ final class Stores {
             return obj().set("offset", offset == null ? NullNode.instance : Json.F.numberNode(offset));
         });
         register("store.restore", Stores::restore);
+    }
+
+    /** The versioned store's operations (VS-*). */
+    private static void registerVersioned() {
         register("versioned_store.put", in -> {
             final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
             if (in.has("headers") && !in.get("headers").isNull() && in.get("headers").size() > 0) {
@@ -393,42 +264,11 @@ final class Stores {
             final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
             return obj().set("record", versionedRecord(v.delete(key(in, "key"), Json.lng(in, "timestamp"))));
         });
-        register("versioned_store.get_versions", in -> {
-            final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
-            // KIP-968: MultiVersionedKeyQuery through the store's IQv2 query().
-            org.apache.kafka.streams.query.MultiVersionedKeyQuery<Bytes, byte[]> q =
-                org.apache.kafka.streams.query.MultiVersionedKeyQuery.withKey(key(in, "key"));
-            if (in.has("from_ms") && !in.get("from_ms").isNull()) {
-                q = q.fromTime(java.time.Instant.ofEpochMilli(Json.lng(in, "from_ms")));
-            }
-            if (in.has("to_ms") && !in.get("to_ms").isNull()) {
-                q = q.toTime(java.time.Instant.ofEpochMilli(Json.lng(in, "to_ms")));
-            }
-            final String order = in.has("order") && !in.get("order").isNull() ? Json.str(in, "order") : "any";
-            switch (order) {
-                case "ascending": q = q.withAscendingTimestamps(); break;
-                case "descending": q = q.withDescendingTimestamps(); break;
-                case "any": break;
-                default: throw new Json.InputError("order", "any, ascending or descending");
-            }
-            final org.apache.kafka.streams.query.QueryResult<org.apache.kafka.streams.state.VersionedRecordIterator<byte[]>> r =
-                v.query(q, org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
-            if (!r.isSuccess()) {
-                if (r.getFailureReason() == org.apache.kafka.streams.query.FailureReason.STORE_EXCEPTION) {
-                    // The store refused the query (a closed store: InvalidStateStoreException, caught by
-                    // StoreQueryUtils.handleBasicQueries); Kafka's own FailedQueryResult.getResult throws it as a refusal.
-                    r.getResult();
-                }
-                throw new IllegalStateException("MultiVersionedKeyQuery failed: " + r.getFailureReason() + " " + r.getFailureMessage());
-            }
-            final ArrayNode records = Json.arr();
-            try (org.apache.kafka.streams.state.VersionedRecordIterator<byte[]> it = r.getResult()) {
-                while (it.hasNext()) {
-                    records.add(versionedRecord(it.next()));
-                }
-            }
-            return obj().set("records", records);
-        });
+        register("versioned_store.get_versions", Stores::versionedGetVersions);
+    }
+
+    /** The window store's operations (window_store.*). */
+    private static void registerWindow() {
         register("window_store.put", in -> {
             window(handle(in)).put(key(in, "key"), hexOrNull(in, "value"), Json.lng(in, "window_start"));
             return obj();
@@ -467,91 +307,246 @@ final class Stores {
             final WindowStore<Bytes, byte[]> w = window(handle(in));
             return windowed(Json.bool(in, "backward", false) ? w.backwardAll() : w.all());
         });
-        register("store.task_files", in -> {
-            final Path dir = taskDir(in);
-            final Set<String> names = new TreeSet<>();
-            final ObjectNode files = obj();
-            if (Files.isDirectory(dir)) {
-                try (var list = Files.list(dir)) {
-                    list.forEach(p -> names.add(p.getFileName().toString()));
-                }
-                for (final String n : names) {
-                    final Path p = dir.resolve(n);
-                    if ((n.equals(".checkpoint") || n.endsWith(".position")) && Files.isRegularFile(p)) {
-                        files.put(n, new String(Files.readAllBytes(p), StandardCharsets.UTF_8));
-                    }
+    }
+
+    /** What the testee builds and offers on this release (store.capabilities, OPS-1). */
+    private static ObjectNode capabilities() {
+        final ObjectNode out = obj();
+        final ArrayNode types = Json.arr();
+        for (final String t : KV_TYPES) {
+            if (hasType(t)) {
+                types.add(t);
+            }
+        }
+        for (final String t : WINDOW_TYPES) {
+            if (hasType(t)) {
+                types.add(t);
+            }
+        }
+        VERSIONED_TYPES.forEach(types::add);
+        for (final String t : Sessions.TYPES) {
+            if (Sessions.hasType(t)) {
+                types.add(t);
+            }
+        }
+        out.set("store_types", types);
+        out.set("backends", Json.arr().add("rocksdb").add("memory"));
+        // Kafka's Stores builds a versioned store on RocksDB only (persistentVersionedKeyValueStore): the in-memory
+        // versioned store is a store type Kafka lacks, not an operation the testee leaves out (OPS-1).
+        final ObjectNode only = Json.obj();
+        VERSIONED_TYPES.forEach(t -> only.set(t, Json.arr().add("rocksdb")));
+        out.set("store_backends", only);
+        out.put("logging", true);
+        out.put("caching", true);
+        out.put("cache_flush_listener", true);
+        // store.crash loses the unflushed memtables (Crash); no legacy upgrades. The raw column families are
+        // read by store.dump (Dump).
+        out.put("crash", true);
+        out.set("dump", Json.arr().add("rocksdb"));
+        out.set("offsets", Json.arr().add("rocksdb"));
+        out.put("iterators", true);
+        out.set("upgrade", Json.arr());
+        // ValueTimestampHeadersDeserializer.deserialize parses the header bytes before value and timestamp:
+        // Kafka 4.4 has no lazy header decoding (HV-10), so its lazy cases are absent, not failed.
+        out.put("lazy_headers", false);
+        // Kafka's only wipe is a task's (StateManagerUtil.closeStateManager deletes the task directory): no
+        // wipe of one store beside the task's others (VS-31), so those cases are absent; store.wipe still
+        // answers where the task holds nothing but the wiped store.
+        out.put("store_wipe", false);
+        // Kafka's public Stores takes no segment interval for a window store and its internal supplier checks
+        // none (WS-2): a given interval of 1 or more is reached through that supplier, one below 1 is absent.
+        out.put("segment_interval_option", false);
+        return out;
+    }
+
+    /** store.close: a store's own close, or a task's downgrade close (OFF-20, UPG-4). */
+    private static ObjectNode close(final JsonNode in) throws Exception {
+        final Handle h = handleOrCrashed(in);
+        if (h.crashed) {
+            // The killed process never closes the store; closing a closed Kafka store does nothing.
+            return obj();
+        }
+        final boolean downgrade = Json.bool(in, "downgrade", false);
+        // A downgrade close (OFF-20, UPG-4) is the task's, as ProcessorStateManager.close runs it with upgrade.from
+        // before 4.3: it notes each logged store's changelog offset (the one its last commit recorded), closes
+        // the stores, then LegacyCheckpointingStateStore.maybeDowngradeOffsets writes the task's .checkpoint.
+        final Map<org.apache.kafka.common.TopicPartition, Long> offsets = new HashMap<>();
+        if (downgrade && !h.closed && h.logging) {
+            final org.apache.kafka.common.TopicPartition tp =
+                new org.apache.kafka.common.TopicPartition(changelogTopic(h), h.context.taskId.partition());
+            offsets.put(tp, h.root.managesOffsets() ? h.root.committedOffset(tp) : null);
+        }
+        try {
+            h.root.close();
+        } finally {
+            // Iterators stay: what a read of one answers after the close is the store's own behaviour.
+            h.closed = true;
+        }
+        if (downgrade) {
+            final Class<?> upgradeFrom = K.cls("org.apache.kafka.streams.internals.UpgradeFromValues");
+            @SuppressWarnings({"unchecked", "rawtypes"})
+            final Object from42 = Enum.valueOf((Class) upgradeFrom, "UPGRADE_FROM_42");
+            K.call("LegacyCheckpointingStateStore", "maybeDowngradeOffsets", K.t(String.class, upgradeFrom,
+                org.apache.kafka.streams.processor.internals.StateDirectory.class,
+                org.apache.kafka.streams.processor.TaskId.class, Map.class),
+                "", from42, Tasks.stateDirectory(h.stateDir, h.context.applicationId), h.context.taskId, offsets);
+        }
+        return obj();
+    }
+
+    /** store.crash: the store as a killed process leaves it (Crash). */
+    private static ObjectNode crash(final JsonNode in) {
+        final Handle h = handle(in);
+        if (h.closed) {
+            throw new org.apache.kafka.streams.errors.InvalidStateStoreException("Store " + h.name + " is not open");
+        }
+        // A killed process leaves no iterator: each is released before its RocksDB goes, whose native
+        // iterators would outlive it otherwise. Its handle stays known, as after a clean close (where Kafka's
+        // store closes its iterators): a later close of it is a no-op, a read is refused as a closed one's.
+        for (final Iter i : ITERATORS.values()) {
+            if (i.handle() == h) {
+                i.it().close();
+            }
+        }
+        try {
+            Crash.crash(h.root);
+        } finally {
+            h.closed = true;
+            h.crashed = true;
+        }
+        return obj();
+    }
+
+    /** store.changelog: the records the store's change-logging layer sent since the last call, cleared. */
+    private static ObjectNode changelog(final JsonNode in) {
+        final Handle h = handleOrCrashed(in);
+        final ArrayNode records = Json.arr();
+        for (final StoreContext.Logged r : h.context.changelog) {
+            final ObjectNode rec = obj();
+            rec.set("key", hexNode(r.key() == null ? null : r.key().get()));
+            rec.set("value", hexNode(r.value()));
+            rec.put("timestamp", r.timestamp());
+            rec.set("headers", Json.headersJson(r.headers()));
+            records.add(rec);
+        }
+        h.context.changelog.clear();
+        final ObjectNode out = obj();
+        out.put("topic", changelogTopic(h));
+        out.put("partition", h.context.taskId.partition());
+        out.set("records", records);
+        return out;
+    }
+
+    /** store.put_all: one batch of [key, value] pairs. */
+    private static ObjectNode putAll(final JsonNode in) {
+        final Handle h = handle(in);
+        final JsonNode list = Json.field(in, "entries");
+        if (!list.isArray()) {
+            throw new Json.InputError("entries", "a list of [key, value] pairs");
+        }
+        final List<KeyValue<Bytes, byte[]>> entries = new ArrayList<>();
+        int i = 0;
+        for (final JsonNode pair : list) {
+            final String where = "entries[" + i++ + "]";
+            if (!pair.isArray() || pair.size() != 2) {
+                throw new Json.InputError(where, "a [key, value] pair");
+            }
+            final byte[] k = Json.parseHex(pair.get(0), where, true);
+            entries.add(KeyValue.pair(k == null ? null : Bytes.wrap(k), Json.parseHex(pair.get(1), where, true)));
+        }
+        if (entries.stream().anyMatch(e -> e.key == null)) {
+            // MeteredKeyValueStore.putAll checks every key before it writes any: a batch with a null key goes
+            // through it, so that Kafka's user-facing store refuses it whole (the layers below write first).
+            ((KeyValueStore<Bytes, byte[]>) (KeyValueStore<?, ?>) h.root).putAll(entries);
+        }
+        kv(h).putAll(entries);
+        return obj();
+    }
+
+    /** store.iterator_open: a key-value iterator of one kind, kept under an id until it is closed. */
+    private static ObjectNode iteratorOpen(final JsonNode in) {
+        final Handle h = handle(in);
+        final String kind = in.has("kind") && !in.get("kind").isNull() ? Json.str(in, "kind") : "range";
+        final KeyValueIterator<Bytes, byte[]> it;
+        switch (kind) {
+            case "range": it = kv(h).range(optKey(in, "from"), optKey(in, "to")); break;
+            case "reverse_range": it = kv(h).reverseRange(optKey(in, "from"), optKey(in, "to")); break;
+            case "all": it = kv(h).all(); break;
+            case "reverse_all": it = kv(h).reverseAll(); break;
+            case "prefix_scan": it = kv(h).prefixScan(Json.hex(in, "prefix"), new ByteArraySerializer()); break;
+            default: throw new Json.InputError("kind", "one of range, reverse_range, all, reverse_all, prefix_scan");
+        }
+        final String id = h.id + "-i" + ++h.iterators;
+        ITERATORS.put(id, new Iter(h, it));
+        return obj().put("iterator", id);
+    }
+
+    /** versioned_store.get_versions: a key's versions through IQv2's MultiVersionedKeyQuery. */
+    private static ObjectNode versionedGetVersions(final JsonNode in) {
+        final VersionedKeyValueStore<Bytes, byte[]> v = versioned(handle(in));
+        // KIP-968: MultiVersionedKeyQuery through the store's IQv2 query().
+        org.apache.kafka.streams.query.MultiVersionedKeyQuery<Bytes, byte[]> q =
+            org.apache.kafka.streams.query.MultiVersionedKeyQuery.withKey(key(in, "key"));
+        if (in.has("from_ms") && !in.get("from_ms").isNull()) {
+            q = q.fromTime(java.time.Instant.ofEpochMilli(Json.lng(in, "from_ms")));
+        }
+        if (in.has("to_ms") && !in.get("to_ms").isNull()) {
+            q = q.toTime(java.time.Instant.ofEpochMilli(Json.lng(in, "to_ms")));
+        }
+        final String order = in.has("order") && !in.get("order").isNull() ? Json.str(in, "order") : "any";
+        switch (order) {
+            case "ascending": q = q.withAscendingTimestamps(); break;
+            case "descending": q = q.withDescendingTimestamps(); break;
+            case "any": break;
+            default: throw new Json.InputError("order", "any, ascending or descending");
+        }
+        final org.apache.kafka.streams.query.QueryResult<org.apache.kafka.streams.state.VersionedRecordIterator<byte[]>> r =
+            v.query(q, org.apache.kafka.streams.query.PositionBound.unbounded(), new org.apache.kafka.streams.query.QueryConfig(false));
+        if (!r.isSuccess()) {
+            if (r.getFailureReason() == org.apache.kafka.streams.query.FailureReason.STORE_EXCEPTION) {
+                // The store refused the query (a closed store: InvalidStateStoreException, caught by
+                // StoreQueryUtils.handleBasicQueries); Kafka's own FailedQueryResult.getResult throws it as a refusal.
+                r.getResult();
+            }
+            throw new IllegalStateException("MultiVersionedKeyQuery failed: " + r.getFailureReason() + " " + r.getFailureMessage());
+        }
+        final ArrayNode records = Json.arr();
+        try (org.apache.kafka.streams.state.VersionedRecordIterator<byte[]> it = r.getResult()) {
+            while (it.hasNext()) {
+                records.add(versionedRecord(it.next()));
+            }
+        }
+        return obj().set("records", records);
+    }
+
+    /** store.task_files: the task directory's names, and the text of its .checkpoint and .position files. */
+    private static ObjectNode taskFiles(final JsonNode in) throws Exception {
+        final Path dir = taskDir(in);
+        final Set<String> names = new TreeSet<>();
+        final ObjectNode files = obj();
+        if (Files.isDirectory(dir)) {
+            try (var list = Files.list(dir)) {
+                list.forEach(p -> names.add(p.getFileName().toString()));
+            }
+            for (final String n : names) {
+                final Path p = dir.resolve(n);
+                if ((n.equals(".checkpoint") || n.endsWith(".position")) && Files.isRegularFile(p)) {
+                    files.put(n, new String(Files.readAllBytes(p), StandardCharsets.UTF_8));
                 }
             }
-            final ArrayNode entries = Json.arr();
-            names.forEach(entries::add);
-            return obj().<ObjectNode>set("entries", entries).set("files", files);
-        });
-        // store.write_task_file (Tasks): the legacy .checkpoint is read by the task's migrateLegacyOffsets after the
-        // store's init (as ProcessorStateManager.registerStateStores does), a <store>.position by the store's init.
+        }
+        final ArrayNode entries = Json.arr();
+        names.forEach(entries::add);
+        return obj().<ObjectNode>set("entries", entries).set("files", files);
     }
 
     // --- opening --------------------------------------------------------------------------------------------
 
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static ObjectNode open(final JsonNode in) throws Exception {
-        String type = in.has("store_type") && !in.get("store_type").isNull() ? Json.str(in, "store_type") : "kv";
-        if (type.equals("timestamped_kv_headers")) {
-            type = "timestamped_kv_with_headers";  // the legacy alias (OPS-2)
-        }
-        if (type.equals("versioned_kv_with_headers") && java.util.Arrays.stream(org.apache.kafka.streams.state.Stores.class.getMethods())
-                .noneMatch(m -> m.getName().startsWith("persistentVersionedKeyValueStoreWithHeaders"))) {
-            // 4.3.1 and 4.4.0: the release, not the testee, lacks the type.
-            throw new K.Unavailable("this Kafka release has no header-aware versioned store (its Stores has no "
-                + "persistentVersionedKeyValueStoreWithHeaders)");
-        }
-        try {
-            StoreTypes.family(type);
-        } catch (StoreTypes.UnknownStoreTypeException e) {
-            // No store type of the spec (OPS-2): bad input, refused by name; unsupported is for a type of the spec
-            // the release under test does not build.
-            throw new Json.InputError("store_type", "not a store type: " + type);
-        }
-        if (!hasType(type)) {
-            throw new K.Unavailable("the kafka-jvm testee builds no " + type + " store on this release");
-        }
-        final String backend = in.has("backend") && !in.get("backend").isNull() ? Json.str(in, "backend") : "rocksdb";
-        if (!backend.equals("rocksdb") && !backend.equals("memory")) {
-            throw new Json.InputError("backend", "rocksdb or memory");
-        }
-        final JsonNode options = in.get("options");
-        if (options != null && !options.isNull()) {
-            if (!options.isObject()) {
-                throw new Json.InputError("options", "an object");
-            }
-            if (options.size() > 0 && KV_TYPES.contains(type)) {
-                throw new Json.InputError("options." + options.fieldNames().next(), "a key-value store takes no options");
-            }
-        }
-        final boolean isWindow = WINDOW_TYPES.contains(type) || type.equals(TIME_ORDERED_WITH_HEADERS);
-        final boolean isSession = Sessions.TYPES.contains(type);
-        final boolean isVersioned = VERSIONED_TYPES.contains(type);
-        if (isVersioned) {
-            final JsonNode vopts = options == null || options.isNull() ? obj() : options;
-            Json.onlyOptions(vopts, "a versioned store takes history_retention_ms and segment_interval_ms",
-                "history_retention_ms", "segment_interval_ms");
-            Json.lng(vopts, "history_retention_ms");
-            Json.lng(vopts, "segment_interval_ms", 0);
-            if (!backend.equals("rocksdb")) {
-                throw new K.Unavailable("Kafka has no in-memory versioned store (Stores.persistentVersionedKeyValueStore only)");
-            }
-        }
-        final JsonNode opts = options == null || options.isNull() ? obj() : options;
-        if (isWindow) {
-            Json.onlyOptions(opts, "a window store takes retention_ms, window_size_ms, retain_duplicates and "
-                + "segment_interval_ms", "retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms");
-            Json.lng(opts, "retention_ms");
-            Json.lng(opts, "window_size_ms");
-            Json.bool(opts, "retain_duplicates", false);
-            Json.lng(opts, "segment_interval_ms", 0);
-        }
-        if (isSession) {
-            Sessions.checkOptions(opts);
-        }
+        final String type = storeType(in);
+        final String backend = backend(in);
+        final JsonNode opts = openOptions(in, type, backend);
         if (Json.bool(in, "pre_4_3_reader", false)) {
             // Main.answer hands such an open to Kafka PreReader.RELEASE (PreReader) before it gets here.
             throw new IllegalStateException("a pre-4.3 open reached this release's Stores.open");
@@ -584,16 +579,123 @@ final class Stores {
         // RocksDBStore.openDB opens the offsets family with ignoreInvalidState = !eosEnabled (processing.guarantee).
         Tasks.guarantee(context, Json.bool(in, "ignore_invalid_state", false));
 
+        StoreBuilder builder = builder(type, name, backend.equals("rocksdb"), opts);
+        builder = logging ? builder.withLoggingEnabled(new HashMap<>()) : builder.withLoggingDisabled();
+        builder = caching ? builder.withCachingEnabled() : builder.withCachingDisabled();
+        final StateStore root = (StateStore) builder.build();
+        if (flushListener && caching) {
+            setFlushListener(root, type);
+        }
+        initInTask(root, h, context, taskDir, logging, name);
+        h.id = "h" + IDS.incrementAndGet();
+        h.type = type;
+        h.backend = backend;
+        h.name = name;
+        h.context = context;
+        h.root = root;
+        h.logging = logging;
+        bindLayers(h);
+        HANDLES.put(h.id, h);
+        final ObjectNode out = obj();
+        out.put("handle", h.id);
+        out.put("manages_offsets", !PreReader.CHILD && root.managesOffsets());
+        out.set("mode", mode(root));
+        out.put("changelog_topic", changelogTopic(h));
+        out.put("changelog_partition", taskId.partition());
+        return out;
+    }
+
+    /** The store type an open names (``kv`` when none; the legacy alias read as its type): a type of the spec
+     * that this release builds, else bad input (OPS-2) or unsupported. */
+    private static String storeType(final JsonNode in) {
+        String type = in.has("store_type") && !in.get("store_type").isNull() ? Json.str(in, "store_type") : "kv";
+        if (type.equals("timestamped_kv_headers")) {
+            type = "timestamped_kv_with_headers";  // the legacy alias (OPS-2)
+        }
+        if (type.equals("versioned_kv_with_headers") && java.util.Arrays.stream(org.apache.kafka.streams.state.Stores.class.getMethods())
+                .noneMatch(m -> m.getName().startsWith("persistentVersionedKeyValueStoreWithHeaders"))) {
+            // 4.3.1 and 4.4.0: the release, not the testee, lacks the type.
+            throw new K.Unavailable("this Kafka release has no header-aware versioned store (its Stores has no "
+                + "persistentVersionedKeyValueStoreWithHeaders)");
+        }
+        try {
+            StoreTypes.family(type);
+        } catch (StoreTypes.UnknownStoreTypeException e) {
+            // No store type of the spec (OPS-2): bad input, refused by name; unsupported is for a type of the spec
+            // the release under test does not build.
+            throw new Json.InputError("store_type", "not a store type: " + type);
+        }
+        if (!hasType(type)) {
+            throw new K.Unavailable("the kafka-jvm testee builds no " + type + " store on this release");
+        }
+        return type;
+    }
+
+    /** The backend an open names: ``rocksdb`` (the default) or ``memory``. */
+    private static String backend(final JsonNode in) {
+        final String backend = in.has("backend") && !in.get("backend").isNull() ? Json.str(in, "backend") : "rocksdb";
+        if (!backend.equals("rocksdb") && !backend.equals("memory")) {
+            throw new Json.InputError("backend", "rocksdb or memory");
+        }
+        return backend;
+    }
+
+    /** The options of an open of `type` on `backend`, checked as Kafka's suppliers would take them (an empty
+     * object when none). */
+    private static JsonNode openOptions(final JsonNode in, final String type, final String backend) {
+        final JsonNode options = in.get("options");
+        if (options != null && !options.isNull()) {
+            if (!options.isObject()) {
+                throw new Json.InputError("options", "an object");
+            }
+            if (options.size() > 0 && KV_TYPES.contains(type)) {
+                throw new Json.InputError("options." + options.fieldNames().next(), "a key-value store takes no options");
+            }
+        }
+        if (VERSIONED_TYPES.contains(type)) {
+            final JsonNode vopts = options == null || options.isNull() ? obj() : options;
+            Json.onlyOptions(vopts, "a versioned store takes history_retention_ms and segment_interval_ms",
+                "history_retention_ms", "segment_interval_ms");
+            Json.lng(vopts, "history_retention_ms");
+            Json.lng(vopts, "segment_interval_ms", 0);
+            if (!backend.equals("rocksdb")) {
+                throw new K.Unavailable("Kafka has no in-memory versioned store (Stores.persistentVersionedKeyValueStore only)");
+            }
+        }
+        final JsonNode opts = options == null || options.isNull() ? obj() : options;
+        if (isWindow(type)) {
+            Json.onlyOptions(opts, "a window store takes retention_ms, window_size_ms, retain_duplicates and "
+                + "segment_interval_ms", "retention_ms", "window_size_ms", "retain_duplicates", "segment_interval_ms");
+            Json.lng(opts, "retention_ms");
+            Json.lng(opts, "window_size_ms");
+            Json.bool(opts, "retain_duplicates", false);
+            Json.lng(opts, "segment_interval_ms", 0);
+        }
+        if (Sessions.TYPES.contains(type)) {
+            Sessions.checkOptions(opts);
+        }
+        return opts;
+    }
+
+    /** Whether `type` is of the window family (the time-ordered store with headers included). */
+    private static boolean isWindow(final String type) {
+        return WINDOW_TYPES.contains(type) || type.equals(TIME_ORDERED_WITH_HEADERS);
+    }
+
+    /** The builder of Kafka's `type` store called `name` (on RocksDB when `rocks`, else in memory), before its
+     * logging and caching layers are chosen. */
+    @SuppressWarnings("rawtypes")
+    private static StoreBuilder builder(final String type, final String name, final boolean rocks, final JsonNode opts)
+            throws Exception {
         KeyValueBytesStoreSupplier supplier;
         StoreBuilder builder;
-        final boolean rocks = backend.equals("rocksdb");
-        if (isWindow) {
+        if (isWindow(type)) {
             builder = windowBuilder(type, name, rocks, opts);
             supplier = null;
-        } else if (isSession) {
+        } else if (Sessions.TYPES.contains(type)) {
             builder = Sessions.builder(type, name, rocks, opts);
             supplier = null;
-        } else if (isVersioned) {
+        } else if (VERSIONED_TYPES.contains(type)) {
             final java.time.Duration history = java.time.Duration.ofMillis(Json.lng(opts, "history_retention_ms"));
             final org.apache.kafka.streams.state.VersionedBytesStoreSupplier versionedSupplier =
                 opts.has("segment_interval_ms") && !opts.get("segment_interval_ms").isNull()
@@ -625,21 +727,28 @@ final class Stores {
             default:
                 throw StoreTypes.unknown(type, "Stores.open: the key-value builders");
         }
-        builder = logging ? builder.withLoggingEnabled(new HashMap<>()) : builder.withLoggingDisabled();
-        builder = caching ? builder.withCachingEnabled() : builder.withCachingDisabled();
-        final StateStore root = (StateStore) builder.build();
-        if (flushListener && caching) {
-            // Without a cache there is nothing to listen to (the metered store's setFlushListener answers false).
-            // As a KTable's materialised store gets one (TimestampedCacheFlushListener): the metered layer hands it to
-            // the caching layer (CachedStateStore.setFlushListener), whose putAndMaybeForward then reads the store
-            // below for a dirty tombstone and drops it when the key is absent there (CACHE-5). sendOldValues false:
-            // the old value is read only for a tombstone. What the cache forwards is not observed by an operation.
-            final boolean set = ((org.apache.kafka.streams.state.internals.CachedStateStore<Object, Object>) (Object) root)
-                .setFlushListener(record -> { }, false);
-            if (!set) {
-                throw new IllegalStateException("the caching layer of " + type + " took no flush listener");
-            }
+        return builder;
+    }
+
+    /** A KTable's flush listener on the caching layer of `root` (CACHE-5), as `type`'s materialised store gets. */
+    @SuppressWarnings("unchecked")
+    private static void setFlushListener(final StateStore root, final String type) {
+        // Without a cache there is nothing to listen to (the metered store's setFlushListener answers false).
+        // As a KTable's materialised store gets one (TimestampedCacheFlushListener): the metered layer hands it to
+        // the caching layer (CachedStateStore.setFlushListener), whose putAndMaybeForward then reads the store
+        // below for a dirty tombstone and drops it when the key is absent there (CACHE-5). sendOldValues false:
+        // the old value is read only for a tombstone. What the cache forwards is not observed by an operation.
+        final boolean set = ((org.apache.kafka.streams.state.internals.CachedStateStore<Object, Object>) (Object) root)
+            .setFlushListener(record -> { }, false);
+        if (!set) {
+            throw new IllegalStateException("the caching layer of " + type + " took no flush listener");
         }
+    }
+
+    /** `root` initialised in its task, the legacy .checkpoint then migrated; a store that fails to initialise is
+     * closed first. */
+    private static void initInTask(final StateStore root, final Handle h, final StoreContext context, final File taskDir,
+                                   final boolean logging, final String name) {
         // Kafka's suppliers and builders have checked every parameter by now: only then is the task directory made.
         taskDir.mkdirs();
         try {
@@ -647,7 +756,7 @@ final class Stores {
             if (!PreReader.CHILD) {
                 // Before 4.3 the task, not the store, reads the .checkpoint (ProcessorStateManager), and no store
                 // manages offsets (StateStore has no managesOffsets): the pre-4.3 reader leaves the file as it is.
-                Tasks.migrateLegacyOffsets(h.stateDir, context, root, logging ? changelogTopic(applicationId, name) : null);
+                Tasks.migrateLegacyOffsets(h.stateDir, context, root, logging ? changelogTopic(context.applicationId, name) : null);
             }
         } catch (RuntimeException e) {
             // A task whose store fails to initialise closes it (releasing RocksDB's lock) before it gives up.
@@ -658,21 +767,19 @@ final class Stores {
             }
             throw e;
         }
-        h.id = "h" + IDS.incrementAndGet();
-        h.type = type;
-        h.backend = backend;
-        h.name = name;
-        h.context = context;
-        h.root = root;
-        h.logging = logging;
+    }
+
+    /** The layers of `h`'s store that its operations read and write. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static void bindLayers(final Handle h) throws ReflectiveOperationException {
         // The operations take and answer the stored bytes (a timestamped value is [timestamp][value]), which is
         // the interface of the layers under the metered (typed) store.
-        if (isVersioned) {
+        if (VERSIONED_TYPES.contains(h.type)) {
             // The typed (metered) versioned store over Bytes and byte[]: its values are the user's bytes.
-            h.versioned = (VersionedKeyValueStore<Bytes, byte[]>) root;
+            h.versioned = (VersionedKeyValueStore<Bytes, byte[]>) h.root;
             // MeteredVersionedKeyValueStore.get rebuilds the record from a ValueAndTimestamp and drops validTo;
             // reads go to the innermost store (RocksDBVersionedStore), whose records carry it.
-            StateStore inner = root;
+            StateStore inner = h.root;
             while (inner instanceof WrappedStateStore) {
                 inner = ((WrappedStateStore<?, ?, ?>) inner).wrapped();
             }
@@ -684,21 +791,13 @@ final class Stores {
                 innermost = f.get(innermost);
             }
             h.versionedInner = (VersionedKeyValueStore<Bytes, byte[]>) innermost;
-        } else if (isWindow) {
-            h.window = (WindowStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
-        } else if (isSession) {
-            h.session = (org.apache.kafka.streams.state.SessionStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+        } else if (isWindow(h.type)) {
+            h.window = (WindowStore<Bytes, byte[]>) ((WrappedStateStore) h.root).wrapped();
+        } else if (Sessions.TYPES.contains(h.type)) {
+            h.session = (org.apache.kafka.streams.state.SessionStore<Bytes, byte[]>) ((WrappedStateStore) h.root).wrapped();
         } else {
-            h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) root).wrapped();
+            h.bytes = (KeyValueStore<Bytes, byte[]>) ((WrappedStateStore) h.root).wrapped();
         }
-        HANDLES.put(h.id, h);
-        final ObjectNode out = obj();
-        out.put("handle", h.id);
-        out.put("manages_offsets", !PreReader.CHILD && root.managesOffsets());
-        out.set("mode", mode(root));
-        out.put("changelog_topic", changelogTopic(h));
-        out.put("changelog_partition", taskId.partition());
-        return out;
     }
 
     @SuppressWarnings("deprecation")

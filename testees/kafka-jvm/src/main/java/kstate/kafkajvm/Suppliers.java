@@ -1,6 +1,7 @@
 package kstate.kafkajvm;
 
 import java.time.Duration;
+import kstate.storetypes.StoreTypes;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;

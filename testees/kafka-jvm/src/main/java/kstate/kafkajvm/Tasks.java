@@ -1,6 +1,7 @@
 package kstate.kafkajvm;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import kstate.storetypes.StoreTypes;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.processor.StateStore;
