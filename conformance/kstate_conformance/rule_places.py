@@ -37,10 +37,10 @@ from types import ModuleType
 
 from kstate_conformance.data import fixtures_dir
 from kstate_conformance.spec_rules import Rule, load_rules
+from kstate_conformance.store_types import STORE_OP_PREFIXES
 from kstate_conformance.traceability import (
     _NAMES_A_STORE,
     NOT_STORE_OPERATION_PREFIXES,
-    STORE_OP_PREFIXES,
     TESTS_DIR,
     _marker_rules,
     _rule_order,

@@ -7,6 +7,8 @@ imports.py`` checks the names against the spec's table.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 KV = "kv"
 TIMESTAMPED_KV = "timestamped_kv"
 TIMESTAMPED_KV_WITH_HEADERS = "timestamped_kv_with_headers"
@@ -34,6 +36,43 @@ TIMESTAMPED_TYPES = (TIMESTAMPED_KV, TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WI
 HEADERS_TYPES = (TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW_WITH_HEADERS, SESSION_WITH_HEADERS)
 #: Legacy spelling -> the type it names (spec/ops.md).
 ALIASES = {TIMESTAMPED_KV_HEADERS_ALIAS: TIMESTAMPED_KV_WITH_HEADERS}
+
+
+@dataclass(frozen=True)
+class StoreFamily:
+    """A store family as the suite speaks of it: the shared modules iterate :data:`FAMILIES` rather than name one."""
+
+    #: Its short name: in test ids, in the suite's tables of rules and places.
+    name: str
+    #: Its store types, the plain one first.
+    types: tuple[str, ...]
+    #: The prefix of its store operations (OPS-2).
+    op_prefix: str
+    #: Its RocksDB store keeps one database per segment (LAY-2, LAY-3), not one database.
+    segmented: bool
+    #: The family of its pure codec operations (keys and values in, bytes out; OPS-2), if it has one.
+    codec_ops: str | None = None
+
+
+#: Every store family with stores, in the order the suite's cases are parametrized.
+FAMILIES = (
+    StoreFamily("kv", KV_TYPES, "store.", segmented=False),
+    StoreFamily("versioned", VERSIONED_TYPES, "versioned_store.", segmented=False, codec_ops="versioned"),
+    StoreFamily(WINDOW, WINDOW_TYPES, "window_store.", segmented=True, codec_ops="window"),
+    StoreFamily(SESSION, SESSION_TYPES, "session_store.", segmented=True, codec_ops="session"),
+)
+#: The families' names, in :data:`FAMILIES`' order.
+FAMILY_NAMES = tuple(f.name for f in FAMILIES)
+#: The families whose RocksDB stores keep a database per segment.
+SEGMENTED_FAMILIES = tuple(f.name for f in FAMILIES if f.segmented)
+#: The store types of those families.
+SEGMENTED_TYPES = tuple(t for f in FAMILIES if f.segmented for t in f.types)
+#: The prefixes of every store operation (OPS-2): an operation that reaches a store starts with one of them.
+STORE_OP_PREFIXES = tuple(f.op_prefix for f in FAMILIES)
+#: The families of the store families' pure codec operations.
+CODEC_OP_FAMILIES = tuple(f.codec_ops for f in FAMILIES if f.codec_ops is not None)
+#: Store type -> the name of its family (the layout-only type has none).
+FAMILY_OF = {t: f.name for f in FAMILIES for t in f.types}
 
 
 class UnknownStoreTypeError(ValueError):
