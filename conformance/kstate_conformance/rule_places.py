@@ -91,7 +91,7 @@ ALSO_APPLIES: dict[str, tuple[str, ...]] = {
     "WS-23": ("restore",),  # a header-aware window tombstone, restored
     "LAY-12": ("reopen",),  # the segment directory is read when a store reopens
     "LAY-13": ("crash",),  # the segment lists after a commit and a crash
-    "UPG-3": ("store:versioned", "store:window", "store:session"),  # every family is wiped and rebuilt
+    "UPG-3": tuple(f"store:{f}" for f in FAMILIES),  # every family is wiped and rebuilt
 }
 
 _NO_TIME_ORDERED_WINDOW = ("the neutral store.open opens no time-ordered window store (OPS-2: "

@@ -278,12 +278,6 @@ def _versioned_ignores_task_checkpoint() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.versioned.read_checkpoint_entries": _no_checkpoint_entries})
 
 
-@mutant("session-ignores-position-file", "a session store does not read the pre-4.3 <store>.position file at open "
-        "(the window store does)", FAMILY, rules=("OFF-18", "SS-21"))
-def _session_ignores_position_file() -> dict[str, Handler]:
-    return _everywhere({"kstate.stores.session.read_legacy_position": lambda task_dir, name: {}})
-
-
 def _entries_split_on_one_space(task_dir: Any, store: str, changelog_partitions: Any) -> Any:
     """``read_checkpoint_entries`` whose entry lines are split on single spaces (``line.split(" ")``), not on runs
     of Java whitespace: a tab or two spaces between fields make the line malformed (the pure reader stays right)."""

@@ -19,7 +19,7 @@ from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import altered, mutant
 from kstate_conformance.mutants.hard_places_mutants import _rocksdb_with
 from kstate_conformance.mutants.key_schema_bugs import each_schema, upper_range_keeps_whole_key, wrong_plain_suffix
-from kstate_conformance.mutants.places_mutants import _restoring_for
+from kstate_conformance.mutants.places_mutants import _everywhere, _restoring_for
 
 
 @mutant("session-start-before-end", "plain session keys written and read as [key][start][end] (the natural order)", "session", rules=("SESS-1",))
@@ -167,3 +167,9 @@ class _EmptySessionValueAsNull:
         "session instead of storing it", STORE_RULES, rules=("OPS-2",))
 def _session_empty_value_as_null() -> dict[str, Handler]:
     return _rocksdb_with(_EmptySessionValueAsNull, frozenset(SESSION_TYPES))
+
+
+@mutant("session-ignores-position-file", "a session store does not read the pre-4.3 <store>.position file at open "
+        "(the window store does)", STORE_RULES, rules=("OFF-18", "SS-21"))
+def _session_ignores_position_file() -> dict[str, Handler]:
+    return _everywhere({"kstate.stores.session.read_legacy_position": lambda task_dir, name: {}})

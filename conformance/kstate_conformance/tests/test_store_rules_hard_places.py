@@ -181,7 +181,7 @@ def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(k
 
 
 @rules("LAY-12", "KV-25")
-@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+@pytest.mark.parametrize("family", SEGMENTED_FAMILIES)
 def test_a_regular_file_named_like_a_segment_refuses_the_open(kit: Kit, family: str) -> None:
     """Place: a store of each segmented family, reopened. A regular file ``store.180000`` names segment 3: the store
     would not open it under its name, so its data would be ignored silently; the open is refused with a typed error
@@ -194,7 +194,7 @@ def test_a_regular_file_named_like_a_segment_refuses_the_open(kit: Kit, family: 
 
 @rules("KV-66", "KV-23")  # the refusal itself (LAY-12) is the previous test's
 @pytest.mark.kstate_level("hardened")
-@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+@pytest.mark.parametrize("family", SEGMENTED_FAMILIES)
 def test_a_regular_file_named_like_a_segment_refuses_the_open_changing_nothing(kit: Kit, family: str) -> None:
     """The same refusal changes nothing (KV-66, hardened): Kafka 4.4.0 opens the older segments one by one before it
     meets ``store.180000``, so its refusal leaves their new RocksDB files behind."""
@@ -211,7 +211,7 @@ def test_a_regular_file_named_like_a_segment_refuses_the_open_changing_nothing(k
 
 @pytest.mark.kstate_level("hardened")
 @rules("LAY-13", "KV-52", "WS-28", "SS-23")
-@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+@pytest.mark.parametrize("family", SEGMENTED_FAMILIES)
 def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit, family: str) -> None:
     """Places: after a crash, and opened with ``ignore_invalid_state``. A segment created and committed after the
     last clean close, then the process dies: the commit wrote it into the segment lists, so when it is deleted the
@@ -293,9 +293,7 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
 def _put_at(store: Store, family: Family, key: str, time: int) -> None:
     """The family's write of ``key`` at ``time`` (a window start, a session's start and end, a version)."""
     op, payload = family.write
-    at = {"window_start": time} if "window_start" in payload else {"start": time, "end": time} \
-        if "start" in payload else {"timestamp": time}
-    store.ok(op, **{**payload, "key": key, **at})
+    store.ok(op, **{**payload, "key": key, **dict.fromkeys(family.time_fields, time)})
 
 
 def _offsets_rows(store: Store) -> list[dict[str, dict[str, str]]]:
