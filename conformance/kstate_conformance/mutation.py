@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kstate_conformance.mutants import Mutant, all_mutants
+from kstate_conformance.store_types import FAMILIES
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,11 @@ _FAMILY_KEYWORDS = {
     "layout": ("layout",), "offsets": ("offsets", "kv_files"), "changelog": ("changelog", "kv_contract"),
     "kv": ("kv_contract", "kv_files", "kv_store_faults", "kv_state_machine"),
     "store_rules": ("store_rules", "kv_contract", "kv_files"),
-    # The golden cases before the session state machine: a mutant the contract tests miss is mostly a rule only a
-    # hand-worked case checks, and the machine's full run would come first.
-    "session_store": ("session_store", "golden", "session_state_machine"),
-    "versioned_store": ("versioned_store", "versioned_state_machine"),
+    # A store family's mutants (family "<family>_store", its operations' prefix): its contract modules, then the
+    # golden cases before its state machine: a mutant the contract tests miss is mostly a rule only a hand-worked
+    # case checks, and the machine's full run would come first.
+    **{f.op_prefix.removesuffix("."): (f.op_prefix.removesuffix("."), "golden", f"{f.name}_state_machine")
+       for f in FAMILIES if f.op_prefix != "store."},
 }
 
 

@@ -41,7 +41,7 @@ from kstate_conformance.expectations import (
 )
 from kstate_conformance.kit_tools import KIT_TOOLS, NOT_APPLICABLE_REASON, kit_answer
 from kstate_conformance.loading import ImplementationError, extend_report, load_implementation
-from kstate_conformance.store_types import ALL_TYPES
+from kstate_conformance.store_types import ALL_TYPES, CODEC_OP_FAMILIES
 
 # Kit and Store assert on the implementation's answers for the tests: rewritten, their failures show the
 # values compared, as the tests' own asserts do.
@@ -61,9 +61,10 @@ STORE_TYPES = tuple(t.value for t in StoreType) + tuple(LEGACY_ALIASES)
 #: Operations never sent to an implementation (OPS-5: the harness expands a scenario), so not counted in coverage.
 NEVER_SENT = frozenset({"store.scenario"})
 #: Families of pure operations (bytes and numbers in and out, no handle, no files): a failure's calls of these
-#: are replayed on the reference to find the one whose answer is wrong.
+#: are replayed on the reference to find the one whose answer is wrong; a store family's own codec operations are
+#: its entry's (store_types.FAMILIES).
 PURE_FAMILIES = frozenset({"varint", "primitives", "headers", "record_v2", "timestamped", "header_values",
-                           "versioned", "window", "session", "position", "layout", "changelog"})
+                           "position", "layout", "changelog", *CODEC_OP_FAMILIES})
 #: Calls of one test remembered for that search (hypothesis replays the minimal example last).
 REMEMBERED_CALLS = 64
 

@@ -35,12 +35,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+from kstate_conformance import store_types
 from kstate_conformance.data import fixtures_dir
 from kstate_conformance.spec_rules import Rule, load_rules
+from kstate_conformance.store_types import STORE_OP_PREFIXES
 from kstate_conformance.traceability import (
     _NAMES_A_STORE,
     NOT_STORE_OPERATION_PREFIXES,
-    STORE_OP_PREFIXES,
     TESTS_DIR,
     _marker_rules,
     _rule_order,
@@ -48,27 +49,20 @@ from kstate_conformance.traceability import (
     rule_prefix,
 )
 
-FAMILIES = ("kv", "versioned", "window", "session")
+#: The store families (store_types.FAMILIES: their rule prefixes, how rules and code name them, are their entries').
+FAMILIES = store_types.FAMILY_NAMES
 LIFE_PLACES = ("crash", "restore", "reopen")
 PLACES = ("pure", *(f"store:{f}" for f in FAMILIES), *LIFE_PLACES)
 
-#: The store families whose stores apply a prefix's rules (one prefix a line); a prefix absent applies at none.
+#: The store families whose stores apply a prefix's rules (one prefix a line; a family's own prefixes are its
+#: entry's); a prefix absent applies at none.
 PREFIX_FAMILIES: dict[str, tuple[str, ...]] = {
-    "KV": ("kv",),
-    "TSKV": ("kv",),
-    "CACHE": ("kv",),
-    "UPG": ("kv",),
-    "VS": ("versioned",),
-    "VER": ("versioned",),
-    "WS": ("window",),
-    "WIN": ("window",),
-    "SS": ("session",),
-    "SESS": ("session",),
+    **{prefix: (f.name,) for f in store_types.FAMILIES for prefix in f.rule_prefixes},
     "OFF": FAMILIES,
     "RST": FAMILIES,
     "CL": FAMILIES,
     "LAY": FAMILIES,
-    "HV": ("kv", "window", "session"),
+    "HV": store_types.HEADERS_FAMILIES,
     "HDR": FAMILIES,
     "OPS": FAMILIES,
     "PRIM": (),
@@ -79,12 +73,7 @@ PREFIX_FAMILIES: dict[str, tuple[str, ...]] = {
 STORE_PREFIXES = ("KV", "CACHE", "UPG", "VS", "WS", "SS", "OFF", "RST", "LAY")
 
 #: How a rule's text names a family (for the prefixes shared by several).
-FAMILY_TERMS = {
-    "kv": re.compile(r"key-value|\bKV-\d|\bkv\b|timestamped_kv|RocksDBStore\b|RocksDBTimestampedStore", re.I),
-    "versioned": re.compile(r"versioned|\bVS-\d", re.I),
-    "window": re.compile(r"\bwindow|\bWS-\d|segment", re.I),
-    "session": re.compile(r"\bsession|\bSS-\d|segment", re.I),
-}
+FAMILY_TERMS = {f.name: re.compile(f.rule_terms, re.I) for f in store_types.FAMILIES}
 
 #: How a rule's text speaks of a moment of a store's life.
 PLACE_TERMS = {
@@ -102,7 +91,7 @@ ALSO_APPLIES: dict[str, tuple[str, ...]] = {
     "WS-23": ("restore",),  # a header-aware window tombstone, restored
     "LAY-12": ("reopen",),  # the segment directory is read when a store reopens
     "LAY-13": ("crash",),  # the segment lists after a commit and a crash
-    "UPG-3": ("store:versioned", "store:window", "store:session"),  # every family is wiped and rebuilt
+    "UPG-3": tuple(f"store:{f}" for f in FAMILIES),  # every family is wiped and rebuilt
 }
 
 _NO_TIME_ORDERED_WINDOW = ("the neutral store.open opens no time-ordered window store (OPS-2: "
@@ -126,7 +115,7 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
                          "the rule checks nothing; the pure restore operations check it with the flag on"},
     "LAY-2": {f"store:{f}": "LAY-2 lays out the key-value and versioned stores; a window or session store's "
               "directory is LAY-3's (the rule names segments only to say a versioned store's are key prefixes)"
-              for f in ("window", "session")},
+              for f in store_types.SEGMENTED_FAMILIES},
     "UPG-7": {"restore": "the refusal is at open; a restore writes into a store already open (the way out, a wipe "
                          "and a restore, is UPG-3's)"},
     "SS-35": {"restore": "the refusal is at open; the restore the rule names is the way out, into a new store after "
@@ -192,16 +181,16 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
 
 _MARKER = "kstate_places"
 _OPEN_CALL = re.compile(r"open", re.I)
-_OP_FAMILY = {"window_store.": "window", "session_store.": "session", "versioned_store.": "versioned"}
+#: A family's operations by their prefix; the key-value family's ``store.`` prefix is shared (:data:`_KV_OPS`).
+_OP_FAMILY = {f.op_prefix: f.name for f in store_types.FAMILIES if f.op_prefix != "store."}
 _KV_OPS = ("store.put", "store.get", "store.delete", "store.range", "store.all", "store.prefix_scan",
            "store.put_all", "store.put_if_absent", "store.reverse")
-_TYPE_FAMILY = {"kv": "kv", "timestamped_kv": "kv", "timestamped_kv_with_headers": "kv",
-                "timestamped_kv_headers": "kv", "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned",
-                "versioned": "versioned", "window": "window", "timestamped_window": "window",
-                "timestamped_window_with_headers": "window", "session": "session", "session_with_headers": "session"}
-_NAME_FAMILY = ((re.compile(r"WINDOW|^WIN$"), "window"), (re.compile(r"SESSION"), "session"),
-                (re.compile(r"VERSIONED|^VKVH?$"), "versioned"), (re.compile(r"^(KV|HDR|TS|TSKV|KV_TYPES)$"), "kv"))
-_MODULE_FAMILY = (("window", "window"), ("session", "session"), ("versioned", "versioned"), ("kv_", "kv"))
+#: A string that names a family: a store type, a legacy alias, or the family's name.
+_TYPE_FAMILY = {**store_types.FAMILY_OF,
+                **{alias: store_types.FAMILY_OF[t] for alias, t in store_types.ALIASES.items()},
+                **{name: name for name in FAMILIES}}
+_NAME_FAMILY = tuple((re.compile(f.code_names), f.name) for f in store_types.FAMILIES)
+_MODULE_FAMILY = tuple((f.module_part, f.name) for f in store_types.FAMILIES)
 
 
 @dataclass
@@ -277,14 +266,19 @@ def _explicit_places(decorators: list[ast.expr]) -> set[str]:
     return places
 
 
+def _reaches_store(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A test opens stores (the ``kit`` or ``opened`` fixture) or names a store operation."""
+    return any(a.arg in ("kit", "opened") for a in node.args.args) \
+        or any(s.startswith(STORE_OP_PREFIXES) for s in _strings([node, *node.decorator_list]))
+
+
 def places_of_test(node: ast.FunctionDef | ast.AsyncFunctionDef, module: str, opening_helpers: set[str]) -> set[str]:
     """The places one test reaches, read from its body, decorators and module (see the module docstring)."""
     every = [node, *node.decorator_list]
     strings = _strings(every)
     calls = _called(node)
     places = set(_explicit_places(node.decorator_list))
-    reaches_store = any(a.arg in ("kit", "opened") for a in node.args.args) \
-        or any(s.startswith(STORE_OP_PREFIXES) for s in strings)
+    reaches_store = _reaches_store(node)
     if not reaches_store and (any(a.arg == "implementation" for a in node.args.args) or any(
             not s.startswith(STORE_OP_PREFIXES) and re.fullmatch(r"[a-z_0-9]+\.[a-z_0-9]+", s) for s in strings)):
         places.add("pure")  # an operation called on the implementation, directly or through a module helper
@@ -363,6 +357,18 @@ def _families_of(values: Iterable[object]) -> set[str]:
     return found
 
 
+def parameter_families(function: object) -> set[str]:
+    """The store families the values of a test's parameters name (every ``parametrize`` mark, every value)."""
+    found: set[str] = set()
+    for mark in getattr(function, "pytestmark", []):
+        if getattr(mark, "name", None) != "parametrize" or len(mark.args) < 2:
+            continue
+        for value in mark.args[1]:
+            values = value.values if hasattr(value, "marks") and hasattr(value, "values") else value
+            found |= _families_of(values if isinstance(values, tuple) else (values,))
+    return found
+
+
 def parameter_rules(function: object) -> list[tuple[list[str] | None, set[str]]] | None:
     """For a test whose parameters carry rule marks of their own (``pytest.param(..., marks=rules(...))``), each
     parameter's rules (None: the test's ``@rules``) and the families its values name; None when no parameter does,
@@ -404,6 +410,9 @@ def marker_places(tests_dir: Path = TESTS_DIR) -> dict[str, dict[str, set[str]]]
             if _computed_parameters(node):
                 module = module or _module_of(path, tests_dir)
                 per_parameter = parameter_rules(getattr(module, node.name, None))
+                if per_parameter is None and _reaches_store(node):
+                    # Values computed from the table of families (store_types.FAMILIES) name the families read.
+                    places |= {f"store:{f}" for f in parameter_families(getattr(module, node.name, None))}
             cases = [(cited, places)] if per_parameter is None else [
                 (rules or cited, _narrowed(places, families)) for rules, families in per_parameter]
             for case_rules, case_places in cases:

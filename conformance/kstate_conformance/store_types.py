@@ -7,6 +7,8 @@ imports.py`` checks the names against the spec's table.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 KV = "kv"
 TIMESTAMPED_KV = "timestamped_kv"
 TIMESTAMPED_KV_WITH_HEADERS = "timestamped_kv_with_headers"
@@ -34,6 +36,61 @@ TIMESTAMPED_TYPES = (TIMESTAMPED_KV, TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WI
 HEADERS_TYPES = (TIMESTAMPED_KV_WITH_HEADERS, TIMESTAMPED_WINDOW_WITH_HEADERS, SESSION_WITH_HEADERS)
 #: Legacy spelling -> the type it names (spec/ops.md).
 ALIASES = {TIMESTAMPED_KV_HEADERS_ALIAS: TIMESTAMPED_KV_WITH_HEADERS}
+
+
+@dataclass(frozen=True)
+class StoreFamily:
+    """A store family as the suite speaks of it: the shared modules iterate :data:`FAMILIES` rather than name one."""
+
+    #: Its short name: in test ids, in the suite's tables of rules and places.
+    name: str
+    #: Its store types, the plain one first.
+    types: tuple[str, ...]
+    #: The prefix of its store operations (OPS-2).
+    op_prefix: str
+    #: Its RocksDB store keeps one database per segment (LAY-2, LAY-3), not one database.
+    segmented: bool
+    #: The family of its pure codec operations (keys and values in, bytes out; OPS-2), if it has one.
+    codec_ops: str | None = None
+    #: The prefixes of its own rules (spec/): a rule of one applies at its stores (rule_places).
+    rule_prefixes: tuple[str, ...] = ()
+    #: How a rule's text names the family, for the prefixes the families share (a regular expression, any case).
+    rule_terms: str = ""
+    #: How the suite's code names it: a pattern of the Python names (constants, helpers) a case that reaches one of
+    #: its stores uses.
+    code_names: str = ""
+    #: Part of the name of the test modules that are the family's own.
+    module_part: str = ""
+
+
+#: Every store family with stores, in the order the suite's cases are parametrized.
+FAMILIES = (
+    StoreFamily("kv", KV_TYPES, "store.", segmented=False, rule_prefixes=("KV", "TSKV", "CACHE", "UPG"),
+                rule_terms=r"key-value|\bKV-\d|\bkv\b|timestamped_kv|RocksDBStore\b|RocksDBTimestampedStore",
+                code_names=r"^(KV|HDR|TS|TSKV|KV_TYPES)$", module_part="kv_"),
+    StoreFamily("versioned", VERSIONED_TYPES, "versioned_store.", segmented=False, codec_ops="versioned",
+                rule_prefixes=("VS", "VER"), rule_terms=r"versioned|\bVS-\d", code_names=r"VERSIONED|^VKVH?$",
+                module_part="versioned"),
+    StoreFamily(WINDOW, WINDOW_TYPES, "window_store.", segmented=True, codec_ops="window", rule_prefixes=("WS", "WIN"),
+                rule_terms=r"\bwindow|\bWS-\d|segment", code_names=r"WINDOW|^WIN$", module_part="window"),
+    StoreFamily(SESSION, SESSION_TYPES, "session_store.", segmented=True, codec_ops="session",
+                rule_prefixes=("SS", "SESS"), rule_terms=r"\bsession|\bSS-\d|segment", code_names=r"SESSION",
+                module_part="session"),
+)
+#: The families' names, in :data:`FAMILIES`' order.
+FAMILY_NAMES = tuple(f.name for f in FAMILIES)
+#: The families with a store type whose values carry the record's headers (HV-*).
+HEADERS_FAMILIES = tuple(f.name for f in FAMILIES if set(f.types) & set(HEADERS_TYPES))
+#: The families whose RocksDB stores keep a database per segment.
+SEGMENTED_FAMILIES = tuple(f.name for f in FAMILIES if f.segmented)
+#: The store types of those families.
+SEGMENTED_TYPES = tuple(t for f in FAMILIES if f.segmented for t in f.types)
+#: The prefixes of every store operation (OPS-2): an operation that reaches a store starts with one of them.
+STORE_OP_PREFIXES = tuple(f.op_prefix for f in FAMILIES)
+#: The families of the store families' pure codec operations.
+CODEC_OP_FAMILIES = tuple(f.codec_ops for f in FAMILIES if f.codec_ops is not None)
+#: Store type -> the name of its family (the layout-only type has none).
+FAMILY_OF = {t: f.name for f in FAMILIES for t in f.types}
 
 
 class UnknownStoreTypeError(ValueError):

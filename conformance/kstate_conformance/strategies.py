@@ -29,7 +29,6 @@ NEGATIVE_INT64 = st.integers(min_value=INT64_MIN, max_value=-1)
 
 KV_STORE_TYPES = types.KV_TYPES
 WINDOW_STORE_TYPES = types.WINDOW_TYPES
-SESSION_STORE_TYPES = types.SESSION_TYPES
 #: The store types whose values carry the record's headers (KIP-1271).
 HEADERS_STORE_TYPES = types.HEADERS_TYPES
 

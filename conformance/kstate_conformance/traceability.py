@@ -21,6 +21,7 @@ from pathlib import Path
 from kstate_conformance.data import fixtures_dir
 from kstate_conformance.mutants import Mutant, all_mutants
 from kstate_conformance.spec_rules import Rule, load_rules
+from kstate_conformance.store_types import STORE_OP_PREFIXES
 
 TESTS_DIR = Path(__file__).resolve().parent / "tests"
 #: The project's own test directories (in a source checkout): their ``@rules`` markers count as citations too, for
@@ -164,14 +165,13 @@ def marker_citations(tests_dir: Path = TESTS_DIR) -> tuple[dict[str, set[str]], 
 
 #: Rules of processes and protocols, not of a store's operations: an instance (INST), the testee protocol (TP).
 NOT_STORE_OPERATION_PREFIXES = (*PROJECT_TESTED_PREFIXES, "TP")
-#: The operations that reach a store (OPS-2): a case calling one checks a rule where a store applies it.
-STORE_OP_PREFIXES = ("store.", "versioned_store.", "window_store.", "session_store.")
 #: A rule "names a store behaviour" when its text speaks of a store: the word, or one of the store operations.
 _NAMES_A_STORE = re.compile(r"\bstores?\b|\b(?:put|get|fetch|commit|restore)\(", re.IGNORECASE)
 
 
 def _reaches_a_store(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A test opens stores (the ``kit`` fixture) or names a store operation in a string."""
+    """A test opens stores (the ``kit`` fixture) or names a store operation (one of STORE_OP_PREFIXES, OPS-2) in a
+    string: it checks a rule where a store applies it."""
     if any(a.arg == "kit" for a in node.args.args):
         return True
     return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.startswith(STORE_OP_PREFIXES)

@@ -6,30 +6,22 @@ register theirs with :func:`mutant`; ``kstate conformance --impl mutant:NAME`` r
 
 from __future__ import annotations
 
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kstate.ops import JsonDict, call, import_family_modules
 from kstate_conformance.adapter import Handler, ImplementationAdapter, OverrideAdapter, ReferenceAdapter
 
-_FAMILY_MODULES = (
-    "kstate_conformance.mutants.primitives_mutants",
-    "kstate_conformance.mutants.record_headers_mutants",
-    "kstate_conformance.mutants.timestamped_mutants",
-    "kstate_conformance.mutants.header_values_mutants",
-    "kstate_conformance.mutants.versioned_mutants",
-    "kstate_conformance.mutants.window_mutants",
-    "kstate_conformance.mutants.window_store_mutants",
-    "kstate_conformance.mutants.session_mutants",
-    "kstate_conformance.mutants.session_store_mutants",
-    "kstate_conformance.mutants.offsets_mutants",
-    "kstate_conformance.mutants.changelog_mutants",
-    "kstate_conformance.mutants.kv_mutants",
-    "kstate_conformance.mutants.store_rules_mutants",
-    "kstate_conformance.mutants.versioned_store_mutants",
-    "kstate_conformance.mutants.hard_places_mutants",
-    "kstate_conformance.mutants.places_mutants",
-)
+#: The mutants that ``kstate mutants`` does not run: the paired ones need a model (``paired_mutants``).
+_NOT_IN_THE_CATALOGUE = frozenset({"paired_mutants"})
+
+
+def _family_modules() -> list[str]:
+    """Every ``*_mutants`` module of this package, by name: a family's mutants module registers itself by being here,
+    with no list to extend."""
+    return [f"{__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+            if info.name.endswith("_mutants") and info.name not in _NOT_IN_THE_CATALOGUE]
 
 
 @dataclass(frozen=True)
@@ -72,7 +64,7 @@ def mutant(
 
 
 def all_mutants() -> dict[str, Mutant]:
-    import_family_modules(_FAMILY_MODULES)
+    import_family_modules(_family_modules())
     return dict(sorted(MUTANTS.items()))
 
 

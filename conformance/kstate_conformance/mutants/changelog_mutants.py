@@ -98,19 +98,6 @@ def _versioned_logs_context_time() -> dict[str, Handler]:
     return {"changelog.record_for_write": record_for_write}
 
 
-@mutant("session-logs-end-time", "session stores log at the session end, not the context timestamp", "changelog",
-        rules=("CL-7",))
-def _session_logs_end_time() -> dict[str, Handler]:
-    def record_for_write(payload: JsonDict, out: JsonDict) -> JsonDict:
-        record = out.get("record")
-        if str(payload.get("store_type", "")).startswith("session") and isinstance(record, dict) \
-                and isinstance(payload.get("end"), int) and payload["end"] >= 0:
-            record["timestamp"] = payload["end"]
-        return out
-
-    return altered("changelog.record_for_write", record_for_write)
-
-
 @mutant("window-restore-prepends-timestamp", "restore of plain window stores prepends the record timestamp",
         "changelog", rules=("CL-9",))
 def _window_restore_prepends_timestamp() -> dict[str, Handler]:

@@ -18,7 +18,7 @@ from unittest import mock
 
 from kstate.codecs import changelog as cl
 from kstate.codecs.segments import parse_segment_name
-from kstate.codecs.store_types import BUILT_KV_TYPES, SESSION_TYPES, VERSIONED_TYPES, WINDOW_TYPES, StoreType
+from kstate.codecs.store_types import BUILT_KV_TYPES, VERSIONED_TYPES, WINDOW_TYPES, StoreType, types_where
 from kstate.errors import KStateError
 from kstate.ops import JsonDict, call
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder, make_open_handler
@@ -36,7 +36,8 @@ from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 
 FAMILY = "store_rules"
-SEGMENTED_TYPES = frozenset(WINDOW_TYPES) | frozenset(SESSION_TYPES)
+#: The types of the families whose RocksDB stores keep a database per segment (LAY-3), from the table.
+SEGMENTED_TYPES = types_where(lambda i: not i.single_database and i.changelog is not None)
 
 
 def _open_with(builder: StoreBuilder) -> dict[str, Handler]:
@@ -148,34 +149,6 @@ def _header_tombstone_without_headers() -> dict[str, Handler]:
         return changelogging_store(inner, store_type, context, sink)
 
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
-
-
-# --- SS-24, SS-12: stream time of a restore batch ------------------------------------------------------------------
-
-
-class _RestoreStreamTimeOfPutsOnly:
-    """A RocksDB session restore advances stream time over the batch's puts only: a later tombstone does not move it,
-    so sessions its end has expired are written (right for every batch without a tombstone at its largest end)."""
-
-    SCHEMA: Any
-    observed_stream_time: int
-    _live_segment: Callable[[int], Any]
-    _enter_restore_mode: Callable[[Any], None]
-
-    def restore_batch(self, entries: Any) -> None:
-        entries = list(entries)
-        super().restore_batch([(k, v) for k, v in entries if v is not None])  # type: ignore[misc]
-        for key, _ in (e for e in entries if e[1] is None):
-            segment = self._live_segment(self.SCHEMA.decode(key).end)
-            if segment is not None:
-                self._enter_restore_mode(segment)
-                segment.accessor.put(key, None)
-
-
-@mutant("session-restore-stream-time-of-puts-only", "a RocksDB session restore batch advances stream time over its "
-        "puts only, not its tombstones", FAMILY, rules=("SS-24", "SS-12"))
-def _restore_stream_time_of_puts_only() -> dict[str, Handler]:
-    return _rocksdb_with(_RestoreStreamTimeOfPutsOnly, frozenset(SESSION_TYPES))
 
 
 # --- VS-27, CL-18: the versioned store with headers restores -------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kstate.codecs.store_types import StoreType, UnknownStoreTypeError, info
 from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import altered, mutant
@@ -203,12 +204,19 @@ def _position_file_as_position_bytes() -> dict[str, Handler]:
     return {"position.to_checkpoint": to_checkpoint}
 
 
+def _segmented(name: object) -> bool:
+    """Whether ``name`` is a store type of a family with a database per segment (the table's ``single_database``)."""
+    try:
+        return not info(StoreType.parse(str(name))).single_database
+    except UnknownStoreTypeError:
+        return False
+
+
 @mutant("segments-without-offsets", "segment databases of window and session stores get no offsets family", "offsets",
         rules=("OFF-1", "LAY-6"))
 def _segments_without_offsets() -> dict[str, Handler]:
     def column_families(payload: JsonDict, out: JsonDict) -> JsonDict:
-        segmented = "window" in str(payload.get("store_type")) or "session" in str(payload.get("store_type"))
-        if segmented and "open" in out:
+        if _segmented(payload.get("store_type")) and "open" in out:
             out["open"] = [cf for cf in out["open"] if cf != "offsets"]
         return out
 

@@ -18,12 +18,7 @@ from unittest import mock
 from kstate.codecs import changelog as cl
 from kstate.codecs.offsets import CHECKPOINT_FORMAT, POSITION_KEY
 from kstate.codecs.position import meaningful_bytes
-from kstate.codecs.store_types import (
-    SESSION_TYPES,
-    VERSIONED_TYPES,
-    WINDOW_TYPES,
-    StoreType,
-)
+from kstate.codecs.store_types import VERSIONED_TYPES, WINDOW_TYPES, StoreType
 from kstate.errors import DecodeError, InvalidArgumentError, KStateError
 from kstate.ops.store_ops import DEFAULT_BUILDER, StoreBuilder
 from kstate.storage_files import read_checkpoint_file
@@ -36,6 +31,7 @@ from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 from kstate_conformance.mutants.hard_places_mutants import SEGMENTED_TYPES, _open_with, _rocksdb_with
 from kstate_conformance.mutants.store_rules_mutants import _with_patched
+from kstate_conformance.store_types import STORE_OP_PREFIXES
 
 FAMILY = "store_rules"
 
@@ -70,7 +66,7 @@ def _everywhere(patches: dict[str, Any]) -> dict[str, Handler]:
     from kstate.ops import load_all
 
     return {name: _with_patched(name, patches) for name in load_all()
-            if name.startswith(("store.", "versioned_store.", "window_store.", "session_store."))}
+            if name.startswith(STORE_OP_PREFIXES)}
 
 
 # --- CL-2: a store without headers logs none ------------------------------------------------------------------------
@@ -104,21 +100,6 @@ def _plain_window_and_versioned_log_context_headers() -> dict[str, Handler]:
         return changelogging_store(inner, store_type, context, sink)
 
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=logging_layer))
-
-
-# --- CL-11, HV-12: the headers a header-aware segmented store restores ---------------------------------------------
-
-
-def _last_of_each_header(r: cl.ChangelogRecord) -> cl.ChangelogRecord:
-    """The record's headers as a map: one per key, the last value (``Headers.lastHeader`` read for each key)."""
-    kept = dict(r.headers)
-    return dataclasses.replace(r, headers=tuple(kept.items()))
-
-
-@mutant("session-headers-restore-one-header-per-key", "a session store with headers restores one header per key, "
-        "the last, dropping duplicates", FAMILY, rules=("CL-11", "HV-12"))
-def _session_headers_restore_one_header_per_key() -> dict[str, Handler]:
-    return _restoring_for(frozenset({StoreType("session_with_headers")}), _last_of_each_header)
 
 
 # --- VS-37, KV-12: a crashed store and a restore batch -------------------------------------------------------------
@@ -295,12 +276,6 @@ def _no_checkpoint_entries(task_dir: Any, store: str, changelog_partitions: Any)
         rules=("OFF-19",))
 def _versioned_ignores_task_checkpoint() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.versioned.read_checkpoint_entries": _no_checkpoint_entries})
-
-
-@mutant("session-ignores-position-file", "a session store does not read the pre-4.3 <store>.position file at open "
-        "(the window store does)", FAMILY, rules=("OFF-18", "SS-21"))
-def _session_ignores_position_file() -> dict[str, Handler]:
-    return _everywhere({"kstate.stores.session.read_legacy_position": lambda task_dir, name: {}})
 
 
 def _entries_split_on_one_space(task_dir: Any, store: str, changelog_partitions: Any) -> Any:
@@ -528,13 +503,6 @@ class _EmptyWindowValueAsNull:
         super().put(key, value or None, window_start)  # type: ignore[misc]
 
 
-class _EmptySessionValueAsNull:
-    """``if not aggregate`` for ``if aggregate is None``: a session put of zero bytes removes the session."""
-
-    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
-        super().put(key, start, end, aggregate or None)  # type: ignore[misc]
-
-
 class _EmptyVersionedValueAsNull:
     """``if not value`` for ``if value is None``: a versioned put of zero bytes is a tombstone."""
 
@@ -547,12 +515,6 @@ class _EmptyVersionedValueAsNull:
         "instead of storing it", FAMILY, rules=("OPS-2",))
 def _window_empty_value_as_null() -> dict[str, Handler]:
     return _rocksdb_with(_EmptyWindowValueAsNull, frozenset(WINDOW_TYPES))
-
-
-@mutant("session-empty-value-as-null", "a session store takes an aggregate of zero bytes for null, removing the "
-        "session instead of storing it", FAMILY, rules=("OPS-2",))
-def _session_empty_value_as_null() -> dict[str, Handler]:
-    return _rocksdb_with(_EmptySessionValueAsNull, frozenset(SESSION_TYPES))
 
 
 @mutant("versioned-empty-value-as-null", "a versioned store takes a value of zero bytes for null, writing a "

@@ -12,6 +12,7 @@ from kstate_conformance import rules
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
 from kstate_conformance.store_types import (
     KV,
+    SESSION_TYPES,
     SESSION_WITH_HEADERS,
     TIMESTAMPED_KV,
     TIMESTAMPED_KV_WITH_HEADERS,
@@ -24,7 +25,6 @@ from kstate_conformance.strategies import (
     INT64_MAX,
     KV_STORE_TYPES,
     NEGATIVE_INT64,
-    SESSION_STORE_TYPES,
     TIMESTAMPS,
     WINDOW_STORE_TYPES,
     header_lists,
@@ -62,7 +62,7 @@ def write(implementation: Any, store_type: str, operation: str, key: bytes, valu
 def shape_extra(store_type: str, start: int = 100, end: int = 200) -> dict[str, Any]:
     if store_type in WINDOW_STORE_TYPES:
         return {"window_start": start}
-    if store_type in SESSION_STORE_TYPES:
+    if store_type in SESSION_TYPES:
         return {"start": start, "end": end}
     return {}
 
@@ -70,7 +70,7 @@ def shape_extra(store_type: str, start: int = 100, end: int = 200) -> dict[str, 
 def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200, seqnum: int = 0) -> bytes:
     if store_type in WINDOW_STORE_TYPES:
         return key + int64(start) + seqnum.to_bytes(4, "big")
-    if store_type in SESSION_STORE_TYPES:
+    if store_type in SESSION_TYPES:
         return key + int64(end) + int64(start)
     return key
 
@@ -108,7 +108,7 @@ def test_header_stores_log_raw_value_and_stored_headers(implementation: Any, sto
 
 
 @rules("CL-3", "CL-4", "CL-6", "CL-7", "CL-8")
-@given(st.sampled_from(KV_STORE_TYPES + WINDOW_STORE_TYPES + SESSION_STORE_TYPES), BYTES, TIMESTAMPS, HEADERS)
+@given(st.sampled_from(KV_STORE_TYPES + WINDOW_STORE_TYPES + SESSION_TYPES), BYTES, TIMESTAMPS, HEADERS)
 def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_context_headers(
         implementation: Any, store_type: str, key: bytes, ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
     expected_headers = json_headers(ctx_headers) if store_type in HEADERS_STORE_TYPES else []
@@ -116,7 +116,7 @@ def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_conte
     operations = ["put"]
     if store_type in KV_STORE_TYPES:
         operations.append("delete")
-    if store_type in SESSION_STORE_TYPES:
+    if store_type in SESSION_TYPES:
         operations.append("remove")
     for operation in operations:
         out = write(implementation, store_type, operation, key, None, ctx_ts, ctx_headers, **shape_extra(store_type))
@@ -145,7 +145,7 @@ def test_versioned_stores_log_at_the_version_timestamp(implementation: Any, key:
 
 
 @rules("CL-2")
-@given(st.sampled_from(KV_STORE_TYPES[:1] + WINDOW_STORE_TYPES[:1] + SESSION_STORE_TYPES[:1]), BYTES, NEGATIVE_INT64)
+@given(st.sampled_from(KV_STORE_TYPES[:1] + WINDOW_STORE_TYPES[:1] + SESSION_TYPES[:1]), BYTES, NEGATIVE_INT64)
 def test_negative_context_timestamps_cannot_be_logged(implementation: Any, store_type: str, key: bytes, ctx_ts: int) -> None:
     assert "error" in write(implementation, store_type, "put", key, b"v", ctx_ts, [], **shape_extra(store_type))
 
@@ -302,7 +302,7 @@ def test_the_stores_log_config_wins_over_the_applications_topic_defaults(impleme
 
 
 @rules("CL-16")
-@given(st.sampled_from(WINDOW_STORE_TYPES + SESSION_STORE_TYPES), INT64, st.integers(min_value=0, max_value=INT64_MAX))
+@given(st.sampled_from(WINDOW_STORE_TYPES + SESSION_TYPES), INT64, st.integers(min_value=0, max_value=INT64_MAX))
 def test_windowed_changelog_retention_is_retention_plus_additional_saturating(implementation: Any, store_type: str, retention: int,
                                                                               additional: int) -> None:
     out = implementation.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention,

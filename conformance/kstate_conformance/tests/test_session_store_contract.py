@@ -14,11 +14,24 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import MEMORY, ROCKSDB, Kit, Store, h, header_bytes, i64, is_refusal, kit, varint
+from kstate_conformance.harness import (
+    MEMORY,
+    ROCKSDB,
+    Kit,
+    Store,
+    h,
+    header_bytes,
+    i64,
+    is_refusal,
+    kit,
+    record,
+    varint,
+)
 from kstate_conformance.sessions import (
     INT64_MAX,
     RETENTION_PERIOD,
     SEGMENT_INTERVAL,
+    SESSION,
     SESSION_TYPES,
     SessionEntry,
     SessionStore,
@@ -409,6 +422,25 @@ def test_restore_with_headers_round_trip(opened: Any, store_type: str, backend: 
     fresh = opened(name="restored")
     fresh.store.restore(changelog, batch_size=1)
     assert fresh.fetch_range(None, None) == [(h("a"), 0, 5, with_headers), (h("b"), 1, 7, "00" + i64(8))]
+
+
+@rules("SS-24", "SS-12")
+def test_a_session_restore_ending_in_a_later_tombstone_advances_stream_time(kit: Kit) -> None:
+    """Place: after a restore (issue 32 E, the hard places). A RocksDB restore batch advances stream time to its
+    largest session end, a tombstone's too, before any record is written: two sessions ending at 10 and 20, then a
+    tombstone ending at 20 000 with a retention of 1 000. The two sessions' segment is expired by then: neither is
+    written, nor answered."""
+    kit.require(SESSION, ROCKSDB)
+    store = open_session_store(kit, SESSION, ROCKSDB, retention_ms=1_000, segment_interval_ms=500).store
+
+    def session_key(key: str, start: int, end: int) -> str:
+        return h(key) + i64(end) + i64(start)
+
+    store.restore([record(session_key("a", 0, 10), i64(1), 1), record(session_key("b", 5, 20), i64(2), 1),
+                   record(session_key("c", 0, 20_000), None, 1)], batch_size=10)
+    found = [e for key in ("a", "b") for e in store.ok("session_store.find_sessions", key_from=h(key), key_to=None,
+                                                       earliest_end=0, latest_start=30_000)["entries"]]
+    assert found == [], f"sessions of an expired segment were restored: {found}"
 
 
 @rules("SS-1", "SS-10", "SS-11", "SS-31")

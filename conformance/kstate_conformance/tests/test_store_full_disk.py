@@ -16,6 +16,7 @@ import pytest
 
 from kstate_conformance import full_disk, rules
 from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, kit
+from kstate_conformance.store_types import FAMILY_NAMES
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family
 
 __all__ = ["kit"]
@@ -43,8 +44,8 @@ def _key(i: int) -> str:
 
 @rules("OFF-23", "KV-25")
 @pytest.mark.kstate_level("recommended")  # OFF-23's level: Kafka 4.4.0's segmented stores do not meet it
-@pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "reopen")
-@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
+@pytest.mark.kstate_places("reopen")  # and a store of each family, as its parameters name them
+@pytest.mark.parametrize("name", FAMILY_NAMES)
 def test_a_full_disk_never_puts_the_committed_offset_ahead_of_the_data_nor_loses_an_acknowledged_commit(
         kit: Kit, name: str) -> None:
     """Row ``i`` is written, then offset ``i`` committed, until the filled disk refuses a write or a commit (with

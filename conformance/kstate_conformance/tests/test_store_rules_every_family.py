@@ -30,6 +30,8 @@ class Family:
     reads: tuple[tuple[str, dict[str, Any]], ...]
     restore_key: str
     extra: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
+    #: The fields of :attr:`write` that place it in time (a window start, a session's start and end, a version).
+    time_fields: tuple[str, ...] = ("timestamp",)
 
     def put(self, store: Store, key: str) -> None:
         op, payload = self.write
@@ -62,13 +64,14 @@ FAMILIES = {
                       ("window_store.fetch_range", {"key": K, "from_ms": 0, "to_ms": 10}),
                       ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 10}),
                       ("window_store.fetch_all", {"from_ms": 0, "to_ms": 10}), ("window_store.all", {})),
-                     K + i64(1) + "00000000"),
+                     K + i64(1) + "00000000", time_fields=("window_start",)),
     "session": Family("session", {"retention_ms": 1_000, "segment_interval_ms": 500},
                       ("session_store.put", {"key": K, "value": "aa", "start": 1, "end": 2}),
                       (("session_store.fetch_session", {"key": K, "start": 1, "end": 2}),
                        ("session_store.fetch", {"key_from": K}),
                        ("session_store.find_sessions", {"key_from": K, "earliest_end": 0, "latest_start": 10})),
-                      K + i64(2) + i64(1), (("session_store.remove", {"key": K, "start": 1, "end": 2}),)),
+                      K + i64(2) + i64(1), (("session_store.remove", {"key": K, "start": 1, "end": 2}),),
+                      time_fields=("start", "end")),
 }
 
 

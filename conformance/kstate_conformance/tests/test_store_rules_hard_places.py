@@ -15,7 +15,12 @@ import pytest
 from kstate.storage_files import directory_digest
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
-from kstate_conformance.store_types import TIMESTAMPED_WINDOW_WITH_HEADERS, VERSIONED_KV_WITH_HEADERS
+from kstate_conformance.store_types import (
+    FAMILY_NAMES,
+    SEGMENTED_FAMILIES,
+    TIMESTAMPED_WINDOW_WITH_HEADERS,
+    VERSIONED_KV_WITH_HEADERS,
+)
 from kstate_conformance.tests import test_segmented_store_faults as faults
 from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, K, _context, _open, _positions
 
@@ -81,7 +86,7 @@ def _present(store: Store, family: Family, key: str) -> bool:
 
 
 @rules("WS-29", "SS-21", "KV-52", "KV-63")
-@pytest.mark.parametrize("name", ["window", "session"])
+@pytest.mark.parametrize("name", SEGMENTED_FAMILIES)
 def test_the_position_after_a_flush_and_a_crash_covers_the_rows_that_survived(kit: Kit, name: str) -> None:
     """Place: after a crash. Rows written at offsets 7 and 8 after a commit at 3, flushed, then the process dies.
     Whether a flush makes them durable or not (KV-63 allows both; Kafka 4.4.0's flush does nothing), it never writes
@@ -143,28 +148,6 @@ def test_a_tombstone_through_the_header_aware_window_store(kit: Kit, backend: st
     assert fresh.changelog() == [], "a restore was logged (RST-4)"
 
 
-# --- SS-24, SS-12: a session restore that ends in a later tombstone ------------------------------------------------
-
-
-@rules("SS-24", "SS-12")
-def test_a_session_restore_ending_in_a_later_tombstone_advances_stream_time(kit: Kit) -> None:
-    """Place: after a restore. A RocksDB restore batch advances stream time to its largest session end, a tombstone's
-    too, before any record is written: two sessions ending at 10 and 20, then a tombstone ending at 20 000 with a
-    retention of 1 000. The two sessions' segment is expired by then: neither is written, nor answered."""
-    family = FAMILIES["session"]
-    kit.require("session", ROCKSDB)
-    store = _open(kit, family, ROCKSDB)
-
-    def session_key(key: str, start: int, end: int) -> str:
-        return h(key) + i64(end) + i64(start)
-
-    store.restore([record(session_key("a", 0, 10), i64(1), 1), record(session_key("b", 5, 20), i64(2), 1),
-                   record(session_key("c", 0, 20_000), None, 1)], batch_size=10)
-    found = [e for key in ("a", "b") for e in store.ok("session_store.find_sessions", key_from=h(key), key_to=None,
-                                                       earliest_end=0, latest_start=30_000)["entries"]]
-    assert found == [], f"sessions of an expired segment were restored: {found}"
-
-
 # --- VS-27, CL-18: a restore of the versioned store with headers ----------------------------------------------------
 
 
@@ -198,7 +181,7 @@ def test_a_versioned_with_headers_restore_keeps_every_header_and_the_tombstone(k
 
 
 @rules("LAY-12", "KV-25")
-@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+@pytest.mark.parametrize("family", SEGMENTED_FAMILIES)
 def test_a_regular_file_named_like_a_segment_refuses_the_open(kit: Kit, family: str) -> None:
     """Place: a store of each segmented family, reopened. A regular file ``store.180000`` names segment 3: the store
     would not open it under its name, so its data would be ignored silently; the open is refused with a typed error
@@ -211,7 +194,7 @@ def test_a_regular_file_named_like_a_segment_refuses_the_open(kit: Kit, family: 
 
 @rules("KV-66", "KV-23")  # the refusal itself (LAY-12) is the previous test's
 @pytest.mark.kstate_level("hardened")
-@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+@pytest.mark.parametrize("family", SEGMENTED_FAMILIES)
 def test_a_regular_file_named_like_a_segment_refuses_the_open_changing_nothing(kit: Kit, family: str) -> None:
     """The same refusal changes nothing (KV-66, hardened): Kafka 4.4.0 opens the older segments one by one before it
     meets ``store.180000``, so its refusal leaves their new RocksDB files behind."""
@@ -228,7 +211,7 @@ def test_a_regular_file_named_like_a_segment_refuses_the_open_changing_nothing(k
 
 @pytest.mark.kstate_level("hardened")
 @rules("LAY-13", "KV-52", "WS-28", "SS-23")
-@pytest.mark.parametrize("family", [faults.WINDOW, faults.SESSION])
+@pytest.mark.parametrize("family", SEGMENTED_FAMILIES)
 def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit, family: str) -> None:
     """Places: after a crash, and opened with ``ignore_invalid_state``. A segment created and committed after the
     last clean close, then the process dies: the commit wrote it into the segment lists, so when it is deleted the
@@ -262,7 +245,7 @@ def _committed_store_with_position_file(kit: Kit, family: Family, store_name: st
 
 
 @rules("UPG-3", "OFF-22")
-@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
+@pytest.mark.parametrize("name", FAMILY_NAMES)
 def test_a_wipe_deletes_the_stores_position_file(kit: Kit, name: str) -> None:
     """Place: a store of each family, alone in its task, wiped, then reopened. The wipe deletes the store's
     directory and its ``<store>.position`` file: a file left behind would be merged into the rebuilt store at its
@@ -283,7 +266,7 @@ def test_a_wipe_deletes_the_stores_position_file(kit: Kit, name: str) -> None:
 
 @rules("VS-31")
 @pytest.mark.kstate_level("hardened")
-@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
+@pytest.mark.parametrize("name", FAMILY_NAMES)
 def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name: str) -> None:
     """Place: two stores of each family in one task, one wiped. The wipe deletes that store's directory and its
     ``<store>.position`` file; the other store's directory and position file stay (VS-31; Kafka's own wipe is the
@@ -310,9 +293,7 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
 def _put_at(store: Store, family: Family, key: str, time: int) -> None:
     """The family's write of ``key`` at ``time`` (a window start, a session's start and end, a version)."""
     op, payload = family.write
-    at = {"window_start": time} if "window_start" in payload else {"start": time, "end": time} \
-        if "start" in payload else {"timestamp": time}
-    store.ok(op, **{**payload, "key": key, **at})
+    store.ok(op, **{**payload, "key": key, **dict.fromkeys(family.time_fields, time)})
 
 
 def _offsets_rows(store: Store) -> list[dict[str, dict[str, str]]]:
@@ -324,7 +305,7 @@ def _offsets_rows(store: Store) -> list[dict[str, dict[str, str]]]:
 
 @pytest.mark.kstate_level("hardened")
 @rules("OFF-1", "OFF-2", "OFF-4", "LAY-5", "LAY-6", "KV-67")
-@pytest.mark.parametrize("name", ["kv", "versioned", "window", "session"])
+@pytest.mark.parametrize("name", FAMILY_NAMES)
 def test_every_database_keeps_the_committed_offsets_through_a_null_a_crash_and_an_empty_commit(
         kit: Kit, name: str) -> None:
     """Place: every family's store, each of its databases (two segments of a window or session store), after a
@@ -339,7 +320,7 @@ def test_every_database_keeps_the_committed_offsets_through_a_null_a_crash_and_a
     _put_at(store, family, h("b"), 600)  # a second segment of a segmented store
     store.ok("store.commit", changelog_offsets=[[TOPIC, 0, 5], [TOPIC, 1, 7]])
     databases = _offsets_rows(store)
-    assert len(databases) == (2 if name in ("window", "session") else 1), list(databases)
+    assert len(databases) == (2 if name in SEGMENTED_FAMILIES else 1), list(databases)
     tp0, tp1 = h(f"{TOPIC}-0"), h(f"{TOPIC}-1")
     for families in databases:
         assert {"default", "offsets"} <= set(families), sorted(families)

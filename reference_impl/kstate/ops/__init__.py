@@ -19,6 +19,7 @@ The same vocabulary is what golden fixtures, recorded Kafka vectors and out-of-p
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -55,24 +56,13 @@ class OpSpec:
 
 REGISTRY: dict[str, OpSpec] = {}
 
-# Modules that register operations; importing them fills REGISTRY.
-_FAMILY_MODULES = (
-    "kstate.ops.primitives_ops",
-    "kstate.ops.record_headers_ops",
-    "kstate.ops.timestamped_ops",
-    "kstate.ops.header_values_ops",
-    "kstate.ops.versioned_ops",
-    "kstate.ops.versioned_store_ops",
-    "kstate.ops.window_ops",
-    "kstate.ops.session_ops",
-    "kstate.ops.offsets_ops",
-    "kstate.ops.changelog_ops",
-    "kstate.ops.store_ops",
-    "kstate.ops.kv_store_ops",
-    "kstate.ops.window_store_ops",
-    "kstate.ops.session_store_ops",
-    "kstate.ops.store_scenario_ops",
-)
+
+
+def _family_modules() -> list[str]:
+    """The modules that register operations, by their names: every ``*_ops`` module of this package, so that a
+    family's operations module needs no line here; importing them fills REGISTRY."""
+    return [f"{__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+            if info.name.endswith("_ops")]
 
 
 @overload
@@ -156,7 +146,7 @@ def load_all() -> dict[str, OpSpec]:
     tried again at the next call, as before."""
     global _families_loaded
     if not _families_loaded:
-        import_family_modules(_FAMILY_MODULES)
+        import_family_modules(_family_modules())
         _families_loaded = True
     return REGISTRY
 
