@@ -95,15 +95,27 @@ _memory_mutant = registering(FAMILY, _memory)
 _both_mutant = registering(FAMILY, _both)
 
 
+class _WindowStoreAttributes:
+    """What the mixins below read or set of the reference's window stores they are put in front of (declared for
+    the type checker only: the attributes are the store's)."""
+
+    seqnum: int
+    retain_duplicates: bool
+    observed_stream_time: int
+    retention_period: int
+    window_size: int
+    store_type: StoreType
+    segments: KeyValueSegments
+    _position: Any
+
+
 # --- seqnums (WS-4) ---------------------------------------------------------------------------------------------
 
 
 @_both_mutant("window-seqnum-not-incremented", "duplicates all get seqnum 1, so each one replaces the previous",
               rules=("WS-4", "WS-16"))
-class _SeqnumNeverAdvances:
+class _SeqnumNeverAdvances(_WindowStoreAttributes):
     """The store computes ``seqnum + 1`` for each duplicate but never stores it back: every duplicate gets 1."""
-
-    seqnum: int
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         before = self.seqnum
@@ -113,11 +125,8 @@ class _SeqnumNeverAdvances:
 
 @_rocksdb_mutant("window-seqnum-post-increment", "the first duplicate of a store gets seqnum 0 instead of 1",
                  rules=("WS-4",))
-class _SeqnumPostIncrement:
+class _SeqnumPostIncrement(_WindowStoreAttributes):
     """``seqnum++`` where Kafka has ``++seqnum``: the first duplicate gets 0, the next 1, ..."""
-
-    seqnum: int
-    retain_duplicates: bool
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         if self.retain_duplicates and value is not None:
@@ -169,12 +178,9 @@ class _BackwardIsForward:
 
 @_rocksdb_mutant("window-expiry-clamp-off-by-one", "RocksDB fetches clamp from to observed - retention, not observed "
                  "- retention + 1", rules=("WS-10", "WS-11", "WS-15"))
-class _ClampOffByOne:
+class _ClampOffByOne(_WindowStoreAttributes):
     """Fetches clamp ``from`` to ``observed - retention`` (Kafka adds 1): the window exactly one retention old is
     still answered."""
-
-    observed_stream_time: int
-    retention_period: int
 
     def _earliest_live(self) -> int:
         return self.observed_stream_time - self.retention_period
@@ -182,11 +188,9 @@ class _ClampOffByOne:
 
 @_both_mutant("window-stream-time-from-last-record", "observed stream time is the last put's window start, not the "
               "largest seen", rules=("WS-6", "WS-17"))
-class _StreamTimeOfTheLastRecord:
+class _StreamTimeOfTheLastRecord(_WindowStoreAttributes):
     """Retention measured from the last record's window start, not the largest one observed: a late record moves
     the stream time back and windows it had expired come back."""
-
-    observed_stream_time: int
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         super().put(key, value, window_start)  # type: ignore[misc]
@@ -278,7 +282,7 @@ class _NoScanBounds:
 # --- wave 2: one mutant per required rule no earlier mutant breaks --------------------------------------------------
 
 
-class _SlowPathRows:
+class _SlowPathRows(_WindowStoreAttributes):
     """Every RocksDB put takes ``_put_in_live_segment`` (the cached-segment fast path never matches), so a mixin
     can change the row written through :meth:`_row`."""
 
@@ -298,8 +302,6 @@ class _SlowPathRows:
 class _RowKeyedByWindowEnd(_SlowPathRows):
     """The row key carries the window's end (``Windowed.window().end()``) where Kafka writes its start."""
 
-    window_size: int
-
     def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
         key_end = len(store_key) - 12
         start, seqnum = struct.unpack_from(">qi", store_key, key_end)
@@ -311,8 +313,6 @@ class _RowKeyedByWindowEnd(_SlowPathRows):
                  "timestamp", rules=("WS-21",))
 class _TimestampStripped(_SlowPathRows):
     """The timestamped RocksDB store keeps the plain value, dropping the ``[ts]`` of the layout it was given."""
-
-    store_type: StoreType
 
     def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
         if value is not None and self.store_type is StoreType.TIMESTAMPED_WINDOW:
@@ -343,11 +343,8 @@ class _WindowSizeUnchecked:
 
 @_rocksdb_mutant("window-expired-put-written", "a RocksDB put into an expired segment is written instead of dropped",
                  rules=("WS-7",))
-class _ExpiredPutWritten:
+class _ExpiredPutWritten(_WindowStoreAttributes):
     """A put into an expired segment creates the segment and is written (no ``getOrCreateSegmentIfLive``)."""
-
-    segments: KeyValueSegments
-    segment_interval: int
 
     def _live_segment(self, timestamp: int) -> Any:
         segment = super()._live_segment(timestamp)  # type: ignore[misc]
@@ -357,11 +354,8 @@ class _ExpiredPutWritten:
 
 
 @_rocksdb_mutant("window-expired-segments-kept", "expired RocksDB segments are never deleted", rules=("WS-8",))
-class _ExpiredSegmentsKept:
+class _ExpiredSegmentsKept(_WindowStoreAttributes):
     """Live segments are looked up without the expiry pass: expired segments are never deleted."""
-
-    segments: KeyValueSegments
-    observed_stream_time: int
 
     def _live_segment(self, timestamp: int) -> Any:
         segment_id = self.segments.segment_id(timestamp)
@@ -382,11 +376,8 @@ class _NullPutIgnored:
 
 @_memory_mutant("window-memory-fetch-finds-duplicates", "the in-memory fetch(key, time) with duplicates answers the "
                 "key's last duplicate instead of null", rules=("WS-19",))
-class _MemoryFetchReadsCurrentSeqnum:
+class _MemoryFetchReadsCurrentSeqnum(_WindowStoreAttributes):
     """The in-memory ``fetch(key, time)`` wraps the key with the current seqnum, as RocksDB reads its row."""
-
-    retain_duplicates: bool
-    seqnum: int
 
     def fetch(self, key: bytes, time: int) -> bytes | None:
         value: bytes | None = super().fetch(key, time)  # type: ignore[misc]
@@ -444,11 +435,8 @@ class _RestoreUnconverted:
 
 @_memory_mutant("window-memory-restore-keeps-changelog-seqnum", "the in-memory store restores duplicates under the "
                 "changelog seqnum, its own counter unmoved", rules=("WS-26", "WS-41"))
-class _MemoryRestoreKeepsSeqnum:
+class _MemoryRestoreKeepsSeqnum(_WindowStoreAttributes):
     """The in-memory restore keeps the changelog key's seqnum as the inner key's, its counter unmoved."""
-
-    retain_duplicates: bool
-    seqnum: int
 
     def restore_batch(self, entries: Any) -> None:
         if not self.retain_duplicates:
@@ -463,11 +451,8 @@ class _MemoryRestoreKeepsSeqnum:
 
 @_rocksdb_mutant("window-restore-advances-seqnum", "a RocksDB restore advances the store's duplicate counter",
                  rules=("WS-41",))
-class _RestoreAdvancesSeqnum:
+class _RestoreAdvancesSeqnum(_WindowStoreAttributes):
     """RocksDB restore counts each restored record on the store's duplicate counter, as a put would."""
-
-    retain_duplicates: bool
-    seqnum: int
 
     def restore_batch(self, entries: Any) -> None:
         super().restore_batch(entries)  # type: ignore[misc]
@@ -478,11 +463,8 @@ class _RestoreAdvancesSeqnum:
 
 @_rocksdb_mutant("window-commit-newest-segment-only", "commit writes the staged rows and offsets of the newest "
                  "segment only", rules=("WS-28",))
-class _CommitNewestSegmentOnly:
+class _CommitNewestSegmentOnly(_WindowStoreAttributes):
     """``commit`` reaches the newest segment only: the older ones keep their rows staged and get no offsets."""
-
-    segments: KeyValueSegments
-    _position: Any
 
     def commit(self, changelog_offsets: Any) -> None:
         newest = self.segments.all_segments()[-1:]
@@ -493,10 +475,8 @@ class _CommitNewestSegmentOnly:
 
 @_rocksdb_mutant("window-position-not-merged", "a reopened RocksDB window store does not merge its segments' positions",
                  rules=("WS-29",))
-class _PositionNotMerged:
+class _PositionNotMerged(_WindowStoreAttributes):
     """The reopened store starts from an empty position: its segments' positions are not merged in."""
-
-    _position: Any
 
     def _open_existing(self) -> None:
         super()._open_existing()  # type: ignore[misc]
@@ -520,11 +500,8 @@ class _PositionPathOfAnyKindIgnored:
 
 @_rocksdb_mutant("window-close-newest-segment-only", "close writes the staged rows of the newest segment only",
                  rules=("WS-30",))
-class _CloseNewestSegmentOnly:
+class _CloseNewestSegmentOnly(_WindowStoreAttributes):
     """``close`` writes the staged rows of the newest segment only; the older ones are abandoned."""
-
-    segments: KeyValueSegments
-    _position: Any
 
     def close(self) -> None:
         segments = self.segments.all_segments()
@@ -535,10 +512,8 @@ class _CloseNewestSegmentOnly:
 
 @_rocksdb_mutant("window-segments-not-reopened", "a reopened RocksDB window store does not open its segments on disk",
                  rules=("WS-31",))
-class _SegmentsNotReopened:
+class _SegmentsNotReopened(_WindowStoreAttributes):
     """Opening a RocksDB window store opens no existing segment: rows on disk are found only once written to."""
-
-    _position: Any
 
     def _open_existing(self) -> None:
         self._position = {}
@@ -638,10 +613,8 @@ class _MemoryManagesOffsets:
 
 @_rocksdb_mutant("window-stream-time-recovered", "a reopened RocksDB store takes its stream time from the rows on "
                  "disk, clamping reads at once", rules=("WS-42",))
-class _StreamTimeRecovered:
+class _StreamTimeRecovered(_WindowStoreAttributes):
     """A reopened RocksDB store recovers its stream time from the largest window start on disk."""
-
-    observed_stream_time: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
