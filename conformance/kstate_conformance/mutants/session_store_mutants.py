@@ -168,6 +168,15 @@ def _both_types(cls: type[RocksDBSessionStore]) -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: cls, StoreType.SESSION_WITH_HEADERS: with_headers})
 
 
+def _changed_store_mutant(name: str, description: str, rules: tuple[str, ...], store_type: StoreType,
+                          **attributes: Any) -> None:
+    """Register the mutant ``name``: the reference's RocksDB store of ``store_type`` with its class attributes
+    ``attributes`` changed (its segments class, a flag)."""
+    base = RocksDBSessionStore if store_type is StoreType.SESSION else RocksDBSessionStoreWithHeaders
+    changed = type(f"{base.__name__}_{'_'.join(attributes)}", (base,), attributes)
+    mutant(name, description, FAMILY, rules=rules)(lambda: _open_with({store_type: changed}))
+
+
 #: The decorated subclass of the RocksDB session store, over both session store types.
 _both_types_mutant = registering(FAMILY, _both_types)
 
@@ -225,10 +234,9 @@ class _FirstSegmentOnlyUpgrade(SessionSegmentsWithHeaders):
         return segment
 
 
-@_headers_mutant("session-upgrade-first-segment-only", "opening a session store as session_with_headers migrates the "
-                 "first segment only: the plain rows of the other segments are no longer read", rules=("SS-32",))
-class _FirstSegmentOnlyStore(RocksDBSessionStoreWithHeaders):
-    SEGMENTS = _FirstSegmentOnlyUpgrade
+_changed_store_mutant("session-upgrade-first-segment-only", "opening a session store as session_with_headers "
+                      "migrates the first segment only: the plain rows of the other segments are no longer read",
+                      ("SS-32",), StoreType.SESSION_WITH_HEADERS, SEGMENTS=_FirstSegmentOnlyUpgrade)
 
 
 @_both_types_mutant("session-fetch-session-ignores-expiry", "RocksDB fetchSession answers a session its segment still "
@@ -273,17 +281,13 @@ class _SegmentsNeverExpire(KeyValueSegments):
         return None
 
 
-@_session_mutant("session-expired-segments-kept", "expired segments are never deleted (reads still hide their "
-                 "sessions)", rules=("SS-15",))
-class _KeepsExpiredSegments(RocksDBSessionStore):
-    SEGMENTS = _SegmentsNeverExpire
-
-
-@_headers_mutant("session-headers-dropped-write-keeps-expired", "session_with_headers keeps its expired segments "
-                 "after a dropped write, as the plain store does (SessionSegmentsWithHeaders cleans up after every "
-                 "lookup)", rules=("SS-15",))
-class _HeadersKeepExpiredOnDroppedWrite(RocksDBSessionStoreWithHeaders):
-    CLEANS_UP_ON_EXPIRED_WRITE = False  # as the plain store's segments: cleanup only after a live lookup
+_changed_store_mutant("session-expired-segments-kept", "expired segments are never deleted (reads still hide their "
+                      "sessions)", ("SS-15",), StoreType.SESSION, SEGMENTS=_SegmentsNeverExpire)
+# As the plain store's segments: cleanup only after a live lookup.
+_changed_store_mutant("session-headers-dropped-write-keeps-expired", "session_with_headers keeps its expired "
+                      "segments after a dropped write, as the plain store does (SessionSegmentsWithHeaders cleans up "
+                      "after every lookup)", ("SS-15",), StoreType.SESSION_WITH_HEADERS,
+                      CLEANS_UP_ON_EXPIRED_WRITE=False)
 
 
 @_rewriting(("store.restore",), "session-restore-ignores-record-headers", "session_with_headers restores a record "
