@@ -9,6 +9,7 @@ from __future__ import annotations
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from kstate.ops import JsonDict, call, import_family_modules
 from kstate_conformance.adapter import Handler, ImplementationAdapter, OverrideAdapter, ReferenceAdapter
@@ -38,6 +39,7 @@ class Mutant:
 
 
 MUTANTS: dict[str, Mutant] = {}
+Change = TypeVar("Change")
 
 
 def altered(op: str, alter: Callable[[JsonDict, JsonDict], JsonDict]) -> dict[str, Handler]:
@@ -61,6 +63,23 @@ def mutant(
         return build
 
     return register
+
+
+def registering(
+    family: str, build: Callable[[Any], dict[str, Handler]],
+) -> Callable[..., Callable[[Change], Change]]:
+    """A decorator ``(name, description, rules)`` registering the mutant ``name`` of ``family`` whose overrides are
+    ``build`` of the decorated class or function: for the many mutants that are one broken piece (a store mixin, a
+    change-logging layer, a payload rewrite) and a fixed place it goes."""
+
+    def decorator(name: str, description: str, rules: tuple[str, ...]) -> Callable[[Change], Change]:
+        def register(change: Change) -> Change:
+            mutant(name, description, family, rules=rules)(lambda: build(change))
+            return change
+
+        return register
+
+    return decorator
 
 
 def all_mutants() -> dict[str, Mutant]:

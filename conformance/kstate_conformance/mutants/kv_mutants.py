@@ -42,7 +42,7 @@ from kstate.stores.rocksdb_instance import RocksDBInstance
 from kstate.stores.surface import RocksDBOptions
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import Change, mutant, registering
 
 FAMILY = "kv"
 StoreClasses = Mapping[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]]
@@ -87,6 +87,74 @@ def _open_with(builder: StoreBuilder) -> dict[str, Handler]:
     return {"store.open": make_open_handler(builder)}
 
 
+def _building(field: str) -> Callable[..., Callable[[Change], Change]]:
+    """A decorator registering a mutant whose store builder has the decorated class or function as its ``field``
+    (open_bytes_store, logging_layer, caching_layer or restorer)."""
+    return registering(FAMILY, lambda change: _open_with(replace(DEFAULT_BUILDER, **{field: change})))
+
+
+_opening_mutant = _building("open_bytes_store")
+_logging_mutant = _building("logging_layer")
+_caching_mutant = _building("caching_layer")
+_restorer_mutant = _building("restorer")
+#: The decorated mixin in front of every RocksDB key-value store class.
+_rocksdb_mixin_mutant = registering(
+    FAMILY, lambda mixin: _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(mixin)))))
+
+
+def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
+                  store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> StoreClasses:
+    """The store classes of ``store_types`` on ``backends`` with ``mixin`` in front of them."""
+    classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
+    for store_type in store_types:
+        for backend in backends:
+            base: type = store_classes(store_type).rocksdb if backend is Backend.ROCKSDB else store_classes(store_type).memory
+            classes[(store_type, backend)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
+    return classes
+
+
+def _stores_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
+                 store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> dict[str, Handler]:
+    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(_classes_with(mixin, backends, store_types))))
+
+
+_ROCKSDB = (Backend.ROCKSDB,)
+_MEMORY = (Backend.MEMORY,)
+_UPGRADING = (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
+
+def _with_accessor(change: Callable[[Any, Any], Any]) -> type:
+    """A store mixin whose database's column-family accessor is the reference's passed through
+    ``change(instance, accessor)``."""
+
+    class _ChangedAccessor:
+        def _open_column_families(self) -> Any:
+            return change(self, super()._open_column_families())  # type: ignore[misc]
+
+    _ChangedAccessor.__name__ = f"_Accessor{change.__name__}"
+    return _on_instance(_ChangedAccessor)
+
+
+def _accessor_mixin(accessor_class: type[DualColumnFamilyAccessor]) -> type:
+    """A store mixin putting ``accessor_class`` in place of the reference's dual accessor."""
+
+    def swapped(_instance: Any, accessor: Any) -> Any:
+        if isinstance(accessor, DualColumnFamilyAccessor):
+            accessor.__class__ = accessor_class
+        return accessor
+
+    swapped.__name__ = accessor_class.__name__
+    return _with_accessor(swapped)
+
+
+def _mixin_mutant(name: str, description: str, rules: tuple[str, ...], backends: Sequence[Backend] = tuple(Backend),
+                  store_types: Sequence[StoreType] = BUILT_KV_TYPES,
+                  wrap: Callable[[Any], type] | None = None) -> Callable[[Change], Change]:
+    """Register the mutant ``name`` whose stores of ``store_types`` on ``backends`` have the decorated mixin (passed
+    through ``wrap``, e.g. :func:`_on_instance`) in front of the reference's class."""
+    return registering(FAMILY, lambda mixin: _stores_with(wrap(mixin) if wrap else mixin, backends, store_types))(
+        name, description, rules)
+
+
 # --- a migrating iterator -----------------------------------------------------------------------------------
 
 
@@ -124,6 +192,7 @@ def _migrating_iterator() -> dict[str, Handler]:
 # --- change-logging bugs -----------------------------------------------------------------------------------------
 
 
+@_logging_mutant("kv-delete-skips-tombstone", "delete logs no tombstone when the key was absent", rules=("CL-3",))
 class _DeleteSkipsAbsentTombstone(ChangeLoggingKeyValueBytesStore):
     """"Nothing was deleted, so nothing to log": a delete of an absent key sends no tombstone (CL-3)."""
 
@@ -132,11 +201,6 @@ class _DeleteSkipsAbsentTombstone(ChangeLoggingKeyValueBytesStore):
         if previous is not None:
             self.sink.append(cl.kv_delete_record(self._codec_type, key, self.context.codec_context()))
         return previous
-
-
-@mutant("kv-delete-skips-tombstone", "delete logs no tombstone when the key was absent", FAMILY, rules=("CL-3",))
-def _delete_skips_tombstone() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_DeleteSkipsAbsentTombstone))
 
 
 class _ProcessingTimeSink:
@@ -150,17 +214,15 @@ class _ProcessingTimeSink:
         self._sink.append(replace(record, timestamp=self._context.current.timestamp))
 
 
+@_logging_mutant("kv-changelog-processing-time", "timestamped stores log the context timestamp instead of the stored "
+                 "one", rules=("CL-4",))
 def _processing_time_logging(inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder,
                              sink: ChangelogSink) -> KeyValueBytesStore:
     return ChangeLoggingKeyValueBytesStore(inner, store_type, context, _ProcessingTimeSink(sink, context))
 
 
-@mutant("kv-changelog-processing-time", "timestamped stores log the context timestamp instead of the stored one",
-        FAMILY, rules=("CL-4",))
-def _changelog_processing_time() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_processing_time_logging))
-
-
+@_logging_mutant("kv-put-if-absent-logs-when-present", "putIfAbsent logs the new value even when the key was present",
+                 rules=("CL-3",))
 class _PutIfAbsentAlwaysLogs(ChangeLoggingKeyValueBytesStore):
     """Logs every putIfAbsent, as if it were a put, even when the key was present (CL-3)."""
 
@@ -170,15 +232,11 @@ class _PutIfAbsentAlwaysLogs(ChangeLoggingKeyValueBytesStore):
         return previous
 
 
-@mutant("kv-put-if-absent-logs-when-present", "putIfAbsent logs the new value even when the key was present", FAMILY,
-        rules=("CL-3",))
-def _put_if_absent_always_logs() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_PutIfAbsentAlwaysLogs))
-
-
 # --- offsets outside the data batch ------------------------------------------------------------------------------
 
 
+@_rocksdb_mixin_mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data",
+                       rules=("KV-50",))
 class _OffsetsFirst:
     """``commit`` writes the offsets at once, in their own batch; the data waits for the next close (KV-50)."""
 
@@ -192,15 +250,11 @@ class _OffsetsFirst:
         self.engine.write(offsets_store.commit_batch(offsets, self._position))  # type: ignore[attr-defined]
 
 
-@mutant("kv-offsets-outside-data-batch", "commit writes the offsets in their own batch, before the data", FAMILY,
-        rules=("KV-50",))
-def _offsets_outside_data_batch() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(_OffsetsFirst))))
-
-
 # --- restore ---------------------------------------------------------------------------------------------------
 
 
+@_rocksdb_mixin_mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after "
+                       "it loses it", rules=("RST-8",))
 class _UnflushedRestore:
     """``restoring()`` turns the WAL off and never flushes: restored batches live in memtables only (RST-8)."""
 
@@ -214,24 +268,13 @@ class _UnflushedRestore:
             options.disable_wal = False
 
 
-@mutant("kv-restore-unflushed", "restore writes with the WAL off and never flushes, so a crash after it loses it", FAMILY,
-        rules=("RST-8",))
-def _restore_unflushed() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(_UnflushedRestore))))
-
-
-
+@_restorer_mutant("kv-restore-ignores-record-timestamp", "restore stamps values with -1 instead of the record "
+                  "timestamp", rules=("RST-2",))
 def _timestamp_blind_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                              batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """Restores as if every record had no timestamp (-1), the legacy conversion's value (RST-2)."""
     blind = [replace(r, timestamp=-1) for r in records]
     return restore(store, store_type, blind, batch_size=batch_size, after_batch=after_batch)
-
-
-@mutant("kv-restore-ignores-record-timestamp", "restore stamps values with -1 instead of the record timestamp", FAMILY,
-        rules=("RST-2",))
-def _restore_ignores_record_timestamp() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, restorer=_timestamp_blind_restore))
 
 
 # --- an in-memory iterator over the live map ------------------------------------------------------------------
@@ -285,17 +328,13 @@ class _KeyOrderCache(NamedCache):
         super().flush(evicted)
 
 
+@_caching_mutant("kv-cache-flush-in-key-order", "the cache flushes dirty entries in key order, not write order",
+                 rules=("CACHE-3",))
 def _key_order_caching(inner: KeyValueBytesStore, context: RecordContextHolder, max_bytes: int,
                        listener: FlushListener | None) -> CachingKeyValueStore:
     store = CachingKeyValueStore(inner, context, max_bytes=max_bytes, flush_listener=listener)
     store.cache = _KeyOrderCache(max_bytes, store._write_back)
     return store
-
-
-@mutant("kv-cache-flush-in-key-order", "the cache flushes dirty entries in key order, not write order", FAMILY,
-        rules=("CACHE-3",))
-def _cache_flush_in_key_order() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, caching_layer=_key_order_caching))
 
 
 class _TombstoneSkippingCache(CachingKeyValueStore):
@@ -306,19 +345,17 @@ class _TombstoneSkippingCache(CachingKeyValueStore):
         super()._write_back(kept)
 
 
+@_caching_mutant("kv-cache-drops-absent-tombstones", "without a flush listener, cached tombstones of absent keys are "
+                 "dropped", rules=("CACHE-5",))
 def _tombstone_skipping_caching(inner: KeyValueBytesStore, context: RecordContextHolder, max_bytes: int,
                                 listener: FlushListener | None) -> CachingKeyValueStore:
     return _TombstoneSkippingCache(inner, context, max_bytes=max_bytes, flush_listener=listener)
 
 
-@mutant("kv-cache-drops-absent-tombstones", "without a flush listener, cached tombstones of absent keys are dropped",
-        FAMILY, rules=("CACHE-5",))
-def _cache_drops_absent_tombstones() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, caching_layer=_tombstone_skipping_caching))
-
-
 # --- store directories and value facades ------------------------------------------------------------------------
 
+@_opening_mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)",
+                 rules=("KV-21", "LAY-9"))
 def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: str,
                               state_dir: str | Path | None = None, application_id: str = "app",
                               task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
@@ -335,12 +372,8 @@ def _open_newest_table_format(store_type: StoreType, backend: Backend, *, name: 
         name, task_directory(state_dir, application_id, task_id), engine=engine, options=RocksDBOptions(**options)))
 
 
-@mutant("kv-tables-newest-format", "RocksDB tables keep the engine's default format_version 6 (LAY-9)", FAMILY,
-        rules=("KV-21", "LAY-9"))
-def _tables_newest_format() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_newest_table_format))
-
-
+@_opening_mutant("kv-offsets-family-data-options", "the offsets family gets the data families' RocksDB options (KV-22)",
+                 rules=("KV-22",))
 def _open_offsets_with_data_options(store_type: StoreType, backend: Backend, *, name: str,
                                     state_dir: str | Path | None = None, application_id: str = "app",
                                     task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
@@ -357,44 +390,26 @@ def _open_offsets_with_data_options(store_type: StoreType, backend: Backend, *, 
         name, task_directory(state_dir, application_id, task_id), engine=engine, options=RocksDBOptions(**options)))
 
 
-@mutant("kv-offsets-family-data-options", "the offsets family gets the data families' RocksDB options (KV-22)",
-        FAMILY, rules=("KV-22",))
-def _offsets_family_data_options() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_offsets_with_data_options))
-
-
+@_opening_mutant("kv-legacy-checkpoint-ignored", "a task's pre-4.3 .checkpoint is left unread at open (KV-55)",
+                 rules=("KV-55", "OFF-19"))
 def _open_without_migration(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
     return open_kv_store(store_type, backend, **{**options, "migrate_legacy_files": False})
 
 
-@mutant("kv-legacy-checkpoint-ignored", "a task's pre-4.3 .checkpoint is left unread at open (KV-55)", FAMILY,
-        rules=("KV-55", "OFF-19"))
-def _legacy_checkpoint_ignored() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_without_migration))
-
-
+@_opening_mutant("kv-old-reader-opens-offsets", "a pre-4.3 reader opens a store holding the offsets family (UPG-2)",
+                 rules=("UPG-2",))
 def _open_as_current_reader(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
     options.pop("manage_offsets", None)  # every reader opens the offsets family
     return open_kv_store(store_type, backend, **options)
 
 
-@mutant("kv-old-reader-opens-offsets", "a pre-4.3 reader opens a store holding the offsets family (UPG-2)", FAMILY,
-        rules=("UPG-2",))
-def _old_reader_opens_offsets() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_as_current_reader))
-
-
+@_rocksdb_mixin_mutant("kv-downgrade-close-plain", "closing for a downgrade writes no .checkpoint and keeps the "
+                       "offsets family", rules=("UPG-4", "OFF-20"))
 class _PlainDowngradeClose:
     """A downgrade close that is an ordinary close: no legacy files, the offsets family stays (UPG-4)."""
 
     def close_for_downgrade(self) -> None:
         self.close()  # type: ignore[attr-defined]
-
-
-@mutant("kv-downgrade-close-plain", "closing for a downgrade writes no .checkpoint and keeps the offsets family",
-        FAMILY, rules=("UPG-4", "OFF-20"))
-def _downgrade_close_plain() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(rocksdb_classes_with(_PlainDowngradeClose))))
 
 
 @mutant("kv-facade-eager-headers", "the headers facade parses the header bytes on every read (KV-62, HV-10)", FAMILY,
@@ -411,22 +426,6 @@ def _facade_eager_headers() -> dict[str, Handler]:
 
 
 # --- one mutant per required KV / UPG rule (issue 15): each a realistic porting bug, each breaking one rule ----
-
-
-def _classes_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
-                  store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> StoreClasses:
-    """The store classes of ``store_types`` on ``backends`` with ``mixin`` in front of them."""
-    classes: dict[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]] = {}
-    for store_type in store_types:
-        for backend in backends:
-            base: type = store_classes(store_type).rocksdb if backend is Backend.ROCKSDB else store_classes(store_type).memory
-            classes[(store_type, backend)] = type(f"{mixin.__name__}{base.__name__}", (mixin, base), {})
-    return classes
-
-
-def _stores_with(mixin: type, backends: Sequence[Backend] = tuple(Backend),
-                 store_types: Sequence[StoreType] = BUILT_KV_TYPES) -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=opening(_classes_with(mixin, backends, store_types))))
 
 
 def _answer(op_name: str, change: Callable[[JsonDict, JsonDict], JsonDict]) -> dict[str, Handler]:
@@ -450,14 +449,11 @@ def _handle_of(payload: JsonDict) -> Any:
     return store_ops._HANDLES.get(str(payload.get("handle")))
 
 
-_ROCKSDB = (Backend.ROCKSDB,)
-_MEMORY = (Backend.MEMORY,)
-_UPGRADING = (StoreType.TIMESTAMPED_KV, StoreType.TIMESTAMPED_KV_WITH_HEADERS)
-
-
 # KV-1 ---------------------------------------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-memory-headers-no-put-all", "the in-memory headers store leaves putAll unimplemented",
+               rules=("KV-1",), backends=_MEMORY, store_types=(StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
 class _NoPutAll:
     def put_all(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         from kstate.stores.api import ProcessorStateError
@@ -465,26 +461,16 @@ class _NoPutAll:
         raise ProcessorStateError(f"putAll is not supported by store {self.name}")  # type: ignore[attr-defined]
 
 
-@mutant("kv-memory-headers-no-put-all", "the in-memory headers store leaves putAll unimplemented", FAMILY,
-        rules=("KV-1",))
-def _memory_headers_no_put_all() -> dict[str, Handler]:
-    return _stores_with(_NoPutAll, _MEMORY, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
-
-
 # KV-2 ... KV-10: the operations -----------------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-empty-value-deletes", "put of an empty value deletes the key (empty bytes taken for null)",
+               rules=("KV-2",))
 class _EmptyValueDeletes:
     """``if not value: delete`` — Python's falsy empty bytes taken for null (KV-2)."""
 
     def put(self, key: bytes, value: bytes | None) -> None:
         super().put(key, value or None)  # type: ignore[misc]
-
-
-@mutant("kv-empty-value-deletes", "put of an empty value deletes the key (empty bytes taken for null)", FAMILY,
-        rules=("KV-2",))
-def _empty_value_deletes() -> dict[str, Handler]:
-    return _stores_with(_EmptyValueDeletes)
 
 
 @mutant("kv-put-all-skips-null-keys", "putAll skips entries with a null key and writes the others", FAMILY,
@@ -556,6 +542,8 @@ def _inverted_range_swapped() -> dict[str, Handler]:
 # KV-11, KV-12: iterators and closing ---------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-rocksdb-iterator-live", "RocksDB iterators re-seek after every entry and see later writes",
+               rules=("KV-11",), backends=_ROCKSDB)
 class _LiveRocksDBIterators:
     """Each step re-seeks the database after the last key returned: no snapshot, later writes are seen (KV-11)."""
 
@@ -583,12 +571,7 @@ class _LiveRocksDBIterators:
         return iterator
 
 
-@mutant("kv-rocksdb-iterator-live", "RocksDB iterators re-seek after every entry and see later writes", FAMILY,
-        rules=("KV-11",))
-def _rocksdb_iterator_live() -> dict[str, Handler]:
-    return _stores_with(_LiveRocksDBIterators, _ROCKSDB)
-
-
+@_mixin_mutant("kv-second-close-refused", "closing a closed store is refused instead of a no-op", rules=("KV-12",))
 class _SecondCloseRefused:
     """``close`` checks the store is open first, as every other operation does (KV-12: closing twice is a no-op)."""
 
@@ -600,14 +583,11 @@ class _SecondCloseRefused:
         super().close()  # type: ignore[misc]
 
 
-@mutant("kv-second-close-refused", "closing a closed store is refused instead of a no-op", FAMILY, rules=("KV-12",))
-def _second_close_refused() -> dict[str, Handler]:
-    return _stores_with(_SecondCloseRefused)
-
-
 # KV-13, KV-14: prefix scans ---------------------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-prefix-scan-upper-inclusive", "RocksDB prefixScan includes the incremented prefix itself",
+               rules=("KV-13",), backends=_ROCKSDB)
 class _PrefixUpperInclusive:
     def _prefix_iterator(self, prefix: bytes) -> StoreIterator:
         from kstate.codecs.primitives import increment_without_overflow
@@ -615,12 +595,8 @@ class _PrefixUpperInclusive:
         return self._iterator(prefix, increment_without_overflow(prefix), True, False)  # type: ignore[attr-defined,no-any-return]
 
 
-@mutant("kv-prefix-scan-upper-inclusive", "RocksDB prefixScan includes the incremented prefix itself", FAMILY,
-        rules=("KV-13",))
-def _prefix_scan_upper_inclusive() -> dict[str, Handler]:
-    return _stores_with(_PrefixUpperInclusive, _ROCKSDB)
-
-
+@_mixin_mutant("kv-memory-prefix-scan-open-ended", "the in-memory prefixScan scans an unboundable prefix as RocksDB "
+               "does", rules=("KV-14",), backends=_MEMORY)
 class _MemoryPrefixOpenEnded:
     def _prefix_iterator(self, prefix: bytes) -> StoreIterator:
         from kstate.codecs.primitives import increment_without_overflow
@@ -629,15 +605,11 @@ class _MemoryPrefixOpenEnded:
         return self._iterator(prefix, upper, upper is None, False)  # type: ignore[attr-defined,no-any-return]
 
 
-@mutant("kv-memory-prefix-scan-open-ended", "the in-memory prefixScan scans an unboundable prefix as RocksDB does",
-        FAMILY, rules=("KV-14",))
-def _memory_prefix_open_ended() -> dict[str, Handler]:
-    return _stores_with(_MemoryPrefixOpenEnded, _MEMORY)
-
-
 # KV-15, KV-16 ------------------------------------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-upgrade-count-new-family-only", "approximateNumEntries in upgrade mode counts the new family only",
+               rules=("KV-15",), backends=_ROCKSDB, store_types=_UPGRADING)
 class _CountNewFamilyOnly:
     def approximate_num_entries(self) -> int:
         accessor = self._accessor  # type: ignore[attr-defined]
@@ -645,12 +617,6 @@ class _CountNewFamilyOnly:
             self._allow(Op.READ)  # type: ignore[attr-defined]
             return accessor.staged.count(accessor.new_cf)
         return super().approximate_num_entries()  # type: ignore[misc,no-any-return]
-
-
-@mutant("kv-upgrade-count-new-family-only", "approximateNumEntries in upgrade mode counts the new family only",
-        FAMILY, rules=("KV-15",))
-def _upgrade_count_new_family_only() -> dict[str, Handler]:
-    return _stores_with(_CountNewFamilyOnly, _ROCKSDB, _UPGRADING)
 
 
 @mutant("kv-restore-skips-tombstones", "restore skips changelog tombstones (nothing to restore)", FAMILY,
@@ -663,6 +629,8 @@ def _restore_skips_tombstones() -> dict[str, Handler]:
 # KV-20: where the store lives ---------------------------------------------------------------------------------------
 
 
+@_opening_mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level",
+                 rules=("KV-20",))
 def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: str,
                               state_dir: str | Path | None = None, application_id: str = "app",
                               task_id: str = "0_0", **options: Any) -> KeyValueBytesStore:
@@ -674,51 +642,27 @@ def _open_without_rocksdb_dir(store_type: StoreType, backend: Backend, *, name: 
         name, task_dir, engine=engine, options=RocksDBOptions(**options)))
 
 
-@mutant("kv-store-outside-rocksdb-dir", "RocksDB stores live in <task>/<name>, without the rocksdb/ level", FAMILY,
-        rules=("KV-20",))
-def _store_outside_rocksdb_dir() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_without_rocksdb_dir))
-
-
 # KV-30 .. KV-38, UPG-5 .. UPG-8: the dual column-family upgrade -----------------------------------------------------
 
 
-class _UpgradeWhenLegacyFamilyExists:
+@_mixin_mutant("kv-upgrade-mode-when-legacy-family-exists", "upgrade mode is chosen when the legacy family exists, "
+               "even empty", rules=("KV-30",), backends=_ROCKSDB, store_types=(StoreType.TIMESTAMPED_KV,),
+               wrap=_with_accessor)
+def _upgrade_when_legacy_family_exists(instance: Any, accessor: Any) -> Any:
     """Upgrade mode whenever the legacy family exists, not when it holds a key (KV-30)."""
+    from kstate.stores.column_families import SingleColumnFamilyAccessor
 
-    def _open_column_families(self) -> Any:
-        accessor = super()._open_column_families()  # type: ignore[misc]
-        from kstate.stores.column_families import SingleColumnFamilyAccessor
+    if isinstance(accessor, SingleColumnFamilyAccessor) and instance.layout.layout_type is StoreType.TIMESTAMPED_KV:
+        from kstate.stores.column_families import CONVERTERS
 
-        if isinstance(accessor, SingleColumnFamilyAccessor) and self.layout.layout_type is StoreType.TIMESTAMPED_KV:  # type: ignore[attr-defined]
-            from kstate.stores.column_families import CONVERTERS
-
-            self.mode = "upgrade"
-            return DualColumnFamilyAccessor(accessor.staged, "default", accessor.cf,
-                                            CONVERTERS["convert_to_timestamped_format"])
-        return accessor
+        instance.mode = "upgrade"
+        return DualColumnFamilyAccessor(accessor.staged, "default", accessor.cf,
+                                        CONVERTERS["convert_to_timestamped_format"])
+    return accessor
 
 
-@mutant("kv-upgrade-mode-when-legacy-family-exists", "upgrade mode is chosen when the legacy family exists, even empty",
-        FAMILY, rules=("KV-30",))
-def _upgrade_mode_when_family_exists() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_UpgradeWhenLegacyFamilyExists), _ROCKSDB, (StoreType.TIMESTAMPED_KV,))
-
-
-def _accessor_mixin(accessor_class: type[DualColumnFamilyAccessor]) -> type:
-    """A store mixin putting ``accessor_class`` in place of the reference's dual accessor."""
-
-    class _WithAccessor:
-        def _open_column_families(self) -> Any:
-            accessor = super()._open_column_families()  # type: ignore[misc]
-            if isinstance(accessor, DualColumnFamilyAccessor):
-                accessor.__class__ = accessor_class
-            return accessor
-
-    _WithAccessor.__name__ = f"_With{accessor_class.__name__}"
-    return _on_instance(_WithAccessor)
-
-
+@_mixin_mutant("kv-iterators-skip-legacy-conversion", "iterators in upgrade mode return legacy values unconverted",
+               rules=("KV-31",), backends=_ROCKSDB, store_types=_UPGRADING, wrap=_accessor_mixin)
 class _UnconvertedScans(DualColumnFamilyAccessor):
     """Iterators hand out legacy values as stored; only ``get`` converts (KV-31)."""
 
@@ -731,35 +675,23 @@ class _UnconvertedScans(DualColumnFamilyAccessor):
         return merge_sorted(new_source, old_source, reverse), [new_cursor, old_cursor]
 
 
-@mutant("kv-iterators-skip-legacy-conversion", "iterators in upgrade mode return legacy values unconverted", FAMILY,
-        rules=("KV-31",))
-def _iterators_skip_conversion() -> dict[str, Handler]:
-    return _stores_with(_accessor_mixin(_UnconvertedScans), _ROCKSDB, _UPGRADING)
-
-
+@_mixin_mutant("kv-get-does-not-migrate", "get converts a legacy value but leaves it in the legacy family",
+               rules=("KV-32", "KV-37"), backends=_ROCKSDB, store_types=_UPGRADING, wrap=_accessor_mixin)
 class _GetWithoutMigration(DualColumnFamilyAccessor):
     def get(self, key: bytes) -> bytes | None:
         return self.get_only(key)
 
 
-@mutant("kv-get-does-not-migrate", "get converts a legacy value but leaves it in the legacy family", FAMILY,
-        rules=("KV-32", "KV-37"))
-def _get_does_not_migrate() -> dict[str, Handler]:
-    return _stores_with(_accessor_mixin(_GetWithoutMigration), _ROCKSDB, _UPGRADING)
-
-
+@_mixin_mutant("kv-delete-returns-raw-legacy", "delete answers a legacy key's old value unconverted", rules=("KV-33",),
+               backends=_ROCKSDB, store_types=_UPGRADING, wrap=_accessor_mixin)
 class _DeleteReadsRawLegacy(DualColumnFamilyAccessor):
     def get_only(self, key: bytes) -> bytes | None:
         value = self.staged.read(self.new_cf, key)
         return value if value is not None else self.staged.read(self.old_cf, key)
 
 
-@mutant("kv-delete-returns-raw-legacy", "delete answers a legacy key's old value unconverted", FAMILY,
-        rules=("KV-33",))
-def _delete_returns_raw_legacy() -> dict[str, Handler]:
-    return _stores_with(_accessor_mixin(_DeleteReadsRawLegacy), _ROCKSDB, _UPGRADING)
-
-
+@_mixin_mutant("kv-writes-keep-legacy-entry", "writes in upgrade mode leave the key's legacy entry in place",
+               rules=("KV-34", "KV-37"), backends=_ROCKSDB, store_types=_UPGRADING, wrap=_accessor_mixin)
 class _WritesKeepLegacy(DualColumnFamilyAccessor):
     def put(self, key: bytes, value: bytes | None) -> None:
         self.staged.stage(self.new_cf, key, value)
@@ -768,12 +700,8 @@ class _WritesKeepLegacy(DualColumnFamilyAccessor):
         self.staged.staged(self.new_cf).update(entries)
 
 
-@mutant("kv-writes-keep-legacy-entry", "writes in upgrade mode leave the key's legacy entry in place", FAMILY,
-        rules=("KV-34", "KV-37"))
-def _writes_keep_legacy() -> dict[str, Handler]:
-    return _stores_with(_accessor_mixin(_WritesKeepLegacy), _ROCKSDB, _UPGRADING)
-
-
+@_mixin_mutant("kv-put-if-absent-does-not-migrate", "putIfAbsent reads a legacy key without migrating it",
+               rules=("KV-36", "KV-37"), backends=_ROCKSDB, store_types=_UPGRADING)
 class _PutIfAbsentWithoutMigration:
     def put_if_absent(self, key: bytes, value: bytes | None) -> bytes | None:
         if key is None:
@@ -786,28 +714,19 @@ class _PutIfAbsentWithoutMigration:
         return original  # type: ignore[no-any-return]
 
 
-@mutant("kv-put-if-absent-does-not-migrate", "putIfAbsent reads a legacy key without migrating it", FAMILY,
-        rules=("KV-36", "KV-37"))
-def _put_if_absent_does_not_migrate() -> dict[str, Handler]:
-    return _stores_with(_PutIfAbsentWithoutMigration, _ROCKSDB, _UPGRADING)
-
-
-class _ZeroTimestampUpgrade:
+@_mixin_mutant("kv-plain-upgrade-timestamp-zero", "a timestamped store over plain data reads legacy values with "
+               "timestamp 0", rules=("UPG-5",), backends=_ROCKSDB, store_types=(StoreType.TIMESTAMPED_KV,),
+               wrap=_with_accessor)
+def _zero_timestamp_upgrade(_instance: Any, accessor: Any) -> Any:
     """Legacy plain values get timestamp 0 instead of -1 (UPG-5)."""
-
-    def _open_column_families(self) -> Any:
-        accessor = super()._open_column_families()  # type: ignore[misc]
-        if isinstance(accessor, DualColumnFamilyAccessor):
-            accessor.convert = lambda value: bytes(8) + value
-        return accessor
+    if isinstance(accessor, DualColumnFamilyAccessor):
+        accessor.convert = lambda value: bytes(8) + value
+    return accessor
 
 
-@mutant("kv-plain-upgrade-timestamp-zero", "a timestamped store over plain data reads legacy values with timestamp 0",
-        FAMILY, rules=("UPG-5",))
-def _plain_upgrade_timestamp_zero() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_ZeroTimestampUpgrade), _ROCKSDB, (StoreType.TIMESTAMPED_KV,))
-
-
+@_mixin_mutant("kv-empty-legacy-family-kept", "a header store keeps an empty keyValueWithTimestamp family",
+               rules=("UPG-6", "KV-38"), backends=_ROCKSDB, store_types=(StoreType.TIMESTAMPED_KV_WITH_HEADERS,),
+               wrap=_on_instance)
 class _EmptyLegacyFamilyKept:
     """The header store leaves an empty keyValueWithTimestamp family in the database (UPG-6)."""
 
@@ -820,12 +739,9 @@ class _EmptyLegacyFamilyKept:
             del engine.drop_column_family
 
 
-@mutant("kv-empty-legacy-family-kept", "a header store keeps an empty keyValueWithTimestamp family", FAMILY,
-        rules=("UPG-6", "KV-38"))
-def _empty_legacy_family_kept() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_EmptyLegacyFamilyKept), _ROCKSDB, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
-
-
+@_mixin_mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the "
+               "plain", rules=("UPG-7", "KV-38"), backends=_ROCKSDB,
+               store_types=(StoreType.TIMESTAMPED_KV_WITH_HEADERS,), wrap=_on_instance)
 class _MixedLegacyDataAccepted:
     """Plain data beside timestamped data is ignored: the header store upgrades from the timestamped family (UPG-7).
 
@@ -855,30 +771,21 @@ class _MixedLegacyDataAccepted:
             return super()._open_column_families()  # type: ignore[misc]
 
 
-@mutant("kv-mixed-legacy-data-accepted", "a header store over plain and timestamped data opens, ignoring the plain",
-        FAMILY, rules=("UPG-7", "KV-38"))
-def _mixed_legacy_data_accepted() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_MixedLegacyDataAccepted), _ROCKSDB, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
-
-
-class _PlainToHeadersAsTimestamped:
+@_mixin_mutant("kv-plain-to-headers-as-timestamped", "a header store converts plain legacy values as timestamped ones",
+               rules=("UPG-8", "KV-38"), backends=_ROCKSDB, store_types=(StoreType.TIMESTAMPED_KV_WITH_HEADERS,),
+               wrap=_with_accessor)
+def _plain_to_headers_as_timestamped(_instance: Any, accessor: Any) -> Any:
     """Plain legacy values are converted as if they were timestamped ones: ``00`` + value, no ``FF×8`` (UPG-8)."""
+    if isinstance(accessor, DualColumnFamilyAccessor) and accessor.old_cf == "default":
+        from kstate.stores.column_families import CONVERTERS
 
-    def _open_column_families(self) -> Any:
-        accessor = super()._open_column_families()  # type: ignore[misc]
-        if isinstance(accessor, DualColumnFamilyAccessor) and accessor.old_cf == "default":
-            from kstate.stores.column_families import CONVERTERS
-
-            accessor.convert = CONVERTERS["convert_to_header_format"]
-        return accessor
+        accessor.convert = CONVERTERS["convert_to_header_format"]
+    return accessor
 
 
-@mutant("kv-plain-to-headers-as-timestamped", "a header store converts plain legacy values as timestamped ones",
-        FAMILY, rules=("UPG-8", "KV-38"))
-def _plain_to_headers_as_timestamped() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_PlainToHeadersAsTimestamped), _ROCKSDB, (StoreType.TIMESTAMPED_KV_WITH_HEADERS,))
-
-
+@_mixin_mutant("kv-older-type-opens-newer-directory", "an older store type opens a directory holding families it does "
+               "not know", rules=("UPG-1",), backends=_ROCKSDB,
+               store_types=(StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV), wrap=_on_instance)
 class _AllFamiliesOpened:
     """Opens every column family on disk and plans with the ones it knows, ignoring the others: an older store
     type accepts a newer directory (UPG-1)."""
@@ -897,15 +804,11 @@ class _AllFamiliesOpened:
             del engine.column_families
 
 
-@mutant("kv-older-type-opens-newer-directory", "an older store type opens a directory holding families it does not know",
-        FAMILY, rules=("UPG-1",))
-def _older_type_opens_newer_directory() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_AllFamiliesOpened), _ROCKSDB, (StoreType.KEY_VALUE, StoreType.TIMESTAMPED_KV))
-
-
 # KV-40 .. KV-45: in memory -------------------------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-memory-signed-key-order", "in-memory stores order keys by signed bytes", rules=("KV-40",),
+               backends=_MEMORY)
 class _SignedByteOrder:
     """Keys ordered as Java's signed ``byte`` compares them, not unsigned (KV-40)."""
 
@@ -915,22 +818,15 @@ class _SignedByteOrder:
         return StoreIterator(self.name, self._live_values(keys))  # type: ignore[attr-defined]
 
 
-@mutant("kv-memory-signed-key-order", "in-memory stores order keys by signed bytes", FAMILY, rules=("KV-40",))
-def _memory_signed_key_order() -> dict[str, Handler]:
-    return _stores_with(_SignedByteOrder, _MEMORY)
-
-
+@_mixin_mutant("kv-memory-close-keeps-data", "closing an in-memory store keeps its map; open iterators go on",
+               rules=("KV-43",), backends=_MEMORY)
 class _CloseKeepsMap:
     def close(self) -> None:
         self._open = False
 
 
-@mutant("kv-memory-close-keeps-data", "closing an in-memory store keeps its map; open iterators go on", FAMILY,
-        rules=("KV-43",))
-def _memory_close_keeps_data() -> dict[str, Handler]:
-    return _stores_with(_CloseKeepsMap, _MEMORY)
-
-
+@_mixin_mutant("kv-memory-remembers-offsets", "in-memory stores answer the last committed offsets", rules=("KV-44",),
+               backends=_MEMORY)
 class _RemembersOffsets:
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         super().commit(changelog_offsets)  # type: ignore[misc]
@@ -939,11 +835,6 @@ class _RemembersOffsets:
     def committed_offset(self, partition: TopicPartition) -> int | None:
         super().committed_offset(partition)  # type: ignore[misc]
         return self.__dict__.get("_remembered", {}).get(partition)  # type: ignore[no-any-return]
-
-
-@mutant("kv-memory-remembers-offsets", "in-memory stores answer the last committed offsets", FAMILY, rules=("KV-44",))
-def _memory_remembers_offsets() -> dict[str, Handler]:
-    return _stores_with(_RemembersOffsets, _MEMORY)
 
 
 def _memory_rebuild_minus_one(payload: JsonDict) -> JsonDict:
@@ -962,6 +853,8 @@ def _memory_rebuild_minus_one_mutant() -> dict[str, Handler]:
 # KV-50 .. KV-56: store-managed offsets ------------------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-reads-miss-staged-writes", "get reads committed data only, not writes staged since the last commit",
+               rules=("KV-51",), backends=_ROCKSDB)
 class _CommittedReads:
     """``get`` goes to the database only: writes staged since the last commit are invisible to it (KV-51)."""
 
@@ -974,22 +867,14 @@ class _CommittedReads:
         return self.engine.get(accessor.cf, key)  # type: ignore[attr-defined,no-any-return]
 
 
-@mutant("kv-reads-miss-staged-writes", "get reads committed data only, not writes staged since the last commit",
-        FAMILY, rules=("KV-51",))
-def _reads_miss_staged_writes() -> dict[str, Handler]:
-    return _stores_with(_CommittedReads, _ROCKSDB)
-
-
+@_opening_mutant("kv-unclean-shutdown-ignored", "stores open as if ignore_invalid_state were always set",
+                 rules=("KV-52",))
 def _open_ignoring_invalid_state(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
     return open_kv_store(store_type, backend, **{**options, "ignore_invalid_state": True})
 
 
-@mutant("kv-unclean-shutdown-ignored", "stores open as if ignore_invalid_state were always set", FAMILY,
-        rules=("KV-52",))
-def _unclean_shutdown_ignored() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_ignoring_invalid_state))
-
-
+@_mixin_mutant("kv-empty-commit-keeps-offsets", "commit of an empty map writes the data and keeps every offset",
+               rules=("KV-53",), backends=_ROCKSDB)
 class _EmptyCommitKeepsOffsets:
     def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
         if changelog_offsets:
@@ -998,12 +883,8 @@ class _EmptyCommitKeepsOffsets:
             self.flush()  # type: ignore[attr-defined]
 
 
-@mutant("kv-empty-commit-keeps-offsets", "commit of an empty map writes the data and keeps every offset", FAMILY,
-        rules=("KV-53",))
-def _empty_commit_keeps_offsets() -> dict[str, Handler]:
-    return _stores_with(_EmptyCommitKeepsOffsets, _ROCKSDB)
-
-
+@_mixin_mutant("kv-position-not-loaded", "the stored position is not loaded at open", rules=("KV-54",),
+               backends=_ROCKSDB)
 class _PositionNotLoaded:
     """The position starts empty at every open; the stored one is overwritten by the next commit (KV-54)."""
 
@@ -1012,11 +893,8 @@ class _PositionNotLoaded:
         self._position: dict[str, dict[int, int]] = {}
 
 
-@mutant("kv-position-not-loaded", "the stored position is not loaded at open", FAMILY, rules=("KV-54",))
-def _position_not_loaded() -> dict[str, Handler]:
-    return _stores_with(_PositionNotLoaded, _ROCKSDB)
-
-
+@_mixin_mutant("kv-position-advanced-by-put-only", "delete, putAll and putIfAbsent do not advance the position",
+               rules=("KV-54",), backends=_ROCKSDB)
 class _OnlyPutAdvancesPosition:
     """Only ``put`` advances the position; delete, putAll and putIfAbsent do not (KV-54)."""
 
@@ -1042,14 +920,6 @@ class _OnlyPutAdvancesPosition:
             return super().put_if_absent(key, value)  # type: ignore[misc,no-any-return]
 
 
-@mutant("kv-position-advanced-by-put-only", "delete, putAll and putIfAbsent do not advance the position", FAMILY,
-        rules=("KV-54",))
-def _position_advanced_by_put_only() -> dict[str, Handler]:
-    return _stores_with(_OnlyPutAdvancesPosition, _ROCKSDB)
-
-
-
-
 def _checkpoint_path(options: Mapping[str, Any]) -> Path | None:
     if options.get("state_dir") is None:
         return None
@@ -1057,6 +927,8 @@ def _checkpoint_path(options: Mapping[str, Any]) -> Path | None:
                           options.get("task_id", "0_0")) / ".checkpoint"
 
 
+@_opening_mutant("kv-checkpoint-deleted-whole", "migrating a store's .checkpoint entries deletes the other stores' too",
+                 rules=("KV-55",))
 def _open_deleting_whole_checkpoint(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
     path = _checkpoint_path(options) if Backend(backend) is Backend.ROCKSDB else None
     before = path.read_bytes() if path is not None and path.is_file() else None
@@ -1066,12 +938,8 @@ def _open_deleting_whole_checkpoint(store_type: StoreType, backend: Backend, **o
     return store
 
 
-@mutant("kv-checkpoint-deleted-whole", "migrating a store's .checkpoint entries deletes the other stores' too", FAMILY,
-        rules=("KV-55",))
-def _checkpoint_deleted_whole() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_deleting_whole_checkpoint))
-
-
+@_opening_mutant("kv-checkpoint-unknown-offset-committed", "a .checkpoint's -4 (unknown) offset is committed as -4",
+                 rules=("KV-55", "OFF-19"))
 def _open_committing_unknown(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
     from kstate.storage_files import read_checkpoint_file
 
@@ -1085,12 +953,8 @@ def _open_committing_unknown(store_type: StoreType, backend: Backend, **options:
     return store
 
 
-@mutant("kv-checkpoint-unknown-offset-committed", "a .checkpoint's -4 (unknown) offset is committed as -4", FAMILY,
-        rules=("KV-55", "OFF-19"))
-def _checkpoint_unknown_committed() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_committing_unknown))
-
-
+@_opening_mutant("kv-refused-open-writes-closed", "a refused open closes the store on its way out, writing CLOSED",
+                 rules=("KV-56",))
 def _open_closing_on_refusal(store_type: StoreType, backend: Backend, **options: Any) -> KeyValueBytesStore:
     from kstate.stores.api import ProcessorStateError
 
@@ -1101,12 +965,6 @@ def _open_closing_on_refusal(store_type: StoreType, backend: Backend, **options:
             # The error path's "finally: close()": it writes CLOSED for a store this instance never opened.
             open_kv_store(store_type, backend, **{**options, "ignore_invalid_state": True}).close()
         raise
-
-
-@mutant("kv-refused-open-writes-closed", "a refused open closes the store on its way out, writing CLOSED", FAMILY,
-        rules=("KV-56",))
-def _refused_open_writes_closed() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=_open_closing_on_refusal))
 
 
 # KV-60 .. KV-62: the typed facades ---------------------------------------------------------------------------------
@@ -1207,6 +1065,8 @@ def _rewrite_checkpoint(store: Any, keep: Callable[[tuple[str, int], int | None]
                                  if keep((tp[0], tp[1]), off)})
 
 
+@_mixin_mutant("kv-downgrade-checkpoint-overwritten", "the downgrade .checkpoint drops the other stores' entries",
+               rules=("UPG-4", "OFF-20"), backends=_ROCKSDB)
 class _DowngradeOverwritesCheckpoint:
     """The downgrade ``.checkpoint`` holds this store's partitions only: other stores' entries are lost (OFF-20)."""
 
@@ -1216,12 +1076,8 @@ class _DowngradeOverwritesCheckpoint:
         _rewrite_checkpoint(self, lambda tp, _offset: tp in mine)
 
 
-@mutant("kv-downgrade-checkpoint-overwritten", "the downgrade .checkpoint drops the other stores' entries", FAMILY,
-        rules=("UPG-4", "OFF-20"))
-def _downgrade_checkpoint_overwritten() -> dict[str, Handler]:
-    return _stores_with(_DowngradeOverwritesCheckpoint, _ROCKSDB)
-
-
+@_mixin_mutant("kv-downgrade-omits-uncommitted", "the downgrade .checkpoint leaves out partitions without an offset",
+               rules=("UPG-4", "OFF-20"), backends=_ROCKSDB)
 class _DowngradeOmitsUncommitted:
     """A partition without a committed offset is left out of the downgrade ``.checkpoint``, not written -4 (OFF-20)."""
 
@@ -1230,15 +1086,11 @@ class _DowngradeOmitsUncommitted:
         _rewrite_checkpoint(self, lambda _tp, offset: offset not in (None, -4))
 
 
-@mutant("kv-downgrade-omits-uncommitted", "the downgrade .checkpoint leaves out partitions without an offset", FAMILY,
-        rules=("UPG-4", "OFF-20"))
-def _downgrade_omits_uncommitted() -> dict[str, Handler]:
-    return _stores_with(_DowngradeOmitsUncommitted, _ROCKSDB)
-
-
 # KV-23 .. KV-26, KV-57: store faults (issue 15) ----------------------------------------------------------------------
 
 
+@_mixin_mutant("kv-refused-open-writes-database", "the open's checks run after the database is opened for writing",
+               rules=("KV-23",), backends=_ROCKSDB, wrap=_on_instance)
 class _ChecksOnWritableDatabase:
     """No read-only pass: the open's checks run once the database is open for writing, its offsets family
     created first, as a port of Kafka's open sequence does; a refused open has already rewritten RocksDB's
@@ -1252,12 +1104,8 @@ class _ChecksOnWritableDatabase:
         super()._refuse_unopenable(engine, ignore_invalid_state)  # type: ignore[misc]
 
 
-@mutant("kv-refused-open-writes-database", "the open's checks run after the database is opened for writing", FAMILY,
-        rules=("KV-23",))
-def _refused_open_writes_database() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_ChecksOnWritableDatabase), _ROCKSDB)
-
-
+@_mixin_mutant("kv-lost-metadata-recreated", "a store directory without CURRENT is recreated by create_if_missing",
+               rules=("KV-24",), backends=_ROCKSDB, wrap=_on_instance)
 class _RecreatesLostMetadata:
     """A store directory without ``CURRENT`` is opened with ``create_if_missing``, as Kafka's options say:
     RocksDB writes a fresh ``CURRENT`` and ``MANIFEST`` beside the table files it no longer knows (KV-24)."""
@@ -1279,12 +1127,8 @@ class _RecreatesLostMetadata:
         return super()._preflight(ignore_invalid_state, migrate_legacy_files, checked)  # type: ignore[misc,no-any-return]
 
 
-@mutant("kv-lost-metadata-recreated", "a store directory without CURRENT is recreated by create_if_missing", FAMILY,
-        rules=("KV-24",))
-def _lost_metadata_recreated() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_RecreatesLostMetadata), _ROCKSDB)
-
-
+@_mixin_mutant("kv-scan-stops-silently-at-read-error", "a scan ends silently at a damaged table block",
+               rules=("KV-25",), backends=_ROCKSDB)
 class _IterationEndUnchecked:
     """Iterators stop where rocksdict's iteration stops, without asking RocksDB why: a read error ends a scan
     early and silently (KV-25)."""
@@ -1292,12 +1136,6 @@ class _IterationEndUnchecked:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.engine.check_iteration_end = lambda *_args: None  # type: ignore[attr-defined]
-
-
-@mutant("kv-scan-stops-silently-at-read-error", "a scan ends silently at a damaged table block", FAMILY,
-        rules=("KV-25",))
-def _scan_stops_silently() -> dict[str, Handler]:
-    return _stores_with(_IterationEndUnchecked, _ROCKSDB)
 
 
 def _file_name_safe(payload: JsonDict) -> JsonDict:
@@ -1375,6 +1213,8 @@ class _LongOffsetsView:
         return _SnapshotCursor(entries, None)
 
 
+@_mixin_mutant("kv-short-offset-accepted-at-open", "a committed offset that is not 8 bytes long is not refused at open",
+               rules=("KV-57",), backends=_ROCKSDB, wrap=_on_instance)
 class _OffsetsDecodedLazily:
     """Committed offsets are decoded when asked for, as Kafka's ``committedOffset`` does: one that is not
     8 bytes long opens, and the store then cannot answer for it (KV-57)."""
@@ -1383,7 +1223,3 @@ class _OffsetsDecodedLazily:
         super()._refuse_unopenable(_LongOffsetsView(engine), ignore_invalid_state)  # type: ignore[misc]
 
 
-@mutant("kv-short-offset-accepted-at-open", "a committed offset that is not 8 bytes long is not refused at open",
-        FAMILY, rules=("KV-57",))
-def _short_offset_accepted_at_open() -> dict[str, Handler]:
-    return _stores_with(_on_instance(_OffsetsDecodedLazily), _ROCKSDB)

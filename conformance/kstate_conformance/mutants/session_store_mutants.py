@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, cast
 
@@ -34,12 +34,13 @@ from kstate.stores.session import (
 from kstate.stores.surface import RocksDBOptions, check_changelog_offsets, to_codec_tp
 from kstate_conformance import store_types as types
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import mutant, registering
 from kstate_conformance.mutants.window_store_mutants import StrayEntryStopsTheScan
 
 FAMILY = "session_store"
 SESSION_TYPES = types.SESSION_TYPES
 _READS = ("session_store.find_sessions", "session_store.fetch")
+Rewrite = Callable[[JsonDict], JsonDict]
 
 
 def _handle_type(payload: JsonDict) -> StoreType | None:
@@ -48,6 +49,26 @@ def _handle_type(payload: JsonDict) -> StoreType | None:
         return handle_for(payload).store_type
     except KStateError:
         return None
+
+
+def _rewriting(ops: tuple[str, ...], name: str, description: str,
+               rules: tuple[str, ...]) -> Callable[[Rewrite], Rewrite]:
+    """Register the mutant ``name`` whose ``ops`` answer as the reference's do to the payload the decorated function
+    rewrites (a bug of the port's argument handling)."""
+
+    def rewritten(op: str, rewrite: Rewrite) -> Handler:
+        return lambda payload: call(op, rewrite(payload))
+
+    return registering(FAMILY, lambda rewrite: {op: rewritten(op, rewrite) for op in ops})(name, description, rules)
+
+
+def _session_open_options(payload: JsonDict) -> dict[str, Any] | None:
+    """The options of a ``store.open`` of a session store that gives an integer ``retention_ms`` (else None)."""
+    options = payload.get("options")
+    if payload.get("store_type") in SESSION_TYPES and isinstance(options, dict) \
+            and isinstance(options.get("retention_ms"), int):
+        return options
+    return None
 
 
 def _entries_of(op: str, payload: JsonDict, keep: Any) -> JsonDict:
@@ -83,26 +104,20 @@ def _ordered_by_start() -> dict[str, Handler]:
     return {op: by_start(op) for op in _READS}
 
 
-@mutant("session-backward-forward-order", "the backward variants answer the forward order", FAMILY, rules=("SS-6", "SS-7"))
-def _backward_forward() -> dict[str, Handler]:
-    def forward(op: str) -> Handler:
-        return lambda payload: call(op, {**payload, "backward": False})
-
-    return {op: forward(op) for op in _READS}
+@_rewriting(_READS, "session-backward-forward-order", "the backward variants answer the forward order",
+            rules=("SS-6", "SS-7"))
+def _forward(payload: JsonDict) -> JsonDict:
+    return {**payload, "backward": False}
 
 
-@mutant("session-expiry-off-by-one", "a session ending exactly at observed stream time - retention is still live "
-        "(< where Kafka has <=): the store keeps one millisecond more than its retention", FAMILY,
-        rules=("SS-13", "SS-17"))
-def _expiry_off_by_one() -> dict[str, Handler]:
-    def open_store(payload: JsonDict) -> JsonDict:
-        options = payload.get("options")
-        if payload.get("store_type") in SESSION_TYPES and isinstance(options, dict) \
-                and isinstance(options.get("retention_ms"), int):
-            payload = {**payload, "options": {**options, "retention_ms": options["retention_ms"] + 1}}
-        return call("store.open", payload)
-
-    return {"store.open": open_store}
+@_rewriting(("store.open",), "session-expiry-off-by-one", "a session ending exactly at observed stream time - "
+            "retention is still live (< where Kafka has <=): the store keeps one millisecond more than its retention",
+            rules=("SS-13", "SS-17"))
+def _retention_one_more(payload: JsonDict) -> JsonDict:
+    options = _session_open_options(payload)
+    if options is None:
+        return payload
+    return {**payload, "options": {**options, "retention_ms": options["retention_ms"] + 1}}
 
 
 @mutant("session-remove-writes-empty", "remove writes an empty aggregate (and logs it) instead of deleting the "
@@ -140,6 +155,32 @@ def _open_with(rocksdb: Mapping[StoreType, type] | None = None, logging: type | 
                                                     logging_layer=logging_layer))}
 
 
+#: The decorated class as the RocksDB session store, the RocksDB session_with_headers store, or the session
+#: change-logging layer.
+_session_mutant = registering(FAMILY, lambda cls: _open_with({StoreType.SESSION: cls}))
+_headers_mutant = registering(FAMILY, lambda cls: _open_with({StoreType.SESSION_WITH_HEADERS: cls}))
+_logging_mutant = registering(FAMILY, lambda cls: _open_with(logging=cls))
+
+
+def _both_types(cls: type[RocksDBSessionStore]) -> dict[str, Handler]:
+    """``cls`` as the RocksDB session store, and ``cls`` over the reference's RocksDB session_with_headers store."""
+    with_headers = type(f"{cls.__name__}WithHeaders", (cls, RocksDBSessionStoreWithHeaders), {})
+    return _open_with({StoreType.SESSION: cls, StoreType.SESSION_WITH_HEADERS: with_headers})
+
+
+def _changed_store_mutant(name: str, description: str, rules: tuple[str, ...], store_type: StoreType,
+                          **attributes: Any) -> None:
+    """Register the mutant ``name``: the reference's RocksDB store of ``store_type`` with its class attributes
+    ``attributes`` changed (its segments class, a flag)."""
+    base = RocksDBSessionStore if store_type is StoreType.SESSION else RocksDBSessionStoreWithHeaders
+    changed = type(f"{base.__name__}_{'_'.join(attributes)}", (base,), attributes)
+    mutant(name, description, FAMILY, rules=rules)(lambda: _open_with({store_type: changed}))
+
+
+#: The decorated subclass of the RocksDB session store, over both session store types.
+_both_types_mutant = registering(FAMILY, _both_types)
+
+
 class _StartFirstSchema(SessionKeySchema):
     """The session key written and read as ``[key][start][end]`` (the natural order; Kafka writes end first)."""
 
@@ -174,15 +215,11 @@ def _key_start_before_end() -> dict[str, Handler]:
                       _StartFirstLogging)
 
 
+@_logging_mutant("session-headers-changelog-drops-headers", "session_with_headers logs the raw aggregate without the "
+                 "stored headers (and tombstones without the context's)", rules=("SS-26", "SS-27"))
 class _HeaderlessLogging(ChangeLoggingSessionBytesStore):
     def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> ChangelogRecord:
         return dataclasses.replace(super()._record(key, start, end, value), headers=())
-
-
-@mutant("session-headers-changelog-drops-headers", "session_with_headers logs the raw aggregate without the stored "
-        "headers (and tombstones without the context's)", FAMILY, rules=("SS-26", "SS-27"))
-def _headers_changelog_drops_headers() -> dict[str, Handler]:
-    return _open_with(logging=_HeaderlessLogging)
 
 
 class _FirstSegmentOnlyUpgrade(SessionSegmentsWithHeaders):
@@ -197,33 +234,20 @@ class _FirstSegmentOnlyUpgrade(SessionSegmentsWithHeaders):
         return segment
 
 
-class _FirstSegmentOnlyStore(RocksDBSessionStoreWithHeaders):
-    SEGMENTS = _FirstSegmentOnlyUpgrade
+_changed_store_mutant("session-upgrade-first-segment-only", "opening a session store as session_with_headers "
+                      "migrates the first segment only: the plain rows of the other segments are no longer read",
+                      ("SS-32",), StoreType.SESSION_WITH_HEADERS, SEGMENTS=_FirstSegmentOnlyUpgrade)
 
 
-@mutant("session-upgrade-first-segment-only", "opening a session store as session_with_headers migrates the first "
-        "segment only: the plain rows of the other segments are no longer read", FAMILY, rules=("SS-32",))
-def _upgrade_first_segment_only() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION_WITH_HEADERS: _FirstSegmentOnlyStore})
-
-
+@_both_types_mutant("session-fetch-session-ignores-expiry", "RocksDB fetchSession answers a session its segment still "
+                    "holds although it ended before observed stream time - retention + 1", rules=("SS-16",))
 class _FetchSessionIgnoresExpiry(RocksDBSessionStore):
     def _get(self, key: bytes, start: int, end: int) -> bytes | None:
         segment = self.segments.segment_for_timestamp(end)
         return None if segment is None else segment.accessor.get(self.SCHEMA.to_store_key(key, start, end))
 
 
-class _FetchSessionIgnoresExpiryWithHeaders(RocksDBSessionStoreWithHeaders):
-    _get = _FetchSessionIgnoresExpiry._get
-
-
-@mutant("session-fetch-session-ignores-expiry", "RocksDB fetchSession answers a session its segment still holds "
-        "although it ended before observed stream time - retention + 1", FAMILY, rules=("SS-16",))
-def _fetch_session_ignores_expiry() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _FetchSessionIgnoresExpiry,
-                       StoreType.SESSION_WITH_HEADERS: _FetchSessionIgnoresExpiryWithHeaders})
-
-
+@_logging_mutant("session-dropped-write-not-logged", "a put the store drops as expired is not logged", rules=("SS-28",))
 class _SkipsDroppedWrites(ChangeLoggingSessionBytesStore):
     """Logs a put only if the store kept it (Kafka logs every accepted write)."""
 
@@ -240,12 +264,8 @@ class _SkipsDroppedWrites(ChangeLoggingSessionBytesStore):
                 sink.append(record)
 
 
-@mutant("session-dropped-write-not-logged", "a put the store drops as expired is not logged", FAMILY,
-        rules=("SS-28",))
-def _dropped_write_not_logged() -> dict[str, Handler]:
-    return _open_with(logging=_SkipsDroppedWrites)
-
-
+@_session_mutant("session-store-segment-by-start", "the RocksDB session store puts a session into the segment of its "
+                 "START", rules=("SS-10",))
 class _SegmentByStart(RocksDBSessionStore):
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         self.observed_stream_time = max(self.observed_stream_time, end)
@@ -256,60 +276,36 @@ class _SegmentByStart(RocksDBSessionStore):
         segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
 
 
-@mutant("session-store-segment-by-start", "the RocksDB session store puts a session into the segment of its START",
-        FAMILY, rules=("SS-10",))
-def _store_segment_by_start() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _SegmentByStart})
-
-
 class _SegmentsNeverExpire(KeyValueSegments):
     def cleanup_expired_segments(self, stream_time: int) -> None:
         return None
 
 
-class _KeepsExpiredSegments(RocksDBSessionStore):
-    SEGMENTS = _SegmentsNeverExpire
+_changed_store_mutant("session-expired-segments-kept", "expired segments are never deleted (reads still hide their "
+                      "sessions)", ("SS-15",), StoreType.SESSION, SEGMENTS=_SegmentsNeverExpire)
+# As the plain store's segments: cleanup only after a live lookup.
+_changed_store_mutant("session-headers-dropped-write-keeps-expired", "session_with_headers keeps its expired "
+                      "segments after a dropped write, as the plain store does (SessionSegmentsWithHeaders cleans up "
+                      "after every lookup)", ("SS-15",), StoreType.SESSION_WITH_HEADERS,
+                      CLEANS_UP_ON_EXPIRED_WRITE=False)
 
 
-@mutant("session-expired-segments-kept", "expired segments are never deleted (reads still hide their sessions)",
-        FAMILY, rules=("SS-15",))
-def _expired_segments_kept() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _KeepsExpiredSegments})
-
-
-class _HeadersKeepExpiredOnDroppedWrite(RocksDBSessionStoreWithHeaders):
-    CLEANS_UP_ON_EXPIRED_WRITE = False  # as the plain store's segments: cleanup only after a live lookup
-
-
-@mutant("session-headers-dropped-write-keeps-expired", "session_with_headers keeps its expired segments after a "
-        "dropped write, as the plain store does (SessionSegmentsWithHeaders cleans up after every lookup)", FAMILY,
-        rules=("SS-15",))
-def _headers_dropped_write_keeps_expired() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION_WITH_HEADERS: _HeadersKeepExpiredOnDroppedWrite})
-
-
-@mutant("session-restore-ignores-record-headers", "session_with_headers restores a record with empty headers "
-        "(the plain session converter) instead of the record's headers", FAMILY, rules=("SS-34",))
-def _restore_ignores_record_headers() -> dict[str, Handler]:
-    def restore(payload: JsonDict) -> JsonDict:
-        records = payload.get("records")
-        if isinstance(records, list) and _handle_type(payload) is StoreType.SESSION_WITH_HEADERS:
-            payload = {**payload, "records": [{**r, "headers": []} if isinstance(r, dict) else r for r in records]}
-        return call("store.restore", payload)
-
-    return {"store.restore": restore}
+@_rewriting(("store.restore",), "session-restore-ignores-record-headers", "session_with_headers restores a record "
+            "with empty headers (the plain session converter) instead of the record's headers", rules=("SS-34",))
+def _records_without_headers(payload: JsonDict) -> JsonDict:
+    records = payload.get("records")
+    if isinstance(records, list) and _handle_type(payload) is StoreType.SESSION_WITH_HEADERS:
+        return {**payload, "records": [{**r, "headers": []} if isinstance(r, dict) else r for r in records]}
+    return payload
 
 
 # --- the reads' and writes' arguments (SS-2, SS-3, SS-8, SS-9) ---------------------------------------------------
 
 
-@mutant("session-null-key-as-empty", "a null session key is written (and removed) as the empty key instead of "
-        "being refused", FAMILY, rules=("SS-2",))
-def _null_key_as_empty() -> dict[str, Handler]:
-    def as_empty(op: str) -> Handler:
-        return lambda payload: call(op, {**payload, "key": ""} if payload.get("key", "") is None else payload)
-
-    return {op: as_empty(op) for op in ("session_store.put", "session_store.remove")}
+@_rewriting(("session_store.put", "session_store.remove"), "session-null-key-as-empty", "a null session key is "
+            "written (and removed) as the empty key instead of being refused", rules=("SS-2",))
+def _null_key_as_empty(payload: JsonDict) -> JsonDict:
+    return {**payload, "key": ""} if payload.get("key", "") is None else payload
 
 
 def _lax_session(key: bytes | None, start: int, end: int) -> tuple[bytes, int, int]:
@@ -346,49 +342,37 @@ def _negative_start_accepted() -> dict[str, Handler]:
     return _open_with({StoreType.SESSION: _NegativeStartRocksDB}, _NegativeStartLogging)
 
 
-@mutant("session-fetch-range-single-key", "fetch(keyFrom, keyTo) answers keyFrom's sessions only (the single-key "
-        "fetch called by mistake)", FAMILY, rules=("SS-8",))
-def _fetch_range_single_key() -> dict[str, Handler]:
-    def fetch(payload: JsonDict) -> JsonDict:
-        if payload.get("key_from") is not None and payload.get("key_to") is not None:
-            payload = {**payload, "key_to": None}
-        return call("session_store.fetch", payload)
-
-    return {"session_store.fetch": fetch}
+@_rewriting(("session_store.fetch",), "session-fetch-range-single-key", "fetch(keyFrom, keyTo) answers keyFrom's "
+            "sessions only (the single-key fetch called by mistake)", rules=("SS-8",))
+def _range_as_single_key(payload: JsonDict) -> JsonDict:
+    if payload.get("key_from") is not None and payload.get("key_to") is not None:
+        return {**payload, "key_to": None}
+    return payload
 
 
-@mutant("session-inverted-range-swapped", "a key range with from > to is read as [to, from] instead of answering "
-        "nothing", FAMILY, rules=("SS-9",))
-def _inverted_range_swapped() -> dict[str, Handler]:
-    def swapped(op: str) -> Handler:
-        def handler(payload: JsonDict) -> JsonDict:
-            key_from, key_to = payload.get("key_from"), payload.get("key_to")
-            if isinstance(key_from, str) and isinstance(key_to, str) and bytes.fromhex(key_from) > bytes.fromhex(key_to):
-                payload = {**payload, "key_from": key_to, "key_to": key_from}
-            return call(op, payload)
-
-        return handler
-
-    return {op: swapped(op) for op in _READS}
+@_rewriting(_READS, "session-inverted-range-swapped", "a key range with from > to is read as [to, from] instead of "
+            "answering nothing", rules=("SS-9",))
+def _inverted_range_swapped(payload: JsonDict) -> JsonDict:
+    key_from, key_to = payload.get("key_from"), payload.get("key_to")
+    if isinstance(key_from, str) and isinstance(key_to, str) and bytes.fromhex(key_from) > bytes.fromhex(key_to):
+        return {**payload, "key_from": key_to, "key_to": key_from}
+    return payload
 
 
 # --- segments, stream time, expiry (SS-11, SS-12, SS-14) ---------------------------------------------------------
 
 
-@mutant("session-default-interval-no-floor", "the default segment interval is retention / 2 without Kafka's 60000 "
-        "floor", FAMILY, rules=("SS-11",))
-def _default_interval_no_floor() -> dict[str, Handler]:
-    def open_store(payload: JsonDict) -> JsonDict:
-        options = payload.get("options")
-        if payload.get("store_type") in SESSION_TYPES and isinstance(options, dict) \
-                and isinstance(options.get("retention_ms"), int) and options["retention_ms"] > 1 \
-                and "segment_interval_ms" not in options:
-            payload = {**payload, "options": {**options, "segment_interval_ms": options["retention_ms"] // 2}}
-        return call("store.open", payload)
-
-    return {"store.open": open_store}
+@_rewriting(("store.open",), "session-default-interval-no-floor", "the default segment interval is retention / 2 "
+            "without Kafka's 60000 floor", rules=("SS-11",))
+def _interval_half_the_retention(payload: JsonDict) -> JsonDict:
+    options = _session_open_options(payload)
+    if options is None or options["retention_ms"] <= 1 or "segment_interval_ms" in options:
+        return payload
+    return {**payload, "options": {**options, "segment_interval_ms": options["retention_ms"] // 2}}
 
 
+@_session_mutant("session-remove-keeps-stream-time", "the RocksDB store's remove does not advance observed stream "
+                 "time (the in-memory store's behaviour ported to RocksDB)", rules=("SS-12",))
 class _RemoveKeepsStreamTime(RocksDBSessionStore):
     def _remove(self, key: bytes, start: int, end: int) -> None:
         segment = self.segments.segment_for_timestamp(end)
@@ -396,24 +380,14 @@ class _RemoveKeepsStreamTime(RocksDBSessionStore):
             segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), None)
 
 
-@mutant("session-remove-keeps-stream-time", "the RocksDB store's remove does not advance observed stream time (the "
-        "in-memory store's behaviour ported to RocksDB)", FAMILY, rules=("SS-12",))
-def _remove_keeps_stream_time() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _RemoveKeepsStreamTime})
-
-
+@_session_mutant("session-expired-put-written", "a put into an expired segment creates the segment and writes the "
+                 "session (getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive)", rules=("SS-14",))
 class _WritesExpiredPuts(RocksDBSessionStore):
     def _put(self, key: bytes, start: int, end: int, value: bytes | None) -> None:
         self.observed_stream_time = max(self.observed_stream_time, end)
         segment = self.segments.get_or_create_segment(self.segments.segment_id(end))
         self._update_position()
         segment.accessor.put(self.SCHEMA.to_store_key(key, start, end), value)
-
-
-@mutant("session-expired-put-written", "a put into an expired segment creates the segment and writes the session "
-        "(getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive)", FAMILY, rules=("SS-14",))
-def _expired_put_written() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _WritesExpiredPuts})
 
 
 # --- offsets, crash, restore (SS-19..SS-25) ----------------------------------------------------------------------
@@ -451,6 +425,9 @@ def _memory_keeps_offsets() -> dict[str, Handler]:
     return {"store.commit": commit, "store.committed_offset": committed_offset}
 
 
+@_both_types_mutant("session-open-checks-segments-one-by-one", "existing segments are opened one by one, each checked "
+                    "only when it opens: a refused open has already opened (and written) the segments before the bad "
+                    "one", rules=("SS-20",))
 class _OpensBeforeChecking(RocksDBSessionStore):
     """Kafka's ``openExisting`` ported literally: each segment opened in turn, the first bad one refusing the store
     after the ones before it were opened (and written)."""
@@ -459,33 +436,15 @@ class _OpensBeforeChecking(RocksDBSessionStore):
         return None
 
 
-class _OpensBeforeCheckingWithHeaders(RocksDBSessionStoreWithHeaders):
-    _check_segment = _OpensBeforeChecking._check_segment
-
-
-@mutant("session-open-checks-segments-one-by-one", "existing segments are opened one by one, each checked only "
-        "when it opens: a refused open has already opened (and written) the segments before the bad one", FAMILY,
-        rules=("SS-20",))
-def _open_checks_one_by_one() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _OpensBeforeChecking,
-                       StoreType.SESSION_WITH_HEADERS: _OpensBeforeCheckingWithHeaders})
-
-
+@_both_types_mutant("session-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment "
+                    "stops the scan at open, as Kafka's swallowed error does: no segment is opened", rules=("LAY-12",))
 class _StrayEntryStopsTheScan(StrayEntryStopsTheScan, RocksDBSessionStore):
     pass
 
 
-class _StrayEntryStopsTheScanWithHeaders(_StrayEntryStopsTheScan, RocksDBSessionStoreWithHeaders):
-    pass
-
-
-@mutant("session-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
-        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
-def _stray_entry_stops_the_scan() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _StrayEntryStopsTheScan,
-                       StoreType.SESSION_WITH_HEADERS: _StrayEntryStopsTheScanWithHeaders})
-
-
+@_both_types_mutant("session-deleted-segment-unnoticed", "a segment directory deleted outside the store goes "
+                    "unnoticed: the store opens and still claims the committed offset that covers the lost rows",
+                    rules=("LAY-13",))
 class _DeletedSegmentUnnoticed(RocksDBSessionStore):
     """A segment directory deleted outside the store goes unnoticed while the others claim the committed offset."""
 
@@ -493,17 +452,8 @@ class _DeletedSegmentUnnoticed(RocksDBSessionStore):
         return None
 
 
-class _DeletedSegmentUnnoticedWithHeaders(_DeletedSegmentUnnoticed, RocksDBSessionStoreWithHeaders):
-    pass
-
-
-@mutant("session-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
-        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-13",))
-def _deleted_segment_unnoticed() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _DeletedSegmentUnnoticed,
-                       StoreType.SESSION_WITH_HEADERS: _DeletedSegmentUnnoticedWithHeaders})
-
-
+@_session_mutant("session-commit-newest-segment-only", "commit writes the staged data, position and offsets of the "
+                 "newest segment only (the one a put last created), not of every open segment", rules=("SS-21",))
 class _CommitsNewestSegmentOnly(RocksDBSessionStore):
     def commit(self, changelog_offsets: Mapping[Any, int | None]) -> None:
         newest = self.segments.all_segments(forward=False)[:1]
@@ -511,12 +461,6 @@ class _CommitsNewestSegmentOnly(RocksDBSessionStore):
         offsets = check_changelog_offsets(changelog_offsets)
         for segment in newest:
             segment.instance.commit(offsets, self._position)
-
-
-@mutant("session-commit-newest-segment-only", "commit writes the staged data, position and offsets of the newest "
-        "segment only (the one a put last created), not of every open segment", FAMILY, rules=("SS-21",))
-def _commit_newest_segment_only() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _CommitsNewestSegmentOnly})
 
 
 @mutant("session-crash-closes-cleanly", "a crash of a session store writes its staged data and status CLOSED, as "
@@ -528,6 +472,9 @@ def _crash_closes_cleanly() -> dict[str, Handler]:
     return {"store.crash": crash}
 
 
+@_session_mutant("session-committed-offset-newest-segment", "the committed offset is the newest segment's only: null "
+                 "when that segment was created since the last commit, where Kafka walks on to an older one",
+                 rules=("SS-23",))
 class _NewestSegmentOffsetOnly(RocksDBSessionStore):
     def committed_offset(self, partition: Any) -> int | None:
         self._allow(Op.OFFSETS)
@@ -535,26 +482,15 @@ class _NewestSegmentOffsetOnly(RocksDBSessionStore):
         return next((s.instance.committed_offset(to_codec_tp(partition)) for s in newest), None)
 
 
-@mutant("session-committed-offset-newest-segment", "the committed offset is the newest segment's only: null when "
-        "that segment was created since the last commit, where Kafka walks on to an older one", FAMILY,
-        rules=("SS-23",))
-def _committed_offset_newest_segment() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _NewestSegmentOffsetOnly})
-
-
+@_session_mutant("session-restore-ignores-liveness", "restore writes each record into the segment of its end without "
+                 "the live check (getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive): an expired record "
+                 "recreates its segment", rules=("SS-24",))
 class _RestoreIgnoresLiveness(RocksDBSessionStore):
     def restore_batch(self, entries: Any) -> None:
         ends = [self.SCHEMA.decode(key).end for key, _ in entries]
         self.observed_stream_time = max([self.observed_stream_time, *ends])
         for (key, value), end in zip(entries, ends, strict=True):
             self.segments.get_or_create_segment(self.segments.segment_id(end)).accessor.put(key, value)
-
-
-@mutant("session-restore-ignores-liveness", "restore writes each record into the segment of its end without the "
-        "live check (getOrCreateSegment where Kafka calls getOrCreateSegmentIfLive): an expired record recreates "
-        "its segment", FAMILY, rules=("SS-24",))
-def _restore_ignores_liveness() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION: _RestoreIgnoresLiveness})
 
 
 _PLAIN_SCHEMA = SessionKeySchema()
@@ -581,28 +517,21 @@ def _restore_through_put() -> dict[str, Handler]:
 # --- change logging, header-aware segments, closing (SS-29..SS-37) -----------------------------------------------
 
 
-@mutant("session-changelog-config-like-kv", "a session store's changelog topic is configured as a key-value "
-        "store's: compact only, no retention", FAMILY, rules=("SS-29",))
-def _changelog_config_like_kv() -> dict[str, Handler]:
-    def topic_config(payload: JsonDict) -> JsonDict:
-        if payload.get("store_type") in SESSION_TYPES:
-            payload = {**payload, "store_type": StoreType.KEY_VALUE.value}
-        return call("changelog.topic_config", payload)
-
-    return {"changelog.topic_config": topic_config}
+@_rewriting(("changelog.topic_config",), "session-changelog-config-like-kv", "a session store's changelog topic is "
+            "configured as a key-value store's: compact only, no retention", rules=("SS-29",))
+def _topic_config_of_a_kv_store(payload: JsonDict) -> JsonDict:
+    if payload.get("store_type") in SESSION_TYPES:
+        return {**payload, "store_type": StoreType.KEY_VALUE.value}
+    return payload
 
 
+@_headers_mutant("session-headers-segments-plain", "session_with_headers segments are built with the plain segment "
+                 "class: the values go to the default family and no sessionKeyValueWithHeaders family is created",
+                 rules=("SS-31", "SS-35"))
 class _HeadersInDefault(RocksDBSessionStore):
     """A ``session_with_headers`` store over the plain segment class (its ``LAYOUT`` the plain session's)."""
 
     store_type = StoreType.SESSION_WITH_HEADERS
-
-
-@mutant("session-headers-segments-plain", "session_with_headers segments are built with the plain segment class: "
-        "the values go to the default family and no sessionKeyValueWithHeaders family is created", FAMILY,
-        rules=("SS-31", "SS-35"))
-def _headers_segments_plain() -> dict[str, Handler]:
-    return _open_with({StoreType.SESSION_WITH_HEADERS: _HeadersInDefault})
 
 
 @mutant("session-closed-store-reads-empty", "a closed session store answers reads with nothing instead of refusing "

@@ -34,7 +34,7 @@ from kstate.stores.restore import RestoreResult, restore
 from kstate.stores.surface import DEFAULT_ROCKSDB_OPTIONS, RocksDBOptions
 from kstate.stores.type_check import check_store_type_on_disk
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import Change, mutant, registering
 from kstate_conformance.mutants.kv_mutants import opening, rocksdb_classes_with
 
 FAMILY = "store_rules"
@@ -63,9 +63,30 @@ def _caching_with(cache_class: type[NamedCache] | None = None,
     return _open_with(replace(DEFAULT_BUILDER, caching_layer=layer))
 
 
+def _flagged_mutant(broken: type, name: str, description: str, rules: tuple[str, ...], **flags: bool) -> None:
+    """Register the mutant ``name``: the RocksDB stores with the configurable ``broken`` mixin, ``flags`` set, in
+    front of their class (one bug of several that one broken piece of code can have)."""
+    _rocksdb_mutant(name, description, rules)(type(f"{broken.__name__}_{'_'.join(flags)}", (broken,), flags))
+
+
+def _building(field: str) -> Callable[..., Callable[[Change], Change]]:
+    """A decorator registering a mutant whose store builder has the decorated function as its ``field``."""
+    return registering(FAMILY, lambda change: _open_with(replace(DEFAULT_BUILDER, **{field: change})))
+
+
+#: The decorated record cache, caching store, RocksDB store mixin, restorer or change-logging layer of a mutant.
+_cache_mutant = registering(FAMILY, lambda cache_class: _caching_with(cache_class))
+_caching_store_mutant = registering(FAMILY, lambda store_class: _caching_with(store_class=store_class))
+_rocksdb_mutant = registering(FAMILY, _rocksdb_with)
+_restorer_mutant = _building("restorer")
+_logging_mutant = _building("logging_layer")
+
+
 # --- CACHE-6: size accounting and eviction ---------------------------------------------------------------------------
 
 
+@_cache_mutant("cache-evicts-at-limit", "the cache evicts when its size reaches the limit, not when it exceeds it",
+               rules=("CACHE-6",))
 class _EvictAtLimitCache(NamedCache):
     """Evicts once the cache *reaches* its limit (``>=``): a cache filled exactly to its limit evicts."""
 
@@ -73,12 +94,6 @@ class _EvictAtLimitCache(NamedCache):
         super().put(key, entry)
         while self.size_bytes >= self.max_bytes and len(self):
             self._evict_eldest()
-
-
-@mutant("cache-evicts-at-limit", "the cache evicts when its size reaches the limit, not when it exceeds it", FAMILY,
-        rules=("CACHE-6",))
-def _cache_evicts_at_limit() -> dict[str, Handler]:
-    return _caching_with(_EvictAtLimitCache)
 
 
 def _utf8_entry_size(key: bytes, value: bytes | None, context: Any) -> int:
@@ -91,18 +106,16 @@ def _utf8_entry_size(key: bytes, value: bytes | None, context: Any) -> int:
     return size
 
 
+@_caching_store_mutant("cache-sizes-text-in-utf8", "the cache counts the topic and header keys in UTF-8 bytes, not "
+                       "Java chars", rules=("CACHE-6",))
 class _Utf8SizedStore(CachingKeyValueStore):
     def _put_internal(self, key: bytes, value: bytes | None) -> None:
         context = self.context.current
         self.cache.put(key, CacheEntry(value, context, True, _utf8_entry_size(key, value, context)))
 
 
-@mutant("cache-sizes-text-in-utf8", "the cache counts the topic and header keys in UTF-8 bytes, not Java chars", FAMILY,
-        rules=("CACHE-6",))
-def _cache_sizes_text_in_utf8() -> dict[str, Handler]:
-    return _caching_with(store_class=_Utf8SizedStore)
-
-
+@_caching_store_mutant("cache-sizes-text-in-code-points", "the cache counts the topic and header keys in code points, "
+                       "not Java chars", rules=("CACHE-6",))
 class _CodePointSizedStore(CachingKeyValueStore):
     """Counts the topic and header keys in code points (Python's ``len(str)``), not UTF-16 units."""
 
@@ -113,12 +126,8 @@ class _CodePointSizedStore(CachingKeyValueStore):
         self.cache.put(key, CacheEntry(value, context, True, size))
 
 
-@mutant("cache-sizes-text-in-code-points", "the cache counts the topic and header keys in code points, not Java chars",
-        FAMILY, rules=("CACHE-6",))
-def _cache_sizes_text_in_code_points() -> dict[str, Handler]:
-    return _caching_with(store_class=_CodePointSizedStore)
-
-
+@_caching_store_mutant("cache-clean-entry-sized-with-context", "a clean entry cached by a read is sized with the "
+                       "current context", rules=("CACHE-6",))
 class _CleanEntriesWithContextStore(CachingKeyValueStore):
     """A value read from below is cached (clean) and sized with the reader's current record context."""
 
@@ -126,12 +135,8 @@ class _CleanEntriesWithContextStore(CachingKeyValueStore):
         self.cache.put(key, CacheEntry(value, None, False, entry_size(key, value, self.context.current)))
 
 
-@mutant("cache-clean-entry-sized-with-context", "a clean entry cached by a read is sized with the current context",
-        FAMILY, rules=("CACHE-6",))
-def _cache_clean_entry_sized_with_context() -> dict[str, Handler]:
-    return _caching_with(store_class=_CleanEntriesWithContextStore)
-
-
+@_caching_store_mutant("cache-ignores-context-headers", "the cache does not count the record context's headers in an "
+                       "entry's size", rules=("CACHE-6",))
 class _HeaderBlindStore(CachingKeyValueStore):
     """Sizes entries without the context's headers (only the topic is counted)."""
 
@@ -141,12 +146,8 @@ class _HeaderBlindStore(CachingKeyValueStore):
         self.cache.put(key, CacheEntry(value, context, True, size))
 
 
-@mutant("cache-ignores-context-headers", "the cache does not count the record context's headers in an entry's size",
-        FAMILY, rules=("CACHE-6",))
-def _cache_ignores_context_headers() -> dict[str, Handler]:
-    return _caching_with(store_class=_HeaderBlindStore)
-
-
+@_caching_store_mutant("cache-size-payload-only", "an entry's size is its key and value bytes only, without Kafka's "
+                       "overheads", rules=("CACHE-6",))
 class _PayloadOnlyStore(CachingKeyValueStore):
     """Counts only the key and value bytes: no node, entry or context overhead."""
 
@@ -155,12 +156,8 @@ class _PayloadOnlyStore(CachingKeyValueStore):
         self.cache.put(key, CacheEntry(value, self.context.current, True, size))
 
 
-@mutant("cache-size-payload-only", "an entry's size is its key and value bytes only, without Kafka's overheads", FAMILY,
-        rules=("CACHE-6",))
-def _cache_size_payload_only() -> dict[str, Handler]:
-    return _caching_with(store_class=_PayloadOnlyStore)
-
-
+@_cache_mutant("cache-eviction-writes-only-evicted", "evicting a dirty entry writes back that entry alone",
+               rules=("CACHE-6",))
 class _EvictOnlyTheEvictedCache(NamedCache):
     """Writes back only the evicted dirty entry, not every dirty entry."""
 
@@ -174,15 +171,10 @@ class _EvictOnlyTheEvictedCache(NamedCache):
             self._write_back([(key, entry)])
 
 
-@mutant("cache-eviction-writes-only-evicted", "evicting a dirty entry writes back that entry alone", FAMILY,
-        rules=("CACHE-6",))
-def _cache_eviction_writes_only_evicted() -> dict[str, Handler]:
-    return _caching_with(_EvictOnlyTheEvictedCache)
-
-
 # --- CACHE-1..5, 7..10 --------------------------------------------------------------------------------------------
 
 
+@_caching_store_mutant("cache-reads-store-first", "reads ask the store below before the cache", rules=("CACHE-1",))
 class _StoreFirstStore(CachingKeyValueStore):
     """``get`` asks the store below first and the cache only when the store has nothing."""
 
@@ -194,11 +186,8 @@ class _StoreFirstStore(CachingKeyValueStore):
         return None if entry is None else entry.value
 
 
-@mutant("cache-reads-store-first", "reads ask the store below before the cache", FAMILY, rules=("CACHE-1",))
-def _cache_reads_store_first() -> dict[str, Handler]:
-    return _caching_with(store_class=_StoreFirstStore)
-
-
+@_caching_store_mutant("cache-flush-time-context", "cached writes are logged with the context at flush time, not at "
+                       "write time", rules=("CACHE-2",))
 class _FlushTimeContextStore(CachingKeyValueStore):
     """Entries are written back with the context current at flush time, not the one of their write."""
 
@@ -207,12 +196,8 @@ class _FlushTimeContextStore(CachingKeyValueStore):
         super()._write_back([(key, replace(entry, context=now)) for key, entry in batch])
 
 
-@mutant("cache-flush-time-context", "cached writes are logged with the context at flush time, not at write time",
-        FAMILY, rules=("CACHE-2",))
-def _cache_flush_time_context() -> dict[str, Handler]:
-    return _caching_with(store_class=_FlushTimeContextStore)
-
-
+@_caching_store_mutant("cache-no-coalescing", "a rewrite of a dirty key flushes the cache first instead of replacing "
+                       "the entry", rules=("CACHE-4",))
 class _NoCoalescingStore(CachingKeyValueStore):
     """A second write to a dirty key first flushes the cache, so that no write is lost."""
 
@@ -222,12 +207,8 @@ class _NoCoalescingStore(CachingKeyValueStore):
         super()._put_internal(key, value)
 
 
-@mutant("cache-no-coalescing", "a rewrite of a dirty key flushes the cache first instead of replacing the entry",
-        FAMILY, rules=("CACHE-4",))
-def _cache_no_coalescing() -> dict[str, Handler]:
-    return _caching_with(store_class=_NoCoalescingStore)
-
-
+@_caching_store_mutant("cache-listener-keeps-absent-tombstones", "with a flush listener, tombstones of absent keys "
+                       "are still written", rules=("CACHE-5",))
 class _ListenerBlindTombstonesStore(CachingKeyValueStore):
     """With a flush listener, tombstones of keys absent below are still stored and forwarded."""
 
@@ -246,12 +227,8 @@ class _ListenerBlindTombstonesStore(CachingKeyValueStore):
                 listener(FlushedEntry(key, entry.value, None, entry.context))
 
 
-@mutant("cache-listener-keeps-absent-tombstones", "with a flush listener, tombstones of absent keys are still written",
-        FAMILY, rules=("CACHE-5",))
-def _cache_listener_keeps_absent_tombstones() -> dict[str, Handler]:
-    return _caching_with(store_class=_ListenerBlindTombstonesStore)
-
-
+@_caching_store_mutant("cache-iterator-tombstones-show-store", "forward iterators drop cached tombstones instead of "
+                       "hiding the stored key", rules=("CACHE-7",))
 class _TombstonesShowStore(CachingKeyValueStore):
     """Range iterators skip cached tombstones but let the store's value for that key through."""
 
@@ -272,12 +249,8 @@ class _TombstonesShowStore(CachingKeyValueStore):
         return MergedCacheStoreIterator(self.cache, live, self.inner.range(from_key, to_key), False)
 
 
-@mutant("cache-iterator-tombstones-show-store", "forward iterators drop cached tombstones instead of hiding the stored key",
-        FAMILY, rules=("CACHE-7",))
-def _cache_iterator_tombstones_show_store() -> dict[str, Handler]:
-    return _caching_with(store_class=_TombstonesShowStore)
-
-
+@_caching_store_mutant("cache-prefix-scan-without-overflow-check", "a cached prefix scan accepts prefixes "
+                       "Bytes.increment refuses", rules=("CACHE-8",))
 class _OverflowPrefixStore(CachingKeyValueStore):
     """A cached prefix scan bounds the cache with ``incrementWithoutOverflow``: all-FF prefixes are accepted."""
 
@@ -291,12 +264,8 @@ class _OverflowPrefixStore(CachingKeyValueStore):
         return MergedCacheStoreIterator(self.cache, keys, self.inner.prefix_scan(prefix), False)
 
 
-@mutant("cache-prefix-scan-without-overflow-check", "a cached prefix scan accepts prefixes Bytes.increment refuses",
-        FAMILY, rules=("CACHE-8",))
-def _cache_prefix_scan_without_overflow_check() -> dict[str, Handler]:
-    return _caching_with(store_class=_OverflowPrefixStore)
-
-
+@_caching_store_mutant("cache-commit-before-flush", "commit commits the store's offsets before flushing the cache",
+                       rules=("CACHE-9",))
 class _CommitThenFlushStore(CachingKeyValueStore):
     """``commit`` commits the offsets below first and flushes the cache afterwards."""
 
@@ -305,12 +274,8 @@ class _CommitThenFlushStore(CachingKeyValueStore):
         self.flush_cache()
 
 
-@mutant("cache-commit-before-flush", "commit commits the store's offsets before flushing the cache", FAMILY,
-        rules=("CACHE-9",))
-def _cache_commit_before_flush() -> dict[str, Handler]:
-    return _caching_with(store_class=_CommitThenFlushStore)
-
-
+@_caching_store_mutant("cache-commit-without-flush", "commit does not flush the cache (it expects an explicit flush "
+                       "first)", rules=("CACHE-9",))
 class _CommitWithoutFlushStore(CachingKeyValueStore):
     """``commit`` relies on the task having flushed: the cache is not flushed first."""
 
@@ -319,12 +284,8 @@ class _CommitWithoutFlushStore(CachingKeyValueStore):
         self.inner.commit(changelog_offsets)
 
 
-@mutant("cache-commit-without-flush", "commit does not flush the cache (it expects an explicit flush first)", FAMILY,
-        rules=("CACHE-9",))
-def _cache_commit_without_flush() -> dict[str, Handler]:
-    return _caching_with(store_class=_CommitWithoutFlushStore)
-
-
+@_caching_store_mutant("cache-counts-cached-entries", "approximateNumEntries adds the cache's entries to the store's",
+                       rules=("CACHE-10",))
 class _CountingCacheStore(CachingKeyValueStore):
     """``approximateNumEntries`` adds the cached entries to the store's count."""
 
@@ -332,15 +293,11 @@ class _CountingCacheStore(CachingKeyValueStore):
         return super().approximate_num_entries() + len(self.cache)
 
 
-@mutant("cache-counts-cached-entries", "approximateNumEntries adds the cache's entries to the store's", FAMILY,
-        rules=("CACHE-10",))
-def _cache_counts_cached_entries() -> dict[str, Handler]:
-    return _caching_with(store_class=_CountingCacheStore)
-
-
 # --- RST-* ------------------------------------------------------------------------------------------------------
 
 
+@_restorer_mutant("restore-first-record-wins", "restore keeps the first record of a key in each batch, not the last",
+                  rules=("RST-1",))
 def _first_wins_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                         batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """Deduplicates each batch keeping a key's FIRST record ("already restored" check)."""
@@ -354,12 +311,8 @@ def _first_wins_restore(store: KeyValueBytesStore, store_type: StoreType, record
     return restore(store, store_type, kept, batch_size=batch_size, after_batch=after_batch)
 
 
-@mutant("restore-first-record-wins", "restore keeps the first record of a key in each batch, not the last", FAMILY,
-        rules=("RST-1",))
-def _restore_first_record_wins() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, restorer=_first_wins_restore))
-
-
+@_restorer_mutant("restore-through-put", "restore writes each record with put, through the cache and the changelog",
+                  rules=("RST-4",))
 def _logged_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                     batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """Restores through the store's ordinary ``put`` (so through the cache and the change-logging layer)."""
@@ -374,14 +327,8 @@ def _logged_restore(store: KeyValueBytesStore, store_type: StoreType, records: S
     return result
 
 
-
-
-@mutant("restore-through-put", "restore writes each record with put, through the cache and the changelog", FAMILY,
-        rules=("RST-4",))
-def _restore_through_put() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, restorer=_logged_restore))
-
-
+@_restorer_mutant("restore-rebuild-as-in-place-upgrade", "a timestamped store rebuilt from the changelog gets "
+                  "timestamp -1 like an in-place upgrade", rules=("RST-7", "RST-2"))
 def _legacy_stamped_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                             batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """A timestamped store rebuilt from a changelog gets the in-place conversion's -1, as if upgraded in place."""
@@ -390,15 +337,11 @@ def _legacy_stamped_restore(store: KeyValueBytesStore, store_type: StoreType, re
     return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
 
 
-@mutant("restore-rebuild-as-in-place-upgrade", "a timestamped store rebuilt from the changelog gets timestamp -1 like "
-        "an in-place upgrade", FAMILY, rules=("RST-7", "RST-2"))
-def _restore_rebuild_as_in_place_upgrade() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, restorer=_legacy_stamped_restore))
-
-
 # --- OFF-5, OFF-6, OFF-7: the offsets family of an open store -------------------------------------------------------
 
 
+@_rocksdb_mutant("commit-without-position", "commit writes the offsets only; the position is written at close",
+                 rules=("OFF-5",))
 class _PositionAtCloseOnly:
     """``commit`` writes the offsets but leaves the position for ``close`` to write."""
 
@@ -418,12 +361,6 @@ class _PositionAtCloseOnly:
         else:
             image[POSITION_KEY] = before
         self._instance.staged.apply(batch)  # type: ignore[attr-defined]
-
-
-@mutant("commit-without-position", "commit writes the offsets only; the position is written at close", FAMILY,
-        rules=("OFF-5",))
-def _commit_without_position() -> dict[str, Handler]:
-    return _rocksdb_with(_PositionAtCloseOnly)
 
 
 def _reference_handler(name: str) -> Handler:
@@ -450,6 +387,19 @@ def _with_patched(name: str, patches: Mapping[str, Any]) -> Handler:
     return run
 
 
+def _patching(name: str, description: str, rules: tuple[str, ...], ops: tuple[str, ...],
+              *targets: str) -> Callable[[Change], Change]:
+    """Register the mutant ``name``: the reference's ``ops`` run with each of ``targets`` (``module.attribute``)
+    replaced by the decorated function (a bug of one function the operations reach)."""
+
+    def register(replacement: Change) -> Change:
+        patches = dict.fromkeys(targets, replacement)
+        mutant(name, description, FAMILY, rules=rules)(lambda: {op: _with_patched(op, patches) for op in ops})
+        return replacement
+
+    return register
+
+
 def offsets_batch(offsets: Any, after: Mapping[bytes, bytes]) -> WriteBatch:
     """The writes that take a ``StoreOffsets``' image to ``after``, the image then taken as written: what a mutated
     batch method answers."""
@@ -460,6 +410,9 @@ def offsets_batch(offsets: Any, after: Mapping[bytes, bytes]) -> WriteBatch:
     return batch
 
 
+@_patching("empty-commit-writes-no-position", "an empty commit wipes the offsets and the position and writes no "
+           "position (Kafka 4.4.0 writes it again after wipeOffsets)", ("OFF-5", "OFF-4"), ("store.commit",),
+           "kstate.stores.offsets.StoreOffsets.commit_batch")
 def _commit_batch_writing_no_position(self: Any, offsets: Mapping[Any, int | None], position: Position) -> WriteBatch:
     # The old reading of OFF-5: an empty commit wipes the offsets and the position and writes no position.
     from kstate.codecs.offsets import commit_offsets, commit_position
@@ -468,13 +421,8 @@ def _commit_batch_writing_no_position(self: Any, offsets: Mapping[Any, int | Non
     return offsets_batch(self, commit_position(after, position) if offsets else after)
 
 
-@mutant("empty-commit-writes-no-position", "an empty commit wipes the offsets and the position and writes no "
-        "position (Kafka 4.4.0 writes it again after wipeOffsets)", FAMILY, rules=("OFF-5", "OFF-4"))
-def _empty_commit_writes_no_position() -> dict[str, Handler]:
-    return {"store.commit": _with_patched("store.commit", {
-        "kstate.stores.offsets.StoreOffsets.commit_batch": _commit_batch_writing_no_position})}
-
-
+@_rocksdb_mutant("open-status-with-first-commit", "OPEN is written with the first commit, not at open",
+                 rules=("OFF-6",))
 class _OpenStatusWithFirstCommit:
     """OPEN is persisted with the first commit instead of at open: a crash before it goes unnoticed."""
 
@@ -496,11 +444,8 @@ class _OpenStatusWithFirstCommit:
             self._status_pending = False
 
 
-@mutant("open-status-with-first-commit", "OPEN is written with the first commit, not at open", FAMILY, rules=("OFF-6",))
-def _open_status_with_first_commit() -> dict[str, Handler]:
-    return _rocksdb_with(_OpenStatusWithFirstCommit)
-
-
+@_rocksdb_mutant("refused-open-writes-closed", "a refused open closes the store and writes CLOSED, though it never "
+                 "opened it", rules=("OFF-7",))
 class _RefusedOpenClosesCleanly:
     """A refused open closes the store the ordinary way, which writes CLOSED although it never opened it."""
 
@@ -518,12 +463,6 @@ class _RefusedOpenClosesCleanly:
                 finally:
                     engine.close()
             raise
-
-
-@mutant("refused-open-writes-closed", "a refused open closes the store and writes CLOSED, though it never opened it",
-        FAMILY, rules=("OFF-7",))
-def _refused_open_writes_closed() -> dict[str, Handler]:
-    return _rocksdb_with(_RefusedOpenClosesCleanly)
 
 
 # --- OFF-19: migrating a task's legacy .checkpoint ------------------------------------------------------------------
@@ -555,34 +494,14 @@ class _Migration:
         write_checkpoint_file(path, {} if self.delete_whole_file else rest)
 
 
-class _MigrationCommitsNothing(_Migration):
-    commit_when_none = True
-
-
-class _MigrationUnknownAsNull(_Migration):
-    unknown_as_null = True
-
-
-class _MigrationDeletesFile(_Migration):
-    delete_whole_file = True
-
-
-@mutant("migration-empty-commit-wipes", "checkpoint migration commits an empty map for a store with no entry, wiping it",
-        FAMILY, rules=("OFF-19",))
-def _migration_empty_commit_wipes() -> dict[str, Handler]:
-    return _rocksdb_with(_MigrationCommitsNothing)
-
-
-@mutant("migration-unknown-offset-deletes", "checkpoint migration commits a -4 entry as a null offset", FAMILY,
-        rules=("OFF-19",))
-def _migration_unknown_offset_deletes() -> dict[str, Handler]:
-    return _rocksdb_with(_MigrationUnknownAsNull)
-
-
-@mutant("migration-drops-other-stores", "the first store to migrate deletes .checkpoint with the other stores' entries",
-        FAMILY, rules=("OFF-19",))
-def _migration_drops_other_stores() -> dict[str, Handler]:
-    return _rocksdb_with(_MigrationDeletesFile)
+_flagged_mutant(_Migration, "migration-empty-commit-wipes",
+                "checkpoint migration commits an empty map for a store with no entry, wiping it", ("OFF-19",),
+                commit_when_none=True)
+_flagged_mutant(_Migration, "migration-unknown-offset-deletes",
+                "checkpoint migration commits a -4 entry as a null offset", ("OFF-19",), unknown_as_null=True)
+_flagged_mutant(_Migration, "migration-drops-other-stores",
+                "the first store to migrate deletes .checkpoint with the other stores' entries", ("OFF-19",),
+                delete_whole_file=True)
 
 
 # --- OFF-20: the downgrade .checkpoint ----------------------------------------------------------------------------
@@ -623,24 +542,12 @@ class _DowngradeClose:
             self.engine.close()  # type: ignore[attr-defined]
 
 
-class _DowngradeSkipsUncommitted(_DowngradeClose):
-    skip_uncommitted = True
-
-
-class _DowngradeOverwrites(_DowngradeClose):
-    overwrite = True
-
-
-@mutant("downgrade-omits-uncommitted", "the downgrade .checkpoint leaves out partitions with no committed offset "
-        "instead of writing -4", FAMILY, rules=("OFF-20",))
-def _downgrade_omits_uncommitted() -> dict[str, Handler]:
-    return _rocksdb_with(_DowngradeSkipsUncommitted)
-
-
-@mutant("downgrade-overwrites-checkpoint", "each store's downgrade close rewrites .checkpoint with its own entries only",
-        FAMILY, rules=("OFF-20",))
-def _downgrade_overwrites_checkpoint() -> dict[str, Handler]:
-    return _rocksdb_with(_DowngradeOverwrites)
+_flagged_mutant(_DowngradeClose, "downgrade-omits-uncommitted",
+                "the downgrade .checkpoint leaves out partitions with no committed offset instead of writing -4",
+                ("OFF-20",), skip_uncommitted=True)
+_flagged_mutant(_DowngradeClose, "downgrade-overwrites-checkpoint",
+                "each store's downgrade close rewrites .checkpoint with its own entries only", ("OFF-20",),
+                overwrite=True)
 
 
 # --- CL-2, CL-4: the change-logging layer ----------------------------------------------------------------------------
@@ -659,17 +566,13 @@ class _NoTimestampAsContext(ChangeLoggingKeyValueBytesStore):
         super().put(key, value)
 
 
+@_logging_mutant("changelog-no-timestamp-as-context", "a stored timestamp of -1 is logged at the context timestamp, "
+                 "not refused", rules=("CL-2", "CL-4"))
 def _no_timestamp_logging(inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder,
                           sink: ChangelogSink) -> KeyValueBytesStore:
     if StoreType(store_type) is StoreType.TIMESTAMPED_KV:
         return _NoTimestampAsContext(inner, store_type, context, sink)
     return cast(KeyValueBytesStore, DEFAULT_BUILDER.logging_layer(inner, store_type, context, sink))
-
-
-@mutant("changelog-no-timestamp-as-context", "a stored timestamp of -1 is logged at the context timestamp, not refused",
-        FAMILY, rules=("CL-2", "CL-4"))
-def _changelog_no_timestamp_as_context() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_no_timestamp_logging))
 
 
 class _PutAllLogsOncePerKey(ChangeLoggingKeyValueBytesStore):
@@ -683,20 +586,18 @@ class _PutAllLogsOncePerKey(ChangeLoggingKeyValueBytesStore):
             self.sink.append(cl.kv_put_record(self._codec_type, key, value, context))
 
 
+@_logging_mutant("changelog-put-all-once-per-key", "putAll logs one record per distinct key instead of one per entry",
+                 rules=("CL-1",))
 def _put_all_once_logging(inner: KeyValueBytesStore, store_type: StoreType, context: RecordContextHolder,
                           sink: ChangelogSink) -> KeyValueBytesStore:
     return _PutAllLogsOncePerKey(inner, store_type, context, sink)
 
 
-@mutant("changelog-put-all-once-per-key", "putAll logs one record per distinct key instead of one per entry", FAMILY,
-        rules=("CL-1",))
-def _changelog_put_all_once_per_key() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, logging_layer=_put_all_once_logging))
-
-
 # --- CACHE-3, RST-5, RST-6 -------------------------------------------------------------------------------------
 
 
+@_cache_mutant("cache-flush-in-first-write-order", "dirty entries flush in the order of their first write, not their "
+               "latest", rules=("CACHE-3",))
 class _FirstWriteOrderCache(NamedCache):
     """A rewritten dirty key keeps its place in the dirty order (``OrderedDict`` assignment does not move it)."""
 
@@ -711,12 +612,8 @@ class _FirstWriteOrderCache(NamedCache):
                 self._dirty[k] = None
 
 
-@mutant("cache-flush-in-first-write-order", "dirty entries flush in the order of their first write, not their latest",
-        FAMILY, rules=("CACHE-3",))
-def _cache_flush_in_first_write_order() -> dict[str, Handler]:
-    return _caching_with(_FirstWriteOrderCache)
-
-
+@_rocksdb_mutant("restore-upgrade-keeps-legacy-entry", "restore into a store in upgrade mode leaves the key's legacy "
+                 "entry", rules=("RST-5",))
 class _RestoreIntoNewFamilyOnly:
     """Restore in upgrade mode writes the new family directly, leaving the legacy entry of the key behind."""
 
@@ -729,12 +626,8 @@ class _RestoreIntoNewFamilyOnly:
         super().restore_batch(entries)  # type: ignore[misc]
 
 
-@mutant("restore-upgrade-keeps-legacy-entry", "restore into a store in upgrade mode leaves the key's legacy entry",
-        FAMILY, rules=("RST-5",))
-def _restore_upgrade_keeps_legacy_entry() -> dict[str, Handler]:
-    return _rocksdb_with(_RestoreIntoNewFamilyOnly)
-
-
+@_restorer_mutant("restore-headers-store-without-headers", "a header-aware store restores its changelog without the "
+                  "record headers", rules=("RST-6", "RST-2"))
 def _headerless_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                         batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """A header-aware store restored as if its changelog records carried no headers."""
@@ -743,12 +636,7 @@ def _headerless_restore(store: KeyValueBytesStore, store_type: StoreType, record
     return restore(store, store_type, records, batch_size=batch_size, after_batch=after_batch)
 
 
-@mutant("restore-headers-store-without-headers", "a header-aware store restores its changelog without the record "
-        "headers", FAMILY, rules=("RST-6", "RST-2"))
-def _restore_headers_store_without_headers() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, restorer=_headerless_restore))
-
-
+@_rocksdb_mutant("restore-leaves-wal-off", "after a restore the store keeps writing with the WAL off", rules=("RST-8",))
 class _WalLeftOff:
     """Restore turns the WAL off and flushes at its end, but never turns the WAL back on."""
 
@@ -762,22 +650,13 @@ class _WalLeftOff:
             options.disable_wal = True
 
 
-@mutant("restore-leaves-wal-off", "after a restore the store keeps writing with the WAL off", FAMILY, rules=("RST-8",))
-def _restore_leaves_wal_off() -> dict[str, Handler]:
-    return _rocksdb_with(_WalLeftOff)
-
-
+@_restorer_mutant("restore-drops-partial-batch", "restore writes only full batches, so the result depends on the "
+                  "batch size", rules=("RST-3",))
 def _whole_batches_restore(store: KeyValueBytesStore, store_type: StoreType, records: Sequence[cl.ChangelogRecord],
                            batch_size: int, after_batch: Callable[[RestoreResult], None] | None) -> RestoreResult:
     """Restores ``len(records) // batch_size`` full batches: a last, partial batch is never written."""
     whole = len(records) - len(records) % batch_size
     return restore(store, store_type, list(records)[:whole], batch_size=batch_size, after_batch=after_batch)
-
-
-@mutant("restore-drops-partial-batch", "restore writes only full batches, so the result depends on the batch size",
-        FAMILY, rules=("RST-3",))
-def _restore_drops_partial_batch() -> dict[str, Handler]:
-    return _open_with(replace(DEFAULT_BUILDER, restorer=_whole_batches_restore))
 
 
 # --- every family's store: KV-54, KV-12, VER-23 (issue 25's blind spots) -----------------------------------------
@@ -898,8 +777,6 @@ def _store_type_not_checked() -> dict[str, Handler]:
 # --- LAY-15, LAY-16, OFF-25: a hostile state directory (issue 32 B) --------------------------------------------------
 
 
-
-
 def _position_batch_writing_the_position(self: Any, position: Position) -> WriteBatch:
     # The pre-4.4 reading of Kafka: a flush writes the position row.
     from kstate.codecs.offsets import commit_position
@@ -916,46 +793,42 @@ def _close_batch_writing_the_position(self: Any, position: Position) -> WriteBat
     return batch
 
 
+@_patching("task-file-written-through-a-link", "a legacy task file is written with open(path, 'wb'): a link planted "
+           "there makes the write land on its target outside the task directory", ("LAY-15",),
+           ("store.write_task_file",), "kstate.ops.store_ops.write_state_file")
 def _write_through(path: str | Path, data: bytes) -> None:
     # Python's natural write: open(path, "wb") follows a link planted at ``path`` (or at a fixed temporary name).
     with open(path, "wb") as out:
         out.write(data)
 
 
-@mutant("task-file-written-through-a-link", "a legacy task file is written with open(path, 'wb'): a link planted "
-        "there makes the write land on its target outside the task directory", FAMILY, rules=("LAY-15",))
-def _task_file_written_through_a_link() -> dict[str, Handler]:
-    return {"store.write_task_file": _with_patched("store.write_task_file",
-                                                   {"kstate.ops.store_ops.write_state_file": _write_through})}
+@_patching("database-files-not-checked", "a store opens its directory without checking its files: RocksDB follows a "
+           "dangling LOCK link and creates its target outside the store", ("LAY-16",), ("store.open",),
+           "kstate.stores.engine.check_database_files")
+def _database_files_unchecked(*_args: Any, **_kwargs: Any) -> None:
+    return None
 
 
-@mutant("database-files-not-checked", "a store opens its directory without checking its files: RocksDB follows a "
-        "dangling LOCK link and creates its target outside the store", FAMILY, rules=("LAY-16",))
-def _database_files_not_checked() -> dict[str, Handler]:
-    return {"store.open": _with_patched("store.open", {"kstate.stores.engine.check_database_files":
-                                                        lambda *_args, **_kwargs: None})}
+_OFFSET_CHECKS = ("kstate.stores.surface.committed_offset_problem", "kstate.stores.offsets.committed_offset_problem")
 
 
-@mutant("negative-offsets-taken-as-offsets", "any committed offset is taken as one: -5 and Long.MIN_VALUE are "
-        "committed, answered and reopened as real changelog offsets", FAMILY, rules=("OFF-25",))
-def _negative_offsets_taken_as_offsets() -> dict[str, Handler]:
-    patches = {"kstate.stores.surface.committed_offset_problem": lambda _offset: None,
-               "kstate.stores.offsets.committed_offset_problem": lambda _offset: None}
-    return {"store.commit": _with_patched("store.commit", patches), "store.open": _with_patched("store.open", patches)}
+@_patching("negative-offsets-taken-as-offsets", "any committed offset is taken as one: -5 and Long.MIN_VALUE are "
+           "committed, answered and reopened as real changelog offsets", ("OFF-25",), ("store.commit", "store.open"),
+           *_OFFSET_CHECKS)
+def _no_offset_problem(_offset: int) -> str | None:
+    return None
 
 
-@mutant("negative-offsets-all-refused", "every negative committed offset is refused as no offset: -4 "
-        "(OFFSET_UNKNOWN, which Kafka 4.4's task commits) and -1 are refused at commit and at open", FAMILY,
-        rules=("OFF-24",))
-def _negative_offsets_all_refused() -> dict[str, Handler]:
-    def problem(offset: int) -> str | None:
-        return f"committed changelog offset {offset} is negative" if offset < 0 else None
-
-    patches = {"kstate.stores.surface.committed_offset_problem": problem,
-               "kstate.stores.offsets.committed_offset_problem": problem}
-    return {"store.commit": _with_patched("store.commit", patches), "store.open": _with_patched("store.open", patches)}
+@_patching("negative-offsets-all-refused", "every negative committed offset is refused as no offset: -4 "
+           "(OFFSET_UNKNOWN, which Kafka 4.4's task commits) and -1 are refused at commit and at open", ("OFF-24",),
+           ("store.commit", "store.open"), *_OFFSET_CHECKS)
+def _negative_offset_problem(offset: int) -> str | None:
+    return f"committed changelog offset {offset} is negative" if offset < 0 else None
 
 
+@_patching("wipe-leftover-removed-only-as-a-directory", "a <store>~wiping leftover is deleted with "
+           "rmtree(ignore_errors): a file left there stays and every later wipe fails on it", ("UPG-3",),
+           ("store.wipe",), "kstate.stores.factory._remove_without_following")
 def _remove_if_a_directory(path: Path) -> None:
     # The natural port of "delete the leftover": a tree delete that ignores what it cannot delete (a file there).
     import shutil
@@ -963,18 +836,11 @@ def _remove_if_a_directory(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@mutant("wipe-leftover-removed-only-as-a-directory", "a <store>~wiping leftover is deleted with rmtree(ignore_errors): "
-        "a file left there stays and every later wipe fails on it", FAMILY, rules=("UPG-3",))
-def _wipe_leftover_removed_only_as_a_directory() -> dict[str, Handler]:
-    return {"store.wipe": _with_patched("store.wipe",
-                                        {"kstate.stores.factory._remove_without_following": _remove_if_a_directory})}
-
-
-@mutant("segmented-store-ignores-task-checkpoint", "window and session stores never read the task's .checkpoint: "
-        "its offsets are not migrated and garbage there is accepted", FAMILY, rules=("KV-55",))
-def _segmented_store_ignores_task_checkpoint() -> dict[str, Handler]:
-    return {"store.open": _with_patched("store.open", {"kstate.stores.segmented.read_checkpoint_entries":
-                                                        lambda *_args, **_kwargs: {}})}
+@_patching("segmented-store-ignores-task-checkpoint", "window and session stores never read the task's .checkpoint: "
+           "its offsets are not migrated and garbage there is accepted", ("KV-55",), ("store.open",),
+           "kstate.stores.segmented.read_checkpoint_entries")
+def _no_checkpoint_entries(*_args: Any, **_kwargs: Any) -> dict[Any, Any]:
+    return {}
 
 
 @mutant("close-writes-position", "flush and close write the position row although nothing was committed (Kafka "

@@ -35,7 +35,7 @@ from kstate.stores.versioned import (
     _KeyRows,
 )
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import altered, mutant
+from kstate_conformance.mutants import altered, mutant, registering
 from kstate_conformance.mutants.versioned_mutants import _reorder_values
 
 FAMILY = "versioned_store"
@@ -117,6 +117,36 @@ def _logging_layer_with(logging_class: type[ChangeLoggingVersionedKeyValueBytesS
     return _open_with(replace(DEFAULT_BUILDER, logging_layer=layer))
 
 
+#: The decorated mixin in front of the versioned store classes (both types, both backends), or the decorated
+#: change-logging layer of the versioned stores.
+_mixin_mutant = registering(FAMILY, _with_mixin)
+_logging_mutant = registering(FAMILY, _logging_layer_with)
+
+
+class _DivertedWrites:
+    """A mixin of a versioned store or its change-logging layer: a put or delete whose timestamp :meth:`_diverts`
+    does what ``_put_instead`` / ``_delete_instead`` do; every other write is the class's own."""
+
+    def _diverts(self, timestamp: int) -> bool:
+        raise NotImplementedError
+
+    def _put_instead(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        raise NotImplementedError
+
+    def _delete_instead(self, key: bytes, timestamp: int) -> Any:
+        raise NotImplementedError
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        if self._diverts(timestamp):
+            return self._put_instead(key, value, timestamp)
+        return super().put(key, value, timestamp)  # type: ignore[misc,no-any-return]
+
+    def delete(self, key: bytes, timestamp: int) -> Any:
+        if self._diverts(timestamp):
+            return self._delete_instead(key, timestamp)
+        return super().delete(key, timestamp)  # type: ignore[misc]
+
+
 @contextlib.contextmanager
 def _patched(owner: Any, attribute: str, replacement: Any) -> Iterator[None]:
     original = getattr(owner, attribute)
@@ -181,31 +211,24 @@ def _filed_by_valid_from() -> dict[str, Handler]:
     return _with_key_versions(ByValidFrom)
 
 
-@mutant("versioned-store-grace-off-by-one", "a put or delete exactly at observed stream time minus the grace period "
-        "is refused as expired (<= instead of <)", FAMILY, rules=("VER-26", "VER-33", "VS-6"))
-def _grace_off_by_one() -> dict[str, Handler]:
-    class GraceOffByOne(RocksDBVersionedStore):
-        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-            if timestamp == self.observed_stream_time - self.config.grace_period:
-                return v.PUT_RETURN_CODE_NOT_PUT
-            return super().put(key, value, timestamp)
+@_mixin_mutant("versioned-store-grace-off-by-one", "a put or delete exactly at observed stream time minus the grace "
+               "period is refused as expired (<= instead of <)", rules=("VER-26", "VER-33", "VS-6"))
+class GraceOffByOne(_DivertedWrites, RocksDBVersionedStore):
+    def _diverts(self, timestamp: int) -> bool:
+        return timestamp == self.observed_stream_time - self.config.grace_period
 
-        def delete(self, key: bytes, timestamp: int) -> Any:
-            if timestamp == self.observed_stream_time - self.config.grace_period:
-                return None
-            return super().delete(key, timestamp)
+    def _put_instead(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        return v.PUT_RETURN_CODE_NOT_PUT
 
-    return _with_mixin(GraceOffByOne)
+    def _delete_instead(self, key: bytes, timestamp: int) -> Any:
+        return None
 
 
-@mutant("versioned-store-expiry-off-by-one", "expired-segment cleanup also drops the first live segment (segment ids "
-        "<= segmentId(streamTime - retention) instead of <)", FAMILY, rules=("VER-30", "VS-13"))
-def _expiry_off_by_one() -> dict[str, Handler]:
-    class ExpiryOffByOne(RocksDBVersionedStore):
-        def _cleanup(self, stream_time: int) -> None:
-            self.segments.cleanup_expired_segments(stream_time + self.segment_interval)
-
-    return _with_mixin(ExpiryOffByOne)
+@_mixin_mutant("versioned-store-expiry-off-by-one", "expired-segment cleanup also drops the first live segment "
+               "(segment ids <= segmentId(streamTime - retention) instead of <)", rules=("VER-30", "VS-13"))
+class ExpiryOffByOne(RocksDBVersionedStore):
+    def _cleanup(self, stream_time: int) -> None:
+        self.segments.cleanup_expired_segments(stream_time + self.segment_interval)
 
 
 def _tombstone_sizes_zero(row: bytes) -> bytes:
@@ -235,34 +258,32 @@ def _values_newest_first() -> dict[str, Handler]:
     return _with_row_rewrite(lambda row: _reorder_values(row, newest_first=True))
 
 
-@mutant("versioned-store-per-key-stream-time", "the observed stream time is kept per key instead of store-wide: a "
-        "put is judged expired, and segments expire, by its own key's history only", FAMILY, rules=("VER-25", "VER-26", "VS-5"))
-def _per_key_stream_time() -> dict[str, Handler]:
-    class PerKeyStreamTime(RocksDBVersionedStore):
-        @contextlib.contextmanager
-        def _key_time(self, key: bytes) -> Iterator[None]:
-            times: dict[bytes, int] = self.__dict__.setdefault("_per_key_time", {})
-            store_wide = self.observed_stream_time
-            self.observed_stream_time = times.get(key, v.NO_TIMESTAMP)
-            try:
-                yield
-            finally:
-                times[key] = self.observed_stream_time
-                self.observed_stream_time = max(store_wide, self.observed_stream_time)
+@_mixin_mutant("versioned-store-per-key-stream-time", "the observed stream time is kept per key instead of "
+               "store-wide: a put is judged expired, and segments expire, by its own key's history only",
+               rules=("VER-25", "VER-26", "VS-5"))
+class PerKeyStreamTime(RocksDBVersionedStore):
+    @contextlib.contextmanager
+    def _key_time(self, key: bytes) -> Iterator[None]:
+        times: dict[bytes, int] = self.__dict__.setdefault("_per_key_time", {})
+        store_wide = self.observed_stream_time
+        self.observed_stream_time = times.get(key, v.NO_TIMESTAMP)
+        try:
+            yield
+        finally:
+            times[key] = self.observed_stream_time
+            self.observed_stream_time = max(store_wide, self.observed_stream_time)
 
-        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-            with self._key_time(key):
-                return super().put(key, value, timestamp)
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        with self._key_time(key):
+            return super().put(key, value, timestamp)
 
-        def delete(self, key: bytes, timestamp: int) -> Any:
-            with self._key_time(key):
-                return super().delete(key, timestamp)
+    def delete(self, key: bytes, timestamp: int) -> Any:
+        with self._key_time(key):
+            return super().delete(key, timestamp)
 
-        def get(self, key: bytes, as_of: int | None = None) -> Any:
-            with self._key_time(key):
-                return super().get(key, as_of)
-
-    return _with_mixin(PerKeyStreamTime)
+    def get(self, key: bytes, as_of: int | None = None) -> Any:
+        with self._key_time(key):
+            return super().get(key, as_of)
 
 
 @mutant("versioned-store-sentinel-returned", "a put that becomes the latest version through the fall-through path "
@@ -283,39 +304,31 @@ def _sentinel_returned() -> dict[str, Handler]:
     return _with_key_versions(SentinelReturned)
 
 
-@mutant("versioned-store-versions-from-inclusive", "the versions query also returns a version whose validTo equals "
-        "the lower bound (validTo >= from instead of >)", FAMILY, rules=("VER-12", "VS-11"))
-def _versions_from_inclusive() -> dict[str, Handler]:
-    class FromInclusive(RocksDBVersionedStore):
-        def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
-                         order: Any = "any") -> Any:
-            lower = from_ms - 1 if from_ms is not None and from_ms > INT64_MIN else from_ms
-            return super().get_versions(key, lower, to_ms, order)
-
-    return _with_mixin(FromInclusive)
+@_mixin_mutant("versioned-store-versions-from-inclusive", "the versions query also returns a version whose validTo "
+               "equals the lower bound (validTo >= from instead of >)", rules=("VER-12", "VS-11"))
+class FromInclusive(RocksDBVersionedStore):
+    def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
+                     order: Any = "any") -> Any:
+        lower = from_ms - 1 if from_ms is not None and from_ms > INT64_MIN else from_ms
+        return super().get_versions(key, lower, to_ms, order)
 
 
-@mutant("versioned-store-restore-per-record-stream-time", "restore puts each record with the stream time reached so "
-        "far instead of the end-of-batch stream time, so versions the batch expires are written", FAMILY,
-        rules=("VER-25", "VER-30", "VS-15"))
-def _restore_per_record() -> dict[str, Handler]:
-    class PerRecordRestore(RocksDBVersionedStore):
-        def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
-            for record in records:
-                super().restore_records([record])
-
-    return _with_mixin(PerRecordRestore)
+@_mixin_mutant("versioned-store-restore-per-record-stream-time", "restore puts each record with the stream time "
+               "reached so far instead of the end-of-batch stream time, so versions the batch expires are written",
+               rules=("VER-25", "VER-30", "VS-15"))
+class PerRecordRestore(RocksDBVersionedStore):
+    def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
+        for record in records:
+            super().restore_records([record])
 
 
-@mutant("versioned-store-restore-skips-by-end-of-batch", "restore skips every record older than the grace period "
-        "at the END of its batch, instead of at the stream time reached so far", FAMILY, rules=("VER-25", "VS-15"))
-def _restore_skips_by_end_of_batch() -> dict[str, Handler]:
-    class SkipsByEndOfBatch(RocksDBVersionedStore):
-        def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
-            self.observed_stream_time = max([self.observed_stream_time, *(r.timestamp for r in records)])
-            super().restore_records(records)
-
-    return _with_mixin(SkipsByEndOfBatch)
+@_mixin_mutant("versioned-store-restore-skips-by-end-of-batch", "restore skips every record older than the grace "
+               "period at the END of its batch, instead of at the stream time reached so far",
+               rules=("VER-25", "VS-15"))
+class SkipsByEndOfBatch(RocksDBVersionedStore):
+    def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
+        self.observed_stream_time = max([self.observed_stream_time, *(r.timestamp for r in records)])
+        super().restore_records(records)
 
 
 @mutant("versioned-store-tombstone-at-latest-recorded", "a tombstone at exactly the latest version's timestamp is also "
@@ -334,56 +347,43 @@ def _tombstone_at_latest_recorded() -> dict[str, Handler]:
     return _with_key_versions(RecordsIt)
 
 
-@mutant("versioned-store-get-ignores-retention", "get(key, asOf) beyond history retention still reads the segments "
-        "instead of answering only the latest version", FAMILY, rules=("VER-32", "VS-9"))
-def _get_ignores_retention() -> dict[str, Handler]:
-    class IgnoresRetention(RocksDBVersionedStore):
-        def get(self, key: bytes, as_of: int | None = None) -> Any:
-            if as_of is None:
-                return super().get(key)
-            observed, self.observed_stream_time = self.observed_stream_time, v.NO_TIMESTAMP
-            try:
-                return super().get(key, as_of)
-            finally:
-                self.observed_stream_time = observed
-
-    return _with_mixin(IgnoresRetention)
+@_mixin_mutant("versioned-store-get-ignores-retention", "get(key, asOf) beyond history retention still reads the "
+               "segments instead of answering only the latest version", rules=("VER-32", "VS-9"))
+class IgnoresRetention(RocksDBVersionedStore):
+    def get(self, key: bytes, as_of: int | None = None) -> Any:
+        if as_of is None:
+            return super().get(key)
+        observed, self.observed_stream_time = self.observed_stream_time, v.NO_TIMESTAMP
+        try:
+            return super().get(key, as_of)
+        finally:
+            self.observed_stream_time = observed
 
 
-@mutant("versioned-store-expired-writes-not-logged", "the change-logging layer logs a put or delete only when the "
-        "store applied it, not unconditionally as Kafka does", FAMILY, rules=("VER-26", "VER-33", "VS-18"))
-def _expired_writes_not_logged() -> dict[str, Handler]:
-    class LogsAppliedOnly(ChangeLoggingVersionedKeyValueBytesStore):
-        def _expired(self, timestamp: int) -> bool:
-            inner = self.inner
-            return timestamp < inner.observed_stream_time - inner.config.grace_period
+@_logging_mutant("versioned-store-expired-writes-not-logged", "the change-logging layer logs a put or delete only "
+                 "when the store applied it, not unconditionally as Kafka does", rules=("VER-26", "VER-33", "VS-18"))
+class LogsAppliedOnly(_DivertedWrites, ChangeLoggingVersionedKeyValueBytesStore):
+    def _diverts(self, timestamp: int) -> bool:  # expired: the inner store drops it, the log is skipped
+        inner = self.inner
+        return timestamp < inner.observed_stream_time - inner.config.grace_period
 
-        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-            if self._expired(timestamp):
-                return self.inner.put(key, value, timestamp)
-            return super().put(key, value, timestamp)
+    def _put_instead(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        return self.inner.put(key, value, timestamp)
 
-        def delete(self, key: bytes, timestamp: int) -> Any:
-            if self._expired(timestamp):
-                return self.inner.delete(key, timestamp)
-            return super().delete(key, timestamp)
-
-    return _logging_layer_with(LogsAppliedOnly)
+    def _delete_instead(self, key: bytes, timestamp: int) -> Any:
+        return self.inner.delete(key, timestamp)
 
 
 # --- the store's own rules (spec/versioned-store.md, VS-*) ------------------------------------------------------
 
 
-@mutant("versioned-store-no-offsets-family", "the RocksDB versioned store's database is opened without the KIP-1035 "
-        "offsets column family (a pre-4.3 port): no committed offsets survive", FAMILY, rules=("VS-1", "VS-17"))
-def _no_offsets_family() -> dict[str, Handler]:
-    class NoOffsetsFamily(RocksDBVersionedStore):
-        def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
-            if not isinstance(self, InMemoryVersionedStore):
-                kwargs["options"] = replace(kwargs.get("options", DEFAULT_ROCKSDB_OPTIONS), manage_offsets=False)
-            super().__init__(name, *args, **kwargs)
-
-    return _with_mixin(NoOffsetsFamily)
+@_mixin_mutant("versioned-store-no-offsets-family", "the RocksDB versioned store's database is opened without the "
+               "KIP-1035 offsets column family (a pre-4.3 port): no committed offsets survive", rules=("VS-1", "VS-17"))
+class NoOffsetsFamily(RocksDBVersionedStore):
+    def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(self, InMemoryVersionedStore):
+            kwargs["options"] = replace(kwargs.get("options", DEFAULT_ROCKSDB_OPTIONS), manage_offsets=False)
+        super().__init__(name, *args, **kwargs)
 
 
 _MISPLACED_LATEST_PREFIX = struct.pack(">q", INT64_MAX)
@@ -419,92 +419,74 @@ def _history_retention_defaults() -> dict[str, Handler]:
     return _open_with(replace(DEFAULT_BUILDER, open_bytes_store=open_store))
 
 
-@mutant("versioned-store-latest-valid-to-undefined", "the latest value is answered with validTo -1 (the put return "
-        "code PUT_RETURN_CODE_VALID_TO_UNDEFINED) instead of no validTo", FAMILY, rules=("VS-8", "VS-22"))
-def _latest_valid_to_undefined() -> dict[str, Handler]:
-    class ValidToUndefined(RocksDBVersionedStore):
-        def get(self, key: bytes, as_of: int | None = None) -> Any:
-            found = super().get(key, as_of)
-            if found is not None and found.valid_to is None:
-                return found._replace(valid_to=v.PUT_RETURN_CODE_VALID_TO_UNDEFINED)
-            return found
-
-    return _with_mixin(ValidToUndefined)
+@_mixin_mutant("versioned-store-latest-valid-to-undefined", "the latest value is answered with validTo -1 (the put "
+               "return code PUT_RETURN_CODE_VALID_TO_UNDEFINED) instead of no validTo", rules=("VS-8", "VS-22"))
+class ValidToUndefined(RocksDBVersionedStore):
+    def get(self, key: bytes, as_of: int | None = None) -> Any:
+        found = super().get(key, as_of)
+        if found is not None and found.valid_to is None:
+            return found._replace(valid_to=v.PUT_RETURN_CODE_VALID_TO_UNDEFINED)
+        return found
 
 
-@mutant("versioned-store-delete-answers-latest", "delete(key, ts) answers the latest value instead of the version "
-        "valid at ts", FAMILY, rules=("VS-10",))
-def _delete_answers_latest() -> dict[str, Handler]:
-    class AnswersLatest(RocksDBVersionedStore):
-        def delete(self, key: bytes, timestamp: int) -> Any:
-            latest = self.get(key) if self.is_open and type(key) is bytes else None
-            answered = super().delete(key, timestamp)
-            return latest if answered is not None else None
-
-    return _with_mixin(AnswersLatest)
+@_mixin_mutant("versioned-store-delete-answers-latest", "delete(key, ts) answers the latest value instead of the "
+               "version valid at ts", rules=("VS-10",))
+class AnswersLatest(RocksDBVersionedStore):
+    def delete(self, key: bytes, timestamp: int) -> Any:
+        latest = self.get(key) if self.is_open and type(key) is bytes else None
+        answered = super().delete(key, timestamp)
+        return latest if answered is not None else None
 
 
-@mutant("versioned-store-any-is-ascending", "the versions query serves ResultOrder.ANY oldest first instead of "
-        "through the descending path", FAMILY, rules=("VS-12",))
-def _any_is_ascending() -> dict[str, Handler]:
-    class AnyAscending(RocksDBVersionedStore):
-        def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
-                         order: Any = "any") -> Any:
-            if order in ("any", ResultOrder.ANY):
-                order = ResultOrder.ASCENDING
-            return super().get_versions(key, from_ms, to_ms, order)
-
-    return _with_mixin(AnyAscending)
+@_mixin_mutant("versioned-store-any-is-ascending", "the versions query serves ResultOrder.ANY oldest first instead of "
+               "through the descending path", rules=("VS-12",))
+class AnyAscending(RocksDBVersionedStore):
+    def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
+                     order: Any = "any") -> Any:
+        if order in ("any", ResultOrder.ANY):
+            order = ResultOrder.ASCENDING
+        return super().get_versions(key, from_ms, to_ms, order)
 
 
-@mutant("versioned-store-restore-logged", "the change-logging layer logs the records it restores, as if they were "
-        "new writes", FAMILY, rules=("VS-16",))
-def _restore_logged() -> dict[str, Handler]:
-    class LogsRestore(ChangeLoggingVersionedKeyValueBytesStore):
-        def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
-            super().restore_records(records)
-            for record in records:
-                self.sink.append(record)
-
-    return _logging_layer_with(LogsRestore)
+@_logging_mutant("versioned-store-restore-logged", "the change-logging layer logs the records it restores, as if they "
+                 "were new writes", rules=("VS-16",))
+class LogsRestore(ChangeLoggingVersionedKeyValueBytesStore):
+    def restore_records(self, records: Sequence[ChangelogRecord]) -> None:
+        super().restore_records(records)
+        for record in records:
+            self.sink.append(record)
 
 
-@mutant("versioned-store-writes-before-logging", "the change-logging layer writes the inner store first and builds "
-        "the changelog record after (Kafka's order): a write the log refuses has already changed the store", FAMILY,
-        rules=("VS-19",))
-def _writes_before_logging() -> dict[str, Handler]:
-    class WritesFirst(ChangeLoggingVersionedKeyValueBytesStore):
-        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-            valid_to = self.inner.put(key, value, timestamp)
-            self.sink.append(self._record(key, value, timestamp))
-            return valid_to
+@_logging_mutant("versioned-store-writes-before-logging", "the change-logging layer writes the inner store first and "
+                 "builds the changelog record after (Kafka's order): a write the log refuses has already changed the "
+                 "store", rules=("VS-19",))
+class WritesFirst(ChangeLoggingVersionedKeyValueBytesStore):
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        valid_to = self.inner.put(key, value, timestamp)
+        self.sink.append(self._record(key, value, timestamp))
+        return valid_to
 
-        def delete(self, key: bytes, timestamp: int) -> Any:
-            previous = self.inner.delete(key, timestamp)
-            self.sink.append(self._record(key, None, timestamp))
-            return previous
-
-    return _logging_layer_with(WritesFirst)
+    def delete(self, key: bytes, timestamp: int) -> Any:
+        previous = self.inner.delete(key, timestamp)
+        self.sink.append(self._record(key, None, timestamp))
+        return previous
 
 
-@mutant("versioned-store-in-memory-keeps-offsets", "the in-memory versioned store answers the changelog offsets it "
-        "was committed with, as if it managed offsets", FAMILY, rules=("VS-20",))
-def _in_memory_keeps_offsets() -> dict[str, Handler]:
-    class KeepsOffsets(RocksDBVersionedStore):
-        def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
-            super().commit(changelog_offsets)
-            if isinstance(self, InMemoryVersionedStore):
-                kept = self.__dict__.setdefault("_kept_offsets", {})
-                kept.update({tp: o for tp, o in changelog_offsets.items() if o is not None})
+@_mixin_mutant("versioned-store-in-memory-keeps-offsets", "the in-memory versioned store answers the changelog "
+               "offsets it was committed with, as if it managed offsets", rules=("VS-20",))
+class KeepsOffsets(RocksDBVersionedStore):
+    def commit(self, changelog_offsets: Mapping[TopicPartition, int | None]) -> None:
+        super().commit(changelog_offsets)
+        if isinstance(self, InMemoryVersionedStore):
+            kept = self.__dict__.setdefault("_kept_offsets", {})
+            kept.update({tp: o for tp, o in changelog_offsets.items() if o is not None})
 
-        def committed_offset(self, partition: TopicPartition) -> int | None:
-            committed = super().committed_offset(partition)
-            if isinstance(self, InMemoryVersionedStore):
-                kept: dict[TopicPartition, int] = self.__dict__.get("_kept_offsets", {})
-                return kept.get(partition)
-            return committed
-
-    return _with_mixin(KeepsOffsets)
+    def committed_offset(self, partition: TopicPartition) -> int | None:
+        committed = super().committed_offset(partition)
+        if isinstance(self, InMemoryVersionedStore):
+            kept: dict[TopicPartition, int] = self.__dict__.get("_kept_offsets", {})
+            return kept.get(partition)
+        return committed
 
 
 @mutant("versioned-store-answers-key-value-get", "a versioned store also answers the key-value store.get, with its "
@@ -531,27 +513,21 @@ def _lag_without_a_day() -> dict[str, Handler]:
     return altered("changelog.topic_config", topic_config)
 
 
-@mutant("versioned-store-latest-expires", "get(key, asOf) beyond history retention answers null without first "
-        "consulting the latest value, so an old latest value expires", FAMILY, rules=("VS-34", "VS-9"))
-def _latest_expires() -> dict[str, Handler]:
-    class LatestExpires(RocksDBVersionedStore):
-        def get(self, key: bytes, as_of: int | None = None) -> Any:
-            if (self.is_open and type(as_of) is int
-                    and as_of < self.observed_stream_time - self.history_retention):
-                return None
-            return super().get(key, as_of)
-
-    return _with_mixin(LatestExpires)
+@_mixin_mutant("versioned-store-latest-expires", "get(key, asOf) beyond history retention answers null without first "
+               "consulting the latest value, so an old latest value expires", rules=("VS-34", "VS-9"))
+class LatestExpires(RocksDBVersionedStore):
+    def get(self, key: bytes, as_of: int | None = None) -> Any:
+        if (self.is_open and type(as_of) is int
+                and as_of < self.observed_stream_time - self.history_retention):
+            return None
+        return super().get(key, as_of)
 
 
-@mutant("versioned-store-empty-value-is-tombstone", "a put of an empty value is stored as a tombstone", FAMILY,
-        rules=("VS-35",))
-def _empty_value_is_tombstone() -> dict[str, Handler]:
-    class EmptyIsTombstone(RocksDBVersionedStore):
-        def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
-            return super().put(key, None if value == b"" else value, timestamp)
-
-    return _with_mixin(EmptyIsTombstone)
+@_mixin_mutant("versioned-store-empty-value-is-tombstone", "a put of an empty value is stored as a tombstone",
+               rules=("VS-35",))
+class EmptyIsTombstone(RocksDBVersionedStore):
+    def put(self, key: bytes, value: bytes | None, timestamp: int) -> int:
+        return super().put(key, None if value == b"" else value, timestamp)
 
 
 @mutant("versioned-store-negative-segment-accepted", "segment ids are not reserved (getOrCreateSegment without its "
@@ -584,18 +560,15 @@ def _negative_segment_accepted() -> dict[str, Handler]:
     return _with_mixin(NegativeSegments)
 
 
-@mutant("versioned-store-closed-reads-answer-nothing", "a closed store answers reads with nothing (null, no versions) "
-        "instead of refusing them", FAMILY, rules=("VS-37",))
-def _closed_reads_answer_nothing() -> dict[str, Handler]:
-    class ClosedReadsNothing(RocksDBVersionedStore):
-        def get(self, key: bytes, as_of: int | None = None) -> Any:
-            return super().get(key, as_of) if self.is_open else None
+@_mixin_mutant("versioned-store-closed-reads-answer-nothing", "a closed store answers reads with nothing (null, no "
+               "versions) instead of refusing them", rules=("VS-37",))
+class ClosedReadsNothing(RocksDBVersionedStore):
+    def get(self, key: bytes, as_of: int | None = None) -> Any:
+        return super().get(key, as_of) if self.is_open else None
 
-        def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
-                         order: Any = "any") -> Any:
-            return super().get_versions(key, from_ms, to_ms, order) if self.is_open else []
-
-    return _with_mixin(ClosedReadsNothing)
+    def get_versions(self, key: bytes, from_ms: int | None = None, to_ms: int | None = None,
+                     order: Any = "any") -> Any:
+        return super().get_versions(key, from_ms, to_ms, order) if self.is_open else []
 
 
 @mutant("versioned-store-get-omits-null-valid-to", "versioned_store.get leaves out valid_to for the latest value "

@@ -37,7 +37,7 @@ from kstate.stores.segmented import scan_segments
 from kstate.stores.segments import KeyValueSegments, TimestampedSegments
 from kstate.stores.surface import RocksDBOptions
 from kstate_conformance.adapter import Handler
-from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants import mutant, registering
 
 FAMILY = "window_store"
 Mixin = type
@@ -81,17 +81,41 @@ def _both(mixin: Mixin) -> dict[str, Handler]:
     return _open_with(open_bytes_store=_opening({Backend.ROCKSDB: mixin, Backend.MEMORY: mixin}))
 
 
-def _rocksdb(mixin: Mixin) -> dict[str, Handler]:
+def _rocksdb(mixin: Mixin | Callable[[type], type]) -> dict[str, Handler]:
     return _open_with(open_bytes_store=_opening({Backend.ROCKSDB: mixin}))
+
+
+def _memory(mixin: Mixin) -> dict[str, Handler]:
+    return _open_with(open_bytes_store=_opening({Backend.MEMORY: mixin}))
+
+
+#: The mixin of the decorated mutant in front of the RocksDB window stores, the in-memory ones, or both.
+_rocksdb_mutant = registering(FAMILY, _rocksdb)
+_memory_mutant = registering(FAMILY, _memory)
+_both_mutant = registering(FAMILY, _both)
+
+
+class _WindowStoreAttributes:
+    """What the mixins below read or set of the reference's window stores they are put in front of (declared for
+    the type checker only: the attributes are the store's)."""
+
+    seqnum: int
+    retain_duplicates: bool
+    observed_stream_time: int
+    retention_period: int
+    window_size: int
+    store_type: StoreType
+    segments: KeyValueSegments
+    _position: Any
 
 
 # --- seqnums (WS-4) ---------------------------------------------------------------------------------------------
 
 
-class _SeqnumNeverAdvances:
+@_both_mutant("window-seqnum-not-incremented", "duplicates all get seqnum 1, so each one replaces the previous",
+              rules=("WS-4", "WS-16"))
+class _SeqnumNeverAdvances(_WindowStoreAttributes):
     """The store computes ``seqnum + 1`` for each duplicate but never stores it back: every duplicate gets 1."""
-
-    seqnum: int
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         before = self.seqnum
@@ -99,17 +123,10 @@ class _SeqnumNeverAdvances:
         self.seqnum = before
 
 
-@mutant("window-seqnum-not-incremented", "duplicates all get seqnum 1, so each one replaces the previous",
-        FAMILY, rules=("WS-4", "WS-16"))
-def _seqnum_not_incremented() -> dict[str, Handler]:
-    return _both(_SeqnumNeverAdvances)
-
-
-class _SeqnumPostIncrement:
+@_rocksdb_mutant("window-seqnum-post-increment", "the first duplicate of a store gets seqnum 0 instead of 1",
+                 rules=("WS-4",))
+class _SeqnumPostIncrement(_WindowStoreAttributes):
     """``seqnum++`` where Kafka has ``++seqnum``: the first duplicate gets 0, the next 1, ..."""
-
-    seqnum: int
-    retain_duplicates: bool
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         if self.retain_duplicates and value is not None:
@@ -121,15 +138,11 @@ class _SeqnumPostIncrement:
         super().put(key, value, window_start)  # type: ignore[misc]
 
 
-@mutant("window-seqnum-post-increment", "the first duplicate of a store gets seqnum 0 instead of 1", FAMILY,
-        rules=("WS-4",))
-def _seqnum_post_increment() -> dict[str, Handler]:
-    return _rocksdb(_SeqnumPostIncrement)
-
-
 # --- order (WS-12, WS-13) ----------------------------------------------------------------------------------------
 
 
+@_rocksdb_mutant("window-fetch-key-before-time", "RocksDB key-range fetches, fetchAll and all ordered by key before "
+                 "time, ignoring segments", rules=("WS-13", "WS-14", "WS-15"))
 class _KeyBeforeTime:
     """Multi-key scans sorted by key, then window start, across segments (a sorted map of ``(key, start)``),
     not segment by segment."""
@@ -141,12 +154,8 @@ class _KeyBeforeTime:
         return rows if forward else rows[::-1]
 
 
-@mutant("window-fetch-key-before-time", "RocksDB key-range fetches, fetchAll and all ordered by key before time, "
-        "ignoring segments", FAMILY, rules=("WS-13", "WS-14", "WS-15"))
-def _key_before_time() -> dict[str, Handler]:
-    return _rocksdb(_KeyBeforeTime)
-
-
+@_both_mutant("window-backward-forward-order", "backwardFetch, backwardFetchAll and backwardAll answer the forward "
+              "order", rules=("WS-12", "WS-18"))
 class _BackwardIsForward:
     """Every backward variant answers the forward order."""
 
@@ -164,47 +173,28 @@ class _BackwardIsForward:
         return super().all(False)  # type: ignore[misc]
 
 
-@mutant("window-backward-forward-order", "backwardFetch, backwardFetchAll and backwardAll answer the forward order",
-        FAMILY, rules=("WS-12", "WS-18"))
-def _backward_is_forward() -> dict[str, Handler]:
-    return _both(_BackwardIsForward)
-
-
 # --- expiry (WS-6, WS-10, WS-11) --------------------------------------------------------------------------------
 
 
-class _ClampOffByOne:
+@_rocksdb_mutant("window-expiry-clamp-off-by-one", "RocksDB fetches clamp from to observed - retention, not observed "
+                 "- retention + 1", rules=("WS-10", "WS-11", "WS-15"))
+class _ClampOffByOne(_WindowStoreAttributes):
     """Fetches clamp ``from`` to ``observed - retention`` (Kafka adds 1): the window exactly one retention old is
     still answered."""
-
-    observed_stream_time: int
-    retention_period: int
 
     def _earliest_live(self) -> int:
         return self.observed_stream_time - self.retention_period
 
 
-@mutant("window-expiry-clamp-off-by-one", "RocksDB fetches clamp from to observed - retention, not observed - "
-        "retention + 1", FAMILY, rules=("WS-10", "WS-11", "WS-15"))
-def _clamp_off_by_one() -> dict[str, Handler]:
-    return _rocksdb(_ClampOffByOne)
-
-
-class _StreamTimeOfTheLastRecord:
+@_both_mutant("window-stream-time-from-last-record", "observed stream time is the last put's window start, not the "
+              "largest seen", rules=("WS-6", "WS-17"))
+class _StreamTimeOfTheLastRecord(_WindowStoreAttributes):
     """Retention measured from the last record's window start, not the largest one observed: a late record moves
     the stream time back and windows it had expired come back."""
-
-    observed_stream_time: int
 
     def put(self, key: bytes, value: bytes | None, window_start: int) -> None:
         super().put(key, value, window_start)  # type: ignore[misc]
         self.observed_stream_time = window_start
-
-
-@mutant("window-stream-time-from-last-record", "observed stream time is the last put's window start, not the "
-        "largest seen", FAMILY, rules=("WS-6", "WS-17"))
-def _stream_time_of_last_record() -> dict[str, Handler]:
-    return _both(_StreamTimeOfTheLastRecord)
 
 
 # --- segments (WS-5, WS-27) -------------------------------------------------------------------------------------
@@ -219,14 +209,10 @@ class _NamedById:
         return f"{self.name}.{segment_id_}"
 
 
+@_rocksdb_mutant("window-segment-named-by-id", "segment directories named <store>.<segment id>, not by segment start "
+                 "time", rules=("WS-5",))
 def _segments_named_by_id(base: type) -> type:
     return type(f"NamedById{base.__name__}", (base,), {"SEGMENTS": _with(_NamedById, base.SEGMENTS)})  # type: ignore[attr-defined]
-
-
-@mutant("window-segment-named-by-id", "segment directories named <store>.<segment id>, not by segment start time",
-        FAMILY, rules=("WS-5",))
-def _segment_named_by_id() -> dict[str, Handler]:
-    return _open_with(open_bytes_store=_opening({Backend.ROCKSDB: _segments_named_by_id}))
 
 
 class _FirstSegmentPlan(TimestampedSegments):
@@ -266,6 +252,12 @@ def _logging_with(layer: type) -> dict[str, Handler]:
     return _open_with(logging_layer=logging_layer)
 
 
+#: The decorated change-logging layer in front of the window stores.
+_logging_mutant = registering(FAMILY, _logging_with)
+
+
+@_logging_mutant("window-changelog-key-without-seqnum", "the changelog key is [key][start] without the logging "
+                 "layer's seqnum", rules=("WS-22",))
 class _PipeKeyLogging(ChangeLoggingWindowBytesStore):
     """Logs ``WindowKeySchema.toBinary`` (``[key][start]``, the repartition serde) instead of the store key
     ``[key][start][seqnum]``."""
@@ -275,12 +267,8 @@ class _PipeKeyLogging(ChangeLoggingWindowBytesStore):
         return dataclasses.replace(record, key=record.key[:-4])
 
 
-@mutant("window-changelog-key-without-seqnum", "the changelog key is [key][start] without the logging layer's "
-        "seqnum", FAMILY, rules=("WS-22",))
-def _changelog_key_without_seqnum() -> dict[str, Handler]:
-    return _logging_with(_PipeKeyLogging)
-
-
+@_rocksdb_mutant("window-key-range-without-scan-bounds", "RocksDB key-range fetches filter every row by key instead "
+                 "of scanning between lowerRange and upperRange", rules=("WS-40",))
 class _NoScanBounds:
     """Key-range fetches scan each segment whole and filter by key: rows outside Kafka's scan bounds are answered."""
 
@@ -291,20 +279,10 @@ class _NoScanBounds:
         return super()._fetch_rows(None, None, time_from, time_to, forward, False)  # type: ignore[misc]
 
 
-@mutant("window-key-range-without-scan-bounds", "RocksDB key-range fetches filter every row by key instead of "
-        "scanning between lowerRange and upperRange", FAMILY, rules=("WS-40",))
-def _no_scan_bounds() -> dict[str, Handler]:
-    return _rocksdb(_NoScanBounds)
-
-
 # --- wave 2: one mutant per required rule no earlier mutant breaks --------------------------------------------------
 
 
-def _memory(mixin: Mixin) -> dict[str, Handler]:
-    return _open_with(open_bytes_store=_opening({Backend.MEMORY: mixin}))
-
-
-class _SlowPathRows:
+class _SlowPathRows(_WindowStoreAttributes):
     """Every RocksDB put takes ``_put_in_live_segment`` (the cached-segment fast path never matches), so a mixin
     can change the row written through :meth:`_row`."""
 
@@ -319,10 +297,10 @@ class _SlowPathRows:
         return store_key, value
 
 
+@_rocksdb_mutant("window-row-keyed-by-window-end", "RocksDB rows are [key][window end][seqnum], not [key][window "
+                 "start][seqnum]", rules=("WS-3",))
 class _RowKeyedByWindowEnd(_SlowPathRows):
     """The row key carries the window's end (``Windowed.window().end()``) where Kafka writes its start."""
-
-    window_size: int
 
     def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
         key_end = len(store_key) - 12
@@ -331,16 +309,10 @@ class _RowKeyedByWindowEnd(_SlowPathRows):
         return store_key[:key_end] + struct.pack(">qi", end, seqnum), value
 
 
-@mutant("window-row-keyed-by-window-end", "RocksDB rows are [key][window end][seqnum], not [key][window start]"
-        "[seqnum]", FAMILY, rules=("WS-3",))
-def _row_keyed_by_window_end() -> dict[str, Handler]:
-    return _rocksdb(_RowKeyedByWindowEnd)
-
-
+@_rocksdb_mutant("window-timestamped-rows-plain", "the timestamped RocksDB window store stores values without their "
+                 "timestamp", rules=("WS-21",))
 class _TimestampStripped(_SlowPathRows):
     """The timestamped RocksDB store keeps the plain value, dropping the ``[ts]`` of the layout it was given."""
-
-    store_type: StoreType
 
     def _row(self, store_key: bytes, value: bytes | None) -> tuple[bytes, bytes | None]:
         if value is not None and self.store_type is StoreType.TIMESTAMPED_WINDOW:
@@ -348,25 +320,17 @@ class _TimestampStripped(_SlowPathRows):
         return store_key, value
 
 
-@mutant("window-timestamped-rows-plain", "the timestamped RocksDB window store stores values without their "
-        "timestamp", FAMILY, rules=("WS-21",))
-def _timestamped_rows_plain() -> dict[str, Handler]:
-    return _rocksdb(_TimestampStripped)
-
-
+@_memory_mutant("window-memory-types-plain", "the in-memory store of timestamped_window(_with_headers) is built as a "
+                "plain window store (its change-logging layer, chosen by the store type opened, still logs the type's "
+                "records)", rules=("WS-1",))
 class _MemoryTypesArePlain:
     """The in-memory supplier builds a plain ``window`` store whatever the type asked for."""
 
     store_type = StoreType.WINDOW
 
 
-@mutant("window-memory-types-plain", "the in-memory store of timestamped_window(_with_headers) is built as a plain "
-        "window store (its change-logging layer, chosen by the store type opened, still logs the type's records)",
-        FAMILY, rules=("WS-1",))
-def _memory_types_plain() -> dict[str, Handler]:
-    return _memory(_MemoryTypesArePlain)
-
-
+@_both_mutant("window-size-above-retention-accepted", "a window size larger than the retention is accepted",
+              rules=("WS-2",))
 class _WindowSizeUnchecked:
     """``Stores.persistentWindowStore`` without its ``windowSize > retentionPeriod`` check."""
 
@@ -377,17 +341,10 @@ class _WindowSizeUnchecked:
         self.window_size = window_size_ms
 
 
-@mutant("window-size-above-retention-accepted", "a window size larger than the retention is accepted", FAMILY,
-        rules=("WS-2",))
-def _size_above_retention_accepted() -> dict[str, Handler]:
-    return _both(_WindowSizeUnchecked)
-
-
-class _ExpiredPutWritten:
+@_rocksdb_mutant("window-expired-put-written", "a RocksDB put into an expired segment is written instead of dropped",
+                 rules=("WS-7",))
+class _ExpiredPutWritten(_WindowStoreAttributes):
     """A put into an expired segment creates the segment and is written (no ``getOrCreateSegmentIfLive``)."""
-
-    segments: KeyValueSegments
-    segment_interval: int
 
     def _live_segment(self, timestamp: int) -> Any:
         segment = super()._live_segment(timestamp)  # type: ignore[misc]
@@ -396,17 +353,9 @@ class _ExpiredPutWritten:
         return segment
 
 
-@mutant("window-expired-put-written", "a RocksDB put into an expired segment is written instead of dropped", FAMILY,
-        rules=("WS-7",))
-def _expired_put_written() -> dict[str, Handler]:
-    return _rocksdb(_ExpiredPutWritten)
-
-
-class _ExpiredSegmentsKept:
+@_rocksdb_mutant("window-expired-segments-kept", "expired RocksDB segments are never deleted", rules=("WS-8",))
+class _ExpiredSegmentsKept(_WindowStoreAttributes):
     """Live segments are looked up without the expiry pass: expired segments are never deleted."""
-
-    segments: KeyValueSegments
-    observed_stream_time: int
 
     def _live_segment(self, timestamp: int) -> Any:
         segment_id = self.segments.segment_id(timestamp)
@@ -415,11 +364,8 @@ class _ExpiredSegmentsKept:
         return self.segments.get_or_create_segment(segment_id)
 
 
-@mutant("window-expired-segments-kept", "expired RocksDB segments are never deleted", FAMILY, rules=("WS-8",))
-def _expired_segments_kept() -> dict[str, Handler]:
-    return _rocksdb(_ExpiredSegmentsKept)
-
-
+@_both_mutant("window-null-put-ignored", "put(key, null, start) without duplicates leaves the row in place",
+              rules=("WS-9",))
 class _NullPutIgnored:
     """A null value is a no-op on every store, as it is only with duplicates."""
 
@@ -428,17 +374,10 @@ class _NullPutIgnored:
             super().put(key, value, window_start)  # type: ignore[misc]
 
 
-@mutant("window-null-put-ignored", "put(key, null, start) without duplicates leaves the row in place", FAMILY,
-        rules=("WS-9",))
-def _null_put_ignored() -> dict[str, Handler]:
-    return _both(_NullPutIgnored)
-
-
-class _MemoryFetchReadsCurrentSeqnum:
+@_memory_mutant("window-memory-fetch-finds-duplicates", "the in-memory fetch(key, time) with duplicates answers the "
+                "key's last duplicate instead of null", rules=("WS-19",))
+class _MemoryFetchReadsCurrentSeqnum(_WindowStoreAttributes):
     """The in-memory ``fetch(key, time)`` wraps the key with the current seqnum, as RocksDB reads its row."""
-
-    retain_duplicates: bool
-    seqnum: int
 
     def fetch(self, key: bytes, time: int) -> bytes | None:
         value: bytes | None = super().fetch(key, time)  # type: ignore[misc]
@@ -448,12 +387,8 @@ class _MemoryFetchReadsCurrentSeqnum:
         return value
 
 
-@mutant("window-memory-fetch-finds-duplicates", "the in-memory fetch(key, time) with duplicates answers the key's "
-        "last duplicate instead of null", FAMILY, rules=("WS-19",))
-def _memory_fetch_finds_duplicates() -> dict[str, Handler]:
-    return _memory(_MemoryFetchReadsCurrentSeqnum)
-
-
+@_memory_mutant("window-memory-all-unbounded", "the in-memory all() lists windows at or below observed - retention",
+                rules=("WS-20",))
 class _MemoryAllWithoutExpiry:
     """The in-memory ``all()`` lists every window held, with no expiry pass and no ``> T - R`` bound."""
 
@@ -463,12 +398,8 @@ class _MemoryAllWithoutExpiry:
         return self._entries(scan_segments(held, None, None, backward), None, None)  # type: ignore[attr-defined]
 
 
-@mutant("window-memory-all-unbounded", "the in-memory all() lists windows at or below observed - retention", FAMILY,
-        rules=("WS-20",))
-def _memory_all_unbounded() -> dict[str, Handler]:
-    return _memory(_MemoryAllWithoutExpiry)
-
-
+@_logging_mutant("window-store-written-before-log-check", "a value the changelog refuses is written to the store first",
+                 rules=("WS-24",))
 class _StoreBeforeRecord(ChangeLoggingWindowBytesStore):
     """Writes the store, then builds the changelog record (Kafka's order): a value the log refuses is stored."""
 
@@ -480,6 +411,8 @@ class _StoreBeforeRecord(ChangeLoggingWindowBytesStore):
         self.sink.append(record)
 
 
+@_logging_mutant("window-changelog-context-timestamp", "timestamped window stores log the context's timestamp, not "
+                 "the stored one", rules=("WS-23",))
 class _ContextTimestampLogged(ChangeLoggingWindowBytesStore):
     """The timestamped layers log the record context's timestamp instead of the stored one."""
 
@@ -490,18 +423,8 @@ class _ContextTimestampLogged(ChangeLoggingWindowBytesStore):
         return dataclasses.replace(record, timestamp=self.context.codec_context().timestamp)
 
 
-@mutant("window-store-written-before-log-check", "a value the changelog refuses is written to the store first",
-        FAMILY, rules=("WS-24",))
-def _store_written_before_log_check() -> dict[str, Handler]:
-    return _logging_with(_StoreBeforeRecord)
-
-
-@mutant("window-changelog-context-timestamp", "timestamped window stores log the context's timestamp, not the "
-        "stored one", FAMILY, rules=("WS-23",))
-def _changelog_context_timestamp() -> dict[str, Handler]:
-    return _logging_with(_ContextTimestampLogged)
-
-
+@_rocksdb_mutant("window-restore-unconverted", "a timestamped RocksDB window store restores changelog values without "
+                 "prepending the record timestamp (and headers)", rules=("WS-25",))
 class _RestoreUnconverted:
     """RocksDB restore writes each changelog value as is, without the type's converter (``[ts][value]``,
     ``[hsize][headers][ts][value]``): the port forgot ``StateManagerUtil.converterForStore`` for window stores."""
@@ -510,17 +433,10 @@ class _RestoreUnconverted:
         self.restore_batch([(r.key, r.value) for r in records])  # type: ignore[attr-defined]
 
 
-@mutant("window-restore-unconverted", "a timestamped RocksDB window store restores changelog values without "
-        "prepending the record timestamp (and headers)", FAMILY, rules=("WS-25",))
-def _restore_unconverted() -> dict[str, Handler]:
-    return _rocksdb(_RestoreUnconverted)
-
-
-class _MemoryRestoreKeepsSeqnum:
+@_memory_mutant("window-memory-restore-keeps-changelog-seqnum", "the in-memory store restores duplicates under the "
+                "changelog seqnum, its own counter unmoved", rules=("WS-26", "WS-41"))
+class _MemoryRestoreKeepsSeqnum(_WindowStoreAttributes):
     """The in-memory restore keeps the changelog key's seqnum as the inner key's, its counter unmoved."""
-
-    retain_duplicates: bool
-    seqnum: int
 
     def restore_batch(self, entries: Any) -> None:
         if not self.retain_duplicates:
@@ -533,17 +449,10 @@ class _MemoryRestoreKeepsSeqnum:
             self.seqnum = before
 
 
-@mutant("window-memory-restore-keeps-changelog-seqnum", "the in-memory store restores duplicates under the "
-        "changelog seqnum, its own counter unmoved", FAMILY, rules=("WS-26", "WS-41"))
-def _memory_restore_keeps_changelog_seqnum() -> dict[str, Handler]:
-    return _memory(_MemoryRestoreKeepsSeqnum)
-
-
-class _RestoreAdvancesSeqnum:
+@_rocksdb_mutant("window-restore-advances-seqnum", "a RocksDB restore advances the store's duplicate counter",
+                 rules=("WS-41",))
+class _RestoreAdvancesSeqnum(_WindowStoreAttributes):
     """RocksDB restore counts each restored record on the store's duplicate counter, as a put would."""
-
-    retain_duplicates: bool
-    seqnum: int
 
     def restore_batch(self, entries: Any) -> None:
         super().restore_batch(entries)  # type: ignore[misc]
@@ -552,17 +461,10 @@ class _RestoreAdvancesSeqnum:
             self.seqnum = (self.seqnum + restored) & 0x7FFFFFFF
 
 
-@mutant("window-restore-advances-seqnum", "a RocksDB restore advances the store's duplicate counter", FAMILY,
-        rules=("WS-41",))
-def _restore_advances_seqnum() -> dict[str, Handler]:
-    return _rocksdb(_RestoreAdvancesSeqnum)
-
-
-class _CommitNewestSegmentOnly:
+@_rocksdb_mutant("window-commit-newest-segment-only", "commit writes the staged rows and offsets of the newest "
+                 "segment only", rules=("WS-28",))
+class _CommitNewestSegmentOnly(_WindowStoreAttributes):
     """``commit`` reaches the newest segment only: the older ones keep their rows staged and get no offsets."""
-
-    segments: KeyValueSegments
-    _position: Any
 
     def commit(self, changelog_offsets: Any) -> None:
         newest = self.segments.all_segments()[-1:]
@@ -571,28 +473,18 @@ class _CommitNewestSegmentOnly:
             segment.instance.commit(offsets, self._position)
 
 
-@mutant("window-commit-newest-segment-only", "commit writes the staged rows and offsets of the newest segment only",
-        FAMILY, rules=("WS-28",))
-def _commit_newest_segment_only() -> dict[str, Handler]:
-    return _rocksdb(_CommitNewestSegmentOnly)
-
-
-class _PositionNotMerged:
+@_rocksdb_mutant("window-position-not-merged", "a reopened RocksDB window store does not merge its segments' positions",
+                 rules=("WS-29",))
+class _PositionNotMerged(_WindowStoreAttributes):
     """The reopened store starts from an empty position: its segments' positions are not merged in."""
-
-    _position: Any
 
     def _open_existing(self) -> None:
         super()._open_existing()  # type: ignore[misc]
         self._position = {}
 
 
-@mutant("window-position-not-merged", "a reopened RocksDB window store does not merge its segments' positions",
-        FAMILY, rules=("WS-29",))
-def _position_not_merged() -> dict[str, Handler]:
-    return _rocksdb(_PositionNotMerged)
-
-
+@_rocksdb_mutant("window-position-path-of-any-kind-ignored", "a <store>.position that is a directory is skipped, not "
+                 "refused", rules=("WS-29", "KV-25"))
 class _PositionPathOfAnyKindIgnored:
     """A ``<store>.position`` that is not a regular file is taken for no file (``File.isFile`` where Kafka's
     reader needs ``exists``): a directory in its place is skipped and the store opens (WS-29)."""
@@ -606,17 +498,10 @@ class _PositionPathOfAnyKindIgnored:
         return read_legacy_position(task_dir, name)
 
 
-@mutant("window-position-path-of-any-kind-ignored", "a <store>.position that is a directory is skipped, not refused",
-        FAMILY, rules=("WS-29", "KV-25"))
-def _position_path_of_any_kind_ignored() -> dict[str, Handler]:
-    return _rocksdb(_PositionPathOfAnyKindIgnored)
-
-
-class _CloseNewestSegmentOnly:
+@_rocksdb_mutant("window-close-newest-segment-only", "close writes the staged rows of the newest segment only",
+                 rules=("WS-30",))
+class _CloseNewestSegmentOnly(_WindowStoreAttributes):
     """``close`` writes the staged rows of the newest segment only; the older ones are abandoned."""
-
-    segments: KeyValueSegments
-    _position: Any
 
     def close(self) -> None:
         segments = self.segments.all_segments()
@@ -625,27 +510,18 @@ class _CloseNewestSegmentOnly:
         super().close()  # type: ignore[misc]
 
 
-@mutant("window-close-newest-segment-only", "close writes the staged rows of the newest segment only", FAMILY,
-        rules=("WS-30",))
-def _close_newest_segment_only() -> dict[str, Handler]:
-    return _rocksdb(_CloseNewestSegmentOnly)
-
-
-class _SegmentsNotReopened:
+@_rocksdb_mutant("window-segments-not-reopened", "a reopened RocksDB window store does not open its segments on disk",
+                 rules=("WS-31",))
+class _SegmentsNotReopened(_WindowStoreAttributes):
     """Opening a RocksDB window store opens no existing segment: rows on disk are found only once written to."""
-
-    _position: Any
 
     def _open_existing(self) -> None:
         self._position = {}
 
 
-@mutant("window-segments-not-reopened", "a reopened RocksDB window store does not open its segments on disk",
-        FAMILY, rules=("WS-31",))
-def _segments_not_reopened() -> dict[str, Handler]:
-    return _rocksdb(_SegmentsNotReopened)
-
-
+@_rocksdb_mutant("window-open-checks-segments-one-by-one", "existing segments are opened one by one, each checked "
+                 "only when it opens: a refused open has already opened (and written) the healthy segments",
+                 rules=("WS-31",))
 class _OpensBeforeChecking:
     """Kafka's ``openExisting`` ported literally: each segment opened in turn, the first bad one refusing the store
     after the healthy ones before it were opened (and given new MANIFEST, OPTIONS and LOG files)."""
@@ -654,13 +530,8 @@ class _OpensBeforeChecking:
         return None
 
 
-@mutant("window-open-checks-segments-one-by-one", "existing segments are opened one by one, each checked only "
-        "when it opens: a refused open has already opened (and written) the healthy segments", FAMILY,
-        rules=("WS-31",))
-def _open_checks_one_by_one() -> dict[str, Handler]:
-    return _rocksdb(_OpensBeforeChecking)
-
-
+@_rocksdb_mutant("window-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops "
+                 "the scan at open, as Kafka's swallowed error does: no segment is opened", rules=("LAY-12",))
 class StrayEntryStopsTheScan:
     """Kafka's ``openExisting`` ported literally: a directory entry whose name does not parse throws inside the scan,
     the error is swallowed, and no segment is opened (the store answers nothing and claims no offset). A mixin for
@@ -680,24 +551,14 @@ class StrayEntryStopsTheScan:
         super()._open_existing()  # type: ignore[misc]
 
 
-@mutant("window-stray-entry-stops-the-scan", "an entry of the segment directory that names no segment stops the "
-        "scan at open, as Kafka's swallowed error does: no segment is opened", FAMILY, rules=("LAY-12",))
-def _stray_entry_stops_the_scan() -> dict[str, Handler]:
-    return _rocksdb(StrayEntryStopsTheScan)
-
-
+@_rocksdb_mutant("window-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: "
+                 "the store opens and still claims the committed offset that covers the lost rows", rules=("LAY-13",))
 class _DeletedSegmentUnnoticed:
     """The segments found are opened as they are: a segment deleted outside the store goes unnoticed while the
     others still claim the committed offset (Kafka's ``openExisting`` checks nothing of the kind)."""
 
     def _check_listed_segments(self, found: Any) -> None:
         return None
-
-
-@mutant("window-deleted-segment-unnoticed", "a segment directory deleted outside the store goes unnoticed: the "
-        "store opens and still claims the committed offset that covers the lost rows", FAMILY, rules=("LAY-13",))
-def _deleted_segment_unnoticed() -> dict[str, Handler]:
-    return _rocksdb(_DeletedSegmentUnnoticed)
 
 
 @mutant("window-dups-changelog-compacted", "the changelog of a plain window store with duplicates keeps "
@@ -709,6 +570,7 @@ def _dups_changelog_compacted() -> dict[str, Handler]:
     return {"changelog.topic_config": topic_config}
 
 
+@_both_mutant("window-null-key-bound-empty", "a key-range fetch with a null bound answers nothing", rules=("WS-34",))
 class _NullBoundsEmpty:
     """A null key bound answers nothing (the pre-KIP-763 store threw; this one returns empty)."""
 
@@ -719,12 +581,8 @@ class _NullBoundsEmpty:
         return super().fetch_keys(key_from, key_to, time_from, time_to, backward)  # type: ignore[misc]
 
 
-@mutant("window-null-key-bound-empty", "a key-range fetch with a null bound answers nothing", FAMILY,
-        rules=("WS-34",))
-def _null_key_bound_empty() -> dict[str, Handler]:
-    return _both(_NullBoundsEmpty)
-
-
+@_both_mutant("window-null-key-read-accepted", "a null key is not refused by fetch and fetch(key, from, to): they "
+              "answer nothing", rules=("WS-35",))
 class _NullKeyReadsAnswerNothing:
     """Reads take a null key as a key that is never found (an ``Objects.equals`` filter) instead of refusing it
     with ``NullKeyError``."""
@@ -738,12 +596,8 @@ class _NullKeyReadsAnswerNothing:
         return super().fetch_range(key, time_from, time_to, backward)  # type: ignore[misc]
 
 
-@mutant("window-null-key-read-accepted", "a null key is not refused by fetch and fetch(key, from, to): they answer "
-        "nothing", FAMILY, rules=("WS-35",))
-def _null_key_read_accepted() -> dict[str, Handler]:
-    return _both(_NullKeyReadsAnswerNothing)
-
-
+@_memory_mutant("window-memory-keeps-offsets", "the in-memory window store answers the offset it last committed",
+                rules=("WS-36",))
 class _MemoryManagesOffsets:
     """The in-memory store keeps the last committed offsets and answers them."""
 
@@ -757,16 +611,10 @@ class _MemoryManagesOffsets:
         return found
 
 
-@mutant("window-memory-keeps-offsets", "the in-memory window store answers the offset it last committed", FAMILY,
-        rules=("WS-36",))
-def _memory_keeps_offsets() -> dict[str, Handler]:
-    return _memory(_MemoryManagesOffsets)
-
-
-class _StreamTimeRecovered:
+@_rocksdb_mutant("window-stream-time-recovered", "a reopened RocksDB store takes its stream time from the rows on "
+                 "disk, clamping reads at once", rules=("WS-42",))
+class _StreamTimeRecovered(_WindowStoreAttributes):
     """A reopened RocksDB store recovers its stream time from the largest window start on disk."""
-
-    observed_stream_time: int
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -775,12 +623,8 @@ class _StreamTimeRecovered:
             self.observed_stream_time = max(starts)
 
 
-@mutant("window-stream-time-recovered", "a reopened RocksDB store takes its stream time from the rows on disk, "
-        "clamping reads at once", FAMILY, rules=("WS-42",))
-def _stream_time_recovered() -> dict[str, Handler]:
-    return _rocksdb(_StreamTimeRecovered)
-
-
+@_both_mutant("window-size-zero-windows-answered", "all, fetchAll and the key-range fetch answer entries at window "
+              "size 0 instead of refusing them as Kafka's TimeWindow does", rules=("WS-43",))
 class _WindowsOfSizeZeroAnswered:
     """The windowed reads answer their entries at window size 0, as if ``TimeWindow`` took end == start."""
 
@@ -788,12 +632,8 @@ class _WindowsOfSizeZeroAnswered:
         return entries
 
 
-@mutant("window-size-zero-windows-answered", "all, fetchAll and the key-range fetch answer entries at window size 0 "
-        "instead of refusing them as Kafka's TimeWindow does", FAMILY, rules=("WS-43",))
-def _windows_of_size_zero_answered() -> dict[str, Handler]:
-    return _both(_WindowsOfSizeZeroAnswered)
-
-
+@_logging_mutant("window-log-seqnum-before-key-check", "a refused null-key put advances the change-logging layer's "
+                 "seqnum", rules=("WS-24", "WS-35"))
 class _SeqnumTakenBeforeKeyCheck(ChangeLoggingWindowBytesStore):
     """The layer takes its next seqnum before the record's key is checked, so a refused null-key put uses one up
     (what Kafka's ``ChangeLoggingWindowBytesStore.put`` does when the in-memory store dropped the put as expired)."""
@@ -805,7 +645,3 @@ class _SeqnumTakenBeforeKeyCheck(ChangeLoggingWindowBytesStore):
         self.sink.append(record)
 
 
-@mutant("window-log-seqnum-before-key-check", "a refused null-key put advances the change-logging layer's seqnum",
-        FAMILY, rules=("WS-24", "WS-35"))
-def _log_seqnum_before_key_check() -> dict[str, Handler]:
-    return _logging_with(_SeqnumTakenBeforeKeyCheck)

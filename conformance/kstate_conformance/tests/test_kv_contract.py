@@ -22,6 +22,7 @@ from kstate_conformance.harness import (
     ROCKSDB,
     TOPIC,
     Kit,
+    Store,
     h,
     header_bytes,
     i64,
@@ -835,17 +836,26 @@ def test_rebuilt_upgraded_stores_keep_record_timestamps(kit: Kit, backend: str) 
 # --- store-managed offsets and crashes (the parts this layer relies on) -------------------------------------
 
 
+def crashed_after_commit(kit: Kit, committed: list[tuple[str, str]], offset: int,
+                         uncommitted: list[tuple[str, str]] | None = None) -> Store:
+    """A key-value store on RocksDB that wrote ``committed``, committed ``offset``, wrote ``uncommitted`` and
+    crashed (the crashed store; needs the crash and offsets capabilities)."""
+    kit.require(KV, ROCKSDB, "crash", "offsets")
+    store = kit.open(KV, ROCKSDB)
+    for key, value in committed:
+        store.put(key, value)
+    store.commit(offset)
+    for key, value in uncommitted or []:
+        store.put(key, value)
+    store.crash()
+    return store
+
+
 @pytest.mark.kstate_level("hardened")
 @rules("KV-50", "KV-52", "RST-1", "KV-67")
 def test_a_crash_keeps_what_was_committed(kit: Kit) -> None:
     """After a crash the committed offset's writes are in the store; reopening needs ignore_invalid_state."""
-    kit.require(KV, ROCKSDB, "crash", "offsets")
-    store = kit.open(KV, ROCKSDB)
-    store.put("01", "aa")
-    store.put("02", "bb")
-    store.commit(1)
-    store.put("03", "cc")
-    store.crash()
+    store = crashed_after_commit(kit, [("01", "aa"), ("02", "bb")], 1, [("03", "cc")])
     assert store.changelog() == [record("01", "aa", 0), record("02", "bb", 0), record("03", "cc", 0)]
     assert "error" in kit.open_refused(KV, ROCKSDB), "an unclean shutdown must be detected"
     after = kit.open(KV, ROCKSDB, ignore_invalid_state=True)

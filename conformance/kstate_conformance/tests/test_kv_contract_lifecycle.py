@@ -10,7 +10,7 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, ROCKSDB, TOPIC, Kit, Store, h, i64, kit
-from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
+from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, crashed_after_commit, value_for
 
 __all__ = ["kit"]
 
@@ -257,11 +257,7 @@ def test_a_downgrade_close_merges_into_the_tasks_checkpoint(kit: Kit) -> None:
 @rules("KV-56", "KV-52", "OFF-7", "KV-67")
 def test_a_refused_open_retried_without_ignoring_is_refused_again(kit: Kit) -> None:
     """A refused open writes nothing: retried without ignore_invalid_state it is refused again."""
-    kit.require(KV, ROCKSDB, "crash", "offsets")
-    store = kit.open(KV, ROCKSDB)
-    store.put("01", "aa")
-    store.commit(0)
-    store.crash()
+    crashed_after_commit(kit, [("01", "aa")], 0)
     assert "error" in kit.open_refused(KV, ROCKSDB)
     assert "error" in kit.open_refused(KV, ROCKSDB), "a refused open must not mark the store CLOSED"
     recovered = kit.open(KV, ROCKSDB, ignore_invalid_state=True)

@@ -7,6 +7,7 @@ The tests edit the directory Kafka's layout puts the store in (KV-20), with Rock
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 
 from kstate.storage_files import store_digest
 from kstate_conformance import raw_rocksdb, rules
-from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, h, is_refusal, kit
+from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, is_refusal, kit
 from kstate_conformance.tests.test_kv_contract import HDR, KV, TS, value_for
 from kstate_conformance.wrong_paths import make_dangling_link, make_file
 
@@ -57,16 +58,30 @@ def _refused_rows_kept(kit: Kit, store_type: str = KV, **options: Any) -> dict[s
     return out
 
 
+def _legacy_file_refused_then_opens(kit: Kit, name: str, make: Callable[[Path], object],
+                                    refused: Callable[[Kit], dict[str, Any]]) -> Store:
+    """A committed store beside a legacy file ``name`` that ``make`` spoils: the open is refused as ``refused``
+    checks it; once the file is removed, the store opens (the open store)."""
+    _committed_store(kit)
+    path = _task(kit) / name
+    make(path)
+    refused(kit)
+    if path.is_dir():
+        path.rmdir()
+    else:
+        path.unlink()
+    return kit.open(KV, ROCKSDB)
+
+
+def _empty(path: Path) -> None:
+    path.write_bytes(b"")
+
+
 @rules("KV-23", "KV-55")
 def test_a_refused_open_keeps_the_rows_and_a_retry_opens(kit: Kit) -> None:
     """An unreadable ``.checkpoint`` refuses the open with the store's rows as they were; once removed, the store
     opens with its committed offset."""
-    _committed_store(kit)
-    checkpoint = _task(kit) / ".checkpoint"
-    checkpoint.write_bytes(b"")
-    _refused_rows_kept(kit)
-    checkpoint.unlink()
-    store = kit.open(KV, ROCKSDB)
+    store = _legacy_file_refused_then_opens(kit, ".checkpoint", _empty, _refused_rows_kept)
     assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 7
 
 
@@ -75,12 +90,7 @@ def test_a_refused_open_keeps_the_rows_and_a_retry_opens(kit: Kit) -> None:
 def test_a_refused_open_changes_nothing_and_a_retry_opens(kit: Kit) -> None:
     """The same refusal changes no file at all (KV-66, hardened: the reference reads the legacy files before it
     opens the database); once removed, the store opens."""
-    _committed_store(kit)
-    checkpoint = _task(kit) / ".checkpoint"
-    checkpoint.write_bytes(b"")
-    _refused_unchanged(kit)
-    checkpoint.unlink()
-    store = kit.open(KV, ROCKSDB)
+    store = _legacy_file_refused_then_opens(kit, ".checkpoint", _empty, _refused_unchanged)
     assert store.call("store.committed_offset", topic=TOPIC, partition=0)["offset"] == 7
 
 
@@ -164,11 +174,7 @@ def test_a_path_of_the_wrong_kind_is_refused(kit: Kit, where: str, make: Any) ->
 @pytest.mark.parametrize("name", [".checkpoint", "store.position"])
 def test_a_legacy_file_that_is_a_directory_is_refused(kit: Kit, name: str) -> None:
     """``.checkpoint`` or ``<store>.position`` a directory: refused with a typed error and every row as it was."""
-    _committed_store(kit)
-    (_task(kit) / name).mkdir()
-    _refused_rows_kept(kit)
-    (_task(kit) / name).rmdir()
-    kit.open(KV, ROCKSDB)  # still CLOSED: no unclean-shutdown refusal
+    _legacy_file_refused_then_opens(kit, name, Path.mkdir, _refused_rows_kept)  # still CLOSED: no unclean-shutdown refusal
 
 
 @pytest.mark.kstate_level("hardened")
@@ -176,11 +182,7 @@ def test_a_legacy_file_that_is_a_directory_is_refused(kit: Kit, name: str) -> No
 @pytest.mark.parametrize("name", [".checkpoint", "store.position"])
 def test_a_legacy_file_that_is_a_directory_is_refused_without_a_write(kit: Kit, name: str) -> None:
     """The same refusals write no file (KV-66, hardened: the reference checks the legacy files before it opens)."""
-    _committed_store(kit)
-    (_task(kit) / name).mkdir()
-    _refused_unchanged(kit)
-    (_task(kit) / name).rmdir()
-    kit.open(KV, ROCKSDB)
+    _legacy_file_refused_then_opens(kit, name, Path.mkdir, _refused_unchanged)
 
 
 @rules("KV-25")
