@@ -869,21 +869,24 @@ def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> I
             if len(value) < 8:  # the codec's error, as a row of its own
                 yield json_line(next(_dump_rows(name, store, store_type, cf, segment_start, [(key, value)])))
                 continue
+            # _text of the key and of the value, JSON-encoded: a hex form needs no escaping, written as it is.
             key_hex = key.hex()
             if len(key.translate(None, control)) != len(key):  # _text's hex, without decoding
-                key_text = "0x" + key_hex
+                key_json = f'"0x{key_hex}"'
             else:
                 key_text = key.decode("utf-8", "surrogateescape")
                 if not key_text.isprintable() or key_text.startswith("0x"):
                     key_text = "0x" + key_hex
+                key_json = _json_string(key_text)
             value_hex = value.hex()
             raw_value = value[8:]
             if len(raw_value.translate(None, control)) != len(raw_value):
-                value_text = "0x" + value_hex[16:]
+                value_json = f'"0x{value_hex[16:]}"'
             else:
                 value_text = raw_value.decode("utf-8", "surrogateescape")
                 if not value_text.isprintable() or value_text.startswith("0x"):
                     value_text = "0x" + value_hex[16:]
+                value_json = _json_string(value_text)
             # One f-string builds the line at once (a chain of + copies the growing line at each step).
-            yield (f'{head}{_json_string(key_text)}, "key_hex": "{key_hex}{middle}{read_timestamp(value)[0]!r}, '
-                   f'"value": {_json_string(value_text)}, "value_hex": "{value_hex}"}}')
+            yield (f'{head}{key_json}, "key_hex": "{key_hex}{middle}{read_timestamp(value)[0]!r}, '
+                   f'"value": {value_json}, "value_hex": "{value_hex}"}}')
