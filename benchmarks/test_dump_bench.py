@@ -8,15 +8,18 @@ RocksDB's threads included), twice, the faster kept:
 
 - ``raw iteration``: the floor, ``Rdict.items()`` over every family of the database opened read-only in raw mode,
   each row counted;
-- ``read_database``: :func:`kstate.store_dump.read_database`, the reader of every dump (the scratch copy, every
-  family's rows in key order);
+- ``iter_database``: :func:`kstate.store_dump.iter_database`, the reader of every dump (the scratch copy, every
+  family's rows in key order, streamed: one row held at a time);
+- ``read_database``: :func:`kstate.store_dump.read_database`, the same rows held in lists (what the inspection
+  without ``--dump`` reads);
 - ``dump_store rows``: :func:`kstate.inspect.dump_store`, every row decoded by its store type into the dict the
   dump prints (the inspection of the directory included);
 - ``inspect --dump --json``: those rows as the command prints them (:func:`kstate.inspect.dump_store_lines`, the
   bytes of ``json.dumps`` with sorted keys, the collector paused as the command pauses it), written to a null sink.
 
 Each is reported as raw iteration's time over its own (higher is better; the issue's target for the dump read is
-0.8). Measurements, not timed tests.
+0.8). The table is printed and written to ``reports/bench/dump.md`` with its date, commit and machine load
+(``benchmarks/readme.py`` copies it into the README). Measurements, not timed tests.
 """
 
 from __future__ import annotations
@@ -32,12 +35,12 @@ from typing import Any
 
 import pytest
 import rocksdict
-from bench_tools import machine_load, print_report
+from bench_tools import git_commit, machine_load, print_report
 
 from kstate.codecs.store_types import StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.inspect import dump_store, dump_store_lines
-from kstate.store_dump import read_database
+from kstate.store_dump import iter_database, read_database
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_kv_store
 from kstate.stores.restore import gc_paused
@@ -49,6 +52,7 @@ ROWS = MIB * (1 << 20) // ROW_BYTES
 BATCH = 50_000
 TP = TopicPartition("dump-changelog", 0)
 APP, TASK, STORE = "dump-bench", "0_0", "big"
+REPORT = Path(__file__).resolve().parents[1] / "reports" / "bench" / "dump.md"
 
 
 def _fill(state_dir: Path) -> Path:
@@ -83,6 +87,14 @@ def _raw_iteration(db_dir: Path) -> int:
         db.close()
         del db
         gc.collect()
+
+
+def _iter_database(db_dir: Path) -> int:
+    found = 0
+    for _cf, rows in iter_database(db_dir):
+        for _ in rows:
+            found += 1
+    return found
 
 
 def _read_database(db_dir: Path) -> int:
@@ -121,16 +133,19 @@ def test_dump_against_raw_iteration(tmp_path_factory: pytest.TempPathFactory, re
     db_dir = _fill(state_dir)
     on_disk = sum(f.stat().st_size for f in db_dir.iterdir() if f.is_file())
     stages: list[tuple[str, Callable[[], int]]] = [
-        ("raw iteration", lambda: _raw_iteration(db_dir)), ("read_database", lambda: _read_database(db_dir)),
+        ("raw iteration", lambda: _raw_iteration(db_dir)), ("iter_database", lambda: _iter_database(db_dir)),
+        ("read_database", lambda: _read_database(db_dir)),
         ("dump_store rows", lambda: _dump_rows(state_dir)), ("inspect --dump --json", lambda: _dump_json(state_dir))]
     results: dict[str, tuple[float, int]] = {}
     for name, work in stages:
         results[name] = _timed(work)
         gc.collect()
     floor = results["raw iteration"][0]
-    lines = ["", f"## Dump of a {on_disk / (1 << 20):.0f} MiB store ({ROWS} rows of {ROW_BYTES} bytes; "
-                 f"{time.strftime('%Y-%m-%d %H:%M')}, {machine_load()})", "",
-             "Process CPU time, faster of 2 rounds; raw/stage = raw iteration's time over the stage's.", "",
+    lines = [f"## Dump of a {on_disk / (1 << 20):.0f} MiB store against raw rocksdict iteration "
+             f"({time.strftime('%Y-%m-%d %H:%M')}, commit {git_commit()})", "",
+             f"{ROWS} rows of {ROW_BYTES} bytes (a timestamped key-value store); process CPU time, faster of 2 rounds; "
+             f"raw/stage = raw iteration's time over the stage's (higher is better; target 0.8); {machine_load()} "
+             "at the end of the run.", "",
              "| stage | rows | seconds | µs/row | raw/stage |", "|---|---:|---:|---:|---:|"]
     for name, _ in stages:
         seconds, found = results[name]
@@ -141,4 +156,6 @@ def test_dump_against_raw_iteration(tmp_path_factory: pytest.TempPathFactory, re
     data_rows: Any = results["dump_store rows"][1]
     lines.append("")
     lines.append(f"rows read by each stage: {sorted(counts)}; decoded data rows: {data_rows}")
-    print_report(request, lines)
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print_report(request, ["", *lines, "", f"(written to {REPORT})"])

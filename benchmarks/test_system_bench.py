@@ -16,7 +16,8 @@
 The Spark audit's benchmark (records per second against a raw consume, local[1] and local[2]) is
 ``test_audit_bench.py``.
 
-Wall-clock rounds; the ratios are printed at the end of the module. Measurements, not timed tests: a ratio
+Wall-clock rounds; the ratios are printed at the end of the module and written to ``reports/bench/restore-broker.md``
+with the run's date, commit, machine load, broker and client (``benchmarks/readme.py`` copies it into the README). Measurements, not timed tests: a ratio
 under its target is reported, never failed. ``KSTATE_BENCH_RECORDS`` sets the restore size (default 200 000).
 """
 
@@ -29,13 +30,15 @@ import shutil
 import statistics
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+from bench_tools import git_commit, machine_load
 
 from kstate.app.restore_io import restore_from_changelog
 from kstate.codecs.store_types import BUILT_KV_TYPES, StoreType
-from kstate.kafka.broker import Broker
+from kstate.kafka.broker import Broker, describe
 from kstate.kafka.changelog_topics import create_changelog_topic, iter_batches, produce
 from kstate.stores.api import Backend, TopicPartition
 from kstate.stores.factory import open_kv_store
@@ -47,6 +50,9 @@ ROUNDS = int(os.environ.get("KSTATE_BENCH_ROUNDS", "5"))
 RESULTS: dict[str, float] = {}
 #: Per store type, the sorted ratios of each restore round to the raw consume run right before it.
 PAIRED: dict[str, list[float]] = {}
+#: The broker the module ran on, named in the report.
+BROKER: list[str] = []
+REPORT = Path(__file__).resolve().parents[1] / "reports" / "bench" / "restore-broker.md"
 
 
 def _changelog(broker: Broker, app: str, records: int, partitions: int) -> str:
@@ -61,6 +67,7 @@ def _changelog(broker: Broker, app: str, records: int, partitions: int) -> str:
 
 @pytest.fixture(scope="module")
 def restore_topic(bench_broker: Broker) -> str:
+    BROKER.append(describe(bench_broker))
     return _changelog(bench_broker, "bench-restore", RESTORE_RECORDS, 1)
 
 
@@ -161,6 +168,12 @@ def _timed_raw_consume(broker: Broker, topic: str) -> float:
     return time.perf_counter() - start
 
 
+def _client() -> str:
+    import confluent_kafka
+
+    return f"confluent-kafka {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
+
+
 def teardown_module() -> None:
     lines = []
     raw = RESULTS.get("raw consume gc-on records/s")
@@ -171,18 +184,39 @@ def teardown_module() -> None:
     if raw and floor:
         lines.append(f"consume + raw rocksdict write {floor:,.0f} records/s vs raw consume: ratio {floor / raw:.2f} "
                      "(the ceiling of a restore through rocksdict)")
+    table = ["| run | records/s | / raw consume | / raw consume, collector paused | / consume + raw write | "
+             "paired rounds: median (range) |", "|---|---:|---:|---:|---:|---|"]
+    for name, rate in (("raw consume", raw), ("raw consume, collector paused", raw_paused),
+                       ("consume + raw rocksdict write", floor)):
+        if rate and raw:
+            table.append(f"| {name} | {rate:,.0f} | {rate / raw:.2f} |  |  |  |")
     for store_type in BUILT_KV_TYPES:
         restored = RESULTS.get(f"restore {store_type.value} records/s")
+        paired = PAIRED.get(store_type.value)
         if raw and restored:
             others = "".join(f", {restored / base:.2f} {what}" for base, what in
                              ((raw_paused, "of raw consume with the collector paused"), (floor, "of consume + raw write"))
                              if base)
             lines.append(f"restore into {store_type.value} {restored:,.0f} records/s vs raw consume: "
                          f"ratio {restored / raw:.2f} (target >= 0.5){others}")
-        paired = PAIRED.get(store_type.value)
+            cells = [f"restore into `{store_type.value}`", f"{restored:,.0f}", f"{restored / raw:.2f}",
+                     f"{restored / raw_paused:.2f}" if raw_paused else "", f"{restored / floor:.2f}" if floor else "",
+                     f"{statistics.median(paired):.2f} ({paired[0]:.2f} to {paired[-1]:.2f})" if paired else ""]
+            table.append("| " + " | ".join(cells) + " |")
         if paired:
             lines.append(f"  paired rounds (restore vs the raw consume just before it): median "
                          f"{statistics.median(paired):.2f}, range {paired[0]:.2f} to {paired[-1]:.2f}, "
                          f"{len(paired)} rounds")
     if lines:
         print("\n" + "\n".join(lines) + f"\n(measured {time.strftime('%Y-%m-%d %H:%M')})")
+    if len(table) > 2:
+        report = [f"## Restore from the broker against raw consume ({time.strftime('%Y-%m-%d %H:%M')}, "
+                  f"commit {git_commit()})", "",
+                  f"{RESTORE_RECORDS} changelog records of a header-aware store's topic (16-byte keys, 100-byte values, "
+                  f"one header), read to the end of the partition through {_client()} on the "
+                  f"{BROKER[0] if BROKER else 'benchmark broker'}; wall clock, fastest of {ROUNDS} rounds, and each "
+                  "restore round against the raw consume just before it (target: restore >= 0.5 of raw consume); "
+                  f"{machine_load()} at the end of the run.", "", *table]
+        REPORT.parent.mkdir(parents=True, exist_ok=True)
+        REPORT.write_text("\n".join(report) + "\n", encoding="utf-8")
+        print("\n".join(["", *report, "", f"(written to {REPORT})"]))

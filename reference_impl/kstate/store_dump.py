@@ -20,7 +20,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,13 +120,57 @@ def _user_message(message: str, copy: Path, db_dir: Path) -> str:
     return " ".join(message.split())
 
 
-def iter_database(db_dir: str | Path) -> Generator[tuple[str, Iterator[tuple[bytes, bytes]]], None, None]:
-    """Every column family of the RocksDB at ``db_dir`` with an iterator of its rows in key order, read as they are
-    consumed (issue 35: a dump holds one row at a time, not every row of a family); the directory is not touched.
+class OpenDatabase:
+    """A RocksDB opened read-only from its scratch copy by :func:`open_database`: its column families, in the order
+    RocksDB lists them, and each family's rows in key order, read as they are consumed (issue 35)."""
 
-    Each family's iterator is valid until the next family is asked for; the scratch copy and the database are
-    released when this generator ends or is closed. Raises :class:`DatabaseReadError` for a directory without a
-    database or one RocksDB cannot read, from the call or from the iteration that meets the error.
+    def __init__(self, db: Any, families: list[str], copy: Path, db_dir: Path) -> None:
+        self._db = db
+        self.families = families
+        self._copy = copy
+        self._db_dir = db_dir
+
+    def rows(self, cf: str, on_error: Callable[[DatabaseReadError], Exception | None] | None = None
+             ) -> Iterator[tuple[bytes, bytes]]:
+        """``cf``'s rows in key order, as raw ``(key, value)`` bytes; a fresh iterator at each call, valid while the
+        database is open. RocksDB's errors, met while iterating, are given as :class:`DatabaseReadError`, or as what
+        ``on_error`` makes of it (None: the rows end there)."""
+        try:
+            handle = self._db.get_column_family(cf)
+            # A dump reads every block once: not kept in the block cache (fill_cache off, a little faster).
+            options = _scan_options()
+            # Raw mode answers (bytes, bytes) rows: handed on as they come.
+            yield from handle.items(read_opt=options)
+        except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
+            error = self.error(exc)
+            if on_error is None:
+                raise error from exc
+            replacement = on_error(error)
+            if replacement is not None:
+                raise replacement from exc
+
+    def error(self, exc: BaseException) -> DatabaseReadError:
+        """RocksDB's error as the user's directory gives it (:func:`_user_message`)."""
+        return DatabaseReadError(f"cannot read the RocksDB at {self._db_dir}: "
+                                 f"{_user_message(str(exc), self._copy, self._db_dir)}")
+
+
+def _scan_options() -> Any:
+    import rocksdict as rd
+
+    options = rd.ReadOptions()
+    options.fill_cache(False)  # type: ignore[call-arg]  # the stub omits the flag the binding takes
+    return options
+
+
+@contextlib.contextmanager
+def open_database(db_dir: str | Path) -> Iterator[OpenDatabase]:
+    """The RocksDB at ``db_dir`` opened read-only from a scratch copy, its families listed and its rows read on
+    demand, any number of times (a dump detects a store's type from its rows, then prints them, holding one row at a
+    time, issue 35); the directory is not touched. The scratch copy and the database are released at the end.
+
+    Raises :class:`DatabaseReadError` for a directory without a database or one RocksDB cannot open; rows RocksDB
+    cannot read raise it from :meth:`OpenDatabase.rows`.
     """
     import rocksdict as rd
 
@@ -135,42 +179,40 @@ def iter_database(db_dir: str | Path) -> Generator[tuple[str, Iterator[tuple[byt
         raise DatabaseReadError(f"{db_dir} is not a RocksDB database (no CURRENT file)")
     with _scratch_copy(db_dir) as copy:
         db: Any = None
-        handle: Any = None
         try:
             families = [str(cf) for cf in rd.Rdict.list_cf(str(copy))]
             db = rd.Rdict(str(copy), rd.Options(raw_mode=True),
                           column_families={cf: rd.Options(raw_mode=True) for cf in families},
                           access_type=rd.AccessType.read_only())
-            for cf in families:
-                handle = db.get_column_family(cf)
-                # Raw mode answers (bytes, bytes) rows: handed on as they come.
-                yield cf, _rows_of(handle, copy, db_dir)
-                handle = None
-        except DatabaseReadError:
-            raise
         except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
             raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {_user_message(str(exc), copy, db_dir)}"
                                     ) from exc
+        opened = OpenDatabase(db, families, copy, db_dir)
+        try:
+            yield opened
         finally:
-            handle = None  # a handle left by a failed read refers to the database
-            if db is not None:
-                db.close()
-                # rocksdict keeps files open while anything refers to the database: collect the garbage when
-                # something besides this frame still does (a full collection in a large heap costs a fifth of a
-                # second, paid by every dump, issue 35).
-                referred = sys.getrefcount(db) > 2  # this frame's name and getrefcount's argument
-                del db
-                if referred:
-                    gc.collect()
+            opened._db = None
+            db.close()
+            # rocksdict keeps files open while anything refers to the database: collect the garbage when something
+            # besides this frame still does (a full collection in a large heap costs a fifth of a second, paid by
+            # every dump, issue 35).
+            referred = sys.getrefcount(db) > 2  # this frame's name and getrefcount's argument
+            del db
+            if referred:
+                gc.collect()
 
 
-def _rows_of(handle: Any, copy: Path, db_dir: Path) -> Iterator[tuple[bytes, bytes]]:
-    """One family's rows, RocksDB's errors met while iterating given as :class:`DatabaseReadError`."""
-    try:
-        yield from handle.items()
-    except Exception as exc:  # rocksdict raises bare Exceptions for corruption and I/O errors
-        raise DatabaseReadError(f"cannot read the RocksDB at {db_dir}: {_user_message(str(exc), copy, db_dir)}"
-                                ) from exc
+def iter_database(db_dir: str | Path) -> Generator[tuple[str, Iterator[tuple[bytes, bytes]]], None, None]:
+    """Every column family of the RocksDB at ``db_dir`` with an iterator of its rows in key order, read as they are
+    consumed (issue 35: a dump holds one row at a time, not every row of a family); the directory is not touched.
+
+    Each family's iterator is valid until the next family is asked for; the scratch copy and the database are
+    released when this generator ends or is closed. Raises :class:`DatabaseReadError` for a directory without a
+    database or one RocksDB cannot read, from the call or from the iteration that meets the error.
+    """
+    with open_database(db_dir) as db:
+        for cf in db.families:
+            yield cf, db.rows(cf)
 
 
 def read_database(db_dir: str | Path) -> Rows:

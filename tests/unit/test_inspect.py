@@ -405,6 +405,35 @@ def test_dump_text_of_binary_keys_is_hex() -> None:
     assert _text(None) is None
 
 
+def test_dump_text_skips_decoding_only_where_a_control_byte_rules_it_out() -> None:
+    """The hex form given without decoding (a C0 control or DEL byte, issue 35) is the decoding's own answer: for
+    every byte after every lead, and for random byte strings, _text equals the decode-and-check it replaces."""
+    import random
+
+    from kstate.inspect.state_dir import _text
+
+    def decoded(data: bytes) -> str:
+        text = data.decode("utf-8", "surrogateescape")
+        return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
+
+    rng = random.Random(35)
+    samples = [bytes([a, b]) for a in range(256) for b in (0x00, 0x1f, 0x20, 0x7f, 0x80, 0xbf, 0xc3, 0xff)]
+    samples += [rng.randbytes(rng.randrange(1, 24)) for _ in range(3000)]
+    samples += [b"x" * n + bytes([c]) for n in (0, 3) for c in range(0x80)]
+    for data in samples:
+        assert _text(data) == decoded(data), data
+
+
+def test_dump_reads_no_database_whole(all_types: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dump streams every store type's rows and detects its type holding one row at a time (issue 35): it never
+    lists a database's rows (read_database), and prints what it printed before."""
+    from kstate.inspect import dump_store_lines, state_dir
+
+    before = {name: list(dump_store_lines(all_types, name)) for name in EXPECTED_TYPES}
+    monkeypatch.setattr(state_dir, "read_database", lambda *_: pytest.fail("a dump listed a database's rows"))
+    assert {name: list(dump_store_lines(all_types, name)) for name in EXPECTED_TYPES} == before
+
+
 def test_dump_store_lines_are_json_lines_of_the_rows(all_types: Path, tmp_path: Path) -> None:
     """``--dump --json`` prints dump_store_lines (issue 35): json_line of each dump_store row, in order, for every
     store type, and for timestamped key-value rows written straight from their bytes: binary, ``0x`` and non-ASCII

@@ -7,6 +7,8 @@ existing bytes refuses them where they cannot be its own type's (LAY-14).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
 from kstate.codecs import header_values, key_schemas, session_keys, versioned, window_keys
 from kstate.codecs.primitives import read_int64
@@ -62,29 +64,39 @@ def not_a_headers_value(value: bytes) -> str | None:
     return None
 
 
-def _is_versioned(rows: Rows) -> bool:
-    """Every row readable as a versioned row, and at least one latest row."""
-    seen_latest = False
+def _versioned_reading(rows: Iterable[tuple[bytes, bytes]]) -> tuple[bool, bool]:
+    """Whether the rows read as a versioned store's (every row readable as a versioned row, and at least one latest
+    row), and whether there was a row at all; one pass, stopping at the first row that is not versioned."""
+    seen_latest = seen = False
     for key, value in rows:
+        seen = True
         if not_a_versioned_row(key, value) is not None:
-            return False
+            return False, True
         seen_latest = seen_latest or key.startswith(_LATEST_PREFIX)
-    return seen_latest
+    return seen_latest, seen
 
 
 def detect_kv_type(rows: dict[str, Rows]) -> tuple[StoreType | None, str]:
     """The type of a ``rocksdb/<store>`` database from its column families and, for ``default`` alone, its rows."""
-    families = set(rows)
+    return detect_kv_type_streamed(rows, lambda cf: rows[cf])
+
+
+def detect_kv_type_streamed(families: Collection[str], rows_of: Callable[[str], Iterable[tuple[bytes, bytes]]]
+                            ) -> tuple[StoreType | None, str]:
+    """:func:`detect_kv_type` of a database given as its families and a reader of a family's rows, called only for
+    ``default`` alone and read once, stopping at its first row that is not versioned (issue 35: a dump detects the
+    type holding one row at a time)."""
+    families = set(families)
     if TIMESTAMPED_HEADERS_CF in families:
         return StoreType.TIMESTAMPED_KV_WITH_HEADERS, f"column family {TIMESTAMPED_HEADERS_CF}"
     if TIMESTAMPED_CF in families:
         return StoreType.TIMESTAMPED_KV, f"column family {TIMESTAMPED_CF}"
     if SESSION_HEADERS_CF in families or WINDOW_HEADERS_CF in families:
         return None, "a segmented store's column family in a key-value database"
-    data = rows.get(DEFAULT_CF, [])
-    if data and _is_versioned(data):
+    is_versioned, seen = _versioned_reading(rows_of(DEFAULT_CF)) if DEFAULT_CF in families else (False, False)
+    if is_versioned:
         return StoreType.VERSIONED_KV, "default only; every key a segment-id prefix, rows decode as versioned (VER-1..3)"
-    if not data:
+    if not seen:
         return StoreType.KEY_VALUE, "default only and empty (a versioned store would look the same)"
     return StoreType.KEY_VALUE, "default only; rows are not versioned rows"
 
@@ -123,7 +135,20 @@ def detect_segmented_type(segments: list[tuple[int, dict[str, Rows]]],
     """The type of a ``<store>/`` segment directory from its segments' families and plain keys (LAY-3, LAY-5).
 
     ``segment_interval``, when known, bounds a segment's times as the gcd of the segment starts does."""
-    families = {cf for _, rows in segments for cf in rows}
+    return detect_segmented_type_streamed([(start, set(rows)) for start, rows in segments],
+                                          lambda i: segments[i][1].get(DEFAULT_CF, []), segment_interval)
+
+
+#: A reader of the i-th segment's ``default`` rows (only their keys are read).
+SegmentRows = Callable[[int], Iterable[tuple[bytes, Any]]]
+
+
+def detect_segmented_type_streamed(segments: list[tuple[int, Collection[str]]], default_rows: SegmentRows,
+                                   segment_interval: int | None = None) -> tuple[str | None, str]:
+    """:func:`detect_segmented_type` of segments given as ``(start, families)`` and a reader of the i-th segment's
+    ``default`` rows, called only when the families do not tell, each read once (issue 35: a dump detects the type
+    holding one row at a time)."""
+    families = {cf for _, cfs in segments for cf in cfs}
     if WINDOW_HEADERS_CF in families:
         return StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS.value, f"column family {WINDOW_HEADERS_CF}"
     if SESSION_HEADERS_CF in families:
@@ -132,7 +157,9 @@ def detect_segmented_type(segments: list[tuple[int, dict[str, Rows]]],
         return StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS.value, f"column family {TIMESTAMPED_HEADERS_CF}"
     if TIMESTAMPED_CF in families:
         return StoreType.TIMESTAMPED_WINDOW.value, f"column family {TIMESTAMPED_CF}"
-    votes = _segment_votes(segments, segment_interval)
+    votes = _segment_votes_streamed([start for start, _ in segments],
+                                    lambda i: default_rows(i) if DEFAULT_CF in segments[i][1] else (),
+                                    segment_interval)
     ranked = sorted(votes.items(), key=lambda kv: -kv[1])
     if ranked[0][1] == ranked[1][1]:
         return None, "default only; window, time-ordered window or session (keys do not tell)"
@@ -144,15 +171,22 @@ def detect_segmented_type(segments: list[tuple[int, dict[str, Rows]]],
 
 def _segment_votes(segments: list[tuple[int, dict[str, Rows]]], segment_interval: int | None) -> dict[str, int]:
     """How many plain keys read as each layout within the segment they are filed in."""
+    return _segment_votes_streamed([start for start, _ in segments], lambda i: segments[i][1].get(DEFAULT_CF, []),
+                                   segment_interval)
+
+
+def _segment_votes_streamed(starts: list[int], default_rows: SegmentRows, segment_interval: int | None
+                            ) -> dict[str, int]:
+    """:func:`_segment_votes` of segments given as their starts and a reader of the i-th one's ``default`` rows."""
     # Plain window and session keys differ in their suffix: [ts][seqnum] against [end][start]; the
     # timestamp read under each reading must fall inside the segment it is filed in.
     # The interval divides every segment start, so the gcd of the starts bounds each segment's end; a known interval
     # bounds it too, and the larger of the two keeps a store whose interval changed between restarts readable.
-    spacing = max(math.gcd(*(start for start, _ in segments)) if segments else 0, segment_interval or 0)
+    spacing = max(math.gcd(*starts) if starts else 0, segment_interval or 0)
     votes = {TIME_ORDERED: 0, StoreType.WINDOW.value: 0, StoreType.SESSION.value: 0}
-    for start, rows in segments:
+    for i, start in enumerate(starts):
         high = start + spacing if spacing else None
-        for key, _ in rows.get(DEFAULT_CF, []):
+        for key, _ in default_rows(i):
             votes[StoreType.WINDOW.value] += _plausible_window(key, start, high)
             votes[StoreType.SESSION.value] += _plausible_session(key, start, high)
             votes[TIME_ORDERED] += _plausible_time_ordered_window(key, start, high)

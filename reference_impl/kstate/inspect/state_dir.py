@@ -1,7 +1,8 @@
 """Read a Kafka Streams state directory without writing to it: tasks, stores, types, offsets, violations (LAY-*, OFF-*).
 
-Every RocksDB is read by :func:`kstate.store_dump.read_database`, from a scratch copy, so neither RocksDB nor
-the binding can touch the inspected directory.
+Every RocksDB is read from a scratch copy (:mod:`kstate.store_dump`), so neither RocksDB nor the binding can touch
+the inspected directory: the inspection lists each database's rows (:func:`kstate.store_dump.read_database`), a
+dump streams them (:func:`kstate.store_dump.open_database`), holding one row at a time.
 Store types are detected as spec/layout.md "Detecting a store's type" describes.
 """
 
@@ -51,13 +52,15 @@ from kstate.codecs.store_types import FORMAT as STORE_TYPE_FORMAT
 from kstate.codecs.type_detection import (
     TIME_ORDERED,
     detect_kv_type,
+    detect_kv_type_streamed,
     detect_segmented_family,
     detect_segmented_type,
+    detect_segmented_type_streamed,
     window_schema,
 )
 from kstate.errors import DecodeError, KStateError, StateFileError
 from kstate.storage_files import is_temporary_name, read_state_file, state_file_kind
-from kstate.store_dump import DatabaseReadError, read_database
+from kstate.store_dump import DatabaseReadError, open_database, read_database
 
 _ROCKSDB_FILE_PREFIXES = ("CURRENT", "IDENTITY", "LOCK", "LOG", "MANIFEST-", "OPTIONS-")
 #: Files beside RocksDB's own that are not part of the layout (LAY-10): the binding's, and the reference's segment
@@ -200,12 +203,18 @@ def _text(data: bytes | None) -> str | None:
     """Bytes for display: the UTF-8 text when printable, else ``0x`` and hex."""
     if data is None:
         return None
+    if len(data.translate(None, _CONTROL_BYTES)) != len(data):
+        return "0x" + data.hex()  # a control character is never printable: hex, without decoding (issue 35)
     # Bytes that are not UTF-8 decode to lone surrogates, which are not printable: the hex form, as a strict decode
     # failing gives it, without raising an exception per binary key (issue 35).
     text = data.decode("utf-8", "surrogateescape")
     return text if text.isprintable() and not text.startswith("0x") else "0x" + data.hex()
 
 
+#: The bytes that decode (in UTF-8, and in any byte's surrogate escape) to the C0 controls and DEL only, none of
+#: them printable: a text holding one is shown as hex. Deleting them is cheaper than decoding (issue 35: binary
+#: keys and values nearly always hold one).
+_CONTROL_BYTES = bytes(range(0x20)) + b"\x7f"
 _INT64_BE = struct.Struct(">q")  # PRIM-1: a big-endian int64, a timestamped value's first 8 bytes (TSKV-1)
 #: Per row shape (its field names in insertion order, as one decoder gives them to every row of a family): the
 #: names sorted, each with its JSON-encoded ``"name": `` prefix. A few shapes per dump; at most 256 kept.
@@ -299,22 +308,30 @@ def row_decoder(store_type: StoreType | str, cf: str) -> RowDecoder:
         text = _text
         timestamped = value_format is ValueFormat.TIMESTAMPED
         read_timestamp = _INT64_BE.unpack_from
+        control = _CONTROL_BYTES
 
         def decode_key_value(key: bytes, value: bytes) -> dict[str, Any]:
             # decode_row's key-value rows, its calls inline; _value_fields for a value that is not None.
             # _text inline, its hex form cut from the row's own hex rather than computed again (issue 35).
             key_hex = key.hex()
-            key_text = key.decode("utf-8", "surrogateescape")
-            if not key_text.isprintable() or key_text.startswith("0x"):
+            if len(key.translate(None, control)) != len(key):
                 key_text = "0x" + key_hex
+            else:
+                key_text = key.decode("utf-8", "surrogateescape")
+                if not key_text.isprintable() or key_text.startswith("0x"):
+                    key_text = "0x" + key_hex
             value_hex = value.hex()
             row: dict[str, Any] = {"cf": cf, "key_hex": key_hex, "value_hex": value_hex, "key": key_text}
             if timestamped and len(value) >= 8:
                 # TSKV-1: [timestamp int64][value], the timestamp read with one struct call; a shorter value goes
                 # to the codec, which raises its error.
-                value_text = value[8:].decode("utf-8", "surrogateescape")
-                if not value_text.isprintable() or value_text.startswith("0x"):
+                raw_value = value[8:]
+                if len(raw_value.translate(None, control)) != len(raw_value):
                     value_text = "0x" + value_hex[16:]
+                else:
+                    value_text = raw_value.decode("utf-8", "surrogateescape")
+                    if not value_text.isprintable() or value_text.startswith("0x"):
+                        value_text = "0x" + value_hex[16:]
                 row["value"] = value_text
                 row["timestamp"] = read_timestamp(value)[0]
                 return row
@@ -370,11 +387,9 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
 
 
 class _Walker:
-    def __init__(self, root: Path, keep_rows: bool = False) -> None:
+    def __init__(self, root: Path) -> None:
         self.root = root
-        self.keep_rows = keep_rows
         self.report = Report(str(root))
-        self.rows: dict[str, dict[str, list[tuple[bytes, bytes]]]] = {}
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the inspected root; a path outside it (the application directory above an inspected
@@ -393,8 +408,6 @@ class _Walker:
                  rows: dict[str, list[tuple[bytes, bytes]]]) -> tuple[DatabaseReport, str | None]:
         """Counts, offsets and the rule checks of one database; returns the open mode Kafka would choose."""
         db = DatabaseReport(self.rel(db_dir), segment_start, {cf: len(r) for cf, r in rows.items()})
-        if self.keep_rows:
-            self.rows[db.path] = rows
         for cf in rows:
             if cf not in KNOWN_COLUMN_FAMILIES:
                 self.violate("LAY-5", "unknown-column-family", db_dir, f"column family {cf!r} is not one Kafka opens")
@@ -422,9 +435,7 @@ class _Walker:
             except LayoutError as exc:
                 what = "mixed-plain-and-timestamped" if "both plain" in str(exc) else "column-family-not-opened"
                 self.violate("LAY-8", what, db_dir, f"Kafka would refuse to open this {kind} store: {exc}")
-            # A dump (keep_rows) decodes every row itself, each failure printed with its row, and reads no
-            # violation: the rows are not decoded twice (issue 35).
-            for cf, cf_rows in () if self.keep_rows else rows.items():
+            for cf, cf_rows in rows.items():
                 if cf == OFFSETS_CF or cf not in KNOWN_COLUMN_FAMILIES:
                     continue
                 bad = 0
@@ -710,35 +721,105 @@ def _application_note(shown: str, app: Path, tasks: list[str]) -> str:
 
 
 def _dump_families(path: str | Path, store: str, task: str | None
-                   ) -> Iterator[tuple[str, str, str, int | None, list[tuple[bytes, bytes]]]]:
+                   ) -> Iterator[tuple[str, str, str, int | None, Iterable[tuple[bytes, bytes]]]]:
     """``(task, store type, family, segment start, rows)`` of every data family of the store named ``store``, in
-    the order a dump prints them; each database's rows and each family's let go once handed on (issue 35)."""
+    the order a dump prints them, each family's rows read from its database as they are consumed (valid until the
+    next family is asked for).
+
+    The store's type is detected as the inspection detects it (:func:`detect_kv_type`, :func:`detect_segmented_type`)
+    from its families and, where they do not tell, one pass over its ``default`` rows, holding one row at a time:
+    a dump's memory is bounded by a row, not by a database (issue 35)."""
     root = _root(path)
-    walker = _Walker(root, keep_rows=True)
+    walker = _Walker(root)
     found = False
     for task_dir, name in _task_dirs(root):
         if task is not None and name != task:
             continue
         if (task_dir / ROCKSDB_DIR / store).is_dir():
-            report = walker.kv_store(task_dir, task_dir / ROCKSDB_DIR / store)
+            found = True
+            yield from _dump_kv_families(walker, name, task_dir / ROCKSDB_DIR / store)
         elif (task_dir / store).is_dir() and store != ROCKSDB_DIR:
-            report = walker.segmented_store(task_dir / store)
-        else:
-            continue
-        found = True
-        if report.store_type == "unknown":
-            raise InspectError(f"{report.path}: store type unknown ({report.evidence}); cannot decode")
-        for db in report.databases:
-            rows = walker.rows.pop(db.path, None)
-            if rows is None:
-                continue
-            for cf in list(rows):
-                cf_rows = rows.pop(cf)
-                if cf != OFFSETS_CF:
-                    yield name, report.store_type, cf, db.segment_start, cf_rows
-                del cf_rows
+            found = True
+            yield from _dump_segmented_families(walker, name, task_dir / store)
     if not found:
         raise InspectError(f"no store named {store!r}" + (f" in task {task}" if task else ""))
+
+
+def _unknown_type(walker: _Walker, store_dir: Path, evidence: str) -> InspectError:
+    return InspectError(f"{walker.rel(store_dir)}: store type unknown ({evidence}); cannot decode")
+
+
+def _dump_kv_families(walker: _Walker, name: str, store_dir: Path
+                      ) -> Iterator[tuple[str, str, str, int | None, Iterable[tuple[bytes, bytes]]]]:
+    """A ``rocksdb/<store>`` database's data families for :func:`_dump_families` (LAY-2)."""
+    try:
+        with open_database(store_dir) as db:
+            store_type, evidence = detect_kv_type_streamed(db.families, db.rows)
+            if store_type is None:
+                raise _unknown_type(walker, store_dir, evidence)
+            # A read error met after some rows were handed on is refused as one met before (below).
+            refused = lambda error: _unknown_type(walker, store_dir, "unreadable")  # noqa: E731
+            for cf in db.families:
+                if cf != OFFSETS_CF:
+                    yield name, store_type.value, cf, None, db.rows(cf, refused)
+    except DatabaseReadError as exc:
+        # Unreadable: refused as the inspection reports it.
+        raise _unknown_type(walker, store_dir, "unreadable") from exc
+
+
+def _dump_segmented_families(walker: _Walker, name: str, store_dir: Path
+                             ) -> Iterator[tuple[str, str, str, int | None, Iterable[tuple[bytes, bytes]]]]:
+    """A segmented store's segments' data families for :func:`_dump_families` (LAY-3): the segments the inspection
+    reads (:meth:`_Walker.segmented_store`), oldest first; a segment RocksDB cannot read is left out, as the
+    inspection reports it apart."""
+    candidates: list[tuple[Path, int]] = []
+    for entry in sorted(store_dir.iterdir()):
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            parsed = parse_segment_name(store_dir.name, entry.name, _NAME_INTERVAL)
+        except KStateError:
+            continue
+        if parsed.segment_id >= 0:
+            candidates.append((entry, parsed.segment_id))
+    # The segments' families, each database opened once to list them; their default rows read only when the
+    # families do not tell the type. A segment that cannot be read is no part of the detection.
+    segments: list[tuple[Path, int, list[str]]] = []
+    for entry, start in candidates:
+        try:
+            with open_database(entry) as db:
+                segments.append((entry, start, db.families))
+        except DatabaseReadError:
+            continue
+    unreadable: set[int] = set()
+
+    def default_rows(i: int) -> Iterator[tuple[bytes, bytes]]:
+        try:
+            with open_database(segments[i][0]) as db:
+                yield from db.rows(DEFAULT_CF)
+        except DatabaseReadError:
+            unreadable.add(i)
+
+    store_type, evidence = detect_segmented_type_streamed([(start, cfs) for _, start, cfs in segments], default_rows)
+    if unreadable:  # the inspection leaves an unreadable segment out of the detection: read again without it
+        segments = [s for i, s in enumerate(segments) if i not in unreadable]
+        store_type, evidence = detect_segmented_type_streamed([(start, cfs) for _, start, cfs in segments],
+                                                              default_rows)
+    if store_type is None:
+        raise _unknown_type(walker, store_dir, evidence)
+    for entry, start, _ in sorted(segments, key=lambda s: s[1]):
+        try:
+            with open_database(entry) as db:
+                for cf in db.families:
+                    if cf != OFFSETS_CF:
+                        # A read error ends the segment's rows (the inspection reports it, LAY-3).
+                        yield name, store_type, cf, start, db.rows(cf, _ends_rows)
+        except DatabaseReadError:
+            continue  # read apart by the inspection (LAY-3, unreadable-store)
+
+
+def _ends_rows(error: DatabaseReadError) -> None:
+    return None
 
 
 def _dump_rows(name: str, store: str, store_type: str, cf: str, segment_start: int | None,
@@ -783,18 +864,29 @@ def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> I
         middle = ('", "segment_start": ' + ("null" if segment_start is None else int.__repr__(segment_start))
                   + ', "store": ' + _json_string(store) + ', "task": ' + _json_string(name) + ', "timestamp": ')
         read_timestamp = _INT64_BE.unpack_from
+        control = _CONTROL_BYTES
         for key, value in rows:
             if len(value) < 8:  # the codec's error, as a row of its own
                 yield json_line(next(_dump_rows(name, store, store_type, cf, segment_start, [(key, value)])))
                 continue
+            # _text of the key and of the value, JSON-encoded: a hex form needs no escaping, written as it is.
             key_hex = key.hex()
-            key_text = key.decode("utf-8", "surrogateescape")
-            if not key_text.isprintable() or key_text.startswith("0x"):
-                key_text = "0x" + key_hex
+            if len(key.translate(None, control)) != len(key):  # _text's hex, without decoding
+                key_json = f'"0x{key_hex}"'
+            else:
+                key_text = key.decode("utf-8", "surrogateescape")
+                if not key_text.isprintable() or key_text.startswith("0x"):
+                    key_text = "0x" + key_hex
+                key_json = _json_string(key_text)
             value_hex = value.hex()
-            value_text = value[8:].decode("utf-8", "surrogateescape")
-            if not value_text.isprintable() or value_text.startswith("0x"):
-                value_text = "0x" + value_hex[16:]
+            raw_value = value[8:]
+            if len(raw_value.translate(None, control)) != len(raw_value):
+                value_json = f'"0x{value_hex[16:]}"'
+            else:
+                value_text = raw_value.decode("utf-8", "surrogateescape")
+                if not value_text.isprintable() or value_text.startswith("0x"):
+                    value_text = "0x" + value_hex[16:]
+                value_json = _json_string(value_text)
             # One f-string builds the line at once (a chain of + copies the growing line at each step).
-            yield (f'{head}{_json_string(key_text)}, "key_hex": "{key_hex}{middle}{read_timestamp(value)[0]!r}, '
-                   f'"value": {_json_string(value_text)}, "value_hex": "{value_hex}"}}')
+            yield (f'{head}{key_json}, "key_hex": "{key_hex}{middle}{read_timestamp(value)[0]!r}, '
+                   f'"value": {value_json}, "value_hex": "{value_hex}"}}')
