@@ -130,9 +130,13 @@ class StoreMachine(RuleBasedStateMachine, Generic[ModelT]):
     #: Rules whose withheld steps also leave other rules unchecked: the entry must name those too.
     WITHHELD_TOGETHER: ClassVar[dict[str, frozenset[str]]] = {}
 
-    def __init__(self, implementation: Any, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
+    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path,
+                 capabilities: Capabilities) -> None:
         super().__init__()
         self.implementation = implementation
+        #: The store type the machine opens first; a key-value or session upgrade opens a newer one over it, which
+        #: the model then holds.
+        self.start_type = store_type
         self.backend = backend
         self.capabilities = capabilities
         self.dir = Path(tempfile.mkdtemp(dir=base_dir))

@@ -51,6 +51,18 @@ def altered(op: str, alter: Callable[[JsonDict, JsonDict], JsonDict]) -> dict[st
     return {op: handler}
 
 
+def alters(op: str) -> Callable[[Callable[[JsonDict, JsonDict], JsonDict]], Callable[[], dict[str, Handler]]]:
+    """Under ``@mutant``: the decorated ``alter(payload, answer)`` is the mutant's one broken piece, the overrides
+    are :func:`altered` of ``op`` with it, so a mutant that bends one answer is that function alone."""
+    return lambda alter: lambda: altered(op, alter)
+
+
+def replaces(op: str) -> Callable[[Handler], Callable[[], dict[str, Handler]]]:
+    """Under ``@mutant``: the decorated handler answers ``op`` in the reference's stead, the mutant's only
+    override."""
+    return lambda handler: lambda: {op: handler}
+
+
 def mutant(
     name: str, description: str, family: str, rules: tuple[str, ...] | list[str] = (),
 ) -> Callable[[Callable[[], dict[str, Handler]]], Callable[[], dict[str, Handler]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler
 from kstate_conformance.bytes_model import unsigned_varint
-from kstate_conformance.mutants import altered, mutant
+from kstate_conformance.mutants import alters, mutant, replaces
 
 
 @mutant("unsigned-varints", "signed varints written without zig-zag (the int's bit pattern as LEB128)", "varint", rules=("PRIM-6",))
@@ -22,11 +22,9 @@ def _unsigned_varints() -> dict[str, Handler]:
 
 
 @mutant("floor-segment-ids", "segment ids computed with Python floor division instead of Java truncation", "primitives", rules=("PRIM-4",))
-def _floor_segment_ids() -> dict[str, Handler]:
-    def segment_id(payload: JsonDict) -> JsonDict:
-        return {"segment_id": payload["timestamp"] // payload["segment_interval"]}
-
-    return {"primitives.segment_id": segment_id}
+@replaces("primitives.segment_id")
+def _floor_segment_ids(payload: JsonDict) -> JsonDict:
+    return {"segment_id": payload["timestamp"] // payload["segment_interval"]}
 
 
 @mutant("int64-little-endian", "fixed-width integers written and read little-endian (struct '<q')", "primitives",
@@ -51,47 +49,39 @@ def _int64_little_endian() -> dict[str, Handler]:
 
 @mutant("signed-byte-compare", "keys compared as Java's signed bytes (0x80 sorts before 0x00)", "primitives",
         rules=("PRIM-2",))
-def _signed_byte_compare() -> dict[str, Handler]:
-    def compare(payload: JsonDict) -> JsonDict:
-        a = [b - 256 if b > 127 else b for b in bytes.fromhex(payload["a"])]
-        b = [x - 256 if x > 127 else x for x in bytes.fromhex(payload["b"])]
-        return {"result": (a > b) - (a < b)}
-
-    return {"primitives.compare": compare}
+@replaces("primitives.compare")
+def _signed_byte_compare(payload: JsonDict) -> JsonDict:
+    a = [b - 256 if b > 127 else b for b in bytes.fromhex(payload["a"])]
+    b = [x - 256 if x > 127 else x for x in bytes.fromhex(payload["b"])]
+    return {"result": (a > b) - (a < b)}
 
 
 @mutant("increment-wraps", "Bytes.increment of all-FF bytes wraps to zeros instead of failing", "primitives",
         rules=("PRIM-3",))
-def _increment_wraps() -> dict[str, Handler]:
-    def increment(payload: JsonDict, out: JsonDict) -> JsonDict:
-        data = bytes.fromhex(payload["bytes"])
-        if "error" in out and data and set(data) == {0xFF}:
-            return {"bytes": bytes(len(data)).hex()}
-        return out
-
-    return altered("primitives.increment", increment)
+@alters("primitives.increment")
+def _increment_wraps(payload: JsonDict, out: JsonDict) -> JsonDict:
+    data = bytes.fromhex(payload["bytes"])
+    if "error" in out and data and set(data) == {0xFF}:
+        return {"bytes": bytes(len(data)).hex()}
+    return out
 
 
 @mutant("unsigned-varint-as-long", "an unsigned varint of a negative int written over 64 bits, not 32", "varint",
         rules=("PRIM-5",))
-def _unsigned_varint_as_long() -> dict[str, Handler]:
-    def write(payload: JsonDict) -> JsonDict:
-        data = unsigned_varint(payload["value"] & 0xFFFFFFFFFFFFFFFF)
-        return {"bytes": data.hex(), "size": len(data)}
-
-    return {"varint.write_unsigned_varint": write}
+@replaces("varint.write_unsigned_varint")
+def _unsigned_varint_as_long(payload: JsonDict) -> JsonDict:
+    data = unsigned_varint(payload["value"] & 0xFFFFFFFFFFFFFFFF)
+    return {"bytes": data.hex(), "size": len(data)}
 
 
 @mutant("read-int64-short-input-padded", "an int64 read past the end of the input is zero-padded, not refused",
         "primitives", rules=("PRIM-8",))
-def _read_int64_short_input_padded() -> dict[str, Handler]:
-    def read_int64(payload: JsonDict, out: JsonDict) -> JsonDict:
-        if "error" not in out:
-            return out
-        at = payload.get("offset", 0)
-        if not isinstance(at, int) or at < 0:
-            return out
-        chunk = bytes.fromhex(payload["bytes"])[at:at + 8]
-        return {"value": int.from_bytes(chunk.ljust(8, b"\x00"), "big", signed=True)}
-
-    return altered("primitives.read_int64", read_int64)
+@alters("primitives.read_int64")
+def _read_int64_short_input_padded(payload: JsonDict, out: JsonDict) -> JsonDict:
+    if "error" not in out:
+        return out
+    at = payload.get("offset", 0)
+    if not isinstance(at, int) or at < 0:
+        return out
+    chunk = bytes.fromhex(payload["bytes"])[at:at + 8]
+    return {"value": int.from_bytes(chunk.ljust(8, b"\x00"), "big", signed=True)}

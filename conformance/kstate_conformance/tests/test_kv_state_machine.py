@@ -76,8 +76,7 @@ class KeyValueStoreMachine(StoreMachine[m.KVModel]):
     WITHHOLDABLE: ClassVar[dict[str, str]] = {"CACHE-7": "reverse scans of a store with a record cache"}
 
     def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
-        super().__init__(implementation, backend, base_dir, capabilities)
-        self.start_type = store_type
+        super().__init__(implementation, store_type, backend, base_dir, capabilities)
         self.upgraded_in_place = False
 
     # --- plumbing -----------------------------------------------------------------------------------------

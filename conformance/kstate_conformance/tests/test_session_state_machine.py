@@ -22,7 +22,6 @@ from hypothesis.stateful import (
 )
 
 from kstate_conformance import rules
-from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context
 from kstate_conformance.sessions import ABOVE_EVERY_KEY
@@ -75,10 +74,6 @@ def range_payload(key_from: bytes | None, key_to: bytes | None, single: bool) ->
 
 class SessionStoreMachine(StoreMachine[m.SessionModel]):
     """Drives one session store through ``implementation`` and :class:`models.session.SessionModel` side by side."""
-
-    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
-        super().__init__(implementation, backend, base_dir, capabilities)
-        self.start_type = store_type
 
     # --- plumbing ---------------------------------------------------------------------------------------------
 

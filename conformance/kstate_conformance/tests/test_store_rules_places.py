@@ -19,7 +19,14 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance.harness import MEMORY, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
-from kstate_conformance.tests.test_store_rules_every_family import CLOSED_STORE_FAMILIES, FAMILIES, K, _context, _open
+from kstate_conformance.tests.test_store_rules_every_family import (
+    CLOSED_STORE_FAMILIES,
+    FAMILIES,
+    Family,
+    K,
+    _context,
+    _open,
+)
 
 __all__ = ["kit"]
 
@@ -192,6 +199,24 @@ PADDED_POSITION_RULES = ("OFF-5", "OFF-6", "OFF-7", "OFF-8", "OFF-9", "OFF-10", 
 VERSIONED_POSITION_RULES = ("VS-38", "OFF-5")
 
 
+def _committed_closed_reopened(kit: Kit, family: Family) -> tuple[list[dict[str, str]], Store]:
+    """The place of the two status tests below: a RocksDB store of ``family`` written at offset 7 of partition 0,
+    committed at 5 and closed; its offsets rows as the close left them (OFF-7), and the store reopened, every
+    database marked OPEN (OFF-6), then written at offset 4 of partition 0 (lower than the loaded 7: kept at 7)."""
+    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
+    store = _open(kit, family, ROCKSDB)
+    _context(store, 7)
+    family.put(store, h("a"))
+    store.commit(5)
+    store.close()
+    rows = _offsets_rows(store)
+    again = _open(kit, family, ROCKSDB)
+    assert all(row.get(h("status")) == STATUS_OPEN for row in _offsets_rows(again)), _offsets_rows(again)
+    _context(again, 4)
+    family.put(again, h("b"))
+    return rows, again
+
+
 @rules("OFF-5", "OFF-6", "OFF-7", "OFF-8", "OFF-9", "OFF-10", "OFF-11")  # literal: kstate spec check reads it
 @pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "reopen")
 @pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*(VERSIONED_POSITION_RULES if n == "versioned"
@@ -202,21 +227,11 @@ def test_every_database_of_a_family_holds_the_padded_position_and_status(kit: Ki
     Reopened, every database is marked OPEN (OFF-6), and the store reads the padded position back (OFF-10) and merges a new partition into it, keeping the
     offset it had (OFF-11): the next commit writes both partitions, each at its larger offset."""
     family = FAMILIES[name]
-    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
-    store = _open(kit, family, ROCKSDB)
-    _context(store, 7)
-    family.put(store, h("a"))
-    store.commit(5)
-    store.close()
-    rows = _offsets_rows(store)
+    rows, again = _committed_closed_reopened(kit, family)
     assert rows, "the store's dump shows no database"
     for row in rows:
         assert row.get(h("position")) == _position_bytes([(0, 7)]), row
         assert row.get(h("status")) == STATUS_CLOSED, row
-    again = _open(kit, family, ROCKSDB)
-    assert all(row.get(h("status")) == STATUS_OPEN for row in _offsets_rows(again)), _offsets_rows(again)
-    _context(again, 4)  # lower than the loaded offset of partition 0: kept at 7
-    family.put(again, h("b"))
     _context(again, 3, partition=1)
     family.put(again, h("c"))
     again.commit(6)
@@ -234,19 +249,8 @@ def test_the_versioned_store_marks_its_database_closed_and_open(kit: Kit) -> Non
     """Place: the versioned store of the test before, its status alone (the position it commits is VS-38's, checked
     there). A close after a commit writes CLOSED (OFF-7); reopened, the database is marked OPEN (OFF-6); written and
     committed again, the next close writes CLOSED."""
-    family = FAMILIES["versioned"]
-    kit.require(family.store_type, ROCKSDB, "offsets", "dump")
-    store = _open(kit, family, ROCKSDB)
-    _context(store, 7)
-    family.put(store, h("a"))
-    store.commit(5)
-    store.close()
-    rows = _offsets_rows(store)
+    rows, again = _committed_closed_reopened(kit, FAMILIES["versioned"])
     assert rows and all(row.get(h("status")) == STATUS_CLOSED for row in rows), rows
-    again = _open(kit, family, ROCKSDB)
-    assert all(row.get(h("status")) == STATUS_OPEN for row in _offsets_rows(again)), _offsets_rows(again)
-    _context(again, 4)
-    family.put(again, h("b"))
     again.commit(6)
     again.close()
     rows = _offsets_rows(again)

@@ -65,8 +65,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
                                               "VS-17": "crashes"}
 
     def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
-        super().__init__(implementation, backend, base_dir, capabilities)
-        self.store_type = store_type
+        super().__init__(implementation, store_type, backend, base_dir, capabilities)
         self.with_headers = store_type == m.VERSIONED_HEADERS
         self.logging = True
         self.changelog: list[Record] = []
@@ -88,7 +87,7 @@ class VersionedStoreMachine(StoreMachine[m.VersionedStoreModel]):
         return self.ok(op, {"handle": handle or self.handle, **payload})
 
     def open_store(self, name: str = "store", **extra: Any) -> dict[str, Any]:
-        payload = {"store_type": self.store_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
+        payload = {"store_type": self.start_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
                    "logging": self.logging, "options": {"history_retention_ms": self.vs.history_retention,
                                                         "segment_interval_ms": self.vs.segment_interval}, **extra}
         return self.call("store.open", payload)

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from kstate_conformance import rules, state_machines
-from kstate_conformance.capabilities import Capabilities
 from kstate_conformance.models import window as m
 from kstate_conformance.state_machines import (
     KEYS,
@@ -87,10 +86,6 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
     WITHHOLDABLE: ClassVar[dict[str, str]] = {"WS-35": "refused null-key puts into a store keeping duplicates"}
 
-    def __init__(self, implementation: Any, store_type: str, backend: str, base_dir: Path, capabilities: Capabilities) -> None:
-        super().__init__(implementation, backend, base_dir, capabilities)
-        self.store_type = store_type
-
     # --- plumbing -----------------------------------------------------------------------------------------
 
     @property
@@ -98,7 +93,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
         return self.store_model
 
     def open_payload(self, name: str = "store", **extra: Any) -> dict[str, Any]:
-        return {"store_type": self.store_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
+        return {"store_type": self.start_type, "backend": self.backend, "name": name, "state_dir": str(self.dir),
                 "logging": self.win.options.logging, "options": self.win.options.to_json(),
                 "context": self.win.context.to_json(), **extra}
 
@@ -109,10 +104,10 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
         out = self.call("store.dump", {"handle": handle or self.handle})
         assert "error" not in out, f"dump refused: {out['error']}"
         assert "segments" in out, f"a window store dumps by segment, got {sorted(out)}"
-        return segments_of_dump(out, self.store_type)
+        return segments_of_dump(out, self.start_type)
 
     def expected_segments(self, model: m.WindowModel) -> dict[str, dict[str, dict[bytes, bytes]]]:
-        return {name: {m.HOME_CF[self.store_type]: rows} for name, rows in model.segment_names().items()}
+        return {name: {m.HOME_CF[self.start_type]: rows} for name, rows in model.segment_names().items()}
 
     def task_commit(self) -> None:
         self.ok("store.flush", {"handle": self.handle})
@@ -124,10 +119,10 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
     def start(self, options: m.Options) -> None:
         if not self.capabilities.logging:
             options.logging = False
-        self.model = m.WindowModel(self.store_type, self.backend, options)
+        self.model = m.WindowModel(self.start_type, self.backend, options)
         self.win.set_context(m.Context(timestamp=0, topic="in", partition=0, offset=0))
         out = self.open_store()
-        assert "error" not in out, f"opening a fresh {self.store_type} store with {options} failed: {out}"
+        assert "error" not in out, f"opening a fresh {self.start_type} store with {options} failed: {out}"
         self.handle = out["handle"]
         self.win.open()
 
@@ -135,7 +130,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
     @rule(key=KEYS, start=STARTS, data=st.data())
     def put(self, key: bytes, start: int, data: st.DataObject) -> None:
-        value = data.draw(value_strategy(self.store_type), label="value")
+        value = data.draw(value_strategy(self.start_type), label="value")
         self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
                     lambda: self.win.put(key, value, start))
 
@@ -143,7 +138,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
     def put_again(self, key: bytes, start: int, data: st.DataObject) -> None:
         """Two writes to one window: an update, or a duplicate with its own seqnum (WIN-1)."""
         for _ in range(2):
-            value = data.draw(value_strategy(self.store_type), label="value")
+            value = data.draw(value_strategy(self.start_type), label="value")
             self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
                         lambda: self.win.put(key, value, start))  # noqa: B023 - called at once
 
@@ -159,7 +154,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
         start = self.win.observed - self.win.retention + delta
         if start < 0:
             return
-        value = data.draw(value_strategy(self.store_type), label="value")
+        value = data.draw(value_strategy(self.start_type), label="value")
         self.expect("window_store.put", {"key": key.hex(), "value": value.hex(), "window_start": start},
                     lambda: self.win.put(key, value, start))
 
@@ -267,7 +262,7 @@ class WindowStoreMachine(StoreMachine[m.WindowModel]):
 
     def _segments_by_id(self, observed: dict[str, dict[str, dict[bytes, bytes]]]) -> m.Segments:
         interval = self.win.options.interval
-        home = m.HOME_CF[self.store_type]
+        home = m.HOME_CF[self.start_type]
         out: m.Segments = {}
         for name, families in observed.items():
             prefix = f"{self.win.name}."

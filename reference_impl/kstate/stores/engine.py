@@ -22,7 +22,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kstate.codecs.layout import ROCKSDICT_SIDECAR
 from kstate.codecs.primitives import INT64_MAX
@@ -168,6 +168,18 @@ class Engine(ABC):
         """Release the engine; open cursors are closed first. Idempotent."""
 
 
+_Family = TypeVar("_Family")
+
+
+def _family(families: dict[str, _Family], cf: str, where: str) -> _Family:
+    """The open column family ``cf`` of an engine, either engine: one that was never opened or created is a
+    :class:`ProcessorStateError`, as RocksDB's unknown family handle is (UPG-1)."""
+    try:
+        return families[cf]
+    except KeyError:
+        raise ProcessorStateError(f"unknown column family {cf!r}{where}") from None
+
+
 # --- memory -----------------------------------------------------------------------------------------
 
 
@@ -254,10 +266,7 @@ class MemoryEngine(Engine):
 
     def _cf(self, cf: str) -> _SortedMap:
         self._check()
-        try:
-            return self._cfs[cf]
-        except KeyError:
-            raise ProcessorStateError(f"unknown column family {cf!r}") from None
+        return _family(self._cfs, cf, "")
 
     def column_families(self) -> list[str]:
         return list(self._cfs)
@@ -781,10 +790,7 @@ class RocksDBEngine(Engine):
 
     def _cf(self, cf: str) -> Any:
         self._check()
-        try:
-            return self._cf_objects[cf]
-        except KeyError:
-            raise ProcessorStateError(f"unknown column family {cf!r} in {self.path}") from None
+        return _family(self._cf_objects, cf, f" in {self.path}")
 
     def _handle(self, cf: str) -> Any:
         handle = self._handles.get(cf)

@@ -384,16 +384,11 @@ class RocksDBVersionedStore(LifeCycle, PositionTracker):
             key = check_key(key)
         if self._life is not OPEN:
             self._allow(Op.READ)
-        if as_of is None:  # _latest_version inline (the hot path of a latest read the cache missed)
+        if as_of is None:
             found = self._latest_cache.get(key)
             if found is not None:
                 return found
-            row = self._row_get(_LATEST_PREFIX + key)
-            if row is None:
-                return None
-            if len(row) < 8:
-                v.decode_latest_value(row)  # raises the typed decode error
-            return _new_record(VersionedRecord, (row[8:], _INT64.unpack_from(row)[0], None))
+            return self._latest_version(key)
         as_of = check_timestamp(as_of, "as_of")
         return self._get_as_of(key, as_of)
 

@@ -364,17 +364,8 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
         time_from, sources = found
         unpack_start = _START.unpack_from
         suffix_size = window_keys.SUFFIX_SIZE
-        if key_from is None and key_to is None:
-            # fetchAll and all (WS-14, WS-15): every key is in range, so a row is kept by its start alone.
-            for segment, source in sources:
-                for store_key, value in source:
-                    key_end = len(store_key) - suffix_size
-                    if key_end < 0:
-                        raise DecodeError(FMT, f"a row key of segment {segment.name} is shorter than 12 bytes", 0)
-                    start = unpack_start(store_key, key_end)[0]
-                    if time_from <= start <= time_to:
-                        out.append((store_key[:key_end], start, value))
-            return out
+        # fetchAll and all (WS-14, WS-15): every key is in range, so a row is kept by its start alone.
+        every_key = key_from is None and key_to is None
         for segment, source in sources:
             for store_key, value in source:
                 key_end = len(store_key) - suffix_size
@@ -383,7 +374,7 @@ class RocksDBWindowStore(RocksDBSegmentedBytesStore, WindowStoreBase):
                 start = unpack_start(store_key, key_end)[0]
                 if time_from <= start <= time_to:
                     key = store_key[:key_end]
-                    if (key_from is None or key >= key_from) and (key_to is None or key <= key_to):
+                    if every_key or ((key_from is None or key >= key_from) and (key_to is None or key <= key_to)):
                         out.append((key, start, value))
         return out
 
