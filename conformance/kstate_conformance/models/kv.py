@@ -41,6 +41,13 @@ CF_OFFSETS = "offsets"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_TIMESTAMPED, CF_HEADERS)
 #: The column family each store type keeps its own data in.
 HOME_CF = {PLAIN: CF_DEFAULT, TIMESTAMPED: CF_TIMESTAMPED, HEADERS: CF_HEADERS}
+#: LAY-5, LAY-6: each type, the column families a fresh database of it opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({CF_DEFAULT, CF_OFFSETS, HOME_CF[t]}), HOME_CF[t]) for t in STORE_TYPES)
+#: LAY-7: a type over data in its legacy column family opens in upgrade mode, with the conversion named.
+LEGACY_UPGRADES = ((TIMESTAMPED, CF_DEFAULT, "convert_to_timestamped_format"),
+                   (HEADERS, CF_DEFAULT, "convert_from_plain_to_header_format"))
+#: LAY-8: a column family of another type that a database of the type refuses.
+FOREIGN_COLUMN_FAMILIES = ((PLAIN, CF_TIMESTAMPED), (PLAIN, CF_HEADERS), (TIMESTAMPED, CF_HEADERS))
 #: The key of an in-memory store's single map in this model (it has no column families).
 MEMORY_MAP = "memory"
 NO_TIMESTAMP = b"\xff" * 8

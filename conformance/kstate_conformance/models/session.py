@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
@@ -48,6 +49,25 @@ STORE_TYPES = types.SESSION_TYPES
 CF_HEADERS = "sessionKeyValueWithHeaders"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
 HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
+#: LAY-5, LAY-6: each type, the column families a fresh database of it opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({CF_DEFAULT, CF_OFFSETS, HOME_CF[t]}), HOME_CF[t]) for t in STORE_TYPES)
+#: LAY-7: a type over data in its legacy column family opens in upgrade mode, with the conversion named.
+LEGACY_UPGRADES = ((HEADERS, CF_DEFAULT, "convert_to_header_format"),)
+#: LAY-8: a column family of another type that a database of the type refuses.
+FOREIGN_COLUMN_FAMILIES = ((SESSION, CF_HEADERS),)
+
+
+def op_examples(handle: str) -> dict[str, dict[str, Any]]:
+    """A valid input of each of the family's operations (OPS-2) on the store ``handle`` names, for the cases that
+    confuse one field at a time (OPS-3)."""
+    return {
+        "session_store.put": {"handle": handle, "key": "01", "start": 0, "end": 5, "value": "02"},
+        "session_store.remove": {"handle": handle, "key": "01", "start": 0, "end": 5},
+        "session_store.fetch_session": {"handle": handle, "key": "01", "start": 0, "end": 5},
+        "session_store.find_sessions": {"handle": handle, "key_from": "01", "key_to": "02", "earliest_end": 0,
+                                        "latest_start": 5, "backward": False},
+        "session_store.fetch": {"handle": handle, "key_from": "01", "key_to": None, "backward": True},
+    }
 INT64_MAX = (1 << 63) - 1
 NO_TIMESTAMP = -1
 MIN_SEGMENT_INTERVAL = 60_000

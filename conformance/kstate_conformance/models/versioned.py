@@ -30,11 +30,30 @@ from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
-from kstate_conformance.models.kv import HeaderPairs, Record, headers_to_json
+from kstate_conformance.models.kv import CF_DEFAULT, CF_OFFSETS, HeaderPairs, Record, headers_to_json
 
 VERSIONED = types.VERSIONED_KV
 VERSIONED_HEADERS = types.VERSIONED_KV_WITH_HEADERS
 STORE_TYPES = types.VERSIONED_TYPES
+#: LAY-5, LAY-6: the column families a fresh database of the plain type opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = ((VERSIONED, [CF_DEFAULT, CF_OFFSETS], CF_DEFAULT),)
+#: LAY-7: no versioned type has a legacy column family to upgrade from.
+LEGACY_UPGRADES: tuple[tuple[str, str, str], ...] = ()
+#: LAY-8: a column family no versioned database has, which it refuses.
+FOREIGN_COLUMN_FAMILIES = ((VERSIONED, "__offsets"),)
+
+
+def op_examples(handle: str) -> dict[str, dict[str, Any]]:
+    """A valid input of each of the family's operations (OPS-2) on the store ``handle`` names, for the cases that
+    confuse one field at a time (OPS-3)."""
+    return {
+        "versioned_store.put": {"handle": handle, "key": "01", "value": "02", "timestamp": 5, "headers": [["h", "01"]]},
+        "versioned_store.get": {"handle": handle, "key": "01", "as_of": 4},
+        "versioned_store.delete": {"handle": handle, "key": "01", "timestamp": 6},
+        "versioned_store.get_versions": {"handle": handle, "key": "01", "from_ms": 0, "to_ms": 9, "order": "ascending"},
+        "versioned_store.stream_time": {"handle": handle},
+        "versioned_store.segments": {"handle": handle},
+    }
 ROCKSDB = "rocksdb"
 MEMORY = "memory"
 

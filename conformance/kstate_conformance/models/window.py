@@ -40,6 +40,26 @@ BACKENDS = kv.BACKENDS
 VALUE_TYPE = {WINDOW: kv.PLAIN, TIMESTAMPED: kv.TIMESTAMPED, HEADERS: kv.HEADERS}
 #: The column family of a segment database that holds the type's rows.
 HOME_CF = {WINDOW: kv.CF_DEFAULT, TIMESTAMPED: kv.CF_TIMESTAMPED, HEADERS: kv.CF_HEADERS}
+#: LAY-5, LAY-6: each type, the column families a fresh database of it opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({kv.CF_DEFAULT, kv.CF_OFFSETS, HOME_CF[t]}), HOME_CF[t]) for t in STORE_TYPES)
+#: LAY-7: a type over data in its legacy column family opens in upgrade mode, with the conversion named.
+LEGACY_UPGRADES = ((TIMESTAMPED, kv.CF_DEFAULT, "convert_to_timestamped_format"),)
+#: LAY-8: a column family of another type that a database of the type refuses.
+FOREIGN_COLUMN_FAMILIES = ((WINDOW, kv.CF_TIMESTAMPED),)
+
+
+def op_examples(handle: str) -> dict[str, dict[str, Any]]:
+    """A valid input of each of the family's operations (OPS-2) on the store ``handle`` names, for the cases that
+    confuse one field at a time (OPS-3)."""
+    return {
+        "window_store.put": {"handle": handle, "key": "01", "value": "02", "window_start": 5},
+        "window_store.fetch": {"handle": handle, "key": "01", "time": 5},
+        "window_store.fetch_range": {"handle": handle, "key": "01", "from_ms": 0, "to_ms": 9, "backward": True},
+        "window_store.fetch_keys": {"handle": handle, "key_from": "00", "key_to": None, "from_ms": 0, "to_ms": 9,
+                                    "backward": False},
+        "window_store.fetch_all": {"handle": handle, "from_ms": 0, "to_ms": 9, "backward": False},
+        "window_store.all": {"handle": handle, "backward": True},
+    }
 DATA_COLUMN_FAMILIES = kv.DATA_COLUMN_FAMILIES
 
 SEQNUM_MASK = 0x7FFFFFFF
