@@ -68,6 +68,26 @@ def op_examples(handle: str) -> dict[str, dict[str, Any]]:
                                         "latest_start": 5, "backward": False},
         "session_store.fetch": {"handle": handle, "key_from": "01", "key_to": None, "backward": True},
     }
+
+
+#: The rules a reopen over the segments left after a fault checks beyond LAY-12 and LAY-3: SS-10, every segment
+#: found opens.
+SEGMENT_REOPEN_RULES = ("SS-10",)
+
+
+def segmented_options(interval_ms: int) -> dict[str, Any]:
+    """The options of a RocksDB store of ten segments of ``interval_ms`` each (LAY-3, SS-20)."""
+    return {"retention_ms": 10 * interval_ms, "segment_interval_ms": interval_ms}
+
+
+def put_at(key: str, time: int) -> tuple[str, dict[str, Any]]:
+    """The operation and input that write ``key`` (hex) as its own value in the session ``[time, time]``."""
+    return "session_store.put", {"key": key, "start": time, "end": time, "value": key}
+
+
+def read_every(key_from: str, key_to: str) -> tuple[str, dict[str, Any]]:
+    """The operation and input answering every session of a key in ``key_from``..``key_to`` (hex), its key first."""
+    return "session_store.fetch", {"key_from": key_from, "key_to": key_to}
 INT64_MAX = (1 << 63) - 1
 NO_TIMESTAMP = -1
 MIN_SEGMENT_INTERVAL = 60_000

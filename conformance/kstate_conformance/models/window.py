@@ -60,6 +60,26 @@ def op_examples(handle: str) -> dict[str, dict[str, Any]]:
         "window_store.fetch_all": {"handle": handle, "from_ms": 0, "to_ms": 9, "backward": False},
         "window_store.all": {"handle": handle, "backward": True},
     }
+
+
+#: The rules a reopen over the segments left after a fault checks beyond LAY-12 and LAY-3 (none of the family's own).
+SEGMENT_REOPEN_RULES: tuple[str, ...] = ()
+
+
+def segmented_options(interval_ms: int) -> dict[str, Any]:
+    """The options of a RocksDB store of ten segments of ``interval_ms`` each (LAY-3, WS-31), windows of a second."""
+    return {"retention_ms": 10 * interval_ms, "window_size_ms": 1000, "segment_interval_ms": interval_ms}
+
+
+def put_at(key: str, time: int) -> tuple[str, dict[str, Any]]:
+    """The operation and input that write ``key`` (hex) as its own value in the window starting at ``time``."""
+    return "window_store.put", {"key": key, "value": key, "window_start": time}
+
+
+def read_every(key_from: str, key_to: str) -> tuple[str, dict[str, Any]]:
+    """The operation and input answering every entry, its key first (all of them: ``all`` has no key bounds, and the
+    callers' keys lie within ``key_from``..``key_to``)."""
+    return "window_store.all", {}
 DATA_COLUMN_FAMILIES = kv.DATA_COLUMN_FAMILIES
 
 SEQNUM_MASK = 0x7FFFFFFF
