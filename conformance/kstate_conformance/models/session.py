@@ -24,7 +24,7 @@ hidden by retention but still in a live segment can be read again until stream t
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,38 @@ LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({CF_DEFAULT, CF_OFFSETS, HOME_CF[t]}),
 LEGACY_UPGRADES = ((HEADERS, CF_DEFAULT, "convert_to_header_format"),)
 #: LAY-8: a column family of another type that a database of the type refuses.
 FOREIGN_COLUMN_FAMILIES = ((SESSION, CF_HEADERS),)
+
+
+# --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
+
+#: CL-2, CL-6: a write is logged at its context's timestamp (a session value keeps none, CL-8).
+LOGS_AT_CONTEXT_TIME = True
+#: The writes a changelog record of a tombstone comes from (CL-7).
+TOMBSTONE_WRITES = ("put", "remove")
+#: The types the consistency-header case (CL-12) tries beyond the key-value ones: a changelog key with times in it.
+CONSISTENCY_CASE_TYPES = (SESSION,)
+#: CL-1: a write the family does not have, refused.
+UNDEFINED_CHANGELOG_WRITES = ((SESSION, "delete"),)
+
+
+def changelog_stored_value(store_type: str, value: bytes, ts: int, headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The bytes a session store of ``store_type`` holds: the value, after the headers and no timestamp (HV-6)."""
+    if store_type == SESSION:
+        return value
+    if store_type == HEADERS:
+        hdr = header_bytes(headers)
+        return zigzag_varint(len(hdr)) + hdr + value
+    raise types.UnknownStoreTypeError(store_type, "session.changelog_stored_value")
+
+
+def changelog_key(key: bytes, start: int, end: int, seqnum: int) -> bytes:
+    """A changelog record's key (CL-6): the key, the session's end and its start, big-endian."""
+    return key + int64(end) + int64(start)
+
+
+def changelog_shape(start: int, end: int) -> dict[str, Any]:
+    """The fields a changelog write of the family takes beyond key and value: the session's start and end."""
+    return {"start": start, "end": end}
 
 
 def op_examples(handle: str) -> dict[str, dict[str, Any]]:

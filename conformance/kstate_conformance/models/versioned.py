@@ -24,7 +24,7 @@ versions query only looks at segments up to the one of its upper bound.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,6 +41,28 @@ LAYOUT_COLUMN_FAMILIES = ((VERSIONED, [CF_DEFAULT, CF_OFFSETS], CF_DEFAULT),)
 LEGACY_UPGRADES: tuple[tuple[str, str, str], ...] = ()
 #: LAY-8: a column family no versioned database has, which it refuses.
 FOREIGN_COLUMN_FAMILIES = ((VERSIONED, "__offsets"),)
+
+
+# --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
+
+#: CL-5: a write is logged at its version's timestamp, not its context's.
+LOGS_AT_CONTEXT_TIME = False
+#: The types the consistency-header case (CL-12) tries: none beyond the key-value ones.
+CONSISTENCY_CASE_TYPES: tuple[str, ...] = ()
+#: CL-1: a write the family does not have, refused.
+UNDEFINED_CHANGELOG_WRITES = ((VERSIONED, "put_if_absent"),)
+
+
+def changelog_stored_value(store_type: str, value: bytes, ts: int, headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The bytes a restored record of the plain versioned type gives (CL-9): the value; its timestamp is apart."""
+    if store_type == VERSIONED:
+        return value
+    raise types.UnknownStoreTypeError(store_type, "versioned.changelog_stored_value")
+
+
+def changelog_shape(start: int, end: int) -> dict[str, Any]:
+    """The fields a changelog write of the family takes beyond key and value: none (its timestamp is the caller's)."""
+    return {}
 
 
 def op_examples(handle: str) -> dict[str, dict[str, Any]]:

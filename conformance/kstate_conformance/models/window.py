@@ -21,7 +21,7 @@ A dict-and-list program, as :mod:`models.kv` is: easy to check by eye, no clever
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +46,33 @@ LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({kv.CF_DEFAULT, kv.CF_OFFSETS, HOME_CF
 LEGACY_UPGRADES = ((TIMESTAMPED, kv.CF_DEFAULT, "convert_to_timestamped_format"),)
 #: LAY-8: a column family of another type that a database of the type refuses.
 FOREIGN_COLUMN_FAMILIES = ((WINDOW, kv.CF_TIMESTAMPED),)
+
+
+# --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
+
+#: CL-2, CL-6: a write is logged at its context's timestamp, or at its stored one (CL-4).
+LOGS_AT_CONTEXT_TIME = True
+#: The writes a changelog record of a tombstone comes from (CL-7): a put of null, a window store has no delete.
+TOMBSTONE_WRITES = ("put",)
+#: The types the consistency-header case (CL-12) tries: none beyond the key-value ones.
+CONSISTENCY_CASE_TYPES: tuple[str, ...] = ()
+#: CL-1: a write the family does not have, refused.
+UNDEFINED_CHANGELOG_WRITES = ((WINDOW, "delete"),)
+
+
+def changelog_stored_value(store_type: str, value: bytes, ts: int, headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The bytes a window store of ``store_type`` holds for (value, ts, headers): its value type's (WS-2)."""
+    return kv.changelog_stored_value(VALUE_TYPE[store_type], value, ts, headers)
+
+
+def changelog_key(key: bytes, start: int, end: int, seqnum: int) -> bytes:
+    """A changelog record's key (CL-6): the key, the window's start and the sequence number, big-endian."""
+    return key + int64(start) + seqnum.to_bytes(4, "big")
+
+
+def changelog_shape(start: int, end: int) -> dict[str, Any]:
+    """The fields a changelog write of the family takes beyond key and value: the window's start."""
+    return {"window_start": start}
 
 
 def op_examples(handle: str) -> dict[str, dict[str, Any]]:
