@@ -23,6 +23,7 @@ from typing import Any
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import life
+from kstate_conformance.probes import Probe
 
 PLAIN = types.KV
 TIMESTAMPED = types.TIMESTAMPED_KV
@@ -894,3 +895,15 @@ class KVModel(ChangelogKeeper):
 
 def _nonempty(image: Image) -> Image:
     return {cf: dict(entries) for cf, entries in image.items() if entries and cf != CF_OFFSETS}
+
+
+def probe(key: str) -> Probe:
+    """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex)."""
+    return Probe(PLAIN, {}, ("store.put", {"key": key, "value": "aa"}),
+                 (("store.get", {"key": key}), ("store.all", {}), ("store.reverse_all", {}),
+                  ("store.range", {"from": None, "to": None}), ("store.reverse_range", {"from": None, "to": None}),
+                  ("store.prefix_scan", {"prefix": key}), ("store.approximate_num_entries", {}),
+                  ("store.iterator_open", {"kind": "all"})),
+                 key,
+                 (("store.put_if_absent", {"key": "6a", "value": "bb"}), ("store.delete", {"key": key}),
+                  ("store.put_all", {"entries": [[key, "cc"]]})))

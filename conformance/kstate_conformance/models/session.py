@@ -39,6 +39,7 @@ from kstate_conformance.models.kv import (
     Refused,
     SegmentedRestore,
 )
+from kstate_conformance.probes import Probe
 
 SESSION = types.SESSION
 HEADERS = types.SESSION_WITH_HEADERS
@@ -557,3 +558,15 @@ def replay(store_type: str, backend: str, options: Options, records: Iterable[Re
     model.open()
     model.restore(list(records), batch_size)
     return model
+
+
+def probe(key: str) -> Probe:
+    """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex); SS-21, SS-37 and SS-38 are its own."""
+    return Probe(SESSION, {"retention_ms": 1_000, "segment_interval_ms": 500},
+                 ("session_store.put", {"key": key, "value": "aa", "start": 1, "end": 2}),
+                 (("session_store.fetch_session", {"key": key, "start": 1, "end": 2}),
+                  ("session_store.fetch", {"key_from": key}),
+                  ("session_store.find_sessions", {"key_from": key, "earliest_end": 0, "latest_start": 10})),
+                 key + int64(2).hex() + int64(1).hex(), (("session_store.remove", {"key": key, "start": 1, "end": 2}),),
+                 time_fields=("start", "end"), closed_store_rules=("KV-12", "SS-37"), position_rules=("KV-54", "SS-38"),
+                 position_row_rules=("KV-56", "KV-63", "OFF-5", "SS-21"))

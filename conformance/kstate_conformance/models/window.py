@@ -27,6 +27,7 @@ from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.models import kv, life
+from kstate_conformance.probes import Probe
 
 WINDOW = types.WINDOW
 TIMESTAMPED = types.TIMESTAMPED_WINDOW
@@ -533,3 +534,15 @@ def replay(model: WindowModel, records: Iterable[Record], batch_size: int) -> Wi
 def replace_logging(options: Options, logging: bool) -> Options:
     return Options(options.retention_ms, options.window_size_ms, options.retain_duplicates,
                    options.segment_interval_ms, logging)
+
+
+def probe(key: str) -> Probe:
+    """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex); WS-29 is its own."""
+    return Probe(WINDOW, {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},
+                 ("window_store.put", {"key": key, "value": "aa", "window_start": 1}),
+                 (("window_store.fetch", {"key": key, "time": 1}),
+                  ("window_store.fetch_range", {"key": key, "from_ms": 0, "to_ms": 10}),
+                  ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 10}),
+                  ("window_store.fetch_all", {"from_ms": 0, "to_ms": 10}), ("window_store.all", {})),
+                 key + int64(1).hex() + "00000000", time_fields=("window_start",),
+                 position_rules=("KV-54", "WS-29"), position_row_rules=("KV-56", "KV-63", "OFF-5", "WS-29"))
