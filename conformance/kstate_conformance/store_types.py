@@ -7,7 +7,10 @@ imports.py`` checks the names against the spec's table.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 KV = "kv"
 TIMESTAMPED_KV = "timestamped_kv"
@@ -91,6 +94,17 @@ STORE_OP_PREFIXES = tuple(f.op_prefix for f in FAMILIES)
 CODEC_OP_FAMILIES = tuple(f.codec_ops for f in FAMILIES if f.codec_ops is not None)
 #: Store type -> the name of its family (the layout-only type has none).
 FAMILY_OF = {t: f.name for f in FAMILIES for t in f.types}
+
+
+def family_model(family: StoreFamily) -> ModuleType:
+    """The family's own model module, ``kstate_conformance.models.<name>``, found by its name: the expected data a case
+    over every family reads is there, so that the case names no family."""
+    return importlib.import_module(f"kstate_conformance.models.{family.name}")
+
+
+def per_family(attribute: str) -> list[Any]:
+    """What each family's model module declares under ``attribute``, in :data:`FAMILIES`' order."""
+    return [getattr(family_model(family), attribute) for family in FAMILIES]
 
 
 class UnknownStoreTypeError(ValueError):

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import abc
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import life
+from kstate_conformance.probes import Probe
 
 PLAIN = types.KV
 TIMESTAMPED = types.TIMESTAMPED_KV
@@ -41,6 +42,46 @@ CF_OFFSETS = "offsets"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_TIMESTAMPED, CF_HEADERS)
 #: The column family each store type keeps its own data in.
 HOME_CF = {PLAIN: CF_DEFAULT, TIMESTAMPED: CF_TIMESTAMPED, HEADERS: CF_HEADERS}
+#: LAY-5, LAY-6: each type, the column families a fresh database of it opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({CF_DEFAULT, CF_OFFSETS, HOME_CF[t]}), HOME_CF[t]) for t in STORE_TYPES)
+#: LAY-7: a type over data in its legacy column family opens in upgrade mode, with the conversion named.
+LEGACY_UPGRADES = ((TIMESTAMPED, CF_DEFAULT, "convert_to_timestamped_format"),
+                   (HEADERS, CF_DEFAULT, "convert_from_plain_to_header_format"))
+#: LAY-8: a column family of another type that a database of the type refuses.
+FOREIGN_COLUMN_FAMILIES = ((PLAIN, CF_TIMESTAMPED), (PLAIN, CF_HEADERS), (TIMESTAMPED, CF_HEADERS))
+# --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
+
+#: CL-2, CL-6: a write is logged at its context's timestamp, or at its stored one (CL-4).
+LOGS_AT_CONTEXT_TIME = True
+#: The writes a changelog record of a tombstone comes from (CL-7).
+TOMBSTONE_WRITES = ("put", "delete")
+#: The types the consistency-header case (CL-12) tries: the plain and the header-aware one.
+CONSISTENCY_CASE_TYPES = (PLAIN, HEADERS)
+#: CL-1: a write the family does not have, refused.
+UNDEFINED_CHANGELOG_WRITES = ((PLAIN, "remove"),)
+
+
+def changelog_stored_value(store_type: str, value: bytes, ts: int, headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The bytes a store of ``store_type`` holds for (value, ts, headers): the value, after its timestamp (TSKV-1),
+    after the headers (HV-6)."""
+    if store_type == PLAIN:
+        return value
+    if store_type == TIMESTAMPED:
+        return int64(ts) + value
+    if store_type == HEADERS:
+        hdr = header_bytes(headers)
+        return zigzag_varint(len(hdr)) + hdr + int64(ts) + value
+    raise types.UnknownStoreTypeError(store_type, "kv.changelog_stored_value")
+
+
+def changelog_key(key: bytes, start: int, end: int, seqnum: int) -> bytes:
+    """A changelog record's key (CL-6): the store's key as it is; the window times do not enter it."""
+    return key
+
+
+def changelog_shape(start: int, end: int) -> dict[str, Any]:
+    """The fields a changelog write of the family takes beyond key and value: none."""
+    return {}
 #: The key of an in-memory store's single map in this model (it has no column families).
 MEMORY_MAP = "memory"
 NO_TIMESTAMP = b"\xff" * 8
@@ -854,3 +895,15 @@ class KVModel(ChangelogKeeper):
 
 def _nonempty(image: Image) -> Image:
     return {cf: dict(entries) for cf, entries in image.items() if entries and cf != CF_OFFSETS}
+
+
+def probe(key: str) -> Probe:
+    """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex)."""
+    return Probe(PLAIN, {}, ("store.put", {"key": key, "value": "aa"}),
+                 (("store.get", {"key": key}), ("store.all", {}), ("store.reverse_all", {}),
+                  ("store.range", {"from": None, "to": None}), ("store.reverse_range", {"from": None, "to": None}),
+                  ("store.prefix_scan", {"prefix": key}), ("store.approximate_num_entries", {}),
+                  ("store.iterator_open", {"kind": "all"})),
+                 key,
+                 (("store.put_if_absent", {"key": "6a", "value": "bb"}), ("store.delete", {"key": key}),
+                  ("store.put_all", {"entries": [[key, "cc"]]})))

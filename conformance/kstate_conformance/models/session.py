@@ -24,8 +24,9 @@ hidden by retention but still in a live segment can be read again until stream t
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
@@ -38,6 +39,7 @@ from kstate_conformance.models.kv import (
     Refused,
     SegmentedRestore,
 )
+from kstate_conformance.probes import Probe
 
 SESSION = types.SESSION
 HEADERS = types.SESSION_WITH_HEADERS
@@ -48,6 +50,77 @@ STORE_TYPES = types.SESSION_TYPES
 CF_HEADERS = "sessionKeyValueWithHeaders"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
 HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
+#: LAY-5, LAY-6: each type, the column families a fresh database of it opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({CF_DEFAULT, CF_OFFSETS, HOME_CF[t]}), HOME_CF[t]) for t in STORE_TYPES)
+#: LAY-7: a type over data in its legacy column family opens in upgrade mode, with the conversion named.
+LEGACY_UPGRADES = ((HEADERS, CF_DEFAULT, "convert_to_header_format"),)
+#: LAY-8: a column family of another type that a database of the type refuses.
+FOREIGN_COLUMN_FAMILIES = ((SESSION, CF_HEADERS),)
+
+
+# --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
+
+#: CL-2, CL-6: a write is logged at its context's timestamp (a session value keeps none, CL-8).
+LOGS_AT_CONTEXT_TIME = True
+#: The writes a changelog record of a tombstone comes from (CL-7).
+TOMBSTONE_WRITES = ("put", "remove")
+#: The types the consistency-header case (CL-12) tries beyond the key-value ones: a changelog key with times in it.
+CONSISTENCY_CASE_TYPES = (SESSION,)
+#: CL-1: a write the family does not have, refused.
+UNDEFINED_CHANGELOG_WRITES = ((SESSION, "delete"),)
+
+
+def changelog_stored_value(store_type: str, value: bytes, ts: int, headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The bytes a session store of ``store_type`` holds: the value, after the headers and no timestamp (HV-6)."""
+    if store_type == SESSION:
+        return value
+    if store_type == HEADERS:
+        hdr = header_bytes(headers)
+        return zigzag_varint(len(hdr)) + hdr + value
+    raise types.UnknownStoreTypeError(store_type, "session.changelog_stored_value")
+
+
+def changelog_key(key: bytes, start: int, end: int, seqnum: int) -> bytes:
+    """A changelog record's key (CL-6): the key, the session's end and its start, big-endian."""
+    return key + int64(end) + int64(start)
+
+
+def changelog_shape(start: int, end: int) -> dict[str, Any]:
+    """The fields a changelog write of the family takes beyond key and value: the session's start and end."""
+    return {"start": start, "end": end}
+
+
+def op_examples(handle: str) -> dict[str, dict[str, Any]]:
+    """A valid input of each of the family's operations (OPS-2) on the store ``handle`` names, for the cases that
+    confuse one field at a time (OPS-3)."""
+    return {
+        "session_store.put": {"handle": handle, "key": "01", "start": 0, "end": 5, "value": "02"},
+        "session_store.remove": {"handle": handle, "key": "01", "start": 0, "end": 5},
+        "session_store.fetch_session": {"handle": handle, "key": "01", "start": 0, "end": 5},
+        "session_store.find_sessions": {"handle": handle, "key_from": "01", "key_to": "02", "earliest_end": 0,
+                                        "latest_start": 5, "backward": False},
+        "session_store.fetch": {"handle": handle, "key_from": "01", "key_to": None, "backward": True},
+    }
+
+
+#: The rules a reopen over the segments left after a fault checks beyond LAY-12 and LAY-3: SS-10, every segment
+#: found opens.
+SEGMENT_REOPEN_RULES = ("SS-10",)
+
+
+def segmented_options(interval_ms: int) -> dict[str, Any]:
+    """The options of a RocksDB store of ten segments of ``interval_ms`` each (LAY-3, SS-20)."""
+    return {"retention_ms": 10 * interval_ms, "segment_interval_ms": interval_ms}
+
+
+def put_at(key: str, time: int) -> tuple[str, dict[str, Any]]:
+    """The operation and input that write ``key`` (hex) as its own value in the session ``[time, time]``."""
+    return "session_store.put", {"key": key, "start": time, "end": time, "value": key}
+
+
+def read_every(key_from: str, key_to: str) -> tuple[str, dict[str, Any]]:
+    """The operation and input answering every session of a key in ``key_from``..``key_to`` (hex), its key first."""
+    return "session_store.fetch", {"key_from": key_from, "key_to": key_to}
 INT64_MAX = (1 << 63) - 1
 NO_TIMESTAMP = -1
 MIN_SEGMENT_INTERVAL = 60_000
@@ -485,3 +558,15 @@ def replay(store_type: str, backend: str, options: Options, records: Iterable[Re
     model.open()
     model.restore(list(records), batch_size)
     return model
+
+
+def probe(key: str) -> Probe:
+    """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex); SS-21, SS-37 and SS-38 are its own."""
+    return Probe(SESSION, {"retention_ms": 1_000, "segment_interval_ms": 500},
+                 ("session_store.put", {"key": key, "value": "aa", "start": 1, "end": 2}),
+                 (("session_store.fetch_session", {"key": key, "start": 1, "end": 2}),
+                  ("session_store.fetch", {"key_from": key}),
+                  ("session_store.find_sessions", {"key_from": key, "earliest_end": 0, "latest_start": 10})),
+                 key + int64(2).hex() + int64(1).hex(), (("session_store.remove", {"key": key, "start": 1, "end": 2}),),
+                 time_fields=("start", "end"), closed_store_rules=("KV-12", "SS-37"), position_rules=("KV-54", "SS-38"),
+                 position_row_rules=("KV-56", "KV-63", "OFF-5", "SS-21"))

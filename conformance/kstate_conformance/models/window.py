@@ -21,12 +21,13 @@ A dict-and-list program, as :mod:`models.kv` is: easy to check by eye, no clever
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.models import kv, life
+from kstate_conformance.probes import Probe
 
 WINDOW = types.WINDOW
 TIMESTAMPED = types.TIMESTAMPED_WINDOW
@@ -40,6 +41,73 @@ BACKENDS = kv.BACKENDS
 VALUE_TYPE = {WINDOW: kv.PLAIN, TIMESTAMPED: kv.TIMESTAMPED, HEADERS: kv.HEADERS}
 #: The column family of a segment database that holds the type's rows.
 HOME_CF = {WINDOW: kv.CF_DEFAULT, TIMESTAMPED: kv.CF_TIMESTAMPED, HEADERS: kv.CF_HEADERS}
+#: LAY-5, LAY-6: each type, the column families a fresh database of it opens, and the one its data is in.
+LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({kv.CF_DEFAULT, kv.CF_OFFSETS, HOME_CF[t]}), HOME_CF[t]) for t in STORE_TYPES)
+#: LAY-7: a type over data in its legacy column family opens in upgrade mode, with the conversion named.
+LEGACY_UPGRADES = ((TIMESTAMPED, kv.CF_DEFAULT, "convert_to_timestamped_format"),)
+#: LAY-8: a column family of another type that a database of the type refuses.
+FOREIGN_COLUMN_FAMILIES = ((WINDOW, kv.CF_TIMESTAMPED),)
+
+
+# --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
+
+#: CL-2, CL-6: a write is logged at its context's timestamp, or at its stored one (CL-4).
+LOGS_AT_CONTEXT_TIME = True
+#: The writes a changelog record of a tombstone comes from (CL-7): a put of null, a window store has no delete.
+TOMBSTONE_WRITES = ("put",)
+#: The types the consistency-header case (CL-12) tries: none beyond the key-value ones.
+CONSISTENCY_CASE_TYPES: tuple[str, ...] = ()
+#: CL-1: a write the family does not have, refused.
+UNDEFINED_CHANGELOG_WRITES = ((WINDOW, "delete"),)
+
+
+def changelog_stored_value(store_type: str, value: bytes, ts: int, headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    """The bytes a window store of ``store_type`` holds for (value, ts, headers): its value type's (WS-2)."""
+    return kv.changelog_stored_value(VALUE_TYPE[store_type], value, ts, headers)
+
+
+def changelog_key(key: bytes, start: int, end: int, seqnum: int) -> bytes:
+    """A changelog record's key (CL-6): the key, the window's start and the sequence number, big-endian."""
+    return key + int64(start) + seqnum.to_bytes(4, "big")
+
+
+def changelog_shape(start: int, end: int) -> dict[str, Any]:
+    """The fields a changelog write of the family takes beyond key and value: the window's start."""
+    return {"window_start": start}
+
+
+def op_examples(handle: str) -> dict[str, dict[str, Any]]:
+    """A valid input of each of the family's operations (OPS-2) on the store ``handle`` names, for the cases that
+    confuse one field at a time (OPS-3)."""
+    return {
+        "window_store.put": {"handle": handle, "key": "01", "value": "02", "window_start": 5},
+        "window_store.fetch": {"handle": handle, "key": "01", "time": 5},
+        "window_store.fetch_range": {"handle": handle, "key": "01", "from_ms": 0, "to_ms": 9, "backward": True},
+        "window_store.fetch_keys": {"handle": handle, "key_from": "00", "key_to": None, "from_ms": 0, "to_ms": 9,
+                                    "backward": False},
+        "window_store.fetch_all": {"handle": handle, "from_ms": 0, "to_ms": 9, "backward": False},
+        "window_store.all": {"handle": handle, "backward": True},
+    }
+
+
+#: The rules a reopen over the segments left after a fault checks beyond LAY-12 and LAY-3 (none of the family's own).
+SEGMENT_REOPEN_RULES: tuple[str, ...] = ()
+
+
+def segmented_options(interval_ms: int) -> dict[str, Any]:
+    """The options of a RocksDB store of ten segments of ``interval_ms`` each (LAY-3, WS-31), windows of a second."""
+    return {"retention_ms": 10 * interval_ms, "window_size_ms": 1000, "segment_interval_ms": interval_ms}
+
+
+def put_at(key: str, time: int) -> tuple[str, dict[str, Any]]:
+    """The operation and input that write ``key`` (hex) as its own value in the window starting at ``time``."""
+    return "window_store.put", {"key": key, "value": key, "window_start": time}
+
+
+def read_every(key_from: str, key_to: str) -> tuple[str, dict[str, Any]]:
+    """The operation and input answering every entry, its key first (all of them: ``all`` has no key bounds, and the
+    callers' keys lie within ``key_from``..``key_to``)."""
+    return "window_store.all", {}
 DATA_COLUMN_FAMILIES = kv.DATA_COLUMN_FAMILIES
 
 SEQNUM_MASK = 0x7FFFFFFF
@@ -466,3 +534,15 @@ def replay(model: WindowModel, records: Iterable[Record], batch_size: int) -> Wi
 def replace_logging(options: Options, logging: bool) -> Options:
     return Options(options.retention_ms, options.window_size_ms, options.retain_duplicates,
                    options.segment_interval_ms, logging)
+
+
+def probe(key: str) -> Probe:
+    """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex); WS-29 is its own."""
+    return Probe(WINDOW, {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},
+                 ("window_store.put", {"key": key, "value": "aa", "window_start": 1}),
+                 (("window_store.fetch", {"key": key, "time": 1}),
+                  ("window_store.fetch_range", {"key": key, "from_ms": 0, "to_ms": 10}),
+                  ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 10}),
+                  ("window_store.fetch_all", {"from_ms": 0, "to_ms": 10}), ("window_store.all", {})),
+                 key + int64(1).hex() + "00000000", time_fields=("window_start",),
+                 position_rules=("KV-54", "WS-29"), position_row_rules=("KV-56", "KV-63", "OFF-5", "WS-29"))

@@ -9,11 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
-from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
+from kstate_conformance import store_types as types
+from kstate_conformance.bytes_model import int64
 from kstate_conformance.store_types import (
     KV,
-    SESSION_TYPES,
-    SESSION_WITH_HEADERS,
     TIMESTAMPED_KV,
     TIMESTAMPED_KV_WITH_HEADERS,
     TIMESTAMPED_WINDOW,
@@ -35,15 +34,20 @@ BYTES = st.binary(max_size=12)
 HEADERS = header_lists(st.text(max_size=4, alphabet=st.characters(codec="utf-8")), nullable_binary(4), max_size=3)
 
 
+#: Each family's model (store_types.family_model), by the family's name and by store type: how its records look.
+MODELS = {family.name: types.family_model(family) for family in types.FAMILIES}
+MODEL_OF = {store_type: MODELS[name] for store_type, name in types.FAMILY_OF.items()}
+#: The families whose writes are logged at the context's timestamp or the stored one (CL-2, CL-4), not at a
+#: version's (CL-5), in the table's order.
+CONTEXT_TIME_FAMILIES = [family for family in types.FAMILIES if MODELS[family.name].LOGS_AT_CONTEXT_TIME]
+#: The plain type of each of them.
+PLAIN_CONTEXT_TIME_TYPES = [family.types[0] for family in CONTEXT_TIME_FAMILIES]
+
+
 def stored_value(store_type: str, value: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> bytes:
-    """The bytes a store of ``store_type`` holds for (value, ts, headers)."""
-    if store_type in (KV, "window", "session", VERSIONED_KV):
-        return value
-    if store_type in (TIMESTAMPED_KV, TIMESTAMPED_WINDOW):
-        return int64(ts) + value
-    hdr = header_bytes(headers)
-    prefix = zigzag_varint(len(hdr)) + hdr
-    return prefix + value if store_type == SESSION_WITH_HEADERS else prefix + int64(ts) + value
+    """The bytes a store of ``store_type`` holds for (value, ts, headers), as its family's model writes them."""
+    stored: bytes = MODEL_OF[store_type].changelog_stored_value(store_type, value, ts, headers)
+    return stored
 
 
 def json_headers(headers: list[tuple[str, bytes | None]]) -> list[list[Any]]:
@@ -60,26 +64,21 @@ def write(implementation: Any, store_type: str, operation: str, key: bytes, valu
 
 
 def shape_extra(store_type: str, start: int = 100, end: int = 200) -> dict[str, Any]:
-    if store_type in WINDOW_STORE_TYPES:
-        return {"window_start": start}
-    if store_type in SESSION_TYPES:
-        return {"start": start, "end": end}
-    return {}
+    """The fields beyond key and value a write of the type's family takes; none for a type of no family (refused)."""
+    model = MODEL_OF.get(store_type)
+    return {} if model is None else dict(model.changelog_shape(start, end))
 
 
 def changelog_key(store_type: str, key: bytes, start: int = 100, end: int = 200, seqnum: int = 0) -> bytes:
-    if store_type in WINDOW_STORE_TYPES:
-        return key + int64(start) + seqnum.to_bytes(4, "big")
-    if store_type in SESSION_TYPES:
-        return key + int64(end) + int64(start)
-    return key
+    logged: bytes = MODEL_OF[store_type].changelog_key(key, start, end, seqnum)
+    return logged
 
 
 # --- records per write ---------------------------------------------------------------------------------
 
 
 @rules("CL-2", "CL-3", "CL-6", "CL-7")
-@given(st.sampled_from([KV, "window", "session"]), BYTES, BYTES, TIMESTAMPS, HEADERS)
+@given(st.sampled_from(PLAIN_CONTEXT_TIME_TYPES), BYTES, BYTES, TIMESTAMPS, HEADERS)
 def test_plain_stores_log_the_value_at_the_context_timestamp(implementation: Any, store_type: str, key: bytes, value: bytes,
                                                             ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
     out = write(implementation, store_type, "put", key, value, ctx_ts, ctx_headers, **shape_extra(store_type))
@@ -102,23 +101,19 @@ def test_header_stores_log_raw_value_and_stored_headers(implementation: Any, sto
                                                         ctx_headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, stored_ts, headers)
     out = write(implementation, store_type, "put", key, stored, ctx_ts, ctx_headers, **shape_extra(store_type))
-    expected_ts = ctx_ts if store_type == SESSION_WITH_HEADERS else stored_ts
+    # A stored value that keeps no timestamp (the session's) leaves the record the context's (CL-8).
+    expected_ts = stored_ts if store_type in types.TIMESTAMPED_TYPES else ctx_ts
     assert out["record"] == {"key": changelog_key(store_type, key).hex(), "value": value.hex(),
                              "timestamp": expected_ts, "headers": json_headers(headers)}
 
 
 @rules("CL-3", "CL-4", "CL-6", "CL-7", "CL-8")
-@given(st.sampled_from(KV_STORE_TYPES + WINDOW_STORE_TYPES + SESSION_TYPES), BYTES, TIMESTAMPS, HEADERS)
+@given(st.sampled_from([t for family in CONTEXT_TIME_FAMILIES for t in family.types]), BYTES, TIMESTAMPS, HEADERS)
 def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_context_headers(
         implementation: Any, store_type: str, key: bytes, ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
     expected_headers = json_headers(ctx_headers) if store_type in HEADERS_STORE_TYPES else []
     expected = {"key": changelog_key(store_type, key).hex(), "value": None, "timestamp": ctx_ts, "headers": expected_headers}
-    operations = ["put"]
-    if store_type in KV_STORE_TYPES:
-        operations.append("delete")
-    if store_type in SESSION_TYPES:
-        operations.append("remove")
-    for operation in operations:
+    for operation in MODEL_OF[store_type].TOMBSTONE_WRITES:
         out = write(implementation, store_type, operation, key, None, ctx_ts, ctx_headers, **shape_extra(store_type))
         assert out["record"] == expected, operation
 
@@ -145,7 +140,7 @@ def test_versioned_stores_log_at_the_version_timestamp(implementation: Any, key:
 
 
 @rules("CL-2")
-@given(st.sampled_from(KV_STORE_TYPES[:1] + WINDOW_STORE_TYPES[:1] + SESSION_TYPES[:1]), BYTES, NEGATIVE_INT64)
+@given(st.sampled_from(PLAIN_CONTEXT_TIME_TYPES), BYTES, NEGATIVE_INT64)
 def test_negative_context_timestamps_cannot_be_logged(implementation: Any, store_type: str, key: bytes, ctx_ts: int) -> None:
     assert "error" in write(implementation, store_type, "put", key, b"v", ctx_ts, [], **shape_extra(store_type))
 
@@ -179,7 +174,7 @@ def test_window_sequence_numbers_wrap_at_31_bits(implementation: Any, seqnum: in
 # The position is the store's (CL-12): a store's position names a topic only with an offset of one of its
 # partitions (each write adds topic, partition and offset together), so no topic is drawn without a partition.
 @rules("CL-12")
-@given(st.sampled_from([KV, TIMESTAMPED_KV_WITH_HEADERS, "session"]), HEADERS,
+@given(st.sampled_from([t for model in MODELS.values() for t in model.CONSISTENCY_CASE_TYPES]), HEADERS,
        st.dictionaries(st.text(max_size=3, alphabet="abc"),
                        st.dictionaries(st.integers(0, 9), st.integers(0, 99), min_size=1, max_size=2), max_size=2))
 def test_consistency_headers_are_appended_v_then_c(implementation: Any, store_type: str, headers: list[tuple[str, bytes | None]],
@@ -204,7 +199,7 @@ def restore(implementation: Any, store_type: str, key: bytes, value: bytes | Non
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from([KV, "window", "session", VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]),
+@given(st.sampled_from([*PLAIN_CONTEXT_TIME_TYPES, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]),
        BYTES, BYTES, INT64, HEADERS)
 def test_restore_builds_the_stored_format_from_the_record(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                           headers: list[tuple[str, bytes | None]]) -> None:
@@ -302,7 +297,7 @@ def test_the_stores_log_config_wins_over_the_applications_topic_defaults(impleme
 
 
 @rules("CL-16")
-@given(st.sampled_from(WINDOW_STORE_TYPES + SESSION_TYPES), INT64, st.integers(min_value=0, max_value=INT64_MAX))
+@given(st.sampled_from(types.SEGMENTED_TYPES), INT64, st.integers(min_value=0, max_value=INT64_MAX))
 def test_windowed_changelog_retention_is_retention_plus_additional_saturating(implementation: Any, store_type: str, retention: int,
                                                                               additional: int) -> None:
     out = implementation.call("changelog.topic_config", {"store_type": store_type, "retention_ms": retention,
@@ -332,7 +327,7 @@ def test_versioned_changelog_compaction_lag_is_history_plus_one_day(implementati
 
 
 @rules("CL-1", "CL-2")
-@pytest.mark.parametrize(("store_type", "operation"), [("window", "delete"), ("session", "delete"), (VERSIONED_KV, "put_if_absent"),
-                                                       (KV, "remove"), ("no_such_store", "put")])
+@pytest.mark.parametrize(("store_type", "operation"), [
+    *(write for model in MODELS.values() for write in model.UNDEFINED_CHANGELOG_WRITES), ("no_such_store", "put")])
 def test_undefined_writes_are_refused(implementation: Any, store_type: str, operation: str) -> None:
     assert "error" in write(implementation, store_type, operation, b"k", b"v", 1, [], timestamp=1, **shape_extra(store_type))

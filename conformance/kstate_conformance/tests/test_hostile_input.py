@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.fixtures import all_cases
 from kstate_conformance.scenarios import SCENARIO_OP
 from kstate_conformance.store_types import KV, TIMESTAMPED_KV_HEADERS_ALIAS, VERSIONED_KV_WITH_HEADERS
@@ -120,28 +121,11 @@ STORE_EXAMPLES: dict[str, dict[str, Any]] = {
     "store.table_options": {"handle": HANDLE},
     "store.get_typed": {"handle": HANDLE, "key": "01", "fields": ["value"]},
     "store.wipe": {"state_dir": STATE_DIR, "name": "closed", "application_id": "app", "task_id": "0_0"},
-    # The session family's operations on this key-value handle: refused by family, or for the confused field.
-    "session_store.put": {"handle": HANDLE, "key": "01", "start": 0, "end": 5, "value": "02"},
-    "session_store.remove": {"handle": HANDLE, "key": "01", "start": 0, "end": 5},
-    "session_store.fetch_session": {"handle": HANDLE, "key": "01", "start": 0, "end": 5},
-    "session_store.find_sessions": {"handle": HANDLE, "key_from": "01", "key_to": "02", "earliest_end": 0,
-                                    "latest_start": 5, "backward": False},
-    "session_store.fetch": {"handle": HANDLE, "key_from": "01", "key_to": None, "backward": True},
-    # Window operations on the shared key-value handle: wrong types first, then the family is refused by name.
-    "window_store.put": {"handle": HANDLE, "key": "01", "value": "02", "window_start": 5},
-    "window_store.fetch": {"handle": HANDLE, "key": "01", "time": 5},
-    "window_store.fetch_range": {"handle": HANDLE, "key": "01", "from_ms": 0, "to_ms": 9, "backward": True},
-    "window_store.fetch_keys": {"handle": HANDLE, "key_from": "00", "key_to": None, "from_ms": 0, "to_ms": 9,
-                                "backward": False},
-    "window_store.fetch_all": {"handle": HANDLE, "from_ms": 0, "to_ms": 9, "backward": False},
-    "window_store.all": {"handle": HANDLE, "backward": True},
-    # On a versioned store with headers (see _LiveStore).
-    "versioned_store.put": {"handle": HANDLE, "key": "01", "value": "02", "timestamp": 5, "headers": [["h", "01"]]},
-    "versioned_store.get": {"handle": HANDLE, "key": "01", "as_of": 4},
-    "versioned_store.delete": {"handle": HANDLE, "key": "01", "timestamp": 6},
-    "versioned_store.get_versions": {"handle": HANDLE, "key": "01", "from_ms": 0, "to_ms": 9, "order": "ascending"},
-    "versioned_store.stream_time": {"handle": HANDLE},
-    "versioned_store.segments": {"handle": HANDLE},
+    # The operations of each family with a prefix of its own (the key-value family's are the store.* ones above),
+    # from its model: on this key-value handle (wrong types first, then the family is refused by name) or on the
+    # store FAMILY_STORES names for the family.
+    **{op: example for family in types.FAMILIES if family.op_prefix != "store."
+       for op, example in types.family_model(family).op_examples(HANDLE).items()},
 }
 #: The store type and options a family's operations are tried on (by the operation's prefix).
 FAMILY_STORES: dict[str, dict[str, Any]] = {

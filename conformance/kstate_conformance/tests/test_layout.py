@@ -12,13 +12,8 @@ from hypothesis import strategies as st
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
 from kstate_conformance.store_types import (
-    KV,
-    SESSION_WITH_HEADERS,
-    TIMESTAMPED_KV,
     TIMESTAMPED_KV_WITH_HEADERS,
-    TIMESTAMPED_WINDOW,
     TIMESTAMPED_WINDOW_WITH_HEADERS,
-    VERSIONED_KV,
 )
 from kstate_conformance.strategies import KV_STORE_TYPES, NON_NEGATIVE_INT32
 
@@ -125,17 +120,10 @@ def plan(implementation: Any, store_type: str, existing: dict[str, bool]) -> dic
     return result
 
 
+#: LAY-5, LAY-6 per store type, from each family's model; the layout-only type has no family and is the last.
 COLUMN_FAMILIES_BY_STORE_TYPE = [
-    (KV, ["default", "offsets"], "default"),
-    (VERSIONED_KV, ["default", "offsets"], "default"),
-    ("window", ["default", "offsets"], "default"),
-    ("session", ["default", "offsets"], "default"),
-    (TIMESTAMPED_KV, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
-    (TIMESTAMPED_WINDOW, ["default", "keyValueWithTimestamp", "offsets"], "keyValueWithTimestamp"),
-    (TIMESTAMPED_KV_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    (TIMESTAMPED_WINDOW_WITH_HEADERS, ["default", "keyValueWithTimestampAndHeaders", "offsets"], "keyValueWithTimestampAndHeaders"),
-    (SESSION_WITH_HEADERS, ["default", "offsets", "sessionKeyValueWithHeaders"], "sessionKeyValueWithHeaders"),
-    ("time_ordered_window_with_headers", ["default", "offsets", "windowKeyValueWithHeaders"], "windowKeyValueWithHeaders"),
+    *(row for rows in types.per_family("LAYOUT_COLUMN_FAMILIES") for row in rows),
+    (types.TIME_ORDERED_WINDOW_WITH_HEADERS, ["default", "offsets", "windowKeyValueWithHeaders"], "windowKeyValueWithHeaders"),
 ]
 
 
@@ -150,11 +138,8 @@ def test_each_store_type_opens_its_column_families(implementation: Any, store_ty
 
 @rules("LAY-7")
 @pytest.mark.parametrize(("store_type", "legacy", "conversion"), [
-    (TIMESTAMPED_KV, "default", "convert_to_timestamped_format"),
-    (TIMESTAMPED_WINDOW, "default", "convert_to_timestamped_format"),
-    (TIMESTAMPED_KV_WITH_HEADERS, "default", "convert_from_plain_to_header_format"),
-    (SESSION_WITH_HEADERS, "default", "convert_to_header_format"),
-    ("time_ordered_window_with_headers", "default", "convert_to_header_format"),
+    *(row for rows in types.per_family("LEGACY_UPGRADES") for row in rows),
+    (types.TIME_ORDERED_WINDOW_WITH_HEADERS, "default", "convert_to_header_format"),
 ])
 def test_legacy_data_opens_in_upgrade_mode(implementation: Any, store_type: str, legacy: str, conversion: str) -> None:
     out = plan(implementation, store_type, {legacy: True})
@@ -175,10 +160,7 @@ def test_header_store_over_a_timestamped_database(implementation: Any, store_typ
 
 
 @rules("LAY-8")
-@pytest.mark.parametrize(("store_type", "foreign"), [
-    (KV, "keyValueWithTimestamp"), (KV, "keyValueWithTimestampAndHeaders"), (TIMESTAMPED_KV, "keyValueWithTimestampAndHeaders"),
-    ("session", "sessionKeyValueWithHeaders"), (VERSIONED_KV, "__offsets"), ("window", "keyValueWithTimestamp"),
-])
+@pytest.mark.parametrize(("store_type", "foreign"), [row for rows in types.per_family("FOREIGN_COLUMN_FAMILIES") for row in rows])
 def test_databases_with_unknown_column_families_are_refused(implementation: Any, store_type: str, foreign: str) -> None:
     assert "error" in plan(implementation, store_type, {"default": True, foreign: False})
 

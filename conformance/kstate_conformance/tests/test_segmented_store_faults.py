@@ -15,16 +15,15 @@ import pytest
 
 from kstate.storage_files import store_digest
 from kstate_conformance import rules
+from kstate_conformance import store_types as types
 from kstate_conformance.harness import ROCKSDB, Kit, Store, h, is_refusal, kit
 
 __all__ = ["kit"]
 
-WINDOW, SESSION = "window", "session"
 INTERVAL = 60_000
-OPTIONS = {
-    WINDOW: {"retention_ms": 10 * INTERVAL, "window_size_ms": 1000, "segment_interval_ms": INTERVAL},
-    SESSION: {"retention_ms": 10 * INTERVAL, "segment_interval_ms": INTERVAL},
-}
+#: Each segmented family's model (store_types.family_model): its options, its write and its read of every entry.
+MODELS = {family.name: types.family_model(family) for family in types.FAMILIES if family.segmented}
+OPTIONS = {name: model.segmented_options(INTERVAL) for name, model in MODELS.items()}
 TIMES = (0, INTERVAL, 2 * INTERVAL)
 SEGMENTS = ["store.0", "store.120000", "store.60000"]
 
@@ -34,25 +33,21 @@ def _segment_dir(kit: Kit) -> Path:
 
 
 def _open(kit: Kit, family: str, **extra: Any) -> Store:
-    op = f"{family}_store.put"
+    op, _ = MODELS[family].put_at(h("k"), 0)
     if not kit.implementation.supports(op):
         pytest.skip(f"the implementation offers no {family} store operations")
     return kit.open(family, ROCKSDB, options=OPTIONS[family], **extra)
 
 
 def _put(store: Store, family: str, key: str, time: int) -> None:
-    if family == WINDOW:
-        store.ok("window_store.put", key=h(key), value=h(key), window_start=time)
-    else:
-        store.ok("session_store.put", key=h(key), start=time, end=time, value=h(key))
+    op, args = MODELS[family].put_at(h(key), time)
+    store.ok(op, **args)
 
 
 def _keys(store: Store, family: str) -> list[str]:
     """The keys the store answers, over every segment."""
-    if family == WINDOW:
-        entries = store.ok("window_store.all")["entries"]
-    else:
-        entries = store.ok("session_store.fetch", key_from=h("k"), key_to=h("l"))["entries"]
+    op, args = MODELS[family].read_every(h("k"), h("l"))
+    entries = store.ok(op, **args)["entries"]
     return sorted(bytes.fromhex(entry[0]).decode() for entry in entries)
 
 
@@ -69,10 +64,10 @@ def _filled(kit: Kit, family: str) -> Path:
     return directory
 
 
-# SS-10 for the session store only: once the strays are gone, every segment found opens at the reopen.
-@rules("LAY-12", "LAY-3", "SS-10")
-@pytest.mark.parametrize("family", [pytest.param(WINDOW, marks=rules("LAY-12", "LAY-3")),
-                                    pytest.param(SESSION, marks=rules("LAY-12", "LAY-3", "SS-10"))])
+# Each family's own rules of the reopen (its model's SEGMENT_REOPEN_RULES) mark its case only.
+@rules("LAY-12", "LAY-3", *dict.fromkeys(rule for model in MODELS.values() for rule in model.SEGMENT_REOPEN_RULES))
+@pytest.mark.parametrize("family", [pytest.param(name, marks=rules("LAY-12", "LAY-3", *model.SEGMENT_REOPEN_RULES))
+                                    for name, model in MODELS.items()])
 def test_entries_that_name_no_segment_are_skipped_or_refuse_the_open_and_are_never_opened(kit: Kit, family: str) -> None:
     """LAY-12: a ``junk`` directory, a ``store.notanumber`` directory and a regular file beside the segments are no
     segment: the store skips them and opens every segment (the reference, LAY-17), or refuses the open with a typed
@@ -102,7 +97,7 @@ def test_entries_that_name_no_segment_are_skipped_or_refuse_the_open_and_are_nev
 @pytest.mark.kstate_level("hardened")
 # LAY-3's names and SS-10's reopen are the previous test's (which Kafka's refusal passes): this one's point is the skip.
 @rules("LAY-17", "WS-31")
-@pytest.mark.parametrize("family", [WINDOW, SESSION])
+@pytest.mark.parametrize("family", list(MODELS))
 def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: Kit, family: str) -> None:
     """A directory ``junk``, a ``store.notanumber`` directory and a regular file beside the segments are no segment
     names: each is left alone, every segment opens with its rows, and the committed offset stands (Kafka's
@@ -121,7 +116,7 @@ def test_entries_that_name_no_segment_are_skipped_and_every_segment_opens(kit: K
 
 @pytest.mark.kstate_level("hardened")
 @rules("WS-31", "SS-20", "KV-66", "KV-52")
-@pytest.mark.parametrize("family", [WINDOW, SESSION])
+@pytest.mark.parametrize("family", list(MODELS))
 def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit, family: str) -> None:
     """The newest segment lost its ``CURRENT``: the open is refused and no file of any segment changed (a port
     that opens the healthy segments first gives them new MANIFEST, OPTIONS and LOG files)."""
@@ -135,7 +130,7 @@ def test_a_bad_newest_segment_refuses_the_open_before_any_segment_opens(kit: Kit
 
 @pytest.mark.kstate_level("hardened")
 @rules("LAY-13", "KV-23", "WS-28", "SS-23")
-@pytest.mark.parametrize("family", [WINDOW, SESSION])
+@pytest.mark.parametrize("family", list(MODELS))
 @pytest.mark.parametrize("lost", ["store.0", "store.60000", "store.120000"])
 def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, family: str, lost: str) -> None:
     """A segment directory deleted outside the store: the others still hold offset 7, which would claim its rows
@@ -149,7 +144,7 @@ def test_a_deleted_segment_refuses_the_open_while_an_offset_claims_it(kit: Kit, 
 
 
 @rules("LAY-13", "KV-53")
-@pytest.mark.parametrize("family", [WINDOW, SESSION])
+@pytest.mark.parametrize("family", list(MODELS))
 def test_a_deleted_segment_no_offset_claims_opens(kit: Kit, family: str) -> None:
     """With the committed offsets wiped (``commit({})``), nothing claims the lost rows: the store opens with the
     rows of the segments left, and no committed offset."""

@@ -16,8 +16,9 @@ import pytest
 
 from kstate_conformance import full_disk, rules
 from kstate_conformance.harness import ROCKSDB, TOPIC, Kit, Store, h, kit
+from kstate_conformance.probes import Probe
 from kstate_conformance.store_types import FAMILY_NAMES
-from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family
+from kstate_conformance.tests.test_store_rules_every_family import FAMILIES
 
 __all__ = ["kit"]
 
@@ -27,12 +28,12 @@ VALUE = "76" * 1500
 TRIES = 200
 
 
-def _write(store: Store, family: Family, key: str) -> dict[str, Any]:
+def _write(store: Store, family: Probe, key: str) -> dict[str, Any]:
     op, payload = family.write
     return store.call(op, **{**payload, "key": key, "value": VALUE})
 
 
-def _present(store: Store, family: Family, key: str) -> bool:
+def _present(store: Store, family: Probe, key: str) -> bool:
     read, payload = family.reads[0]
     out = store.ok(read, **{**payload, "key": key})
     return bool(out.get("value") or out.get("entries") or out.get("record"))

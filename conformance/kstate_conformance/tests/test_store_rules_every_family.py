@@ -7,75 +7,31 @@ Each test was written against a mutant of ``mutants/store_rules_mutants.py`` tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, Kit, Store, h, i64, kit
+from kstate_conformance import store_types as types
+from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, Kit, Store, h, kit
 from kstate_conformance.models import life
+from kstate_conformance.probes import Probe
 from kstate_conformance.store_types import KV, VERSIONED_KV, VERSIONED_KV_WITH_HEADERS
 
 __all__ = ["kit"]
 
 
-@dataclass(frozen=True)
-class Family:
-    """One family's plain store type, its open options, a write of key ``k`` and its reads of it, as payloads."""
-
-    store_type: str
-    options: dict[str, Any]
-    write: tuple[str, dict[str, Any]]
-    reads: tuple[tuple[str, dict[str, Any]], ...]
-    restore_key: str
-    extra: tuple[tuple[str, dict[str, Any]], ...] = field(default=())
-    #: The fields of :attr:`write` that place it in time (a window start, a session's start and end, a version).
-    time_fields: tuple[str, ...] = ("timestamp",)
-
-    def put(self, store: Store, key: str) -> None:
-        op, payload = self.write
-        store.ok(op, **{**payload, "key": key})
-
-    def ops(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(op for op, _ in (self.write, *self.reads, *self.extra)))
-
-
 #: Nine bytes: longer than a versioned segment id, so a key-value row read as versioned fails on its value (LAY-14),
 #: and an implementation without the check is not sent into the short-key scan of issue 25 (item 6).
 K = h("kkkkkkkkk")
-FAMILIES = {
-    "kv": Family(KV, {}, ("store.put", {"key": K, "value": "aa"}),
-                 (("store.get", {"key": K}), ("store.all", {}), ("store.reverse_all", {}),
-                  ("store.range", {"from": None, "to": None}), ("store.reverse_range", {"from": None, "to": None}),
-                  ("store.prefix_scan", {"prefix": K}), ("store.approximate_num_entries", {}),
-                  ("store.iterator_open", {"kind": "all"})),
-                 K,
-                 (("store.put_if_absent", {"key": h("j"), "value": "bb"}), ("store.delete", {"key": K}),
-                  ("store.put_all", {"entries": [[K, "cc"]]}))),
-    "versioned": Family(VERSIONED_KV, {"history_retention_ms": 10_000},
-                        ("versioned_store.put", {"key": K, "value": "aa", "timestamp": 1}),
-                        (("versioned_store.get", {"key": K}), ("versioned_store.get", {"key": K, "as_of": 1}),
-                         ("versioned_store.get_versions", {"key": K})),
-                        K, (("versioned_store.delete", {"key": K, "timestamp": 2}),)),
-    "window": Family("window", {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},
-                     ("window_store.put", {"key": K, "value": "aa", "window_start": 1}),
-                     (("window_store.fetch", {"key": K, "time": 1}),
-                      ("window_store.fetch_range", {"key": K, "from_ms": 0, "to_ms": 10}),
-                      ("window_store.fetch_keys", {"key_from": None, "key_to": None, "from_ms": 0, "to_ms": 10}),
-                      ("window_store.fetch_all", {"from_ms": 0, "to_ms": 10}), ("window_store.all", {})),
-                     K + i64(1) + "00000000", time_fields=("window_start",)),
-    "session": Family("session", {"retention_ms": 1_000, "segment_interval_ms": 500},
-                      ("session_store.put", {"key": K, "value": "aa", "start": 1, "end": 2}),
-                      (("session_store.fetch_session", {"key": K, "start": 1, "end": 2}),
-                       ("session_store.fetch", {"key_from": K}),
-                       ("session_store.find_sessions", {"key_from": K, "earliest_end": 0, "latest_start": 10})),
-                      K + i64(2) + i64(1), (("session_store.remove", {"key": K, "start": 1, "end": 2}),),
-                      time_fields=("start", "end")),
-}
+#: Each family's probe, built by its model (store_types.family_model), in the table's order.
+#: Each test's own rules stay written out, the union of the probes' rules of its check: the rule x place matrix
+#: (rule_places) reads them from the source; each family's case is marked with its probe's rules only.
+FAMILIES = {family.name: types.family_model(family).probe(K) for family in types.FAMILIES}
 
 
-def _open(kit: Kit, family: Family, backend: str, **extra: Any) -> Store:
+def _open(kit: Kit, family: Probe, backend: str, **extra: Any) -> Store:
     for name in family.ops():
         if not kit.implementation.supports(name):
             pytest.skip(f"the implementation does not offer {name}")
@@ -105,13 +61,8 @@ def _positions(kit: Kit, store: Store) -> list[dict[str, dict[int, int]]]:
     return found
 
 
-#: The rules the position test checks at each family: KV-54, and the family's own position rule (none for kv).
-POSITION_RULES = {"kv": ("KV-54",), "versioned": ("KV-54", "VS-38"), "window": ("KV-54", "WS-29"),
-                  "session": ("KV-54", "SS-38")}
-
-
 @rules("KV-54", "VS-38", "WS-29", "SS-38")
-@pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*POSITION_RULES[n])) for n in FAMILIES])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*f.position_rules)) for n, f in FAMILIES.items()])
 def test_a_reprocessed_record_leaves_the_position_where_it_was(kit: Kit, name: str) -> None:
     """A write at a lower offset after a higher one on the same partition keeps the higher one: before a commit,
     after it, and after a reopen (Position.withComponent keeps the larger offset)."""
@@ -139,7 +90,7 @@ def test_a_reprocessed_record_leaves_the_position_where_it_was(kit: Kit, name: s
 # --- KV-12: a closed store refuses every operation ---------------------------------------------------------------
 
 
-def _every_operation(family: Family) -> list[tuple[str, dict[str, Any], str]]:
+def _every_operation(family: Probe) -> list[tuple[str, dict[str, Any], str]]:
     """Each operation of ``family`` with its payload and its operation class in the life table (models.life)."""
     record: dict[str, Any] = {"key": family.restore_key, "value": None, "timestamp": 1, "headers": []}
     return [(*family.write, "write"), *((op, payload, "read") for op, payload in family.reads),
@@ -149,11 +100,9 @@ def _every_operation(family: Family) -> list[tuple[str, dict[str, Any], str]]:
             ("store.restore", {"records": [record]}, "restore")]
 
 
-#: The rules a closed-store test checks at each family: KV-12, and the family's own closed-store rule (the
-#: versioned VS-37, the session SS-37), so that a listed bug of one family hides no other family's rule.
-CLOSED_STORE_RULES = {"kv": ("KV-12",), "versioned": ("KV-12", "VS-37"), "window": ("KV-12",),
-                      "session": ("KV-12", "SS-37")}
-CLOSED_STORE_FAMILIES = [pytest.param(n, marks=rules(*CLOSED_STORE_RULES[n])) for n in FAMILIES]
+#: A closed-store case checks KV-12 and each family's own closed-store rule (its probe's) at that family only, so
+#: that a listed bug of one family hides no other family's rule.
+CLOSED_STORE_FAMILIES = [pytest.param(n, marks=rules(*f.closed_store_rules)) for n, f in FAMILIES.items()]
 
 
 @rules("KV-12", "VS-37", "SS-37")
@@ -214,10 +163,11 @@ def test_a_store_opened_without_an_interval_uses_the_floor(kit: Kit, backend: st
 # --- LAY-14: a directory reopened as another store type --------------------------------------------------------
 
 #: (the type written, the type then opened over it): pairs whose bytes tell them apart.
-TOLD_APART = [(KV, VERSIONED_KV), (VERSIONED_KV, VERSIONED_KV_WITH_HEADERS), ("window", "session"),
-              ("session", "window")]
-_FAMILY_OF = {"kv": KV, "versioned_kv": "versioned", "versioned_kv_with_headers": "versioned", "window": "window",
-              "session": "session"}
+#: Each segmented family's plain type over every other's: a key inside one's segment is no key of the other.
+TOLD_APART = [(KV, VERSIONED_KV), (VERSIONED_KV, VERSIONED_KV_WITH_HEADERS),
+              *((a.types[0], b.types[0]) for a in types.FAMILIES if a.segmented
+                for b in types.FAMILIES if b.segmented and b is not a)]
+_FAMILY_OF = types.FAMILY_OF
 
 
 @pytest.mark.kstate_level("hardened")
@@ -253,15 +203,12 @@ def _position_rows(store: Store) -> list[str | None]:
     return [dict(families.get("offsets", [])).get(h("position")) for families in databases]
 
 
-#: The rules the position-row test checks at each family. The versioned store's position row after a commit is
-#: VS-38's and OFF-5's (Kafka 4.3.1 writes none, a listed bug); its rows before any commit are checked, for KV-56
-#: and KV-63, by the versioned test after it, so that the bug hides neither.
-POSITION_ROW_RULES = {"kv": ("KV-56", "KV-63", "OFF-5"), "versioned": ("VS-38", "OFF-5"),
-                      "window": ("KV-56", "KV-63", "OFF-5", "WS-29"), "session": ("KV-56", "KV-63", "OFF-5", "SS-21")}
+#: The position-row case checks each family's position-row rules (its probe's; the versioned ones leave KV-56 and
+#: KV-63 to the versioned case after it, so that Kafka 4.3.1's listed bug of VS-38 hides neither).
 FLUSH = pytest.mark.parametrize("flush", [False, True], ids=["close", "flush_then_close"])
 
 
-def _closed_without_a_commit(kit: Kit, family: Family, flush: bool) -> Store:
+def _closed_without_a_commit(kit: Kit, family: Probe, flush: bool) -> Store:
     """A store of ``family`` written in a record context, flushed or not, closed with no commit and reopened: it
     has no position row in any of its databases (KV-56, KV-63). Answers the reopened store."""
     kit.require(family.store_type, ROCKSDB)
@@ -279,7 +226,7 @@ def _closed_without_a_commit(kit: Kit, family: Family, flush: bool) -> Store:
 
 
 @rules("KV-56", "KV-63", "OFF-5", "WS-29", "SS-21", "VS-38")
-@pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*POSITION_ROW_RULES[n])) for n in FAMILIES])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=rules(*f.position_row_rules)) for n, f in FAMILIES.items()])
 @FLUSH
 def test_only_a_commit_writes_the_position_row(kit: Kit, name: str, flush: bool) -> None:
     """Kafka 4.4.0 writes ``position`` in ``commit(offsets)`` only: a store written, flushed and closed with no

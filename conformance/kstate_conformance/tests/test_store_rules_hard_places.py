@@ -15,6 +15,7 @@ import pytest
 from kstate.storage_files import directory_digest
 from kstate_conformance import rules
 from kstate_conformance.harness import BACKENDS, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.probes import Probe
 from kstate_conformance.store_types import (
     FAMILY_NAMES,
     SEGMENTED_FAMILIES,
@@ -22,7 +23,7 @@ from kstate_conformance.store_types import (
     VERSIONED_KV_WITH_HEADERS,
 )
 from kstate_conformance.tests import test_segmented_store_faults as faults
-from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, Family, K, _context, _open, _positions
+from kstate_conformance.tests.test_store_rules_every_family import FAMILIES, K, _context, _open, _positions
 
 __all__ = ["kit"]
 
@@ -79,7 +80,7 @@ def test_a_position_file_merges_into_the_stored_position(kit: Kit, name: str) ->
 # --- WS-29, SS-21: the position after flush, then a crash ----------------------------------------------------------
 
 
-def _present(store: Store, family: Family, key: str) -> bool:
+def _present(store: Store, family: Probe, key: str) -> bool:
     read, payload = family.reads[0]
     out = store.ok(read, **{**payload, "key": key})
     return bool(out.get("value") or out.get("entries"))
@@ -232,7 +233,7 @@ def test_a_segment_created_after_the_last_close_is_missed_after_a_crash(kit: Kit
 # --- UPG-3, VS-31: a wipe and the store's .position file -----------------------------------------------------------
 
 
-def _committed_store_with_position_file(kit: Kit, family: Family, store_name: str) -> None:
+def _committed_store_with_position_file(kit: Kit, family: Probe, store_name: str) -> None:
     """A closed RocksDB store of ``family`` that committed once, and a legacy ``<store>.position`` naming an old
     position beside it."""
     store = _open(kit, family, ROCKSDB, name=store_name)
@@ -290,7 +291,7 @@ def test_a_wipe_deletes_the_stores_position_file_and_nothing_else(kit: Kit, name
 # --- OFF-1, OFF-2, OFF-4, LAY-5, LAY-6: the offsets rows of every database of every family ------------------------
 
 
-def _put_at(store: Store, family: Family, key: str, time: int) -> None:
+def _put_at(store: Store, family: Probe, key: str, time: int) -> None:
     """The family's write of ``key`` at ``time`` (a window start, a session's start and end, a version)."""
     op, payload = family.write
     store.ok(op, **{**payload, "key": key, **dict.fromkeys(family.time_fields, time)})

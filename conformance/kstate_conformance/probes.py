@@ -1,0 +1,40 @@
+"""A store family's probe, for the store rules checked at every family (KV-12, KV-54, KV-56, LAY-14; issue 25):
+its plain store type, open options, a write of one key and its reads of it as the neutral operations' payloads,
+and the family's own rules of each check. Each family's model builds its own (``probe``); the cases read them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kstate_conformance.harness import Store
+
+Payload = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One family's plain store type, its open options, a write of key ``k`` and its reads of it, as payloads."""
+
+    store_type: str
+    options: dict[str, Any]
+    write: Payload
+    reads: tuple[Payload, ...]
+    restore_key: str
+    extra: tuple[Payload, ...] = field(default=())
+    #: The fields of :attr:`write` that place it in time (a window start, a session's start and end, a version).
+    time_fields: tuple[str, ...] = ("timestamp",)
+    #: The rules a closed store of the family breaks when it answers (KV-12, and the family's own).
+    closed_store_rules: tuple[str, ...] = ("KV-12",)
+    #: The rules a position gone back breaks at the family (KV-54, and the family's own).
+    position_rules: tuple[str, ...] = ("KV-54",)
+    #: The rules a position row written without a commit breaks at the family.
+    position_row_rules: tuple[str, ...] = ("KV-56", "KV-63", "OFF-5")
+
+    def put(self, store: Store, key: str) -> None:
+        op, payload = self.write
+        store.ok(op, **{**payload, "key": key})
+
+    def ops(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(op for op, _ in (self.write, *self.reads, *self.extra)))
