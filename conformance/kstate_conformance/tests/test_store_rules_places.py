@@ -19,10 +19,10 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance.harness import MEMORY, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance.probes import Probe
 from kstate_conformance.tests.test_store_rules_every_family import (
     CLOSED_STORE_FAMILIES,
     FAMILIES,
-    Family,
     K,
     _context,
     _open,
@@ -199,7 +199,7 @@ PADDED_POSITION_RULES = ("OFF-5", "OFF-6", "OFF-7", "OFF-8", "OFF-9", "OFF-10", 
 VERSIONED_POSITION_RULES = ("VS-38", "OFF-5")
 
 
-def _committed_closed_reopened(kit: Kit, family: Family) -> tuple[list[dict[str, str]], Store]:
+def _committed_closed_reopened(kit: Kit, family: Probe) -> tuple[list[dict[str, str]], Store]:
     """The place of the two status tests below: a RocksDB store of ``family`` written at offset 7 of partition 0,
     committed at 5 and closed; its offsets rows as the close left them (OFF-7), and the store reopened, every
     database marked OPEN (OFF-6), then written at offset 4 of partition 0 (lower than the loaded 7: kept at 7)."""
