@@ -110,7 +110,11 @@ def test_the_readme_is_a_front_page() -> None:
     assert [b.strip() for b in blocks[:2]] == list(SETUP_COMMANDS), blocks[:2]
     for guide in GUIDES:
         assert f"]({guide})" in readme, f"the README does not link {guide}"
-    assert len(readme.splitlines()) <= 120, "the README is a front page: reference material goes to docs/"
+    # The benchmark tables are generated into the front page (issue 35: the measured reads, dump and restore are in
+    # the README); the page's own text is what stays short.
+    own_text = re.sub(r"<!-- bench:start.*?<!-- bench:end -->", "", readme, flags=re.S)
+    assert "<!-- bench:start" not in own_text, "the generated benchmark block is closed"
+    assert len(own_text.splitlines()) <= 120, "the README is a front page: reference material goes to docs/"
     for heading in ("## Auditing", "## Measured", "## Apache Kafka under test", "## The `kstate` command"):
         assert heading not in readme, f"{heading!r} belongs in a guide under docs/"
 
