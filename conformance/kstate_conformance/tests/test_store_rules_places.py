@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from kstate_conformance import rules
-from kstate_conformance.harness import MEMORY, ROCKSDB, TOPIC, Kit, Store, h, header_bytes, i64, kit, record, varint
+from kstate_conformance import store_types as types
+from kstate_conformance.harness import MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, kit, record
 from kstate_conformance.probes import Probe
 from kstate_conformance.tests.test_store_rules_every_family import (
     CLOSED_STORE_FAMILIES,
@@ -44,15 +45,12 @@ SESSION = (10, 30)  # start, end
 
 
 def _stored(store_type: str, raw: str) -> str:
-    """The stored value a store type holds for ``raw`` (TSKV-1, HV-6, HV-11)."""
-    hb = header_bytes(STORED_HEADERS)
-    if store_type in ("timestamped_kv", "timestamped_window"):
-        return i64(STORED_TS) + raw
-    if store_type in ("timestamped_kv_with_headers", "timestamped_window_with_headers"):
-        return varint(len(hb) // 2) + hb + i64(STORED_TS) + raw
-    if store_type == "session_with_headers":
-        return varint(len(hb) // 2) + hb + raw
-    return raw
+    """The stored value a store type holds for ``raw`` (TSKV-1, HV-6, HV-11), as its family's model lays it out."""
+    model = types.family_model(_FAMILY_BY_NAME[types.FAMILY_OF[store_type]])
+    return bytes(model.changelog_stored_value(store_type, bytes.fromhex(raw), STORED_TS, STORED_HEADERS)).hex()
+
+
+_FAMILY_BY_NAME = {family.name: family for family in types.FAMILIES}
 
 
 @dataclass(frozen=True)
@@ -127,18 +125,15 @@ class Logged:
         return _stored(self.store_type, raw)
 
 
-LOGGED = [Logged("kv", "kv"), Logged("timestamped_kv", "kv"), Logged("timestamped_kv_with_headers", "kv"),
-          Logged("versioned_kv", "versioned"), Logged("window", "window"), Logged("timestamped_window", "window"),
-          Logged("timestamped_window_with_headers", "window"), Logged("session", "session"),
-          Logged("session_with_headers", "session")]
-_OPTIONS = {"kv": {}, "versioned": {"history_retention_ms": 10_000},
-            "window": {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},
-            "session": {"retention_ms": 1_000, "segment_interval_ms": 500}}
+#: Every store type of every family, in the table's order, but the header-aware versioned type: its model lays out
+#: the plain versioned type's restored value only (``versioned.changelog_stored_value``), so that type stands for it.
+LOGGED = [Logged(store_type, family.name) for family in types.FAMILIES for store_type in family.types
+          if store_type != types.VERSIONED_KV_WITH_HEADERS]
 
 
 def _open_logged(kit: Kit, logged: Logged, name: str) -> Store:
     kit.require(logged.store_type, ROCKSDB)
-    options = _OPTIONS[logged.family]
+    options = FAMILIES[logged.family].options  # the family's probe's: its retention and segments (or none)
     return kit.open(logged.store_type, ROCKSDB, name=name, **({"options": options} if options else {}))
 
 
