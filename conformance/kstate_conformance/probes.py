@@ -25,6 +25,8 @@ class Probe:
     extra: tuple[Payload, ...] = field(default=())
     #: The fields of :attr:`write` that place it in time (a window start, a session's start and end, a version).
     time_fields: tuple[str, ...] = ("timestamp",)
+    #: The write that removes key ``k`` (a delete, a session's remove); None: a write of null does (a window store).
+    remove: Payload | None = None
     #: The rules a closed store of the family breaks when it answers (KV-12, and the family's own).
     closed_store_rules: tuple[str, ...] = ("KV-12",)
     #: The rules a position gone back breaks at the family (KV-54, and the family's own).

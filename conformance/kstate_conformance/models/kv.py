@@ -906,4 +906,4 @@ def probe(key: str) -> Probe:
                   ("store.iterator_open", {"kind": "all"})),
                  key,
                  (("store.put_if_absent", {"key": "6a", "value": "bb"}), ("store.delete", {"key": key}),
-                  ("store.put_all", {"entries": [[key, "cc"]]})))
+                  ("store.put_all", {"entries": [[key, "cc"]]})), remove=("store.delete", {"key": key}))

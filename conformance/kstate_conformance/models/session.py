@@ -568,5 +568,6 @@ def probe(key: str) -> Probe:
                   ("session_store.fetch", {"key_from": key}),
                   ("session_store.find_sessions", {"key_from": key, "earliest_end": 0, "latest_start": 10})),
                  key + int64(2).hex() + int64(1).hex(), (("session_store.remove", {"key": key, "start": 1, "end": 2}),),
+                 remove=("session_store.remove", {"key": key, "start": 1, "end": 2}),
                  time_fields=("start", "end"), closed_store_rules=("KV-12", "SS-37"), position_rules=("KV-54", "SS-38"),
                  position_row_rules=("KV-56", "KV-63", "OFF-5", "SS-21"))

@@ -478,6 +478,7 @@ def probe(key: str) -> Probe:
                  (("versioned_store.get", {"key": key}), ("versioned_store.get", {"key": key, "as_of": 1}),
                   ("versioned_store.get_versions", {"key": key})),
                  key, (("versioned_store.delete", {"key": key, "timestamp": 2}),),
+                 remove=("versioned_store.delete", {"key": key, "timestamp": 2}),
                  closed_store_rules=("KV-12", "VS-37"), position_rules=("KV-54", "VS-38"),
                  # Its position row after a commit is VS-38's and OFF-5's; its rows before any commit are checked, for
                  # KV-56 and KV-63, by a versioned case of their own, so that a listed bug of one hides neither.

@@ -40,14 +40,13 @@ STORED_HEADERS: list[tuple[str, bytes | None]] = [("s", b"\x02"), ("s", None)]
 LOGGED_HEADERS: list[list[Any]] = [["s", "02"], ["s", None]]
 RAW, OTHER = "aa", "bb"
 K1, K2, K3 = h("k1"), h("k2"), h("k3")
-WINDOW_START = 20
-SESSION = (10, 30)  # start, end
 
 
-def _stored(store_type: str, raw: str) -> str:
-    """The stored value a store type holds for ``raw`` (TSKV-1, HV-6, HV-11), as its family's model lays it out."""
+def _stored(store_type: str, raw: str, headers: list[tuple[str, bytes | None]] = STORED_HEADERS) -> str:
+    """The stored value a store type holds for ``raw`` at :data:`STORED_TS` with ``headers`` (TSKV-1, HV-6, HV-11),
+    as its family's model lays it out."""
     model = types.family_model(_FAMILY_BY_NAME[types.FAMILY_OF[store_type]])
-    return bytes(model.changelog_stored_value(store_type, bytes.fromhex(raw), STORED_TS, STORED_HEADERS)).hex()
+    return bytes(model.changelog_stored_value(store_type, bytes.fromhex(raw), STORED_TS, headers)).hex()
 
 
 _FAMILY_BY_NAME = {family.name: family for family in types.FAMILIES}
@@ -56,7 +55,8 @@ _FAMILY_BY_NAME = {family.name: family for family in types.FAMILIES}
 @dataclass(frozen=True)
 class Logged:
     """One store type: how to write ``k1`` and ``k2`` then remove ``k2``, the records those three writes log, and how
-    to read a key back as its stored value (None when absent)."""
+    to read a key back as its stored value (None when absent), each from its family's probe (probes.Probe): its
+    write, its removal, its first read and its changelog key, at the probe's times."""
 
     store_type: str
     family: str
@@ -69,49 +69,49 @@ class Logged:
     def headers(self) -> bool:
         return self.store_type.endswith("with_headers")
 
+    def probe(self, key: str) -> Probe:
+        probe: Probe = types.family_model(_FAMILY_BY_NAME[self.family]).probe(key)
+        return probe
+
     def write(self, store: Store, key: str, value: str | None) -> None:
-        stored = None if value is None else _stored(self.store_type, value)
-        if self.family == "kv":
-            if stored is None:
-                store.ok("store.delete", key=key)
-            else:
-                store.ok("store.put", key=key, value=stored)
-        elif self.family == "versioned":
-            if stored is None:
-                store.ok("versioned_store.delete", key=key, timestamp=STORED_TS + 1)
-            else:
-                store.ok("versioned_store.put", key=key, value=stored, timestamp=STORED_TS)
-        elif self.family == "window":
-            store.ok("window_store.put", key=key, value=stored, window_start=WINDOW_START)
-        elif stored is None:
-            store.ok("session_store.remove", key=key, start=SESSION[0], end=SESSION[1])
+        self.write_stored(store, key, None if value is None else _stored(self.store_type, value))
+
+    def write_stored(self, store: Store, key: str, stored: str | None) -> None:
+        """Write the stored value ``stored`` as it is (no conversion by :func:`_stored`); None removes the key, by
+        the family's removal or, a family without one (a window store, WS-*), a write of null."""
+        probe = self.probe(key)
+        if stored is None and probe.remove is not None:
+            op, payload = probe.remove
         else:
-            store.ok("session_store.put", key=key, value=stored, start=SESSION[0], end=SESSION[1])
+            op, payload = probe.write[0], {**probe.write[1], "value": stored}
+        store.ok(op, **payload)
 
     def read(self, store: Store, key: str) -> Any:
-        if self.family == "kv":
-            return store.ok("store.get", key=key)["value"]
-        if self.family == "versioned":
-            found = store.ok("versioned_store.get", key=key)["record"]
+        op, payload = self.probe(key).reads[0]
+        answer = store.ok(op, **payload)
+        if "record" in answer:  # a versioned read answers the version, its value and timestamp (VS-*)
+            found = answer["record"]
             return None if found is None else (found["value"], found["timestamp"])
-        if self.family == "window":
-            return store.ok("window_store.fetch", key=key, time=WINDOW_START)["value"]
-        return store.ok("session_store.fetch_session", key=key, start=SESSION[0], end=SESSION[1])["value"]
+        return answer["value"]
 
     def changelog_key(self, key: str) -> str:
         """CL-6: ``[k][windowStart][seqnum 0]`` (no duplicates retained); CL-7: ``[k][end][start]``, end first."""
-        if self.family == "window":
-            return key + i64(WINDOW_START) + "00000000"
-        if self.family == "session":
-            return key + i64(SESSION[1]) + i64(SESSION[0])
-        return key
+        return self.probe(key).restore_key
+
+    def _version_timestamp(self, key: str, removed: bool) -> int | None:
+        """The version timestamp a write of the family carries (a versioned put's or delete's, CL-5), or None."""
+        probe = self.probe(key)
+        write = probe.remove if removed and probe.remove is not None else probe.write
+        timestamp: int | None = write[1].get("timestamp")
+        return timestamp
 
     def logged(self, key: str, raw: str | None) -> dict[str, Any]:
         """The record one write logs (CL-2 to CL-8): the raw value; the version timestamp (CL-5), the stored
         timestamp (CL-4, CL-6, CL-8) or the context's (CL-2, CL-7); the stored headers (CL-8) or none (CL-2); a
         tombstone at the version timestamp (CL-5) or the context's, with the context's headers when header-aware."""
-        if self.family == "versioned":
-            return record(key, raw, STORED_TS if raw is not None else STORED_TS + 1)
+        version = self._version_timestamp(key, raw is None)
+        if version is not None:
+            return record(self.changelog_key(key), raw, version)
         if raw is None:
             return record(self.changelog_key(key), None, CONTEXT_TS, CONTEXT_HEADERS if self.headers else None)
         timestamp = STORED_TS if self.timestamped else CONTEXT_TS
@@ -120,8 +120,9 @@ class Logged:
     def restored(self, raw: str) -> Any:
         """What a read answers for a key restored from ``logged`` (CL-9 identity, CL-10 and TSKV-6 the record
         timestamp prepended, CL-11 and HV-12 the record headers in front, VS: the version at its timestamp)."""
-        if self.family == "versioned":
-            return (raw, STORED_TS)
+        version = self._version_timestamp(K1, removed=False)
+        if version is not None:
+            return (raw, version)
         return _stored(self.store_type, raw)
 
 
@@ -278,14 +279,14 @@ def test_a_legacy_row_reads_converted_until_the_mode_is_decided_again(kit: Kit, 
     old, new = _FAMILY_OF_TYPE[written], _FAMILY_OF_TYPE[opened]
     kit.require(opened, ROCKSDB, "dump")
     store = _open_logged(kit, old, "orders")
-    _raw_write(store, old, K1, legacy)
-    _raw_write(store, old, K3, legacy)  # never read before the restore below: it stays in the legacy family
+    old.write_stored(store, K1, legacy)
+    old.write_stored(store, K3, legacy)  # never read before the restore below: it stays in the legacy family
     store.commit(1)
     store.close()
     for _ in range(2):  # the first open decides the upgrade mode; the second decides it again, the same way
         upgraded = _open_logged(kit, new, "orders")
         assert old.read(upgraded, K1) == converted
-        _raw_write(upgraded, new, K2, _stored(opened, OTHER))
+        new.write_stored(upgraded, K2, _stored(opened, OTHER))
         assert new.read(upgraded, K2) == _stored(opened, OTHER)
         upgraded.commit(2)
         upgraded.close()
@@ -295,21 +296,10 @@ def test_a_legacy_row_reads_converted_until_the_mode_is_decided_again(kit: Kit, 
     key = new.changelog_key(K3)
     assert any(key in dict(f.get(legacy_family, [])) for f in _data_rows(upgraded).values()), "no legacy row"
     upgraded.restore([record(key, "cc", STORED_TS)])
-    restored = {"timestamped": i64(STORED_TS) + "cc", "headers": "00" + i64(STORED_TS) + "cc",
-                "session": "00cc"}["session" if new.family == "session" else "headers" if new.headers else "timestamped"]
+    restored = _stored(opened, "cc", headers=[])  # the record's timestamp in front, no headers (HV-12)
     assert new.read(upgraded, K3) == restored
     for families in _data_rows(upgraded).values():
         assert key not in dict(families.get(legacy_family, [])), families
-
-
-def _raw_write(store: Store, logged: Logged, key: str, stored: str) -> None:
-    """Write the stored value ``stored`` as it is (no conversion by :func:`_stored`)."""
-    if logged.family == "kv":
-        store.ok("store.put", key=key, value=stored)
-    elif logged.family == "window":
-        store.ok("window_store.put", key=key, value=stored, window_start=WINDOW_START)
-    else:
-        store.ok("session_store.put", key=key, value=stored, start=SESSION[0], end=SESSION[1])
 
 
 # --- VER-1, VER-2, VS-1: the versioned store's one database, after a crash -----------------------------------------
@@ -536,7 +526,7 @@ def _data_rows(store: Store) -> dict[str, Any]:
 
 @rules("RST-1", "RST-3", "RST-6")
 @pytest.mark.kstate_places("store:kv", "store:versioned", "store:window", "store:session", "restore")
-@pytest.mark.parametrize("logged", [t for t in LOGGED if t.store_type in ("kv", "versioned_kv", "window", "session")],
+@pytest.mark.parametrize("logged", [t for t in LOGGED if t.store_type == FAMILIES[t.family].store_type],
                          ids=lambda t: t.store_type)
 def test_a_stores_own_changelog_restored_in_any_batch_size_rebuilds_it(kit: Kit, logged: Logged) -> None:
     """Place: a restore into a store of each family. Two keys written, one overwritten, the other removed: restored
