@@ -49,6 +49,11 @@ LEGACY_UPGRADES = ((TIMESTAMPED, CF_DEFAULT, "convert_to_timestamped_format"),
                    (HEADERS, CF_DEFAULT, "convert_from_plain_to_header_format"))
 #: LAY-8: a column family of another type that a database of the type refuses.
 FOREIGN_COLUMN_FAMILIES = ((PLAIN, CF_TIMESTAMPED), (PLAIN, CF_HEADERS), (TIMESTAMPED, CF_HEADERS))
+#: TSKV-5, LAY-7, LAY-8: the upgrades in place, a case each: (the type written, the type then opened over it, a stored
+#: value the older wrote, what the newer reads for it), hex: timestamp -1 in front (TSKV-5), an empty plain value
+#: the 8 bytes alone; no headers, ``00``, in front of a timestamped value (LAY-8).
+IN_PLACE_UPGRADES = ((PLAIN, TIMESTAMPED, "aa", "ff" * 8 + "aa"), (PLAIN, TIMESTAMPED, "", "ff" * 8),
+                     (TIMESTAMPED, HEADERS, int64(7).hex() + "aa", "00" + int64(7).hex() + "aa"))
 # --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
 
 #: CL-2, CL-6: a write is logged at its context's timestamp, or at its stored one (CL-4).

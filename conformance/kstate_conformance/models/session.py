@@ -56,6 +56,9 @@ LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({CF_DEFAULT, CF_OFFSETS, HOME_CF[t]}),
 LEGACY_UPGRADES = ((HEADERS, CF_DEFAULT, "convert_to_header_format"),)
 #: LAY-8: a column family of another type that a database of the type refuses.
 FOREIGN_COLUMN_FAMILIES = ((SESSION, CF_HEADERS),)
+#: TSKV-5, LAY-7, LAY-8: the upgrades in place, a case each: (the type written, the type then opened over it, a stored
+#: value the older wrote, what the newer reads for it), hex: a session aggregate gets ``00`` (no headers) only, no timestamp (LAY-7).
+IN_PLACE_UPGRADES = ((SESSION, HEADERS, "aa", "00aa"),)
 
 
 # --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------

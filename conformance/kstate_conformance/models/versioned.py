@@ -42,6 +42,8 @@ LAYOUT_COLUMN_FAMILIES = ((VERSIONED, [CF_DEFAULT, CF_OFFSETS], CF_DEFAULT),)
 LEGACY_UPGRADES: tuple[tuple[str, str, str], ...] = ()
 #: LAY-8: a column family no versioned database has, which it refuses.
 FOREIGN_COLUMN_FAMILIES = ((VERSIONED, "__offsets"),)
+#: TSKV-5, LAY-7, LAY-8: the upgrades in place: none (no legacy column family).
+IN_PLACE_UPGRADES: tuple[tuple[str, str, str, str], ...] = ()
 
 
 # --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------

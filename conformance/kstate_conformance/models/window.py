@@ -47,6 +47,10 @@ LAYOUT_COLUMN_FAMILIES = tuple((t, sorted({kv.CF_DEFAULT, kv.CF_OFFSETS, HOME_CF
 LEGACY_UPGRADES = ((TIMESTAMPED, kv.CF_DEFAULT, "convert_to_timestamped_format"),)
 #: LAY-8: a column family of another type that a database of the type refuses.
 FOREIGN_COLUMN_FAMILIES = ((WINDOW, kv.CF_TIMESTAMPED),)
+#: TSKV-5, LAY-7, LAY-8: the upgrades in place, a case each: (the type written, the type then opened over it, a stored
+#: value the older wrote, what the newer reads for it), hex, as the key-value types' (TSKV-5, LAY-8).
+IN_PLACE_UPGRADES = ((WINDOW, TIMESTAMPED, "aa", "ff" * 8 + "aa"),
+                     (TIMESTAMPED, HEADERS, "0000000000000007aa", "000000000000000007aa"))  # timestamp 7
 
 
 # --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------

@@ -255,14 +255,9 @@ def test_the_versioned_store_marks_its_database_closed_and_open(kit: Kit) -> Non
 
 # --- LAY-7, LAY-8, TSKV-5: an upgrade in place at every family that has one ------------------------------------------
 
-#: (the type written, the type then opened over it, the stored value written, what the new type reads for it).
-UPGRADES = [("kv", "timestamped_kv", RAW, "ff" * 8 + RAW),  # TSKV-5: timestamp -1
-            ("kv", "timestamped_kv", "", "ff" * 8),  # an empty plain value: the 8 prefix bytes alone
-            ("timestamped_kv", "timestamped_kv_with_headers", i64(STORED_TS) + RAW, "00" + i64(STORED_TS) + RAW),
-            ("window", "timestamped_window", RAW, "ff" * 8 + RAW),
-            ("timestamped_window", "timestamped_window_with_headers", i64(STORED_TS) + RAW,
-             "00" + i64(STORED_TS) + RAW),
-            ("session", "session_with_headers", RAW, "00" + RAW)]  # LAY-7: a session aggregate gets 00 only
+#: (the type written, the type then opened over it, the stored value written, what the new type reads for it): each
+#: family's upgrades in place, from its model, in the table's order.
+UPGRADES = [upgrade for family in types.FAMILIES for upgrade in types.family_model(family).IN_PLACE_UPGRADES]
 _FAMILY_OF_TYPE = {t.store_type: t for t in LOGGED}
 
 
