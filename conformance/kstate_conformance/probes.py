@@ -40,3 +40,15 @@ class Probe:
 
     def ops(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(op for op, _ in (self.write, *self.reads, *self.extra)))
+
+
+@dataclass(frozen=True)
+class RowsBySegment:
+    """Where a segmented family's rows are (SESS-1, SESS-11): the open options, writes of one key, the row keys each
+    segment then holds in the data column families (in their order), and reads that answer the written value."""
+
+    options: dict[str, Any]
+    writes: tuple[Payload, ...]
+    column_families: tuple[str, ...]
+    rows: dict[str, list[str]]
+    reads: tuple[Payload, ...]

@@ -902,6 +902,11 @@ def _nonempty(image: Image) -> Image:
     return {cf: dict(entries) for cf, entries in image.items() if entries and cf != CF_OFFSETS}
 
 
+#: SESS-1, SESS-11's case of where a family's rows are by segment: not this family's (its keys are checked by its own
+#: layout cases).
+rows_by_segment = None
+
+
 def probe(key: str) -> Probe:
     """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex)."""
     return Probe(PLAIN, {}, ("store.put", {"key": key, "value": "aa"}),

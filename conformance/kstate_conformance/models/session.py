@@ -39,7 +39,7 @@ from kstate_conformance.models.kv import (
     Refused,
     SegmentedRestore,
 )
-from kstate_conformance.probes import Probe
+from kstate_conformance.probes import Probe, RowsBySegment
 
 SESSION = types.SESSION
 HEADERS = types.SESSION_WITH_HEADERS
@@ -561,6 +561,21 @@ def replay(store_type: str, backend: str, options: Options, records: Iterable[Re
     model.open()
     model.restore(list(records), batch_size)
     return model
+
+
+def rows_by_segment(key: str, value: str) -> RowsBySegment:
+    """A session's row is ``[key][end int64][start int64]`` (SESS-1) in the segment of its END, ``end / interval``
+    (SESS-11): with interval 500, the session 10..600 of ``key`` (hex) is in segment 1 (``<store>.500``) and 20..30
+    in segment 0, and both read back ``value``."""
+    sessions = ((10, 600), (20, 30))
+    return RowsBySegment({"retention_ms": 1_000, "segment_interval_ms": 500},
+                         tuple(("session_store.put", {"key": key, "value": value, "start": start, "end": end})
+                               for start, end in sessions),
+                         DATA_COLUMN_FAMILIES,
+                         {"store.0": [(bytes.fromhex(key) + int64(30) + int64(20)).hex()],
+                          "store.500": [(bytes.fromhex(key) + int64(600) + int64(10)).hex()]},
+                         tuple(("session_store.fetch_session", {"key": key, "start": start, "end": end})
+                               for start, end in sessions))
 
 
 def probe(key: str) -> Probe:

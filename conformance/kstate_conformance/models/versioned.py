@@ -473,6 +473,11 @@ def changelog_record(key: bytes, value: bytes | None, timestamp: int, headers: H
     return Record(key, value, timestamp, headers)
 
 
+#: SESS-1, SESS-11's case of where a family's rows are by segment: not this family's (its keys are checked by its own
+#: layout cases).
+rows_by_segment = None
+
+
 def probe(key: str) -> Probe:
     """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex); VS-37 and VS-38 are its own."""
     return Probe(VERSIONED, {"history_retention_ms": 10_000},

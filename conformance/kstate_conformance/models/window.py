@@ -540,6 +540,11 @@ def replace_logging(options: Options, logging: bool) -> Options:
                    options.segment_interval_ms, logging)
 
 
+#: SESS-1, SESS-11's case of where a family's rows are by segment: not this family's (its keys are checked by its own
+#: layout cases).
+rows_by_segment = None
+
+
 def probe(key: str) -> Probe:
     """The family's probe for the store rules checked at every family (probes.Probe), writing ``key`` (hex); WS-29 is its own."""
     return Probe(WINDOW, {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500},

@@ -488,24 +488,30 @@ def test_the_window_at_start_long_max_cannot_be_answered_as_a_window(kit: Kit, b
 # --- SESS-1, SESS-11: the session key and its segment at the store -------------------------------------------------
 
 
+#: The store types of the families whose model lays out where their rows are by segment (SESS-1, SESS-11).
+ROWS_BY_SEGMENT_TYPES = [store_type for family in types.FAMILIES if types.family_model(family).rows_by_segment
+                         for store_type in family.types]
+
+
 @rules("SESS-1", "SESS-11")
 @pytest.mark.kstate_places("store:session")
-@pytest.mark.parametrize("store_type", ["session", "session_with_headers"])
+@pytest.mark.parametrize("store_type", ROWS_BY_SEGMENT_TYPES)
 def test_a_session_row_is_keyed_end_first_in_the_segment_of_its_end(kit: Kit, store_type: str) -> None:
     """Place: a RocksDB session store. A session's row is ``[key][end int64][start int64]`` (SESS-1) in the segment
-    of its END, ``end / interval`` (SESS-11): with interval 500, the session 10..600 is in segment 1 (``<store>.500``)
-    and 20..30 in segment 0, and both read back."""
+    of its END, ``end / interval`` (SESS-11), as the family's model lays the rows out (``rows_by_segment``), and
+    every written session reads back."""
     kit.require(store_type, ROCKSDB, "dump")
     value = _stored(store_type, RAW)
-    store = kit.open(store_type, ROCKSDB, options={"retention_ms": 1_000, "segment_interval_ms": 500})
-    store.ok("session_store.put", key=K1, value=value, start=10, end=600)
-    store.ok("session_store.put", key=K1, value=value, start=20, end=30)
+    case = types.family_model(_FAMILY_BY_NAME[types.FAMILY_OF[store_type]]).rows_by_segment(K1, value)
+    store = kit.open(store_type, ROCKSDB, options=case.options)
+    for op, payload in case.writes:
+        store.ok(op, **payload)
     segments = store.ok("store.dump")["segments"]
-    rows = {name: [k for k, _ in families.get("default", []) + families.get("sessionKeyValueWithHeaders", [])]
+    rows = {name: [k for family in case.column_families for k, _ in families.get(family, [])]
             for name, families in segments.items()}
-    assert rows == {"store.0": [K1 + i64(30) + i64(20)], "store.500": [K1 + i64(600) + i64(10)]}, rows
-    for start, end in ((10, 600), (20, 30)):
-        assert store.ok("session_store.fetch_session", key=K1, start=start, end=end)["value"] == value
+    assert rows == case.rows, rows
+    for op, payload in case.reads:
+        assert store.ok(op, **payload)["value"] == value
 
 
 # --- RST-1, RST-3, RST-6: a store's own changelog restored in batches of any size, at every family -----------------
