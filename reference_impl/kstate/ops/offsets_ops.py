@@ -14,6 +14,7 @@ from kstate.codecs import offsets as o
 from kstate.codecs import position as pos
 from kstate.errors import EncodeError, KStateError
 from kstate.ops import JsonDict, capture, error_of, op, tohex
+from kstate.ops.fields import Field, Output, Request, hex_field, nullable_hex
 from kstate.ops.inputs import (
     InputError,
     as_hex,
@@ -116,6 +117,35 @@ def _partitions(payload: JsonDict, name: str) -> list[o.TopicPartition]:
     return out
 
 
+# --- declared input fields (OPS-2, OPS-3) -----------------------------------------------------------
+# Each reader is the hand parsing these operations did, so a bad field is refused by the same error, naming it.
+
+_POSITION_TYPE = "list[[string, list[[int, int]]]]"
+
+
+def _position_field(name: str, doc: str = "") -> Field:
+    """A required position (:func:`position_from_json`; a mapping is accepted too)."""
+    return Field(name, _POSITION_TYPE, doc, read=lambda payload, n, _default: position_from_json(field(payload, n), n))
+
+
+def _entries_field(name: str, doc: str = "") -> Field:
+    return Field(name, "list[[string, int, int | null]]", doc, read=lambda payload, n, _default: _entries_json(payload, n))
+
+
+def _offsets_field(name: str, doc: str = "") -> Field:
+    return Field(name, "list[[string, int, int | null]]", doc, read=lambda payload, n, _default: _offsets_map(payload, n))
+
+
+#: The column family image ``[[key hex, value hex], ...]``; required, ``null`` is an empty family.
+_CF = Field("cf", "list[[hex, hex]] | null", "the offsets column family image",
+            read=lambda payload, n, _default: cf_from_json(field(payload, n), n))
+_CF_OUT = Output("cf", "list[[hex, hex]]", "the image, sorted by key bytes")
+_POSITION_OUT = Output("position", _POSITION_TYPE, "canonical order")
+_FILE = nullable_hex("file", "the file's bytes (null: no file)")
+_FILE_OUT = Output("file", "hex | null", "null: no file")
+_ENTRIES_OUT = Output("entries", "list[[string, int, int]]", "sorted by topic, then partition")
+
+
 # --- OffsetCheckpoint -------------------------------------------------------------------------------
 
 
@@ -123,16 +153,18 @@ def _partitions(payload: JsonDict, name: str) -> list[o.TopicPartition]:
     "checkpoint.write",
     rules=["OFF-13", "OFF-14", "OFF-15", "OFF-16"],
     java=["OffsetCheckpoint.write"],
+    inputs=[_entries_field("entries_in_map_order", "the map's entries in its iteration order")],
+    outputs=[Output("file_exists", "bool"), Output("file", "hex", optional=True), Output("file_text", "string", optional=True),
+             Output("read_back", "{entries: list} | error", "what reading the file back gives", optional=True)],
 )
-def checkpoint_write(payload: JsonDict) -> JsonDict:
+def checkpoint_write(request: Request) -> JsonDict:
     """``OffsetCheckpoint.write`` then ``read``: whether a file exists, its bytes and text, and what reads back.
 
     An empty map leaves no file (OFF-15): the output says so and has no ``file`` or ``file_text``, as a
     refused write has none; reading back the missing file gives an empty map.
     """
-    entries = _entries_json(payload, "entries_in_map_order")
     try:
-        data = o.write_checkpoint_text(entries)
+        data = o.write_checkpoint_text(request.entries_in_map_order)
     except KStateError as exc:
         return {**error_of(exc), "file_exists": False}
     if data is None:
@@ -159,55 +191,58 @@ def _checkpoint_leniency(payload: JsonDict) -> str | None:
     rules=["OFF-16", "OFF-17", "OFF-21"],
     java=["OffsetCheckpoint.read"],
     lenient=_checkpoint_leniency,
+    inputs=[_FILE],
+    outputs=[_ENTRIES_OUT],
 )
-def checkpoint_read(payload: JsonDict) -> JsonDict:
+def checkpoint_read(request: Request) -> JsonDict:
     """``OffsetCheckpoint.read`` of ``file`` (null: no file); entries sorted, -4 kept as written."""
-    data = require_hex(payload, "file", None)
-    return {"entries": sorted_entries(o.read_checkpoint_text(data))}
+    return {"entries": sorted_entries(o.read_checkpoint_text(request.file))}
 
 
-@op("checkpoint.write_downgrade", rules=["OFF-20", "OFF-14"])
-def checkpoint_write_downgrade(payload: JsonDict) -> JsonDict:
+@op("checkpoint.write_downgrade", rules=["OFF-20", "OFF-14"],
+    inputs=[_offsets_field("committed", "the committed offsets, null: unknown")], outputs=[_FILE_OUT])
+def checkpoint_write_downgrade(request: Request) -> JsonDict:
     """The ``.checkpoint`` written for a downgrade: committed offsets in order, null as -4; empty means no file."""
-    entries = [(t, p, v) for (t, p), v in o.downgrade_checkpoint_offsets(_offsets_map(payload, "committed")).items()]
+    entries = [(t, p, v) for (t, p), v in o.downgrade_checkpoint_offsets(request.committed).items()]
     return {"file": tohex(o.write_checkpoint_text(entries))}
 
 
 # --- PositionSerde ----------------------------------------------------------------------------------
 
 
-@op("position.serialize", rules=["OFF-8", "OFF-9"])
-def position_serialize(payload: JsonDict) -> JsonDict:
+@op("position.serialize", rules=["OFF-8", "OFF-9"], inputs=[_position_field("position", "in iteration order")],
+    outputs=[Output("bytes", "hex")])
+def position_serialize(request: Request) -> JsonDict:
     """``PositionSerde.serialize(position).array()``, zero padding included, topics and partitions in input order."""
-    return {"bytes": pos.encode_position(position_from_json(field(payload, "position"))).hex()}
+    return {"bytes": pos.encode_position(request.position).hex()}
 
 
-@op("position.deserialize", rules=["OFF-8", "OFF-10", "OFF-12"])
-def position_deserialize(payload: JsonDict) -> JsonDict:
+@op("position.deserialize", rules=["OFF-8", "OFF-10", "OFF-12"], inputs=[hex_field("bytes", nullable=False, type="hex")],
+    outputs=[_POSITION_OUT, Output("bytes_consumed", "int")])
+def position_deserialize(request: Request) -> JsonDict:
     """``PositionSerde.deserialize``: the position (canonical order) and the bytes it used; the rest is ignored."""
-    decoded, used = pos.decode_position(require_hex(payload, "bytes", nullable=False))
+    decoded, used = pos.decode_position(request.bytes)
     return {"position": position_to_json(decoded), "bytes_consumed": used}
 
 
-@op("position.merge", rules=["OFF-11", "OFF-12"])
-def position_merge(payload: JsonDict) -> JsonDict:
+@op("position.merge", rules=["OFF-11", "OFF-12"], inputs=[_position_field("base"), _position_field("other")],
+    outputs=[_POSITION_OUT])
+def position_merge(request: Request) -> JsonDict:
     """``Position.merge``: per partition the larger offset."""
-    merged = pos.merge_positions(position_from_json(field(payload, "base"), "base"), position_from_json(field(payload, "other"), "other"))
-    return {"position": position_to_json(merged)}
+    return {"position": position_to_json(pos.merge_positions(request.base, request.other))}
 
 
-@op("position.to_checkpoint", rules=["OFF-18"])
-def position_to_checkpoint(payload: JsonDict) -> JsonDict:
+@op("position.to_checkpoint", rules=["OFF-18"], inputs=[_position_field("position", "in iteration order")],
+    outputs=[_FILE_OUT])
+def position_to_checkpoint(request: Request) -> JsonDict:
     """The ``<store>.position`` file of a position (entries in input order); an empty position writes no file."""
-    entries = o.position_to_checkpoint(position_from_json(field(payload, "position")))
-    return {"file": tohex(o.write_checkpoint_text(entries))}
+    return {"file": tohex(o.write_checkpoint_text(o.position_to_checkpoint(request.position)))}
 
 
-@op("position.from_checkpoint", rules=["OFF-18", "OFF-16"])
-def position_from_checkpoint(payload: JsonDict) -> JsonDict:
+@op("position.from_checkpoint", rules=["OFF-18", "OFF-16"], inputs=[_FILE], outputs=[_POSITION_OUT])
+def position_from_checkpoint(request: Request) -> JsonDict:
     """A ``<store>.position`` file read back as a position (null file: empty)."""
-    offsets = o.read_checkpoint_text(require_hex(payload, "file", None))
-    return {"position": position_to_json(o.position_from_checkpoint(offsets))}
+    return {"position": position_to_json(o.position_from_checkpoint(o.read_checkpoint_text(request.file)))}
 
 
 # --- offsets column family ---------------------------------------------------------------------------
