@@ -8,13 +8,24 @@ family image is ``[[key hex, value hex], ...]``, returned sorted by key bytes as
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from kstate.codecs import offsets as o
 from kstate.codecs import position as pos
 from kstate.errors import EncodeError, KStateError
 from kstate.ops import JsonDict, capture, error_of, op, tohex
-from kstate.ops.fields import Field, Output, Request, hex_field, nullable_hex
+from kstate.ops.fields import (
+    Field,
+    Output,
+    Request,
+    bool_field,
+    deferred,
+    hex_field,
+    int_field,
+    nullable_hex,
+    str_field,
+)
 from kstate.ops.inputs import (
     InputError,
     as_hex,
@@ -24,11 +35,8 @@ from kstate.ops.inputs import (
     as_str,
     as_tuple,
     field,
-    require_bool,
     require_hex,
-    require_int,
     require_list,
-    require_str,
 )
 
 # --- JSON shapes ------------------------------------------------------------------------------------
@@ -248,25 +256,43 @@ def position_from_checkpoint(request: Request) -> JsonDict:
 # --- offsets column family ---------------------------------------------------------------------------
 
 
-@op("offsets.encode_entry", rules=["OFF-1", "OFF-2", "OFF-3", "OFF-9"])
-def offsets_encode_entry(payload: JsonDict) -> JsonDict:
+#: The forms of an offsets-CF entry (OFF-1 to OFF-3): the first field present picks the form, so each is read then.
+_STATUS = deferred(replace(str_field("status", "\"open\" or \"closed\": the status entry"), optional=True))
+_ENTRY_POSITION = deferred(replace(_position_field("position", "the position entry"), optional=True))
+_TOPIC = str_field("topic")
+_PARTITION = int_field("partition")
+_ENTRY_OFFSET = deferred(int_field("offset", "a committed offset entry, with topic and partition (null: a tombstone)", None))
+
+
+@op("offsets.encode_entry", rules=["OFF-1", "OFF-2", "OFF-3", "OFF-9"],
+    inputs=[_STATUS, _ENTRY_POSITION, deferred(replace(_TOPIC, optional=True)), deferred(replace(_PARTITION, optional=True)),
+            _ENTRY_OFFSET],
+    outputs=[Output("key", "hex"), Output("value", "hex | null")])
+def offsets_encode_entry(request: Request) -> JsonDict:
     """One offsets-CF entry: ``{"status": "open"|"closed"}``, ``{"position": ...}`` or ``{"topic", "partition", "offset"}``."""
+    payload = request.payload
     if "status" in payload:
-        status = require_str(payload, "status")
+        status = _STATUS.parse(payload)
         if status not in ("open", "closed"):
             raise EncodeError(o.CF_FORMAT, f"status must be 'open' or 'closed', got {status!r}")
         return {"key": o.STATUS_KEY.hex(), "value": o.encode_status(status == "open").hex()}
     if "position" in payload:
-        return {"key": o.POSITION_KEY.hex(), "value": pos.encode_position(position_from_json(field(payload, "position"))).hex()}
-    key = o.topic_partition_key(require_str(payload, "topic"), require_int(payload, "partition"))
-    offset = require_int(payload, "offset", None)
+        return {"key": o.POSITION_KEY.hex(), "value": pos.encode_position(_ENTRY_POSITION.parse(payload)).hex()}
+    key = o.topic_partition_key(_TOPIC.parse(payload), _PARTITION.parse(payload))
+    offset = _ENTRY_OFFSET.parse(payload)
     return {"key": key.hex(), "value": None if offset is None else o.encode_offset_value(offset).hex()}
 
 
-@op("offsets.decode_entry", rules=["OFF-2", "OFF-3", "OFF-10"])
-def offsets_decode_entry(payload: JsonDict) -> JsonDict:
+@op("offsets.decode_entry", rules=["OFF-2", "OFF-3", "OFF-10"],
+    inputs=[hex_field("key", nullable=False, type="hex"), hex_field("value", nullable=False, type="hex")],
+    outputs=[Output("kind", "string", "status, position or offset"), Output("status", "string", optional=True),
+             Output("value", "int", "the status byte", optional=True), Output("position", _POSITION_TYPE, optional=True),
+             Output("bytes_consumed", "int", optional=True),
+             Output("topic_partition", "string", "<topic>-<partition>", optional=True),
+             Output("offset", "int", optional=True)])
+def offsets_decode_entry(request: Request) -> JsonDict:
     """Classify one offsets-CF entry; a committed offset's key is reported as text (``<topic>-<partition>``)."""
-    decoded = o.decode_entry(require_hex(payload, "key", nullable=False), require_hex(payload, "value", nullable=False))
+    decoded = o.decode_entry(request.key, request.value)
     if decoded["kind"] == "position":
         position = decoded["position"]
         assert isinstance(position, dict)
@@ -274,51 +300,59 @@ def offsets_decode_entry(payload: JsonDict) -> JsonDict:
     return dict(decoded)
 
 
-@op("offsets.commit", rules=["OFF-4"])
-def offsets_commit(payload: JsonDict) -> JsonDict:
+@op("offsets.commit", rules=["OFF-4"], inputs=[_CF, _offsets_field("offsets", "null offset: unknown")], outputs=[_CF_OUT])
+def offsets_commit(request: Request) -> JsonDict:
     """``commit(Map)`` on a column family image: offsets ``[[topic, partition, offset|null], ...]``; empty wipes."""
-    return {"cf": cf_to_json(o.commit_offsets(cf_from_json(field(payload, "cf")), _offsets_map(payload, "offsets")))}
+    return {"cf": cf_to_json(o.commit_offsets(request.cf, request.offsets))}
 
 
-@op("offsets.commit_position", rules=["OFF-5", "OFF-9"])
-def offsets_commit_position(payload: JsonDict) -> JsonDict:
+@op("offsets.commit_position", rules=["OFF-5", "OFF-9"], inputs=[_CF, _position_field("position")], outputs=[_CF_OUT])
+def offsets_commit_position(request: Request) -> JsonDict:
     """``commit(Position)`` on a column family image."""
-    return {"cf": cf_to_json(o.commit_position(cf_from_json(field(payload, "cf")), position_from_json(field(payload, "position"))))}
+    return {"cf": cf_to_json(o.commit_position(request.cf, request.position))}
 
 
-@op("offsets.open", rules=["OFF-6"])
-def offsets_open(payload: JsonDict) -> JsonDict:
+@op("offsets.open", rules=["OFF-6"], inputs=[_CF, bool_field("ignore_invalid_state", default=False)],
+    outputs=[_CF_OUT, _POSITION_OUT])
+def offsets_open(request: Request) -> JsonDict:
     """``open``: the image after open and the loaded position; an OPEN status is refused (unclean shutdown)."""
-    cf, position = o.open_offsets(cf_from_json(field(payload, "cf")), require_bool(payload, "ignore_invalid_state", False))
+    cf, position = o.open_offsets(request.cf, request.ignore_invalid_state)
     return {"cf": cf_to_json(cf), "position": position_to_json(position)}
 
 
-@op("offsets.close", rules=["OFF-7"])
-def offsets_close(payload: JsonDict) -> JsonDict:
+@op("offsets.close", rules=["OFF-7"], inputs=[_CF, bool_field("opened")], outputs=[_CF_OUT])
+def offsets_close(request: Request) -> JsonDict:
     """``close``: CLOSED is written only when ``opened``."""
-    return {"cf": cf_to_json(o.close_offsets(cf_from_json(field(payload, "cf")), require_bool(payload, "opened")))}
+    return {"cf": cf_to_json(o.close_offsets(request.cf, request.opened))}
 
 
-@op("offsets.committed_offset", rules=["OFF-2", "OFF-3"])
-def offsets_committed_offset(payload: JsonDict) -> JsonDict:
+@op("offsets.committed_offset", rules=["OFF-2", "OFF-3"], inputs=[_CF, _TOPIC, _PARTITION],
+    outputs=[Output("offset", "int | null")])
+def offsets_committed_offset(request: Request) -> JsonDict:
     """``committedOffset(tp)`` on a column family image (null when absent)."""
-    return {"offset": o.committed_offset(cf_from_json(field(payload, "cf")), require_str(payload, "topic"), require_int(payload, "partition"))}
+    return {"offset": o.committed_offset(request.cf, request.topic, request.partition)}
 
 
-@op("offsets.migrate_checkpoint", rules=["OFF-19"])
-def offsets_migrate_checkpoint(payload: JsonDict) -> JsonDict:
+#: Read (the file parsed, OFF-16) before the other fields, as Kafka reads the file first.
+_LEGACY_CHECKPOINT = Field("checkpoint", "hex | null", "the store's .checkpoint file (null: none)",
+                           read=lambda payload, n, _default: o.read_checkpoint_text(require_hex(payload, n, None)))
+
+
+@op("offsets.migrate_checkpoint", rules=["OFF-19"],
+    inputs=[_LEGACY_CHECKPOINT,
+            Field("changelog_partitions", "list[[string, int]]", read=lambda payload, n, _default: _partitions(payload, n)),
+            _CF],
+    outputs=[_CF_OUT])
+def offsets_migrate_checkpoint(request: Request) -> JsonDict:
     """``migrateLegacyOffsets`` for one store: its ``.checkpoint`` entries (file bytes, null: none) into the image."""
-    checkpoint = o.read_checkpoint_text(require_hex(payload, "checkpoint", None))
-    known = {tp: v for tp, v in checkpoint.items() if v is not None}
-    partitions = _partitions(payload, "changelog_partitions")
-    return {"cf": cf_to_json(o.migrate_checkpoint_offsets(cf_from_json(field(payload, "cf")), known, partitions))}
+    known = {tp: v for tp, v in request.checkpoint.items() if v is not None}
+    return {"cf": cf_to_json(o.migrate_checkpoint_offsets(request.cf, known, request.changelog_partitions))}
 
 
-@op("offsets.migrate_position_file", rules=["OFF-22"], level="tentative")
-def offsets_migrate_position_file(payload: JsonDict) -> JsonDict:
+@op("offsets.migrate_position_file", rules=["OFF-22"], level="tentative", inputs=[_FILE, _CF], outputs=[_CF_OUT])
+def offsets_migrate_position_file(request: Request) -> JsonDict:
     """A ``<store>.position`` file (bytes; null: none) merged into the image's ``position`` entry."""
-    data = require_hex(payload, "file", None)
-    cf = cf_from_json(field(payload, "cf"))
-    if data is not None:
-        cf = o.migrate_position_file(cf, o.position_from_checkpoint(o.read_checkpoint_text(data)))
+    cf = request.cf
+    if request.file is not None:
+        cf = o.migrate_position_file(cf, o.position_from_checkpoint(o.read_checkpoint_text(request.file)))
     return {"cf": cf_to_json(cf)}
