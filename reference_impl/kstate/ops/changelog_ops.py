@@ -7,6 +7,7 @@ A changelog record is ``{"key": hex, "value": hex|null, "timestamp": int, "heade
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from kstate.codecs import changelog as cl
@@ -15,6 +16,7 @@ from kstate.codecs import segments as seg
 from kstate.codecs.store_types import STORE_TYPES, Family, Source, StoreType, UnknownFamilyError
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
+from kstate.ops.fields import Field, Output, Request, deferred, int_field, str_field
 from kstate.ops.inputs import (
     as_bool,
     as_hex,
@@ -189,62 +191,85 @@ def _existing(payload: JsonDict) -> dict[str, bool]:
 
 
 # --- layout -----------------------------------------------------------------------------------------
+# Declared fields (OPS-2, OPS-3), read in the order the hand parsing read them, so a bad one is refused the same way.
+
+#: A store type by its :class:`StoreType` value; an unknown one is refused as :meth:`StoreType.parse` refuses it.
+_STORE_TYPE = Field("store_type", "string", ", ".join(t.value for t in StoreType),
+                    read=lambda payload, n, _default: StoreType.parse(require_str(payload, n)))
+_APPLICATION_ID = str_field("application_id")
+_NAMED_TOPOLOGY = str_field("named_topology", "null: none", None, type="string | null")
+_STORE_NAME = str_field("store_name")
+_SEGMENT_ID = int_field("segment_id")
+_SEGMENT_INTERVAL = int_field("segment_interval")
 
 
-@op("layout.task_dir", rules=["LAY-1"])
-def task_dir(payload: JsonDict) -> JsonDict:
+@op("layout.task_dir", rules=["LAY-1"],
+    inputs=[int_field("subtopology"), int_field("partition"), _APPLICATION_ID, _NAMED_TOPOLOGY],
+    outputs=[Output("task_dir", "string", "relative to state.dir"), Output("name", "string")])
+def task_dir(request: Request) -> JsonDict:
     """The task directory relative to ``state.dir``, and its own name."""
-    sub, part = require_int(payload, "subtopology"), require_int(payload, "partition")
+    sub, part = request.subtopology, request.partition
     return {
-        "task_dir": lay.task_dir(require_str(payload, "application_id"), sub, part, require_str(payload, "named_topology", None)),
+        "task_dir": lay.task_dir(request.application_id, sub, part, request.named_topology),
         "name": lay.task_dir_name(sub, part),
     }
 
 
-@op("layout.parse_task_dir_name", rules=["LAY-1"])
-def parse_task_dir_name(payload: JsonDict) -> JsonDict:
+@op("layout.parse_task_dir_name", rules=["LAY-1"], inputs=[str_field("name")],
+    outputs=[Output("task", "[int, int] | null", "[subtopology, partition]")])
+def parse_task_dir_name(request: Request) -> JsonDict:
     """``[subtopology, partition]`` of a task directory name, or null for a name that is not a task's."""
-    parsed = lay.parse_task_dir_name(require_str(payload, "name"))
+    parsed = lay.parse_task_dir_name(request.name)
     return {"task": None if parsed is None else list(parsed)}
 
 
-@op("layout.store_paths", rules=["LAY-2", "LAY-3", "LAY-4"])
-def store_paths(payload: JsonDict) -> JsonDict:
+@op("layout.store_paths", rules=["LAY-2", "LAY-3", "LAY-4"],
+    # The segment fields are read only once the store is known to have segments (LAY-3), as before.
+    inputs=[_STORE_TYPE, _STORE_NAME, deferred(replace(_SEGMENT_ID, doc="with segment_interval: the segment's directory",
+                                                       optional=True)),
+            deferred(replace(_SEGMENT_INTERVAL, optional=True))],
+    outputs=[Output("store_dir", "string"), Output("position_file", "string"), Output("task_checkpoint_file", "string"),
+             Output("legacy_store_checkpoint_file", "string"), Output("segment_dir", "string", optional=True)])
+def store_paths(request: Request) -> JsonDict:
     """A store's paths relative to the task directory (``segment_dir`` when a segment id and interval are given)."""
-    store_type = _store_type(payload)
-    name = require_str(payload, "store_name")
+    store_type, name = request.store_type, request.store_name
     out: JsonDict = {
         "store_dir": lay.store_dir(store_type, name),
         "position_file": lay.position_file_name(name),
         "task_checkpoint_file": lay.CHECKPOINT_FILE,
         "legacy_store_checkpoint_file": lay.legacy_store_checkpoint_name(name),
     }
-    if "segment_id" in payload:
+    if "segment_id" in request.payload:
         if out["store_dir"] != name:
             raise EncodeError(lay.FORMAT, f"a {store_type.value} store has no segments")
-        out["segment_dir"] = seg.segment_dir(name, require_int(payload, "segment_id"), require_int(payload, "segment_interval"))
+        out["segment_dir"] = seg.segment_dir(name, _SEGMENT_ID.parse(request.payload), _SEGMENT_INTERVAL.parse(request.payload))
     return out
 
 
-@op("layout.segment_dir_name", rules=["LAY-3"])
-def segment_dir_name(payload: JsonDict) -> JsonDict:
+@op("layout.segment_dir_name", rules=["LAY-3"], inputs=[_STORE_NAME, _SEGMENT_ID, _SEGMENT_INTERVAL],
+    outputs=[Output("name", "string")])
+def segment_dir_name(request: Request) -> JsonDict:
     """``<store>.<segmentId * segmentInterval>``."""
-    return {"name": seg.segment_dir_name(require_str(payload, "store_name"), require_int(payload, "segment_id"),
-                                          require_int(payload, "segment_interval"))}
+    return {"name": seg.segment_dir_name(request.store_name, request.segment_id, request.segment_interval)}
 
 
-@op("layout.parse_segment_name", rules=["LAY-3"])
-def parse_segment_name(payload: JsonDict) -> JsonDict:
+@op("layout.parse_segment_name", rules=["LAY-3"], inputs=[_STORE_NAME, str_field("segment_name"), _SEGMENT_INTERVAL],
+    outputs=[Output("segment_id", "int", "-1: skipped"), Output("rename_to", "string | null", "null: kept")])
+def parse_segment_name(request: Request) -> JsonDict:
     """The segment id of a directory entry (-1: skipped) and the name Kafka renames it to (null: kept)."""
-    parsed = seg.parse_segment_name(require_str(payload, "store_name"), require_str(payload, "segment_name"),
-                                    require_int(payload, "segment_interval"))
+    parsed = seg.parse_segment_name(request.store_name, request.segment_name, request.segment_interval)
     return {"segment_id": parsed.segment_id, "rename_to": parsed.rename_to}
 
 
-@op("layout.column_families", rules=["LAY-5", "LAY-6", "LAY-7", "LAY-8"])
-def column_families(payload: JsonDict) -> JsonDict:
+@op("layout.column_families", rules=["LAY-5", "LAY-6", "LAY-7", "LAY-8"],
+    inputs=[_STORE_TYPE, Field("existing", "{string: bool} | null", "column family: has data (null or absent: none)",
+                               read=lambda payload, _n, _default: _existing(payload))],
+    outputs=[Output("open", "list[string]", "sorted"), Output("data_cf", "string"), Output("mode", "string"),
+             Output("legacy_cf", "string | null"), Output("conversion", "string | null"),
+             Output("dropped", "list[string]", "sorted")])
+def column_families(request: Request) -> JsonDict:
     """How a store opens a RocksDB whose families are ``existing`` (``{name: has data}``)."""
-    plan = lay.column_family_plan(_store_type(payload), _existing(payload))
+    plan = lay.column_family_plan(request.store_type, request.existing)
     return {
         "open": sorted(plan.open),  # a set (LAY-5): RocksDB's order of families depends on the database's history
         "data_cf": plan.data_cf,
@@ -259,12 +284,13 @@ _TABLE_SECTION = re.compile(r'^\[TableOptions/BlockBasedTable "(?P<cf>.*)"\]\s*$
 _FORMAT_VERSION = re.compile(r"^\s*format_version\s*=\s*(?P<v>-?[0-9]+)\s*$")
 
 
-@op("layout.options_format_versions", rules=["LAY-9"])
-def options_format_versions(payload: JsonDict) -> JsonDict:
+@op("layout.options_format_versions", rules=["LAY-9"], inputs=[str_field("options_text", "the OPTIONS file's text")],
+    outputs=[Output("format_versions", "{string: int}"), Output("readable_before_rocksdb_8_6", "bool")])
+def options_format_versions(request: Request) -> JsonDict:
     """The block-based table ``format_version`` per column family of a RocksDB ``OPTIONS`` file, and whether Kafka 3.x can read them."""
     versions: dict[str, int] = {}
     current: str | None = None
-    for line in require_str(payload, "options_text").splitlines():
+    for line in request.options_text.splitlines():
         if line.startswith("["):
             section = _TABLE_SECTION.match(line)
             current = section.group("cf") if section else None
@@ -281,10 +307,11 @@ def options_format_versions(payload: JsonDict) -> JsonDict:
 _ROCKSDB_FILE = re.compile(r"CURRENT|IDENTITY|LOCK|LOG(\.old\.[0-9]+)?|(MANIFEST|OPTIONS)-[0-9]+|[0-9]+\.(sst|log|blob)")
 
 
-@op("layout.classify_store_file", rules=["LAY-10"])
-def classify_store_file(payload: JsonDict) -> JsonDict:
+@op("layout.classify_store_file", rules=["LAY-10"], inputs=[str_field("name")],
+    outputs=[Output("kind", "string", "rocksdb, not_layout or unknown")])
+def classify_store_file(request: Request) -> JsonDict:
     """Whether a file in a store directory belongs to the layout: ``rocksdb``, ``not_layout`` (binding sidecars) or ``unknown``."""
-    name = require_str(payload, "name")
+    name = request.name
     # LAY-10: the binding's sidecar, and the reference's segment list with its staging name (LAY-13).
     if name in (lay.ROCKSDICT_SIDECAR, lay.SEGMENT_LIST_SIDECAR, lay.SEGMENT_LIST_SIDECAR + ".tmp"):
         return {"kind": "not_layout"}
