@@ -16,7 +16,7 @@ from kstate.codecs import segments as seg
 from kstate.codecs.store_types import STORE_TYPES, Family, Source, StoreType, UnknownFamilyError
 from kstate.errors import EncodeError
 from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
-from kstate.ops.fields import Field, Output, Request, deferred, int_field, str_field
+from kstate.ops.fields import Field, Output, Request, bool_field, deferred, int_field, str_field
 from kstate.ops.inputs import (
     as_bool,
     as_hex,
@@ -87,6 +87,16 @@ def _store_type(payload: JsonDict) -> StoreType:
     return StoreType.parse(require_str(payload, "store_type"))
 
 
+#: A store type by its :class:`StoreType` value; an unknown one is refused as :meth:`StoreType.parse` refuses it.
+_STORE_TYPE = Field("store_type", "string", ", ".join(t.value for t in StoreType),
+                    read=lambda payload, n, _default: StoreType.parse(require_str(payload, n)))
+_APPLICATION_ID = str_field("application_id")
+_NAMED_TOPOLOGY = str_field("named_topology", "null: none", None, type="string | null")
+_STORE_NAME = str_field("store_name")
+_SEGMENT_ID = int_field("segment_id")
+_SEGMENT_INTERVAL = int_field("segment_interval")
+
+
 @op(
     "changelog.record_for_write",
     rules=["CL-1", "CL-2", "CL-3", "CL-4", "CL-5", "CL-6", "CL-7", "CL-8", "CL-12", "VS-26"],
@@ -131,49 +141,71 @@ def record_for_write(payload: JsonDict) -> JsonDict:
     raise UnknownFamilyError(family, "changelog.record_for_write")  # a family added to the table
 
 
-@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18", "VS-27"])
-def restore_value(payload: JsonDict) -> JsonDict:
+#: A changelog record ``{key, value, timestamp, headers}`` (:func:`_record_from_json`).
+_RECORD = Field("record", "{key: hex, value: hex | null, timestamp: int, headers: list[[string, hex | null]] | null}",
+                read=lambda payload, n, _default: _record_from_json(field(payload, n), n))
+_POSITION = Field("position", "list[[string, list[[int, int]]]]",
+                  read=lambda payload, n, _default: position_from_json(field(payload, n), n))
+_POSITION_OUT = Output("position", "list[[string, list[[int, int]]]]", "canonical order")
+
+
+def _string_map_field(name: str, doc: str) -> Field:
+    return Field(name, "{string: string} | null", doc, None, read=lambda payload, n, _default: _string_map(payload, n))
+
+
+@op("changelog.restore_value", rules=["CL-9", "CL-10", "CL-11", "CL-18", "VS-27"], inputs=[_STORE_TYPE, _RECORD],
+    outputs=[Output("key", "hex"), Output("value", "hex | null"),
+             Output("timestamp", "int", "versioned stores: the put timestamp", optional=True)])
+def restore_value(request: Request) -> JsonDict:
     """The key and value a store writes when restoring ``record``; versioned stores also report the put timestamp."""
-    store_type = _store_type(payload)
-    record = _record_from_json(field(payload, "record"))
+    store_type, record = request.store_type, request.record
     out: JsonDict = {"key": record.key.hex(), "value": tohex(cl.restore_value(store_type, record))}
     if STORE_TYPES[store_type].family is Family.VERSIONED:  # restore puts at the record's timestamp (CL-9, VS-27)
         out["timestamp"] = record.timestamp
     return out
 
 
-@op("changelog.consistency_headers", rules=["CL-12"])
-def consistency_headers(payload: JsonDict) -> JsonDict:
+@op("changelog.consistency_headers", rules=["CL-12"], inputs=[_POSITION],
+    outputs=[Output("headers", "list[[string, hex | null]]")])
+def consistency_headers(request: Request) -> JsonDict:
     """The ``v`` and ``c`` headers a changelog record carries when IQ consistency is enabled."""
-    return {"headers": headers_to_json(list(cl.consistency_headers(position_from_json(field(payload, "position")))))}
+    return {"headers": headers_to_json(list(cl.consistency_headers(request.position)))}
 
 
-@op("changelog.apply_consistency", rules=["CL-13"])
-def apply_consistency(payload: JsonDict) -> JsonDict:
+@op("changelog.apply_consistency", rules=["CL-13"],
+    inputs=[Field("headers", "list[[string, hex | null]] | null", "the restored record's (null or absent: none)",
+                  read=lambda payload, n, _default: headers_from_json(payload.get(n)) or []),
+            _POSITION, bool_field("enabled", default=True)],
+    outputs=[_POSITION_OUT])
+def apply_consistency(request: Request) -> JsonDict:
     """The store position after restoring a record with ``headers``."""
-    headers = headers_from_json(payload.get("headers")) or []
-    merged = cl.apply_consistency(position_from_json(field(payload, "position")), headers, require_bool(payload, "enabled", True))
-    return {"position": position_to_json(merged)}
+    return {"position": position_to_json(cl.apply_consistency(request.position, request.headers, request.enabled))}
 
 
-@op("changelog.topic_name", rules=["CL-14"])
-def topic_name(payload: JsonDict) -> JsonDict:
+@op("changelog.topic_name", rules=["CL-14"], inputs=[_APPLICATION_ID, _STORE_NAME, _NAMED_TOPOLOGY],
+    outputs=[Output("topic", "string")])
+def topic_name(request: Request) -> JsonDict:
     """``<applicationId>-[<namedTopology>-]<store>-changelog``; an illegal topic name is refused."""
-    return {"topic": cl.changelog_topic_name(require_str(payload, "application_id"), require_str(payload, "store_name"),
-                                              require_str(payload, "named_topology", None))}
+    return {"topic": cl.changelog_topic_name(request.application_id, request.store_name, request.named_topology)}
 
 
-@op("changelog.topic_config", rules=["CL-15", "CL-16", "CL-17"])
-def topic_config(payload: JsonDict) -> JsonDict:
+@op("changelog.topic_config", rules=["CL-15", "CL-16", "CL-17"],
+    inputs=[_STORE_TYPE, int_field("retention_ms", default=None, type="int | null"),
+            int_field("history_retention_ms", default=None, type="int | null"),
+            bool_field("retain_duplicates", default=False),
+            int_field("additional_retention_ms", default=cl.DEFAULT_ADDITIONAL_RETENTION_MS),
+            _string_map_field("topic_defaults", "the topic's defaults"), _string_map_field("log_config", "the store's")],
+    outputs=[Output("config", "{string: string}", "sorted by name")])
+def topic_config(request: Request) -> JsonDict:
     """The changelog topic's properties for a store."""
     config = cl.changelog_topic_config(
-        _store_type(payload),
-        retention_ms=require_int(payload, "retention_ms", None),
-        history_retention_ms=require_int(payload, "history_retention_ms", None),
-        retain_duplicates=require_bool(payload, "retain_duplicates", False),
-        additional_retention_ms=require_int(payload, "additional_retention_ms", cl.DEFAULT_ADDITIONAL_RETENTION_MS),
-        topic_defaults=_string_map(payload, "topic_defaults"),
-        log_config=_string_map(payload, "log_config"),
+        request.store_type,
+        retention_ms=request.retention_ms,
+        history_retention_ms=request.history_retention_ms,
+        retain_duplicates=request.retain_duplicates,
+        additional_retention_ms=request.additional_retention_ms,
+        topic_defaults=request.topic_defaults,
+        log_config=request.log_config,
     )
     return {"config": dict(sorted(config.items()))}
 
@@ -192,16 +224,6 @@ def _existing(payload: JsonDict) -> dict[str, bool]:
 
 # --- layout -----------------------------------------------------------------------------------------
 # Declared fields (OPS-2, OPS-3), read in the order the hand parsing read them, so a bad one is refused the same way.
-
-#: A store type by its :class:`StoreType` value; an unknown one is refused as :meth:`StoreType.parse` refuses it.
-_STORE_TYPE = Field("store_type", "string", ", ".join(t.value for t in StoreType),
-                    read=lambda payload, n, _default: StoreType.parse(require_str(payload, n)))
-_APPLICATION_ID = str_field("application_id")
-_NAMED_TOPOLOGY = str_field("named_topology", "null: none", None, type="string | null")
-_STORE_NAME = str_field("store_name")
-_SEGMENT_ID = int_field("segment_id")
-_SEGMENT_INTERVAL = int_field("segment_interval")
-
 
 @op("layout.task_dir", rules=["LAY-1"],
     inputs=[int_field("subtopology"), int_field("partition"), _APPLICATION_ID, _NAMED_TOPOLOGY],
