@@ -8,12 +8,24 @@ family image is ``[[key hex, value hex], ...]``, returned sorted by key bytes as
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from kstate.codecs import offsets as o
 from kstate.codecs import position as pos
 from kstate.errors import EncodeError, KStateError
 from kstate.ops import JsonDict, capture, error_of, op, tohex
+from kstate.ops.fields import (
+    Field,
+    Output,
+    Request,
+    bool_field,
+    deferred,
+    hex_field,
+    int_field,
+    nullable_hex,
+    str_field,
+)
 from kstate.ops.inputs import (
     InputError,
     as_hex,
@@ -23,11 +35,8 @@ from kstate.ops.inputs import (
     as_str,
     as_tuple,
     field,
-    require_bool,
     require_hex,
-    require_int,
     require_list,
-    require_str,
 )
 
 # --- JSON shapes ------------------------------------------------------------------------------------
@@ -116,6 +125,35 @@ def _partitions(payload: JsonDict, name: str) -> list[o.TopicPartition]:
     return out
 
 
+# --- declared input fields (OPS-2, OPS-3) -----------------------------------------------------------
+# Each reader is the hand parsing these operations did, so a bad field is refused by the same error, naming it.
+
+_POSITION_TYPE = "list[[string, list[[int, int]]]]"
+
+
+def _position_field(name: str, doc: str = "") -> Field:
+    """A required position (:func:`position_from_json`; a mapping is accepted too)."""
+    return Field(name, _POSITION_TYPE, doc, read=lambda payload, n, _default: position_from_json(field(payload, n), n))
+
+
+def _entries_field(name: str, doc: str = "") -> Field:
+    return Field(name, "list[[string, int, int | null]]", doc, read=lambda payload, n, _default: _entries_json(payload, n))
+
+
+def _offsets_field(name: str, doc: str = "") -> Field:
+    return Field(name, "list[[string, int, int | null]]", doc, read=lambda payload, n, _default: _offsets_map(payload, n))
+
+
+#: The column family image ``[[key hex, value hex], ...]``; required, ``null`` is an empty family.
+_CF = Field("cf", "list[[hex, hex]] | null", "the offsets column family image",
+            read=lambda payload, n, _default: cf_from_json(field(payload, n), n))
+_CF_OUT = Output("cf", "list[[hex, hex]]", "the image, sorted by key bytes")
+_POSITION_OUT = Output("position", _POSITION_TYPE, "canonical order")
+_FILE = nullable_hex("file", "the file's bytes (null: no file)")
+_FILE_OUT = Output("file", "hex | null", "null: no file")
+_ENTRIES_OUT = Output("entries", "list[[string, int, int]]", "sorted by topic, then partition")
+
+
 # --- OffsetCheckpoint -------------------------------------------------------------------------------
 
 
@@ -123,16 +161,18 @@ def _partitions(payload: JsonDict, name: str) -> list[o.TopicPartition]:
     "checkpoint.write",
     rules=["OFF-13", "OFF-14", "OFF-15", "OFF-16"],
     java=["OffsetCheckpoint.write"],
+    inputs=[_entries_field("entries_in_map_order", "the map's entries in its iteration order")],
+    outputs=[Output("file_exists", "bool"), Output("file", "hex", optional=True), Output("file_text", "string", optional=True),
+             Output("read_back", "{entries: list} | error", "what reading the file back gives", optional=True)],
 )
-def checkpoint_write(payload: JsonDict) -> JsonDict:
+def checkpoint_write(request: Request) -> JsonDict:
     """``OffsetCheckpoint.write`` then ``read``: whether a file exists, its bytes and text, and what reads back.
 
     An empty map leaves no file (OFF-15): the output says so and has no ``file`` or ``file_text``, as a
     refused write has none; reading back the missing file gives an empty map.
     """
-    entries = _entries_json(payload, "entries_in_map_order")
     try:
-        data = o.write_checkpoint_text(entries)
+        data = o.write_checkpoint_text(request.entries_in_map_order)
     except KStateError as exc:
         return {**error_of(exc), "file_exists": False}
     if data is None:
@@ -159,79 +199,100 @@ def _checkpoint_leniency(payload: JsonDict) -> str | None:
     rules=["OFF-16", "OFF-17", "OFF-21"],
     java=["OffsetCheckpoint.read"],
     lenient=_checkpoint_leniency,
+    inputs=[_FILE],
+    outputs=[_ENTRIES_OUT],
 )
-def checkpoint_read(payload: JsonDict) -> JsonDict:
+def checkpoint_read(request: Request) -> JsonDict:
     """``OffsetCheckpoint.read`` of ``file`` (null: no file); entries sorted, -4 kept as written."""
-    data = require_hex(payload, "file", None)
-    return {"entries": sorted_entries(o.read_checkpoint_text(data))}
+    return {"entries": sorted_entries(o.read_checkpoint_text(request.file))}
 
 
-@op("checkpoint.write_downgrade", rules=["OFF-20", "OFF-14"])
-def checkpoint_write_downgrade(payload: JsonDict) -> JsonDict:
+@op("checkpoint.write_downgrade", rules=["OFF-20", "OFF-14"],
+    inputs=[_offsets_field("committed", "the committed offsets, null: unknown")], outputs=[_FILE_OUT])
+def checkpoint_write_downgrade(request: Request) -> JsonDict:
     """The ``.checkpoint`` written for a downgrade: committed offsets in order, null as -4; empty means no file."""
-    entries = [(t, p, v) for (t, p), v in o.downgrade_checkpoint_offsets(_offsets_map(payload, "committed")).items()]
+    entries = [(t, p, v) for (t, p), v in o.downgrade_checkpoint_offsets(request.committed).items()]
     return {"file": tohex(o.write_checkpoint_text(entries))}
 
 
 # --- PositionSerde ----------------------------------------------------------------------------------
 
 
-@op("position.serialize", rules=["OFF-8", "OFF-9"])
-def position_serialize(payload: JsonDict) -> JsonDict:
+@op("position.serialize", rules=["OFF-8", "OFF-9"], inputs=[_position_field("position", "in iteration order")],
+    outputs=[Output("bytes", "hex")])
+def position_serialize(request: Request) -> JsonDict:
     """``PositionSerde.serialize(position).array()``, zero padding included, topics and partitions in input order."""
-    return {"bytes": pos.encode_position(position_from_json(field(payload, "position"))).hex()}
+    return {"bytes": pos.encode_position(request.position).hex()}
 
 
-@op("position.deserialize", rules=["OFF-8", "OFF-10", "OFF-12"])
-def position_deserialize(payload: JsonDict) -> JsonDict:
+@op("position.deserialize", rules=["OFF-8", "OFF-10", "OFF-12"], inputs=[hex_field("bytes", nullable=False, type="hex")],
+    outputs=[_POSITION_OUT, Output("bytes_consumed", "int")])
+def position_deserialize(request: Request) -> JsonDict:
     """``PositionSerde.deserialize``: the position (canonical order) and the bytes it used; the rest is ignored."""
-    decoded, used = pos.decode_position(require_hex(payload, "bytes", nullable=False))
+    decoded, used = pos.decode_position(request.bytes)
     return {"position": position_to_json(decoded), "bytes_consumed": used}
 
 
-@op("position.merge", rules=["OFF-11", "OFF-12"])
-def position_merge(payload: JsonDict) -> JsonDict:
+@op("position.merge", rules=["OFF-11", "OFF-12"], inputs=[_position_field("base"), _position_field("other")],
+    outputs=[_POSITION_OUT])
+def position_merge(request: Request) -> JsonDict:
     """``Position.merge``: per partition the larger offset."""
-    merged = pos.merge_positions(position_from_json(field(payload, "base"), "base"), position_from_json(field(payload, "other"), "other"))
-    return {"position": position_to_json(merged)}
+    return {"position": position_to_json(pos.merge_positions(request.base, request.other))}
 
 
-@op("position.to_checkpoint", rules=["OFF-18"])
-def position_to_checkpoint(payload: JsonDict) -> JsonDict:
+@op("position.to_checkpoint", rules=["OFF-18"], inputs=[_position_field("position", "in iteration order")],
+    outputs=[_FILE_OUT])
+def position_to_checkpoint(request: Request) -> JsonDict:
     """The ``<store>.position`` file of a position (entries in input order); an empty position writes no file."""
-    entries = o.position_to_checkpoint(position_from_json(field(payload, "position")))
-    return {"file": tohex(o.write_checkpoint_text(entries))}
+    return {"file": tohex(o.write_checkpoint_text(o.position_to_checkpoint(request.position)))}
 
 
-@op("position.from_checkpoint", rules=["OFF-18", "OFF-16"])
-def position_from_checkpoint(payload: JsonDict) -> JsonDict:
+@op("position.from_checkpoint", rules=["OFF-18", "OFF-16"], inputs=[_FILE], outputs=[_POSITION_OUT])
+def position_from_checkpoint(request: Request) -> JsonDict:
     """A ``<store>.position`` file read back as a position (null file: empty)."""
-    offsets = o.read_checkpoint_text(require_hex(payload, "file", None))
-    return {"position": position_to_json(o.position_from_checkpoint(offsets))}
+    return {"position": position_to_json(o.position_from_checkpoint(o.read_checkpoint_text(request.file)))}
 
 
 # --- offsets column family ---------------------------------------------------------------------------
 
 
-@op("offsets.encode_entry", rules=["OFF-1", "OFF-2", "OFF-3", "OFF-9"])
-def offsets_encode_entry(payload: JsonDict) -> JsonDict:
+#: The forms of an offsets-CF entry (OFF-1 to OFF-3): the first field present picks the form, so each is read then.
+_STATUS = deferred(replace(str_field("status", "\"open\" or \"closed\": the status entry"), optional=True))
+_ENTRY_POSITION = deferred(replace(_position_field("position", "the position entry"), optional=True))
+_TOPIC = str_field("topic")
+_PARTITION = int_field("partition")
+_ENTRY_OFFSET = deferred(int_field("offset", "a committed offset entry, with topic and partition (null: a tombstone)", None))
+
+
+@op("offsets.encode_entry", rules=["OFF-1", "OFF-2", "OFF-3", "OFF-9"],
+    inputs=[_STATUS, _ENTRY_POSITION, deferred(replace(_TOPIC, optional=True)), deferred(replace(_PARTITION, optional=True)),
+            _ENTRY_OFFSET],
+    outputs=[Output("key", "hex"), Output("value", "hex | null")])
+def offsets_encode_entry(request: Request) -> JsonDict:
     """One offsets-CF entry: ``{"status": "open"|"closed"}``, ``{"position": ...}`` or ``{"topic", "partition", "offset"}``."""
+    payload = request.payload
     if "status" in payload:
-        status = require_str(payload, "status")
+        status = _STATUS.parse(payload)
         if status not in ("open", "closed"):
             raise EncodeError(o.CF_FORMAT, f"status must be 'open' or 'closed', got {status!r}")
         return {"key": o.STATUS_KEY.hex(), "value": o.encode_status(status == "open").hex()}
     if "position" in payload:
-        return {"key": o.POSITION_KEY.hex(), "value": pos.encode_position(position_from_json(field(payload, "position"))).hex()}
-    key = o.topic_partition_key(require_str(payload, "topic"), require_int(payload, "partition"))
-    offset = require_int(payload, "offset", None)
+        return {"key": o.POSITION_KEY.hex(), "value": pos.encode_position(_ENTRY_POSITION.parse(payload)).hex()}
+    key = o.topic_partition_key(_TOPIC.parse(payload), _PARTITION.parse(payload))
+    offset = _ENTRY_OFFSET.parse(payload)
     return {"key": key.hex(), "value": None if offset is None else o.encode_offset_value(offset).hex()}
 
 
-@op("offsets.decode_entry", rules=["OFF-2", "OFF-3", "OFF-10"])
-def offsets_decode_entry(payload: JsonDict) -> JsonDict:
+@op("offsets.decode_entry", rules=["OFF-2", "OFF-3", "OFF-10"],
+    inputs=[hex_field("key", nullable=False, type="hex"), hex_field("value", nullable=False, type="hex")],
+    outputs=[Output("kind", "string", "status, position or offset"), Output("status", "string", optional=True),
+             Output("value", "int", "the status byte", optional=True), Output("position", _POSITION_TYPE, optional=True),
+             Output("bytes_consumed", "int", optional=True),
+             Output("topic_partition", "string", "<topic>-<partition>", optional=True),
+             Output("offset", "int", optional=True)])
+def offsets_decode_entry(request: Request) -> JsonDict:
     """Classify one offsets-CF entry; a committed offset's key is reported as text (``<topic>-<partition>``)."""
-    decoded = o.decode_entry(require_hex(payload, "key", nullable=False), require_hex(payload, "value", nullable=False))
+    decoded = o.decode_entry(request.key, request.value)
     if decoded["kind"] == "position":
         position = decoded["position"]
         assert isinstance(position, dict)
@@ -239,51 +300,59 @@ def offsets_decode_entry(payload: JsonDict) -> JsonDict:
     return dict(decoded)
 
 
-@op("offsets.commit", rules=["OFF-4"])
-def offsets_commit(payload: JsonDict) -> JsonDict:
+@op("offsets.commit", rules=["OFF-4"], inputs=[_CF, _offsets_field("offsets", "null offset: unknown")], outputs=[_CF_OUT])
+def offsets_commit(request: Request) -> JsonDict:
     """``commit(Map)`` on a column family image: offsets ``[[topic, partition, offset|null], ...]``; empty wipes."""
-    return {"cf": cf_to_json(o.commit_offsets(cf_from_json(field(payload, "cf")), _offsets_map(payload, "offsets")))}
+    return {"cf": cf_to_json(o.commit_offsets(request.cf, request.offsets))}
 
 
-@op("offsets.commit_position", rules=["OFF-5", "OFF-9"])
-def offsets_commit_position(payload: JsonDict) -> JsonDict:
+@op("offsets.commit_position", rules=["OFF-5", "OFF-9"], inputs=[_CF, _position_field("position")], outputs=[_CF_OUT])
+def offsets_commit_position(request: Request) -> JsonDict:
     """``commit(Position)`` on a column family image."""
-    return {"cf": cf_to_json(o.commit_position(cf_from_json(field(payload, "cf")), position_from_json(field(payload, "position"))))}
+    return {"cf": cf_to_json(o.commit_position(request.cf, request.position))}
 
 
-@op("offsets.open", rules=["OFF-6"])
-def offsets_open(payload: JsonDict) -> JsonDict:
+@op("offsets.open", rules=["OFF-6"], inputs=[_CF, bool_field("ignore_invalid_state", default=False)],
+    outputs=[_CF_OUT, _POSITION_OUT])
+def offsets_open(request: Request) -> JsonDict:
     """``open``: the image after open and the loaded position; an OPEN status is refused (unclean shutdown)."""
-    cf, position = o.open_offsets(cf_from_json(field(payload, "cf")), require_bool(payload, "ignore_invalid_state", False))
+    cf, position = o.open_offsets(request.cf, request.ignore_invalid_state)
     return {"cf": cf_to_json(cf), "position": position_to_json(position)}
 
 
-@op("offsets.close", rules=["OFF-7"])
-def offsets_close(payload: JsonDict) -> JsonDict:
+@op("offsets.close", rules=["OFF-7"], inputs=[_CF, bool_field("opened")], outputs=[_CF_OUT])
+def offsets_close(request: Request) -> JsonDict:
     """``close``: CLOSED is written only when ``opened``."""
-    return {"cf": cf_to_json(o.close_offsets(cf_from_json(field(payload, "cf")), require_bool(payload, "opened")))}
+    return {"cf": cf_to_json(o.close_offsets(request.cf, request.opened))}
 
 
-@op("offsets.committed_offset", rules=["OFF-2", "OFF-3"])
-def offsets_committed_offset(payload: JsonDict) -> JsonDict:
+@op("offsets.committed_offset", rules=["OFF-2", "OFF-3"], inputs=[_CF, _TOPIC, _PARTITION],
+    outputs=[Output("offset", "int | null")])
+def offsets_committed_offset(request: Request) -> JsonDict:
     """``committedOffset(tp)`` on a column family image (null when absent)."""
-    return {"offset": o.committed_offset(cf_from_json(field(payload, "cf")), require_str(payload, "topic"), require_int(payload, "partition"))}
+    return {"offset": o.committed_offset(request.cf, request.topic, request.partition)}
 
 
-@op("offsets.migrate_checkpoint", rules=["OFF-19"])
-def offsets_migrate_checkpoint(payload: JsonDict) -> JsonDict:
+#: Read (the file parsed, OFF-16) before the other fields, as Kafka reads the file first.
+_LEGACY_CHECKPOINT = Field("checkpoint", "hex | null", "the store's .checkpoint file (null: none)",
+                           read=lambda payload, n, _default: o.read_checkpoint_text(require_hex(payload, n, None)))
+
+
+@op("offsets.migrate_checkpoint", rules=["OFF-19"],
+    inputs=[_LEGACY_CHECKPOINT,
+            Field("changelog_partitions", "list[[string, int]]", read=lambda payload, n, _default: _partitions(payload, n)),
+            _CF],
+    outputs=[_CF_OUT])
+def offsets_migrate_checkpoint(request: Request) -> JsonDict:
     """``migrateLegacyOffsets`` for one store: its ``.checkpoint`` entries (file bytes, null: none) into the image."""
-    checkpoint = o.read_checkpoint_text(require_hex(payload, "checkpoint", None))
-    known = {tp: v for tp, v in checkpoint.items() if v is not None}
-    partitions = _partitions(payload, "changelog_partitions")
-    return {"cf": cf_to_json(o.migrate_checkpoint_offsets(cf_from_json(field(payload, "cf")), known, partitions))}
+    known = {tp: v for tp, v in request.checkpoint.items() if v is not None}
+    return {"cf": cf_to_json(o.migrate_checkpoint_offsets(request.cf, known, request.changelog_partitions))}
 
 
-@op("offsets.migrate_position_file", rules=["OFF-22"], level="tentative")
-def offsets_migrate_position_file(payload: JsonDict) -> JsonDict:
+@op("offsets.migrate_position_file", rules=["OFF-22"], level="tentative", inputs=[_FILE, _CF], outputs=[_CF_OUT])
+def offsets_migrate_position_file(request: Request) -> JsonDict:
     """A ``<store>.position`` file (bytes; null: none) merged into the image's ``position`` entry."""
-    data = require_hex(payload, "file", None)
-    cf = cf_from_json(field(payload, "cf"))
-    if data is not None:
-        cf = o.migrate_position_file(cf, o.position_from_checkpoint(o.read_checkpoint_text(data)))
+    cf = request.cf
+    if request.file is not None:
+        cf = o.migrate_position_file(cf, o.position_from_checkpoint(o.read_checkpoint_text(request.file)))
     return {"cf": cf_to_json(cf)}
