@@ -14,7 +14,10 @@ SECTION = "## Every file a store family touches"
 FAMILY_NAMES = re.compile(
     r'\bFamily\.SESSION\b|\bStoreType\.SESSION(_WITH_HEADERS)?\b|\bSESSION_TYPES\b'
     r'|\bStoreTypes\.(FAMILY_)?SESSION(_WITH_HEADERS)?\b|"session_store[."]|\bsession_store_(ops|mutants)\b'
-    r'|(?<!scope=)"session(_with_headers)?"|\bSESSION_HEADERS_CF\b|\bSESSION_WITH_HEADERS_LAYOUT\b')
+    r'|(?<!scope=)"session(_with_headers)?"|\bSESSION_HEADERS_CF\b|\bSESSION_WITH_HEADERS_LAYOUT\b'
+    # Its own modules, named where a shared file imports or calls them: a registration line is a touch too.
+    r'|\bsession_(keys|ops|mutants)\b|\bkstate\.stores\.session\b|\bkstate_conformance\.(sessions|models\.session)\b'
+    r'|\bimport\b[^\n]*\bsessions?\b|\bSessions\.\w|\bcases\.session\b')
 #: What the list leaves out: the project's own tests, benchmarks, system tests, examples and docs.
 NOT_CODE = ("tests/", "benchmarks/", "system_tests/", "examples/", "docs/")
 LISTED_PATH = re.compile(r"`([\w./-]+/[\w.-]+\.(?:py|java))`")
@@ -62,4 +65,8 @@ def test_the_grep_finds_the_family_in_both_languages() -> None:
     """The patterns match what they stand for: a Python and a Java spelling of the family each count."""
     assert FAMILY_NAMES.search("if info.family is Family.SESSION:")
     assert FAMILY_NAMES.search("case StoreTypes.FAMILY_SESSION:")
+    assert FAMILY_NAMES.search("from kstate.stores.session import RocksDBSessionStore")
+    assert FAMILY_NAMES.search("from kstate_conformance.models import session as m")
+    assert FAMILY_NAMES.search("        Sessions.registerAll();")
     assert not FAMILY_NAMES.search('@pytest.fixture(scope="session")')
+    assert not FAMILY_NAMES.search("def find_sessions(self, key: bytes) -> None:")

@@ -1,6 +1,6 @@
 """Bugs a port of any window or session key schema could have, built from the reference's schema objects.
 
-The family modules (``window_mutants``, ``session_mutants``) register mutants from these builders.
+Each segmented family's mutants module registers mutants from these builders.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The operations every window and session key schema shares, registered from the schema objects (WIN-*, SESS-*).
 
-The family modules (:mod:`kstate.ops.window_ops`, :mod:`kstate.ops.session_ops`) call these once per schema
-of their :data:`SCHEMAS`; an operation is named ``<family>.<schema name>.<operation>``.
+Each segmented family's key-schema operations module (`*_ops`) calls these once per schema
+of its :data:`SCHEMAS`; an operation is named ``<family>.<schema name>.<operation>``.
 """
 
 from __future__ import annotations
