@@ -15,6 +15,7 @@ from typing import Generic, Protocol, TypeVar
 
 from kstate.codecs import primitives
 from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, encode_int32, encode_int64
+from kstate.codecs.store_types import UnknownFamilyError
 from kstate.errors import CodecError, DecodeError, EncodeError
 
 TIMESTAMP_SIZE = 8
@@ -301,3 +302,39 @@ def encode_long(fmt: str, name: str, value: int) -> bytes:
 def encode_int(fmt: str, name: str, value: int) -> bytes:
     check_int(fmt, name, value, EncodeError)
     return encode_int32(value)
+
+
+# --- the segmented families' schemas, found by module name ------------------------------------------------------
+
+
+def segmented_schemas() -> dict[str, tuple[KeySchema[object], ...]]:
+    """Every segmented family's layouts (its ``SCHEMAS``, plain first), by family name (WIN-1..3, SESS-1..3).
+
+    Each family's key module is ``kstate.codecs.<name>_keys`` and is imported by its name, so a new segmented
+    family's key module needs no line here; a module whose schemas disagree on their family is refused.
+    """
+    import importlib
+    import pkgutil
+
+    import kstate.codecs as package
+
+    found: dict[str, tuple[KeySchema[object], ...]] = {}
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not module_info.name.endswith("_keys"):
+            continue
+        schemas: tuple[KeySchema[object], ...] = importlib.import_module(f"{package.__name__}.{module_info.name}").SCHEMAS
+        families = {schema.family for schema in schemas}
+        if len(families) != 1 or next(iter(families)) in found:
+            raise RuntimeError(f"kstate.codecs.{module_info.name}: SCHEMAS must name one family of its own: {families}")
+        found[next(iter(families))] = schemas
+    return found
+
+
+def plain_schema(family: str) -> KeySchema[object]:
+    """The plain layout ``[key][suffix]`` of segmented family ``family`` (WIN-1, SESS-1).
+
+    A family with no key module is refused with :class:`~kstate.codecs.store_types.UnknownFamilyError`."""
+    schemas = segmented_schemas().get(getattr(family, "value", family))
+    if schemas is None:
+        raise UnknownFamilyError(family, "key_schemas.plain_schema")
+    return schemas[0]
