@@ -8,6 +8,8 @@ else the task's ``.checkpoint``) is never ahead of the changelog's committed rec
 holds exactly the changelog up to it (KV-50), and every input record below the group's committed input offset has
 its changelog record (INST-15). At the end no acknowledged input is lost and the oracle agrees; under exactly-once the
 committed changelog of a key-value store is the input itself, each record once, in order (no duplicate, no gap).
+A kill while Kafka drops an expired segment can leave that segment half deleted: the check after the kill allows it
+below the live segments only, counts it in the report, and a restart that then fails says so.
 
 Needs the Kafka Streams instance (``instances/kafka-streams``: Java and Maven). The default env runs one store type
 per guarantee (two representatives); ``KSTATE_STREAMS_MATRIX=1`` (tox env ``streams-families``) every
@@ -27,6 +29,7 @@ from conftest import Oracle
 from helpers import (
     GAP_MS,
     RETENTION_MS,
+    STORE_OPTIONS,
     WINDOW_SIZE_MS,
     Aggregate,
     assert_no_acknowledged_input_lost,
@@ -44,11 +47,19 @@ from helpers import (
 from test_kafka_streams_migration import NEW, _kafka_streams
 
 from kstate.app.cluster import AppCluster, InputFeeder
-from kstate.app.process import InstanceCommand
+from kstate.app.process import InstanceCommand, InstanceError
 from kstate.app.processors import StoredValue, parse_aggregate
 from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
 from kstate.codecs.versioned import LATEST_VALUE_PREFIX, decode_latest_value
 from kstate.spark.oracle import python_kv_state
+from kstate.store_dump import (
+    DatabaseReadError,
+    SegmentedStoreDump,
+    StoreDump,
+    dump_store_dir,
+    segment_databases,
+)
+from kstate.stores.factory import store_directory
 from kstate_conformance import rules
 
 PARTITIONS = 2
@@ -93,17 +104,53 @@ def _raw(store_type: StoreType, stored: bytes) -> bytes:
     return decode(store_type, stored)[0]
 
 
-def _check_after_kill(cluster: AppCluster, instance_id: str, store_type: StoreType, guarantee: str,
-                      kill: int) -> tuple[int, int]:
-    """Read-only, the instance dead: offsets never ahead of the data (OFF-4, KV-50), committed input logged (INST-15).
-    Returns the stores checked and those found with data beyond their committed offset."""
+def _store_after_kill(cluster: AppCluster, partition: int, instance_id: str,
+                      store_type: StoreType) -> tuple[StoreDump | SegmentedStoreDump, list[str]]:
+    """The store of ``partition`` as the kill left it, and the expired segments the kill left half deleted.
+
+    Kafka drops an expired segment by deleting its directory file by file (``AbstractSegments.cleanupExpiredSegments``,
+    ``Utils.delete``), so a kill in between can leave a segment whose MANIFEST names a table already deleted. Such a
+    segment is unreadable, and allowed only below the live segments: a segment exists only if it was live when it
+    was made (WS-10, SS-13), so stream time had reached the newest segment's start, and every segment older than
+    ``segmentId(newest start - retention)`` was already being dropped. Any other unreadable segment fails the check.
+    """
     instance = cluster.instances[instance_id]
+    if STORE_TYPES[store_type].single_database:
+        return cluster.store_dump(partition, instance), []
+    path = store_directory(instance.config.state_dir, cluster.application_id, instance.config.task_id(partition),
+                           cluster.store_name, store_type)
+    interval = int(STORE_OPTIONS[STORE_TYPES[store_type].family]["segment_interval_ms"])
+    segments = segment_databases(path)
+    newest = max((start for _, start in segments), default=0)
+    min_live_start = (newest - RETENTION_MS) // interval * interval
+    dumps: dict[str, StoreDump] = {}
+    half_deleted: list[str] = []
+    for database, start in segments:
+        try:
+            dump = dump_store_dir(database)
+        except DatabaseReadError:
+            if start >= min_live_start:
+                raise
+            half_deleted.append(database.name)
+            continue
+        if dump.column_families:
+            dumps[database.name] = dump
+    return SegmentedStoreDump(path, dumps), half_deleted
+
+
+def _check_after_kill(cluster: AppCluster, instance_id: str, store_type: StoreType, guarantee: str,
+                      kill: int) -> tuple[int, int, list[str]]:
+    """Read-only, the instance dead: offsets never ahead of the data (OFF-4, KV-50), committed input logged (INST-15).
+    Returns the stores checked, those found with data beyond their committed offset and the expired segments left
+    half deleted (:func:`_store_after_kill`)."""
     changelog = cluster.changelog_rows()  # read_committed: an aborted transaction's records are not the data
     committed_input = _committed_input(cluster)
     checked = ahead = 0
+    half_deleted: list[str] = []
     for partition in range(PARTITIONS):
         rows = [r for r in changelog if r.partition == partition]
-        dump = cluster.store_dump(partition, instance)
+        dump, dropped = _store_after_kill(cluster, partition, instance_id, store_type)
+        half_deleted += dropped
         committed = dump.committed_offset(cluster.changelog_topic, partition)
         if committed is None or committed == OFFSET_UNKNOWN:
             continue
@@ -130,7 +177,7 @@ def _check_after_kill(cluster: AppCluster, instance_id: str, store_type: StoreTy
             if record.offset < committed_input[record.partition]:
                 assert (record.partition, record.key, record.value) in logged, (
                     f"kill {kill}: committed input {record} has no changelog record")
-    return checked, ahead
+    return checked, ahead, half_deleted
 
 
 def _assert_exactly_once(cluster: AppCluster) -> None:
@@ -224,6 +271,7 @@ def test_kafka_streams_sigkill_under_continuous_input_loses_nothing(
     feeder = InputFeeder(cluster, rate=600, keys=keys, seed=11)
     feeder.start()
     checked = ahead = 0
+    half_deleted: list[str] = []
     try:
         for kill in range(KILLS):
             before = _committed_input(cluster)
@@ -233,18 +281,26 @@ def test_kafka_streams_sigkill_under_continuous_input_loses_nothing(
             time.sleep(rng.uniform(0.2, 1.5))
             instance.kill()
             instance.wait_exit(timeout=10)
-            stores, beyond = _check_after_kill(cluster, "streams", store_type, guarantee, kill)
+            stores, beyond, dropped = _check_after_kill(cluster, "streams", store_type, guarantee, kill)
             checked += stores
             ahead += beyond
+            half_deleted += dropped
     finally:
         sent = feeder.finish()
     instance.start()
-    instance.wait_caught_up(cluster.input_end(), timeout=120)
+    try:
+        instance.wait_caught_up(cluster.input_end(), timeout=120)
+    except InstanceError as exc:
+        if not half_deleted:
+            raise
+        raise AssertionError(f"Kafka Streams did not restart over the expired segments a kill left half deleted "
+                             f"({', '.join(half_deleted)}): {exc}") from exc
     assert instance.stop() == 0
     rows = _assert_state(cluster, oracle, store_type, guarantee)
     if guarantee == "exactly_once_v2" and store_type in PLAIN_CHANGELOG and family is Family.KEY_VALUE:
         _assert_exactly_once(cluster)
     system_report(f"kafka streams sigkill {store_type.value} {guarantee}",
                   {"kills": KILLS, "continuous_input": sent, "input_records": len(cluster.acked),
-                   "stores_checked_after_kill": checked, "stores_ahead_of_offset_and_open": ahead, "rows_checked": rows,
+                   "stores_checked_after_kill": checked, "stores_ahead_of_offset_and_open": ahead,
+                   "expired_segments_half_deleted": len(half_deleted), "rows_checked": rows,
                    "seconds": round(time.monotonic() - started, 1)})
