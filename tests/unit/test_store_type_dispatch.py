@@ -215,6 +215,24 @@ def test_the_java_store_type_table_is_current() -> None:
         assert f"case {store_type.name}: return FAMILY_{STORE_TYPES[store_type].family.name};" in rendered
 
 
+def test_the_java_table_answers_per_family_and_type_as_the_table() -> None:
+    """The generated lookups the Java parts read instead of naming a family (issue 33): the families in order, each
+    family's types, and per type its column families (LAY-5 to LAY-8), whether it is segmented and keeps headers."""
+    rendered = java_store_types.render()
+    assert f"FAMILIES = List.of({', '.join(f'FAMILY_{f.name}' for f in Family)});" in rendered
+    for family in Family:
+        types = ", ".join(t.name for t in StoreType if STORE_TYPES[t].family is family)
+        assert f"case FAMILY_{family.name}: return List.of({types});" in rendered
+    for store_type, info in STORE_TYPES.items():
+        assert info.column_families is not None
+        upgrades = ", ".join(f'"{u.source_cf}"' for u in info.column_families.upgrades)
+        assert f'case {store_type.name}: return "{info.column_families.data_cf}";' in rendered
+        assert f"case {store_type.name}: return List.of({upgrades});" in rendered
+    for method in ("segmented", "dataColumnFamily", "upgradeColumnFamilies", "storesHeaders"):
+        assert f'default: throw unknown(storeType, "StoreTypes.{method}");' in rendered
+    assert 'default: throw unknown(family, "StoreTypes.types");' in rendered
+
+
 def test_both_java_projects_compile_the_one_table() -> None:
     """One ``StoreTypes.java``, in ``java-shared/``: each pom adds that directory as a source root, and no project
     keeps a copy of its own (issue 33)."""
