@@ -233,6 +233,16 @@ def test_the_java_table_answers_per_family_and_type_as_the_table() -> None:
     assert 'default: throw unknown(family, "StoreTypes.types");' in rendered
 
 
+def test_every_family_has_its_class_in_the_kafka_streams_instance() -> None:
+    """The instance finds a family's class by the family's name (``Families.family``: ``key_value`` ->
+    ``KeyValueFamily``), so every family of the table has one (issue 33)."""
+    folder = _ROOT / "instances/kafka-streams/src/main/java/kstate/streams"
+    for family in Family:
+        name = "".join(word.capitalize() for word in family.value.split("_")) + "Family"
+        source = (folder / f"{name}.java").read_text(encoding="utf-8")
+        assert f"final class {name} implements StoreFamily" in source, name
+
+
 def test_both_java_projects_compile_the_one_table() -> None:
     """One ``StoreTypes.java``, in ``java-shared/``: each pom adds that directory as a source root, and no project
     keeps a copy of its own (issue 33)."""
@@ -270,6 +280,6 @@ def test_every_java_switch_over_store_types_uses_the_table_and_ends_in_a_throw()
                 assert not re.search(r'case\s+"', body), f"{where}: a store type spelled as a literal"
                 defaults = re.findall(r"default\s*(?::|->)\s*(\S+\s+[\w.]+\()", body)
                 assert defaults == ["throw StoreTypes.unknown("], f"{where}: default {defaults}"
-    # Stores.open, windowBuilder, segmented; Families x6; Instance x3; the testee's family switches: Changelog x3,
-    # ChangelogOps.restoreValue, LayoutOps.openInput and writeAtZero.
+    # Stores.open, windowBuilder, segmented; the instance's family classes x11 (KeyValueFamily, VersionedFamily...);
+    # the testee's family switches: Changelog x3, ChangelogOps.restoreValue, LayoutOps.openInput and writeAtZero.
     assert switches >= 18

@@ -49,7 +49,7 @@ final class DslTopology {
         if (!headers && !format.equalsIgnoreCase("default")) {
             throw new InstanceConfig.UsageError("extra", FORMAT + " is default or headers, got " + format);
         }
-        if (headers && Main.headersBuilder() == null) {
+        if (headers && KeyValueFamily.headersBuilder() == null) {
             // Before 4.4 the setting is unknown to Kafka (logged and ignored): the store would silently stay
             // timestamped, so the instance refuses rather than run a store type the config did not ask for.
             throw new InstanceConfig.UsageError("extra", FORMAT + "=headers needs Kafka 4.4 (KIP-1285), this is "

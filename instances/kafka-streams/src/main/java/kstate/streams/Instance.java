@@ -1,11 +1,9 @@
 package kstate.streams;
 
 import java.io.IOException;
-import java.lang.reflect.Method;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -17,7 +15,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
-import kstate.storetypes.StoreTypes;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -27,8 +24,6 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaClientSupplier;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -38,18 +33,14 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
-import org.apache.kafka.streams.processor.api.Record;
-import org.apache.kafka.streams.state.KeyValueStore;
-import org.apache.kafka.streams.state.StoreBuilder;
-import org.apache.kafka.streams.state.Stores;
-import org.apache.kafka.streams.state.ValueAndTimestamp;
 
 /**
  * One instance: a `KafkaStreams` application with one sub-topology, source -> processor(store) (INST-10), whose
- * processor is the key-value family's `table()` (INST-12) written with the Processor API over a store of Kafka's own
- * `Stores` builders, so that every store write, its change logging (INST-13), restore (INST-14), commit (INST-15)
- * and close (INST-17) are Kafka's. What this class adds is the protocol's glue: the partitions of the config made
- * the group's assignment, the events and status files, crash points and exit codes.
+ * processor and store are those of the store type's family ({@link StoreFamily}), written with the Processor API
+ * over stores of Kafka's own suppliers and builders, so that every store write, its change logging (INST-13),
+ * restore (INST-14), commit (INST-15) and close (INST-17) are Kafka's. What this class adds is the protocol's glue:
+ * the partitions of the config made the group's assignment, the events and status files, crash points and exit
+ * codes.
  */
 final class Instance {
     private final InstanceConfig config;
@@ -68,8 +59,8 @@ final class Instance {
     private final Map<Integer, long[]> restoring = new HashMap<>();
     private final java.util.Set<Integer> openedReported = new java.util.HashSet<>();
     private volatile boolean running;
-    /** The store and processor options of a family other than key-value (INST-26), checked in {@link #run}. */
-    private Families.Options familyOptions;
+    /** The store of the config's family with its options (INST-26), checked in {@link #run}. */
+    private StoreFamily.ConfiguredStore store;
     private final CountDownLatch done = new CountDownLatch(1);
     private final AtomicReference<Throwable> fatal = new AtomicReference<>();
 
@@ -111,68 +102,6 @@ final class Instance {
 
     // --- the application ----------------------------------------------------------------------------------------
 
-    private StoreBuilder<?> storeBuilder() {
-        String name = config.storeName;
-        switch (config.storeType) {
-            case StoreTypes.KEY_VALUE:
-                return Stores.keyValueStoreBuilder(Stores.persistentKeyValueStore(name), Serdes.Bytes(), Serdes.ByteArray());
-            case StoreTypes.TIMESTAMPED_KV:
-                return Stores.timestampedKeyValueStoreBuilder(Stores.persistentTimestampedKeyValueStore(name),
-                        Serdes.Bytes(), Serdes.ByteArray());
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS:
-                try {
-                    // Reflection: the same source builds against 4.2, which has no KIP-1271 builders.
-                    Method supplier = Stores.class.getMethod("persistentTimestampedKeyValueStoreWithHeaders", String.class);
-                    return (StoreBuilder<?>) Main.headersBuilder().invoke(null, supplier.invoke(null, name),
-                            Serdes.Bytes(), Serdes.ByteArray());
-                } catch (ReflectiveOperationException e) {
-                    throw new IllegalStateException("no KIP-1271 key-value builder in this Kafka version", e);
-                }
-            case StoreTypes.VERSIONED_KV, StoreTypes.WINDOW, StoreTypes.TIMESTAMPED_WINDOW,
-                    StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS:
-                return Families.storeBuilder(config, familyOptions); // the other families (INST-22..INST-24)
-            default:
-                throw StoreTypes.unknown(config.storeType, "Instance.storeBuilder");
-        }
-    }
-
-    /** The value a `table()` puts for a record, in the store type's typed form (INST-12). */
-    private Object typedValue(Record<byte[], byte[]> record) {
-        switch (config.storeType) {
-            case StoreTypes.KEY_VALUE:
-                return record.value();
-            case StoreTypes.TIMESTAMPED_KV:
-                return ValueAndTimestamp.make(record.value(), record.timestamp());
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS:
-                try {
-                    Class<?> vth = Class.forName("org.apache.kafka.streams.state.ValueTimestampHeaders");
-                    return vth.getMethod("make", Object.class, long.class, org.apache.kafka.common.header.Headers.class)
-                            .invoke(null, record.value(), record.timestamp(), record.headers());
-                } catch (ReflectiveOperationException e) {
-                    throw new IllegalStateException(e);
-                }
-            default:
-                throw StoreTypes.unknown(config.storeType, "Instance.typedValue");
-        }
-    }
-
-    /** The key-value family's `table()` (INST-12), over the store through Kafka's change-logging layer (INST-13). */
-    private final class TableProcessor extends Families.StoreProcessor<KeyValueStore<Bytes, Object>> {
-        TableProcessor() {
-            super(config.storeName, Instance.this::afterRecord);
-        }
-
-        @Override
-        void accept(Record<byte[], byte[]> record) {
-            Bytes key = Bytes.wrap(record.key());
-            if (record.value() == null) {
-                store.delete(key);
-            } else {
-                store.put(key, typedValue(record));
-            }
-        }
-    }
-
     /** After each input record, whatever the family: the count, a commit request, the `after_put` crash point. */
     private void afterRecord(ProcessorContext<Void, Void> context) {
         processed.incrementAndGet();
@@ -190,12 +119,8 @@ final class Instance {
         }
         Topology topology = new Topology();
         topology.addSource("source", new ByteArrayDeserializer(), new ByteArrayDeserializer(), config.inputTopic);
-        if (Families.handles(config.storeType)) {
-            topology.addProcessor("processor", Families.processor(config, familyOptions, this::afterRecord), "source");
-        } else {
-            topology.addProcessor("processor", TableProcessor::new, "source");
-        }
-        topology.addStateStore(storeBuilder(), "processor");
+        topology.addProcessor("processor", store.processor(this::afterRecord), "source");
+        topology.addStateStore(store.storeBuilder(), "processor");
         return topology;
     }
 
@@ -354,25 +279,12 @@ final class Instance {
 
     /** The family whose data means a store opened in upgrade mode (LAY-7, LAY-8), for the `opened` event. */
     private String legacyFamily() {
-        return families("Instance.legacyFamily")[0];
+        return store.columnFamilies().legacy();
     }
 
     /** The type's own data family (LAY-5). */
     private String dataFamily() {
-        return families("Instance.dataFamily")[1];
-    }
-
-    /** `{legacy family, data family}` of the store type: one table, so that the two never disagree on a type. */
-    private String[] families(String where) {
-        return switch (config.storeType) {
-            case StoreTypes.TIMESTAMPED_KV -> new String[] {"default", "keyValueWithTimestamp"};
-            case StoreTypes.TIMESTAMPED_KV_WITH_HEADERS -> new String[] {"keyValueWithTimestamp", "keyValueWithTimestampAndHeaders"};
-            // No in-place upgrade the instance reports; the data family as the instance has always named it.
-            case StoreTypes.KEY_VALUE, StoreTypes.VERSIONED_KV, StoreTypes.VERSIONED_KV_WITH_HEADERS, StoreTypes.WINDOW,
-                    StoreTypes.TIMESTAMPED_WINDOW, StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS, StoreTypes.SESSION,
-                    StoreTypes.SESSION_WITH_HEADERS, StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS -> new String[] {"", "default"};
-            default -> throw StoreTypes.unknown(config.storeType, where);
-        };
+        return store.columnFamilies().data();
     }
 
     /** Before Kafka opens anything: unclean shutdowns (KV-52) by the config's policy (INST-16). */
@@ -521,20 +433,11 @@ final class Instance {
 
     int run() throws Exception {
         reporter.event("starting", Map.of("store_type", config.storeType, "partitions", config.partitions));
-        List<String> options = new ArrayList<>(config.processorOptions);
-        options.addAll(config.storeOptions);
-        if (Families.handles(config.storeType)) {
-            try {
-                familyOptions = Families.options(config);
-            } catch (Families.OptionError e) {
-                System.err.println("kstate-streams: " + e.getMessage());
-                reporter.event("exit", Map.of("code", Main.EXIT_USAGE, "reason", e.getMessage()));
-                return Main.EXIT_USAGE;
-            }
-        } else if (!options.isEmpty()) {
-            String reason = "the key-value family takes no store or processor option, got " + options;
-            System.err.println("kstate-streams: " + reason);
-            reporter.event("exit", Map.of("code", Main.EXIT_USAGE, "reason", reason));
+        try {
+            store = Families.of(config.storeType).configure(config);
+        } catch (Families.OptionError e) {
+            System.err.println("kstate-streams: " + e.getMessage());
+            reporter.event("exit", Map.of("code", Main.EXIT_USAGE, "reason", e.getMessage()));
             return Main.EXIT_USAGE;
         }
         inspectStores();

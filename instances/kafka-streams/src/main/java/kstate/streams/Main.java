@@ -3,9 +3,7 @@ package kstate.streams;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.InputStream;
-import java.lang.reflect.Method;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,17 +44,6 @@ public final class Main {
         }
     }
 
-    /** The KIP-1271 header-aware key-value builder, where this Kafka version has it (4.3 and later). */
-    static Method headersBuilder() {
-        try {
-            return org.apache.kafka.streams.state.Stores.class.getMethod("timestampedKeyValueStoreWithHeadersBuilder",
-                    org.apache.kafka.streams.state.KeyValueBytesStoreSupplier.class,
-                    org.apache.kafka.common.serialization.Serde.class, org.apache.kafka.common.serialization.Serde.class);
-        } catch (NoSuchMethodException e) {
-            return null;
-        }
-    }
-
     /** KIP-1035 (store-managed offsets, OFF-*) is in Kafka 4.3 and later: `StateStore.commit(Map)` exists there. */
     static boolean managesOffsets() {
         try {
@@ -67,13 +54,9 @@ public final class Main {
         }
     }
 
+    /** The store types this Kafka version builds, every family's (INST-2). */
     static List<String> storeTypes() {
-        List<String> types = new ArrayList<>(List.of("kv", "timestamped_kv"));
-        if (headersBuilder() != null) {
-            types.add("timestamped_kv_with_headers");
-        }
-        types.addAll(Families.storeTypes());
-        return types;
+        return Families.storeTypes();
     }
 
     static Map<String, Object> describe() {
