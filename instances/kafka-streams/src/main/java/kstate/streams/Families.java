@@ -47,8 +47,8 @@ final class Families {
     }
 
     /**
-     * The class of `family` (a `StoreTypes.FAMILY_*`), by the convention of {@link StoreFamily}: `window` ->
-     * `WindowFamily` of this package. A family of the table without its class is refused by name.
+     * The class of `family` (a `StoreTypes.FAMILY_*`), by the convention of {@link StoreFamily}: each word of its
+     * name capitalized, then `Family`, in this package. A family of the table without its class is refused by name.
      */
     static StoreFamily family(String family) {
         StringBuilder name = new StringBuilder(Families.class.getPackageName()).append('.');

@@ -8,8 +8,8 @@ import org.apache.kafka.streams.state.StoreBuilder;
 /**
  * What the instance knows of one store family of the table (`StoreTypes.FAMILIES`): which of its types this Kafka
  * version builds, its options (INST-26), its store and its processor (INST-12, INST-22..INST-25). Each family is a
- * class of this package named after it, `key_value` -> `KeyValueFamily` ({@link Families#family}): a new family adds
- * one class, and the shared files name none.
+ * class of this package named after it, each word of the name capitalized, then `Family` ({@link Families#family}):
+ * a new family adds one class, and the shared files name none.
  */
 interface StoreFamily {
     /** Whether this Kafka version builds `storeType`, one of the family's types (INST-2's `store_types`). */
