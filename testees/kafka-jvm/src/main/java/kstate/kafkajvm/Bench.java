@@ -80,26 +80,26 @@ final class Bench {
         final Round round;
         switch (kind) {
             case "put": {
-                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                final KeyValueStore<Bytes, byte[]> kv = KeyValueFamily.orNull(h);
                 need(kv != null && values != null, h, kind);
                 round = writes(n, (r, i) -> kv.put(keys.get(i), values.get(i).get()));
                 break;
             }
             case "get": {
-                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                final KeyValueStore<Bytes, byte[]> kv = KeyValueFamily.orNull(h);
                 need(kv != null, h, kind);
                 round = reads(n, i -> kv.get(keys.get(i)) != null);
                 break;
             }
             case "range": {
-                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                final KeyValueStore<Bytes, byte[]> kv = KeyValueFamily.orNull(h);
                 need(kv != null && toKeys != null, h, kind);
                 round = scans(n, i -> kv.range(keys.get(i), toKeys.get(i)));
                 break;
             }
             case "prefix_scan": {
                 // keys are the prefixes.
-                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                final KeyValueStore<Bytes, byte[]> kv = KeyValueFamily.orNull(h);
                 need(kv != null, h, kind);
                 final ByteArraySerializer serializer = new ByteArraySerializer();
                 round = scans(n, i -> kv.prefixScan(keys.get(i).get(), serializer));
@@ -107,26 +107,26 @@ final class Bench {
             }
             case "all": {
                 // One all() per key given (the keys themselves unused).
-                final KeyValueStore<Bytes, byte[]> kv = h.bytes;
+                final KeyValueStore<Bytes, byte[]> kv = KeyValueFamily.orNull(h);
                 need(kv != null, h, kind);
                 round = scans(n, i -> kv.all());
                 break;
             }
             case "window_fetch_all": {
                 // One fetchAll(timestamps[i], to_times[i]) per key given (the keys themselves unused).
-                final WindowStore<Bytes, byte[]> w = h.window;
+                final WindowStore<Bytes, byte[]> w = WindowFamily.orNull(h);
                 need(w != null && times != null && toTimes != null, h, kind);
                 round = scans(n, i -> backward ? w.backwardFetchAll(times[i], toTimes[i]) : w.fetchAll(times[i], toTimes[i]));
                 break;
             }
             case "window_put": {
-                final WindowStore<Bytes, byte[]> w = h.window;
+                final WindowStore<Bytes, byte[]> w = WindowFamily.orNull(h);
                 need(w != null && values != null && times != null, h, kind);
                 round = writes(n, (r, i) -> w.put(keys.get(i), values.get(i).get(), times[i] + r * shift));
                 break;
             }
             case "window_fetch": {
-                final WindowStore<Bytes, byte[]> w = h.window;
+                final WindowStore<Bytes, byte[]> w = WindowFamily.orNull(h);
                 need(w != null && times != null && toTimes != null, h, kind);
                 round = scans(n, i -> backward ? w.backwardFetch(keys.get(i), times[i], toTimes[i])
                     : w.fetch(keys.get(i), times[i], toTimes[i]));
@@ -150,13 +150,13 @@ final class Bench {
                 break;
             }
             case "versioned_put": {
-                final VersionedKeyValueStore<Bytes, byte[]> v = h.versionedInner;
+                final VersionedKeyValueStore<Bytes, byte[]> v = VersionedFamily.innerOrNull(h);
                 need(v != null && values != null && times != null, h, kind);
                 round = writes(n, (r, i) -> v.put(keys.get(i), values.get(i).get(), times[i] + r * shift));
                 break;
             }
             case "versioned_get": {
-                final VersionedKeyValueStore<Bytes, byte[]> v = h.versionedInner;
+                final VersionedKeyValueStore<Bytes, byte[]> v = VersionedFamily.innerOrNull(h);
                 need(v != null, h, kind);
                 round = reads(n, i -> (times == null ? v.get(keys.get(i)) : v.get(keys.get(i), times[i])) != null);
                 break;

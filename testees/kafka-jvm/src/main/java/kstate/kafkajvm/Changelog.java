@@ -12,7 +12,6 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import kstate.storetypes.StoreTypes;
 
 import static kstate.kafkajvm.Json.obj;
 import static kstate.kafkajvm.Main.register;
@@ -25,13 +24,6 @@ import static kstate.kafkajvm.Main.register;
  *  handed to logChange. The store lives for this one operation. */
 final class Changelog {
     private Changelog() { }
-
-    /** The writes each family's change-logging layer logs, as the operation defines them. */
-    private static final Map<String, List<String>> OPERATIONS = Map.of(
-        StoreTypes.FAMILY_KEY_VALUE, List.of("put", "put_if_absent", "delete"),
-        StoreTypes.FAMILY_VERSIONED, List.of("put", "delete"),
-        StoreTypes.FAMILY_WINDOW, List.of("put"),
-        StoreTypes.FAMILY_SESSION, List.of("put", "remove"));
 
     static void registerAll() {
         register("changelog.record_for_write", Changelog::recordForWrite);
@@ -53,19 +45,14 @@ final class Changelog {
         return Main.OPS.get(op).apply(in);
     }
 
-    @SuppressWarnings("unchecked")
     private static ObjectNode recordForWrite(final JsonNode in) throws Exception {
         final String type = Json.str(in, "store_type");
-        final String family = Stores.family(type);
+        final StoreFamily family = StoreFamily.of(type);
         final String operation = Json.str(in, "operation");
-        final List<String> logged = OPERATIONS.get(family);
-        if (logged == null) {
-            throw StoreTypes.unknown(family, "changelog.record_for_write: the logged writes");
-        }
-        if (!logged.contains(operation)) {
+        if (!family.loggedWrites().contains(operation)) {
             throw new Json.InputError("operation", operation + " is not a logged write of a " + type + " store");
         }
-        final byte[] key = Json.hex(in, "key");
+        Json.hex(in, "key");  // a key is required of every write, before any store opens
         final boolean consistency = in.has("consistency_position") && !in.get("consistency_position").isNull();
         final JsonNode context = Json.field(in, "context");
         if (!context.isObject() || !context.has("timestamp")) {
@@ -73,7 +60,7 @@ final class Changelog {
         }
         final ObjectNode open = obj();
         open.put("store_type", type);
-        open.put("backend", family.equals(StoreTypes.FAMILY_VERSIONED) ? "rocksdb" : "memory");
+        open.put("backend", family.loggingBackend());
         open.put("logging", true);
         open.put("caching", false);
         open.put("name", "store");
@@ -86,23 +73,7 @@ final class Changelog {
         }
         open.set("context", ctx);
         final boolean duplicates = Json.bool(in, "retain_duplicates", false);
-        switch (family) {
-            case StoreTypes.FAMILY_WINDOW:
-                // A retention no test timestamp expires; the window size does not enter the logged record.
-                open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4).put("window_size_ms", 1L)
-                    .put("retain_duplicates", duplicates));
-                break;
-            case StoreTypes.FAMILY_SESSION:
-                open.set("options", obj().put("retention_ms", Long.MAX_VALUE / 4));
-                break;
-            case StoreTypes.FAMILY_VERSIONED:
-                open.set("options", obj().put("history_retention_ms", Long.MAX_VALUE / 4));
-                break;
-            case StoreTypes.FAMILY_KEY_VALUE:
-                break;
-            default:
-                throw StoreTypes.unknown(family, "changelog.record_for_write: the store's options");
-        }
+        open.set("options", family.loggingOptions(duplicates));
         final String handle = call("store.open", open).get("handle").textValue();
         try {
             final Stores.Handle h = Stores.handle(obj().put("handle", handle));
@@ -113,44 +84,7 @@ final class Changelog {
             final ObjectNode write = obj().put("handle", handle);
             write.set("key", in.get("key"));
             write.set("value", in.has("value") ? in.get("value") : NullNode.instance);
-            switch (family) {
-                case StoreTypes.FAMILY_KEY_VALUE:
-                    if (operation.equals("put_if_absent")) {
-                        final byte[] previous = in.has("previous") ? Json.hexOrNull(in, "previous") : null;
-                        if (previous != null) {
-                            // The key already holds `previous`: written beside the layer (no log), below it.
-                            final Object below = ((org.apache.kafka.streams.state.internals.WrappedStateStore<?, ?, ?>) h.bytes).wrapped();
-                            ((org.apache.kafka.streams.state.KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>) below)
-                                .put(org.apache.kafka.common.utils.Bytes.wrap(key), previous);
-                        }
-                    }
-                    call("store." + operation, write);
-                    break;
-                case StoreTypes.FAMILY_VERSIONED:
-                    write.put("timestamp", Json.lng(in, "timestamp"));
-                    call("versioned_store." + operation, write);
-                    break;
-                case StoreTypes.FAMILY_WINDOW: {
-                    write.put("window_start", Json.lng(in, "window_start"));
-                    // The layer's seqnum before the write (ChangeLoggingWindowBytesStore.seqnum); the put moves it
-                    // (maybeUpdateSeqnumForDups) when the store keeps duplicates.
-                    final java.lang.reflect.Field seqnum = field(h.window.getClass(), "seqnum");
-                    seqnum.setInt(h.window, (int) Json.lng(in, "seqnum", 0));
-                    call("window_store.put", write);
-                    out.put("seqnum", seqnum.getInt(h.window));
-                    break;
-                }
-                case StoreTypes.FAMILY_SESSION:
-                    write.put("start", Json.lng(in, "start"));
-                    write.put("end", Json.lng(in, "end"));
-                    if (operation.equals("remove")) {
-                        write.remove("value");
-                    }
-                    call("session_store." + operation, write);
-                    break;
-                default:
-                    throw StoreTypes.unknown(family, "changelog.record_for_write: the family's write");
-            }
+            family.logWrite(h, operation, write, in, out);
             final ArrayNode records = (ArrayNode) call("store.changelog", obj().put("handle", handle)).get("records");
             if (records.size() > 1) {
                 throw new IllegalStateException("one write logged " + records.size() + " records");
@@ -218,59 +152,10 @@ final class Changelog {
     @SuppressWarnings({"unchecked", "rawtypes"})
     private static ObjectNode topicConfig(final JsonNode in) {
         final String type = Json.str(in, "store_type");
-        final String family = Stores.family(type);
+        final StoreFamily family = StoreFamily.of(type);
         final String name = "store";
-        final org.apache.kafka.streams.processor.internals.InternalTopicConfig config;
-        org.apache.kafka.streams.state.StoreBuilder builder;
         final String topic = name + "-changelog";
-        switch (family) {
-            case StoreTypes.FAMILY_VERSIONED: {
-                if (type.endsWith("with_headers")) {
-                    throw new K.Unavailable("this Kafka release has no header-aware versioned store");
-                }
-                final long history = Json.lng(in, "history_retention_ms");
-                builder = org.apache.kafka.streams.state.Stores.versionedKeyValueStoreBuilder(
-                    org.apache.kafka.streams.state.Stores.persistentVersionedKeyValueStore(name, java.time.Duration.ofMillis(history)),
-                    org.apache.kafka.common.serialization.Serdes.Bytes(), org.apache.kafka.common.serialization.Serdes.ByteArray());
-                builder = withLogConfig(builder, in);
-                config = (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
-                    "org.apache.kafka.streams.processor.internals.VersionedChangelogTopicConfig",
-                    K.t(String.class, Map.class, long.class), topic, builder.logConfig(), history);
-                break;
-            }
-            case StoreTypes.FAMILY_WINDOW:
-            case StoreTypes.FAMILY_SESSION: {
-                final long retention = Json.lng(in, "retention_ms");
-                // The builder is consulted for its logConfig only, which does not depend on the retention (the
-                // window builders' constructors add cleanup.policy=delete for retainDuplicates alone); the
-                // retention goes to WindowedChangelogTopicConfig, the class CL-16 is about, as
-                // InternalTopologyBuilder hands it the store's retentionPeriod().
-                final ObjectNode opts = obj().put("retention_ms", 0L);
-                if (family.equals(StoreTypes.FAMILY_WINDOW)) {
-                    opts.put("window_size_ms", 0L).put("retain_duplicates", Json.bool(in, "retain_duplicates", false));
-                    builder = Stores.windowBuilder(type, name, false, opts);
-                } else {
-                    builder = Sessions.builder(type, name, false, opts);
-                }
-                builder = withLogConfig(builder, in);
-                config = (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
-                    "org.apache.kafka.streams.processor.internals.WindowedChangelogTopicConfig",
-                    K.t(String.class, Map.class, long.class), topic, builder.logConfig(), retention);
-                break;
-            }
-            case StoreTypes.FAMILY_KEY_VALUE: {
-                builder = org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
-                    org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore(name),
-                    org.apache.kafka.common.serialization.Serdes.Bytes(), org.apache.kafka.common.serialization.Serdes.ByteArray());
-                builder = withLogConfig(builder, in);
-                config = (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
-                    "org.apache.kafka.streams.processor.internals.UnwindowedUnversionedChangelogTopicConfig",
-                    K.t(String.class, Map.class), topic, builder.logConfig());
-                break;
-            }
-            default:
-                throw StoreTypes.unknown(family, "changelog.topic_config");
-        }
+        final org.apache.kafka.streams.processor.internals.InternalTopicConfig config = family.topicConfig(type, name, topic, in);
         final Map<String, String> defaults = stringMap(in, "topic_defaults");
         final long additional = in.has("additional_retention_ms") && !in.get("additional_retention_ms").isNull()
             ? Json.lng(in, "additional_retention_ms")
@@ -282,8 +167,19 @@ final class Changelog {
         return obj().set("config", out);
     }
 
+    /** WindowedChangelogTopicConfig with the store's retention, as InternalTopologyBuilder hands it the store's
+     *  retentionPeriod() (CL-16): the topic config of a window or session store's changelog. */
+    @SuppressWarnings("rawtypes")
+    static org.apache.kafka.streams.processor.internals.InternalTopicConfig windowedTopicConfig(
+            final String topic, final org.apache.kafka.streams.state.StoreBuilder builder, final long retention) {
+        return (org.apache.kafka.streams.processor.internals.InternalTopicConfig) K.construct(
+            "org.apache.kafka.streams.processor.internals.WindowedChangelogTopicConfig",
+            K.t(String.class, Map.class, long.class), topic, builder.logConfig(), retention);
+    }
+
+    /** The builder with the input's log_config, when it gives one (withLoggingEnabled replaces the builder's map). */
     @SuppressWarnings({"unchecked", "rawtypes"})
-    private static org.apache.kafka.streams.state.StoreBuilder withLogConfig(final org.apache.kafka.streams.state.StoreBuilder builder,
+    static org.apache.kafka.streams.state.StoreBuilder withLogConfig(final org.apache.kafka.streams.state.StoreBuilder builder,
                                                                            final JsonNode in) {
         final Map<String, String> logConfig = stringMap(in, "log_config");
         return logConfig == null ? builder : builder.withLoggingEnabled(logConfig);

@@ -2,7 +2,6 @@ package kstate.kafkajvm;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import kstate.storetypes.StoreTypes;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
@@ -107,22 +106,8 @@ final class ChangelogOps {
             .put("caching", false).put("name", "store");
         final Path stateDir = Files.createTempDirectory("kstate-kafka-jvm-restore");
         open.put("state_dir", stateDir.toString());
-        final String family = Stores.family(type);
-        switch (family) {
-            case StoreTypes.FAMILY_WINDOW:
-                open.set("options", obj().put("retention_ms", 60_000L).put("window_size_ms", 1L));
-                break;
-            case StoreTypes.FAMILY_SESSION:
-                open.set("options", obj().put("retention_ms", 60_000L));
-                break;
-            case StoreTypes.FAMILY_VERSIONED:
-                open.set("options", obj().put("history_retention_ms", 60_000L));
-                break;
-            case StoreTypes.FAMILY_KEY_VALUE:
-                break;
-            default:
-                throw StoreTypes.unknown(family, "changelog.restore_value: the store's options");
-        }
+        final StoreFamily family = StoreFamily.of(type);
+        open.set("options", family.retentionOptions(60_000L));
         final String handle = Main.OPS.get("store.open").apply(open).get("handle").textValue();
         try {
             final StateStore root = Stores.handle(obj().put("handle", handle)).root;
@@ -132,8 +117,7 @@ final class ChangelogOps {
                 t(ConsumerRecord.class), record);
             final ObjectNode out = obj().set("key", hexNode(restored.key()));
             out.set("value", hexNode(restored.value()));
-            if (family.equals(StoreTypes.FAMILY_VERSIONED)) {
-                // RocksDBVersionedStore.restoreBatch puts each record at its own timestamp.
+            if (family.restoreKeepsTimestamp()) {
                 out.put("timestamp", restored.timestamp());
             }
             return out;

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import kstate.storetypes.StoreTypes;
 import org.apache.kafka.streams.processor.StateStore;
 import org.apache.kafka.streams.query.Position;
 import org.rocksdb.ColumnFamilyDescriptor;
@@ -293,23 +292,7 @@ final class LayoutOps {
     /** The store.open input of a RocksDB store of the type in {@code stateDir}, logging off, with the options its
      *  family requires (a retention of 120 s: Kafka's default segment interval is then 60 s). */
     private static ObjectNode openInput(final String type, final String name, final Path stateDir) {
-        final ObjectNode options = obj();
-        final String family = Stores.family(type);
-        switch (family) {
-            case StoreTypes.FAMILY_WINDOW:
-                options.put("retention_ms", 120_000L).put("window_size_ms", 1L);
-                break;
-            case StoreTypes.FAMILY_SESSION:
-                options.put("retention_ms", 120_000L);
-                break;
-            case StoreTypes.FAMILY_VERSIONED:
-                options.put("history_retention_ms", 120_000L);
-                break;
-            case StoreTypes.FAMILY_KEY_VALUE:
-                break;
-            default:
-                throw StoreTypes.unknown(family, "LayoutOps.openInput");
-        }
+        final ObjectNode options = StoreFamily.of(type).retentionOptions(120_000L);
         final ObjectNode open = obj().put("store_type", type).put("name", name).put("state_dir", stateDir.toString())
             .put("logging", false);
         open.set("options", options);
@@ -320,17 +303,7 @@ final class LayoutOps {
      *  layout of every store format (no headers, timestamp 0, then a value). */
     private static void writeAtZero(final Stores.Handle h) throws Exception {
         final ObjectNode put = obj().put("handle", h.id).put("key", "6b").put("value", "00000000000000000776");
-        final String family = Stores.family(h.type);
-        switch (family) {
-            case StoreTypes.FAMILY_SESSION:
-                Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
-                break;
-            case StoreTypes.FAMILY_WINDOW:
-                Main.OPS.get("window_store.put").apply(put.put("window_start", 0L));
-                break;
-            default:
-                throw StoreTypes.unknown(family, "LayoutOps.writeAtZero: a segmented family");
-        }
+        StoreFamily.of(h.type).writeAtZero(put);
     }
 
     private static final Map<String, String> CONVERTERS = new LinkedHashMap<>();

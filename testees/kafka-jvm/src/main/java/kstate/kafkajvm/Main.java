@@ -58,10 +58,11 @@ public final class Main {
         final PrintStream out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);
         Codecs.registerAll();
-        KeySchemas.registerAll();
         Stores.registerAll();
-        Sessions.registerAll();
-        Suppliers.registerAll();
+        // Each store family's own operations: its stores', its key schemas', its suppliers' (StoreFamily).
+        for (final StoreFamily family : StoreFamily.all()) {
+            family.registerOps();
+        }
         // Benchmarks only (benchmarks/test_kafka_side_bench.py): outside the neutral vocabulary.
         Bench.registerAll();
         // Operations added beside the original classes: the offsets column family and KIP-1271 formats.

@@ -92,10 +92,11 @@ final class VersionedOps {
     }
 
     private static Object rocks(final Stores.Handle h) {
-        if (h.versionedInner == null || !K.cls(STORE).isInstance(h.versionedInner)) {
+        final Object inner = VersionedFamily.innerOrNull(h);
+        if (inner == null || !K.cls(STORE).isInstance(inner)) {
             throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a versioned store");
         }
-        return h.versionedInner;
+        return inner;
     }
 
     /** versioned.key_scenario: one key of a running RocksDBVersionedStore (Kafka's public Stores, the given retention

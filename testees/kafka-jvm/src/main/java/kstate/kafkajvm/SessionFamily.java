@@ -3,37 +3,68 @@ package kstate.kafkajvm;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import kstate.storetypes.StoreTypes;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.kstream.Window;
 import org.apache.kafka.streams.kstream.Windowed;
 import org.apache.kafka.streams.kstream.internals.SessionWindow;
+import org.apache.kafka.streams.processor.internals.InternalTopicConfig;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.SessionBytesStoreSupplier;
 import org.apache.kafka.streams.state.SessionStore;
 import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.internals.WrappedStateStore;
 
 import java.lang.reflect.Constructor;
 import java.time.Duration;
 import java.util.List;
 
+import static kstate.kafkajvm.Json.hex;
 import static kstate.kafkajvm.Json.hexNode;
 import static kstate.kafkajvm.Json.hexOrNull;
+import static kstate.kafkajvm.Json.lng;
 import static kstate.kafkajvm.Json.obj;
+import static kstate.kafkajvm.K.t;
+import static kstate.kafkajvm.KeySchemas.TOPIC;
+import static kstate.kafkajvm.Main.capture;
 import static kstate.kafkajvm.Main.register;
 
 /** Session stores (spec/session-store.md, SS-*): {@code session} and {@code session_with_headers}, built by Kafka's
  *  Stores.persistentSessionStore / persistentSessionStoreWithHeaders / inMemorySessionStore suppliers and its
- *  sessionStoreBuilder / sessionStoreWithHeadersBuilder, and the {@code session_store.*} operations, each calling the
- *  bytes-level store under the metered layer (change-logging, caching, then Kafka's RocksDB or in-memory store). */
-final class Sessions {
-    private Sessions() { }
+ *  sessionStoreBuilder / sessionStoreWithHeadersBuilder, the {@code session_store.*} operations, each calling the
+ *  bytes-level store under the metered layer (change-logging, caching, then Kafka's RocksDB or in-memory store), and
+ *  the session key schemas (SESS-*): SessionKeySchema and the prefixed ones. */
+final class SessionFamily extends StoreFamily {
+    private SessionFamily() { }
 
-    static final List<String> TYPES = List.of("session", "session_with_headers");
+    private static final List<String> TYPES = List.of(StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS);
+
+    private static final KeySchemas.Schema[] SCHEMAS = {
+        new KeySchemas.Schema("session", "key_schema", "SessionKeySchema", false),
+        new KeySchemas.Schema("session", "time_first", "PrefixedSessionKeySchemas$TimeFirstSessionKeySchema", true),
+        new KeySchemas.Schema("session", "key_first", "PrefixedSessionKeySchemas$KeyFirstSessionKeySchema", true),
+    };
+
+    @Override
+    String name() {
+        return StoreTypes.FAMILY_SESSION;
+    }
+
+    @Override
+    List<String> types() {
+        return TYPES;
+    }
 
     /** Whether this release offers the type: the header-aware supplier and builder came with KIP-1271. */
-    static boolean hasType(final String type) {
-        if (type.equals("session_with_headers")) {
+    @Override
+    boolean offers(final String type) {
+        if (type.equals(StoreTypes.SESSION_WITH_HEADERS)) {
             try {
                 org.apache.kafka.streams.state.Stores.class.getMethod("persistentSessionStoreWithHeaders", String.class, Duration.class);
                 org.apache.kafka.streams.state.Stores.class.getMethod("sessionStoreWithHeadersBuilder",
@@ -47,11 +78,14 @@ final class Sessions {
     }
 
     /** The options a session store takes (SS-11): retention_ms (required) and segment_interval_ms (RocksDB). */
-    static void checkOptions(final JsonNode opts) {
+    @Override
+    JsonNode openOptions(final JsonNode options, final String type, final String backend) {
+        final JsonNode opts = options == null ? obj() : options;
         Json.onlyOptions(opts, "a session store takes retention_ms and segment_interval_ms", "retention_ms",
             "segment_interval_ms");
         Json.lng(opts, "retention_ms");
         Json.lng(opts, "segment_interval_ms", 0);
+        return opts;
     }
 
     /** Kafka's supplier checks the retention and picks the default segment interval max(retention / 2, 60000)
@@ -60,10 +94,11 @@ final class Sessions {
      *  RocksDBSessionStore or RocksDBSessionStoreWithHeaders), which do not check it: an interval of 0 is refused
      *  only because the segments divide by it when the store opens (ArithmeticException), not by a check (SS-11).
      *  The in-memory store has no segments and ignores it, as the reference does. */
+    @Override
     @SuppressWarnings("rawtypes")
-    static StoreBuilder builder(final String type, final String name, final boolean rocks, final JsonNode opts) {
+    StoreBuilder builder(final String type, final String name, final boolean rocks, final JsonNode opts) {
         final Duration retention = Duration.ofMillis(Json.lng(opts, "retention_ms"));
-        final boolean headers = type.equals("session_with_headers");
+        final boolean headers = type.equals(StoreTypes.SESSION_WITH_HEADERS);
         SessionBytesStoreSupplier supplier;
         if (rocks) {
             supplier = (SessionBytesStoreSupplier) K.invoke(K.method(org.apache.kafka.streams.state.Stores.class,
@@ -143,7 +178,54 @@ final class Sessions {
         throw new IllegalStateException("no constructor of " + simpleName + " takes a " + arg.getClass().getName());
     }
 
-    static void registerAll() {
+    @Override
+    void bind(final Stores.Handle h) {
+        h.layer = ((WrappedStateStore<?, ?, ?>) h.root).wrapped();
+    }
+
+    @Override
+    boolean segmented() {
+        return true;
+    }
+
+    @Override
+    ObjectNode retentionOptions(final long retentionMs) {
+        return obj().put("retention_ms", retentionMs);
+    }
+
+    @Override
+    List<String> loggedWrites() {
+        return List.of("put", "remove");
+    }
+
+    @Override
+    void logWrite(final Stores.Handle h, final String operation, final ObjectNode write, final JsonNode in,
+                  final ObjectNode out) throws Exception {
+        write.put("start", Json.lng(in, "start"));
+        write.put("end", Json.lng(in, "end"));
+        if (operation.equals("remove")) {
+            write.remove("value");
+        }
+        Main.OPS.get("session_store." + operation).apply(write);
+    }
+
+    /** WindowedChangelogTopicConfig with the retention, as for a window store: the builder is consulted for its
+     *  logConfig only, which does not depend on the retention. */
+    @Override
+    @SuppressWarnings("rawtypes")
+    InternalTopicConfig topicConfig(final String type, final String name, final String topic, final JsonNode in) {
+        final long retention = Json.lng(in, "retention_ms");
+        final StoreBuilder builder = builder(type, name, false, obj().put("retention_ms", 0L));
+        return Changelog.windowedTopicConfig(topic, Changelog.withLogConfig(builder, in), retention);
+    }
+
+    @Override
+    void writeAtZero(final ObjectNode put) throws Exception {
+        Main.OPS.get("session_store.put").apply(put.put("start", 0L).put("end", 0L));
+    }
+
+    @Override
+    void registerOps() {
         register("session_store.put", in -> {
             store(in).put(windowed(in, "key"), hexOrNull(in, "value"));
             return obj();
@@ -176,14 +258,67 @@ final class Sessions {
             final Bytes to = key(in, "key_to");
             return entries(backward ? s.backwardFetch(from, to) : s.fetch(from, to));
         });
+        registerKeySchemas();
+        register("session.segment_interval", in -> obj().put("segment_interval",
+            org.apache.kafka.streams.state.Stores.persistentSessionStore("store", Duration.ofMillis(Json.lng(in, "retention")))
+                .segmentIntervalMs()));
+    }
+
+    /** The session key schemas' codec operations (SESS-*). */
+    private static void registerKeySchemas() {
+        for (final KeySchemas.Schema s : SCHEMAS) {
+            schema(s);
+            KeySchemas.ranges(s);
+            KeySchemas.segmentId(s);
+        }
+        register("session.time_first.extract_window_bytes_from_non_prefix_session_key", in -> obj().set("bytes", hexNode((byte[]) K.call(
+            SCHEMAS[1].cls(), "extractWindowBytesFromNonPrefixSessionKey", t(byte[].class), (Object) hex(in, "bytes")))));
+        register("session.key_first.prefix_non_prefix_session_key", in -> obj().set("bytes", hexNode((byte[]) K.call(
+            SCHEMAS[2].cls(), "prefixNonPrefixSessionKey", t(byte[].class), (Object) hex(in, "bytes")))));
+        register("session.to_binary_windowed", in -> {
+            // SessionWindow's constructor refuses an invalid window, which refuses all three (SESS-10).
+            final Windowed<byte[]> key = new Windowed<>(hexOrNull(in, "key"), new SessionWindow(lng(in, "start"), lng(in, "end")));
+            final ObjectNode out = obj();
+            for (final KeySchemas.Schema s : SCHEMAS) {
+                final ObjectNode r = capture(() -> obj().set("bytes", hexNode((byte[]) K.call(s.cls(), "toBinary",
+                    t(Windowed.class, Serializer.class, Headers.class, String.class), key, new ByteArraySerializer(), new RecordHeaders(), TOPIC))));
+                out.set(s.prefixed() ? s.name() : "session_key_schema", r.has("error") ? r : r.get("bytes"));
+            }
+            return out;
+        });
+    }
+
+    private static void schema(final KeySchemas.Schema s) {
+        final String p = s.prefix();
+        register(p + "to_binary", in -> obj().set("bytes", hexNode(((Bytes) K.call(s.cls(), "toBinary",
+            t(Bytes.class, long.class, long.class), KeySchemas.wrap(hexOrNull(in, "key")), lng(in, "start"), lng(in, "end"))).get())));
+        register(p + "extract", in -> {
+            final byte[] data = hex(in, "bytes");
+            final ObjectNode out = obj();
+            out.set("key", hexNode((byte[]) K.call(s.cls(), "extractKeyBytes", t(byte[].class), (Object) data)));
+            out.put("start", (long) K.call(s.cls(), "extractStartTimestamp", t(byte[].class), (Object) data));
+            out.put("end", (long) K.call(s.cls(), "extractEndTimestamp", t(byte[].class), (Object) data));
+            out.set("window", capture(() -> {
+                final Window w = (Window) K.call(s.cls(), "extractWindow", t(byte[].class), (Object) data);
+                return obj().put("start", w.start()).put("end", w.end());
+            }));
+            return out;
+        });
+    }
+
+    /** The session bytes store of a handle, null for a store of another family. */
+    @SuppressWarnings("unchecked")
+    static SessionStore<Bytes, byte[]> orNull(final Stores.Handle h) {
+        return h.family instanceof SessionFamily ? (SessionStore<Bytes, byte[]>) h.layer : null;
     }
 
     private static SessionStore<Bytes, byte[]> store(final JsonNode in) {
         final Stores.Handle h = Stores.handle(in);
-        if (h.session == null) {
-            throw new Json.InputError("handle", "store " + h.name + " is a " + h.type + " store, not a session store");
+        final SessionStore<Bytes, byte[]> s = orNull(h);
+        if (s == null) {
+            throw notOf(h, "session");
         }
-        return h.session;
+        return s;
     }
 
     private static Bytes key(final JsonNode in, final String name) {
