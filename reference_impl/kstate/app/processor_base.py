@@ -10,6 +10,7 @@ of the stores).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol
 
@@ -85,7 +86,7 @@ def _check_known(options: Mapping[str, Any], known: tuple[str, ...]) -> None:
             raise ProcessorConfigError(name, f"not an option of this processor (accepted: {', '.join(known) or 'none'})")
 
 
-class ProcessorBase:
+class ProcessorBase(ABC):
     """A processor's store (the change-logging layer) and store type; its own options checked by name.
 
     A family's processor names its ``FAMILY`` and the store and processor options ``kstate demo`` runs it with
@@ -102,6 +103,10 @@ class ProcessorBase:
         _check_known(options, self.OPTIONS)
         self.store = store
         self.store_type = store_type
+
+    @abstractmethod
+    def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
+        """Apply one input record to the store (:class:`Processor`)."""
 
 
 class WindowedAggregation(ProcessorBase):

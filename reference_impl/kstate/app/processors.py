@@ -13,16 +13,21 @@ from types import MappingProxyType
 from typing import Any
 
 from kstate.app.processor_base import (
-    VALUE_DECODERS,
     Processor,
     ProcessorBase,
     ProcessorConfigError,
-    StoredValue,
     aggregate,
     decode_stored,
     parse_aggregate,
 )
-from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, UnknownFamilyError
+from kstate.codecs.store_types import (
+    STORE_TYPES,
+    VALUE_DECODERS,
+    Family,
+    StoredValue,
+    StoreType,
+    UnknownFamilyError,
+)
 
 #: What a family's processor module is called: ``kstate.app.<family>_processor``.
 PROCESSOR_MODULE_SUFFIX = "_processor"
