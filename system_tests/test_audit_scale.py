@@ -166,7 +166,7 @@ def test_family_stores_are_read_by_spark_tasks_as_read_store_entries_reads_them(
     from pyspark.sql import functions as F
 
     from kstate.codecs.changelog import window_changelog_key as wk
-    from kstate.spark.families import read_store_entries, read_stores_frame, store_problems
+    from kstate.spark.semantics import read_store_entries, read_stores_frame, store_problems
 
     stores = {0: [tmp_path / "0_0" / "w"], 1: [tmp_path / "0_1" / "w"]}
     write_raw_store(stores[0][0] / "w.0", {wk(b"A", 1, 0): b"v", wk(b"A", 1, 1): b"w", b"short": b"x"})

@@ -602,6 +602,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     """Read-only inspection of a state directory (LAY-*, OFF-*): 0 clean, 1 violations, 2 usage/not a state dir."""
     import json
 
+    from kstate.codecs.key_schemas import segmented_schemas
     from kstate.inspect import InspectError, dump_store, dump_store_lines, inspect_state_dir
     from kstate.terminal import table_console
 
@@ -638,7 +639,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
                     materialized.append(row)
                     progress.tick()
             table = Table(title=f"{args.dump}: decoded rows")
-            columns = ("task", "segment_start", "cf", "key", "value", "timestamp", "headers", "window", "session",
+            # A segmented family's row names its window by the family's name (kstate.inspect.<family>_rows).
+            columns = ("task", "segment_start", "cf", "key", "value", "timestamp", "headers", *segmented_schemas(),
                        "versions", "error")
             shown = [c for c in columns if any(c in r for r in materialized)]
             for column in shown:

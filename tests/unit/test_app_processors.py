@@ -1,4 +1,5 @@
-"""The application instance's processors (kstate.app.processors): one per store family, chosen from a table;
+"""The application instance's processors (kstate.app.processors): one per store family, each in the family's own
+module kstate.app.<family>_processor, found by its name;
 each writes through the family's change-logging layer as Kafka's DSL operator writes its store."""
 
 from __future__ import annotations
@@ -8,17 +9,24 @@ from typing import Any
 import pytest
 
 from kstate.app.processors import (
-    PROCESSORS,
     VALUE_DECODERS,
     ProcessorConfigError,
     aggregate,
     decode_stored,
     parse_aggregate,
     processor_for,
+    processors,
 )
 from kstate.codecs import changelog as cl
 from kstate.codecs import session_keys, window_keys
-from kstate.codecs.store_types import STORE_TYPES, VALUE_ENCODERS, Family, StoreType, encode_stored_value
+from kstate.codecs.store_types import (
+    STORE_TYPES,
+    VALUE_ENCODERS,
+    Family,
+    StoreType,
+    UnknownFamilyError,
+    encode_stored_value,
+)
 from kstate.stores.api import Backend, RecordContext
 from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store
@@ -45,7 +53,7 @@ class Harness:
 
 
 def test_every_family_has_a_processor_and_every_value_layout_a_decoder() -> None:
-    assert set(PROCESSORS) == set(Family)
+    assert set(processors()) == set(Family)
     assert set(VALUE_DECODERS) == set(VALUE_ENCODERS)
     for store_type, info in STORE_TYPES.items():
         if info.value_format is not None:
@@ -53,6 +61,17 @@ def test_every_family_has_a_processor_and_every_value_layout_a_decoder() -> None
             assert stored.value == b"v"
             assert stored.timestamp in (None, 5)
             assert stored.headers in (None, HEADERS)
+
+
+def test_a_family_without_a_processor_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No silent default (issue 33): a family whose processor module is missing is an UnknownFamilyError naming it."""
+    from kstate.app import processors as module
+
+    found = dict(processors())
+    del found[Family.KEY_VALUE]
+    monkeypatch.setattr(module, "processors", lambda: found)
+    with pytest.raises(UnknownFamilyError, match="key_value"):
+        processor_for(object(), StoreType.KEY_VALUE, {}, {})
 
 
 @rules("INST-25")

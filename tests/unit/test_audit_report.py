@@ -21,8 +21,8 @@ from kstate.spark.audit_report import (
     report_format,
     write_report,
 )
-from kstate.spark.families import EntryDifference
 from kstate.spark.oracle import AuditReport, Difference
+from kstate.spark.semantics import EntryDifference
 
 HOSTILE = "<script>alert('x')</script>&"
 

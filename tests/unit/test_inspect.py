@@ -397,7 +397,7 @@ def test_json_line_is_json_dumps_sorted(all_types: Path) -> None:
 def test_dump_text_of_binary_keys_is_hex() -> None:
     """A dumped key or value that is not printable UTF-8 shows as ``0x`` and hex (LAY-5), encoded surrogates and
     truncated sequences included; printable text as itself, unless it starts with ``0x``."""
-    from kstate.inspect.state_dir import _text
+    from kstate.inspect.state_dir import display_text as _text
 
     assert _text(b"abc") == "abc" and _text("é😀".encode()) == "é😀"
     for raw in (b"\xff\x00", b"\xed\xa0\x80", b"\xc3", b"a\x00", b"0x12", b"\xe2\x82"):
@@ -410,7 +410,7 @@ def test_dump_text_skips_decoding_only_where_a_control_byte_rules_it_out() -> No
     every byte after every lead, and for random byte strings, _text equals the decode-and-check it replaces."""
     import random
 
-    from kstate.inspect.state_dir import _text
+    from kstate.inspect.state_dir import display_text as _text
 
     def decoded(data: bytes) -> str:
         text = data.decode("utf-8", "surrogateescape")

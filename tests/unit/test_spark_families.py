@@ -1,4 +1,5 @@
-"""The Spark oracle's versioned, window and session semantics (kstate.spark.families): changelogs written by hand,
+"""The Spark oracle's versioned, window and session semantics (kstate.spark.semantics, each family's
+kstate.spark.<family>_semantics): changelogs written by hand,
 store directories written with the codecs and rocksdict, expected entries worked out by hand in each test's
 comments, and a mutated store the oracle must find every difference in. One local SparkSession for the module."""
 
@@ -14,8 +15,7 @@ import pytest
 from kstate.codecs import header_values, versioned
 from kstate.codecs.changelog import session_changelog_key, window_changelog_key
 from kstate.codecs.store_types import StoreType
-from kstate.spark.families import (
-    LATEST_PER_KEY_FAMILIES,
+from kstate.spark.semantics import (
     AuditSetupError,
     FamilyParameters,
     actual_frame,
@@ -23,6 +23,7 @@ from kstate.spark.families import (
     compare_changelog,
     expected_entries,
     read_store_entries,
+    semantics_for,
 )
 
 pytest.importorskip("pyspark")
@@ -403,7 +404,7 @@ def test_the_reference_stores_hold_what_their_changelog_implies(request: pytest.
 
 def _python_expected(records: list[tuple[int, int, Record]], store_type: StoreType,
                      params: FamilyParameters) -> list[tuple[Any, ...]]:
-    """The semantics of kstate.spark.families written out record by record, keys decoded by the codecs: the
+    """The semantics of kstate.spark.semantics written out record by record, keys decoded by the codecs: the
     queryable entries per partition, in the family schema."""
     from kstate.codecs import session_keys, window_keys
     from kstate.codecs.store_types import STORE_TYPES, Family, ValueFormat
@@ -499,10 +500,9 @@ def test_window_and_session_entries_come_from_each_keys_latest_record_alone(
     """What the source's ``latest_per_key`` leaves of a changelog (the last record per changelog key, offsets
     kept, a count added) implies the same entries as the whole changelog: stream time is in the keys (WIN-1,
     SESS-1)."""
-    from kstate.codecs.store_types import STORE_TYPES
     from kstate.spark.kafka_source import COUNTED_SCHEMA
 
-    assert STORE_TYPES[store_type].family in LATEST_PER_KEY_FAMILIES
+    assert semantics_for(store_type).latest_per_key
     records = _random_changelog(store_type, seed=29)
     whole = _changelog(spark, {p: [r for q, _, r in records if q == p] for p in range(3)})
     latest: dict[tuple[int, bytes], tuple[int, Record, int]] = {}

@@ -24,8 +24,14 @@ from kstate.codecs.store_types import (
 )
 from kstate.inspect.state_dir import decode_row, row_decoder
 from kstate.ops import call
-from kstate.spark.families import AuditSetupError, FamilyParameters, check_parameters, read_store_entries, semantics_for
 from kstate.spark.oracle import STATE_BUILDERS, expected_value
+from kstate.spark.semantics import (
+    AuditSetupError,
+    FamilyParameters,
+    check_parameters,
+    read_store_entries,
+    semantics_for,
+)
 
 # Header bytes of [("a", 78)] (HV-1, HV-2): count 1 = 02, key length 1 = 02, "a" = 61, value length 1 = 02, 78;
 # five bytes, so the zig-zag size varint is 0a (HV-11). The stored value of the raw value 76 is then:

@@ -19,21 +19,22 @@ from typing import Any
 from kstate.app.cluster import AppCluster
 from kstate.app.kafka_streams import KAFKA_STREAMS_VERSION, kafka_streams_instance
 from kstate.app.process import InstanceCommand
-from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
+from kstate.app.processors import processor_class
+from kstate.codecs.store_types import StoreType
 from kstate.errors import KStateError
 from kstate.kafka.broker import Broker
 
-#: The demo's store configuration per family: windows of a second kept ten minutes, sessions closed after 100 ms
-#: without a record of their key, versioned history kept ten minutes. The audit must be told the same (the
-#: directory does not record it), so :func:`audit_options` derives its options from this table.
-DEMO_STORE_OPTIONS: dict[Family, dict[str, Any]] = {
-    Family.KEY_VALUE: {},
-    Family.VERSIONED: {"history_retention_ms": 600_000, "segment_interval_ms": 60_000},
-    Family.WINDOW: {"retention_ms": 600_000, "window_size_ms": 1_000, "segment_interval_ms": 60_000},
-    Family.SESSION: {"retention_ms": 600_000, "segment_interval_ms": 60_000},
-}
-DEMO_PROCESSOR_OPTIONS: dict[Family, dict[str, int]] = {Family.KEY_VALUE: {}, Family.VERSIONED: {},
-                                                        Family.WINDOW: {}, Family.SESSION: {"inactivity_gap_ms": 100}}
+
+def demo_store_options(store_type: StoreType) -> dict[str, Any]:
+    """The store configuration the demo runs ``store_type`` with: its family's processor's (``DEMO_STORE_OPTIONS``,
+    :mod:`kstate.app.processors`). The audit must be told the same (the directory does not record it), so
+    :func:`audit_options` derives its options from it."""
+    return dict(processor_class(store_type).DEMO_STORE_OPTIONS)
+
+
+def demo_processor_options(store_type: StoreType) -> dict[str, int]:
+    """The processor options the demo runs ``store_type``'s family's processor with (``DEMO_PROCESSOR_OPTIONS``)."""
+    return dict(processor_class(store_type).DEMO_PROCESSOR_OPTIONS)
 
 
 def instance_command(name: str, kafka_version: str = KAFKA_STREAMS_VERSION) -> InstanceCommand:
@@ -51,7 +52,7 @@ def demo_application_id(store_type: StoreType) -> str:
 
 def audit_options(store_type: StoreType) -> list[str]:
     """The store configuration ``kstate audit`` must be given for a demo store of ``store_type``."""
-    options = DEMO_STORE_OPTIONS[STORE_TYPES[store_type].family]
+    options = demo_store_options(store_type)
     if "history_retention_ms" in options:
         return ["--history-retention-ms", str(options["history_retention_ms"])]
     if "retention_ms" in options:
@@ -78,10 +79,9 @@ def run_application(broker: Broker, root: Path, *, application_id: str, store_na
     """Create the topics, produce ``records`` input records (every 13th a tombstone) over ``keys`` keys, run one
     instance of ``command`` owning every partition until it committed the whole input, and stop it cleanly."""
     command.require(store_types=[store_type])
-    family = STORE_TYPES[store_type].family
     cluster = AppCluster(broker, root, application_id=application_id, store_name=store_name, store_type=store_type,
-                         partitions=partitions, store_options=DEMO_STORE_OPTIONS[family],
-                         processor_options=DEMO_PROCESSOR_OPTIONS[family], instance_command=command)
+                         partitions=partitions, store_options=demo_store_options(store_type),
+                         processor_options=demo_processor_options(store_type), instance_command=command)
     try:
         cluster.produce_batch(per_partition=max(1, records // partitions), keys=keys, rng=random.Random(seed))
         instance = cluster.instance("instance-1", range(partitions), state_dir=state_dir).start()

@@ -8,16 +8,19 @@ Store types are detected as spec/layout.md "Detecting a store's type" describes.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import json
 import os
+import pkgutil
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from kstate.codecs import session_keys, versioned, window_keys
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
     GLOBAL_DIR,
@@ -38,12 +41,10 @@ from kstate.codecs.store_types import (
     DEFAULT_CF,
     KNOWN_COLUMN_FAMILIES,
     OFFSETS_CF,
-    SESSION_HEADERS_CF,
     STORE_TYPES,
     TIMESTAMPED_CF,
     TIMESTAMPED_HEADERS_CF,
     VALUE_DECODERS,
-    WINDOW_HEADERS_CF,
     Family,
     StoreType,
     ValueFormat,
@@ -56,7 +57,6 @@ from kstate.codecs.type_detection import (
     detect_segmented_family,
     detect_segmented_type,
     detect_segmented_type_streamed,
-    window_schema,
 )
 from kstate.errors import DecodeError, KStateError, StateFileError
 from kstate.storage_files import is_temporary_name, read_state_file, state_file_kind
@@ -199,7 +199,7 @@ class Report:
 # --- row decoding -----------------------------------------------------------------------------------
 
 
-def _text(data: bytes | None) -> str | None:
+def display_text(data: bytes | None) -> str | None:
     """Bytes for display: the UTF-8 text when printable, else ``0x`` and hex."""
     if data is None:
         return None
@@ -248,19 +248,48 @@ def json_line(row: Mapping[str, Any]) -> str:
 
 
 def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> list[list[str | None]]:
-    return [[k, _text(v)] for k, v in pairs]
+    return [[k, display_text(v)] for k, v in pairs]
 
 
-#: The value layout a column family holds when it is not the store type's data family: a legacy family read
-#: during an upgrade (LAY-6, LAY-8), or a family of a type whose values the table leaves open (time-ordered
-#: window stores with headers keep ``[hsize][headers][aggregation]``, LAY-5).
-_CF_VALUE_FORMATS: dict[str, ValueFormat] = {
-    DEFAULT_CF: ValueFormat.PLAIN,
-    TIMESTAMPED_CF: ValueFormat.TIMESTAMPED,
-    TIMESTAMPED_HEADERS_CF: ValueFormat.TIMESTAMPED_WITH_HEADERS,
-    SESSION_HEADERS_CF: ValueFormat.AGGREGATION_WITH_HEADERS,
-    WINDOW_HEADERS_CF: ValueFormat.AGGREGATION_WITH_HEADERS,
-}
+#: What a family's row module is called: ``kstate.inspect.<family>_rows``.
+ROWS_MODULE_SUFFIX = "_rows"
+
+
+@functools.cache
+def family_rows() -> Mapping[Family, ModuleType]:
+    """How each family's rows are shown: every ``kstate.inspect.<family>_rows`` module, imported by its name (issue
+    33), by its ``FAMILY``; each gives ``row_fields``, ``VALUE_FORMATS`` and ``PLAIN_KEYS``. Two modules of one
+    family are refused."""
+    import kstate.inspect as package
+
+    found: dict[Family, ModuleType] = {}
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not module_info.name.endswith(ROWS_MODULE_SUFFIX):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        if module.FAMILY in found:
+            raise RuntimeError(f"kstate.inspect.{module_info.name}: a second row module of the {module.FAMILY.value} family")
+        found[module.FAMILY] = module
+    return found
+
+
+def _rows_of(family: Family) -> ModuleType:
+    """The row module of ``family``; DecodeError for a family without one (no silent default)."""
+    found = family_rows().get(family)
+    if found is None:
+        raise DecodeError(STORE_TYPE_FORMAT, f"no row decoding for the {family.value} family")
+    return found
+
+
+@functools.cache
+def _cf_value_formats() -> Mapping[str, ValueFormat]:
+    """The value layout a column family holds when it is not the store type's data family: a legacy family read
+    during an upgrade (LAY-6, LAY-8), or a family of a type whose values the table leaves open (LAY-5); each
+    family's row module names its own (``VALUE_FORMATS``)."""
+    found: dict[str, ValueFormat] = {}
+    for module in family_rows().values():
+        found.update(module.VALUE_FORMATS)
+    return found
 
 
 def _value_format(store_type: StoreType, cf: str) -> ValueFormat:
@@ -269,19 +298,19 @@ def _value_format(store_type: StoreType, cf: str) -> ValueFormat:
     info = STORE_TYPES[store_type]
     if info.value_format is not None and info.column_families is not None and cf == info.column_families.data_cf:
         return info.value_format
-    found = _CF_VALUE_FORMATS.get(cf)
+    found = _cf_value_formats().get(cf)
     if found is None:
         raise DecodeError(STORE_TYPE_FORMAT, f"no value layout for column family {cf!r} of a {store_type.value} store")
     return found
 
 
-def _value_fields(value_format: ValueFormat, value: bytes | None) -> dict[str, Any]:
+def value_fields(value_format: ValueFormat, value: bytes | None) -> dict[str, Any]:
     """``value`` and, where the layout keeps them, ``timestamp`` and ``headers`` of one stored value (a tombstone
     version of a segment row is null in every layout, VER-8)."""
     if value is None:
         return {"value": None}
     parts = VALUE_DECODERS[value_format](value)
-    out: dict[str, Any] = {"value": _text(parts.value)}
+    out: dict[str, Any] = {"value": display_text(parts.value)}
     if parts.timestamp is not None:
         out["timestamp"] = parts.timestamp
     if parts.headers is not None:
@@ -299,20 +328,20 @@ def row_decoder(store_type: StoreType | str, cf: str) -> RowDecoder:
     try:
         time_ordered = store_type == TIME_ORDERED
         parsed = StoreType.WINDOW if time_ordered else StoreType.parse(store_type)
-        family = STORE_TYPES[parsed].family
+        plain_keys = _rows_of(STORE_TYPES[parsed].family).PLAIN_KEYS
         value_format = _value_format(parsed, cf)
     except (KStateError, AssertionError):
         return lambda key, value: decode_row(store_type, cf, key, value)
-    if family is Family.KEY_VALUE:
+    if plain_keys:
         decode_value = VALUE_DECODERS[value_format]
-        text = _text
+        text = display_text
         timestamped = value_format is ValueFormat.TIMESTAMPED
         read_timestamp = _INT64_BE.unpack_from
         control = _CONTROL_BYTES
 
         def decode_key_value(key: bytes, value: bytes) -> dict[str, Any]:
-            # decode_row's key-value rows, its calls inline; _value_fields for a value that is not None.
-            # _text inline, its hex form cut from the row's own hex rather than computed again (issue 35).
+            # decode_row's key-value rows, its calls inline; value_fields for a value that is not None.
+            # display_text inline, its hex form cut from the row's own hex rather than computed again (issue 35).
             key_hex = key.hex()
             if len(key.translate(None, control)) != len(key):
                 key_text = "0x" + key_hex
@@ -353,33 +382,9 @@ def decode_row(store_type: StoreType | str, cf: str, key: bytes, value: bytes) -
     time_ordered = store_type == TIME_ORDERED
     store_type = StoreType.WINDOW if time_ordered else StoreType.parse(store_type)
     row: dict[str, Any] = {"cf": cf, "key_hex": key.hex(), "value_hex": value.hex()}
-    family = STORE_TYPES[store_type].family
     value_format = _value_format(store_type, cf)
-    if family is Family.VERSIONED:
-        segment, raw_key = versioned.split_segment_key(key)
-        row["key"] = _text(raw_key)
-        if segment == versioned.LATEST_VALUE_SEGMENT_ID:
-            latest, ts = versioned.decode_latest_value(value)
-            row.update(segment="latest", **_value_fields(value_format, latest), timestamp=ts)
-        else:
-            row["segment"] = segment
-            row["versions"] = [{"valid_from": v.valid_from, "valid_to": v.valid_to, **_value_fields(value_format, v.value)}
-                               for v in versioned.deserialize_segment_value(value).versions()]
-        return row
-    if family is Family.WINDOW:
-        # Time-ordered window stores keep time-first base rows and key-first index rows (WIN-2, WIN-3).
-        time_first = time_ordered or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS
-        decoded = (window_schema(key) if time_first else window_keys.PLAIN).decode(key)
-        row.update(key=_text(decoded.key), window={"start": decoded.timestamp}, seqnum=decoded.seqnum)
-    elif family is Family.SESSION:
-        skey = session_keys.PLAIN.decode(key)
-        session_keys.validate_session_window(skey.start, skey.end)
-        row.update(key=_text(skey.key), session={"start": skey.start, "end": skey.end})
-    elif family is Family.KEY_VALUE:
-        row["key"] = _text(key)
-    else:
-        raise DecodeError(STORE_TYPE_FORMAT, f"no row decoding for the {family.value} family")
-    row.update(_value_fields(value_format, value))
+    kind = TIME_ORDERED if time_ordered else store_type.value
+    row.update(_rows_of(STORE_TYPES[store_type].family).row_fields(kind, store_type, value_format, key, value))
     return row
 
 
@@ -850,7 +855,7 @@ def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> I
     for name, store_type, cf, segment_start, rows in _dump_families(path, store, task):
         try:
             parsed = StoreType.WINDOW if store_type == TIME_ORDERED else StoreType.parse(store_type)
-            fast = (STORE_TYPES[parsed].family is Family.KEY_VALUE
+            fast = (_rows_of(STORE_TYPES[parsed].family).PLAIN_KEYS
                     and _value_format(parsed, cf) is ValueFormat.TIMESTAMPED)
         except (KStateError, AssertionError):
             fast = False
@@ -869,9 +874,9 @@ def dump_store_lines(path: str | Path, store: str, task: str | None = None) -> I
             if len(value) < 8:  # the codec's error, as a row of its own
                 yield json_line(next(_dump_rows(name, store, store_type, cf, segment_start, [(key, value)])))
                 continue
-            # _text of the key and of the value, JSON-encoded: a hex form needs no escaping, written as it is.
+            # display_text of the key and of the value, JSON-encoded: a hex form needs no escaping, written as it is.
             key_hex = key.hex()
-            if len(key.translate(None, control)) != len(key):  # _text's hex, without decoding
+            if len(key.translate(None, control)) != len(key):  # display_text's hex, without decoding
                 key_json = f'"0x{key_hex}"'
             else:
                 key_text = key.decode("utf-8", "surrogateescape")

@@ -1,7 +1,7 @@
 """``kstate audit``: the instances' stores against the state the Spark oracle computes from their changelogs.
 
 The command's orchestration: arguments checked and stores' types detected, then each store audited by its
-family's entry in :data:`FAMILY_AUDITS` (what it needs, how its stores are read, which oracle judges them), and
+family's :func:`family_audit` (what it needs, how its stores are read, which oracle judges them), and
 the outcome printed and reported (spec/audit rules of kv-stores.md, versioned-store.md, window-store.md,
 session-store.md). Neither pyspark nor confluent_kafka is imported before a store is audited.
 """
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kstate.codecs.store_types import BUILT_KV_TYPES, LEGACY_ALIASES, Family
+from kstate.codecs.store_types import BUILT_KV_TYPES, LEGACY_ALIASES, STORE_TYPES, UnknownFamilyError
 from kstate.terminal import console, err_console
 
 if TYPE_CHECKING:
     from kstate.codecs.store_types import StoreType
     from kstate.spark.audit_report import StoreAudit
-    from kstate.spark.families import FamilyParameters
     from kstate.spark.oracle import AuditReport, LegacyBoundary
+    from kstate.spark.semantics import FamilyParameters
 
 
 #: What each extra brings, for the message when one is missing.
@@ -209,10 +209,10 @@ def _task_dirs(args: argparse.Namespace) -> Iterator[tuple[int, Path]]:
 def cmd_audit(args: argparse.Namespace) -> int:
     """Compare the instances' stores with the state the Spark oracle computes from the changelog topic."""
     from kstate.codecs.changelog import changelog_topic_name
-    from kstate.codecs.store_types import STORE_TYPES, StoreType
+    from kstate.codecs.store_types import StoreType
     from kstate.spark.audit_report import StoreAudit, report_format, write_report
-    from kstate.spark.families import FamilyParameters
     from kstate.spark.oracle import LegacyBoundary
+    from kstate.spark.semantics import FamilyParameters
 
     boundaries: dict[int, LegacyBoundary] = {}
     for item in args.legacy:
@@ -253,13 +253,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
                 prefix = f"store {name}: " if len(args.store) > 1 else ""
                 err_console.print(f"{escape(prefix)}store type {type_name} (detected: {escape(evidence)})", soft_wrap=True)
         store_type = StoreType(type_name)
-        problem = FAMILY_AUDITS[STORE_TYPES[store_type].family].problem(args, store_type, params)
+        problem = family_audit(store_type).problem(args, store_type, params)
         if problem:
             err_console.print(f"[red]error:[/red] {escape(problem)}", soft_wrap=True)
             return 2
         targets.append((name, store_type))
     client_config = _audit_client_config(args)
-    needs_spark = args.engine == "spark" or any(FAMILY_AUDITS[STORE_TYPES[t].family].spark_only for _, t in targets)
+    needs_spark = args.engine == "spark" or any(family_audit(t).spark_only for _, t in targets)
     # Fail fast, before Spark starts: the extras are there (before the broker is waited for), the configuration
     # is accepted, the broker answers.
     try:
@@ -297,7 +297,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             progress.begin(name)
             offsets = partition_offsets(args.bootstrap, client_config, topic, topic_partitions[name])
             progress.expect("reading the changelog", _offsets_note(offsets))
-            partitions, layout, report = FAMILY_AUDITS[STORE_TYPES[store_type].family].audit(run, name, store_type, topic)
+            partitions, layout, report = family_audit(store_type).audit(run, name, store_type, topic)
             progress.finish(f"done, {report.records_read} changelog records read, {report.difference_count} differences, "
                             f"{report.seconds:.1f} s")
             audits.append((StoreAudit(name, store_type.value, topic, partitions, report), layout))
@@ -334,7 +334,7 @@ def _kv_problem(args: argparse.Namespace, store_type: StoreType, params: FamilyP
 
 
 def _family_problem(args: argparse.Namespace, store_type: StoreType, params: FamilyParameters) -> str | None:
-    from kstate.spark.families import AuditSetupError, check_parameters
+    from kstate.spark.semantics import AuditSetupError, check_parameters
 
     problem = None
     if args.legacy:
@@ -386,7 +386,7 @@ def _audit_family_store(run: AuditRun, name: str, store_type: StoreType, topic: 
     """One versioned, window or session store: per version, window or session (the family oracle reads the
     store directories itself; a later state directory's copy of a partition wins, as for key-value)."""
     from kstate.codecs.layout import store_dir
-    from kstate.spark.families import audit_stores
+    from kstate.spark.semantics import audit_stores
 
     args, progress = run.args, run.progress
     stores: dict[int, list[Path]] = {}
@@ -411,15 +411,22 @@ class FamilyAudit:
     audit: Callable[[AuditRun, str, StoreType, str], tuple[int, str, AuditReport]]
 
 
-_OTHER_FAMILIES = FamilyAudit(True, _family_problem, _audit_family_store)
-#: Each family's audit: key-value stores by the changelog oracle (either engine, legacy boundaries); the others
-#: by the family oracle of kstate.spark.families, on Spark.
-FAMILY_AUDITS: dict[Family, FamilyAudit] = {
-    Family.KEY_VALUE: FamilyAudit(False, _kv_problem, _audit_kv_store),
-    Family.VERSIONED: _OTHER_FAMILIES,
-    Family.WINDOW: _OTHER_FAMILIES,
-    Family.SESSION: _OTHER_FAMILIES,
-}
+_KEY_VALUE_AUDIT = FamilyAudit(False, _kv_problem, _audit_kv_store)
+_FAMILY_ORACLE_AUDIT = FamilyAudit(True, _family_problem, _audit_family_store)
+
+
+def family_audit(store_type: StoreType) -> FamilyAudit:
+    """How ``store_type``'s family is audited: the key-value family's stores by the changelog oracle (either
+    engine, legacy boundaries), a family with semantics of its own (``kstate.spark.<family>_semantics``) by the
+    family oracle of :mod:`kstate.spark.semantics`, on Spark; any other family is refused (UnknownFamilyError)."""
+    from kstate.spark.semantics import family_semantics
+
+    family = STORE_TYPES[store_type].family
+    if family in {STORE_TYPES[t].family for t in BUILT_KV_TYPES}:
+        return _KEY_VALUE_AUDIT
+    if family in family_semantics():
+        return _FAMILY_ORACLE_AUDIT
+    raise UnknownFamilyError(family, "kstate audit")
 
 
 def _offsets_note(offsets: dict[int, tuple[int, int]]) -> str:
@@ -529,7 +536,7 @@ client configuration: --client-config FILE is read first, then the shortcut opti
 
 def audit_choices() -> list[str]:
     """What ``kstate audit --store-type`` takes: AUDIT_STORE_TYPES and the versioned, window and session types
-    the family oracle reads (kstate.spark.families)."""
-    from kstate.spark.families import FAMILY_AUDIT_TYPES
+    the family oracle reads (kstate.spark.semantics)."""
+    from kstate.spark.semantics import family_audit_types
 
-    return list(dict.fromkeys(AUDIT_STORE_TYPES + [t.value for t in FAMILY_AUDIT_TYPES]))
+    return list(dict.fromkeys(AUDIT_STORE_TYPES + [t.value for t in family_audit_types()]))

@@ -8,7 +8,7 @@ family, read through the dual accessor's conversion (KV-31, RST-7): a :class:`Le
 says which records were written by which older store type, and their expected value is the legacy value
 converted. The Python engine and the Spark job implement the same semantics; the state builders are looked
 up by store type in ``STATE_BUILDERS``. Versioned, window and session stores have their own semantics, per
-version, window and session, in :mod:`kstate.spark.families`, which reports through the same AuditReport.
+version, window and session, in :mod:`kstate.spark.semantics`, which reports through the same AuditReport.
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ class AuditReport:
     differences: list[Difference] = field(default_factory=list)
     seconds: float = 0.0
     entity: str = "keys"
-    #: ``kstate.spark.families.EntryDifference`` items (at most ``families.MAX_LISTED``).
+    #: ``kstate.spark.semantics.EntryDifference`` items (at most ``semantics.MAX_LISTED``).
     entry_differences: list[Any] = field(default_factory=list)
     #: Every difference counted by kind, also those not listed.
     counts: dict[str, int] = field(default_factory=dict)

@@ -1,31 +1,13 @@
-"""The changelog oracle for versioned, window and session stores: the state a store should make queryable,
-computed from its changelog as Spark plans, the same state read from a closed store directory, and the
-per-version, per-window and per-session differences between them.
+"""The changelog oracle for the families beyond key-value: the state a store should make queryable, computed from
+its changelog as Spark plans, the same state read from a closed store directory, and the per-entry (version,
+window, session, ...) differences between them.
 
 Every store instance is one changelog partition, with one store-wide observed stream time. The expected
 side is built from Spark expressions only (``substring``/``conv`` of the binary changelog key, window
 functions, ``groupBy``/``max_by``, joins), so it scales with partitions; the actual side is decoded by the
-codecs while the driver reads the store's RocksDB databases. Semantics per family:
-
-- **Versioned** (VER-25, VER-26, VER-30, VER-32, CL-5): a record older than the stream time observed before
-  it minus the history retention was not put (VER-26; restore skips it the same way); of the records of
-  one key with one timestamp the last by offset wins (a same-timestamp put replaces); each non-tombstone
-  record is a version valid from its timestamp to the next record's timestamp of its key (a tombstone ends
-  a version), the last one with no validTo. Queryable (VER-32): the latest version always; an older one
-  while its validTo is above stream time minus history retention (some ``get(k, asOf)`` still returns it).
-  Known gap: the corner of VER-34 (a tombstone at the latest version's timestamp, recorded nowhere) is
-  modelled as the version list says, not as Kafka's store answers. The header-aware type (KIP-1271,
-  tentative) keeps each version as ``[headers][value]``: its headers are compared too.
-- **Window** (WIN-1, WIN-6, WIN-15, CL-6; spec/window-store.md WS-6, WS-7, WS-11, WS-22, WS-25): the
-  changelog key is the store key ``[key][windowStart][seqnum]``; per changelog key the last record by
-  offset, a tombstone deleting it. Stream time is the largest window start (restore advances it over every
-  record); fetches see windows starting above stream time minus retention. With ``retain_duplicates`` the
-  changelog layer's seqnums drift from the store's (a null put is logged but not stored), so duplicates
-  are compared as the sorted list of ``(value, timestamp, headers)`` per key and window start; a null put
-  of such a store still counts for stream time here, as it does once the store is restored.
-- **Session** (SESS-1, SESS-11, CL-7): the changelog key is ``[key][end][start]``; per session the last
-  record by offset, a tombstone (a ``remove``, as a session merge writes for each merged session) deleting
-  it. Stream time is the largest session end; sessions ending above stream time minus retention are found.
+codecs while the driver reads the store's RocksDB databases. Each family's semantics (its entries, how the
+changelog implies them, which are still queryable) are its module ``kstate.spark.<family>_semantics``, found by
+its name (issue 33): a new family's module needs no line here.
 
 Values are compared field by field as the store type keeps them (CL-9 to CL-11): the raw value, the record
 timestamp for timestamped window types, the record headers (all of them) for header-aware types.
@@ -33,13 +15,15 @@ timestamp for timestamped window types, the record headers (all of them) for hea
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import session_keys, versioned, window_keys
 from kstate.codecs.store_types import STORE_TYPES, VALUE_DECODERS, Family, StoredValue, StoreType, ValueFormat
 from kstate.errors import KStateError
 
@@ -48,14 +32,12 @@ MAX_LISTED = 10_000
 
 Row = tuple[Any, ...]
 
-#: The families whose expected entries depend only on each changelog key's latest record and on which keys occur
-#: (their stream time is in the key: WIN-1, SESS-1), so the source's ``latest_per_key`` reads them; a versioned
-#: store needs every record (its history, VER-26's skipped records).
-LATEST_PER_KEY_FAMILIES = frozenset({Family.WINDOW, Family.SESSION})
+#: What a family's semantics module is called: ``kstate.spark.<family>_semantics``.
+SEMANTICS_MODULE_SUFFIX = "_semantics"
 
 
 class AuditSetupError(KStateError):
-    """The audit of a versioned, window or session store was asked for without what it needs."""
+    """The audit of a store of a family beyond key-value was asked for without what it needs."""
 
 
 @dataclass(frozen=True)
@@ -97,7 +79,7 @@ def _stores_headers(store_type: StoreType) -> bool:
 # --- Spark expressions over binary keys -----------------------------------------------------------
 
 
-def _int_at(column: str, position: Any, size: int) -> Any:
+def int_at(column: str, position: Any, size: int) -> Any:
     """The big-endian two's-complement integer of ``size`` bytes at 1-based ``position`` (PRIM-1), as a long."""
     from pyspark.sql import functions as F
 
@@ -105,27 +87,7 @@ def _int_at(column: str, position: Any, size: int) -> Any:
     return F.conv(F.hex(F.substring(column, position, F.lit(size))), 16, -10).cast("long")
 
 
-def _window_key_columns(frame: Any) -> Any:
-    """``[key][windowStart int64][seqnum int32]`` split into key, window_start, seqnum (WIN-1, WIN-4)."""
-    from pyspark.sql import functions as F
-
-    n = F.length("key")
-    return (frame.withColumn("window_start", _int_at("key", n - 11, 8))
-            .withColumn("seqnum", _int_at("key", n - 3, 4))
-            .withColumn("key", F.substring("key", F.lit(1), n - 12)))
-
-
-def _session_key_columns(frame: Any) -> Any:
-    """``[key][end int64][start int64]`` split into key, start, end; end comes first (SESS-1, SESS-4)."""
-    from pyspark.sql import functions as F
-
-    n = F.length("key")
-    return (frame.withColumn("end", _int_at("key", n - 15, 8))
-            .withColumn("start", _int_at("key", n - 7, 8))
-            .withColumn("key", F.substring("key", F.lit(1), n - 16)))
-
-
-def _latest_by_offset(changelog: Any, keys: list[str]) -> Any:
+def latest_by_offset(changelog: Any, keys: list[str]) -> Any:
     """The last record by offset per ``keys`` (RST-1): its value, timestamp and headers."""
     from pyspark.sql import functions as F
 
@@ -161,80 +123,29 @@ class Semantics:
     needs: str
     #: The stored value layouts :attr:`decode` reads.
     value_formats: frozenset[ValueFormat]
+    #: Whether the expected entries depend only on each changelog key's latest record and on which keys occur
+    #: (the stream time is in the key), so that the source's ``latest_per_key`` may read the changelog.
+    latest_per_key: bool = False
+    #: The entry columns duplicates are grouped by when the store retains them (``retain_duplicates``, WIN-6);
+    #: None: the family has no duplicates.
+    duplicates_by: tuple[str, ...] | None = None
 
 
-_HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
 
-def _versioned_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
-    """Versions per key with validFrom/validTo from the changelog (VER-25, VER-26, VER-32, CL-5)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    history = params.history_retention_ms
-    before = Window.partitionBy("partition").orderBy("offset").rowsBetween(Window.unboundedPreceding, -1)
-    # VER-26: a put older than the stream time observed before it minus the grace period (= history
-    # retention, VER-24) is not applied; restore skips it by the same per-record test.
-    accepted = (changelog.select("partition", "offset", "key", "value", "timestamp", "headers")
-                .withColumn("observed", F.max("timestamp").over(before))
-                .where(F.col("observed").isNull() | (F.col("timestamp") >= F.col("observed") - F.lit(history))))
-    per_timestamp = _latest_by_offset(accepted, ["partition", "key", "timestamp"])
-    by_key = Window.partitionBy("partition", "key").orderBy("timestamp")
-    versions = (_record_fields(per_timestamp.withColumn("valid_to", F.lead("timestamp").over(by_key))
-                               .withColumnRenamed("timestamp", "valid_from"), store_type)
-                .where(F.col("value").isNotNull())
-                .select("partition", "key", "valid_from", "valid_to", "value", "headers"))
-    return versions, changelog.select("partition", F.col("timestamp").alias("event_time"))
-
-
-def _versioned_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
-    """Every version a versioned store holds: the latest-value rows and each segment row's non-tombstones, each value
-    split by the type's layout (the header-aware type keeps ``[headers][value]``, KIP-1271, tentative)."""
-    decode = _value_decoder(store_type)
-    for physical, stored in view.items():
-        segment, key = versioned.split_segment_key(physical)
-        if segment == versioned.LATEST_VALUE_SEGMENT_ID:
-            value, valid_from = versioned.decode_latest_value(stored)
-            parts = decode(value)
-            yield key, valid_from, None, parts.value, _header_list(parts)
-            continue
-        for version in versioned.deserialize_segment_value(stored).versions():
-            if version.value is not None:
-                parts = decode(version.value)
-                yield key, version.valid_from, version.valid_to, parts.value, _header_list(parts)
-
-
-def _versioned_queryable(params: FamilyParameters) -> Any:
-    from pyspark.sql import functions as F
-
-    valid_to = F.col("valid_to")
-    return valid_to.isNull() | (valid_to > F.col("stream_time") - F.lit(params.history_retention_ms))
-
-
-def _record_fields(frame: Any, store_type: StoreType) -> Any:
+def record_fields(frame: Any, store_type: StoreType) -> Any:
     """The record's parts a store of ``store_type`` keeps beside the value (CL-9 to CL-11); null otherwise."""
     from pyspark.sql import functions as F
 
-    headers = F.col("headers") if _stores_headers(store_type) else F.lit(None).cast(_HEADERS_TYPE)
+    headers = F.col("headers") if _stores_headers(store_type) else F.lit(None).cast(HEADERS_TYPE)
     frame = frame.withColumn("headers", headers)
     if "timestamp" not in frame.columns:
         return frame
     return frame.withColumn("timestamp", F.col("timestamp") if _stores_timestamp(store_type) else F.lit(None).cast("long"))
 
 
-def _window_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
-    """The last record per changelog key ``[key][windowStart][seqnum]``, tombstones deleting (WIN-1, CL-6)."""
-    from pyspark.sql import functions as F
-
-    latest = _window_key_columns(_latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
-    entries = _record_fields(latest, store_type).select("partition", "key", "window_start", "seqnum", "value",
-                                                        "timestamp", "headers")
-    events = _window_key_columns(changelog.select("partition", "key")).select(
-        "partition", F.col("window_start").alias("event_time"))
-    return entries, events
-
-
-def _value_decoder(store_type: StoreType) -> Callable[[bytes], StoredValue]:
+def value_decoder(store_type: StoreType) -> Callable[[bytes], StoredValue]:
     """The table's decoder of ``store_type``'s stored values; a layout the family's decoders do not know is refused."""
     semantics = semantics_for(store_type)
     value_format = STORE_TYPES[store_type].value_format
@@ -243,48 +154,9 @@ def _value_decoder(store_type: StoreType) -> Callable[[bytes], StoredValue]:
     return VALUE_DECODERS[value_format]
 
 
-def _header_list(parts: StoredValue) -> list[tuple[str, bytes | None]] | None:
+def header_list(parts: StoredValue) -> list[tuple[str, bytes | None]] | None:
     """The headers as the entry schema's array column holds them (None: the layout keeps none)."""
     return None if parts.headers is None else list(parts.headers)
-
-
-def _window_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
-    decode = _value_decoder(store_type)
-    for store_key, stored in view.items():
-        decoded = window_keys.PLAIN.decode(store_key)
-        parts = decode(stored)
-        yield decoded.key, decoded.timestamp, decoded.seqnum, parts.value, parts.timestamp, _header_list(parts)
-
-
-def _window_queryable(params: FamilyParameters) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("window_start") > F.col("stream_time") - F.lit(params.retention_ms)
-
-
-def _session_expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
-    """The last record per session key ``[key][end][start]``, removes deleting (SESS-1, CL-7)."""
-    from pyspark.sql import functions as F
-
-    latest = _session_key_columns(_latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
-    entries = _record_fields(latest, store_type).select("partition", "key", "start", "end", "value", "headers")
-    events = _session_key_columns(changelog.select("partition", "key")).select(
-        "partition", F.col("end").alias("event_time"))
-    return entries, events
-
-
-def _session_decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
-    decode = _value_decoder(store_type)
-    for store_key, stored in view.items():
-        decoded = session_keys.PLAIN.decode(store_key)
-        parts = decode(stored)
-        yield decoded.key, decoded.start, decoded.end, parts.value, _header_list(parts)
-
-
-def _session_queryable(params: FamilyParameters) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("end") > F.col("stream_time") - F.lit(params.retention_ms)
 
 
 def _data_view(store_type: StoreType, families: dict[str, dict[bytes, bytes]]) -> dict[bytes, bytes]:
@@ -294,37 +166,39 @@ def _data_view(store_type: StoreType, families: dict[str, dict[bytes, bytes]]) -
     return logical_view(store_type, families)
 
 
-#: The semantics of each family the oracle knows beyond key-value.
-SEMANTICS: Mapping[Family, Semantics] = {
-    Family.VERSIONED: Semantics(
-        Family.VERSIONED, "versions", ("valid_from",), ("value", "valid_to", "headers"),
-        f"partition int, key binary, valid_from long, valid_to long, value binary, headers {_HEADERS_TYPE}",
-        _versioned_expected, _versioned_decode, _versioned_queryable, "history_retention_ms",
-        frozenset({ValueFormat.PLAIN, ValueFormat.AGGREGATION_WITH_HEADERS})),
-    Family.WINDOW: Semantics(
-        Family.WINDOW, "windows", ("window_start", "seqnum"), ("value", "timestamp", "headers"),
-        f"partition int, key binary, window_start long, seqnum long, value binary, timestamp long, headers {_HEADERS_TYPE}",
-        _window_expected, _window_decode, _window_queryable, "retention_ms",
-        frozenset({ValueFormat.PLAIN, ValueFormat.TIMESTAMPED, ValueFormat.TIMESTAMPED_WITH_HEADERS})),
-    Family.SESSION: Semantics(
-        Family.SESSION, "sessions", ("start", "end"), ("value", "headers"),
-        f"partition int, key binary, start long, end long, value binary, headers {_HEADERS_TYPE}",
-        _session_expected, _session_decode, _session_queryable, "retention_ms",
-        frozenset({ValueFormat.PLAIN, ValueFormat.AGGREGATION_WITH_HEADERS})),
-}
+@functools.cache
+def family_semantics() -> Mapping[Family, Semantics]:
+    """The semantics of each family the oracle knows beyond key-value: the ``SEMANTICS`` of every
+    ``kstate.spark.<family>_semantics`` module, imported by its name (issue 33); two modules of one family are
+    refused."""
+    import kstate.spark as package
 
-#: The store types whose changelog the family oracle reads (a changelog format and restore rule exist) and
-#: whose stored values its decoders know.
-FAMILY_AUDIT_TYPES = tuple(t for t, i in STORE_TYPES.items()
-                           if i.family in SEMANTICS and i.changelog is not None and i.restore is not None
-                           and i.value_format in SEMANTICS[i.family].value_formats)
+    found: dict[Family, Semantics] = {}
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not module_info.name.endswith(SEMANTICS_MODULE_SUFFIX):
+            continue
+        semantics: Semantics = importlib.import_module(f"{package.__name__}.{module_info.name}").SEMANTICS
+        if semantics.family in found:
+            raise RuntimeError(f"kstate.spark.{module_info.name}: a second module of the {semantics.family.value} family")
+        found[semantics.family] = semantics
+    return found
+
+
+@functools.cache
+def family_audit_types() -> tuple[StoreType, ...]:
+    """The store types whose changelog the family oracle reads (a changelog format and restore rule exist) and
+    whose stored values its decoders know."""
+    semantics = family_semantics()
+    return tuple(t for t, i in STORE_TYPES.items()
+                 if i.family in semantics and i.changelog is not None and i.restore is not None
+                 and i.value_format in semantics[i.family].value_formats)
 
 
 def semantics_for(store_type: StoreType) -> Semantics:
     """The semantics of ``store_type``'s family; :class:`AuditSetupError` for a type the oracle cannot audit."""
-    if store_type not in FAMILY_AUDIT_TYPES:
+    if store_type not in family_audit_types():
         raise AuditSetupError(f"the family oracle does not audit {StoreType(store_type).value} stores")
-    return SEMANTICS[STORE_TYPES[store_type].family]
+    return family_semantics()[STORE_TYPES[store_type].family]
 
 
 def check_parameters(store_type: StoreType, params: FamilyParameters) -> None:
@@ -334,8 +208,9 @@ def check_parameters(store_type: StoreType, params: FamilyParameters) -> None:
     if value is None or value < 0:
         raise AuditSetupError(f"auditing a {StoreType(store_type).value} store needs a non-negative "
                               f"{semantics.needs.replace('_', '-')} (the store's configuration)")
-    if params.retain_duplicates and semantics.family is not Family.WINDOW:
-        raise AuditSetupError("retain_duplicates applies to window stores only")
+    if params.retain_duplicates and semantics.duplicates_by is None:
+        keeping = sorted(s.family.value for s in family_semantics().values() if s.duplicates_by is not None)
+        raise AuditSetupError(f"retain_duplicates applies to {' and '.join(keeping)} stores only")
 
 
 # --- the actual side --------------------------------------------------------------------------------
@@ -388,7 +263,7 @@ def _store_directory_reader(type_name: str, schema: Any) -> Callable[[Iterator[A
         import pyarrow as pa
 
         from kstate.codecs.store_types import StoreType as Type
-        from kstate.spark.families import read_store_entries as read_entries
+        from kstate.spark.semantics import read_store_entries as read_entries
 
         store_type = Type(type_name)
         entry_width = len(schema) - 4
@@ -472,17 +347,19 @@ def _queryable_entries(semantics: Semantics, entries: Any, stream_times: Any, pa
 
 
 def _comparable(semantics: Semantics, params: FamilyParameters) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The entry and compared columns; duplicates are compared per key and window start (WIN-6)."""
-    if semantics.family is Family.WINDOW and params.retain_duplicates:
-        return ("window_start",), ("duplicates",)
+    """The entry and compared columns; duplicates are compared per key and the family's ``duplicates_by`` (a
+    window's start, WIN-6)."""
+    if semantics.duplicates_by is not None and params.retain_duplicates:
+        return semantics.duplicates_by, ("duplicates",)
     return semantics.entry_columns, semantics.compared
 
 
-def _group_duplicates(frame: Any) -> Any:
+def _group_duplicates(semantics: Semantics, frame: Any) -> Any:
+    """The sorted list of each entry's compared fields per key and the family's ``duplicates_by`` (WIN-6)."""
     from pyspark.sql import functions as F
 
-    return (frame.groupBy("partition", "key", "window_start")
-            .agg(F.array_sort(F.collect_list(F.struct("value", "timestamp", "headers"))).alias("duplicates")))
+    return (frame.groupBy("partition", "key", *(semantics.duplicates_by or ()))
+            .agg(F.array_sort(F.collect_list(F.struct(*semantics.compared))).alias("duplicates")))
 
 
 @dataclass
@@ -504,7 +381,7 @@ def compare(semantics: Semantics, expected: Any, actual: Any, params: FamilyPara
     actual = _queryable_entries(semantics, actual, stream_times, params)
     entry, compared = _comparable(semantics, params)
     if compared == ("duplicates",):
-        expected, actual = _group_duplicates(expected), _group_duplicates(actual)
+        expected, actual = _group_duplicates(semantics, expected), _group_duplicates(semantics, actual)
     keys = ["partition", "key", *entry]
     e = expected.select(*keys, *[F.col(c).alias(f"e_{c}") for c in compared], F.lit(True).alias("in_e"))
     a = actual.select(*keys, *[F.col(c).alias(f"a_{c}") for c in compared], F.lit(True).alias("in_a"))
@@ -588,7 +465,7 @@ def audit_stores(bootstrap: str, topic: str, store_type: StoreType, stores: Mapp
         problems = store_problems(read)
         actual = read.where(F.col("problem_kind").isNull()).select(*spark.createDataFrame([], semantics.schema).columns)
         with persisted_changelog(spark, bootstrap, topic, partitions, client_config, step,
-                                 latest_per_key=semantics.family in LATEST_PER_KEY_FAMILIES,
+                                 latest_per_key=semantics.latest_per_key,
                                  source=source) as (changelog, records):
             step("comparing")
             found = compare_changelog(spark, changelog, store_type, params, actual)
