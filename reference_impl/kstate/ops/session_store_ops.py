@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from typing import cast
 
+from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import Family
-from kstate.ops import JsonDict, op, tohex
+from kstate.ops import INDEX_STATE_DIR, JsonDict, index_store, op, tohex
+from kstate.ops.changelog_ops import ChangelogWrite, changelog_writes, maybe_record, record_context
 from kstate.ops.fields import Output, Request, bool_field, int_field, nullable_hex
+from kstate.ops.inputs import require_int
 from kstate.ops.store_ops import family_handle
 from kstate.stores.session import SessionIterator, SessionStore
 
@@ -79,3 +82,30 @@ def session_store_fetch(request: Request) -> JsonDict:
     if request.key_to is None:
         return _entries(store.fetch(request.key_from, backward=request.backward))
     return _entries(store.fetch_range(request.key_from, request.key_to, backward=request.backward))
+
+
+def _changelog_record(write: ChangelogWrite) -> JsonDict:
+    """``put(session, agg)`` logs the session key and the aggregate, ``remove`` a tombstone (CL-7, CL-8)."""
+    context = record_context(write.payload)
+    stored = None if write.operation == "remove" else write.value
+    record = cl.session_put_record(write.store_type, write.key, require_int(write.payload, "start"),
+                                   require_int(write.payload, "end"), stored, context, write.position)
+    return {"record": maybe_record(record)}
+
+
+changelog_writes(Family.SESSION, ("put", "remove"), _changelog_record)
+
+index_store(
+    Family.SESSION, "h5",
+    ("store.open", {"store_type": "session", "backend": "rocksdb", "name": "sessions", "state_dir": INDEX_STATE_DIR,
+                    "application_id": "app", "task_id": "0_0", "options": {"retention_ms": 600000}}),
+    ("store.set_context", {"handle": "$h5", "timestamp": 100}),
+    ("session_store.put", {"handle": "$h5", "key": "6b", "start": 10, "end": 20, "value": "01"}),
+    ("session_store.put", {"handle": "$h5", "key": "6b", "start": 30, "end": 40, "value": "02"}),
+    ("session_store.fetch_session", {"handle": "$h5", "key": "6b", "start": 10, "end": 20}),
+    ("session_store.find_sessions", {"handle": "$h5", "key_from": "6b", "key_to": None, "earliest_end": 15,
+                                     "latest_start": 35}),
+    ("session_store.fetch", {"handle": "$h5", "key_from": "6a", "key_to": "6c", "backward": True}),
+    ("session_store.remove", {"handle": "$h5", "key": "6b", "start": 10, "end": 20}),
+    ("store.close", {"handle": "$h5"}),
+)

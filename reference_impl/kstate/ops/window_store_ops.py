@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kstate.codecs import changelog as cl
 from kstate.codecs.store_types import Family
-from kstate.ops import JsonDict, op, tohex
+from kstate.ops import INDEX_STATE_DIR, JsonDict, index_store, op, tohex
+from kstate.ops.changelog_ops import ChangelogWrite, changelog_writes, maybe_record, record_context
 from kstate.ops.fields import Output, Request, bool_field, int_field, nullable_hex
+from kstate.ops.inputs import require_bool, require_int
 from kstate.ops.store_ops import family_handle
 from kstate.stores.window import TimedValue, WindowedEntry
 
@@ -82,16 +85,33 @@ def window_store_all(request: Request) -> JsonDict:
     return _windowed(_window_store(request).all(request.backward))
 
 
-# --- the operation index's example session (kstate.ops.index) ----------------------------------------------------------
+# --- changelog records and the operation index's example run ---------------------------------------------------------
 
-#: Steps of the index's example session; ``$W`` is replaced by the handle the session's window store got.
-INDEX_SESSION: tuple[tuple[str, JsonDict], ...] = (
-    ("window_store.put", {"handle": "$W", "key": "6b31", "value": "0a", "window_start": 1000}),
-    ("window_store.put", {"handle": "$W", "key": "6b32", "value": "0b", "window_start": 1000}),
-    ("window_store.put", {"handle": "$W", "key": "6b31", "value": "0c", "window_start": 61000}),
-    ("window_store.fetch", {"handle": "$W", "key": "6b31", "time": 1000}),
-    ("window_store.fetch_range", {"handle": "$W", "key": "6b31", "from_ms": 0, "to_ms": 100000, "backward": True}),
-    ("window_store.fetch_keys", {"handle": "$W", "key_from": "6b31", "key_to": None, "from_ms": 0, "to_ms": 100000}),
-    ("window_store.fetch_all", {"handle": "$W", "from_ms": 1000, "to_ms": 1000}),
-    ("window_store.all", {"handle": "$W"}),
+
+def _changelog_record(write: ChangelogWrite) -> JsonDict:
+    """``put(k, v, windowStart)`` logs the store key with the layer's next seqnum, which it reports (CL-6, CL-8)."""
+    context = record_context(write.payload)
+    payload = write.payload
+    seqnum = cl.next_seqnum(require_int(payload, "seqnum", 0), require_bool(payload, "retain_duplicates", False))
+    record = cl.window_put_record(write.store_type, write.key, require_int(payload, "window_start"), seqnum, write.value,
+                                  context, write.position)
+    return {"record": maybe_record(record), "seqnum": seqnum}
+
+
+changelog_writes(Family.WINDOW, ("put",), _changelog_record)
+
+index_store(
+    Family.WINDOW, "h4",
+    ("store.open", {"store_type": "window", "backend": "rocksdb", "name": "clicks", "state_dir": INDEX_STATE_DIR,
+                    "application_id": "app", "task_id": "0_0",
+                    "options": {"retention_ms": 120000, "window_size_ms": 1000}}),
+    ("window_store.put", {"handle": "$h4", "key": "6b31", "value": "0a", "window_start": 1000}),
+    ("window_store.put", {"handle": "$h4", "key": "6b32", "value": "0b", "window_start": 1000}),
+    ("window_store.put", {"handle": "$h4", "key": "6b31", "value": "0c", "window_start": 61000}),
+    ("window_store.fetch", {"handle": "$h4", "key": "6b31", "time": 1000}),
+    ("window_store.fetch_range", {"handle": "$h4", "key": "6b31", "from_ms": 0, "to_ms": 100000, "backward": True}),
+    ("window_store.fetch_keys", {"handle": "$h4", "key_from": "6b31", "key_to": None, "from_ms": 0, "to_ms": 100000}),
+    ("window_store.fetch_all", {"handle": "$h4", "from_ms": 1000, "to_ms": 1000}),
+    ("window_store.all", {"handle": "$h4"}),
+    ("store.close", {"handle": "$h4"}),
 )
