@@ -184,6 +184,10 @@ KAFKA_METHODS: dict[str, tuple[str, ...]] = {
 STATE_DIR = INDEX_STATE_DIR
 
 
+#: The ``source`` of an example from the example run: the store session, not a store family (kept as the index
+#: has always shown it).
+RUN_SOURCE = "session"
+
 #: The steps of the example run before any family's stores: those of no store.
 SHARED_STEPS: tuple[tuple[str, JsonDict], ...] = (("store.capabilities", {}),)
 
@@ -384,7 +388,7 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
                             "output": best["output"]}
     elif spec.name in session:
         example_in, example_out = session[spec.name]
-        entry["example"] = {"case": "store session", "source": "session", "input": example_in,
+        entry["example"] = {"case": "store session", "source": RUN_SOURCE, "input": example_in,
                             "output": example_out}
     else:
         entry["example"] = None
@@ -488,7 +492,7 @@ _SOURCE_NAMES = {"spec": "hand-worked case", "kafka-jvm": "recorded from Kafka",
 
 
 def _example_title(example: JsonDict) -> str:
-    if example["source"] == "session":
+    if example["source"] == RUN_SOURCE:
         return "Example (the store session, run against the reference):"
     return f"Example ({_SOURCE_NAMES.get(example['source'], example['source'])} `{example['case']}`):"
 
