@@ -130,9 +130,13 @@ class CaseSpec:
 
 
 def _case_modules() -> Iterable[Any]:
+    """The case modules that write a file of their own (``cases()``); a family's module that only holds its parts
+    of the files over every family (``cases.key_value``) writes none."""
     package = importlib.import_module("kstate.fixtures_tool.cases")
     for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        yield importlib.import_module(f"kstate.fixtures_tool.cases.{info.name}")
+        module = importlib.import_module(f"kstate.fixtures_tool.cases.{info.name}")
+        if hasattr(module, "cases"):
+            yield module
 
 
 def reference_fixture_documents() -> dict[str, str]:

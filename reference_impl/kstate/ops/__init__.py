@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from kstate.codecs.store_types import Family
 from kstate.errors import CodecError, KStateError
 from kstate.ops.fields import Field, Output, Request, parse_request
 from kstate.ops.inputs import InputError, as_headers, as_payload
@@ -55,6 +56,34 @@ class OpSpec:
 
 
 REGISTRY: dict[str, OpSpec] = {}
+
+
+@dataclass(frozen=True)
+class IndexStore:
+    """One store's part of the operation index's example run (``kstate.ops.index``), declared by its family.
+
+    ``steps`` are ``(operation, input)`` pairs, its ``store.open`` among them; they name the store's handle
+    ``$<handle>`` and its iterators ``$<handle>-i1``, ... The index shows the handle as ``handle`` (``h5``), its
+    name when the family joined the index, so that the families' order of running changes no example.
+    """
+
+    family: Family
+    handle: str | None
+    steps: tuple[tuple[str, JsonDict], ...]
+
+
+#: The state directory the index's example run names; the run puts a fresh one in its place and shows this name.
+INDEX_STATE_DIR = "/tmp/kstate-state"
+
+#: The stores of the index's example run, as the family op modules declare them (:func:`index_store`).
+INDEX_STORES: list[IndexStore] = []
+
+
+def index_store(family: Family, handle: str | None, *steps: tuple[str, JsonDict]) -> None:
+    """Declare a store of ``family`` for the index's example run (``handle`` None: its steps open no handle)."""
+    if handle is not None and any(store.handle == handle for store in INDEX_STORES):
+        raise ValueError(f"index handle {handle!r} declared twice")
+    INDEX_STORES.append(IndexStore(family, handle, tuple(steps)))
 
 
 

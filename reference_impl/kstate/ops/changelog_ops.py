@@ -7,15 +7,17 @@ A changelog record is ``{"key": hex, "value": hex|null, "timestamp": int, "heade
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import layout as lay
 from kstate.codecs import segments as seg
+from kstate.codecs.position import Position
 from kstate.codecs.store_types import STORE_TYPES, Family, Source, StoreType, UnknownFamilyError
 from kstate.errors import EncodeError
-from kstate.ops import JsonDict, headers_from_json, headers_to_json, op, tohex
+from kstate.ops import JsonDict, headers_from_json, headers_to_json, load_all, op, tohex
 from kstate.ops.fields import Field, Output, Request, bool_field, deferred, int_field, str_field
 from kstate.ops.inputs import (
     as_bool,
@@ -24,21 +26,54 @@ from kstate.ops.inputs import (
     as_object,
     as_str,
     field,
-    require_bool,
     require_hex,
-    require_int,
     require_object,
     require_str,
 )
 from kstate.ops.offsets_ops import position_from_json, position_to_json
 
-#: The writes each family's change-logging layer logs (CL-3 to CL-7); a family missing here has no changelog rule.
-_FAMILY_OPERATIONS: dict[Family, tuple[str, ...]] = {
-    Family.KEY_VALUE: ("put", "put_if_absent", "delete"),
-    Family.VERSIONED: ("put", "delete"),
-    Family.WINDOW: ("put",),
-    Family.SESSION: ("put", "remove"),
-}
+
+@dataclass(frozen=True)
+class ChangelogWrite:
+    """One store write whose changelog record ``changelog.record_for_write`` answers: the fields every family's
+    write has, read in this order, and the payload the family reads the rest from."""
+
+    store_type: StoreType
+    operation: str
+    key: bytes
+    value: bytes | None
+    position: Position | None
+    payload: JsonDict
+
+
+@dataclass(frozen=True)
+class ChangelogWrites:
+    """What one family's change-logging layer logs (CL-3 to CL-8): its writes, and the answer for one of them."""
+
+    operations: tuple[str, ...]
+    #: ``{"record": ... | null}`` and whatever else the family's layer reports (a window write: its seqnum).
+    record: Callable[[ChangelogWrite], JsonDict]
+
+
+#: Each family's changelog writes, filled by the family's op module (``changelog_writes``) when :func:`load_all`
+#: imports every ``*_ops`` module; a family missing here is refused, never taken to log nothing.
+CHANGELOG_WRITES: dict[Family, ChangelogWrites] = {}
+
+
+def changelog_writes(family: Family, operations: tuple[str, ...],
+                     record: Callable[[ChangelogWrite], JsonDict]) -> None:
+    """Register ``family``'s logged writes and how one becomes its changelog record (CL-3 to CL-8)."""
+    if family in CHANGELOG_WRITES:
+        raise ValueError(f"changelog writes of {family.value!r} registered twice")
+    CHANGELOG_WRITES[family] = ChangelogWrites(tuple(operations), record)
+
+
+def _family_writes(family: Family) -> ChangelogWrites:
+    load_all()
+    try:
+        return CHANGELOG_WRITES[family]
+    except KeyError as exc:
+        raise UnknownFamilyError(family, "the writes a change-logging layer logs (CL-3 to CL-7)") from exc
 
 
 def _operations(store_type: StoreType) -> tuple[str, ...]:
@@ -46,10 +81,7 @@ def _operations(store_type: StoreType) -> tuple[str, ...]:
     info = STORE_TYPES[store_type]
     if info.changelog is None:
         return ()
-    try:
-        return _FAMILY_OPERATIONS[info.family]
-    except KeyError as exc:
-        raise UnknownFamilyError(info.family, "the writes a change-logging layer logs (CL-3 to CL-7)") from exc
+    return _family_writes(info.family).operations
 
 
 def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
@@ -62,7 +94,8 @@ def record_to_json(record: cl.ChangelogRecord) -> JsonDict:
     }
 
 
-def _maybe_record(record: cl.ChangelogRecord | None) -> JsonDict | None:
+def maybe_record(record: cl.ChangelogRecord | None) -> JsonDict | None:
+    """A record's JSON, or None where the write logs nothing."""
     return None if record is None else record_to_json(record)
 
 
@@ -75,7 +108,8 @@ def _record_from_json(value: Any, where: str = "record") -> cl.ChangelogRecord:
     )
 
 
-def _context(payload: JsonDict) -> cl.RecordContext:
+def record_context(payload: JsonDict) -> cl.RecordContext:
+    """The write's record context (``context``: its timestamp and headers); one without a timestamp is refused."""
     context = require_object(payload, "context", None) or {}
     if "timestamp" not in context:
         raise EncodeError(cl.FORMAT, "a record context with a timestamp is required")
@@ -104,7 +138,6 @@ _SEGMENT_INTERVAL = int_field("segment_interval")
 def record_for_write(payload: JsonDict) -> JsonDict:
     """The changelog record one store write sends (``record`` null: nothing logged); window writes report the layer's seqnum."""
     store_type = _store_type(payload)
-    family = STORE_TYPES[store_type].family
     operation = require_str(payload, "operation")
     if operation not in _operations(store_type):
         raise EncodeError(cl.FORMAT, f"operation {operation!r} is not defined for {store_type.value}")
@@ -112,33 +145,8 @@ def record_for_write(payload: JsonDict) -> JsonDict:
     value = require_hex(payload, "value", None)
     position_json = payload.get("consistency_position")
     position = None if position_json is None else position_from_json(position_json, "consistency_position")
-    if family is Family.VERSIONED:
-        logged = None if operation == "delete" else value
-        # The context matters only where a tombstone logs its headers (VS-26); plain versioned records never read it.
-        fields = STORE_TYPES[store_type].changelog
-        context = _context(payload) if fields is not None and fields.headers is Source.VALUE else None
-        record = cl.versioned_write_record(store_type, key, logged, require_int(payload, "timestamp"), context, position)
-        return {"record": _maybe_record(record)}
-    context = _context(payload)
-    if family is Family.KEY_VALUE:
-        if operation == "delete":
-            record = cl.kv_delete_record(store_type, key, context, position)
-        elif operation == "put_if_absent":
-            previous = require_hex(payload, "previous", None)
-            return {"record": _maybe_record(cl.kv_put_if_absent_record(store_type, key, value, previous, context, position))}
-        else:
-            record = cl.kv_put_record(store_type, key, value, context, position)
-        return {"record": _maybe_record(record)}
-    if family is Family.WINDOW:
-        seqnum = cl.next_seqnum(require_int(payload, "seqnum", 0), require_bool(payload, "retain_duplicates", False))
-        record = cl.window_put_record(store_type, key, require_int(payload, "window_start"), seqnum, value, context, position)
-        return {"record": _maybe_record(record), "seqnum": seqnum}
-    if family is Family.SESSION:
-        stored = None if operation == "remove" else value
-        record = cl.session_put_record(store_type, key, require_int(payload, "start"), require_int(payload, "end"), stored,
-                                      context, position)
-        return {"record": _maybe_record(record)}
-    raise UnknownFamilyError(family, "changelog.record_for_write")  # a family added to the table
+    write = ChangelogWrite(store_type, operation, key, value, position, payload)
+    return _family_writes(STORE_TYPES[store_type].family).record(write)
 
 
 #: A changelog record ``{key, value, timestamp, headers}`` (:func:`_record_from_json`).
@@ -160,7 +168,8 @@ def restore_value(request: Request) -> JsonDict:
     """The key and value a store writes when restoring ``record``; versioned stores also report the put timestamp."""
     store_type, record = request.store_type, request.record
     out: JsonDict = {"key": record.key.hex(), "value": tohex(cl.restore_value(store_type, record))}
-    if STORE_TYPES[store_type].family is Family.VERSIONED:  # restore puts at the record's timestamp (CL-9, VS-27)
+    logged = STORE_TYPES[store_type].changelog
+    if logged is not None and logged.timestamp is Source.VERSION:  # restore puts at the version's timestamp (CL-9, VS-27)
         out["timestamp"] = record.timestamp
     return out
 

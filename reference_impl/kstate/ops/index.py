@@ -3,8 +3,8 @@
 Field names and types of an operation are derived from its golden fixture cases (every case's input
 and output, merged into one shape); an example is one of those cases. Stateful ``store.*`` operations
 have no fixtures: their fields are declared once on ``@op`` (:mod:`kstate.ops.fields`, the same declaration
-that parses their input) and their examples come from running :data:`STORE_SESSION` against the reference,
-so every example in the index is a real answer (OPS-1..4).
+that parses their input) and their examples come from running the stores each family declares for the index
+(:func:`kstate.ops.index_store`) against the reference, so every example in the index is a real answer (OPS-1..4).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kstate.ops import JsonDict, OpSpec, call, load_all, window_store_ops
+from kstate.codecs.store_types import Family
+from kstate.ops import INDEX_STATE_DIR, INDEX_STORES, IndexStore, JsonDict, OpSpec, call, load_all
 from kstate.ops.store_scenario_ops import SCENARIO_OP
 
 _HEX = re.compile(r"^(?:[0-9a-f]{2})*$")
@@ -179,83 +180,25 @@ KAFKA_METHODS: dict[str, tuple[str, ...]] = {
     "position.merge": ("Position.merge",),
 }
 
-#: Placeholders in :data:`STORE_SESSION`, replaced by the real values when the session runs.
-STATE_DIR = "/tmp/kstate-state"
+#: The state directory the example run names (each run has a fresh one in its place).
+STATE_DIR = INDEX_STATE_DIR
 
-#: A session over the reference that exercises every ``store.*`` operation once; ``$h1``, ``$h1-i1`` name the
-#: handles and iterators opened earlier. Its answers are the examples of the index.
-STORE_SESSION: tuple[tuple[str, JsonDict], ...] = (
-    ("store.capabilities", {}),
-    ("store.open", {"store_type": "timestamped_kv", "backend": "memory", "name": "counts", "application_id": "app",
-                    "task_id": "0_1", "caching": True}),
-    ("store.set_context", {"handle": "$h1", "timestamp": 42, "headers": [["source", "01"]], "offset": 7,
-                           "topic": "input", "partition": 1}),
-    ("store.put", {"handle": "$h1", "key": "6b31", "value": "000000000000002a7631"}),
-    ("store.put_if_absent", {"handle": "$h1", "key": "6b31", "value": "000000000000002b7632"}),
-    ("store.put_all", {"handle": "$h1", "entries": [["6b32", "000000000000002a7632"], ["6b33", "000000000000002a7633"]]}),
-    ("store.delete", {"handle": "$h1", "key": "6b33"}),
-    ("store.get", {"handle": "$h1", "key": "6b31"}),
-    ("store.get_typed", {"handle": "$h1", "key": "6b31", "fields": ["value", "timestamp"]}),
-    ("store.range", {"handle": "$h1", "from": "6b31", "to": "6b32"}),
-    ("store.reverse_range", {"handle": "$h1", "from": "6b31", "to": None}),
-    ("store.all", {"handle": "$h1"}),
-    ("store.reverse_all", {"handle": "$h1"}),
-    ("store.prefix_scan", {"handle": "$h1", "prefix": "6b"}),
-    ("store.approximate_num_entries", {"handle": "$h1"}),
-    ("store.iterator_open", {"handle": "$h1", "kind": "range", "from": "6b31", "to": None}),
-    ("store.iterator_peek_next_key", {"iterator": "$h1-i1"}),
-    ("store.iterator_next", {"iterator": "$h1-i1", "max": 1}),
-    ("store.iterator_close", {"iterator": "$h1-i1"}),
-    ("store.flush_cache", {"handle": "$h1"}),
-    ("store.changelog", {"handle": "$h1"}),
-    ("store.flush", {"handle": "$h1"}),
-    ("store.close", {"handle": "$h1"}),
-    ("store.write_task_file", {"state_dir": STATE_DIR, "application_id": "app", "task_id": "0_0", "file": ".checkpoint",
-                               "text": "0\n1\napp-orders-changelog 0 41\n"}),
-    ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
-                    "application_id": "app", "task_id": "0_0"}),
-    ("store.committed_offset", {"handle": "$h2", "topic": "app-orders-changelog", "partition": 0}),
-    ("store.restore", {"handle": "$h2", "records": [
-        {"key": "6f31", "value": "01", "timestamp": 10, "headers": []},
-        {"key": "6f32", "value": "02", "timestamp": 11, "headers": [["h", None]]},
-        {"key": "6f31", "value": None, "timestamp": 12, "headers": []}], "batch_size": 2, "commit_offsets": True}),
-    ("store.commit", {"handle": "$h2", "changelog_offsets": [["app-orders-changelog", 0, 44]]}),
-    ("store.dump", {"handle": "$h2"}),
-    ("store.task_files", {"handle": "$h2"}),
-    ("store.close", {"handle": "$h2"}),
-    ("store.table_options", {"handle": "$h2"}),
-    ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": STATE_DIR,
-                    "application_id": "app", "task_id": "0_0"}),
-    ("store.crash", {"handle": "$h3"}),
-    ("store.open", {"store_type": "window", "backend": "rocksdb", "name": "clicks", "state_dir": STATE_DIR,
-                    "application_id": "app", "task_id": "0_0",
-                    "options": {"retention_ms": 120000, "window_size_ms": 1000}}),
-    *((name, {**payload, "handle": "$h4"}) for name, payload in window_store_ops.INDEX_SESSION),
-    ("store.close", {"handle": "$h4"}),
-    ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
-        {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
-    ("store.wipe", {"state_dir": STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
-    ("store.open", {"store_type": "session", "backend": "rocksdb", "name": "sessions", "state_dir": STATE_DIR,
-                    "application_id": "app", "task_id": "0_0", "options": {"retention_ms": 600000}}),
-    ("store.set_context", {"handle": "$h5", "timestamp": 100}),
-    ("session_store.put", {"handle": "$h5", "key": "6b", "start": 10, "end": 20, "value": "01"}),
-    ("session_store.put", {"handle": "$h5", "key": "6b", "start": 30, "end": 40, "value": "02"}),
-    ("session_store.fetch_session", {"handle": "$h5", "key": "6b", "start": 10, "end": 20}),
-    ("session_store.find_sessions", {"handle": "$h5", "key_from": "6b", "key_to": None, "earliest_end": 15,
-                                     "latest_start": 35}),
-    ("session_store.fetch", {"handle": "$h5", "key_from": "6a", "key_to": "6c", "backward": True}),
-    ("session_store.remove", {"handle": "$h5", "key": "6b", "start": 10, "end": 20}),
-    ("store.close", {"handle": "$h5"}),
-    ("store.open", {"store_type": "versioned_kv_with_headers", "backend": "memory", "name": "prices",
-                    "options": {"history_retention_ms": 60000, "segment_interval_ms": 10000}}),
-    ("versioned_store.put", {"handle": "$h6", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
-    ("versioned_store.put", {"handle": "$h6", "key": "6b", "value": "03", "timestamp": 5000}),
-    ("versioned_store.get", {"handle": "$h6", "key": "6b", "as_of": 2000}),
-    ("versioned_store.delete", {"handle": "$h6", "key": "6b", "timestamp": 9000}),
-    ("versioned_store.get_versions", {"handle": "$h6", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
-    ("versioned_store.stream_time", {"handle": "$h6"}),
-    ("versioned_store.segments", {"handle": "$h6"}),
-)
+
+#: The ``source`` of an example from the example run: the store session, not a store family (kept as the index
+#: has always shown it).
+RUN_SOURCE = "session"
+
+#: The steps of the example run before any family's stores: those of no store.
+SHARED_STEPS: tuple[tuple[str, JsonDict], ...] = (("store.capabilities", {}),)
+
+
+def store_session() -> tuple[IndexStore, ...]:
+    """The stores of the example run, as their families declare them (:func:`kstate.ops.index_store`): the
+    families in the table's order, each family's stores in its order; every store has a handle name of its own, so
+    the order changes no example, but an operation's first use is its example (``store.open``: the first store's)."""
+    load_all()
+    families = list(Family)
+    return tuple(sorted(INDEX_STORES, key=lambda store: families.index(store.family)))
 
 
 def _substitute(value: Any, names: dict[str, str]) -> Any:
@@ -269,30 +212,35 @@ def _substitute(value: Any, names: dict[str, str]) -> Any:
 
 
 def run_store_session() -> list[tuple[str, JsonDict, JsonDict]]:
-    """Run :data:`STORE_SESSION` on the reference in a fresh state directory; answers in canonical names."""
+    """Run :data:`SHARED_STEPS`, then every family's stores of the example run (:func:`store_session`), on the
+    reference in a fresh state directory; answers in canonical names."""
     steps: list[tuple[str, JsonDict, JsonDict]] = []
     with tempfile.TemporaryDirectory(prefix="kstate-ops-index-") as state_dir:
         real = {STATE_DIR: state_dir}  # placeholder -> the value this run produced
         canonical = {state_dir: STATE_DIR}  # the value this run produced -> its name in the index
-        handles = 0
         iterators: Counter[str] = Counter()
-        for name, template in STORE_SESSION:
-            payload = _substitute(template, real)
-            output = call(name, payload)
-            if isinstance(output.get("handle"), str):
-                handles += 1
-                alias = f"h{handles}"
-            elif isinstance(output.get("iterator"), str):
-                owner = canonical[payload["handle"]]
-                iterators[owner] += 1
-                alias = f"{owner}-i{iterators[owner]}"
-            else:
-                alias = ""
-            if alias:
-                produced = output.get("handle") or output["iterator"]
-                real[f"${alias}"] = produced
-                canonical[produced] = alias
-            steps.append((name, _substitute(payload, canonical), _substitute(output, canonical)))
+        runs = [(None, "store.capabilities", SHARED_STEPS),
+                *((store.handle, store.family.value, store.steps) for store in store_session())]
+        for handle, owner, store_steps in runs:
+            for name, template in store_steps:
+                payload = _substitute(template, real)
+                output = call(name, payload)
+                if isinstance(output.get("handle"), str):
+                    if handle is None or f"${handle}" in real:
+                        raise ValueError(f"{name} of the index's {owner} store {handle} opened a handle it has no "
+                                         "name for")
+                    alias = handle
+                elif isinstance(output.get("iterator"), str):
+                    owner_alias = canonical[payload["handle"]]
+                    iterators[owner_alias] += 1
+                    alias = f"{owner_alias}-i{iterators[owner_alias]}"
+                else:
+                    alias = ""
+                if alias:
+                    produced = output.get("handle") or output["iterator"]
+                    real[f"${alias}"] = produced
+                    canonical[produced] = alias
+                steps.append((name, _substitute(payload, canonical), _substitute(output, canonical)))
     return steps
 
 
@@ -440,7 +388,7 @@ def _entry(spec: OpSpec, cases: list[JsonDict], session: dict[str, tuple[JsonDic
                             "output": best["output"]}
     elif spec.name in session:
         example_in, example_out = session[spec.name]
-        entry["example"] = {"case": "store session", "source": "session", "input": example_in,
+        entry["example"] = {"case": "store session", "source": RUN_SOURCE, "input": example_in,
                             "output": example_out}
     else:
         entry["example"] = None
@@ -544,7 +492,7 @@ _SOURCE_NAMES = {"spec": "hand-worked case", "kafka-jvm": "recorded from Kafka",
 
 
 def _example_title(example: JsonDict) -> str:
-    if example["source"] == "session":
+    if example["source"] == RUN_SOURCE:
         return "Example (the store session, run against the reference):"
     return f"Example ({_SOURCE_NAMES.get(example['source'], example['source'])} `{example['case']}`):"
 

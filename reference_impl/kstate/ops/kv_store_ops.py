@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kstate.codecs.store_types import STORE_TYPES, ValueFormat
-from kstate.ops import JsonDict, headers_to_json, op, tohex
+from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import STORE_TYPES, Family, ValueFormat
+from kstate.ops import INDEX_STATE_DIR, JsonDict, headers_to_json, index_store, op, tohex
+from kstate.ops.changelog_ops import ChangelogWrite, changelog_writes, maybe_record, record_context
 from kstate.ops.fields import Field, Output, Request, choice_field, int_field, nullable_hex
-from kstate.ops.inputs import INT32_MAX, as_hex, as_str, as_tuple, require_list
+from kstate.ops.inputs import INT32_MAX, as_hex, as_str, as_tuple, require_hex, require_list
 from kstate.ops.store_ops import HANDLE, KV_HANDLE, drain, entries_of, iterator_for, register_iterator
 from kstate.stores.api import InvalidStateStoreError, KeyValueIterator
 from kstate.stores.families import store_classes
@@ -241,3 +243,85 @@ _TYPED_TO_JSON: dict[ValueFormat | None, Callable[[Any, list[str]], JsonDict]] =
     ValueFormat.TIMESTAMPED: _timestamped_to_json,
     ValueFormat.TIMESTAMPED_WITH_HEADERS: _with_headers_to_json,
 }
+
+
+# --- changelog records and the operation index's example run ---------------------------------------------------------
+
+
+def _changelog_record(write: ChangelogWrite) -> JsonDict:
+    """``put``/``putAll`` and ``delete`` log the stored value or a tombstone; ``putIfAbsent`` only when the previous
+    value was null (CL-3, CL-4, CL-8)."""
+    context = record_context(write.payload)
+    record: cl.ChangelogRecord | None
+    if write.operation == "delete":
+        record = cl.kv_delete_record(write.store_type, write.key, context, write.position)
+    elif write.operation == "put_if_absent":
+        previous = require_hex(write.payload, "previous", None)
+        record = cl.kv_put_if_absent_record(write.store_type, write.key, write.value, previous, context, write.position)
+    else:
+        record = cl.kv_put_record(write.store_type, write.key, write.value, context, write.position)
+    return {"record": maybe_record(record)}
+
+
+changelog_writes(Family.KEY_VALUE, ("put", "put_if_absent", "delete"), _changelog_record)
+
+# A caching timestamped store in memory: the family's reads, writes and iterators, and its changelog.
+index_store(
+    Family.KEY_VALUE, "h1",
+    ("store.open", {"store_type": "timestamped_kv", "backend": "memory", "name": "counts", "application_id": "app",
+                    "task_id": "0_1", "caching": True}),
+    ("store.set_context", {"handle": "$h1", "timestamp": 42, "headers": [["source", "01"]], "offset": 7,
+                           "topic": "input", "partition": 1}),
+    ("store.put", {"handle": "$h1", "key": "6b31", "value": "000000000000002a7631"}),
+    ("store.put_if_absent", {"handle": "$h1", "key": "6b31", "value": "000000000000002b7632"}),
+    ("store.put_all", {"handle": "$h1", "entries": [["6b32", "000000000000002a7632"], ["6b33", "000000000000002a7633"]]}),
+    ("store.delete", {"handle": "$h1", "key": "6b33"}),
+    ("store.get", {"handle": "$h1", "key": "6b31"}),
+    ("store.get_typed", {"handle": "$h1", "key": "6b31", "fields": ["value", "timestamp"]}),
+    ("store.range", {"handle": "$h1", "from": "6b31", "to": "6b32"}),
+    ("store.reverse_range", {"handle": "$h1", "from": "6b31", "to": None}),
+    ("store.all", {"handle": "$h1"}),
+    ("store.reverse_all", {"handle": "$h1"}),
+    ("store.prefix_scan", {"handle": "$h1", "prefix": "6b"}),
+    ("store.approximate_num_entries", {"handle": "$h1"}),
+    ("store.iterator_open", {"handle": "$h1", "kind": "range", "from": "6b31", "to": None}),
+    ("store.iterator_peek_next_key", {"iterator": "$h1-i1"}),
+    ("store.iterator_next", {"iterator": "$h1-i1", "max": 1}),
+    ("store.iterator_close", {"iterator": "$h1-i1"}),
+    ("store.flush_cache", {"handle": "$h1"}),
+    ("store.changelog", {"handle": "$h1"}),
+    ("store.flush", {"handle": "$h1"}),
+    ("store.close", {"handle": "$h1"}),
+)
+# A persistent store in a task directory: its checkpoint, restore, commit and files on disk.
+index_store(
+    Family.KEY_VALUE, "h2",
+    ("store.write_task_file", {"state_dir": INDEX_STATE_DIR, "application_id": "app", "task_id": "0_0",
+                               "file": ".checkpoint", "text": "0\n1\napp-orders-changelog 0 41\n"}),
+    ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": INDEX_STATE_DIR,
+                    "application_id": "app", "task_id": "0_0"}),
+    ("store.committed_offset", {"handle": "$h2", "topic": "app-orders-changelog", "partition": 0}),
+    ("store.restore", {"handle": "$h2", "records": [
+        {"key": "6f31", "value": "01", "timestamp": 10, "headers": []},
+        {"key": "6f32", "value": "02", "timestamp": 11, "headers": [["h", None]]},
+        {"key": "6f31", "value": None, "timestamp": 12, "headers": []}], "batch_size": 2, "commit_offsets": True}),
+    ("store.commit", {"handle": "$h2", "changelog_offsets": [["app-orders-changelog", 0, 44]]}),
+    ("store.dump", {"handle": "$h2"}),
+    ("store.task_files", {"handle": "$h2"}),
+    ("store.close", {"handle": "$h2"}),
+    ("store.table_options", {"handle": "$h2"}),
+)
+# The same store reopened and crashed, then wiped as Kafka wipes a task's stores after a crash.
+index_store(
+    Family.KEY_VALUE, "h3",
+    ("store.open", {"store_type": "kv", "backend": "rocksdb", "name": "orders", "state_dir": INDEX_STATE_DIR,
+                    "application_id": "app", "task_id": "0_0"}),
+    ("store.crash", {"handle": "$h3"}),
+    ("store.wipe", {"state_dir": INDEX_STATE_DIR, "name": "orders", "application_id": "app", "task_id": "0_0"}),
+)
+# A scenario: the harness expands it into the store's own operations (OPS-5).
+index_store(
+    Family.KEY_VALUE, None,
+    ("store.scenario", {"store_type": "kv", "backend": "memory", "steps": [
+        {"op": "store.put", "input": {"key": "01", "value": "0a"}}, {"op": "store.get", "input": {"key": "01"}}]}),
+)

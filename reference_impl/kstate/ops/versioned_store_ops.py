@@ -10,10 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from kstate.codecs.store_types import STORE_TYPES, Family, StoreType, decode_stored_value, encode_stored_value
-from kstate.ops import JsonDict, headers_to_json, op, tohex
+from kstate.codecs import changelog as cl
+from kstate.codecs.store_types import (
+    STORE_TYPES,
+    Family,
+    Source,
+    StoreType,
+    decode_stored_value,
+    encode_stored_value,
+)
+from kstate.ops import JsonDict, headers_to_json, index_store, op, tohex
+from kstate.ops.changelog_ops import ChangelogWrite, changelog_writes, maybe_record, record_context
 from kstate.ops.fields import Field, Output, Request, choice_field, int_field, nullable_hex
-from kstate.ops.inputs import require_headers
+from kstate.ops.inputs import require_headers, require_int
 from kstate.ops.store_ops import StoreHandle, family_handle, handle_for
 from kstate.stores.api import InvalidStateStoreError
 from kstate.stores.versioned import ResultOrder, RocksDBVersionedStore, VersionedRecord
@@ -112,3 +121,30 @@ def versioned_segments(request: Request) -> JsonDict:
     if not isinstance(store, RocksDBVersionedStore):
         raise InvalidStateStoreError(f"store {handle.name} does not list its segments")
     return {"segments": store.segment_ids()}
+
+
+def _changelog_record(write: ChangelogWrite) -> JsonDict:
+    """``put(k, v, ts)`` logs the value at the version's timestamp, ``delete(k, ts)`` a tombstone (CL-5, VS-26)."""
+    logged = None if write.operation == "delete" else write.value
+    # The context matters only where a tombstone logs its headers (VS-26); plain versioned records never read it.
+    fields = STORE_TYPES[write.store_type].changelog
+    context = record_context(write.payload) if fields is not None and fields.headers is Source.VALUE else None
+    record = cl.versioned_write_record(write.store_type, write.key, logged, require_int(write.payload, "timestamp"),
+                                       context, write.position)
+    return {"record": maybe_record(record)}
+
+
+changelog_writes(Family.VERSIONED, ("put", "delete"), _changelog_record)
+
+index_store(
+    Family.VERSIONED, "h6",
+    ("store.open", {"store_type": "versioned_kv_with_headers", "backend": "memory", "name": "prices",
+                    "options": {"history_retention_ms": 60000, "segment_interval_ms": 10000}}),
+    ("versioned_store.put", {"handle": "$h6", "key": "6b", "value": "01", "timestamp": 1000, "headers": [["h", "02"]]}),
+    ("versioned_store.put", {"handle": "$h6", "key": "6b", "value": "03", "timestamp": 5000}),
+    ("versioned_store.get", {"handle": "$h6", "key": "6b", "as_of": 2000}),
+    ("versioned_store.delete", {"handle": "$h6", "key": "6b", "timestamp": 9000}),
+    ("versioned_store.get_versions", {"handle": "$h6", "key": "6b", "from_ms": 0, "to_ms": 9999, "order": "ascending"}),
+    ("versioned_store.stream_time", {"handle": "$h6"}),
+    ("versioned_store.segments", {"handle": "$h6"}),
+)

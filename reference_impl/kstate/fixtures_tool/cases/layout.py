@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from kstate.fixtures_tool import CaseSpec
+from kstate.fixtures_tool.cases import family_cases
+
+#: The families' parts of this file: each family's cases module defines these functions (issue 33).
+STORE_PATH_CASES, COLUMN_FAMILY_CASES = "layout_store_path_cases", "layout_column_family_cases"
 
 OPTIONS_V5 = """[Version]
   rocksdb_version=9.8.4
@@ -33,16 +37,7 @@ def path_cases() -> list[CaseSpec]:
     for name in ["0_0", "12_345", "01_2", "1_", "_1", "a_1", "1_2_3", "\u0661_2", "2147483648_0", "0_2147483647"]:
         safe = name.replace("\u0661", "arabic1") or "empty"
         out.append(CaseSpec(f"parse_task_dir_{safe}", "layout.parse_task_dir_name", {"name": name}, ("LAY-1",)))
-    for store_type in ["kv", "timestamped_kv", "timestamped_kv_with_headers", "versioned_kv", "window",
-                       "timestamped_window", "session", "session_with_headers", "timestamped_window_with_headers"]:
-        out.append(CaseSpec(f"store_paths_{store_type}", "layout.store_paths", {"store_type": store_type, "store_name": "s"},
-                            ("LAY-2", "LAY-3", "LAY-4")))
-    out += [
-        CaseSpec("store_paths_window_segment", "layout.store_paths",
-                 {"store_type": "window", "store_name": "w", "segment_id": 3, "segment_interval": 60000}, ("LAY-3",)),
-        CaseSpec("store_paths_kv_has_no_segments", "layout.store_paths",
-                 {"store_type": "kv", "store_name": "k", "segment_id": 3, "segment_interval": 60000}, ("LAY-2",)),
-    ]
+    out += family_cases(STORE_PATH_CASES)
     return out
 
 
@@ -74,37 +69,27 @@ def segment_cases() -> list[CaseSpec]:
     return out
 
 
-def column_family_cases() -> list[CaseSpec]:
-    def plan(name: str, store_type: str, existing: dict[str, Any], rules: tuple[str, ...]) -> CaseSpec:
-        return CaseSpec(f"cf_{store_type}_{name}", "layout.column_families", {"store_type": store_type, "existing": existing}, rules)
+def store_paths_case(store_type: str) -> CaseSpec:
+    """Case ``store_paths_<store type>``: the paths of a store of ``store_type`` (LAY-2 to LAY-4)."""
+    return CaseSpec(f"store_paths_{store_type}", "layout.store_paths", {"store_type": store_type, "store_name": "s"},
+                    ("LAY-2", "LAY-3", "LAY-4"))
 
-    return [
-        plan("fresh", "kv", {}, ("LAY-5", "LAY-6")),
-        plan("existing", "kv", {"default": True, "offsets": True}, ("LAY-5",)),
-        plan("pre_4_3", "kv", {"default": True}, ("LAY-5", "LAY-6")),
-        plan("timestamped_db_refused", "kv", {"default": False, "keyValueWithTimestamp": True, "offsets": True}, ("LAY-8",)),
-        plan("fresh", "versioned_kv", {}, ("LAY-5",)),
-        plan("fresh", "timestamped_kv", {}, ("LAY-5", "LAY-7")),
-        plan("legacy_data", "timestamped_kv", {"default": True, "keyValueWithTimestamp": False}, ("LAY-7",)),
-        plan("legacy_empty", "timestamped_kv", {"default": False, "keyValueWithTimestamp": True}, ("LAY-7",)),
-        plan("headers_db_refused", "timestamped_kv", {"default": False, "keyValueWithTimestampAndHeaders": True}, ("LAY-8",)),
-        plan("fresh", "timestamped_kv_with_headers", {}, ("LAY-5", "LAY-8")),
-        plan("from_plain", "timestamped_kv_with_headers", {"default": True}, ("LAY-8",)),
-        plan("from_timestamped", "timestamped_kv_with_headers",
-             {"default": False, "keyValueWithTimestamp": True, "offsets": True}, ("LAY-8",)),
-        plan("empty_timestamped_dropped", "timestamped_kv_with_headers",
-             {"default": False, "keyValueWithTimestamp": False, "keyValueWithTimestampAndHeaders": True, "offsets": True}, ("LAY-8",)),
-        plan("both_plain_and_timestamped_refused", "timestamped_kv_with_headers",
-             {"default": True, "keyValueWithTimestamp": True}, ("LAY-8",)),
-        plan("segment_from_timestamped", "timestamped_window_with_headers", {"default": False, "keyValueWithTimestamp": True}, ("LAY-8",)),
-        plan("fresh", "window", {}, ("LAY-5",)),
-        plan("fresh", "timestamped_window", {}, ("LAY-5",)),
-        plan("fresh", "session", {}, ("LAY-5",)),
-        plan("fresh", "session_with_headers", {}, ("LAY-5",)),
-        plan("legacy_data", "session_with_headers", {"default": True}, ("LAY-7",)),
-        plan("legacy_data", "time_ordered_window_with_headers", {"default": True, "offsets": False}, ("LAY-5", "LAY-7")),
-        plan("unknown_cf_refused", "session", {"default": True, "__offsets": False}, ("LAY-8",)),
-    ]
+
+def segment_paths_case(name: str, store_type: str, store_name: str, rules: tuple[str, ...]) -> CaseSpec:
+    """Case ``store_paths_<name>``: the paths with segment 3 of interval 60000 (LAY-3; refused without segments)."""
+    return CaseSpec(f"store_paths_{name}", "layout.store_paths",
+                    {"store_type": store_type, "store_name": store_name, "segment_id": 3, "segment_interval": 60000}, rules)
+
+
+def column_family_case(name: str, store_type: str, existing: dict[str, Any], rules: tuple[str, ...]) -> CaseSpec:
+    """Case ``cf_<store type>_<name>``: the column families a store opens over ``existing`` (LAY-5 to LAY-8)."""
+    return CaseSpec(f"cf_{store_type}_{name}", "layout.column_families", {"store_type": store_type, "existing": existing},
+                    rules)
+
+
+def column_family_cases() -> list[CaseSpec]:
+    """Every family's column-family cases (its cases module's ``layout_column_family_cases``)."""
+    return family_cases(COLUMN_FAMILY_CASES)
 
 
 def file_cases() -> list[CaseSpec]:

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from kstate.codecs import session_keys as sk
 from kstate.fixtures_tool import CaseSpec
+from kstate.fixtures_tool.cases.changelog import (
+    AGG_HDR,
+    headers_restore_cases,
+    plain_restore_cases,
+    topic_config_case,
+    write_case,
+)
+from kstate.fixtures_tool.cases.layout import column_family_case, store_paths_case
 from kstate.fixtures_tool.key_schema_cases import schema_cases, short_input_cases, store_key_hex
 
 LONG_MAX = (1 << 63) - 1
@@ -110,3 +118,41 @@ def _key_hex(schema: sk.SessionSchema, key: str, start: int, end: int) -> str:
     # Built by hand from the layouts, end first (SESS-1..3), so that a case's input does not depend on the reference.
     return store_key_hex(schema, key, (end & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex()
                          + (start & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex())
+
+
+# --- the family's parts of the files over every family (changelog, layout) ------------------------------------------
+
+TOPIC_CONFIG_RULES = ("CL-16",)
+
+
+def changelog_write_cases() -> list[CaseSpec]:
+    return [
+        write_case("put", "session", "put", ("CL-7",), value="616767", start=10, end=20),
+        write_case("remove", "session", "remove", ("CL-7",), start=10, end=20),
+        write_case("put", "session_with_headers", "put", ("CL-8",), value=AGG_HDR, start=1, end=2),
+        write_case("remove", "session_with_headers", "remove", ("CL-8",), start=1, end=2),
+    ]
+
+
+def changelog_restore_cases() -> list[CaseSpec]:
+    return plain_restore_cases("session") + headers_restore_cases("session_with_headers")
+
+
+def changelog_topic_config_cases() -> list[CaseSpec]:
+    return [
+        topic_config_case("session", store_type="session", retention_ms=0),
+        topic_config_case("session_headers", store_type="session_with_headers", retention_ms=86400000),
+    ]
+
+
+def layout_store_path_cases() -> list[CaseSpec]:
+    return [store_paths_case("session"), store_paths_case("session_with_headers")]
+
+
+def layout_column_family_cases() -> list[CaseSpec]:
+    return [
+        column_family_case("fresh", "session", {}, ("LAY-5",)),
+        column_family_case("fresh", "session_with_headers", {}, ("LAY-5",)),
+        column_family_case("legacy_data", "session_with_headers", {"default": True}, ("LAY-7",)),
+        column_family_case("unknown_cf_refused", "session", {"default": True, "__offsets": False}, ("LAY-8",)),
+    ]

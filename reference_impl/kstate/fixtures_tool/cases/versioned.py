@@ -5,6 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from kstate.fixtures_tool import CaseSpec
+from kstate.fixtures_tool.cases.changelog import (
+    plain_restore_cases,
+    topic_config_case,
+    write_case,
+)
+from kstate.fixtures_tool.cases.layout import column_family_case, store_paths_case
 
 SCENARIO = "versioned.segment_scenario"
 Step = dict[str, Any]
@@ -306,3 +312,40 @@ def store_cases() -> list[CaseSpec]:
 
 def cases() -> list[CaseSpec]:
     return segment_cases() + hostile_row_cases() + latest_value_cases() + key_cases() + config_cases() + store_cases()
+
+
+# --- the family's parts of the files over every family (changelog, layout) ------------------------------------------
+
+TOPIC_CONFIG_RULES = ("CL-17",)
+
+
+def changelog_write_cases() -> list[CaseSpec]:
+    return [
+        write_case("put", "versioned_kv", "put", ("CL-5",), value="7631", timestamp=42),
+        write_case("put_expired_still_logged", "versioned_kv", "put", ("CL-5",), value="7631", timestamp=0),
+        write_case("delete", "versioned_kv", "delete", ("CL-5",), timestamp=43),
+        write_case("put_negative_ts", "versioned_kv", "put", ("CL-2", "CL-5"), value="7631", timestamp=-5),
+    ]
+
+
+def changelog_restore_cases() -> list[CaseSpec]:
+    return plain_restore_cases("versioned_kv")
+
+
+def changelog_topic_config_cases() -> list[CaseSpec]:
+    return [
+        topic_config_case("versioned", store_type="versioned_kv", history_retention_ms=300000),
+        topic_config_case("versioned_saturates", store_type="versioned_kv", history_retention_ms=9223372036854775000),
+        topic_config_case("versioned_user_lag", store_type="versioned_kv", history_retention_ms=1,
+                          log_config={"min.compaction.lag.ms": "0"}),
+        topic_config_case("versioned_ignores_additional_retention", store_type="versioned_kv", history_retention_ms=0,
+                          additional_retention_ms=5),
+    ]
+
+
+def layout_store_path_cases() -> list[CaseSpec]:
+    return [store_paths_case("versioned_kv")]
+
+
+def layout_column_family_cases() -> list[CaseSpec]:
+    return [column_family_case("fresh", "versioned_kv", {}, ("LAY-5",))]

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from kstate.codecs import window_keys as wk
 from kstate.fixtures_tool import CaseSpec
+from kstate.fixtures_tool.cases.changelog import (
+    TS_VALUE,
+    VTH,
+    headers_restore_cases,
+    plain_restore_cases,
+    timestamped_restore_cases,
+    topic_config_case,
+    write_case,
+)
+from kstate.fixtures_tool.cases.layout import column_family_case, segment_paths_case, store_paths_case
 from kstate.fixtures_tool.key_schema_cases import schema_cases, short_input_cases, store_key_hex
 
 LONG_MAX = (1 << 63) - 1
@@ -153,3 +163,64 @@ def _store_key_hex(schema: wk.WindowSchema, key: str, start: int, seq: int) -> s
     # Built by hand from the layouts (WIN-1..3), so that a case's input does not depend on the reference.
     return store_key_hex(schema, key, (start & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big").hex(),
                          (seq & 0xFFFFFFFF).to_bytes(4, "big").hex())
+
+
+# --- the family's parts of the files over every family (changelog, layout) ------------------------------------------
+
+TOPIC_CONFIG_RULES = ("CL-16",)
+
+
+def changelog_write_cases() -> list[CaseSpec]:
+    return [
+        write_case("put", "window", "put", ("CL-6",), value="7631", window_start=60000),
+        write_case("put_dups", "window", "put", ("CL-6",), value="7631", window_start=60000, seqnum=0,
+                   retain_duplicates=True),
+        write_case("put_null_dups", "window", "put", ("CL-6",), value=None, window_start=60000, seqnum=3,
+                   retain_duplicates=True),
+        write_case("put_dups_wraps", "window", "put", ("CL-6",), value="7631", window_start=0, seqnum=2147483647,
+                   retain_duplicates=True),
+        write_case("put_negative_start", "window", "put", ("CL-6",), value="7631", window_start=-1),
+        write_case("put", "timestamped_window", "put", ("CL-6",), value=TS_VALUE, window_start=60000),
+        write_case("put_null", "timestamped_window", "put", ("CL-6",), value=None, window_start=60000),
+        write_case("put", "timestamped_window_with_headers", "put", ("CL-8",), value=VTH, window_start=120000),
+        write_case("put_null", "timestamped_window_with_headers", "put", ("CL-8",), value=None, window_start=120000),
+        write_case("undefined_operation", "window", "delete", ("CL-1",)),
+    ]
+
+
+def changelog_restore_cases() -> list[CaseSpec]:
+    return (plain_restore_cases("window") + timestamped_restore_cases("timestamped_window")
+            + headers_restore_cases("timestamped_window_with_headers"))
+
+
+def changelog_topic_config_cases() -> list[CaseSpec]:
+    return [
+        topic_config_case("window", store_type="window", retention_ms=3600000),
+        topic_config_case("window_saturates", store_type="timestamped_window", retention_ms=9223372036854775807),
+        topic_config_case("window_custom_additional", store_type="window", retention_ms=1000, additional_retention_ms=0),
+        topic_config_case("window_user_retention", store_type="window", retention_ms=1000,
+                          log_config={"retention.ms": "5"}),
+        topic_config_case("window_topic_default_retention_overwritten", store_type="window", retention_ms=1000,
+                          topic_defaults={"retention.ms": "5"}),
+        topic_config_case("window_retain_duplicates", store_type="window", retention_ms=1000, retain_duplicates=True),
+        topic_config_case("window_retain_duplicates_log_config_replaced", store_type="window", retention_ms=1000,
+                          retain_duplicates=True, log_config={}),
+        topic_config_case("timestamped_window_retain_duplicates", store_type="timestamped_window", retention_ms=1000,
+                          retain_duplicates=True),
+    ]
+
+
+def layout_store_path_cases() -> list[CaseSpec]:
+    return [*(store_paths_case(t) for t in ("window", "timestamped_window", "timestamped_window_with_headers")),
+            segment_paths_case("window_segment", "window", "w", ("LAY-3",))]
+
+
+def layout_column_family_cases() -> list[CaseSpec]:
+    return [
+        column_family_case("segment_from_timestamped", "timestamped_window_with_headers",
+                           {"default": False, "keyValueWithTimestamp": True}, ("LAY-8",)),
+        column_family_case("fresh", "window", {}, ("LAY-5",)),
+        column_family_case("fresh", "timestamped_window", {}, ("LAY-5",)),
+        column_family_case("legacy_data", "time_ordered_window_with_headers", {"default": True, "offsets": False},
+                           ("LAY-5", "LAY-7")),
+    ]
