@@ -23,7 +23,7 @@ from typing import Any
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import life
-from kstate_conformance.probes import Probe
+from kstate_conformance.probes import FamilyPlaces, Probe
 
 PLAIN = types.KV
 TIMESTAMPED = types.TIMESTAMPED_KV
@@ -917,3 +917,10 @@ def probe(key: str) -> Probe:
                  key,
                  (("store.put_if_absent", {"key": "6a", "value": "bb"}), ("store.delete", {"key": key}),
                   ("store.put_all", {"entries": [[key, "cc"]]})), remove=("store.delete", {"key": key}))
+
+
+# --- the cases at the family's legacy files, zero-byte values and restores (test_store_rules_family_places) -------
+
+#: None: the key-value store's cases of those places are ``test_store_rules_places``' (its legacy files read at
+#: open, its zero-byte values), not the shared module's.
+FAMILY_PLACES: FamilyPlaces | None = None

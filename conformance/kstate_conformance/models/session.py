@@ -39,7 +39,7 @@ from kstate_conformance.models.kv import (
     Refused,
     SegmentedRestore,
 )
-from kstate_conformance.probes import Probe, RowsBySegment
+from kstate_conformance.probes import FamilyPlaces, Probe, RestoredRows, RowsBySegment
 
 SESSION = types.SESSION
 HEADERS = types.SESSION_WITH_HEADERS
@@ -589,3 +589,23 @@ def probe(key: str) -> Probe:
                  remove=("session_store.remove", {"key": key, "start": 1, "end": 2}),
                  time_fields=("start", "end"), closed_store_rules=("KV-12", "SS-37"), position_rules=("KV-54", "SS-38"),
                  position_row_rules=("KV-56", "KV-63", "OFF-5", "SS-21"))
+
+
+# --- the cases at the family's legacy files, zero-byte values and restores (test_store_rules_family_places) -------
+
+
+def _restored_records() -> tuple[dict[str, Any], ...]:
+    """RST-8: keys ``k1``..``k6`` in sessions ``100 i``..``100 i + 5`` (two segments of 500), then a tombstone of
+    ``k3``."""
+    written = [(f"k{i}".encode(), 100 * i, f"{i:02x}", 100 * i + 5) for i in range(1, 7)] + [(b"k3", 300, None, 700)]
+    return tuple({"key": changelog_key(key, start, start + 5, 0).hex(), "value": value, "timestamp": ts,
+                  "headers": []} for key, start, value, ts in written)
+
+
+#: OPS-2: a zero-byte value is answered as ``""``; RST-8: each restored session is read by ``fetch_session``.
+FAMILY_PLACES: FamilyPlaces | None = FamilyPlaces(
+    ("value", ""), RestoredRows(_restored_records(),
+                                tuple(("session_store.fetch_session", {"key": f"k{i}".encode().hex(), "start": 100 * i,
+                                                                       "end": 100 * i + 5}, "value")
+                                      for i in range(1, 7)),
+                                (None,) * 6))

@@ -31,7 +31,7 @@ from typing import Any
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
 from kstate_conformance.models.kv import CF_DEFAULT, CF_OFFSETS, HeaderPairs, Record, headers_to_json
-from kstate_conformance.probes import Probe
+from kstate_conformance.probes import FamilyPlaces, Probe
 
 VERSIONED = types.VERSIONED_KV
 VERSIONED_HEADERS = types.VERSIONED_KV_WITH_HEADERS
@@ -490,3 +490,9 @@ def probe(key: str) -> Probe:
                  # Its position row after a commit is VS-38's and OFF-5's; its rows before any commit are checked, for
                  # KV-56 and KV-63, by a versioned case of their own, so that a listed bug of one hides neither.
                  position_row_rules=("VS-38", "OFF-5"))
+
+
+# --- the cases at the family's legacy files, zero-byte values and restores (test_store_rules_family_places) -------
+
+#: OPS-2: the probe's first read (``get``) answers a zero-byte value as a record of zero bytes at the write's time.
+FAMILY_PLACES: FamilyPlaces | None = FamilyPlaces(("record", {"value": "", "timestamp": 1, "valid_to": None}))
