@@ -27,17 +27,17 @@ from kstate_conformance.harness import (
     record,
     varint,
 )
-from kstate_conformance.sessions import (
+from kstate_conformance.models.session import HEADERS as SESSION_WITH_HEADERS
+from kstate_conformance.models.session import (
     INT64_MAX,
     RETENTION_PERIOD,
     SEGMENT_INTERVAL,
     SESSION,
-    SESSION_TYPES,
     SessionEntry,
     SessionStore,
     open_session_store,
 )
-from kstate_conformance.store_types import SESSION_WITH_HEADERS
+from kstate_conformance.models.session import STORE_TYPES as SESSION_TYPES
 
 __all__ = ["kit"]
 
