@@ -1,6 +1,7 @@
 """A store family's probe, for the store rules checked at every family (KV-12, KV-54, KV-56, LAY-14; issue 25):
 its plain store type, open options, a write of one key and its reads of it as the neutral operations' payloads,
-and the family's own rules of each check. Each family's model builds its own (``probe``); the cases read them."""
+and the family's own rules of each check. Each family's model builds its own (``probe``); the cases read them.
+Beside it, what the cases at a family's places read (:class:`RowsBySegment`, :class:`FamilyPlaces`)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,36 @@ class RowsBySegment:
     column_families: tuple[str, ...]
     rows: dict[str, list[str]]
     reads: tuple[Payload, ...]
+
+
+@dataclass(frozen=True)
+class RestoredRows:
+    """A segmented family's restore over two segments (RST-8): its records (keys ``k1``..``k6``, one removed by a
+    later tombstone), the reads answering every row, and what they answer for a store holding none of them."""
+
+    records: tuple[dict[str, Any], ...]
+    #: Each read as its operation, its input and the answer's field; a field that is a list counts each entry a row.
+    reads: tuple[tuple[str, dict[str, Any], str], ...]
+    nothing: tuple[Any, ...]
+
+    def rows(self, store: Store) -> list[Any]:
+        """What ``store`` answers for the restored keys, in :attr:`reads`' order."""
+        found: list[Any] = []
+        for op, payload, answer in self.reads:
+            value = store.ok(op, **payload)[answer]
+            if isinstance(value, list):
+                found.extend(value)
+            else:
+                found.append(value)
+        return found
+
+
+@dataclass(frozen=True)
+class FamilyPlaces:
+    """What the cases at a family's legacy files, zero-byte values and restores need beyond its probe
+    (``test_store_rules_family_places``, issue 32 E)."""
+
+    #: The answer's field, and its value, of the probe's first read after its write of a zero-byte value (OPS-2).
+    empty_value_answer: tuple[str, Any]
+    #: A segmented family's restore over two segments (RST-8); None for a family without one.
+    restored: RestoredRows | None = None

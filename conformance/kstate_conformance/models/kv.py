@@ -23,14 +23,29 @@ from typing import Any
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import life
-from kstate_conformance.probes import Probe
+from kstate_conformance.probes import FamilyPlaces, Probe
 
-PLAIN = types.KV
-TIMESTAMPED = types.TIMESTAMPED_KV
-HEADERS = types.TIMESTAMPED_KV_WITH_HEADERS
-STORE_TYPES = types.KV_TYPES
+PLAIN = "kv"
+TIMESTAMPED = "timestamped_kv"
+HEADERS = "timestamped_kv_with_headers"
+STORE_TYPES = (PLAIN, TIMESTAMPED, HEADERS)
+#: The legacy spelling of :data:`HEADERS`: accepted wherever a store type is read, never answered.
+HEADERS_ALIAS = "timestamped_kv_headers"
 #: Older spellings a ``store.open`` still accepts and a ``store.capabilities`` may list (spec/ops.md).
-STORE_TYPE_ALIASES = types.ALIASES
+STORE_TYPE_ALIASES = {HEADERS_ALIAS: HEADERS}
+
+# --- the family's entry in the suite's table of families (store_types.FAMILIES; issue 33) ---------------------
+
+#: Its store types written from spec/ops.md's text, as the rest of the suite reads them (``store_types.KV``...).
+FAMILY = types.StoreFamily(
+    name="kv", order=0, types=STORE_TYPES, op_prefix="store.", segmented=False,
+    rule_prefixes=("KV", "TSKV", "CACHE", "UPG"),
+    rule_terms=r"key-value|\bKV-\d|\bkv\b|timestamped_kv|RocksDBStore\b|RocksDBTimestampedStore",
+    code_names=r"^(KV|HDR|TS|TSKV|KV_TYPES)$", module_part="kv_",
+    timestamped_types=(TIMESTAMPED, HEADERS), headers_types=(HEADERS,), aliases=tuple(STORE_TYPE_ALIASES.items()),
+    spellings=(("KV", PLAIN), ("TIMESTAMPED_KV", TIMESTAMPED), ("TIMESTAMPED_KV_WITH_HEADERS", HEADERS),
+               ("TIMESTAMPED_KV_HEADERS_ALIAS", HEADERS_ALIAS), ("KV_TYPES", STORE_TYPES)))
+
 ROCKSDB = "rocksdb"
 MEMORY = "memory"
 BACKENDS = (ROCKSDB, MEMORY)
@@ -917,3 +932,10 @@ def probe(key: str) -> Probe:
                  key,
                  (("store.put_if_absent", {"key": "6a", "value": "bb"}), ("store.delete", {"key": key}),
                   ("store.put_all", {"entries": [[key, "cc"]]})), remove=("store.delete", {"key": key}))
+
+
+# --- the cases at the family's legacy files, zero-byte values and restores (test_store_rules_family_places) -------
+
+#: None: the key-value store's cases of those places are ``test_store_rules_places``' (its legacy files read at
+#: open, its zero-byte values), not the shared module's.
+FAMILY_PLACES: FamilyPlaces | None = None

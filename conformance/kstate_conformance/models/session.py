@@ -19,6 +19,8 @@ RocksDB or in memory:
 
 Kafka keeps the observed stream time in memory only: a reopened RocksDB store starts again at -1, so sessions
 hidden by retention but still in a live segment can be read again until stream time advances (modelled).
+
+Beside the model, the suite's helpers for the family's stores (:class:`SessionStore`, :func:`open_session_store`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
@@ -39,14 +41,17 @@ from kstate_conformance.models.kv import (
     Refused,
     SegmentedRestore,
 )
-from kstate_conformance.probes import Probe, RowsBySegment
+from kstate_conformance.probes import FamilyPlaces, Probe, RestoredRows, RowsBySegment
 
-SESSION = types.SESSION
-HEADERS = types.SESSION_WITH_HEADERS
+if TYPE_CHECKING:
+    from kstate_conformance.harness import Kit, Store
+
+SESSION = "session"
+HEADERS = "session_with_headers"
 # The backends and the family names every store has (default, offsets) are the key-value model's.
 ROCKSDB, MEMORY, BACKENDS = kv.ROCKSDB, kv.MEMORY, kv.BACKENDS
 CF_DEFAULT, CF_OFFSETS = kv.CF_DEFAULT, kv.CF_OFFSETS
-STORE_TYPES = types.SESSION_TYPES
+STORE_TYPES = (SESSION, HEADERS)
 CF_HEADERS = "sessionKeyValueWithHeaders"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
 HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
@@ -59,6 +64,16 @@ FOREIGN_COLUMN_FAMILIES = ((SESSION, CF_HEADERS),)
 #: TSKV-5, LAY-7, LAY-8: the upgrades in place, a case each: (the type written, the type then opened over it, a stored
 #: value the older wrote, what the newer reads for it), hex: a session aggregate gets ``00`` (no headers) only, no timestamp (LAY-7).
 IN_PLACE_UPGRADES = ((SESSION, HEADERS, "aa", "00aa"),)
+
+
+# --- the family's entry in the suite's table of families (store_types.FAMILIES; issue 33) ---------------------
+
+#: Its store types written from spec/ops.md's text, as the rest of the suite reads them (``store_types.SESSION``...).
+FAMILY = types.StoreFamily(
+    name="session", order=3, types=STORE_TYPES, op_prefix="session_store.", segmented=True, codec_ops="session",
+    rule_prefixes=("SS", "SESS"), rule_terms=r"\bsession|\bSS-\d|segment", code_names=r"SESSION",
+    module_part="session", headers_types=(HEADERS,),
+    spellings=(("SESSION", SESSION), ("SESSION_WITH_HEADERS", HEADERS), ("SESSION_TYPES", STORE_TYPES)))
 
 
 # --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------
@@ -589,3 +604,118 @@ def probe(key: str) -> Probe:
                  remove=("session_store.remove", {"key": key, "start": 1, "end": 2}),
                  time_fields=("start", "end"), closed_store_rules=("KV-12", "SS-37"), position_rules=("KV-54", "SS-38"),
                  position_row_rules=("KV-56", "KV-63", "OFF-5", "SS-21"))
+
+
+# --- the cases at the family's legacy files, zero-byte values and restores (test_store_rules_family_places) -------
+
+
+def _restored_records() -> tuple[dict[str, Any], ...]:
+    """RST-8: keys ``k1``..``k6`` in sessions ``100 i``..``100 i + 5`` (two segments of 500), then a tombstone of
+    ``k3``."""
+    written = [(f"k{i}".encode(), 100 * i, f"{i:02x}", 100 * i + 5) for i in range(1, 7)] + [(b"k3", 300, None, 700)]
+    return tuple({"key": changelog_key(key, start, start + 5, 0).hex(), "value": value, "timestamp": ts,
+                  "headers": []} for key, start, value, ts in written)
+
+
+#: OPS-2: a zero-byte value is answered as ``""``; RST-8: each restored session is read by ``fetch_session``.
+FAMILY_PLACES: FamilyPlaces | None = FamilyPlaces(
+    ("value", ""), RestoredRows(_restored_records(),
+                                tuple(("session_store.fetch_session", {"key": f"k{i}".encode().hex(), "start": 100 * i,
+                                                                       "end": 100 * i + 5}, "value")
+                                      for i in range(1, 7)),
+                                (None,) * 6))
+
+
+# --- the suite's helpers for the family's stores (once kstate_conformance/sessions.py; issue 33) ----------------
+# A SessionStore wraps a harness.Store opened with a session store type, over the neutral session_store.*
+# operations (spec/ops.md); keys and values are hex strings, sessions answer as (key, start, end, value) tuples.
+
+#: ``AbstractSessionBytesStoreTest``'s retention and the segment interval Kafka derives from it.
+RETENTION_PERIOD = 10_000
+SEGMENT_INTERVAL = 60_000
+
+SessionEntry = tuple[str, int, int, str]
+
+
+def long_value(value: int) -> str:
+    """Hex of a ``Serdes.Long()`` aggregate, as Kafka's tests store them."""
+    return int64(value).hex()
+
+
+def open_session_store(kit: Kit, store_type: str, backend: str, retention_ms: int = RETENTION_PERIOD,
+                       segment_interval_ms: int | None = None, **extra: Any) -> SessionStore:
+    options: dict[str, Any] = {"retention_ms": retention_ms}
+    if segment_interval_ms is not None:
+        options["segment_interval_ms"] = segment_interval_ms
+    return SessionStore(kit.open(store_type, backend, options=options, **extra))
+
+
+def _entries(out: dict[str, Any]) -> list[SessionEntry]:
+    """The ``entries`` of a ``find_sessions`` or ``fetch`` answer, times as ints."""
+    return [(k, int(s), int(e), v) for k, s, e, v in out["entries"]]
+
+
+class SessionStore:
+    """One open session store of the implementation under test."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def call(self, op: str, **payload: Any) -> dict[str, Any]:
+        return self.store.call(op, **payload)
+
+    def ok(self, op: str, **payload: Any) -> dict[str, Any]:
+        return self.store.ok(op, **payload)
+
+    def put(self, key: str, start: int, end: int, value: str | None) -> None:
+        self.ok("session_store.put", key=key, start=start, end=end, value=value)
+
+    def remove(self, key: str, start: int, end: int) -> None:
+        self.ok("session_store.remove", key=key, start=start, end=end)
+
+    def fetch_session(self, key: str, start: int, end: int) -> str | None:
+        value: str | None = self.ok("session_store.fetch_session", key=key, start=start, end=end)["value"]
+        return value
+
+    def find_sessions(self, key: str, earliest_end: int, latest_start: int, backward: bool = False) -> list[SessionEntry]:
+        """``findSessions(key, earliestSessionEndTime, latestSessionStartTime)`` of one key."""
+        return _entries(self.ok("session_store.find_sessions", key_from=key, key_to=None, earliest_end=earliest_end,
+                                latest_start=latest_start, backward=backward))
+
+    def find_range(self, key_from: str | None, key_to: str | None, earliest_end: int, latest_start: int,
+                   backward: bool = False) -> list[SessionEntry]:
+        """``findSessions(keyFrom, keyTo, ...)``: a key range, a null bound unbounded."""
+        return _entries(self.ok("session_store.find_sessions", **range_payload(key_from, key_to),
+                                earliest_end=earliest_end, latest_start=latest_start, backward=backward))
+
+    def fetch(self, key: str, backward: bool = False) -> list[SessionEntry]:
+        """``fetch(key)`` / ``backwardFetch(key)``."""
+        return _entries(self.ok("session_store.fetch", key_from=key, key_to=None, backward=backward))
+
+    def fetch_range(self, key_from: str | None, key_to: str | None, backward: bool = False) -> list[SessionEntry]:
+        """``fetch(keyFrom, keyTo)`` / ``backwardFetch(keyFrom, keyTo)``."""
+        return _entries(self.ok("session_store.fetch", **range_payload(key_from, key_to), backward=backward))
+
+    def context(self, timestamp: int, headers: list[list[Any]] | None = None) -> None:
+        self.store.context(timestamp, headers)
+
+    def changelog(self) -> list[dict[str, Any]]:
+        return self.store.changelog()
+
+    def segments(self) -> dict[str, dict[str, dict[str, str]]]:
+        """``store.dump`` of a RocksDB store: segment name -> column family -> {key: value} (non-empty families)."""
+        out = self.ok("store.dump")["segments"]
+        return {name: {cf: dict(rows) for cf, rows in cfs.items() if rows and cf != "offsets"} for name, cfs in out.items()}
+
+    def close(self) -> None:
+        self.store.close()
+
+
+#: The vocabulary's ``key_to`` null names the single-key form, so an unbounded upper key is sent as a key above
+#: every key the tests write (16 bytes of FF): Kafka's ``fetch(keyFrom, null)`` answers the same sessions.
+ABOVE_EVERY_KEY = "ff" * 16
+
+
+def range_payload(key_from: str | None, key_to: str | None) -> dict[str, Any]:
+    """A key range as ``find_sessions``/``fetch`` take it; a null ``key_to`` becomes :data:`ABOVE_EVERY_KEY`."""
+    return {"key_from": key_from, "key_to": ABOVE_EVERY_KEY if key_to is None else key_to}

@@ -27,12 +27,26 @@ from typing import Any
 
 from kstate_conformance import store_types as types
 from kstate_conformance.models import kv, life
-from kstate_conformance.probes import Probe
+from kstate_conformance.probes import FamilyPlaces, Probe, RestoredRows
 
-WINDOW = types.WINDOW
-TIMESTAMPED = types.TIMESTAMPED_WINDOW
-HEADERS = types.TIMESTAMPED_WINDOW_WITH_HEADERS
-STORE_TYPES = types.WINDOW_TYPES
+WINDOW = "window"
+TIMESTAMPED = "timestamped_window"
+HEADERS = "timestamped_window_with_headers"
+STORE_TYPES = (WINDOW, TIMESTAMPED, HEADERS)
+#: Only a column-family layout (LAY-5 to LAY-8); no store of it is opened.
+TIME_ORDERED_HEADERS = "time_ordered_window_with_headers"
+
+# --- the family's entry in the suite's table of families (store_types.FAMILIES; issue 33) ---------------------
+
+#: Its store types written from spec/ops.md's text, as the rest of the suite reads them (``store_types.WINDOW``...).
+FAMILY = types.StoreFamily(
+    name="window", order=2, types=STORE_TYPES, op_prefix="window_store.", segmented=True, codec_ops="window",
+    rule_prefixes=("WS", "WIN"), rule_terms=r"\bwindow|\bWS-\d|segment", code_names=r"WINDOW|^WIN$",
+    module_part="window", timestamped_types=(TIMESTAMPED, HEADERS), headers_types=(HEADERS,),
+    layout_only_types=(TIME_ORDERED_HEADERS,),
+    spellings=(("WINDOW", WINDOW), ("TIMESTAMPED_WINDOW", TIMESTAMPED), ("TIMESTAMPED_WINDOW_WITH_HEADERS", HEADERS),
+               ("TIME_ORDERED_WINDOW_WITH_HEADERS", TIME_ORDERED_HEADERS), ("WINDOW_TYPES", STORE_TYPES)))
+
 ROCKSDB = kv.ROCKSDB
 MEMORY = kv.MEMORY
 BACKENDS = kv.BACKENDS
@@ -555,3 +569,18 @@ def probe(key: str) -> Probe:
                   ("window_store.fetch_all", {"from_ms": 0, "to_ms": 10}), ("window_store.all", {})),
                  key + int64(1).hex() + "00000000", time_fields=("window_start",),
                  position_rules=("KV-54", "WS-29"), position_row_rules=("KV-56", "KV-63", "OFF-5", "WS-29"))
+
+
+# --- the cases at the family's legacy files, zero-byte values and restores (test_store_rules_family_places) -------
+
+
+def _restored_records() -> tuple[dict[str, Any], ...]:
+    """RST-8: keys ``k1``..``k6`` at window starts 100..600 (two segments of 500), then a tombstone of ``k3``."""
+    written = [(f"k{i}".encode(), 100 * i, f"{i:02x}", 100 * i) for i in range(1, 7)] + [(b"k3", 300, None, 700)]
+    return tuple({"key": changelog_key(key, start, start, 0).hex(), "value": value, "timestamp": ts, "headers": []}
+                 for key, start, value, ts in written)
+
+
+#: OPS-2: a zero-byte value is answered as ``""``; RST-8: every restored row is answered by ``all``.
+FAMILY_PLACES: FamilyPlaces | None = FamilyPlaces(
+    ("value", ""), RestoredRows(_restored_records(), (("window_store.all", {}, "entries"),), ()))

@@ -984,3 +984,24 @@ def test_a_refused_store_is_rebuilt_from_its_changelog(kit: Kit) -> None:
     rebuilt = kit.open(HDR, ROCKSDB, name="wiped")
     rebuilt.restore(changelog)
     assert rebuilt.all() == contents
+
+
+# --- moved from test_store_rules_family_places (issue 33): PRIM-2 -----------------------------------------------------
+
+#: Keys whose signed and unsigned orders differ, and a key that is a prefix of another: unsigned, ``01`` < ``0100``
+#: < ``7f`` < ``80`` < ``ff`` (signed, ``80`` and ``ff`` would sort first).
+UNSIGNED_ORDER = ["01", "0100", "7f", "80", "ff"]
+
+
+@rules("PRIM-2")
+@pytest.mark.kstate_places("store:kv")
+@pytest.mark.parametrize("backend", (ROCKSDB, "memory"))
+def test_a_key_value_stores_scans_order_keys_as_unsigned_bytes(kit: Kit, backend: str) -> None:
+    """Place: a key-value store's ``all`` and ``reverse_all`` on each backend. Keys order as unsigned bytes, a prefix
+    first (PRIM-2: ``Bytes.BYTES_LEXICO_COMPARATOR``), whatever the write order."""
+    kit.require("kv", backend)
+    store = kit.open("kv", backend, name="keys")
+    for key in reversed(UNSIGNED_ORDER):
+        store.put(key, "aa")
+    assert [k for k, _ in store.all()] == UNSIGNED_ORDER
+    assert [k for k, _ in store.reverse_all()] == UNSIGNED_ORDER[::-1]

@@ -24,7 +24,7 @@ from hypothesis.stateful import (
 from kstate_conformance import rules
 from kstate_conformance.models import session as m
 from kstate_conformance.models.kv import Context
-from kstate_conformance.sessions import ABOVE_EVERY_KEY
+from kstate_conformance.models.session import ABOVE_EVERY_KEY
 from kstate_conformance.state_machines import (
     KEYS,
     MAYBE_KEY,

@@ -27,17 +27,17 @@ from kstate_conformance.harness import (
     record,
     varint,
 )
-from kstate_conformance.sessions import (
+from kstate_conformance.models.session import HEADERS as SESSION_WITH_HEADERS
+from kstate_conformance.models.session import (
     INT64_MAX,
     RETENTION_PERIOD,
     SEGMENT_INTERVAL,
     SESSION,
-    SESSION_TYPES,
     SessionEntry,
     SessionStore,
     open_session_store,
 )
-from kstate_conformance.store_types import SESSION_WITH_HEADERS
+from kstate_conformance.models.session import STORE_TYPES as SESSION_TYPES
 
 __all__ = ["kit"]
 
@@ -499,3 +499,40 @@ def test_a_session_store_opened_with_a_cache_is_refused_or_serves_what_it_was_gi
     assert sessions.fetch(h("k")) == [(h("k"), 0, 5, agg("session", 7))]
     sessions.store.flush()
     assert sessions.fetch(h("k")) == [(h("k"), 0, 5, agg("session", 7))]
+
+
+# --- moved from test_store_rules_family_places (issue 33): SS-15 ------------------------------------------------------
+
+#: The key of the cases moved from ``test_store_rules_family_places`` (issue 33), as there: nine bytes.
+K = h("kkkkkkkkk")
+SESSION_OPTIONS = {"retention_ms": 1_000, "segment_interval_ms": 500}
+
+
+def _session_key(key: str, start: int, end: int) -> str:
+    """CL-7: the changelog key ``[key][end][start]``, end first."""
+    return key + i64(end) + i64(start)
+
+
+@rules("SS-15")
+@pytest.mark.kstate_places("store:session", "reopen", "restore")
+@pytest.mark.parametrize("store_type", ("session", "session_with_headers"))
+def test_a_restore_batch_into_a_reopened_session_store_deletes_its_expired_segments(kit: Kit,
+                                                                                     store_type: str) -> None:
+    """Place: a RocksDB session store reopened, then restored into. The reopened store's stream time is -1, so the
+    open deletes no segment; a restored session ending at 2000 makes every segment below
+    ``segmentId(2000 - 1000)`` expire, deleted with its data (SS-15), and the restored session is answered."""
+    kit.require(store_type, ROCKSDB)
+    store = kit.open(store_type, ROCKSDB, options=SESSION_OPTIONS)
+    stored = "aa" if store_type == "session" else "00aa"  # SS-30: no header bytes but their count
+    store.ok("session_store.put", key=K, value=stored, start=10, end=30)  # segment 0
+    store.commit(1)
+    store.close()
+    again = kit.open(store_type, ROCKSDB, options=SESSION_OPTIONS)
+    assert again.ok("session_store.fetch_session", key=K, start=10, end=30)["value"] == stored
+    segment = kit.state_dir / "app" / "0_0" / "store" / "store.0"
+    assert segment.is_dir(), sorted(p.name for p in segment.parent.iterdir())
+    again.restore([record(_session_key(h("z"), 1_990, 2_000), "cc", 2_000)])
+    assert again.ok("session_store.fetch_session", key=K, start=10, end=30)["value"] is None
+    restored = "cc" if store_type == "session" else "00cc"
+    assert again.ok("session_store.fetch_session", key=h("z"), start=1_990, end=2_000)["value"] == restored
+    assert not segment.exists()

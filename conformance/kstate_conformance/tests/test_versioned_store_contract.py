@@ -17,7 +17,7 @@ import pytest
 
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
-from kstate_conformance.harness import BACKENDS, Kit, Store, h, kit
+from kstate_conformance.harness import BACKENDS, ROCKSDB, Kit, Store, h, kit, record
 
 __all__ = ["kit"]
 
@@ -465,3 +465,73 @@ def test_every_put_and_delete_is_logged_even_when_refused(kit: Kit, store_type: 
         (h("k1"), h("v1"), 1), (h("k2"), h("v2"), 1), (h("kother"), h("vother"), HISTORY_RETENTION + 10),
         (h("k1"), None, HISTORY_RETENTION + 10 - GRACE_PERIOD), (h("k2"), None, HISTORY_RETENTION + 9 - GRACE_PERIOD),
     ], f"changelog records: {logged}"
+
+
+# --- moved from test_store_rules_family_places (issue 33): VS-36, VS-17, VS-20 ----------------------------------------
+
+VERSIONED_OPTIONS = {"history_retention_ms": 100, "segment_interval_ms": 10}
+
+
+def _versions(store: Store, key: str) -> Any:
+    return store.ok("versioned_store.get_versions", key=key)["records"]
+
+
+@rules("VS-36")
+@pytest.mark.kstate_places("store:versioned", "restore")
+def test_a_restored_version_that_would_go_to_a_negative_segment_is_refused(kit: Kit) -> None:
+    """Place: a RocksDB versioned store restoring. A record at -35 reaches only the latest-value store; one at -25
+    would move it to segment ``-25 / 10 = -2``: the batch is refused with a typed error and the version at -35 is
+    as it was (VS-36)."""
+    kit.require("versioned_kv", ROCKSDB)
+    store = kit.open("versioned_kv", ROCKSDB, options=VERSIONED_OPTIONS)
+    store.restore([record(h("k"), "61", -35)])
+    assert _versions(store, h("k")) == [{"value": "61", "timestamp": -35, "valid_to": None}]
+    out = store.call("store.restore", records=[record(h("k"), "62", -25)], batch_size=1000)
+    assert "error" in out, f"a restored version moved to segment -2 was accepted: {out}"
+    assert _versions(store, h("k")) == [{"value": "61", "timestamp": -35, "valid_to": None}]
+
+
+_VERSIONED_RECORDS = [record(h("k"), "61", 10), record(h("k"), "62", 20), record(h("j"), "63", 15),
+                      record(h("k"), None, 30), record(h("j"), "64", 25)]
+
+
+@rules("VS-17")
+@pytest.mark.kstate_places("store:versioned", "restore", "reopen")
+def test_a_versioned_restore_commits_its_offsets_with_its_rows_and_keeps_them_after_a_reopen(kit: Kit) -> None:
+    """Place: a RocksDB versioned store restored with the offsets committed per batch, then reopened. The committed
+    offset is the last record's, and the latest values and the offset are those after the reopen too (VS-17). The
+    older versions are compared before the reopen only: after a restart Kafka finds a segment again only once a
+    put creates it (VS-14), the reference finds them at open."""
+    kit.require("versioned_kv", ROCKSDB, "offsets")
+    store = kit.open("versioned_kv", ROCKSDB, options=VERSIONED_OPTIONS)
+    store.restore(_VERSIONED_RECORDS, batch_size=2, commit_offsets=True)
+    assert store.committed() == len(_VERSIONED_RECORDS) - 1
+    versions = (_versions(store, h("k")), _versions(store, h("j")))
+    assert versions == ([{"value": "62", "timestamp": 20, "valid_to": 30}, {"value": "61", "timestamp": 10,
+                                                                            "valid_to": 20}],
+                        [{"value": "64", "timestamp": 25, "valid_to": None},
+                         {"value": "63", "timestamp": 15, "valid_to": 25}]), versions
+    latest = [store.ok("versioned_store.get", key=key)["record"] for key in (h("k"), h("j"))]
+    assert latest == [None, {"value": "64", "timestamp": 25, "valid_to": None}], latest
+    store.close()
+    again = kit.open("versioned_kv", ROCKSDB, options=VERSIONED_OPTIONS)
+    assert again.committed() == len(_VERSIONED_RECORDS) - 1
+    assert [again.ok("versioned_store.get", key=key)["record"] for key in (h("k"), h("j"))] == latest
+
+
+@rules("VS-20")
+@pytest.mark.kstate_places("store:versioned", "restore")
+def test_an_in_memory_versioned_store_restores_as_the_rocksdb_one_and_keeps_no_offset(kit: Kit) -> None:
+    """Place: the in-memory versioned store restored (the reference's; Kafka has none). It answers the restored
+    versions exactly as a RocksDB store restored from the same records, and commits no offset (VS-20)."""
+    kit.require("versioned_kv", ROCKSDB)
+    kit.require("versioned_kv", "memory")
+    answers = []
+    for backend in (ROCKSDB, "memory"):
+        store = kit.open("versioned_kv", backend, name=f"on-{backend}", options=VERSIONED_OPTIONS)
+        store.restore(_VERSIONED_RECORDS, batch_size=2, commit_offsets=backend == "memory")
+        answers.append((_versions(store, h("k")), _versions(store, h("j")),
+                        store.ok("versioned_store.get", key=h("k"), as_of=15)["record"]))
+        if backend == "memory":
+            assert store.committed() is None
+    assert answers[0] == answers[1]

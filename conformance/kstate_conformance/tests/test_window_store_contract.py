@@ -18,7 +18,7 @@ import pytest
 from kstate.storage_files import store_digest
 from kstate_conformance import rules
 from kstate_conformance import store_types as types
-from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, is_refusal, kit
+from kstate_conformance.harness import BACKENDS, MEMORY, ROCKSDB, TOPIC, Kit, Store, h, i64, is_refusal, kit, record
 
 __all__ = ["kit"]
 
@@ -831,3 +831,83 @@ def test_a_window_store_opened_with_a_cache_is_refused_or_serves_what_it_was_giv
     assert window.fetch(ik(1), DEFAULT_START) == h("one")
     window.store.flush()
     assert window.fetch(ik(1), DEFAULT_START) == h("one")
+
+
+# --- moved from test_store_rules_family_places (issue 33): RST-7, WS-42, PRIM-2 ---------------------------------------
+
+#: The key of the cases moved from ``test_store_rules_family_places`` (issue 33), as there: nine bytes.
+K = h("kkkkkkkkk")
+WINDOW_OPTIONS = {"retention_ms": 1_000, "window_size_ms": 10, "segment_interval_ms": 500}
+
+
+def _window_key(key: str, start: int) -> str:
+    """CL-6: the changelog key ``[key][windowStart][seqnum 0]`` of a window store without duplicates."""
+    return key + i64(start) + "00000000"
+
+
+@rules("RST-7")
+@pytest.mark.kstate_places("store:window", "restore", "reopen")
+def test_a_timestamped_window_store_rebuilt_from_a_plain_changelog_differs_from_one_upgraded_in_place(
+        kit: Kit) -> None:
+    """Place: a plain RocksDB window store's changelog restored into a new timestamped window store, and the same
+    directory opened as a timestamped window store. The rebuilt row carries its record's timestamp, the one upgraded
+    in place timestamp -1 (``FF``x8): neither invents nor drops a timestamp (RST-7)."""
+    kit.require("window", ROCKSDB)
+    kit.require("timestamped_window", ROCKSDB)
+    plain = kit.open("window", ROCKSDB, name="orders", options=WINDOW_OPTIONS)
+    plain.ok("store.set_context", timestamp=50, headers=[], topic="in", partition=0, offset=1)
+    plain.ok("window_store.put", key=K, value="aa", window_start=20)
+    log = plain.changelog()
+    assert log == [record(_window_key(K, 20), "aa", 50)], log
+    plain.commit(1)
+    plain.close()
+    rebuilt = kit.open("timestamped_window", ROCKSDB, name="rebuilt", options=WINDOW_OPTIONS)
+    rebuilt.restore(log)
+    assert rebuilt.ok("window_store.fetch", key=K, time=20)["value"] == i64(50) + "aa"
+    in_place = kit.open("timestamped_window", ROCKSDB, name="orders", options=WINDOW_OPTIONS)
+    assert in_place.ok("window_store.fetch", key=K, time=20)["value"] == "ff" * 8 + "aa"
+
+
+@rules("WS-42", "WS-8")
+@pytest.mark.kstate_places("store:window", "reopen", "restore")
+def test_a_reopened_window_store_answers_clamped_rows_until_a_restore_batch_advances_stream_time(kit: Kit) -> None:
+    """Place: a RocksDB window store reopened, then restored into. A row of a live segment below ``T - R + 1`` is
+    clamped away before the restart and answered after it (T is -1, WS-42); a restore batch advances T, and only
+    then is the expired segment deleted with its row (WS-8), while a row still live stays."""
+    kit.require("window", ROCKSDB)
+    store = kit.open("window", ROCKSDB, options=WINDOW_OPTIONS)
+    store.ok("window_store.put", key=K, value="aa", window_start=700)  # segment 1
+    store.ok("window_store.put", key=K, value="bb", window_start=1_800)  # T = 1800: reads start at 801
+    assert store.ok("window_store.fetch", key=K, time=700)["value"] is None
+    store.commit(1)
+    store.close()
+    again = kit.open("window", ROCKSDB, options=WINDOW_OPTIONS)
+    assert again.ok("window_store.fetch", key=K, time=700)["value"] == "aa"
+    segment = kit.state_dir / "app" / "0_0" / "store" / "store.500"
+    assert segment.is_dir(), sorted(p.name for p in segment.parent.iterdir())
+    again.restore([record(_window_key(h("z"), 2_600), "cc", 2_600)])  # T = 2600: segment 1 expires
+    assert again.ok("window_store.fetch", key=K, time=700)["value"] is None
+    assert again.ok("window_store.fetch", key=K, time=1_800)["value"] == "bb"
+    assert again.ok("window_store.fetch", key=h("z"), time=2_600)["value"] == "cc"
+    assert not segment.exists()
+
+
+#: Keys whose signed and unsigned orders differ, and a key that is a prefix of another: unsigned, ``01`` < ``0100``
+#: < ``7f`` < ``80`` < ``ff`` (signed, ``80`` and ``ff`` would sort first).
+UNSIGNED_ORDER = ["01", "0100", "7f", "80", "ff"]
+
+
+@rules("PRIM-2")
+@pytest.mark.kstate_places("store:window")
+@pytest.mark.parametrize("backend", (ROCKSDB, "memory"))
+def test_a_window_stores_all_orders_keys_as_unsigned_bytes(kit: Kit, backend: str) -> None:
+    """Place: a window store's ``all`` (one window start) on each backend. Keys order as unsigned bytes (PRIM-2:
+    ``Bytes.BYTES_LEXICO_COMPARATOR``), whatever the write order."""
+    kit.require("window", backend)
+    windows = kit.open("window", backend, name="windows", options=WINDOW_OPTIONS)
+    # No prefix key here: a RocksDB window row's key is the key then the window start (WIN-7), so a key that is a
+    # prefix of another compares on the other's next byte against the start's first.
+    same_length = [k for k in UNSIGNED_ORDER if len(k) == 2]
+    for key in reversed(same_length):
+        windows.ok("window_store.put", key=key, value="aa", window_start=20)
+    assert [entry[0] for entry in windows.ok("window_store.all")["entries"]] == same_length
