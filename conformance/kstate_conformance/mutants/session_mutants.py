@@ -19,6 +19,7 @@ from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import altered, mutant
 from kstate_conformance.mutants.hard_places_mutants import _rocksdb_with
 from kstate_conformance.mutants.key_schema_bugs import each_schema, upper_range_keeps_whole_key, wrong_plain_suffix
+from kstate_conformance.mutants.paired_mutants import changed_answer, paired_mutant
 from kstate_conformance.mutants.places_mutants import _everywhere, _restoring_for
 
 
@@ -173,3 +174,10 @@ def _session_empty_value_as_null() -> dict[str, Handler]:
         "(the window store does)", STORE_RULES, rules=("OFF-18", "SS-21"))
 def _session_ignores_position_file() -> dict[str, Handler]:
     return _everywhere({"kstate.stores.session.read_legacy_position": lambda task_dir, name: {}})
+
+
+# --- paired mutants (caught beside a model only: kstate conformance --model; mutants/paired_mutants.py) ---------
+
+paired_mutant("paired-session-backward-fetch-forward", "a session store's backwardFetch answers the forward order",
+              "session", ("SS-6", "SS-7"), {"session_store.fetch": changed_answer("session_store.fetch", lambda p, out: (
+                  out if not p.get("backward") else {**out, "entries": out["entries"][::-1]}))})

@@ -9,6 +9,7 @@ from kstate.ops import JsonDict, tohex, unhex
 from kstate.ops.versioned_ops import replay_key_scenario, replay_segment_steps
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
+from kstate_conformance.mutants.paired_mutants import changed_answer, paired_mutant
 
 SEGMENT_OP = "versioned.segment_scenario"
 VERSIONS_OP = "versioned.segment_versions"
@@ -165,3 +166,11 @@ def _latest_tombstone_accepted() -> dict[str, Handler]:
         return {"bytes": (struct.pack(">q", payload["timestamp"]) + (unhex(payload["value"]) or b"")).hex()}
 
     return {"versioned.latest_from": latest_from}
+
+
+# --- paired mutants (caught beside a model only: kstate conformance --model; mutants/paired_mutants.py) ---------
+
+paired_mutant("paired-versioned-put-answers-latest",
+              "a versioned put answers validTo -1 (the latest) even when out of order",
+              "versioned", ("VS-7",), {"versioned_store.put": changed_answer("versioned_store.put", lambda _p, out: {
+                  **out, "valid_to": -1 if out["valid_to"] != -(1 << 63) else out["valid_to"]})})

@@ -12,6 +12,7 @@ from kstate.ops import JsonDict, call, capture, tohex, unhex
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import mutant
 from kstate_conformance.mutants.key_schema_bugs import each_schema, upper_range_keeps_whole_key, wrong_plain_suffix
+from kstate_conformance.mutants.paired_mutants import changed_answer, paired_mutant
 
 _PREFIXED = [s for s in wk.SCHEMAS if s.prefix is not None]
 
@@ -99,3 +100,10 @@ def _fixed_lower_unclamped() -> dict[str, Handler]:
         return out
 
     return each_schema(wk.SCHEMAS, "ranges", ranges)
+
+
+# --- paired mutants (caught beside a model only: kstate conformance --model; mutants/paired_mutants.py) ---------
+
+paired_mutant("paired-window-backward-all-forward", "a window store's backward all() answers the forward order",
+              "window", ("WS-12",), {"window_store.all": changed_answer("window_store.all", lambda p, out: (
+                  out if not p.get("backward") else {**out, "entries": out["entries"][::-1]}))})
