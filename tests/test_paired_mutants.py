@@ -18,20 +18,20 @@ from typing import Any
 
 import pytest
 
+from kstate_conformance import store_types as types
 from kstate_conformance.adapter import ReferenceAdapter
 from kstate_conformance.loading import load_implementation
+from kstate_conformance.models.kv import KeyValuePair
+from kstate_conformance.models.session import SessionPair
+from kstate_conformance.models.versioned import VersionedPair
+from kstate_conformance.models.window import WindowPair
 from kstate_conformance.mutants import all_mutants
 from kstate_conformance.mutants.paired_mutants import PAIRED_MUTANTS
 from kstate_conformance.paired import ENV_EXAMPLES, EXCLUSIONS, run_paired
-from kstate_conformance.paired_stores import KeyValuePair, SessionPair, StorePair, VersionedPair, WindowPair
+from kstate_conformance.paired_stores import StorePair, UnknownFamilyError, paired_family, paired_machine
 from kstate_conformance.spec_rules import load_rules
 
 REPO = Path(__file__).resolve().parents[1]
-#: The machine of each store family.
-MACHINES: dict[str, type[StorePair]] = {"kv": KeyValuePair, "timestamped_kv": KeyValuePair,
-                                         "timestamped_kv_with_headers": KeyValuePair, "window": WindowPair,
-                                         "session": SessionPair, "session_with_headers": SessionPair,
-                                         "versioned_kv": VersionedPair}
 #: The store each mutant is run on: its answer must be reachable there (a count is compared in memory only, KV-15).
 WHERE = {
     "paired-range-drops-upper-bound": ("kv", "rocksdb"),
@@ -72,7 +72,7 @@ EXAMPLES_BY_MACHINE: dict[type[StorePair], str] = {KeyValuePair: "20", WindowPai
 
 
 def _run(subject: Any, model: Any, store_type: str, backend: str, base: Path, examples_factor: int = 1) -> None:
-    machine = MACHINES[store_type]
+    machine = paired_machine(store_type)
     before = os.environ.get(ENV_EXAMPLES)
     os.environ[ENV_EXAMPLES] = str(int(EXAMPLES_BY_MACHINE[machine]) * examples_factor)
     try:
@@ -93,11 +93,27 @@ def test_every_paired_mutant_is_placed_and_none_is_in_the_catalogue() -> None:
     assert not set(PAIRED_MUTANTS) & set(all_mutants()), "kstate mutants runs without a model: it would never kill them"
 
 
+def test_the_machines_are_found_by_family_and_a_family_without_one_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each family's model registers its machine; no lookup ends in a default (issue 33)."""
+    assert {family.name: paired_family(family.name).machine for family in types.FAMILIES} == {
+        "kv": KeyValuePair, "versioned": VersionedPair, "window": WindowPair, "session": SessionPair}
+    for store_type in ("nonesuch", types.VERSIONED_KV_WITH_HEADERS, types.TIME_ORDERED_WINDOW_WITH_HEADERS):
+        with pytest.raises(types.UnknownStoreTypeError, match=store_type):
+            paired_machine(store_type)
+    with pytest.raises(UnknownFamilyError, match="columnar"):
+        paired_family("columnar")
+    # A family of the table whose model registers no machine: models.life stands for one.
+    monkeypatch.setattr(types, "FAMILY_NAMES", (*types.FAMILY_NAMES, "life"))
+    with pytest.raises(UnknownFamilyError, match="life"):
+        paired_family("life")
+
+
 def test_every_exclusion_names_a_rule_and_is_applied() -> None:
     """Nothing is left out silently: each exclusion cites a spec rule, and the machines apply each by its name."""
     known = set(load_rules())
-    sources = "".join((REPO / "conformance" / "kstate_conformance" / name).read_text(encoding="utf-8")
-                      for name in ("paired.py", "paired_stores.py"))
+    package = REPO / "conformance" / "kstate_conformance"
+    sources = "".join(path.read_text(encoding="utf-8")
+                      for path in (package / "paired.py", package / "paired_stores.py", *sorted(package.glob("models/*.py"))))
     applied = set(re.findall(r'excluded\("([^"]+)"\)', sources))
     for name, exclusion in EXCLUSIONS.items():
         assert exclusion.rule in known, f"exclusion {name} names no spec rule: {exclusion.rule}"

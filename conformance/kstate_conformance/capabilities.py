@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kstate.errors import KStateError
-from kstate_conformance.store_types import ALIASES
+from kstate_conformance import store_types
 
 BACKENDS = ("rocksdb", "memory")
 
@@ -54,7 +54,7 @@ class CapabilitiesError(KStateError):
 
 def canonical_store_type(name: str) -> str:
     """The store type ``name`` names, the legacy alias folded in (spec/ops.md: the harness takes both as one)."""
-    return ALIASES.get(name, name)
+    return store_types.ALIASES.get(name, name)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,26 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, consumes, initialize, invariant, precondition, rule
+
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import life
+from kstate_conformance.paired import excluded
+from kstate_conformance.paired_stores import (
+    CACHE_SIZES,
+    KEYS,
+    MAYBE_KEY,
+    RAW,
+    TIMESTAMPS,
+    PairedFamily,
+    StorePair,
+    hex_or_none,
+    register,
+    stored_values,
+)
+from kstate_conformance.paired_stores import HEADERS as HEADER_PAIRS
 from kstate_conformance.probes import FamilyPlaces, Probe
 
 PLAIN = "kv"
@@ -939,3 +956,161 @@ def probe(key: str) -> Probe:
 #: None: the key-value store's cases of those places are ``test_store_rules_places``' (its legacy files read at
 #: open, its zero-byte values), not the shared module's.
 FAMILY_PLACES: FamilyPlaces | None = None
+
+
+# --- the paired machine (kstate conformance --model: the implementation and the model step by step) ------------
+
+
+class KeyValuePair(StorePair):
+    """A key-value store of one type on one backend, drawn options: change-logging, the record cache and its size."""
+
+    family_ops = ("store.open", "store.put", "store.put_all", "store.get_typed", "store.iterator_open")
+    iterators = Bundle("iterators")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.live_iterators: set[str] = set()
+        self.values = stored_values(self.store_type)
+        self.written: set[bytes] = set()
+
+    @initialize(logging=st.sampled_from([True, True, False]), caching=st.sampled_from([False, False, True]),
+                cache_max_bytes=CACHE_SIZES)
+    def start(self, logging: bool, caching: bool, cache_max_bytes: int) -> None:
+        self.open_options = {"logging": logging, "caching": caching, "cache_max_bytes": cache_max_bytes}
+        self.open_store()
+
+    # --- writes -------------------------------------------------------------------------------------------
+
+    @rule(key=KEYS, data=st.data())
+    def put(self, key: bytes, data: st.DataObject) -> None:
+        self.on_store("store.put", key=key.hex(), value=hex_or_none(data.draw(st.none() | self.values, label="value")))
+        self.written.add(key)
+
+    @rule(data=st.data())
+    def put_if_absent(self, data: st.DataObject) -> None:
+        key = self.some_key(data, "key") or b""
+        self.on_store("store.put_if_absent", key=key.hex(), value=data.draw(self.values, label="value").hex())
+        self.written.add(key)
+
+    @rule(keys=st.lists(st.none() | KEYS, max_size=4).filter(lambda ks: None not in ks[1:]) , data=st.data())
+    def put_all(self, keys: list[bytes | None], data: st.DataObject) -> None:
+        entries = [[hex_or_none(k), hex_or_none(data.draw(st.none() | self.values, label="value"))] for k in keys]
+        self.on_store("store.put_all", entries=entries)
+
+    @rule(key=KEYS)
+    def delete(self, key: bytes) -> None:
+        self.on_store("store.delete", key=key.hex())
+
+    @rule(op=st.sampled_from(["store.put", "store.get", "store.delete", "store.put_if_absent"]))
+    def null_key(self, op: str) -> None:
+        self.on_store(op, key=None, value=None)
+
+    # --- reads --------------------------------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def get(self, data: st.DataObject) -> None:
+        self.on_store("store.get", key=hex_or_none(self.some_key(data, "key")))
+
+    @rule(key=KEYS, fields=st.lists(st.sampled_from(["value", "timestamp", "headers"]), unique=True, min_size=1))
+    def get_typed(self, key: bytes, fields: list[str]) -> None:
+        self.on_store("store.get_typed", key=key.hex(), fields=sorted(fields))
+
+    def reverse_scan(self, op: str, payload: dict[str, Any]) -> None:
+        """A reverse scan; on a caching store compared with the model's forward scan reversed ("CACHE-7 reverse")."""
+        if not self.open_options.get("caching"):
+            self.agree(op, payload)
+            return
+        excluded("CACHE-7 reverse")
+        forward = {"store.reverse_all": "store.all", "store.reverse_range": "store.range"}[op]
+        self.agree(op, payload, model_op=forward, normalise_model=lambda out: {**out, "entries": out["entries"][::-1]})
+
+    def some_key(self, data: st.DataObject, label: str) -> bytes | None:
+        """A key written before half the time (so that bounds meet data, KV-9), else any key or null."""
+        keys = sorted(self.written)
+        return data.draw(st.sampled_from(keys) | MAYBE_KEY if keys else MAYBE_KEY, label=label)
+
+    @rule(reverse=st.booleans(), data=st.data())
+    def range(self, reverse: bool, data: st.DataObject) -> None:
+        lower, upper = self.some_key(data, "from"), self.some_key(data, "to")
+        bounds = {"from": hex_or_none(lower), "to": hex_or_none(upper)}
+        if reverse:
+            self.reverse_scan("store.reverse_range", {"handle": self.handle, **bounds})
+        else:
+            self.on_store("store.range", **bounds)
+
+    @rule(prefix=KEYS)
+    def prefix_scan(self, prefix: bytes) -> None:
+        self.on_store("store.prefix_scan", prefix=prefix.hex())
+
+    @rule()
+    def count(self) -> None:
+        excluded("KV-15")
+        if self.backend == "memory":
+            self.on_store("store.approximate_num_entries")
+
+    def read_everything(self, handle: str) -> None:
+        self.agree("store.all", {"handle": handle})
+        self.reverse_scan("store.reverse_all", {"handle": handle})
+
+    @invariant()
+    def contents_agree(self) -> None:
+        """Everything, both ways; and the range up to the highest key written, whose bound is inclusive (KV-9)."""
+        if self.handle is not None:
+            self.read_everything(self.handle)
+            if self.written:
+                self.on_store("store.range", **{"from": None, "to": max(self.written).hex()})
+
+    # --- iterators (none across a write on a caching store: CACHE-7) --------------------------------------
+
+    @precondition(lambda self: self.handle is not None and not self.open_options.get("caching"))
+    @rule(target=iterators, kind=st.sampled_from(["range", "reverse_range", "all", "reverse_all", "prefix_scan"]),
+          lower=MAYBE_KEY, upper=MAYBE_KEY)
+    def open_iterator(self, kind: str, lower: bytes | None, upper: bytes | None) -> str:
+        excluded("CACHE-7")
+        payload: dict[str, Any] = {"kind": kind}
+        if kind in ("range", "reverse_range"):
+            payload.update({"from": hex_or_none(lower), "to": hex_or_none(upper)})
+        elif kind == "prefix_scan":
+            payload["prefix"] = (lower or b"").hex()
+        name = self.fresh_name("i")
+        model_out = self.agree("store.iterator_open", {"handle": self.handle, **payload},
+                               normalise=lambda out: {k: v for k, v in out.items() if k != "iterator"})
+        if "error" in model_out:
+            return name  # refused by both (an in-memory prefix scan of an unboundable prefix, KV-14): never live
+        self.subject.names[name] = self.subject.last["iterator"]
+        self.model.names[name] = self.model.last["iterator"]
+        self.live_iterators.add(name)
+        return name
+
+    @rule(it=iterators, count=st.integers(min_value=1, max_value=3))
+    def iterator_next(self, it: str, count: int) -> None:
+        if it in self.live_iterators:  # iterators of a closed store are not read (KV-12)
+            self.agree("store.iterator_next", {"iterator": it, "max": count})
+
+    @rule(it=iterators)
+    def iterator_peek(self, it: str) -> None:
+        if it in self.live_iterators:
+            self.agree("store.iterator_peek_next_key", {"iterator": it})
+
+    @rule(it=consumes(iterators))
+    def iterator_close(self, it: str) -> None:
+        if it in self.live_iterators:
+            self.agree("store.iterator_close", {"iterator": it})
+            self.live_iterators.discard(it)
+
+    @rule(commit=st.booleans())
+    def restart(self, commit: bool) -> None:
+        for it in sorted(self.live_iterators):
+            self.agree("store.iterator_close", {"iterator": it})
+        self.live_iterators.clear()
+        super().restart(commit)
+
+
+register(PairedFamily(
+    "kv", KeyValuePair, "key_value_store", STORE_TYPES, ("rocksdb", "memory"),
+    ("KV-1", "KV-6", "KV-9", "KV-11", "KV-15", "KV-54", "CL-1", "CL-2", "CL-8", "CACHE-1", "CACHE-7", "RST-1", "OFF-5",
+     "OFF-8"),
+    "A key-value store answers every operation as the model does and leaves the same rows on disk.",
+    {PLAIN: RAW, TIMESTAMPED: st.builds(timestamped_value, RAW, TIMESTAMPS),
+     HEADERS: st.builds(headers_value, RAW, TIMESTAMPS, HEADER_PAIRS)},
+))

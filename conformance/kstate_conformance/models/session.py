@@ -30,6 +30,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, rule
+
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import decode_header_bytes, header_bytes, int64, read_zigzag_varint, zigzag_varint
 from kstate_conformance.models import kv, life
@@ -41,6 +44,9 @@ from kstate_conformance.models.kv import (
     Refused,
     SegmentedRestore,
 )
+from kstate_conformance.paired import excluded
+from kstate_conformance.paired_stores import HEADERS as HEADER_PAIRS
+from kstate_conformance.paired_stores import KEYS, RAW, PairedFamily, StorePair, hex_or_none, register, stored_values
 from kstate_conformance.probes import FamilyPlaces, Probe, RestoredRows, RowsBySegment
 
 if TYPE_CHECKING:
@@ -719,3 +725,112 @@ ABOVE_EVERY_KEY = "ff" * 16
 def range_payload(key_from: str | None, key_to: str | None) -> dict[str, Any]:
     """A key range as ``find_sessions``/``fetch`` take it; a null ``key_to`` becomes :data:`ABOVE_EVERY_KEY`."""
     return {"key_from": key_from, "key_to": ABOVE_EVERY_KEY if key_to is None else key_to}
+
+
+# --- the paired machine (kstate conformance --model: the implementation and the model step by step) ------------
+
+
+#: Session times: small ones, and ones a default segment interval (max(retention / 2, 60 s)) apart, so that
+#: sessions land in several segments and old ones expire (SS-10, SS-13).
+SESSION_TIMES = (st.sampled_from([0, 1, 5, 10, 100, 1000]) | st.sampled_from([59_999, 60_000, 61_000, 150_000])
+                 | st.integers(min_value=0, max_value=400_000))
+SESSION_LENGTHS = st.sampled_from([0, 0, 1, 10, 5000, 70_000])
+
+
+class SessionPair(StorePair):
+    """A session store of one type on one backend; drawn: change-logging, retention, the segment interval."""
+
+    family_ops = ("store.open", "session_store.put", "session_store.remove", "session_store.fetch_session",
+                  "session_store.find_sessions", "session_store.fetch")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.values = stored_values(self.store_type)
+        self.written: list[tuple[bytes, int, int]] = []
+
+    @initialize(logging=st.sampled_from([True, True, False]), retention_ms=st.sampled_from([0, 60_000, 120_000, 200_000]),
+                segment_interval_ms=st.sampled_from([None, None, 1000, 60_000]))
+    def start(self, logging: bool, retention_ms: int, segment_interval_ms: int | None) -> None:
+        excluded("SS-36")  # no record cache
+        options: dict[str, Any] = {"retention_ms": retention_ms}
+        if segment_interval_ms is not None:
+            options["segment_interval_ms"] = segment_interval_ms
+        self.open_options = {"logging": logging, "caching": False, "options": options}
+        self.open_store()
+
+    def some_key(self, data: st.DataObject, label: str = "key") -> bytes:
+        """A key written before, most of the time, so that reads meet data."""
+        keys = sorted({k for k, _, _ in self.written})
+        return data.draw(st.sampled_from(keys) | KEYS if keys else KEYS, label=label)
+
+    def some_time(self, data: st.DataObject, label: str) -> int:
+        """A session start or end written before (or one ms either side), most of the time."""
+        times = sorted({t + d for _, s, e in self.written for t in (s, e) for d in (-1, 0, 1) if t + d >= 0})
+        return data.draw(st.sampled_from(times) | SESSION_TIMES if times else SESSION_TIMES, label=label)
+
+    def some_session(self, data: st.DataObject) -> tuple[bytes, int, int]:
+        """A session written before half the time, else a new one (start > end now and then: refused, SS-3)."""
+        if bool(self.written) and data.draw(st.booleans(), label="again"):
+            return data.draw(st.sampled_from(self.written), label="written")
+        start = self.some_time(data, "start")  # near the sessions written, so that several stay live together
+        end = data.draw(st.sampled_from([start - 1]) | st.builds(lambda n: start + n, SESSION_LENGTHS), label="end")
+        return data.draw(KEYS, label="key"), start, end
+
+    @rule(data=st.data())
+    def put(self, data: st.DataObject) -> None:
+        excluded("SS-28")  # values drawn in the type's layout (AggregationWithHeaders)
+        key, start, end = self.some_session(data)
+        value = data.draw(st.none() | self.values, label="value")
+        self.on_store("session_store.put", key=key.hex(), start=start, end=end, value=hex_or_none(value))
+        self.written.append((key, start, end))
+
+    @rule(data=st.data())
+    def remove(self, data: st.DataObject) -> None:
+        key, start, end = self.some_session(data)
+        self.on_store("session_store.remove", key=key.hex(), start=start, end=end)
+
+    @rule(op=st.sampled_from(["session_store.put", "session_store.remove", "session_store.fetch_session"]))
+    def null_key(self, op: str) -> None:
+        if op != "session_store.fetch_session" and self.backend == "memory" and not self.open_options["logging"]:
+            excluded("SS-2 null key")
+            return
+        self.on_store(op, key=None, start=0, end=0, value=None)
+
+    @rule(data=st.data())
+    def fetch_session(self, data: st.DataObject) -> None:
+        key, start, end = self.some_session(data)
+        self.on_store("session_store.fetch_session", key=key.hex(), start=start, end=end)
+
+    @rule(ranged=st.booleans(), backward=st.booleans(), data=st.data())
+    def find_sessions(self, ranged: bool, backward: bool, data: st.DataObject) -> None:
+        lower = self.some_key(data, "from")
+        upper = self.some_key(data, "to") if ranged else None
+        self.on_store("session_store.find_sessions", key_from=lower.hex(), key_to=hex_or_none(upper),
+                      earliest_end=self.some_time(data, "earliest_end"),
+                      latest_start=self.some_time(data, "latest_start"), backward=backward)
+
+    @rule(ranged=st.booleans(), backward=st.booleans(), data=st.data())
+    def fetch(self, ranged: bool, backward: bool, data: st.DataObject) -> None:
+        lower = self.some_key(data, "from")
+        upper = self.some_key(data, "to") if ranged else None
+        self.on_store("session_store.fetch", key_from=lower.hex(), key_to=hex_or_none(upper), backward=backward)
+
+    def read_everything(self, handle: str) -> None:
+        """Every live session, both ways: the key range from the empty key to the largest key drawn (SS-8, SS-9)."""
+        for backward in (False, True):
+            self.agree("session_store.fetch", {"handle": handle, "key_from": "", "key_to": "ffffff",
+                                               "backward": backward})
+
+    @invariant()
+    def contents_agree(self) -> None:
+        if self.handle is not None:
+            self.read_everything(self.handle)
+
+
+register(PairedFamily(
+    "session", SessionPair, "session_store", STORE_TYPES, ("rocksdb", "memory"),
+    ("SS-2", "SS-3", "SS-4", "SS-5", "SS-6", "SS-7", "SS-8", "SS-9", "SS-10", "SS-12", "SS-13", "SS-14", "SS-15",
+     "SS-16", "SS-17", "SS-24", "SS-26", "SS-27", "SS-30", "SS-31", "CL-1", "RST-1", "OFF-8"),
+    "A session store answers every operation as the model does and leaves the same rows in every segment.",
+    {SESSION: RAW, HEADERS: st.builds(headers_value, RAW, HEADER_PAIRS)},
+))

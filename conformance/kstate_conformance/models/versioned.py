@@ -28,9 +28,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, rule
+
 from kstate_conformance import store_types as types
 from kstate_conformance.bytes_model import header_bytes, int64, zigzag_varint
 from kstate_conformance.models.kv import CF_DEFAULT, CF_OFFSETS, HeaderPairs, Record, headers_to_json
+from kstate_conformance.paired import excluded
+from kstate_conformance.paired_stores import KEYS, RAW, PairedFamily, StorePair, hex_or_none, register
 from kstate_conformance.probes import FamilyPlaces, Probe
 
 VERSIONED = "versioned_kv"
@@ -508,3 +513,90 @@ def probe(key: str) -> Probe:
 
 #: OPS-2: the probe's first read (``get``) answers a zero-byte value as a record of zero bytes at the write's time.
 FAMILY_PLACES: FamilyPlaces | None = FamilyPlaces(("record", {"value": "", "timestamp": 1, "valid_to": None}))
+
+
+# --- the paired machine (kstate conformance --model: the implementation and the model step by step) ------------
+
+
+VERSION_TIMES = st.sampled_from([0, 1, 5, 999, 1000, 60_000]) | st.integers(min_value=0, max_value=200_000)
+
+
+class VersionedPair(StorePair):
+    """A versioned key-value store on RocksDB (Kafka has no in-memory one); drawn: change-logging, history retention.
+    Never reopened (VS-14: Kafka forgets a reopened store's segments); closed once, at the end, rows compared."""
+
+    family_ops = ("store.open", "versioned_store.put", "versioned_store.get", "versioned_store.delete",
+                  "versioned_store.get_versions")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.written: set[bytes] = set()
+
+    @initialize(logging=st.sampled_from([True, True, False]),
+                history_retention_ms=st.sampled_from([0, 1000, 60_000, 300_000]))
+    def start(self, logging: bool, history_retention_ms: int) -> None:
+        excluded("VS-14")  # no restart rule: restart below is a plain method, not a rule
+        self.open_options = {"logging": logging, "caching": False,
+                             "options": {"history_retention_ms": history_retention_ms}}
+        self.open_store()
+
+    def restart(self, commit: bool = True) -> None:
+        """Not a rule here (VS-14)."""
+
+    def on_disk(self, image: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        excluded("VS-38")
+        # The row's presence is compared (only a commit writes it: KV-56, KV-63), its content is not.
+        return {path: {cf: [(k, "present" if k == b"position" else v) for k, v in rows] if cf == "offsets"
+                       else rows for cf, rows in families.items()} for path, families in image.items()}
+
+    def some_key(self, data: st.DataObject) -> bytes:
+        keys = sorted(self.written)
+        return data.draw(st.sampled_from(keys) | KEYS if keys else KEYS, label="key")
+
+    @rule(key=KEYS, timestamp=VERSION_TIMES, data=st.data())
+    def put(self, key: bytes, timestamp: int, data: st.DataObject) -> None:
+        excluded("VS-19")  # timestamps drawn non-negative
+        value = data.draw(st.none() | RAW, label="value")
+        self.on_store("versioned_store.put", key=key.hex(), value=hex_or_none(value), timestamp=timestamp)
+        self.written.add(key)
+
+    @rule(timestamp=VERSION_TIMES, data=st.data())
+    def delete(self, timestamp: int, data: st.DataObject) -> None:
+        excluded("VS-10")
+        self.agree("versioned_store.delete", {"handle": self.handle, "key": self.some_key(data).hex(),
+                                              "timestamp": timestamp},
+                   normalise=lambda out: {"record": None if out["record"] is None else
+                                          {k: v for k, v in out["record"].items() if k != "valid_to"}})
+
+    @rule(as_of=st.none() | VERSION_TIMES, data=st.data())
+    def get(self, as_of: int | None, data: st.DataObject) -> None:
+        payload: dict[str, Any] = {"key": self.some_key(data).hex()}
+        if as_of is not None:
+            payload["as_of"] = as_of
+        self.on_store("versioned_store.get", **payload)
+
+    @rule(bounds=st.tuples(st.none() | VERSION_TIMES, st.none() | VERSION_TIMES),
+          order=st.sampled_from(["any", "ascending", "descending"]), data=st.data())
+    def get_versions(self, bounds: tuple[int | None, int | None], order: str, data: st.DataObject) -> None:
+        excluded("VS-11")  # from <= to
+        lower, upper = bounds
+        if lower is not None and upper is not None and lower > upper:
+            lower, upper = upper, lower
+        self.on_store("versioned_store.get_versions", key=self.some_key(data).hex(), from_ms=lower, to_ms=upper,
+                      order=order)
+
+    def read_everything(self, handle: str) -> None:
+        for key in sorted(self.written):
+            self.agree("versioned_store.get_versions", {"handle": handle, "key": key.hex(), "order": "ascending"})
+
+    @invariant()
+    def contents_agree(self) -> None:
+        if self.handle is not None:
+            self.read_everything(self.handle)
+
+
+register(PairedFamily(
+    "versioned", VersionedPair, "versioned_store", (VERSIONED,), ("rocksdb",),
+    ("VS-6", "VS-7", "VS-8", "VS-9", "VS-12", "VS-18", "CL-1", "RST-1", "OFF-8"),
+    "A versioned store on RocksDB answers as the model does and leaves the same rows (no reopen: VS-14).",
+))

@@ -25,8 +25,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, rule
+
 from kstate_conformance import store_types as types
 from kstate_conformance.models import kv, life
+from kstate_conformance.paired import excluded
+from kstate_conformance.paired_stores import HEADERS as HEADER_PAIRS
+from kstate_conformance.paired_stores import (
+    KEYS,
+    RAW,
+    TIMESTAMPS,
+    PairedFamily,
+    StorePair,
+    hex_or_none,
+    register,
+    stored_values,
+)
 from kstate_conformance.probes import FamilyPlaces, Probe, RestoredRows
 
 WINDOW = "window"
@@ -584,3 +599,89 @@ def _restored_records() -> tuple[dict[str, Any], ...]:
 #: OPS-2: a zero-byte value is answered as ``""``; RST-8: every restored row is answered by ``all``.
 FAMILY_PLACES: FamilyPlaces | None = FamilyPlaces(
     ("value", ""), RestoredRows(_restored_records(), (("window_store.all", {}, "entries"),), ()))
+
+
+# --- the paired machine (kstate conformance --model: the implementation and the model step by step) ------------
+
+
+#: Window starts: small ones, and ones a segment interval apart (Kafka's default interval is max(retention / 2,
+#: 60 s)), so that writes land in several segments and old ones expire.
+WINDOW_STARTS = st.sampled_from([0, 1, 5, 59_999, 60_000, 61_000]) | st.integers(min_value=0, max_value=400_000)
+TIME_BOUNDS = st.sampled_from([0, 1, 60_000, 400_000]) | st.integers(min_value=0, max_value=400_000)
+
+
+class WindowPair(StorePair):
+    """A window store of one type on one backend; drawn: change-logging, retention, window size, duplicates."""
+
+    family_ops = ("store.open", "window_store.put", "window_store.fetch_keys", "window_store.all")
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.values = stored_values(self.store_type)
+        self.written: list[tuple[bytes, int]] = []
+
+    @initialize(logging=st.sampled_from([True, True, False]), retention_ms=st.sampled_from([60_000, 120_000, 200_000]),
+                window_size_ms=st.sampled_from([1, 10, 1000]), retain_duplicates=st.booleans())
+    def start(self, logging: bool, retention_ms: int, window_size_ms: int, retain_duplicates: bool) -> None:
+        excluded("WS-2")  # size from 1 ms, Kafka's default segment interval
+        excluded("WS-33")  # no record cache
+        self.open_options = {"logging": logging, "caching": False, "options": {
+            "retention_ms": retention_ms, "window_size_ms": window_size_ms, "retain_duplicates": retain_duplicates}}
+        self.open_store()
+
+    def some_key(self, data: st.DataObject) -> bytes:
+        """A key written before, most of the time, so that reads meet data."""
+        keys = sorted({k for k, _ in self.written})
+        return data.draw(st.sampled_from(keys) | KEYS if keys else KEYS, label="key")
+
+    def some_time(self, data: st.DataObject) -> int:
+        """A window start written before (or one ms either side), most of the time."""
+        times = sorted({t + d for _, t in self.written for d in (-1, 0, 1) if t + d >= 0})
+        return data.draw(st.sampled_from(times) | TIME_BOUNDS if times else TIME_BOUNDS, label="time")
+
+    @rule(key=KEYS, window_start=WINDOW_STARTS, data=st.data())
+    def put(self, key: bytes, window_start: int, data: st.DataObject) -> None:
+        excluded("WS-24")
+        again = bool(self.written) and data.draw(st.booleans(), label="again")
+        if again:
+            key, window_start = data.draw(st.sampled_from(self.written), label="written")
+        value = data.draw(st.none() | self.values, label="value")
+        self.on_store("window_store.put", key=key.hex(), value=hex_or_none(value), window_start=window_start)
+        self.written.append((key, window_start))
+
+    @rule(data=st.data())
+    def fetch(self, data: st.DataObject) -> None:
+        self.on_store("window_store.fetch", key=self.some_key(data).hex(), time=self.some_time(data))
+
+    @rule(backward=st.booleans(), data=st.data())
+    def fetch_range(self, backward: bool, data: st.DataObject) -> None:
+        self.on_store("window_store.fetch_range", key=self.some_key(data).hex(), from_ms=self.some_time(data),
+                      to_ms=self.some_time(data), backward=backward)
+
+    @rule(backward=st.booleans(), data=st.data())
+    def fetch_keys(self, backward: bool, data: st.DataObject) -> None:
+        self.on_store("window_store.fetch_keys", key_from=self.some_key(data).hex(), key_to=self.some_key(data).hex(),
+                      from_ms=self.some_time(data), to_ms=self.some_time(data), backward=backward)
+
+    @rule(backward=st.booleans(), data=st.data())
+    def fetch_all(self, backward: bool, data: st.DataObject) -> None:
+        self.on_store("window_store.fetch_all", from_ms=self.some_time(data), to_ms=self.some_time(data),
+                      backward=backward)
+
+    def read_everything(self, handle: str) -> None:
+        for backward in (False, True):
+            self.agree("window_store.all", {"handle": handle, "backward": backward})
+
+    @invariant()
+    def contents_agree(self) -> None:
+        if self.handle is not None:
+            self.read_everything(self.handle)
+
+
+register(PairedFamily(
+    "window", WindowPair, "window_store", STORE_TYPES, ("rocksdb", "memory"),
+    ("WS-4", "WS-9", "WS-10", "WS-11", "WS-13", "WS-14", "WS-15", "WS-18", "WS-22", "CL-1", "RST-1", "OFF-8"),
+    "A window store answers every operation as the model does and leaves the same rows in every segment.",
+    {WINDOW: RAW, TIMESTAMPED: st.builds(kv.timestamped_value, RAW, TIMESTAMPS),
+     HEADERS: st.builds(kv.headers_value, RAW, TIMESTAMPS, HEADER_PAIRS)},
+))

@@ -11,18 +11,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kstate.ops import JsonDict, call, import_family_modules
+from kstate import ops
+from kstate.ops import JsonDict, call
 from kstate_conformance.adapter import Handler, ImplementationAdapter, OverrideAdapter, ReferenceAdapter
-
-#: The mutants that ``kstate mutants`` does not run: the paired ones need a model (``paired_mutants``).
-_NOT_IN_THE_CATALOGUE = frozenset({"paired_mutants"})
 
 
 def _family_modules() -> list[str]:
     """Every ``*_mutants`` module of this package, by name: a family's mutants module registers itself by being here,
     with no list to extend."""
     return [f"{__name__}.{info.name}" for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
-            if info.name.endswith("_mutants") and info.name not in _NOT_IN_THE_CATALOGUE]
+            if info.name.endswith("_mutants")]
+
+
+def import_family_modules() -> None:
+    """Import every ``*_mutants`` module, so that each registers its mutants: the catalogue's (:func:`mutant`) and the
+    paired ones, which need a model and are not in it (``paired_mutants.paired_mutant``)."""
+    ops.import_family_modules(_family_modules())
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def registering(
 
 
 def all_mutants() -> dict[str, Mutant]:
-    import_family_modules(_family_modules())
+    import_family_modules()
     return dict(sorted(MUTANTS.items()))
 
 

@@ -43,6 +43,7 @@ from kstate.stores.surface import RocksDBOptions
 from kstate.stores.timestamped import RocksDBTimestampedStore
 from kstate_conformance.adapter import Handler
 from kstate_conformance.mutants import Change, mutant, registering
+from kstate_conformance.mutants.paired_mutants import changed_answer, paired_mutant
 
 FAMILY = "kv"
 StoreClasses = Mapping[tuple[StoreType, Backend], Callable[..., KeyValueBytesStore]]
@@ -1223,3 +1224,18 @@ class _OffsetsDecodedLazily:
         super()._refuse_unopenable(_LongOffsetsView(engine), ignore_invalid_state)  # type: ignore[misc]
 
 
+# --- paired mutants (caught beside a model only: kstate conformance --model; mutants/paired_mutants.py) ---------
+
+paired_mutant("paired-range-drops-upper-bound", "range answers the entries below 'to', leaving out the key equal to it",
+              "kv", ("KV-9",), {"store.range": changed_answer("store.range", lambda p, out: {
+                  "entries": [e for e in out["entries"] if p.get("to") is None or e[0] != p["to"]]})})
+paired_mutant("paired-memory-count-one-more", "approximate_num_entries of a non-empty store answers one more",
+              "kv", ("KV-15",), {"store.approximate_num_entries": changed_answer(
+                  "store.approximate_num_entries", lambda _p, out: {"count": out["count"] + 1 if out["count"] else 0})})
+paired_mutant("paired-changelog-drops-headers", "the changelog records of a header-aware store lose their headers",
+              "kv", ("CL-8",), {"store.changelog": changed_answer("store.changelog", lambda _p, out: {
+                  **out, "records": [{**r, "headers": []} for r in out["records"]]})})
+paired_mutant("paired-put-if-absent-answers-null",
+              "put_if_absent answers no previous value even when the key is present",
+              "kv", ("KV-6",), {"store.put_if_absent": changed_answer(
+                  "store.put_if_absent", lambda _p, _out: {"previous": None})})
