@@ -15,7 +15,7 @@ from kstate.codecs import layout as lay
 from kstate.codecs import segments as seg
 from kstate.codecs.header_values import encode_aggregation_with_headers, encode_value_timestamp_headers
 from kstate.codecs.position import encode_position
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.store_types import STORE_TYPES, Family, StoreType
 from kstate.codecs.timestamped import encode_value_and_timestamp
 from kstate.errors import DecodeError, EncodeError, KStateError
 
@@ -43,6 +43,21 @@ def test_header_store_records() -> None:
     assert aggregate is not None
     session = cl.session_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX)
     assert session == cl.ChangelogRecord(b"k" + (2).to_bytes(8, "big") + (1).to_bytes(8, "big"), b"agg", 1000, (("s", b"1"),))
+
+
+def test_segmented_records_take_the_key_layout_from_the_family() -> None:
+    """CL-6, CL-7: the segmented write's key is its family's plain key schema; the session and window helpers are
+    the same records (issue 33)."""
+    aggregate = encode_aggregation_with_headers(b"agg", [("s", b"1")])
+    session = cl.segmented_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX, family=Family.SESSION)
+    assert session == cl.session_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX)
+    assert cl.segmented_put_record(T.WINDOW, b"k", 1, 2, b"v", CTX) == cl.window_put_record(T.WINDOW, b"k", 1, 2, b"v", CTX)
+    assert cl.segmented_changelog_key(b"k", 1, 2, family=Family.SESSION) == cl.session_changelog_key(b"k", 1, 2)
+    assert cl.segmented_changelog_key(b"k", 1, 2, family=Family.WINDOW) == cl.window_changelog_key(b"k", 1, 2)
+    for store_type, family in ((T.WINDOW, Family.SESSION), (T.KEY_VALUE, None), (T.VERSIONED_KV, None),
+                               (T.TIME_ORDERED_WINDOW_WITH_HEADERS, None)):
+        with pytest.raises(EncodeError, match="operation not defined"):
+            cl.segmented_put_record(store_type, b"k", 0, 0, b"v", CTX, family=family)
 
 
 def test_window_keys_and_seqnums() -> None:
@@ -167,12 +182,10 @@ def test_bad_restore_rows_give_typed_errors(store_type: StoreType, row: cl.Resto
                         T.TIMESTAMPED_WINDOW_WITH_HEADERS, T.SESSION_WITH_HEADERS]), st.binary(max_size=24))
 def test_logging_hostile_stored_values_raises_only_typed_errors(store_type: StoreType, stored: bytes) -> None:
     try:
-        if store_type in cl.WINDOW_TYPES:
-            cl.window_put_record(store_type, b"k", 0, 0, stored, CTX)
-        elif store_type in cl.SESSION_TYPES:
-            cl.session_put_record(store_type, b"k", 0, 0, stored, CTX)
-        else:
+        if STORE_TYPES[store_type].single_database:
             cl.kv_put_record(store_type, b"k", stored, CTX)
+        else:
+            cl.segmented_put_record(store_type, b"k", 0, 0, stored, CTX)
     except KStateError:
         pass
 

@@ -23,11 +23,12 @@ from kstate.stores.api import (
     TopicPartition,
     UnknownColumnFamilyError,
 )
-from kstate.stores.changelogging import ChangeLoggingSessionBytesStore, RecordContextHolder
+from kstate.stores.changelogging import RecordContextHolder
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import StoreOptionError, store_classes
 from kstate.stores.restore import restore
 from kstate.stores.session import (
+    ChangeLoggingSessionBytesStore,
     InMemorySessionStore,
     InvalidSessionWindowError,
     ReadOnlySessionStoreWithHeaders,

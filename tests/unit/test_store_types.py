@@ -127,3 +127,23 @@ def test_a_family_s_open_options_are_checked_by_name_kind_and_presence() -> None
 def test_a_key_value_store_takes_no_options_and_refuses_one_by_name() -> None:
     refused = call("store.open", {"store_type": "kv", "backend": "memory", "name": "s", "options": {"retention_ms": 1}})
     assert "retention_ms" in str(refused), refused
+
+
+def test_the_store_tables_come_from_the_families_modules_found_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: each family's module ``kstate.stores.<family>`` declares its entries; a family without a module
+    is refused by name."""
+    import enum
+
+    from kstate.codecs.store_types import Family, UnknownFamilyError
+    from kstate.stores import families
+
+    for family in Family:
+        module = families.family_module(family)
+        assert module.__name__ == f"kstate.stores.{family.value}"
+        assert set(module.family_store_classes()) <= set(families.STORE_CLASSES)
+
+    class _NewFamily(str, enum.Enum):
+        COLUMNAR = "columnar"
+
+    with pytest.raises(UnknownFamilyError, match="columnar"):
+        families.family_module(_NewFamily.COLUMNAR)  # type: ignore[arg-type]

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kstate.codecs import session_keys, window_keys
+from kstate.codecs import key_schemas, window_keys
 from kstate.codecs.header_values import (
     HeaderInput,
     decode_aggregation_with_headers,
@@ -29,12 +29,11 @@ from kstate.codecs.store_types import (
     HEADERS_LOGGED,
     KV_TYPES,
     PLAIN_LOGGED,
-    SESSION_TYPES,
     STORE_TYPES,
     TIMESTAMPED_LOGGED,
     VALUE_ENCODERS,
     VERSIONED_TYPES,
-    WINDOW_TYPES,
+    Family,
     RestoreConversion,
     Source,
     StoreType,
@@ -152,14 +151,23 @@ def _logged_value(store_type: StoreType, stored: bytes | None, context: RecordCo
 # --- keys -----------------------------------------------------------------------------------------
 
 
+def segmented_changelog_key(key: bytes, time: int, other: int, *, family: Family) -> bytes:
+    """The plain store key of ``family``'s key schema, as its change-logging layer sends it: ``[key][suffix]`` of
+    the schema's two times (CL-6, CL-7, WIN-1, SESS-1); a family without a key schema raises
+    :class:`~kstate.codecs.store_types.UnknownFamilyError`."""
+    return key_schemas.plain_schema(family).to_store_key(bytes_of(FORMAT, "key", key), time, other)
+
+
 def window_changelog_key(key: bytes, window_start: int, seqnum: int) -> bytes:
     """``WindowKeySchema.toStoreKeyBinary``: ``[key][windowStart int64][seqnum int32]`` (CL-6, WIN-1)."""
-    return window_keys.PLAIN.to_store_key(bytes_of(FORMAT, "key", key), window_start, seqnum)
+    return segmented_changelog_key(key, window_start, seqnum, family=Family.WINDOW)
 
 
 def session_changelog_key(key: bytes, start: int, end: int) -> bytes:
-    """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7, SESS-1)."""
-    return session_keys.PLAIN.to_store_key(bytes_of(FORMAT, "key", key), start, end)
+    """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7, SESS-1).
+
+    Kept for the callers not yet on :func:`segmented_changelog_key` (issue 33)."""
+    return segmented_changelog_key(key, start, end, family=Family.SESSION)
 
 
 #: The change-logging window layer's own counter, ``(seqnum + 1) & 0x7FFFFFFF`` per put with duplicates (CL-6).
@@ -230,20 +238,34 @@ def versioned_write_record(store_type: StoreType, key: bytes, stored: bytes | No
     return _finish(key, parts.value, timestamp, parts.headers, position)
 
 
+def segmented_put_record(store_type: StoreType, key: bytes, time: int, other: int, stored: bytes | None,
+                         context: RecordContext, position: PositionInput | None = None, *,
+                         family: Family | None = None) -> ChangelogRecord:
+    """A write on a segmented store: the family's plain store key of ``(key, time, other)`` (a window's start and
+    the layer's seqnum, a session's start and end), the value as for KV stores, None a session ``remove`` (CL-6,
+    CL-7). The family is the table's for ``store_type``; ``family``, when given, must be it. A type of no
+    segmented family, or without a changelog rule, is refused."""
+    info = STORE_TYPES.get(store_type)
+    if info is None or info.changelog is None or (family is not None and info.family is not family) \
+            or info.family.value not in key_schemas.segmented_families():
+        raise EncodeError(FORMAT, f"operation not defined for store type {store_type.value}")
+    value, timestamp, headers = _logged_value(store_type, stored, context)
+    return _finish(segmented_changelog_key(key, time, other, family=info.family), value, timestamp, headers,
+                   position)
+
+
 def window_put_record(store_type: StoreType, key: bytes, window_start: int, seqnum: int, stored: bytes | None,
                       context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord:
     """``put(k, v, windowStart)``: the store key with the layer's seqnum; the value as for KV stores (CL-6)."""
-    _require(store_type, WINDOW_TYPES)
-    value, timestamp, headers = _logged_value(store_type, stored, context)
-    return _finish(window_changelog_key(key, window_start, seqnum), value, timestamp, headers, position)
+    return segmented_put_record(store_type, key, window_start, seqnum, stored, context, position, family=Family.WINDOW)
 
 
 def session_put_record(store_type: StoreType, key: bytes, start: int, end: int, stored: bytes | None,
                        context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord:
-    """``put(session, agg)`` (None for ``remove``): the session key, the raw aggregate, the context timestamp (CL-7)."""
-    _require(store_type, SESSION_TYPES)
-    value, timestamp, headers = _logged_value(store_type, stored, context)
-    return _finish(session_changelog_key(key, start, end), value, timestamp, headers, position)
+    """``put(session, agg)`` (None for ``remove``): the session key, the raw aggregate, the context timestamp (CL-7).
+
+    Kept for the callers not yet on :func:`segmented_put_record` (issue 33)."""
+    return segmented_put_record(store_type, key, start, end, stored, context, position, family=Family.SESSION)
 
 
 def _require(store_type: StoreType, allowed: frozenset[StoreType]) -> None:
@@ -414,6 +436,8 @@ __all__ = [
     "kv_put_record",
     "next_seqnum",
     "restore_value",
+    "segmented_changelog_key",
+    "segmented_put_record",
     "session_changelog_key",
     "session_put_record",
     "versioned_record",

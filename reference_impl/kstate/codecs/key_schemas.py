@@ -10,7 +10,10 @@ one-byte prefix go: plain ``[key][suffix]``, key-first ``[01][key][suffix]``, ti
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from kstate.codecs import primitives
@@ -26,6 +29,18 @@ TIME_FIRST_BYTE = bytes([TIME_FIRST_PREFIX])
 KEY_FIRST_BYTE = bytes([KEY_FIRST_PREFIX])
 #: ``max(retention / 2, 60000)`` is the default segment interval of both families (WIN-16, SESS-11).
 MIN_SEGMENT_INTERVAL_DEFAULT = 60_000
+
+@dataclass(frozen=True)
+class SegmentReading:
+    """One way a segment's plain ``default`` keys can read (spec/layout.md "Detecting a store's type", LAY-5):
+    ``name`` the store type it stands for, ``noun`` how a report names it, ``layout`` how its keys look, and
+    ``plausible(key, low, high)`` whether a key reads so with its segment time in ``[low, high)`` (None: unbounded)."""
+
+    name: str
+    noun: str
+    layout: str
+    plausible: Callable[[bytes, int, int | None], bool]
+
 
 StoreKeyT = TypeVar("StoreKeyT")
 StoreKeyT_co = TypeVar("StoreKeyT_co", covariant=True)
@@ -65,6 +80,10 @@ class KeySchema(Protocol[StoreKeyT_co]):
     def from_non_prefix_key(self, data: bytes) -> bytes: ...
 
     def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]: ...
+
+    def default_segment_interval(self, retention: int) -> int: ...
+
+    def segment_readings(self) -> tuple[SegmentReading, ...]: ...
 
 
 class KeySchemaBase(ABC, Generic[StoreKeyT]):
@@ -153,6 +172,14 @@ class KeySchemaBase(ABC, Generic[StoreKeyT]):
     @abstractmethod
     def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
         """``segmentsToSearch``: the times whose segments a fetch of ``[time_from, time_to]`` reads."""
+
+    def default_segment_interval(self, retention: int) -> int:
+        """The family's default segment interval for ``retention``: ``max(retention / 2, 60000)`` (WIN-16, SESS-11)."""
+        return segment_interval_for_retention(self.fmt, self.store_fmt, retention)
+
+    @abstractmethod
+    def segment_readings(self) -> tuple[SegmentReading, ...]:
+        """The ways the family's keys read in a segment's ``default`` family, its plain layout's first (LAY-5)."""
 
     #: ``AbstractRocksDBSegmentedBytesStore.fetch`` answers nothing when ``to < actualFrom`` for the window schema
     #: only (its ``instanceof WindowKeySchema`` check).
@@ -307,11 +334,13 @@ def encode_int(fmt: str, name: str, value: int) -> bytes:
 # --- the segmented families' schemas, found by module name ------------------------------------------------------
 
 
-def segmented_schemas() -> dict[str, tuple[KeySchema[object], ...]]:
+@functools.cache
+def segmented_families() -> dict[str, tuple[KeySchema[object], ...]]:
     """Every segmented family's layouts (its ``SCHEMAS``, plain first), by family name (WIN-1..3, SESS-1..3).
 
     Each family's key module is ``kstate.codecs.<name>_keys`` and is imported by its name, so a new segmented
-    family's key module needs no line here; a module whose schemas disagree on their family is refused.
+    family's key module needs no line here; a module whose schemas disagree on their family is refused. Read once:
+    the modules do not change while a process runs (callers must not change the answer).
     """
     import importlib
     import pkgutil
@@ -330,11 +359,16 @@ def segmented_schemas() -> dict[str, tuple[KeySchema[object], ...]]:
     return found
 
 
+def segmented_schemas() -> dict[str, tuple[KeySchema[object], ...]]:
+    """:func:`segmented_families`, a copy the caller may change."""
+    return dict(segmented_families())
+
+
 def plain_schema(family: str) -> KeySchema[object]:
     """The plain layout ``[key][suffix]`` of segmented family ``family`` (WIN-1, SESS-1).
 
     A family with no key module is refused with :class:`~kstate.codecs.store_types.UnknownFamilyError`."""
-    schemas = segmented_schemas().get(getattr(family, "value", family))
+    schemas = segmented_families().get(getattr(family, "value", family))
     if schemas is None:
         raise UnknownFamilyError(family, "key_schemas.plain_schema")
     return schemas[0]

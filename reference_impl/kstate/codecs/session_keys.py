@@ -17,6 +17,7 @@ from kstate.codecs.key_schemas import (
     KeyFirstLayout,
     KeySchemaBase,
     PlainLayout,
+    SegmentReading,
     TimeFirstLayout,
     check_long,
     encode_long,
@@ -95,6 +96,10 @@ class SessionSchema(KeySchemaBase[SessionStoreKey]):
     def max_suffix(self, time_to: int) -> bytes:
         return encode_int64(INT64_MAX) + encode_int64(time_to)
 
+    def segment_readings(self) -> tuple[SegmentReading, ...]:
+        """A segment's keys read as the plain session layout, a session filed by its end (SESS-1, SESS-11)."""
+        return _READINGS
+
     def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
         """``SessionKeySchema.segmentsToSearch``: every segment from ``from`` on, as a session's end, which picks
         its segment, can be any time after its start (SESS-11)."""
@@ -162,3 +167,14 @@ SCHEMAS: tuple[SessionSchema, ...] = (PLAIN, TIME_FIRST, KEY_FIRST)
 def default_segment_interval(retention: int) -> int:
     """``RocksDbSessionBytesStoreSupplier.segmentIntervalMs``: ``max(retention / 2, 60000)`` (SESS-11)."""
     return segment_interval_for_retention(FMT, "session-store", retention)
+
+
+def _plausible_plain_session(key: bytes, low: int, high: int | None) -> bool:
+    """Whether ``key`` reads as ``[key][end][start]`` of a valid session whose end is in ``[low, high)`` (SESS-4)."""
+    if len(key) < SUFFIX_SIZE:
+        return False
+    decoded = PLAIN.decode(key)
+    return 0 <= decoded.start <= decoded.end and decoded.end >= low and (high is None or decoded.end < high)
+
+
+_READINGS = (SegmentReading("session", "session", "[key][end][start]", _plausible_plain_session),)

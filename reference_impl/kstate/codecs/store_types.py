@@ -388,12 +388,59 @@ BUILT_TYPES = tuple(t for t in StoreType if STORE_TYPES[t].built)
 BUILT_KV_TYPES = tuple(t for t in BUILT_TYPES if STORE_TYPES[t].family is Family.KEY_VALUE)
 
 
+
+def _segment_type_markers() -> tuple[tuple[str, StoreType], ...]:
+    """The data column family of each segmented type that no other segmented type uses, later types first."""
+    segmented = [(t, i.column_families.data_cf) for t, i in STORE_TYPES.items()
+                 if not i.single_database and i.column_families is not None]
+    counts = {cf: sum(1 for _, c in segmented if c == cf) for _, cf in segmented}
+    markers = tuple((cf, t) for t, cf in reversed(segmented) if counts[cf] == 1)
+    for rank, (_, store_type) in enumerate(markers):  # a type outranks the legacy families it upgrades from
+        families = STORE_TYPES[store_type].column_families
+        sources = {u.source_cf for u in families.upgrades} if families is not None else set()
+        if any(cf in sources for cf, _ in markers[:rank]):
+            raise AssertionError(f"the segment markers rank {store_type.value} below a family it upgrades from")
+    return markers
+
+
+#: What a segment directory's column families tell (LAY-5): a family that only one segmented type keeps as its data
+#: family names that type, in the order detection asks (a type before the legacy families it upgrades from).
+SEGMENT_TYPE_MARKERS: tuple[tuple[str, StoreType], ...] = _segment_type_markers()
+#: The column families only segmented types keep: one of them in a ``rocksdb/<store>`` database is no key-value
+#: store's (LAY-5).
+SEGMENT_ONLY_CFS: frozenset[str] = frozenset(
+    i.column_families.data_cf for i in STORE_TYPES.values() if not i.single_database and i.column_families is not None
+) - frozenset(i.column_families.data_cf for i in STORE_TYPES.values() if i.single_database and i.column_families is not None)
+
+
+class RowsReading(str, enum.Enum):
+    """What a store's rows on disk tell of its family, for the check at open (LAY-14)."""
+
+    #: Any bytes are a row of the family: nothing tells.
+    ANY_BYTES = "any_bytes"
+    #: Every row must read as a versioned row (VER-1..VER-9).
+    VERSIONED_ROWS = "versioned_rows"
+    #: The segments' plain keys read as the family's key schema and no other (LAY-3, LAY-5).
+    SEGMENT_KEYS = "segment_keys"
+
+
+#: Per family, what its rows on disk tell (LAY-14); a family without an entry is refused by the check.
+ROWS_READINGS: Mapping[Family, RowsReading] = MappingProxyType({
+    Family.KEY_VALUE: RowsReading.ANY_BYTES,
+    Family.VERSIONED: RowsReading.VERSIONED_ROWS,
+    Family.WINDOW: RowsReading.SEGMENT_KEYS,
+    Family.SESSION: RowsReading.SEGMENT_KEYS,
+})
+
 __all__ = [
     "BUILT_KV_TYPES",
     "BUILT_TYPES",
     "KV_TYPES",
     "LEGACY_ALIASES",
     "LEGACY_CONVERSIONS",
+    "ROWS_READINGS",
+    "SEGMENT_ONLY_CFS",
+    "SEGMENT_TYPE_MARKERS",
     "SESSION_TYPES",
     "STORE_TYPES",
     "VALUE_DECODERS",
@@ -404,6 +451,7 @@ __all__ = [
     "ColumnFamilies",
     "Family",
     "RestoreConversion",
+    "RowsReading",
     "Source",
     "StoreType",
     "StoreTypeInfo",

@@ -10,23 +10,26 @@ import math
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from kstate.codecs import header_values, key_schemas, session_keys, versioned, window_keys
+from kstate.codecs import header_values, key_schemas, versioned
+from kstate.codecs.key_schemas import SegmentReading
 from kstate.codecs.primitives import read_int64
 from kstate.codecs.store_types import (
     DEFAULT_CF,
-    SESSION_HEADERS_CF,
+    SEGMENT_ONLY_CFS,
+    SEGMENT_TYPE_MARKERS,
     TIMESTAMPED_CF,
     TIMESTAMPED_HEADERS_CF,
-    WINDOW_HEADERS_CF,
     Family,
     StoreType,
     UnknownFamilyError,
     family_of,
 )
+
+# The time-ordered window store's name and its rows' layouts, as ``kstate inspect`` has imported them from here.
+from kstate.codecs.window_keys import TIME_ORDERED as TIME_ORDERED
+from kstate.codecs.window_keys import window_schema as window_schema
 from kstate.errors import KStateError
 
-#: A plain time-ordered window store (LAY-5 counts it as a plain window store); reported by this name.
-TIME_ORDERED = "time_ordered_window"
 _LATEST_PREFIX = versioned.LATEST_VALUE_PREFIX
 
 Rows = list[tuple[bytes, bytes]]
@@ -91,7 +94,7 @@ def detect_kv_type_streamed(families: Collection[str], rows_of: Callable[[str], 
         return StoreType.TIMESTAMPED_KV_WITH_HEADERS, f"column family {TIMESTAMPED_HEADERS_CF}"
     if TIMESTAMPED_CF in families:
         return StoreType.TIMESTAMPED_KV, f"column family {TIMESTAMPED_CF}"
-    if SESSION_HEADERS_CF in families or WINDOW_HEADERS_CF in families:
+    if families & SEGMENT_ONLY_CFS:
         return None, "a segmented store's column family in a key-value database"
     is_versioned, seen = _versioned_reading(rows_of(DEFAULT_CF)) if DEFAULT_CF in families else (False, False)
     if is_versioned:
@@ -101,33 +104,15 @@ def detect_kv_type_streamed(families: Collection[str], rows_of: Callable[[str], 
     return StoreType.KEY_VALUE, "default only; rows are not versioned rows"
 
 
-def _plausible_window(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < window_keys.SUFFIX_SIZE:
-        return False
-    ts = window_keys.PLAIN.decode(key).timestamp
-    return ts >= low and (high is None or ts < high)
+def _segmented_readings() -> list[tuple[Family, SegmentReading]]:
+    """Every segmented family's readings of a segment's plain keys, in the table's order of families (LAY-5)."""
+    schemas = key_schemas.segmented_families()
+    return [(family, reading) for family in Family if family.value in schemas
+            for reading in schemas[family.value][0].segment_readings()]
 
 
-def _plausible_time_ordered_window(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < window_keys.TIME_FIRST.min_key_length or key[0] not in (
-            key_schemas.TIME_FIRST_PREFIX, key_schemas.KEY_FIRST_PREFIX):
-        return False
-    ts = window_schema(key).decode(key).timestamp
-    return ts >= low and (high is None or ts < high)
-
-
-def window_schema(key: bytes) -> window_keys.WindowSchema:
-    """Time-ordered window stores keep time-first base rows and key-first index rows in one database (WIN-2, WIN-3)."""
-    if key[:1] == bytes([key_schemas.KEY_FIRST_PREFIX]):
-        return window_keys.KEY_FIRST
-    return window_keys.TIME_FIRST
-
-
-def _plausible_session(key: bytes, low: int, high: int | None) -> bool:
-    if len(key) < session_keys.SUFFIX_SIZE:
-        return False
-    decoded = session_keys.PLAIN.decode(key)
-    return 0 <= decoded.start <= decoded.end and decoded.end >= low and (high is None or decoded.end < high)
+def _spoken_list(names: list[str], conjunction: str) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
 def detect_segmented_type(segments: list[tuple[int, dict[str, Rows]]],
@@ -149,67 +134,69 @@ def detect_segmented_type_streamed(segments: list[tuple[int, Collection[str]]], 
     ``default`` rows, called only when the families do not tell, each read once (issue 35: a dump detects the type
     holding one row at a time)."""
     families = {cf for _, cfs in segments for cf in cfs}
-    if WINDOW_HEADERS_CF in families:
-        return StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS.value, f"column family {WINDOW_HEADERS_CF}"
-    if SESSION_HEADERS_CF in families:
-        return StoreType.SESSION_WITH_HEADERS.value, f"column family {SESSION_HEADERS_CF}"
-    if TIMESTAMPED_HEADERS_CF in families:
-        return StoreType.TIMESTAMPED_WINDOW_WITH_HEADERS.value, f"column family {TIMESTAMPED_HEADERS_CF}"
-    if TIMESTAMPED_CF in families:
-        return StoreType.TIMESTAMPED_WINDOW.value, f"column family {TIMESTAMPED_CF}"
+    for cf, store_type in SEGMENT_TYPE_MARKERS:
+        if cf in families:
+            return store_type.value, f"column family {cf}"
     votes = _segment_votes_streamed([start for start, _ in segments],
                                     lambda i: default_rows(i) if DEFAULT_CF in segments[i][1] else (),
                                     segment_interval)
-    ranked = sorted(votes.items(), key=lambda kv: -kv[1])
-    if ranked[0][1] == ranked[1][1]:
-        return None, "default only; window, time-ordered window or session (keys do not tell)"
+    ranked = sorted(votes.values(), key=lambda vote: -vote[1])
+    if ranked[0][1] == (ranked[1][1] if len(ranked) > 1 else 0):  # a tie, or a lone reading no key reads as
+        nouns = [reading.noun for reading, _ in votes.values()]
+        return None, f"default only; {_spoken_list(nouns, 'or')} (keys do not tell)"
     winner, count = ranked[0]
-    how = {TIME_ORDERED: "[00][ts][key][seqnum] or [01][key][ts][seqnum]", StoreType.WINDOW.value: "[key][ts][seqnum]",
-           StoreType.SESSION.value: "[key][end][start]"}[winner]
-    return winner, f"default only; {count} keys read as {how} within their segment"
+    return winner.name, f"default only; {count} keys read as {winner.layout} within their segment"
 
 
-def _segment_votes(segments: list[tuple[int, dict[str, Rows]]], segment_interval: int | None) -> dict[str, int]:
-    """How many plain keys read as each layout within the segment they are filed in."""
+def _segment_votes(segments: list[tuple[int, dict[str, Rows]]], segment_interval: int | None
+                   ) -> dict[str, tuple[SegmentReading, int]]:
+    """How many plain keys read as each reading within the segment they are filed in."""
     return _segment_votes_streamed([start for start, _ in segments], lambda i: segments[i][1].get(DEFAULT_CF, []),
                                    segment_interval)
 
 
 def _segment_votes_streamed(starts: list[int], default_rows: SegmentRows, segment_interval: int | None
-                            ) -> dict[str, int]:
-    """:func:`_segment_votes` of segments given as their starts and a reader of the i-th one's ``default`` rows."""
-    # Plain window and session keys differ in their suffix: [ts][seqnum] against [end][start]; the
-    # timestamp read under each reading must fall inside the segment it is filed in.
+                            ) -> dict[str, tuple[SegmentReading, int]]:
+    """:func:`_segment_votes` of segments given as their starts and a reader of the i-th one's ``default`` rows,
+    by reading name, in the table's order of families."""
+    # The families' plain keys differ in their suffix; the time read under each reading must fall inside the segment
+    # it is filed in.
     # The interval divides every segment start, so the gcd of the starts bounds each segment's end; a known interval
     # bounds it too, and the larger of the two keeps a store whose interval changed between restarts readable.
     spacing = max(math.gcd(*starts) if starts else 0, segment_interval or 0)
-    votes = {TIME_ORDERED: 0, StoreType.WINDOW.value: 0, StoreType.SESSION.value: 0}
+    readings = [reading for _, reading in _segmented_readings()]
+    counts = [0] * len(readings)
+    tests = [reading.plausible for reading in readings]
     for i, start in enumerate(starts):
         high = start + spacing if spacing else None
         for key, _ in default_rows(i):
-            votes[StoreType.WINDOW.value] += _plausible_window(key, start, high)
-            votes[StoreType.SESSION.value] += _plausible_session(key, start, high)
-            votes[TIME_ORDERED] += _plausible_time_ordered_window(key, start, high)
-    return votes
+            for n, plausible in enumerate(tests):
+                counts[n] += plausible(key, start, high)
+    return {reading.name: (reading, count) for reading, count in zip(readings, counts, strict=True)}
 
 
 def detect_segmented_family(segments: list[tuple[int, dict[str, Rows]]],
                             segment_interval: int | None = None) -> tuple[Family | None, str]:
-    """Window or session, from the segments' families or, for ``default`` alone, from their keys' best window reading
-    (plain or time-ordered) against their session reading; None when the keys read as well either way."""
+    """The segmented family of a segment directory, from the segments' families or, for ``default`` alone, from
+    their keys' best reading of each family against the others'; None when the best read as well (LAY-5)."""
     found, evidence = detect_segmented_type(segments, segment_interval)
     if found is not None and DEFAULT_CF not in evidence:
         family = family_of(StoreType.parse(found))  # UnknownStoreTypeError for a type the table lacks
-        if family not in (Family.WINDOW, Family.SESSION):
+        if family.value not in key_schemas.segmented_families():
             raise UnknownFamilyError(family, f"the segmented family of {found}")
         return family, evidence
     votes = _segment_votes(segments, segment_interval)
-    window = max(votes[StoreType.WINDOW.value], votes[TIME_ORDERED])
-    session = votes[StoreType.SESSION.value]
-    if window == session:
-        return None, "default only; the keys read as well as window and as session keys"
-    if window > session:
-        return Family.WINDOW, f"default only; {window} keys read as window keys within their segment, {session} " \
-                              "as session keys"
-    return Family.SESSION, f"default only; {session} keys read as session keys [key][end][start] within their " \
-                           f"segment, {window} as window keys"
+    best: dict[Family, int] = {}
+    readings: dict[Family, list[SegmentReading]] = {}
+    for family, reading in _segmented_readings():
+        best[family] = max(best.get(family, 0), votes[reading.name][1])
+        readings.setdefault(family, []).append(reading)
+    ranked = sorted(best.items(), key=lambda fc: -fc[1])
+    if len(ranked) < 2 or ranked[0][1] == ranked[1][1]:
+        names = [family.value for family in best]
+        return None, f"default only; the keys read as well {_spoken_list(['as ' + n for n in names], 'and')} keys"
+    (winner, count), others = ranked[0], ranked[1:]
+    # A family whose keys read one way only says which: ``[key][end][start]``.
+    how = f" {readings[winner][0].layout}" if len(readings[winner]) == 1 else ""
+    rest = ", ".join(f"{n} as {family.value} keys" for family, n in others)
+    return winner, f"default only; {count} keys read as {winner.value} keys{how} within their segment, {rest}"

@@ -10,12 +10,14 @@ import struct
 from dataclasses import dataclass
 
 from kstate.codecs.key_schemas import (
+    KEY_FIRST_PREFIX,
     TIME_FIRST_BYTE,
     TIME_FIRST_PREFIX,
     TIMESTAMP_SIZE,
     KeyFirstLayout,
     KeySchemaBase,
     PlainLayout,
+    SegmentReading,
     TimeFirstLayout,
     check_int,
     check_long,
@@ -110,6 +112,10 @@ class WindowSchema(KeySchemaBase[WindowStoreKey]):
     def max_suffix(self, time_to: int) -> bytes:
         return encode_int64(time_to) + encode_int32(INT32_MAX)
 
+    def segment_readings(self) -> tuple[SegmentReading, ...]:
+        """A segment's keys read as the plain layout, or as a time-ordered store's two (WIN-1..3, WIN-15)."""
+        return _READINGS
+
     def segment_search_range(self, time_from: int, time_to: int) -> tuple[int, int]:
         """``WindowKeySchema.segmentsToSearch``: the segments of ``[from, to]`` (WIN-15)."""
         return time_from, time_to
@@ -161,6 +167,40 @@ class KeyFirstWindowKeySchema(KeyFirstLayout[WindowStoreKey], WindowSchema):
 PLAIN, TIME_FIRST, KEY_FIRST = WindowKeySchema(), TimeFirstWindowKeySchema(), KeyFirstWindowKeySchema()
 #: Every window layout, in the order operations and fixtures list them.
 SCHEMAS: tuple[WindowSchema, ...] = (PLAIN, TIME_FIRST, KEY_FIRST)
+
+
+def window_schema(key: bytes) -> WindowSchema:
+    """Time-ordered window stores keep time-first base rows and key-first index rows in one database (WIN-2, WIN-3)."""
+    if key[:1] == bytes([KEY_FIRST_PREFIX]):
+        return KEY_FIRST
+    return TIME_FIRST
+
+
+#: A plain time-ordered window store (LAY-5 counts it as a plain window store); detection reports it by this name.
+TIME_ORDERED = "time_ordered_window"
+
+
+def _plausible_plain_window(key: bytes, low: int, high: int | None) -> bool:
+    """Whether ``key`` reads as ``[key][ts][seqnum]`` with its window start in ``[low, high)`` (WIN-4)."""
+    if len(key) < SUFFIX_SIZE:
+        return False
+    ts = PLAIN.decode(key).timestamp
+    return ts >= low and (high is None or ts < high)
+
+
+def _plausible_time_ordered_window(key: bytes, low: int, high: int | None) -> bool:
+    """Whether ``key`` reads as a time-ordered store's base or index row with its start in ``[low, high)``."""
+    if len(key) < TIME_FIRST.min_key_length or key[0] not in (TIME_FIRST_PREFIX, KEY_FIRST_PREFIX):
+        return False
+    ts = window_schema(key).decode(key).timestamp
+    return ts >= low and (high is None or ts < high)
+
+
+_READINGS = (
+    SegmentReading("window", "window", "[key][ts][seqnum]", _plausible_plain_window),
+    SegmentReading(TIME_ORDERED, "time-ordered window", "[00][ts][key][seqnum] or [01][key][ts][seqnum]",
+                   _plausible_time_ordered_window),
+)
 
 
 def is_time_first_schema_key(data: bytes) -> bool:

@@ -337,7 +337,7 @@ def existing_column_families(engine: Engine) -> dict[str, bool]:
 # --- the layouts of the RocksDB store types ---------------------------------------------------------------------
 
 
-def _upgrade_mode_message(plan: ColumnFamilyPlan) -> str | None:
+def upgrade_mode_message(plan: ColumnFamilyPlan) -> str | None:
     """The INFO line at open of a store with one legacy family (KV-30, SS-32)."""
     return "Opening store %s in upgrade mode" if plan.legacy_cf is not None else "Opening store %s in regular mode"
 
@@ -361,17 +361,14 @@ def _headers_mode_message(plan: ColumnFamilyPlan) -> str | None:
     return "Opening store %s in regular headers-aware mode"
 
 
-#: The column families of plain key-value stores, plain window and session segments and the versioned stores'
-#: database: ``default`` alone (LAY-5).
+#: The column families of plain key-value stores, the plain segmented stores' segments and the versioned stores'
+#: database: ``default`` alone (LAY-5). A family's own layouts are in its module (issue 33).
 KEY_VALUE_LAYOUT = ColumnFamilyLayout(StoreType.KEY_VALUE)
 #: The column families of timestamped key-value stores and timestamped window segments (LAY-5, LAY-7).
-TIMESTAMPED_LAYOUT = ColumnFamilyLayout(StoreType.TIMESTAMPED_KV, _upgrade_mode_message)
+TIMESTAMPED_LAYOUT = ColumnFamilyLayout(StoreType.TIMESTAMPED_KV, upgrade_mode_message)
 #: The column families of header-aware timestamped key-value stores and window segments (LAY-5, LAY-8, UPG-6..UPG-8).
 TIMESTAMPED_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(
     StoreType.TIMESTAMPED_KV_WITH_HEADERS,
     _headers_mode_message,
     _headers_layout_message,
 )
-#: The column families of a header-aware session segment: ``sessionKeyValueWithHeaders``, upgraded lazily from
-#: ``default`` with ``convertToHeaderFormat`` (SS-31, SS-32).
-SESSION_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(StoreType.SESSION_WITH_HEADERS, _upgrade_mode_message)

@@ -13,9 +13,9 @@ The rows are written once here too, over the adapter's ``SCHEMA`` (a :class:`~ks
 as Kafka writes them once over its ``KeySchema``: :meth:`~RocksDBSegmentedBytesStore._put_row` (WS-6..WS-8,
 SS-12, SS-14), :meth:`~RocksDBSegmentedBytesStore._remove_row` (SS-4), :meth:`~RocksDBSegmentedBytesStore._get_row`
 (WS-10, SS-16), :meth:`~RocksDBSegmentedBytesStore._fetch_rows` (the schema's ranges and ``segmentsToSearch``,
-WS-11..WS-15, SS-5..SS-8) and :meth:`~RocksDBSegmentedBytesStore._restore_rows` (WS-25, SS-24, SS-25). The adapters,
-:class:`~kstate.stores.window.RocksDBWindowStore` and :class:`~kstate.stores.session.RocksDBSessionStore`, check
-the arguments, build the row key and turn the scanned rows into the family's entries.
+WS-11..WS-15, SS-5..SS-8) and :meth:`~RocksDBSegmentedBytesStore._restore_rows` (WS-25, SS-24, SS-25). The adapters, each segmented family's
+RocksDB store in the family's own module, check the arguments, build the row key and turn the scanned rows into the
+family's entries.
 """
 
 from __future__ import annotations

@@ -12,27 +12,30 @@ earliest_end and start <= latest_start (SS-5), in Kafka's order (SS-6, SS-7).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
+from kstate.codecs import changelog as cl
 from kstate.codecs import session_keys
 from kstate.codecs.header_values import AggregationWithHeaders, decode_aggregation_with_headers
 from kstate.codecs.position import merge_positions
 from kstate.codecs.primitives import INT64_MAX, INT64_MIN, to_int64
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.store_types import Family, StoreType
 from kstate.errors import InvalidArgumentError, KStateError
 from kstate.stores.api import (
     Backend,
     InvalidStateStoreError,
 )
-from kstate.stores.column_families import SESSION_WITH_HEADERS_LAYOUT
+from kstate.stores.changelogging import ChangeLoggingStore
+from kstate.stores.column_families import ColumnFamilyLayout, upgrade_mode_message
 from kstate.stores.kv import INVALID_RANGE_WARNING
 from kstate.stores.life import Op
 from kstate.stores.offsets import read_legacy_position
 from kstate.stores.segmented import RocksDBSegmentedBytesStore, SegmentedBytesStore, SegmentRows
-from kstate.stores.segments import KeyValueSegments, MemorySegments
+from kstate.stores.segments import AbstractSegments, KeyValueSegments, MemorySegments
+from kstate.stores.store_classes import OpenOption, StoreClasses
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
     LOG,
@@ -284,6 +287,11 @@ class SessionOperations(StoreState):
 
 
 # --- RocksDB -----------------------------------------------------------------------------------------------------
+
+
+#: The column families of a header-aware session segment: ``sessionKeyValueWithHeaders``, upgraded lazily from
+#: ``default`` with ``convertToHeaderFormat`` (SS-31, SS-32).
+SESSION_WITH_HEADERS_LAYOUT = ColumnFamilyLayout(StoreType.SESSION_WITH_HEADERS, upgrade_mode_message)
 
 
 class SessionSegmentsWithHeaders(KeyValueSegments):
@@ -664,3 +672,78 @@ def _decode(stored: bytes) -> AggregationWithHeaders:
     decoded = decode_aggregation_with_headers(stored)
     assert decoded is not None  # only None decodes to None
     return decoded
+
+
+# --- the change-logging layer -------------------------------------------------------------------------------------
+
+
+class ChangeLoggingSessionBytesStore(ChangeLoggingStore[SessionBytesStore]):
+    """Kafka's ``ChangeLoggingSessionBytesStore`` (and ``...WithHeaders``): ``put`` and ``remove`` also send
+    ``(SessionKeySchema.toBinary(session), raw aggregate or null)`` at the context timestamp, with the stored
+    headers for the header-aware type (SS-26..SS-29). The record is built first: a write it would refuse
+    changes nothing."""
+
+    def _record(self, key: bytes, start: int, end: int, value: bytes | None) -> cl.ChangelogRecord:
+        return cl.segmented_put_record(self.store_type, key, start, end, value, self.context.codec_context(),
+                                       family=Family.SESSION)
+
+    def put(self, key: bytes, start: int, end: int, aggregate: bytes | None) -> None:
+        checked_key, start_ms, end_ms = check_session(key, start, end)
+        value = check_value(aggregate, _AGGREGATE)
+        record = self._record(checked_key, start_ms, end_ms, value)
+        self.inner.put(checked_key, start_ms, end_ms, value)
+        self.sink.append(record)
+
+    def remove(self, key: bytes, start: int, end: int) -> None:
+        checked_key, start_ms, end_ms = check_session(key, start, end)
+        record = self._record(checked_key, start_ms, end_ms, None)
+        self.inner.remove(checked_key, start_ms, end_ms)
+        self.sink.append(record)
+
+    # reads go to the store beneath ------------------------------------------------------------------------------
+
+    def fetch_session(self, key: bytes, start: int, end: int) -> bytes | None:
+        return self.inner.fetch_session(key, start, end)
+
+    def find_sessions(self, key: bytes, earliest_end: int, latest_start: int, *, backward: bool = False) -> SessionIterator:
+        return self.inner.find_sessions(key, earliest_end, latest_start, backward=backward)
+
+    def find_sessions_range(self, key_from: bytes | None, key_to: bytes | None, earliest_end: int, latest_start: int,
+                            *, backward: bool = False) -> SessionIterator:
+        return self.inner.find_sessions_range(key_from, key_to, earliest_end, latest_start, backward=backward)
+
+    def fetch(self, key: bytes, *, backward: bool = False) -> SessionIterator:
+        return self.inner.fetch(key, backward=backward)
+
+    def fetch_range(self, key_from: bytes | None, key_to: bytes | None, *, backward: bool = False) -> SessionIterator:
+        return self.inner.fetch_range(key_from, key_to, backward=backward)
+
+    def segment_rows(self) -> dict[str, dict[str, list[tuple[bytes, bytes]]]]:
+        if not isinstance(self.inner, RocksDBSessionStore):
+            raise InvalidStateStoreError("an in-memory store has no segments")
+        return self.inner.segment_rows()
+
+    def simulate_crash(self) -> None:
+        self.inner.simulate_crash()
+
+
+# --- what kstate.stores.families collects for the family (issue 33) ------------------------------------------------
+
+#: A session store's options: its retention (required) and segment interval (default max(retention / 2, 60000)).
+SESSION_OPTIONS = (OpenOption("retention_ms", int, required=True), OpenOption("segment_interval_ms", int))
+
+
+def family_store_classes() -> Mapping[StoreType, StoreClasses]:
+    """The classes of each session type (SS-*): ``Stores.persistentSessionStore(name, retention)`` /
+    ``inMemorySessionStore``."""
+    return {
+        StoreType.SESSION: StoreClasses(RocksDBSessionStore, InMemorySessionStore, ChangeLoggingSessionBytesStore,
+                                        options=SESSION_OPTIONS),
+        StoreType.SESSION_WITH_HEADERS: StoreClasses(RocksDBSessionStoreWithHeaders, InMemorySessionStoreWithHeaders,
+                                                     ChangeLoggingSessionBytesStore, options=SESSION_OPTIONS),
+    }
+
+
+def family_segment_managers() -> Mapping[StoreType, type[AbstractSegments[Any]]]:
+    """One database per segment; the header-aware type's segments upgrade their own ``default`` (SS-10, SS-31)."""
+    return {StoreType.SESSION: KeyValueSegments, StoreType.SESSION_WITH_HEADERS: SessionSegmentsWithHeaders}

@@ -12,10 +12,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kstate.codecs import session_keys, window_keys
+from kstate.codecs import key_schemas
 from kstate.codecs.layout import store_dir
 from kstate.codecs.segments import parse_segment_name
-from kstate.codecs.store_types import DEFAULT_CF, STORE_TYPES, Family, StoreType, UnknownFamilyError
+from kstate.codecs.store_types import (
+    DEFAULT_CF,
+    ROWS_READINGS,
+    STORE_TYPES,
+    Family,
+    RowsReading,
+    StoreType,
+    UnknownFamilyError,
+)
 from kstate.codecs.type_detection import (
     Rows,
     detect_segmented_family,
@@ -59,14 +67,17 @@ def _sample(path: Path, name: str, cf: str = DEFAULT_CF) -> Rows:
 
 
 def check_store_type_on_disk(store_type: StoreType, task_dir: Path, name: str, options: Mapping[str, Any]) -> None:
-    """Refuse a directory whose rows cannot be ``store_type``'s (LAY-14); silent where the bytes do not tell."""
+    """Refuse a directory whose rows cannot be ``store_type``'s (LAY-14); silent where the bytes do not tell.
+
+    What the family's rows tell is the table's (``ROWS_READINGS``); a family without an entry is refused."""
     family = STORE_TYPES[store_type].family
     path = task_dir / store_dir(store_type, name)
-    if family is Family.VERSIONED:
+    reading = ROWS_READINGS.get(family)
+    if reading is RowsReading.VERSIONED_ROWS:
         _check_versioned(store_type, path, name)
-    elif family in (Family.WINDOW, Family.SESSION):
+    elif reading is RowsReading.SEGMENT_KEYS:
         _check_segmented(store_type, family, path, name, options)
-    elif family is not Family.KEY_VALUE:  # a key-value store's rows are any bytes: nothing tells
+    elif reading is not RowsReading.ANY_BYTES:  # a key-value store's rows are any bytes: nothing tells
         raise UnknownFamilyError(family, "the store type check on disk (LAY-14)")
 
 
@@ -78,7 +89,7 @@ def _check_versioned(store_type: StoreType, path: Path, name: str) -> None:
         if why is not None:
             raise WrongStoreTypeError(name, store_type, "rows that are not versioned rows: a key-value store's",
                                       f"key {key[:32].hex()}: {why}")
-        if store_type is StoreType.VERSIONED_KV_WITH_HEADERS:
+        if STORE_TYPES[store_type].stores_headers:
             for stored in versioned_values(key, value):
                 why = not_a_headers_value(stored)
                 if why is not None:
@@ -88,8 +99,8 @@ def _check_versioned(store_type: StoreType, path: Path, name: str) -> None:
 
 def _check_segmented(store_type: StoreType, family: Family, path: Path, name: str,
                      options: Mapping[str, Any]) -> None:
-    """The segments' plain keys must not read as the other segmented family's: ``[key][ts][seqnum]`` against
-    ``[key][end][start]``, each time inside the segment the row is filed in."""
+    """The segments' plain keys must not read as another segmented family's, each time inside the segment the row is
+    filed in (LAY-3, LAY-5)."""
     if not path.is_dir():
         return
     segments: list[tuple[int, dict[str, Rows]]] = []
@@ -116,8 +127,5 @@ def _segment_interval(family: Family, options: Mapping[str, Any]) -> int | None:
     retention = options.get("retention_ms")
     if not isinstance(retention, int) or retention < 0:
         return None
-    if family is Family.WINDOW:
-        return window_keys.default_segment_interval(retention)
-    if family is Family.SESSION:
-        return session_keys.default_segment_interval(retention)
-    raise UnknownFamilyError(family, "the default segment interval")
+    # The family's key schema knows its default; a family without one is refused (UnknownFamilyError).
+    return key_schemas.plain_schema(family).default_segment_interval(retention)

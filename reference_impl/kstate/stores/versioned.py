@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from enum import Enum
 from pathlib import Path
 from struct import Struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import versioned as v
@@ -29,7 +29,8 @@ from kstate.stores.api import RecordContext, TopicPartition
 from kstate.stores.engine import Engine, MemoryEngine
 from kstate.stores.life import OPEN, LifeCycle, Op, answer
 from kstate.stores.offsets import read_checkpoint_entries, remove_checkpoint_entries, write_downgrade_checkpoint
-from kstate.stores.segments import LogicalKeyValueSegments
+from kstate.stores.segments import AbstractSegments, LogicalKeyValueSegments
+from kstate.stores.store_classes import OpenOption, StoreClasses
 from kstate.stores.surface import (
     DEFAULT_ROCKSDB_OPTIONS,
     PositionTracker,
@@ -645,3 +646,25 @@ def _converted(store_type: StoreType, records: Sequence[ChangelogRecord]) -> lis
     return [ChangelogRecord(r.key, convert(r.value, r.timestamp, r.headers), r.timestamp, r.headers) for r in records]
 
 
+# --- what kstate.stores.families collects for the family (issue 33) ------------------------------------------------
+
+#: The options of the versioned types (VS-4): history retention required, segment interval defaulted by VER-23.
+VERSIONED_OPTIONS = (OpenOption("history_retention_ms", int, required=True), OpenOption("segment_interval_ms", int))
+
+
+def family_store_classes() -> Mapping[StoreType, StoreClasses]:
+    """The classes of each versioned type (VS-4); its change-logging layer imported here, as it imports this module."""
+    from kstate.stores.changelogging import ChangeLoggingVersionedKeyValueBytesStore
+
+    return {
+        StoreType.VERSIONED_KV: StoreClasses(RocksDBVersionedStore, InMemoryVersionedStore,
+                                             ChangeLoggingVersionedKeyValueBytesStore, options=VERSIONED_OPTIONS),
+        StoreType.VERSIONED_KV_WITH_HEADERS: StoreClasses(
+            RocksDBVersionedStoreWithHeaders, InMemoryVersionedStoreWithHeaders,
+            ChangeLoggingVersionedKeyValueBytesStore, options=VERSIONED_OPTIONS),
+    }
+
+
+def family_segment_managers() -> Mapping[StoreType, type[AbstractSegments[Any]]]:
+    """Key-prefix segments in one database, as Kafka's versioned supplier keeps them (VER-1)."""
+    return {StoreType.VERSIONED_KV: LogicalKeyValueSegments, StoreType.VERSIONED_KV_WITH_HEADERS: LogicalKeyValueSegments}
