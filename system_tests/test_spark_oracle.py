@@ -159,7 +159,11 @@ def test_kstate_audit_of_a_session_store_reads_every_segment_and_reports_per_ses
     merge's removes delete the merged sessions (CL-7); a session the store kept though it was merged away is
     reported, one line per session, in each task's partition."""
     from kstate.cli import main
-    from kstate.codecs.changelog import session_changelog_key as sk
+    from kstate.codecs.changelog import segmented_changelog_key
+    from kstate.codecs.store_types import Family
+
+    def sk(key: bytes, start: int, end: int) -> bytes:
+        return segmented_changelog_key(key, start, end, family=Family.SESSION)
 
     topic = f"{app_name}-ss-changelog"
     create_topic(broker, topic, 2)

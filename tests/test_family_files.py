@@ -10,14 +10,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SECTION = "## Every file a store family touches"
 #: The session family's names in Python and Java: store types, family, type set, operations, op and mutant modules,
-#: column family. ``scope="session"`` is pytest's fixture scope, not the family.
+#: column family. ``scope="session"`` is pytest's fixture scope, not the family; the ops index's ``RUN_SOURCE`` is the
+#: example run's label (a session of operations), not the family.
 FAMILY_NAMES = re.compile(
     r'\bFamily\.SESSION\b|\bStoreType\.SESSION(_WITH_HEADERS)?\b|\bSESSION_TYPES\b'
     r'|\bStoreTypes\.(FAMILY_)?SESSION(_WITH_HEADERS)?\b|"session_store[."]|\bsession_store_(ops|mutants)\b'
-    r'|(?<!scope=)"session(_with_headers)?"|\bSESSION_HEADERS_CF\b|\bSESSION_WITH_HEADERS_LAYOUT\b'
+    r'|(?<!scope=)(?<!RUN_SOURCE = )"session(_with_headers)?"|\bSESSION_HEADERS_CF\b|\bSESSION_WITH_HEADERS_LAYOUT\b'
     # Its own modules, named where a shared file imports or calls them: a registration line is a touch too.
-    r'|\bsession_(keys|ops|mutants)\b|\bkstate\.stores\.session\b|\bkstate_conformance\.(sessions|models\.session)\b'
-    r'|\bimport\b[^\n]*\bsessions?\b|\bSessions\.\w|\bcases\.session\b')
+    r'|\bsession_(keys|ops|mutants|rows|semantics|processor)\b|\bkstate\.stores\.session\b'
+    r'|\bkstate_conformance\.models\.session\b|\bimport\b[^\n]*\bsessions?\b|\bSessionFamily\.\w|\bcases\.session\b')
 #: What the list leaves out: the project's own tests, benchmarks, system tests, examples and docs.
 NOT_CODE = ("tests/", "benchmarks/", "system_tests/", "examples/", "docs/")
 LISTED_PATH = re.compile(r"`([\w./-]+/[\w.-]+\.(?:py|java))`")
@@ -67,6 +68,8 @@ def test_the_grep_finds_the_family_in_both_languages() -> None:
     assert FAMILY_NAMES.search("case StoreTypes.FAMILY_SESSION:")
     assert FAMILY_NAMES.search("from kstate.stores.session import RocksDBSessionStore")
     assert FAMILY_NAMES.search("from kstate_conformance.models import session as m")
-    assert FAMILY_NAMES.search("        Sessions.registerAll();")
+    assert FAMILY_NAMES.search("        SessionFamily.headersBuilder();")
+    assert FAMILY_NAMES.search("from kstate.spark import session_semantics")
     assert not FAMILY_NAMES.search('@pytest.fixture(scope="session")')
+    assert not FAMILY_NAMES.search('RUN_SOURCE = "session"')
     assert not FAMILY_NAMES.search("def find_sessions(self, key: bytes) -> None:")

@@ -41,7 +41,7 @@ def test_header_store_records() -> None:
     assert cl.kv_delete_record(T.TIMESTAMPED_KV_WITH_HEADERS, b"k", CTX).headers == CTX.headers
     aggregate = encode_aggregation_with_headers(b"agg", [("s", b"1")])
     assert aggregate is not None
-    session = cl.session_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX)
+    session = cl.segmented_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX, family=Family.SESSION)
     assert session == cl.ChangelogRecord(b"k" + (2).to_bytes(8, "big") + (1).to_bytes(8, "big"), b"agg", 1000, (("s", b"1"),))
 
 
@@ -49,10 +49,11 @@ def test_segmented_records_take_the_key_layout_from_the_family() -> None:
     """CL-6, CL-7: the segmented write's key is its family's plain key schema; the session and window helpers are
     the same records (issue 33)."""
     aggregate = encode_aggregation_with_headers(b"agg", [("s", b"1")])
-    session = cl.segmented_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX, family=Family.SESSION)
-    assert session == cl.session_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX)
+    session = cl.segmented_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX)
+    assert session == cl.segmented_put_record(T.SESSION_WITH_HEADERS, b"k", 1, 2, aggregate, CTX, family=Family.SESSION)
+    assert session.key == b"k" + (2).to_bytes(8, "big") + (1).to_bytes(8, "big")  # end first (SESS-1)
     assert cl.segmented_put_record(T.WINDOW, b"k", 1, 2, b"v", CTX) == cl.window_put_record(T.WINDOW, b"k", 1, 2, b"v", CTX)
-    assert cl.segmented_changelog_key(b"k", 1, 2, family=Family.SESSION) == cl.session_changelog_key(b"k", 1, 2)
+    assert cl.segmented_changelog_key(b"k", 1, 2, family=Family.SESSION) == b"k" + bytes(7) + b"\x02" + bytes(7) + b"\x01"
     assert cl.segmented_changelog_key(b"k", 1, 2, family=Family.WINDOW) == cl.window_changelog_key(b"k", 1, 2)
     for store_type, family in ((T.WINDOW, Family.SESSION), (T.KEY_VALUE, None), (T.VERSIONED_KV, None),
                                (T.TIME_ORDERED_WINDOW_WITH_HEADERS, None)):
@@ -88,9 +89,9 @@ def test_keys_values_and_header_values_that_are_not_bytes_are_encode_errors(bad:
         lambda: cl.versioned_record(bad, b"v", 5),  # type: ignore[arg-type]
         lambda: cl.versioned_record(b"k", b"v", 5, headers=[("h", bad)]),  # type: ignore[list-item]
         lambda: cl.window_put_record(T.WINDOW, bad, 0, 1, b"v", CTX),  # type: ignore[arg-type]
-        lambda: cl.session_put_record(T.SESSION, bad, 0, 0, b"v", CTX),  # type: ignore[arg-type]
+        lambda: cl.segmented_put_record(T.SESSION, bad, 0, 0, b"v", CTX),  # type: ignore[arg-type]
         lambda: cl.window_changelog_key(bad, 0, 1),  # type: ignore[arg-type]
-        lambda: cl.session_changelog_key(bad, 0, 0),  # type: ignore[arg-type]
+        lambda: cl.segmented_changelog_key(bad, 0, 0, family=Family.SESSION),  # type: ignore[arg-type]
     ]
     for build in builds:
         with pytest.raises(EncodeError):

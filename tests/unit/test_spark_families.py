@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from kstate.codecs import header_values, versioned
-from kstate.codecs.changelog import session_changelog_key, window_changelog_key
-from kstate.codecs.store_types import StoreType
+from kstate.codecs.changelog import segmented_changelog_key, window_changelog_key
+from kstate.codecs.store_types import Family, StoreType
 from kstate.spark.semantics import (
     AuditSetupError,
     FamilyParameters,
@@ -229,7 +229,7 @@ def test_window_duplicates_compare_per_window_not_per_seqnum(spark: Any) -> None
 
 
 def _sk(key: bytes, start: int, end: int) -> bytes:
-    return session_changelog_key(key, start, end)
+    return segmented_changelog_key(key, start, end, family=Family.SESSION)
 
 
 def test_session_merges_removes_and_expiry(spark: Any, tmp_path: Path) -> None:

@@ -25,13 +25,14 @@ from kstate.errors import EncodeError, KStateError, NullKeyError
 from kstate.ops import JsonDict, call, capture, tohex, unhex
 from kstate.ops.store_ops import DEFAULT_BUILDER, handle_for, make_open_handler
 from kstate.stores.api import Backend
-from kstate.stores.changelogging import ChangeLoggingSessionBytesStore, ChangelogSink, RecordContextHolder
+from kstate.stores.changelogging import ChangelogSink, RecordContextHolder
 from kstate.stores.column_families import DualColumnFamilyAccessor, SingleColumnFamilyAccessor
 from kstate.stores.factory import open_bytes_store, task_directory
 from kstate.stores.families import changelogging_store, store_classes
 from kstate.stores.life import Op
 from kstate.stores.segments import KeyValueSegment, KeyValueSegments
 from kstate.stores.session import (
+    ChangeLoggingSessionBytesStore,
     RocksDBSessionStore,
     RocksDBSessionStoreWithHeaders,
     SessionSegmentsWithHeaders,

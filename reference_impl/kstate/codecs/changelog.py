@@ -163,13 +163,6 @@ def window_changelog_key(key: bytes, window_start: int, seqnum: int) -> bytes:
     return segmented_changelog_key(key, window_start, seqnum, family=Family.WINDOW)
 
 
-def session_changelog_key(key: bytes, start: int, end: int) -> bytes:
-    """``SessionKeySchema.toBinary``: ``[key][end int64][start int64]``, end first (CL-7, SESS-1).
-
-    Kept for the callers not yet on :func:`segmented_changelog_key` (issue 33)."""
-    return segmented_changelog_key(key, start, end, family=Family.SESSION)
-
-
 #: The change-logging window layer's own counter, ``(seqnum + 1) & 0x7FFFFFFF`` per put with duplicates (CL-6).
 next_seqnum = window_keys.next_seqnum
 
@@ -258,14 +251,6 @@ def window_put_record(store_type: StoreType, key: bytes, window_start: int, seqn
                       context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord:
     """``put(k, v, windowStart)``: the store key with the layer's seqnum; the value as for KV stores (CL-6)."""
     return segmented_put_record(store_type, key, window_start, seqnum, stored, context, position, family=Family.WINDOW)
-
-
-def session_put_record(store_type: StoreType, key: bytes, start: int, end: int, stored: bytes | None,
-                       context: RecordContext, position: PositionInput | None = None) -> ChangelogRecord:
-    """``put(session, agg)`` (None for ``remove``): the session key, the raw aggregate, the context timestamp (CL-7).
-
-    Kept for the callers not yet on :func:`segmented_put_record` (issue 33)."""
-    return segmented_put_record(store_type, key, start, end, stored, context, position, family=Family.SESSION)
 
 
 def _require(store_type: StoreType, allowed: frozenset[StoreType]) -> None:
@@ -438,8 +423,6 @@ __all__ = [
     "restore_value",
     "segmented_changelog_key",
     "segmented_put_record",
-    "session_changelog_key",
-    "session_put_record",
     "versioned_record",
     "versioned_write_record",
     "window_changelog_key",

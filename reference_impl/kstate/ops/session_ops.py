@@ -196,8 +196,9 @@ def _changelog_record(write: ChangelogWrite) -> JsonDict:
     """``put(session, agg)`` logs the session key and the aggregate, ``remove`` a tombstone (CL-7, CL-8)."""
     context = record_context(write.payload)
     stored = None if write.operation == "remove" else write.value
-    record = cl.session_put_record(write.store_type, write.key, require_int(write.payload, "start"),
-                                   require_int(write.payload, "end"), stored, context, write.position)
+    record = cl.segmented_put_record(write.store_type, write.key, require_int(write.payload, "start"),
+                                     require_int(write.payload, "end"), stored, context, write.position,
+                                     family=Family.SESSION)
     return {"record": maybe_record(record)}
 
 

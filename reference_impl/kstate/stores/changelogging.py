@@ -13,7 +13,7 @@ keep its layer in its own module (issue 33), found through :mod:`kstate.stores.f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
 from kstate.codecs import changelog as cl
 from kstate.codecs import window_keys
@@ -220,18 +220,6 @@ class ChangeLoggingVersionedKeyValueBytesStore(ChangeLoggingStore[RocksDBVersion
         """Restore reaches the store beneath and is not logged again (VS-16, RST-4)."""
         self.inner.restore_records(records)
 
-
-# The session family's layer is in the family's module now (issue 33). The suite's session mutants still import it
-# from here: this alias goes once they import it from there, and this file then names no family of its own.
-if TYPE_CHECKING:
-    from kstate.stores.session import ChangeLoggingSessionBytesStore as ChangeLoggingSessionBytesStore
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ChangeLoggingSessionBytesStore":  # imported when asked for: that module imports this one
-        from kstate.stores.session import ChangeLoggingSessionBytesStore
-        return ChangeLoggingSessionBytesStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
