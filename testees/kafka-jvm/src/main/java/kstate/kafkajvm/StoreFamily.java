@@ -7,13 +7,12 @@ import org.apache.kafka.streams.processor.internals.InternalTopicConfig;
 import org.apache.kafka.streams.state.StoreBuilder;
 
 import java.lang.reflect.Constructor;
-import java.lang.reflect.Field;
-import java.lang.reflect.Modifier;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
+
 
 /** One store family of the spec (kstate.codecs.store_types) as the testee builds it over Kafka's classes: its store
  *  types, their options and builders, the layer its operations call, its operations, and what the shared operations
@@ -21,7 +20,7 @@ import java.util.TreeMap;
  *  found by its name: the family in CamelCase then {@code Family} ({@code key_value} is {@link KeyValueFamily}), so
  *  that a new family adds its class and no shared file names it (issue 33). */
 abstract class StoreFamily {
-    /** Every family of the table by its name, in the order of the names (deterministic, not the table's). */
+    /** Every family of the table by its name, in the table's order. */
     private static final Map<String, StoreFamily> FAMILIES = load();
 
     /** The family's name in the table ({@code StoreTypes.FAMILY_*}). */
@@ -29,20 +28,12 @@ abstract class StoreFamily {
 
     // --- the registry ---------------------------------------------------------------------------------------------
 
-    /** The families of the table, each found by its class name; a family without its class stops the testee at its
-     *  start, naming the class it lacks. */
+    /** The families of the table ({@code StoreTypes.FAMILIES}, the generated copy of kstate.codecs.store_types), in
+     *  its order, each found by its class name; a family without its class stops the testee at its start, naming
+     *  the class it lacks. */
     private static Map<String, StoreFamily> load() {
-        final Map<String, StoreFamily> found = new TreeMap<>();
-        for (final Field f : StoreTypes.class.getFields()) {
-            if (!f.getName().startsWith("FAMILY_") || !Modifier.isStatic(f.getModifiers()) || f.getType() != String.class) {
-                continue;
-            }
-            final String family;
-            try {
-                family = (String) f.get(null);
-            } catch (IllegalAccessException e) {
-                throw new IllegalStateException(e);
-            }
+        final Map<String, StoreFamily> found = new LinkedHashMap<>();
+        for (final String family : StoreTypes.FAMILIES) {
             found.put(family, instantiate(family));
         }
         return Collections.unmodifiableMap(found);
@@ -74,7 +65,7 @@ abstract class StoreFamily {
         }
     }
 
-    /** Every family, in the order of their names. */
+    /** Every family, in the table's order. */
     static Collection<StoreFamily> all() {
         return FAMILIES.values();
     }
