@@ -1,7 +1,8 @@
-"""Hypothesis strategies the property tests share: Java ints, timestamps, byte strings, header lists, store types.
+"""Hypothesis strategies the property tests share: Java ints, timestamps, byte strings, header lists.
 
-They draw plain Python values (ints, bytes, str); a test turns them into the neutral vocabulary's hex.
-Store types are spelled as the operations spell them (spec/ops.md), not taken from any implementation.
+They draw plain Python values (ints, bytes, str); a test turns them into the neutral vocabulary's hex. Store types
+are the suite's table's (``store_types``), not kept here: the family models import this module while that table is
+built from them.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 from typing import TypeVar
 
 from hypothesis import strategies as st
-
-from kstate_conformance import store_types as types
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -26,11 +25,6 @@ NON_NEGATIVE_INT32 = st.integers(min_value=0, max_value=INT32_MAX)
 #: A record's timestamp: any non-negative long.
 TIMESTAMPS = st.integers(min_value=0, max_value=INT64_MAX)
 NEGATIVE_INT64 = st.integers(min_value=INT64_MIN, max_value=-1)
-
-KV_STORE_TYPES = types.KV_TYPES
-WINDOW_STORE_TYPES = types.WINDOW_TYPES
-#: The store types whose values carry the record's headers (KIP-1271).
-HEADERS_STORE_TYPES = types.HEADERS_TYPES
 
 
 def nullable_binary(max_size: int) -> st.SearchStrategy[bytes | None]:

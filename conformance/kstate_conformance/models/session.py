@@ -52,12 +52,12 @@ from kstate_conformance.probes import FamilyPlaces, Probe, RestoredRows, RowsByS
 if TYPE_CHECKING:
     from kstate_conformance.harness import Kit, Store
 
-SESSION = types.SESSION
-HEADERS = types.SESSION_WITH_HEADERS
+SESSION = "session"
+HEADERS = "session_with_headers"
 # The backends and the family names every store has (default, offsets) are the key-value model's.
 ROCKSDB, MEMORY, BACKENDS = kv.ROCKSDB, kv.MEMORY, kv.BACKENDS
 CF_DEFAULT, CF_OFFSETS = kv.CF_DEFAULT, kv.CF_OFFSETS
-STORE_TYPES = types.SESSION_TYPES
+STORE_TYPES = (SESSION, HEADERS)
 CF_HEADERS = "sessionKeyValueWithHeaders"
 DATA_COLUMN_FAMILIES = (CF_DEFAULT, CF_HEADERS)
 HOME_CF = {SESSION: CF_DEFAULT, HEADERS: CF_HEADERS}
@@ -70,6 +70,16 @@ FOREIGN_COLUMN_FAMILIES = ((SESSION, CF_HEADERS),)
 #: TSKV-5, LAY-7, LAY-8: the upgrades in place, a case each: (the type written, the type then opened over it, a stored
 #: value the older wrote, what the newer reads for it), hex: a session aggregate gets ``00`` (no headers) only, no timestamp (LAY-7).
 IN_PLACE_UPGRADES = ((SESSION, HEADERS, "aa", "00aa"),)
+
+
+# --- the family's entry in the suite's table of families (store_types.FAMILIES; issue 33) ---------------------
+
+#: Its store types written from spec/ops.md's text, as the rest of the suite reads them (``store_types.SESSION``...).
+FAMILY = types.StoreFamily(
+    name="session", order=3, types=STORE_TYPES, op_prefix="session_store.", segmented=True, codec_ops="session",
+    rule_prefixes=("SS", "SESS"), rule_terms=r"\bsession|\bSS-\d|segment", code_names=r"SESSION",
+    module_part="session", headers_types=(HEADERS,),
+    spellings=(("SESSION", SESSION), ("SESSION_WITH_HEADERS", HEADERS), ("SESSION_TYPES", STORE_TYPES)))
 
 
 # --- the changelog cases over every family (CL-*): what a record of the family's store looks like ---------------

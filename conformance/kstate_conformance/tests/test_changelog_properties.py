@@ -19,13 +19,10 @@ from kstate_conformance.store_types import (
     VERSIONED_KV,
 )
 from kstate_conformance.strategies import (
-    HEADERS_STORE_TYPES,
     INT64,
     INT64_MAX,
-    KV_STORE_TYPES,
     NEGATIVE_INT64,
     TIMESTAMPS,
-    WINDOW_STORE_TYPES,
     header_lists,
     nullable_binary,
 )
@@ -95,7 +92,7 @@ def test_timestamped_stores_log_the_raw_value_at_the_stored_timestamp(implementa
 
 
 @rules("CL-8")
-@given(st.sampled_from(HEADERS_STORE_TYPES), BYTES, BYTES, TIMESTAMPS, HEADERS, TIMESTAMPS, HEADERS)
+@given(st.sampled_from(types.HEADERS_TYPES), BYTES, BYTES, TIMESTAMPS, HEADERS, TIMESTAMPS, HEADERS)
 def test_header_stores_log_raw_value_and_stored_headers(implementation: Any, store_type: str, key: bytes, value: bytes, stored_ts: int,
                                                         headers: list[tuple[str, bytes | None]], ctx_ts: int,
                                                         ctx_headers: list[tuple[str, bytes | None]]) -> None:
@@ -111,7 +108,7 @@ def test_header_stores_log_raw_value_and_stored_headers(implementation: Any, sto
 @given(st.sampled_from([t for family in CONTEXT_TIME_FAMILIES for t in family.types]), BYTES, TIMESTAMPS, HEADERS)
 def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_context_headers(
         implementation: Any, store_type: str, key: bytes, ctx_ts: int, ctx_headers: list[tuple[str, bytes | None]]) -> None:
-    expected_headers = json_headers(ctx_headers) if store_type in HEADERS_STORE_TYPES else []
+    expected_headers = json_headers(ctx_headers) if store_type in types.HEADERS_TYPES else []
     expected = {"key": changelog_key(store_type, key).hex(), "value": None, "timestamp": ctx_ts, "headers": expected_headers}
     for operation in MODEL_OF[store_type].TOMBSTONE_WRITES:
         out = write(implementation, store_type, operation, key, None, ctx_ts, ctx_headers, **shape_extra(store_type))
@@ -119,7 +116,7 @@ def test_tombstones_carry_the_context_timestamp_and_only_header_stores_the_conte
 
 
 @rules("CL-3", "CL-4", "CL-8")
-@given(st.sampled_from(KV_STORE_TYPES), BYTES, BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS)
+@given(st.sampled_from(types.KV_TYPES), BYTES, BYTES, st.one_of(st.none(), BYTES), TIMESTAMPS)
 def test_put_if_absent_logs_only_when_absent(implementation: Any, store_type: str, key: bytes, value: bytes,
                                              previous: bytes | None, ts: int) -> None:
     stored = stored_value(store_type, value, ts, [])
@@ -153,7 +150,7 @@ def test_negative_stored_or_version_timestamps_cannot_be_logged(implementation: 
 
 
 @rules("CL-6")
-@given(st.sampled_from(WINDOW_STORE_TYPES), st.integers(min_value=0, max_value=(1 << 31) - 1), st.booleans(), st.booleans(), INT64)
+@given(st.sampled_from(types.WINDOW_TYPES), st.integers(min_value=0, max_value=(1 << 31) - 1), st.booleans(), st.booleans(), INT64)
 def test_window_logging_layer_counts_its_own_sequence_numbers(implementation: Any, store_type: str, seqnum: int, dups: bool,
                                                               tombstone: bool, start: int) -> None:
     value = None if tombstone else stored_value(store_type, b"v", 1, [])
@@ -183,7 +180,7 @@ def test_consistency_headers_are_appended_v_then_c(implementation: Any, store_ty
     stored = stored_value(store_type, b"v", 3, headers)
     out = write(implementation, store_type, "put", b"k", stored, 3, [], consistency_position=pos_json, **shape_extra(store_type))
     c_value = implementation.call("position.serialize", {"position": pos_json})["bytes"]
-    own = json_headers(headers) if store_type in HEADERS_STORE_TYPES else []
+    own = json_headers(headers) if store_type in types.HEADERS_TYPES else []
     assert out["record"]["headers"] == [*own, ["v", "00"], ["c", c_value]]
     assert implementation.call("changelog.consistency_headers", {"position": pos_json}) == {"headers": [["v", "00"], ["c", c_value]]}
 
@@ -199,7 +196,7 @@ def restore(implementation: Any, store_type: str, key: bytes, value: bytes | Non
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from([*PLAIN_CONTEXT_TIME_TYPES, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]),
+@given(st.sampled_from([*PLAIN_CONTEXT_TIME_TYPES, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *types.HEADERS_TYPES]),
        BYTES, BYTES, INT64, HEADERS)
 def test_restore_builds_the_stored_format_from_the_record(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                           headers: list[tuple[str, bytes | None]]) -> None:
@@ -211,13 +208,13 @@ def test_restore_builds_the_stored_format_from_the_record(implementation: Any, s
 
 
 @rules("CL-9", "CL-10", "CL-11")
-@given(st.sampled_from([KV, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]), BYTES, INT64, HEADERS)
+@given(st.sampled_from([KV, VERSIONED_KV, TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *types.HEADERS_TYPES]), BYTES, INT64, HEADERS)
 def test_restore_keeps_tombstones(implementation: Any, store_type: str, key: bytes, ts: int, headers: list[tuple[str, bytes | None]]) -> None:
     assert restore(implementation, store_type, key, None, ts, headers)["value"] is None
 
 
 @rules("CL-4", "CL-8", "CL-10", "CL-11")
-@given(st.sampled_from([TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *HEADERS_STORE_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
+@given(st.sampled_from([TIMESTAMPED_KV, TIMESTAMPED_WINDOW, *types.HEADERS_TYPES]), BYTES, BYTES, TIMESTAMPS, HEADERS)
 def test_logging_then_restoring_gives_back_the_stored_value(implementation: Any, store_type: str, key: bytes, value: bytes, ts: int,
                                                             headers: list[tuple[str, bytes | None]]) -> None:
     stored = stored_value(store_type, value, ts, headers)
@@ -277,7 +274,7 @@ def test_illegal_changelog_topic_names_are_refused(implementation: Any, app: str
 
 
 @rules("CL-15")
-@pytest.mark.parametrize("store_type", KV_STORE_TYPES)
+@pytest.mark.parametrize("store_type", types.KV_TYPES)
 def test_key_value_changelogs_are_compacted_create_time_topics(implementation: Any, store_type: str) -> None:
     out = implementation.call("changelog.topic_config", {"store_type": store_type, "topic_defaults": {"cleanup.policy": "delete", "x": "1"},
                                                 "log_config": {"y": "2"}})
@@ -287,7 +284,7 @@ def test_key_value_changelogs_are_compacted_create_time_topics(implementation: A
 
 
 @rules("CL-15")
-@pytest.mark.parametrize("store_type", KV_STORE_TYPES)
+@pytest.mark.parametrize("store_type", types.KV_TYPES)
 def test_the_stores_log_config_wins_over_the_applications_topic_defaults(implementation: Any, store_type: str) -> None:
     """Library defaults, then ``topic.*`` defaults, then the store's own log config: the last one set wins."""
     out = implementation.call("changelog.topic_config", {"store_type": store_type,

@@ -15,11 +15,11 @@ from kstate_conformance.store_types import (
     TIMESTAMPED_KV_WITH_HEADERS,
     TIMESTAMPED_WINDOW_WITH_HEADERS,
 )
-from kstate_conformance.strategies import KV_STORE_TYPES, NON_NEGATIVE_INT32
+from kstate_conformance.strategies import NON_NEGATIVE_INT32
 
 # "." and ".." are no store names: Kafka refuses them (Named.validate, as Materialized.as calls it), so they have no paths.
 STORE_NAME = st.text(alphabet="abcxyz_-.0123456789", min_size=1, max_size=12).filter(lambda n: n not in (".", ".."))
-KV_LIKE = (*KV_STORE_TYPES, types.VERSIONED_KV)
+KV_LIKE = (*types.KV_TYPES, types.VERSIONED_KV)
 SEGMENTED_STORE_TYPES = types.SEGMENTED_TYPES
 
 
