@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from kstate.codecs import key_schemas, session_keys, window_keys
-from kstate.codecs.store_types import Family, UnknownFamilyError
+from kstate.codecs.store_types import SESSION_HEADERS_CF, Family, UnknownFamilyError, ValueFormat
+from kstate.errors import DecodeError
+from kstate.inspect import state_dir
 
 
 def test_every_key_module_is_found_by_its_name() -> None:
@@ -37,3 +39,23 @@ def test_each_family_gives_what_the_shared_store_code_asks_of_it() -> None:
         assert readings[0].name == family
         assert readings[0].plausible(plain.to_store_key(b"k", 5, 7), 0, None)
     assert [r.name for r in window_keys.PLAIN.segment_readings()] == ["window", window_keys.TIME_ORDERED]
+
+
+def test_a_row_key_is_shown_by_its_schema() -> None:
+    """SESS-1, SESS-4, WIN-1: the record key and the key's times, worked out by hand from the layouts; a session whose
+    end is before its start is refused, as the dump reports a bad row."""
+    session_key = b"k" + (61_000).to_bytes(8, "big") + (60_100).to_bytes(8, "big")  # [key][end][start]
+    assert session_keys.PLAIN.shown(session_key) == (b"k", {"session": {"start": 60_100, "end": 61_000}})
+    window_key = b"k" + (60_500).to_bytes(8, "big") + (3).to_bytes(4, "big")  # [key][start][seqnum]
+    assert window_keys.PLAIN.shown(window_key) == (b"k", {"window": {"start": 60_500}, "seqnum": 3})
+    with pytest.raises(DecodeError):
+        session_keys.PLAIN.shown(b"k" + (5).to_bytes(8, "big") + (6).to_bytes(8, "big"))
+
+
+def test_a_segmented_family_without_a_row_module_is_shown_by_its_key_schema() -> None:
+    """The session family writes no ``kstate.inspect.session_rows``: its plain schema shows its rows, and its
+    header-aware column family keeps the table's layout of the type whose data it is (LAY-5, issue 33)."""
+    rows = state_dir.family_rows()[Family.SESSION]
+    assert isinstance(rows, state_dir.SchemaRows) and rows.schema is session_keys.PLAIN
+    assert rows.VALUE_FORMATS[SESSION_HEADERS_CF] is ValueFormat.AGGREGATION_WITH_HEADERS
+    assert not isinstance(state_dir.family_rows()[Family.WINDOW], state_dir.SchemaRows)

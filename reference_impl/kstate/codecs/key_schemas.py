@@ -14,7 +14,7 @@ import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from kstate.codecs import primitives
 from kstate.codecs.primitives import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, encode_int32, encode_int64
@@ -84,6 +84,8 @@ class KeySchema(Protocol[StoreKeyT_co]):
     def default_segment_interval(self, retention: int) -> int: ...
 
     def segment_readings(self) -> tuple[SegmentReading, ...]: ...
+
+    def shown(self, data: bytes) -> tuple[bytes, dict[str, Any]]: ...
 
 
 class KeySchemaBase(ABC, Generic[StoreKeyT]):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from kstate.codecs.key_schemas import (
     TIME_FIRST_BYTE,
@@ -75,6 +76,13 @@ class SessionSchema(KeySchemaBase[SessionStoreKey]):
         key, suffix = self.split(data)
         end, start = _SUFFIX.unpack(suffix)
         return SessionStoreKey(key, start, end)
+
+    def shown(self, data: bytes) -> tuple[bytes, dict[str, Any]]:
+        """The record key and ``session``, its validated window, as ``kstate inspect --dump`` shows a row (SESS-1,
+        SESS-4)."""
+        decoded = self.decode(data)
+        validate_session_window(decoded.start, decoded.end)
+        return decoded.key, {"session": {"start": decoded.start, "end": decoded.end}}
 
     def segment_timestamp(self, data: bytes) -> int:
         """The session END (SESS-11)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from kstate.codecs.key_schemas import (
     KEY_FIRST_PREFIX,
@@ -98,6 +99,11 @@ class WindowSchema(KeySchemaBase[WindowStoreKey]):
         key, suffix = self.split(data)
         timestamp, seqnum = _SUFFIX.unpack(suffix)
         return WindowStoreKey(key, timestamp, seqnum)
+
+    def shown(self, data: bytes) -> tuple[bytes, dict[str, Any]]:
+        """The record key, ``window`` (its start) and the seqnum, as ``kstate inspect --dump`` shows a row (WIN-1..3)."""
+        decoded = self.decode(data)
+        return decoded.key, {"window": {"start": decoded.timestamp}, "seqnum": decoded.seqnum}
 
     def segment_timestamp(self, data: bytes) -> int:
         """The window start (WIN-4, WIN-15)."""

@@ -18,9 +18,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Protocol
 
+from kstate.codecs.key_schemas import plain_schema, segmented_families
 from kstate.codecs.layout import (
     CHECKPOINT_FILE,
     GLOBAL_DIR,
@@ -255,25 +256,60 @@ def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> list[list[str | None]
 ROWS_MODULE_SUFFIX = "_rows"
 
 
+class FamilyRows(Protocol):
+    """How one family's rows are shown: a ``kstate.inspect.<family>_rows`` module, or :class:`SchemaRows`."""
+
+    FAMILY: Family
+    VALUE_FORMATS: Mapping[str, ValueFormat]
+    PLAIN_KEYS: bool
+
+    def row_fields(self, kind: str, store_type: StoreType, value_format: ValueFormat, key: bytes,
+                   value: bytes) -> dict[str, Any]: ...
+
+
+class SchemaRows:
+    """A segmented family's rows as its plain key schema shows them (``KeySchema.shown``: the record key and the
+    key's times), for a family that needs no row module of its own (issue 33); the value layouts of its column
+    families are the table's, each data family in its type's layout (LAY-5, LAY-8)."""
+
+    PLAIN_KEYS = False
+
+    def __init__(self, family: Family) -> None:
+        self.FAMILY = family
+        self.schema = plain_schema(family.value)
+        self.VALUE_FORMATS: Mapping[str, ValueFormat] = MappingProxyType({
+            info.column_families.data_cf: info.value_format for info in STORE_TYPES.values()
+            if info.family is family and info.column_families is not None and info.value_format is not None})
+
+    def row_fields(self, kind: str, store_type: StoreType, value_format: ValueFormat, key: bytes,
+                   value: bytes) -> dict[str, Any]:
+        record_key, fields = self.schema.shown(key)
+        return {"key": display_text(record_key), **fields, **value_fields(value_format, value)}
+
+
 @functools.cache
-def family_rows() -> Mapping[Family, ModuleType]:
+def family_rows() -> Mapping[Family, FamilyRows]:
     """How each family's rows are shown: every ``kstate.inspect.<family>_rows`` module, imported by its name (issue
-    33), by its ``FAMILY``; each gives ``row_fields``, ``VALUE_FORMATS`` and ``PLAIN_KEYS``. Two modules of one
-    family are refused."""
+    33), by its ``FAMILY``; each gives ``row_fields``, ``VALUE_FORMATS`` and ``PLAIN_KEYS``. A segmented family
+    without one is shown by its key schema (:class:`SchemaRows`). Two modules of one family are refused."""
     import kstate.inspect as package
 
-    found: dict[Family, ModuleType] = {}
+    found: dict[Family, FamilyRows] = {}
     for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
         if not module_info.name.endswith(ROWS_MODULE_SUFFIX):
             continue
-        module = importlib.import_module(f"{package.__name__}.{module_info.name}")
+        module: Any = importlib.import_module(f"{package.__name__}.{module_info.name}")
         if module.FAMILY in found:
             raise RuntimeError(f"kstate.inspect.{module_info.name}: a second row module of the {module.FAMILY.value} family")
         found[module.FAMILY] = module
+    for name in segmented_families():
+        family = Family(name)
+        if family not in found:
+            found[family] = SchemaRows(family)
     return found
 
 
-def _rows_of(family: Family) -> ModuleType:
+def _rows_of(family: Family) -> FamilyRows:
     """The row module of ``family``; DecodeError for a family without one (no silent default)."""
     found = family_rows().get(family)
     if found is None:

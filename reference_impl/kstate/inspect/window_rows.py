@@ -23,6 +23,5 @@ def row_fields(kind: str, store_type: StoreType, value_format: ValueFormat, key:
     """The record key, ``window`` (its start) and the seqnum, then the value's fields (WIN-1..3)."""
     # Time-ordered window stores keep time-first base rows and key-first index rows (WIN-2, WIN-3).
     time_first = kind == TIME_ORDERED or store_type is StoreType.TIME_ORDERED_WINDOW_WITH_HEADERS
-    decoded = (window_schema(key) if time_first else window_keys.PLAIN).decode(key)
-    return {"key": state_dir.display_text(decoded.key), "window": {"start": decoded.timestamp},
-            "seqnum": decoded.seqnum, **state_dir.value_fields(value_format, value)}
+    record_key, fields = (window_schema(key) if time_first else window_keys.PLAIN).shown(key)
+    return {"key": state_dir.display_text(record_key), **fields, **state_dir.value_fields(value_format, value)}
