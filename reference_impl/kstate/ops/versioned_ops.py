@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
 from kstate.codecs import versioned as v
 from kstate.errors import CodecError, KStateError
 from kstate.ops import JsonDict, error_of, op, tohex, unhex, unhex_required
-from kstate.ops.inputs import as_bool, require_bool, require_hex
+from kstate.ops.fields import Field, Output, Request, bool_field, deferred, nullable_hex, parse_request
+from kstate.ops.inputs import as_bool
 
 _SCENARIO = "versioned-scenario"
 
@@ -25,6 +27,49 @@ def _optional_int(payload: JsonDict, name: str) -> int | None:
     return None if payload.get(name) is None else _int(payload, name)
 
 
+# --- the declared fields (OPS-2, OPS-3) ------------------------------------------------------------------
+# Each reads its field as the hand parsing did, so that a bad one is refused with the same typed error: an integer
+# or the steps as a CodecError of the scenario format, bytes as a CodecError of the row's or key's format.
+
+
+def _int_field(name: str, doc: str = "") -> Field:
+    return Field(name, "int", doc, read=lambda payload, field_name, _default: _int(payload, field_name))
+
+
+def _optional_int_field(name: str, doc: str) -> Field:
+    """An integer that may be null or left out (both read as null)."""
+    return Field(name, "int | null", doc, None,
+                 read=lambda payload, field_name, _default: _optional_int(payload, field_name))
+
+
+def _bytes_field(name: str, fmt: str, doc: str = "") -> Field:
+    return Field(name, "hex", doc, read=lambda payload, field_name, _default: unhex_required(payload.get(field_name), fmt))
+
+
+def _steps(payload: JsonDict, name: str, _default: Any) -> list[Any]:
+    steps = payload.get(name)
+    if not isinstance(steps, list):
+        raise CodecError(_SCENARIO, f"'{name}' must be a list")
+    return steps
+
+
+def _store_name(payload: JsonDict, name: str, _default: Any) -> str:
+    store = payload.get(name)
+    if not isinstance(store, str):
+        raise CodecError(v.FMT_KEY, f"'{name}' must be a string")
+    return store
+
+
+def _alternatives(names: tuple[str, ...]) -> str:
+    return " | ".join(f'"{name}"' for name in names)
+
+
+_SEGMENT_ID = _int_field("segment_id", "-1: the latest-value store")
+_HISTORY_RETENTION = _int_field("history_retention")
+_CONFIG_SEGMENT_INTERVAL = _optional_int_field("segment_interval", "null: Kafka's default for the retention")
+_VERSION = "{index: int, valid_from: int, valid_to: int, value: hex | null}"
+
+
 def _result_json(result: v.SegmentSearchResult, with_value: bool) -> JsonDict:
     out: JsonDict = {"index": result.index, "valid_from": result.valid_from, "valid_to": result.valid_to}
     if with_value:
@@ -33,6 +78,11 @@ def _result_json(result: v.SegmentSearchResult, with_value: bool) -> JsonDict:
 
 
 # --- SegmentValue.scenario ---------------------------------------------------------------------------
+
+
+#: The steps of a segment scenario, as ``_run_step`` dispatches them.
+SEGMENT_STEP_OPS = ("new", "deserialize", "reload", "insert_as_latest", "insert_as_earliest", "insert",
+                    "update_record", "find", "find_all")
 
 
 def _run_step(state: v.SegmentValue | None, step: JsonDict,
@@ -128,20 +178,27 @@ def _orderly(state: v.SegmentValue) -> bool:
 @op("versioned.segment_scenario",
     rules=["VER-4", "VER-5", "VER-6", "VER-7", "VER-8", "VER-10", "VER-11", "VER-12", "VER-13", "VER-14",
            "VER-15", "VER-16", "VER-17", "VER-18", "VER-19", "VER-20", "VER-21"],
-    java=["SegmentValue.scenario"], lenient=_scenario_leniency)
-def segment_scenario(payload: JsonDict) -> JsonDict:
+    java=["SegmentValue.scenario"], lenient=_scenario_leniency,
+    inputs=[Field("steps", f"list[{{op: {_alternatives(SEGMENT_STEP_OPS)}, value?: hex | null, valid_from?: int, "
+                           "valid_to?: int, bytes?: hex, timestamp?: int, index?: int, include_value?: bool, from?: int, "
+                           "to?: int}]", "new and deserialize start a row; a bad step is refused by itself",
+                  read=_steps)],
+    outputs=[Output("steps", "list[{bytes: hex | null, next_timestamp: int | null, min_timestamp: int | null, "
+                             "result?: {index: int, valid_from: int, valid_to: int, value?: hex | null}, "
+                             "results?: list[{index: int, valid_from: int, valid_to: int, value: hex}], error?: {}}]",
+                    "each step's result or refusal, and the row after it")])
+def segment_scenario(request: Request) -> JsonDict:
     """Replay ``steps`` against one segment value, as Kafka's ``SegmentValue`` does."""
-    steps = payload.get("steps")
-    if not isinstance(steps, list):
-        raise CodecError(_SCENARIO, "'steps' must be a list")
-    return {"steps": replay_segment_steps(steps)}
+    return {"steps": replay_segment_steps(request.steps)}
 
 
-@op("versioned.segment_versions", rules=["VER-5", "VER-6", "VER-7", "VER-8", "VER-9"])
-def segment_versions(payload: JsonDict) -> JsonDict:
+@op("versioned.segment_versions", rules=["VER-5", "VER-6", "VER-7", "VER-8", "VER-9"],
+    inputs=[_bytes_field("bytes", v.FMT_SEGMENT, "a segment row")],
+    outputs=[Output("next_timestamp", "int"), Output("min_timestamp", "int"),
+             Output("versions", f"list[{_VERSION}]", "newest first")])
+def segment_versions(request: Request) -> JsonDict:
     """Every version of a stored row, tombstones included, newest first; a checked full read."""
-    row = unhex_required(payload.get("bytes"), v.FMT_SEGMENT)
-    value = v.deserialize_segment_value(row)
+    value = v.deserialize_segment_value(request.bytes)
     return {"next_timestamp": value.next_timestamp, "min_timestamp": value.min_timestamp,
             "versions": [_result_json(r, True) for r in value.versions()]}
 
@@ -149,65 +206,78 @@ def segment_versions(payload: JsonDict) -> JsonDict:
 # --- latest-value rows -------------------------------------------------------------------------------
 
 
-@op("versioned.latest_from", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.from"])
-def latest_from(payload: JsonDict) -> JsonDict:
+@op("versioned.latest_from", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.from"],
+    inputs=[nullable_hex("value", "null is the codec's to refuse (VER-3)"), _int_field("timestamp")],
+    outputs=[Output("bytes", "hex")])
+def latest_from(request: Request) -> JsonDict:
     """``[timestamp][value]`` of a latest-value row; a null value is refused."""
-    return {"bytes": tohex(v.encode_latest_value(require_hex(payload, "value", None), _int(payload, "timestamp")))}
+    return {"bytes": tohex(v.encode_latest_value(request.value, request.timestamp))}
 
 
-@op("versioned.latest_decode", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.value+timestamp"])
-def latest_decode(payload: JsonDict) -> JsonDict:
+@op("versioned.latest_decode", rules=["VER-3"], java=["RocksDBVersionedStore.LatestValueFormatter.value+timestamp"],
+    inputs=[_bytes_field("bytes", v.FMT_LATEST, "a latest-value row")],
+    outputs=[Output("value", "hex"), Output("timestamp", "int")])
+def latest_decode(request: Request) -> JsonDict:
     """Value and timestamp of a latest-value row."""
-    value, timestamp = v.decode_latest_value(unhex_required(payload.get("bytes"), v.FMT_LATEST))
+    value, timestamp = v.decode_latest_value(request.bytes)
     return {"value": tohex(value), "timestamp": timestamp}
 
 
 # --- keys, names, placement and configuration --------------------------------------------------------
 
 
-@op("versioned.segment_key", rules=["VER-1", "VER-2"])
-def segment_key(payload: JsonDict) -> JsonDict:
+@op("versioned.segment_key", rules=["VER-1", "VER-2"], inputs=[_SEGMENT_ID, _bytes_field("key", "hex")],
+    outputs=[Output("bytes", "hex")])
+def segment_key(request: Request) -> JsonDict:
     """The physical key ``[segment_id int64][key]``; segment -1 is the latest-value store."""
-    return {"bytes": tohex(v.segment_key(_int(payload, "segment_id"), unhex_required(payload.get("key"))))}
+    return {"bytes": tohex(v.segment_key(request.segment_id, request.key))}
 
 
-@op("versioned.split_segment_key", rules=["VER-1"])
-def split_segment_key(payload: JsonDict) -> JsonDict:
+@op("versioned.split_segment_key", rules=["VER-1"], inputs=[_bytes_field("bytes", v.FMT_KEY, "a physical key")],
+    outputs=[Output("segment_id", "int"), Output("key", "hex")])
+def split_segment_key(request: Request) -> JsonDict:
     """Segment id and raw key of a physical key."""
-    sid, key = v.split_segment_key(unhex_required(payload.get("bytes"), v.FMT_KEY))
+    sid, key = v.split_segment_key(request.bytes)
     return {"segment_id": sid, "key": tohex(key)}
 
 
-@op("versioned.segment_name", rules=["VER-2"])
-def segment_name(payload: JsonDict) -> JsonDict:
+#: Read only for a segment other than the latest-value store's, as before: segment -1 needs no interval (VER-2).
+_NAME_SEGMENT_INTERVAL = deferred(replace(_int_field("segment_interval", "not read for segment -1"), optional=True))
+
+
+@op("versioned.segment_name", rules=["VER-2"],
+    inputs=[Field("store", "string", read=_store_name), _SEGMENT_ID, _NAME_SEGMENT_INTERVAL],
+    outputs=[Output("name", "string")])
+def segment_name(request: Request) -> JsonDict:
     """Logical name of segment ``segment_id`` of ``store``: -1 is ``<store>.latestValues``."""
-    store = payload.get("store")
-    if not isinstance(store, str):
-        raise CodecError(v.FMT_KEY, "'store' must be a string")
-    sid = _int(payload, "segment_id")
+    store, sid = request.store, request.segment_id
     if sid == v.LATEST_VALUE_SEGMENT_ID:
         return {"name": v.latest_value_store_name(store)}
-    return {"name": v.segment_name(store, sid, _int(payload, "segment_interval"))}
+    return {"name": v.segment_name(store, sid, _NAME_SEGMENT_INTERVAL.parse(request.payload))}
 
 
-@op("versioned.version_segment", rules=["VER-22"])
-def version_segment(payload: JsonDict) -> JsonDict:
+@op("versioned.version_segment", rules=["VER-22"],
+    inputs=[_int_field("valid_from"), _optional_int_field("valid_to", "null: the latest version"),
+            bool_field("tombstone", default=False), _int_field("segment_interval")],
+    outputs=[Output("segment_id", "int", "-1: the latest-value store")])
+def version_segment(request: Request) -> JsonDict:
     """Segment id holding a version (-1 = latest-value store); ``valid_to`` null means the latest version."""
-    sid = v.version_segment_id(_int(payload, "valid_from"), _optional_int(payload, "valid_to"),
-                               require_bool(payload, "tombstone", False), _int(payload, "segment_interval"))
+    sid = v.version_segment_id(request.valid_from, request.valid_to, request.tombstone, request.segment_interval)
     return {"segment_id": sid}
 
 
-@op("versioned.default_segment_interval", rules=["VER-23"])
-def default_segment_interval(payload: JsonDict) -> JsonDict:
+@op("versioned.default_segment_interval", rules=["VER-23"], inputs=[_HISTORY_RETENTION],
+    outputs=[Output("segment_interval", "int")])
+def default_segment_interval(request: Request) -> JsonDict:
     """Kafka's default segment interval for a history retention."""
-    return {"segment_interval": v.default_segment_interval(_int(payload, "history_retention"))}
+    return {"segment_interval": v.default_segment_interval(request.history_retention)}
 
 
-@op("versioned.store_config", rules=["VER-23", "VER-24"])
-def store_config(payload: JsonDict) -> JsonDict:
+@op("versioned.store_config", rules=["VER-23", "VER-24"], inputs=[_HISTORY_RETENTION, _CONFIG_SEGMENT_INTERVAL],
+    outputs=[Output("history_retention", "int"), Output("segment_interval", "int"), Output("grace_period", "int")])
+def store_config(request: Request) -> JsonDict:
     """Validated configuration: retention, segment interval (default if null) and grace period."""
-    config = v.store_config(_int(payload, "history_retention"), _optional_int(payload, "segment_interval"))
+    config = v.store_config(request.history_retention, request.segment_interval)
     return {"history_retention": config.history_retention, "segment_interval": config.segment_interval,
             "grace_period": config.grace_period}
 
@@ -219,6 +289,10 @@ def _record_json(record: v.VersionedRecord | None) -> JsonDict | None:
     if record is None:
         return None
     return {"value": tohex(record.value), "timestamp": record.timestamp, "valid_to": record.valid_to}
+
+
+#: The steps of a key scenario, as ``_store_step`` dispatches them.
+STORE_STEP_OPS = ("put", "delete", "get", "get_as_of")
 
 
 def _store_step(history: v.KeyVersions, step: JsonDict) -> JsonDict:
@@ -235,13 +309,24 @@ def _store_step(history: v.KeyVersions, step: JsonDict) -> JsonDict:
     return action()
 
 
+# The key and steps are read once the configuration is validated, as before, so that a bad configuration is refused
+# first (VER-23, VER-24).
+_KEY_SCENARIO_KEY = deferred(_bytes_field("key", "hex", "the record key"))
+_KEY_SCENARIO_STEPS = deferred(Field(
+    "steps", f"list[{{op: {_alternatives(STORE_STEP_OPS)}, value?: hex | null, timestamp?: int}}]",
+    "a bad step is refused by itself", read=_steps))
+KEY_SCENARIO_INPUTS = (_HISTORY_RETENTION, _CONFIG_SEGMENT_INTERVAL, _KEY_SCENARIO_KEY, _KEY_SCENARIO_STEPS)
+
+
 def replay_key_scenario(payload: JsonDict, history_class: type[v.KeyVersions] = v.KeyVersions) -> JsonDict:
-    """Replay put/delete/get/get_as_of ``steps`` on one key; see :func:`key_scenario`."""
-    config = v.store_config(_int(payload, "history_retention"), _optional_int(payload, "segment_interval"))
-    key = unhex_required(payload.get("key"))
-    steps = payload.get("steps")
-    if not isinstance(steps, list):
-        raise CodecError(_SCENARIO, "'steps' must be a list")
+    """Replay put/delete/get/get_as_of ``steps`` on one key; see :func:`key_scenario` (mutants pass their class)."""
+    return _replay_key_scenario(parse_request(KEY_SCENARIO_INPUTS, payload), history_class)
+
+
+def _replay_key_scenario(request: Request, history_class: type[v.KeyVersions]) -> JsonDict:
+    config = v.store_config(request.history_retention, request.segment_interval)
+    key = _KEY_SCENARIO_KEY.parse(request.payload)
+    steps = _KEY_SCENARIO_STEPS.parse(request.payload)
     history = history_class(config)
     results: list[JsonDict] = []
     for step in steps:
@@ -258,11 +343,15 @@ def replay_key_scenario(payload: JsonDict, history_class: type[v.KeyVersions] = 
 
 @op("versioned.key_scenario",
     rules=["VER-1", "VER-2", "VER-22", "VER-25", "VER-26", "VER-27", "VER-28", "VER-29", "VER-30", "VER-31",
-           "VER-32", "VER-33"])
-def key_scenario(payload: JsonDict) -> JsonDict:
+           "VER-32", "VER-33"],
+    inputs=KEY_SCENARIO_INPUTS,
+    outputs=[Output("steps", "list[{result?: int | {value: hex, timestamp: int, valid_to: int | null} | null, "
+                             "error?: {}, observed_stream_time: int, rows: list[[hex, hex]]}]",
+                    "each step's result or refusal, the stream time and the key's physical rows after it")])
+def key_scenario(request: Request) -> JsonDict:
     """Replay put/delete/get/get_as_of ``steps`` on one key of a running versioned store.
 
     Each result has the step's ``result`` (or an error), ``observed_stream_time`` and the key's
     physical ``rows`` as ``[physical key, row]`` in store order.
     """
-    return replay_key_scenario(payload)
+    return _replay_key_scenario(request, v.KeyVersions)
