@@ -25,6 +25,7 @@ import java.util.TreeSet;
 import static kstate.kafkajvm.Json.hexNode;
 import static kstate.kafkajvm.Json.hexOrNull;
 import static kstate.kafkajvm.Json.obj;
+import static kstate.kafkajvm.K.t;
 import static kstate.kafkajvm.Main.register;
 import static kstate.kafkajvm.Stores.drain;
 import static kstate.kafkajvm.Stores.key;
@@ -34,36 +35,22 @@ import static kstate.kafkajvm.Stores.optKey;
  *  {@code timestamped_kv_with_headers}, built by Kafka's Stores.* suppliers per backend and its builders, and the
  *  {@code store.*} key-value operations and iterators, each calling the bytes store under the metered layer. */
 final class KeyValueFamily extends StoreFamily {
-    private KeyValueFamily() { }
+    private KeyValueFamily() {
+        super(StoreTypes.FAMILY_KEY_VALUE, TYPES);
+    }
 
     /** The key-value store types a release offers: its Stores.* supplier per backend and its builder. */
     private static final List<String> TYPES = List.of(StoreTypes.KEY_VALUE, StoreTypes.TIMESTAMPED_KV,
         StoreTypes.TIMESTAMPED_KV_WITH_HEADERS);
 
-    @Override
-    String name() {
-        return StoreTypes.FAMILY_KEY_VALUE;
-    }
-
-    @Override
-    List<String> types() {
-        return TYPES;
-    }
-
     /** The header-aware supplier and builder came with KIP-1271. */
     @Override
     boolean offers(final String type) {
-        try {
-            if (type.equals(StoreTypes.TIMESTAMPED_KV_WITH_HEADERS)) {
-                org.apache.kafka.streams.state.Stores.class.getMethod("persistentTimestampedKeyValueStoreWithHeaders", String.class);
-                org.apache.kafka.streams.state.Stores.class.getMethod("timestampedKeyValueStoreWithHeadersBuilder",
-                    KeyValueBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
-                    org.apache.kafka.common.serialization.Serde.class);
-            }
-            return TYPES.contains(type);
-        } catch (NoSuchMethodException e) {
-            return false;
+        if (type.equals(StoreTypes.TIMESTAMPED_KV_WITH_HEADERS)) {
+            return releaseHasHeaderStores("persistentTimestampedKeyValueStoreWithHeaders", t(String.class),
+                "timestampedKeyValueStoreWithHeadersBuilder", KeyValueBytesStoreSupplier.class);
         }
+        return super.offers(type);
     }
 
     @Override
@@ -104,11 +91,6 @@ final class KeyValueFamily extends StoreFamily {
     @Override
     void bind(final Stores.Handle h) {
         h.layer = ((WrappedStateStore<?, ?, ?>) h.root).wrapped();
-    }
-
-    @Override
-    boolean segmented() {
-        return false;
     }
 
     @Override

@@ -41,7 +41,9 @@ import static kstate.kafkajvm.Main.register;
  *  bytes-level store under the metered layer (change-logging, caching, then Kafka's RocksDB or in-memory store), and
  *  the session key schemas (SESS-*): SessionKeySchema and the prefixed ones. */
 final class SessionFamily extends StoreFamily {
-    private SessionFamily() { }
+    private SessionFamily() {
+        super(StoreTypes.FAMILY_SESSION, TYPES);
+    }
 
     private static final List<String> TYPES = List.of(StoreTypes.SESSION, StoreTypes.SESSION_WITH_HEADERS);
 
@@ -51,30 +53,14 @@ final class SessionFamily extends StoreFamily {
         new KeySchemas.Schema("session", "key_first", "PrefixedSessionKeySchemas$KeyFirstSessionKeySchema", true),
     };
 
-    @Override
-    String name() {
-        return StoreTypes.FAMILY_SESSION;
-    }
-
-    @Override
-    List<String> types() {
-        return TYPES;
-    }
-
     /** Whether this release offers the type: the header-aware supplier and builder came with KIP-1271. */
     @Override
     boolean offers(final String type) {
         if (type.equals(StoreTypes.SESSION_WITH_HEADERS)) {
-            try {
-                org.apache.kafka.streams.state.Stores.class.getMethod("persistentSessionStoreWithHeaders", String.class, Duration.class);
-                org.apache.kafka.streams.state.Stores.class.getMethod("sessionStoreWithHeadersBuilder",
-                    SessionBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
-                    org.apache.kafka.common.serialization.Serde.class);
-            } catch (NoSuchMethodException e) {
-                return false;
-            }
+            return releaseHasHeaderStores("persistentSessionStoreWithHeaders", t(String.class, Duration.class),
+                "sessionStoreWithHeadersBuilder", SessionBytesStoreSupplier.class);
         }
-        return TYPES.contains(type);
+        return super.offers(type);
     }
 
     /** The options a session store takes (SS-11): retention_ms (required) and segment_interval_ms (RocksDB). */
@@ -181,11 +167,6 @@ final class SessionFamily extends StoreFamily {
     @Override
     void bind(final Stores.Handle h) {
         h.layer = ((WrappedStateStore<?, ?, ?>) h.root).wrapped();
-    }
-
-    @Override
-    boolean segmented() {
-        return true;
     }
 
     @Override

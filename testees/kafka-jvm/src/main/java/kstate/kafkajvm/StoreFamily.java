@@ -23,8 +23,20 @@ abstract class StoreFamily {
     /** Every family of the table by its name, in the table's order. */
     private static final Map<String, StoreFamily> FAMILIES = load();
 
+    private final String name;
+    private final List<String> types;
+
+    /** The family `name` of the table ({@code StoreTypes.FAMILY_*}), whose stores store.capabilities lists as
+     *  `types` where this release builds them (OPS-1). */
+    StoreFamily(final String name, final List<String> types) {
+        this.name = name;
+        this.types = types;
+    }
+
     /** The family's name in the table ({@code StoreTypes.FAMILY_*}). */
-    abstract String name();
+    final String name() {
+        return name;
+    }
 
     // --- the registry ---------------------------------------------------------------------------------------------
 
@@ -88,10 +100,29 @@ abstract class StoreFamily {
     // --- the family's stores ----------------------------------------------------------------------------------
 
     /** The family's store types that store.capabilities lists where this release builds them (OPS-1). */
-    abstract List<String> types();
+    final List<String> types() {
+        return types;
+    }
 
-    /** Whether this release builds `type` (one of the family's, possibly beyond {@link #types()}: a layout-only type). */
-    abstract boolean offers(String type);
+    /** Whether this release builds `type` (one of the family's, possibly beyond {@link #types()}: a layout-only type);
+     *  here, whether it is one of {@link #types()}. */
+    boolean offers(final String type) {
+        return types.contains(type);
+    }
+
+    /** Whether Kafka's Stores in this release has the header-aware `supplier` (taking `supplierParams`) and
+     *  `builder` (taking a `supplierType` and two serdes): they came with KIP-1271. */
+    static boolean releaseHasHeaderStores(final String supplier, final Class<?>[] supplierParams, final String builder,
+                                          final Class<?> supplierType) {
+        try {
+            org.apache.kafka.streams.state.Stores.class.getMethod(supplier, supplierParams);
+            org.apache.kafka.streams.state.Stores.class.getMethod(builder, supplierType,
+                org.apache.kafka.common.serialization.Serde.class, org.apache.kafka.common.serialization.Serde.class);
+            return true;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
 
     /** Refuses, as unsupported, a type of the family this release does not build. */
     void requireOffered(final String type) {
@@ -119,8 +150,10 @@ abstract class StoreFamily {
     abstract void bind(Stores.Handle h) throws ReflectiveOperationException;
 
     /** Whether the family's stores keep segment databases under {@code <task>/<store>/} (LAY-3) or one database under
-     *  {@code <task>/rocksdb/<store>}. */
-    abstract boolean segmented();
+     *  {@code <task>/rocksdb/<store>}, as the table says of its types (they all agree). */
+    boolean segmented() {
+        return StoreTypes.segmented(types.get(0));
+    }
 
     /** The family's own operations: its stores' and its codecs'. */
     abstract void registerOps();

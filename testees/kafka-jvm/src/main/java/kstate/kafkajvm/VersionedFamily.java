@@ -28,24 +28,11 @@ import static kstate.kafkajvm.Stores.key;
  *  {@code versioned_store.*} operations. Writes go through the metered store (its values are the user's bytes),
  *  reads to the innermost RocksDBVersionedStore, whose records carry validTo. */
 final class VersionedFamily extends StoreFamily {
-    private VersionedFamily() { }
+    private VersionedFamily() {
+        super(StoreTypes.FAMILY_VERSIONED, TYPES);
+    }
 
     private static final List<String> TYPES = List.of(StoreTypes.VERSIONED_KV);
-
-    @Override
-    String name() {
-        return StoreTypes.FAMILY_VERSIONED;
-    }
-
-    @Override
-    List<String> types() {
-        return TYPES;
-    }
-
-    @Override
-    boolean offers(final String type) {
-        return TYPES.contains(type);
-    }
 
     @Override
     void requireOffered(final String type) {
@@ -107,11 +94,6 @@ final class VersionedFamily extends StoreFamily {
             innermost = f.get(innermost);
         }
         h.layer = innermost;
-    }
-
-    @Override
-    boolean segmented() {
-        return false;
     }
 
     @Override

@@ -44,7 +44,9 @@ import static kstate.kafkajvm.Stores.key;
  *  aggregation that emits final results, opened for its column families, not listed in store.capabilities), the
  *  {@code window_store.*} operations, and the window key schemas (WIN-*): WindowKeySchema and the prefixed ones. */
 final class WindowFamily extends StoreFamily {
-    private WindowFamily() { }
+    private WindowFamily() {
+        super(StoreTypes.FAMILY_WINDOW, TYPES);
+    }
 
     private static final List<String> TYPES = List.of(StoreTypes.WINDOW, StoreTypes.TIMESTAMPED_WINDOW,
         StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS);
@@ -55,35 +57,19 @@ final class WindowFamily extends StoreFamily {
         new KeySchemas.Schema("window", "key_first", "PrefixedWindowKeySchemas$KeyFirstWindowKeySchema", true),
     };
 
-    @Override
-    String name() {
-        return StoreTypes.FAMILY_WINDOW;
-    }
-
-    @Override
-    List<String> types() {
-        return TYPES;
-    }
-
     /** The header-aware supplier and builder came with KIP-1271. */
     @Override
     boolean offers(final String type) {
-        try {
-            if (type.equals(StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS)) {
-                org.apache.kafka.streams.state.Stores.class.getMethod("persistentTimestampedWindowStoreWithHeaders", String.class,
-                    Duration.class, Duration.class, boolean.class);
-                org.apache.kafka.streams.state.Stores.class.getMethod("timestampedWindowStoreWithHeadersBuilder",
-                    org.apache.kafka.streams.state.WindowBytesStoreSupplier.class, org.apache.kafka.common.serialization.Serde.class,
-                    org.apache.kafka.common.serialization.Serde.class);
-            }
-            if (type.equals(StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS)) {
-                K.cls("RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier");
-                return true;
-            }
-            return TYPES.contains(type);
-        } catch (NoSuchMethodException e) {
-            return false;
+        if (type.equals(StoreTypes.TIMESTAMPED_WINDOW_WITH_HEADERS)) {
+            return releaseHasHeaderStores("persistentTimestampedWindowStoreWithHeaders",
+                t(String.class, Duration.class, Duration.class, boolean.class),
+                "timestampedWindowStoreWithHeadersBuilder", org.apache.kafka.streams.state.WindowBytesStoreSupplier.class);
         }
+        if (type.equals(StoreTypes.TIME_ORDERED_WINDOW_WITH_HEADERS)) {
+            K.cls("RocksDbIndexedTimeOrderedWindowBytesStoreWithHeadersSupplier");
+            return true;
+        }
+        return super.offers(type);
     }
 
     @Override
@@ -186,11 +172,6 @@ final class WindowFamily extends StoreFamily {
     @Override
     void bind(final Stores.Handle h) {
         h.layer = ((WrappedStateStore<?, ?, ?>) h.root).wrapped();
-    }
-
-    @Override
-    boolean segmented() {
-        return true;
     }
 
     @Override
