@@ -19,7 +19,7 @@ import functools
 import importlib
 import pkgutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,6 +143,27 @@ def record_fields(frame: Any, store_type: StoreType) -> Any:
     if "timestamp" not in frame.columns:
         return frame
     return frame.withColumn("timestamp", F.col("timestamp") if _stores_timestamp(store_type) else F.lit(None).cast("long"))
+
+
+def latest_per_changelog_key(changelog: Any, store_type: StoreType, key_columns: Callable[[Any], Any],
+                             columns: Sequence[str], event_time: str) -> tuple[Any, Any]:
+    """A family's expected entries where the changelog key is the store key with the entry's time in it (WIN-1,
+    SESS-1): the last record per changelog key, a tombstone deleting it, split by ``key_columns`` and selected as
+    ``partition, key, *columns``; and every record's ``event_time`` column as the event times (CL-6, CL-7)."""
+    from pyspark.sql import functions as F
+
+    latest = key_columns(latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
+    entries = record_fields(latest, store_type).select("partition", "key", *columns)
+    events = key_columns(changelog.select("partition", "key")).select(
+        "partition", F.col(event_time).alias("event_time"))
+    return entries, events
+
+
+def within_retention(column: str, params: FamilyParameters) -> Any:
+    """Still queryable: ``column`` above the stream time minus the store's retention (WS-11, SS-12)."""
+    from pyspark.sql import functions as F
+
+    return F.col(column) > F.col("stream_time") - F.lit(params.retention_ms)
 
 
 def value_decoder(store_type: StoreType) -> Callable[[bytes], StoredValue]:

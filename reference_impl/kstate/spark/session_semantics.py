@@ -20,9 +20,9 @@ from kstate.spark.semantics import (
     Semantics,
     header_list,
     int_at,
-    latest_by_offset,
-    record_fields,
+    latest_per_changelog_key,
     value_decoder,
+    within_retention,
 )
 
 
@@ -38,13 +38,8 @@ def _key_columns(frame: Any) -> Any:
 
 def _expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
     """The last record per session key ``[key][end][start]``, removes deleting (SESS-1, CL-7)."""
-    from pyspark.sql import functions as F
-
-    latest = _key_columns(latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
-    entries = record_fields(latest, store_type).select("partition", "key", "start", "end", "value", "headers")
-    events = _key_columns(changelog.select("partition", "key")).select(
-        "partition", F.col("end").alias("event_time"))
-    return entries, events
+    return latest_per_changelog_key(changelog, store_type, _key_columns,
+                                    ("start", "end", "value", "headers"), event_time="end")
 
 
 def _decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
@@ -56,9 +51,7 @@ def _decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
 
 
 def _queryable(params: FamilyParameters) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("end") > F.col("stream_time") - F.lit(params.retention_ms)
+    return within_retention("end", params)
 
 
 #: Stream time is in the key (SESS-1): each changelog key's latest record is enough.

@@ -23,9 +23,9 @@ from kstate.spark.semantics import (
     Semantics,
     header_list,
     int_at,
-    latest_by_offset,
-    record_fields,
+    latest_per_changelog_key,
     value_decoder,
+    within_retention,
 )
 
 
@@ -41,14 +41,9 @@ def _key_columns(frame: Any) -> Any:
 
 def _expected(changelog: Any, store_type: StoreType, params: FamilyParameters) -> tuple[Any, Any]:
     """The last record per changelog key ``[key][windowStart][seqnum]``, tombstones deleting (WIN-1, CL-6)."""
-    from pyspark.sql import functions as F
-
-    latest = _key_columns(latest_by_offset(changelog, ["partition", "key"]).where(F.col("value").isNotNull()))
-    entries = record_fields(latest, store_type).select("partition", "key", "window_start", "seqnum", "value",
-                                                       "timestamp", "headers")
-    events = _key_columns(changelog.select("partition", "key")).select(
-        "partition", F.col("window_start").alias("event_time"))
-    return entries, events
+    return latest_per_changelog_key(changelog, store_type, _key_columns,
+                                    ("window_start", "seqnum", "value", "timestamp", "headers"),
+                                    event_time="window_start")
 
 
 def _decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
@@ -60,9 +55,7 @@ def _decode(store_type: StoreType, view: dict[bytes, bytes]) -> Iterator[Row]:
 
 
 def _queryable(params: FamilyParameters) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col("window_start") > F.col("stream_time") - F.lit(params.retention_ms)
+    return within_retention("window_start", params)
 
 
 #: Stream time is in the key (WIN-1): each changelog key's latest record is enough. Duplicates (WIN-6) are grouped
