@@ -118,3 +118,16 @@ class WindowedAggregation(ProcessorBase):
         super().__init__(store, store_type, store_options, options)
         self.observed_stream_time = NO_TIMESTAMP
         self.dropped = 0
+
+    def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
+        """A null value is skipped before anything is read or written (see the module); any other record advances
+        the observed stream time, then is aggregated."""
+        if value is None:
+            return
+        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+        self.aggregate_record(key, value, timestamp, headers)
+
+    @abstractmethod
+    def aggregate_record(self, key: bytes, value: bytes, timestamp: int, headers: Headers) -> None:
+        """Add the record to its window's or session's aggregate, the observed stream time already advanced by it;
+        a record for a closed one is counted in ``dropped``, not written."""

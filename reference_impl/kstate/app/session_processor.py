@@ -44,10 +44,7 @@ class SessionAggregateProcessor(WindowedAggregation):
         retention = option(store_options, "retention_ms")
         self.grace = option(options, "grace_ms", max(retention - self.gap, 0))
 
-    def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
-        if value is None:
-            return
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+    def aggregate_record(self, key: bytes, value: bytes, timestamp: int, headers: Headers) -> None:
         close_time = self.observed_stream_time - self.grace
         start = end = timestamp
         count = 0

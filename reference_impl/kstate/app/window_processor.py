@@ -48,10 +48,7 @@ class WindowAggregateProcessor(WindowedAggregation):
         if self.window_size + self.grace > retention:
             raise ProcessorConfigError("grace_ms", f"window size + grace exceeds the store's retention {retention}")
 
-    def process(self, key: bytes, value: bytes | None, timestamp: int, headers: Headers) -> None:
-        if value is None:
-            return
-        self.observed_stream_time = max(self.observed_stream_time, timestamp)
+    def aggregate_record(self, key: bytes, value: bytes, timestamp: int, headers: Headers) -> None:
         window_start = timestamp - timestamp % self.window_size
         if window_start + self.window_size <= self.observed_stream_time - self.grace:
             self.dropped += 1
